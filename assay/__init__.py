@@ -1,0 +1,1 @@
+"""Assay: evaluate AI research agents."""

@@ -1,0 +1,74 @@
+"""The platform's connection to NATS: the faststream broker and the two streams."""
+
+from __future__ import annotations
+
+import ssl
+
+from faststream.nats import NatsBroker
+from faststream.nats.security import NatsSecurity, NatsUserPassword
+from nats.js import JetStreamContext
+from nats.js.api import RetentionPolicy, StorageType, StreamConfig
+from nats.js.errors import NotFoundError
+
+from assay.config import Settings
+
+from ._subjects import DLQ_STREAM_SUBJECTS, EVENT_SUBJECTS
+
+__all__ = ["dlq_stream", "ensure_streams", "event_stream", "make_broker"]
+
+
+def event_stream(settings: Settings) -> StreamConfig:
+    """The event log: keeps everything, refuses deletes and purges."""
+    return StreamConfig(
+        name=settings.stream,
+        subjects=[EVENT_SUBJECTS],
+        retention=RetentionPolicy.LIMITS,
+        storage=StorageType.FILE,
+        num_replicas=settings.stream_replicas,
+        duplicate_window=settings.duplicate_window_s,
+        deny_delete=True,
+        deny_purge=True,
+    )
+
+
+def dlq_stream(settings: Settings) -> StreamConfig:
+    """Dead letters, kept with their reasons for inspection."""
+    return StreamConfig(
+        name=f"{settings.stream}_DLQ",
+        subjects=[DLQ_STREAM_SUBJECTS],
+        retention=RetentionPolicy.LIMITS,
+        storage=StorageType.FILE,
+        num_replicas=settings.stream_replicas,
+        duplicate_window=settings.duplicate_window_s,
+    )
+
+
+def make_broker(settings: Settings, *, name: str) -> NatsBroker:
+    """A faststream NATS broker configured from settings (auth and TLS included)."""
+    tls = None
+    if settings.nats_tls_ca is not None:
+        tls = ssl.create_default_context(cafile=str(settings.nats_tls_ca))
+    security: NatsSecurity | None = None
+    if settings.nats_user is not None:
+        security = NatsUserPassword(
+            settings.nats_user, settings.nats_password or "", ssl_context=tls
+        )
+    elif tls is not None:
+        security = NatsSecurity(ssl_context=tls)
+    return NatsBroker(
+        settings.nats_url,
+        security=security,
+        name=name,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=0.5,
+        logger=None,
+    )
+
+
+async def ensure_streams(js: JetStreamContext, settings: Settings) -> None:
+    """Create the streams if missing; leave existing ones (and their data) alone."""
+    for config in (event_stream(settings), dlq_stream(settings)):
+        try:
+            await js.stream_info(config.name or "")
+        except NotFoundError:
+            await js.add_stream(config=config)

@@ -1,0 +1,271 @@
+"""One publish path and one consume path for every service."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any, NamedTuple, TypeVar
+
+from faststream import AckPolicy
+from faststream.nats import ConsumerConfig, DeliverPolicy, JStream, NatsMessage, PullSub
+from faststream.nats.subscriber.usecases.basic import LogicSubscriber
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy as JsAckPolicy
+from opentelemetry import trace
+
+from assay.config import Settings
+from assay.schemas import BusError, Event, InvalidEvent, Producer, parse_event
+from assay.telemetry import extract_context, inject_headers, tracer
+
+from ._broker import ensure_streams, make_broker
+from ._subjects import dlq_subject
+
+__all__ = ["Bus", "Delivery", "Published"]
+
+log = logging.getLogger("assay.bus")
+
+E = TypeVar("E", bound=Event)
+
+DEAD_REASON = "Assay-Dead-Reason"
+DEAD_SUBJECT = "Assay-Dead-Subject"
+DEAD_SEQUENCE = "Assay-Dead-Sequence"
+DEAD_DELIVERIES = "Assay-Dead-Deliveries"
+
+
+class Published(NamedTuple):
+    """Where an event landed in the log."""
+
+    sequence: int
+    duplicate: bool
+
+
+class Delivery(NamedTuple):
+    """Log position of the event a handler is working on."""
+
+    sequence: int
+    attempt: int
+
+
+Handler = Callable[[E, Delivery], Awaitable[None]]
+
+
+class Bus:
+    """The event log as services see it: typed publish, durable typed consumers."""
+
+    def __init__(self, settings: Settings, *, service: str, version: str = "0.1.0") -> None:
+        self.settings = settings
+        self.producer = Producer(service=service, version=version)
+        self.broker = make_broker(settings, name=f"assay-{service}")
+        # Streams are created by ensure_streams on start; faststream only references them.
+        self.stream = JStream(settings.stream, declare=False)
+        self._dlq = JStream(f"{settings.stream}_DLQ", declare=False)
+        self._started = False
+
+    @property
+    def js(self) -> JetStreamContext:
+        """The nats-py JetStream context of the live connection."""
+        return self.broker.connection.jetstream()
+
+    async def start(self) -> None:
+        """Connect, make sure the streams exist, start every registered consumer."""
+        await self.broker.connect()
+        await ensure_streams(self.js, self.settings)
+        await self.broker.start()
+        self._started = True
+
+    async def stop(self) -> None:
+        """Drain consumers and close the connection."""
+        await self.broker.stop()
+        self._started = False
+
+    async def __aenter__(self) -> Bus:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # --- publishing ---------------------------------------------------------------------
+
+    async def publish(self, event: Event, *, timeout: float = 10.0) -> Published:
+        """Append an event to the log and wait for JetStream's acknowledgement.
+
+        `Nats-Msg-Id` is the event id, so a retried publish is stored once.
+        """
+        headers = inject_headers({"Nats-Msg-Id": event.event_id})
+        try:
+            ack = await self.broker.publish(
+                event.model_dump_json().encode(),
+                event.subject,
+                headers=headers,
+                stream=self.stream.name,
+                timeout=timeout,
+            )
+        except Exception as e:  # nats-py raises several unrelated types here
+            raise BusError(
+                f"publish of {event.event_type} {event.event_id} to {event.subject} failed: {e}"
+            ) from e
+        if ack is None:
+            raise BusError(f"publish of {event.event_id} to {event.subject}: no PubAck")
+        return Published(ack.seq, bool(ack.duplicate))
+
+    # --- consuming ----------------------------------------------------------------------
+
+    def consume(
+        self,
+        subject: str,
+        handler: Handler[Any],
+        *,
+        durable: str,
+        event_type: type[Event] | tuple[type[Event], ...] = Event,
+        max_deliver: int | None = None,
+        max_workers: int = 1,
+        deliver_policy: DeliverPolicy = DeliverPolicy.ALL,
+    ) -> LogicSubscriber[Any]:
+        """Register a durable pull consumer that hands typed events to `handler`.
+
+        Delivery is explicit: success acks; a raise is retried with backoff until
+        `max_deliver`, then dead-lettered with its reason; messages that do not parse
+        (or are not `event_type`) are dead-lettered at once. The consumer never stops
+        for one bad message. Instances that share `durable` share the work.
+        """
+        limit = max_deliver or self.settings.max_deliver
+        config = ConsumerConfig(
+            durable_name=durable,
+            ack_policy=JsAckPolicy.EXPLICIT,
+            max_deliver=limit,
+            ack_wait=self.settings.ack_wait_s,
+            deliver_policy=deliver_policy,
+            filter_subject=subject,
+        )
+        subscriber = self.broker.subscriber(
+            subject,
+            stream=self.stream,
+            durable=durable,
+            pull_sub=PullSub(batch_size=max(1, max_workers), timeout=1.0),
+            config=config,
+            ack_policy=AckPolicy.MANUAL,
+            max_workers=max_workers,
+            decoder=_raw_body,
+        )
+
+        async def on_message(body: bytes, msg: NatsMessage) -> None:
+            await self._deliver(msg, handler, durable=durable, event_type=event_type, limit=limit)
+
+        subscriber(on_message)
+        return subscriber
+
+    async def _deliver(
+        self,
+        msg: NatsMessage,
+        handler: Handler[Any],
+        *,
+        durable: str,
+        event_type: type[Event] | tuple[type[Event], ...],
+        limit: int,
+    ) -> None:
+        raw = msg.raw_message
+        meta = raw.metadata
+        attempt = meta.num_delivered
+        try:
+            event = parse_event(raw.data, subject=raw.subject)
+            if not isinstance(event, event_type):
+                raise InvalidEvent(
+                    f"{event.event_type} on {raw.subject} is not what {durable} consumes"
+                )
+        except InvalidEvent as e:
+            await self._dead_letter(msg, durable, str(e))
+            return
+        ctx = extract_context(raw.headers)
+        span_name = f"{durable} handle {event.event_type}"
+        with tracer("assay.bus").start_as_current_span(span_name, context=ctx) as span:
+            span.set_attribute("assay.event_id", event.event_id)
+            span.set_attribute("assay.run_id", event.run_id or "")
+            heartbeat = asyncio.create_task(self._keep_alive(msg))
+            try:
+                await handler(event, Delivery(meta.sequence.stream, attempt))
+            except Exception as e:
+                span.record_exception(e)
+                span.set_status(trace.Status(trace.StatusCode.ERROR, str(e)))
+                reason = f"{type(e).__name__}: {e}"
+                if attempt >= limit:
+                    log.error(
+                        "%s: giving up on %s after %d attempts: %s",
+                        durable,
+                        event.event_id,
+                        attempt,
+                        reason,
+                    )
+                    await self._dead_letter(msg, durable, reason)
+                else:
+                    log.warning(
+                        "%s: attempt %d on %s failed: %s", durable, attempt, event.event_id, reason
+                    )
+                    await msg.nack(delay=_backoff(attempt))
+                return
+            finally:
+                heartbeat.cancel()
+        await msg.ack()
+
+    async def _keep_alive(self, msg: NatsMessage) -> None:
+        """Tell JetStream we are still working, so long handlers are not redelivered."""
+        interval = max(0.5, self.settings.ack_wait_s / 3)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await msg.in_progress()
+            except Exception:  # the connection may be reconnecting; redelivery is the fallback
+                log.debug("in_progress failed", exc_info=True)
+
+    async def _dead_letter(self, msg: NatsMessage, durable: str, reason: str) -> None:
+        """Move a message to the dead-letter stream with its reason, then ack it."""
+        raw = msg.raw_message
+        meta = raw.metadata
+        headers = {
+            "Nats-Msg-Id": f"dlq-{durable}-{meta.sequence.stream}",
+            DEAD_REASON: reason[:4000].replace("\r", " ").replace("\n", " "),
+            DEAD_SUBJECT: raw.subject,
+            DEAD_SEQUENCE: str(meta.sequence.stream),
+            DEAD_DELIVERIES: str(meta.num_delivered),
+        }
+        await self.broker.publish(
+            raw.data, dlq_subject(durable), headers=headers, stream=self._dlq.name, timeout=10.0
+        )
+        await msg.ack()
+
+    async def dead_letters(self, durable: str) -> list[tuple[bytes, dict[str, str]]]:
+        """Every dead letter of a consumer so far: (payload, headers)."""
+        from nats.js.api import ConsumerConfig as JsConsumerConfig
+
+        subject = dlq_subject(durable)
+        out: list[tuple[bytes, dict[str, str]]] = []
+        psub = await self.js.pull_subscribe(
+            subject,
+            stream=self._dlq.name,
+            config=JsConsumerConfig(ack_policy=JsAckPolicy.NONE, inactive_threshold=30.0),
+        )
+        try:
+            info = await psub.consumer_info()
+            remaining = info.num_pending
+            while remaining > 0:
+                for m in await psub.fetch(min(remaining, 256), timeout=5.0):
+                    out.append((m.data, dict(m.headers or {})))
+                    remaining -= 1
+        except NatsTimeout as e:
+            raise BusError(f"reading dead letters of {durable}: {e}") from e
+        finally:
+            await psub.unsubscribe()
+        return out
+
+
+async def _raw_body(msg: Any) -> Any:
+    """Hand the handler the undecoded body; parsing happens in one place, in _deliver."""
+    return msg.body
+
+
+def _backoff(attempt: int) -> float:
+    """Redelivery delay: exponential with jitter, capped."""
+    return float(min(30.0, 0.2 * (2 ** (attempt - 1))) * (0.5 + random.random() / 2))

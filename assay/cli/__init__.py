@@ -1,0 +1,11 @@
+"""Command line: `assay up | submit | events | schemas export | ...`."""
+
+from . import _core  # noqa: F401  (registers commands)
+from ._app import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Entry point of the `assay` console script."""
+    app()

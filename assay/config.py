@@ -1,0 +1,55 @@
+"""Settings from the environment (`ASSAY_*`), validated once at the edge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings", "get_settings"]
+
+
+class Settings(BaseSettings):
+    """Where the bus and the blob store are, and how the log is kept."""
+
+    model_config = SettingsConfigDict(env_prefix="ASSAY_", extra="ignore")
+
+    home: Path = Path(".assay")
+    """State directory of the embedded stack (NATS data, local blobs, snapshots)."""
+    nats_url: str = "nats://127.0.0.1:4222"
+    nats_user: str | None = None
+    nats_password: str | None = None
+    nats_tls_ca: Path | None = None
+    """CA bundle; setting it switches the client to TLS."""
+    stream: str = "ASSAY"
+    stream_replicas: int = Field(default=1, ge=1, le=5)
+    duplicate_window_s: float = Field(default=600.0, gt=0)
+    """JetStream dedupe window for Nats-Msg-Id (consumers stay idempotent beyond it)."""
+    max_deliver: int = Field(default=5, ge=1)
+    ack_wait_s: float = Field(default=300.0, gt=0)
+    """How long a consumer may work on one message before it is redelivered."""
+
+    store: Literal["local", "s3"] = "local"
+    store_dir: Path | None = None
+    """Local blob directory; defaults to <home>/blobs."""
+    s3_endpoint: str = "127.0.0.1:9000"
+    s3_access_key: str = "minioadmin"
+    s3_secret_key: str = "minioadmin"
+    s3_bucket: str = "assay-blobs"
+    s3_secure: bool = False
+    s3_region: str = "us-east-1"
+
+    max_attachment_bytes: int = Field(default=200_000_000, ge=0)
+    """Largest attachment a task may carry."""
+
+    @property
+    def blob_dir(self) -> Path:
+        """Directory of the local blob store."""
+        return self.store_dir or self.home / "blobs"
+
+
+def get_settings(**overrides: object) -> Settings:
+    """Settings from the environment, with explicit overrides on top."""
+    return Settings(**overrides)  # type: ignore[arg-type]

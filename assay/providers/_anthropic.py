@@ -1,0 +1,94 @@
+"""`AnthropicProvider`: the messages API with tools through `anthropic.AsyncAnthropic`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anthropic
+
+from ._anthropic_wire import completion_from_anthropic, to_anthropic_prompt, to_anthropic_tools
+from ._base import SdkErrors, SdkProvider
+from ._limiter import AdaptiveLimiter
+from ._models import Completion, GenerationParams, Message, ToolDefinition
+from ._retry import RetryEvent, RetryPolicy
+
+__all__ = ["AnthropicProvider"]
+
+_TOOL_CHOICE = {"auto": "auto", "required": "any", "none": "none"}
+
+
+class AnthropicProvider(SdkProvider):
+    """Any Anthropic messages-API endpoint (Anthropic, compatible gateways, scripted)."""
+
+    kind_name = "anthropic"
+    sdk_errors = SdkErrors(
+        status=anthropic.APIStatusError,
+        timeout=anthropic.APITimeoutError,
+        connection=anthropic.APIConnectionError,
+        validation=anthropic.APIResponseValidationError,
+    )
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        timeout_s: float = 120.0,
+        retry: RetryPolicy | None = None,
+        limiter: AdaptiveLimiter | None = None,
+        max_concurrency: int = 8,
+        on_retry: Callable[[RetryEvent], None] | None = None,
+    ) -> None:
+        # max_retries=0: the retry policy is ours (see _retry.py), not the SDK's.
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
+        super().__init__(
+            model=model,
+            base_url=str(self._client.base_url),
+            retry=retry,
+            limiter=limiter,
+            max_concurrency=max_concurrency,
+            on_retry=on_retry,
+        )
+
+    def _build(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        params: GenerationParams,
+    ) -> dict[str, Any]:
+        prompt = to_anthropic_prompt(messages)
+        request: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": params.max_tokens,
+            "messages": prompt.messages,
+        }
+        if prompt.system is not None:
+            request["system"] = prompt.system
+        if tools:
+            request["tools"] = to_anthropic_tools(tools)
+            request["tool_choice"] = {"type": _TOOL_CHOICE[params.tool_choice]}
+        if params.stop:
+            request["stop_sequences"] = list(params.stop)
+        # This SDK version has no sampling keywords; the API still takes them in the body.
+        extra: dict[str, Any] = dict(params.extra_body)
+        if params.temperature is not None:
+            extra.setdefault("temperature", params.temperature)
+        if params.top_p is not None:
+            extra.setdefault("top_p", params.top_p)
+        if extra:
+            request["extra_body"] = extra
+        return request
+
+    async def _send(self, request: dict[str, Any]) -> Any:
+        return await self._client.messages.create(**request)
+
+    def _normalize(self, raw: Any) -> Completion:
+        return completion_from_anthropic(raw, provider=self.kind_name, model=self.model)
+
+    async def aclose(self) -> None:
+        """Close the SDK client's connection pool."""
+        await self._client.close()

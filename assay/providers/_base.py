@@ -1,0 +1,206 @@
+"""Machinery shared by the SDK-backed providers: slots, retries, timing, error mapping."""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from ._errors import ProviderError, ProviderRequestError, ProviderTransientError
+from ._limiter import AdaptiveLimiter, LimiterKey, default_registry
+from ._models import Completion, GenerationParams, Message, ToolDefinition
+from ._retry import RetryEvent, RetryPolicy, monotonic_ms, parse_retry_after, run_with_retries
+
+__all__ = ["SdkErrors", "SdkProvider", "classify_sdk_error"]
+
+# Statuses worth another try: timeouts, lock conflicts, rate limits, and server trouble
+# (529 is Anthropic's "overloaded").
+_RETRYABLE_4XX = frozenset({408, 409, 425, 429})
+
+
+class SdkErrors(NamedTuple):
+    """The exception classes of one SDK (both SDKs share these shapes)."""
+
+    status: type[Exception]
+    timeout: type[Exception]
+    connection: type[Exception]
+    validation: type[Exception]
+
+
+def classify_sdk_error(
+    exc: BaseException, errors: SdkErrors, *, provider: str, model: str
+) -> ProviderError | None:
+    """Translate an SDK exception to our tree; None when it is not an SDK failure."""
+    if isinstance(exc, errors.timeout):  # before `connection`: it is a subclass there
+        return ProviderTransientError(
+            "request timed out", provider=provider, model=model, kind="timeout"
+        )
+    if isinstance(exc, errors.connection):
+        return ProviderTransientError(
+            f"connection failed: {exc}", provider=provider, model=model, kind="connection"
+        )
+    if isinstance(exc, errors.validation):
+        return ProviderTransientError(
+            f"response failed validation: {exc}", provider=provider, model=model, kind="malformed"
+        )
+    if isinstance(exc, errors.status):
+        status: int = getattr(exc, "status_code", 0)
+        response = getattr(exc, "response", None)
+        headers: Mapping[str, str] = response.headers if response is not None else {}
+        if status in _RETRYABLE_4XX or status >= 500:
+            return ProviderTransientError(
+                f"HTTP {status}: {exc}",
+                provider=provider,
+                model=model,
+                kind="rate_limit" if status == 429 else "server_error",
+                status_code=status,
+                retry_after_s=parse_retry_after(headers),
+            )
+        return ProviderRequestError(
+            f"HTTP {status}: {exc}", provider=provider, model=model, status_code=status
+        )
+    return None
+
+
+class SdkProvider(ABC):
+    """Base of the SDK-backed providers: one attempt is `_attempt`, the rest is here.
+
+    Each attempt holds a limiter slot only while its HTTP request is in flight, so a
+    request waiting out a backoff does not block others.
+    """
+
+    kind_name: str = "?"
+    sdk_errors: SdkErrors
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str,
+        retry: RetryPolicy | None = None,
+        limiter: AdaptiveLimiter | None = None,
+        max_concurrency: int = 8,
+        on_retry: Callable[[RetryEvent], None] | None = None,
+    ) -> None:
+        self._model = model
+        self.base_url = base_url
+        self.retry = retry or RetryPolicy()
+        self._rng = random.Random(self.retry.seed)
+        self.limiter = limiter or default_registry.get(
+            LimiterKey(self.kind_name, base_url, model), max_concurrency
+        )
+        self._on_retry = on_retry
+        self.retry_events: deque[RetryEvent] = deque(maxlen=1000)
+        """The most recent retry decisions (delays included), for metrics and tests."""
+
+    @property
+    def kind(self) -> str:
+        """The API family."""
+        return self.kind_name
+
+    @property
+    def model(self) -> str:
+        """The model requests are sent for."""
+        return self._model
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self._model!r}, base_url={self.base_url!r})"
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition] = (),
+        params: GenerationParams | None = None,
+    ) -> Completion:
+        """One model turn with retries; see `ModelProvider.complete`."""
+        started = monotonic_ms()
+        # Translate once: the same request body is replayed on every attempt.
+        request = self._build(messages, tools, params or GenerationParams())
+        latency = 0.0
+
+        async def attempt() -> Completion:
+            nonlocal latency
+            async with self.limiter.slot() as slot:
+                t0 = monotonic_ms()
+                try:
+                    result = await self._attempt(request)
+                except ProviderTransientError as err:
+                    if err.kind == "rate_limit":
+                        slot.rate_limited()
+                    else:
+                        slot.neutral()
+                    raise
+                latency = monotonic_ms() - t0
+                return result
+
+        done = await run_with_retries(
+            attempt,
+            policy=self.retry,
+            rng=self._rng,
+            provider=self.kind_name,
+            model=self._model,
+            on_retry=self._record_retry,
+        )
+        return done.value.model_copy(
+            update={
+                "latency_ms": latency,
+                "elapsed_ms": monotonic_ms() - started,
+                "attempts": done.attempts,
+            }
+        )
+
+    def _record_retry(self, event: RetryEvent) -> None:
+        self.retry_events.append(event)
+        if self._on_retry is not None:
+            self._on_retry(event)
+
+    def _malformed(self, exc: BaseException) -> ProviderTransientError:
+        return ProviderTransientError(
+            f"malformed response ({type(exc).__name__}: {exc})",
+            provider=self.kind_name,
+            model=self._model,
+            kind="malformed",
+        )
+
+    async def _attempt(self, request: dict[str, Any]) -> Completion:
+        try:
+            raw = await self._send(request)
+        except ValueError as exc:
+            # The SDKs decode JSON bodies without catching errors (json.JSONDecodeError).
+            raise self._malformed(exc) from exc
+        except Exception as exc:
+            mapped = classify_sdk_error(
+                exc, self.sdk_errors, provider=self.kind_name, model=self._model
+            )
+            if mapped is None:
+                raise
+            raise mapped from exc
+        try:
+            return self._normalize(raw)
+        except (AttributeError, KeyError, IndexError, TypeError, ValueError) as exc:
+            # The SDKs build response objects without validating them: missing fields
+            # only show up when we read them.
+            raise self._malformed(exc) from exc
+
+    @abstractmethod
+    def _build(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        params: GenerationParams,
+    ) -> dict[str, Any]:
+        """The SDK call's keyword arguments for this conversation."""
+
+    @abstractmethod
+    async def _send(self, request: dict[str, Any]) -> Any:
+        """Make one SDK call and return the SDK's response object."""
+
+    @abstractmethod
+    def _normalize(self, raw: Any) -> Completion:
+        """Turn the SDK's response object into a `Completion`."""
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Release HTTP connections."""

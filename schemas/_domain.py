@@ -1,0 +1,256 @@
+"""Domain models: tasks, agents, judges, limits, sandboxes, campaigns."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ._ids import Identifier
+from ._rubric import Rubric, default_rubric
+
+__all__ = [
+    "AgentSpec",
+    "CampaignSpec",
+    "FileExistsCheck",
+    "FileRef",
+    "JudgeSpec",
+    "Limits",
+    "ModelSpec",
+    "NumberNearCheck",
+    "Price",
+    "ProviderKind",
+    "ReferenceCheck",
+    "SandboxSpec",
+    "Task",
+    "TaskJudgeConfig",
+    "TextContainsCheck",
+    "Usage",
+]
+
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+class Frozen(BaseModel):
+    """Base for immutable, strict-field domain models."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class FileRef(Frozen):
+    """A file by content: where it sits in a workspace and which blob holds its bytes."""
+
+    path: str
+    """Relative POSIX path inside the workspace."""
+    sha256: Sha256
+    """Content address of the bytes in the blob store."""
+    size: int = Field(ge=0)
+    """Size in bytes."""
+    media_type: str = "application/octet-stream"
+    """IANA media type guessed from the name."""
+
+
+class FileExistsCheck(Frozen):
+    """A required output file."""
+
+    kind: Literal["file_exists"] = "file_exists"
+    name: str
+    """Short name shown in reports."""
+    path: str
+    """Workspace path (glob allowed) that must exist."""
+
+
+class NumberNearCheck(Frozen):
+    """A number in an output file must be within a tolerance of the truth."""
+
+    kind: Literal["number_near"] = "number_near"
+    name: str
+    path: str
+    """Workspace path (glob allowed) of the file to search."""
+    pattern: str
+    """Regex whose first group captures the number (searched in the file's text)."""
+    expected: float
+    tolerance: float = Field(ge=0)
+    """Absolute tolerance."""
+
+
+class TextContainsCheck(Frozen):
+    """An output file must mention a phrase (case-insensitive regex)."""
+
+    kind: Literal["contains"] = "contains"
+    name: str
+    path: str
+    pattern: str
+
+
+ReferenceCheck = Annotated[
+    FileExistsCheck | NumberNearCheck | TextContainsCheck, Field(discriminator="kind")
+]
+
+
+class TaskJudgeConfig(Frozen):
+    """How a task wants to be judged (ASI-Bench style)."""
+
+    method: str = "llm+rules"
+    rule_weights: dict[str, float] = Field(default_factory=dict)
+    """Weight per reference check name."""
+    dimensions: list[str] = Field(default_factory=list)
+    """Rubric dimensions to emphasise; empty means all."""
+    sampling_times: int = Field(default=1, ge=1, le=20)
+    """Verdict samples per judge."""
+
+
+class Task(Frozen):
+    """A scientist's request with its attachments."""
+
+    task_id: Identifier
+    prompt: str = Field(min_length=1)
+    """The request as the scientist wrote it."""
+    attachments: list[FileRef] = Field(default_factory=list)
+    domain: str = ""
+    phase: str = ""
+    difficulty: str = ""
+    source: str = ""
+    """Where the task came from (folder, JSONL line, external system)."""
+    expected_output: str = ""
+    constraints: list[str] = Field(default_factory=list)
+    reference_checks: list[ReferenceCheck] = Field(default_factory=list)
+    judge: TaskJudgeConfig = Field(default_factory=TaskJudgeConfig)
+
+    @model_validator(mode="after")
+    def _unique_attachment_paths(self) -> Task:
+        seen: set[str] = set()
+        for ref in self.attachments:
+            if ref.path in seen:
+                raise ValueError(f"task {self.task_id}: duplicate attachment path {ref.path!r}")
+            seen.add(ref.path)
+        return self
+
+
+class Price(Frozen):
+    """USD per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cached_input: float = 0.0
+
+
+class Usage(Frozen):
+    """Token counts for one call or a whole run."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+        )
+
+
+class Limits(Frozen):
+    """Per-run stop conditions; every stop reason is recorded."""
+
+    max_steps: int = Field(default=30, ge=1)
+    max_tokens: int = Field(default=400_000, ge=1)
+    wall_clock_s: float = Field(default=1800.0, gt=0)
+    cost_budget_usd: float = Field(default=5.0, ge=0)
+    tool_timeout_s: float = Field(default=120.0, gt=0)
+    tool_output_chars: int = Field(default=20_000, ge=100)
+    """Tool output shown to the model; the whole output is kept as a blob."""
+
+
+ProviderKind = Literal["openai", "anthropic"]
+
+
+class ModelSpec(Frozen):
+    """A model behind a provider. API keys are named by env var, never stored."""
+
+    provider: ProviderKind = "openai"
+    model: str
+    base_url: str | None = None
+    family: str = ""
+    """Model family (e.g. 'gpt', 'claude', 'gemma') for self-preference analysis."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key."""
+    params: dict[str, float | int | str | bool] = Field(default_factory=dict)
+    """Sampling parameters passed to the provider (temperature, max_tokens, ...)."""
+    max_concurrency: int = Field(default=8, ge=1)
+    timeout_s: float = Field(default=120.0, gt=0)
+
+
+class AgentSpec(ModelSpec):
+    """An agent under evaluation."""
+
+    agent_id: Identifier
+    system_prompt: str | None = None
+    limits: Limits | None = None
+    """Overrides the campaign's limits for this agent."""
+
+
+class JudgeSpec(ModelSpec):
+    """An LLM judge on the jury."""
+
+    judge_id: Identifier
+    sampling_times: int = Field(default=1, ge=1, le=20)
+    max_repairs: int = Field(default=2, ge=0, le=10)
+    """Repair prompts after an invalid verdict before JudgmentFailed."""
+    max_steps: int = Field(default=12, ge=1)
+    """Tool-using turns before the verdict is demanded."""
+
+
+class SandboxSpec(Frozen):
+    """The sandbox every run of a campaign gets, identical across backends."""
+
+    backend: Literal["bubblewrap", "docker"] = "bubblewrap"
+    image: str = "assay-sandbox:latest"
+    cpu_seconds: int = Field(default=600, ge=1)
+    memory_mb: int = Field(default=2048, ge=64)
+    max_processes: int = Field(default=256, ge=8)
+    file_size_mb: int = Field(default=512, ge=1)
+    disk_mb: int = Field(default=1024, ge=16)
+    exec_timeout_s: float = Field(default=120.0, gt=0)
+    output_cap_bytes: int = Field(default=1_000_000, ge=1024)
+    max_artifact_bytes: int = Field(default=200_000_000, ge=0)
+    max_artifact_files: int = Field(default=2_000, ge=0)
+
+
+class CampaignSpec(Frozen):
+    """Everything a campaign fixes up front: who runs, who judges, on what rubric."""
+
+    campaign_id: Identifier
+    name: str = ""
+    agents: list[AgentSpec] = Field(min_length=1)
+    judges: list[JudgeSpec] = Field(default_factory=list)
+    rubric: Rubric = Field(default_factory=default_rubric)
+    epochs: int = Field(default=1, ge=1, le=100)
+    limits: Limits = Field(default_factory=Limits)
+    sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
+    prices: dict[str, Price] = Field(default_factory=dict)
+    """Price overrides per model name; falls back to the configured table."""
+    scripted: bool = False
+    """True when agents and judges are scripted stand-ins, not real models."""
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> CampaignSpec:
+        for kind, ids in (
+            ("agent", [a.agent_id for a in self.agents]),
+            ("judge", [j.judge_id for j in self.judges]),
+        ):
+            dupes = {i for i in ids if ids.count(i) > 1}
+            if dupes:
+                raise ValueError(
+                    f"campaign {self.campaign_id}: duplicate {kind} ids {sorted(dupes)}"
+                )
+        if any(j.judge_id == "rules" for j in self.judges):
+            raise ValueError("judge id 'rules' is reserved for the deterministic rule judge")
+        return self
+
+    def agent(self, agent_id: str) -> AgentSpec:
+        """Return the agent with this id."""
+        for agent in self.agents:
+            if agent.agent_id == agent_id:
+                return agent
+        raise KeyError(f"campaign {self.campaign_id} has no agent {agent_id!r}")

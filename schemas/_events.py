@@ -1,0 +1,336 @@
+"""Events: immutable facts on the log, one model per type, one union to decode them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+from ._domain import AgentSpec, CampaignSpec, FileRef, JudgeSpec, Limits, SandboxSpec, Task, Usage
+from ._ids import Identifier, derive_id
+
+__all__ = [
+    "EVENT_TYPES",
+    "AgentFinished",
+    "AgentStepLogged",
+    "AnyEvent",
+    "ArtifactsSealed",
+    "CampaignStarted",
+    "CheckResult",
+    "DimensionScore",
+    "Event",
+    "Exclusion",
+    "JudgeRegistered",
+    "JudgmentFailed",
+    "JudgmentRecorded",
+    "Producer",
+    "RunFailed",
+    "RunRequested",
+    "SandboxReady",
+    "StopReason",
+    "TaskSubmitted",
+    "ToolCallRecord",
+    "ToolResultRecord",
+    "new_event",
+    "run_id_for",
+]
+
+NO_RUN = "-"
+"""Subject token for events that belong to no run."""
+
+
+class Producer(BaseModel):
+    """Which service (and version) published an event."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    service: str
+    version: str
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Event(BaseModel):
+    """The envelope every event carries."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    event_id: str
+    """Deterministic: derived from the cause, so retried publishes dedupe."""
+    event_type: str
+    schema_version: int = 1
+    occurred_at: AwareDatetime = Field(default_factory=_utcnow)
+    """UTC time the producer created the event."""
+    campaign_id: Identifier
+    run_id: Identifier | None = None
+    task_id: Identifier | None = None
+    causation_id: str | None = None
+    """event_id of the event that caused this one."""
+    producer: Producer
+
+    @field_validator("occurred_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return value.astimezone(UTC)
+
+    @property
+    def subject(self) -> str:
+        """Hierarchical subject: assay.ev.<type>.<campaign>.<run or ->."""
+        return f"assay.ev.{self.event_type}.{self.campaign_id}.{self.run_id or NO_RUN}"
+
+
+def run_id_for(campaign_id: str, task_id: str, agent_id: str, epoch: int) -> str:
+    """Deterministic run id: the same (task, agent, epoch) is scheduled once."""
+    return "r" + derive_id("run", campaign_id, task_id, agent_id, epoch)[:24]
+
+
+# --- campaign and tasks ---------------------------------------------------------------
+
+
+class CampaignStarted(Event):
+    """A campaign was declared: agents, judges, rubric, epochs, limits, sandbox."""
+
+    event_type: Literal["CampaignStarted"] = "CampaignStarted"
+    campaign: CampaignSpec
+
+
+class TaskSubmitted(Event):
+    """A task joined a campaign. Attachments are already in the blob store."""
+
+    event_type: Literal["TaskSubmitted"] = "TaskSubmitted"
+    task: Task
+
+
+class RunRequested(Event):
+    """One (task, agent, epoch) should be run. Self-contained so workers need no fold."""
+
+    event_type: Literal["RunRequested"] = "RunRequested"
+    task: Task
+    agent: AgentSpec
+    epoch: int = Field(ge=0)
+    limits: Limits
+    sandbox: SandboxSpec
+    scripted: bool = False
+
+
+# --- sandbox ----------------------------------------------------------------------------
+
+
+class SandboxReady(Event):
+    """A fresh sandbox holds the task's attachments under /workspace."""
+
+    event_type: Literal["SandboxReady"] = "SandboxReady"
+    sandbox_id: str
+    backend: str
+    image_digest: str
+    """Digest of the runtime (Docker image id or rootfs recipe hash)."""
+    workspace: list[FileRef]
+
+
+# --- agent ------------------------------------------------------------------------------
+
+
+class ToolCallRecord(BaseModel):
+    """A tool call as the model made it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    call_id: str
+    name: str
+    arguments: str
+    """Raw JSON arguments as the model wrote them (may be invalid)."""
+
+
+class ToolResultRecord(BaseModel):
+    """What a tool call returned to the model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    call_id: str
+    name: str
+    output: str
+    """Output as shown to the model (possibly truncated with a marker)."""
+    is_error: bool = False
+    truncated: bool = False
+    output_blob: FileRef | None = None
+    """The whole output, when it was truncated for the model."""
+    duration_ms: float = 0.0
+    exit_code: int | None = None
+
+
+class AgentStepLogged(Event):
+    """One model turn with its tool calls and their results."""
+
+    event_type: Literal["AgentStepLogged"] = "AgentStepLogged"
+    schema_version: int = 2
+    step: int = Field(ge=0)
+    model_output: str = ""
+    """Assistant text of this turn."""
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    tool_results: list[ToolResultRecord] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    latency_ms: float = 0.0
+    cost_usd: float = 0.0
+
+
+StopReason = Literal[
+    "submitted", "model_stopped", "max_steps", "max_tokens", "wall_clock", "cost_budget"
+]
+
+
+class AgentFinished(Event):
+    """The agent stopped; the reason is always recorded."""
+
+    event_type: Literal["AgentFinished"] = "AgentFinished"
+    stop_reason: StopReason
+    final_message: str
+    steps: int = Field(ge=0)
+    usage: Usage
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+
+
+class RunFailed(Event):
+    """A run could not complete. Infrastructure failures are never scored."""
+
+    event_type: Literal["RunFailed"] = "RunFailed"
+    stage: Literal["sandbox", "agent", "seal", "judge"]
+    error: str
+    infrastructure: bool
+
+
+# --- sealing ----------------------------------------------------------------------------
+
+
+class Exclusion(BaseModel):
+    """A workspace entry that was not sealed, and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    reason: str
+
+
+class ArtifactsSealed(Event):
+    """Every file the run left in /workspace, content-addressed and immutable."""
+
+    event_type: Literal["ArtifactsSealed"] = "ArtifactsSealed"
+    files: list[FileRef]
+    excluded: list[Exclusion] = Field(default_factory=list)
+    final_message: str = ""
+    agent_id: Identifier
+    epoch: int = Field(ge=0)
+    sandbox_id: str = ""
+    outcome: Literal["finished", "failed"] = "finished"
+
+
+# --- judging ----------------------------------------------------------------------------
+
+
+class JudgeRegistered(Event):
+    """A judge joined (or re-joined) the jury."""
+
+    event_type: Literal["JudgeRegistered"] = "JudgeRegistered"
+    judge: JudgeSpec
+
+
+class DimensionScore(BaseModel):
+    """A judge's integer score on one rubric dimension, with its reason."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    score: int = Field(ge=0, le=10)
+    reason: str = ""
+
+
+class CheckResult(BaseModel):
+    """One deterministic check of the rule judge."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    passed: bool
+    detail: str = ""
+    weight: float = 1.0
+
+
+class JudgmentRecorded(Event):
+    """One sample of one judge's verdict on one sealed run."""
+
+    event_type: Literal["JudgmentRecorded"] = "JudgmentRecorded"
+    judge_id: Identifier
+    judge_family: str = ""
+    judge_model: str = ""
+    sample: int = Field(ge=0)
+    rubric_id: str
+    rubric_version: int
+    scores: dict[str, DimensionScore] = Field(default_factory=dict)
+    """Per rubric dimension. Empty for the rule judge, which records checks and tags."""
+    failure_tags: list[str] = Field(default_factory=list)
+    rationale: str = ""
+    files_cited: list[str] = Field(default_factory=list)
+    """Files the judge says it relied on."""
+    files_opened: list[str] = Field(default_factory=list)
+    """Files the judge actually opened through its tools (observed)."""
+    checks: list[CheckResult] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+
+
+class JudgmentFailed(Event):
+    """A judge gave no valid verdict after its repairs."""
+
+    event_type: Literal["JudgmentFailed"] = "JudgmentFailed"
+    judge_id: Identifier
+    sample: int = Field(ge=0)
+    error: str
+    attempts: int = Field(ge=1)
+    raw_output: FileRef | None = None
+    """The last raw output, kept as a blob for inspection."""
+    infrastructure: bool = False
+
+
+AnyEvent = Annotated[
+    CampaignStarted
+    | TaskSubmitted
+    | RunRequested
+    | SandboxReady
+    | AgentStepLogged
+    | AgentFinished
+    | RunFailed
+    | ArtifactsSealed
+    | JudgeRegistered
+    | JudgmentRecorded
+    | JudgmentFailed,
+    Field(discriminator="event_type"),
+]
+"""Decodes any event by its `event_type` tag."""
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.model_fields["event_type"].default: cls
+    for cls in (
+        CampaignStarted,
+        TaskSubmitted,
+        RunRequested,
+        SandboxReady,
+        AgentStepLogged,
+        AgentFinished,
+        RunFailed,
+        ArtifactsSealed,
+        JudgeRegistered,
+        JudgmentRecorded,
+        JudgmentFailed,
+    )
+}
+
+
+E = TypeVar("E", bound=Event)
+
+
+def new_event(cls: type[E], *, key: tuple[object, ...], **fields: Any) -> E:
+    """Build an event whose id is derived from its type and `key` (the cause)."""
+    event_type = cls.model_fields["event_type"].default
+    return cls(event_id=derive_id(event_type, *key), **fields)

@@ -1,0 +1,144 @@
+"""Inter-judge agreement on run scores: Krippendorff's alpha, ICC(2,1), ICC(2,k), correlations.
+
+The unit is a run and a judge's value is its run score (mean of its ratings of the
+run). Alpha uses every run with at least two judges (it handles missing values); ICC
+and the correlation matrices need a complete runs × judges matrix and use the runs
+every judge scored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._context import Context
+from ._panel import F64
+from ._results import JudgeAgreement, JudgeCorrelation
+
+__all__ = [
+    "agreement_rows",
+    "correlation_rows",
+    "icc2",
+    "krippendorff_alpha_interval",
+]
+
+_NAN = float("nan")
+
+
+def krippendorff_alpha_interval(values: F64) -> float:
+    """Krippendorff's alpha, interval metric, for a units × coders matrix with NaN gaps.
+
+    With ``m_u`` values in unit u, ``SS_u`` their sum of squared deviations from the
+    unit mean, ``n = Σ m_u`` (units with m_u ≥ 2 only) and ``SS`` the sum of squared
+    deviations of all those values from their grand mean:
+    ``D_o = (2/n) Σ_u m_u SS_u / (m_u − 1)``, ``D_e = 2 SS / (n − 1)``, α = 1 − D_o/D_e.
+    (These are the coincidence-matrix sums of squared differences in closed form.)
+    """
+    ok = ~np.isnan(values)
+    m = ok.sum(axis=1)
+    keep = m >= 2
+    v, ok, m = values[keep], ok[keep], m[keep].astype(np.float64)
+    n = m.sum()
+    if n < 2:
+        return _NAN
+    x = np.where(ok, v, 0.0)
+    unit_mean = x.sum(axis=1) / m
+    ss_u = (np.where(ok, v - unit_mean[:, None], 0.0) ** 2).sum(axis=1)
+    grand = x.sum() / n
+    ss = (np.where(ok, v - grand, 0.0) ** 2).sum()
+    if ss == 0:
+        return _NAN
+    d_o = 2.0 / n * (m * ss_u / (m - 1.0)).sum()
+    d_e = 2.0 * ss / (n - 1.0)
+    return float(1.0 - d_o / d_e)
+
+
+def icc2(x: F64) -> tuple[float, float]:
+    """ICC(2,1) and ICC(2,k) of a complete n × k matrix (Shrout & Fleiss 1979, case 2).
+
+    Two-way random effects, absolute agreement, from the two-way ANOVA mean squares:
+    ICC(2,1) = (MSR − MSE) / (MSR + (k−1)·MSE + k·(MSC − MSE)/n),
+    ICC(2,k) = (MSR − MSE) / (MSR + (MSC − MSE)/n).
+    """
+    n, k = x.shape
+    if n < 2 or k < 2:
+        return _NAN, _NAN
+    grand = x.mean()
+    ssr = k * ((x.mean(axis=1) - grand) ** 2).sum()
+    ssc = n * ((x.mean(axis=0) - grand) ** 2).sum()
+    sse = ((x - grand) ** 2).sum() - ssr - ssc
+    msr, msc, mse = ssr / (n - 1), ssc / (k - 1), sse / ((n - 1) * (k - 1))
+    d1 = msr + (k - 1) * mse + k * (msc - mse) / n
+    dk = msr + (msc - mse) / n
+    one = (msr - mse) / d1 if d1 != 0 else _NAN
+    many = (msr - mse) / dk if dk != 0 else _NAN
+    return float(one), float(many)
+
+
+def _corr(x: F64) -> F64:
+    # A judge with constant scores has no defined correlation: NaN, not a warning.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c = x - x.mean(axis=0)
+        s = np.sqrt((c**2).sum(axis=0))
+        return np.asarray((c.T @ c) / np.outer(s, s), dtype=np.float64)
+
+
+def _off_diagonal_mean(c: F64) -> float:
+    k = c.shape[0]
+    if k < 2:
+        return _NAN
+    return float(c[~np.eye(k, dtype=bool)].mean())
+
+
+def _complete(ctx: Context) -> F64:
+    s = ctx.panel.judge_score
+    return s[~np.isnan(s).any(axis=1)]
+
+
+def agreement_rows(ctx: Context) -> list[JudgeAgreement]:
+    """One agreement summary for the panel of judges."""
+    s = ctx.panel.judge_score
+    x = _complete(ctx)
+    k = x.shape[1]
+    one, many = icc2(x)
+    enough = x.shape[0] >= 2 and k >= 2
+    dev = _off_diagonal_mean(_corr(x - x.mean(axis=1, keepdims=True))) if enough else _NAN
+    rbar = _off_diagonal_mean(_corr(x)) if enough else _NAN
+    denom = 1.0 + (k - 1) * rbar
+    return [
+        JudgeAgreement(
+            group=ctx.group,
+            judges=tuple(ctx.panel.judge_ids),
+            n_runs=int(((~np.isnan(s)).sum(axis=1) >= 2).sum()),
+            n_complete_runs=int(x.shape[0]),
+            krippendorff_alpha=krippendorff_alpha_interval(s),
+            icc2_1=one,
+            icc2_k=many,
+            mean_deviation_correlation=dev,
+            deviation_baseline=-1.0 / (k - 1) if k >= 2 else _NAN,
+            mean_score_correlation=rbar,
+            k_eff=float(k / denom) if denom > 0 else _NAN,
+        )
+    ]
+
+
+def correlation_rows(ctx: Context) -> list[JudgeCorrelation]:
+    """Every pair of judges: correlation of deviations from the run mean and of scores."""
+    x = _complete(ctx)
+    judges = ctx.panel.judge_ids
+    if x.shape[0] < 2:
+        dev = score = np.full((len(judges), len(judges)), np.nan)
+    else:
+        dev = _corr(x - x.mean(axis=1, keepdims=True))
+        score = _corr(x)
+    return [
+        JudgeCorrelation(
+            group=ctx.group,
+            judge_a=judges[i],
+            judge_b=judges[j],
+            deviation_correlation=float(dev[i, j]),
+            score_correlation=float(score[i, j]),
+            n_runs=int(x.shape[0]),
+        )
+        for i in range(len(judges))
+        for j in range(i + 1, len(judges))
+    ]

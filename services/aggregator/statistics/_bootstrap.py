@@ -1,0 +1,140 @@
+"""Task-cluster bootstrap of ratio estimators, vectorized through resample counts.
+
+Every mean-type statistic here is a ratio over task clusters, ``θ = Σ_t y_t / Σ_t x_t``
+(a mean of task means has ``y_t`` = task mean, ``x_t`` = 1 when present; a pooled share
+has ``y_t`` = hits in task t, ``x_t`` = trials). Resampling T tasks with replacement
+only changes how many times each task is counted, so one resample is a row ``w`` of
+multiplicities and ``θ* = (w·y) / (w·x)``; all resamples at once are two matrix
+products ``W @ Y`` and ``W @ X`` with W of shape (B, T). This is exactly the estimator
+applied to the resampled tasks, without materializing them.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "Estimate",
+    "columns",
+    "difference",
+    "percentile_interval",
+    "ratio",
+    "resample_counts",
+]
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+B8 = npt.NDArray[np.bool_]
+
+
+def resample_counts(seed: int, n_resamples: int, n_clusters: int) -> F64:
+    """(B, T) multiplicities of each cluster in each resample; PCG64(seed), reproducible.
+
+    Draw b picks ``rng.integers(0, T, size=T)`` — the same index draws a loop over
+    ``rng.integers(0, T, size=(B, T))`` rows would make.
+    """
+    rng = np.random.Generator(np.random.PCG64(seed))
+    if n_clusters == 0:
+        return np.zeros((n_resamples, 0))
+    idx = rng.integers(0, n_clusters, size=(n_resamples, n_clusters))
+    flat = idx + (np.arange(n_resamples, dtype=np.int64) * n_clusters)[:, None]
+    counts = np.bincount(flat.ravel(), minlength=n_resamples * n_clusters)
+    return counts.reshape(n_resamples, n_clusters).astype(np.float64)
+
+
+def percentile_interval(draws: F64, confidence: float) -> tuple[F64, F64]:
+    """Percentile CI per column (linear interpolation, as scipy.stats.bootstrap).
+
+    Draws that are NaN (a resample without any cluster informing the column) are left
+    out of that column's quantiles.
+    """
+    alpha = (1.0 - confidence) / 2.0
+    q = np.array([alpha, 1.0 - alpha])
+    if draws.shape[0] == 0:
+        nan = np.full(draws.shape[1:], np.nan)
+        return nan, nan.copy()
+    bad = np.isnan(draws).any(axis=0)
+    out = np.empty((2, *draws.shape[1:]))
+    if (~bad).any():
+        out[:, ~bad] = np.quantile(draws[:, ~bad], q, axis=0)
+    for k in np.flatnonzero(bad):  # rare: only sparse columns
+        col = draws[:, k]
+        col = col[~np.isnan(col)]
+        out[:, k] = np.quantile(col, q) if col.size else np.nan
+    return out[0], out[1]
+
+
+class Estimate(NamedTuple):
+    """Point estimate, cluster-robust SE, percentile CI and bootstrap draws per column."""
+
+    estimate: F64
+    """(K,) statistic on the observed data."""
+    se: F64
+    """(K,) cluster-robust (CR1) standard error by linearization over tasks."""
+    low: F64
+    """(K,) lower percentile-bootstrap bound."""
+    high: F64
+    """(K,) upper percentile-bootstrap bound."""
+    draws: F64
+    """(B, K) bootstrap replicates."""
+    influence: F64
+    """(T, K) each task's linearized contribution to the estimate's error."""
+    active: B8
+    """(T, K) whether task t informs column k (its denominator is positive)."""
+
+    @property
+    def n_clusters(self) -> I64:
+        """(K,) number of tasks informing each column."""
+        return self.active.sum(axis=0).astype(np.int64)
+
+
+def _finish(est: F64, infl: F64, draws: F64, active: B8, confidence: float) -> Estimate:
+    g = active.sum(axis=0).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = np.where(g > 1, g / (g - 1.0), np.nan)
+        se = np.sqrt(corr * (infl**2).sum(axis=0))
+    low, high = percentile_interval(draws, confidence)
+    return Estimate(est, se, low, high, draws, infl, active)
+
+
+def difference(a: Estimate, b: Estimate, confidence: float = 0.95) -> Estimate:
+    """Paired difference ``a − b`` of two estimates from the same resamples.
+
+    Its SE uses the difference of the task contributions, so the pairing on tasks is
+    kept; G counts tasks informing either side.
+    """
+    infl = a.influence - b.influence
+    active = a.active | b.active
+    return _finish(a.estimate - b.estimate, infl, a.draws - b.draws, active, confidence)
+
+
+def columns(e: Estimate, cols: I64 | slice) -> Estimate:
+    """The estimate restricted to some columns."""
+    return Estimate(
+        e.estimate[cols],
+        e.se[cols],
+        e.low[cols],
+        e.high[cols],
+        e.draws[:, cols],
+        e.influence[:, cols],
+        e.active[:, cols],
+    )
+
+
+def ratio(num: F64, den: F64, counts: F64, confidence: float = 0.95) -> Estimate:
+    """Ratio estimator ``Σ num / Σ den`` per column with its task-cluster bootstrap.
+
+    ``num``/``den`` are (T, K); ``counts`` is (B, T) from :func:`resample_counts`.
+    The SE linearizes the ratio: task t contributes ``(y_t − θ x_t) / Σ x``, and
+    ``SE² = G/(G−1) Σ_t contribution²`` with G the tasks where ``x_t > 0`` (for a mean
+    of task means this is exactly s/√G).
+    """
+    dsum = den.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        est = num.sum(axis=0) / dsum
+        infl = np.where(den > 0, (num - est * den) / dsum, 0.0)
+        draws = (counts @ num) / (counts @ den)
+    return _finish(est, np.nan_to_num(infl), draws, den > 0, confidence)

@@ -1,0 +1,101 @@
+"""One analysis unit: a panel (all tasks, or one task-attribute group) plus bootstrap settings.
+
+Grouping splits the tasks by a task attribute and analyses each group on its own, with
+its own task resamples (same seed), so a group's intervals reflect that group's tasks.
+Resample counts and the overall-score estimate are computed once per context and shared
+by every statistic that needs them, which keeps paired comparisons consistent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+import polars as pl
+
+from ._bootstrap import Estimate, ratio, resample_counts
+from ._panel import F64, Panel, cell_means, prepare
+from ._tables import StatisticsInputError, Tables, TaskAttribute
+
+__all__ = ["Context", "contexts", "split_tables"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Context:
+    """A panel with the seed, resample count and confidence level to analyse it with."""
+
+    panel: Panel
+    tables: Tables
+    group: str | None
+    seed: int
+    n_resamples: int
+    confidence: float
+
+    @cached_property
+    def counts(self) -> F64:
+        """(B, T) task multiplicities of each bootstrap resample."""
+        return resample_counts(self.seed, self.n_resamples, len(self.panel.task_ids))
+
+    def ratio(self, num: F64, den: F64) -> Estimate:
+        """Ratio estimator with this context's resamples and confidence."""
+        return ratio(num, den, self.counts, self.confidence)
+
+    @cached_property
+    def overall(self) -> Estimate:
+        """Each agent's overall score (column = agent)."""
+        num, den = cell_means(self.panel, self.panel.run_score[:, None])
+        return self.ratio(num, den)
+
+
+def split_tables(tables: Tables, group_by: TaskAttribute | None) -> list[tuple[str | None, Tables]]:
+    """The tables, whole or split by a task attribute (groups in sorted order)."""
+    if group_by is None:
+        return [(None, tables)]
+    if group_by not in ("domain", "phase", "difficulty"):
+        raise StatisticsInputError(f"group_by must be domain, phase or difficulty: {group_by!r}")
+    per_task = tables.runs.group_by("task_id").agg(pl.col(group_by).unique())
+    clash = per_task.filter(pl.col(group_by).list.len() > 1)
+    if clash.height:
+        raise StatisticsInputError(
+            f"table 'runs': task {clash['task_id'].sort()[0]!r} has several {group_by} values"
+        )
+    attr = per_task.with_columns(pl.col(group_by).list.first())
+    out: list[tuple[str | None, Tables]] = []
+    for value in sorted(attr[group_by].unique().to_list()):
+        ids = attr.filter(pl.col(group_by) == value)["task_id"]
+        keep = pl.col("task_id").is_in(ids.implode())
+        out.append(
+            (
+                value,
+                Tables(
+                    tables.ratings.filter(keep), tables.runs.filter(keep), tables.tags.filter(keep)
+                ),
+            )
+        )
+    return out
+
+
+def contexts(
+    tables: Tables,
+    *,
+    seed: int,
+    n_resamples: int,
+    confidence: float,
+    group_by: TaskAttribute | None,
+    anchor: int,
+) -> Iterator[Context]:
+    """One context per group (or one for everything when ``group_by`` is None)."""
+    if not 0.0 < confidence < 1.0:
+        raise StatisticsInputError(f"confidence must lie in (0, 1): {confidence}")
+    if n_resamples < 1:
+        raise StatisticsInputError(f"n_resamples must be positive: {n_resamples}")
+    for group, sub in split_tables(tables, group_by):
+        yield Context(
+            panel=prepare(sub, anchor=anchor),
+            tables=sub,
+            group=group,
+            seed=seed,
+            n_resamples=n_resamples,
+            confidence=confidence,
+        )

@@ -1,0 +1,291 @@
+"""Row models of every statistic (see ``definitions`` for what each number means).
+
+Intervals are percentile-bootstrap intervals over tasks at the requested confidence;
+``se`` is the cluster-robust (CR1, tasks as clusters) standard error. Undefined values
+(no data, fewer than two clusters) are NaN, never dropped rows.
+"""
+
+from __future__ import annotations
+
+from ._rows import Row
+
+__all__ = [
+    "AgentRank",
+    "AgentScore",
+    "BelowAnchorShare",
+    "CommunicationGap",
+    "EmptyArtifactRate",
+    "EpochSpread",
+    "JudgeAgreement",
+    "JudgeCorrelation",
+    "PairwiseDifference",
+    "PassRate",
+    "RunAccounting",
+    "RunCost",
+    "SelfPreference",
+    "TagRate",
+    "UnpassedTask",
+]
+
+
+class AgentScore(Row):
+    """An agent's mean score (overall, on one dimension, or by one judge)."""
+
+    group: str | None
+    """Task-attribute value of this row, or None when not grouped."""
+    agent_id: str
+    dimension: str | None
+    """Dimension key, or None for the mean over dimensions."""
+    judge_id: str | None
+    """Judge whose leaderboard this is, or None for the whole panel."""
+    estimate: float
+    """Mean over tasks of the mean over the task's scored runs of the run score."""
+    n_tasks: int
+    """Tasks with at least one scored run of this agent."""
+    n_runs: int
+    """Scored runs contributing."""
+    se: float
+    """Cluster-robust (CR1) standard error over tasks."""
+    ci_low: float
+    """Lower bound of the percentile bootstrap interval (tasks resampled)."""
+    ci_high: float
+    """Upper bound of the percentile bootstrap interval."""
+
+
+class PassRate(Row):
+    """Share of an agent's runs whose run score reaches the anchor (task-balanced)."""
+
+    group: str | None
+    agent_id: str
+    pass_rate: float
+    """Mean over tasks of the share of the task's scored runs with run score ≥ anchor."""
+    n_tasks: int
+    n_runs: int
+    n_passed: int
+    """Scored runs at or above the anchor."""
+    se: float
+    """Cluster-robust (CR1) standard error over tasks."""
+    ci_low: float
+    """Lower bound of the percentile bootstrap interval (tasks resampled)."""
+    ci_high: float
+    """Upper bound of the percentile bootstrap interval."""
+
+
+class BelowAnchorShare(Row):
+    """Share of individual ratings below the anchor (a judge's strictness)."""
+
+    group: str | None
+    judge_id: str | None
+    """Judge, or None for all judges pooled."""
+    share: float
+    """Ratings below the anchor / all ratings (pooled over runs, samples, dimensions)."""
+    n_ratings: int
+    n_below: int
+    se: float
+    """Cluster-robust (CR1) standard error over tasks."""
+    ci_low: float
+    """Lower bound of the percentile bootstrap interval (tasks resampled)."""
+    ci_high: float
+    """Upper bound of the percentile bootstrap interval."""
+
+
+class UnpassedTask(Row):
+    """A task on which no agent has a scored run at or above the anchor."""
+
+    group: str | None
+    task_id: str
+    n_runs: int
+    """Scored runs of the task (all agents)."""
+    best_run_score: float
+    """Highest run score any agent reached on it (NaN if none was scored)."""
+
+
+class CommunicationGap(Row):
+    """How much better an agent communicates than it is accurate."""
+
+    group: str | None
+    agent_id: str
+    communication: float
+    """Agent score on the communication dimension."""
+    scientific_accuracy: float
+    """Agent score on the scientific-accuracy dimension."""
+    gap: float
+    """communication − scientific_accuracy (paired on tasks)."""
+    n_tasks: int
+    se: float
+    """Cluster-robust (CR1) standard error over tasks."""
+    ci_low: float
+    """Lower bound of the percentile bootstrap interval (tasks resampled)."""
+    ci_high: float
+    """Upper bound of the percentile bootstrap interval."""
+
+
+class TagRate(Row):
+    """Share of an agent's verdicts (run × judge × sample) carrying a failure tag."""
+
+    group: str | None
+    agent_id: str
+    tag: str
+    rate: float
+    """Tagged verdicts / verdicts, pooled over the agent's scored runs."""
+    n_verdicts: int
+    n_tagged: int
+    se: float
+    """Cluster-robust (CR1) standard error over tasks."""
+    ci_low: float
+    """Lower bound of the percentile bootstrap interval (tasks resampled)."""
+    ci_high: float
+    """Upper bound of the percentile bootstrap interval."""
+
+
+class EmptyArtifactRate(Row):
+    """Share of an agent's runs that left no artifacts."""
+
+    group: str | None
+    agent_id: str
+    rate: float
+    """Runs with empty artifacts / runs, over runs that are not infrastructure failures."""
+    n_runs: int
+    n_empty: int
+    se: float
+    """Cluster-robust (CR1) standard error over tasks."""
+    ci_low: float
+    """Lower bound of the percentile bootstrap interval (tasks resampled)."""
+    ci_high: float
+    """Upper bound of the percentile bootstrap interval."""
+
+
+class JudgeAgreement(Row):
+    """Agreement of the judges on run scores (one judge's run score = mean of its ratings)."""
+
+    group: str | None
+    judges: tuple[str, ...]
+    n_runs: int
+    """Runs scored by at least two judges (used by Krippendorff's alpha)."""
+    n_complete_runs: int
+    """Runs scored by every judge (used by ICC and the correlations)."""
+    krippendorff_alpha: float
+    """Krippendorff's alpha, interval metric, over runs with ≥ 2 judges."""
+    icc2_1: float
+    """ICC(2,1): two-way random effects, absolute agreement, single judge."""
+    icc2_k: float
+    """ICC(2,k): two-way random effects, absolute agreement, mean of k judges."""
+    mean_deviation_correlation: float
+    """Mean off-diagonal correlation of judges' deviations from the run mean."""
+    deviation_baseline: float
+    """What that mean would be for independent equal-variance judges: −1/(k−1)."""
+    mean_score_correlation: float
+    """Mean off-diagonal correlation of judges' run scores."""
+    k_eff: float
+    """Effective number of independent judges: k / (1 + (k−1)·mean_score_correlation)."""
+
+
+class JudgeCorrelation(Row):
+    """Correlations between two judges over runs scored by every judge."""
+
+    group: str | None
+    judge_a: str
+    judge_b: str
+    deviation_correlation: float
+    """Correlation of the two judges' deviations from the run's panel mean."""
+    score_correlation: float
+    """Correlation of the two judges' run scores."""
+    n_runs: int
+
+
+class SelfPreference(Row):
+    """A judge's extra score for agents of its own family, net of run and judge effects."""
+
+    group: str | None
+    judge_id: str
+    judge_family: str
+    coefficient: float
+    """Own-family coefficient of the fixed-effects OLS (score points on the run scale)."""
+    leniency: float
+    """The judge's fixed effect, centred so judges average 0 (other-family runs)."""
+    n_own: int
+    """Runs this judge scored whose agent shares its family."""
+    n_other: int
+    """Runs this judge scored whose agent is of another family."""
+    se: float
+    """Cluster-robust (CR1) standard error over tasks."""
+    ci_low: float
+    """Lower bound of the percentile bootstrap interval (tasks resampled)."""
+    ci_high: float
+    """Upper bound of the percentile bootstrap interval."""
+
+
+class AgentRank(Row):
+    """Where an agent ranks (1 = best) and how stable that is under task resampling."""
+
+    group: str | None
+    agent_id: str
+    estimate: float
+    """The agent's overall score."""
+    rank: float
+    """Rank of the overall score (ties share the average rank)."""
+    mean_rank: float
+    """Mean rank over bootstrap resamples."""
+    rank_ci_low: float
+    """2.5% (for 95%) percentile of the bootstrap rank."""
+    rank_ci_high: float
+    p_rank_1: float
+    """Share of resamples in which the agent ranks strictly first."""
+
+
+class PairwiseDifference(Row):
+    """Overall score of agent_a minus that of agent_b, paired on tasks."""
+
+    group: str | None
+    agent_a: str
+    agent_b: str
+    difference: float
+    p_a_better: float
+    """Share of resamples in which agent_a scores higher than agent_b."""
+    se: float
+    """Cluster-robust (CR1) standard error over tasks."""
+    ci_low: float
+    """Lower bound of the percentile bootstrap interval (tasks resampled)."""
+    ci_high: float
+    """Upper bound of the percentile bootstrap interval."""
+
+
+class EpochSpread(Row):
+    """How much an agent's run score varies across epochs of the same task."""
+
+    group: str | None
+    agent_id: str
+    n_cells: int
+    """(task, agent) cells with at least two scored runs."""
+    mean_within_sd: float
+    """Mean over those cells of the SD (ddof=1) of run scores."""
+    pooled_within_sd: float
+    """√(mean over those cells of the within-cell variance)."""
+
+
+class RunCost(Row):
+    """Latency, cost or steps per run of an agent (runs not failed for infrastructure)."""
+
+    group: str | None
+    agent_id: str
+    metric: str
+    """'latency_s', 'cost_usd' or 'steps'."""
+    n_runs: int
+    mean: float
+    p50: float
+    p95: float
+
+
+class RunAccounting(Row):
+    """How an agent's runs split between scored, infrastructure-failed and unscored."""
+
+    group: str | None
+    agent_id: str
+    n_runs: int
+    n_scored: int
+    """Runs with ratings that are not infrastructure failures."""
+    n_infrastructure_failures: int
+    """Runs excluded from every score because the infrastructure failed."""
+    n_unscored: int
+    """Runs that are neither scored nor infrastructure failures (e.g. unjudged)."""
+    n_empty_artifacts: int

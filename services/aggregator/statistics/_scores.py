@@ -1,0 +1,183 @@
+"""Scores: per agent (overall, per dimension, per judge), pass rates, strictness, gap.
+
+Run score: the mean over judges of each judge's mean rating of the run (over its samples
+and dimensions), so every judge weighs the same whatever its sample count. Agent score:
+the mean over tasks of the mean over that task's scored runs (epochs), so every task
+weighs the same whatever its number of runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._bootstrap import Estimate, difference
+from ._context import Context
+from ._panel import F64, cell_means
+from ._results import AgentScore, BelowAnchorShare, CommunicationGap, PassRate, UnpassedTask
+from ._tables import StatisticsInputError
+
+__all__ = [
+    "below_anchor_rows",
+    "communication_gap_rows",
+    "dimension_score_rows",
+    "judge_score_rows",
+    "overall_score_rows",
+    "pass_rate_rows",
+    "unpassed_task_rows",
+]
+
+
+def _runs_per_agent(ctx: Context, values: F64) -> F64:
+    """(A, K) number of runs with a non-NaN value per agent and column."""
+    v = values.reshape(values.shape[0], -1)
+    out = np.zeros((len(ctx.panel.agent_ids), v.shape[1]))
+    np.add.at(out, ctx.panel.run_agent, (~np.isnan(v)).astype(np.float64))
+    return out
+
+
+def _score_rows(
+    ctx: Context, est: Estimate, values: F64, dims: list[str | None], judges: list[str | None]
+) -> list[AgentScore]:
+    # Columns are agent-major: column a·K + k, with k indexing dims × judges.
+    k_n = len(dims) * len(judges)
+    runs = _runs_per_agent(ctx, values)
+    rows: list[AgentScore] = []
+    for a, agent in enumerate(ctx.panel.agent_ids):
+        for k in range(k_n):
+            c = a * k_n + k
+            rows.append(
+                AgentScore(
+                    group=ctx.group,
+                    agent_id=agent,
+                    dimension=dims[k // len(judges)],
+                    judge_id=judges[k % len(judges)],
+                    estimate=float(est.estimate[c]),
+                    n_tasks=int(est.n_clusters[c]),
+                    n_runs=int(runs[a, k]),
+                    se=float(est.se[c]),
+                    ci_low=float(est.low[c]),
+                    ci_high=float(est.high[c]),
+                )
+            )
+    return rows
+
+
+def overall_score_rows(ctx: Context) -> list[AgentScore]:
+    """Each agent's overall score."""
+    return _score_rows(ctx, ctx.overall, ctx.panel.run_score[:, None], [None], [None])
+
+
+def dimension_score_rows(ctx: Context) -> list[AgentScore]:
+    """Each agent's score on each dimension (judges averaged as for the run score)."""
+    values = ctx.panel.dim_score
+    est = ctx.ratio(*cell_means(ctx.panel, values))
+    return _score_rows(ctx, est, values, list(ctx.panel.dimensions), [None])
+
+
+def judge_score_rows(ctx: Context) -> list[AgentScore]:
+    """Each judge's own leaderboard: agent scores from that judge's ratings alone."""
+    values = ctx.panel.judge_score
+    est = ctx.ratio(*cell_means(ctx.panel, values))
+    return _score_rows(ctx, est, values, [None], list(ctx.panel.judge_ids))
+
+
+def pass_rate_rows(ctx: Context) -> list[PassRate]:
+    """Task-balanced share of each agent's scored runs with run score ≥ anchor."""
+    score = ctx.panel.run_score
+    passed = np.where(np.isnan(score), np.nan, (score >= ctx.panel.anchor).astype(np.float64))
+    est = ctx.ratio(*cell_means(ctx.panel, passed[:, None]))
+    runs = _runs_per_agent(ctx, passed)[:, 0]
+    n_passed = np.zeros(len(ctx.panel.agent_ids))
+    np.add.at(n_passed, ctx.panel.run_agent, np.nan_to_num(passed))
+    return [
+        PassRate(
+            group=ctx.group,
+            agent_id=agent,
+            pass_rate=float(est.estimate[a]),
+            n_tasks=int(est.n_clusters[a]),
+            n_runs=int(runs[a]),
+            n_passed=int(n_passed[a]),
+            se=float(est.se[a]),
+            ci_low=float(est.low[a]),
+            ci_high=float(est.high[a]),
+        )
+        for a, agent in enumerate(ctx.panel.agent_ids)
+    ]
+
+
+def below_anchor_rows(ctx: Context) -> list[BelowAnchorShare]:
+    """Share of individual ratings below the anchor: all judges pooled, then per judge."""
+    p = ctx.panel
+    t_n, j_n = len(p.task_ids), len(p.judge_ids)
+    below = np.zeros((t_n, j_n))
+    total = np.zeros((t_n, j_n))
+    np.add.at(below, p.run_task, p.n_below)
+    np.add.at(total, p.run_task, p.n_ratings)
+    num = np.column_stack([below.sum(axis=1), below])
+    den = np.column_stack([total.sum(axis=1), total])
+    est = ctx.ratio(num, den)
+    judges: list[str | None] = [None, *p.judge_ids]
+    return [
+        BelowAnchorShare(
+            group=ctx.group,
+            judge_id=judge,
+            share=float(est.estimate[k]),
+            n_ratings=int(den[:, k].sum()),
+            n_below=int(num[:, k].sum()),
+            se=float(est.se[k]),
+            ci_low=float(est.low[k]),
+            ci_high=float(est.high[k]),
+        )
+        for k, judge in enumerate(judges)
+    ]
+
+
+def unpassed_task_rows(ctx: Context) -> list[UnpassedTask]:
+    """Tasks where no scored run of any agent reaches the anchor."""
+    p = ctx.panel
+    t_n = len(p.task_ids)
+    best = np.full(t_n, -np.inf)
+    np.maximum.at(best, p.run_task, np.nan_to_num(p.run_score, nan=-np.inf))
+    n_runs = np.bincount(p.run_task, minlength=t_n)
+    return [
+        UnpassedTask(
+            group=ctx.group,
+            task_id=task,
+            n_runs=int(n_runs[t]),
+            best_run_score=float(best[t]) if np.isfinite(best[t]) else float("nan"),
+        )
+        for t, task in enumerate(p.task_ids)
+        if not best[t] >= p.anchor
+    ]
+
+
+def communication_gap_rows(
+    ctx: Context, communication: str, scientific_accuracy: str
+) -> list[CommunicationGap]:
+    """communication − scientific_accuracy agent scores, paired on tasks."""
+    p = ctx.panel
+    for key in (communication, scientific_accuracy):
+        if key not in p.dimensions:
+            raise StatisticsInputError(f"table 'ratings': no dimension {key!r} to compute the gap")
+    comm = p.dim_score[:, p.dimensions.index(communication)]
+    acc = p.dim_score[:, p.dimensions.index(scientific_accuracy)]
+    # Only runs with both dimensions rated, so the two means cover the same runs.
+    both = ~np.isnan(comm) & ~np.isnan(acc)
+    e_comm = ctx.ratio(*cell_means(p, np.where(both, comm, np.nan)[:, None]))
+    e_acc = ctx.ratio(*cell_means(p, np.where(both, acc, np.nan)[:, None]))
+    gap = difference(e_comm, e_acc, ctx.confidence)
+    return [
+        CommunicationGap(
+            group=ctx.group,
+            agent_id=agent,
+            communication=float(e_comm.estimate[a]),
+            scientific_accuracy=float(e_acc.estimate[a]),
+            gap=float(gap.estimate[a]),
+            n_tasks=int(gap.n_clusters[a]),
+            se=float(gap.se[a]),
+            ci_low=float(gap.low[a]),
+            ci_high=float(gap.high[a]),
+        )
+        for a, agent in enumerate(p.agent_ids)
+    ]
+

@@ -1,0 +1,33 @@
+"""Sandbox backends: one Protocol, a bubblewrap and a Docker implementation."""
+
+from ._bubblewrap import BubblewrapBackend
+from ._capture import truncation_marker
+from ._docker import DockerBackend
+from ._errors import (
+    SandboxBackendUnavailable,
+    SandboxError,
+    SandboxExists,
+    SandboxLimitExceeded,
+    SandboxNotFound,
+    SandboxPathError,
+)
+from ._models import ExecResult, FileEntry, SandboxInfo, SandboxSpec
+from ._protocol import SandboxBackend
+
+__all__ = [
+    "BubblewrapBackend",
+    "DockerBackend",
+    "ExecResult",
+    "FileEntry",
+    "SandboxBackend",
+    "SandboxBackendUnavailable",
+    "SandboxError",
+    "SandboxExists",
+    "SandboxInfo",
+    "SandboxLimitExceeded",
+    "SandboxNotFound",
+    "SandboxPathError",
+    "SandboxSpec",
+    "truncation_marker",
+]
+

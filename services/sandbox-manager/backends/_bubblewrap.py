@@ -1,0 +1,220 @@
+"""Bubblewrap backend: the embedded default, no daemon needed.
+
+Each exec is one ``bwrap`` run over the sandbox's persistent /workspace and /tmp: every
+namespace unshared (no network at all, own PID namespace so a kill of bwrap kills the
+whole tree), the runtime rootfs read-only as /, the environment cleared. When the service
+is root, bwrap runs as a host uid of its own per sandbox (200000+), so RLIMIT_NPROC counts
+that sandbox only, and an escaped process owns nothing on the host.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+
+from ._capture import CappedBuffer, pump
+from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
+from ._hostdirs import HostDirs, check_sandbox_id
+from ._models import ExecResult, FileEntry, SandboxInfo, SandboxSpec
+from ._procs import exit_status, kill_uid_processes, limit_from_status
+
+__all__ = ["BubblewrapBackend"]
+
+_UID_BASE, _UID_SPAN = 200_000, 60_000
+SANDBOX_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/workspace",
+    "LANG": "C.UTF-8",
+    "MPLBACKEND": "Agg",
+    "USER": "agent",
+}
+
+
+class BubblewrapBackend:
+    """Sandboxes as bwrap invocations over per-sandbox tmpfs workspaces."""
+
+    name = "bubblewrap"
+
+    def __init__(self, state_dir: Path, snapshot_dir: Path, rootfs: Path | None = None) -> None:
+        self._bwrap = shutil.which("bwrap")
+        self._prlimit = shutil.which("prlimit")
+        if not self._bwrap or not self._prlimit:
+            raise SandboxBackendUnavailable("sandbox backend bubblewrap: bwrap or prlimit missing")
+        self.dirs = HostDirs(state_dir, snapshot_dir)
+        self._rootfs = rootfs
+        self._uids = state_dir / ".uids"
+        self._uids.mkdir(exist_ok=True, mode=0o700)
+
+    def _reserve_uid(self, sandbox_id: str) -> int:
+        """Claim a free host uid atomically (mkdir), starting at a hash of the id."""
+        if os.geteuid() != 0:
+            return os.getuid()
+        start = zlib.crc32(sandbox_id.encode()) % _UID_SPAN
+        for i in range(_UID_SPAN):
+            uid = _UID_BASE + (start + i) % _UID_SPAN
+            try:
+                (self._uids / str(uid)).mkdir()
+                return uid
+            except FileExistsError:
+                continue
+        raise SandboxError(f"sandbox {sandbox_id}: no free host uid")
+
+    def create(self, spec: SandboxSpec, sandbox_id: str, labels: Mapping[str, str]) -> SandboxInfo:
+        """Make the workspace (tmpfs quota) and record the sandbox; bwrap starts per exec."""
+        check_sandbox_id(sandbox_id)
+        rootfs = spec.rootfs or self._rootfs
+        if rootfs is None or not (rootfs / "usr").is_dir():
+            raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: no runtime rootfs at {rootfs}")
+        if spec.rootfs is None:
+            spec = spec.model_copy(update={"rootfs": rootfs})
+        uid = self._reserve_uid(sandbox_id)
+        try:
+            meta = self.dirs.prepare(sandbox_id, "bubblewrap", spec, labels, uid, uid)
+        except BaseException:
+            self._release_uid(uid)
+            raise
+        return self.dirs.info(meta)
+
+    def exec(
+        self,
+        sandbox_id: str,
+        command: list[str] | str,
+        *,
+        timeout_s: float | None = None,
+        stdin: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        """Run one command in a fresh bwrap over the sandbox's filesystem."""
+        meta = self.dirs.meta(sandbox_id)
+        spec = meta.spec
+        timeout = timeout_s if timeout_s is not None else spec.exec_timeout_s
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        if not argv:
+            raise SandboxError(f"sandbox {sandbox_id}: empty command")
+        mb = 1024 * 1024
+        # bwrap's own helper processes count against NPROC too: a small allowance.
+        limits = [
+            f"--cpu={spec.cpu_seconds}", f"--as={spec.memory_mb * mb}",
+            f"--nproc={spec.max_processes + 4}", f"--fsize={spec.file_size_mb * mb}",
+            "--core=0", "--nofile=1024",
+        ]
+        bw = [
+            self._bwrap or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+            "--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
+            "--ro-bind", str(spec.rootfs), "/", "--proc", "/proc", "--dev", "/dev",
+            "--bind", str(self.dirs.workspace(sandbox_id)), "/workspace",
+            "--bind", str(self.dirs.tmp(sandbox_id)), "/tmp",
+            # /dev/shm would otherwise live on bwrap's unbounded /dev tmpfs.
+            "--size", str(64 * mb), "--perms", "1777", "--tmpfs", "/dev/shm",
+            "--cap-drop", "ALL", "--clearenv",
+        ]
+        for k, v in {**SANDBOX_ENV, **(env or {})}.items():
+            bw += ["--setenv", k, v]
+        bw += ["--chdir", cwd or "/workspace", "--"]
+        root = os.geteuid() == 0
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                [self._prlimit or "prlimit", *limits, "--", *bw, *argv],
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+                user=meta.uid if root else None, group=meta.gid if root else None,
+                extra_groups=[] if root else None, start_new_session=True,
+            )
+        except OSError as e:
+            raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: cannot start bwrap: {e}") from e
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = CappedBuffer(spec.output_cap_bytes), CappedBuffer(spec.output_cap_bytes)
+        threads = [pump(proc.stdout, out), pump(proc.stderr, err)]
+        if stdin is not None:
+            _feed_stdin(proc, stdin)
+        timed_out = False
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            # Killing bwrap's group kills the sandbox's PID 1, and with it the namespace.
+            os.killpg(proc.pid, signal.SIGKILL)
+            rc = proc.wait()
+        for t in threads:
+            t.join(timeout=5)
+        duration = (time.monotonic() - t0) * 1000
+        status = exit_status(rc)
+        return ExecResult(
+            exit_code=status, stdout=out.value(), stderr=err.value(), timed_out=timed_out,
+            stdout_truncated=out.truncated, stderr_truncated=err.truncated, duration_ms=duration,
+            limit="timeout" if timed_out else limit_from_status(status),
+        )
+
+    def read_file(self, sandbox_id: str, path: str) -> bytes:
+        """Read a regular file under /workspace."""
+        return self.dirs.read_file(sandbox_id, path)
+
+    def write_file(self, sandbox_id: str, path: str, data: bytes) -> None:
+        """Write a file under /workspace."""
+        self.dirs.write_file(sandbox_id, path, data)
+
+    def list_files(self, sandbox_id: str) -> list[FileEntry]:
+        """List /workspace."""
+        return self.dirs.list_files(sandbox_id)
+
+    def snapshot(self, sandbox_id: str) -> Path:
+        """Copy /workspace to a host folder that outlives the sandbox."""
+        return self.dirs.snapshot(sandbox_id)
+
+    def destroy(self, sandbox_id: str) -> None:
+        """Kill the sandbox's processes, unmount and delete its state."""
+        check_sandbox_id(sandbox_id)
+        root = self.dirs.root(sandbox_id)
+        if not root.exists():
+            raise SandboxNotFound(f"sandbox {sandbox_id}: not found in {self.dirs.state_dir}")
+        try:
+            uid: int | None = self.dirs.meta(sandbox_id).uid
+        except SandboxError:
+            uid = None  # half-made: no process can have started
+        if uid is not None and uid >= _UID_BASE:
+            kill_uid_processes(uid)
+        self.dirs.remove(sandbox_id)
+        if uid is not None:
+            self._release_uid(uid)
+
+    def _release_uid(self, uid: int) -> None:
+        if uid >= _UID_BASE:
+            (self._uids / str(uid)).rmdir()
+
+    def list_live(self) -> list[SandboxInfo]:
+        """Sandboxes with a state folder (a previous service's included)."""
+        out = []
+        for sid in self.dirs.ids():
+            try:
+                out.append(self.dirs.info(self.dirs.meta(sid)))
+            except SandboxError:
+                # Half-made: listed so reconciliation destroys it too.
+                out.append(SandboxInfo(sid, "bubblewrap", {}, self.dirs.workspace(sid)))
+        return out
+
+
+def _feed_stdin(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    import threading
+
+    def run() -> None:
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(data)
+        except (BrokenPipeError, OSError):
+            pass  # the command exited without reading all of it
+        finally:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+
+    threading.Thread(target=run, daemon=True).start()

@@ -1,0 +1,208 @@
+"""Docker backend (production): one long-lived container per sandbox, commands via exec.
+
+The container has no network, a read-only root (the imported runtime image), no
+capabilities, no-new-privileges, uid 1000, cgroup memory/CPU/pids limits. /workspace and
+/tmp are binds of the same per-sandbox host tmpfs the bubblewrap backend uses, so the
+disk quota, file access and snapshots are host-side and identical on both backends.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+from docker.types import Ulimit
+
+from ._bubblewrap import SANDBOX_ENV
+from ._capture import CappedBuffer
+from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
+from ._hostdirs import HostDirs, check_sandbox_id
+from ._models import ExecResult, FileEntry, SandboxInfo, SandboxSpec
+from ._procs import limit_from_status
+
+__all__ = ["DockerBackend"]
+
+LABEL, ID_LABEL = "assay.sandbox", "assay.sandbox_id"
+# PID 1 is a shell that reaps orphans; PID 1 is immune to `kill -9 -1`, which the timeout
+# sweep uses to kill every other process in the container.
+_KEEPALIVE = ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"]
+_GRACE_S = 5.0
+
+
+class DockerBackend:
+    """Sandboxes as locked-down containers of the assay-sandbox image."""
+
+    name = "docker"
+
+    def __init__(self, state_dir: Path, snapshot_dir: Path,
+                 client: docker.DockerClient | None = None) -> None:
+        try:
+            self.client = client or docker.from_env(timeout=30)
+            self.client.ping()
+        except docker.errors.DockerException as e:
+            raise SandboxBackendUnavailable(f"sandbox backend docker: dockerd unreachable: {e}") from e
+        self.dirs = HostDirs(state_dir, snapshot_dir)
+
+    def _container(self, sandbox_id: str) -> Any:
+        check_sandbox_id(sandbox_id)
+        try:
+            return self.client.containers.get(f"assay-sbx-{sandbox_id}")
+        except docker.errors.NotFound as e:
+            raise SandboxNotFound(f"sandbox {sandbox_id}: no container assay-sbx-{sandbox_id}") from e
+
+    def create(self, spec: SandboxSpec, sandbox_id: str, labels: Mapping[str, str]) -> SandboxInfo:
+        """Start the container; returns once it is running."""
+        check_sandbox_id(sandbox_id)
+        meta = self.dirs.prepare(sandbox_id, "docker", spec, labels, 1000, 1000)
+        mb = 1024 * 1024
+        try:
+            self.client.containers.run(
+                spec.image, _KEEPALIVE, name=f"assay-sbx-{sandbox_id}", detach=True,
+                labels={**labels, LABEL: "1", ID_LABEL: sandbox_id},
+                network_mode="none", hostname="sandbox", user="1000:1000",
+                read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
+                mem_limit=spec.memory_mb * mb, memswap_limit=spec.memory_mb * mb,
+                nano_cpus=int(spec.cpus * 1e9), pids_limit=spec.max_processes,
+                ulimits=[Ulimit(name="cpu", soft=spec.cpu_seconds, hard=spec.cpu_seconds),
+                         Ulimit(name="fsize", soft=spec.file_size_mb * mb,
+                                hard=spec.file_size_mb * mb),
+                         Ulimit(name="core", soft=0, hard=0)],
+                volumes={str(self.dirs.workspace(sandbox_id)): {"bind": "/workspace", "mode": "rw"},
+                         str(self.dirs.tmp(sandbox_id)): {"bind": "/tmp", "mode": "rw"}},
+                tmpfs={"/dev/shm": "size=64m,mode=1777"},
+                environment=SANDBOX_ENV, working_dir="/workspace",
+            )
+        except docker.errors.DockerException as e:
+            self.dirs.remove(sandbox_id)
+            raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: container start failed: {e}") from e
+        return self.dirs.info(meta)
+
+    def exec(
+        self,
+        sandbox_id: str,
+        command: list[str] | str,
+        *,
+        timeout_s: float | None = None,
+        stdin: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        """Run a command under `timeout -s KILL`; on timeout also kill every other process."""
+        meta = self.dirs.meta(sandbox_id)
+        spec = meta.spec
+        timeout = timeout_s if timeout_s is not None else spec.exec_timeout_s
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        if not argv:
+            raise SandboxError(f"sandbox {sandbox_id}: empty command")
+        api = self.client.api
+        cid = f"assay-sbx-{sandbox_id}"
+        t0 = time.monotonic()
+        try:
+            ex = api.exec_create(
+                cid, ["timeout", "-s", "KILL", f"{timeout:.3f}", *argv], stdin=stdin is not None,
+                environment=dict(env or {}), workdir=cwd or "/workspace", user="1000:1000",
+            )
+            sock = api.exec_start(ex["Id"], socket=True)
+        except docker.errors.NotFound as e:
+            raise SandboxNotFound(f"sandbox {sandbox_id}: no container {cid}") from e
+        except docker.errors.DockerException as e:
+            raise SandboxError(f"sandbox {sandbox_id}: exec failed: {e}") from e
+        raw: socket.socket = getattr(sock, "_sock", sock)
+        out, err = CappedBuffer(spec.output_cap_bytes), CappedBuffer(spec.output_cap_bytes)
+        try:
+            if stdin is not None:
+                raw.sendall(stdin)
+            raw.shutdown(socket.SHUT_WR)
+            stalled = not _read_frames(raw, out, err, t0 + timeout + _GRACE_S)
+        finally:
+            raw.close()
+        duration = (time.monotonic() - t0) * 1000
+        info = api.exec_inspect(ex["Id"])
+        code = info.get("ExitCode")
+        timed_out = stalled or (code == 137 and duration >= timeout * 1000)
+        if timed_out:
+            self._sweep(cid)
+        status = 137 if code is None or stalled else int(code)
+        return ExecResult(
+            exit_code=status, stdout=out.value(), stderr=err.value(), timed_out=timed_out,
+            stdout_truncated=out.truncated, stderr_truncated=err.truncated, duration_ms=duration,
+            limit="timeout" if timed_out else limit_from_status(status),
+        )
+
+    def _sweep(self, cid: str) -> None:
+        """Kill every process but PID 1 (escapees from timeout's process group included)."""
+        try:
+            self.client.api.exec_start(
+                self.client.api.exec_create(cid, ["/bin/sh", "-c", "kill -9 -1"],
+                                            user="1000:1000")["Id"])
+        except docker.errors.DockerException:
+            pass  # the container may already be gone; destroy cleans up
+
+    def read_file(self, sandbox_id: str, path: str) -> bytes:
+        """Read a regular file under /workspace (host side, no symlink followed)."""
+        return self.dirs.read_file(sandbox_id, path)
+
+    def write_file(self, sandbox_id: str, path: str, data: bytes) -> None:
+        """Write a file under /workspace, owned by uid 1000."""
+        self.dirs.write_file(sandbox_id, path, data)
+
+    def list_files(self, sandbox_id: str) -> list[FileEntry]:
+        """List /workspace."""
+        return self.dirs.list_files(sandbox_id)
+
+    def snapshot(self, sandbox_id: str) -> Path:
+        """Copy /workspace to a host folder that outlives the sandbox."""
+        return self.dirs.snapshot(sandbox_id)
+
+    def destroy(self, sandbox_id: str) -> None:
+        """Remove the container (killing everything in it) and the host state."""
+        check_sandbox_id(sandbox_id)
+        found = self.dirs.root(sandbox_id).exists()
+        try:
+            self._container(sandbox_id).remove(force=True)
+            found = True
+        except SandboxNotFound:
+            pass
+        if not found:
+            raise SandboxNotFound(f"sandbox {sandbox_id}: no container and no state")
+        self.dirs.remove(sandbox_id)
+
+    def list_live(self) -> list[SandboxInfo]:
+        """Containers labelled assay.sandbox=1 plus state folders without a container."""
+        seen: dict[str, SandboxInfo] = {}
+        for c in self.client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+            sid = c.labels.get(ID_LABEL, "")
+            labels = {k: v for k, v in c.labels.items() if k not in (LABEL, ID_LABEL)}
+            seen[sid] = SandboxInfo(sid, "docker", labels, self.dirs.workspace(sid))
+        for sid in self.dirs.ids():
+            seen.setdefault(sid, SandboxInfo(sid, "docker", {}, self.dirs.workspace(sid)))
+        return [seen[k] for k in sorted(seen)]
+
+
+def _read_frames(raw: socket.socket, out: CappedBuffer, err: CappedBuffer, deadline: float) -> bool:
+    """Demultiplex Docker's framed exec stream until EOF; False if the deadline passed."""
+    buf = b""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        raw.settimeout(left)
+        try:
+            chunk = raw.recv(65536)
+        except TimeoutError:
+            return False
+        if not chunk:
+            return True
+        buf += chunk
+        while len(buf) >= 8:
+            kind, size = buf[0], struct.unpack(">I", buf[4:8])[0]
+            if len(buf) < 8 + size:
+                break
+            (err if kind == 2 else out).feed(buf[8 : 8 + size])
+            buf = buf[8 + size :]

@@ -1,0 +1,161 @@
+"""Per-sandbox host state shared by both backends.
+
+Layout under the state dir (one folder per sandbox, so a restarted service finds its
+orphans)::
+
+    <state>/<sandbox_id>/meta.json      spec, labels, backend, host uid/gid
+    <state>/<sandbox_id>/mnt/           tmpfs of spec.disk_mb (the disk quota)
+    <state>/<sandbox_id>/mnt/workspace  -> /workspace (read-write)
+    <state>/<sandbox_id>/mnt/tmp        -> /tmp (read-write, same quota)
+
+Snapshots go to ``<snapshots>/<sandbox_id>-<n>`` and survive destroy.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from . import _fs
+from ._errors import SandboxError, SandboxExists, SandboxNotFound
+from ._models import FileEntry, SandboxInfo, SandboxSpec
+from ._quota import mount_quota, unmount_quota
+
+__all__ = ["HostDirs", "SandboxMeta", "check_sandbox_id"]
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def check_sandbox_id(sandbox_id: str) -> None:
+    """Reject ids that could not safely name a directory or a container."""
+    if not _ID.fullmatch(sandbox_id):
+        raise SandboxError(f"sandbox {sandbox_id!r}: invalid id (want [A-Za-z0-9_.-], 1-128)")
+
+
+class SandboxMeta(BaseModel):
+    """What a backend persists about a sandbox (read back after a service restart)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sandbox_id: str
+    backend: Literal["bubblewrap", "docker"]
+    labels: dict[str, str]
+    spec: SandboxSpec
+    uid: int
+    gid: int
+
+
+class HostDirs:
+    """Creates, reads and removes the per-sandbox host directories."""
+
+    def __init__(self, state_dir: Path, snapshot_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.snapshot_dir = snapshot_dir
+        # 0711: sandbox uids must traverse to their own mount, but not list others.
+        state_dir.mkdir(parents=True, exist_ok=True, mode=0o711)
+        snapshot_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def root(self, sandbox_id: str) -> Path:
+        """The sandbox's state folder."""
+        check_sandbox_id(sandbox_id)
+        return self.state_dir / sandbox_id
+
+    def workspace(self, sandbox_id: str) -> Path:
+        """Host directory mounted at /workspace."""
+        return self.root(sandbox_id) / "mnt" / "workspace"
+
+    def tmp(self, sandbox_id: str) -> Path:
+        """Host directory mounted at /tmp."""
+        return self.root(sandbox_id) / "mnt" / "tmp"
+
+    def prepare(
+        self, sandbox_id: str, backend: Literal["bubblewrap", "docker"], spec: SandboxSpec,
+        labels: Mapping[str, str], uid: int, gid: int,
+    ) -> SandboxMeta:
+        """Create the folder, the quota mount and meta.json; SandboxExists if present."""
+        root = self.root(sandbox_id)
+        try:
+            root.mkdir(mode=0o711)
+        except FileExistsError as e:
+            raise SandboxExists(f"sandbox {sandbox_id}: already exists in {root}") from e
+        meta = SandboxMeta(sandbox_id=sandbox_id, backend=backend, labels=dict(labels),
+                           spec=spec, uid=uid, gid=gid)
+        try:
+            mnt = root / "mnt"
+            mount_quota(mnt, spec.disk_mb, uid, gid)
+            for sub, mode in (("workspace", 0o755), ("tmp", 0o1777)):
+                (mnt / sub).mkdir()
+                os.chmod(mnt / sub, mode)
+                if os.geteuid() == 0:
+                    os.chown(mnt / sub, uid, gid)
+            # Written last and renamed: a folder without meta.json is a half-made sandbox.
+            tmp = root / "meta.json.tmp"
+            tmp.write_text(meta.model_dump_json())
+            tmp.rename(root / "meta.json")
+        except BaseException:
+            self.remove(sandbox_id)
+            raise
+        return meta
+
+    def meta(self, sandbox_id: str) -> SandboxMeta:
+        """Read meta.json; SandboxNotFound if the sandbox is not live."""
+        path = self.root(sandbox_id) / "meta.json"
+        try:
+            return SandboxMeta.model_validate_json(path.read_bytes())
+        except FileNotFoundError as e:
+            raise SandboxNotFound(f"sandbox {sandbox_id}: not found in {self.state_dir}") from e
+        except ValidationError as e:
+            raise SandboxError(f"sandbox {sandbox_id}: corrupt {path}") from e
+
+    def ids(self) -> list[str]:
+        """Ids of every sandbox folder (complete or half-made)."""
+        if not self.state_dir.is_dir():
+            return []
+        return sorted(p.name for p in self.state_dir.iterdir() if _ID.fullmatch(p.name))
+
+    def info(self, meta: SandboxMeta) -> SandboxInfo:
+        """The public handle of a sandbox."""
+        return SandboxInfo(meta.sandbox_id, meta.backend, dict(meta.labels),
+                           self.workspace(meta.sandbox_id))
+
+    def remove(self, sandbox_id: str) -> None:
+        """Unmount and delete the sandbox folder (idempotent)."""
+        root = self.root(sandbox_id)
+        unmount_quota(root / "mnt")
+        shutil.rmtree(root, ignore_errors=True)
+
+    def snapshot(self, sandbox_id: str) -> Path:
+        """Copy /workspace to a fresh folder under the snapshot dir."""
+        self.meta(sandbox_id)
+        n = 0
+        while True:
+            dst = self.snapshot_dir / f"{sandbox_id}-{n}"
+            try:
+                _fs.copy_tree(self.workspace(sandbox_id), dst)
+                return dst
+            except FileExistsError:
+                if dst.exists() and n < 100_000:
+                    n += 1
+                    continue
+                raise
+
+    def read_file(self, sandbox_id: str, path: str) -> bytes:
+        """Read a workspace file without following symlinks."""
+        self.meta(sandbox_id)
+        return _fs.read_file(sandbox_id, self.workspace(sandbox_id), path)
+
+    def write_file(self, sandbox_id: str, path: str, data: bytes) -> None:
+        """Write a workspace file owned by the sandbox user."""
+        m = self.meta(sandbox_id)
+        _fs.write_file(sandbox_id, self.workspace(sandbox_id), path, data, (m.uid, m.gid))
+
+    def list_files(self, sandbox_id: str) -> list[FileEntry]:
+        """List the workspace."""
+        self.meta(sandbox_id)
+        return _fs.list_entries(self.workspace(sandbox_id))
