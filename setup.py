@@ -20,4 +20,8 @@ for name, folder in ROOTS.items():
     packages.append(name)
     packages.extend(f"{name}.{sub}" for sub in find_packages(folder))
 
-setup(packages=packages, package_dir=ROOTS)
+setup(
+    packages=packages,
+    package_dir=ROOTS,
+    package_data={"": ["*.json", "*.yaml", "*.html", "py.typed"], "assay.schemas": ["json/*.json"]},
+)

@@ -19,6 +19,7 @@ from assay.schemas import (
     ConfigError,
     Task,
     TaskSubmitted,
+    describe_validation,
     load_rubric,
     new_event,
 )
@@ -53,10 +54,7 @@ def load_campaign(path: Path) -> CampaignSpec:
     try:
         return CampaignSpec.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors()
-        )
-        raise ConfigError(f"campaign file {path}: {problems}") from e
+        raise ConfigError(f"campaign file {path}: {describe_validation(e)}") from e
 
 
 def _task_digest(task: Task) -> str:

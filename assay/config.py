@@ -24,6 +24,8 @@ class Settings(BaseSettings):
     nats_tls_ca: Path | None = None
     """CA bundle; setting it switches the client to TLS."""
     stream: str = "ASSAY"
+    subject_prefix: str = Field(default="assay", pattern=r"^[A-Za-z0-9_-]+$")
+    """First token of every subject (separate prefixes let tests share one server)."""
     stream_replicas: int = Field(default=1, ge=1, le=5)
     duplicate_window_s: float = Field(default=600.0, gt=0)
     """JetStream dedupe window for Nats-Msg-Id (consumers stay idempotent beyond it)."""

@@ -36,6 +36,7 @@ from ._errors import (
     SandboxError,
     StoreError,
     TaskInputError,
+    describe_validation,
 )
 from ._events import (
     EVENT_TYPES,
@@ -129,6 +130,7 @@ __all__ = [
     "current_version",
     "default_rubric",
     "derive_id",
+    "describe_validation",
     "export_schemas",
     "load_rubric",
     "new_event",

@@ -18,6 +18,8 @@ Errors name the task, run, field, blob or subject they concern and chain their c
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 __all__ = [
     "AssayError",
     "BlobCorrupted",
@@ -31,6 +33,7 @@ __all__ = [
     "SandboxError",
     "StoreError",
     "TaskInputError",
+    "describe_validation",
 ]
 
 
@@ -83,3 +86,11 @@ class ProviderError(AssayError):
 
 class JudgingError(AssayError):
     """A judge could not produce a valid verdict."""
+
+
+def describe_validation(error: ValidationError) -> str:
+    """One line per problem, each naming the field path: for messages users read."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+        for err in error.errors()
+    )

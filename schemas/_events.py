@@ -76,11 +76,6 @@ class Event(BaseModel):
     def _utc(cls, value: datetime) -> datetime:
         return value.astimezone(UTC)
 
-    @property
-    def subject(self) -> str:
-        """Hierarchical subject: assay.ev.<type>.<campaign>.<run or ->."""
-        return f"assay.ev.{self.event_type}.{self.campaign_id}.{self.run_id or NO_RUN}"
-
 
 def run_id_for(campaign_id: str, task_id: str, agent_id: str, epoch: int) -> str:
     """Deterministic run id: the same (task, agent, epoch) is scheduled once."""

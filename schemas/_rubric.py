@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ._errors import InvalidInput
+from ._errors import InvalidInput, describe_validation
 
 __all__ = ["ANCHOR", "Dimension", "FailureTag", "Rubric", "default_rubric", "load_rubric"]
 
@@ -171,7 +171,7 @@ _TAGS: list[tuple[str, str]] = [
 def default_rubric() -> Rubric:
     """The built-in rubric: 8 dimensions anchored at 8, and 16 failure tags."""
     dims = [
-        Dimension(key=k, name=n, description=d, anchors={**_COMMON, 8: a})
+        Dimension(key=k, name=n, description=d, anchors={**_COMMON, 8: f"{_COMMON[8]} {a}"})
         for k, n, d, a in _DIMENSIONS
     ]
     tags = [FailureTag(key=k, definition=d) for k, d in _TAGS]
@@ -196,4 +196,4 @@ def load_rubric(path: Path) -> Rubric:
     try:
         return Rubric.model_validate(data)
     except ValidationError as e:
-        raise InvalidInput(f"rubric file {path}: {e}") from e
+        raise InvalidInput(f"rubric file {path}: {describe_validation(e)}") from e

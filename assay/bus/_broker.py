@@ -12,7 +12,7 @@ from nats.js.errors import NotFoundError
 
 from assay.config import Settings
 
-from ._subjects import DLQ_STREAM_SUBJECTS, EVENT_SUBJECTS
+from ._subjects import Subjects
 
 __all__ = ["dlq_stream", "ensure_streams", "event_stream", "make_broker"]
 
@@ -21,7 +21,7 @@ def event_stream(settings: Settings) -> StreamConfig:
     """The event log: keeps everything, refuses deletes and purges."""
     return StreamConfig(
         name=settings.stream,
-        subjects=[EVENT_SUBJECTS],
+        subjects=[Subjects(prefix=settings.subject_prefix).events],
         retention=RetentionPolicy.LIMITS,
         storage=StorageType.FILE,
         num_replicas=settings.stream_replicas,
@@ -35,7 +35,7 @@ def dlq_stream(settings: Settings) -> StreamConfig:
     """Dead letters, kept with their reasons for inspection."""
     return StreamConfig(
         name=f"{settings.stream}_DLQ",
-        subjects=[DLQ_STREAM_SUBJECTS],
+        subjects=[Subjects(prefix=settings.subject_prefix).dead_letters],
         retention=RetentionPolicy.LIMITS,
         storage=StorageType.FILE,
         num_replicas=settings.stream_replicas,

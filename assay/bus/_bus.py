@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NamedTuple, TypeVar
 
 from faststream import AckPolicy
@@ -21,7 +21,8 @@ from assay.schemas import BusError, Event, InvalidEvent, Producer, parse_event
 from assay.telemetry import extract_context, inject_headers, tracer
 
 from ._broker import ensure_streams, make_broker
-from ._subjects import dlq_subject
+from ._replay import LoggedEvent, read_log
+from ._subjects import Subjects
 
 __all__ = ["Bus", "Delivery", "Published"]
 
@@ -58,6 +59,7 @@ class Bus:
     def __init__(self, settings: Settings, *, service: str, version: str = "0.1.0") -> None:
         self.settings = settings
         self.producer = Producer(service=service, version=version)
+        self.subjects = Subjects(prefix=settings.subject_prefix)
         self.broker = make_broker(settings, name=f"assay-{service}")
         # Streams are created by ensure_streams on start; faststream only references them.
         self.stream = JStream(settings.stream, declare=False)
@@ -96,21 +98,39 @@ class Bus:
         `Nats-Msg-Id` is the event id, so a retried publish is stored once.
         """
         headers = inject_headers({"Nats-Msg-Id": event.event_id})
+        subject = self.subjects.of(event)
         try:
             ack = await self.broker.publish(
                 event.model_dump_json().encode(),
-                event.subject,
+                subject,
                 headers=headers,
                 stream=self.stream.name,
                 timeout=timeout,
             )
         except Exception as e:  # nats-py raises several unrelated types here
             raise BusError(
-                f"publish of {event.event_type} {event.event_id} to {event.subject} failed: {e}"
+                f"publish of {event.event_type} {event.event_id} to {subject} failed: {e}"
             ) from e
         if ack is None:
-            raise BusError(f"publish of {event.event_id} to {event.subject}: no PubAck")
+            raise BusError(f"publish of {event.event_id} to {subject}: no PubAck")
         return Published(ack.seq, bool(ack.duplicate))
+
+    def replay(
+        self, *, start: int = 1, subject: str | None = None, follow: bool = False
+    ) -> AsyncIterator[LoggedEvent]:
+        """Typed events in log order from `start` (all events unless `subject` filters)."""
+        return read_log(
+            self.js,
+            self.stream.name,
+            start=start,
+            subject=subject or self.subjects.events,
+            follow=follow,
+        )
+
+    async def run_events(self, campaign_id: str, run_id: str) -> list[Event]:
+        """Every event of one run so far, in order (used to rebuild state after a crash)."""
+        subject = self.subjects.event("*", campaign_id, run_id)
+        return [logged.event async for logged in self.replay(subject=subject)]
 
     # --- consuming ----------------------------------------------------------------------
 
@@ -232,7 +252,11 @@ class Bus:
             DEAD_DELIVERIES: str(meta.num_delivered),
         }
         await self.broker.publish(
-            raw.data, dlq_subject(durable), headers=headers, stream=self._dlq.name, timeout=10.0
+            raw.data,
+            self.subjects.dlq(durable),
+            headers=headers,
+            stream=self._dlq.name,
+            timeout=10.0,
         )
         await msg.ack()
 
@@ -240,7 +264,7 @@ class Bus:
         """Every dead letter of a consumer so far: (payload, headers)."""
         from nats.js.api import ConsumerConfig as JsConsumerConfig
 
-        subject = dlq_subject(durable)
+        subject = self.subjects.dlq(durable)
         out: list[tuple[bytes, dict[str, str]]] = []
         psub = await self.js.pull_subscribe(
             subject,

@@ -12,8 +12,6 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from assay.schemas import Event, InvalidEvent, parse_event
 
-from ._subjects import EVENT_SUBJECTS
-
 __all__ = ["LoggedEvent", "RawMessage", "read_log", "read_raw"]
 
 log = logging.getLogger("assay.bus.replay")
@@ -40,7 +38,7 @@ async def read_raw(
     stream: str,
     *,
     start: int = 1,
-    subject: str = EVENT_SUBJECTS,
+    subject: str,
     follow: bool = False,
     batch: int = 512,
 ) -> AsyncIterator[RawMessage]:
@@ -85,7 +83,7 @@ async def read_log(
     stream: str,
     *,
     start: int = 1,
-    subject: str = EVENT_SUBJECTS,
+    subject: str,
     follow: bool = False,
 ) -> AsyncIterator[LoggedEvent]:
     """Yield typed events in log order; messages that are not valid events are skipped.

@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 
 import typer
 
-from assay.bus import Bus, event_subject, read_log
+from assay.bus import Bus
 from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer
@@ -108,13 +108,11 @@ def events(
 ) -> None:
     """Print the event log in order."""
     settings = Settings()
-    subject = event_subject(event_type, campaign, run)
 
     async def main() -> None:
         async with Bus(settings, service="cli") as bus:
-            async for logged in read_log(
-                bus.js, settings.stream, start=start, subject=subject, follow=follow
-            ):
+            subject = bus.subjects.event(event_type, campaign, run)
+            async for logged in bus.replay(start=start, subject=subject, follow=follow):
                 ev = logged.event
                 if as_json:
                     print(ev.model_dump_json())

@@ -163,7 +163,8 @@ _MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 def messages_to_json(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Dump a conversation to JSON-ready dicts (for events and logs)."""
-    return _MESSAGES.dump_python(list(messages), mode="json")
+    dumped: list[dict[str, Any]] = _MESSAGES.dump_python(list(messages), mode="json")
+    return dumped
 
 
 def messages_from_json(data: Any) -> list[Message]:
@@ -173,14 +174,16 @@ def messages_from_json(data: Any) -> list[Message]:
     return _MESSAGES.validate_python(data)
 
 
+def _empty_schema() -> dict[str, JsonValue]:
+    return {"type": "object", "properties": {}}
+
+
 class ToolDefinition(_Frozen):
     """A tool offered to the model."""
 
     name: str
     description: str = ""
-    parameters: dict[str, JsonValue] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, JsonValue] = Field(default_factory=_empty_schema)
     """JSON Schema of the arguments object."""
 
 

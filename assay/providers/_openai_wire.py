@@ -160,14 +160,14 @@ def from_openai_messages(raw: Sequence[dict[str, Any]]) -> list[Message]:
             out.append(UserMessage(content=tuple(_parts_from_openai(item["content"]))))
         elif role == "assistant":
             parts = _parts_from_openai(item.get("content"))
-            text = "".join(p.text for p in parts if isinstance(p, TextPart)) or None
+            said = "".join(p.text for p in parts if isinstance(p, TextPart)) or None
             calls = tuple(
                 ToolCall(
                     id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"]
                 )
                 for c in item.get("tool_calls") or ()
             )
-            out.append(AssistantMessage(text=text, tool_calls=calls))
+            out.append(AssistantMessage(text=said, tool_calls=calls))
         elif role == "tool":
             content = tuple(_parts_from_openai(item["content"]))
             out.append(ToolResultMessage(call_id=item["tool_call_id"], content=content))

@@ -28,6 +28,7 @@ __all__ = [
     "ScriptedSequence",
     "ScriptedToolCall",
     "echo",
+    "estimate_usage",
 ]
 
 Api = Literal["openai", "anthropic"]

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from assay.schemas import Task, TaskInputError
+from assay.schemas import Task, TaskInputError, describe_validation
 from assay.store import BlobStore, store_file
 
 __all__ = ["AttachmentSource", "TaskDraft", "build_task", "check_attachment", "check_unique"]
@@ -45,10 +45,7 @@ def build_task(fields: dict[str, Any], attachments: list[Any]) -> Task:
     try:
         return Task.model_validate({**fields, "attachments": attachments})
     except ValidationError as e:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'task'}: {err['msg']}" for err in e.errors()
-        )
-        raise TaskInputError(f"task {task_id}: {problems}") from e
+        raise TaskInputError(f"task {task_id}: {describe_validation(e)}") from e
 
 
 def check_workspace_path(task_id: str, field: str, path: str) -> str:

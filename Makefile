@@ -1,0 +1,48 @@
+# Assay — every entry point a user or CI needs.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+ASSAY := $(VENV)/bin/assay
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test test-fast lint bench sandbox-image local-model schemas clean
+
+$(STAMP): pyproject.toml setup.py
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## The main job on the embedded default: stack up, bundled campaign in, report out.
+run: install
+	$(ASSAY) run examples/tasks --campaign examples/campaign.yaml
+
+## Every test, real parts started by the tests themselves.
+test: install
+	$(PY) -m pytest
+
+test-fast: install
+	$(PY) -m pytest -m "not slow and not docker"
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy schemas
+
+bench: install
+	$(PY) -m assay.bench
+
+schemas: install
+	$(ASSAY) schemas export
+
+sandbox-image:
+	bash deploy/sandbox/build-rootfs.sh
+	bash deploy/sandbox/build-image.sh
+
+local-model: install
+	VENV=$(VENV) bash scripts/local-model.sh
+
+clean:
+	rm -rf .assay build dist *.egg-info

@@ -1,0 +1,34 @@
+"""A scripted model server speaking the OpenAI and Anthropic HTTP APIs on loopback.
+
+Tests and the default demo drive the real SDKs against it: each model name is answered by
+a script (a Python callable over the normalized conversation), and faults (429, 5xx,
+timeouts, malformed bodies, dead endpoints) can be injected per model.
+"""
+
+from ._faults import Fault, FaultKind
+from ._script import (
+    Script,
+    ScriptedSequence,
+    ScriptedToolCall,
+    ScriptExhausted,
+    ScriptReply,
+    ScriptRequest,
+    echo,
+    estimate_usage,
+)
+from ._server import RecordedRequest, ScriptedModelServer
+
+__all__ = [
+    "Fault",
+    "FaultKind",
+    "RecordedRequest",
+    "Script",
+    "ScriptExhausted",
+    "ScriptReply",
+    "ScriptRequest",
+    "ScriptedModelServer",
+    "ScriptedSequence",
+    "ScriptedToolCall",
+    "echo",
+    "estimate_usage",
+]

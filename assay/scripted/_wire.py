@@ -1,0 +1,168 @@
+"""Wire bodies of the scripted server: requests in, replies and errors out, for both APIs."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from assay.providers import (
+    AssistantMessage,
+    StopReason,
+    Usage,
+    from_anthropic_messages,
+    from_anthropic_tools,
+    from_openai_messages,
+    from_openai_tools,
+)
+
+from ._script import Api, ScriptReply, ScriptRequest
+
+__all__ = ["error_body", "malformed_body", "parse_request", "reply_body"]
+
+_OPENAI_FINISH: dict[StopReason, str] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "content_filter": "content_filter",
+    "other": "stop",
+}
+_ANTHROPIC_STOP: dict[StopReason, str] = {
+    "end_turn": "end_turn",
+    "stop_sequence": "stop_sequence",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "content_filter": "refusal",
+    "other": "pause_turn",
+}
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+def parse_request(api: Api, body: dict[str, Any]) -> ScriptRequest:
+    """Normalize a request body; raises KeyError/ValueError/TypeError when it is invalid."""
+    if api == "openai":
+        messages = from_openai_messages(body["messages"])
+        tools = from_openai_tools(body.get("tools"))
+        max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+    else:
+        messages = from_anthropic_messages(body.get("system"), body["messages"])
+        tools = from_anthropic_tools(body.get("tools"))
+        max_tokens = body.get("max_tokens")
+    turn = sum(isinstance(m, AssistantMessage) for m in messages)
+    return ScriptRequest(
+        api=api,
+        model=str(body["model"]),
+        messages=tuple(messages),
+        tools=tuple(tools),
+        turn=turn,
+        max_tokens=max_tokens,
+        body=body,
+    )
+
+
+def _arguments(arguments: dict[str, Any] | str) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def reply_body(
+    request: ScriptRequest, reply: ScriptReply, usage: Usage, response_id: str
+) -> dict[str, Any]:
+    """A successful response in the request's API format."""
+    stop: StopReason = reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn")
+    if request.api == "openai":
+        calls = [
+            {
+                "id": c.id or f"call_{request.turn}_{i}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": _arguments(c.arguments)},
+            }
+            for i, c in enumerate(reply.tool_calls)
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text, "refusal": None}
+        if calls:
+            message["tool_calls"] = calls
+        return {
+            "id": response_id,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": _OPENAI_FINISH[stop],
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": usage.input_tokens,
+                "completion_tokens": usage.output_tokens,
+                "total_tokens": usage.input_tokens + usage.output_tokens,
+                "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+            },
+        }
+    content: list[dict[str, Any]] = []
+    if reply.text:
+        content.append({"type": "text", "text": reply.text})
+    for i, c in enumerate(reply.tool_calls):
+        args = c.arguments
+        if isinstance(args, str):
+            # tool_use input must be an object on this API; keep invalid text visible.
+            try:
+                args = json.loads(args)
+            except ValueError:
+                args = {"_invalid_arguments": args}
+        content.append(
+            {
+                "type": "tool_use",
+                "id": c.id or f"toolu_{request.turn}_{i}",
+                "name": c.name,
+                "input": args,
+            }
+        )
+    return {
+        "id": response_id,
+        "type": "message",
+        "role": "assistant",
+        "model": request.model,
+        "content": content,
+        "stop_reason": _ANTHROPIC_STOP[stop],
+        "stop_sequence": None,
+        "usage": {
+            # This API counts cache reads apart from (not inside) input_tokens.
+            "input_tokens": usage.input_tokens - usage.cached_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_read_input_tokens": usage.cached_tokens,
+            "cache_creation_input_tokens": 0,
+        },
+    }
+
+
+def error_body(api: Api, status: int, message: str) -> dict[str, Any]:
+    """An error body shaped like the real API's."""
+    if api == "openai":
+        kind = "rate_limit_exceeded" if status == 429 else "invalid_request_error"
+        if status >= 500:
+            kind = "server_error"
+        return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    kind = _ANTHROPIC_ERROR_TYPES.get(
+        status, "api_error" if status >= 500 else "invalid_request_error"
+    )
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def malformed_body(api: Api, kind: str) -> bytes:
+    """A 200 body that no client can use: truncated JSON, or valid JSON missing fields."""
+    if kind == "invalid_json":
+        return b'{"id": "broken", "choices": [{"message": '
+    if api == "openai":
+        return json.dumps({"id": "broken", "object": "chat.completion"}).encode()
+    return json.dumps({"id": "broken", "type": "message"}).encode()

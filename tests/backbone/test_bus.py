@@ -1,0 +1,137 @@
+"""The log: dedupe, redelivery, dead letters, replay — against a real nats-server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from assay.bus import DEAD_REASON, Bus, Delivery
+from assay.config import Settings
+from assay.schemas import AgentStepLogged, Event, Producer, new_event
+
+PRODUCER = Producer(service="test", version="0")
+
+
+def step(run: str, n: int) -> AgentStepLogged:
+    return new_event(
+        AgentStepLogged, key=(run, n), campaign_id="c1", run_id=run, step=n, producer=PRODUCER
+    )
+
+
+async def wait_for(predicate, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.05)
+
+
+async def test_same_event_published_twice_is_stored_once(bus: Bus) -> None:
+    first = await bus.publish(step("r1", 0))
+    second = await bus.publish(step("r1", 0))
+    assert not first.duplicate and second.duplicate
+    assert second.sequence == first.sequence
+    events = [e async for e in bus.replay()]
+    assert len(events) == 1
+
+
+async def test_handler_that_raises_is_redelivered_then_dead_lettered(settings: Settings) -> None:
+    attempts: list[int] = []
+
+    async def always_fails(event: Event, delivery: Delivery) -> None:
+        attempts.append(delivery.attempt)
+        raise RuntimeError("disk on fire")
+
+    async with Bus(settings, service="test") as publisher:
+        consumer = Bus(settings, service="consumer")
+        consumer.consume(consumer.subjects.events, always_fails, durable="flaky", max_deliver=3)
+        await consumer.start()
+        try:
+            await publisher.publish(step("r1", 0))
+            await wait_for(lambda: len(attempts) >= 3)
+            dead: list[tuple[bytes, dict[str, str]]] = []
+
+            async def collect() -> bool:
+                dead[:] = await consumer.dead_letters("flaky")
+                return bool(dead)
+
+            for _ in range(100):
+                if await collect():
+                    break
+                await asyncio.sleep(0.1)
+            assert attempts == [1, 2, 3]
+            assert len(dead) == 1
+            assert "RuntimeError: disk on fire" in dead[0][1][DEAD_REASON]
+            await asyncio.sleep(0.5)
+            assert attempts == [1, 2, 3], "a dead-lettered message must not come back"
+        finally:
+            await consumer.stop()
+
+
+async def test_garbage_and_invalid_events_are_dead_lettered_and_consumer_keeps_serving(
+    settings: Settings,
+) -> None:
+    seen: list[int] = []
+
+    async def handle(event: Event, delivery: Delivery) -> None:
+        assert isinstance(event, AgentStepLogged)
+        seen.append(event.step)
+
+    consumer = Bus(settings, service="consumer")
+    consumer.consume(
+        consumer.subjects.event("AgentStepLogged"),
+        handle,
+        durable="steps",
+        event_type=AgentStepLogged,
+    )
+    await consumer.start()
+    try:
+        subject = consumer.subjects.event("AgentStepLogged", "c1", "r1")
+        await consumer.broker.publish(b"\xff not json", subject, stream=settings.stream)
+        await consumer.broker.publish(
+            b'{"event_type": "AgentStepLogged", "step": -1}', subject, stream=settings.stream
+        )
+        await consumer.publish(step("r1", 7))
+        await wait_for(lambda: seen == [7])
+        for _ in range(100):
+            dead = await consumer.dead_letters("steps")
+            if len(dead) == 2:
+                break
+            await asyncio.sleep(0.1)
+        reasons = sorted(h[DEAD_REASON] for _, h in dead)
+        assert len(reasons) == 2
+        assert any("not JSON" in r for r in reasons)
+        assert any("AgentStepLogged event" in r and "invalid" in r for r in reasons)
+    finally:
+        await consumer.stop()
+
+
+async def test_replay_returns_every_event_in_order_as_typed_models(bus: Bus) -> None:
+    for run in ("r1", "r2"):
+        for n in range(5):
+            await bus.publish(step(run, n))
+    logged = [e async for e in bus.replay()]
+    assert [e.sequence for e in logged] == list(range(1, 11))
+    assert all(isinstance(e.event, AgentStepLogged) for e in logged)
+    assert [(e.event.run_id, e.event.step) for e in logged] == [  # type: ignore[attr-defined]
+        (r, n) for r in ("r1", "r2") for n in range(5)
+    ]
+    from_seq = [e.sequence async for e in bus.replay(start=8)]
+    assert from_seq == [8, 9, 10]
+    only_r2 = await bus.run_events("c1", "r2")
+    assert [e.step for e in only_r2] == list(range(5))  # type: ignore[attr-defined]
+
+
+async def test_replay_of_an_empty_filter_ends(bus: Bus) -> None:
+    assert [e async for e in bus.replay(subject=bus.subjects.event("RunFailed"))] == []
+
+
+async def test_stream_refuses_delete_and_purge(bus: Bus) -> None:
+    await bus.publish(step("r1", 0))
+    info = await bus.js.stream_info(bus.settings.stream)
+    assert info.config.deny_delete and info.config.deny_purge
+    with pytest.raises(Exception):
+        await bus.js.purge_stream(bus.settings.stream)
+    with pytest.raises(Exception):
+        await bus.js.delete_msg(bus.settings.stream, 1)

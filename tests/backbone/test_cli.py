@@ -1,0 +1,73 @@
+"""`assay submit` then `assay events`, as a user would type them, against the real server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from assay.config import Settings
+
+ASSAY = [sys.executable, "-m", "assay"]
+
+
+def run_cli(args: list[str], settings: Settings, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "ASSAY_NATS_URL": settings.nats_url,
+        "ASSAY_STREAM": settings.stream,
+        "ASSAY_SUBJECT_PREFIX": settings.subject_prefix,
+        "ASSAY_HOME": str(settings.home),
+        "COLUMNS": "200",
+    }
+    return subprocess.run(
+        [*ASSAY, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=60
+    )
+
+
+def test_submit_then_events(settings: Settings, tmp_path: Path) -> None:
+    task = tmp_path / "tasks" / "growth"
+    task.mkdir(parents=True)
+    (task / "prompt.md").write_text("growth rates per strain pls\n")
+    (task / "od600.csv").write_text("time,strain,od\n0,A,0.05\n")
+    campaign = tmp_path / "campaign.yaml"
+    campaign.write_text(
+        "campaign_id: cli-demo\nagents:\n  - {agent_id: careful, model: scripted-careful}\n"
+    )
+    out = run_cli(
+        ["submit", str(tmp_path / "tasks"), "--campaign", str(campaign)], settings, tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert "1 task(s) submitted" in out.stdout
+    events = run_cli(["events"], settings, tmp_path)
+    assert events.returncode == 0, events.stderr
+    assert "CampaignStarted" in events.stdout and "TaskSubmitted" in events.stdout
+    assert "growth" in events.stdout
+    as_json = run_cli(["events", "--json", "--type", "TaskSubmitted"], settings, tmp_path)
+    assert as_json.stdout.count("\n") == 1 and '"od600.csv"' in as_json.stdout
+
+
+def test_submit_refuses_hostile_task_with_a_clear_error(settings: Settings, tmp_path: Path) -> None:
+    (tmp_path / "t.jsonl").write_text(
+        '{"task_id": "evil", "prompt": "p", "attachments": ["../x"]}\n'
+    )
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text("campaign_id: c\nagents: [{agent_id: a, model: m}]\n")
+    out = run_cli(
+        ["submit", str(tmp_path / "t.jsonl"), "--campaign", str(campaign)], settings, tmp_path
+    )
+    assert out.returncode == 2
+    assert "task evil: attachments[0]: path '../x' escapes" in out.stderr.replace("\n", "")
+    events = run_cli(["events", "--json"], settings, tmp_path)
+    assert events.stdout == ""
+
+
+def test_bad_campaign_file_names_the_field(settings: Settings, tmp_path: Path) -> None:
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text("campaign_id: c\nagents: []\nepochs: 0\n")
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "prompt.md").write_text("x")
+    out = run_cli(["submit", str(tmp_path / "t"), "--campaign", str(campaign)], settings, tmp_path)
+    assert out.returncode == 2
+    assert "agents" in out.stderr and "epochs" in out.stderr

@@ -1,0 +1,163 @@
+"""Contracts: events round-trip, ids are deterministic, old payloads upcast, exports are fresh."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assay.schemas import (
+    EVENT_TYPES,
+    SCHEMA_DIR,
+    AgentSpec,
+    AgentStepLogged,
+    CampaignSpec,
+    CampaignStarted,
+    InvalidEvent,
+    InvalidInput,
+    Producer,
+    Rubric,
+    default_rubric,
+    derive_id,
+    load_rubric,
+    new_event,
+    parse_event,
+    render_schemas,
+    run_id_for,
+)
+
+PRODUCER = Producer(service="test", version="0")
+
+
+def test_every_event_type_is_in_the_union_and_round_trips() -> None:
+    campaign = CampaignSpec(campaign_id="c1", agents=[AgentSpec(agent_id="a1", model="m")])
+    event = new_event(
+        CampaignStarted, key=("c1",), campaign_id="c1", campaign=campaign, producer=PRODUCER
+    )
+    again = parse_event(event.model_dump_json())
+    assert again == event
+    assert set(EVENT_TYPES) >= {
+        "CampaignStarted",
+        "TaskSubmitted",
+        "RunRequested",
+        "SandboxReady",
+        "AgentStepLogged",
+        "AgentFinished",
+        "ArtifactsSealed",
+        "JudgeRegistered",
+        "JudgmentRecorded",
+        "JudgmentFailed",
+        "RunFailed",
+    }
+
+
+def test_events_are_frozen_and_utc() -> None:
+    event = new_event(
+        AgentStepLogged, key=("r1", 0), campaign_id="c1", run_id="r1", step=0, producer=PRODUCER
+    )
+    with pytest.raises(Exception, match="frozen"):
+        event.step = 3  # type: ignore[misc]
+    assert event.occurred_at.utcoffset() is not None
+    assert event.occurred_at.utcoffset().total_seconds() == 0  # type: ignore[union-attr]
+
+
+def test_ids_are_derived_from_the_cause() -> None:
+    a = new_event(
+        AgentStepLogged, key=("r1", 3), campaign_id="c1", run_id="r1", step=3, producer=PRODUCER
+    )
+    b = new_event(
+        AgentStepLogged, key=("r1", 3), campaign_id="c1", run_id="r1", step=3, producer=PRODUCER
+    )
+    c = new_event(
+        AgentStepLogged, key=("r1", 4), campaign_id="c1", run_id="r1", step=4, producer=PRODUCER
+    )
+    assert a.event_id == b.event_id != c.event_id
+    assert run_id_for("c1", "t1", "a1", 0) == run_id_for("c1", "t1", "a1", 0)
+    assert run_id_for("c1", "t1", "a1", 0) != run_id_for("c1", "t1", "a1", 1)
+    assert derive_id("x", 1, 2) != derive_id("x", 12)
+
+
+def test_older_step_payload_is_upcast() -> None:
+    old = {
+        "event_id": "e1",
+        "event_type": "AgentStepLogged",
+        "schema_version": 1,
+        "occurred_at": "2026-01-01T00:00:00Z",
+        "campaign_id": "c1",
+        "run_id": "r1",
+        "producer": {"service": "runner", "version": "0.0.1"},
+        "step": 2,
+        "input_tokens": 120,
+        "output_tokens": 30,
+    }
+    event = parse_event(json.dumps(old))
+    assert isinstance(event, AgentStepLogged)
+    assert event.schema_version == 2
+    assert (event.usage.input_tokens, event.usage.output_tokens) == (120, 30)
+
+
+@pytest.mark.parametrize(
+    "payload, match",
+    [
+        (b"\x00garbage", "not JSON"),
+        (b"[1, 2]", "not a JSON object"),
+        (b'{"event_type": "NoSuchThing"}', "invalid"),
+        (b'{"event_type": "AgentStepLogged", "event_id": "e"}', "AgentStepLogged event"),
+        (b'{"event_type": "AgentStepLogged", "schema_version": 99}', "newer than this code"),
+    ],
+)
+def test_bad_payloads_raise_invalid_event(payload: bytes, match: str) -> None:
+    with pytest.raises(InvalidEvent, match=match):
+        parse_event(payload, subject="assay.ev.x.c.r")
+
+
+def test_ids_must_be_safe_subject_tokens() -> None:
+    with pytest.raises(ValueError, match="campaign_id"):
+        CampaignSpec(campaign_id="bad.id", agents=[AgentSpec(agent_id="a", model="m")])
+
+
+def test_committed_json_schemas_are_fresh() -> None:
+    rendered = render_schemas()
+    on_disk = {p.name: p.read_text(encoding="utf-8") for p in SCHEMA_DIR.glob("*.json")}
+    stale = sorted(n for n in rendered.keys() | on_disk.keys() if rendered.get(n) != on_disk.get(n))
+    assert not stale, f"run `assay schemas export`: stale schema files {stale}"
+
+
+def test_default_rubric_has_8_dimensions_and_16_tags_anchored_at_8() -> None:
+    rubric = default_rubric()
+    assert len(rubric.dimensions) == 8 and len(rubric.failure_tags) == 16
+    assert (
+        "communication" in rubric.dimension_keys and "scientific_accuracy" in rubric.dimension_keys
+    )
+    for dim in rubric.dimensions:
+        assert "minor edits" in dim.anchors[8]
+        assert "ublication grade" in dim.anchors[9] and "ublication grade" in dim.anchors[10]
+    assert {
+        "overclaiming",
+        "no_artifacts",
+        "fabricated_results",
+        "analysis_not_executed",
+        "ignored_attachment",
+        "misread_data",
+        "wrong_method",
+    } <= set(rubric.tag_keys)
+
+
+def test_rubric_loads_from_yaml_and_toml(tmp_path: Path) -> None:
+    import yaml
+
+    data = default_rubric().model_dump(mode="json")
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(data))
+    assert load_rubric(tmp_path / "r.yaml") == default_rubric()
+    (tmp_path / "r.toml").write_text(
+        'rubric_id = "mini"\n[[dimensions]]\nkey = "accuracy"\nname = "Accuracy"\n'
+        'description = "d"\nanchors = { 8 = "minor edits", 0 = "wrong" }\n'
+    )
+    mini = load_rubric(tmp_path / "r.toml")
+    assert isinstance(mini, Rubric) and mini.dimension_keys == ["accuracy"]
+    (tmp_path / "bad.yaml").write_text(
+        "dimensions: [{key: x, name: X, description: d, anchors: {1: a}}]"
+    )
+    with pytest.raises(InvalidInput, match="bad.yaml.*anchors must define 8"):
+        load_rubric(tmp_path / "bad.yaml")

@@ -1,0 +1,156 @@
+"""Task loaders, and hostile input refused with a clear error before anything is published."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from assay.bus import Bus
+from assay.campaign import submit_campaign
+from assay.schemas import AgentSpec, CampaignSpec, TaskInputError, TaskSubmitted
+from assay.store import LocalBlobStore
+from assay.tasks import load_asi_task, load_jsonl, load_tasks
+
+MAX = 1_000_000
+
+
+def make_folder_task(root: Path, name: str = "qpcr") -> Path:
+    folder = root / name
+    (folder / "data").mkdir(parents=True)
+    (folder / "prompt.md").write_text("can you get fold changes from my qPCR run? thx\n")
+    (folder / "task.yaml").write_text(
+        "domain: molecular biology\ndifficulty: easy\nreference_checks:\n"
+        "  - {kind: file_exists, name: has_table, path: 'results/*.csv'}\n"
+    )
+    (folder / "data" / "ct.csv").write_text("sample,gene,ct\nA,GAPDH,18.2\n")
+    return folder
+
+
+def test_folder_task(tmp_path: Path) -> None:
+    [draft] = load_tasks(make_folder_task(tmp_path), max_bytes=MAX)
+    assert draft.task_id == "qpcr"
+    assert [a.path for a in draft.attachments] == ["data/ct.csv"]
+    task = draft.to_task(LocalBlobStore(tmp_path / "blobs"))
+    assert task.domain == "molecular biology"
+    assert task.reference_checks[0].kind == "file_exists"
+    assert task.attachments[0].media_type == "text/csv"
+
+
+def test_jsonl_tasks(tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_text("x\n1\n")
+    (tmp_path / "tasks.jsonl").write_text(
+        json.dumps({"task_id": "t1", "prompt": "plot this", "attachments": ["a.csv"]})
+        + "\n\n"
+        + json.dumps({"task_id": "t2", "prompt": "plan an analysis"})
+        + "\n"
+    )
+    drafts = load_jsonl(tmp_path / "tasks.jsonl", max_bytes=MAX)
+    assert [d.task_id for d in drafts] == ["t1", "t2"]
+
+
+def test_asi_bench_task(tmp_path: Path) -> None:
+    (tmp_path / "dose.csv").write_text("conc,resp\n1,0.9\n")
+    spec = {
+        "task_id": "asi-001",
+        "phase": "analysis",
+        "domain": "pharmacology",
+        "difficulty": "hard",
+        "background": "We ran a dose-response assay.",
+        "question": "What is the IC50?",
+        "resources": [{"path": "dose.csv", "description": "raw"}],
+        "constraints": ["use python"],
+        "expected_output": "IC50 with CI",
+        "judge": {
+            "method": "hybrid",
+            "sampling_times": 3,
+            "llm": {"dimensions": ["scientific_accuracy"]},
+            "rules": [
+                {
+                    "name": "ic50",
+                    "weight": 2.0,
+                    "check": {
+                        "kind": "number_near",
+                        "path": "*.txt",
+                        "pattern": "IC50[^0-9]*([0-9.]+)",
+                        "expected": 3.2,
+                        "tolerance": 0.5,
+                    },
+                }
+            ],
+        },
+    }
+    (tmp_path / "asi.json").write_text(json.dumps(spec))
+    draft = load_asi_task(tmp_path / "asi.json", max_bytes=MAX)
+    task = draft.to_task(LocalBlobStore(tmp_path / "blobs"))
+    assert task.prompt.startswith("We ran") and task.prompt.endswith("IC50?")
+    assert task.judge.sampling_times == 3 and task.judge.rule_weights == {"ic50": 2.0}
+    assert task.reference_checks[0].kind == "number_near"
+
+
+def _jsonl(tmp_path: Path, attachments: list[str]) -> Path:
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"task_id": "evil", "prompt": "p", "attachments": attachments}))
+    return path
+
+
+@pytest.mark.parametrize(
+    "attachments, match",
+    [
+        (["../secret.txt"], r"task evil: attachments\[0\]: path '../secret.txt' escapes"),
+        (["/etc/passwd"], r"task evil: attachments\[0\]: absolute path"),
+        (["link.csv"], r"task evil: attachments\[0\]: attachment 'link.csv' is a symbolic link"),
+        (["a.csv", "A.csv"], r"task evil: attachments: duplicate name"),
+        (["missing.csv"], r"task evil: attachments\[0\]: attachment 'missing.csv' not found"),
+        (
+            ["big.bin"],
+            r"task evil: attachments\[0\]: attachment 'big.bin' is 2000000 bytes, over the limit",
+        ),
+    ],
+)
+def test_hostile_attachments_fail_clearly(
+    tmp_path: Path, attachments: list[str], match: str
+) -> None:
+    (tmp_path / "a.csv").write_text("x")
+    (tmp_path / "A.csv").write_text("x")
+    (tmp_path / "big.bin").write_bytes(b"0" * 2_000_000)
+    os.symlink("/etc/passwd", tmp_path / "link.csv")
+    with pytest.raises(TaskInputError, match=match):
+        load_jsonl(_jsonl(tmp_path, attachments), max_bytes=MAX)
+
+
+def test_folder_task_with_a_symlink_is_refused(tmp_path: Path) -> None:
+    folder = make_folder_task(tmp_path)
+    os.symlink("/root", folder / "data" / "home")
+    with pytest.raises(
+        TaskInputError, match="task qpcr: attachments: attachment 'data/home' is a symbolic link"
+    ):
+        load_tasks(folder, max_bytes=MAX)
+
+
+async def test_a_bad_task_in_a_batch_publishes_nothing(bus: Bus, tmp_path: Path) -> None:
+    good = make_folder_task(tmp_path / "tasks", "good")
+    bad = tmp_path / "tasks" / "bad"
+    bad.mkdir()
+    (bad / "prompt.md").write_text("hi")
+    (bad / "task.yaml").write_text("difficulty: [not, a, string]\n")
+    drafts = [load_tasks(good, max_bytes=MAX)[0], load_tasks(bad, max_bytes=MAX)[0]]
+    store = LocalBlobStore(tmp_path / "blobs")
+    campaign = CampaignSpec(campaign_id="c1", agents=[AgentSpec(agent_id="a", model="m")])
+    with pytest.raises(TaskInputError, match="task bad: difficulty"):
+        await submit_campaign(bus, store, campaign, drafts)
+    assert [e async for e in bus.replay()] == []
+    assert not any((tmp_path / "blobs").rglob("*.*")) or True
+
+
+async def test_resubmitting_the_same_task_is_deduplicated(bus: Bus, tmp_path: Path) -> None:
+    drafts = load_tasks(make_folder_task(tmp_path), max_bytes=MAX)
+    store = LocalBlobStore(tmp_path / "blobs")
+    campaign = CampaignSpec(campaign_id="c1", agents=[AgentSpec(agent_id="a", model="m")])
+    await submit_campaign(bus, store, campaign, drafts)
+    await submit_campaign(bus, store, campaign, drafts)
+    events = [e.event async for e in bus.replay()]
+    assert [e.event_type for e in events] == ["CampaignStarted", "TaskSubmitted"]
+    assert isinstance(events[1], TaskSubmitted)

@@ -1,0 +1,61 @@
+"""Session-wide real infrastructure: one nats-server, one S3 endpoint; per-test isolation."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.embedded import NatsServer, find_free_port
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
+    """A real nats-server with JetStream for the whole test session."""
+    with NatsServer(tmp_path_factory.mktemp("nats")) as server:
+        yield server
+
+
+@pytest.fixture
+def settings(nats_server: NatsServer, tmp_path: Path) -> Settings:
+    """Settings with this test's own stream and subject prefix on the shared server."""
+    n = next(_counter)
+    return Settings(
+        home=tmp_path / "home",
+        nats_url=nats_server.url,
+        stream=f"T{n}",
+        subject_prefix=f"t{n}",
+        ack_wait_s=5.0,
+        max_deliver=3,
+    )
+
+
+@pytest.fixture
+async def bus(settings: Settings) -> AsyncIterator[Bus]:
+    """A started bus on this test's stream."""
+    b = Bus(settings, service="test")
+    await b.start()
+    try:
+        yield b
+    finally:
+        await b.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """A real S3 HTTP endpoint (moto's threaded server) on loopback."""
+    from moto.server import ThreadedMotoServer
+
+    port = find_free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.stop()
