@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Literal
 
@@ -43,8 +44,19 @@ class Settings(BaseSettings):
     s3_secure: bool = False
     s3_region: str = "us-east-1"
 
+    instance: str = Field(default_factory=lambda: socket.gethostname().split(".")[0] or "local")
+    """Stable name of this service instance (sandboxes are owned by one instance)."""
+    state_dir: Path = Path("/var/tmp/assay/state")
+    """Per-instance state (sandbox workspaces, snapshots). Sandboxes run as unprivileged
+    uids that must traverse every parent folder, so it lives outside private homes."""
+
     max_attachment_bytes: int = Field(default=200_000_000, ge=0)
     """Largest attachment a task may carry."""
+
+    @property
+    def instance_state(self) -> Path:
+        """State directory of this instance."""
+        return self.state_dir / self.instance
 
     @property
     def blob_dir(self) -> Path:

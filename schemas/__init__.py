@@ -66,6 +66,18 @@ from ._events import (
 )
 from ._export import SCHEMA_DIR, export_schemas, render_schemas
 from ._ids import ID_PATTERN, Identifier, derive_id, safe_token
+from ._rpc import (
+    ExecCommand,
+    ExecOutcome,
+    ListedFile,
+    ListFiles,
+    ReadFile,
+    SandboxCommand,
+    SandboxReply,
+    WriteFile,
+    b64,
+    unb64,
+)
 from ._rubric import ANCHOR, Dimension, FailureTag, Rubric, default_rubric, load_rubric
 
 __all__ = [
@@ -92,6 +104,8 @@ __all__ = [
     "DimensionScore",
     "Event",
     "Exclusion",
+    "ExecCommand",
+    "ExecOutcome",
     "FailureTag",
     "FileExistsCheck",
     "FileRef",
@@ -104,18 +118,23 @@ __all__ = [
     "JudgmentFailed",
     "JudgmentRecorded",
     "Limits",
+    "ListFiles",
+    "ListedFile",
     "ModelSpec",
     "NumberNearCheck",
     "Price",
     "Producer",
     "ProviderError",
     "ProviderKind",
+    "ReadFile",
     "ReferenceCheck",
     "Rubric",
     "RunFailed",
     "RunRequested",
+    "SandboxCommand",
     "SandboxError",
     "SandboxReady",
+    "SandboxReply",
     "SandboxSpec",
     "StopReason",
     "StoreError",
@@ -127,6 +146,8 @@ __all__ = [
     "ToolCallRecord",
     "ToolResultRecord",
     "Usage",
+    "WriteFile",
+    "b64",
     "current_version",
     "default_rubric",
     "derive_id",
@@ -138,5 +159,6 @@ __all__ = [
     "render_schemas",
     "run_id_for",
     "safe_token",
+    "unb64",
     "upcast",
 ]

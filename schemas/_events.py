@@ -120,6 +120,8 @@ class SandboxReady(Event):
     event_type: Literal["SandboxReady"] = "SandboxReady"
     sandbox_id: str
     backend: str
+    instance: str
+    """The sandbox-manager instance holding it; commands go to its RPC subjects."""
     image_digest: str
     """Digest of the runtime (Docker image id or rootfs recipe hash)."""
     workspace: list[FileRef]

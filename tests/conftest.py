@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import os
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -22,11 +24,23 @@ def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer
         yield server
 
 
+def _state_root() -> Path:
+    """Sandbox state must be traversable by sandbox uids: not under pytest's 0700 tmp."""
+    root = Path("/var/tmp/assay-tests") / str(os.getpid())
+    root.mkdir(parents=True, exist_ok=True)
+    for p in (root.parent, root):
+        p.chmod(0o711)
+    return root
+
+
 @pytest.fixture
 def settings(nats_server: NatsServer, tmp_path: Path) -> Settings:
     """Settings with this test's own stream and subject prefix on the shared server."""
     n = next(_counter)
+    state = Path(tempfile.mkdtemp(prefix=f"state{n}-", dir=_state_root()))
+    state.chmod(0o711)
     return Settings(
+        state_dir=state,
         home=tmp_path / "home",
         nats_url=nats_server.url,
         stream=f"T{n}",

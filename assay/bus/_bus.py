@@ -64,24 +64,29 @@ class Bus:
         # Streams are created by ensure_streams on start; faststream only references them.
         self.stream = JStream(settings.stream, declare=False)
         self._dlq = JStream(f"{settings.stream}_DLQ", declare=False)
-        self._started = False
+        self._connected = False
 
     @property
     def js(self) -> JetStreamContext:
         """The nats-py JetStream context of the live connection."""
         return self.broker.connection.jetstream()
 
+    async def connect(self) -> None:
+        """Connect and make sure the streams exist, without consuming yet."""
+        if not self._connected:
+            await self.broker.connect()
+            await ensure_streams(self.js, self.settings)
+            self._connected = True
+
     async def start(self) -> None:
-        """Connect, make sure the streams exist, start every registered consumer."""
-        await self.broker.connect()
-        await ensure_streams(self.js, self.settings)
+        """Connect, then start every registered consumer."""
+        await self.connect()
         await self.broker.start()
-        self._started = True
 
     async def stop(self) -> None:
         """Drain consumers and close the connection."""
         await self.broker.stop()
-        self._started = False
+        self._connected = False
 
     async def __aenter__(self) -> Bus:
         await self.start()
@@ -229,6 +234,37 @@ class Bus:
             finally:
                 heartbeat.cancel()
         await msg.ack()
+
+    # --- request-reply (outside the log) -------------------------------------------------
+
+    def serve_requests(
+        self,
+        subject: str,
+        handler: Callable[[bytes], Awaitable[bytes]],
+        *,
+        queue: str = "",
+        max_workers: int = 8,
+    ) -> LogicSubscriber[Any]:
+        """Answer core-NATS requests on `subject` (sandbox commands); not part of the log."""
+        subscriber = self.broker.subscriber(
+            subject, queue=queue, max_workers=max_workers, decoder=_raw_body
+        )
+
+        async def on_request(body: bytes) -> bytes:
+            return await handler(body)
+
+        subscriber(on_request)
+        return subscriber
+
+    async def request(self, subject: str, data: bytes, *, timeout: float) -> bytes:
+        """Send a core-NATS request and return the reply's bytes."""
+        try:
+            msg = await self.broker.connection.request(
+                subject, data, timeout=timeout, headers=inject_headers({})
+            )
+        except Exception as e:  # no responders, timeout, connection loss
+            raise BusError(f"request on {subject} failed: {type(e).__name__}: {e}") from e
+        return bytes(msg.data)
 
     async def _keep_alive(self, msg: NatsMessage) -> None:
         """Tell JetStream we are still working, so long handlers are not redelivered."""

@@ -88,7 +88,7 @@ class Estimate(NamedTuple):
     @property
     def n_clusters(self) -> I64:
         """(K,) number of tasks informing each column."""
-        return self.active.sum(axis=0).astype(np.int64)
+        return np.asarray(self.active.sum(axis=0), dtype=np.int64)
 
 
 def _finish(est: F64, infl: F64, draws: F64, active: B8, confidence: float) -> Estimate:
@@ -96,6 +96,7 @@ def _finish(est: F64, infl: F64, draws: F64, active: B8, confidence: float) -> E
     with np.errstate(invalid="ignore", divide="ignore"):
         corr = np.where(g > 1, g / (g - 1.0), np.nan)
         se = np.sqrt(corr * (infl**2).sum(axis=0))
+    se = np.where(np.isnan(est), np.nan, se)  # no estimate, no standard error
     low, high = percentile_interval(draws, confidence)
     return Estimate(est, se, low, high, draws, infl, active)
 

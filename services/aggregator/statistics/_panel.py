@@ -18,7 +18,7 @@ import polars as pl
 
 from ._tables import StatisticsInputError, Tables
 
-__all__ = ["Panel", "cell_means", "prepare"]
+__all__ = ["Panel", "cell_means", "cell_sums", "prepare"]
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -75,7 +75,9 @@ def _nanmean(x: F64, axis: int) -> F64:
 
 
 def _codes(values: pl.Series, keys: list[str]) -> I64:
-    lookup = pl.DataFrame({"k": keys, "i": np.arange(len(keys), dtype=np.int64)})
+    lookup = pl.DataFrame(
+        {"k": pl.Series(keys, dtype=pl.String), "i": np.arange(len(keys), dtype=np.int64)}
+    )
     joined = pl.DataFrame({"k": values}).join(lookup, on="k", how="left", maintain_order="left")
     return joined["i"].to_numpy().astype(np.int64)
 
@@ -175,7 +177,7 @@ def cell_means(panel: Panel, values: F64) -> tuple[F64, F64]:
     mean (0 where absent) and ``den`` is 1 where the cell has a value, else 0. These are
     the numerator and denominator of a mean-over-tasks ratio estimator.
     """
-    v = values.reshape(values.shape[0], -1)
+    v = values.reshape(values.shape[0], int(np.prod(values.shape[1:])))
     t_n, a_n, k_n = len(panel.task_ids), len(panel.agent_ids), v.shape[1]
     cell = panel.run_task * a_n + panel.run_agent
     ok = ~np.isnan(v)
@@ -190,7 +192,7 @@ def cell_means(panel: Panel, values: F64) -> tuple[F64, F64]:
 
 def cell_sums(panel: Panel, values: F64) -> F64:
     """Per (task, agent) sum over runs of ``values`` (R, K) → (T, A·K), column ``a·K + k``."""
-    v = values.reshape(values.shape[0], -1)
+    v = values.reshape(values.shape[0], int(np.prod(values.shape[1:])))
     t_n, a_n, k_n = len(panel.task_ids), len(panel.agent_ids), v.shape[1]
     out = np.zeros((t_n * a_n, k_n))
     np.add.at(out, panel.run_task * a_n + panel.run_agent, v)

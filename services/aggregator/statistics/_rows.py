@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Sequence
-from typing import Any, ClassVar, Self, Union, get_args, get_origin
+from typing import Any, Self, Union, get_args, get_origin
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict
@@ -39,7 +39,6 @@ class Row(BaseModel):
     """Base of every result row: frozen, no extra fields, documented fields."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-    _polars_schema: ClassVar[dict[str, pl.DataType] | None] = None
 
     @classmethod
     def polars_schema(cls) -> dict[str, pl.DataType]:

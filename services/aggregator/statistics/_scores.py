@@ -29,7 +29,7 @@ __all__ = [
 
 def _runs_per_agent(ctx: Context, values: F64) -> F64:
     """(A, K) number of runs with a non-NaN value per agent and column."""
-    v = values.reshape(values.shape[0], -1)
+    v = values.reshape(values.shape[0], int(np.prod(values.shape[1:])))
     out = np.zeros((len(ctx.panel.agent_ids), v.shape[1]))
     np.add.at(out, ctx.panel.run_agent, (~np.isnan(v)).astype(np.float64))
     return out
@@ -180,4 +180,3 @@ def communication_gap_rows(
         )
         for a, agent in enumerate(p.agent_ids)
     ]
-

@@ -29,7 +29,6 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 import polars as pl
-
 from assay.schemas import InvalidInput
 
 __all__ = [
@@ -154,9 +153,9 @@ def validate_table(df: pl.DataFrame, name: Literal["ratings", "runs", "tags"]) -
     out = df.with_columns(casts)
     if name == "ratings" and out.height:
         lo, hi = out["score"].min(), out["score"].max()
-        if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo and hi <= 10):
+        if not (isinstance(lo, int) and isinstance(hi, int) and lo >= 0 and hi <= 10):
             raise StatisticsInputError(
-                f"table 'ratings': column 'score' must lie in 0-10, found {lo}..{hi}"
+                f"table 'ratings': column 'score' must lie in 0-10, found {lo!r}..{hi!r}"
             )
     return out
 

@@ -1,0 +1,111 @@
+"""Requests that are not facts: sandbox operations over core NATS request-reply."""
+
+from __future__ import annotations
+
+import base64
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ExecCommand",
+    "ExecOutcome",
+    "ListFiles",
+    "ListedFile",
+    "ReadFile",
+    "SandboxCommand",
+    "SandboxReply",
+    "WriteFile",
+    "b64",
+    "unb64",
+]
+
+
+def b64(data: bytes) -> str:
+    """Bytes as base64 text (command payloads are JSON)."""
+    return base64.b64encode(data).decode("ascii")
+
+
+def unb64(text: str) -> bytes:
+    """Inverse of b64."""
+    return base64.b64decode(text.encode("ascii"))
+
+
+class _Command(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sandbox_id: str
+
+
+class ExecCommand(_Command):
+    """Run a command in a sandbox (a string runs through /bin/sh -c)."""
+
+    op: Literal["exec"] = "exec"
+    command: list[str] | str
+    timeout_s: float | None = None
+    stdin_b64: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+
+
+class ReadFile(_Command):
+    """Read a file under /workspace."""
+
+    op: Literal["read"] = "read"
+    path: str
+
+
+class WriteFile(_Command):
+    """Write a file under /workspace."""
+
+    op: Literal["write"] = "write"
+    path: str
+    data_b64: str
+
+
+class ListFiles(_Command):
+    """List /workspace."""
+
+    op: Literal["list"] = "list"
+
+
+SandboxCommand = Annotated[
+    ExecCommand | ReadFile | WriteFile | ListFiles, Field(discriminator="op")
+]
+
+
+class ExecOutcome(BaseModel):
+    """What a command did."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    exit_code: int
+    stdout_b64: str
+    stderr_b64: str
+    timed_out: bool = False
+    truncated: bool = False
+    limit: str | None = None
+    duration_ms: float = 0.0
+
+
+class ListedFile(BaseModel):
+    """One workspace entry."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    kind: str
+    size: int
+
+
+class SandboxReply(BaseModel):
+    """Reply to any sandbox command: a result or an error naming the sandbox."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ok: bool
+    error: str = ""
+    error_kind: Literal["", "not_found", "destroyed", "path", "limit", "internal"] = ""
+    exec: ExecOutcome | None = None
+    data_b64: str | None = None
+    files: list[ListedFile] | None = None

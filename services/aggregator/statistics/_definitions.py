@@ -1,0 +1,123 @@
+"""Written definitions of every statistic, for the report documentation."""
+
+from __future__ import annotations
+
+__all__ = ["DEFINITIONS", "definitions_markdown"]
+
+DEFINITIONS: dict[str, str] = {
+    "scored_run": (
+        "A run that is not an infrastructure failure and has at least one rating. "
+        "Infrastructure failures are excluded from every score and counted apart "
+        "(run_accounting); runs that are neither are counted as unscored."
+    ),
+    "judge_run_score": (
+        "The mean of all ratings one judge gave one run, over its samples and the dimensions."
+    ),
+    "run_score": (
+        "The mean over judges of the judge run scores, so each judge weighs equally "
+        "whatever its number of samples."
+    ),
+    "agent_score": (
+        "The mean over tasks of the mean over that task's scored runs (epochs) of the run "
+        "score, over the tasks where the agent has a scored run: every task weighs the "
+        "same whatever its number of epochs."
+    ),
+    "confidence_interval": (
+        "Percentile bootstrap interval (linear interpolation) from resampling tasks with "
+        "replacement (clusters); every run, judge and sample of a drawn task comes along. "
+        "Each resample recomputes the statistic as defined on the drawn tasks. The seed is "
+        "explicit; numpy Generator(PCG64(seed)). Resamples in which a statistic is "
+        "undefined are left out of its quantiles."
+    ),
+    "standard_error": (
+        "Cluster-robust (CR1) standard error with tasks as clusters, by linearizing the "
+        "ratio estimator Σ_t y_t / Σ_t x_t: SE² = G/(G−1) Σ_t ((y_t − θ x_t)/Σx)², G = tasks "
+        "informing the statistic. For a mean of task means it equals s/√G."
+    ),
+    "dimension_score": (
+        "As agent_score, on one dimension: the run's dimension score is the mean over "
+        "judges of the judge's mean over samples on that dimension."
+    ),
+    "judge_leaderboard": "As agent_score, using one judge's run scores only.",
+    "below_anchor_share": (
+        "Share of individual ratings (run × judge × sample × dimension) below the anchor "
+        "(8), pooled; per judge it measures strictness. CI over tasks."
+    ),
+    "pass_rate": (
+        "Mean over tasks of the share of the agent's scored runs on the task whose run "
+        "score is at least the anchor (8)."
+    ),
+    "unpassed_tasks": (
+        "Tasks on which no scored run of any agent has run score ≥ anchor, including "
+        "tasks with no scored run at all (n_runs = 0, best_run_score NaN)."
+    ),
+    "communication_gap": (
+        "Agent score on communication minus agent score on scientific_accuracy, over runs "
+        "rated on both; CI from the same task resamples (paired)."
+    ),
+    "tag_rate": (
+        "Verdicts (run × judge × sample, of scored runs) carrying the tag divided by all "
+        "verdicts, pooled over the agent's runs. Tags on verdicts absent from ratings are "
+        "ignored. Overclaiming is listed first."
+    ),
+    "empty_artifact_rate": (
+        "Runs with empty artifacts divided by runs, over the agent's runs that are not "
+        "infrastructure failures (scored or not)."
+    ),
+    "krippendorff_alpha": (
+        "Krippendorff's alpha with the interval metric on judge run scores, units = runs "
+        "scored by at least two judges (missing judges allowed)."
+    ),
+    "icc": (
+        "ICC(2,1) and ICC(2,k) of Shrout & Fleiss (two-way random effects, absolute "
+        "agreement) on the runs × judges matrix of judge run scores, complete runs only."
+    ),
+    "deviation_correlation": (
+        "Pearson correlation between two judges of their deviations from the run's panel "
+        "mean, over complete runs. Deviations sum to zero across judges, so independent "
+        "equal-variance judges average −1/(k−1), reported as the baseline; correlations "
+        "above it mean the two judges err together."
+    ),
+    "k_eff": (
+        "Effective number of independent judges: k / (1 + (k−1)·r̄), r̄ = mean "
+        "off-diagonal correlation of judges' run scores over complete runs; the number "
+        "of independent judges whose mean would have the same variance as the panel mean "
+        "(Kish design effect). Undefined (NaN) if the denominator is not positive."
+    ),
+    "self_preference": (
+        "Judge i's coefficient γ_i in the OLS y_rj = α_r + β_j + Σ_i γ_i·1[j = i and "
+        "family(i) = family(agent of r)] + ε over judge run scores, with run fixed "
+        "effects α (absorbed exactly by within-run demeaning) and judge fixed effects β: "
+        "extra points judge i gives its own family beyond its general leniency and beyond "
+        "what other judges give the same runs. Not own-family minus others. SE: CR1 "
+        "sandwich over tasks; CI: task bootstrap (refit per resample)."
+    ),
+    "leniency": "The judge's fixed effect β_j, centred so judges average 0.",
+    "rank": (
+        "Rank of the agent score, 1 = best, ties averaged. Rank stability: the rank in "
+        "each task resample (resamples where some agent is unscored are left out); "
+        "P(rank 1) = share of resamples where the agent is strictly first."
+    ),
+    "pairwise_difference": (
+        "Agent score of a minus agent score of b; CI from the same task resamples "
+        "(paired on tasks); p_a_better = share of resamples where the difference > 0."
+    ),
+    "epoch_spread": (
+        "Over (task, agent) cells with ≥ 2 scored runs: mean of the within-cell SD "
+        "(ddof=1) of run scores, and the pooled SD √(mean within-cell variance)."
+    ),
+    "run_cost": (
+        "Latency (s), cost (USD) and steps per run over runs that are not infrastructure "
+        "failures: mean, median and 95th percentile (linear interpolation)."
+    ),
+    "grouping": (
+        "group_by=domain|phase|difficulty splits the tasks by that attribute and computes "
+        "every statistic within each group, with its own task resamples (same seed)."
+    ),
+}
+"""One precise definition per statistic or term, keyed by name."""
+
+
+def definitions_markdown() -> str:
+    """The definitions as a Markdown list."""
+    return "\n".join(f"- **{k}**: {v}" for k, v in DEFINITIONS.items()) + "\n"

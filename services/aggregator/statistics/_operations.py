@@ -1,0 +1,99 @@
+"""Run-level operations: epoch spread, latency/cost/steps per run, and run accounting."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from ._context import Context
+from ._results import EpochSpread, RunAccounting, RunCost
+
+__all__ = ["COST_METRICS", "accounting_rows", "cost_rows", "epoch_spread_rows"]
+
+COST_METRICS: tuple[str, ...] = ("latency_s", "cost_usd", "steps")
+"""Per-run resource columns summarised by :func:`cost_rows`."""
+
+
+def epoch_spread_rows(ctx: Context) -> list[EpochSpread]:
+    """Within-(task, agent) spread of run scores across epochs, per agent."""
+    p = ctx.panel
+    a_n = len(p.agent_ids)
+    score = p.run_score
+    ok = ~np.isnan(score)
+    cell = (p.run_task * a_n + p.run_agent)[ok]
+    x = score[ok]
+    size = len(p.task_ids) * a_n
+    n = np.bincount(cell, minlength=size).astype(np.float64)
+    s = np.bincount(cell, weights=x, minlength=size).astype(np.float64)
+    mean = np.divide(s, n, out=np.zeros_like(s), where=n > 0)
+    ss = np.bincount(cell, weights=(x - mean[cell]) ** 2, minlength=size).astype(np.float64)
+    multi = n >= 2
+    var = np.divide(ss, n - 1, out=np.zeros_like(ss), where=multi)
+    agent_of_cell = np.arange(size) % a_n
+    rows: list[EpochSpread] = []
+    for a, agent in enumerate(p.agent_ids):
+        sel = multi & (agent_of_cell == a)
+        k = int(sel.sum())
+        rows.append(
+            EpochSpread(
+                group=ctx.group,
+                agent_id=agent,
+                n_cells=k,
+                mean_within_sd=float(np.sqrt(var[sel]).mean()) if k else float("nan"),
+                pooled_within_sd=float(np.sqrt(var[sel].mean())) if k else float("nan"),
+            )
+        )
+    return rows
+
+
+def cost_rows(ctx: Context) -> list[RunCost]:
+    """Mean, median and 95th percentile (linear interpolation) of each metric per agent.
+
+    Over runs that are not infrastructure failures, scored or not: an agent's failed
+    runs cost time and money too.
+    """
+    runs = ctx.tables.runs.filter(~pl.col("infrastructure_failure"))
+    rows: list[RunCost] = []
+    for agent in ctx.panel.agent_ids:
+        mine = runs.filter(pl.col("agent_id") == agent)
+        for metric in COST_METRICS:
+            v = mine[metric].cast(pl.Float64).to_numpy()
+            have = v.size > 0
+            rows.append(
+                RunCost(
+                    group=ctx.group,
+                    agent_id=agent,
+                    metric=metric,
+                    n_runs=int(v.size),
+                    mean=float(v.mean()) if have else float("nan"),
+                    p50=float(np.quantile(v, 0.5)) if have else float("nan"),
+                    p95=float(np.quantile(v, 0.95)) if have else float("nan"),
+                )
+            )
+    return rows
+
+
+def accounting_rows(ctx: Context) -> list[RunAccounting]:
+    """How each agent's runs split: scored, infrastructure failures, unscored, empty."""
+    runs = ctx.tables.runs.with_columns(
+        pl.col("run_id")
+        .is_in(pl.Series(ctx.panel.run_ids, dtype=pl.String).implode())
+        .alias("scored")
+    )
+    rows: list[RunAccounting] = []
+    for agent in ctx.panel.agent_ids:
+        mine = runs.filter(pl.col("agent_id") == agent)
+        infra = mine["infrastructure_failure"]
+        scored = int(mine["scored"].sum())
+        rows.append(
+            RunAccounting(
+                group=ctx.group,
+                agent_id=agent,
+                n_runs=mine.height,
+                n_scored=scored,
+                n_infrastructure_failures=int(infra.sum()),
+                n_unscored=mine.height - scored - int(infra.sum()),
+                n_empty_artifacts=int((mine["empty_artifacts"] & ~infra).sum()),
+            )
+        )
+    return rows

@@ -1,0 +1,60 @@
+"""The runner service: wiring of handlers to the bus."""
+
+from __future__ import annotations
+
+import asyncio
+
+from assay.schemas import CampaignStarted, SandboxReady, TaskSubmitted
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.store import BlobStore, open_store
+
+from .handlers import ProviderFactory, RunnerService, default_provider
+
+__all__ = ["SERVICE", "build", "serve"]
+
+SERVICE = "runner"
+
+
+def build(
+    settings: Settings,
+    *,
+    store: BlobStore | None = None,
+    providers: ProviderFactory = default_provider,
+    concurrency: int = 4,
+) -> RunnerService:
+    """A runner with its consumers registered (not started). Instances share the durables."""
+    bus = Bus(settings, service=SERVICE)
+    service = RunnerService(bus=bus, store=store or open_store(settings), providers=providers)
+    s = bus.subjects
+    bus.consume(
+        s.event("CampaignStarted"),
+        service.on_campaign_started,
+        durable="runner-campaigns",
+        event_type=CampaignStarted,
+    )
+    bus.consume(
+        s.event("TaskSubmitted"),
+        service.on_task_submitted,
+        durable="runner-tasks",
+        event_type=TaskSubmitted,
+    )
+    bus.consume(
+        s.event("SandboxReady"),
+        service.on_sandbox_ready,
+        durable="runner-runs",
+        event_type=SandboxReady,
+        max_workers=concurrency,
+    )
+    return service
+
+
+async def serve(settings: Settings) -> None:
+    """Run the service until cancelled."""
+    service = build(settings)
+    await service.bus.start()
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await service.bus.stop()

@@ -1,0 +1,151 @@
+"""Runner: schedule runs from campaigns and tasks; drive each run's agent in its sandbox."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from assay.sandbox_manager.client import SandboxClient, SandboxGone
+from assay.schemas import (
+    AgentFinished,
+    AgentSpec,
+    AgentStepLogged,
+    CampaignSpec,
+    CampaignStarted,
+    Event,
+    RunFailed,
+    RunRequested,
+    SandboxReady,
+    TaskSubmitted,
+    new_event,
+)
+
+from assay.bus import Bus, Delivery
+from assay.providers import DEFAULT_PRICES, ModelProvider, PriceTable, ProviderError, make_provider
+from assay.store import BlobStore
+
+from .agent import AgentRun
+from .scheduler import plan_runs
+from .tools import ToolBox
+from .web import OfflineWeb, WebProvider
+
+__all__ = ["ProviderFactory", "RunnerService", "default_provider"]
+
+log = logging.getLogger("assay.runner")
+
+ProviderFactory = Callable[[AgentSpec], ModelProvider]
+
+DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def default_provider(agent: AgentSpec) -> ModelProvider:
+    """A provider for an agent spec; the key is read from the environment variable it names."""
+    env = agent.api_key_env or DEFAULT_KEY_ENV[agent.provider]
+    if agent.base_url and not os.environ.get(env) and agent.api_key_env is None:
+        # Local OpenAI-compatible servers (llama.cpp, vLLM, scripted) take any key.
+        os.environ.setdefault(env, "local-no-key")
+    return make_provider(
+        agent.provider,
+        agent.model,
+        base_url=agent.base_url,
+        api_key_env=env,
+        timeout_s=agent.timeout_s,
+        max_concurrency=agent.max_concurrency,
+    )
+
+
+@dataclass(kw_only=True)
+class RunnerService:
+    """Turns campaigns and tasks into runs, and runs into logged agent steps."""
+
+    bus: Bus
+    store: BlobStore
+    providers: ProviderFactory = default_provider
+    web: WebProvider = field(default_factory=OfflineWeb)
+    prices: PriceTable = field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    # --- scheduling ---------------------------------------------------------------------
+
+    async def _campaign(self, campaign_id: str) -> CampaignSpec | None:
+        subject = self.bus.subjects.event("CampaignStarted", campaign_id, "-")
+        async for logged in self.bus.replay(subject=subject):
+            if isinstance(logged.event, CampaignStarted):
+                return logged.event.campaign
+        return None
+
+    async def _schedule(self, campaign: CampaignSpec, task_event: TaskSubmitted) -> None:
+        for run in plan_runs(
+            campaign, task_event.task, producer=self.bus.producer, cause=task_event.event_id
+        ):
+            await self.bus.publish(run)
+
+    async def on_task_submitted(self, event: TaskSubmitted, delivery: Delivery) -> None:
+        """Schedule a task's runs (a task published before its campaign waits for it)."""
+        campaign = await self._campaign(event.campaign_id)
+        if campaign is not None:
+            await self._schedule(campaign, event)
+
+    async def on_campaign_started(self, event: CampaignStarted, delivery: Delivery) -> None:
+        """Schedule tasks that arrived before the campaign was declared."""
+        subject = self.bus.subjects.event("TaskSubmitted", event.campaign_id, "-")
+        async for logged in self.bus.replay(subject=subject):
+            if isinstance(logged.event, TaskSubmitted):
+                await self._schedule(event.campaign, logged.event)
+
+    # --- running ------------------------------------------------------------------------
+
+    async def on_sandbox_ready(self, event: SandboxReady, delivery: Delivery) -> None:
+        """Run (or resume) the agent of a run whose sandbox is ready."""
+        assert event.run_id is not None
+        history = await self.bus.run_events(event.campaign_id, event.run_id)
+        if any(isinstance(e, AgentFinished | RunFailed) for e in history):
+            return
+        request = next(e for e in history if isinstance(e, RunRequested))
+        steps = sorted((e for e in history if isinstance(e, AgentStepLogged)), key=lambda s: s.step)
+        steps = list({s.step: s for s in steps}.values())
+        if steps:
+            log.info("run %s: resuming after step %d", event.run_id, steps[-1].step)
+        try:
+            provider = self.providers(request.agent)
+            sandbox = SandboxClient(
+                bus=self.bus, instance=event.instance, sandbox_id=event.sandbox_id
+            )
+            tools = ToolBox(sandbox=sandbox, web=self.web, store=self.store, limits=request.limits)
+            agent_run = AgentRun(
+                bus=self.bus,
+                request=request,
+                ready=event,
+                provider=provider,
+                tools=tools,
+                prices=self.prices,
+            )
+            await agent_run.run(steps)
+        except SandboxGone as e:
+            await self._fail(
+                request, event, "agent", f"sandbox disappeared: {e}", infrastructure=True
+            )
+        except ProviderError as e:
+            await self._fail(
+                request, event, "agent", f"{type(e).__name__}: {e}", infrastructure=True
+            )
+
+    async def _fail(
+        self, request: RunRequested, cause: Event, stage: str, error: str, *, infrastructure: bool
+    ) -> None:
+        log.warning("run %s failed at %s: %s", request.run_id, stage, error)
+        await self.bus.publish(
+            new_event(
+                RunFailed,
+                key=(request.run_id, stage),
+                campaign_id=request.campaign_id,
+                run_id=request.run_id,
+                task_id=request.task_id,
+                causation_id=cause.event_id,
+                stage=stage,
+                error=error,
+                infrastructure=infrastructure,
+                producer=self.bus.producer,
+            )
+        )

@@ -1,0 +1,96 @@
+"""Client for a sandbox held by a sandbox-manager instance (used by the runner)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from assay.bus import Bus
+from assay.schemas import (
+    BusError,
+    ExecCommand,
+    ExecOutcome,
+    ListedFile,
+    ListFiles,
+    ReadFile,
+    SandboxError,
+    SandboxReply,
+    WriteFile,
+    b64,
+    unb64,
+)
+
+__all__ = ["SandboxClient", "SandboxGone"]
+
+
+class SandboxGone(SandboxError):
+    """The sandbox (or the instance holding it) no longer exists."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SandboxClient:
+    """Commands to one sandbox over core NATS request-reply."""
+
+    bus: Bus
+    instance: str
+    sandbox_id: str
+    margin_s: float = 10.0
+    """Extra time beyond a command's own timeout before the request is abandoned."""
+
+    async def _send(
+        self, command: ExecCommand | ReadFile | WriteFile | ListFiles, timeout: float
+    ) -> SandboxReply:
+        subject = self.bus.subjects.rpc("sandbox", self.instance)
+        try:
+            raw = await self.bus.request(
+                subject, command.model_dump_json().encode(), timeout=timeout
+            )
+        except BusError as e:
+            if "NoResponders" in str(e):
+                raise SandboxGone(
+                    f"sandbox {self.sandbox_id}: instance {self.instance} is not running"
+                ) from e
+            raise SandboxError(f"sandbox {self.sandbox_id}: {e}") from e
+        reply = SandboxReply.model_validate_json(raw)
+        if reply.ok:
+            return reply
+        if reply.error_kind in {"not_found", "destroyed"}:
+            raise SandboxGone(reply.error)
+        raise SandboxError(reply.error)
+
+    async def exec(
+        self,
+        command: list[str] | str,
+        *,
+        timeout_s: float,
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecOutcome:
+        """Run a command in the sandbox."""
+        cmd = ExecCommand(
+            sandbox_id=self.sandbox_id,
+            command=command,
+            timeout_s=timeout_s,
+            stdin_b64=b64(stdin) if stdin is not None else None,
+            env=env or {},
+            cwd=cwd,
+        )
+        reply = await self._send(cmd, timeout_s + self.margin_s)
+        assert reply.exec is not None
+        return reply.exec
+
+    async def read_file(self, path: str) -> bytes:
+        """Read a workspace file."""
+        reply = await self._send(ReadFile(sandbox_id=self.sandbox_id, path=path), self.margin_s * 3)
+        return unb64(reply.data_b64 or "")
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        """Write a workspace file."""
+        await self._send(
+            WriteFile(sandbox_id=self.sandbox_id, path=path, data_b64=b64(data)), self.margin_s * 3
+        )
+
+    async def list_files(self) -> list[ListedFile]:
+        """List the workspace."""
+        reply = await self._send(ListFiles(sandbox_id=self.sandbox_id), self.margin_s * 3)
+        return list(reply.files or [])

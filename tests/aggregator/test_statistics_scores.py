@@ -1,0 +1,300 @@
+"""Scores, pass rates, strictness, gap, tags: hand cases, scipy references, planted effects."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from assay.aggregator import statistics as st
+from assay.aggregator.statistics._bootstrap import resample_counts
+from scipy import stats
+
+# Monte-Carlo tolerance for comparing our percentile CI with scipy's (independent
+# resamples, B = 4000 each): an endpoint's MC SD is ≈ 2.7σ/√B ≈ 0.042σ (σ = bootstrap
+# SD), the difference of two independent endpoints ≈ 0.06σ; 0.25σ is ≈ 4 of those.
+B_REF = 4000
+MC_TOL = 0.25
+
+
+def build(entries: list[tuple[str, str, str, str, str, int, int]], **run_flags: bool) -> st.Tables:
+    """Tables from (task, agent, run, judge, dimension, sample, score) tuples.
+
+    ``run_flags`` maps run_id → infrastructure_failure.
+    """
+    rows = [
+        {
+            "campaign_id": "c",
+            "task_id": t,
+            "run_id": r,
+            "agent_id": a,
+            "agent_family": f"fam_{a}",
+            "epoch": 0,
+            "judge_id": j,
+            "judge_family": f"fam_{j}",
+            "sample": s,
+            "dimension": d,
+            "score": v,
+            "domain": "",
+            "phase": "",
+            "difficulty": "",
+        }
+        for t, a, r, j, d, s, v in entries
+    ]
+    ratings = pl.DataFrame(rows)
+    runs = (
+        ratings.select("campaign_id", "task_id", "run_id", "agent_id", "agent_family", "epoch")
+        .unique(maintain_order=True)
+        .with_columns(
+            domain=pl.lit(""),
+            phase=pl.lit(""),
+            difficulty=pl.lit(""),
+            state=pl.lit("judged"),
+            infrastructure_failure=pl.col("run_id").replace_strict(
+                run_flags, default=False, return_dtype=pl.Boolean
+            ),
+            empty_artifacts=pl.lit(False),
+            latency_s=pl.lit(1.0),
+            cost_usd=pl.lit(0.1),
+            steps=pl.lit(3),
+        )
+    )
+    return st.make_tables(ratings, runs)
+
+
+@pytest.fixture(scope="module")
+def hand() -> st.Tables:
+    """2 agents × 3 tasks, one judge, one dimension; B's run on t3 failed (infra)."""
+    e = [
+        ("t1", "A", "r1", "j", "d", 0, 6),
+        ("t1", "A", "r2", "j", "d", 0, 8),
+        ("t2", "A", "r3", "j", "d", 0, 9),
+        ("t3", "A", "r4", "j", "d", 0, 5),
+        ("t1", "B", "r5", "j", "d", 0, 4),
+        ("t2", "B", "r6", "j", "d", 0, 10),
+        ("t3", "B", "r7", "j", "d", 0, 10),  # rated, but an infrastructure failure
+    ]
+    return build(e, r7=True)
+
+
+def test_hand_agent_scores(hand: st.Tables) -> None:
+    rows = {r.agent_id: r for r in st.agent_scores(hand, seed=1, n_resamples=200)}
+    # A: task means 7, 9, 5 → 7; s = 2, SE = 2/√3. B: tasks 4, 10 (t3 excluded) → 7.
+    assert rows["A"].estimate == pytest.approx(7.0)
+    assert rows["A"].se == pytest.approx(2 / np.sqrt(3))
+    assert (rows["A"].n_tasks, rows["A"].n_runs) == (3, 4)
+    assert rows["B"].estimate == pytest.approx(7.0)
+    assert (rows["B"].n_tasks, rows["B"].n_runs) == (2, 2)
+    assert rows["B"].se == pytest.approx(np.std([4, 10], ddof=1) / np.sqrt(2))
+    acct = {r.agent_id: r for r in st.run_accounting(hand)}
+    assert (acct["B"].n_runs, acct["B"].n_scored, acct["B"].n_infrastructure_failures) == (3, 2, 1)
+
+
+def test_hand_pass_rates_and_unpassed(hand: st.Tables) -> None:
+    rows = {r.agent_id: r for r in st.pass_rates(hand, seed=1, n_resamples=200)}
+    # A: t1 half its runs pass (6, 8), t2 passes, t3 fails → (0.5 + 1 + 0)/3.
+    assert rows["A"].pass_rate == pytest.approx(0.5)
+    assert rows["A"].n_passed == 2
+    assert rows["B"].pass_rate == pytest.approx(0.5)
+    assert [u.task_id for u in st.unpassed_tasks(hand)] == ["t3"]
+    assert st.unpassed_tasks(hand)[0].best_run_score == 5.0
+
+
+def test_run_score_weighs_judges_equally() -> None:
+    e = [
+        ("t", "A", "r", "j1", "d1", 0, 4),
+        ("t", "A", "r", "j1", "d2", 0, 6),
+        ("t", "A", "r", "j1", "d1", 1, 6),
+        ("t", "A", "r", "j1", "d2", 1, 8),
+        ("t", "A", "r", "j2", "d1", 0, 9),
+        ("t", "A", "r", "j2", "d2", 0, 9),
+    ]
+    tables = build(e)
+    # j1 → 6, j2 → 9: run score 7.5 (not the pooled 7.0 of the six ratings).
+    assert st.agent_scores(tables, seed=0, n_resamples=10)[0].estimate == pytest.approx(7.5)
+    dims = {r.dimension: r.estimate for r in st.dimension_scores(tables, seed=0, n_resamples=10)}
+    assert dims == pytest.approx({"d1": (5 + 9) / 2, "d2": (7 + 9) / 2})
+    board = {r.judge_id: r.estimate for r in st.judge_leaderboards(tables, seed=0, n_resamples=10)}
+    assert board == pytest.approx({"j1": 6.0, "j2": 9.0})
+
+
+def test_bootstrap_matches_literal_resampling(hand: st.Tables) -> None:
+    """The count-matrix bootstrap equals recomputing the definition on drawn task lists."""
+    seed, b = 7, 300
+    rows = st.agent_scores(hand, seed=seed, n_resamples=b, confidence=0.9)
+    task_means = {"A": {0: 7.0, 1: 9.0, 2: 5.0}, "B": {0: 4.0, 1: 10.0}}
+    idx = np.random.Generator(np.random.PCG64(seed)).integers(0, 3, size=(b, 3))
+    for row in rows:
+        m = task_means[row.agent_id]
+        draws = []
+        for drawn in idx:
+            vals = [m[t] for t in drawn if t in m]
+            draws.append(np.mean(vals) if vals else np.nan)
+        d = np.array(draws)
+        d = d[~np.isnan(d)]
+        assert row.ci_low == pytest.approx(np.quantile(d, 0.05), abs=1e-12)
+        assert row.ci_high == pytest.approx(np.quantile(d, 0.95), abs=1e-12)
+    counts = resample_counts(seed, b, 3)
+    assert (counts.sum(axis=1) == 3).all()
+
+
+@pytest.fixture(scope="module")
+def planted() -> st.Tables:
+    return st.synthetic_tables(
+        n_tasks=60,
+        n_agents=4,
+        n_epochs=2,
+        base=5.0,
+        judge_leniency={"judge_b": 2.0},
+        communication_gap={"agent_3": 2.0},
+        overclaim_rate={"agent_0": 0.4},
+        infrastructure_failure_rate=0.05,
+        seed=3,
+    )
+
+
+def _task_ratio(y: np.ndarray, x: np.ndarray, seed: int) -> tuple[float, float]:
+    """scipy.stats.bootstrap percentile CI of Σy/Σx resampling task indices."""
+
+    def stat(i: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.asarray(y[i].sum(axis=axis) / x[i].sum(axis=axis))
+
+    res = stats.bootstrap(
+        (np.arange(y.size),),
+        stat,
+        method="percentile",
+        n_resamples=B_REF,
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def _check_ci(lo: float, hi: float, ref: tuple[float, float], sd: float) -> None:
+    assert abs(lo - ref[0]) <= MC_TOL * sd
+    assert abs(hi - ref[1]) <= MC_TOL * sd
+
+
+def _per_task(df: pl.DataFrame, tasks: list[str], value: str, den: str) -> tuple[np.ndarray, ...]:
+    full = pl.DataFrame({"task_id": tasks}).join(df, on="task_id", how="left").fill_null(0)
+    return full[value].to_numpy().astype(float), full[den].to_numpy().astype(float)
+
+
+def test_agent_scores_against_scipy(planted: st.Tables) -> None:
+    ok = planted.runs.filter(~pl.col("infrastructure_failure")).select("run_id")
+    r = planted.ratings.join(ok, on="run_id", how="semi")
+    judge_run = r.group_by("task_id", "agent_id", "run_id", "judge_id").agg(pl.col("score").mean())
+    run = judge_run.group_by("task_id", "agent_id", "run_id").agg(pl.col("score").mean())
+    cell = run.group_by("task_id", "agent_id").agg(pl.col("score").mean())
+    tasks = sorted(planted.runs.filter(~pl.col("infrastructure_failure"))["task_id"].unique())
+    rows = st.agent_scores(planted, seed=11, n_resamples=B_REF)
+    for row in rows:
+        mine = cell.filter(pl.col("agent_id") == row.agent_id).with_columns(one=pl.lit(1.0))
+        y, x = _per_task(mine, tasks, "score", "one")
+        assert row.estimate == pytest.approx(y.sum() / x.sum(), abs=1e-12)
+        m = y[x > 0]
+        assert row.se == pytest.approx(m.std(ddof=1) / np.sqrt(m.size), rel=1e-12)
+        _check_ci(row.ci_low, row.ci_high, _task_ratio(y, x, 5), row.se)
+
+
+def test_below_anchor_and_pass_rate_against_scipy(planted: st.Tables) -> None:
+    ok = planted.runs.filter(~pl.col("infrastructure_failure")).select("run_id")
+    r = planted.ratings.join(ok, on="run_id", how="semi")
+    tasks = sorted(planted.runs.filter(~pl.col("infrastructure_failure"))["task_id"].unique())
+    shares = {s.judge_id: s for s in st.below_anchor_shares(planted, seed=2, n_resamples=B_REF)}
+    for judge in [None, "judge_a", "judge_b"]:
+        sub = r if judge is None else r.filter(pl.col("judge_id") == judge)
+        per = sub.group_by("task_id").agg((pl.col("score") < 8).sum().alias("b"), pl.len())
+        y, x = _per_task(per, tasks, "b", "len")
+        row = shares[judge]
+        assert row.share == pytest.approx(y.sum() / x.sum(), abs=1e-12)
+        assert row.n_ratings == x.sum()
+        _check_ci(row.ci_low, row.ci_high, _task_ratio(y, x, 6), row.se)
+    # Planted leniency (+2 for judge_b) shows as fewer ratings below the anchor.
+    assert shares["judge_b"].ci_high < shares["judge_a"].ci_low
+    assert shares["judge_b"].ci_high < shares["judge_c"].ci_low
+
+
+def test_communication_gap_planted(planted: st.Tables) -> None:
+    gap = {g.agent_id: g for g in st.communication_gap(planted, seed=4, n_resamples=2000)}
+    assert gap["agent_3"].ci_low < 2.0 < gap["agent_3"].ci_high
+    assert gap["agent_0"].ci_low < 0.0 < gap["agent_0"].ci_high
+    g = gap["agent_3"]
+    assert g.gap == pytest.approx(g.communication - g.scientific_accuracy)
+    dims = {
+        (d.agent_id, d.dimension): d.estimate
+        for d in st.dimension_scores(planted, seed=4, n_resamples=10)
+    }
+    assert g.communication == pytest.approx(dims[("agent_3", "communication")])
+
+
+def test_tag_rates_against_scipy(planted: st.Tables) -> None:
+    rows = st.tag_rates(planted, seed=8, n_resamples=B_REF, tags=("fabricated_results",))
+    assert rows[0].tag == "overclaiming"
+    assert {r.tag for r in rows} == {"overclaiming", "no_artifacts", "fabricated_results"}
+    ok = planted.runs.filter(~pl.col("infrastructure_failure")).select("run_id")
+    verdicts = (
+        planted.ratings.join(ok, on="run_id", how="semi")
+        .select("task_id", "agent_id", "run_id", "judge_id", "sample")
+        .unique()
+    )
+    tasks = sorted(planted.runs.filter(~pl.col("infrastructure_failure"))["task_id"].unique())
+    over = planted.tags.filter(pl.col("tag") == "overclaiming").select(
+        "run_id", "judge_id", "sample", pl.lit(1).alias("hit")
+    )
+    v = verdicts.join(over, on=["run_id", "judge_id", "sample"], how="left").fill_null(0)
+    for row in rows:
+        if row.tag != "overclaiming":
+            continue
+        per = (
+            v.filter(pl.col("agent_id") == row.agent_id)
+            .group_by("task_id")
+            .agg(pl.col("hit").sum(), pl.len())
+        )
+        y, x = _per_task(per, tasks, "hit", "len")
+        assert row.rate == pytest.approx(y.sum() / x.sum(), abs=1e-12)
+        _check_ci(row.ci_low, row.ci_high, _task_ratio(y, x, 9), row.se)
+    by_agent = {r.agent_id: r.rate for r in rows if r.tag == "overclaiming"}
+    assert by_agent["agent_0"] > 0.3 > by_agent["agent_1"]
+    assert all(r.rate == 0 for r in rows if r.tag == "fabricated_results")
+
+
+def test_tag_hand_case() -> None:
+    e = [("t", "A", "r", "j", "d", s, 5) for s in (0, 1)] + [
+        ("t", "A", "r2", "j", "d", s, 5) for s in (0, 1)
+    ]
+    base = build(e)
+    tags = pl.DataFrame(
+        {
+            "campaign_id": ["c"] * 4,
+            "task_id": ["t"] * 4,
+            "run_id": ["r", "r", "r2", "r9"],
+            "agent_id": ["A"] * 4,
+            "judge_id": ["j"] * 4,
+            "sample": [0, 0, 1, 0],  # a duplicate row, and a verdict that does not exist
+            "tag": ["overclaiming", "overclaiming", "no_uncertainty", "overclaiming"],
+        }
+    )
+    t = st.make_tables(base.ratings, base.runs, tags)
+    rates = {r.tag: (r.rate, r.n_tagged, r.n_verdicts) for r in st.tag_rates(t, seed=0)}
+    assert rates == {"overclaiming": (0.25, 1, 4), "no_uncertainty": (0.25, 1, 4)}
+
+
+def test_empty_artifact_rate_hand() -> None:
+    e = [("t1", "A", f"r{i}", "j", "d", 0, 5) for i in range(4)]
+    t = build(e)
+    runs = t.runs.with_columns(empty_artifacts=pl.col("run_id").is_in(["r0"]))
+    rows = st.empty_artifact_rates(st.make_tables(t.ratings, runs), seed=0, n_resamples=50)
+    assert (rows[0].rate, rows[0].n_empty, rows[0].n_runs) == (0.25, 1, 4)
+
+
+def test_infrastructure_failures_do_not_score(planted: st.Tables) -> None:
+    """Ratings attached to infrastructure-failed runs change nothing."""
+    failed = planted.runs.filter(pl.col("infrastructure_failure"))
+    assert failed.height > 0
+    fake = planted.ratings.head(failed.height).with_columns(
+        run_id=failed["run_id"], task_id=failed["task_id"], score=pl.lit(0, dtype=pl.Int64)
+    )
+    noisy = st.make_tables(pl.concat([planted.ratings, fake]), planted.runs, planted.tags)
+    a = st.agent_scores(planted, seed=1, n_resamples=100)
+    b = st.agent_scores(noisy, seed=1, n_resamples=100)
+    assert a == b

@@ -1,0 +1,198 @@
+"""The suite: determinism, grouping, filtering, validation, ranks, operations, exports."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from assay.aggregator import statistics as st
+from assay.aggregator.statistics import _results
+from assay.aggregator.statistics._bootstrap import resample_counts
+from assay.aggregator.statistics._panel import prepare
+
+
+@pytest.fixture(scope="module")
+def tables() -> st.Tables:
+    return st.synthetic_tables(
+        n_tasks=40,
+        n_agents=4,
+        n_epochs=2,
+        agent_skill=[-1.0, 0.0, 0.2, 1.5],
+        infrastructure_failure_rate=0.05,
+        seed=9,
+    )
+
+
+def test_exports() -> None:
+    assert sorted(st.__all__) == sorted(set(st.__all__))
+    for name in st.__all__:
+        assert hasattr(st, name), name
+    for name in _results.__all__:
+        assert name in st.__all__
+
+
+def test_same_seed_is_byte_identical_other_seed_is_not(tables: st.Tables) -> None:
+    a = st.compute_statistics(tables, seed=5, n_resamples=500)
+    b = st.compute_statistics(tables, seed=5, n_resamples=500)
+    c = st.compute_statistics(tables, seed=6, n_resamples=500)
+    assert a.model_dump_json() == b.model_dump_json()
+    assert a.model_dump_json() != c.model_dump_json()
+    # Point estimates do not depend on the seed; intervals do.
+    assert [r.estimate for r in a.agent_scores] == [r.estimate for r in c.agent_scores]
+    assert [r.ci_low for r in a.agent_scores] != [r.ci_low for r in c.agent_scores]
+
+
+def test_suite_matches_single_functions(tables: st.Tables) -> None:
+    rep = st.compute_statistics(tables, seed=3, n_resamples=300)
+    kw = {"seed": 3, "n_resamples": 300}
+    assert rep.agent_scores == st.agent_scores(tables, **kw)
+    assert rep.self_preference == st.self_preference(tables, **kw)
+    assert rep.pairwise_differences == st.pairwise_differences(tables, **kw)
+    assert rep.tag_rates == st.tag_rates(tables, **kw)
+    frames = rep.frames()
+    assert set(frames) == {n for n in type(rep).model_fields if isinstance(getattr(rep, n), tuple)}
+    assert len(frames) == 17
+    assert frames["agent_scores"].height == 4
+    assert frames["agent_scores"].columns[:2] == ["group", "agent_id"]
+    assert frames["judge_agreement"]["judges"].dtype == pl.List(pl.String)
+
+
+def test_group_by_equals_analysing_each_group(tables: st.Tables) -> None:
+    grouped = st.agent_scores(tables, seed=2, n_resamples=300, group_by="domain")
+    groups = sorted({r.group for r in grouped if r.group is not None})
+    assert groups == ["biology", "chemistry", "physics"]
+    for g in groups:
+        keep = pl.col("domain") == g
+        sub = st.make_tables(
+            tables.ratings.filter(keep),
+            tables.runs.filter(keep),
+            tables.tags.join(tables.runs.filter(keep).select("run_id"), on="run_id", how="semi"),
+        )
+        alone = st.agent_scores(sub, seed=2, n_resamples=300)
+        assert [r.model_copy(update={"group": g}) for r in alone] == [
+            r for r in grouped if r.group == g
+        ]
+    diff = st.compute_statistics(tables, seed=2, n_resamples=100, group_by="difficulty")
+    assert {r.group for r in diff.agent_scores} == {"", "easy", "hard", "medium"}
+
+
+def test_filter_campaign(tables: st.Tables) -> None:
+    other = st.Tables(
+        *(
+            df.with_columns(
+                campaign_id=pl.lit("campaign-2"), run_id=pl.lit("x-") + pl.col("run_id")
+            )
+            for df in tables
+        )
+    )
+    both = st.make_tables(*(pl.concat([a, b]) for a, b in zip(tables, other, strict=True)))
+    only = st.filter_campaign(both, "campaign-1")
+    assert st.agent_scores(only, seed=1, n_resamples=100) == st.agent_scores(
+        tables, seed=1, n_resamples=100
+    )
+    assert st.filter_campaign(both, ["campaign-1", "campaign-2"]).runs.height == both.runs.height
+
+
+@pytest.mark.parametrize(
+    ("table", "column"), [("ratings", "judge_family"), ("runs", "latency_s"), ("tags", "tag")]
+)
+def test_missing_column_is_named(tables: st.Tables, table: str, column: str) -> None:
+    broken = tables._replace(**{table: getattr(tables, table).drop(column)})
+    with pytest.raises(st.StatisticsInputError, match=f"{table}.*{column}"):
+        st.make_tables(*broken)
+
+
+def test_validation_errors(tables: st.Tables) -> None:
+    with pytest.raises(st.StatisticsInputError, match=r"score.*0-10"):
+        st.make_tables(tables.ratings.with_columns(score=pl.col("score") + 11), tables.runs)
+    with pytest.raises(st.StatisticsInputError, match="'score' has dtype"):
+        st.make_tables(tables.ratings.with_columns(pl.col("score").cast(pl.String)), tables.runs)
+    with pytest.raises(st.StatisticsInputError, match="not in table 'runs'"):
+        st.make_tables(tables.ratings, tables.runs.slice(1))
+    with pytest.raises(st.StatisticsInputError, match="group_by"):
+        st.agent_scores(tables, seed=0, group_by="colour")  # type: ignore[arg-type]
+    with pytest.raises(st.StatisticsInputError, match="no dimension 'tone'"):
+        st.communication_gap(tables, seed=0, n_resamples=10, communication="tone")
+
+
+def test_ranks_and_pairwise(tables: st.Tables) -> None:
+    seed, b = 4, 2000
+    ranks = {r.agent_id: r for r in st.agent_ranks(tables, seed=seed, n_resamples=b)}
+    scores = {r.agent_id: r for r in st.agent_scores(tables, seed=seed, n_resamples=b)}
+    assert ranks["agent_3"].rank == 1.0 and ranks["agent_0"].rank == 4.0
+    assert ranks["agent_3"].p_rank_1 > 0.95
+    assert sum(r.p_rank_1 for r in ranks.values()) == pytest.approx(1.0)
+    assert sum(r.mean_rank for r in ranks.values()) == pytest.approx(10.0)
+    # Reference: literal per-draw ranking from the same resample counts.
+    panel = prepare(tables)
+    counts = resample_counts(seed, b, len(panel.task_ids))
+    rs = panel.run_score
+    t_n, a_n = len(panel.task_ids), len(panel.agent_ids)
+    s = np.zeros((t_n, a_n))
+    n = np.zeros((t_n, a_n))
+    np.add.at(s, (panel.run_task, panel.run_agent), rs)
+    np.add.at(n, (panel.run_task, panel.run_agent), 1.0)
+    m = np.divide(s, n, out=np.zeros_like(s), where=n > 0)
+    draws = (counts @ m) / (counts @ (n > 0))
+    order = np.argsort(-draws, axis=1)
+    assert ranks["agent_1"].p_rank_1 == pytest.approx((order[:, 0] == 1).mean())
+    pairs = {
+        (p.agent_a, p.agent_b): p for p in st.pairwise_differences(tables, seed=seed, n_resamples=b)
+    }
+    assert len(pairs) == 6
+    p03 = pairs[("agent_0", "agent_3")]
+    assert p03.difference == pytest.approx(scores["agent_0"].estimate - scores["agent_3"].estimate)
+    d = draws[:, 0] - draws[:, 3]
+    assert p03.ci_low == pytest.approx(np.quantile(d, 0.025))
+    assert p03.ci_high < 0 and p03.p_a_better < 0.01
+    # Paired SE is smaller than the unpaired combination (shared task difficulty).
+    assert p03.se < np.hypot(scores["agent_0"].se, scores["agent_3"].se)
+
+
+def test_epoch_spread_and_costs(tables: st.Tables) -> None:
+    panel = prepare(tables)
+    rs = panel.run_score
+    spread = {r.agent_id: r for r in st.epoch_spread(tables)}
+    sds = []
+    for t in range(len(panel.task_ids)):
+        v = rs[(panel.run_task == t) & (panel.run_agent == 2)]
+        if v.size >= 2:
+            sds.append(np.std(v, ddof=1))
+    assert spread["agent_2"].n_cells == len(sds)
+    assert spread["agent_2"].mean_within_sd == pytest.approx(np.mean(sds))
+    assert spread["agent_2"].pooled_within_sd == pytest.approx(np.sqrt(np.mean(np.square(sds))))
+    costs = {(c.agent_id, c.metric): c for c in st.run_costs(tables)}
+    ok = tables.runs.filter(~pl.col("infrastructure_failure") & (pl.col("agent_id") == "agent_1"))
+    lat = ok["latency_s"].to_numpy()
+    c = costs[("agent_1", "latency_s")]
+    assert (c.n_runs, c.mean, c.p50, c.p95) == pytest.approx(
+        (lat.size, lat.mean(), np.median(lat), np.quantile(lat, 0.95))
+    )
+    single = st.epoch_spread(st.synthetic_tables(n_tasks=5, n_agents=2, seed=1))
+    assert all(r.n_cells == 0 and np.isnan(r.mean_within_sd) for r in single)
+
+
+def test_to_frame_and_definitions() -> None:
+    empty = st.to_frame([], st.SelfPreference)
+    assert empty.height == 0 and "coefficient" in empty.columns
+    with pytest.raises(ValueError, match="row_type"):
+        st.to_frame([])
+    for key in ("agent_score", "self_preference", "k_eff", "icc", "krippendorff_alpha"):
+        assert key in st.DEFINITIONS
+    assert st.definitions_markdown().startswith("- **")
+
+
+def test_degenerate_inputs_give_nan_not_errors() -> None:
+    t = st.synthetic_tables(n_tasks=3, n_agents=2, seed=1)
+    one_judge = st.make_tables(t.ratings.filter(pl.col("judge_id") == "judge_a"), t.runs)
+    rep = st.compute_statistics(one_judge, seed=0, n_resamples=50)
+    assert np.isnan(rep.self_preference[0].coefficient)
+    assert np.isnan(rep.judge_agreement[0].krippendorff_alpha)
+    agent_1_failed = t.runs.with_columns(infrastructure_failure=pl.col("agent_id") == "agent_1")
+    rep = st.compute_statistics(st.make_tables(t.ratings, agent_1_failed), seed=0, n_resamples=50)
+    assert np.isnan(rep.agent_scores[1].estimate) and np.isnan(rep.agent_scores[1].se)
+    assert rep.agent_ranks[0].p_rank_1 == 1.0 and np.isnan(rep.agent_ranks[1].rank)
+    assert rep.run_accounting[1].n_infrastructure_failures == 3
+    nothing = st.make_tables(t.ratings.head(0), t.runs)
+    rep = st.compute_statistics(nothing, seed=0, n_resamples=50)
+    assert len(rep.unpassed_tasks) == 3 and rep.run_accounting[0].n_unscored == 3

@@ -1,0 +1,93 @@
+"""Shared test helpers: in-process services on the real bus, waiting on the log."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.schemas import AgentSpec, CampaignSpec, Event, Limits, SandboxSpec
+from assay.store import BlobStore
+
+SCRIPTED_KEY = "ASSAY_TEST_SCRIPTED_KEY"
+
+
+def scripted_agent(agent_id: str, model: str, base_url: str, **extra: object) -> AgentSpec:
+    """An agent whose model is served by the scripted server over the real OpenAI SDK."""
+    return AgentSpec(agent_id=agent_id, model=model, base_url=base_url, api_key_env=SCRIPTED_KEY, **extra)  # type: ignore[arg-type]
+
+
+def campaign(campaign_id: str, agents: list[AgentSpec], **extra: object) -> CampaignSpec:
+    """A small campaign with fast limits."""
+    defaults: dict[str, object] = {
+        "limits": Limits(max_steps=10, tool_timeout_s=30),
+        "sandbox": SandboxSpec(memory_mb=1024, exec_timeout_s=30, cpu_seconds=60),
+    }
+    defaults.update(extra)
+    return CampaignSpec(campaign_id=campaign_id, agents=agents, **defaults)  # type: ignore[arg-type]
+
+
+async def wait_for_events(
+    bus: Bus, predicate: Callable[[list[Event]], bool], *, timeout: float = 60.0
+) -> list[Event]:
+    """Poll the log until `predicate(all events)` holds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        events = [e.event async for e in bus.replay()]
+        if predicate(events):
+            return events
+        if asyncio.get_running_loop().time() > deadline:
+            kinds = [e.event_type for e in events]
+            raise AssertionError(f"log did not reach the expected state in {timeout}s; it holds {kinds}")
+        await asyncio.sleep(0.2)
+
+
+@asynccontextmanager
+async def services(
+    settings: Settings, store: BlobStore, *, names: tuple[str, ...] = ("sandbox-manager", "runner")
+) -> AsyncIterator[dict[str, object]]:
+    """Start the named services in this process, each on its own connection."""
+    from assay.runner.app import build as build_runner
+    from assay.sandbox_manager.app import build as build_sandbox
+    from assay.sandbox_manager.app import start as start_sandbox
+    from assay.sandbox_manager.backends import BubblewrapBackend
+
+    started: dict[str, object] = {}
+    buses: list[Bus] = []
+    try:
+        if "sandbox-manager" in names:
+            state = settings.instance_state
+            backends = {"bubblewrap": BubblewrapBackend(state / "bwrap", state / "snapshots")}
+            sm = build_sandbox(settings, store=store, backends=backends)  # type: ignore[arg-type]
+            await start_sandbox(sm)
+            buses.append(sm.bus)
+            started["sandbox-manager"] = sm
+        if "runner" in names:
+            runner = build_runner(settings, store=store)
+            await runner.bus.start()
+            buses.append(runner.bus)
+            started["runner"] = runner
+        yield started
+    finally:
+        for bus in reversed(buses):
+            await bus.stop()
+        sm_service = started.get("sandbox-manager")
+        if sm_service is not None:
+            for backend in sm_service.backends.values():  # type: ignore[attr-defined]
+                for info in backend.list_live():
+                    backend.destroy(info.sandbox_id)
+
+
+def write_task(root: Path, task_id: str, prompt: str, files: dict[str, str]) -> Path:
+    """A task folder on disk."""
+    folder = root / task_id
+    folder.mkdir(parents=True)
+    (folder / "prompt.md").write_text(prompt)
+    for name, text in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return folder
