@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from assay.bus import Bus
+from assay.providers import AdaptiveLimiter, ModelProvider, RetryPolicy, make_provider
 from assay.config import Settings
 from assay.schemas import AgentSpec, CampaignSpec, Event, Limits, SandboxSpec
 from assay.store import BlobStore
@@ -45,9 +46,22 @@ async def wait_for_events(
         await asyncio.sleep(0.2)
 
 
+def fast_providers(agent: AgentSpec) -> ModelProvider:
+    """Providers with quick, seeded retries and a private limiter (tests stay fast and isolated)."""
+    return make_provider(
+        agent.provider, agent.model, base_url=agent.base_url, api_key_env=agent.api_key_env or SCRIPTED_KEY,
+        timeout_s=agent.timeout_s, retry=RetryPolicy.for_tests(max_attempts=8),
+        limiter=AdaptiveLimiter(agent.max_concurrency),
+    )
+
+
 @asynccontextmanager
 async def services(
-    settings: Settings, store: BlobStore, *, names: tuple[str, ...] = ("sandbox-manager", "runner")
+    settings: Settings,
+    store: BlobStore,
+    *,
+    names: tuple[str, ...] = ("sandbox-manager", "runner"),
+    providers: Callable[[AgentSpec], ModelProvider] = fast_providers,
 ) -> AsyncIterator[dict[str, object]]:
     """Start the named services in this process, each on its own connection."""
     from assay.runner.app import build as build_runner
@@ -66,7 +80,7 @@ async def services(
             buses.append(sm.bus)
             started["sandbox-manager"] = sm
         if "runner" in names:
-            runner = build_runner(settings, store=store)
+            runner = build_runner(settings, store=store, providers=providers)
             await runner.bus.start()
             buses.append(runner.bus)
             started["runner"] = runner
@@ -91,3 +105,37 @@ def write_task(root: Path, task_id: str, prompt: str, files: dict[str, str]) -> 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return folder
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """Environment that gives a subprocess the same settings (how services are deployed)."""
+    import os
+
+    env = dict(os.environ)
+    for name, value in settings.model_dump(exclude_none=True).items():
+        env[f"ASSAY_{name.upper()}"] = str(value)
+    return env
+
+
+@asynccontextmanager
+async def service_process(name: str, settings: Settings, *extra: str) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`assay serve NAME` as a separate process; killed (SIGKILL) if still running at exit."""
+    import signal
+    import sys
+
+    log = (settings.home / f"{name}.log").open("ab") if settings.home.exists() else None
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "assay", "serve", name, *extra,
+        env=settings_env(settings), stdout=log or asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.returncode is None:
+            import os
+
+            os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+        if log:
+            log.close()

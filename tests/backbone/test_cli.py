@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from assay.config import Settings
+from tests.pipeline import settings_env
 
 ASSAY = [sys.executable, "-m", "assay"]
 
 
 def run_cli(args: list[str], settings: Settings, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "ASSAY_NATS_URL": settings.nats_url,
-        "ASSAY_STREAM": settings.stream,
-        "ASSAY_SUBJECT_PREFIX": settings.subject_prefix,
-        "ASSAY_HOME": str(settings.home),
-        "COLUMNS": "200",
-    }
+    env = {**settings_env(settings), "COLUMNS": "200"}
     return subprocess.run(
         [*ASSAY, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=60
     )
