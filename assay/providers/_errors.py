@@ -25,11 +25,13 @@ __all__ = [
     "TransientKind",
 ]
 
+from assay.schemas import ProviderError as _AssayProviderError
+
 TransientKind = Literal["rate_limit", "server_error", "timeout", "connection", "malformed"]
 """Why an attempt failed in a way that may succeed when tried again."""
 
 
-class ProviderError(Exception):
+class ProviderError(_AssayProviderError):
     """Base of every provider-layer error; names the provider and the model."""
 
     infrastructure: bool = False

@@ -6,6 +6,7 @@ timeouts, malformed bodies, dead endpoints) can be injected per model.
 """
 
 from ._faults import Fault, FaultKind
+from ._records import RecordedRequest
 from ._script import (
     Script,
     ScriptedSequence,
@@ -16,7 +17,7 @@ from ._script import (
     echo,
     estimate_usage,
 )
-from ._server import RecordedRequest, ScriptedModelServer
+from ._server import ScriptedModelServer
 
 __all__ = [
     "Fault",

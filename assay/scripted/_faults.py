@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import email.utils
+import math
+import time
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +31,13 @@ class Fault(BaseModel):
     body: Literal["invalid_json", "missing_fields"] = "invalid_json"
     """For `malformed`: which kind of broken 200 response to send."""
     message: str = "injected fault"
+
+    def retry_after_header(self) -> str:
+        """The Retry-After value to send: seconds, or an HTTP date rounded up to a second."""
+        seconds = self.retry_after_s or 0.0
+        if self.retry_after_http_date:
+            return email.utils.formatdate(time.time() + math.ceil(seconds), usegmt=True)
+        return f"{seconds:g}"
 
     @classmethod
     def rate_limit(cls, retry_after: float | None = None, *, http_date: bool = False) -> Fault:

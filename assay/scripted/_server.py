@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import inspect
 import itertools
 import json
-import math
 import threading
 import time
 from collections import deque
@@ -19,35 +17,13 @@ from typing import Any
 
 from ._faults import Fault
 from ._http import HttpRequest, HttpResponse, serve_connection
-from ._script import Api, Script, ScriptRequest, estimate_usage
+from ._records import RecordedRequest
+from ._script import Api, Script, estimate_usage
 from ._wire import error_body, malformed_body, parse_request, reply_body
 
-__all__ = ["RecordedRequest", "ScriptedModelServer"]
+__all__ = ["ScriptedModelServer"]
 
 _ROUTES: dict[str, Api] = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}
-
-
-@dataclass(frozen=True, kw_only=True)
-class RecordedRequest:
-    """A request the server received, and what it did with it."""
-
-    index: int
-    api: Api | None
-    path: str
-    model: str | None
-    headers: dict[str, str]
-    body: Any
-    """The decoded JSON body (None when it was not JSON)."""
-    status: int | None
-    """The status sent; None when the connection was dropped (timeout fault)."""
-    fault: str | None = None
-    """The injected fault's kind, if one was served."""
-    error: str | None = None
-    """Why a request was refused (bad body, unknown model, script failure)."""
-    received_at: float = 0.0
-    """`time.monotonic()` when the request was read (before any artificial latency)."""
-    request: ScriptRequest | None = field(default=None, repr=False)
-    """The normalized request the script saw (None when it never ran)."""
 
 
 @dataclass
@@ -319,15 +295,8 @@ class ScriptedModelServer:
             return HttpResponse(200, malformed_body(api, fault.body))
         headers: dict[str, str] = {}
         if fault.retry_after_s is not None:
-            headers["retry-after"] = _retry_after(fault)
+            headers["retry-after"] = fault.retry_after_header()
         return _json(fault.status, error_body(api, fault.status, fault.message), headers)
-
-
-def _retry_after(fault: Fault) -> str:
-    seconds = fault.retry_after_s or 0.0
-    if fault.retry_after_http_date:
-        return email.utils.formatdate(time.time() + math.ceil(seconds), usegmt=True)
-    return f"{seconds:g}"
 
 
 def _json(status: int, payload: Any, headers: dict[str, str] | None = None) -> HttpResponse:

@@ -1,0 +1,135 @@
+"""The sandbox-manager service on the real bus: ready, commands over NATS, seal, reconcile."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.sandbox_manager.app import build, start
+from assay.sandbox_manager.backends import BubblewrapBackend
+from assay.sandbox_manager.backends import SandboxSpec as BackendSpec
+from assay.sandbox_manager.client import SandboxClient, SandboxGone
+from assay.schemas import (
+    AgentFinished,
+    AgentSpec,
+    ArtifactsSealed,
+    Limits,
+    RunRequested,
+    SandboxReady,
+    SandboxSpec,
+    Task,
+    Usage,
+    new_event,
+)
+from assay.store import LocalBlobStore, store_file
+from tests.pipeline import wait_for_events
+
+SPEC = SandboxSpec(memory_mb=512, exec_timeout_s=20)
+
+
+def run_requested(bus: Bus, run_id: str, task: Task) -> RunRequested:
+    return new_event(
+        RunRequested, key=(run_id,), campaign_id="c1", run_id=run_id, task_id=task.task_id, task=task,
+        agent=AgentSpec(agent_id="a1", model="m"), epoch=0, limits=Limits(), sandbox=SPEC, producer=bus.producer,
+    )
+
+
+def finished(bus: Bus, run_id: str) -> AgentFinished:
+    return new_event(
+        AgentFinished, key=(run_id,), campaign_id="c1", run_id=run_id, stop_reason="submitted",
+        final_message="see results/out.txt", steps=1, usage=Usage(), producer=bus.producer,
+    )
+
+
+def sandbox_processes(settings: Settings) -> int:
+    """Processes whose command line mentions this test's sandbox state (bwrap and children)."""
+    out = subprocess.run(["pgrep", "-c", "-f", str(settings.state_dir)], capture_output=True, text=True)
+    return int(out.stdout.strip() or 0)
+
+
+def make_task(store: LocalBlobStore, tmp_path: Path) -> Task:
+    src = tmp_path / "reads.csv"
+    src.write_text("sample,reads\ns1,1000\n")
+    return Task(task_id="t1", prompt="p", attachments=[store_file(store, src, "data/reads.csv")])
+
+
+def backends(settings: Settings) -> dict[str, BubblewrapBackend]:
+    state = settings.instance_state
+    return {"bubblewrap": BubblewrapBackend(state / "bwrap", state / "snapshots")}
+
+
+def ready_of(events: list, run_id: str) -> SandboxReady:  # type: ignore[type-arg]
+    return next(e for e in events if isinstance(e, SandboxReady) and e.run_id == run_id)
+
+
+async def test_ready_exec_over_nats_seal_and_destroy(bus: Bus, settings: Settings, tmp_path: Path) -> None:
+    store = LocalBlobStore(settings.blob_dir)
+    task = make_task(store, tmp_path)
+    service = build(settings, store=store, backends=backends(settings))  # type: ignore[arg-type]
+    await start(service)
+    try:
+        await bus.publish(run_requested(bus, "r1", task))
+        events = await wait_for_events(bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs))
+        ready = ready_of(events, "r1")
+        assert [f.path for f in ready.workspace] == ["data/reads.csv"]
+        assert ready.image_digest.startswith("bubblewrap:rootfs-")
+        client = SandboxClient(bus=bus, instance=ready.instance, sandbox_id=ready.sandbox_id)
+        out = await client.exec("cat data/reads.csv && mkdir -p results && echo 42 > results/out.txt && ln -s /etc/shadow results/leak", timeout_s=20, cwd="/workspace")
+        assert out.exit_code == 0
+        await client.write_file("notes/a b\nc.md", b"odd name")
+        assert {f.path for f in await client.list_files()} >= {"data/reads.csv", "results/out.txt"}
+        with pytest.raises(SandboxGone, match="unknown"):
+            await SandboxClient(bus=bus, instance=ready.instance, sandbox_id="nope").list_files()
+        await bus.publish(finished(bus, "r1"))
+        events = await wait_for_events(bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs))
+        [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
+        paths = {f.path: f for f in sealed.files}
+        assert set(paths) == {"data/reads.csv", "results/out.txt", "notes/a b\nc.md"}
+        assert store.get_bytes(paths["results/out.txt"].sha256) == b"42\n"
+        assert [(x.path, x.reason) for x in sealed.excluded] == [("results/leak", "symlink")]
+        assert sealed.final_message == "see results/out.txt" and sealed.agent_id == "a1"
+        with pytest.raises(SandboxGone, match="destroyed"):
+            await client.list_files()
+        assert service.backends["bubblewrap"].list_live() == []
+    finally:
+        await service.bus.stop()
+
+
+async def test_restart_reconciles_with_no_leak(bus: Bus, settings: Settings, tmp_path: Path) -> None:
+    store = LocalBlobStore(settings.blob_dir)
+    task = make_task(store, tmp_path)
+    assert sandbox_processes(settings) == 0
+    first = build(settings, store=store, backends=backends(settings))  # type: ignore[arg-type]
+    await start(first)
+    for run in ("done", "live"):
+        await bus.publish(run_requested(bus, run, task))
+    events = await wait_for_events(bus, lambda evs: sum(isinstance(e, SandboxReady) for e in evs) == 2)
+    await first.bus.stop()  # the service goes away with two live sandboxes
+    orphan_backend = backends(settings)["bubblewrap"]
+    orphan_backend.create(
+        BackendSpec(),
+        "orphan", {"assay.campaign": "c1", "assay.run": "orphan", "assay.instance": first.instance},
+    )
+    await bus.publish(finished(bus, "done"))  # finished while no manager was running
+    assert {s.sandbox_id for s in orphan_backend.list_live()} == {"done", "live", "orphan"}
+
+    second = build(settings, store=store, backends=backends(settings))  # type: ignore[arg-type]
+    await start(second)
+    try:
+        events = await wait_for_events(bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs))
+        [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
+        assert sealed.run_id == "done"
+        live = {s.sandbox_id for s in second.backends["bubblewrap"].list_live()}
+        assert live == {"live"}, "finished runs are sealed and orphans destroyed; live runs are kept"
+        client = SandboxClient(bus=bus, instance=second.instance, sandbox_id="live")
+        assert (await client.exec("true", timeout_s=10)).exit_code == 0, "the kept sandbox still serves commands"
+        await bus.publish(finished(bus, "live"))
+        await wait_for_events(bus, lambda evs: sum(isinstance(e, ArtifactsSealed) for e in evs) == 2)
+        assert second.backends["bubblewrap"].list_live() == []
+        assert sandbox_processes(settings) == 0
+    finally:
+        await second.bus.stop()
