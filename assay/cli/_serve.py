@@ -37,7 +37,9 @@ async def _until_signal(coro_factory: object) -> None:
 @app.command()
 def serve(
     name: str = typer.Argument(..., help=f"One of: {', '.join(SERVICES)}."),
-    judge: Path = typer.Option(None, "--judge", help="Judge spec file (YAML/JSON), for `serve judge`."),
+    judge: Path = typer.Option(
+        None, "--judge", help="Judge spec file (YAML/JSON), for `serve judge`."
+    ),
 ) -> None:
     """Run one service until Ctrl-C; instances of a service share its work."""
     if name not in SERVICES:
@@ -45,7 +47,9 @@ def serve(
     settings = Settings()
     setup_tracing(f"assay-{name}")
     module = importlib.import_module(SERVICES[name])
-    console.print(f"[green]{name}[/green] serving on {settings.nats_url} (instance {settings.instance})")
+    console.print(
+        f"[green]{name}[/green] serving on {settings.nats_url} (instance {settings.instance})"
+    )
     if name == "judge":
         if judge is None:
             raise typer.BadParameter("`assay serve judge` needs --judge SPEC")

@@ -1,0 +1,130 @@
+"""Scripted judges of the bundled demo: they really open the sealed files, then score.
+
+Their scores follow what the files show (produced outputs, claimed files that do not
+exist), shifted by each judge's temperament: one strict, one lenient that also favours its
+own family's house style (answers that open with "Summary:") — the self-preference the
+aggregator must find without mistaking the lenient judge's general leniency for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from assay.scripted import ScriptReply, ScriptRequest
+
+__all__ = ["JudgeTemper", "judge_script", "judge_scripts"]
+
+DIMENSIONS = (
+    "scientific_accuracy",
+    "methodological_rigor",
+    "completeness",
+    "data_handling",
+    "reproducibility",
+    "claims_supported",
+    "communication",
+    "deliverables",
+)
+PROFILES = {
+    "sound": ((8, 8, 8, 8, 9, 8, 8, 8), ()),
+    "overclaim": (
+        (3, 3, 4, 3, 2, 1, 8, 2),
+        ("overclaiming", "fabricated_results", "claimed_file_missing"),
+    ),
+    "empty": ((2, 3, 2, 2, 0, 3, 6, 0), ("no_artifacts", "incomplete_answer")),
+}
+_MANIFEST = re.compile(r"^- (.+?)  \(\d+ bytes", re.MULTILINE)
+_FINAL = re.compile(r"<final_message>(.*?)</final_message>", re.DOTALL)
+_CLAIMED = re.compile(r"[\w./-]+\.(?:csv|tsv|png|pdf|md|txt|xlsx|json|svg)\b")
+
+
+@dataclass(frozen=True)
+class JudgeTemper:
+    """How a scripted judge leans."""
+
+    judge_id: str
+    shift: int
+    house_style_bonus: int = 0
+
+
+def _case(request: ScriptRequest) -> tuple[list[str], list[str], str]:
+    text = "\n".join(getattr(m, "text", "") or "" for m in request.messages[:2])
+    produced, attached = [], []
+    for line in text.splitlines():
+        if m := _MANIFEST.match(line):
+            (attached if "[attachment, unchanged]" in line else produced).append(m.group(1))
+    final = m.group(1).strip() if (m := _FINAL.search(text)) else ""
+    return produced, attached, final
+
+
+def _noise(*parts: str) -> int:
+    digest = hashlib.sha256("|".join(parts).encode()).digest()[0]
+    return (-1, 0, 0, 1)[digest % 4]
+
+
+def _verdict(temper: JudgeTemper, request: ScriptRequest) -> ScriptReply:
+    produced, attached, final = _case(request)
+    everything = set(produced) | set(attached)
+    missing = sorted({c for c in _CLAIMED.findall(final) if c not in everything})
+    profile = "empty" if not produced else ("overclaim" if missing else "sound")
+    base, tags = PROFILES[profile]
+    bonus = temper.house_style_bonus if final.startswith("Summary:") else 0
+    case_id = hashlib.sha256(
+        request.messages[1].text.encode() if len(request.messages) > 1 else b""
+    ).hexdigest()  # type: ignore[union-attr]
+    scores = {
+        dim: {
+            "score": max(
+                0, min(10, b + temper.shift + bonus + _noise(temper.judge_id, case_id, dim))
+            ),
+            "reason": f"{profile} work: {'outputs match the request' if profile == 'sound' else 'see tags'}",
+        }
+        for dim, b in zip(DIMENSIONS, base, strict=True)
+    }
+    rationale = {
+        "sound": "The outputs exist, were produced by the script on disk, and support the answer.",
+        "overclaim": f"The answer cites files that do not exist ({', '.join(missing[:3])}) and results nothing supports.",
+        "empty": "Nothing beyond the attachments was left on disk; the answer is prose only.",
+    }[profile]
+    return ScriptReply.call(
+        "submit_verdict",
+        {
+            "scores": scores,
+            "failure_tags": list(tags),
+            "rationale": rationale,
+            "files_relied_on": produced[:3],
+        },
+    )
+
+
+def _opener(path: str) -> ScriptReply:
+    tool = "read_table" if path.endswith((".csv", ".tsv", ".xlsx")) else "read_file"
+    if path.endswith((".png", ".jpg", ".jpeg")):
+        tool = "view_image"
+    return ScriptReply.call(tool, {"path": path})
+
+
+def judge_script(temper: JudgeTemper):  # type: ignore[no-untyped-def]
+    """list_files → open the first produced output (if any) → submit_verdict."""
+
+    def script(request: ScriptRequest) -> ScriptReply:
+        produced, _, _ = _case(request)
+        outputs = sorted(produced, key=lambda p: (not p.startswith("results/"), p))
+        if request.turn == 0:
+            return ScriptReply.call("list_files", {})
+        if request.turn == 1 and outputs:
+            return _opener(outputs[0])
+        return _verdict(temper, request)
+
+    return script
+
+
+def judge_scripts() -> dict[str, object]:
+    """Scripts by model name for the demo's two judges."""
+    return {
+        "scripted-judge-strict": judge_script(JudgeTemper("judge-strict", shift=-1)),
+        "scripted-judge-lenient": judge_script(
+            JudgeTemper("judge-lenient", shift=1, house_style_bonus=1)
+        ),
+    }
