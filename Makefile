@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 ASSAY := $(VENV)/bin/assay
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test test-fast lint bench sandbox-image local-model schemas clean
+.PHONY: install run test test-fast lint bench sandbox-rootfs sandbox-image local-model schemas clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -37,8 +37,11 @@ bench: install
 schemas: install
 	$(ASSAY) schemas export
 
-sandbox-image:
+## The sandbox runtime: a Debian rootfs (bubblewrap) imported as a Docker image; both cached.
+sandbox-rootfs:
 	bash deploy/sandbox/build-rootfs.sh
+
+sandbox-image:
 	bash deploy/sandbox/build-image.sh
 
 local-model: install

@@ -207,6 +207,9 @@ class SandboxSpec(Frozen):
     backend: Literal["bubblewrap", "docker"] = "bubblewrap"
     image: str = "assay-sandbox:latest"
     cpu_seconds: int = Field(default=600, ge=1)
+    """CPU time per process (RLIMIT_CPU)."""
+    cpus: float = Field(default=1.0, gt=0)
+    """CPU share (Docker nano_cpus); bubblewrap has no cgroup and ignores it."""
     memory_mb: int = Field(default=2048, ge=64)
     max_processes: int = Field(default=256, ge=8)
     file_size_mb: int = Field(default=512, ge=1)

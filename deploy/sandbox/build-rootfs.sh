@@ -40,7 +40,8 @@ mkdir -p "$CACHE"
 TMP="$(mktemp -d "$CACHE/rootfs-$HASH.tmp.XXXXXX")"
 cleanup() {
   for m in proc sys dev/pts dev; do umount -l "$TMP/$m" 2>/dev/null || true; done
-  rm -rf "$TMP"
+  # --one-file-system: should an unmount have failed, never delete the host's /dev.
+  rm -rf --one-file-system "$TMP"
 }
 trap cleanup EXIT
 
@@ -63,10 +64,13 @@ chown 1000:1000 "$TMP/workspace"
 umount -l "$TMP/dev" "$TMP/proc"
 
 chroot "$TMP" apt-get clean
-rm -rf "$TMP"/var/lib/apt/lists/* "$TMP"/var/cache/apt/*.bin "$TMP"/var/log/apt/* \
+rm -rf --one-file-system "$TMP"/var/lib/apt/lists/* "$TMP"/var/cache/apt/*.bin "$TMP"/var/log/apt/* \
   "$TMP"/var/cache/debconf/*-old "$TMP"/usr/share/doc/* "$TMP"/usr/share/man/* \
   "$TMP"/etc/resolv.conf
 : > "$TMP/etc/resolv.conf"
+# debootstrap copies the build host's name in; the sandbox gets a neutral one.
+echo sandbox > "$TMP/etc/hostname"
+printf '127.0.0.1 localhost sandbox\n::1 localhost\n' > "$TMP/etc/hosts"
 echo "$HASH" > "$TMP/.assay-rootfs-complete"
 
 rm -rf "$OUT"

@@ -31,8 +31,10 @@ class BenchRow(NamedTuple):
     p95_ms: float
 
 
-def _pct(xs: list[float], q: float) -> float:
-    return statistics.quantiles(xs, n=100, method="inclusive")[q - 1] if len(xs) > 1 else xs[0]
+def _pct(xs: list[float], q: int) -> float:
+    if len(xs) < 2:
+        return xs[0]
+    return statistics.quantiles(xs, n=100, method="inclusive")[q - 1]
 
 
 def _bench_one(backend: SandboxBackend, spec: SandboxSpec, n: int) -> list[BenchRow]:
@@ -51,21 +53,26 @@ def _bench_one(backend: SandboxBackend, spec: SandboxSpec, n: int) -> list[Bench
             t0 = time.perf_counter()
             backend.destroy(sid)
             destroy.append((time.perf_counter() - t0) * 1000)
-    return [BenchRow(backend.name, metric, n, round(_pct(xs, 50), 2), round(_pct(xs, 95), 2))
-            for metric, xs in (("create_ready", create), ("exec_true", ex), ("destroy", destroy))]
+    return [
+        BenchRow(backend.name, metric, n, round(_pct(xs, 50), 2), round(_pct(xs, 95), 2))
+        for metric, xs in (("create_ready", create), ("exec_true", ex), ("destroy", destroy))
+    ]
 
 
-def bench_backends(n: int = 20, backends: tuple[str, ...] = ("bubblewrap", "docker"),
-                   work_dir: Path | None = None) -> list[BenchRow]:
+def bench_backends(
+    n: int = 20, backends: tuple[str, ...] = ("bubblewrap", "docker"), work_dir: Path | None = None
+) -> list[BenchRow]:
     """Measure each available backend n times; a backend that cannot start is skipped."""
     rows: list[BenchRow] = []
     with tempfile.TemporaryDirectory(prefix="assay-bench-", dir=work_dir) as tmp:
         base = Path(tmp)
+        base.chmod(0o711)  # sandbox uids must traverse to their workspace mounts
         for name in backends:
             try:
                 if name == "bubblewrap":
-                    be: SandboxBackend = BubblewrapBackend(base / "bw", base / "snap",
-                                                           rootfs=default_rootfs())
+                    be: SandboxBackend = BubblewrapBackend(
+                        base / "bw", base / "snap", rootfs=default_rootfs()
+                    )
                     spec = SandboxSpec(backend="bubblewrap")
                 else:
                     be = DockerBackend(base / "dk", base / "snap")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from assay.bus import Bus
 from assay.schemas import (
     BusError,
     ExecCommand,
@@ -18,6 +17,8 @@ from assay.schemas import (
     b64,
     unb64,
 )
+
+from assay.bus import Bus
 
 __all__ = ["SandboxClient", "SandboxGone"]
 

@@ -34,7 +34,6 @@ from assay.bus import Bus, Delivery
 from assay.store import BlobStore
 
 from .backends import SandboxBackend, SandboxLimitExceeded, SandboxNotFound, SandboxPathError
-from .backends import SandboxSpec as BackendSpec
 from .runtime import recipe_hash
 from .seal import seal_snapshot
 
@@ -86,9 +85,7 @@ class SandboxService:
         try:
             if sandbox_id in {s.sandbox_id for s in await asyncio.to_thread(backend.list_live)}:
                 await asyncio.to_thread(backend.destroy, sandbox_id)  # half-made by a crash
-            await asyncio.to_thread(
-                backend.create, _backend_spec(event.sandbox), sandbox_id, labels
-            )
+            await asyncio.to_thread(backend.create, event.sandbox, sandbox_id, labels)
             self._owned[sandbox_id] = backend.name
             for ref in event.task.attachments:
                 data = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
@@ -303,20 +300,6 @@ def _error(kind: str, message: str) -> bytes:
 def _lost() -> Exclusion:
     return Exclusion(
         path="/workspace", reason="sandbox lost before sealing (nothing could be read)"
-    )
-
-
-def _backend_spec(spec: SandboxSpec) -> BackendSpec:
-    return BackendSpec(
-        backend=spec.backend,
-        cpu_seconds=spec.cpu_seconds,
-        memory_mb=spec.memory_mb,
-        max_processes=spec.max_processes,
-        file_size_mb=spec.file_size_mb,
-        disk_mb=spec.disk_mb,
-        exec_timeout_s=spec.exec_timeout_s,
-        output_cap_bytes=spec.output_cap_bytes,
-        image=spec.image,
     )
 
 

@@ -66,7 +66,9 @@ def ensure_image() -> str:
     if have.returncode != 0:
         root = ensure_rootfs()
         subprocess.run(
-            f"tar -C {root} -c . | docker import - {tag}", shell=True, check=True,
+            f"tar -C {root} -c . | docker import - {tag}",
+            shell=True,
+            check=True,
             stdout=subprocess.DEVNULL,
         )
     subprocess.run(["docker", "tag", tag, "assay-sandbox:latest"], check=True)

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 from assay.schemas import Exclusion, FileRef, SandboxSpec
 
-from assay.store import BlobStore, media_type_of
+from assay.store import BlobStore
 
 from .sealing import display_path, plan_seal
 
@@ -37,9 +37,7 @@ def seal_snapshot(snapshot: Path, store: BlobStore, spec: SandboxSpec) -> Seal:
             info = store.put_file(snapshot / os.fsencode(f.path).decode("utf-8", "surrogateescape"))
             shown = display_path(f.path)
             files.append(
-                FileRef(
-                    path=shown, sha256=info.sha256, size=info.size, media_type=media_type_of(shown)
-                )
+                FileRef(path=shown, sha256=info.sha256, size=info.size, media_type=f.media_type)
             )
         excluded = [Exclusion(path=display_path(e.path), reason=e.reason) for e in plan.excluded]
         return Seal(files, excluded)

@@ -11,11 +11,12 @@ turn the overflow into exclusions. Paths are relative, '/'-separated, decoded wi
 from __future__ import annotations
 
 import hashlib
-import mimetypes
 import os
 import stat
 from pathlib import Path
 from typing import NamedTuple
+
+from assay.store import media_type_of
 
 __all__ = ["Exclusion", "SealPlan", "SealedFile", "display_path", "plan_seal"]
 
@@ -52,16 +53,12 @@ def display_path(path: str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-def _media_type(path: str) -> str:
-    guessed, _ = mimetypes.guess_type(display_path(path), strict=False)
-    return guessed or "application/octet-stream"
-
-
 def _hash(dir_fd: int, name: bytes) -> tuple[str, int] | None:
     """Stream-hash a file opened without following links; None if it is no longer regular."""
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                     dir_fd=dir_fd)
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
+        )
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:
@@ -74,8 +71,13 @@ def _hash(dir_fd: int, name: bytes) -> tuple[str, int] | None:
     return h.hexdigest(), size
 
 
-def plan_seal(root: Path, *, max_files: int = 10_000, max_total_bytes: int = 1 << 30,
-              max_file_bytes: int | None = None) -> SealPlan:
+def plan_seal(
+    root: Path,
+    *,
+    max_files: int = 10_000,
+    max_total_bytes: int = 1 << 30,
+    max_file_bytes: int | None = None,
+) -> SealPlan:
     """Walk root (never following symlinks) and decide what to seal."""
     files: list[SealedFile] = []
     excluded: list[Exclusion] = []
@@ -96,8 +98,9 @@ def plan_seal(root: Path, *, max_files: int = 10_000, max_total_bytes: int = 1 <
                 excluded.append(Exclusion(path, "symlink"))
             elif stat.S_ISDIR(st.st_mode):
                 try:
-                    sub_fd = os.open(bname, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW,
-                                     dir_fd=dir_fd)
+                    sub_fd = os.open(
+                        bname, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd
+                    )
                 except OSError:
                     excluded.append(Exclusion(path, "unreadable directory"))
                     continue
@@ -120,7 +123,7 @@ def plan_seal(root: Path, *, max_files: int = 10_000, max_total_bytes: int = 1 <
                     continue
                 digest, size = got
                 total += size
-                files.append(SealedFile(path, digest, size, _media_type(path)))
+                files.append(SealedFile(path, digest, size, media_type_of(display_path(path))))
 
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:

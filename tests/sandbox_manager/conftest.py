@@ -7,15 +7,11 @@ when dockerd is unreachable: deselect them with ``-m 'not docker'`` on purpose i
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from assay.sandbox_manager.backends import (
     BubblewrapBackend,
     DockerBackend,
@@ -26,12 +22,9 @@ from assay.sandbox_manager.runtime import ensure_image, ensure_rootfs
 
 
 @pytest.fixture(scope="session")
-def host_dirs() -> Iterator[Path]:
-    """State/snapshot root that sandbox uids can traverse (pytest's tmp dirs are 0700)."""
-    base = Path(tempfile.mkdtemp(prefix="assay-sbx-test-", dir="/var/tmp"))
-    os.chmod(base, 0o711)
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
+def host_dirs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """State/snapshot root; pytest's 0700 tmp dirs on purpose (bwrap mounts by fd)."""
+    return tmp_path_factory.mktemp("sandboxes")
 
 
 @pytest.fixture(scope="session")
@@ -53,15 +46,26 @@ def docker_image() -> str:
 
 
 @pytest.fixture(scope="session")
-def bubblewrap_backend(host_dirs: Path, rootfs: Path) -> BubblewrapBackend:
+def bubblewrap_backend(host_dirs: Path, rootfs: Path) -> Iterator[BubblewrapBackend]:
     """The bubblewrap backend over a test state dir."""
-    return BubblewrapBackend(host_dirs / "bw-state", host_dirs / "snapshots", rootfs=rootfs)
+    be = BubblewrapBackend(host_dirs / "bw-state", host_dirs / "snapshots", rootfs=rootfs)
+    yield be
+    _drop_mount_root(be)
 
 
 @pytest.fixture(scope="session")
-def docker_backend(host_dirs: Path, docker_image: str) -> DockerBackend:
+def docker_backend(host_dirs: Path, docker_image: str) -> Iterator[DockerBackend]:
     """The Docker backend over a test state dir."""
-    return DockerBackend(host_dirs / "docker-state", host_dirs / "snapshots")
+    be = DockerBackend(host_dirs / "docker-state", host_dirs / "snapshots")
+    yield be
+    _drop_mount_root(be)
+
+
+def _drop_mount_root(be: BubblewrapBackend | DockerBackend) -> None:
+    """Destroy leftovers, which also removes the session's mount root."""
+    for sb in be.list_live():
+        be.destroy(sb.sandbox_id)
+    assert not be.dirs.mount_root.exists()
 
 
 @pytest.fixture(params=["bubblewrap", pytest.param("docker", marks=pytest.mark.docker)])
@@ -77,8 +81,14 @@ def spec(backend: SandboxBackend, request: pytest.FixtureRequest) -> SandboxSpec
     image = request.getfixturevalue("docker_image") if backend.name == "docker" else "unused"
     return SandboxSpec(
         backend="docker" if backend.name == "docker" else "bubblewrap",
-        cpu_seconds=30, memory_mb=768, max_processes=64, file_size_mb=32, disk_mb=64,
-        exec_timeout_s=30, output_cap_bytes=4096, image=image,
+        cpu_seconds=30,
+        memory_mb=768,
+        max_processes=64,
+        file_size_mb=32,
+        disk_mb=64,
+        exec_timeout_s=30,
+        output_cap_bytes=4096,
+        image=image,
     )
 
 

@@ -11,7 +11,6 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.sandbox_manager.app import build, start
 from assay.sandbox_manager.backends import BubblewrapBackend
-from assay.sandbox_manager.backends import SandboxSpec as BackendSpec
 from assay.sandbox_manager.client import SandboxClient, SandboxGone
 from assay.schemas import (
     AgentFinished,
@@ -111,7 +110,7 @@ async def test_restart_reconciles_with_no_leak(bus: Bus, settings: Settings, tmp
     await first.bus.stop()  # the service goes away with two live sandboxes
     orphan_backend = backends(settings)["bubblewrap"]
     orphan_backend.create(
-        BackendSpec(),
+        SandboxSpec(),
         "orphan", {"assay.campaign": "c1", "assay.run": "orphan", "assay.instance": first.instance},
     )
     await bus.publish(finished(bus, "done"))  # finished while no manager was running

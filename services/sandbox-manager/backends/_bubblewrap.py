@@ -9,18 +9,21 @@ that sandbox only, and an escaped process owns nothing on the host.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..runtime import default_rootfs
 from ._capture import CappedBuffer, pump
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
-from ._hostdirs import HostDirs, check_sandbox_id
+from ._hostdirs import HostDirs, check_sandbox_id, check_traversable
 from ._models import ExecResult, FileEntry, SandboxInfo, SandboxSpec
 from ._procs import exit_status, kill_uid_processes, limit_from_status
 
@@ -42,6 +45,7 @@ class BubblewrapBackend:
     name = "bubblewrap"
 
     def __init__(self, state_dir: Path, snapshot_dir: Path, rootfs: Path | None = None) -> None:
+        """rootfs: the read-only root; None means the cached rootfs of the current recipe."""
         self._bwrap = shutil.which("bwrap")
         self._prlimit = shutil.which("prlimit")
         if not self._bwrap or not self._prlimit:
@@ -68,14 +72,15 @@ class BubblewrapBackend:
     def create(self, spec: SandboxSpec, sandbox_id: str, labels: Mapping[str, str]) -> SandboxInfo:
         """Make the workspace (tmpfs quota) and record the sandbox; bwrap starts per exec."""
         check_sandbox_id(sandbox_id)
-        rootfs = spec.rootfs or self._rootfs
+        rootfs = self._rootfs or default_rootfs()
         if rootfs is None or not (rootfs / "usr").is_dir():
             raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: no runtime rootfs at {rootfs}")
-        if spec.rootfs is None:
-            spec = spec.model_copy(update={"rootfs": rootfs})
+        if os.geteuid() == 0:
+            # bwrap runs as the sandbox uid: it must be able to reach the rootfs by path.
+            check_traversable(sandbox_id, rootfs)
         uid = self._reserve_uid(sandbox_id)
         try:
-            meta = self.dirs.prepare(sandbox_id, "bubblewrap", spec, labels, uid, uid)
+            meta = self.dirs.prepare(sandbox_id, "bubblewrap", spec, labels, uid, uid, rootfs)
         except BaseException:
             self._release_uid(uid)
             raise
@@ -101,19 +106,47 @@ class BubblewrapBackend:
         mb = 1024 * 1024
         # bwrap's own helper processes count against NPROC too: a small allowance.
         limits = [
-            f"--cpu={spec.cpu_seconds}", f"--as={spec.memory_mb * mb}",
-            f"--nproc={spec.max_processes + 4}", f"--fsize={spec.file_size_mb * mb}",
-            "--core=0", "--nofile=1024",
+            f"--cpu={spec.cpu_seconds}",
+            f"--as={spec.memory_mb * mb}",
+            f"--nproc={spec.max_processes + 4}",
+            f"--fsize={spec.file_size_mb * mb}",
+            "--core=0",
+            "--nofile=1024",
         ]
         bw = [
-            self._bwrap or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
-            "--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
-            "--ro-bind", str(spec.rootfs), "/", "--proc", "/proc", "--dev", "/dev",
-            "--bind", str(self.dirs.workspace(sandbox_id)), "/workspace",
-            "--bind", str(self.dirs.tmp(sandbox_id)), "/tmp",
+            self._bwrap or "bwrap",
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--uid",
+            "1000",
+            "--gid",
+            "1000",
+            "--hostname",
+            "sandbox",
+            "--ro-bind",
+            str(meta.rootfs),
+            "/",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--bind",
+            str(self.dirs.workspace(sandbox_id)),
+            "/workspace",
+            "--bind",
+            str(self.dirs.tmp(sandbox_id)),
+            "/tmp",
             # /dev/shm would otherwise live on bwrap's unbounded /dev tmpfs.
-            "--size", str(64 * mb), "--perms", "1777", "--tmpfs", "/dev/shm",
-            "--cap-drop", "ALL", "--clearenv",
+            "--size",
+            str(64 * mb),
+            "--perms",
+            "1777",
+            "--tmpfs",
+            "/dev/shm",
+            "--cap-drop",
+            "ALL",
+            "--clearenv",
         ]
         for k, v in {**SANDBOX_ENV, **(env or {})}.items():
             bw += ["--setenv", k, v]
@@ -124,10 +157,13 @@ class BubblewrapBackend:
             proc = subprocess.Popen(
                 [self._prlimit or "prlimit", *limits, "--", *bw, *argv],
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
-                user=meta.uid if root else None, group=meta.gid if root else None,
-                extra_groups=[] if root else None, start_new_session=True,
+                user=meta.uid if root else None,
+                group=meta.gid if root else None,
+                extra_groups=[] if root else None,
+                start_new_session=True,
             )
         except OSError as e:
             raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: cannot start bwrap: {e}") from e
@@ -149,8 +185,13 @@ class BubblewrapBackend:
         duration = (time.monotonic() - t0) * 1000
         status = exit_status(rc)
         return ExecResult(
-            exit_code=status, stdout=out.value(), stderr=err.value(), timed_out=timed_out,
-            stdout_truncated=out.truncated, stderr_truncated=err.truncated, duration_ms=duration,
+            exit_code=status,
+            stdout=out.value(),
+            stderr=err.value(),
+            timed_out=timed_out,
+            stdout_truncated=out.truncated,
+            stderr_truncated=err.truncated,
+            duration_ms=duration,
             limit="timeout" if timed_out else limit_from_status(status),
         )
 
@@ -203,18 +244,14 @@ class BubblewrapBackend:
 
 
 def _feed_stdin(proc: subprocess.Popen[bytes], data: bytes) -> None:
-    import threading
+    """Write stdin on a thread: a command that never reads must not block the service."""
 
     def run() -> None:
         assert proc.stdin is not None
-        try:
+        # The command may exit without reading everything: a broken pipe is its business.
+        with contextlib.suppress(OSError):
             proc.stdin.write(data)
-        except (BrokenPipeError, OSError):
-            pass  # the command exited without reading all of it
-        finally:
-            try:
-                proc.stdin.close()
-            except OSError:
-                pass
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
 
     threading.Thread(target=run, daemon=True).start()

@@ -8,6 +8,7 @@ disk quota, file access and snapshots are host-side and identical on both backen
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import time
@@ -29,6 +30,10 @@ from ._procs import limit_from_status
 __all__ = ["DockerBackend"]
 
 LABEL, ID_LABEL = "assay.sandbox", "assay.sandbox_id"
+# Which service (state dir) owns a container: two services sharing one dockerd must not
+# reconcile away each other's sandboxes.
+STATE_LABEL = "assay.sandbox_state"
+_INTERNAL = (LABEL, ID_LABEL, STATE_LABEL)
 # PID 1 is a shell that reaps orphans; PID 1 is immune to `kill -9 -1`, which the timeout
 # sweep uses to kill every other process in the container.
 _KEEPALIVE = ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"]
@@ -40,13 +45,16 @@ class DockerBackend:
 
     name = "docker"
 
-    def __init__(self, state_dir: Path, snapshot_dir: Path,
-                 client: docker.DockerClient | None = None) -> None:
+    def __init__(
+        self, state_dir: Path, snapshot_dir: Path, client: docker.DockerClient | None = None
+    ) -> None:
         try:
             self.client = client or docker.from_env(timeout=30)
             self.client.ping()
         except docker.errors.DockerException as e:
-            raise SandboxBackendUnavailable(f"sandbox backend docker: dockerd unreachable: {e}") from e
+            raise SandboxBackendUnavailable(
+                f"sandbox backend docker: dockerd unreachable: {e}"
+            ) from e
         self.dirs = HostDirs(state_dir, snapshot_dir)
 
     def _container(self, sandbox_id: str) -> Any:
@@ -54,7 +62,9 @@ class DockerBackend:
         try:
             return self.client.containers.get(f"assay-sbx-{sandbox_id}")
         except docker.errors.NotFound as e:
-            raise SandboxNotFound(f"sandbox {sandbox_id}: no container assay-sbx-{sandbox_id}") from e
+            raise SandboxNotFound(
+                f"sandbox {sandbox_id}: no container assay-sbx-{sandbox_id}"
+            ) from e
 
     def create(self, spec: SandboxSpec, sandbox_id: str, labels: Mapping[str, str]) -> SandboxInfo:
         """Start the container; returns once it is running."""
@@ -63,24 +73,44 @@ class DockerBackend:
         mb = 1024 * 1024
         try:
             self.client.containers.run(
-                spec.image, _KEEPALIVE, name=f"assay-sbx-{sandbox_id}", detach=True,
-                labels={**labels, LABEL: "1", ID_LABEL: sandbox_id},
-                network_mode="none", hostname="sandbox", user="1000:1000",
-                read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
-                mem_limit=spec.memory_mb * mb, memswap_limit=spec.memory_mb * mb,
-                nano_cpus=int(spec.cpus * 1e9), pids_limit=spec.max_processes,
-                ulimits=[Ulimit(name="cpu", soft=spec.cpu_seconds, hard=spec.cpu_seconds),
-                         Ulimit(name="fsize", soft=spec.file_size_mb * mb,
-                                hard=spec.file_size_mb * mb),
-                         Ulimit(name="core", soft=0, hard=0)],
-                volumes={str(self.dirs.workspace(sandbox_id)): {"bind": "/workspace", "mode": "rw"},
-                         str(self.dirs.tmp(sandbox_id)): {"bind": "/tmp", "mode": "rw"}},
+                spec.image,
+                _KEEPALIVE,
+                name=f"assay-sbx-{sandbox_id}",
+                detach=True,
+                labels={
+                    **labels,
+                    LABEL: "1",
+                    ID_LABEL: sandbox_id,
+                    STATE_LABEL: str(self.dirs.state_dir),
+                },
+                network_mode="none",
+                hostname="sandbox",
+                user="1000:1000",
+                read_only=True,
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                mem_limit=spec.memory_mb * mb,
+                memswap_limit=spec.memory_mb * mb,
+                nano_cpus=int(spec.cpus * 1e9),
+                pids_limit=spec.max_processes,
+                ulimits=[
+                    Ulimit(name="cpu", soft=spec.cpu_seconds, hard=spec.cpu_seconds),
+                    Ulimit(name="fsize", soft=spec.file_size_mb * mb, hard=spec.file_size_mb * mb),
+                    Ulimit(name="core", soft=0, hard=0),
+                ],
+                volumes={
+                    str(self.dirs.workspace(sandbox_id)): {"bind": "/workspace", "mode": "rw"},
+                    str(self.dirs.tmp(sandbox_id)): {"bind": "/tmp", "mode": "rw"},
+                },
                 tmpfs={"/dev/shm": "size=64m,mode=1777"},
-                environment=SANDBOX_ENV, working_dir="/workspace",
+                environment=SANDBOX_ENV,
+                working_dir="/workspace",
             )
         except docker.errors.DockerException as e:
             self.dirs.remove(sandbox_id)
-            raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: container start failed: {e}") from e
+            raise SandboxBackendUnavailable(
+                f"sandbox {sandbox_id}: container start failed: {e}"
+            ) from e
         return self.dirs.info(meta)
 
     def exec(
@@ -105,15 +135,20 @@ class DockerBackend:
         t0 = time.monotonic()
         try:
             ex = api.exec_create(
-                cid, ["timeout", "-s", "KILL", f"{timeout:.3f}", *argv], stdin=stdin is not None,
-                environment=dict(env or {}), workdir=cwd or "/workspace", user="1000:1000",
+                cid,
+                ["timeout", "-s", "KILL", f"{timeout:.3f}", *argv],
+                stdin=stdin is not None,
+                environment=dict(env or {}),
+                workdir=cwd or "/workspace",
+                user="1000:1000",
             )
             sock = api.exec_start(ex["Id"], socket=True)
         except docker.errors.NotFound as e:
             raise SandboxNotFound(f"sandbox {sandbox_id}: no container {cid}") from e
         except docker.errors.DockerException as e:
             raise SandboxError(f"sandbox {sandbox_id}: exec failed: {e}") from e
-        raw: socket.socket = getattr(sock, "_sock", sock)
+        # exec_start(socket=True) over the unix socket wraps the raw socket in a SocketIO.
+        raw: socket.socket = sock._sock if hasattr(sock, "_sock") else sock  # type: ignore[assignment]
         out, err = CappedBuffer(spec.output_cap_bytes), CappedBuffer(spec.output_cap_bytes)
         try:
             if stdin is not None:
@@ -130,19 +165,23 @@ class DockerBackend:
             self._sweep(cid)
         status = 137 if code is None or stalled else int(code)
         return ExecResult(
-            exit_code=status, stdout=out.value(), stderr=err.value(), timed_out=timed_out,
-            stdout_truncated=out.truncated, stderr_truncated=err.truncated, duration_ms=duration,
+            exit_code=status,
+            stdout=out.value(),
+            stderr=err.value(),
+            timed_out=timed_out,
+            stdout_truncated=out.truncated,
+            stderr_truncated=err.truncated,
+            duration_ms=duration,
             limit="timeout" if timed_out else limit_from_status(status),
         )
 
     def _sweep(self, cid: str) -> None:
         """Kill every process but PID 1 (escapees from timeout's process group included)."""
-        try:
-            self.client.api.exec_start(
-                self.client.api.exec_create(cid, ["/bin/sh", "-c", "kill -9 -1"],
-                                            user="1000:1000")["Id"])
-        except docker.errors.DockerException:
-            pass  # the container may already be gone; destroy cleans up
+        # The container may already be gone; destroy cleans up then.
+        api = self.client.api
+        with contextlib.suppress(docker.errors.DockerException):
+            sweep = api.exec_create(cid, ["/bin/sh", "-c", "kill -9 -1"], user="1000:1000")
+            api.exec_start(sweep["Id"])
 
     def read_file(self, sandbox_id: str, path: str) -> bytes:
         """Read a regular file under /workspace (host side, no symlink followed)."""
@@ -174,11 +213,12 @@ class DockerBackend:
         self.dirs.remove(sandbox_id)
 
     def list_live(self) -> list[SandboxInfo]:
-        """Containers labelled assay.sandbox=1 plus state folders without a container."""
+        """Containers labelled assay.sandbox=1 of this state dir, plus state folders without one."""
         seen: dict[str, SandboxInfo] = {}
-        for c in self.client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+        mine = [f"{LABEL}=1", f"{STATE_LABEL}={self.dirs.state_dir}"]
+        for c in self.client.containers.list(all=True, filters={"label": mine}):
             sid = c.labels.get(ID_LABEL, "")
-            labels = {k: v for k, v in c.labels.items() if k not in (LABEL, ID_LABEL)}
+            labels = {k: v for k, v in c.labels.items() if k not in _INTERNAL}
             seen[sid] = SandboxInfo(sid, "docker", labels, self.dirs.workspace(sid))
         for sid in self.dirs.ids():
             seen.setdefault(sid, SandboxInfo(sid, "docker", {}, self.dirs.workspace(sid)))

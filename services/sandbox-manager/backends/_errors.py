@@ -24,7 +24,10 @@ __all__ = [
 ]
 
 
-class SandboxError(Exception):
+from assay.schemas import SandboxError as _AssaySandboxError
+
+
+class SandboxError(_AssaySandboxError):
     """Base of every sandbox backend error."""
 
 

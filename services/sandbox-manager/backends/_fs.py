@@ -7,11 +7,13 @@ relative to the workspace directory fd.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 from ._errors import SandboxLimitExceeded, SandboxPathError
 from ._models import FileEntry
@@ -44,10 +46,8 @@ def _open_parent(sandbox_id: str, root: Path, parts: list[str], create: bool) ->
     try:
         for name in parts[:-1]:
             if create:
-                try:
+                with contextlib.suppress(FileExistsError):
                     os.mkdir(name, 0o755, dir_fd=fd)
-                except FileExistsError:
-                    pass
             try:
                 nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
             except (NotADirectoryError, OSError) as e:
@@ -70,8 +70,9 @@ def read_file(sandbox_id: str, root: Path, path: str, max_bytes: int | None = No
     dfd = _open_parent(sandbox_id, root, parts, create=False)
     try:
         # O_NONBLOCK: opening a FIFO for reading must not hang the service.
-        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                     dir_fd=dfd)
+        fd = os.open(
+            parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd
+        )
     except FileNotFoundError as e:
         raise SandboxPathError(f"sandbox {sandbox_id}: no file {path!r}") from e
     except OSError as e:
@@ -94,8 +95,12 @@ def write_file(sandbox_id: str, root: Path, path: str, data: bytes, owner: tuple
         raise SandboxPathError(f"sandbox {sandbox_id}: {path!r} is the workspace itself")
     dfd = _open_parent(sandbox_id, root, parts, create=True)
     try:
-        fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-                     | os.O_NONBLOCK | os.O_CLOEXEC, 0o644, dir_fd=dfd)
+        fd = os.open(
+            parts[-1],
+            os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+            0o644,
+            dir_fd=dfd,
+        )
     except OSError as e:
         raise SandboxPathError(f"sandbox {sandbox_id}: cannot write {path!r}: {e}") from e
     finally:
@@ -140,8 +145,13 @@ def list_entries(root: Path) -> list[FileEntry]:
     out: list[FileEntry] = []
     for rel, e in _walk(os.fsencode(root), b""):
         st = e.stat(follow_symlinks=False)
-        kind = ("dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode)
-                else "symlink" if stat.S_ISLNK(st.st_mode) else "other")
+        kind: Literal["file", "dir", "symlink", "other"] = "other"
+        if stat.S_ISDIR(st.st_mode):
+            kind = "dir"
+        elif stat.S_ISREG(st.st_mode):
+            kind = "file"
+        elif stat.S_ISLNK(st.st_mode):
+            kind = "symlink"
         out.append(FileEntry(os.fsdecode(rel), kind, st.st_size if kind == "file" else 0))
     return out
 

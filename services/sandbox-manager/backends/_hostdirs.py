@@ -1,18 +1,25 @@
 """Per-sandbox host state shared by both backends.
 
-Layout under the state dir (one folder per sandbox, so a restarted service finds its
+Layout (one folder per sandbox under the state dir, so a restarted service finds its
 orphans)::
 
-    <state>/<sandbox_id>/meta.json      spec, labels, backend, host uid/gid
-    <state>/<sandbox_id>/mnt/           tmpfs of spec.disk_mb (the disk quota)
-    <state>/<sandbox_id>/mnt/workspace  -> /workspace (read-write)
-    <state>/<sandbox_id>/mnt/tmp        -> /tmp (read-write, same quota)
+    <state>/<sandbox_id>/meta.json        spec, labels, backend, host uid/gid
+    <mounts>/<sandbox_id>/                tmpfs of spec.disk_mb (the disk quota)
+    <mounts>/<sandbox_id>/workspace       -> /workspace (read-write)
+    <mounts>/<sandbox_id>/tmp             -> /tmp (read-write, same quota)
+
+When the service is root, bwrap runs as a per-sandbox uid that must reach its mount by
+path, while the state dir may sit under a private home (/root is 0700): so the mounts live
+under ``<ASSAY_SANDBOX_MOUNTS or /run/assay/sandboxes>/<hash of the state dir>``, every
+level 0711. Without root the mounts sit under the state dir.
 
 Snapshots go to ``<snapshots>/<sandbox_id>-<n>`` and survive destroy.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -23,11 +30,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from . import _fs
-from ._errors import SandboxError, SandboxExists, SandboxNotFound
+from ._errors import SandboxBackendUnavailable, SandboxError, SandboxExists, SandboxNotFound
 from ._models import FileEntry, SandboxInfo, SandboxSpec
 from ._quota import mount_quota, unmount_quota
 
-__all__ = ["HostDirs", "SandboxMeta", "check_sandbox_id"]
+__all__ = ["HostDirs", "SandboxMeta", "check_sandbox_id", "check_traversable"]
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
@@ -36,6 +43,23 @@ def check_sandbox_id(sandbox_id: str) -> None:
     """Reject ids that could not safely name a directory or a container."""
     if not _ID.fullmatch(sandbox_id):
         raise SandboxError(f"sandbox {sandbox_id!r}: invalid id (want [A-Za-z0-9_.-], 1-128)")
+
+
+def check_traversable(sandbox_id: str, path: Path) -> None:
+    """Every directory from / to path must be searchable by others (a sandbox uid)."""
+    for p in [path, *path.parents]:
+        if not p.stat().st_mode & 0o001:
+            raise SandboxBackendUnavailable(
+                f"sandbox {sandbox_id}: {p} is not searchable by sandbox uids (needed for {path})"
+            )
+
+
+def _default_mount_root(state_dir: Path) -> Path:
+    if os.geteuid() != 0:
+        return state_dir / ".mounts"
+    base = Path(os.environ.get("ASSAY_SANDBOX_MOUNTS", "/run/assay/sandboxes"))
+    key = hashlib.sha256(os.fsencode(state_dir.resolve())).hexdigest()[:16]
+    return base / key
 
 
 class SandboxMeta(BaseModel):
@@ -49,45 +73,76 @@ class SandboxMeta(BaseModel):
     spec: SandboxSpec
     uid: int
     gid: int
+    rootfs: str | None = None
+    """Read-only root of a bubblewrap sandbox."""
 
 
 class HostDirs:
     """Creates, reads and removes the per-sandbox host directories."""
 
-    def __init__(self, state_dir: Path, snapshot_dir: Path) -> None:
+    def __init__(self, state_dir: Path, snapshot_dir: Path, mount_root: Path | None = None) -> None:
         self.state_dir = state_dir
         self.snapshot_dir = snapshot_dir
-        # 0711: sandbox uids must traverse to their own mount, but not list others.
-        state_dir.mkdir(parents=True, exist_ok=True, mode=0o711)
+        self.mount_root = mount_root or _default_mount_root(state_dir)
+        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         snapshot_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def _ensure_mount_root(self, sandbox_id: str) -> None:
+        """Create the mount root on demand (0711 levels: reach your mount, list nothing)."""
+        missing = [p for p in [self.mount_root, *self.mount_root.parents] if not p.exists()]
+        for p in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                p.mkdir(mode=0o711)
+                p.chmod(0o711)
+        if os.geteuid() == 0:
+            check_traversable(sandbox_id, self.mount_root)
 
     def root(self, sandbox_id: str) -> Path:
         """The sandbox's state folder."""
         check_sandbox_id(sandbox_id)
         return self.state_dir / sandbox_id
 
+    def mount(self, sandbox_id: str) -> Path:
+        """The sandbox's quota filesystem."""
+        check_sandbox_id(sandbox_id)
+        return self.mount_root / sandbox_id
+
     def workspace(self, sandbox_id: str) -> Path:
         """Host directory mounted at /workspace."""
-        return self.root(sandbox_id) / "mnt" / "workspace"
+        return self.mount(sandbox_id) / "workspace"
 
     def tmp(self, sandbox_id: str) -> Path:
         """Host directory mounted at /tmp."""
-        return self.root(sandbox_id) / "mnt" / "tmp"
+        return self.mount(sandbox_id) / "tmp"
 
     def prepare(
-        self, sandbox_id: str, backend: Literal["bubblewrap", "docker"], spec: SandboxSpec,
-        labels: Mapping[str, str], uid: int, gid: int,
+        self,
+        sandbox_id: str,
+        backend: Literal["bubblewrap", "docker"],
+        spec: SandboxSpec,
+        labels: Mapping[str, str],
+        uid: int,
+        gid: int,
+        rootfs: Path | None = None,
     ) -> SandboxMeta:
         """Create the folder, the quota mount and meta.json; SandboxExists if present."""
         root = self.root(sandbox_id)
         try:
-            root.mkdir(mode=0o711)
+            root.mkdir(mode=0o700)
         except FileExistsError as e:
             raise SandboxExists(f"sandbox {sandbox_id}: already exists in {root}") from e
-        meta = SandboxMeta(sandbox_id=sandbox_id, backend=backend, labels=dict(labels),
-                           spec=spec, uid=uid, gid=gid)
+        meta = SandboxMeta(
+            sandbox_id=sandbox_id,
+            backend=backend,
+            labels=dict(labels),
+            spec=spec,
+            uid=uid,
+            gid=gid,
+            rootfs=str(rootfs) if rootfs else None,
+        )
         try:
-            mnt = root / "mnt"
+            self._ensure_mount_root(sandbox_id)
+            mnt = self.mount(sandbox_id)
             mount_quota(mnt, spec.disk_mb, uid, gid)
             for sub, mode in (("workspace", 0o755), ("tmp", 0o1777)):
                 (mnt / sub).mkdir()
@@ -121,14 +176,19 @@ class HostDirs:
 
     def info(self, meta: SandboxMeta) -> SandboxInfo:
         """The public handle of a sandbox."""
-        return SandboxInfo(meta.sandbox_id, meta.backend, dict(meta.labels),
-                           self.workspace(meta.sandbox_id))
+        return SandboxInfo(
+            meta.sandbox_id, meta.backend, dict(meta.labels), self.workspace(meta.sandbox_id)
+        )
 
     def remove(self, sandbox_id: str) -> None:
         """Unmount and delete the sandbox folder (idempotent)."""
-        root = self.root(sandbox_id)
-        unmount_quota(root / "mnt")
-        shutil.rmtree(root, ignore_errors=True)
+        mnt = self.mount(sandbox_id)
+        unmount_quota(mnt)
+        shutil.rmtree(mnt, ignore_errors=True)
+        shutil.rmtree(self.root(sandbox_id), ignore_errors=True)
+        # The last sandbox out removes the (per state dir) mount root; ENOTEMPTY otherwise.
+        with contextlib.suppress(OSError):
+            self.mount_root.rmdir()
 
     def snapshot(self, sandbox_id: str) -> Path:
         """Copy /workspace to a fresh folder under the snapshot dir."""

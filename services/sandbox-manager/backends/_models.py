@@ -5,38 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from assay.schemas import SandboxSpec
+from pydantic import BaseModel, ConfigDict
 
 __all__ = ["ExecResult", "FileEntry", "SandboxInfo", "SandboxSpec"]
-
-
-class SandboxSpec(BaseModel):
-    """Limits and runtime of one sandbox; the same spec behaves alike on both backends."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    backend: Literal["bubblewrap", "docker"] = "bubblewrap"
-    """Which backend runs the sandbox."""
-    cpu_seconds: int = Field(default=600, gt=0)
-    """CPU time per process (RLIMIT_CPU); the process gets SIGXCPU/SIGKILL beyond it."""
-    cpus: float = Field(default=1.0, gt=0)
-    """CPU share (Docker nano_cpus); bubblewrap has no cgroup and ignores it."""
-    memory_mb: int = Field(default=2048, gt=0)
-    """Memory cap: address space (RLIMIT_AS) on bubblewrap, cgroup mem_limit on Docker."""
-    max_processes: int = Field(default=256, gt=0)
-    """Process/thread cap (RLIMIT_NPROC per sandbox uid; Docker pids_limit)."""
-    file_size_mb: int = Field(default=512, gt=0)
-    """Largest single file a process may write (RLIMIT_FSIZE)."""
-    disk_mb: int = Field(default=1024, gt=0)
-    """Size of the sandbox's writable filesystem (/workspace and /tmp together)."""
-    exec_timeout_s: float = Field(default=600.0, gt=0)
-    """Default wall-clock limit of one exec; the whole process tree is killed past it."""
-    output_cap_bytes: int = Field(default=1_000_000, ge=0)
-    """Per-stream cap on captured stdout/stderr; the rest is dropped and marked."""
-    image: str = "assay-sandbox:latest"
-    """Docker image tag (the imported runtime rootfs)."""
-    rootfs: Path | None = None
-    """Bubblewrap root filesystem; None means the cached runtime rootfs of this recipe."""
 
 
 class ExecResult(BaseModel):

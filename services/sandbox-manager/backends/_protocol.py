@@ -21,9 +21,7 @@ class SandboxBackend(Protocol):
 
     name: str
 
-    def create(
-        self, spec: SandboxSpec, sandbox_id: str, labels: Mapping[str, str]
-    ) -> SandboxInfo:
+    def create(self, spec: SandboxSpec, sandbox_id: str, labels: Mapping[str, str]) -> SandboxInfo:
         """Create a sandbox and return once commands can run in it."""
         ...
 

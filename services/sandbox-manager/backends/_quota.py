@@ -26,8 +26,7 @@ def mount_quota(target: Path, size_mb: int, uid: int, gid: int) -> bool:
         return False
     # nr_inodes bounds a million-empty-files fill, which size= alone would not.
     opts = f"size={size_mb}m,nr_inodes={max(4096, size_mb * 64)},uid={uid},gid={gid},mode=0700"
-    rc = _libc.mount(b"tmpfs", os.fsencode(target), b"tmpfs", _MS_NOSUID | _MS_NODEV,
-                     opts.encode())
+    rc = _libc.mount(b"tmpfs", os.fsencode(target), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts.encode())
     if rc != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount tmpfs on {target}: {os.strerror(err)}")
@@ -36,7 +35,6 @@ def mount_quota(target: Path, size_mb: int, uid: int, gid: int) -> bool:
 
 def unmount_quota(target: Path) -> None:
     """Lazily unmount target if it is a mount point."""
-    if os.path.ismount(target):
-        if _libc.umount2(os.fsencode(target), _MNT_DETACH) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"umount {target}: {os.strerror(err)}")
+    if os.path.ismount(target) and _libc.umount2(os.fsencode(target), _MNT_DETACH) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"umount {target}: {os.strerror(err)}")
