@@ -12,6 +12,7 @@ from ._table import Row, print_rows
 # Each entry: (label, "module:function"); later issues add rows here.
 SUITES: list[tuple[str, str]] = [
     ("bus", "assay.bench._bus:bench_bus"),
+    ("sandbox", "assay.sandbox_manager.bench:bench_sandbox"),
 ]
 
 

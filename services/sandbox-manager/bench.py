@@ -7,7 +7,8 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import NamedTuple
+
+from assay.bench import Row
 
 from .backends import (
     BubblewrapBackend,
@@ -18,17 +19,7 @@ from .backends import (
 )
 from .runtime import default_rootfs, ensure_image
 
-__all__ = ["BenchRow", "bench_backends"]
-
-
-class BenchRow(NamedTuple):
-    """p50/p95 of one measurement on one backend, in milliseconds."""
-
-    backend: str
-    metric: str
-    n: int
-    p50_ms: float
-    p95_ms: float
+__all__ = ["bench_backends", "bench_nats_exec", "bench_sandbox"]
 
 
 def _pct(xs: list[float], q: int) -> float:
@@ -37,7 +28,7 @@ def _pct(xs: list[float], q: int) -> float:
     return statistics.quantiles(xs, n=100, method="inclusive")[q - 1]
 
 
-def _bench_one(backend: SandboxBackend, spec: SandboxSpec, n: int) -> list[BenchRow]:
+def _bench_one(backend: SandboxBackend, spec: SandboxSpec, n: int) -> list[Row]:
     create, ex, destroy = [], [], []
     for _ in range(n):
         sid = f"bench-{uuid.uuid4().hex[:12]}"
@@ -53,17 +44,31 @@ def _bench_one(backend: SandboxBackend, spec: SandboxSpec, n: int) -> list[Bench
             t0 = time.perf_counter()
             backend.destroy(sid)
             destroy.append((time.perf_counter() - t0) * 1000)
-    return [
-        BenchRow(backend.name, metric, n, round(_pct(xs, 50), 2), round(_pct(xs, 95), 2))
-        for metric, xs in (("create_ready", create), ("exec_true", ex), ("destroy", destroy))
-    ]
+    target = {"bubblewrap": "p50 < 50 ms", "docker": "p50 < 1000 ms"}[backend.name]
+    rows = []
+    for metric, xs in (
+        ("create→ready", create),
+        ("exec(true) round trip", ex),
+        ("destroy", destroy),
+    ):
+        rows.append(
+            Row(
+                "sandbox",
+                f"{backend.name} {metric} p50",
+                _pct(xs, 50),
+                "ms",
+                target=target if metric == "create→ready" else "",
+            )
+        )
+        rows.append(Row("sandbox", f"{backend.name} {metric} p95", _pct(xs, 95), "ms"))
+    return rows
 
 
 def bench_backends(
     n: int = 20, backends: tuple[str, ...] = ("bubblewrap", "docker"), work_dir: Path | None = None
-) -> list[BenchRow]:
+) -> list[Row]:
     """Measure each available backend n times; a backend that cannot start is skipped."""
-    rows: list[BenchRow] = []
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="assay-bench-", dir=work_dir) as tmp:
         base = Path(tmp)
         base.chmod(0o711)  # sandbox uids must traverse to their workspace mounts
@@ -83,6 +88,53 @@ def bench_backends(
     return rows
 
 
-if __name__ == "__main__":
-    for row in bench_backends():
-        print(row)
+async def _nats_exec(n: int, base: Path) -> list[Row]:
+    from assay.bus import Bus
+    from assay.config import Settings
+    from assay.embedded import NatsServer
+    from assay.store import LocalBlobStore
+
+    from .app import build, start
+    from .client import SandboxClient
+
+    with NatsServer(base / "nats") as server:
+        settings = Settings(nats_url=server.url, home=base, state_dir=base / "state")
+        backend = BubblewrapBackend(base / "bw2", base / "snap2", rootfs=default_rootfs())
+        service = build(
+            settings, store=LocalBlobStore(base / "blobs"), backends={"bubblewrap": backend}
+        )
+        await start(service)
+        backend.create(SandboxSpec(), "benchnats", {})
+        service._owned["benchnats"] = backend.name
+        async with Bus(settings, service="bench") as bus:
+            client = SandboxClient(bus=bus, instance=service.instance, sandbox_id="benchnats")
+            direct, remote = [], []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                backend.exec("benchnats", ["true"], timeout_s=30)
+                direct.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                await client.exec(["true"], timeout_s=30)
+                remote.append((time.perf_counter() - t0) * 1000)
+        backend.destroy("benchnats")
+        await service.bus.stop()
+    d50, r50 = _pct(direct, 50), _pct(remote, 50)
+    return [
+        Row("sandbox", "exec(true) over NATS p50", r50, "ms", d50, "direct backend call"),
+        Row("sandbox", "NATS exec overhead p50", r50 - d50, "ms", target="< 5 ms"),
+    ]
+
+
+def bench_nats_exec(n: int = 30) -> list[Row]:
+    """exec(`true`) through the sandbox-manager over NATS vs a direct backend call."""
+    import asyncio
+
+    with tempfile.TemporaryDirectory(prefix="assay-bench-", dir="/var/tmp") as tmp:
+        base = Path(tmp)
+        base.chmod(0o711)
+        return asyncio.run(_nats_exec(n, base))
+
+
+def bench_sandbox() -> list[Row]:
+    """Every sandbox row of `make bench`."""
+    return bench_backends(n=20, work_dir=Path("/var/tmp")) + bench_nats_exec()
