@@ -1,9 +1,11 @@
 """Scripted judges of the bundled demo: they really open the sealed files, then score.
 
 Their scores follow what the files show (produced outputs, claimed files that do not
-exist), shifted by each judge's temperament: one strict, one lenient that also favours its
-own family's house style (answers that open with "Summary:") — the self-preference the
-aggregator must find without mistaking the lenient judge's general leniency for it.
+exist), shifted by each judge's temperament: one strict, one balanced, and one lenient that
+also favours its own family's house style (answers that open with "Summary:") — the
+self-preference the aggregator must find without mistaking the lenient judge's general
+leniency for it. A third family on the jury is what makes each judge's own-family effect
+identifiable apart from the judges' leniency.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from assay.providers import UserMessage
 from assay.scripted import ScriptReply, ScriptRequest
 
 __all__ = ["JudgeTemper", "judge_script", "judge_scripts"]
@@ -49,7 +52,8 @@ class JudgeTemper:
 
 
 def _case(request: ScriptRequest) -> tuple[list[str], list[str], str]:
-    text = "\n".join(getattr(m, "text", "") or "" for m in request.messages[:2])
+    # The case is the first user message (the system prompt quotes the delimiters too).
+    text = next((m.text for m in request.messages if isinstance(m, UserMessage)), "")
     produced, attached = [], []
     for line in text.splitlines():
         if m := _MANIFEST.match(line):
@@ -66,7 +70,9 @@ def _noise(*parts: str) -> int:
 def _verdict(temper: JudgeTemper, request: ScriptRequest) -> ScriptReply:
     produced, attached, final = _case(request)
     everything = set(produced) | set(attached)
-    missing = sorted({c for c in _CLAIMED.findall(final) if c not in everything})
+    # A claim may name a file by its path or by its bare name.
+    names = everything | {p.rsplit("/", 1)[-1] for p in everything}
+    missing = sorted({c for c in _CLAIMED.findall(final) if c not in names})
     profile = "empty" if not produced else ("overclaim" if missing else "sound")
     base, tags = PROFILES[profile]
     bonus = temper.house_style_bonus if final.startswith("Summary:") else 0
@@ -121,10 +127,11 @@ def judge_script(temper: JudgeTemper):  # type: ignore[no-untyped-def]
 
 
 def judge_scripts() -> dict[str, object]:
-    """Scripts by model name for the demo's two judges."""
+    """Scripts by model name for the demo's three judges."""
     return {
         "scripted-judge-strict": judge_script(JudgeTemper("judge-strict", shift=-1)),
         "scripted-judge-lenient": judge_script(
             JudgeTemper("judge-lenient", shift=1, house_style_bonus=1)
         ),
+        "scripted-judge-balanced": judge_script(JudgeTemper("judge-balanced", shift=0)),
     }
