@@ -63,6 +63,14 @@ def upcast(payload: dict[str, Any]) -> dict[str, Any]:
 def parse_event(data: bytes | str | dict[str, Any], *, subject: str | None = None) -> Event:
     """Decode any event, upcasting old versions; raise InvalidEvent naming the subject."""
     where = f" on {subject}" if subject else ""
+    if not isinstance(data, dict):
+        try:
+            # Fast path: current-version JSON validated in one pass by pydantic-core.
+            event = _ADAPTER.validate_json(data)
+            if event.schema_version == current_version(event.event_type):
+                return event
+        except ValidationError:
+            pass  # older version, garbage, or invalid: the slow path says which
     if isinstance(data, dict):
         payload = data
     else:

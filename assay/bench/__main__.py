@@ -13,6 +13,8 @@ from ._table import Row, print_rows
 SUITES: list[tuple[str, str]] = [
     ("bus", "assay.bench._bus:bench_bus"),
     ("sandbox", "assay.sandbox_manager.bench:bench_sandbox"),
+    ("judge", "assay.judge.bench:bench_judge"),
+    ("aggregator", "assay.aggregator.bench:bench_aggregator"),
 ]
 
 

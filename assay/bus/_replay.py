@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from assay.schemas import Event, InvalidEvent, parse_event
 
@@ -40,40 +40,42 @@ async def read_raw(
     start: int = 1,
     subject: str,
     follow: bool = False,
-    batch: int = 512,
 ) -> AsyncIterator[RawMessage]:
     """Yield stored messages in log order from `start`.
 
-    Without `follow` it stops at the end of the log as it was when reading began;
-    with `follow` it keeps waiting for new messages.
+    An ordered push consumer (flow-controlled, no acks) streams the log several times
+    faster than pull fetches. Without `follow` it stops at the message that had nothing
+    pending after it when delivered; with `follow` it keeps waiting for new messages.
     """
     config = ConsumerConfig(
-        ack_policy=AckPolicy.NONE,
-        deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-        opt_start_seq=max(1, start),
-        inactive_threshold=60.0,
-        max_ack_pending=-1,
+        deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(1, start)
     )
-    # One ephemeral consumer with no acks delivers strictly in stream order.
-    psub = await js.pull_subscribe(subject, stream=stream, config=config)
+    sub = await js.subscribe(
+        subject,
+        stream=stream,
+        config=config,
+        ordered_consumer=True,
+        pending_msgs_limit=1_000_000,
+        pending_bytes_limit=1 << 30,
+    )
     try:
-        remaining = (await psub.consumer_info()).num_pending
-        while follow or remaining > 0:
-            want = batch if follow else min(batch, remaining)
+        info = await sub.consumer_info()
+        if not follow and info.num_pending == 0 and (info.delivered.consumer_seq or 0) == 0:
+            return
+        while True:
             try:
-                msgs = await psub.fetch(want, timeout=1.0 if follow else 5.0)
+                m = await sub.next_msg(timeout=1.0 if follow else 10.0)
             except NatsTimeout:
                 if follow:
                     continue
-                remaining = (await psub.consumer_info()).num_pending
-                continue
-            for m in msgs:
-                meta = m.metadata
-                remaining = meta.num_pending
-                yield RawMessage(meta.sequence.stream, m.subject, m.data, dict(m.headers or {}))
+                raise
+            meta = m.metadata
+            yield RawMessage(meta.sequence.stream, m.subject, m.data, dict(m.headers or {}))
+            if not follow and meta.num_pending == 0:
+                return
     finally:
         try:
-            await psub.unsubscribe()
+            await sub.unsubscribe()
         except Exception:  # the connection may already be closing
             log.debug("unsubscribe failed", exc_info=True)
 

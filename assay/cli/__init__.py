@@ -1,6 +1,13 @@
 """Command line: `assay up | submit | events | schemas export | ...`."""
 
-from . import _core, _serve, _watch  # noqa: F401  (register commands)
+from . import (  # noqa: F401  (register commands)
+    _core,
+    _judge,
+    _report,
+    _run,
+    _serve,
+    _watch,
+)
 from ._app import app
 
 __all__ = ["app", "main"]

@@ -147,7 +147,7 @@ def test_campaign_file_loads() -> None:
     spec = load_campaign(EXAMPLES / "campaign.yaml")
     assert spec.campaign_id == "demo" and spec.scripted and spec.epochs == 1
     assert {a.agent_id for a in spec.agents} == {"careful", "overclaimer", "empty"}
-    assert {j.judge_id for j in spec.judges} == {"judge-strict", "judge-lenient"}
+    assert {j.judge_id for j in spec.judges} == {"judge-strict", "judge-lenient", "judge-balanced"}
 
 
 # ----------------------------------------------------------------------------- solutions

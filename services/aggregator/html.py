@@ -1,0 +1,149 @@
+"""The report as ONE self-contained HTML file: inline SVG plots, no script, no network.
+
+Plots: leaderboard with CI whiskers, per-dimension heatmap, accuracy vs communication
+per agent, failure tags, the judge agreement (correlation) matrix and the rank
+distribution; then the key tables and every statistic's written definition.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+from .report import Report
+from .statistics import DEFINITIONS
+from .svg import heatmap, intervals, scatter
+
+__all__ = ["render_html"]
+
+_CSS = """
+body { font-family: sans-serif; margin: 2em; max-width: 1100px; color: #222; }
+h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
+.banner { background: #fff3cd; border: 1px solid #e0c060; padding: 0.8em; font-weight: bold; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 13px; }
+td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
+td:first-child, th:first-child { text-align: left; }
+figure { margin: 1em 0; } dt { font-weight: bold; margin-top: 0.6em; }
+"""
+
+
+def _nan(x: float) -> bool:
+    return isinstance(x, float) and math.isnan(x)
+
+
+def _fmt(x: object) -> str:
+    if isinstance(x, float):
+        return "–" if _nan(x) else f"{x:.3g}"
+    if isinstance(x, tuple | list):
+        return ", ".join(str(v) for v in x)
+    return "" if x is None else str(x)
+
+
+def _table(title: str, rows: list[dict[str, object]], columns: list[str]) -> str:
+    if not rows:
+        return ""
+    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(_fmt(r.get(c)))}</td>" for c in columns) + "</tr>"
+        for r in rows
+    )
+    return f"<h3>{escape(title)}</h3><table><tr>{head}</tr>{body}</table>"
+
+
+def _groups(report: Report) -> list[str | None]:
+    return sorted({r.group for r in report.statistics.agent_scores}, key=lambda g: g or "")
+
+
+def _plots(report: Report, group: str | None) -> list[str]:
+    s = report.statistics
+    suffix = f" — {report.group_by} = {group}" if group is not None else ""
+    out: list[str] = []
+    board = sorted(
+        (r for r in s.agent_scores if r.group == group),
+        key=lambda r: -r.estimate if not _nan(r.estimate) else math.inf,
+    )
+    passes = {r.agent_id: r.pass_rate for r in s.pass_rates if r.group == group}
+    out.append(intervals(
+        [r.agent_id for r in board], [r.estimate for r in board], [r.ci_low for r in board],
+        [r.ci_high for r in board], title=f"Leaderboard: mean run score with {int(s.confidence * 100)}% CI{suffix}",
+        lo=0, hi=10, marker=report.anchor,
+        note=[f"pass {100 * passes.get(r.agent_id, math.nan):.0f}%" for r in board],
+    ))  # fmt: skip
+    dims = sorted({r.dimension for r in s.dimension_scores if r.dimension and r.group == group})
+    agents = [r.agent_id for r in board]
+    by = {(r.agent_id, r.dimension): r.estimate for r in s.dimension_scores if r.group == group}
+    out.append(heatmap(agents, dims, [[by.get((a, d), math.nan) for d in dims] for a in agents],
+                       title=f"Per-dimension scores{suffix}", vmin=0, vmax=10))  # fmt: skip
+    gap = [r for r in s.communication_gap if r.group == group]
+    if gap:
+        out.append(scatter([(r.agent_id, r.scientific_accuracy, r.communication) for r in gap],
+                           title=f"Accuracy vs communication{suffix} (above the line: communicates better than it is right)",
+                           xlabel="scientific accuracy", ylabel="communication", lo=0, hi=10))  # fmt: skip
+    tags = [r for r in s.tag_rates if r.group == group]
+    names = list(dict.fromkeys(r.tag for r in tags if r.n_tagged > 0 or r.tag == "overclaiming"))
+    rate = {(r.agent_id, r.tag): r.rate for r in tags}
+    rule = [r for r in report.rule_tags if r.group == group]
+    rule_names = list(dict.fromkeys(f"rules: {r.tag}" for r in rule))
+    rate.update({(r.agent_id, f"rules: {r.tag}"): r.rate for r in rule})
+    cols = names + rule_names
+    if cols:
+        out.append(heatmap(agents, cols, [[rate.get((a, t), math.nan) for t in cols] for a in agents],
+                           title=f"Failure tags (share of verdicts; rule judge: of runs){suffix}",
+                           vmin=0, vmax=1, fmt="{:.0%}"))  # fmt: skip
+    corr = [r for r in s.judge_correlations if r.group == group]
+    judges = sorted({r.judge_a for r in corr} | {r.judge_b for r in corr})
+    if judges:
+        m = {(r.judge_a, r.judge_b): r.score_correlation for r in corr}
+        m.update({(b, a): v for (a, b), v in list(m.items())})
+        grid = [[1.0 if a == b else m.get((a, b), math.nan) for b in judges] for a in judges]
+        agree = next((r for r in s.judge_agreement if r.group == group), None)
+        extra = f" — α {agree.krippendorff_alpha:.2f}, ICC(2,1) {agree.icc2_1:.2f}" if agree else ""
+        out.append(heatmap(judges, judges, grid, title=f"Judge agreement: run-score correlation{extra}{suffix}",
+                           vmin=0, vmax=1, fmt="{:.2f}"))  # fmt: skip
+    ranks = sorted((r for r in s.agent_ranks if r.group == group), key=lambda r: r.rank)
+    if ranks:
+        out.append(intervals(
+            [r.agent_id for r in ranks], [r.mean_rank for r in ranks], [r.rank_ci_low for r in ranks],
+            [r.rank_ci_high for r in ranks], title=f"Rank distribution under task resampling (mean and CI){suffix}",
+            lo=1, hi=max(2, len(ranks)), bars=False, note=[f"P(1st) {100 * r.p_rank_1:.0f}%" for r in ranks],
+        ))  # fmt: skip
+    return out
+
+
+def render_html(report: Report) -> str:
+    """The whole report as one HTML document."""
+    s = report.statistics
+    ids = ", ".join(c.campaign_id for c in report.campaigns)
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Assay report {escape(ids)}</title>",
+             f"<style>{_CSS}</style></head><body><h1>Assay report: {escape(ids)}</h1>"]  # fmt: skip
+    if report.scripted:
+        parts.append(
+            "<p class='banner'>SCRIPTED CAMPAIGN: agents and judges are scripted stand-ins, not real models.</p>"
+        )
+    parts.append(f"<p>Log sequence {report.log_sequence}; bootstrap over tasks, seed {s.seed}, "
+                 f"{s.n_resamples} resamples; anchor {report.anchor}.</p>")  # fmt: skip
+    for group in _groups(report):
+        heading = "Plots" if group is None else f"Plots — {report.group_by} = {group}"
+        parts.append(f"<h2>{escape(heading)}</h2>")
+        parts.extend(f"<figure>{svg}</figure>" for svg in _plots(report, group))
+    parts.append("<h2>Tables</h2>")
+    dump = {
+        "Leaderboard": (s.agent_scores, ["group", "agent_id", "estimate", "ci_low", "ci_high", "se", "n_tasks", "n_runs"]),
+        "Pass rates": (s.pass_rates, ["group", "agent_id", "pass_rate", "ci_low", "ci_high", "n_passed", "n_runs"]),
+        "Communication gap": (s.communication_gap, ["group", "agent_id", "communication", "scientific_accuracy", "gap", "ci_low", "ci_high"]),
+        "Empty-artifact rate": (s.empty_artifact_rates, ["group", "agent_id", "rate", "ci_low", "ci_high", "n_empty", "n_runs"]),
+        "Reference checks": (report.reference_checks, ["group", "agent_id", "pass_rate", "weighted_pass_rate", "n_passed", "n_checks", "n_runs"]),
+        "Judge strictness": (s.below_anchor_shares, ["group", "judge_id", "share", "ci_low", "ci_high", "n_ratings"]),
+        "Self-preference": (s.self_preference, ["group", "judge_id", "judge_family", "coefficient", "ci_low", "ci_high", "leniency", "n_own", "n_other"]),
+        "Judge agreement": (s.judge_agreement, ["group", "judges", "krippendorff_alpha", "icc2_1", "icc2_k", "k_eff", "n_runs"]),
+        "Rank stability": (s.agent_ranks, ["group", "agent_id", "rank", "mean_rank", "rank_ci_low", "rank_ci_high", "p_rank_1"]),
+        "Infrastructure failures (never scored)": (report.infrastructure_failures, ["agent_id", "stage", "n_runs"]),
+        "Judges": (report.judges, ["judge_id", "kind", "family", "model", "n_verdicts", "n_runs", "n_failures"]),
+    }  # fmt: skip
+    for title, (rows, cols) in dump.items():
+        parts.append(_table(title, [r.model_dump() for r in rows], cols))
+    parts.append("<h2>Definitions</h2><dl>")
+    for key, text in DEFINITIONS.items():
+        parts.append(f"<dt>{escape(key)}</dt><dd>{escape(text)}</dd>")
+    parts.append("</dl></body></html>\n")
+    return "".join(parts)

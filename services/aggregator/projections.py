@@ -1,0 +1,350 @@
+"""Projections: polars tables built lazily from the folded state.
+
+Tables (every one sorted by its natural key, so two folds of the same log give equal
+frames whatever order their events arrived in):
+
+- ``runs`` — one row per run: campaign, task and its attributes, agent, family, epoch,
+  state, stop reason, steps, tokens, cost, latency, failure, artifacts.
+- ``steps`` — per-run summary of AgentStepLogged (count, tool calls, errors, latency).
+- ``artifacts`` — one row per sealed file, flagged when it is an unchanged attachment.
+- ``judgments`` — long form: run × judge × sample × dimension → score.
+- ``verdicts`` — run × judge × sample: tag/check counts and evidence (files opened).
+- ``tags`` — run × judge × sample × failure tag (the rule judge's too).
+- ``checks`` — the rule judge's reference checks: run × check.
+- ``judgment_failures``, ``judges``, ``tasks``, ``campaigns``.
+
+``statistics_tables`` turns them into the statistics library's validated inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import polars as pl
+
+from .fold import RULES_JUDGE
+from .state import RunRecord, State
+from .statistics import Tables, make_tables
+
+__all__ = ["TABLE_NAMES", "Projections", "run_state"]
+
+TABLE_NAMES = (
+    "runs",
+    "steps",
+    "artifacts",
+    "judgments",
+    "verdicts",
+    "tags",
+    "checks",
+    "judgment_failures",
+    "judges",
+    "tasks",
+    "campaigns",
+)
+
+S, I64, F, B = pl.String, pl.Int64, pl.Float64, pl.Boolean
+
+_SCHEMAS: dict[str, dict[str, Any]] = {
+    "runs": {
+        "campaign_id": S, "task_id": S, "run_id": S, "agent_id": S, "agent_family": S,
+        "agent_model": S, "epoch": I64, "domain": S, "phase": S, "difficulty": S, "state": S,
+        "stop_reason": S, "infrastructure_failure": B, "failure_stage": S, "failure_error": S,
+        "sealed": B, "n_files": I64, "n_artifacts": I64, "empty_artifacts": B, "latency_s": F,
+        "cost_usd": F, "steps": I64, "input_tokens": I64, "output_tokens": I64, "cached_tokens": I64,
+        "n_verdicts": I64, "first_sequence": I64, "last_sequence": I64,
+    },
+    "steps": {
+        "campaign_id": S, "run_id": S, "agent_id": S, "n_steps": I64, "max_step": I64,
+        "tool_calls": I64, "tool_errors": I64, "truncated_outputs": I64, "latency_ms_total": F,
+        "latency_ms_mean": F, "cost_usd": F, "input_tokens": I64, "output_tokens": I64,
+    },
+    "artifacts": {
+        "campaign_id": S, "run_id": S, "task_id": S, "agent_id": S, "path": S, "sha256": S,
+        "size": I64, "media_type": S, "is_attachment": B,
+    },
+    "judgments": {
+        "campaign_id": S, "task_id": S, "run_id": S, "agent_id": S, "judge_id": S,
+        "judge_family": S, "judge_model": S, "sample": I64, "dimension": S, "score": I64,
+        "sequence": I64,
+    },
+    "verdicts": {
+        "campaign_id": S, "run_id": S, "agent_id": S, "judge_id": S, "sample": I64,
+        "n_scores": I64, "n_tags": I64, "n_checks": I64, "n_files_opened": I64, "n_files_cited": I64,
+        "n_cited_not_opened": I64, "cost_usd": F, "sequence": I64,
+    },
+    "tags": {
+        "campaign_id": S, "task_id": S, "run_id": S, "agent_id": S, "judge_id": S,
+        "sample": I64, "tag": S,
+    },
+    "checks": {
+        "campaign_id": S, "task_id": S, "run_id": S, "agent_id": S, "judge_id": S,
+        "sample": I64, "name": S, "passed": B, "weight": F, "detail": S,
+    },
+    "judgment_failures": {
+        "campaign_id": S, "run_id": S, "judge_id": S, "sample": I64, "error": S, "attempts": I64,
+        "infrastructure": B, "raw_output_sha256": S, "sequence": I64,
+    },
+    "judges": {"judge_id": S, "family": S, "model": S, "campaigns": pl.List(S)},
+    "tasks": {
+        "campaign_id": S, "task_id": S, "domain": S, "phase": S, "difficulty": S,
+        "n_attachments": I64, "n_reference_checks": I64,
+    },
+    "campaigns": {
+        "campaign_id": S, "name": S, "scripted": B, "epochs": I64, "n_agents": I64,
+        "n_judges": I64, "rubric_id": S, "rubric_version": I64,
+    },
+}  # fmt: skip
+
+
+def run_state(run: RunRecord, judged: bool) -> str:
+    """Lifecycle state of a run: failed, judged, sealed, finished, sandbox_ready, requested."""
+    if run.failed and not run.sealed:
+        return "failed"
+    if judged:
+        return "judged"
+    if run.sealed:
+        return "sealed"
+    if run.finished:
+        return "finished"
+    return "sandbox_ready" if run.sandbox_ready else "requested"
+
+
+class Projections:
+    """Read-side view of a :class:`State`; frames are built on first use and cached."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self._cache: dict[str, pl.DataFrame] = {}
+        self._version = -1
+
+    def table(self, name: str) -> pl.DataFrame:
+        """One projection table by name (see ``TABLE_NAMES``)."""
+        if self._version != self.state.version:
+            self._cache.clear()
+            self._version = self.state.version
+        if name not in self._cache:
+            build: Callable[[], list[tuple[Any, ...]]] = getattr(self, f"_{name}_rows")
+            schema = _SCHEMAS[name]
+            self._cache[name] = pl.DataFrame(build(), schema=schema, orient="row")
+        return self._cache[name]
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """Every projection table, keyed by name."""
+        return {name: self.table(name) for name in TABLE_NAMES}
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _attrs(self, run: RunRecord) -> tuple[str, str, str]:
+        task = self.state.tasks.get(f"{run.campaign_id}/{run.task_id}")
+        return (task.domain, task.phase, task.difficulty) if task else ("", "", "")
+
+    def _attachments(self, run: RunRecord) -> set[tuple[str, str]]:
+        task = self.state.tasks.get(f"{run.campaign_id}/{run.task_id}")
+        return {(p, s) for p, s in task.attachments} if task else set()
+
+    def _n_artifacts(self, run: RunRecord) -> int:
+        inputs = self._attachments(run)
+        files = self.state.artifacts.get(run.run_id, [])
+        return sum(1 for f in files if (f.path, f.sha256) not in inputs)
+
+    def _sorted_runs(self) -> list[RunRecord]:
+        return [self.state.runs[k] for k in sorted(self.state.runs)]
+
+    def _verdict_counts(self) -> dict[str, int]:
+        """LLM verdicts (with scores) per run; the rule judge does not make a run judged."""
+        out: dict[str, int] = {}
+        for v in self.state.verdicts.values():
+            if v.scores and v.judge_id != RULES_JUDGE:
+                out[v.run_id] = out.get(v.run_id, 0) + 1
+        return out
+
+    def _run_of(self, run_id: str) -> RunRecord | None:
+        return self.state.runs.get(run_id)
+
+    # --- row builders ---------------------------------------------------------------------
+
+    def _runs_rows(self) -> list[tuple[Any, ...]]:
+        counts = self._verdict_counts()
+        rows = []
+        for r in self._sorted_runs():
+            n_art = self._n_artifacts(r)
+            infra = r.infrastructure_failure and not r.sealed
+            # Empty: sealed with nothing beyond the attachments, or an agent failure that
+            # sealed nothing. A run still in progress is not (yet) empty.
+            empty = (n_art == 0) if r.sealed else (r.failed and not infra)
+            fin = r.finished
+            rows.append((
+                r.campaign_id, r.task_id, r.run_id, r.agent_id, r.agent_family, r.agent_model,
+                r.epoch, *self._attrs(r), run_state(r, counts.get(r.run_id, 0) > 0),
+                r.stop_reason, infra, r.failure_stage, r.failure_error, r.sealed, r.n_files,
+                n_art, empty, r.latency_s if fin else r.step_latency_us / 1e6,
+                r.cost_usd if fin else r.step_cost_nusd / 1e9, r.steps if fin else r.step_count,
+                r.input_tokens if fin else r.step_input_tokens,
+                r.output_tokens if fin else r.step_output_tokens, r.cached_tokens,
+                counts.get(r.run_id, 0), r.first_sequence, r.last_sequence,
+            ))  # fmt: skip
+        return rows
+
+    def _steps_rows(self) -> list[tuple[Any, ...]]:
+        return [
+            (
+                r.campaign_id,
+                r.run_id,
+                r.agent_id,
+                r.step_count,
+                r.step_max,
+                r.tool_calls,
+                r.tool_errors,
+                r.truncated_outputs,
+                r.step_latency_us / 1000.0,
+                r.step_latency_us / 1000.0 / r.step_count if r.step_count else 0.0,
+                r.step_cost_nusd / 1e9,
+                r.step_input_tokens,
+                r.step_output_tokens,
+            )
+            for r in self._sorted_runs()
+            if r.step_count
+        ]
+
+    def _artifacts_rows(self) -> list[tuple[Any, ...]]:
+        rows = []
+        for rid in sorted(self.state.artifacts):
+            run = self.state.runs[rid]
+            inputs = self._attachments(run)
+            for f in sorted(self.state.artifacts[rid], key=lambda a: a.path):
+                rows.append((
+                    run.campaign_id, rid, run.task_id, run.agent_id, f.path, f.sha256, f.size,
+                    f.media_type, (f.path, f.sha256) in inputs,
+                ))  # fmt: skip
+        return rows
+
+    def _verdicts_sorted(self) -> list[Any]:
+        return sorted(self.state.verdicts.values(), key=lambda v: (v.run_id, v.judge_id, v.sample))
+
+    def _judgments_rows(self) -> list[tuple[Any, ...]]:
+        rows = []
+        for v in self._verdicts_sorted():
+            run = self.state.runs[v.run_id]
+            for dim in sorted(v.scores):
+                rows.append((
+                    v.campaign_id, run.task_id, v.run_id, run.agent_id, v.judge_id,
+                    self._judge_family(v.judge_id, v.judge_family), v.judge_model, v.sample,
+                    dim, v.scores[dim], v.sequence,
+                ))  # fmt: skip
+        return rows
+
+    def _judge_family(self, judge_id: str, fallback: str) -> str:
+        # One family per judge (the statistics require it): the registered one wins.
+        judge = self.state.judges.get(judge_id)
+        return (judge.family if judge and judge.family else fallback) or ""
+
+    def _verdicts_rows(self) -> list[tuple[Any, ...]]:
+        return [
+            (
+                v.campaign_id,
+                v.run_id,
+                self.state.runs[v.run_id].agent_id,
+                v.judge_id,
+                v.sample,
+                len(v.scores),
+                len(v.tags),
+                len(v.checks),
+                len(v.files_opened),
+                len(v.files_cited),
+                len(set(v.files_cited) - set(v.files_opened)),
+                v.cost_usd,
+                v.sequence,
+            )
+            for v in self._verdicts_sorted()
+        ]
+
+    def _tags_rows(self) -> list[tuple[Any, ...]]:
+        rows = []
+        for v in self._verdicts_sorted():
+            run = self.state.runs[v.run_id]
+            for tag in sorted(set(v.tags)):
+                rows.append((
+                    v.campaign_id, run.task_id, v.run_id, run.agent_id, v.judge_id, v.sample, tag,
+                ))  # fmt: skip
+        return rows
+
+    def _checks_rows(self) -> list[tuple[Any, ...]]:
+        rows = []
+        for v in self._verdicts_sorted():
+            run = self.state.runs[v.run_id]
+            for name, passed, weight, detail in sorted(v.checks, key=lambda c: str(c[0])):
+                rows.append((
+                    v.campaign_id, run.task_id, v.run_id, run.agent_id, v.judge_id, v.sample,
+                    name, bool(passed), float(weight), detail,
+                ))  # fmt: skip
+        return rows
+
+    def _judgment_failures_rows(self) -> list[tuple[Any, ...]]:
+        return [
+            (
+                f.campaign_id,
+                f.run_id,
+                f.judge_id,
+                f.sample,
+                f.error,
+                f.attempts,
+                f.infrastructure,
+                f.raw_output_sha256,
+                f.sequence,
+            )
+            for f in sorted(
+                self.state.failures.values(), key=lambda f: (f.run_id, f.judge_id, f.sample)
+            )
+        ]
+
+    def _judges_rows(self) -> list[tuple[Any, ...]]:
+        return [
+            (j.judge_id, j.family, j.model, list(j.campaigns))
+            for _, j in sorted(self.state.judges.items())
+        ]
+
+    def _tasks_rows(self) -> list[tuple[Any, ...]]:
+        return [
+            (
+                t.campaign_id,
+                t.task_id,
+                t.domain,
+                t.phase,
+                t.difficulty,
+                t.n_attachments,
+                t.n_reference_checks,
+            )
+            for _, t in sorted(self.state.tasks.items())
+        ]
+
+    def _campaigns_rows(self) -> list[tuple[Any, ...]]:
+        rows = []
+        for cid, c in sorted(self.state.campaigns.items()):
+            rubric = c.get("rubric", {})
+            rows.append((
+                cid, c.get("name", ""), bool(c.get("scripted", False)), int(c.get("epochs", 1)),
+                len(c.get("agents", [])), len(c.get("judges", [])),
+                rubric.get("rubric_id", ""), int(rubric.get("version", 0)),
+            ))  # fmt: skip
+        return rows
+
+    # --- statistics inputs ----------------------------------------------------------------
+
+    def statistics_tables(self, campaigns: list[str] | None = None) -> Tables:
+        """The statistics library's inputs, optionally limited to some campaigns.
+
+        Ratings come from scored verdicts of known runs (never from the rule judge);
+        tags include the rule judge's, which the library ignores for lack of ratings
+        (the report counts them apart).
+        """
+        # Runs whose request was never seen have no agent or task to attribute them to.
+        runs = self.table("runs").filter((pl.col("agent_id") != "") & (pl.col("task_id") != ""))
+        ratings = self.table("judgments").filter(pl.col("judge_id") != RULES_JUDGE)
+        tags = self.table("tags")
+        if campaigns is not None:
+            keep = pl.col("campaign_id").is_in(campaigns)
+            runs, ratings, tags = runs.filter(keep), ratings.filter(keep), tags.filter(keep)
+        attrs = runs.select("run_id", "agent_family", "epoch", "domain", "phase", "difficulty")
+        rated = ratings.join(attrs, on="run_id", how="inner")
+        return make_tables(rated, runs, tags.join(runs.select("run_id"), on="run_id", how="semi"))

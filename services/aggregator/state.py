@@ -1,0 +1,204 @@
+"""The aggregator's folded state: plain Python records, cheap to update, easy to snapshot.
+
+The fold appends and updates these records one event at a time (the hot path); polars
+frames are built from them only when asked for (see ``projections``). Every record is
+JSON-serializable through :func:`state_to_json` / :func:`state_from_json`, which is
+how the snapshot stores them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = [
+    "ArtifactRecord",
+    "FailureRecord",
+    "JudgeRecord",
+    "RunRecord",
+    "State",
+    "TaskRecord",
+    "VerdictRecord",
+    "state_from_json",
+    "state_to_json",
+]
+
+SNAPSHOT_VERSION = 1
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """One run as far as the log has told: who, what, how it went, what it cost."""
+
+    campaign_id: str
+    run_id: str
+    task_id: str = ""
+    agent_id: str = ""
+    agent_family: str = ""
+    agent_model: str = ""
+    epoch: int = 0
+    sandbox_ready: bool = False
+    stop_reason: str = ""
+    steps: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    finished: bool = False
+    infrastructure_failure: bool = False
+    failed: bool = False
+    failure_stage: str = ""
+    failure_error: str = ""
+    sealed: bool = False
+    seal_outcome: str = ""
+    n_files: int = 0
+    # Step summary, accumulated from AgentStepLogged (the finish event may never come).
+    step_count: int = 0
+    step_max: int = -1
+    tool_calls: int = 0
+    tool_errors: int = 0
+    truncated_outputs: int = 0
+    # Sums kept as integers (µs, nano-USD) so the fold is exact in any arrival order.
+    step_latency_us: int = 0
+    step_cost_nusd: int = 0
+    step_input_tokens: int = 0
+    step_output_tokens: int = 0
+    first_sequence: int = 0
+    last_sequence: int = 0
+
+
+@dataclass(slots=True)
+class TaskRecord:
+    """A task as submitted to a campaign (or as carried by a run request)."""
+
+    campaign_id: str
+    task_id: str
+    domain: str = ""
+    phase: str = ""
+    difficulty: str = ""
+    n_attachments: int = 0
+    n_reference_checks: int = 0
+    attachments: list[list[str]] = field(default_factory=list)
+    """[path, sha256] of each attachment (to tell artifacts from inputs)."""
+
+
+@dataclass(slots=True)
+class ArtifactRecord:
+    """One sealed file of a run."""
+
+    path: str
+    sha256: str
+    size: int
+    media_type: str
+
+
+@dataclass(slots=True)
+class VerdictRecord:
+    """One judge sample on one run: scores, tags, checks, evidence."""
+
+    campaign_id: str
+    run_id: str
+    judge_id: str
+    sample: int
+    sequence: int
+    judge_family: str = ""
+    judge_model: str = ""
+    scores: dict[str, int] = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+    checks: list[list[Any]] = field(default_factory=list)
+    """[name, passed, weight, detail] per rule check."""
+    files_opened: list[str] = field(default_factory=list)
+    files_cited: list[str] = field(default_factory=list)
+    cost_usd: float = 0.0
+
+
+@dataclass(slots=True)
+class FailureRecord:
+    """A judge that gave no valid verdict on a run."""
+
+    campaign_id: str
+    run_id: str
+    judge_id: str
+    sample: int
+    sequence: int
+    error: str
+    attempts: int
+    infrastructure: bool
+    raw_output_sha256: str = ""
+
+
+@dataclass(slots=True)
+class JudgeRecord:
+    """A judge known to the log (from a campaign, a registration or its verdicts)."""
+
+    judge_id: str
+    family: str = ""
+    model: str = ""
+    campaigns: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class State:
+    """Everything folded so far, and where in the log the fold stands."""
+
+    last_sequence: int = 0
+    """Highest stream sequence applied."""
+    applied: int = 0
+    seen: set[str] = field(default_factory=set)
+    """Event ids applied (idempotence beyond JetStream's dedupe window)."""
+    campaigns: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """campaign_id → CampaignSpec as JSON-mode dict."""
+    tasks: dict[str, TaskRecord] = field(default_factory=dict)
+    """'campaign_id/task_id' → task."""
+    runs: dict[str, RunRecord] = field(default_factory=dict)
+    artifacts: dict[str, list[ArtifactRecord]] = field(default_factory=dict)
+    """run_id → sealed files (the latest seal wins)."""
+    seal_sequence: dict[str, int] = field(default_factory=dict)
+    verdicts: dict[str, VerdictRecord] = field(default_factory=dict)
+    """'run_id/judge_id/sample' → verdict (the latest sequence wins)."""
+    failures: dict[str, FailureRecord] = field(default_factory=dict)
+    judges: dict[str, JudgeRecord] = field(default_factory=dict)
+    version: int = 0
+    """Bumped on every applied event; invalidates cached frames."""
+
+
+def _records(data: dict[str, Any], cls: type[Any]) -> dict[str, Any]:
+    return {k: cls(**v) for k, v in data.items()}
+
+
+def state_to_json(state: State) -> dict[str, Any]:
+    """The state as a JSON-ready dict (sets sorted so snapshots are reproducible)."""
+    return {
+        "snapshot_version": SNAPSHOT_VERSION,
+        "last_sequence": state.last_sequence,
+        "applied": state.applied,
+        "seen": sorted(state.seen),
+        "campaigns": state.campaigns,
+        "tasks": {k: asdict(v) for k, v in state.tasks.items()},
+        "runs": {k: asdict(v) for k, v in state.runs.items()},
+        "artifacts": {k: [asdict(a) for a in v] for k, v in state.artifacts.items()},
+        "seal_sequence": state.seal_sequence,
+        "verdicts": {k: asdict(v) for k, v in state.verdicts.items()},
+        "failures": {k: asdict(v) for k, v in state.failures.items()},
+        "judges": {k: asdict(v) for k, v in state.judges.items()},
+    }
+
+
+def state_from_json(data: dict[str, Any]) -> State:
+    """Rebuild a state from :func:`state_to_json` output; raises ValueError if foreign."""
+    if data.get("snapshot_version") != SNAPSHOT_VERSION:
+        raise ValueError(f"snapshot version {data.get('snapshot_version')!r} is not supported")
+    return State(
+        last_sequence=int(data["last_sequence"]),
+        applied=int(data["applied"]),
+        seen=set(data["seen"]),
+        campaigns=dict(data["campaigns"]),
+        tasks=_records(data["tasks"], TaskRecord),
+        runs=_records(data["runs"], RunRecord),
+        artifacts={k: [ArtifactRecord(**a) for a in v] for k, v in data["artifacts"].items()},
+        seal_sequence={k: int(v) for k, v in data["seal_sequence"].items()},
+        verdicts=_records(data["verdicts"], VerdictRecord),
+        failures=_records(data["failures"], FailureRecord),
+        judges=_records(data["judges"], JudgeRecord),
+    )

@@ -1,0 +1,129 @@
+"""The report as rich tables in the terminal (`assay report`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from .report import Report
+
+__all__ = ["print_report"]
+
+
+def _f(x: float | None, digits: int = 2) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _ci(lo: float, hi: float, digits: int = 2) -> str:
+    return f"[{_f(lo, digits)}, {_f(hi, digits)}]"
+
+
+def _pct(x: float) -> str:
+    return "–" if math.isnan(x) else f"{100 * x:.1f}%"
+
+
+def _table(console: Console, title: str, columns: Sequence[str], rows: list[list[str]]) -> None:
+    if not rows:
+        return
+    table = Table(title=title, title_justify="left", title_style="bold")
+    for i, col in enumerate(columns):
+        table.add_column(
+            col, justify="left" if i == 0 or col in {"group", "judge", "agent"} else "right"
+        )
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+def _g(group: str | None) -> list[str]:
+    return [] if group is None else [group]
+
+
+def print_report(report: Report, console: Console | None = None) -> None:
+    """Print every section of the report."""
+    c = console or Console()
+    s = report.statistics
+    gcol = ["group"] if report.group_by else []
+    if report.scripted:
+        c.print(Panel("SCRIPTED CAMPAIGN: agents and judges are scripted stand-ins, not real models.",
+                      style="bold yellow"))  # fmt: skip
+    for info in report.campaigns:
+        c.print(f"[bold]campaign {info.campaign_id}[/bold] {info.name}: {info.n_tasks} tasks, "
+                f"{info.n_agents} agents, {info.epochs} epoch(s), rubric {info.rubric_id} "
+                f"v{info.rubric_version}; log sequence {report.log_sequence}; "
+                f"bootstrap seed {s.seed}, {s.n_resamples} resamples")  # fmt: skip
+    states = ", ".join(f"{r.state} {r.n_runs}" for r in report.run_states)
+    c.print(f"runs: {states}")
+
+    ranks = {(r.group, r.agent_id): r for r in s.agent_ranks}
+    passes = {(r.group, r.agent_id): r for r in s.pass_rates}
+    board = sorted(
+        (r for r in s.agent_scores),
+        key=lambda r: (r.group or "", -r.estimate if not math.isnan(r.estimate) else math.inf),
+    )
+    rows = []
+    for r in board:
+        p, k = passes.get((r.group, r.agent_id)), ranks.get((r.group, r.agent_id))
+        rows.append([*_g(r.group), r.agent_id, _f(r.estimate), _ci(r.ci_low, r.ci_high), _f(r.se),
+                     str(r.n_tasks), str(r.n_runs),
+                     _pct(p.pass_rate) if p else "–",
+                     _ci(100 * p.ci_low, 100 * p.ci_high, 1) if p else "–",
+                     _f(k.rank, 1) if k else "–"])  # fmt: skip
+    _table(c, f"Leaderboard (mean run score, {int(s.confidence * 100)}% task-bootstrap CI; pass = run score ≥ {report.anchor})",
+           [*gcol, "agent", "score", "CI", "SE", "tasks", "runs", "pass", "pass CI %", "rank"], rows)  # fmt: skip
+
+    dims = sorted({r.dimension for r in s.dimension_scores if r.dimension})
+    by = {(r.group, r.agent_id, r.dimension): r.estimate for r in s.dimension_scores}
+    cells = sorted(
+        {(r.group, r.agent_id) for r in s.dimension_scores}, key=lambda x: (x[0] or "", x[1])
+    )
+    _table(c, "Per-dimension scores", [*gcol, "agent", *dims],
+           [[*_g(g), a, *(_f(by.get((g, a, d), math.nan), 1) for d in dims)] for g, a in cells])  # fmt: skip
+
+    _table(c, "Accuracy − communication gap (communication − scientific accuracy)",
+           [*gcol, "agent", "communication", "accuracy", "gap", "CI"],
+           [[*_g(r.group), r.agent_id, _f(r.communication), _f(r.scientific_accuracy), _f(r.gap),
+             _ci(r.ci_low, r.ci_high)] for r in s.communication_gap])  # fmt: skip
+
+    used = {t.tag for t in s.tag_rates if t.n_tagged > 0} | {"overclaiming"}
+    _table(c, "Failure tags (LLM judges; share of verdicts)", [*gcol, "tag", "agent", "rate", "CI", "tagged/verdicts"],
+           [[*_g(r.group), r.tag, r.agent_id, _pct(r.rate), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
+             f"{r.n_tagged}/{r.n_verdicts}"] for r in s.tag_rates if r.tag in used])  # fmt: skip
+    _table(c, "Rule judge tags (share of rule-checked runs)", [*gcol, "tag", "agent", "rate", "tagged/runs"],
+           [[*_g(r.group), r.tag, r.agent_id, _pct(r.rate), f"{r.n_tagged}/{r.n_runs}"]
+            for r in report.rule_tags])  # fmt: skip
+    _table(c, "Empty-artifact rate", [*gcol, "agent", "rate", "CI", "empty/runs"],
+           [[*_g(r.group), r.agent_id, _pct(r.rate), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
+             f"{r.n_empty}/{r.n_runs}"] for r in s.empty_artifact_rates])  # fmt: skip
+    _table(c, "Reference checks (rule judge)", [*gcol, "agent", "pass rate", "weighted", "passed/checks", "runs"],
+           [[*_g(r.group), r.agent_id, _pct(r.pass_rate), _pct(r.weighted_pass_rate),
+             f"{r.n_passed}/{r.n_checks}", str(r.n_runs)] for r in report.reference_checks])  # fmt: skip
+
+    _table(c, f"Judge strictness (share of ratings below {report.anchor})", [*gcol, "judge", "share", "CI", "ratings"],
+           [[*_g(r.group), r.judge_id or "all", _pct(r.share), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
+             str(r.n_ratings)] for r in s.below_anchor_shares])  # fmt: skip
+    _table(c, "Self-preference (own-family extra points, net of run and judge effects)",
+           [*gcol, "judge", "family", "coefficient", "CI", "leniency", "own/other runs"],
+           [[*_g(r.group), r.judge_id, r.judge_family, _f(r.coefficient), _ci(r.ci_low, r.ci_high),
+             _f(r.leniency), f"{r.n_own}/{r.n_other}"] for r in s.self_preference])  # fmt: skip
+    _table(c, "Judge agreement", [*gcol, "judges", "α (interval)", "ICC(2,1)", "ICC(2,k)", "k_eff", "runs"],
+           [[*_g(r.group), ", ".join(r.judges), _f(r.krippendorff_alpha), _f(r.icc2_1), _f(r.icc2_k),
+             _f(r.k_eff), f"{r.n_complete_runs}/{r.n_runs}"] for r in s.judge_agreement])  # fmt: skip
+    _table(c, "Rank stability (task bootstrap)", [*gcol, "agent", "rank", "mean rank", "rank CI", "P(rank 1)"],
+           [[*_g(r.group), r.agent_id, _f(r.rank, 1), _f(r.mean_rank, 2),
+             _ci(r.rank_ci_low, r.rank_ci_high, 0), _pct(r.p_rank_1)]
+            for r in sorted(s.agent_ranks, key=lambda r: (r.group or "", r.rank))])  # fmt: skip
+    unpassed: dict[str | None, int] = {}
+    for u in s.unpassed_tasks:
+        unpassed[u.group] = unpassed.get(u.group, 0) + 1
+    for g, n in sorted(unpassed.items(), key=lambda x: x[0] or ""):
+        c.print(f"tasks no agent passes{f' ({g})' if g else ''}: {n}")
+    _table(c, "Infrastructure failures (never scored)", ["agent", "stage", "runs"],
+           [[r.agent_id, r.stage, str(r.n_runs)] for r in report.infrastructure_failures])  # fmt: skip
+    _table(c, "Judges", ["judge", "kind", "family", "model", "verdicts", "runs", "failed"],
+           [[j.judge_id, j.kind, j.family, j.model, str(j.n_verdicts), str(j.n_runs), str(j.n_failures)]
+            for j in report.judges])  # fmt: skip

@@ -1,0 +1,119 @@
+"""The judge services: one durable consumer per judge id, plus the rule judge.
+
+Each judge consumes `ArtifactsSealed` on its own durable `judge-<judge_id>` with
+deliver-all, so a judge started late back-fills every sealed run on the log while new
+runs keep flowing, and several instances of one judge share its work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from assay.schemas import ArtifactsSealed, JudgeSpec
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.store import BlobStore, open_store
+
+from .context import CampaignScope
+from .handlers import JudgeService, ProviderFactory, default_provider
+from .rule_handlers import RULES_ID, RulesService
+
+__all__ = [
+    "SERVICE",
+    "build",
+    "build_rules",
+    "durable_name",
+    "serve",
+    "serve_rules",
+    "start",
+    "stop",
+]
+
+SERVICE = "judge"
+
+
+def durable_name(judge_id: str) -> str:
+    """The durable consumer of one judge."""
+    return f"judge-{judge_id}"
+
+
+def build(
+    settings: Settings,
+    judge: JudgeSpec,
+    *,
+    store: BlobStore | None = None,
+    providers: ProviderFactory = default_provider,
+    campaigns: CampaignScope = None,
+) -> JudgeService:
+    """A judge with its consumer registered (not started); see `CampaignScope` for `campaigns`."""
+    bus = Bus(settings, service=f"{SERVICE}-{judge.judge_id}")
+    service = JudgeService(
+        bus=bus,
+        store=store or open_store(settings),
+        spec=judge,
+        providers=providers,
+        campaigns=campaigns,
+    )
+    bus.consume(
+        bus.subjects.event("ArtifactsSealed"),
+        service.on_sealed,
+        durable=durable_name(judge.judge_id),
+        event_type=ArtifactsSealed,
+        max_workers=judge.max_concurrency,
+    )
+    return service
+
+
+def build_rules(
+    settings: Settings,
+    *,
+    store: BlobStore | None = None,
+    campaigns: CampaignScope = None,
+    concurrency: int = 4,
+) -> RulesService:
+    """The rule judge with its consumer registered (not started); it checks every campaign."""
+    bus = Bus(settings, service=f"{SERVICE}-{RULES_ID}")
+    service = RulesService(bus=bus, store=store or open_store(settings), campaigns=campaigns)
+    bus.consume(
+        bus.subjects.event("ArtifactsSealed"),
+        service.on_sealed,
+        durable=durable_name(RULES_ID),
+        event_type=ArtifactsSealed,
+        max_workers=concurrency,
+    )
+    return service
+
+
+async def start(service: JudgeService | RulesService) -> None:
+    """Connect, announce the judge (JudgeRegistered), then start consuming."""
+    await service.bus.connect()
+    await service.register()
+    await service.bus.start()
+
+
+async def stop(service: JudgeService | RulesService) -> None:
+    """Stop consuming and release connections."""
+    await service.bus.stop()
+    if isinstance(service, JudgeService):
+        await service.aclose()
+
+
+async def serve(settings: Settings, judge: JudgeSpec, *, campaigns: CampaignScope = None) -> None:
+    """Run one judge until cancelled."""
+    service = build(settings, judge, campaigns=campaigns)
+    await start(service)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await stop(service)
+
+
+async def serve_rules(settings: Settings) -> None:
+    """Run the rule judge until cancelled."""
+    service = build_rules(settings)
+    await start(service)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await stop(service)

@@ -1,0 +1,79 @@
+"""Projections folded from a generated log on the real server: counts, idempotence, order."""
+
+from __future__ import annotations
+
+import random
+
+import polars as pl
+from assay.aggregator import RULES_JUDGE, Projections, State, apply, fold
+from assay.aggregator.rebuild import fold_stream
+from assay.schemas import ArtifactsSealed, JudgmentRecorded, RunFailed, RunRequested
+
+from assay.bus import Bus
+
+from .conftest import SPEC, Published
+
+
+async def _rebuild(bus: Bus) -> Projections:
+    state = await fold_stream(bus.js, bus.stream.name, bus.subjects.events)
+    return Projections(state)
+
+
+async def test_projections_match_the_generated_log(bus: Bus, published: Published) -> None:
+    p = await _rebuild(bus)
+    events = published.events
+    assert p.state.last_sequence == published.head
+    runs = p.table("runs")
+    assert runs.height == sum(isinstance(e, RunRequested) for e in events) == 30
+    infra = {e.run_id for e in events if isinstance(e, RunFailed) and e.infrastructure}
+    assert set(runs.filter(pl.col("infrastructure_failure"))["run_id"]) == infra
+    assert set(runs.filter(pl.col("state") == "failed")["run_id"]) == infra
+    sealed = [e for e in events if isinstance(e, ArtifactsSealed)]
+    empty = {e.run_id for e in sealed if len(e.files) == 1}  # only the attachment
+    assert set(runs.filter(pl.col("empty_artifacts"))["run_id"]) == empty
+    assert runs.filter(pl.col("sealed"))["n_artifacts"].min() is not None
+    # Long form: run × judge × sample × dimension, never for the rule judge.
+    judgments = p.table("judgments")
+    llm = [e for e in events if isinstance(e, JudgmentRecorded) and e.judge_id != RULES_JUDGE]
+    assert judgments.height == sum(len(e.scores) for e in llm) == len(sealed) * 2 * 2 * 8
+    assert RULES_JUDGE not in judgments["judge_id"].to_list()
+    # The rule judge's tags and checks are kept.
+    tags = p.table("tags")
+    assert tags.filter(pl.col("judge_id") == RULES_JUDGE).height >= len(empty)
+    assert p.table("checks").height == 2 * len(sealed)
+    steps = p.table("steps")
+    assert steps["n_steps"].unique().to_list() == [SPEC.steps_per_run]
+    assert set(p.table("judges")["judge_id"]) == {"judge_a", "judge_b", RULES_JUDGE}
+    artifacts = p.table("artifacts")
+    assert artifacts.filter(pl.col("is_attachment")).height == len(sealed)
+    # Statistics inputs: every rated run is a known run; ratings exclude the rule judge.
+    tables = p.statistics_tables()
+    assert tables.ratings.height == judgments.height
+    assert tables.runs.height == runs.height
+
+
+def test_same_events_twice_give_the_same_tables(published: Published) -> None:
+    pairs = list(enumerate(published.events, 1))
+    once = fold(pairs)
+    twice = fold(pairs, fold(pairs))
+    assert twice.applied == once.applied == len(pairs)
+    assert not apply(twice, 1, published.events[0])
+    a, b = Projections(once).tables(), Projections(twice).tables()
+    for name in a:
+        assert a[name].equals(b[name]), name
+
+
+def test_arrival_order_does_not_change_the_tables(published: Published) -> None:
+    pairs = list(enumerate(published.events, 1))
+    shuffled = pairs[:]
+    random.Random(7).shuffle(shuffled)
+    a, b = Projections(fold(pairs)).tables(), Projections(fold(shuffled)).tables()
+    for name in a:
+        assert a[name].equals(b[name]), name
+
+
+def test_empty_state_has_typed_empty_tables() -> None:
+    p = Projections(State())
+    for name, df in p.tables().items():
+        assert df.height == 0, name
+    assert p.table("runs").schema["infrastructure_failure"] == pl.Boolean

@@ -1,0 +1,224 @@
+"""Helpers of the jury tests: sealed runs published straight to the log, judge scripts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from assay.judge import JudgeService, RulesService, start, stop
+from assay.schemas import (
+    AgentSpec,
+    AgentStepLogged,
+    ArtifactsSealed,
+    CampaignSpec,
+    CampaignStarted,
+    Event,
+    FileRef,
+    JudgeSpec,
+    JudgmentFailed,
+    JudgmentRecorded,
+    Limits,
+    ReferenceCheck,
+    RunRequested,
+    SandboxSpec,
+    Task,
+    TaskJudgeConfig,
+    ToolCallRecord,
+    default_rubric,
+    new_event,
+)
+
+from assay.bus import Bus
+from assay.providers import ModelProvider, RetryPolicy, make_provider
+from assay.scripted import ScriptedSequence, ScriptReply
+from assay.store import BlobStore, media_type_of
+
+SCRIPTED_KEY = "ASSAY_TEST_SCRIPTED_KEY"
+AGENT = AgentSpec(agent_id="agent-a", model="agent-model")
+RUBRIC = default_rubric()
+TEST = "tests"
+
+
+def judge_spec(judge_id: str, model: str, base_url: str, **extra: Any) -> JudgeSpec:
+    """A judge served by the scripted server through the real OpenAI SDK."""
+    return JudgeSpec(
+        judge_id=judge_id, model=model, base_url=base_url, api_key_env=SCRIPTED_KEY, **extra
+    )
+
+
+def fast_provider(spec: JudgeSpec) -> ModelProvider:
+    """Like the default provider, with quick deterministic retries."""
+    return make_provider(
+        spec.provider,
+        spec.model,
+        base_url=spec.base_url,
+        api_key_env=spec.api_key_env or SCRIPTED_KEY,
+        timeout_s=spec.timeout_s,
+        max_concurrency=spec.max_concurrency,
+        retry=RetryPolicy.for_tests(),
+    )
+
+
+def put(store: BlobStore, path: str, data: bytes) -> FileRef:
+    """Store bytes and describe them as a workspace file."""
+    info = store.put_bytes(data)
+    return FileRef(path=path, sha256=info.sha256, size=info.size, media_type=media_type_of(path))
+
+
+async def start_campaign(
+    bus: Bus, campaign_id: str, judges: Sequence[JudgeSpec] = ()
+) -> CampaignSpec:
+    """Publish CampaignStarted listing `judges`."""
+    spec = CampaignSpec(campaign_id=campaign_id, agents=[AGENT], judges=list(judges))
+    await bus.publish(
+        new_event(
+            CampaignStarted,
+            key=(campaign_id,),
+            campaign_id=campaign_id,
+            campaign=spec,
+            producer=bus.producer,
+        )
+    )
+    return spec
+
+
+async def seal_run(
+    bus: Bus,
+    store: BlobStore,
+    *,
+    campaign_id: str,
+    run_id: str,
+    files: dict[str, bytes],
+    final_message: str,
+    attachments: dict[str, bytes] | None = None,
+    checks: Sequence[ReferenceCheck] = (),
+    rule_weights: dict[str, float] | None = None,
+    sampling_times: int = 1,
+    steps: Sequence[list[tuple[str, dict[str, Any]]]] = (),
+    outcome: str = "finished",
+) -> ArtifactsSealed:
+    """Publish a run as the runner and sandbox-manager would: request, steps, seal.
+
+    Attachments are sealed too (they stay in the workspace); `steps` lists each step's
+    tool calls as (name, arguments).
+    """
+    attached = [put(store, p, d) for p, d in (attachments or {}).items()]
+    task = Task(
+        task_id=f"task-{run_id}",
+        prompt="Compare growth of the strains in growth.csv and report the effect size.",
+        attachments=attached,
+        reference_checks=list(checks),
+        judge=TaskJudgeConfig(rule_weights=rule_weights or {}, sampling_times=sampling_times),
+    )
+    common = {
+        "campaign_id": campaign_id,
+        "run_id": run_id,
+        "task_id": task.task_id,
+        "producer": bus.producer,
+    }
+    await bus.publish(
+        new_event(
+            RunRequested,
+            key=(run_id,),
+            task=task,
+            agent=AGENT,
+            epoch=0,
+            limits=Limits(),
+            sandbox=SandboxSpec(),
+            **common,
+        )
+    )
+    for i, calls in enumerate(steps):
+        records = [
+            ToolCallRecord(call_id=f"c{i}-{j}", name=n, arguments=json.dumps(a))
+            for j, (n, a) in enumerate(calls)
+        ]
+        await bus.publish(
+            new_event(AgentStepLogged, key=(run_id, i), step=i, tool_calls=records, **common)
+        )
+    sealed = new_event(
+        ArtifactsSealed,
+        key=(run_id,),
+        files=[*attached, *(put(store, p, d) for p, d in files.items())],
+        final_message=final_message,
+        agent_id=AGENT.agent_id,
+        epoch=0,
+        outcome=outcome,
+        **common,
+    )
+    await bus.publish(sealed)
+    return sealed
+
+
+def verdict(
+    score: int = 8, *, tags: Sequence[str] = (), files: Sequence[str] = (), **override: Any
+) -> dict[str, Any]:
+    """Valid `submit_verdict` arguments for the default rubric."""
+    args: dict[str, Any] = {
+        "scores": {k: {"score": score, "reason": f"{k} looks fine"} for k in RUBRIC.dimension_keys},
+        "failure_tags": list(tags),
+        "rationale": "Checked the outputs against the claims.",
+        "files_relied_on": list(files),
+    }
+    args.update(override)
+    return args
+
+
+def reading_judge(
+    reads: Sequence[tuple[str, dict[str, Any]]], final: dict[str, Any]
+) -> ScriptedSequence:
+    """A judge that calls each read tool in turn, then submits `final`."""
+    return ScriptedSequence(
+        [*(ScriptReply.call(n, a) for n, a in reads), ScriptReply.call("submit_verdict", final)]
+    )
+
+
+def of_type(events: Sequence[Event], cls: type[Any], **where: Any) -> list[Any]:
+    """Events of one type whose fields equal `where`."""
+    return [
+        e
+        for e in events
+        if isinstance(e, cls) and all(getattr(e, k) == v for k, v in where.items())
+    ]
+
+
+def judgments(events: Sequence[Event], judge_id: str | None = None) -> list[JudgmentRecorded]:
+    """Recorded judgments, optionally of one judge."""
+    return [e for e in events if isinstance(e, JudgmentRecorded) and judge_id in (None, e.judge_id)]
+
+
+def outcomes(events: Sequence[Event]) -> list[JudgmentRecorded | JudgmentFailed]:
+    """Judgments recorded or failed."""
+    return [e for e in events if isinstance(e, JudgmentRecorded | JudgmentFailed)]
+
+
+async def wait_log(
+    bus: Bus, predicate: Callable[[list[Event]], bool], *, timeout: float = 30.0
+) -> list[Event]:
+    """Poll the log until `predicate` holds; fail with what the log holds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        events = [e.event async for e in bus.replay()]
+        if predicate(events):
+            return events
+        if asyncio.get_running_loop().time() > deadline:
+            kinds = [e.event_type for e in events]
+            raise AssertionError(f"log did not reach the expected state in {timeout}s: {kinds}")
+        await asyncio.sleep(0.1)
+
+
+@asynccontextmanager
+async def running(*services: JudgeService | RulesService) -> AsyncIterator[None]:
+    """Start judge services (JudgeRegistered, then consume); stop them on exit."""
+    started: list[JudgeService | RulesService] = []
+    try:
+        for service in services:
+            await start(service)
+            started.append(service)
+        yield
+    finally:
+        for service in reversed(started):
+            await stop(service)

@@ -1,0 +1,37 @@
+"""Fixtures of the jury tests: one scripted model server, a blob store per test."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from assay.config import Settings
+from assay.scripted import ScriptedModelServer
+from assay.store import LocalBlobStore
+
+from .cases import SCRIPTED_KEY
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[ScriptedModelServer]:
+    """A real loopback HTTP server speaking the OpenAI and Anthropic APIs."""
+    os.environ[SCRIPTED_KEY] = "scripted"
+    with ScriptedModelServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def names() -> Iterator[str]:
+    """Fresh model names, so scripts and limiters stay per test."""
+    return (f"judge-model-{next(_names)}" for _ in itertools.count())
+
+
+@pytest.fixture
+def store(settings: Settings) -> LocalBlobStore:
+    """This test's blob store."""
+    return LocalBlobStore(settings.blob_dir)

@@ -1,0 +1,99 @@
+"""`assay judge --spec FILE --campaign ID` hot-adds a judge from the command line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from assay.judge import load_judge_spec
+from assay.schemas import ConfigError, JudgeRegistered
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.scripted import ScriptedModelServer
+from assay.store import LocalBlobStore
+
+from .cases import SCRIPTED_KEY, judgments, of_type, reading_judge, seal_run, verdict, wait_log
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_spec_files_are_validated(tmp_path: Path) -> None:
+    good = tmp_path / "j.yaml"
+    good.write_text(
+        yaml.safe_dump({"judge": {"judge_id": "j1", "model": "m", "sampling_times": 3}})
+    )
+    assert load_judge_spec(good).sampling_times == 3
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"judge_id": "j 1", "model": "m"}))
+    with pytest.raises(ConfigError, match=r"judge spec .*bad.yaml: judge_id"):
+        load_judge_spec(bad)
+
+
+async def test_cli_judge_backfills_until_interrupted(
+    bus: Bus,
+    settings: Settings,
+    store: LocalBlobStore,
+    server: ScriptedModelServer,
+    names: Iterator[str],
+    tmp_path: Path,
+) -> None:
+    model = next(names)
+    server.add_script(
+        model, reading_judge([("read_file", {"path": "o.txt"})], verdict(9, files=["o.txt"]))
+    )
+    await seal_run(
+        bus, store, campaign_id="c1", run_id="r1", files={"o.txt": b"x"}, final_message="ok"
+    )
+    await seal_run(
+        bus, store, campaign_id="other", run_id="r2", files={"o.txt": b"y"}, final_message="ok"
+    )
+    spec = tmp_path / "judge.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "judge_id": "cli-judge",
+                "model": model,
+                "base_url": server.openai_base_url,
+                "api_key_env": SCRIPTED_KEY,
+            }
+        )
+    )
+    env = {
+        **os.environ,
+        "ASSAY_NATS_URL": settings.nats_url,
+        "ASSAY_STREAM": settings.stream,
+        "ASSAY_SUBJECT_PREFIX": settings.subject_prefix,
+        "ASSAY_HOME": str(settings.home),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay", "judge", "--spec", str(spec), "--campaign", "c1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        events = await wait_log(bus, lambda evs: bool(judgments(evs, "cli-judge")), timeout=30)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 0, out.decode()
+    assert b"cli-judge" in out
+    [judgment] = judgments(events, "cli-judge")
+    assert judgment.run_id == "r1" and judgment.files_opened == ["o.txt"]
+    assert [r.campaign_id for r in of_type(events, JudgeRegistered)] == ["c1"]
+
+
+def test_public_names_are_exported() -> None:
+    import assay.judge
+
+    assert all(hasattr(assay.judge, name) for name in assay.judge.__all__)
+    assert {"build", "build_rules", "serve", "serve_rules", "load_judge_spec"} <= set(
+        assay.judge.__all__
+    )

@@ -1,0 +1,101 @@
+"""A judge that dies after publishing, before its ack, never duplicates a judgment."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from assay.judge import build, start, stop
+from assay.schemas import Event, JudgmentRecorded
+
+from assay.bus import Bus, Published
+from assay.config import Settings
+from assay.scripted import ScriptedModelServer
+from assay.store import LocalBlobStore
+
+from .cases import (
+    fast_provider,
+    judge_spec,
+    judgments,
+    reading_judge,
+    running,
+    seal_run,
+    start_campaign,
+    verdict,
+    wait_log,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def test_redelivery_after_crash_does_not_duplicate(
+    bus: Bus,
+    settings: Settings,
+    store: LocalBlobStore,
+    server: ScriptedModelServer,
+    names: Iterator[str],
+) -> None:
+    settings = settings.model_copy(update={"ack_wait_s": 1.5})
+    model = next(names)
+    server.add_script(
+        model, reading_judge([("read_file", {"path": "out.csv"})], verdict(6, files=["out.csv"]))
+    )
+    spec = judge_spec("fragile", model, server.openai_base_url, sampling_times=1)
+    await start_campaign(bus, "c1", [spec])
+
+    doomed = build(settings, spec, store=store, providers=fast_provider)
+    real_publish = doomed.bus.publish
+    published, both_judged, crash = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    arrived: list[int] = []
+
+    class Crashed(Exception):
+        """The instance is gone; nothing after this point reaches the server."""
+
+    async def publish_then_die(event: Event, **kw: Any) -> Published:
+        if not isinstance(event, JudgmentRecorded):
+            return await real_publish(event, **kw)
+        arrived.append(event.sample)
+        if len(arrived) == 2:
+            both_judged.set()
+        if not published.is_set():
+            published.set()
+            await real_publish(event, **kw)
+        await crash.wait()  # the other sample never gets out; this one dies before its ack
+        raise Crashed
+
+    doomed.bus.publish = publish_then_die  # type: ignore[method-assign]
+    await start(doomed)
+    try:
+        # The task asks for 2 samples (more than the judge's 1): the larger wins.
+        await seal_run(
+            bus,
+            store,
+            campaign_id="c1",
+            run_id="r1",
+            files={"out.csv": b"a\n1\n"},
+            final_message="see out.csv",
+            sampling_times=2,
+        )
+        await asyncio.wait_for(both_judged.wait(), 20)
+        await wait_log(bus, lambda evs: len(judgments(evs)) == 1)
+        # The instance dies: its connection goes first, so no ack, nack or heartbeat is sent.
+        await doomed.bus.broker.connection.close()
+        crash.set()
+    finally:
+        with contextlib.suppress(Exception):  # a dead instance cannot stop cleanly
+            await stop(doomed)
+    calls_before = len(server.requests(model))
+    assert calls_before == 4  # both samples ran their model turns; one judgment got out
+
+    async with running(build(settings, spec, store=store, providers=fast_provider)):
+        events = await wait_log(bus, lambda evs: len(judgments(evs)) == 2)
+        await asyncio.sleep(settings.ack_wait_s + 0.5)  # any further redelivery would show now
+        events = [e.event async for e in bus.replay()]
+    counts = Counter((e.run_id, e.judge_id, e.sample) for e in judgments(events))
+    assert counts == {("r1", "fragile", 0): 1, ("r1", "fragile", 1): 1}
+    # The sample already on the log was not judged again: only one more conversation.
+    assert len(server.requests(model)) == calls_before + 2

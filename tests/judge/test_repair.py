@@ -1,0 +1,153 @@
+"""Invalid verdicts are repaired, or recorded as JudgmentFailed with the raw output kept."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from assay.judge import build
+from assay.schemas import JudgmentFailed
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.scripted import Fault, ScriptedModelServer, ScriptedSequence, ScriptReply
+from assay.store import LocalBlobStore
+
+from .cases import (
+    RUBRIC,
+    fast_provider,
+    judge_spec,
+    judgments,
+    of_type,
+    running,
+    seal_run,
+    start_campaign,
+    verdict,
+    wait_log,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+MISSING_DIMENSION = verdict(7)
+del MISSING_DIMENSION["scores"]["communication"]
+
+
+async def test_garbage_twice_then_valid_is_repaired(
+    bus: Bus,
+    settings: Settings,
+    store: LocalBlobStore,
+    server: ScriptedModelServer,
+    names: Iterator[str],
+) -> None:
+    model = next(names)
+    server.add_script(
+        model,
+        ScriptedSequence(
+            [
+                ScriptReply.say("Overall I would give it a 7."),
+                ScriptReply.call("submit_verdict", '{"scores": {"accuracy": 11'),
+                ScriptReply.call("submit_verdict", verdict(7, files=["out.csv"])),
+            ]
+        ),
+    )
+    spec = judge_spec("fixable", model, server.openai_base_url, max_repairs=2)
+    await start_campaign(bus, "c1", [spec])
+    async with running(build(settings, spec, store=store, providers=fast_provider)):
+        await seal_run(
+            bus,
+            store,
+            campaign_id="c1",
+            run_id="r1",
+            files={"out.csv": b"a\n1\n"},
+            final_message="done",
+        )
+        events = await wait_log(bus, lambda evs: bool(judgments(evs)))
+    [judgment] = judgments(events)
+    assert judgment.scores["communication"].score == 7 and judgment.files_cited == ["out.csv"]
+    requests = [r.request for r in server.requests(model) if r.request]
+    assert len(requests) == 3
+    # Each repair prompt names the problem.
+    assert "no submit_verdict tool call" in requests[1].last_user_text
+    assert "not valid JSON" in requests[2].tool_results[0].text
+    assert requests[2].tool_results[0].text.count("attempt") == 1
+
+
+async def test_never_valid_gives_judgment_failed_with_raw_output(
+    bus: Bus,
+    settings: Settings,
+    store: LocalBlobStore,
+    server: ScriptedModelServer,
+    names: Iterator[str],
+) -> None:
+    model = next(names)
+    bad_tag = verdict(5, tags=["sloppy"], files=["nope.txt"])
+    out_of_range = verdict(5)
+    out_of_range["scores"]["data_handling"]["score"] = 12
+    server.add_script(
+        model,
+        ScriptedSequence(
+            [
+                ScriptReply.call("submit_verdict", MISSING_DIMENSION),
+                ScriptReply.call("submit_verdict", bad_tag),
+                ScriptReply.call("submit_verdict", out_of_range),
+            ]
+        ),
+    )
+    spec = judge_spec("hopeless", model, server.openai_base_url, max_repairs=2)
+    await start_campaign(bus, "c1", [spec])
+    async with running(build(settings, spec, store=store, providers=fast_provider)):
+        await seal_run(
+            bus,
+            store,
+            campaign_id="c1",
+            run_id="r1",
+            files={"out.csv": b"a\n1\n"},
+            final_message="done",
+        )
+        events = await wait_log(bus, lambda evs: bool(of_type(evs, JudgmentFailed)))
+    [failed] = of_type(events, JudgmentFailed)
+    assert not judgments(events)
+    assert failed.judge_id == "hopeless" and failed.attempts == 3 and not failed.infrastructure
+    assert "data_handling" in failed.error
+    assert failed.raw_output is not None and store.exists(failed.raw_output.sha256)
+    raw = json.loads(store.get_bytes(failed.raw_output.sha256))
+    problems = [a["problems"] for a in raw["attempts"]]
+    assert problems[0] == ["scores is missing dimensions: communication"]
+    assert any("unknown failure tags sloppy" in p for p in problems[1])
+    assert any("not in the manifest: nope.txt" in p for p in problems[1])
+    assert raw["attempts"][2]["tool_calls"][0]["name"] == "submit_verdict"
+    assert len(server.requests(model)) == 3
+    assert RUBRIC.dimension_keys[0] in json.dumps(raw)
+
+
+async def test_provider_outage_is_an_infrastructure_failure_and_acked(
+    bus: Bus,
+    settings: Settings,
+    store: LocalBlobStore,
+    server: ScriptedModelServer,
+    names: Iterator[str],
+) -> None:
+    model = next(names)
+    server.add_script(model, ScriptedSequence([ScriptReply.call("submit_verdict", verdict())]))
+    server.fail_always(model, Fault.server_error(503))
+    spec = judge_spec("down", model, server.openai_base_url)
+    await start_campaign(bus, "c1", [spec])
+    service = build(settings, spec, store=store, providers=fast_provider)
+    async with running(service):
+        await seal_run(
+            bus,
+            store,
+            campaign_id="c1",
+            run_id="r1",
+            files={"out.csv": b"a\n1\n"},
+            final_message="done",
+        )
+        events = await wait_log(bus, lambda evs: bool(of_type(evs, JudgmentFailed)))
+        [failed] = of_type(events, JudgmentFailed)
+        assert (failed.infrastructure and "503" in failed.error) or "Unavailable" in failed.error
+        # The message was acked: nothing pending, nothing dead-lettered.
+        info = await bus.js.consumer_info(settings.stream, "judge-down")
+        assert info.num_ack_pending == 0 and info.num_pending == 0
+    assert await bus.dead_letters("judge-down") == []
+    assert len(server.requests(model)) == 4  # RetryPolicy.for_tests: 4 attempts, then give up
