@@ -7,10 +7,11 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from assay.bus import Bus
-from assay.providers import AdaptiveLimiter, ModelProvider, RetryPolicy, make_provider
-from assay.config import Settings
 from assay.schemas import AgentSpec, CampaignSpec, Event, Limits, SandboxSpec
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.providers import AdaptiveLimiter, ModelProvider, RetryPolicy, make_provider
 from assay.store import BlobStore
 
 SCRIPTED_KEY = "ASSAY_TEST_SCRIPTED_KEY"
@@ -18,7 +19,9 @@ SCRIPTED_KEY = "ASSAY_TEST_SCRIPTED_KEY"
 
 def scripted_agent(agent_id: str, model: str, base_url: str, **extra: object) -> AgentSpec:
     """An agent whose model is served by the scripted server over the real OpenAI SDK."""
-    return AgentSpec(agent_id=agent_id, model=model, base_url=base_url, api_key_env=SCRIPTED_KEY, **extra)  # type: ignore[arg-type]
+    return AgentSpec(
+        agent_id=agent_id, model=model, base_url=base_url, api_key_env=SCRIPTED_KEY, **extra
+    )  # type: ignore[arg-type]
 
 
 def campaign(campaign_id: str, agents: list[AgentSpec], **extra: object) -> CampaignSpec:
@@ -42,15 +45,21 @@ async def wait_for_events(
             return events
         if asyncio.get_running_loop().time() > deadline:
             kinds = [e.event_type for e in events]
-            raise AssertionError(f"log did not reach the expected state in {timeout}s; it holds {kinds}")
+            raise AssertionError(
+                f"log did not reach the expected state in {timeout}s; it holds {kinds}"
+            )
         await asyncio.sleep(0.2)
 
 
 def fast_providers(agent: AgentSpec) -> ModelProvider:
     """Providers with quick, seeded retries and a private limiter (tests stay fast and isolated)."""
     return make_provider(
-        agent.provider, agent.model, base_url=agent.base_url, api_key_env=agent.api_key_env or SCRIPTED_KEY,
-        timeout_s=agent.timeout_s, retry=RetryPolicy.for_tests(max_attempts=8),
+        agent.provider,
+        agent.model,
+        base_url=agent.base_url,
+        api_key_env=agent.api_key_env or SCRIPTED_KEY,
+        timeout_s=agent.timeout_s,
+        retry=RetryPolicy.for_tests(max_attempts=8),
         limiter=AdaptiveLimiter(agent.max_concurrency),
     )
 
@@ -118,15 +127,24 @@ def settings_env(settings: Settings) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def service_process(name: str, settings: Settings, *extra: str) -> AsyncIterator[asyncio.subprocess.Process]:
-    """`assay serve NAME` as a separate process; killed (SIGKILL) if still running at exit."""
+async def service_process(
+    name: str, settings: Settings, *extra: str, env: dict[str, str] | None = None
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`assay serve NAME` as a separate process; stopped with SIGTERM (then SIGKILL) at exit."""
     import signal
     import sys
 
     log = (settings.home / f"{name}.log").open("ab") if settings.home.exists() else None
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "assay", "serve", name, *extra,
-        env=settings_env(settings), stdout=log or asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.STDOUT,
+        sys.executable,
+        "-m",
+        "assay",
+        "serve",
+        name,
+        *extra,
+        env={**settings_env(settings), **(env or {})},
+        stdout=log or asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
     )
     try:
@@ -135,7 +153,11 @@ async def service_process(name: str, settings: Settings, *extra: str) -> AsyncIt
         if proc.returncode is None:
             import os
 
-            os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
+            os.killpg(proc.pid, signal.SIGTERM)  # graceful: flushes telemetry, drains consumers
+            try:
+                await asyncio.wait_for(proc.wait(), 15)
+            except TimeoutError:
+                os.killpg(proc.pid, signal.SIGKILL)
+                await proc.wait()
         if log:
             log.close()

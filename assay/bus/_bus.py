@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NamedTuple, TypeVar
 
@@ -15,10 +16,11 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy as JsAckPolicy
 from opentelemetry import trace
+from opentelemetry.metrics import CallbackOptions, Observation
 
 from assay.config import Settings
 from assay.schemas import BusError, Event, InvalidEvent, Producer, parse_event
-from assay.telemetry import extract_context, inject_headers, tracer
+from assay.telemetry import extract_context, inject_headers, meter, tracer
 
 from ._broker import ensure_streams, make_broker
 from ._replay import LoggedEvent, read_log
@@ -53,6 +55,26 @@ class Delivery(NamedTuple):
 Handler = Callable[[E, Delivery], Awaitable[None]]
 
 
+_LIVE: weakref.WeakSet[Bus] = weakref.WeakSet()
+
+
+def _observe_lag(options: CallbackOptions) -> list[Observation]:
+    """Consumer lag (messages not yet acked) of every durable of every live bus."""
+    return [
+        Observation(lag, {"assay.durable": durable, "assay.stream": bus.stream.name})
+        for bus in list(_LIVE)
+        for durable, lag in bus.lag.items()
+    ]
+
+
+meter("assay.bus").create_observable_gauge(
+    "assay.consumer.lag",
+    callbacks=[_observe_lag],
+    unit="{message}",
+    description="Messages a durable consumer has not processed yet",
+)
+
+
 class Bus:
     """The event log as services see it: typed publish, durable typed consumers."""
 
@@ -65,6 +87,10 @@ class Bus:
         self.stream = JStream(settings.stream, declare=False)
         self._dlq = JStream(f"{settings.stream}_DLQ", declare=False)
         self._connected = False
+        self._durables: list[str] = []
+        self.lag: dict[str, int] = {}
+        """Pending + unacked messages per durable, refreshed while consuming."""
+        self._lag_task: asyncio.Task[None] | None = None
 
     @property
     def js(self) -> JetStreamContext:
@@ -82,9 +108,15 @@ class Bus:
         """Connect, then start every registered consumer."""
         await self.connect()
         await self.broker.start()
+        if self._durables and self._lag_task is None:
+            _LIVE.add(self)
+            self._lag_task = asyncio.create_task(self._watch_lag())
 
     async def stop(self) -> None:
         """Drain consumers and close the connection."""
+        if self._lag_task is not None:
+            self._lag_task.cancel()
+            self._lag_task = None
         await self.broker.stop()
         self._connected = False
 
@@ -132,6 +164,16 @@ class Bus:
             follow=follow,
         )
 
+    async def has_event(self, subject: str) -> bool:
+        """Whether any event was stored on exactly this subject (one direct lookup)."""
+        from nats.js.errors import NotFoundError
+
+        try:
+            await self.js.get_last_msg(self.stream.name, subject)
+        except NotFoundError:
+            return False
+        return True
+
     async def run_events(self, campaign_id: str, run_id: str) -> list[Event]:
         """Every event of one run so far, in order (used to rebuild state after a crash)."""
         subject = self.subjects.event("*", campaign_id, run_id)
@@ -158,6 +200,7 @@ class Bus:
         for one bad message. Instances that share `durable` share the work.
         """
         limit = max_deliver or self.settings.max_deliver
+        self._durables.append(durable)
         config = ConsumerConfig(
             durable_name=durable,
             ack_policy=JsAckPolicy.EXPLICIT,
@@ -250,8 +293,10 @@ class Bus:
             subject, queue=queue, max_workers=max_workers, decoder=_raw_body
         )
 
-        async def on_request(body: bytes) -> bytes:
-            return await handler(body)
+        async def on_request(body: bytes, msg: NatsMessage) -> bytes:
+            ctx = extract_context(msg.raw_message.headers)
+            with tracer("assay.bus").start_as_current_span(f"request {subject}", context=ctx):
+                return await handler(body)
 
         subscriber(on_request)
         return subscriber
@@ -265,6 +310,17 @@ class Bus:
         except Exception as e:  # no responders, timeout, connection loss
             raise BusError(f"request on {subject} failed: {type(e).__name__}: {e}") from e
         return bytes(msg.data)
+
+    async def _watch_lag(self, interval_s: float = 5.0) -> None:
+        """Refresh `lag` from JetStream's consumer info (for the consumer-lag metric)."""
+        while True:
+            for durable in self._durables:
+                try:
+                    info = await self.js.consumer_info(self.stream.name, durable)
+                    self.lag[durable] = int(info.num_pending or 0) + int(info.num_ack_pending or 0)
+                except Exception:  # reconnecting: keep the last value
+                    log.debug("consumer info for %s failed", durable, exc_info=True)
+            await asyncio.sleep(interval_s)
 
     async def _keep_alive(self, msg: NatsMessage) -> None:
         """Tell JetStream we are still working, so long handlers are not redelivered."""

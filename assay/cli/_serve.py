@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from assay.config import Settings
-from assay.telemetry import setup_tracing
+from assay.telemetry import setup_tracing, shutdown_telemetry
 
 from ._app import app, console, run_async
 
@@ -50,14 +50,17 @@ def serve(
     console.print(
         f"[green]{name}[/green] serving on {settings.nats_url} (instance {settings.instance})"
     )
-    if name == "judge":
-        if judge is None:
-            raise typer.BadParameter("`assay serve judge` needs --judge SPEC")
-        from assay.judge.spec import load_judge_spec
+    try:
+        if name == "judge":
+            if judge is None:
+                raise typer.BadParameter("`assay serve judge` needs --judge SPEC")
+            from assay.judge.spec import load_judge_spec
 
-        spec = load_judge_spec(judge)
-        run_async(_until_signal(lambda: module.serve(settings, spec)))
-    elif name == "rules":
-        run_async(_until_signal(lambda: module.serve_rules(settings)))
-    else:
-        run_async(_until_signal(lambda: module.serve(settings)))
+            spec = load_judge_spec(judge)
+            run_async(_until_signal(lambda: module.serve(settings, spec)))
+        elif name == "rules":
+            run_async(_until_signal(lambda: module.serve_rules(settings)))
+        else:
+            run_async(_until_signal(lambda: module.serve(settings)))
+    finally:
+        shutdown_telemetry()

@@ -22,12 +22,19 @@ from opentelemetry import trace
 
 from assay.bus import Bus
 from assay.providers import Completion, GenerationParams, Message, ModelProvider, PriceTable, cost
-from assay.telemetry import tracer
+from assay.telemetry import meter, tracer
 
 from .conversation import rebuild
 from .tools import TOOLS, ToolBox
 
 __all__ = ["AgentRun"]
+
+TOKENS = meter("assay.runner").create_counter(
+    "assay.tokens", unit="{token}", description="Model tokens used by agents"
+)
+COST = meter("assay.runner").create_counter(
+    "assay.cost", unit="USD", description="Model cost of agent steps"
+)
 
 
 def _usage(c: Completion) -> Usage:
@@ -138,6 +145,10 @@ class AgentRun:
             producer=self.bus.producer,
         )
         await self.bus.publish(step)
+        labels = {"gen_ai.request.model": agent.model, "assay.agent_id": agent.agent_id}
+        TOKENS.add(usage.input_tokens, {**labels, "gen_ai.token.type": "input"})
+        TOKENS.add(usage.output_tokens, {**labels, "gen_ai.token.type": "output"})
+        COST.add(step.cost_usd, labels)
         return step, answer
 
     async def _finish(

@@ -21,10 +21,13 @@ from assay.schemas import (
     TaskSubmitted,
     new_event,
 )
+from opentelemetry import trace
+from opentelemetry.context import Context
 
 from assay.bus import Bus, Delivery
 from assay.providers import DEFAULT_PRICES, ModelProvider, PriceTable, ProviderError, make_provider
 from assay.store import BlobStore
+from assay.telemetry import meter, tracer
 
 from .agent import AgentRun
 from .scheduler import plan_runs
@@ -34,6 +37,10 @@ from .web import OfflineWeb, WebProvider
 __all__ = ["ProviderFactory", "RunnerService", "default_provider"]
 
 log = logging.getLogger("assay.runner")
+
+RUNS_IN_FLIGHT = meter("assay.runner").create_up_down_counter(
+    "assay.runs.in_flight", description="Agent runs being driven by this runner"
+)
 
 ProviderFactory = Callable[[AgentSpec], ModelProvider]
 
@@ -76,10 +83,20 @@ class RunnerService:
         return None
 
     async def _schedule(self, campaign: CampaignSpec, task_event: TaskSubmitted) -> None:
+        task_span = trace.get_current_span().get_span_context()
         for run in plan_runs(
             campaign, task_event.task, producer=self.bus.producer, cause=task_event.event_id
         ):
-            await self.bus.publish(run)
+            if await self.bus.has_event(self.bus.subjects.of(run)):
+                continue  # scheduled before (a redelivery, or the campaign/task race)
+            # One trace per run: a new root, linked to the task that caused it.
+            links = [trace.Link(task_span)] if task_span.is_valid else []
+            with tracer("assay.runner").start_as_current_span(
+                f"run {run.run_id}", context=Context(), links=links
+            ) as span:
+                span.set_attribute("assay.run_id", run.run_id or "")
+                span.set_attribute("assay.agent_id", run.agent.agent_id)
+                await self.bus.publish(run)
 
     async def on_task_submitted(self, event: TaskSubmitted, delivery: Delivery) -> None:
         """Schedule a task's runs (a task published before its campaign waits for it)."""
@@ -98,6 +115,13 @@ class RunnerService:
 
     async def on_sandbox_ready(self, event: SandboxReady, delivery: Delivery) -> None:
         """Run (or resume) the agent of a run whose sandbox is ready."""
+        RUNS_IN_FLIGHT.add(1)
+        try:
+            await self._run(event)
+        finally:
+            RUNS_IN_FLIGHT.add(-1)
+
+    async def _run(self, event: SandboxReady) -> None:
         assert event.run_id is not None
         history = await self.bus.run_events(event.campaign_id, event.run_id)
         if any(isinstance(e, AgentFinished | RunFailed) for e in history):
