@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import signal
@@ -25,6 +26,9 @@ from ._app import app, console, err_console, run_async, schemas_app
 @app.command()
 def up(
     port: int = typer.Option(None, help="NATS port (default: the port in ASSAY_NATS_URL, 4222)."),
+    all_services: bool = typer.Option(
+        False, "--all", help="Also run every service in this process (one-machine use)."
+    ),
 ) -> None:
     """Start the embedded stack: nats-server with JetStream on .assay/, until Ctrl-C."""
     settings = Settings()
@@ -39,6 +43,13 @@ def up(
         f"[green]nats-server[/green] with JetStream on {server.url} (data: {server.data_dir})"
     )
     console.print(f"blob store: {settings.blob_dir}   —   Ctrl-C to stop")
+    if all_services:
+        try:
+            _serve_all(settings.model_copy(update={"nats_url": server.url}))
+        finally:
+            server.stop()
+            console.print("stopped")
+        return
     stop = False
 
     def _stop(*_: object) -> None:
@@ -53,6 +64,26 @@ def up(
     finally:
         server.stop()
         console.print("stopped")
+
+
+def _serve_all(settings: Settings) -> None:
+    """Every service in this process until SIGINT/SIGTERM (judges start per campaign)."""
+    from assay.stack import Stack
+
+    async def main() -> None:
+        stack = Stack.for_settings(settings)
+        await stack.start()
+        console.print(f"services: {', '.join(stack.started)}")
+        stopped = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stopped.set)
+        try:
+            await stopped.wait()
+        finally:
+            await stack.stop()
+
+    run_async(main())
 
 
 @app.command()

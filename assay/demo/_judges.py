@@ -30,12 +30,12 @@ DIMENSIONS = (
     "deliverables",
 )
 PROFILES = {
-    "sound": ((8, 8, 8, 8, 9, 8, 8, 8), ()),
+    "sound": ((8, 8, 8, 8, 8, 8, 8, 8), ()),
     "overclaim": (
-        (3, 3, 4, 3, 2, 1, 8, 2),
+        (3, 3, 4, 3, 2, 2, 8, 2),
         ("overclaiming", "fabricated_results", "claimed_file_missing"),
     ),
-    "empty": ((2, 3, 2, 2, 0, 3, 6, 0), ("no_artifacts", "incomplete_answer")),
+    "empty": ((2, 3, 2, 2, 2, 3, 6, 2), ("no_artifacts", "incomplete_answer")),
 }
 _MANIFEST = re.compile(r"^- (.+?)  \(\d+ bytes", re.MULTILINE)
 _FINAL = re.compile(r"<final_message>(.*?)</final_message>", re.DOTALL)
@@ -63,8 +63,10 @@ def _case(request: ScriptRequest) -> tuple[list[str], list[str], str]:
 
 
 def _noise(*parts: str) -> int:
+    # One point down now and then, never up: with the temper shifts every score stays
+    # inside 0-10, so no clipping blurs the effects the aggregator should recover.
     digest = hashlib.sha256("|".join(parts).encode()).digest()[0]
-    return (-1, 0, 0, 1)[digest % 4]
+    return (-1, 0, 0, 0)[digest % 4]
 
 
 def _verdict(temper: JudgeTemper, request: ScriptRequest) -> ScriptReply:

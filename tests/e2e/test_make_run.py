@@ -1,0 +1,112 @@
+"""`assay run` (what `make run` does) on the bundled campaign, and its HTML in a real browser."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from assay.config import Settings
+from tests.pipeline import settings_env
+
+ROOT = Path(__file__).resolve().parents[2]
+TASKS = sorted(p.name for p in (ROOT / "examples" / "tasks").iterdir() if p.is_dir())
+AGENTS = {"careful", "overclaimer", "empty"}
+JUDGES = {"judge-strict", "judge-lenient", "judge-balanced", "rules"}
+BLUE = (0x3B, 0x6E, 0xA8)  # the leaderboard bars' colour (services/aggregator/svg.py)
+
+
+def screenshot(html: Path, png: Path, tmp: Path) -> None:
+    """Headless Chromium, with the flags this sandboxed machine needs."""
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is installed by .ci/run (apt-get install chromium)"
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp / 'chromium'}",
+            "--hide-scrollbars",
+            "--window-size=1280,900",
+            f"--screenshot={png}",
+            html.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.slow
+def test_assay_run_reports_every_task_agent_and_judge(settings: Settings, tmp_path: Path) -> None:
+    html = tmp_path / "report.html"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "assay",
+            "run",
+            "examples/tasks",
+            "--campaign",
+            "examples/campaign.yaml",
+            "--html",
+            str(html),
+        ],
+        cwd=ROOT,
+        env={**settings_env(settings), "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "Scripted campaign" in out.stdout and "SCRIPTED CAMPAIGN" in out.stdout
+    for name in AGENTS | JUDGES:
+        assert name in out.stdout, f"{name} missing from the terminal report"
+    [report_file] = list((settings.home / "runs").glob("demo-*/report.json"))
+    report = json.loads(report_file.read_text())
+    stats = report["statistics"]
+    assert report["run_states"] == [{"n_runs": len(TASKS) * len(AGENTS), "state": "judged"}]
+    assert {j["judge_id"] for j in report["judges"]} == JUDGES
+    assert all(
+        j["n_runs"] == len(TASKS) * len(AGENTS) and j["n_failures"] == 0 for j in report["judges"]
+    )
+    assert {(s["agent_id"], s["n_tasks"]) for s in stats["agent_scores"]} == {
+        (a, len(TASKS)) for a in AGENTS
+    }
+    # What the cast is built to show, detected by the platform:
+    assert stats["agent_ranks"][0]["agent_id"] == "careful"
+    overclaiming = {
+        r["agent_id"]: r["rate"] for r in stats["tag_rates"] if r["tag"] == "overclaiming"
+    }
+    assert overclaiming["overclaimer"] == 1.0 and overclaiming["careful"] == 0.0
+    empty = {r["agent_id"]: r["rate"] for r in stats["empty_artifact_rates"]}
+    assert empty == {"careful": 0.0, "empty": 1.0, "overclaimer": 0.0}
+    gap = {r["agent_id"]: r["gap"] for r in stats["communication_gap"]}
+    assert gap["overclaimer"] > 3 > gap["careful"]
+    preference = {r["judge_id"]: r for r in stats["self_preference"]}
+    assert preference["judge-lenient"]["ci_low"] > 0, "the lenient judge's own-family bias is found"
+    assert preference["judge-strict"]["ci_low"] <= 0 <= preference["judge-strict"]["ci_high"]
+    checks = {r["agent_id"]: r["pass_rate"] for r in report["reference_checks"]}
+    assert checks["careful"] == 1.0 and checks["overclaimer"] < 0.5
+
+    png = tmp_path / "report.png"
+    screenshot(html, png, tmp_path)
+    image = Image.open(png).convert("RGB")
+    top = image.crop((0, 0, image.width, 600))
+    raw = top.tobytes()
+    pixels = zip(raw[0::3], raw[1::3], raw[2::3], strict=True)
+    bars = sum(1 for px in pixels if all(abs(c - b) < 40 for c, b in zip(px, BLUE, strict=True)))
+    assert bars > 2000, (
+        f"the leaderboard plot's bars should be visible at the top of the page ({bars} px)"
+    )
