@@ -95,7 +95,9 @@ def test_assay_run_reports_every_task_agent_and_judge(settings: Settings, tmp_pa
     gap = {r["agent_id"]: r["gap"] for r in stats["communication_gap"]}
     assert gap["overclaimer"] > 3 > gap["careful"]
     preference = {r["judge_id"]: r for r in stats["self_preference"]}
-    assert preference["judge-lenient"]["ci_low"] > 0, "the lenient judge's own-family bias is found"
+    lenient = preference["judge-lenient"]
+    assert lenient["ci_low"] <= 1.0 <= lenient["ci_high"], "the planted +1 own-family bias is recovered"
+    assert lenient["ci_low"] > 0.5 and lenient["leniency"] > 0.5, "leniency is told apart from bias"
     assert preference["judge-strict"]["ci_low"] <= 0 <= preference["judge-strict"]["ci_high"]
     checks = {r["agent_id"]: r["pass_rate"] for r in report["reference_checks"]}
     assert checks["careful"] == 1.0 and checks["overclaimer"] < 0.5

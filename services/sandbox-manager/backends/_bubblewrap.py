@@ -32,7 +32,11 @@ __all__ = ["BubblewrapBackend"]
 _UID_BASE, _UID_SPAN = 200_000, 60_000
 SANDBOX_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "HOME": "/workspace",
+    # Caches (matplotlib's font list, pip, ...) go to the private /tmp, not into the
+    # workspace, where they would be sealed as if they were the agent's work.
+    "HOME": "/tmp",
+    "XDG_CACHE_HOME": "/tmp/.cache",
+    "MPLCONFIGDIR": "/tmp/.matplotlib",
     "LANG": "C.UTF-8",
     "MPLBACKEND": "Agg",
     "USER": "agent",
