@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ from assay.providers import AdaptiveLimiter, ModelProvider, RetryPolicy, make_pr
 from assay.store import BlobStore
 
 SCRIPTED_KEY = "ASSAY_TEST_SCRIPTED_KEY"
+os.environ.setdefault(SCRIPTED_KEY, "scripted")  # local servers take any key
 
 
 def scripted_agent(agent_id: str, model: str, base_url: str, **extra: object) -> AgentSpec:

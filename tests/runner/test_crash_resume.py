@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from assay.schemas import AgentFinished, AgentStepLogged, ArtifactsSealed, Event
 
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
-from assay.schemas import AgentFinished, AgentStepLogged, ArtifactsSealed, Event
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
@@ -30,11 +30,19 @@ from tests.pipeline import (
 
 STEPS = [
     ScriptReply.call("bash", {"command": "mkdir -p results && wc -l counts.csv"}),
-    ScriptReply.call("write_file", {"path": "analysis.py", "content": "import pandas as pd\nd = pd.read_csv('counts.csv')\nd.describe().to_csv('results/summary.csv')\nprint(len(d))\n"}),
+    ScriptReply.call(
+        "write_file",
+        {
+            "path": "analysis.py",
+            "content": "import pandas as pd\nd = pd.read_csv('counts.csv')\nd.describe().to_csv('results/summary.csv')\nprint(len(d))\n",
+        },
+    ),
     ScriptReply.call("bash", {"command": "python3 analysis.py"}),
     ScriptReply.call("bash", {"command": "echo 'n=3' > results/notes.txt"}),
     ScriptReply.call("python", {"code": "print(open('results/summary.csv').read())"}),
-    ScriptReply.call("submit", {"answer": "Summary in results/summary.csv; notes in results/notes.txt."}),
+    ScriptReply.call(
+        "submit", {"answer": "Summary in results/summary.csv; notes in results/notes.txt."}
+    ),
 ]
 
 
@@ -59,7 +67,9 @@ async def test_kill_9_at_step_k_then_restart_completes_exactly_once(
 ) -> None:
     settings.home.mkdir(parents=True, exist_ok=True)
     store = LocalBlobStore(settings.blob_dir)
-    folder = write_task(tmp_path / "tasks", "counts", "summarise my counts", {"counts.csv": "g,c\na,1\nb,2\nc,3\n"})
+    folder = write_task(
+        tmp_path / "tasks", "counts", "summarise my counts", {"counts.csv": "g,c\na,1\nb,2\nc,3\n"}
+    )
     drafts = load_tasks(folder, max_bytes=10_000)
     agent = scripted_agent("steady", "steady", scripted.openai_base_url)
     async with services(settings, store, names=("sandbox-manager",)):
@@ -71,7 +81,11 @@ async def test_kill_9_at_step_k_then_restart_completes_exactly_once(
         async with service_process("runner", settings) as first:
             await submit_campaign(bus, store, campaign("crash", [agent]), drafts)
             await wait_for_events(
-                bus, lambda evs: any(isinstance(e, AgentStepLogged) and e.campaign_id == "crash" and e.step == 2 for e in evs)
+                bus,
+                lambda evs: any(
+                    isinstance(e, AgentStepLogged) and e.campaign_id == "crash" and e.step == 2
+                    for e in evs
+                ),
             )
             os.killpg(first.pid, signal.SIGKILL)
             await first.wait()
@@ -81,9 +95,20 @@ async def test_kill_9_at_step_k_then_restart_completes_exactly_once(
     assert Counter(s.step for s in crash_steps) == {i: 1 for i in range(len(STEPS))}
     [crash_done] = [e for e in events if isinstance(e, AgentFinished) and e.campaign_id == "crash"]
     [calm_done] = [e for e in calm if isinstance(e, AgentFinished) and e.campaign_id == "calm"]
-    assert crash_done.final_message == calm_done.final_message and crash_done.stop_reason == "submitted"
-    [crash_seal] = [e for e in events if isinstance(e, ArtifactsSealed) and e.campaign_id == "crash"]
+    assert (
+        crash_done.final_message == calm_done.final_message
+        and crash_done.stop_reason == "submitted"
+    )
+    [crash_seal] = [
+        e for e in events if isinstance(e, ArtifactsSealed) and e.campaign_id == "crash"
+    ]
     [calm_seal] = [e for e in calm if isinstance(e, ArtifactsSealed) and e.campaign_id == "calm"]
-    assert {(f.path, f.sha256) for f in crash_seal.files} == {(f.path, f.sha256) for f in calm_seal.files}
-    assert {f.path for f in crash_seal.files} >= {"results/summary.csv", "results/notes.txt", "analysis.py"}
+    assert {(f.path, f.sha256) for f in crash_seal.files} == {
+        (f.path, f.sha256) for f in calm_seal.files
+    }
+    assert {f.path for f in crash_seal.files} >= {
+        "results/summary.csv",
+        "results/notes.txt",
+        "analysis.py",
+    }
     await asyncio.sleep(0)

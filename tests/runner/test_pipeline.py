@@ -7,15 +7,28 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from assay.schemas import (
+    AgentFinished,
+    AgentStepLogged,
+    ArtifactsSealed,
+    RunRequested,
+    SandboxReady,
+)
 
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
-from assay.schemas import AgentFinished, AgentStepLogged, ArtifactsSealed, RunRequested, SandboxReady
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, services, wait_for_events, write_task
+from tests.pipeline import (
+    SCRIPTED_KEY,
+    campaign,
+    scripted_agent,
+    services,
+    wait_for_events,
+    write_task,
+)
 
 ANALYSIS = "import pandas as pd\ndf = pd.read_csv('od.csv')\nimport os\nos.makedirs('results', exist_ok=True)\ndf.groupby('strain').od.max().to_csv('results/max_od.csv')\nprint('strains', df.strain.nunique())\n"
 
@@ -24,7 +37,9 @@ CAREFUL = ScriptedSequence(
         ScriptReply.call("bash", {"command": "ls && head -3 od.csv"}),
         ScriptReply.call("write_file", {"path": "analysis.py", "content": ANALYSIS}),
         ScriptReply.call("python", {"code": "exec(open('analysis.py').read())"}),
-        ScriptReply.call("submit", {"answer": "Max OD per strain is in results/max_od.csv (2 strains)."}),
+        ScriptReply.call(
+            "submit", {"answer": "Max OD per strain is in results/max_od.csv (2 strains)."}
+        ),
     ]
 )
 
@@ -40,11 +55,18 @@ async def test_multi_step_run_logs_steps_and_seals_artifacts(
     bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
 ) -> None:
     store = LocalBlobStore(settings.blob_dir)
-    folder = write_task(tmp_path / "tasks", "growth", "max OD per strain?", {"od.csv": "strain,od\nA,0.1\nA,0.9\nB,0.5\n"})
+    folder = write_task(
+        tmp_path / "tasks",
+        "growth",
+        "max OD per strain?",
+        {"od.csv": "strain,od\nA,0.1\nA,0.9\nB,0.5\n"},
+    )
     spec = campaign("c1", [scripted_agent("careful", "careful", scripted.openai_base_url)])
     async with services(settings, store):
         await submit_campaign(bus, store, spec, load_tasks(folder, max_bytes=10_000))
-        events = await wait_for_events(bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs))
+        events = await wait_for_events(
+            bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
+        )
     kinds = [e.event_type for e in events]
     assert kinds[:3] == ["CampaignStarted", "TaskSubmitted", "RunRequested"]
     steps = [e for e in events if isinstance(e, AgentStepLogged)]
@@ -58,7 +80,10 @@ async def test_multi_step_run_logs_steps_and_seals_artifacts(
     [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
     paths = {f.path: f for f in sealed.files}
     assert set(paths) == {"od.csv", "analysis.py", "results/max_od.csv"}
-    assert store.get_bytes(paths["results/max_od.csv"].sha256).decode().splitlines()[1:] == ["A,0.9", "B,0.5"]
+    assert store.get_bytes(paths["results/max_od.csv"].sha256).decode().splitlines()[1:] == [
+        "A,0.9",
+        "B,0.5",
+    ]
     [ready] = [e for e in events if isinstance(e, SandboxReady)]
     assert ready.backend == "bubblewrap" and [f.path for f in ready.workspace] == ["od.csv"]
     [requested] = [e for e in events if isinstance(e, RunRequested)]

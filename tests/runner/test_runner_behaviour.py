@@ -7,16 +7,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from assay.schemas import AgentFinished, AgentStepLogged, ArtifactsSealed, Event, Limits, RunFailed
 
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.providers import Usage
-from assay.schemas import AgentFinished, AgentStepLogged, ArtifactsSealed, Event, Limits, RunFailed
 from assay.scripted import Fault, ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, services, wait_for_events, write_task
+from tests.pipeline import (
+    SCRIPTED_KEY,
+    campaign,
+    scripted_agent,
+    services,
+    wait_for_events,
+    write_task,
+)
 
 LOOP = ScriptedSequence([ScriptReply.call("bash", {"command": "echo working"})], repeat_last=True)
 
@@ -35,7 +42,12 @@ def ended(events: list[Event]) -> bool:
 
 
 async def run_one(
-    bus: Bus, settings: Settings, tmp_path: Path, server: ScriptedModelServer, model: str, **campaign_extra: object
+    bus: Bus,
+    settings: Settings,
+    tmp_path: Path,
+    server: ScriptedModelServer,
+    model: str,
+    **campaign_extra: object,
 ) -> list[Event]:
     store = LocalBlobStore(settings.blob_dir)
     folder = write_task(tmp_path / "tasks", "t1", "analyse pls", {"data.csv": "x\n1\n"})
@@ -50,49 +62,88 @@ def finished(events: list[Event]) -> AgentFinished:
     return done
 
 
-async def test_max_steps_stops_the_run(bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer) -> None:
+async def test_max_steps_stops_the_run(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
     scripted.add_script("looper", LOOP)
-    events = await run_one(bus, settings, tmp_path, scripted, "looper", limits=Limits(max_steps=3, tool_timeout_s=20))
+    events = await run_one(
+        bus, settings, tmp_path, scripted, "looper", limits=Limits(max_steps=3, tool_timeout_s=20)
+    )
     assert finished(events).stop_reason == "max_steps"
     assert [e.step for e in events if isinstance(e, AgentStepLogged)] == [0, 1, 2]
 
 
-async def test_max_tokens_stops_the_run(bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer) -> None:
-    heavy = ScriptReply(tool_calls=LOOP.replies[0].tool_calls, usage=Usage(input_tokens=600, output_tokens=10))  # type: ignore[union-attr]
+async def test_max_tokens_stops_the_run(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
+    heavy = ScriptReply(
+        tool_calls=LOOP.replies[0].tool_calls, usage=Usage(input_tokens=600, output_tokens=10)
+    )  # type: ignore[union-attr]
     scripted.add_script("heavy", ScriptedSequence([heavy], repeat_last=True))
-    events = await run_one(bus, settings, tmp_path, scripted, "heavy", limits=Limits(max_tokens=1500, tool_timeout_s=20))
+    events = await run_one(
+        bus,
+        settings,
+        tmp_path,
+        scripted,
+        "heavy",
+        limits=Limits(max_tokens=1500, tool_timeout_s=20),
+    )
     done = finished(events)
     assert done.stop_reason == "max_tokens" and done.steps == 3
     assert done.usage.input_tokens == 1800
 
 
-async def test_cost_budget_stops_the_run(bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer) -> None:
-    pricey = ScriptReply(tool_calls=LOOP.replies[0].tool_calls, usage=Usage(input_tokens=200_000, output_tokens=0))  # type: ignore[union-attr]
+async def test_cost_budget_stops_the_run(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
+    pricey = ScriptReply(
+        tool_calls=LOOP.replies[0].tool_calls, usage=Usage(input_tokens=200_000, output_tokens=0)
+    )  # type: ignore[union-attr]
     scripted.add_script("gpt-4o", ScriptedSequence([pricey], repeat_last=True))
     events = await run_one(
-        bus, settings, tmp_path, scripted, "gpt-4o", limits=Limits(cost_budget_usd=1.0, max_tokens=10_000_000, tool_timeout_s=20)
+        bus,
+        settings,
+        tmp_path,
+        scripted,
+        "gpt-4o",
+        limits=Limits(cost_budget_usd=1.0, max_tokens=10_000_000, tool_timeout_s=20),
     )
     done = finished(events)
     assert done.stop_reason == "cost_budget"
-    assert done.steps == 2 and done.cost_usd == pytest.approx(1.0)  # 2 × 200k tokens × $2.50/M reaches $1
+    assert done.steps == 2 and done.cost_usd == pytest.approx(
+        1.0
+    )  # 2 × 200k tokens × $2.50/M reaches $1
 
 
-async def test_wall_clock_stops_the_run(bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer) -> None:
+async def test_wall_clock_stops_the_run(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
     scripted.add_script("slow", LOOP)
     scripted.set_latency("slow", 0.4)
-    events = await run_one(bus, settings, tmp_path, scripted, "slow", limits=Limits(wall_clock_s=1.0, tool_timeout_s=20))
+    events = await run_one(
+        bus,
+        settings,
+        tmp_path,
+        scripted,
+        "slow",
+        limits=Limits(wall_clock_s=1.0, tool_timeout_s=20),
+    )
     done = finished(events)
     assert done.stop_reason == "wall_clock" and 1 <= done.steps <= 5
 
 
-async def test_model_that_stops_talking_ends_the_run(bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer) -> None:
+async def test_model_that_stops_talking_ends_the_run(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
     scripted.add_script("chatty", ScriptedSequence(["I think the answer is 42."]))
     events = await run_one(bus, settings, tmp_path, scripted, "chatty")
     done = finished(events)
     assert done.stop_reason == "model_stopped" and done.final_message == "I think the answer is 42."
 
 
-async def test_rate_limit_storm_is_ridden_out(bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer) -> None:
+async def test_rate_limit_storm_is_ridden_out(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
     scripted.add_script("busy", ScriptedSequence([ScriptReply.call("submit", {"answer": "done"})]))
     scripted.inject("busy", [Fault.rate_limit(retry_after=0.05)] * 5 + [Fault.server_error()])
     events = await run_one(bus, settings, tmp_path, scripted, "busy")
@@ -101,7 +152,9 @@ async def test_rate_limit_storm_is_ridden_out(bus: Bus, settings: Settings, tmp_
     assert statuses == [429] * 5 + [500, 200]
 
 
-async def test_dead_provider_is_an_infrastructure_failure(bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer) -> None:
+async def test_dead_provider_is_an_infrastructure_failure(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
     scripted.add_script("dead", LOOP)
     scripted.fail_always("dead")
     events = await run_one(bus, settings, tmp_path, scripted, "dead")
@@ -111,7 +164,9 @@ async def test_dead_provider_is_an_infrastructure_failure(bus: Bus, settings: Se
     await wait_for_events(bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs))
 
 
-async def test_bad_tool_arguments_go_back_to_the_model(bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer) -> None:
+async def test_bad_tool_arguments_go_back_to_the_model(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
     script = ScriptedSequence(
         [
             ScriptReply.call("bash", "{not json"),
@@ -122,7 +177,14 @@ async def test_bad_tool_arguments_go_back_to_the_model(bus: Bus, settings: Setti
         ]
     )
     scripted.add_script("clumsy", script)
-    events = await run_one(bus, settings, tmp_path, scripted, "clumsy", limits=Limits(tool_output_chars=1000, tool_timeout_s=20))
+    events = await run_one(
+        bus,
+        settings,
+        tmp_path,
+        scripted,
+        "clumsy",
+        limits=Limits(tool_output_chars=1000, tool_timeout_s=20),
+    )
     steps = [e for e in events if isinstance(e, AgentStepLogged)]
     results = [s.tool_results[0] for s in steps]
     assert results[0].is_error and "not a JSON object" in results[0].output

@@ -1,0 +1,109 @@
+"""The sandbox vanishing mid-run, and tasks published raw by another system."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from assay.schemas import ArtifactsSealed, RunFailed, RunRequested, SandboxReady, derive_id
+
+from assay.bus import Bus
+from assay.campaign import submit_campaign
+from assay.config import Settings
+from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
+from assay.store import LocalBlobStore
+from assay.tasks import load_tasks
+from tests.pipeline import (
+    SCRIPTED_KEY,
+    campaign,
+    scripted_agent,
+    services,
+    wait_for_events,
+    write_task,
+)
+
+WORKER = ScriptedSequence(
+    [ScriptReply.call("bash", {"command": "echo step"})] * 3
+    + [ScriptReply.call("submit", {"answer": "done"})]
+)
+
+
+@pytest.fixture
+def scripted() -> Iterator[ScriptedModelServer]:
+    os.environ[SCRIPTED_KEY] = "scripted"
+    with ScriptedModelServer({"worker": WORKER}) as server:
+        yield server
+
+
+async def test_sandbox_disappearing_is_an_infrastructure_failure(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
+    scripted.set_latency("worker", 0.5)
+    store = LocalBlobStore(settings.blob_dir)
+    folder = write_task(tmp_path / "tasks", "t1", "go", {"a.txt": "x"})
+    async with services(settings, store) as started:
+        await submit_campaign(
+            bus,
+            store,
+            campaign("c1", [scripted_agent("a1", "worker", scripted.openai_base_url)]),
+            load_tasks(folder, max_bytes=1000),
+        )
+        events = await wait_for_events(
+            bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs)
+        )
+        ready = next(e for e in events if isinstance(e, SandboxReady))
+        backend = started["sandbox-manager"].backends["bubblewrap"]  # type: ignore[attr-defined]
+        await asyncio.to_thread(backend.destroy, ready.sandbox_id)  # the host loses it
+        events = await wait_for_events(bus, lambda evs: any(isinstance(e, RunFailed) for e in evs))
+    [failed] = [e for e in events if isinstance(e, RunFailed)]
+    assert failed.infrastructure and failed.stage == "agent"
+    assert "sandbox disappeared" in failed.error and ready.sandbox_id in failed.error
+
+
+async def test_task_published_raw_by_another_system_is_picked_up(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
+    store = LocalBlobStore(settings.blob_dir)
+    first = write_task(tmp_path / "tasks", "first", "go", {"a.txt": "x"})
+    spec = campaign("live", [scripted_agent("a1", "worker", scripted.openai_base_url)])
+    async with services(settings, store):
+        await submit_campaign(bus, store, spec, load_tasks(first, max_bytes=1000))
+        await wait_for_events(bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs))
+        # Another system: plain JSON (per schemas/json/TaskSubmitted.json) on the subject layout.
+        blob = store.put_bytes(b"gene,count\nA,3\n")
+        payload = {
+            "event_id": derive_id("external", "live", "second"),
+            "event_type": "TaskSubmitted",
+            "occurred_at": "2026-11-29T10:00:00Z",
+            "campaign_id": "live",
+            "task_id": "second",
+            "producer": {"service": "lims", "version": "7.1"},
+            "task": {
+                "task_id": "second",
+                "prompt": "count genes pls",
+                "attachments": [
+                    {
+                        "path": "counts.csv",
+                        "sha256": blob.sha256,
+                        "size": blob.size,
+                        "media_type": "text/csv",
+                    }
+                ],
+                "source": "lims",
+            },
+        }
+        subject = bus.subjects.event("TaskSubmitted", "live", "-")
+        await bus.js.publish(
+            subject, json.dumps(payload).encode(), headers={"Nats-Msg-Id": payload["event_id"]}
+        )
+        events = await wait_for_events(
+            bus, lambda evs: sum(isinstance(e, ArtifactsSealed) for e in evs) == 2
+        )
+    runs = {e.task_id for e in events if isinstance(e, RunRequested)}
+    assert runs == {"first", "second"}
+    sealed = next(e for e in events if isinstance(e, ArtifactsSealed) and e.task_id == "second")
+    assert "counts.csv" in {f.path for f in sealed.files}
