@@ -69,7 +69,9 @@ def _careful(solutions: Path) -> ScriptedSequence:
         )
 
     def submit(request: ScriptRequest) -> ScriptReply:
-        answer = _read(solutions / task_id_of(request) / "answer.md", "analysis done; see results/.")
+        answer = _read(
+            solutions / task_id_of(request) / "answer.md", "analysis done; see results/."
+        )
         if not answer.startswith("Summary:"):
             answer = "Summary:\n\n" + answer  # the house style of this agent's model family
         return ScriptReply.call("submit", {"answer": answer})

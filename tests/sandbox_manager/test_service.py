@@ -32,21 +32,39 @@ SPEC = SandboxSpec(memory_mb=512, exec_timeout_s=20)
 
 def run_requested(bus: Bus, run_id: str, task: Task) -> RunRequested:
     return new_event(
-        RunRequested, key=(run_id,), campaign_id="c1", run_id=run_id, task_id=task.task_id, task=task,
-        agent=AgentSpec(agent_id="a1", model="m"), epoch=0, limits=Limits(), sandbox=SPEC, producer=bus.producer,
+        RunRequested,
+        key=(run_id,),
+        campaign_id="c1",
+        run_id=run_id,
+        task_id=task.task_id,
+        task=task,
+        agent=AgentSpec(agent_id="a1", model="m"),
+        epoch=0,
+        limits=Limits(),
+        sandbox=SPEC,
+        producer=bus.producer,
     )
 
 
 def finished(bus: Bus, run_id: str) -> AgentFinished:
     return new_event(
-        AgentFinished, key=(run_id,), campaign_id="c1", run_id=run_id, stop_reason="submitted",
-        final_message="see results/out.txt", steps=1, usage=Usage(), producer=bus.producer,
+        AgentFinished,
+        key=(run_id,),
+        campaign_id="c1",
+        run_id=run_id,
+        stop_reason="submitted",
+        final_message="see results/out.txt",
+        steps=1,
+        usage=Usage(),
+        producer=bus.producer,
     )
 
 
 def sandbox_processes(settings: Settings) -> int:
     """Processes whose command line mentions this test's sandbox state (bwrap and children)."""
-    out = subprocess.run(["pgrep", "-c", "-f", str(settings.state_dir)], capture_output=True, text=True)
+    out = subprocess.run(
+        ["pgrep", "-c", "-f", str(settings.state_dir)], capture_output=True, text=True
+    )
     return int(out.stdout.strip() or 0)
 
 
@@ -65,26 +83,36 @@ def ready_of(events: list, run_id: str) -> SandboxReady:  # type: ignore[type-ar
     return next(e for e in events if isinstance(e, SandboxReady) and e.run_id == run_id)
 
 
-async def test_ready_exec_over_nats_seal_and_destroy(bus: Bus, settings: Settings, tmp_path: Path) -> None:
+async def test_ready_exec_over_nats_seal_and_destroy(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> None:
     store = LocalBlobStore(settings.blob_dir)
     task = make_task(store, tmp_path)
     service = build(settings, store=store, backends=backends(settings))  # type: ignore[arg-type]
     await start(service)
     try:
         await bus.publish(run_requested(bus, "r1", task))
-        events = await wait_for_events(bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs))
+        events = await wait_for_events(
+            bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs)
+        )
         ready = ready_of(events, "r1")
         assert [f.path for f in ready.workspace] == ["data/reads.csv"]
         assert ready.image_digest.startswith("bubblewrap:rootfs-")
         client = SandboxClient(bus=bus, instance=ready.instance, sandbox_id=ready.sandbox_id)
-        out = await client.exec("cat data/reads.csv && mkdir -p results && echo 42 > results/out.txt && ln -s /etc/shadow results/leak", timeout_s=20, cwd="/workspace")
+        out = await client.exec(
+            "cat data/reads.csv && mkdir -p results && echo 42 > results/out.txt && ln -s /etc/shadow results/leak",
+            timeout_s=20,
+            cwd="/workspace",
+        )
         assert out.exit_code == 0
         await client.write_file("notes/a b\nc.md", b"odd name")
         assert {f.path for f in await client.list_files()} >= {"data/reads.csv", "results/out.txt"}
         with pytest.raises(SandboxGone, match="unknown"):
             await SandboxClient(bus=bus, instance=ready.instance, sandbox_id="nope").list_files()
         await bus.publish(finished(bus, "r1"))
-        events = await wait_for_events(bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs))
+        events = await wait_for_events(
+            bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
+        )
         [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
         paths = {f.path: f for f in sealed.files}
         assert set(paths) == {"data/reads.csv", "results/out.txt", "notes/a b\nc.md"}
@@ -98,7 +126,9 @@ async def test_ready_exec_over_nats_seal_and_destroy(bus: Bus, settings: Setting
         await service.bus.stop()
 
 
-async def test_restart_reconciles_with_no_leak(bus: Bus, settings: Settings, tmp_path: Path) -> None:
+async def test_restart_reconciles_with_no_leak(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> None:
     store = LocalBlobStore(settings.blob_dir)
     task = make_task(store, tmp_path)
     assert sandbox_processes(settings) == 0
@@ -106,12 +136,15 @@ async def test_restart_reconciles_with_no_leak(bus: Bus, settings: Settings, tmp
     await start(first)
     for run in ("done", "live"):
         await bus.publish(run_requested(bus, run, task))
-    events = await wait_for_events(bus, lambda evs: sum(isinstance(e, SandboxReady) for e in evs) == 2)
+    events = await wait_for_events(
+        bus, lambda evs: sum(isinstance(e, SandboxReady) for e in evs) == 2
+    )
     await first.bus.stop()  # the service goes away with two live sandboxes
     orphan_backend = backends(settings)["bubblewrap"]
     orphan_backend.create(
         SandboxSpec(),
-        "orphan", {"assay.campaign": "c1", "assay.run": "orphan", "assay.instance": first.instance},
+        "orphan",
+        {"assay.campaign": "c1", "assay.run": "orphan", "assay.instance": first.instance},
     )
     await bus.publish(finished(bus, "done"))  # finished while no manager was running
     assert {s.sandbox_id for s in orphan_backend.list_live()} == {"done", "live", "orphan"}
@@ -119,15 +152,23 @@ async def test_restart_reconciles_with_no_leak(bus: Bus, settings: Settings, tmp
     second = build(settings, store=store, backends=backends(settings))  # type: ignore[arg-type]
     await start(second)
     try:
-        events = await wait_for_events(bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs))
+        events = await wait_for_events(
+            bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
+        )
         [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
         assert sealed.run_id == "done"
         live = {s.sandbox_id for s in second.backends["bubblewrap"].list_live()}
-        assert live == {"live"}, "finished runs are sealed and orphans destroyed; live runs are kept"
+        assert live == {"live"}, (
+            "finished runs are sealed and orphans destroyed; live runs are kept"
+        )
         client = SandboxClient(bus=bus, instance=second.instance, sandbox_id="live")
-        assert (await client.exec("true", timeout_s=10)).exit_code == 0, "the kept sandbox still serves commands"
+        assert (await client.exec("true", timeout_s=10)).exit_code == 0, (
+            "the kept sandbox still serves commands"
+        )
         await bus.publish(finished(bus, "live"))
-        await wait_for_events(bus, lambda evs: sum(isinstance(e, ArtifactsSealed) for e in evs) == 2)
+        await wait_for_events(
+            bus, lambda evs: sum(isinstance(e, ArtifactsSealed) for e in evs) == 2
+        )
         assert second.backends["bubblewrap"].list_live() == []
         assert sandbox_processes(settings) == 0
     finally:
