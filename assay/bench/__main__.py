@@ -15,6 +15,8 @@ SUITES: list[tuple[str, str]] = [
     ("sandbox", "assay.sandbox_manager.bench:bench_sandbox"),
     ("judge", "assay.judge.bench:bench_judge"),
     ("aggregator", "assay.aggregator.bench:bench_aggregator"),
+    ("runner", "assay.runner.bench:bench_runner"),
+    ("load", "assay.bench._load:bench_load"),
 ]
 
 

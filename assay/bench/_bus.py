@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -21,13 +22,13 @@ __all__ = ["bench_bus"]
 PRODUCER = Producer(service="bench", version="0")
 
 
-def _events(n: int, run: str) -> list[AgentStepLogged]:
+def _events(n: int, run: str, campaign: str = "bench") -> list[AgentStepLogged]:
     call = ToolCallRecord(call_id="c", name="bash", arguments='{"cmd": "python3 analysis.py"}')
     return [
         new_event(
             AgentStepLogged,
-            key=(run, i),
-            campaign_id="bench",
+            key=(campaign, run, i),
+            campaign_id=campaign,
             run_id=run,
             step=i,
             model_output="Running the analysis now." * 4,
@@ -39,22 +40,28 @@ def _events(n: int, run: str) -> list[AgentStepLogged]:
     ]
 
 
-async def _publish_rates(bus: Bus, n: int) -> tuple[float, float]:
+async def _publish_rates(bus: Bus, n: int, rounds: int = 5) -> tuple[float, float]:
+    """Alternate rounds of ours and raw, so machine noise hits both alike; median rates."""
     for ev in _events(200, "warmup"):  # connection and stream warm-up, counted for neither
         await bus.publish(ev)
-    events = _events(n, "rbus")
-    t0 = time.perf_counter()
-    for ev in events:
-        await bus.publish(ev)
-    ours = n / (time.perf_counter() - t0)
-    raw_events = _events(n, "rraw")
-    payloads = [(bus.subjects.of(e), e.model_dump_json().encode(), e.event_id) for e in raw_events]
     js = bus.js
-    t0 = time.perf_counter()
-    for subject, data, msg_id in payloads:
-        await js.publish(subject, data, stream=bus.stream.name, headers={"Nats-Msg-Id": msg_id})
-    raw = n / (time.perf_counter() - t0)
-    return ours, raw
+    size = n // rounds
+    ours_rates, raw_rates = [], []
+    for r in range(rounds):
+        events = _events(size, f"r{r}", "ours")
+        t0 = time.perf_counter()
+        for ev in events:
+            await bus.publish(ev)
+        ours_rates.append(size / (time.perf_counter() - t0))
+        raw = [
+            (bus.subjects.of(e), e.model_dump_json().encode(), e.event_id)
+            for e in _events(size, f"r{r}", "raw")
+        ]
+        t0 = time.perf_counter()
+        for subject, data, msg_id in raw:
+            await js.publish(subject, data, stream=bus.stream.name, headers={"Nats-Msg-Id": msg_id})
+        raw_rates.append(size / (time.perf_counter() - t0))
+    return statistics.median(ours_rates), statistics.median(raw_rates)
 
 
 async def _consume_rates(settings: Settings, bus: Bus, n: int) -> tuple[float, float]:
@@ -69,7 +76,7 @@ async def _consume_rates(settings: Settings, bus: Bus, n: int) -> tuple[float, f
 
     consumer = Bus(settings, service="bench-consumer")
     consumer.consume(
-        consumer.subjects.event("AgentStepLogged", "bench", "rbus"),
+        consumer.subjects.event("AgentStepLogged", "ours", "*"),
         handle,
         durable="bench",
         max_workers=16,
@@ -81,7 +88,7 @@ async def _consume_rates(settings: Settings, bus: Bus, n: int) -> tuple[float, f
     await consumer.stop()
 
     psub = await bus.js.pull_subscribe(
-        bus.subjects.event("AgentStepLogged", "bench", "rraw"),
+        bus.subjects.event("AgentStepLogged", "raw", "*"),
         durable="rawbench",
         stream=bus.stream.name,
         config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT),
@@ -96,14 +103,17 @@ async def _consume_rates(settings: Settings, bus: Bus, n: int) -> tuple[float, f
     return ours, raw
 
 
-async def _replay_rates(bus: Bus) -> tuple[float, float, int]:
-    t0 = time.perf_counter()
-    typed = [e async for e in bus.replay()]
-    ours = len(typed) / (time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    raw = [m async for m in read_raw(bus.js, bus.stream.name, subject=bus.subjects.events)]
-    raw_rate = len(raw) / (time.perf_counter() - t0)
-    return ours, raw_rate, len(typed)
+async def _replay_rates(bus: Bus, rounds: int = 3) -> tuple[float, float, int]:
+    ours_rates, raw_rates, total = [], [], 0
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        typed = [e async for e in bus.replay()]
+        ours_rates.append(len(typed) / (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        raw = [m async for m in read_raw(bus.js, bus.stream.name, subject=bus.subjects.events)]
+        raw_rates.append(len(raw) / (time.perf_counter() - t0))
+        total = len(typed)
+    return statistics.median(ours_rates), statistics.median(raw_rates), total
 
 
 async def _run(n: int) -> list[Row]:

@@ -55,13 +55,16 @@ def make_broker(settings: Settings, *, name: str) -> NatsBroker:
         )
     elif tls is not None:
         security = NatsSecurity(ssl_context=tls)
+    # A cluster is reached through any of its nodes: `nats_url` may list several, comma-separated.
+    servers = [url.strip() for url in settings.nats_url.split(",") if url.strip()]
     return NatsBroker(
-        settings.nats_url,
+        servers,
         security=security,
         name=name,
         max_reconnect_attempts=-1,
         reconnect_time_wait=0.5,
         logger=None,
+        apply_types=False,
     )
 
 
