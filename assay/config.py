@@ -24,6 +24,12 @@ class Settings(BaseSettings):
     nats_password: str | None = None
     nats_tls_ca: Path | None = None
     """CA bundle; setting it switches the client to TLS."""
+    nats_auth: bool = False
+    """`assay up` serves per-service users with least-privilege permissions (`--auth`)."""
+    nats_tls_cert: Path | None = None
+    """Server certificate of the embedded nats-server (with `nats_tls_key`: TLS on)."""
+    nats_tls_key: Path | None = None
+    """Private key of `nats_tls_cert`."""
     stream: str = "ASSAY"
     subject_prefix: str = Field(default="assay", pattern=r"^[A-Za-z0-9_-]+$")
     """First token of every subject (separate prefixes let tests share one server)."""

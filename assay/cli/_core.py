@@ -29,19 +29,39 @@ def up(
     all_services: bool = typer.Option(
         False, "--all", help="Also run every service in this process (one-machine use)."
     ),
+    auth: bool = typer.Option(
+        False, "--auth", help="One NATS user per service, least privilege (ASSAY_NATS_AUTH=1)."
+    ),
 ) -> None:
     """Start the embedded stack: nats-server with JetStream on .assay/, until Ctrl-C."""
+    from assay.security import create_streams, prepare_embedded, write_env_files
+
     settings = Settings()
     port = port or urlparse(settings.nats_url).port or 4222
-    server = NatsServer(settings.home / "nats", port=port)
+    secured = prepare_embedded(settings, auth=auth or settings.nats_auth)
+    config = secured.config_file if secured else None
+    server = NatsServer(settings.home / "nats", port=port, config_file=config)
     try:
         server.start()
+        if secured and secured.users:
+            settings = settings.model_copy(update={"nats_url": server.url})
+            # Services may only look the streams up: the admin creates them now.
+            asyncio.run(create_streams(secured.settings_for("admin", settings)))
     except AssayError as e:
+        server.stop()
         err_console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
     console.print(
         f"[green]nats-server[/green] with JetStream on {server.url} (data: {server.data_dir})"
     )
+    if secured and secured.users:
+        write_env_files(secured, settings)
+        console.print(f"per-service users (env files in {settings.home / 'nats'}, mode 0600):")
+        for user in secured.users:
+            line = " ".join(secured.env_lines(user, settings))
+            console.print(f"  # {user}\n  {line}", soft_wrap=True, highlight=False, markup=False)
+        # One process cannot hold one user per service: --all connects as the admin.
+        settings = secured.settings_for("admin", settings)
     console.print(f"blob store: {settings.blob_dir}   —   Ctrl-C to stop")
     if all_services:
         try:

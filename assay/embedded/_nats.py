@@ -91,19 +91,20 @@ class NatsServer:
             args += ["-c", str(self.config_file)]
         args += ["-a", self.host, "-p", str(self.port), "-js", "-sd", str(self.data_dir / "js")]
         args += list(self.extra_args)
+        # Where this start's lines begin: measured before the server can write any.
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = self.log_path.open("ab")
         # Own process group: Ctrl-C in a terminal reaches us, and we stop the server cleanly.
         self.process = subprocess.Popen(
             args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
         log.close()
-        self._wait_ready(timeout)
+        self._wait_ready(timeout, offset)
         return self
 
-    def _wait_ready(self, timeout: float) -> None:
+    def _wait_ready(self, timeout: float, offset: int) -> None:
         assert self.process is not None
         deadline = time.monotonic() + timeout
-        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise ConfigError(

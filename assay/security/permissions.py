@@ -1,0 +1,230 @@
+"""Which NATS subjects each role may publish to and subscribe on.
+
+Derived from the code paths of each service (its `bus.consume` durables, the events it
+publishes, its replays, its sandbox requests) and checked against a real nats-server by
+`tests/security`. A service may read the whole log (replays rebuild state), but it
+publishes only the events it produces, acks only its own durables' messages, and
+creates or pulls only its own durable consumers.
+
+JetStream API subjects used through nats-py (per stream S, durable D):
+
+- `$JS.API.STREAM.INFO.S`: `ensure_streams` and `head_sequence` on connect;
+  `$JS.API.STREAM.MSG.GET.S`: `Bus.has_event` (last message on one subject).
+- `$JS.API.CONSUMER.INFO.S.D`, `$JS.API.CONSUMER.CREATE.S.D.<filter>`: a durable pull
+  consumer is looked up, then created under its name with its filter subject.
+- `$JS.API.CONSUMER.MSG.NEXT.S.D`: pull fetches; `$JS.ACK.S.D.>`: ack, nak, in-progress.
+- `$JS.API.CONSUMER.CREATE.S` + `$JS.API.CONSUMER.INFO.S.*` + `$JS.FC.S.>`: replays
+  (an ephemeral ordered push consumer, flow-controlled); the ephemeral create subject
+  refuses a durable name, so a replay cannot take over another service's durable.
+- `_INBOX.>` (subscribe): PubAcks, JetStream API replies, pull batches, replay
+  deliveries and sandbox RPC replies all arrive on the client's inboxes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal, NamedTuple, get_args
+
+from assay.config import Settings
+
+__all__ = [
+    "ROLES",
+    "Permissions",
+    "Role",
+    "permission_map",
+    "publisher_user",
+    "role_permissions",
+]
+
+Role = Literal["admin", "cli", "runner", "sandbox-manager", "judge", "aggregator", "publisher"]
+ROLES: tuple[Role, ...] = get_args(Role)
+
+NO_RUN = "-"
+"""Run token of events that belong to no run (campaign and task events)."""
+
+
+class Permissions(NamedTuple):
+    """Allow-lists of one NATS user; everything else is refused by the server."""
+
+    publish: tuple[str, ...]
+    subscribe: tuple[str, ...]
+    allow_responses: bool = False
+    """May reply once to a request it received (sandbox RPC) without publish rights
+    on the requester's inbox."""
+
+
+def _events(prefix: str, types: Iterable[str]) -> list[str]:
+    return [f"{prefix}.ev.{t}.*.*" for t in types]
+
+
+def _reader(stream: str) -> list[str]:
+    """Publish rights needed to read the log (ordered ephemeral consumers)."""
+    return [
+        f"$JS.API.STREAM.INFO.{stream}",
+        f"$JS.API.STREAM.INFO.{stream}_DLQ",
+        f"$JS.API.STREAM.MSG.GET.{stream}",
+        f"$JS.API.CONSUMER.CREATE.{stream}",
+        f"$JS.API.CONSUMER.INFO.{stream}.*",
+        f"$JS.FC.{stream}.>",
+    ]
+
+
+def _durables(stream: str, prefix: str, durables: Sequence[str]) -> list[str]:
+    """Publish rights of durable pull consumers, and of dead-lettering their messages."""
+    out: list[str] = []
+    for d in durables:
+        out += [
+            f"$JS.API.CONSUMER.CREATE.{stream}.{d}.>",
+            f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{d}",
+            f"$JS.ACK.{stream}.{d}.>",
+            f"{prefix}.dlq.{d}",
+        ]
+    return out
+
+
+def _dedupe(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+INBOX = "_INBOX.>"
+
+
+def role_permissions(
+    role: Role,
+    *,
+    stream: str,
+    prefix: str,
+    campaign: str | None = None,
+    judge_id: str | None = None,
+    instances: Sequence[str] = (),
+) -> Permissions:
+    """The allow-lists of one role on the stream `stream` under subject prefix `prefix`.
+
+    `campaign` is required for `publisher` (the one campaign it may submit tasks to).
+    `judge_id` narrows the judge's durable to `judge-<id>`, `instances` the
+    sandbox-manager's per-instance durables and RPC subjects to those instance names
+    (`ASSAY_INSTANCE`). Without them any judge id / instance is allowed, which still
+    bounds what the user publishes but lets it pull or ack any durable: NATS wildcards
+    match whole tokens only, so `judge-*` cannot be written.
+    """
+    if role == "admin":
+        return Permissions(publish=(">",), subscribe=(">",), allow_responses=False)
+    if role == "publisher":
+        if not campaign:
+            raise ValueError("role 'publisher' needs the campaign it may submit tasks to")
+        return Permissions(
+            publish=_dedupe(
+                [
+                    f"{prefix}.ev.TaskSubmitted.{campaign}.{NO_RUN}",
+                    f"$JS.API.STREAM.INFO.{stream}",
+                    f"$JS.API.STREAM.INFO.{stream}_DLQ",
+                ]
+            ),
+            subscribe=(INBOX,),
+        )
+    if role == "cli":
+        # `assay submit` creates the streams when missing and publishes the campaign;
+        # `assay events/report/replay/audit` read the log and the dead letters.
+        return Permissions(
+            publish=_dedupe(
+                [
+                    *_events(prefix, ["CampaignStarted", "TaskSubmitted"]),
+                    *_reader(stream),
+                    f"$JS.API.STREAM.CREATE.{stream}",
+                    f"$JS.API.STREAM.CREATE.{stream}_DLQ",
+                    f"$JS.API.CONSUMER.CREATE.{stream}_DLQ.>",
+                    f"$JS.API.CONSUMER.INFO.{stream}_DLQ.*",
+                    f"$JS.API.CONSUMER.MSG.NEXT.{stream}_DLQ.*",
+                ]
+            ),
+            subscribe=(INBOX,),
+        )
+    if role == "runner":
+        durables = ["runner-campaigns", "runner-tasks", "runner-runs"]
+        return Permissions(
+            publish=_dedupe(
+                [
+                    *_events(prefix, ["RunRequested", "AgentStepLogged", "AgentFinished"]),
+                    *_events(prefix, ["RunFailed"]),
+                    *_reader(stream),
+                    *_durables(stream, prefix, durables),
+                    f"{prefix}.rpc.sandbox.*",
+                ]
+            ),
+            subscribe=(INBOX,),
+        )
+    if role == "sandbox-manager":
+        durables = ["sandbox-manager-runs"]
+        for inst in instances or ["*"]:
+            if instances:
+                durables += [f"sandbox-manager-{inst}-finished", f"sandbox-manager-{inst}-failed"]
+            else:
+                durables += ["*"]
+        rpc = [f"{prefix}.rpc.sandbox.{inst}" for inst in instances or ["*"]]
+        return Permissions(
+            publish=_dedupe(
+                [
+                    *_events(prefix, ["SandboxReady", "ArtifactsSealed", "RunFailed"]),
+                    *_reader(stream),
+                    *_durables(stream, prefix, durables),
+                ]
+            ),
+            # Replies to the runner's sandbox requests go to its inbox: allowed as
+            # responses only, so the manager cannot publish into other inboxes.
+            subscribe=_dedupe([INBOX, *rpc]),
+            allow_responses=True,
+        )
+    if role == "judge":
+        durable = f"judge-{judge_id}" if judge_id else "*"
+        return Permissions(
+            publish=_dedupe(
+                [
+                    *_events(prefix, ["JudgeRegistered", "JudgmentRecorded", "JudgmentFailed"]),
+                    *_reader(stream),
+                    *_durables(stream, prefix, [durable]),
+                ]
+            ),
+            subscribe=(INBOX,),
+        )
+    if role == "aggregator":
+        return Permissions(
+            publish=_dedupe([*_reader(stream), *_durables(stream, prefix, ["aggregator"])]),
+            subscribe=(INBOX,),
+        )
+    raise ValueError(f"unknown role {role!r}; known roles: {', '.join(ROLES)}")
+
+
+def publisher_user(campaign: str) -> str:
+    """User name of the external publisher of one campaign."""
+    return f"publisher-{campaign}"
+
+
+def permission_map(
+    settings: Settings,
+    *,
+    publisher_campaigns: Sequence[str] = (),
+    judge_ids: Sequence[str] = (),
+    instances: Sequence[str] = (),
+) -> dict[str, Permissions]:
+    """Every user of a deployment and its allow-lists, keyed by user name.
+
+    Pure: depends only on the stream name and subject prefix of `settings` and the
+    arguments. One user per service role (user name = role); judges share the `judge`
+    user, and each id in `judge_ids` also gets its own `judge-<id>` user narrowed to its
+    durable; one `publisher-<campaign>` user per campaign open to outside submission.
+    """
+    stream, prefix = settings.stream, settings.subject_prefix
+    users: dict[str, Permissions] = {
+        role: role_permissions(role, stream=stream, prefix=prefix, instances=instances)
+        for role in ROLES
+        if role != "publisher"
+    }
+    for judge_id in judge_ids:
+        users[f"judge-{judge_id}"] = role_permissions(
+            "judge", stream=stream, prefix=prefix, judge_id=judge_id
+        )
+    for campaign in publisher_campaigns:
+        users[publisher_user(campaign)] = role_permissions(
+            "publisher", stream=stream, prefix=prefix, campaign=campaign
+        )
+    return users

@@ -1,0 +1,93 @@
+"""A real nats-server per test, started with the rendered least-privilege config."""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.embedded import NatsServer
+from assay.security import Permissions, ServerTls, permission_map, render_config
+from tests.conftest import _state_root
+
+_counter = itertools.count()
+
+CAMPAIGN = "open"
+"""The one campaign the external publisher may submit tasks to."""
+INSTANCE = "sm1"
+
+
+@dataclass(kw_only=True)
+class SecureNats:
+    """A server whose users are exactly those of `permission_map`."""
+
+    server: NatsServer
+    base: Settings
+    users: dict[str, Permissions]
+    passwords: dict[str, str]
+
+    def settings(self, user: str) -> Settings:
+        """The base settings, connecting as `user`."""
+        return self.base.model_copy(
+            update={"nats_user": user, "nats_password": self.passwords[user]}
+        )
+
+    def violations(self) -> list[str]:
+        """Permission violations the server logged so far."""
+        text = self.server.log_path.read_text(errors="replace")
+        return [line for line in text.splitlines() if "Violation" in line]
+
+
+def start_secure(tmp: Path, base: Settings, tls: ServerTls | None = None) -> SecureNats:
+    """Render the config for `base`'s stream and prefix and start a server with it."""
+    users = permission_map(base, publisher_campaigns=(CAMPAIGN,), instances=(INSTANCE,))
+    passwords = {u: f"pw-{u}-{i}" for i, u in enumerate(users)}
+    config = tmp / "nats.conf"
+    config.write_text(render_config(users, passwords, tls=tls))
+    server = NatsServer(tmp / "nats", config_file=config).start()
+    scheme = "tls" if tls else "nats"
+    base = base.model_copy(update={"nats_url": f"{scheme}://127.0.0.1:{server.port}"})
+    return SecureNats(server=server, base=base, users=users, passwords=passwords)
+
+
+def base_settings(tmp: Path) -> Settings:
+    """Settings of one test (own stream, prefix, home and sandbox state)."""
+    n = next(_counter)
+    state = Path(tempfile.mkdtemp(prefix=f"sec{n}-", dir=_state_root()))
+    state.chmod(0o711)
+    return Settings(
+        state_dir=state,
+        home=tmp / "home",
+        stream=f"SEC{n}",
+        subject_prefix=f"sec{n}",
+        instance=INSTANCE,
+        ack_wait_s=5.0,
+        max_deliver=3,
+    )
+
+
+@pytest.fixture
+def secure(tmp_path: Path) -> Iterator[SecureNats]:
+    """A least-privilege server for this test only."""
+    nats = start_secure(tmp_path, base_settings(tmp_path))
+    try:
+        yield nats
+    finally:
+        nats.server.stop()
+
+
+@pytest.fixture
+async def admin_bus(secure: SecureNats) -> AsyncIterator[Bus]:
+    """The admin's bus: it creates the streams (services may only look them up)."""
+    bus = Bus(secure.settings("admin"), service="admin")
+    await bus.connect()
+    try:
+        yield bus
+    finally:
+        await bus.stop()

@@ -1,0 +1,91 @@
+"""In-process services, each connecting as its own restricted NATS user."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from assay.schemas import AgentSpec, JudgeSpec
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.providers import ModelProvider, RetryPolicy, make_provider
+from assay.store import BlobStore
+from tests.pipeline import fast_providers
+
+
+def fast_judge_provider(spec: JudgeSpec) -> ModelProvider:
+    """A judge provider with quick retries; the key comes from the env var the spec names."""
+    assert spec.api_key_env is not None
+    return make_provider(
+        spec.provider,
+        spec.model,
+        base_url=spec.base_url,
+        api_key_env=spec.api_key_env,
+        timeout_s=spec.timeout_s,
+        max_concurrency=spec.max_concurrency,
+        retry=RetryPolicy.for_tests(),
+    )
+
+
+@asynccontextmanager
+async def restricted_services(
+    settings_of: Callable[[str], Settings],
+    store: BlobStore,
+    *,
+    judges: Sequence[JudgeSpec] = (),
+    aggregator: bool = False,
+    agent_providers: Callable[[AgentSpec], ModelProvider] = fast_providers,
+) -> AsyncIterator[dict[str, Any]]:
+    """sandbox-manager, runner, the given judges and optionally the aggregator, each
+    with `settings_of(<its user>)`; like `tests.pipeline.services` otherwise."""
+    from assay.aggregator.app import build as build_aggregator
+    from assay.judge.app import build as build_judge
+    from assay.judge.app import start as start_judge
+    from assay.judge.app import stop as stop_judge
+    from assay.runner.app import build as build_runner
+    from assay.sandbox_manager.app import build as build_sandbox
+    from assay.sandbox_manager.app import start as start_sandbox
+    from assay.sandbox_manager.backends import BubblewrapBackend
+
+    started: dict[str, Any] = {}
+    stops: list[Callable[[], Any]] = []
+    try:
+        sm_settings = settings_of("sandbox-manager")
+        state = sm_settings.instance_state
+        backends = {"bubblewrap": BubblewrapBackend(state / "bwrap", state / "snapshots")}
+        sm = build_sandbox(sm_settings, store=store, backends=backends)  # type: ignore[arg-type]
+        await start_sandbox(sm)
+        stops.append(sm.bus.stop)
+        started["sandbox-manager"] = sm
+        runner = build_runner(settings_of("runner"), store=store, providers=agent_providers)
+        await runner.bus.start()
+        stops.append(runner.bus.stop)
+        started["runner"] = runner
+        for spec in judges:
+            judge = build_judge(
+                settings_of("judge"), spec, store=store, providers=fast_judge_provider
+            )
+            await start_judge(judge)
+            stops.append(lambda j=judge: stop_judge(j))
+            started[f"judge-{spec.judge_id}"] = judge
+        if aggregator:
+            agg = build_aggregator(settings_of("aggregator"), write_report=False, n_resamples=200)
+            await agg.start()
+            stops.append(agg.stop)
+            started["aggregator"] = agg
+        yield started
+    finally:
+        for stop in reversed(stops):
+            await stop()
+        for backend in backends.values():
+            for info in backend.list_live():
+                backend.destroy(info.sandbox_id)
+
+
+async def connected(settings: Settings, service: str) -> Bus:
+    """A connected (not consuming) bus as `settings`' user."""
+    bus = Bus(settings, service=service)
+    await bus.connect()
+    return bus

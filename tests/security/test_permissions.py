@@ -1,0 +1,203 @@
+"""Forbidden publishes are refused by the server; allowed ones are stored."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import nats
+import pytest
+from nats.aio.client import Client
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js.api import ConsumerConfig
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.security import permission_map
+
+from .conftest import CAMPAIGN, SecureNats
+
+pytestmark = pytest.mark.timeout(30)
+
+Connect = Callable[[str], Awaitable[Client]]
+
+
+@pytest.fixture
+def errors() -> list[Exception]:
+    """Asynchronous errors the server sent to this test's clients."""
+    return []
+
+
+@pytest.fixture
+async def connect(
+    secure: SecureNats, admin_bus: Bus, errors: list[Exception]
+) -> AsyncIterator[Connect]:
+    """Plain nats-py connections as any user (streams exist: the admin made them)."""
+    clients: list[Client] = []
+
+    async def on_error(e: Exception) -> None:
+        errors.append(e)
+
+    async def open_as(user: str) -> Client:
+        nc = await nats.connect(
+            secure.base.nats_url,
+            user=user,
+            password=secure.passwords[user],
+            error_cb=on_error,
+            allow_reconnect=False,
+        )
+        clients.append(nc)
+        return nc
+
+    yield open_as
+    for nc in clients:
+        await nc.close()
+
+
+def subject(secure: SecureNats, event_type: str, campaign: str = "c1", run: str = "r1") -> str:
+    return f"{secure.base.subject_prefix}.ev.{event_type}.{campaign}.{run}"
+
+
+async def stored(admin_bus: Bus, secure: SecureNats) -> int:
+    return (await admin_bus.js.stream_info(secure.base.stream)).state.messages
+
+
+async def refused(nc: Client, subject: str) -> bool:
+    """Whether a JetStream publish got no PubAck (the server dropped it)."""
+    try:
+        await nc.jetstream().publish(subject, b"{}", timeout=0.5)
+    except NatsTimeout:
+        return True
+    return False
+
+
+@pytest.mark.parametrize(
+    ("user", "forbidden"),
+    [
+        ("runner", ["JudgmentRecorded", "JudgmentFailed", "JudgeRegistered", "ArtifactsSealed"]),
+        (
+            "sandbox-manager",
+            ["RunRequested", "AgentStepLogged", "AgentFinished", "JudgmentRecorded"],
+        ),
+        ("judge", ["RunRequested", "ArtifactsSealed", "CampaignStarted", "AgentFinished"]),
+        ("aggregator", ["JudgmentRecorded", "CampaignStarted", "TaskSubmitted", "RunFailed"]),
+        ("cli", ["RunRequested", "JudgmentRecorded", "ArtifactsSealed"]),
+    ],
+)
+async def test_services_cannot_publish_other_services_events(
+    secure: SecureNats, admin_bus: Bus, connect: Connect, user: str, forbidden: list[str]
+) -> None:
+    nc = await connect(user)
+    for event_type in forbidden:
+        assert await refused(nc, subject(secure, event_type)), f"{user} published {event_type}"
+    assert await stored(admin_bus, secure) == 0
+
+
+@pytest.mark.parametrize(
+    ("user", "allowed"),
+    [
+        ("runner", ["RunRequested", "AgentStepLogged", "AgentFinished", "RunFailed"]),
+        ("sandbox-manager", ["SandboxReady", "ArtifactsSealed", "RunFailed"]),
+        ("judge", ["JudgeRegistered", "JudgmentRecorded", "JudgmentFailed"]),
+        ("cli", ["CampaignStarted", "TaskSubmitted"]),
+    ],
+)
+async def test_services_publish_their_own_events(
+    secure: SecureNats, admin_bus: Bus, connect: Connect, user: str, allowed: list[str]
+) -> None:
+    nc = await connect(user)
+    for event_type in allowed:
+        assert not await refused(nc, subject(secure, event_type)), f"{user} refused {event_type}"
+    assert await stored(admin_bus, secure) == len(allowed)
+
+
+async def test_external_publisher_submits_only_tasks_to_its_campaign(
+    secure: SecureNats, admin_bus: Bus, connect: Connect
+) -> None:
+    nc = await connect(f"publisher-{CAMPAIGN}")
+    assert not await refused(nc, subject(secure, "TaskSubmitted", CAMPAIGN, "-"))
+    assert await refused(nc, subject(secure, "TaskSubmitted", "other", "-"))
+    assert await refused(nc, subject(secure, "TaskSubmitted", CAMPAIGN, "r1"))
+    assert await refused(nc, subject(secure, "CampaignStarted", CAMPAIGN, "-"))
+    assert await refused(nc, subject(secure, "RunRequested", CAMPAIGN, "r1"))
+    assert await stored(admin_bus, secure) == 1
+
+
+async def test_services_cannot_take_over_other_durables_or_streams(
+    secure: SecureNats, admin_bus: Bus, connect: Connect
+) -> None:
+    runner = await connect("runner")
+    js = runner.jetstream(timeout=0.5)
+    stream = secure.base.stream
+    events = f"{secure.base.subject_prefix}.ev.>"
+    # Another service's durable: refused (no reply from the API within the timeout).
+    with pytest.raises(NatsTimeout):
+        await js.add_consumer(
+            stream,
+            ConsumerConfig(name="aggregator", durable_name="aggregator", filter_subject=events),
+        )
+    with pytest.raises(NatsTimeout):
+        await js.delete_stream(stream)
+    with pytest.raises(NatsTimeout):
+        await js.purge_stream(stream)
+    # Nor through the ephemeral create subject replays use: the server refuses a
+    # durable name there.
+    body = {
+        "stream_name": stream,
+        "config": {"durable_name": "aggregator", "filter_subject": events},
+    }
+    reply = await runner.request(
+        f"$JS.API.CONSUMER.CREATE.{stream}", json.dumps(body).encode(), timeout=2
+    )
+    assert "error" in json.loads(reply.data)
+    with pytest.raises(nats.js.errors.NotFoundError):
+        await js.consumer_info(stream, "aggregator")
+    # Its own durable: allowed.
+    info = await js.add_consumer(
+        stream,
+        ConsumerConfig(name="runner-tasks", durable_name="runner-tasks", filter_subject=events),
+    )
+    assert info.name == "runner-tasks"
+
+
+async def test_only_the_sandbox_manager_serves_sandbox_requests(
+    secure: SecureNats, admin_bus: Bus, connect: Connect, errors: list[Exception]
+) -> None:
+    rpc = f"{secure.base.subject_prefix}.rpc.sandbox.sm1"
+    judge = await connect("judge")
+    spy = await judge.subscribe(rpc)
+    for _ in range(100):  # the refusal arrives asynchronously, after the flush's PONG
+        if any("permissions violation for subscription" in str(e).lower() for e in errors):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError(f"the judge's subscription was not refused: {errors}")
+    runner = await connect("runner")
+    # The judge's subscription was refused, so nobody answers the runner's request (the
+    # server says "no responders"; on a loaded machine the request may time out first).
+    with pytest.raises((nats.errors.NoRespondersError, nats.errors.TimeoutError)):
+        await runner.request(rpc, b"{}", timeout=2)
+    assert spy.pending_msgs == 0, "the refused subscriber must never see a sandbox request"
+    manager = await connect("sandbox-manager")
+
+    async def answer(msg: nats.aio.msg.Msg) -> None:
+        await msg.respond(b"pong")
+
+    await manager.subscribe(rpc, cb=answer)
+    await manager.flush(timeout=1)
+    assert (await runner.request(rpc, b"{}", timeout=1)).data == b"pong"
+
+
+def test_permission_map_is_pure_and_prefixed() -> None:
+    s = Settings(stream="X", subject_prefix="p")
+    users = permission_map(s, publisher_campaigns=("c",))
+    assert users == permission_map(s, publisher_campaigns=("c",))
+    for name, perms in users.items():
+        if name == "admin":
+            continue
+        for subj in perms.publish:
+            assert subj.startswith(("p.", "$JS.API.", "$JS.ACK.X.", "$JS.FC.X.")), (name, subj)
+            assert "ASSAY" not in subj
+    assert users["publisher-c"].publish[0] == "p.ev.TaskSubmitted.c.-"
+    assert not any(".ev." in subj for subj in users["aggregator"].publish)

@@ -1,0 +1,96 @@
+"""The least-privilege users are sufficient: a whole run, each service as its own user."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from assay.schemas import ArtifactsSealed, JudgmentRecorded
+
+from assay.bus import Bus
+from assay.campaign import submit_campaign
+from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
+from assay.store import LocalBlobStore
+from assay.tasks import load_tasks
+from tests.judge.cases import judge_spec, reading_judge, verdict
+from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, wait_for_events, write_task
+
+from .conftest import SecureNats
+from .stack import connected, restricted_services
+
+pytestmark = pytest.mark.timeout(60)
+
+AGENT = ScriptedSequence(
+    [
+        ScriptReply.call("bash", {"command": "ls && mkdir -p out && wc -l data.csv > out/n.txt"}),
+        ScriptReply.call("submit", {"answer": "Counted the rows: out/n.txt."}),
+    ]
+)
+JUDGE = reading_judge([("list_files", {})], verdict(8, files=["out/n.txt"]))
+
+
+@pytest.fixture
+def scripted() -> Iterator[ScriptedModelServer]:
+    """Agent and judge models on one scripted server."""
+    os.environ[SCRIPTED_KEY] = "scripted"
+    with ScriptedModelServer({"agent": AGENT, "judge": JUDGE}) as server:
+        yield server
+
+
+async def test_run_is_judged_and_folded_with_restricted_users(
+    secure: SecureNats, admin_bus: Bus, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
+    store = LocalBlobStore(secure.base.blob_dir)
+    folder = write_task(tmp_path / "tasks", "rows", "count rows", {"data.csv": "a\n1\n2\n"})
+    judge = judge_spec("j1", "judge", scripted.openai_base_url)
+    spec = campaign(
+        "c1", [scripted_agent("agent", "agent", scripted.openai_base_url)], judges=[judge]
+    )
+    cli = await connected(secure.settings("cli"), "cli")
+    try:
+        async with restricted_services(
+            secure.settings, store, judges=[judge], aggregator=True
+        ) as started:
+            await submit_campaign(cli, store, spec, load_tasks(folder, max_bytes=10_000))
+            events = await wait_for_events(
+                cli, lambda evs: any(isinstance(e, JudgmentRecorded) for e in evs), timeout=40
+            )
+            agg = started["aggregator"]
+            head = (await cli.js.stream_info(secure.base.stream)).state.last_seq
+            await agg.wait_for(head, timeout=10)
+    finally:
+        await cli.stop()
+    kinds = [e.event_type for e in events]
+    assert {"RunRequested", "SandboxReady", "AgentStepLogged", "AgentFinished"} <= set(kinds)
+    assert any(isinstance(e, ArtifactsSealed) for e in events)
+    assert secure.violations() == []
+
+
+async def test_dead_letters_and_reports_work_with_restricted_users(
+    secure: SecureNats, admin_bus: Bus
+) -> None:
+    from assay.aggregator.rebuild import fold_stream
+    from assay.runner.app import build as build_runner
+
+    subject = f"{secure.base.subject_prefix}.ev.TaskSubmitted.c1.-"
+    await admin_bus.js.publish(subject, b"not an event", stream=secure.base.stream)
+    runner = build_runner(secure.settings("runner"))
+    await runner.bus.start()
+    cli = await connected(secure.settings("cli"), "cli")
+    try:
+        for _ in range(100):  # the runner dead-letters the bad message on its own
+            letters = await cli.dead_letters("runner-tasks")
+            if letters:
+                break
+            await asyncio.sleep(0.1)
+        assert [body for body, _ in letters] == [b"not an event"]
+        # `assay report` folds the log as the cli user.
+        state = await fold_stream(cli.js, cli.stream.name, cli.subjects.events)
+        assert state.last_sequence == 1
+    finally:
+        await cli.stop()
+        await runner.bus.stop()
+    assert secure.violations() == []
