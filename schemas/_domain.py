@@ -130,9 +130,10 @@ class Task(Frozen):
 class Price(Frozen):
     """USD per million tokens."""
 
-    input: float = 0.0
-    output: float = 0.0
-    cached_input: float = 0.0
+    input_per_mtok: float = Field(default=0.0, ge=0)
+    output_per_mtok: float = Field(default=0.0, ge=0)
+    cached_input_per_mtok: float | None = Field(default=None, ge=0)
+    """Price of input tokens read from the prompt cache; None means the input price."""
 
 
 class Usage(Frozen):

@@ -7,7 +7,17 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
-from ._domain import AgentSpec, CampaignSpec, FileRef, JudgeSpec, Limits, SandboxSpec, Task, Usage
+from ._domain import (
+    AgentSpec,
+    CampaignSpec,
+    FileRef,
+    JudgeSpec,
+    Limits,
+    Price,
+    SandboxSpec,
+    Task,
+    Usage,
+)
 from ._ids import Identifier, derive_id
 
 __all__ = [
@@ -109,6 +119,8 @@ class RunRequested(Event):
     limits: Limits
     sandbox: SandboxSpec
     scripted: bool = False
+    prices: dict[str, Price] = Field(default_factory=dict)
+    """The campaign's price overrides (model name or prefix -> USD per million tokens)."""
 
 
 # --- sandbox ----------------------------------------------------------------------------

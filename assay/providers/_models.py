@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_validator
 
+from assay.schemas import Usage
+
 __all__ = [
     "AssistantMessage",
     "Completion",
@@ -205,22 +207,6 @@ StopReason = Literal[
     "end_turn", "tool_use", "max_tokens", "stop_sequence", "content_filter", "other"
 ]
 """Why the model stopped, normalized across APIs."""
-
-
-class Usage(_Frozen):
-    """Token counts, normalized: `input_tokens` includes the cached ones."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-    """Input tokens served from the provider's prompt cache (a subset of input_tokens)."""
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cached_tokens=self.cached_tokens + other.cached_tokens,
-        )
 
 
 class Completion(_Frozen):

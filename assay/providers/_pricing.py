@@ -4,22 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ._models import Usage
+from assay.schemas import Price, Usage
 
 __all__ = ["DEFAULT_PRICES", "Price", "PriceTable", "cost", "price_for"]
-
-
-class Price(BaseModel):
-    """USD per million tokens."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    input_per_mtok: float = Field(default=0.0, ge=0)
-    output_per_mtok: float = Field(default=0.0, ge=0)
-    cached_input_per_mtok: float | None = Field(default=None, ge=0)
-    """Price of input tokens read from the prompt cache; None means the input price."""
 
 
 PriceTable = Mapping[str, Price]

@@ -46,3 +46,19 @@ def verify_chunks(sha256: str, chunks: Iterable[bytes], sink: list[bytes] | None
     if actual != sha256:
         raise BlobCorrupted(f"blob {sha256} is corrupted: stored bytes hash to {actual}")
     return size
+
+
+def verify_into(sha256: str, chunks: Iterable[bytes], dest: Path) -> None:
+    """Stream chunks into `dest` while hashing; `dest` is removed if they are not `sha256`."""
+
+    def tee() -> Iterable[bytes]:
+        with dest.open("wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+                yield chunk
+
+    try:
+        verify_chunks(sha256, tee())
+    except BaseException:
+        dest.unlink(missing_ok=True)
+        raise

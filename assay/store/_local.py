@@ -10,7 +10,7 @@ from pathlib import Path
 
 from assay.schemas import BlobNotFound, StoreError
 
-from ._hashing import CHUNK, check_address, verify_chunks
+from ._hashing import CHUNK, check_address, verify_chunks, verify_into
 from ._protocol import BlobInfo
 
 __all__ = ["LocalBlobStore"]
@@ -86,18 +86,7 @@ class LocalBlobStore:
 
     def get_file(self, sha256: str, dest: Path) -> None:
         """Copy a blob out, verified."""
-
-        def tee() -> Iterator[bytes]:
-            with dest.open("wb") as out:
-                for chunk in self._chunks(sha256):
-                    out.write(chunk)
-                    yield chunk
-
-        try:
-            verify_chunks(sha256, tee())
-        except BaseException:
-            dest.unlink(missing_ok=True)
-            raise
+        verify_into(sha256, self._chunks(sha256), dest)
 
     def exists(self, sha256: str) -> bool:
         """Whether the blob is present."""

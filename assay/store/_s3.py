@@ -13,7 +13,7 @@ from urllib3.exceptions import HTTPError
 
 from assay.schemas import BlobNotFound, StoreError
 
-from ._hashing import CHUNK, check_address, hash_file, verify_chunks
+from ._hashing import CHUNK, check_address, hash_file, verify_chunks, verify_into
 from ._protocol import BlobInfo
 
 __all__ = ["S3BlobStore"]
@@ -102,15 +102,4 @@ class S3BlobStore:
 
     def get_file(self, sha256: str, dest: Path) -> None:
         """Download a blob into a file, verified while streaming."""
-
-        def tee() -> Iterator[bytes]:
-            with dest.open("wb") as out:
-                for chunk in self._chunks(sha256):
-                    out.write(chunk)
-                    yield chunk
-
-        try:
-            verify_chunks(sha256, tee())
-        except BaseException:
-            dest.unlink(missing_ok=True)
-            raise
+        verify_into(sha256, self._chunks(sha256), dest)

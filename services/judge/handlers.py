@@ -25,7 +25,6 @@ from assay.schemas import (
     JudgmentRecorded,
     ModelSpec,
     Task,
-    Usage,
     new_event,
 )
 
@@ -38,7 +37,6 @@ from assay.providers import (
     cost,
     make_provider,
 )
-from assay.providers import Usage as ProviderUsage
 from assay.store import BlobStore
 
 from .agent import JudgeOutcome, judge_sample
@@ -91,12 +89,6 @@ def sampling_times(spec: JudgeSpec, task: Task) -> int:
 def spec_hash(spec: JudgeSpec) -> str:
     """Stable hash of a judge spec: a changed spec registers anew."""
     return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
-
-
-def _usage(u: ProviderUsage) -> Usage:
-    return Usage(
-        input_tokens=u.input_tokens, output_tokens=u.output_tokens, cached_tokens=u.cached_tokens
-    )
 
 
 @dataclass(kw_only=True)
@@ -241,7 +233,7 @@ class JudgeService:
                 rationale=verdict.rationale,
                 files_cited=verdict.files_cited,
                 files_opened=opened,
-                usage=_usage(outcome.usage),
+                usage=outcome.usage,
                 cost_usd=cost(outcome.usage, self.spec.model, self.prices),
                 producer=self.bus.producer,
             )

@@ -21,7 +21,7 @@ from assay.schemas import (
 from opentelemetry import trace
 
 from assay.bus import Bus
-from assay.providers import Completion, GenerationParams, Message, ModelProvider, PriceTable, cost
+from assay.providers import GenerationParams, Message, ModelProvider, PriceTable, cost
 from assay.telemetry import meter, tracer
 
 from .conversation import rebuild
@@ -35,14 +35,6 @@ TOKENS = meter("assay.runner").create_counter(
 COST = meter("assay.runner").create_counter(
     "assay.cost", unit="USD", description="Model cost of agent steps"
 )
-
-
-def _usage(c: Completion) -> Usage:
-    return Usage(
-        input_tokens=c.usage.input_tokens,
-        output_tokens=c.usage.output_tokens,
-        cached_tokens=c.usage.cached_tokens,
-    )
 
 
 @dataclass(kw_only=True)
@@ -124,7 +116,7 @@ class AgentRun:
             results.append(outcome.record)
             if outcome.submitted is not None and answer is None:
                 answer = outcome.submitted
-        usage = _usage(completion)
+        usage = completion.usage
         step = new_event(
             AgentStepLogged,
             key=(self.request.run_id, index),

@@ -143,7 +143,7 @@ class RunnerService:
                 ready=event,
                 provider=provider,
                 tools=tools,
-                prices=self.prices,
+                prices={**self.prices, **request.prices},
             )
             await agent_run.run(steps)
         except SandboxGone as e:

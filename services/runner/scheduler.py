@@ -29,6 +29,7 @@ def plan_runs(
                     limits=agent.limits or campaign.limits,
                     sandbox=campaign.sandbox,
                     scripted=campaign.scripted,
+                    prices=campaign.prices,
                     producer=producer,
                 )
             )

@@ -7,13 +7,27 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from assay.schemas import AgentFinished, AgentStepLogged, ArtifactsSealed, Event, Limits, RunFailed
+from assay.schemas import (
+    AgentFinished,
+    AgentStepLogged,
+    ArtifactsSealed,
+    Event,
+    Limits,
+    Price,
+    RunFailed,
+)
 
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.providers import Usage
-from assay.scripted import Fault, ScriptedModelServer, ScriptedSequence, ScriptReply
+from assay.scripted import (
+    Fault,
+    ScriptedModelServer,
+    ScriptedSequence,
+    ScriptedToolCall,
+    ScriptReply,
+)
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from tests.pipeline import (
@@ -195,3 +209,19 @@ async def test_bad_tool_arguments_go_back_to_the_model(
     store = LocalBlobStore(settings.blob_dir)
     assert store.get_bytes(big.output_blob.sha256).decode().count("\n") > 100_000
     assert finished(events).stop_reason == "submitted"
+
+
+async def test_campaign_price_table_sets_the_cost(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
+    one_step = ScriptReply(
+        tool_calls=(ScriptedToolCall(name="submit", arguments={"answer": "ok"}),),
+        usage=Usage(input_tokens=1000, output_tokens=500, cached_tokens=400),
+    )
+    scripted.add_script("house-model", ScriptedSequence([one_step]))
+    prices = {
+        "house-model": Price(input_per_mtok=10.0, output_per_mtok=40.0, cached_input_per_mtok=1.0)
+    }
+    events = await run_one(bus, settings, tmp_path, scripted, "house-model", prices=prices)
+    # 600 uncached input × $10/M + 400 cached × $1/M + 500 output × $40/M
+    assert finished(events).cost_usd == pytest.approx(0.006 + 0.0004 + 0.02)
