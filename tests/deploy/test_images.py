@@ -1,0 +1,200 @@
+"""The service image: it builds (cached by source hash) and its services really run.
+
+Marked ``docker``: they need dockerd and FAIL without it (deselect with -m 'not docker').
+Containers use host networking on loopback ports only; the first build takes about a
+minute plus the dependency download, a cached one about a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+
+import nats
+import pytest
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.embedded import find_free_port
+
+from ._files import DEPLOY, NATS_CONF
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
+
+
+def _build() -> subprocess.CompletedProcess[str]:
+    """Run deploy/build-images.sh; earlier tags are kept (other tests may still use them)."""
+    return subprocess.run(
+        ["bash", str(DEPLOY / "build-images.sh")],
+        capture_output=True,
+        text=True,
+        timeout=840,
+        env={**os.environ, "ASSAY_IMAGE_KEEP": "1"},
+    )
+
+
+def _docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def _logs(name: str) -> str:
+    out = _docker("logs", name)
+    return (out.stdout + out.stderr)[-3000:]
+
+
+@pytest.fixture(scope="session")
+def assay_image() -> str:
+    """assay:<version>-<source hash>, built unless that tag exists."""
+    if _docker("info", timeout=30).returncode != 0:
+        pytest.fail("docker tests need a running dockerd (or deselect -m 'not docker')")
+    out = _build()
+    assert out.returncode == 0, out.stderr[-4000:]
+    tag = out.stdout.strip().splitlines()[-1]
+    assert tag.startswith("assay:")
+    return tag
+
+
+@contextlib.contextmanager
+def _container(image: str, *args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """A detached container on the host network, removed afterwards."""
+    name = f"assay-deploy-test-{uuid.uuid4().hex[:10]}"
+    flags = [f"--env={k}={v}" for k, v in (env or {}).items()]
+    out = _docker("run", "-d", "--name", name, "--network", "host", *flags, image, *args)
+    assert out.returncode == 0, out.stderr
+    try:
+        yield name
+    finally:
+        _docker("rm", "-f", name)
+
+
+def test_image_runs_the_cli_without_network(assay_image: str) -> None:
+    out = _docker("run", "--rm", "--network", "none", assay_image, "assay", "--help")
+    assert out.returncode == 0, out.stderr
+    assert "serve" in out.stdout
+    # Without a command on PATH, arguments go to `assay serve` (the entry point).
+    out = _docker("run", "--rm", "--network", "none", assay_image, "runner", "--help")
+    assert out.returncode == 0, out.stderr
+    assert "assay serve" in out.stdout
+    out = _docker("run", "--rm", "--network", "none", assay_image, "nats-server", "--version")
+    assert out.returncode == 0 and "v2." in out.stdout
+
+
+def test_image_is_cached_by_source_hash(assay_image: str) -> None:
+    started = time.monotonic()
+    out = _build()
+    assert out.returncode == 0, out.stderr
+    if out.stdout.strip() == assay_image:  # sources unchanged since the fixture built it
+        assert "cached" in out.stderr
+        assert time.monotonic() - started < 30
+
+
+async def _wait_for_consumer(url: str, stream: str, durable: str, timeout: float) -> None:
+    nc = await nats.connect(url)
+    try:
+        js = nc.jetstream()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                await js.consumer_info(stream, durable)
+                return
+            except nats.js.errors.NotFoundError:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
+    finally:
+        await nc.close()
+
+
+async def test_sandbox_manager_container_joins_the_bus(
+    assay_image: str, settings: Settings
+) -> None:
+    env = {
+        "ASSAY_NATS_URL": settings.nats_url,
+        "ASSAY_STREAM": settings.stream,
+        "ASSAY_SUBJECT_PREFIX": settings.subject_prefix,
+        "ASSAY_INSTANCE": "deploy-test",
+    }
+    with _container(assay_image, "sandbox-manager", env=env) as name:
+        try:
+            await _wait_for_consumer(settings.nats_url, settings.stream, "sandbox-manager-runs", 60)
+            await _wait_for_consumer(
+                settings.nats_url, settings.stream, "sandbox-manager-deploy-test-finished", 10
+            )
+        except Exception:
+            pytest.fail(f"sandbox-manager never consumed: {_logs(name)}")
+        stopped = _docker("stop", "--time", "20", name, timeout=60)
+        assert stopped.returncode == 0
+        state = _docker("inspect", "--format", "{{.State.ExitCode}}", name)
+        assert state.stdout.strip() == "0", _logs(name)
+
+
+@contextlib.contextmanager
+def _nats_node(
+    image: str, node: int, client: int, monitor: int, route: int, routes: str
+) -> Iterator[str]:
+    """One node running the compose config; ports and routes moved to loopback ports."""
+    name = f"assay-deploy-test-nats{node}-{uuid.uuid4().hex[:8]}"
+    out = _docker(
+        "run", "-d", "--name", name, "--network", "host",
+        "--env", f"NATS_SERVER_NAME=nats-{node}",
+        "--volume", f"{NATS_CONF}:/etc/nats/nats.conf:ro",
+        image,
+        "nats-server", "-c", "/etc/nats/nats.conf", "-a", "127.0.0.1",
+        "-p", str(client), "-m", str(monitor),
+        "--cluster", f"nats://127.0.0.1:{route}", "--routes", routes,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    try:
+        yield name
+    finally:
+        _docker("rm", "-f", name)
+
+
+def _wait_healthy(name: str, monitor: int, timeout: float = 60) -> None:
+    """Until the node's /healthz says JetStream is up (it needs its peers for that)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{monitor}/healthz", timeout=2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"{name} never healthy: {_logs(name)}")
+            time.sleep(0.5)
+
+
+async def test_nats_cluster_of_three_from_the_image(assay_image: str) -> None:
+    """The compose NATS config on loopback ports: three nodes hold one R3 stream."""
+    client, monitor, route = ([find_free_port() for _ in range(3)] for _ in range(3))
+    routes = ",".join(f"nats://127.0.0.1:{p}" for p in route)
+    with contextlib.ExitStack() as stack:
+        names = [
+            stack.enter_context(
+                _nats_node(assay_image, i + 1, client[i], monitor[i], route[i], routes)
+            )
+            for i in range(3)
+        ]
+        for name, port in zip(names, monitor, strict=True):
+            _wait_healthy(name, port)
+        settings = Settings(
+            nats_url=f"nats://127.0.0.1:{client[0]}",
+            stream="DEPLOYR3",
+            subject_prefix="deployr3",
+            stream_replicas=3,
+        )
+        bus = Bus(settings, service="deploy-test")
+        await bus.start()
+        try:
+            info = await bus.js.stream_info("DEPLOYR3")
+            assert info.config.num_replicas == 3
+            assert info.cluster is not None and info.cluster.name == "assay"
+            assert info.cluster.leader
+            assert len(info.cluster.replicas or []) == 2
+        finally:
+            await bus.stop()
