@@ -126,6 +126,7 @@ def run_campaign(
     html_path = (html or workdir / "report.html").resolve()
     html_path.write_text(render_html(report), encoding="utf-8")
     if report.scripted:
+        console.print()
         console.print(BANNER)
     print_report(report, console)
     console.print(f"\nreport: {html_path}\n        {json_path}")
