@@ -56,6 +56,11 @@ class Settings(BaseSettings):
     """Per-instance state (sandbox workspaces, snapshots). Sandboxes run as unprivileged
     uids that must traverse every parent folder, so it lives outside private homes."""
 
+    runner_concurrency: int = Field(default=8, ge=1)
+    """Agent runs one runner instance drives at once."""
+    sandbox_concurrency: int = Field(default=8, ge=1)
+    """Sandbox creations and seals one sandbox-manager instance works on at once."""
+
     max_attachment_bytes: int = Field(default=200_000_000, ge=0)
     """Largest attachment a task may carry."""
 

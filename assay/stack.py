@@ -116,5 +116,7 @@ class Stack:
                     await service.stop()
                 else:
                     await service.bus.stop()
+                    if name == "runner":
+                        await service.aclose()
             except Exception:  # keep stopping the rest
                 log.exception("stopping %s failed", name)

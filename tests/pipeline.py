@@ -99,6 +99,9 @@ async def services(
     finally:
         for bus in reversed(buses):
             await bus.stop()
+        runner_service = started.get("runner")
+        if runner_service is not None:
+            await runner_service.aclose()  # type: ignore[attr-defined]
         sm_service = started.get("sandbox-manager")
         if sm_service is not None:
             for backend in sm_service.backends.values():  # type: ignore[attr-defined]

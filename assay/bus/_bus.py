@@ -12,6 +12,7 @@ from typing import Any, NamedTuple, TypeVar
 from faststream import AckPolicy
 from faststream.nats import ConsumerConfig, DeliverPolicy, JStream, NatsMessage, PullSub
 from faststream.nats.subscriber.usecases.basic import LogicSubscriber
+from nats.errors import Error as NatsError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy as JsAckPolicy
@@ -31,6 +32,10 @@ __all__ = ["Bus", "Delivery", "Published"]
 log = logging.getLogger("assay.bus")
 
 E = TypeVar("E", bound=Event)
+
+OUTAGE_RETRY_S = 60.0
+"""How long a handler is run again while the bus fails, before the failure counts as a
+delivery attempt."""
 
 DEAD_REASON = "Assay-Dead-Reason"
 DEAD_SUBJECT = "Assay-Dead-Subject"
@@ -254,7 +259,9 @@ class Bus:
             span.set_attribute("assay.run_id", event.run_id or "")
             heartbeat = asyncio.create_task(self._keep_alive(msg))
             try:
-                await handler(event, Delivery(meta.sequence.stream, attempt))
+                await self._through_outages(
+                    handler, event, Delivery(meta.sequence.stream, attempt), durable
+                )
             except Exception as e:
                 span.record_exception(e)
                 span.set_status(trace.Status(trace.StatusCode.ERROR, str(e)))
@@ -277,6 +284,32 @@ class Bus:
             finally:
                 heartbeat.cancel()
         await msg.ack()
+
+    async def _through_outages(
+        self, handler: Handler[Any], event: Event, delivery: Delivery, durable: str
+    ) -> None:
+        """Run a handler; while the bus itself fails (a restart, a leader election), run it again.
+
+        Such failures are not the message's fault and must not use up its deliveries: a
+        message dead-lettered because the log was down for seconds would be lost. Handlers
+        are idempotent (they read the log before acting), so running one again is safe.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + OUTAGE_RETRY_S
+        delay = 0.5
+        while True:
+            try:
+                await handler(event, delivery)
+                return
+            except (BusError, NatsError) as e:
+                if loop.time() + delay > deadline:
+                    raise
+                log.warning(
+                    "%s: bus unavailable while handling %s (%s: %s); retrying in %.1fs",
+                    durable, event.event_id, type(e).__name__, e, delay,
+                )  # fmt: skip
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     # --- request-reply (outside the log) -------------------------------------------------
 

@@ -22,7 +22,7 @@ def build(
     *,
     store: BlobStore | None = None,
     providers: ProviderFactory = default_provider,
-    concurrency: int = 4,
+    concurrency: int | None = None,
 ) -> RunnerService:
     """A runner with its consumers registered (not started). Instances share the durables."""
     bus = Bus(settings, service=SERVICE)
@@ -45,7 +45,7 @@ def build(
         service.on_sandbox_ready,
         durable="runner-runs",
         event_type=SandboxReady,
-        max_workers=concurrency,
+        max_workers=concurrency or settings.runner_concurrency,
     )
     return service
 
@@ -58,3 +58,4 @@ async def serve(settings: Settings) -> None:
         await asyncio.Event().wait()
     finally:
         await service.bus.stop()
+        await service.aclose()

@@ -73,6 +73,21 @@ class RunnerService:
     web: WebProvider = field(default_factory=OfflineWeb)
     prices: PriceTable = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
+    _providers: dict[str, ModelProvider] = field(default_factory=dict)
+
+    def provider_for(self, agent: AgentSpec) -> ModelProvider:
+        """One provider (one HTTP client) per agent spec, shared by all its runs."""
+        key = agent.model_dump_json()
+        if key not in self._providers:
+            self._providers[key] = self.providers(agent)
+        return self._providers[key]
+
+    async def aclose(self) -> None:
+        """Close every provider's HTTP client."""
+        for provider in self._providers.values():
+            await provider.aclose()
+        self._providers.clear()
+
     # --- scheduling ---------------------------------------------------------------------
 
     async def _campaign(self, campaign_id: str) -> CampaignSpec | None:
@@ -132,7 +147,7 @@ class RunnerService:
         if steps:
             log.info("run %s: resuming after step %d", event.run_id, steps[-1].step)
         try:
-            provider = self.providers(request.agent)
+            provider = self.provider_for(request.agent)
             sandbox = SandboxClient(
                 bus=self.bus, instance=event.instance, sandbox_id=event.sandbox_id
             )

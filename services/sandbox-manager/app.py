@@ -55,7 +55,7 @@ def build(
         service.on_run_requested,
         durable="sandbox-manager-runs",
         event_type=RunRequested,
-        max_workers=4,
+        max_workers=settings.sandbox_concurrency,
     )
     # Each instance sees every end of run and seals only its own sandboxes.
     bus.consume(
@@ -63,14 +63,14 @@ def build(
         service.on_run_ended,
         durable=f"sandbox-manager-{instance}-finished",
         event_type=AgentFinished,
-        max_workers=4,
+        max_workers=settings.sandbox_concurrency,
     )
     bus.consume(
         subjects.event("RunFailed"),
         service.on_run_ended,
         durable=f"sandbox-manager-{instance}-failed",
         event_type=RunFailed,
-        max_workers=4,
+        max_workers=settings.sandbox_concurrency,
     )
     bus.serve_requests(subjects.rpc("sandbox", instance), service.handle_command, max_workers=16)
     return service

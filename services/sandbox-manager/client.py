@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from assay.schemas import (
@@ -36,21 +37,33 @@ class SandboxClient:
     sandbox_id: str
     margin_s: float = 10.0
     """Extra time beyond a command's own timeout before the request is abandoned."""
+    restart_grace_s: float = 30.0
+    """How long an instance with no responders may take to come back (a restart keeps its
+    live sandboxes) before its sandbox is declared gone."""
 
     async def _send(
         self, command: ExecCommand | ReadFile | WriteFile | ListFiles, timeout: float
     ) -> SandboxReply:
         subject = self.bus.subjects.rpc("sandbox", self.instance)
-        try:
-            raw = await self.bus.request(
-                subject, command.model_dump_json().encode(), timeout=timeout
-            )
-        except BusError as e:
-            if "NoResponders" in str(e):
-                raise SandboxGone(
-                    f"sandbox {self.sandbox_id}: instance {self.instance} is not running"
-                ) from e
-            raise SandboxError(f"sandbox {self.sandbox_id}: {e}") from e
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.restart_grace_s
+        while True:
+            try:
+                raw = await self.bus.request(
+                    subject, command.model_dump_json().encode(), timeout=timeout
+                )
+                break
+            except BusError as e:
+                if "NoResponders" not in str(e):
+                    # No reply in time or a lost connection: the instance may have died
+                    # mid-command. Not the agent's tool error: the BusError fails the
+                    # handler, and the redelivered run resumes from its logged steps.
+                    raise
+                if loop.time() >= deadline:
+                    raise SandboxGone(
+                        f"sandbox {self.sandbox_id}: instance {self.instance} is not running"
+                    ) from e
+                await asyncio.sleep(0.5)
         reply = SandboxReply.model_validate_json(raw)
         if reply.ok:
             return reply

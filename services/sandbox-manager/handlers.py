@@ -33,7 +33,13 @@ from pydantic import TypeAdapter, ValidationError
 from assay.bus import Bus, Delivery
 from assay.store import BlobStore
 
-from .backends import SandboxBackend, SandboxLimitExceeded, SandboxNotFound, SandboxPathError
+from .backends import (
+    SandboxBackend,
+    SandboxExists,
+    SandboxLimitExceeded,
+    SandboxNotFound,
+    SandboxPathError,
+)
 from .runtime import recipe_hash
 from .seal import seal_snapshot
 
@@ -83,9 +89,11 @@ class SandboxService:
             "assay.instance": self.instance,
         }
         try:
-            if sandbox_id in {s.sandbox_id for s in await asyncio.to_thread(backend.list_live)}:
-                await asyncio.to_thread(backend.destroy, sandbox_id)  # half-made by a crash
-            await asyncio.to_thread(backend.create, event.sandbox, sandbox_id, labels)
+            try:
+                await asyncio.to_thread(backend.create, event.sandbox, sandbox_id, labels)
+            except SandboxExists:  # half-made before a crash: start it over
+                await asyncio.to_thread(backend.destroy, sandbox_id)
+                await asyncio.to_thread(backend.create, event.sandbox, sandbox_id, labels)
             self._owned[sandbox_id] = backend.name
             for ref in event.task.attachments:
                 data = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
