@@ -20,6 +20,7 @@ class Settings(BaseSettings):
     home: Path = Path(".assay")
     """State directory of the embedded stack (NATS data, local blobs, snapshots)."""
     nats_url: str = "nats://127.0.0.1:4222"
+    """NATS server URL; a cluster may be given as a comma-separated list of its nodes."""
     nats_user: str | None = None
     nats_password: str | None = None
     nats_tls_ca: Path | None = None

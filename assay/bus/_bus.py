@@ -20,7 +20,16 @@ from opentelemetry import trace
 from opentelemetry.metrics import CallbackOptions, Observation
 
 from assay.config import Settings
-from assay.schemas import BusError, Event, InvalidEvent, Producer, parse_event
+from assay.schemas import (
+    BlobCorrupted,
+    BlobNotFound,
+    BusError,
+    Event,
+    InvalidEvent,
+    Producer,
+    StoreError,
+    parse_event,
+)
 from assay.telemetry import extract_context, inject_headers, meter, tracer
 
 from ._broker import ensure_streams, make_broker
@@ -288,7 +297,8 @@ class Bus:
     async def _through_outages(
         self, handler: Handler[Any], event: Event, delivery: Delivery, durable: str
     ) -> None:
-        """Run a handler; while the bus itself fails (a restart, a leader election), run it again.
+        """Run a handler; while the bus or blob store fails (a restart, a leader election, an
+        S3 outage), run it again.
 
         Such failures are not the message's fault and must not use up its deliveries: a
         message dead-lettered because the log was down for seconds would be lost. Handlers
@@ -301,8 +311,9 @@ class Bus:
             try:
                 await handler(event, delivery)
                 return
-            except (BusError, NatsError) as e:
-                if loop.time() + delay > deadline:
+            except (BusError, NatsError, StoreError) as e:
+                # A missing or corrupted blob is a fact about the data, not an outage.
+                if isinstance(e, BlobNotFound | BlobCorrupted) or loop.time() + delay > deadline:
                     raise
                 log.warning(
                     "%s: bus unavailable while handling %s (%s: %s); retrying in %.1fs",

@@ -1,0 +1,1 @@
+"""Fault suite: real processes, real faults, the same report as an undisturbed run."""

@@ -1,0 +1,160 @@
+"""The log itself fails: nats-server killed and restarted, a node of a 3-node cluster lost."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from assay.schemas import AgentStepLogged, Event
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.embedded import NatsServer, find_free_port
+from assay.store import open_store
+
+from .harness import (
+    Baseline,
+    Cast,
+    ServiceSet,
+    campaign_complete,
+    check_against_baseline,
+    wait_until,
+)
+
+pytestmark = pytest.mark.timeout(240)
+
+OUTAGE_S = 3.0
+
+
+def _mid_run(evs: list[Event]) -> bool:
+    return any(isinstance(e, AgentStepLogged) and e.step >= 1 for e in evs)
+
+
+@contextlib.asynccontextmanager
+async def _started_bus(settings: Settings, timeout: float = 30.0) -> AsyncIterator[Bus]:
+    """A started test bus, retried while a fresh cluster elects its JetStream leaders."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        bus = Bus(settings, service="test")
+        try:
+            await bus.start()
+            break
+        except Exception:
+            with contextlib.suppress(Exception):
+                await bus.stop()
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.5)
+    try:
+        yield bus
+    finally:
+        await bus.stop()
+
+
+@pytest.mark.slow
+async def test_nats_server_killed_and_restarted_on_its_data_dir(
+    settings: Settings, cast: Cast, base: Baseline, tmp_path: Path
+) -> None:
+    # Its own server on a fixed port: the restarted one must be found where clients look.
+    server = NatsServer(tmp_path / "nats", port=find_free_port())
+    server.start()
+    try:
+        own = settings.model_copy(update={"nats_url": server.url})
+        async with _started_bus(own) as bus, ServiceSet.running(own, cast) as services:
+            await cast.submit(bus, open_store(own))
+            before = await wait_until(
+                bus, _mid_run, timeout=90, services=services, what="runs mid-way"
+            )
+            server.kill()
+            print(
+                f"\n[nats restart] nats-server SIGKILLed after {len(before)} events; down {OUTAGE_S}s"
+            )
+            await asyncio.sleep(OUTAGE_S)
+            server.start()
+            await wait_until(
+                bus, campaign_complete(cast.run_ids), timeout=150, services=services,
+                what="a complete campaign after the server restart",
+            )  # fmt: skip
+            await check_against_baseline(bus, base, label="nats restart")
+    finally:
+        server.stop()
+
+
+class Cluster:
+    """Three nats-server nodes with JetStream, routed to each other on loopback."""
+
+    def __init__(self, root: Path) -> None:
+        self.ports = [find_free_port() for _ in range(3)]
+        routes = [find_free_port() for _ in range(3)]
+        self.nodes: dict[str, NatsServer] = {}
+        for i, (port, route) in enumerate(zip(self.ports, routes, strict=True)):
+            name = f"n{i + 1}"
+            folder = root / name
+            folder.mkdir(parents=True)
+            others = ", ".join(f"nats-route://127.0.0.1:{r}" for r in routes if r != route)
+            conf = folder / "node.conf"
+            # NatsServer passes -js -sd <folder>/js itself: the file names the rest.
+            conf.write_text(
+                f"server_name: {name}\n"
+                f"cluster {{\n  name: assay-faults\n  listen: 127.0.0.1:{route}\n  routes: [{others}]\n}}\n"
+            )
+            self.nodes[name] = NatsServer(folder, port=port, config_file=conf)
+
+    @property
+    def url(self) -> str:
+        """Every node's client URL, comma-separated (what `ASSAY_NATS_URL` takes)."""
+        return ",".join(f"nats://127.0.0.1:{p}" for p in self.ports)
+
+    def start(self) -> None:
+        """Start every node."""
+        for node in self.nodes.values():
+            node.start()
+
+    def stop(self) -> None:
+        """Stop every node still running."""
+        for node in self.nodes.values():
+            node.stop()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """A fresh 3-node JetStream cluster owned by the test."""
+    c = Cluster(tmp_path / "cluster")
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.mark.slow
+async def test_cluster_node_lost_and_back_with_r3_stream(
+    settings: Settings, cast: Cast, base: Baseline, cluster: Cluster
+) -> None:
+    own = settings.model_copy(update={"nats_url": cluster.url, "stream_replicas": 3})
+    async with _started_bus(own) as bus, ServiceSet.running(own, cast) as services:
+        info = await bus.js.stream_info(own.stream)
+        assert info.config.num_replicas == 3
+        await cast.submit(bus, open_store(own))
+        before = await wait_until(bus, _mid_run, timeout=90, services=services, what="runs mid-way")
+        # Lose the stream's leader: the hardest node to lose (a new leader must be elected).
+        leader = (await bus.js.stream_info(own.stream)).cluster.leader  # type: ignore[union-attr]
+        assert leader in cluster.nodes, leader
+        cluster.nodes[leader].kill()
+        print(
+            f"\n[cluster] stream leader {leader} SIGKILLed after {len(before)} events; down {OUTAGE_S}s"
+        )
+        await asyncio.sleep(OUTAGE_S)
+        cluster.nodes[leader].start()
+        await wait_until(
+            bus, campaign_complete(cast.run_ids), timeout=150, services=services,
+            what="a complete campaign after losing a node",
+        )  # fmt: skip
+        placement = (await bus.js.stream_info(own.stream)).cluster
+        assert placement is not None
+        replicas = [r.name for r in placement.replicas or []]
+        print(f"[cluster] stream leader now {placement.leader}, replicas {replicas}")
+        await check_against_baseline(bus, base, label="cluster node lost")
