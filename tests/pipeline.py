@@ -8,11 +8,10 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from assay.schemas import AgentSpec, CampaignSpec, Event, Limits, SandboxSpec
-
 from assay.bus import Bus
 from assay.config import Settings
 from assay.providers import AdaptiveLimiter, ModelProvider, RetryPolicy, make_provider
+from assay.schemas import AgentSpec, CampaignSpec, Event, Limits, SandboxSpec
 from assay.store import BlobStore
 
 SCRIPTED_KEY = "ASSAY_TEST_SCRIPTED_KEY"

@@ -16,10 +16,9 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
-from assay.schemas import Event
-
 from assay.bus import Bus, Delivery
 from assay.config import Settings
+from assay.schemas import Event
 
 from .fold import apply
 from .projections import Projections

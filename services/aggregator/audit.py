@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
+from assay.bus import Bus, LoggedEvent
 from assay.schemas import (
     ANCHOR,
     AgentStepLogged,
@@ -31,8 +32,6 @@ from assay.schemas import (
     SandboxReady,
     StoreError,
 )
-
-from assay.bus import Bus, LoggedEvent
 from assay.store import BlobStore
 
 from .fold import RULES_JUDGE

@@ -14,11 +14,11 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import cast
 
-from assay.schemas import AnyEvent, Event, InvalidEvent, current_version, parse_event
 from nats.js import JetStreamContext
 from pydantic import TypeAdapter, ValidationError
 
 from assay.bus import RawMessage, read_raw
+from assay.schemas import AnyEvent, Event, InvalidEvent, current_version, parse_event
 
 from .fold import apply
 from .state import State

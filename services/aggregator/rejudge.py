@@ -17,6 +17,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import yaml
+from pydantic import ValidationError
+
+from assay.bus import Bus
+from assay.config import Settings
 from assay.schemas import (
     ArtifactsSealed,
     InvalidInput,
@@ -25,10 +29,6 @@ from assay.schemas import (
     JudgmentRecorded,
     describe_validation,
 )
-from pydantic import ValidationError
-
-from assay.bus import Bus
-from assay.config import Settings
 
 __all__ = ["JudgeApp", "RejudgeResult", "load_judge", "rejudge"]
 

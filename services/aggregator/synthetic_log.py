@@ -20,6 +20,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
+from nats.js import JetStreamContext
+
+from assay.bus import Subjects
 from assay.schemas import (
     AgentFinished,
     AgentSpec,
@@ -51,9 +54,6 @@ from assay.schemas import (
     new_event,
     run_id_for,
 )
-from nats.js import JetStreamContext
-
-from assay.bus import Subjects
 from assay.store import BlobStore
 
 __all__ = ["LogSpec", "publish_events", "synthetic_events"]

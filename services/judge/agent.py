@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.schemas import JudgeSpec, Rubric, Task
 from opentelemetry import trace
 
 from assay.providers import (
@@ -23,6 +22,7 @@ from assay.providers import (
     Usage,
     UserMessage,
 )
+from assay.schemas import JudgeSpec, Rubric, Task
 from assay.telemetry import tracer
 
 from .files import SealedFiles

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import asyncio
 
-from assay.schemas import ArtifactsSealed, JudgeSpec
-
 from assay.bus import Bus
 from assay.config import Settings
+from assay.schemas import ArtifactsSealed, JudgeSpec
 from assay.store import BlobStore, open_store
 
 from .context import CampaignScope

@@ -13,6 +13,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from pydantic import JsonValue
+
+from assay.bench import Row
+from assay.bus import Bus, Delivery
+from assay.config import Settings
+from assay.embedded import NatsServer
 from assay.schemas import (
     AgentSpec,
     ArtifactsSealed,
@@ -29,12 +35,6 @@ from assay.schemas import (
     default_rubric,
     new_event,
 )
-from pydantic import JsonValue
-
-from assay.bench import Row
-from assay.bus import Bus, Delivery
-from assay.config import Settings
-from assay.embedded import NatsServer
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 

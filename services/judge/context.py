@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from assay.bus import Bus
 from assay.schemas import (
     ArtifactsSealed,
     CampaignSpec,
@@ -19,8 +20,6 @@ from assay.schemas import (
     TaskSubmitted,
     default_rubric,
 )
-
-from assay.bus import Bus
 
 __all__ = ["ALL_CAMPAIGNS", "CampaignScope", "LogReader", "RunContext", "samples_done"]
 

@@ -11,7 +11,6 @@ import threading
 from dataclasses import dataclass, field
 
 from assay.schemas import FileRef, StoreError
-
 from assay.store import BlobInfo, BlobStore
 
 __all__ = ["CountingStore", "SealedFiles", "normalize_path"]

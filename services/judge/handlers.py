@@ -15,6 +15,15 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from assay.bus import Bus, Delivery
+from assay.providers import (
+    DEFAULT_PRICES,
+    ModelProvider,
+    PriceTable,
+    ProviderError,
+    cost,
+    make_provider,
+)
 from assay.schemas import (
     ArtifactsSealed,
     CampaignSpec,
@@ -26,16 +35,6 @@ from assay.schemas import (
     ModelSpec,
     Task,
     new_event,
-)
-
-from assay.bus import Bus, Delivery
-from assay.providers import (
-    DEFAULT_PRICES,
-    ModelProvider,
-    PriceTable,
-    ProviderError,
-    cost,
-    make_provider,
 )
 from assay.store import BlobStore
 

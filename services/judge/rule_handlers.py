@@ -6,6 +6,7 @@ import asyncio
 import fnmatch
 from dataclasses import dataclass
 
+from assay.bus import Bus, Delivery
 from assay.schemas import (
     AgentStepLogged,
     ArtifactsSealed,
@@ -16,8 +17,6 @@ from assay.schemas import (
     Task,
     new_event,
 )
-
-from assay.bus import Bus, Delivery
 from assay.store import BlobStore
 
 from .context import ALL_CAMPAIGNS, CampaignScope, LogReader, samples_done

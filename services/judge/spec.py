@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from assay.schemas import ConfigError, JudgeSpec, describe_validation
 from pydantic import ValidationError
+
+from assay.schemas import ConfigError, JudgeSpec, describe_validation
 
 __all__ = ["load_judge_spec"]
 

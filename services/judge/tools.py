@@ -11,8 +11,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from assay.schemas import FileRef, StoreError
-
 from assay.providers import (
     ImageMediaType,
     ImagePart,
@@ -21,6 +19,7 @@ from assay.providers import (
     ToolDefinition,
     ToolResultMessage,
 )
+from assay.schemas import FileRef, StoreError
 
 from .delimit import artifact_block
 from .files import SealedFiles

@@ -12,10 +12,10 @@ import json
 from collections.abc import Collection
 from typing import Any, NamedTuple
 
-from assay.schemas import DimensionScore, Rubric
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from assay.providers import ToolDefinition
+from assay.schemas import DimensionScore, Rubric
 
 from .files import normalize_path
 

@@ -8,6 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from opentelemetry import trace
+
+from assay.bus import Bus
+from assay.providers import GenerationParams, Message, ModelProvider, PriceTable, cost
 from assay.schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -18,10 +22,6 @@ from assay.schemas import (
     Usage,
     new_event,
 )
-from opentelemetry import trace
-
-from assay.bus import Bus
-from assay.providers import GenerationParams, Message, ModelProvider, PriceTable, cost
 from assay.telemetry import meter, tracer
 
 from .conversation import rebuild

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from assay.schemas import CampaignStarted, SandboxReady, TaskSubmitted
-
 from assay.bus import Bus
 from assay.config import Settings
+from assay.schemas import CampaignStarted, SandboxReady, TaskSubmitted
 from assay.store import BlobStore, open_store
 
 from .handlers import ProviderFactory, RunnerService, default_provider

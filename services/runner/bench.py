@@ -24,22 +24,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from assay.sandbox_manager.backends import SandboxSpec as BackendSpec
-from assay.schemas import (
-    AgentFinished,
-    AgentSpec,
-    AgentStepLogged,
-    ArtifactsSealed,
-    CampaignSpec,
-    Event,
-    Limits,
-    RunFailed,
-    RunRequested,
-    SandboxReady,
-    SandboxSpec,
-    Task,
-)
-
 from assay.bench import Row, percentile
 from assay.bus import Bus
 from assay.campaign import submit_campaign
@@ -58,6 +42,21 @@ from assay.providers import (
     ToolResultMessage,
     UserMessage,
     make_provider,
+)
+from assay.sandbox_manager.backends import SandboxSpec as BackendSpec
+from assay.schemas import (
+    AgentFinished,
+    AgentSpec,
+    AgentStepLogged,
+    ArtifactsSealed,
+    CampaignSpec,
+    Event,
+    Limits,
+    RunFailed,
+    RunRequested,
+    SandboxReady,
+    SandboxSpec,
+    Task,
 )
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore

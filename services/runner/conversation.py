@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assay.schemas import AgentStepLogged, RunRequested
-
 from assay.providers import (
     AssistantMessage,
     Message,
@@ -14,6 +12,7 @@ from assay.providers import (
     ToolResultMessage,
     UserMessage,
 )
+from assay.schemas import AgentStepLogged, RunRequested
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "initial_messages", "rebuild"]
 

@@ -7,6 +7,11 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from opentelemetry import trace
+from opentelemetry.context import Context
+
+from assay.bus import Bus, Delivery
+from assay.providers import DEFAULT_PRICES, ModelProvider, PriceTable, ProviderError, make_provider
 from assay.sandbox_manager.client import SandboxClient, SandboxGone
 from assay.schemas import (
     AgentFinished,
@@ -21,11 +26,6 @@ from assay.schemas import (
     TaskSubmitted,
     new_event,
 )
-from opentelemetry import trace
-from opentelemetry.context import Context
-
-from assay.bus import Bus, Delivery
-from assay.providers import DEFAULT_PRICES, ModelProvider, PriceTable, ProviderError, make_provider
 from assay.store import BlobStore
 from assay.telemetry import meter, tracer
 

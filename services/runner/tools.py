@@ -8,10 +8,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from assay.providers import ToolCall, ToolDefinition
 from assay.sandbox_manager.client import SandboxClient
 from assay.schemas import FileRef, Limits, SandboxError, ToolResultRecord, unb64
-
-from assay.providers import ToolCall, ToolDefinition
 from assay.store import BlobStore
 
 from .web import WebProvider

@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from assay.schemas import AgentFinished, RunFailed, RunRequested, safe_token
-
 from assay.bus import Bus
 from assay.config import Settings
+from assay.schemas import AgentFinished, RunFailed, RunRequested, safe_token
 from assay.store import BlobStore, open_store
 
 from .backends import BubblewrapBackend, DockerBackend, SandboxBackend, SandboxBackendUnavailable

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from assay.bus import Bus
 from assay.schemas import (
     BusError,
     ExecCommand,
@@ -18,8 +19,6 @@ from assay.schemas import (
     b64,
     unb64,
 )
-
-from assay.bus import Bus
 
 __all__ = ["SandboxClient", "SandboxGone"]
 

@@ -6,6 +6,9 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
+from pydantic import TypeAdapter, ValidationError
+
+from assay.bus import Bus, Delivery
 from assay.schemas import (
     AgentFinished,
     ArtifactsSealed,
@@ -28,9 +31,6 @@ from assay.schemas import (
     new_event,
     unb64,
 )
-from pydantic import TypeAdapter, ValidationError
-
-from assay.bus import Bus, Delivery
 from assay.store import BlobStore
 
 from .backends import (

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from assay.schemas import Exclusion, FileRef, SandboxSpec
-
 from assay.store import BlobStore
 
 from .sealing import display_path, plan_seal

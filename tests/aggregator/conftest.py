@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from assay.aggregator.synthetic_log import LogSpec, publish_events, synthetic_events
-from assay.schemas import Event
 
+from assay.aggregator.synthetic_log import LogSpec, publish_events, synthetic_events
 from assay.bus import Bus
 from assay.config import Settings
+from assay.schemas import Event
 from assay.store import LocalBlobStore
 
 SPEC = LogSpec(

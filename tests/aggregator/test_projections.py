@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 
 import polars as pl
+
 from assay.aggregator import RULES_JUDGE, Projections, State, apply, fold
 from assay.aggregator.rebuild import fold_stream
-from assay.schemas import ArtifactsSealed, JudgmentRecorded, RunFailed, RunRequested
-
 from assay.bus import Bus
+from assay.schemas import ArtifactsSealed, JudgmentRecorded, RunFailed, RunRequested
 
 from .conftest import SPEC, Published
 

@@ -8,6 +8,8 @@ from typing import Any
 from assay.aggregator import Projections, build_report
 from assay.aggregator.rebuild import fold_stream
 from assay.aggregator.rejudge import rejudge
+from assay.bus import Bus, Delivery
+from assay.config import Settings
 from assay.schemas import (
     ArtifactsSealed,
     DimensionScore,
@@ -17,9 +19,6 @@ from assay.schemas import (
     default_rubric,
     new_event,
 )
-
-from assay.bus import Bus, Delivery
-from assay.config import Settings
 
 from .conftest import Published
 

@@ -7,6 +7,7 @@ import re
 
 import polars as pl
 import pytest
+
 from assay.aggregator import (
     Projections,
     build_report,

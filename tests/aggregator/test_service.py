@@ -12,7 +12,6 @@ from assay.aggregator.rebuild import fold_stream
 from assay.aggregator.snapshot import load_snapshot, paths_for
 from assay.aggregator.synthetic_log import LogSpec
 from assay.aggregator.verify import ReportParams, verify
-
 from assay.bus import Bus
 from assay.config import Settings
 

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import polars as pl
 import pytest
+
 from assay.aggregator import statistics as st
 from assay.aggregator.statistics._context import Context, contexts
 from assay.aggregator.statistics._self_preference import design, fit

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
+
 from assay.aggregator import statistics as st
 from assay.aggregator.statistics._bootstrap import resample_counts
-from scipy import stats
 
 # Monte-Carlo tolerance for comparing our percentile CI with scipy's (independent
 # resamples, B = 4000 each): an endpoint's MC SD is ≈ 2.7σ/√B ≈ 0.042σ (σ = bootstrap

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+
 from assay.aggregator import statistics as st
 from assay.aggregator.statistics import _results
 from assay.aggregator.statistics._bootstrap import resample_counts

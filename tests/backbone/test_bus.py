@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from nats.js.errors import APIError
 
 from assay.bus import DEAD_REASON, Bus, Delivery
 from assay.config import Settings
@@ -131,7 +132,8 @@ async def test_stream_refuses_delete_and_purge(bus: Bus) -> None:
     await bus.publish(step("r1", 0))
     info = await bus.js.stream_info(bus.settings.stream)
     assert info.config.deny_delete and info.config.deny_purge
-    with pytest.raises(Exception):
+    with pytest.raises(APIError, match="purge not permitted"):
         await bus.js.purge_stream(bus.settings.stream)
-    with pytest.raises(Exception):
+    with pytest.raises(APIError, match="delete"):
         await bus.js.delete_msg(bus.settings.stream, 1)
+    assert (await bus.js.stream_info(bus.settings.stream)).state.messages == 1

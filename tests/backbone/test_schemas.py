@@ -159,5 +159,5 @@ def test_rubric_loads_from_yaml_and_toml(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text(
         "dimensions: [{key: x, name: X, description: d, anchors: {1: a}}]"
     )
-    with pytest.raises(InvalidInput, match="bad.yaml.*anchors must define 8"):
+    with pytest.raises(InvalidInput, match=r"bad\.yaml.*anchors must define 8"):
         load_rubric(tmp_path / "bad.yaml")

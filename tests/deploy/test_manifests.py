@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 import yaml
-from assay.judge.spec import load_judge_spec
 
 from assay.cli._serve import SERVICES
 from assay.config import Settings
+from assay.judge.spec import load_judge_spec
 
 from ._files import (
     COMPOSE,

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from assay.schemas import JudgeSpec, JudgmentRecorded, RunRequested
 
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.demo import JudgeTemper, judge_script
+from assay.schemas import JudgeSpec, JudgmentRecorded, RunRequested
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks

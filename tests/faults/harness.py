@@ -28,11 +28,16 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import yaml
+
 from assay.aggregator.canonical import canonical_json
 from assay.aggregator.projections import Projections
 from assay.aggregator.rebuild import fold_stream
 from assay.aggregator.report import build_report
 from assay.aggregator.snapshot import paths_for
+from assay.bus import Bus
+from assay.campaign import submit_campaign
+from assay.config import Settings
+from assay.demo import JudgeTemper, judge_script
 from assay.schemas import (
     AgentFinished,
     AgentSpec,
@@ -48,11 +53,6 @@ from assay.schemas import (
     SandboxSpec,
     run_id_for,
 )
-
-from assay.bus import Bus
-from assay.campaign import submit_campaign
-from assay.config import Settings
-from assay.demo import JudgeTemper, judge_script
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import BlobStore
 from assay.tasks import TaskDraft, load_tasks

@@ -7,11 +7,11 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
-from assay.schemas import AgentFinished, Event
 
 from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import find_free_port
+from assay.schemas import AgentFinished, Event
 from assay.scripted import Fault
 
 from .harness import (

@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from assay.schemas import AgentStepLogged, Event
 
 from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
+from assay.schemas import AgentStepLogged, Event
 from assay.store import open_store
 
 from .harness import (

@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
-from assay.schemas import AgentStepLogged, ArtifactsSealed, Event, JudgmentRecorded
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.schemas import AgentStepLogged, ArtifactsSealed, Event, JudgmentRecorded
 from assay.store import open_store
 
 from .harness import (

@@ -8,7 +8,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+from assay.bus import Bus
 from assay.judge import JudgeService, RulesService, start, stop
+from assay.providers import ModelProvider, RetryPolicy, make_provider
 from assay.schemas import (
     AgentSpec,
     AgentStepLogged,
@@ -30,9 +32,6 @@ from assay.schemas import (
     default_rubric,
     new_event,
 )
-
-from assay.bus import Bus
-from assay.providers import ModelProvider, RetryPolicy, make_provider
 from assay.scripted import ScriptedSequence, ScriptReply
 from assay.store import BlobStore, media_type_of
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from assay.judge import load_judge_spec
-from assay.schemas import ConfigError, JudgeRegistered
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.judge import load_judge_spec
+from assay.schemas import ConfigError, JudgeRegistered
 from assay.scripted import ScriptedModelServer
 from assay.store import LocalBlobStore
 

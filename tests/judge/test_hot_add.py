@@ -6,11 +6,11 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
-from assay.judge import build
-from assay.schemas import JudgeRegistered
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.judge import build
+from assay.schemas import JudgeRegistered
 from assay.scripted import ScriptedModelServer
 from assay.store import LocalBlobStore
 

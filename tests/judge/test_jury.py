@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import polars as pl
 import pytest
-from assay.judge import build
-from assay.schemas import ArtifactsSealed, JudgeRegistered
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.judge import build
+from assay.schemas import ArtifactsSealed, JudgeRegistered
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from assay.judge import build, start, stop
-from assay.schemas import Event, JudgmentRecorded
 
 from assay.bus import Bus, Published
 from assay.config import Settings
+from assay.judge import build, start, stop
+from assay.schemas import Event, JudgmentRecorded
 from assay.scripted import ScriptedModelServer
 from assay.store import LocalBlobStore
 

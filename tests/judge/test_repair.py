@@ -6,11 +6,11 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from assay.judge import build
-from assay.schemas import JudgmentFailed
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.judge import build
+from assay.schemas import JudgmentFailed
 from assay.scripted import Fault, ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 

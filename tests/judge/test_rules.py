@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+
+from assay.bus import Bus
+from assay.config import Settings
 from assay.judge import build_rules
 from assay.judge.rules import claimed_files, evaluate, find_injection, unexecuted_scripts
 from assay.schemas import (
@@ -15,9 +18,6 @@ from assay.schemas import (
     ToolCallRecord,
     new_event,
 )
-
-from assay.bus import Bus
-from assay.config import Settings
 from assay.store import LocalBlobStore
 
 from .cases import judgments, running, seal_run, wait_log

@@ -10,12 +10,12 @@ import zlib
 import docx
 import openpyxl
 import pytest
+
 from assay.judge.files import SealedFiles
 from assay.judge.tools import JudgeToolBox
 from assay.judge.verdict import check_verdict
-from assay.schemas import BlobCorrupted
-
 from assay.providers import ImagePart, TextPart, ToolCall
+from assay.schemas import BlobCorrupted
 from assay.store import LocalBlobStore
 
 from .cases import RUBRIC, put, verdict

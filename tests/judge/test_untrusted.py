@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from assay.judge import build
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.judge import build
 from assay.providers import AssistantMessage
 from assay.scripted import ScriptedModelServer
 from assay.store import LocalBlobStore

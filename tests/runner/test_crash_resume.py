@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from assay.schemas import AgentFinished, AgentStepLogged, ArtifactsSealed, Event
 
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
+from assay.schemas import AgentFinished, AgentStepLogged, ArtifactsSealed, Event
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks

@@ -7,6 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from assay.bus import Bus
+from assay.campaign import submit_campaign
+from assay.config import Settings
 from assay.schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -14,10 +18,6 @@ from assay.schemas import (
     RunRequested,
     SandboxReady,
 )
-
-from assay.bus import Bus
-from assay.campaign import submit_campaign
-from assay.config import Settings
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks

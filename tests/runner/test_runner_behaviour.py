@@ -7,6 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from assay.bus import Bus
+from assay.campaign import submit_campaign
+from assay.config import Settings
+from assay.providers import Usage
 from assay.schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -16,11 +21,6 @@ from assay.schemas import (
     Price,
     RunFailed,
 )
-
-from assay.bus import Bus
-from assay.campaign import submit_campaign
-from assay.config import Settings
-from assay.providers import Usage
 from assay.scripted import (
     Fault,
     ScriptedModelServer,

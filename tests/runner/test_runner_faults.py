@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from assay.schemas import ArtifactsSealed, RunFailed, RunRequested, SandboxReady, derive_id
 
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
+from assay.schemas import ArtifactsSealed, RunFailed, RunRequested, SandboxReady, derive_id
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from assay.sandbox_manager.backends import (
     BubblewrapBackend,
     DockerBackend,

@@ -6,11 +6,10 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from assay.schemas import AgentSpec, JudgeSpec
-
 from assay.bus import Bus
 from assay.config import Settings
 from assay.providers import ModelProvider, RetryPolicy, make_provider
+from assay.schemas import AgentSpec, JudgeSpec
 from assay.store import BlobStore
 from tests.pipeline import fast_providers
 

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from assay.schemas import ArtifactsSealed, JudgmentRecorded
 
 from assay.bus import Bus
 from assay.campaign import submit_campaign
+from assay.schemas import ArtifactsSealed, JudgmentRecorded
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from assay.schemas import AgentSpec, AgentStepLogged, JudgeSpec, JudgmentRecorded
 
 from assay.bus import Bus, read_raw
 from assay.campaign import submit_campaign
+from assay.schemas import AgentSpec, AgentStepLogged, JudgeSpec, JudgmentRecorded
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks

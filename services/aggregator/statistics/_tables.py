@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 import polars as pl
+
 from assay.schemas import InvalidInput
 
 __all__ = [

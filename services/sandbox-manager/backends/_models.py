@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from assay.schemas import SandboxSpec
 from pydantic import BaseModel, ConfigDict
+
+from assay.schemas import SandboxSpec
 
 __all__ = ["ExecResult", "FileEntry", "SandboxInfo", "SandboxSpec"]
 
