@@ -30,6 +30,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy schemas
+	VENV=$(VENV) bash scripts/typecheck.sh
 
 bench: install
 	$(PY) -m assay.bench

@@ -25,9 +25,9 @@ class Row(NamedTuple):
     @property
     def ratio(self) -> float | None:
         """value / baseline."""
-        if self.baseline in (None, 0):
+        if not self.baseline:
             return None
-        return self.value / self.baseline  # type: ignore[operator]
+        return self.value / self.baseline
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -62,7 +62,7 @@ def make_broker(settings: Settings, *, name: str) -> NatsBroker:
         security=security,
         name=name,
         max_reconnect_attempts=-1,
-        reconnect_time_wait=0.5,
+        reconnect_time_wait=0.5,  # type: ignore[arg-type]  # nats-py takes float seconds
         logger=None,
         apply_types=False,
     )

@@ -409,7 +409,7 @@ class Bus:
         )
         try:
             info = await psub.consumer_info()
-            remaining = info.num_pending
+            remaining = info.num_pending or 0
             while remaining > 0:
                 for m in await psub.fetch(min(remaining, 256), timeout=5.0):
                     out.append((m.data, dict(m.headers or {})))

@@ -60,7 +60,11 @@ async def read_raw(
     )
     try:
         info = await sub.consumer_info()
-        if not follow and info.num_pending == 0 and (info.delivered.consumer_seq or 0) == 0:
+        if (
+            not follow
+            and info.num_pending == 0
+            and (info.delivered.consumer_seq if info.delivered else 0) == 0
+        ):
             return
         while True:
             try:

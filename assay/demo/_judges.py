@@ -14,6 +14,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from pydantic import JsonValue
+
 from assay.providers import UserMessage
 from assay.scripted import ScriptReply, ScriptRequest
 
@@ -54,7 +56,8 @@ class JudgeTemper:
 def _case(request: ScriptRequest) -> tuple[list[str], list[str], str]:
     # The case is the first user message (the system prompt quotes the delimiters too).
     text = next((m.text for m in request.messages if isinstance(m, UserMessage)), "")
-    produced, attached = [], []
+    produced: list[str] = []
+    attached: list[str] = []
     for line in text.splitlines():
         if m := _MANIFEST.match(line):
             (attached if "[attachment, unchanged]" in line else produced).append(m.group(1))
@@ -78,10 +81,8 @@ def _verdict(temper: JudgeTemper, request: ScriptRequest) -> ScriptReply:
     profile = "empty" if not produced else ("overclaim" if missing else "sound")
     base, tags = PROFILES[profile]
     bonus = temper.house_style_bonus if final.startswith("Summary:") else 0
-    case_id = hashlib.sha256(
-        request.messages[1].text.encode() if len(request.messages) > 1 else b""
-    ).hexdigest()  # type: ignore[union-attr]
-    scores = {
+    case_id = hashlib.sha256(final.encode()).hexdigest()
+    scores: dict[str, JsonValue] = {
         dim: {
             "score": max(
                 0, min(10, b + temper.shift + bonus + _noise(temper.judge_id, case_id, dim))
@@ -101,7 +102,7 @@ def _verdict(temper: JudgeTemper, request: ScriptRequest) -> ScriptReply:
             "scores": scores,
             "failure_tags": list(tags),
             "rationale": rationale,
-            "files_relied_on": produced[:3],
+            "files_relied_on": list[JsonValue](produced[:3]),
         },
     )
 

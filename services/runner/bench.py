@@ -238,7 +238,7 @@ class _Stack:
 def _conversation(command: str, turns: int) -> list[Message]:
     """A run's conversation after `turns` tool steps, as the runner sends it."""
     task = Task(task_id="t0000", prompt="Run the check.")
-    request = RunRequested.model_construct(task=task, agent=AgentSpec(agent_id="a", model=MODEL))
+    request = RunRequested.model_construct(task=task, agent=AgentSpec(agent_id="a", model=MODEL))  # type: ignore[call-arg]
     messages = initial_messages(request)
     for i in range(turns):
         call = ToolCall(id=f"c{i}", name="bash", arguments=json.dumps({"command": command}))

@@ -66,7 +66,10 @@ TOOLS: list[ToolDefinition] = [
     ),
 ]
 
-_REQUIRED = {t.name: list(t.parameters.get("required", [])) for t in TOOLS}  # type: ignore[arg-type]
+_REQUIRED: dict[str, list[str]] = {
+    t.name: [str(k) for k in t.parameters.get("required") or []]  # type: ignore[union-attr]
+    for t in TOOLS
+}
 
 
 class ToolOutcome(NamedTuple):

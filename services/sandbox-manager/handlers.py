@@ -302,7 +302,8 @@ def _run_command(
 
 
 def _error(kind: str, message: str) -> bytes:
-    return SandboxReply(ok=False, error_kind=kind, error=message).model_dump_json().encode()  # type: ignore[arg-type]
+    reply = SandboxReply.model_validate({"ok": False, "error_kind": kind, "error": message})
+    return reply.model_dump_json().encode()
 
 
 def _lost() -> Exclusion:
