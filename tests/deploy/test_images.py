@@ -18,6 +18,8 @@ from collections.abc import Iterator
 
 import nats
 import pytest
+from testcontainers.core.config import testcontainers_config
+from testcontainers.core.container import DockerContainer
 
 from assay.bus import Bus
 from assay.config import Settings
@@ -26,6 +28,10 @@ from assay.embedded import find_free_port
 from ._files import DEPLOY, NATS_CONF
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
+
+# No image can be pulled here, so testcontainers' Ryuk reaper (itself an image) stays off;
+# every container is removed by its own context manager instead.
+testcontainers_config.ryuk_disabled = True
 
 
 def _build() -> subprocess.CompletedProcess[str]:
@@ -61,16 +67,30 @@ def assay_image() -> str:
 
 
 @contextlib.contextmanager
-def _container(image: str, *args: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    """A detached container on the host network, removed afterwards."""
+def _container(
+    image: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    volumes: tuple[tuple[str, str], ...] = (),
+) -> Iterator[str]:
+    """A container of a locally built image, driven by testcontainers, on the host network
+    (tests reach it on loopback ports only); removed afterwards."""
     name = f"assay-deploy-test-{uuid.uuid4().hex[:10]}"
-    flags = [f"--env={k}={v}" for k, v in (env or {}).items()]
-    out = _docker("run", "-d", "--name", name, "--network", "host", *flags, image, *args)
-    assert out.returncode == 0, out.stderr
+    container = (
+        DockerContainer(image)
+        .with_name(name)
+        .with_command(list(args))
+        .with_kwargs(network_mode="host")
+    )
+    for key, value in (env or {}).items():
+        container = container.with_env(key, value)
+    for host, inside in volumes:
+        container = container.with_volume_mapping(host, inside, "ro")
+    container.start()
     try:
         yield name
     finally:
-        _docker("rm", "-f", name)
+        container.stop()
 
 
 def test_image_runs_the_cli_without_network(assay_image: str) -> None:
@@ -139,21 +159,15 @@ def _nats_node(
     image: str, node: int, client: int, monitor: int, route: int, routes: str
 ) -> Iterator[str]:
     """One node running the compose config; ports and routes moved to loopback ports."""
-    name = f"assay-deploy-test-nats{node}-{uuid.uuid4().hex[:8]}"
-    out = _docker(
-        "run", "-d", "--name", name, "--network", "host",
-        "--env", f"NATS_SERVER_NAME=nats-{node}",
-        "--volume", f"{NATS_CONF}:/etc/nats/nats.conf:ro",
+    with _container(
         image,
         "nats-server", "-c", "/etc/nats/nats.conf", "-a", "127.0.0.1",
         "-p", str(client), "-m", str(monitor),
         "--cluster", f"nats://127.0.0.1:{route}", "--routes", routes,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    try:
+        env={"NATS_SERVER_NAME": f"nats-{node}"},
+        volumes=((str(NATS_CONF), "/etc/nats/nats.conf"),),
+    ) as name:  # fmt: skip
         yield name
-    finally:
-        _docker("rm", "-f", name)
 
 
 def _wait_healthy(name: str, monitor: int, timeout: float = 60) -> None:
