@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from pydantic import JsonValue
+
 from assay.providers import ToolCall, ToolDefinition
 from assay.sandbox_manager.client import SandboxClient
 from assay.schemas import FileRef, Limits, SandboxError, ToolResultRecord, unb64
@@ -17,59 +19,41 @@ from .web import WebProvider
 
 __all__ = ["TOOLS", "ToolBox", "ToolOutcome"]
 
-_STR = {"type": "string"}
 
-TOOLS: list[ToolDefinition] = [
-    ToolDefinition(
-        name="bash",
-        description="Run a shell command in /workspace (no network). Returns exit code, stdout and stderr.",
-        parameters={"type": "object", "properties": {"command": _STR}, "required": ["command"]},
-    ),
-    ToolDefinition(
-        name="python",
-        description="Run Python 3 code in /workspace (numpy, pandas, scipy, statsmodels, scikit-learn, matplotlib available).",
-        parameters={"type": "object", "properties": {"code": _STR}, "required": ["code"]},
-    ),
-    ToolDefinition(
-        name="read_file",
-        description="Read a text file under /workspace.",
-        parameters={"type": "object", "properties": {"path": _STR}, "required": ["path"]},
-    ),
-    ToolDefinition(
-        name="write_file",
-        description="Write a text file under /workspace (parent folders are created).",
-        parameters={
-            "type": "object",
-            "properties": {"path": _STR, "content": _STR},
-            "required": ["path", "content"],
-        },
-    ),
-    ToolDefinition(
-        name="list_files",
-        description="List every file under /workspace with its size.",
-        parameters={"type": "object", "properties": {}},
-    ),
-    ToolDefinition(
-        name="web_search",
-        description="Search the web.",
-        parameters={"type": "object", "properties": {"query": _STR}, "required": ["query"]},
-    ),
-    ToolDefinition(
-        name="web_fetch",
-        description="Fetch a web page's text.",
-        parameters={"type": "object", "properties": {"url": _STR}, "required": ["url"]},
-    ),
-    ToolDefinition(
-        name="submit",
-        description="Finish: submit your final answer to the scientist. Call once, at the end.",
-        parameters={"type": "object", "properties": {"answer": _STR}, "required": ["answer"]},
-    ),
-]
+def _tool(name: str, description: str, *arguments: str) -> ToolDefinition:
+    """A tool whose arguments are all required strings (every agent tool is)."""
+    properties: dict[str, JsonValue] = {a: {"type": "string"} for a in arguments}
+    return ToolDefinition(
+        name=name,
+        description=description,
+        parameters={"type": "object", "properties": properties, "required": list(arguments)},
+    )
 
-_REQUIRED: dict[str, list[str]] = {
-    t.name: [str(k) for k in t.parameters.get("required") or []]  # type: ignore[union-attr]
-    for t in TOOLS
+
+_TOOL_ARGUMENTS: dict[str, tuple[str, ...]] = {
+    "bash": ("command",),
+    "python": ("code",),
+    "read_file": ("path",),
+    "write_file": ("path", "content"),
+    "list_files": (),
+    "web_search": ("query",),
+    "web_fetch": ("url",),
+    "submit": ("answer",),
 }
+_DESCRIPTIONS = {
+    "bash": "Run a shell command in /workspace (no network). Returns exit code, stdout and stderr.",
+    "python": "Run Python 3 code in /workspace (numpy, pandas, scipy, statsmodels, scikit-learn, matplotlib available).",
+    "read_file": "Read a text file under /workspace.",
+    "write_file": "Write a text file under /workspace (parent folders are created).",
+    "list_files": "List every file under /workspace with its size.",
+    "web_search": "Search the web.",
+    "web_fetch": "Fetch a web page's text.",
+    "submit": "Finish: submit your final answer to the scientist. Call once, at the end.",
+}
+TOOLS: list[ToolDefinition] = [
+    _tool(name, _DESCRIPTIONS[name], *arguments) for name, arguments in _TOOL_ARGUMENTS.items()
+]
+_REQUIRED = {name: list(arguments) for name, arguments in _TOOL_ARGUMENTS.items()}
 
 
 class ToolOutcome(NamedTuple):
