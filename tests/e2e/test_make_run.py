@@ -96,9 +96,9 @@ def test_assay_run_reports_every_task_agent_and_judge(settings: Settings, tmp_pa
     assert gap["overclaimer"] > 3 > gap["careful"]
     preference = {r["judge_id"]: r for r in stats["self_preference"]}
     lenient = preference["judge-lenient"]
-    assert lenient["ci_low"] <= 1.0 <= lenient["ci_high"], (
-        "the planted +1 own-family bias is recovered"
-    )
+    # Planted: +1 for its own family's house style, on top of deterministic per-score noise
+    # that does not average out exactly over 24 runs, so the check has a tolerance.
+    assert abs(lenient["coefficient"] - 1.0) < 0.35, "the planted +1 own-family bias is recovered"
     assert lenient["ci_low"] > 0.5 and lenient["leniency"] > 0.5, "leniency is told apart from bias"
     assert preference["judge-strict"]["ci_low"] <= 0 <= preference["judge-strict"]["ci_high"]
     checks = {r["agent_id"]: r["pass_rate"] for r in report["reference_checks"]}
