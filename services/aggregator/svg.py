@@ -25,6 +25,7 @@ def _ok(x: float) -> bool:
 
 
 def _frame(width: int, height: int, title: str, body: list[str]) -> str:
+    width = max(width, int(16 + 7.5 * len(title)))  # never clip the bold title
     head = (
         f'<svg width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">'
@@ -106,8 +107,11 @@ def heatmap(
     fmt: str = "{:.1f}",
 ) -> str:
     """A rows × cols grid of cells shaded by value, each labelled with its number."""
-    left, top, cw, ch = 150, 110, 64, 24
-    width, height = left + cw * len(cols) + 20, top + ch * len(rows) + 20
+    # Column labels are rotated -40°: each reaches ~4.6 px a char up and ~5.5 to the right.
+    longest = max((len(c) for c in cols), default=0)
+    left, top, cw, ch = 150, max(110, int(30 + 4.6 * longest)), 64, 24
+    overhang = int(5.5 * longest)
+    width, height = left + cw * len(cols) + max(20, overhang), top + ch * len(rows) + 20
     span = (vmax - vmin) or 1.0
     body: list[str] = []
     for j, col in enumerate(cols):

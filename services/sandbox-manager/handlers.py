@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -47,6 +51,8 @@ __all__ = ["SandboxService"]
 
 log = logging.getLogger("assay.sandbox_manager")
 
+T = TypeVar("T")
+
 _COMMAND: TypeAdapter[ExecCommand | ReadFile | WriteFile | ListFiles] = TypeAdapter(SandboxCommand)
 
 
@@ -61,6 +67,15 @@ class SandboxService:
     destroyed: set[str] = field(default_factory=set)
     _owned: dict[str, str] = field(default_factory=dict)
     """sandbox id -> backend name, for sandboxes this instance holds."""
+    _threads: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=64, thread_name_prefix="sandbox")
+    )
+    """Backend calls block (processes, dockerd, disk). Long agent commands must not starve
+    sandbox creation, sealing, or the rest of the process of threads, so they get their own
+    pool instead of asyncio's small default one."""
+
+    async def _blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._threads, partial(fn, *args))
 
     def backend_for(self, spec: SandboxSpec) -> SandboxBackend:
         """The backend a run's spec asks for."""
@@ -90,14 +105,14 @@ class SandboxService:
         }
         try:
             try:
-                await asyncio.to_thread(backend.create, event.sandbox, sandbox_id, labels)
+                await self._blocking(backend.create, event.sandbox, sandbox_id, labels)
             except SandboxExists:  # half-made before a crash: start it over
-                await asyncio.to_thread(backend.destroy, sandbox_id)
-                await asyncio.to_thread(backend.create, event.sandbox, sandbox_id, labels)
+                await self._blocking(backend.destroy, sandbox_id)
+                await self._blocking(backend.create, event.sandbox, sandbox_id, labels)
             self._owned[sandbox_id] = backend.name
             for ref in event.task.attachments:
-                data = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
-                await asyncio.to_thread(backend.write_file, sandbox_id, ref.path, data)
+                data = await self._blocking(self.store.get_bytes, ref.sha256)
+                await self._blocking(backend.write_file, sandbox_id, ref.path, data)
         except Exception as e:
             log.exception("sandbox for run %s failed", event.run_id)
             await self._destroy(sandbox_id)
@@ -152,12 +167,12 @@ class SandboxService:
         backend = self.backend_for(request.sandbox)
         final = ended.final_message if isinstance(ended, AgentFinished) else ""
         try:
-            snapshot = await asyncio.to_thread(backend.snapshot, ready.sandbox_id)
+            snapshot = await self._blocking(backend.snapshot, ready.sandbox_id)
         except SandboxNotFound:
             files: list[FileRef] = []
             excluded = [_lost()]
         else:
-            files, excluded = await asyncio.to_thread(
+            files, excluded = await self._blocking(
                 seal_snapshot, snapshot, self.store, request.sandbox
             )
         await self.bus.publish(
@@ -185,7 +200,7 @@ class SandboxService:
         targets = [self.backends[name]] if name else list(self.backends.values())
         for backend in targets:
             try:
-                await asyncio.to_thread(backend.destroy, sandbox_id)
+                await self._blocking(backend.destroy, sandbox_id)
             except SandboxNotFound:
                 continue
         self.destroyed.add(sandbox_id)
@@ -199,7 +214,7 @@ class SandboxService:
         """
         changed = 0
         for backend in self.backends.values():
-            for info in await asyncio.to_thread(backend.list_live):
+            for info in await self._blocking(backend.list_live):
                 if info.labels.get("assay.instance", self.instance) != self.instance:
                     continue
                 campaign, run = info.labels.get("assay.campaign"), info.labels.get("assay.run")
@@ -223,7 +238,7 @@ class SandboxService:
                     )  # still running: the runner resumes it
                     continue
                 else:
-                    await asyncio.to_thread(backend.destroy, info.sandbox_id)
+                    await self._blocking(backend.destroy, info.sandbox_id)
                     self.destroyed.add(info.sandbox_id)
                 changed += 1
         return changed
@@ -245,7 +260,7 @@ class SandboxService:
             )
         backend = self.backends[self._owned[sid]]
         try:
-            reply = await asyncio.to_thread(_run_command, backend, command)
+            reply = await self._blocking(_run_command, backend, command)
         except SandboxNotFound as e:
             self._owned.pop(sid, None)
             return _error("not_found", str(e))

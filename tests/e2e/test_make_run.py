@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -12,7 +13,6 @@ import pytest
 from PIL import Image
 
 from assay.config import Settings
-from tests.pipeline import settings_env
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = sorted(p.name for p in (ROOT / "examples" / "tasks").iterdir() if p.is_dir())
@@ -64,7 +64,14 @@ def test_assay_run_reports_every_task_agent_and_judge(settings: Settings, tmp_pa
             str(html),
         ],
         cwd=ROOT,
-        env={**settings_env(settings), "COLUMNS": "200"},
+        env={
+            **os.environ,
+            # Only where to keep state: the run uses the production defaults otherwise,
+            # not the test session's short ack and redelivery settings.
+            "ASSAY_HOME": str(settings.home),
+            "ASSAY_STATE_DIR": str(settings.state_dir),
+            "COLUMNS": "200",
+        },
         capture_output=True,
         text=True,
         timeout=900,
