@@ -24,7 +24,7 @@ from ._errors import (
     ProviderUnavailable,
     TransientKind,
 )
-from ._factory import ProviderKind, ProviderSpec, make_provider
+from ._factory import DEFAULT_KEY_ENV, ProviderKind, ProviderSpec, make_provider, provider_for
 from ._limiter import AdaptiveLimiter, LimiterKey, LimiterRegistry, Slot, default_registry
 from ._models import (
     AssistantMessage,
@@ -58,6 +58,7 @@ from ._protocol import ModelProvider
 from ._retry import RetryEvent, RetryPolicy, backoff_delay, parse_retry_after
 
 __all__ = [
+    "DEFAULT_KEY_ENV",
     "DEFAULT_PRICES",
     "AdaptiveLimiter",
     "AnthropicPrompt",
@@ -109,6 +110,7 @@ __all__ = [
     "messages_to_json",
     "parse_retry_after",
     "price_for",
+    "provider_for",
     "to_anthropic_prompt",
     "to_anthropic_tools",
     "to_openai_messages",

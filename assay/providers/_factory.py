@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.schemas import ModelSpec
+
 from ._anthropic import AnthropicProvider
 from ._base import SdkProvider
 from ._errors import ProviderConfigError
@@ -15,7 +17,7 @@ from ._limiter import AdaptiveLimiter
 from ._openai import OpenAIProvider
 from ._retry import RetryEvent, RetryPolicy
 
-__all__ = ["ProviderKind", "ProviderSpec", "make_provider"]
+__all__ = ["DEFAULT_KEY_ENV", "ProviderKind", "ProviderSpec", "make_provider", "provider_for"]
 
 ProviderKind = Literal["openai", "anthropic"]
 """The API families we speak."""
@@ -103,3 +105,27 @@ def make_provider(
             on_retry=on_retry,
         )
     raise ProviderConfigError(f"unknown provider kind {kind!r}", provider=str(kind), model=model)
+
+
+DEFAULT_KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+"""The vendor's usual key variable, when a spec names none."""
+
+
+def provider_for(spec: ModelSpec) -> SdkProvider:
+    """The provider an agent or judge spec describes; its key is read from the env var it names.
+
+    It shares the process-wide limiter of its model, so agents and judges on one model
+    respect one concurrency limit.
+    """
+    env = spec.api_key_env or DEFAULT_KEY_ENV[spec.provider]
+    if spec.base_url and spec.api_key_env is None and not os.environ.get(env):
+        # Local OpenAI-compatible servers (llama.cpp, vLLM, scripted) take any key.
+        os.environ.setdefault(env, "local-no-key")
+    return make_provider(
+        spec.provider,
+        spec.model,
+        base_url=spec.base_url,
+        api_key_env=env,
+        timeout_s=spec.timeout_s,
+        max_concurrency=spec.max_concurrency,
+    )

@@ -8,7 +8,7 @@ await start(service)   # JudgeRegistered, then judges every sealed run in scope 
 
 from .app import build, build_rules, durable_name, serve, serve_rules, start, stop
 from .context import ALL_CAMPAIGNS, CampaignScope
-from .handlers import JudgeService, ProviderFactory, default_provider, sampling_times
+from .handlers import JudgeService, ProviderFactory, sampling_times
 from .rule_handlers import RULES_ID, RulesService
 from .spec import load_judge_spec
 from .verdict import Verdict, check_verdict
@@ -24,7 +24,6 @@ __all__ = [
     "build",
     "build_rules",
     "check_verdict",
-    "default_provider",
     "durable_name",
     "load_judge_spec",
     "sampling_times",

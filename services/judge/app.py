@@ -11,11 +11,12 @@ import asyncio
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.providers import provider_for
 from assay.schemas import ArtifactsSealed, JudgeSpec
 from assay.store import BlobStore, open_store
 
 from .context import CampaignScope
-from .handlers import JudgeService, ProviderFactory, default_provider
+from .handlers import JudgeService, ProviderFactory
 from .rule_handlers import RULES_ID, RulesService
 
 __all__ = [
@@ -42,7 +43,7 @@ def build(
     judge: JudgeSpec,
     *,
     store: BlobStore | None = None,
-    providers: ProviderFactory = default_provider,
+    providers: ProviderFactory = provider_for,
     campaigns: CampaignScope = None,
 ) -> JudgeService:
     """A judge with its consumer registered (not started); see `CampaignScope` for `campaigns`."""

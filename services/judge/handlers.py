@@ -11,7 +11,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -22,7 +21,7 @@ from assay.providers import (
     PriceTable,
     ProviderError,
     cost,
-    make_provider,
+    provider_for,
 )
 from assay.schemas import (
     ArtifactsSealed,
@@ -32,7 +31,6 @@ from assay.schemas import (
     JudgeSpec,
     JudgmentFailed,
     JudgmentRecorded,
-    ModelSpec,
     Task,
     new_event,
 )
@@ -42,14 +40,7 @@ from .agent import JudgeOutcome, judge_sample
 from .context import ALL_CAMPAIGNS, CampaignScope, LogReader, RunContext, samples_done
 from .files import SealedFiles
 
-__all__ = [
-    "JURY_TOKEN",
-    "JudgeService",
-    "ProviderFactory",
-    "default_provider",
-    "sampling_times",
-    "spec_hash",
-]
+__all__ = ["JURY_TOKEN", "JudgeService", "ProviderFactory", "sampling_times", "spec_hash"]
 
 log = logging.getLogger("assay.judge")
 
@@ -59,21 +50,6 @@ DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 JURY_TOKEN = "jury"
 """Campaign token of a JudgeRegistered from a judge not bound to named campaigns."""
-
-
-def default_provider(spec: ModelSpec) -> ModelProvider:
-    """A provider for a judge spec; it shares the process-wide limiter of its model."""
-    env = spec.api_key_env or DEFAULT_KEY_ENV[spec.provider]
-    if spec.base_url and not os.environ.get(env) and spec.api_key_env is None:
-        os.environ.setdefault(env, "local-no-key")  # local OpenAI-compatible servers take any key
-    return make_provider(
-        spec.provider,
-        spec.model,
-        base_url=spec.base_url,
-        api_key_env=env,
-        timeout_s=spec.timeout_s,
-        max_concurrency=spec.max_concurrency,
-    )
 
 
 def sampling_times(spec: JudgeSpec, task: Task) -> int:
@@ -97,7 +73,7 @@ class JudgeService:
     bus: Bus
     store: BlobStore
     spec: JudgeSpec
-    providers: ProviderFactory = default_provider
+    providers: ProviderFactory = provider_for
     campaigns: CampaignScope = None
     prices: PriceTable = field(default_factory=lambda: dict(DEFAULT_PRICES))
     log_reader: LogReader | None = None

@@ -6,10 +6,11 @@ import asyncio
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.providers import provider_for
 from assay.schemas import CampaignStarted, SandboxReady, TaskSubmitted
 from assay.store import BlobStore, open_store
 
-from .handlers import ProviderFactory, RunnerService, default_provider
+from .handlers import ProviderFactory, RunnerService
 
 __all__ = ["SERVICE", "build", "serve"]
 
@@ -20,7 +21,7 @@ def build(
     settings: Settings,
     *,
     store: BlobStore | None = None,
-    providers: ProviderFactory = default_provider,
+    providers: ProviderFactory = provider_for,
     concurrency: int | None = None,
 ) -> RunnerService:
     """A runner with its consumers registered (not started). Instances share the durables."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -11,7 +10,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 
 from assay.bus import Bus, Delivery
-from assay.providers import DEFAULT_PRICES, ModelProvider, PriceTable, ProviderError, make_provider
+from assay.providers import DEFAULT_PRICES, ModelProvider, PriceTable, ProviderError, provider_for
 from assay.sandbox_manager.client import SandboxClient, SandboxGone
 from assay.schemas import (
     AgentFinished,
@@ -34,7 +33,7 @@ from .scheduler import plan_runs
 from .tools import ToolBox
 from .web import OfflineWeb, WebProvider
 
-__all__ = ["ProviderFactory", "RunnerService", "default_provider"]
+__all__ = ["ProviderFactory", "RunnerService"]
 
 log = logging.getLogger("assay.runner")
 
@@ -44,24 +43,6 @@ RUNS_IN_FLIGHT = meter("assay.runner").create_up_down_counter(
 
 ProviderFactory = Callable[[AgentSpec], ModelProvider]
 
-DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-
-
-def default_provider(agent: AgentSpec) -> ModelProvider:
-    """A provider for an agent spec; the key is read from the environment variable it names."""
-    env = agent.api_key_env or DEFAULT_KEY_ENV[agent.provider]
-    if agent.base_url and not os.environ.get(env) and agent.api_key_env is None:
-        # Local OpenAI-compatible servers (llama.cpp, vLLM, scripted) take any key.
-        os.environ.setdefault(env, "local-no-key")
-    return make_provider(
-        agent.provider,
-        agent.model,
-        base_url=agent.base_url,
-        api_key_env=env,
-        timeout_s=agent.timeout_s,
-        max_concurrency=agent.max_concurrency,
-    )
-
 
 @dataclass(kw_only=True)
 class RunnerService:
@@ -69,13 +50,13 @@ class RunnerService:
 
     bus: Bus
     store: BlobStore
-    providers: ProviderFactory = default_provider
+    providers: ProviderFactory = provider_for
     web: WebProvider = field(default_factory=OfflineWeb)
     prices: PriceTable = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     _providers: dict[str, ModelProvider] = field(default_factory=dict)
 
-    def provider_for(self, agent: AgentSpec) -> ModelProvider:
+    def model_provider(self, agent: AgentSpec) -> ModelProvider:
         """One provider (one HTTP client) per agent spec, shared by all its runs."""
         key = agent.model_dump_json()
         if key not in self._providers:
@@ -147,7 +128,7 @@ class RunnerService:
         if steps:
             log.info("run %s: resuming after step %d", event.run_id, steps[-1].step)
         try:
-            provider = self.provider_for(request.agent)
+            provider = self.model_provider(request.agent)
             sandbox = SandboxClient(
                 bus=self.bus, instance=event.instance, sandbox_id=event.sandbox_id
             )
