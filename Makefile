@@ -7,10 +7,14 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install run test test-fast lint bench sandbox-rootfs sandbox-image local-model schemas clean
 
-$(STAMP): pyproject.toml setup.py
+# The workspace's packages, each with its own pyproject.toml, installed editable together.
+PACKAGES := schemas assay services/runner services/sandbox-manager services/judge services/aggregator
+TYPED := assay_schemas assay assay_runner assay_sandbox_manager assay_judge assay_aggregator bench
+
+$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(PACKAGES))
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q $(addprefix -e ,$(PACKAGES)) -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -29,11 +33,10 @@ test-fast: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy schemas
-	VENV=$(VENV) bash scripts/typecheck.sh
+	$(VENV)/bin/mypy $(addprefix -p ,$(TYPED))
 
 bench: install
-	$(PY) -m assay.bench
+	$(PY) -m bench
 
 schemas: install
 	$(ASSAY) schemas export

@@ -7,12 +7,13 @@ import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from assay.bus import Bus
 from assay.config import Settings
 from assay.providers import AdaptiveLimiter, ModelProvider, RetryPolicy, make_provider
-from assay.schemas import AgentSpec, CampaignSpec, Event, Limits, SandboxSpec
 from assay.store import BlobStore
+from assay_schemas import AgentSpec, CampaignSpec, Event, Limits, SandboxSpec
 
 SCRIPTED_KEY = "ASSAY_TEST_SCRIPTED_KEY"
 os.environ.setdefault(SCRIPTED_KEY, "scripted")  # local servers take any key
@@ -72,38 +73,31 @@ async def services(
     *,
     names: tuple[str, ...] = ("sandbox-manager", "runner"),
     providers: Callable[[AgentSpec], ModelProvider] = fast_providers,
-) -> AsyncIterator[dict[str, object]]:
+) -> AsyncIterator[dict[str, Any]]:
     """Start the named services in this process, each on its own connection."""
-    from assay.runner.app import build as build_runner
-    from assay.sandbox_manager.app import build as build_sandbox
-    from assay.sandbox_manager.app import start as start_sandbox
-    from assay.sandbox_manager.backends import BubblewrapBackend
+    from assay_runner.service import build as build_runner
+    from assay_sandbox_manager.backends import BubblewrapBackend
+    from assay_sandbox_manager.service import build as build_sandbox
 
-    started: dict[str, object] = {}
-    buses: list[Bus] = []
+    started: dict[str, Any] = {}
     try:
         if "sandbox-manager" in names:
             state = settings.instance_state
             backends = {"bubblewrap": BubblewrapBackend(state / "bwrap", state / "snapshots")}
             sm = build_sandbox(settings, store=store, backends=backends)  # type: ignore[arg-type]
-            await start_sandbox(sm)
-            buses.append(sm.bus)
+            await sm.start()
             started["sandbox-manager"] = sm
         if "runner" in names:
             runner = build_runner(settings, store=store, providers=providers)
-            await runner.bus.start()
-            buses.append(runner.bus)
+            await runner.start()
             started["runner"] = runner
         yield started
     finally:
-        for bus in reversed(buses):
-            await bus.stop()
-        runner_service = started.get("runner")
-        if runner_service is not None:
-            await runner_service.aclose()  # type: ignore[attr-defined]
+        for service in reversed(started.values()):
+            await service.stop()
         sm_service = started.get("sandbox-manager")
         if sm_service is not None:
-            for backend in sm_service.backends.values():  # type: ignore[attr-defined]
+            for backend in sm_service.backends.values():
                 for info in backend.list_live():
                     backend.destroy(info.sandbox_id)
 

@@ -10,11 +10,11 @@ from typing import NamedTuple
 
 import pytest
 
-from assay.aggregator.synthetic_log import LogSpec, publish_events, synthetic_events
 from assay.bus import Bus
 from assay.config import Settings
-from assay.schemas import Event
 from assay.store import LocalBlobStore
+from assay_schemas import Event
+from bench.synthetic_log import LogSpec, publish_events, synthetic_events
 
 SPEC = LogSpec(
     campaign_id="camp",

@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from assay.aggregator import Projections, build_report
-from assay.aggregator.audit import audit_run, load_run_events
-from assay.aggregator.export import export_parquet
-from assay.aggregator.rebuild import fold_stream
-from assay.aggregator.statistics._panel import prepare
 from assay.bus import Bus
 from assay.config import Settings
-from assay.schemas import ArtifactsSealed
+from assay_aggregator import Projections, build_report
+from assay_aggregator.audit import audit_run, load_run_events
+from assay_aggregator.export import export_parquet
+from assay_aggregator.rebuild import fold_stream
+from assay_aggregator.statistics._panel import prepare
+from assay_schemas import ArtifactsSealed
 
 from .conftest import Published, run_cli
 

@@ -6,10 +6,10 @@ import random
 
 import polars as pl
 
-from assay.aggregator import RULES_JUDGE, Projections, State, apply, fold
-from assay.aggregator.rebuild import fold_stream
 from assay.bus import Bus
-from assay.schemas import ArtifactsSealed, JudgmentRecorded, RunFailed, RunRequested
+from assay_aggregator import RULES_JUDGE, Projections, State, apply, fold
+from assay_aggregator.rebuild import fold_stream
+from assay_schemas import ArtifactsSealed, JudgmentRecorded, RunFailed, RunRequested
 
 from .conftest import SPEC, Published
 

@@ -8,7 +8,7 @@ import re
 import polars as pl
 import pytest
 
-from assay.aggregator import (
+from assay_aggregator import (
     Projections,
     build_report,
     canonical_json,
@@ -16,9 +16,9 @@ from assay.aggregator import (
     report_json,
     report_seed,
 )
-from assay.aggregator.html import render_html
-from assay.aggregator.statistics import DEFINITIONS, compute_statistics
-from assay.aggregator.synthetic_log import synthetic_events
+from assay_aggregator.html import render_html
+from assay_aggregator.statistics import DEFINITIONS, compute_statistics
+from bench.synthetic_log import synthetic_events
 
 from .conftest import SPEC
 

@@ -6,14 +6,14 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
-from assay.aggregator.app import build
-from assay.aggregator.projections import Projections
-from assay.aggregator.rebuild import fold_stream
-from assay.aggregator.snapshot import load_snapshot, paths_for
-from assay.aggregator.synthetic_log import LogSpec
-from assay.aggregator.verify import ReportParams, verify
 from assay.bus import Bus
 from assay.config import Settings
+from assay_aggregator.projections import Projections
+from assay_aggregator.rebuild import fold_stream
+from assay_aggregator.service import build
+from assay_aggregator.snapshot import load_snapshot, paths_for
+from assay_aggregator.verify import ReportParams, verify
+from bench.synthetic_log import LogSpec
 
 from .conftest import SPEC, Published, publish, run_cli
 

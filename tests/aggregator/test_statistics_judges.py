@@ -8,9 +8,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from assay.aggregator import statistics as st
-from assay.aggregator.statistics._context import Context, contexts
-from assay.aggregator.statistics._self_preference import design, fit
+from assay_aggregator import statistics as st
+from assay_aggregator.statistics._context import Context, contexts
+from assay_aggregator.statistics._self_preference import design, fit
+from bench.synthetic_tables import synthetic_tables
 
 with warnings.catch_warnings():  # third-party imports may warn on newer pandas/numpy
     warnings.simplefilter("ignore")
@@ -30,7 +31,7 @@ def _context(tables: st.Tables, seed: int = 0, n_resamples: int = 50) -> Context
 @pytest.fixture(scope="module")
 def unbalanced() -> st.Tables:
     """Small campaign, 2 epochs, 2 samples, and judge_c missing on about a quarter of runs."""
-    t = st.synthetic_tables(
+    t = synthetic_tables(
         n_tasks=25,
         n_agents=5,
         n_epochs=2,
@@ -131,7 +132,7 @@ def test_self_preference_matches_explicit_dummies(unbalanced: st.Tables) -> None
 
 
 def test_self_preference_recovers_planted_effects() -> None:
-    tables = st.synthetic_tables(
+    tables = synthetic_tables(
         n_tasks=120,
         n_agents=9,
         base=4.5,
@@ -157,7 +158,7 @@ def test_self_preference_recovers_planted_effects() -> None:
 
 
 def test_strictness_shows_leniency() -> None:
-    tables = st.synthetic_tables(n_tasks=60, n_agents=3, judge_leniency={"judge_c": 2.0}, seed=2)
+    tables = synthetic_tables(n_tasks=60, n_agents=3, judge_leniency={"judge_c": 2.0}, seed=2)
     shares = {r.judge_id: r for r in st.below_anchor_shares(tables, seed=0, n_resamples=1000)}
     assert shares["judge_c"].ci_high < min(shares["judge_a"].ci_low, shares["judge_b"].ci_low)
     assert shares[None].n_ratings == sum(

@@ -7,8 +7,9 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from assay.aggregator import statistics as st
-from assay.aggregator.statistics._bootstrap import resample_counts
+from assay_aggregator import statistics as st
+from assay_aggregator.statistics._bootstrap import resample_counts
+from bench.synthetic_tables import synthetic_tables
 
 # Monte-Carlo tolerance for comparing our percentile CI with scipy's (independent
 # resamples, B = 4000 each): an endpoint's MC SD is ≈ 2.7σ/√B ≈ 0.042σ (σ = bootstrap
@@ -140,7 +141,7 @@ def test_bootstrap_matches_literal_resampling(hand: st.Tables) -> None:
 
 @pytest.fixture(scope="module")
 def planted() -> st.Tables:
-    return st.synthetic_tables(
+    return synthetic_tables(
         n_tasks=60,
         n_agents=4,
         n_epochs=2,

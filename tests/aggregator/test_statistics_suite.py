@@ -6,15 +6,16 @@ import numpy as np
 import polars as pl
 import pytest
 
-from assay.aggregator import statistics as st
-from assay.aggregator.statistics import _results
-from assay.aggregator.statistics._bootstrap import resample_counts
-from assay.aggregator.statistics._panel import prepare
+from assay_aggregator import statistics as st
+from assay_aggregator.statistics import _results
+from assay_aggregator.statistics._bootstrap import resample_counts
+from assay_aggregator.statistics._panel import prepare
+from bench.synthetic_tables import synthetic_tables
 
 
 @pytest.fixture(scope="module")
 def tables() -> st.Tables:
-    return st.synthetic_tables(
+    return synthetic_tables(
         n_tasks=40,
         n_agents=4,
         n_epochs=2,
@@ -169,7 +170,7 @@ def test_epoch_spread_and_costs(tables: st.Tables) -> None:
     assert (c.n_runs, c.mean, c.p50, c.p95) == pytest.approx(
         (lat.size, lat.mean(), np.median(lat), np.quantile(lat, 0.95))
     )
-    single = st.epoch_spread(st.synthetic_tables(n_tasks=5, n_agents=2, seed=1))
+    single = st.epoch_spread(synthetic_tables(n_tasks=5, n_agents=2, seed=1))
     assert all(r.n_cells == 0 and np.isnan(r.mean_within_sd) for r in single)
 
 
@@ -184,7 +185,7 @@ def test_to_frame_and_definitions() -> None:
 
 
 def test_degenerate_inputs_give_nan_not_errors() -> None:
-    t = st.synthetic_tables(n_tasks=3, n_agents=2, seed=1)
+    t = synthetic_tables(n_tasks=3, n_agents=2, seed=1)
     one_judge = st.make_tables(t.ratings.filter(pl.col("judge_id") == "judge_a"), t.runs)
     rep = st.compute_statistics(one_judge, seed=0, n_resamples=50)
     assert np.isnan(rep.self_preference[0].coefficient)

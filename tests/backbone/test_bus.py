@@ -9,7 +9,7 @@ from nats.js.errors import APIError
 
 from assay.bus import DEAD_REASON, Bus, Delivery
 from assay.config import Settings
-from assay.schemas import AgentStepLogged, Event, Producer, new_event
+from assay_schemas import AgentStepLogged, Event, Producer, new_event
 
 PRODUCER = Producer(service="test", version="0")
 

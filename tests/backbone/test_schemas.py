@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.schemas import (
+from assay_schemas import (
     EVENT_TYPES,
     SCHEMA_DIR,
     AgentSpec,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from minio import Minio
 
-from assay.schemas import BlobCorrupted, BlobNotFound, StoreError
 from assay.store import BlobStore, LocalBlobStore, S3BlobStore, store_file
+from assay_schemas import BlobCorrupted, BlobNotFound, StoreError
 
 
 @pytest.fixture(params=["local", "s3"])

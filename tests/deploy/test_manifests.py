@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
-from assay.cli._serve import SERVICES
 from assay.config import Settings
-from assay.judge.spec import load_judge_spec
+from assay.service import service_names
+from assay_judge.spec import load_judge_spec
 
 from ._files import (
     COMPOSE,
@@ -37,6 +37,10 @@ pytestmark = pytest.mark.timeout(120)
 # ASSAY_* variables read outside Settings (sandbox runtime and mount locations).
 EXTRA_ASSAY_ENV = {"ASSAY_SANDBOX_MOUNTS", "ASSAY_SANDBOX_RECIPE", "ASSAY_SANDBOX_CACHE"}
 NATS_NODES = ("nats-1", "nats-2", "nats-3")
+
+# The jury only runs on one machine (it starts judges in its own process); deployed,
+# each judge is its own service.
+SERVICES = set(service_names()) - {"jury"}
 
 
 def _check_assay_env(names: object, where: str) -> None:
@@ -307,7 +311,7 @@ def _check_judge_spec_mount(container: dict[str, Any], pod: dict[str, Any]) -> N
     else:
         pytest.fail(f"no volume is mounted at {spec_path.parent}")
     data = yaml.safe_load(text)
-    from assay.schemas import JudgeSpec
+    from assay_schemas import JudgeSpec
 
     JudgeSpec.model_validate(data["judge"])
 

@@ -29,16 +29,19 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from assay.aggregator.canonical import canonical_json
-from assay.aggregator.projections import Projections
-from assay.aggregator.rebuild import fold_stream
-from assay.aggregator.report import build_report
-from assay.aggregator.snapshot import paths_for
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.demo import JudgeTemper, judge_script
-from assay.schemas import (
+from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
+from assay.store import BlobStore
+from assay.tasks import TaskDraft, load_tasks
+from assay_aggregator.canonical import canonical_json
+from assay_aggregator.projections import Projections
+from assay_aggregator.rebuild import fold_stream
+from assay_aggregator.report import build_report
+from assay_aggregator.snapshot import paths_for
+from assay_schemas import (
     AgentFinished,
     AgentSpec,
     AgentStepLogged,
@@ -53,9 +56,6 @@ from assay.schemas import (
     SandboxSpec,
     run_id_for,
 )
-from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
-from assay.store import BlobStore
-from assay.tasks import TaskDraft, load_tasks
 from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, settings_env, write_task
 
 __all__ = [
@@ -410,7 +410,7 @@ async def report_figures(bus: Bus) -> bytes:
 
 async def full_report(bus: Bus) -> bytes:
     """The full report (clock figures included) of a fresh fold, as `assay replay` builds it."""
-    from assay.aggregator.report import report_json
+    from assay_aggregator.report import report_json
 
     state = await fold_stream(bus.js, bus.settings.stream, bus.subjects.events)
     return bytes(report_json(build_report(Projections(state))))

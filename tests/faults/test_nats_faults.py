@@ -12,8 +12,8 @@ import pytest
 from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
-from assay.schemas import AgentStepLogged, Event
 from assay.store import open_store
+from assay_schemas import AgentStepLogged, Event
 
 from .harness import (
     Baseline,

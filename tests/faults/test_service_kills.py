@@ -9,8 +9,8 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.schemas import AgentStepLogged, ArtifactsSealed, Event, JudgmentRecorded
 from assay.store import open_store
+from assay_schemas import AgentStepLogged, ArtifactsSealed, Event, JudgmentRecorded
 
 from .harness import (
     JUDGE_ID,

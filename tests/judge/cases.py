@@ -9,9 +9,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from assay.bus import Bus
-from assay.judge import JudgeService, RulesService, start, stop
 from assay.providers import ModelProvider, RetryPolicy, make_provider
-from assay.schemas import (
+from assay.scripted import ScriptedSequence, ScriptReply
+from assay.store import BlobStore, media_type_of
+from assay_judge import JudgeService, RulesService
+from assay_schemas import (
     AgentSpec,
     AgentStepLogged,
     ArtifactsSealed,
@@ -32,8 +34,6 @@ from assay.schemas import (
     default_rubric,
     new_event,
 )
-from assay.scripted import ScriptedSequence, ScriptReply
-from assay.store import BlobStore, media_type_of
 
 SCRIPTED_KEY = "ASSAY_TEST_SCRIPTED_KEY"
 AGENT = AgentSpec(agent_id="agent-a", model="agent-model")
@@ -215,9 +215,9 @@ async def running(*services: JudgeService | RulesService) -> AsyncIterator[None]
     started: list[JudgeService | RulesService] = []
     try:
         for service in services:
-            await start(service)
+            await service.start()
             started.append(service)
         yield
     finally:
         for service in reversed(started):
-            await stop(service)
+            await service.stop()

@@ -10,10 +10,10 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.judge import build
-from assay.schemas import ArtifactsSealed, JudgeRegistered
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
+from assay_judge import build
+from assay_schemas import ArtifactsSealed, JudgeRegistered
 
 from .cases import (
     RUBRIC,

@@ -8,9 +8,9 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.judge import build
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
+from assay_judge import build
 
 from .cases import (
     fast_provider,

@@ -12,10 +12,10 @@ import pytest
 
 from assay.bus import Bus, Published
 from assay.config import Settings
-from assay.judge import build, start, stop
-from assay.schemas import Event, JudgmentRecorded
 from assay.scripted import ScriptedModelServer
 from assay.store import LocalBlobStore
+from assay_judge import build
+from assay_schemas import Event, JudgmentRecorded
 
 from .cases import (
     fast_provider,
@@ -68,7 +68,7 @@ async def test_redelivery_after_crash_does_not_duplicate(
         raise Crashed
 
     doomed.bus.publish = publish_then_die  # type: ignore[method-assign]
-    await start(doomed)
+    await doomed.start()
     try:
         # The task asks for 2 samples (more than the judge's 1): the larger wins.
         await seal_run(
@@ -87,7 +87,7 @@ async def test_redelivery_after_crash_does_not_duplicate(
         crash.set()
     finally:
         with contextlib.suppress(Exception):  # a dead instance cannot stop cleanly
-            await stop(doomed)
+            await doomed.stop()
     calls_before = len(server.requests(model))
     assert calls_before == 4  # both samples ran their model turns; one judgment got out
 

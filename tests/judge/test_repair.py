@@ -9,10 +9,10 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.judge import build
-from assay.schemas import JudgmentFailed
 from assay.scripted import Fault, ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
+from assay_judge import build
+from assay_schemas import JudgmentFailed
 
 from .cases import (
     RUBRIC,

@@ -6,9 +6,10 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.judge import build_rules
-from assay.judge.rules import claimed_files, evaluate, find_injection, unexecuted_scripts
-from assay.schemas import (
+from assay.store import LocalBlobStore
+from assay_judge import build_rules
+from assay_judge.rules import claimed_files, evaluate, find_injection, unexecuted_scripts
+from assay_schemas import (
     AgentStepLogged,
     FileExistsCheck,
     NumberNearCheck,
@@ -18,7 +19,6 @@ from assay.schemas import (
     ToolCallRecord,
     new_event,
 )
-from assay.store import LocalBlobStore
 
 from .cases import judgments, running, seal_run, wait_log
 

@@ -11,12 +11,12 @@ import docx
 import openpyxl
 import pytest
 
-from assay.judge.files import SealedFiles
-from assay.judge.tools import JudgeToolBox
-from assay.judge.verdict import check_verdict
 from assay.providers import ImagePart, TextPart, ToolCall
-from assay.schemas import BlobCorrupted
 from assay.store import LocalBlobStore
+from assay_judge.files import SealedFiles
+from assay_judge.tools import JudgeToolBox
+from assay_judge.verdict import check_verdict
+from assay_schemas import BlobCorrupted
 
 from .cases import RUBRIC, put, verdict
 

@@ -8,10 +8,10 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.judge import build
 from assay.providers import AssistantMessage
 from assay.scripted import ScriptedModelServer
 from assay.store import LocalBlobStore
+from assay_judge import build
 
 from .cases import (
     fast_provider,

@@ -14,10 +14,10 @@ import pytest
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
-from assay.schemas import AgentFinished, AgentStepLogged, ArtifactsSealed, Event
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
+from assay_schemas import AgentFinished, AgentStepLogged, ArtifactsSealed, Event
 from tests.pipeline import (
     SCRIPTED_KEY,
     campaign,

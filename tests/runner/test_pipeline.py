@@ -11,16 +11,16 @@ import pytest
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
-from assay.schemas import (
+from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
+from assay.store import LocalBlobStore
+from assay.tasks import load_tasks
+from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
     ArtifactsSealed,
     RunRequested,
     SandboxReady,
 )
-from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
-from assay.store import LocalBlobStore
-from assay.tasks import load_tasks
 from tests.pipeline import (
     SCRIPTED_KEY,
     campaign,

@@ -12,15 +12,6 @@ from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.providers import Usage
-from assay.schemas import (
-    AgentFinished,
-    AgentStepLogged,
-    ArtifactsSealed,
-    Event,
-    Limits,
-    Price,
-    RunFailed,
-)
 from assay.scripted import (
     Fault,
     ScriptedModelServer,
@@ -30,6 +21,15 @@ from assay.scripted import (
 )
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
+from assay_schemas import (
+    AgentFinished,
+    AgentStepLogged,
+    ArtifactsSealed,
+    Event,
+    Limits,
+    Price,
+    RunFailed,
+)
 from tests.pipeline import (
     SCRIPTED_KEY,
     campaign,

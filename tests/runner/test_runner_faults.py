@@ -13,10 +13,10 @@ import pytest
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
-from assay.schemas import ArtifactsSealed, RunFailed, RunRequested, SandboxReady, derive_id
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
+from assay_schemas import ArtifactsSealed, RunFailed, RunRequested, SandboxReady, derive_id
 from tests.pipeline import (
     SCRIPTED_KEY,
     campaign,

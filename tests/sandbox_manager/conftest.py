@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from assay.sandbox_manager.backends import (
+from assay_sandbox_manager.backends import (
     BubblewrapBackend,
     DockerBackend,
     SandboxBackend,
     SandboxSpec,
 )
-from assay.sandbox_manager.runtime import ensure_image, ensure_rootfs
+from assay_sandbox_manager.runtime import ensure_image, ensure_rootfs
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.sandbox_manager.backends import (
+from assay_sandbox_manager.backends import (
     BubblewrapBackend,
     DockerBackend,
     SandboxBackend,
@@ -21,7 +21,7 @@ from assay.sandbox_manager.backends import (
     SandboxSpec,
     truncation_marker,
 )
-from assay.sandbox_manager.sealing import plan_seal
+from assay_sandbox_manager.sealing import plan_seal
 
 MakeSandbox = Callable[..., str]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import assay.sandbox_manager.backends as backends
-from assay.sandbox_manager.backends import BubblewrapBackend, DockerBackend, SandboxBackend
+import assay_sandbox_manager.backends as backends
+from assay_sandbox_manager.backends import BubblewrapBackend, DockerBackend, SandboxBackend
 
 
 def test_all_is_exported() -> None:

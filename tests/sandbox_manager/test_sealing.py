@@ -6,7 +6,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from assay.sandbox_manager.sealing import display_path, plan_seal
+from assay_sandbox_manager.sealing import display_path, plan_seal
 
 
 def test_files_hashed_and_typed(tmp_path: Path) -> None:

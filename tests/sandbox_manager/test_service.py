@@ -9,10 +9,11 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.sandbox_manager.app import build, start
-from assay.sandbox_manager.backends import BubblewrapBackend
-from assay.sandbox_manager.client import SandboxClient, SandboxGone
-from assay.schemas import (
+from assay.sandbox_client import SandboxClient, SandboxGone
+from assay.store import LocalBlobStore, store_file
+from assay_sandbox_manager.backends import BubblewrapBackend
+from assay_sandbox_manager.service import build
+from assay_schemas import (
     AgentFinished,
     AgentSpec,
     ArtifactsSealed,
@@ -24,7 +25,6 @@ from assay.schemas import (
     Usage,
     new_event,
 )
-from assay.store import LocalBlobStore, store_file
 from tests.pipeline import wait_for_events
 
 SPEC = SandboxSpec(memory_mb=512, exec_timeout_s=20)
@@ -89,7 +89,7 @@ async def test_ready_exec_over_nats_seal_and_destroy(
     store = LocalBlobStore(settings.blob_dir)
     task = make_task(store, tmp_path)
     service = build(settings, store=store, backends=backends(settings))  # type: ignore[arg-type]
-    await start(service)
+    await service.start()
     try:
         await bus.publish(run_requested(bus, "r1", task))
         events = await wait_for_events(
@@ -133,7 +133,7 @@ async def test_restart_reconciles_with_no_leak(
     task = make_task(store, tmp_path)
     assert sandbox_processes(settings) == 0
     first = build(settings, store=store, backends=backends(settings))  # type: ignore[arg-type]
-    await start(first)
+    await first.start()
     for run in ("done", "live"):
         await bus.publish(run_requested(bus, run, task))
     events = await wait_for_events(
@@ -150,7 +150,7 @@ async def test_restart_reconciles_with_no_leak(
     assert {s.sandbox_id for s in orphan_backend.list_live()} == {"done", "live", "orphan"}
 
     second = build(settings, store=store, backends=backends(settings))  # type: ignore[arg-type]
-    await start(second)
+    await second.start()
     try:
         events = await wait_for_events(
             bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)

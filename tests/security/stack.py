@@ -9,8 +9,8 @@ from typing import Any
 from assay.bus import Bus
 from assay.config import Settings
 from assay.providers import ModelProvider, RetryPolicy, make_provider
-from assay.schemas import AgentSpec, JudgeSpec
 from assay.store import BlobStore
+from assay_schemas import AgentSpec, JudgeSpec
 from tests.pipeline import fast_providers
 
 
@@ -39,14 +39,11 @@ async def restricted_services(
 ) -> AsyncIterator[dict[str, Any]]:
     """sandbox-manager, runner, the given judges and optionally the aggregator, each
     with `settings_of(<its user>)`; like `tests.pipeline.services` otherwise."""
-    from assay.aggregator.app import build as build_aggregator
-    from assay.judge.app import build as build_judge
-    from assay.judge.app import start as start_judge
-    from assay.judge.app import stop as stop_judge
-    from assay.runner.app import build as build_runner
-    from assay.sandbox_manager.app import build as build_sandbox
-    from assay.sandbox_manager.app import start as start_sandbox
-    from assay.sandbox_manager.backends import BubblewrapBackend
+    from assay_aggregator.service import build as build_aggregator
+    from assay_judge.service import build as build_judge
+    from assay_runner.service import build as build_runner
+    from assay_sandbox_manager.backends import BubblewrapBackend
+    from assay_sandbox_manager.service import build as build_sandbox
 
     started: dict[str, Any] = {}
     stops: list[Callable[[], Any]] = []
@@ -55,19 +52,19 @@ async def restricted_services(
         state = sm_settings.instance_state
         backends = {"bubblewrap": BubblewrapBackend(state / "bwrap", state / "snapshots")}
         sm = build_sandbox(sm_settings, store=store, backends=backends)  # type: ignore[arg-type]
-        await start_sandbox(sm)
-        stops.append(sm.bus.stop)
+        await sm.start()
+        stops.append(sm.stop)
         started["sandbox-manager"] = sm
         runner = build_runner(settings_of("runner"), store=store, providers=agent_providers)
-        await runner.bus.start()
-        stops.append(runner.bus.stop)
+        await runner.start()
+        stops.append(runner.stop)
         started["runner"] = runner
         for spec in judges:
             judge = build_judge(
                 settings_of("judge"), spec, store=store, providers=fast_judge_provider
             )
-            await start_judge(judge)
-            stops.append(lambda j=judge: stop_judge(j))
+            await judge.start()
+            stops.append(judge.stop)
             started[f"judge-{spec.judge_id}"] = judge
         if aggregator:
             agg = build_aggregator(settings_of("aggregator"), write_report=False, n_resamples=200)

@@ -11,10 +11,10 @@ import pytest
 
 from assay.bus import Bus
 from assay.campaign import submit_campaign
-from assay.schemas import ArtifactsSealed, JudgmentRecorded
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
+from assay_schemas import ArtifactsSealed, JudgmentRecorded
 from tests.judge.cases import judge_spec, reading_judge, verdict
 from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, wait_for_events, write_task
 
@@ -72,8 +72,8 @@ async def test_run_is_judged_and_folded_with_restricted_users(
 async def test_dead_letters_and_reports_work_with_restricted_users(
     secure: SecureNats, admin_bus: Bus
 ) -> None:
-    from assay.aggregator.rebuild import fold_stream
-    from assay.runner.app import build as build_runner
+    from assay_aggregator.rebuild import fold_stream
+    from assay_runner.service import build as build_runner
 
     subject = f"{secure.base.subject_prefix}.ev.TaskSubmitted.c1.-"
     await admin_bus.js.publish(subject, b"not an event", stream=secure.base.stream)

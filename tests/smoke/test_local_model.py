@@ -12,7 +12,12 @@ import time
 import openai
 import pytest
 
-from assay.localmodel import INSTALL_HINT, LOCAL_MODEL_NAME, local_model_server, server_installed
+from tests.smoke.localmodel import (
+    INSTALL_HINT,
+    LOCAL_MODEL_NAME,
+    local_model_server,
+    server_installed,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

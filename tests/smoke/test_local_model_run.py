@@ -9,11 +9,16 @@ import pytest
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
-from assay.localmodel import INSTALL_HINT, LOCAL_MODEL_NAME, local_model_server, server_installed
-from assay.schemas import AgentFinished, AgentSpec, AgentStepLogged, ArtifactsSealed, Limits
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
+from assay_schemas import AgentFinished, AgentSpec, AgentStepLogged, ArtifactsSealed, Limits
 from tests.pipeline import campaign, services, wait_for_events, write_task
+from tests.smoke.localmodel import (
+    INSTALL_HINT,
+    LOCAL_MODEL_NAME,
+    local_model_server,
+    server_installed,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

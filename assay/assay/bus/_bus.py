@@ -1,0 +1,433 @@
+"""One publish path and one consume path for every service."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, NamedTuple, TypeVar
+
+from faststream import AckPolicy
+from faststream.nats import ConsumerConfig, DeliverPolicy, JStream, NatsMessage, PullSub
+from faststream.nats.subscriber.usecases.basic import LogicSubscriber
+from nats.errors import Error as NatsError
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy as JsAckPolicy
+from opentelemetry import trace
+from opentelemetry.metrics import CallbackOptions, Observation
+
+from assay.config import Settings
+from assay.telemetry import extract_context, inject_headers, meter, tracer
+from assay_schemas import (
+    BlobCorrupted,
+    BlobNotFound,
+    BusError,
+    Event,
+    InvalidEvent,
+    Producer,
+    StoreError,
+    parse_event,
+)
+
+from ._broker import ensure_streams, make_broker
+from ._replay import LoggedEvent, read_log
+from ._subjects import Subjects
+
+__all__ = ["Bus", "Delivery", "Published"]
+
+log = logging.getLogger("assay.bus")
+
+E = TypeVar("E", bound=Event)
+
+OUTAGE_RETRY_S = 60.0
+"""How long a handler is run again while the bus fails, before the failure counts as a
+delivery attempt."""
+
+DEAD_REASON = "Assay-Dead-Reason"
+DEAD_SUBJECT = "Assay-Dead-Subject"
+DEAD_SEQUENCE = "Assay-Dead-Sequence"
+DEAD_DELIVERIES = "Assay-Dead-Deliveries"
+
+
+class Published(NamedTuple):
+    """Where an event landed in the log."""
+
+    sequence: int
+    duplicate: bool
+
+
+class Delivery(NamedTuple):
+    """Log position of the event a handler is working on."""
+
+    sequence: int
+    attempt: int
+
+
+Handler = Callable[[E, Delivery], Awaitable[None]]
+
+
+_LIVE: weakref.WeakSet[Bus] = weakref.WeakSet()
+
+
+def _observe_lag(options: CallbackOptions) -> list[Observation]:
+    """Consumer lag (messages not yet acked) of every durable of every live bus."""
+    return [
+        Observation(lag, {"assay.durable": durable, "assay.stream": bus.stream.name})
+        for bus in list(_LIVE)
+        for durable, lag in bus.lag.items()
+    ]
+
+
+meter("assay.bus").create_observable_gauge(
+    "assay.consumer.lag",
+    callbacks=[_observe_lag],
+    unit="{message}",
+    description="Messages a durable consumer has not processed yet",
+)
+
+
+class Bus:
+    """The event log as services see it: typed publish, durable typed consumers."""
+
+    def __init__(self, settings: Settings, *, service: str, version: str = "0.1.0") -> None:
+        self.settings = settings
+        self.producer = Producer(service=service, version=version)
+        self.subjects = Subjects(prefix=settings.subject_prefix)
+        self.broker = make_broker(settings, name=f"assay-{service}")
+        # Streams are created by ensure_streams on start; faststream only references them.
+        self.stream = JStream(settings.stream, declare=False)
+        self._dlq = JStream(f"{settings.stream}_DLQ", declare=False)
+        self._connected = False
+        self._durables: list[str] = []
+        self.lag: dict[str, int] = {}
+        """Pending + unacked messages per durable, refreshed while consuming."""
+        self._lag_task: asyncio.Task[None] | None = None
+
+    @property
+    def js(self) -> JetStreamContext:
+        """The nats-py JetStream context of the live connection."""
+        return self.broker.connection.jetstream()
+
+    async def connect(self) -> None:
+        """Connect and make sure the streams exist, without consuming yet."""
+        if not self._connected:
+            await self.broker.connect()
+            await ensure_streams(self.js, self.settings)
+            self._connected = True
+
+    async def start(self) -> None:
+        """Connect, then start every registered consumer."""
+        await self.connect()
+        await self.broker.start()
+        if self._durables and self._lag_task is None:
+            _LIVE.add(self)
+            self._lag_task = asyncio.create_task(self._watch_lag())
+
+    async def stop(self) -> None:
+        """Drain consumers and close the connection."""
+        if self._lag_task is not None:
+            self._lag_task.cancel()
+            self._lag_task = None
+        await self.broker.stop()
+        self._connected = False
+
+    async def __aenter__(self) -> Bus:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # --- publishing ---------------------------------------------------------------------
+
+    async def publish(self, event: Event, *, timeout: float = 10.0) -> Published:
+        """Append an event to the log and wait for JetStream's acknowledgement.
+
+        `Nats-Msg-Id` is the event id, so a retried publish is stored once.
+        """
+        headers = inject_headers({"Nats-Msg-Id": event.event_id})
+        subject = self.subjects.of(event)
+        try:
+            ack = await self.broker.publish(
+                event.model_dump_json().encode(),
+                subject,
+                headers=headers,
+                stream=self.stream.name,
+                timeout=timeout,
+            )
+        except Exception as e:  # nats-py raises several unrelated types here
+            raise BusError(
+                f"publish of {event.event_type} {event.event_id} to {subject} failed: {e}"
+            ) from e
+        if ack is None:
+            raise BusError(f"publish of {event.event_id} to {subject}: no PubAck")
+        return Published(ack.seq, bool(ack.duplicate))
+
+    def replay(
+        self, *, start: int = 1, subject: str | None = None, follow: bool = False
+    ) -> AsyncIterator[LoggedEvent]:
+        """Typed events in log order from `start` (all events unless `subject` filters)."""
+        return read_log(
+            self.js,
+            self.stream.name,
+            start=start,
+            subject=subject or self.subjects.events,
+            follow=follow,
+        )
+
+    async def has_event(self, subject: str) -> bool:
+        """Whether any event was stored on exactly this subject (one direct lookup)."""
+        from nats.js.errors import NotFoundError
+
+        try:
+            await self.js.get_last_msg(self.stream.name, subject)
+        except NotFoundError:
+            return False
+        return True
+
+    async def run_events(self, campaign_id: str, run_id: str) -> list[Event]:
+        """Every event of one run so far, in order (used to rebuild state after a crash)."""
+        subject = self.subjects.event("*", campaign_id, run_id)
+        return [logged.event async for logged in self.replay(subject=subject)]
+
+    # --- consuming ----------------------------------------------------------------------
+
+    def consume(
+        self,
+        subject: str,
+        handler: Handler[Any],
+        *,
+        durable: str,
+        event_type: type[Event] | tuple[type[Event], ...] = Event,
+        max_deliver: int | None = None,
+        max_workers: int = 1,
+        deliver_policy: DeliverPolicy = DeliverPolicy.ALL,
+    ) -> LogicSubscriber[Any]:
+        """Register a durable pull consumer that hands typed events to `handler`.
+
+        Delivery is explicit: success acks; a raise is retried with backoff until
+        `max_deliver`, then dead-lettered with its reason; messages that do not parse
+        (or are not `event_type`) are dead-lettered at once. The consumer never stops
+        for one bad message. Instances that share `durable` share the work.
+        """
+        limit = max_deliver or self.settings.max_deliver
+        self._durables.append(durable)
+        config = ConsumerConfig(
+            durable_name=durable,
+            ack_policy=JsAckPolicy.EXPLICIT,
+            max_deliver=limit,
+            ack_wait=self.settings.ack_wait_s,
+            deliver_policy=deliver_policy,
+            filter_subject=subject,
+        )
+        subscriber = self.broker.subscriber(
+            subject,
+            stream=self.stream,
+            durable=durable,
+            pull_sub=PullSub(batch_size=max(1, max_workers), timeout=1.0),
+            config=config,
+            ack_policy=AckPolicy.MANUAL,
+            max_workers=max_workers,
+            decoder=_whole_message,
+        )
+
+        async def on_message(msg: NatsMessage) -> None:
+            await self._deliver(msg, handler, durable=durable, event_type=event_type, limit=limit)
+
+        subscriber(on_message)
+        return subscriber
+
+    async def _deliver(
+        self,
+        msg: NatsMessage,
+        handler: Handler[Any],
+        *,
+        durable: str,
+        event_type: type[Event] | tuple[type[Event], ...],
+        limit: int,
+    ) -> None:
+        raw = msg.raw_message
+        meta = raw.metadata
+        attempt = meta.num_delivered
+        try:
+            event = parse_event(raw.data, subject=raw.subject)
+            if not isinstance(event, event_type):
+                raise InvalidEvent(
+                    f"{event.event_type} on {raw.subject} is not what {durable} consumes"
+                )
+        except InvalidEvent as e:
+            await self._dead_letter(msg, durable, str(e))
+            return
+        ctx = extract_context(raw.headers)
+        span_name = f"{durable} handle {event.event_type}"
+        with tracer("assay.bus").start_as_current_span(span_name, context=ctx) as span:
+            span.set_attribute("assay.event_id", event.event_id)
+            span.set_attribute("assay.run_id", event.run_id or "")
+            heartbeat = asyncio.create_task(self._keep_alive(msg))
+            try:
+                await self._through_outages(
+                    handler, event, Delivery(meta.sequence.stream, attempt), durable
+                )
+            except Exception as e:
+                span.record_exception(e)
+                span.set_status(trace.Status(trace.StatusCode.ERROR, str(e)))
+                reason = f"{type(e).__name__}: {e}"
+                if attempt >= limit:
+                    log.error(
+                        "%s: giving up on %s after %d attempts: %s",
+                        durable,
+                        event.event_id,
+                        attempt,
+                        reason,
+                    )
+                    await self._dead_letter(msg, durable, reason)
+                else:
+                    log.warning(
+                        "%s: attempt %d on %s failed: %s", durable, attempt, event.event_id, reason
+                    )
+                    await msg.nack(delay=_backoff(attempt))
+                return
+            finally:
+                heartbeat.cancel()
+        await msg.ack()
+
+    async def _through_outages(
+        self, handler: Handler[Any], event: Event, delivery: Delivery, durable: str
+    ) -> None:
+        """Run a handler; while the bus or blob store fails (a restart, a leader election, an
+        S3 outage), run it again.
+
+        Such failures are not the message's fault and must not use up its deliveries: a
+        message dead-lettered because the log was down for seconds would be lost. Handlers
+        are idempotent (they read the log before acting), so running one again is safe.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + OUTAGE_RETRY_S
+        delay = 0.5
+        while True:
+            try:
+                await handler(event, delivery)
+                return
+            except (BusError, NatsError, StoreError) as e:
+                # A missing or corrupted blob is a fact about the data, not an outage.
+                if isinstance(e, BlobNotFound | BlobCorrupted) or loop.time() + delay > deadline:
+                    raise
+                log.warning(
+                    "%s: bus unavailable while handling %s (%s: %s); retrying in %.1fs",
+                    durable, event.event_id, type(e).__name__, e, delay,
+                )  # fmt: skip
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    # --- request-reply (outside the log) -------------------------------------------------
+
+    def serve_requests(
+        self,
+        subject: str,
+        handler: Callable[[bytes], Awaitable[bytes]],
+        *,
+        queue: str = "",
+        max_workers: int = 8,
+    ) -> LogicSubscriber[Any]:
+        """Answer core-NATS requests on `subject` (sandbox commands); not part of the log."""
+        subscriber = self.broker.subscriber(
+            subject, queue=queue, max_workers=max_workers, decoder=_whole_message
+        )
+
+        async def on_request(msg: NatsMessage) -> bytes:
+            ctx = extract_context(msg.raw_message.headers)
+            with tracer("assay.bus").start_as_current_span(f"request {subject}", context=ctx):
+                return await handler(msg.raw_message.data)
+
+        subscriber(on_request)
+        return subscriber
+
+    async def request(self, subject: str, data: bytes, *, timeout: float) -> bytes:
+        """Send a core-NATS request and return the reply's bytes."""
+        try:
+            msg = await self.broker.connection.request(
+                subject, data, timeout=timeout, headers=inject_headers({})
+            )
+        except Exception as e:  # no responders, timeout, connection loss
+            raise BusError(f"request on {subject} failed: {type(e).__name__}: {e}") from e
+        return bytes(msg.data)
+
+    async def _watch_lag(self, interval_s: float = 5.0) -> None:
+        """Refresh `lag` from JetStream's consumer info (for the consumer-lag metric)."""
+        while True:
+            for durable in self._durables:
+                try:
+                    info = await self.js.consumer_info(self.stream.name, durable)
+                    self.lag[durable] = int(info.num_pending or 0) + int(info.num_ack_pending or 0)
+                except Exception:  # reconnecting: keep the last value
+                    log.debug("consumer info for %s failed", durable, exc_info=True)
+            await asyncio.sleep(interval_s)
+
+    async def _keep_alive(self, msg: NatsMessage) -> None:
+        """Tell JetStream we are still working, so long handlers are not redelivered."""
+        interval = max(0.5, self.settings.ack_wait_s / 3)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await msg.in_progress()
+            except Exception:  # the connection may be reconnecting; redelivery is the fallback
+                log.debug("in_progress failed", exc_info=True)
+
+    async def _dead_letter(self, msg: NatsMessage, durable: str, reason: str) -> None:
+        """Move a message to the dead-letter stream with its reason, then ack it."""
+        raw = msg.raw_message
+        meta = raw.metadata
+        headers = {
+            "Nats-Msg-Id": f"dlq-{durable}-{meta.sequence.stream}",
+            DEAD_REASON: reason[:4000].replace("\r", " ").replace("\n", " "),
+            DEAD_SUBJECT: raw.subject,
+            DEAD_SEQUENCE: str(meta.sequence.stream),
+            DEAD_DELIVERIES: str(meta.num_delivered),
+        }
+        await self.broker.publish(
+            raw.data,
+            self.subjects.dlq(durable),
+            headers=headers,
+            stream=self._dlq.name,
+            timeout=10.0,
+        )
+        await msg.ack()
+
+    async def dead_letters(self, durable: str) -> list[tuple[bytes, dict[str, str]]]:
+        """Every dead letter of a consumer so far: (payload, headers)."""
+        from nats.js.api import ConsumerConfig as JsConsumerConfig
+
+        subject = self.subjects.dlq(durable)
+        out: list[tuple[bytes, dict[str, str]]] = []
+        psub = await self.js.pull_subscribe(
+            subject,
+            stream=self._dlq.name,
+            config=JsConsumerConfig(ack_policy=JsAckPolicy.NONE, inactive_threshold=30.0),
+        )
+        try:
+            info = await psub.consumer_info()
+            remaining = info.num_pending or 0
+            while remaining > 0:
+                for m in await psub.fetch(min(remaining, 256), timeout=5.0):
+                    out.append((m.data, dict(m.headers or {})))
+                    remaining -= 1
+        except NatsTimeout as e:
+            raise BusError(f"reading dead letters of {durable}: {e}") from e
+        finally:
+            await psub.unsubscribe()
+        return out
+
+
+async def _whole_message(msg: Any) -> Any:
+    """Hand the handler faststream's message itself: parsing, acks and dead letters happen
+    in one place (`_deliver`), and no dependency injection runs per message (apply_types
+    is off on our broker: resolving it cost more than the rest of the delivery)."""
+    return msg
+
+
+def _backoff(attempt: int) -> float:
+    """Redelivery delay: exponential with jitter, capped."""
+    return float(min(30.0, 0.2 * (2 ** (attempt - 1))) * (0.5 + random.random() / 2))

@@ -1,0 +1,42 @@
+"""Subject layout. Events: <prefix>.ev.<type>.<campaign>.<run>; everything else outside."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from assay_schemas import NO_RUN, Event
+
+__all__ = ["Subjects"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Subjects:
+    """Every subject Assay uses, under one prefix (tests give each test its own)."""
+
+    prefix: str = "assay"
+
+    @property
+    def events(self) -> str:
+        """All event subjects (the event stream's filter)."""
+        return f"{self.prefix}.ev.>"
+
+    @property
+    def dead_letters(self) -> str:
+        """All dead-letter subjects (the DLQ stream's filter)."""
+        return f"{self.prefix}.dlq.>"
+
+    def event(self, event_type: str = "*", campaign_id: str = "*", run_id: str = "*") -> str:
+        """Filter for events; `*` selects any value of that token."""
+        return f"{self.prefix}.ev.{event_type}.{campaign_id}.{run_id}"
+
+    def of(self, event: Event) -> str:
+        """Subject an event is published on."""
+        return self.event(event.event_type, event.campaign_id, event.run_id or NO_RUN)
+
+    def dlq(self, durable: str) -> str:
+        """Where a consumer's dead letters go."""
+        return f"{self.prefix}.dlq.{durable}"
+
+    def rpc(self, service: str, operation: str) -> str:
+        """Core-NATS request subject (outside the event log)."""
+        return f"{self.prefix}.rpc.{service}.{operation}"

@@ -1,0 +1,181 @@
+"""Commands of the event backbone: up, submit, events, schemas export."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import typer
+
+from assay.bus import Bus
+from assay.campaign import load_campaign, submit_campaign
+from assay.config import Settings
+from assay.embedded import NatsServer
+from assay.store import open_store
+from assay.tasks import load_tasks
+from assay_schemas import AssayError, Event, export_schemas
+
+from ._app import app, console, err_console, run_async, schemas_app
+
+
+@app.command()
+def up(
+    port: int = typer.Option(None, help="NATS port (default: the port in ASSAY_NATS_URL, 4222)."),
+    all_services: bool = typer.Option(
+        False, "--all", help="Also run every service in this process (one-machine use)."
+    ),
+    auth: bool = typer.Option(
+        False, "--auth", help="One NATS user per service, least privilege (ASSAY_NATS_AUTH=1)."
+    ),
+) -> None:
+    """Start the embedded stack: nats-server with JetStream on .assay/, until Ctrl-C."""
+    from assay.security import create_streams, prepare_embedded, write_env_files
+
+    settings = Settings()
+    port = port or urlparse(settings.nats_url).port or 4222
+    secured = prepare_embedded(settings, auth=auth or settings.nats_auth)
+    config = secured.config_file if secured else None
+    server = NatsServer(settings.home / "nats", port=port, config_file=config)
+    try:
+        server.start()
+        if secured and secured.users:
+            settings = settings.model_copy(update={"nats_url": server.url})
+            # Services may only look the streams up: the admin creates them now.
+            asyncio.run(create_streams(secured.settings_for("admin", settings)))
+    except AssayError as e:
+        server.stop()
+        err_console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    console.print(
+        f"[green]nats-server[/green] with JetStream on {server.url} (data: {server.data_dir})"
+    )
+    if secured and secured.users:
+        write_env_files(secured, settings)
+        console.print(f"per-service users (env files in {settings.home / 'nats'}, mode 0600):")
+        for user in secured.users:
+            line = " ".join(secured.env_lines(user, settings))
+            console.print(f"  # {user}\n  {line}", soft_wrap=True, highlight=False, markup=False)
+        # One process cannot hold one user per service: --all connects as the admin.
+        settings = secured.settings_for("admin", settings)
+    console.print(f"blob store: {settings.blob_dir}   —   Ctrl-C to stop")
+    if all_services:
+        try:
+            _serve_all(settings.model_copy(update={"nats_url": server.url}))
+        finally:
+            server.stop()
+            console.print("stopped")
+        return
+    stop = False
+
+    def _stop(*_: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        while not stop and server.process is not None and server.process.poll() is None:
+            time.sleep(0.2)
+    finally:
+        server.stop()
+        console.print("stopped")
+
+
+def _serve_all(settings: Settings) -> None:
+    """Every service in this process until SIGINT/SIGTERM (judges start per campaign)."""
+    from assay.service import EMBEDDED_SERVICES, build_service, run_until_signal
+    from assay.store import open_store
+
+    store = open_store(settings)
+    services = [build_service(name, settings, store=store) for name in EMBEDDED_SERVICES]
+    console.print(f"services: {', '.join(EMBEDDED_SERVICES)}")
+    run_async(run_until_signal(services))
+
+
+@app.command()
+def submit(
+    tasks: Path = typer.Argument(
+        ..., help="Task folder, folder of tasks, .jsonl or ASI-Bench .json"
+    ),
+    campaign: Path = typer.Option(..., "--campaign", "-c", help="Campaign file (YAML/TOML/JSON)."),
+) -> None:
+    """Upload attachments and publish CampaignStarted and one TaskSubmitted per task."""
+    settings = Settings()
+
+    async def main() -> None:
+        spec = load_campaign(campaign)
+        drafts = load_tasks(tasks, max_bytes=settings.max_attachment_bytes)
+        store = open_store(settings)
+        async with Bus(settings, service="cli") as bus:
+            submitted = await submit_campaign(bus, store, spec, drafts)
+        console.print(
+            f"campaign [bold]{spec.campaign_id}[/bold]: {len(submitted)} task(s) submitted "
+            f"({len(spec.agents)} agent(s) × {spec.epochs} epoch(s))"
+        )
+
+    run_async(main())
+
+
+def _summary(event: Event) -> str:
+    data = event.model_dump(
+        exclude={
+            "event_id",
+            "event_type",
+            "schema_version",
+            "occurred_at",
+            "campaign_id",
+            "run_id",
+            "task_id",
+            "causation_id",
+            "producer",
+        }
+    )
+    text = json.dumps(data, default=str)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+@app.command()
+def events(
+    run: str = typer.Option("*", "--run", help="Only this run's events."),
+    campaign: str = typer.Option("*", "--campaign", help="Only this campaign's events."),
+    event_type: str = typer.Option("*", "--type", help="Only this event type."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON event per line."),
+    start: int = typer.Option(1, "--from", help="Start at this stream sequence."),
+) -> None:
+    """Print the event log in order."""
+    settings = Settings()
+
+    async def main() -> None:
+        async with Bus(settings, service="cli") as bus:
+            subject = bus.subjects.event(event_type, campaign, run)
+            async for logged in bus.replay(start=start, subject=subject, follow=follow):
+                ev = logged.event
+                if as_json:
+                    print(ev.model_dump_json())
+                    continue
+                console.print(
+                    f"[dim]{logged.sequence:>6}[/dim] {ev.occurred_at:%H:%M:%S} "
+                    f"[bold]{ev.event_type:<17}[/bold] {ev.campaign_id} {ev.run_id or '-'} "
+                    f"[dim]{_summary(ev)}[/dim]",
+                    highlight=False,
+                    markup=True,
+                    soft_wrap=True,
+                )
+
+    with contextlib.suppress(KeyboardInterrupt):
+        run_async(main())
+
+
+@schemas_app.command("export")
+def schemas_export(
+    out: Path = typer.Option(None, "--out", help="Folder (default: the package's schemas/json)."),
+) -> None:
+    """Write one JSON Schema per event (and domain model) into schemas/json."""
+    paths = export_schemas(out) if out else export_schemas()
+    console.print(f"wrote {len(paths)} schema files to {paths[0].parent}")

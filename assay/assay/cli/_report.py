@@ -1,0 +1,234 @@
+"""Commands of the aggregator: report, replay, audit, export, rejudge."""
+
+from __future__ import annotations
+
+import math
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from rich.table import Table
+
+from assay.bus import Bus, LoggedEvent
+from assay.config import Settings
+from assay_schemas import ANCHOR, AssayError, CampaignStarted
+
+from ._app import app, console, err_console, run_async
+
+if TYPE_CHECKING:
+    from assay_aggregator.projections import Projections
+
+
+class GroupBy(StrEnum):
+    """Task attributes a report can be grouped by."""
+
+    domain = "domain"
+    phase = "phase"
+    difficulty = "difficulty"
+
+
+async def _projections(settings: Settings, *, fresh: bool = False) -> Projections:
+    """Projections of the whole log: the live snapshot caught up (or a fresh fold)."""
+    from assay_aggregator.projections import Projections
+    from assay_aggregator.rebuild import fold_stream
+    from assay_aggregator.snapshot import load_snapshot
+
+    async with Bus(settings, service="cli") as bus:
+        state = None if fresh else load_snapshot(settings)
+        state = await fold_stream(bus.js, bus.stream.name, bus.subjects.events, state=state)
+    return Projections(state)
+
+
+@app.command()
+def report(
+    campaign: str = typer.Option(None, "--campaign", help="Only this campaign (default: all)."),
+    group_by: GroupBy = typer.Option(None, "--group-by", help="Group by a task attribute."),
+    html: Path = typer.Option(None, "--html", help="Write one self-contained HTML file."),
+    json_out: Path = typer.Option(None, "--json", help="Write the canonical JSON report."),
+    resamples: int = typer.Option(10_000, "--resamples", min=1, help="Bootstrap resamples."),
+) -> None:
+    """Scores with task-bootstrap CIs, failure tags, judge agreement, rank stability."""
+    from assay_aggregator.html import render_html
+    from assay_aggregator.report import build_report, report_json
+    from assay_aggregator.terminal import print_report
+
+    settings = Settings()
+    p = run_async(_projections(settings))
+    rep = build_report(
+        p, campaign=campaign, group_by=group_by.value if group_by else None, n_resamples=resamples
+    )
+    print_report(rep, console)
+    if json_out:
+        json_out.write_bytes(report_json(rep))
+        console.print(f"wrote {json_out}")
+    if html:
+        html.write_text(render_html(rep), encoding="utf-8")
+        console.print(f"wrote {html}")
+
+
+@app.command()
+def replay(
+    verify: bool = typer.Option(
+        False, "--verify", help="Compare a fresh rebuild with the live aggregator."
+    ),
+    json_out: Path = typer.Option(
+        None, "--json", help="Write the rebuilt report (canonical JSON)."
+    ),
+) -> None:
+    """Rebuild every projection and the report from sequence 1."""
+    from assay_aggregator.report import build_report, report_json
+    from assay_aggregator.verify import verify as run_verify
+
+    settings = Settings()
+    if verify:
+        results = run_async(run_verify(settings))
+        bad = [r for r in results if not r.identical]
+        for r in bad:
+            console.print(f"[red]differs:[/red] {r.name}")
+            console.print(r.diff, markup=False, highlight=False)
+        if bad:
+            err_console.print(f"[red]{len(bad)} of {len(results)} comparisons differ[/red]")
+            raise typer.Exit(1)
+        console.print(
+            f"identical ({len(results)} comparisons: {', '.join(r.name for r in results)})"
+        )
+        return
+    t0 = time.perf_counter()
+    p = run_async(_projections(settings, fresh=True))
+    took = time.perf_counter() - t0
+    console.print(
+        f"rebuilt {p.state.applied} events up to sequence {p.state.last_sequence} in {took:.2f}s: "
+        f"{len(p.state.runs)} runs, {len(p.state.verdicts)} verdicts"
+    )
+    if json_out:
+        json_out.write_bytes(report_json(build_report(p)))
+        console.print(f"wrote {json_out}")
+
+
+@app.command()
+def audit(run_id: str = typer.Argument(..., help="The run to audit.")) -> None:
+    """A run's event chain, every blob re-verified, each verdict with its evidence, its score."""
+    from assay.store import open_store
+    from assay_aggregator.audit import audit_run, load_run_events
+
+    settings = Settings()
+
+    async def load() -> tuple[list[LoggedEvent], int]:
+        async with Bus(settings, service="cli") as bus:
+            events = await load_run_events(bus, run_id)
+            anchor = ANCHOR
+            if events:
+                subject = bus.subjects.event("CampaignStarted", events[0].event.campaign_id, "-")
+                async for item in bus.replay(subject=subject):
+                    if isinstance(item.event, CampaignStarted):
+                        anchor = item.event.campaign.rubric.pass_threshold
+            return events, anchor
+
+    events, anchor = run_async(load())
+    if not events:
+        err_console.print(f"[red]error:[/red] no events for run {run_id}")
+        raise typer.Exit(2)
+    result = audit_run(events, open_store(settings), anchor=anchor)
+    console.print(f"[bold]run {result.run_id}[/bold] campaign {result.campaign_id}, task "
+                  f"{result.task_id}, agent {result.agent_id}")  # fmt: skip
+    chain = Table(title="Event chain", title_justify="left")
+    for col in ("seq", "time", "event", "summary"):
+        chain.add_column(col)
+    for line in result.chain:
+        chain.add_row(str(line.sequence), line.occurred_at, line.event_type, line.summary)
+    console.print(chain)
+    blobs = Table(title="Blobs (re-hashed now)", title_justify="left")
+    for col in ("role", "path", "sha256", "bytes", "status"):
+        blobs.add_column(col)
+    for b in result.blobs:
+        status = (
+            "[green]ok[/green]" if b.status == "ok" else f"[red]{b.status.upper()}[/red] {b.detail}"
+        )
+        blobs.add_row(b.role, b.path, b.sha256[:16], str(b.size), status)
+    console.print(blobs)
+    for v in result.verdicts:
+        scores = ", ".join(f"{k} {s}" for k, s in v.scores.items()) or "(no scores)"
+        mean = "" if math.isnan(v.judge_score) else f" mean {v.judge_score:.2f}"
+        console.print(
+            f"[bold]{v.judge_id}[/bold]#{v.sample} ({v.family} {v.model}){mean}: {scores}"
+        )
+        if v.tags:
+            console.print(f"  tags: {', '.join(v.tags)}")
+        for name, passed, detail in v.checks:
+            console.print(f"  check {name}: {'pass' if passed else 'FAIL'} {detail}")
+        console.print(
+            f"  opened: {', '.join(v.files_opened) or '-'}; cited: {', '.join(v.files_cited) or '-'}"
+        )
+        if v.cited_not_opened:
+            console.print(
+                f"  [yellow]cited but never opened:[/yellow] {', '.join(v.cited_not_opened)}"
+            )
+        if v.opened_not_sealed:
+            console.print(
+                f"  [yellow]opened but not sealed:[/yellow] {', '.join(v.opened_not_sealed)}"
+            )
+        if v.rationale:
+            console.print(f"  rationale: {v.rationale[:300]}", markup=False)
+    for f in result.failures:
+        console.print(f"[yellow]judgment failed[/yellow] {f}")
+    c = result.contribution
+    if c.scored:
+        verdict = "PASS" if c.passed else "FAIL"
+        per = ", ".join(f"{j} {s:.2f}" for j, s in c.judge_scores.items())
+        console.print(
+            f"contribution: run score {c.run_score:.3f} ({per}) → {verdict} at anchor {c.anchor}"
+        )
+    else:
+        why = "infrastructure failure (never scored)" if c.infrastructure_failure else "not scored"
+        console.print(f"contribution: {why}")
+    console.print(f"tags: {', '.join(f'{t} ×{n}' for t, n in c.tags.items()) or 'none'}")
+    if result.corrupted:
+        err_console.print(f"[red]{len(result.corrupted)} blob(s) failed verification[/red]")
+        raise typer.Exit(1)
+
+
+@app.command()
+def export(
+    parquet: Path = typer.Option(..., "--parquet", help="Folder for the Parquet files."),
+    campaign: str = typer.Option(None, "--campaign", help="Report frames of this campaign only."),
+    resamples: int = typer.Option(10_000, "--resamples", min=1, help="Bootstrap resamples."),
+) -> None:
+    """Write every projection table and report frame as Parquet."""
+    from assay_aggregator.export import export_parquet
+    from assay_aggregator.report import build_report
+
+    settings = Settings()
+    p = run_async(_projections(settings))
+    paths = export_parquet(p, build_report(p, campaign=campaign, n_resamples=resamples), parquet)
+    console.print(f"wrote {len(paths)} Parquet files to {parquet}")
+
+
+@app.command()
+def rejudge(
+    judge: Path = typer.Option(..., "--judge", help="Judge spec (YAML/JSON)."),
+    campaign: str = typer.Option(None, "--campaign", help="Only this campaign (default: all)."),
+    timeout: float = typer.Option(None, "--timeout", help="Give up after this many seconds."),
+) -> None:
+    """Judge every sealed run again with a new or changed judge, without rerunning agents."""
+    from assay_judge.rejudge import rejudge as run_rejudge
+    from assay_judge.spec import load_judge_spec
+
+    settings = Settings()
+    try:
+        spec = load_judge_spec(judge)
+    except AssayError as e:
+        err_console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+
+    def progress(done: int, total: int) -> None:
+        console.print(f"{spec.judge_id}: {done}/{total} sealed runs judged", end="\r")
+
+    result = run_async(
+        run_rejudge(settings, spec, campaign=campaign, timeout_s=timeout, on_progress=progress)
+    )
+    console.print(f"{result.judge_id}: {result.n_done}/{result.n_sealed} sealed runs judged "
+                  f"({result.n_failed} failed judgments) in {', '.join(result.campaigns) or 'no campaign'}")  # fmt: skip
+    if not result.complete:
+        raise typer.Exit(1)

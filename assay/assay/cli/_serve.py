@@ -1,0 +1,40 @@
+"""`assay serve NAME`: run one service in the foreground (scale out by starting more)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from assay.config import Settings
+from assay.service import build_service, run_until_signal, service_names
+from assay.telemetry import setup_tracing, shutdown_telemetry
+
+from ._app import app, console, run_async
+
+
+@app.command()
+def serve(
+    name: str = typer.Argument(
+        ..., help="The service: runner, sandbox-manager, judge, rules, jury or aggregator."
+    ),
+    judge: Path = typer.Option(
+        None, "--judge", help="Judge spec file (YAML/TOML/JSON), for `serve judge`."
+    ),
+) -> None:
+    """Run one service until Ctrl-C; instances of a service share its work."""
+    if name not in service_names():
+        raise typer.BadParameter(
+            f"unknown service {name!r}; installed: {', '.join(service_names())}"
+        )
+    settings = Settings()
+    if judge is not None:
+        settings = settings.model_copy(update={"judge_spec": judge})
+    setup_tracing(f"assay-{name}")
+    console.print(
+        f"[green]{name}[/green] serving on {settings.nats_url} (instance {settings.instance})"
+    )
+    try:
+        run_async(run_until_signal([build_service(name, settings)]))
+    finally:
+        shutdown_telemetry()

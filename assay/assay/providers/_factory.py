@@ -1,0 +1,131 @@
+"""Build a provider from a serializable spec; the API key comes from the environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay_schemas import ModelSpec
+
+from ._anthropic import AnthropicProvider
+from ._base import SdkProvider
+from ._errors import ProviderConfigError
+from ._limiter import AdaptiveLimiter
+from ._openai import OpenAIProvider
+from ._retry import RetryEvent, RetryPolicy
+
+__all__ = ["DEFAULT_KEY_ENV", "ProviderKind", "ProviderSpec", "make_provider", "provider_for"]
+
+ProviderKind = Literal["openai", "anthropic"]
+"""The API families we speak."""
+
+
+class ProviderSpec(BaseModel):
+    """Everything needed to reach a model, safe to log: it names the key's variable only."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: ProviderKind
+    model: str
+    base_url: str | None = None
+    """None means the vendor's public endpoint."""
+    api_key_env: str = Field(min_length=1)
+    """Name of the environment variable holding the API key (never the key itself)."""
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_concurrency: int = Field(default=8, ge=1)
+    retry: RetryPolicy = RetryPolicy()
+
+    def build(
+        self,
+        *,
+        limiter: AdaptiveLimiter | None = None,
+        on_retry: Callable[[RetryEvent], None] | None = None,
+    ) -> SdkProvider:
+        """The provider this spec describes (reads the API key now)."""
+        return make_provider(
+            self.kind,
+            self.model,
+            base_url=self.base_url,
+            api_key_env=self.api_key_env,
+            timeout_s=self.timeout_s,
+            max_concurrency=self.max_concurrency,
+            retry=self.retry,
+            limiter=limiter,
+            on_retry=on_retry,
+        )
+
+
+def make_provider(
+    kind: ProviderKind,
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key_env: str,
+    timeout_s: float = 120.0,
+    max_concurrency: int = 8,
+    retry: RetryPolicy | None = None,
+    limiter: AdaptiveLimiter | None = None,
+    on_retry: Callable[[RetryEvent], None] | None = None,
+) -> SdkProvider:
+    """Build an `OpenAIProvider` or `AnthropicProvider`.
+
+    Without an explicit `limiter`, the provider shares the process-wide limiter of its
+    (kind, base_url, model), created with `max_concurrency` on first use.
+    """
+    api_key = os.environ.get(api_key_env)
+    if not api_key:
+        raise ProviderConfigError(
+            f"environment variable {api_key_env!r} holding the API key is not set",
+            provider=kind,
+            model=model,
+        )
+    if kind == "openai":
+        return OpenAIProvider(
+            model=model,
+            api_key=api_key,
+            base_url=base_url,
+            timeout_s=timeout_s,
+            retry=retry,
+            limiter=limiter,
+            max_concurrency=max_concurrency,
+            on_retry=on_retry,
+        )
+    if kind == "anthropic":
+        return AnthropicProvider(
+            model=model,
+            api_key=api_key,
+            base_url=base_url,
+            timeout_s=timeout_s,
+            retry=retry,
+            limiter=limiter,
+            max_concurrency=max_concurrency,
+            on_retry=on_retry,
+        )
+    raise ProviderConfigError(f"unknown provider kind {kind!r}", provider=str(kind), model=model)
+
+
+DEFAULT_KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+"""The vendor's usual key variable, when a spec names none."""
+
+
+def provider_for(spec: ModelSpec) -> SdkProvider:
+    """The provider an agent or judge spec describes; its key is read from the env var it names.
+
+    It shares the process-wide limiter of its model, so agents and judges on one model
+    respect one concurrency limit.
+    """
+    env = spec.api_key_env or DEFAULT_KEY_ENV[spec.provider]
+    if spec.base_url and spec.api_key_env is None and not os.environ.get(env):
+        # Local OpenAI-compatible servers (llama.cpp, vLLM, scripted) take any key.
+        os.environ.setdefault(env, "local-no-key")
+    return make_provider(
+        spec.provider,
+        spec.model,
+        base_url=spec.base_url,
+        api_key_env=env,
+        timeout_s=spec.timeout_s,
+        max_concurrency=spec.max_concurrency,
+    )

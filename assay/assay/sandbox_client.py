@@ -1,0 +1,109 @@
+"""Client of the sandbox-manager's exec RPC (core NATS request-reply): what the runner holds."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from assay.bus import Bus
+from assay_schemas import (
+    BusError,
+    ExecCommand,
+    ExecOutcome,
+    ListedFile,
+    ListFiles,
+    ReadFile,
+    SandboxError,
+    SandboxReply,
+    WriteFile,
+    b64,
+    unb64,
+)
+
+__all__ = ["SandboxClient", "SandboxGone"]
+
+
+class SandboxGone(SandboxError):
+    """The sandbox (or the instance holding it) no longer exists."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SandboxClient:
+    """Commands to one sandbox over core NATS request-reply."""
+
+    bus: Bus
+    instance: str
+    sandbox_id: str
+    margin_s: float = 10.0
+    """Extra time beyond a command's own timeout before the request is abandoned."""
+    restart_grace_s: float = 30.0
+    """How long an instance with no responders may take to come back (a restart keeps its
+    live sandboxes) before its sandbox is declared gone."""
+
+    async def _send(
+        self, command: ExecCommand | ReadFile | WriteFile | ListFiles, timeout: float
+    ) -> SandboxReply:
+        subject = self.bus.subjects.rpc("sandbox", self.instance)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.restart_grace_s
+        while True:
+            try:
+                raw = await self.bus.request(
+                    subject, command.model_dump_json().encode(), timeout=timeout
+                )
+                break
+            except BusError as e:
+                if "NoResponders" not in str(e):
+                    # No reply in time or a lost connection: the instance may have died
+                    # mid-command. Not the agent's tool error: the BusError fails the
+                    # handler, and the redelivered run resumes from its logged steps.
+                    raise
+                if loop.time() >= deadline:
+                    raise SandboxGone(
+                        f"sandbox {self.sandbox_id}: instance {self.instance} is not running"
+                    ) from e
+                await asyncio.sleep(0.5)
+        reply = SandboxReply.model_validate_json(raw)
+        if reply.ok:
+            return reply
+        if reply.error_kind in {"not_found", "destroyed"}:
+            raise SandboxGone(reply.error)
+        raise SandboxError(reply.error)
+
+    async def exec(
+        self,
+        command: list[str] | str,
+        *,
+        timeout_s: float,
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecOutcome:
+        """Run a command in the sandbox."""
+        cmd = ExecCommand(
+            sandbox_id=self.sandbox_id,
+            command=command,
+            timeout_s=timeout_s,
+            stdin_b64=b64(stdin) if stdin is not None else None,
+            env=env or {},
+            cwd=cwd,
+        )
+        reply = await self._send(cmd, timeout_s + self.margin_s)
+        assert reply.exec is not None
+        return reply.exec
+
+    async def read_file(self, path: str) -> bytes:
+        """Read a workspace file."""
+        reply = await self._send(ReadFile(sandbox_id=self.sandbox_id, path=path), self.margin_s * 3)
+        return unb64(reply.data_b64 or "")
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        """Write a workspace file."""
+        await self._send(
+            WriteFile(sandbox_id=self.sandbox_id, path=path, data_b64=b64(data)), self.margin_s * 3
+        )
+
+    async def list_files(self) -> list[ListedFile]:
+        """List the workspace."""
+        reply = await self._send(ListFiles(sandbox_id=self.sandbox_id), self.margin_s * 3)
+        return list(reply.files or [])

@@ -1,0 +1,133 @@
+"""The embedded stack with per-service users: passwords, config file, env lines."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from assay.config import Settings
+from assay_schemas import BusError
+
+from .nats_config import ServerTls, password_env_name, render_config
+from .permissions import Permissions, permission_map
+
+__all__ = [
+    "EmbeddedAuth",
+    "create_streams",
+    "load_passwords",
+    "prepare_embedded",
+    "write_env_files",
+]
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read (it holds passwords)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    path.chmod(0o600)  # an older file may have been created with wider rights
+
+
+def load_passwords(
+    users: list[str], path: Path, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Each user's password: `ASSAY_NATS_PASSWORD_<USER>` if set, else the one stored
+    in `path` by an earlier start, else a new random one (stored, mode 0600)."""
+    env = os.environ if env is None else env
+    stored: dict[str, str] = {}
+    if path.exists():
+        stored = {str(k): str(v) for k, v in json.loads(path.read_text()).items()}
+    out: dict[str, str] = {}
+    for user in users:
+        out[user] = (
+            env.get(password_env_name(user)) or stored.get(user) or secrets.token_urlsafe(24)
+        )
+    if out != {u: stored.get(u) for u in users}:
+        _write_private(path, json.dumps({**stored, **out}, indent=2, sort_keys=True) + "\n")
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbeddedAuth:
+    """What `assay up --auth` produced: the server config and every user's password."""
+
+    config_file: Path
+    users: dict[str, Permissions]
+    passwords: dict[str, str]
+
+    def env_lines(self, user: str, settings: Settings) -> list[str]:
+        """The `ASSAY_*` lines that make a service connect as `user`."""
+        lines = [
+            f"ASSAY_NATS_URL={settings.nats_url}",
+            f"ASSAY_NATS_USER={user}",
+            f"ASSAY_NATS_PASSWORD={self.passwords[user]}",
+        ]
+        if settings.nats_tls_ca is not None:
+            lines.append(f"ASSAY_NATS_TLS_CA={settings.nats_tls_ca}")
+        return lines
+
+    def settings_for(self, user: str, settings: Settings) -> Settings:
+        """`settings` connecting as `user`."""
+        return settings.model_copy(
+            update={"nats_user": user, "nats_password": self.passwords[user]}
+        )
+
+
+def prepare_embedded(
+    settings: Settings, *, auth: bool = True, publisher_campaigns: tuple[str, ...] = ()
+) -> EmbeddedAuth | None:
+    """Write `<home>/nats/server.conf` (and the password file beside it) for `settings`.
+
+    With `auth`, one user per role (see `permission_map`), the sandbox-manager narrowed
+    to this machine's instance name. TLS is switched on when `ASSAY_NATS_TLS_CERT` and
+    `ASSAY_NATS_TLS_KEY` are set. None when neither applies (a plain server).
+    """
+    folder = settings.home / "nats"
+    has_tls = settings.nats_tls_cert is not None and settings.nats_tls_key is not None
+    if not auth and not has_tls:
+        return None
+    users: dict[str, Permissions] = {}
+    passwords: dict[str, str] = {}
+    if auth:
+        users = permission_map(
+            settings, publisher_campaigns=publisher_campaigns, instances=(settings.instance,)
+        )
+        passwords = load_passwords(list(users), folder / "passwords.json")
+    tls = None
+    if settings.nats_tls_cert is not None and settings.nats_tls_key is not None:
+        tls = ServerTls(cert_file=settings.nats_tls_cert, key_file=settings.nats_tls_key)
+    config = folder / "server.conf"
+    _write_private(config, render_config(users, passwords, tls=tls))
+    return EmbeddedAuth(config_file=config, users=users, passwords=passwords)
+
+
+def write_env_files(auth: EmbeddedAuth, settings: Settings) -> list[Path]:
+    """`<home>/nats/<user>.env` for every user (mode 0600), ready for `set -a; . FILE`."""
+    out = []
+    for user in auth.users:
+        path = settings.home / "nats" / f"{user}.env"
+        _write_private(path, "\n".join(auth.env_lines(user, settings)) + "\n")
+        out.append(path)
+    return out
+
+
+async def create_streams(settings: Settings, *, timeout: float = 15.0) -> None:
+    """Create the streams as `settings`' user (the admin): services may only look them up."""
+    from assay.bus import Bus
+
+    bus = Bus(settings, service="admin")
+    try:
+        await asyncio.wait_for(bus.connect(), timeout)
+    except Exception as e:  # connection refused, TLS or auth failure, timeout
+        raise BusError(
+            f"creating streams {settings.stream} on {settings.nats_url} as "
+            f"{settings.nats_user}: {type(e).__name__}: {e}"
+        ) from e
+    finally:
+        await bus.stop()

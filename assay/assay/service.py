@@ -1,0 +1,84 @@
+"""One lifecycle for every service: built from settings (and shared parts), then start/stop.
+
+Each service package registers its factory under the ``assay.services`` entry-point group
+(``runner = "assay_runner.service:build"``). `assay serve NAME`, `assay up --all`,
+`assay run` and the tests all build services the same way, through `build_service`, and
+never branch on a service's name: installing a service is what makes it available.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Sequence
+from importlib.metadata import entry_points
+from typing import Protocol, cast
+
+from assay.config import Settings
+from assay.store import BlobStore
+from assay_schemas import ConfigError
+
+__all__ = [
+    "EMBEDDED_SERVICES",
+    "Service",
+    "ServiceFactory",
+    "build_service",
+    "run_until_signal",
+    "service_names",
+]
+
+GROUP = "assay.services"
+
+# What one machine runs (`assay up --all`, `assay run`), in start order; stopped in reverse.
+# Named judges are started by the jury as campaigns name them.
+EMBEDDED_SERVICES: tuple[str, ...] = ("sandbox-manager", "runner", "rules", "jury", "aggregator")
+
+
+class Service(Protocol):
+    """A running part of Assay: it consumes events, acts, and emits events."""
+
+    async def start(self) -> None:
+        """Connect, recover what a previous life left, and start consuming."""
+
+    async def stop(self) -> None:
+        """Stop consuming and release connections; safe to call once after start."""
+
+
+class ServiceFactory(Protocol):
+    """Builds a service (not started) from settings and, optionally, a shared blob store."""
+
+    def __call__(self, settings: Settings, *, store: BlobStore | None = None) -> Service: ...
+
+
+def service_names() -> list[str]:
+    """Every installed service, by the name `assay serve` takes."""
+    return sorted(ep.name for ep in entry_points(group=GROUP))
+
+
+def build_service(name: str, settings: Settings, *, store: BlobStore | None = None) -> Service:
+    """Build the installed service `name` (not started)."""
+    found = entry_points(group=GROUP, name=name)
+    if not found:
+        installed = ", ".join(service_names()) or "none"
+        raise ConfigError(f"no service {name!r} is installed (installed: {installed})")
+    factory = cast(ServiceFactory, next(iter(found)).load())
+    return factory(settings, store=store)
+
+
+async def run_until_signal(services: Sequence[Service]) -> None:
+    """Start `services` in order, run until SIGINT/SIGTERM or cancellation, stop in reverse."""
+    started: list[Service] = []
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stopping.set)
+    try:
+        for service in services:
+            await service.start()
+            started.append(service)
+        await stopping.wait()
+    finally:
+        for service in reversed(started):
+            await service.stop()

@@ -1,0 +1,64 @@
+"""Streaming sha256 helpers shared by the store backends."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from assay_schemas import BlobCorrupted, StoreError
+
+from ._protocol import BlobInfo
+
+CHUNK = 1 << 20
+_SHA = re.compile(r"^[0-9a-f]{64}$")
+
+
+def hash_file(path: Path) -> BlobInfo:
+    """sha256 and size of a file, read in chunks."""
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as fh:
+        while chunk := fh.read(CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return BlobInfo(digest.hexdigest(), size)
+
+
+def check_address(sha256: str) -> str:
+    """Reject anything that is not a lowercase hex sha256 (it becomes a path or key)."""
+    if not _SHA.match(sha256):
+        raise StoreError(f"not a sha256 blob address: {sha256!r}")
+    return sha256
+
+
+def verify_chunks(sha256: str, chunks: Iterable[bytes], sink: list[bytes] | None = None) -> int:
+    """Hash a stream of chunks; raise BlobCorrupted if it is not `sha256`."""
+    digest = hashlib.sha256()
+    size = 0
+    for chunk in chunks:
+        digest.update(chunk)
+        size += len(chunk)
+        if sink is not None:
+            sink.append(chunk)
+    actual = digest.hexdigest()
+    if actual != sha256:
+        raise BlobCorrupted(f"blob {sha256} is corrupted: stored bytes hash to {actual}")
+    return size
+
+
+def verify_into(sha256: str, chunks: Iterable[bytes], dest: Path) -> None:
+    """Stream chunks into `dest` while hashing; `dest` is removed if they are not `sha256`."""
+
+    def tee() -> Iterable[bytes]:
+        with dest.open("wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+                yield chunk
+
+    try:
+        verify_chunks(sha256, tee())
+    except BaseException:
+        dest.unlink(missing_ok=True)
+        raise

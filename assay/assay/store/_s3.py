@@ -1,0 +1,105 @@
+"""Blob store on S3 / MinIO through the `minio` SDK: the production backend."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+from minio import Minio
+from minio.error import MinioException, S3Error
+from urllib3.exceptions import HTTPError
+
+from assay_schemas import BlobNotFound, StoreError
+
+from ._hashing import CHUNK, check_address, hash_file, verify_chunks, verify_into
+from ._protocol import BlobInfo
+
+__all__ = ["S3BlobStore"]
+
+_TRANSPORT_ERRORS = (MinioException, HTTPError, OSError)
+
+
+class S3BlobStore:
+    """Blobs as objects `sha256/ab/<sha256>` in one bucket."""
+
+    def __init__(self, client: Minio, bucket: str) -> None:
+        self.client = client
+        self.bucket = bucket
+
+    def ensure_bucket(self) -> None:
+        """Create the bucket if it does not exist."""
+        try:
+            if not self.client.bucket_exists(self.bucket):
+                self.client.make_bucket(self.bucket)
+        except _TRANSPORT_ERRORS as e:
+            raise StoreError(f"S3 bucket {self.bucket}: {e}") from e
+
+    def key_of(self, sha256: str) -> str:
+        """Object key of a blob."""
+        check_address(sha256)
+        return f"sha256/{sha256[:2]}/{sha256}"
+
+    def exists(self, sha256: str) -> bool:
+        """Whether the object is present."""
+        try:
+            self.client.stat_object(self.bucket, self.key_of(sha256))
+            return True
+        except S3Error as e:
+            if e.code in {"NoSuchKey", "NoSuchObject", "ResourceNotFound"}:
+                return False
+            raise StoreError(f"S3 stat of blob {sha256}: {e}") from e
+        except _TRANSPORT_ERRORS as e:
+            raise StoreError(f"S3 stat of blob {sha256}: {e}") from e
+
+    def put_file(self, path: Path) -> BlobInfo:
+        """Hash the file in one pass, then upload it streaming (skipped if present)."""
+        info = hash_file(path)
+        if self.exists(info.sha256):
+            return info
+        try:
+            self.client.fput_object(self.bucket, self.key_of(info.sha256), str(path))
+        except _TRANSPORT_ERRORS as e:
+            raise StoreError(f"S3 upload of {path} as blob {info.sha256}: {e}") from e
+        return info
+
+    def put_bytes(self, data: bytes) -> BlobInfo:
+        """Upload bytes (skipped if present)."""
+        info = BlobInfo(hashlib.sha256(data).hexdigest(), len(data))
+        if self.exists(info.sha256):
+            return info
+        try:
+            self.client.put_object(
+                self.bucket, self.key_of(info.sha256), io.BytesIO(data), len(data)
+            )
+        except _TRANSPORT_ERRORS as e:
+            raise StoreError(f"S3 upload of blob {info.sha256}: {e}") from e
+        return info
+
+    def _chunks(self, sha256: str) -> Iterator[bytes]:
+        try:
+            response = self.client.get_object(self.bucket, self.key_of(sha256))
+        except S3Error as e:
+            if e.code in {"NoSuchKey", "NoSuchObject"}:
+                raise BlobNotFound(f"blob {sha256} not found in s3://{self.bucket}") from e
+            raise StoreError(f"S3 read of blob {sha256}: {e}") from e
+        except _TRANSPORT_ERRORS as e:
+            raise StoreError(f"S3 read of blob {sha256}: {e}") from e
+        try:
+            yield from response.stream(CHUNK)
+        except _TRANSPORT_ERRORS as e:
+            raise StoreError(f"S3 read of blob {sha256}: {e}") from e
+        finally:
+            response.close()
+            response.release_conn()
+
+    def get_bytes(self, sha256: str) -> bytes:
+        """Download and verify a blob."""
+        parts: list[bytes] = []
+        verify_chunks(sha256, self._chunks(sha256), parts)
+        return b"".join(parts)
+
+    def get_file(self, sha256: str, dest: Path) -> None:
+        """Download a blob into a file, verified while streaming."""
+        verify_into(sha256, self._chunks(sha256), dest)

@@ -1,0 +1,97 @@
+"""A task as loaded from disk, before its attachments are in the blob store."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path, PurePosixPath
+from typing import Any, NamedTuple
+
+from pydantic import ValidationError
+
+from assay.store import BlobStore, store_file
+from assay_schemas import Task, TaskInputError, describe_validation
+
+__all__ = ["AttachmentSource", "TaskDraft", "build_task", "check_attachment", "check_unique"]
+
+
+class AttachmentSource(NamedTuple):
+    """An attachment: where it will sit in /workspace, and where it is on this host."""
+
+    path: str
+    source: Path
+
+
+class TaskDraft(NamedTuple):
+    """Validated task fields plus the files to upload."""
+
+    fields: dict[str, Any]
+    attachments: list[AttachmentSource]
+
+    @property
+    def task_id(self) -> str:
+        """The task's id."""
+        return str(self.fields["task_id"])
+
+    def to_task(self, store: BlobStore) -> Task:
+        """Upload the attachments and return the task with their blob refs."""
+        refs = [store_file(store, a.source, a.path) for a in self.attachments]
+        return build_task(self.fields, refs)
+
+
+def build_task(fields: dict[str, Any], attachments: list[Any]) -> Task:
+    """Validate task fields; errors name the task and field."""
+    task_id = fields.get("task_id", "?")
+    try:
+        return Task.model_validate({**fields, "attachments": attachments})
+    except ValidationError as e:
+        raise TaskInputError(f"task {task_id}: {describe_validation(e)}") from e
+
+
+def check_workspace_path(task_id: str, field: str, path: str) -> str:
+    """A relative, normalized POSIX path that cannot leave /workspace."""
+    if not path or "\x00" in path:
+        raise TaskInputError(f"task {task_id}: {field}: empty or NUL in path {path!r}")
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or path.startswith("\\") or (len(path) > 1 and path[1] == ":"):
+        raise TaskInputError(f"task {task_id}: {field}: absolute path {path!r} is not allowed")
+    if ".." in pure.parts:
+        raise TaskInputError(f"task {task_id}: {field}: path {path!r} escapes the task with '..'")
+    return str(pure)
+
+
+def check_attachment(
+    task_id: str, field: str, workspace_path: str, source: Path, max_bytes: int
+) -> AttachmentSource:
+    """Validate one attachment file on the host: exists, regular, not a link, not too big."""
+    rel = check_workspace_path(task_id, field, workspace_path)
+    try:
+        st = os.lstat(source)
+    except FileNotFoundError as e:
+        raise TaskInputError(
+            f"task {task_id}: {field}: attachment {rel!r} not found at {source}"
+        ) from e
+    if stat.S_ISLNK(st.st_mode):
+        raise TaskInputError(
+            f"task {task_id}: {field}: attachment {rel!r} is a symbolic link; links are not allowed"
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise TaskInputError(f"task {task_id}: {field}: attachment {rel!r} is not a regular file")
+    if st.st_size > max_bytes:
+        raise TaskInputError(
+            f"task {task_id}: {field}: attachment {rel!r} is {st.st_size} bytes, over the limit of {max_bytes}"
+        )
+    return AttachmentSource(rel, source)
+
+
+def check_unique(task_id: str, attachments: list[AttachmentSource]) -> list[AttachmentSource]:
+    """Reject two attachments with the same workspace name (case-insensitive, like many filesystems)."""
+    seen: dict[str, str] = {}
+    for a in attachments:
+        key = a.path.lower()
+        if key in seen:
+            raise TaskInputError(
+                f"task {task_id}: attachments: duplicate name {a.path!r} (also {seen[key]!r})"
+            )
+        seen[key] = a.path
+    return attachments

@@ -1,0 +1,177 @@
+"""Task loaders: a folder per task, JSONL, and ASI-Bench-style JSON."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from assay_schemas import TaskInputError, safe_token
+
+from ._draft import AttachmentSource, TaskDraft, check_attachment, check_unique
+
+__all__ = ["load_asi_task", "load_jsonl", "load_task_dir", "load_tasks"]
+
+PROMPT_FILES = ("prompt.md", "prompt.txt", "PROMPT.md")
+META_FILES = ("task.yaml", "task.yml", "task.toml", "task.json")
+
+
+def _read_meta(folder: Path) -> dict[str, Any]:
+    for name in META_FILES:
+        path = folder / name
+        if not path.exists():
+            continue
+        text = path.read_text(encoding="utf-8")
+        try:
+            if name.endswith(".toml"):
+                data: Any = tomllib.loads(text)
+            elif name.endswith(".json"):
+                data = json.loads(text)
+            else:
+                data = yaml.safe_load(text)
+        except (yaml.YAMLError, tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+            raise TaskInputError(f"task folder {folder.name}: {name} is not valid: {e}") from e
+        if not isinstance(data, dict):
+            raise TaskInputError(f"task folder {folder.name}: {name} must be a mapping")
+        return data
+    return {}
+
+
+def load_task_dir(folder: Path, *, max_bytes: int) -> TaskDraft:
+    """A folder holding a prompt file, optional task.yaml/toml, and attachments."""
+    meta = _read_meta(folder)
+    task_id = str(meta.get("task_id") or safe_token(folder.name))
+    prompt_file = next((folder / n for n in PROMPT_FILES if (folder / n).is_file()), None)
+    prompt = meta.get("prompt")
+    if prompt_file is not None:
+        prompt = prompt_file.read_text(encoding="utf-8")
+    if not prompt:
+        raise TaskInputError(f"task {task_id}: prompt: no {'/'.join(PROMPT_FILES)} in {folder}")
+    skip = {*PROMPT_FILES, *META_FILES}
+    attachments: list[AttachmentSource] = []
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if rel in skip or (path.is_dir() and not path.is_symlink()):
+            continue
+        attachments.append(check_attachment(task_id, "attachments", rel, path, max_bytes))
+    fields = {k: v for k, v in meta.items() if k not in {"attachments", "prompt"}}
+    fields.update(task_id=task_id, prompt=prompt.strip(), source=f"folder:{folder.name}")
+    return TaskDraft(fields, check_unique(task_id, attachments))
+
+
+def _from_record(record: dict[str, Any], base: Path, *, source: str, max_bytes: int) -> TaskDraft:
+    task_id = str(record.get("task_id") or "")
+    if not task_id:
+        raise TaskInputError(f"{source}: task_id is missing")
+    raw = record.get("attachments", [])
+    if not isinstance(raw, list):
+        raise TaskInputError(f"task {task_id}: attachments must be a list of paths")
+    attachments = []
+    for i, item in enumerate(raw):
+        path = item.get("path") if isinstance(item, dict) else item
+        if not isinstance(path, str):
+            raise TaskInputError(f"task {task_id}: attachments[{i}]: expected a path string")
+        attachments.append(
+            check_attachment(task_id, f"attachments[{i}]", path, base / path, max_bytes)
+        )
+    fields = {k: v for k, v in record.items() if k != "attachments"}
+    fields.setdefault("source", source)
+    return TaskDraft(fields, check_unique(task_id, attachments))
+
+
+def load_jsonl(path: Path, *, max_bytes: int) -> list[TaskDraft]:
+    """One task per line; attachment paths are relative to the file's folder."""
+    drafts = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TaskInputError(f"{path.name} line {n}: not valid JSON: {e}") from e
+        if not isinstance(record, dict):
+            raise TaskInputError(f"{path.name} line {n}: expected a JSON object")
+        drafts.append(
+            _from_record(record, path.parent, source=f"jsonl:{path.name}:{n}", max_bytes=max_bytes)
+        )
+    return drafts
+
+
+def _asi_checks(judge: dict[str, Any], task_id: str) -> tuple[list[Any], dict[str, float]]:
+    checks: list[Any] = []
+    weights: dict[str, float] = {}
+    for i, rule in enumerate(judge.get("rules", []) or []):
+        if not isinstance(rule, dict):
+            raise TaskInputError(f"task {task_id}: judge.rules[{i}]: expected an object")
+        name = str(rule.get("name") or f"rule_{i}")
+        weights[name] = float(rule.get("weight", 1.0))
+        check = rule.get("check")
+        if isinstance(check, dict):
+            checks.append({"name": name, **check})
+    return checks, weights
+
+
+def load_asi_task(path: Path, *, max_bytes: int) -> TaskDraft:
+    """An ASI-Bench-style JSON task: background + question, resources, judge config."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise TaskInputError(f"{path.name}: not valid JSON: {e}") from e
+    if not isinstance(data, dict):
+        raise TaskInputError(f"{path.name}: expected a JSON object")
+    task_id = str(data.get("task_id") or "")
+    if not task_id:
+        raise TaskInputError(f"{path.name}: task_id is missing")
+    judge = data.get("judge") or {}
+    if not isinstance(judge, dict):
+        raise TaskInputError(f"task {task_id}: judge must be an object")
+    checks, weights = _asi_checks(judge, task_id)
+    llm = judge.get("llm") or {}
+    prompt = "\n\n".join(str(p) for p in (data.get("background"), data.get("question")) if p)
+    constraints = data.get("constraints") or []
+    record = {
+        "task_id": task_id,
+        "prompt": prompt,
+        "attachments": data.get("resources") or [],
+        "domain": str(data.get("domain") or ""),
+        "phase": str(data.get("phase") or ""),
+        "difficulty": str(data.get("difficulty") or ""),
+        "expected_output": str(data.get("expected_output") or ""),
+        "constraints": constraints if isinstance(constraints, list) else [str(constraints)],
+        "reference_checks": checks,
+        "judge": {
+            "method": str(judge.get("method") or "llm+rules"),
+            "rule_weights": weights,
+            "dimensions": list(llm.get("dimensions") or []) if isinstance(llm, dict) else [],
+            "sampling_times": int(judge.get("sampling_times") or 1),
+        },
+    }
+    return _from_record(record, path.parent, source=f"asi:{path.name}", max_bytes=max_bytes)
+
+
+def load_tasks(path: Path, *, max_bytes: int) -> list[TaskDraft]:
+    """Load tasks from a task folder, a folder of task folders/JSON files, a JSONL or a JSON file."""
+    if path.is_file():
+        if path.suffix == ".jsonl":
+            return load_jsonl(path, max_bytes=max_bytes)
+        if path.suffix == ".json":
+            return [load_asi_task(path, max_bytes=max_bytes)]
+        raise TaskInputError(f"{path}: expected a folder, .jsonl or .json task file")
+    if not path.is_dir():
+        raise TaskInputError(f"{path}: no such task file or folder")
+    if any((path / n).is_file() for n in PROMPT_FILES + META_FILES):
+        return [load_task_dir(path, max_bytes=max_bytes)]
+    drafts: list[TaskDraft] = []
+    for child in sorted(path.iterdir()):
+        if child.is_dir() and not child.is_symlink():
+            drafts.append(load_task_dir(child, max_bytes=max_bytes))
+        elif child.suffix in {".json", ".jsonl"}:
+            drafts.extend(load_tasks(child, max_bytes=max_bytes))
+    ids = [d.task_id for d in drafts]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise TaskInputError(f"{path}: duplicate task ids {dupes}")
+    return drafts

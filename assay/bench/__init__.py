@@ -1,5 +1,0 @@
-"""Benchmarks: figures and ratios against baselines measured in the same run."""
-
-from ._table import Row, percentile, print_rows
-
-__all__ = ["Row", "percentile", "print_rows"]

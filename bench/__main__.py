@@ -1,0 +1,44 @@
+"""`python -m bench` / `make bench`: every benchmark row in one table."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable
+
+from bench.aggregator import bench_aggregator
+from bench.bus import bench_bus
+from bench.judge import bench_judge
+from bench.load import bench_load
+from bench.runner import bench_runner
+from bench.sandbox import bench_sandbox
+from bench.table import Row, print_rows
+
+# Each suite returns its rows; every row carries its own baseline from the same run.
+SUITES: dict[str, Callable[[], list[Row]]] = {
+    "bus": bench_bus,
+    "sandbox": bench_sandbox,
+    "judge": bench_judge,
+    "aggregator": bench_aggregator,
+    "runner": bench_runner,
+    "load": bench_load,
+}
+
+
+def main() -> None:
+    """Run the selected suites and print one table."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", nargs="*", choices=list(SUITES), help="suites (default: all)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    rows: list[Row] = []
+    for label, suite in SUITES.items():
+        if args.only and label not in args.only:
+            continue
+        print(f"running {label} ...", flush=True)
+        rows.extend(suite())
+    print_rows(rows)
+
+
+if __name__ == "__main__":
+    main()

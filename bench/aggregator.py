@@ -1,0 +1,152 @@
+"""Aggregator bench: full rebuild vs a raw read of the same stream, report, bootstrap, memory.
+
+K-Bench scale: 178 tasks × 9 agents = 1,602 runs, 20 steps each, 3 judges × 8
+dimensions (+ the rule judge), published to a real nats-server in a temp dir. Then the
+same at 10× the runs (17,800 tasks... i.e. 1,780 tasks × 9 agents) with fewer steps per
+run so publishing stays within minutes; its rebuild and report run in a child process
+whose peak RSS is the memory figure. ``python -m bench.aggregator [--no-10x]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from assay.bus import Bus, read_raw
+from assay.config import Settings
+from assay.embedded import NatsServer
+from assay_aggregator.projections import Projections
+from assay_aggregator.rebuild import fold_stream
+from assay_aggregator.report import build_report
+from assay_aggregator.statistics._bootstrap import ratio, resample_counts
+from assay_aggregator.statistics._panel import cell_means, prepare
+from bench.table import Row
+
+from .synthetic_log import LogSpec, publish_events, synthetic_events
+
+__all__ = ["bench_aggregator"]
+
+JUDGES = (("judge_a", "fam_a"), ("judge_b", "fam_b"), ("judge_c", "fam_c"))
+KBENCH = LogSpec(campaign_id="kbench", n_tasks=178, n_agents=9, judges=JUDGES, steps_per_run=20)
+TENX = LogSpec(campaign_id="kbench10", n_tasks=1780, n_agents=9, judges=JUDGES, steps_per_run=5)
+"""10× the runs; 5 steps per run (not 20) keeps generating and publishing near 3 minutes."""
+
+
+async def _raw_read(bus: Bus) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    n = 0
+    async for _ in read_raw(bus.js, bus.stream.name, subject=bus.subjects.events):
+        n += 1
+    return time.perf_counter() - t0, n
+
+
+async def _rebuild(bus: Bus) -> tuple[float, Projections]:
+    t0 = time.perf_counter()
+    state = await fold_stream(bus.js, bus.stream.name, bus.subjects.events)
+    p = Projections(state)
+    p.tables()
+    return time.perf_counter() - t0, p
+
+
+def _bootstrap(p: Projections, n_resamples: int) -> float:
+    panel = prepare(p.statistics_tables())
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        counts = resample_counts(0, n_resamples, len(panel.task_ids))
+        num, den = cell_means(panel, panel.run_score[:, None])
+        ratio(num, den, counts)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+async def _publish(settings: Settings, spec: LogSpec) -> tuple[float, int]:
+    async with Bus(settings, service="bench") as bus:
+        t0 = time.perf_counter()
+        n = await publish_events(bus.js, bus.subjects, bus.stream.name, synthetic_events(spec))
+        return time.perf_counter() - t0, n
+
+
+async def _measure(settings: Settings, label: str) -> list[Row]:
+    async with Bus(settings, service="bench") as bus:
+        raw_s, n = await _raw_read(bus)
+        rebuild_s, p = await _rebuild(bus)
+        t0 = time.perf_counter()
+        build_report(p, n_resamples=10_000)
+        report_s = time.perf_counter() - t0
+        boot_s = _bootstrap(p, 10_000)
+    runs = len(p.state.runs)
+    return [
+        Row("aggregator", f"{label}: full rebuild, {n} events, {runs} runs", rebuild_s, "s",
+            raw_s, "raw read_raw of the stream", "≤ 2× raw"),
+        Row("aggregator", f"{label}: report, all statistics, 10k resamples", report_s, "s"),
+        Row("aggregator", f"{label}: bootstrap 10k resamples, agent scores", boot_s, "s",
+            target="< 1 s" if label == "K-Bench" else ""),
+    ]  # fmt: skip
+
+
+def _child(url: str, stream: str, prefix: str) -> None:
+    """Child process of the 10× memory figure: rebuild + report, then print timings and RSS."""
+    settings = Settings(nats_url=url, stream=stream, subject_prefix=prefix)
+    rows = asyncio.run(_measure(settings, "10×"))
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    print(json.dumps({"rows": [list(r) for r in rows], "rss": rss}))
+
+
+def bench_aggregator(*, tenx: bool = True) -> list[Row]:
+    """Every aggregator figure, measured against a raw read of the same stream."""
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
+        settings = Settings(nats_url=server.url, home=Path(tmp), stream="KB", subject_prefix="kb")
+        pub_s, n = asyncio.run(_publish(settings, KBENCH))
+        rows.append(
+            Row("aggregator", f"K-Bench: generate + publish {n} events", n / pub_s, "events/s")
+        )
+        rows += asyncio.run(_measure(settings, "K-Bench"))
+        if tenx:
+            big = Settings(
+                nats_url=server.url, home=Path(tmp), stream="KB10", subject_prefix="kb10"
+            )
+            pub_s, n = asyncio.run(_publish(big, TENX))
+            rows.append(
+                Row(
+                    "aggregator",
+                    f"10×: generate + publish {n} events ({pub_s:.0f} s)",
+                    n / pub_s,
+                    "events/s",
+                )
+            )
+            out = subprocess.run(
+                [sys.executable, "-m", "bench.aggregator", "--child", server.url, "KB10", "kb10"],
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            doc = json.loads(out.stdout.strip().splitlines()[-1])
+            rows += [Row(*r) for r in doc["rows"]]
+            rows.append(Row("aggregator", "10×: peak RSS of rebuild + report (child process)",
+                            doc["rss"] / 2**30, "GiB", target="< 2 GiB"))  # fmt: skip
+    return rows
+
+
+def main() -> None:
+    """Print the aggregator rows (or run as the 10× child)."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--child", nargs=3, metavar=("URL", "STREAM", "PREFIX"))
+    parser.add_argument("--no-10x", action="store_true")
+    args = parser.parse_args()
+    if args.child:
+        _child(*args.child)
+        return
+    from bench.table import print_rows
+
+    print_rows(bench_aggregator(tenx=not args.no_10x))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,447 @@
+"""Runner rows: orchestration overhead per agent step, and runs per minute on bubblewrap.
+
+A fresh embedded nats-server, the real sandbox-manager (bubblewrap) and the real runner
+run in this process; agents are answered at once by the scripted model server through the
+real OpenAI SDK. The model provider and the sandbox backend are wrapped to time each model
+call and each command the sandbox really runs, so a step's interval on the log (between
+consecutive `AgentStepLogged`) splits into model call + tool run + what the platform adds
+around them (message rebuild, event build and publish with PubAck, the exec RPC over
+NATS, bookkeeping). Baselines come from the same run: the same model call through the
+SDK alone and the same command run directly on the backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import re
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from assay.bus import Bus
+from assay.campaign import submit_campaign
+from assay.config import Settings
+from assay.embedded import NatsServer
+from assay.providers import (
+    AdaptiveLimiter,
+    AssistantMessage,
+    Completion,
+    GenerationParams,
+    Message,
+    ModelProvider,
+    RetryPolicy,
+    ToolCall,
+    ToolDefinition,
+    ToolResultMessage,
+    UserMessage,
+    make_provider,
+)
+from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
+from assay.store import LocalBlobStore
+from assay.tasks import TaskDraft
+from assay_runner.conversation import initial_messages
+from assay_runner.tools import TOOLS
+from assay_sandbox_manager.backends import SandboxSpec as BackendSpec
+from assay_schemas import (
+    AgentFinished,
+    AgentSpec,
+    AgentStepLogged,
+    ArtifactsSealed,
+    CampaignSpec,
+    Event,
+    Limits,
+    RunFailed,
+    RunRequested,
+    SandboxReady,
+    SandboxSpec,
+    Task,
+)
+from bench.table import Row, percentile
+
+__all__ = ["bench_overhead", "bench_runner", "bench_throughput"]
+
+KEY_ENV = "ASSAY_BENCH_SCRIPTED_KEY"
+MODEL = "bench-steps"
+
+
+def _script(tool_steps: int, command: str) -> ScriptedSequence:
+    calls: list[ScriptReply | str] = [
+        ScriptReply.call("bash", {"command": command}) for _ in range(tool_steps)
+    ]
+    calls.append(ScriptReply.call("submit", {"answer": "done"}))
+    return ScriptedSequence(calls)
+
+
+_TASK = re.compile(r"Task id: (\S+)")
+
+
+class _TimedProvider:
+    """A provider that records how long each `complete` took, by the task it is about."""
+
+    def __init__(self, inner: ModelProvider, calls: dict[str, list[float]]) -> None:
+        self._inner = inner
+        self.calls = calls
+
+    @property
+    def kind(self) -> str:
+        return self._inner.kind
+
+    @property
+    def model(self) -> str:
+        return self._inner.model
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition] = (),
+        params: GenerationParams | None = None,
+    ) -> Completion:
+        first = next((m for m in messages if isinstance(m, UserMessage)), None)
+        found = _TASK.search(first.text) if first is not None else None
+        t0 = time.perf_counter()
+        try:
+            return await self._inner.complete(messages, tools, params)
+        finally:
+            key = found.group(1) if found else "?"
+            self.calls.setdefault(key, []).append((time.perf_counter() - t0) * 1000)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _provider(agent: AgentSpec, limiter: AdaptiveLimiter) -> ModelProvider:
+    return make_provider(
+        agent.provider,
+        agent.model,
+        base_url=agent.base_url,
+        api_key_env=KEY_ENV,
+        timeout_s=agent.timeout_s,
+        retry=RetryPolicy.for_tests(max_attempts=3),
+        limiter=limiter,
+    )
+
+
+def _timed_backend(backend: Any, execs: dict[str, list[float]]) -> Any:
+    """Record the duration of every command the backend runs, per sandbox."""
+    inner = backend.exec
+
+    def exec_(sandbox_id: str, *args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return inner(sandbox_id, *args, **kwargs)
+        finally:
+            execs[sandbox_id].append((time.perf_counter() - t0) * 1000)
+
+    backend.exec = exec_
+    return backend
+
+
+def _drafts(n: int, prefix: str) -> list[TaskDraft]:
+    return [
+        TaskDraft(
+            fields={"task_id": f"{prefix}{i:04d}", "prompt": "Run the check."}, attachments=[]
+        )
+        for i in range(n)
+    ]
+
+
+def _campaign(campaign_id: str, agents: list[AgentSpec], max_steps: int) -> CampaignSpec:
+    return CampaignSpec(
+        campaign_id=campaign_id,
+        agents=agents,
+        limits=Limits(max_steps=max_steps, tool_timeout_s=30),
+        sandbox=SandboxSpec(memory_mb=1024, exec_timeout_s=30, cpu_seconds=60),
+    )
+
+
+async def _wait_done(bus: Bus, campaign_id: str, n: int, timeout: float) -> list[Event]:
+    """Poll the campaign's events until n runs are sealed or failed."""
+    deadline = time.monotonic() + timeout
+    subject = bus.subjects.event("*", campaign_id, "*")
+    while True:
+        events = [e.event async for e in bus.replay(subject=subject)]
+        done = {e.run_id for e in events if isinstance(e, ArtifactsSealed | RunFailed)}
+        if len(done) >= n:
+            return events
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"campaign {campaign_id}: {len(done)} of {n} runs ended in {timeout}s"
+            )
+        await asyncio.sleep(0.5)
+
+
+class _Stack:
+    """nats-server + sandbox-manager + runner in this process, on a private state dir."""
+
+    def __init__(self, base: Path, server: NatsServer, concurrency: int) -> None:
+        self.settings = Settings(
+            nats_url=server.url, home=base, state_dir=base / "state", instance="bench"
+        )
+        self.store = LocalBlobStore(base / "blobs")
+        self.concurrency = concurrency
+        self.execs: dict[str, list[float]] = defaultdict(list)
+        self.model_calls: dict[str, list[float]] = {}
+        self.limiter = AdaptiveLimiter(64)
+        self.made: list[_TimedProvider] = []
+
+    def providers(self, agent: AgentSpec) -> ModelProvider:
+        # The runner makes one provider per run and never closes it; closed here at the end.
+        provider = _TimedProvider(_provider(agent, self.limiter), self.model_calls)
+        self.made.append(provider)
+        return provider
+
+    async def __aenter__(self) -> _Stack:
+        from assay_runner.service import build as build_runner
+        from assay_sandbox_manager.backends import BubblewrapBackend
+        from assay_sandbox_manager.runtime import default_rootfs
+        from assay_sandbox_manager.service import build as build_sandbox
+
+        state = self.settings.instance_state
+        self.backend = _timed_backend(
+            BubblewrapBackend(state / "bwrap", state / "snapshots", rootfs=default_rootfs()),
+            self.execs,
+        )
+        self.sm = build_sandbox(
+            self.settings, store=self.store, backends={"bubblewrap": self.backend}
+        )
+        await self.sm.start()
+        self.runner = build_runner(
+            self.settings, store=self.store, providers=self.providers, concurrency=self.concurrency
+        )
+        await self.runner.start()
+        self.bus = Bus(self.settings, service="bench")
+        await self.bus.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.bus.stop()
+        await self.runner.stop()
+        await self.sm.stop()
+        for provider in self.made:
+            await provider.aclose()
+        for info in self.backend.list_live():
+            self.backend.destroy(info.sandbox_id)
+
+
+# --- (a) overhead per step -------------------------------------------------------------------
+
+
+def _conversation(command: str, turns: int) -> list[Message]:
+    """A run's conversation after `turns` tool steps, as the runner sends it."""
+    task = Task(task_id="t0000", prompt="Run the check.")
+    request = RunRequested.model_construct(task=task, agent=AgentSpec(agent_id="a", model=MODEL))  # type: ignore[call-arg]
+    messages = initial_messages(request)
+    for i in range(turns):
+        call = ToolCall(id=f"c{i}", name="bash", arguments=json.dumps({"command": command}))
+        messages.append(AssistantMessage(text=None, tool_calls=(call,)))
+        messages.append(
+            ToolResultMessage(
+                call_id=f"c{i}", content="exit code: 0\n--- stdout ---\n\n--- stderr ---\n"
+            )
+        )
+    return messages
+
+
+async def _baselines(
+    stack: _Stack, base_url: str, command: str, n: int
+) -> tuple[list[float], list[float]]:
+    """The same model call through the SDK alone, and the same command on the backend directly."""
+    provider = _provider(AgentSpec(agent_id="a", model=MODEL, base_url=base_url), stack.limiter)
+    params = GenerationParams(max_tokens=4096)
+    model: list[float] = []
+    for i in range(n):
+        messages = _conversation(command, i % 10)
+        t0 = time.perf_counter()
+        await provider.complete(messages, TOOLS, params)
+        model.append((time.perf_counter() - t0) * 1000)
+    await provider.aclose()
+    direct: list[float] = []
+    await asyncio.to_thread(stack.backend.create, BackendSpec(), "benchdirect", {})
+    try:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            await asyncio.to_thread(
+                stack.backend.exec, "benchdirect", command, timeout_s=30, cwd="/workspace"
+            )
+            direct.append((time.perf_counter() - t0) * 1000)
+    finally:
+        await asyncio.to_thread(stack.backend.destroy, "benchdirect")
+    return model, direct
+
+
+class _StepSplit(NamedTuple):
+    interval: list[float]
+    model: list[float]
+    tool: list[float]
+    sandbox: list[float]
+    overhead: list[float]
+    """interval − model call − command run in the sandbox (RPC counted as overhead)."""
+    runner_only: list[float]
+    """interval − model call − tool duration as the runner logs it (RPC excluded)."""
+
+
+def _split(events: list[Event], stack: _Stack) -> _StepSplit:
+    split = _StepSplit([], [], [], [], [], [])
+    sandbox_of = {e.run_id: e.sandbox_id for e in events if isinstance(e, SandboxReady)}
+    by_run: dict[str, list[AgentStepLogged]] = defaultdict(list)
+    for e in events:
+        if isinstance(e, AgentStepLogged) and e.run_id is not None:
+            by_run[e.run_id].append(e)
+    for run_id, steps in by_run.items():
+        steps.sort(key=lambda s: s.step)
+        task_id = steps[0].task_id or "?"
+        model = stack.model_calls.get(task_id, [])
+        execs = stack.execs.get(sandbox_of.get(run_id, ""), [])
+        if len(model) != len(steps):
+            continue  # a retried model call would shift the pairing; leave the run out
+        exec_iter = iter(execs)
+        sandbox_ms = [
+            sum(next(exec_iter, 0.0) for c in s.tool_calls if c.name == "bash") for s in steps
+        ]
+        for prev, cur in itertools.pairwise(steps):
+            i = cur.step
+            interval = (cur.occurred_at - prev.occurred_at).total_seconds() * 1000
+            tool = sum(r.duration_ms for r in cur.tool_results)
+            split.interval.append(interval)
+            split.model.append(model[i])
+            split.tool.append(tool)
+            split.sandbox.append(sandbox_ms[i])
+            split.overhead.append(interval - model[i] - sandbox_ms[i])
+            split.runner_only.append(interval - model[i] - tool)
+    return split
+
+
+async def _overhead(base: Path, runs: int, tool_steps: int, command: str) -> list[Row]:
+    with (
+        ScriptedModelServer({MODEL: _script(tool_steps, command)}) as scripted,
+        NatsServer(base / "nats") as server,
+    ):
+        async with _Stack(base, server, concurrency=1) as stack:
+            agent = AgentSpec(agent_id="steps", model=MODEL, base_url=scripted.openai_base_url)
+            # Warm-up: imports, the SDK client, the first sandboxes (counted for nothing).
+            await submit_campaign(
+                stack.bus, stack.store, _campaign("warm", [agent], tool_steps + 2), _drafts(2, "w")
+            )
+            await _wait_done(stack.bus, "warm", 2, 120)
+            await submit_campaign(
+                stack.bus,
+                stack.store,
+                _campaign("steps", [agent], tool_steps + 2),
+                _drafts(runs, "t"),
+            )
+            events = await _wait_done(stack.bus, "steps", runs, 180)
+            model_base, exec_base = await _baselines(stack, scripted.openai_base_url, command, 30)
+    s = _split(events, stack)
+    floor = percentile(model_base, 50) + percentile(exec_base, 50)
+    g = "runner"
+    n = len(s.interval)
+    return [
+        Row(
+            g,
+            f"step interval p50 ({n} steps, `{command}`)",
+            percentile(s.interval, 50),
+            "ms",
+            floor,
+            "SDK call alone + direct exec p50",
+        ),
+        Row(g, "step interval p95", percentile(s.interval, 95), "ms"),
+        Row(
+            g,
+            "  model call in the runner p50",
+            percentile(s.model, 50),
+            "ms",
+            percentile(model_base, 50),
+            "same call, SDK alone",
+        ),
+        Row(
+            g,
+            "  command run in the sandbox p50",
+            percentile(s.sandbox, 50),
+            "ms",
+            percentile(exec_base, 50),
+            "same command, direct",
+        ),
+        Row(g, "  tool duration as logged p50 (exec RPC + run)", percentile(s.tool, 50), "ms"),
+        Row(
+            g,
+            "orchestration overhead per step p50",
+            percentile(s.overhead, 50),
+            "ms",
+            target="< 10 ms",
+        ),
+        Row(g, "orchestration overhead per step p95", percentile(s.overhead, 95), "ms"),
+        Row(
+            g,
+            "  of which outside the tool call (rebuild, publish) p50",
+            percentile(s.runner_only, 50),
+            "ms",
+        ),
+    ]
+
+
+def bench_overhead(runs: int = 5, tool_steps: int = 10, command: str = "true") -> list[Row]:
+    """Per-step orchestration overhead with a zero-latency model (runs one after another)."""
+    return _with_base(lambda base: _overhead(base, runs, tool_steps, command))
+
+
+# --- (b) runs per minute -------------------------------------------------------------------
+
+
+async def _throughput(base: Path, runs: int, tool_steps: int, concurrency: int) -> list[Row]:
+    with (
+        ScriptedModelServer({MODEL: _script(tool_steps, "true")}) as scripted,
+        NatsServer(base / "nats") as server,
+    ):
+        async with _Stack(base, server, concurrency=concurrency) as stack:
+            agent = AgentSpec(agent_id="steps", model=MODEL, base_url=scripted.openai_base_url)
+            await submit_campaign(
+                stack.bus, stack.store, _campaign("warm", [agent], tool_steps + 2), _drafts(2, "w")
+            )
+            await _wait_done(stack.bus, "warm", 2, 120)
+            t0 = time.perf_counter()
+            await submit_campaign(
+                stack.bus,
+                stack.store,
+                _campaign("rate", [agent], tool_steps + 2),
+                _drafts(runs, "t"),
+            )
+            events = await _wait_done(stack.bus, "rate", runs, 600)
+            wall = time.perf_counter() - t0
+    failed = sum(isinstance(e, RunFailed) for e in events)
+    finished = [e for e in events if isinstance(e, AgentFinished)]
+    steps = sum(e.steps for e in finished)
+    return [
+        Row(
+            "runner",
+            f"runs/min, {runs} runs × {tool_steps} `bash true` steps + submit, "
+            f"concurrency {concurrency}, bubblewrap",
+            runs / wall * 60,
+            "runs/min",
+        ),
+        Row("runner", "  agent steps/s in that campaign", steps / wall, "steps/s"),
+        Row("runner", "  runs failed", float(failed), "runs"),
+    ]
+
+
+def bench_throughput(runs: int = 200, tool_steps: int = 10, concurrency: int = 8) -> list[Row]:
+    """Runs per minute of one in-process runner + sandbox-manager on real bubblewrap."""
+    return _with_base(lambda base: _throughput(base, runs, tool_steps, concurrency))
+
+
+def _with_base(make: Any) -> list[Row]:
+    os.environ.setdefault(KEY_ENV, "scripted")
+    with tempfile.TemporaryDirectory(prefix="assay-bench-", dir="/var/tmp") as tmp:
+        base = Path(tmp)
+        base.chmod(0o711)  # sandbox uids must traverse to their workspace mounts
+        return asyncio.run(make(base))
+
+
+def bench_runner() -> list[Row]:
+    """Every runner row of `make bench`."""
+    return bench_overhead() + bench_throughput()

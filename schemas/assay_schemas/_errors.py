@@ -1,0 +1,96 @@
+"""The exception tree shared by every Assay service.
+
+    AssayError
+    ├── InvalidInput            bad user or external input (tasks, campaigns, rubrics)
+    │   ├── TaskInputError      a task file or attachment is malformed or hostile
+    │   └── InvalidEvent        a message on an event subject does not parse or validate
+    ├── ConfigError             settings or environment are wrong
+    ├── BusError                NATS / JetStream failures (publish not acked, stream missing)
+    ├── StoreError              blob store failures
+    │   ├── BlobNotFound
+    │   └── BlobCorrupted       stored bytes do not match their sha256
+    ├── SandboxError            sandbox backends (see assay_sandbox_manager.backends)
+    ├── ProviderError           model providers (see assay.providers)
+    └── JudgingError            a judge could not produce a valid verdict
+
+Errors name the task, run, field, blob or subject they concern and chain their cause.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+__all__ = [
+    "AssayError",
+    "BlobCorrupted",
+    "BlobNotFound",
+    "BusError",
+    "ConfigError",
+    "InvalidEvent",
+    "InvalidInput",
+    "JudgingError",
+    "ProviderError",
+    "SandboxError",
+    "StoreError",
+    "TaskInputError",
+    "describe_validation",
+]
+
+
+class AssayError(Exception):
+    """Root of every error Assay raises on purpose."""
+
+
+class InvalidInput(AssayError, ValueError):
+    """Input from outside (files, CLI, other systems) is malformed."""
+
+
+class TaskInputError(InvalidInput):
+    """A task or one of its attachments is malformed or hostile."""
+
+
+class InvalidEvent(InvalidInput):
+    """A message on an event subject is not a valid event."""
+
+
+class ConfigError(AssayError):
+    """Settings, environment or a campaign file are wrong."""
+
+
+class BusError(AssayError):
+    """The event bus failed (publish not acknowledged, stream missing, ...)."""
+
+
+class StoreError(AssayError):
+    """The blob store failed."""
+
+
+class BlobNotFound(StoreError, KeyError):
+    """No blob with that sha256."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class BlobCorrupted(StoreError):
+    """Stored bytes do not hash to their address."""
+
+
+class SandboxError(AssayError):
+    """A sandbox backend failed or refused."""
+
+
+class ProviderError(AssayError):
+    """A model provider failed."""
+
+
+class JudgingError(AssayError):
+    """A judge could not produce a valid verdict."""
+
+
+def describe_validation(error: ValidationError) -> str:
+    """One line per problem, each naming the field path: for messages users read."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+        for err in error.errors()
+    )

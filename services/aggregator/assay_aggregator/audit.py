@@ -1,0 +1,240 @@
+"""`assay audit RUN_ID`: one run's event chain, its blobs re-verified, its verdicts, its score.
+
+``audit_run`` is a pure function of the run's events and the blob store: it lists the
+chain in log order, re-hashes every blob the chain references (attachments, the
+workspace, full tool outputs, sealed artifacts, raw judge outputs), shows each judge's
+verdict with its evidence, and recomputes the run's contribution to the report (run
+score as defined in the statistics definitions, pass/fail at the anchor, tags).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import NamedTuple
+
+from assay.bus import Bus, LoggedEvent
+from assay.store import BlobStore
+from assay_schemas import (
+    ANCHOR,
+    AgentStepLogged,
+    ArtifactsSealed,
+    BlobCorrupted,
+    BlobNotFound,
+    Event,
+    FileRef,
+    JudgmentFailed,
+    JudgmentRecorded,
+    RunFailed,
+    RunRequested,
+    SandboxReady,
+    StoreError,
+)
+
+from .fold import RULES_JUDGE
+
+__all__ = [
+    "BlobCheck",
+    "ChainLine",
+    "Contribution",
+    "RunAudit",
+    "VerdictView",
+    "audit_run",
+    "load_run_events",
+]
+
+
+class ChainLine(NamedTuple):
+    """One event of the run's chain."""
+
+    sequence: int
+    occurred_at: str
+    event_type: str
+    summary: str
+
+
+class BlobCheck(NamedTuple):
+    """One referenced blob and whether its bytes still match their address."""
+
+    role: str
+    """attachment, workspace, tool_output, artifact or judge_raw_output."""
+    path: str
+    sha256: str
+    size: int
+    status: str
+    """ok, corrupted or missing."""
+    detail: str
+
+
+class VerdictView(NamedTuple):
+    """One judge sample's verdict with its evidence."""
+
+    judge_id: str
+    sample: int
+    family: str
+    model: str
+    scores: dict[str, int]
+    judge_score: float
+    """Mean of the sample's scores (NaN for the rule judge)."""
+    tags: list[str]
+    rationale: str
+    files_opened: list[str]
+    files_cited: list[str]
+    cited_not_opened: list[str]
+    opened_not_sealed: list[str]
+    checks: list[tuple[str, bool, str]]
+
+
+class Contribution(NamedTuple):
+    """What this run adds to the report."""
+
+    scored: bool
+    infrastructure_failure: bool
+    judge_scores: dict[str, float]
+    """Per LLM judge: mean of all its ratings of the run (samples × dimensions)."""
+    run_score: float
+    """Mean over judges of the judge scores (NaN when unscored)."""
+    passed: bool | None
+    """run_score ≥ anchor (None when unscored)."""
+    anchor: int
+    tags: dict[str, int]
+    """Failure tag → number of verdicts carrying it (rule judge included)."""
+
+
+class RunAudit(NamedTuple):
+    """Everything `assay audit` prints about one run."""
+
+    run_id: str
+    campaign_id: str
+    task_id: str
+    agent_id: str
+    chain: list[ChainLine]
+    blobs: list[BlobCheck]
+    verdicts: list[VerdictView]
+    failures: list[str]
+    contribution: Contribution
+
+    @property
+    def corrupted(self) -> list[BlobCheck]:
+        """Blobs that are missing or no longer match their hash."""
+        return [b for b in self.blobs if b.status != "ok"]
+
+
+def _summary(event: Event) -> str:
+    skip = {"event_id", "event_type", "schema_version", "occurred_at", "campaign_id",
+            "run_id", "task_id", "causation_id", "producer", "task", "scores", "files"}  # fmt: skip
+    text = json.dumps(event.model_dump(mode="json", exclude=skip), sort_keys=True)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _refs(event: Event) -> list[tuple[str, FileRef]]:
+    if isinstance(event, RunRequested):
+        return [("attachment", f) for f in event.task.attachments]
+    if isinstance(event, SandboxReady):
+        return [("workspace", f) for f in event.workspace]
+    if isinstance(event, AgentStepLogged):
+        return [("tool_output", r.output_blob) for r in event.tool_results if r.output_blob]
+    if isinstance(event, ArtifactsSealed):
+        return [("artifact", f) for f in event.files]
+    if isinstance(event, JudgmentFailed) and event.raw_output is not None:
+        return [("judge_raw_output", event.raw_output)]
+    return []
+
+
+def _check(store: BlobStore, sha: str, scratch: Path) -> tuple[str, str]:
+    dest = scratch / sha
+    try:
+        store.get_file(sha, dest)  # streams and verifies the hash; removes dest if bad
+    except BlobCorrupted as e:
+        return "corrupted", str(e)
+    except BlobNotFound as e:
+        return "missing", str(e)
+    except (StoreError, OSError) as e:
+        return "corrupted", f"{type(e).__name__}: {e}"
+    dest.unlink(missing_ok=True)
+    return "ok", ""
+
+
+def _verdicts(events: list[Event], sealed: set[str]) -> list[VerdictView]:
+    out: dict[tuple[str, int], VerdictView] = {}
+    for e in events:
+        if not isinstance(e, JudgmentRecorded):
+            continue
+        scores = {k: v.score for k, v in sorted(e.scores.items())}
+        mean = sum(scores.values()) / len(scores) if scores else math.nan
+        out[(e.judge_id, e.sample)] = VerdictView(
+            judge_id=e.judge_id, sample=e.sample, family=e.judge_family, model=e.judge_model,
+            scores=scores, judge_score=mean, tags=list(e.failure_tags), rationale=e.rationale,
+            files_opened=list(e.files_opened), files_cited=list(e.files_cited),
+            cited_not_opened=sorted(set(e.files_cited) - set(e.files_opened)),
+            opened_not_sealed=sorted(set(e.files_opened) - sealed),
+            checks=[(c.name, c.passed, c.detail) for c in e.checks],
+        )  # fmt: skip
+    return [out[k] for k in sorted(out)]
+
+
+def _contribution(events: list[Event], verdicts: list[VerdictView], anchor: int) -> Contribution:
+    sealed = any(isinstance(e, ArtifactsSealed) for e in events)
+    infra = not sealed and any(isinstance(e, RunFailed) and e.infrastructure for e in events)
+    sums: dict[str, list[float]] = {}
+    for v in verdicts:
+        if v.judge_id != RULES_JUDGE and v.scores:
+            acc = sums.setdefault(v.judge_id, [0.0, 0.0])
+            acc[0] += sum(v.scores.values())
+            acc[1] += len(v.scores)
+    judge_scores = {j: s / n for j, (s, n) in sorted(sums.items())}
+    scored = bool(judge_scores) and not infra
+    score = sum(judge_scores.values()) / len(judge_scores) if scored else math.nan
+    tags = Counter(t for v in verdicts for t in set(v.tags))
+    return Contribution(
+        scored=scored, infrastructure_failure=infra, judge_scores=judge_scores, run_score=score,
+        passed=(score >= anchor) if scored else None, anchor=anchor, tags=dict(sorted(tags.items())),
+    )  # fmt: skip
+
+
+def audit_run(logged: list[LoggedEvent], store: BlobStore, *, anchor: int = ANCHOR) -> RunAudit:
+    """Audit one run from its events (in log order) and the blob store."""
+    events = [item.event for item in logged]
+    if not events:
+        raise ValueError("audit_run: no events for this run")
+    first = events[0]
+    agent = next(
+        (e.agent.agent_id for e in events if isinstance(e, RunRequested)),
+        next((e.agent_id for e in events if isinstance(e, ArtifactsSealed)), ""),
+    )
+    chain = [
+        ChainLine(item.sequence, item.event.occurred_at.isoformat(), item.event.event_type,
+                  _summary(item.event))
+        for item in logged
+    ]  # fmt: skip
+    blobs: list[BlobCheck] = []
+    verdict: dict[str, tuple[str, str]] = {}
+    with tempfile.TemporaryDirectory(prefix="assay-audit-") as tmp:
+        for e in events:
+            for role, ref in _refs(e):
+                if ref.sha256 not in verdict:
+                    verdict[ref.sha256] = _check(store, ref.sha256, Path(tmp))
+                status, detail = verdict[ref.sha256]
+                blobs.append(BlobCheck(role, ref.path, ref.sha256, ref.size, status, detail))
+    seal = [e for e in events if isinstance(e, ArtifactsSealed)]
+    sealed_paths = {f.path for f in seal[-1].files} if seal else set()
+    verdicts = _verdicts(events, sealed_paths)
+    failures = [
+        f"{e.judge_id}#{e.sample}: {e.error} ({e.attempts} attempts)"
+        for e in events
+        if isinstance(e, JudgmentFailed)
+    ]
+    return RunAudit(
+        run_id=first.run_id or "", campaign_id=first.campaign_id, task_id=first.task_id or "",
+        agent_id=agent, chain=chain, blobs=blobs, verdicts=verdicts, failures=failures,
+        contribution=_contribution(events, verdicts, anchor),
+    )  # fmt: skip
+
+
+async def load_run_events(bus: Bus, run_id: str) -> list[LoggedEvent]:
+    """Every event of one run, in log order (any campaign)."""
+    subject = bus.subjects.event("*", "*", run_id)
+    return [item async for item in bus.replay(subject=subject)]

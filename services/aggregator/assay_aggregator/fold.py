@@ -1,0 +1,246 @@
+"""The fold: ``apply(state, sequence, event)`` — the only way state changes.
+
+Pure bookkeeping on plain records, so the same events give the same state whatever
+the path (live consumer, snapshot + catch-up, fresh replay). Idempotent by event id.
+Everything that depends on two events (is a sealed file an attachment? is a run
+judged?) is decided when frames are built, not here, so the order in which events
+arrive (redeliveries) does not change the result; where two events claim the same
+slot (a re-seal, a repeated verdict), the higher stream sequence wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from assay_schemas import (
+    AgentFinished,
+    AgentStepLogged,
+    ArtifactsSealed,
+    CampaignStarted,
+    Event,
+    JudgeRegistered,
+    JudgmentFailed,
+    JudgmentRecorded,
+    RunFailed,
+    RunRequested,
+    SandboxReady,
+    Task,
+    TaskSubmitted,
+)
+
+from .state import (
+    ArtifactRecord,
+    FailureRecord,
+    JudgeRecord,
+    RunRecord,
+    State,
+    TaskRecord,
+    VerdictRecord,
+)
+
+__all__ = ["RULES_JUDGE", "apply", "fold"]
+
+RULES_JUDGE = "rules"
+"""Judge id of the deterministic rule judge (tags and checks, no scores)."""
+
+
+def _run(state: State, event: Event, sequence: int) -> RunRecord:
+    rid = event.run_id or ""
+    run = state.runs.get(rid)
+    if run is None:
+        run = RunRecord(campaign_id=event.campaign_id, run_id=rid, first_sequence=sequence)
+        state.runs[rid] = run
+    if event.task_id and not run.task_id:
+        run.task_id = event.task_id
+    run.first_sequence = min(run.first_sequence, sequence)
+    run.last_sequence = max(run.last_sequence, sequence)
+    return run
+
+
+def _task(state: State, campaign_id: str, task: Task) -> None:
+    key = f"{campaign_id}/{task.task_id}"
+    if key in state.tasks:
+        return
+    state.tasks[key] = TaskRecord(
+        campaign_id=campaign_id,
+        task_id=task.task_id,
+        domain=task.domain,
+        phase=task.phase,
+        difficulty=task.difficulty,
+        n_attachments=len(task.attachments),
+        n_reference_checks=len(task.reference_checks),
+        attachments=[[a.path, a.sha256] for a in task.attachments],
+    )
+
+
+def _judge(state: State, judge_id: str, campaign_id: str) -> JudgeRecord:
+    judge = state.judges.get(judge_id)
+    if judge is None:
+        judge = state.judges[judge_id] = JudgeRecord(judge_id=judge_id)
+    if campaign_id not in judge.campaigns:
+        judge.campaigns.append(campaign_id)
+        judge.campaigns.sort()
+    return judge
+
+
+def _campaign_started(state: State, e: CampaignStarted, seq: int) -> None:
+    state.campaigns[e.campaign_id] = e.campaign.model_dump(mode="json")
+    for spec in e.campaign.judges:
+        judge = _judge(state, spec.judge_id, e.campaign_id)
+        judge.family, judge.model = spec.family, spec.model
+
+
+def _task_submitted(state: State, e: TaskSubmitted, seq: int) -> None:
+    _task(state, e.campaign_id, e.task)
+
+
+def _run_requested(state: State, e: RunRequested, seq: int) -> None:
+    _task(state, e.campaign_id, e.task)
+    run = _run(state, e, seq)
+    run.task_id = e.task.task_id
+    run.agent_id = e.agent.agent_id
+    run.agent_family = e.agent.family
+    run.agent_model = e.agent.model
+    run.epoch = e.epoch
+
+
+def _sandbox_ready(state: State, e: SandboxReady, seq: int) -> None:
+    _run(state, e, seq).sandbox_ready = True
+
+
+def _step(state: State, e: AgentStepLogged, seq: int) -> None:
+    run = _run(state, e, seq)
+    run.step_count += 1
+    run.step_max = max(run.step_max, e.step)
+    run.tool_calls += len(e.tool_calls)
+    run.tool_errors += sum(1 for r in e.tool_results if r.is_error)
+    run.truncated_outputs += sum(1 for r in e.tool_results if r.truncated)
+    run.step_latency_us += round(e.latency_ms * 1000)
+    run.step_cost_nusd += round(e.cost_usd * 1e9)
+    run.step_input_tokens += e.usage.input_tokens
+    run.step_output_tokens += e.usage.output_tokens
+
+
+def _finished(state: State, e: AgentFinished, seq: int) -> None:
+    run = _run(state, e, seq)
+    run.finished = True
+    run.stop_reason = e.stop_reason
+    run.steps = e.steps
+    run.input_tokens = e.usage.input_tokens
+    run.output_tokens = e.usage.output_tokens
+    run.cached_tokens = e.usage.cached_tokens
+    run.cost_usd = e.cost_usd
+    run.latency_s = e.duration_s
+
+
+def _failed(state: State, e: RunFailed, seq: int) -> None:
+    run = _run(state, e, seq)
+    run.failed = True
+    run.infrastructure_failure = run.infrastructure_failure or e.infrastructure
+    run.failure_stage = e.stage
+    run.failure_error = e.error
+
+
+def _sealed(state: State, e: ArtifactsSealed, seq: int) -> None:
+    run = _run(state, e, seq)
+    if not run.agent_id:
+        run.agent_id, run.epoch = e.agent_id, e.epoch
+    if state.seal_sequence.get(run.run_id, 0) > seq:
+        return
+    state.seal_sequence[run.run_id] = seq
+    run.sealed = True
+    run.seal_outcome = e.outcome
+    run.n_files = len(e.files)
+    state.artifacts[run.run_id] = [
+        ArtifactRecord(path=f.path, sha256=f.sha256, size=f.size, media_type=f.media_type)
+        for f in e.files
+    ]
+
+
+def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
+    run = _run(state, e, seq)
+    key = f"{run.run_id}/{e.judge_id}/{e.sample}"
+    old = state.verdicts.get(key)
+    if old is not None and old.sequence > seq:
+        return
+    state.verdicts[key] = VerdictRecord(
+        campaign_id=e.campaign_id,
+        run_id=run.run_id,
+        judge_id=e.judge_id,
+        sample=e.sample,
+        sequence=seq,
+        judge_family=e.judge_family,
+        judge_model=e.judge_model,
+        scores={k: v.score for k, v in e.scores.items()},
+        tags=list(e.failure_tags),
+        checks=[[c.name, c.passed, c.weight, c.detail] for c in e.checks],
+        files_opened=list(e.files_opened),
+        files_cited=list(e.files_cited),
+        cost_usd=e.cost_usd,
+    )
+    judge = _judge(state, e.judge_id, e.campaign_id)
+    judge.family = judge.family or e.judge_family
+    judge.model = judge.model or e.judge_model
+
+
+def _judgment_failed(state: State, e: JudgmentFailed, seq: int) -> None:
+    run = _run(state, e, seq)
+    key = f"{run.run_id}/{e.judge_id}/{e.sample}"
+    old = state.failures.get(key)
+    if old is not None and old.sequence > seq:
+        return
+    state.failures[key] = FailureRecord(
+        campaign_id=e.campaign_id,
+        run_id=run.run_id,
+        judge_id=e.judge_id,
+        sample=e.sample,
+        sequence=seq,
+        error=e.error,
+        attempts=e.attempts,
+        infrastructure=e.infrastructure,
+        raw_output_sha256=e.raw_output.sha256 if e.raw_output else "",
+    )
+    _judge(state, e.judge_id, e.campaign_id)
+
+
+def _judge_registered(state: State, e: JudgeRegistered, seq: int) -> None:
+    judge = _judge(state, e.judge.judge_id, e.campaign_id)
+    judge.family, judge.model = e.judge.family, e.judge.model
+
+
+_HANDLERS: dict[type[Event], Callable[[State, Any, int], None]] = {
+    CampaignStarted: _campaign_started,
+    TaskSubmitted: _task_submitted,
+    RunRequested: _run_requested,
+    SandboxReady: _sandbox_ready,
+    AgentStepLogged: _step,
+    AgentFinished: _finished,
+    RunFailed: _failed,
+    ArtifactsSealed: _sealed,
+    JudgmentRecorded: _judgment,
+    JudgmentFailed: _judgment_failed,
+    JudgeRegistered: _judge_registered,
+}
+
+
+def apply(state: State, sequence: int, event: Event) -> bool:
+    """Fold one event in; return False (and change nothing) if it was applied before."""
+    if event.event_id in state.seen:
+        return False
+    handler = _HANDLERS.get(type(event))
+    if handler is not None:
+        handler(state, event, sequence)
+    state.seen.add(event.event_id)
+    state.last_sequence = max(state.last_sequence, sequence)
+    state.applied += 1
+    state.version += 1
+    return True
+
+
+def fold(events: Any, state: State | None = None) -> State:
+    """Fold ``(sequence, event)`` pairs into a (new) state."""
+    out = state if state is not None else State()
+    for sequence, event in events:
+        apply(out, sequence, event)
+    return out

@@ -1,0 +1,32 @@
+"""The jury: LLM judges with read-only tools over sealed files, and the deterministic rule judge.
+
+```python
+service = build(settings, JudgeSpec(judge_id="j1", model="gpt-4o"), campaigns={"c1"})
+await service.start()   # JudgeRegistered, then judges every sealed run in scope (back-fill)
+```
+"""
+
+from .context import ALL_CAMPAIGNS, CampaignScope
+from .handlers import JudgeService, ProviderFactory, sampling_times
+from .jury import JurySupervisor
+from .rule_handlers import RULES_ID, RulesService
+from .service import build, build_rules, durable_name
+from .spec import load_judge_spec
+from .verdict import Verdict, check_verdict
+
+__all__ = [
+    "ALL_CAMPAIGNS",
+    "RULES_ID",
+    "CampaignScope",
+    "JudgeService",
+    "JurySupervisor",
+    "ProviderFactory",
+    "RulesService",
+    "Verdict",
+    "build",
+    "build_rules",
+    "check_verdict",
+    "durable_name",
+    "load_judge_spec",
+    "sampling_times",
+]

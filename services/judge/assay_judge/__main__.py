@@ -1,0 +1,30 @@
+"""`assay-judge` / `python -m assay_judge`: the judge service alone, until SIGINT/SIGTERM.
+
+Settings come from ``ASSAY_*`` environment variables, as for `assay serve judge`.
+
+Judge spec from ``ASSAY_JUDGE_SPEC``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from assay.config import Settings
+from assay.service import run_until_signal
+from assay.telemetry import setup_tracing, shutdown_telemetry
+
+from .service import build
+
+
+def main() -> None:
+    """Run the service until a signal stops it."""
+    settings = Settings()
+    setup_tracing("assay-judge")
+    try:
+        asyncio.run(run_until_signal([build(settings)]))
+    finally:
+        shutdown_telemetry()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""What a judge needs to know about a sealed run, read back from the log."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from assay.bus import Bus
+from assay_schemas import (
+    ArtifactsSealed,
+    CampaignSpec,
+    CampaignStarted,
+    Event,
+    JudgmentFailed,
+    JudgmentRecorded,
+    Rubric,
+    RunRequested,
+    Task,
+    TaskSubmitted,
+    default_rubric,
+)
+
+__all__ = ["ALL_CAMPAIGNS", "CampaignScope", "LogReader", "RunContext", "samples_done"]
+
+ALL_CAMPAIGNS: frozenset[str] = frozenset({"*"})
+"""Scope of a standalone judge that rejudges every campaign ("*" is never a campaign id)."""
+
+CampaignScope = set[str] | frozenset[str] | None
+"""None: only campaigns whose CampaignStarted lists the judge; a set: exactly those
+campaigns (ALL_CAMPAIGNS: every one), whether they list the judge or not."""
+
+
+class RunContext(NamedTuple):
+    """A sealed run with its task, rubric and the run's events so far."""
+
+    sealed: ArtifactsSealed
+    task: Task
+    rubric: Rubric
+    campaign: CampaignSpec | None
+    history: list[Event]
+
+
+def samples_done(history: Sequence[Event], judge_id: str) -> set[int]:
+    """Samples of this judge already recorded (or failed) for the run: never redone."""
+    return {
+        e.sample
+        for e in history
+        if isinstance(e, JudgmentRecorded | JudgmentFailed) and e.judge_id == judge_id
+    }
+
+
+@dataclass(kw_only=True)
+class LogReader:
+    """Reads campaigns, tasks and run histories back from the log (campaigns cached)."""
+
+    bus: Bus
+    _campaigns: dict[str, CampaignSpec] = field(default_factory=dict)
+
+    async def campaign(self, campaign_id: str) -> CampaignSpec | None:
+        """The campaign's spec, or None when it was never declared on the log."""
+        if campaign_id in self._campaigns:
+            return self._campaigns[campaign_id]
+        subject = self.bus.subjects.event("CampaignStarted", campaign_id, "-")
+        async for logged in self.bus.replay(subject=subject):
+            if isinstance(logged.event, CampaignStarted):
+                # Only found campaigns are cached: a missing one may be declared later.
+                self._campaigns[campaign_id] = logged.event.campaign
+                return logged.event.campaign
+        return None
+
+    async def campaign_ids(self) -> list[str]:
+        """Every campaign declared on the log so far, in log order (specs cached)."""
+        ids: list[str] = []
+        subject = self.bus.subjects.event("CampaignStarted", "*", "-")
+        async for logged in self.bus.replay(subject=subject):
+            if isinstance(logged.event, CampaignStarted) and logged.event.campaign_id not in ids:
+                self._campaigns.setdefault(logged.event.campaign_id, logged.event.campaign)
+                ids.append(logged.event.campaign_id)
+        return ids
+
+    async def _task(self, sealed: ArtifactsSealed, history: Sequence[Event]) -> Task:
+        request = next((e for e in history if isinstance(e, RunRequested)), None)
+        if request is not None:
+            return request.task
+        if sealed.task_id:
+            subject = self.bus.subjects.event("TaskSubmitted", sealed.campaign_id, "-")
+            async for logged in self.bus.replay(subject=subject):
+                ev = logged.event
+                if isinstance(ev, TaskSubmitted) and ev.task.task_id == sealed.task_id:
+                    return ev.task
+        # A seal published without its run request (external systems, tests): judge it
+        # anyway, saying plainly that the request is unknown.
+        return Task(
+            task_id=sealed.task_id or "unknown", prompt="(the task's request is not on the log)"
+        )
+
+    async def context(self, sealed: ArtifactsSealed, campaign: CampaignSpec | None) -> RunContext:
+        """Everything needed to judge `sealed`."""
+        assert sealed.run_id is not None, f"ArtifactsSealed {sealed.event_id} has no run id"
+        history = await self.bus.run_events(sealed.campaign_id, sealed.run_id)
+        task = await self._task(sealed, history)
+        rubric = campaign.rubric if campaign is not None else default_rubric()
+        return RunContext(sealed, task, rubric, campaign, history)

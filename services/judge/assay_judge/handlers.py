@@ -1,0 +1,264 @@
+"""Judge handlers: a sealed run in, `JudgmentRecorded` / `JudgmentFailed` out.
+
+Idempotent by construction: a judgment's event id is derived from (run, judge, sample),
+and samples already on the log are skipped before any model is called, so a redelivery
+after a crash neither duplicates a judgment nor pays for it twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from assay.bus import Bus, Delivery
+from assay.providers import (
+    DEFAULT_PRICES,
+    ModelProvider,
+    PriceTable,
+    ProviderError,
+    cost,
+    provider_for,
+)
+from assay.store import BlobStore
+from assay_schemas import (
+    ArtifactsSealed,
+    CampaignSpec,
+    FileRef,
+    JudgeRegistered,
+    JudgeSpec,
+    JudgmentFailed,
+    JudgmentRecorded,
+    Task,
+    new_event,
+)
+
+from .agent import JudgeOutcome, judge_sample
+from .context import ALL_CAMPAIGNS, CampaignScope, LogReader, RunContext, samples_done
+from .files import SealedFiles
+
+__all__ = ["JURY_TOKEN", "JudgeService", "ProviderFactory", "sampling_times", "spec_hash"]
+
+log = logging.getLogger("assay.judge")
+
+ProviderFactory = Callable[[JudgeSpec], ModelProvider]
+
+DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+JURY_TOKEN = "jury"
+"""Campaign token of a JudgeRegistered from a judge not bound to named campaigns."""
+
+
+def sampling_times(spec: JudgeSpec, task: Task) -> int:
+    """Samples per run: the larger of the judge's and the task's `sampling_times`.
+
+    A task may ask for more samples (a noisy, hard-to-grade task) but never fewer than the
+    judge was configured for, so one task cannot silently thin out a judge's evidence.
+    """
+    return max(spec.sampling_times, task.judge.sampling_times)
+
+
+def spec_hash(spec: JudgeSpec) -> str:
+    """Stable hash of a judge spec: a changed spec registers anew."""
+    return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
+
+
+@dataclass(kw_only=True)
+class JudgeService:
+    """One LLM judge: judges every sealed run in its scope, once per sample."""
+
+    bus: Bus
+    store: BlobStore
+    spec: JudgeSpec
+    providers: ProviderFactory = provider_for
+    campaigns: CampaignScope = None
+    prices: PriceTable = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    log_reader: LogReader | None = None
+    _provider: ModelProvider | None = None
+    _registered: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.reader = self.log_reader or LogReader(bus=self.bus)
+
+    def accepts(self, campaign_id: str, campaign: CampaignSpec | None) -> bool:
+        """Whether this judge judges runs of the campaign."""
+        if self.campaigns is None:
+            return campaign is not None and any(
+                j.judge_id == self.spec.judge_id for j in campaign.judges
+            )
+        return self.campaigns == ALL_CAMPAIGNS or campaign_id in self.campaigns
+
+    async def register(self, campaign_id: str | None = None) -> None:
+        """Publish JudgeRegistered for one campaign, or (on start) for every campaign in scope.
+
+        On start the scope is: the named campaigns, or the campaigns already on the log that
+        this judge judges; with none yet, the judge registers under `JURY_TOKEN`, and each
+        campaign is registered again when its first run is judged.
+        """
+        if campaign_id is None:
+            if self.campaigns is not None and self.campaigns != ALL_CAMPAIGNS:
+                in_scope = sorted(self.campaigns)
+            else:
+                in_scope = [c for c in await self.reader.campaign_ids() if await self._in_scope(c)]
+            for token in in_scope or [JURY_TOKEN]:
+                await self.register(token)
+            return
+        if campaign_id in self._registered:
+            return
+        await self.bus.publish(
+            new_event(
+                JudgeRegistered,
+                key=(self.spec.judge_id, spec_hash(self.spec), campaign_id),
+                campaign_id=campaign_id,
+                judge=self.spec,
+                producer=self.bus.producer,
+            )
+        )
+        self._registered.add(campaign_id)
+
+    async def _in_scope(self, campaign_id: str) -> bool:
+        return self.accepts(campaign_id, await self.reader.campaign(campaign_id))
+
+    def provider(self) -> ModelProvider:
+        """The judge's model provider, built on first use (so a missing key fails a judgment,
+        recorded as an infrastructure failure, instead of the service)."""
+        if self._provider is None:
+            self._provider = self.providers(self.spec)
+        return self._provider
+
+    async def start(self) -> None:
+        """Connect, announce the judge (JudgeRegistered), then start consuming."""
+        await self.bus.connect()
+        await self.register()
+        await self.bus.start()
+
+    async def stop(self) -> None:
+        """Stop consuming and release the provider's connections."""
+        await self.bus.stop()
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Release the provider's connections."""
+        if self._provider is not None:
+            await self._provider.aclose()
+            self._provider = None
+
+    async def on_sealed(self, event: ArtifactsSealed, delivery: Delivery) -> None:
+        """Judge a sealed run: every sample not yet on the log, concurrently."""
+        if event.outcome == "failed":
+            return  # failed runs are reported as failures, never scored
+        campaign = await self.reader.campaign(event.campaign_id)
+        if not self.accepts(event.campaign_id, campaign):
+            return
+        ctx = await self.reader.context(event, campaign)
+        done = samples_done(ctx.history, self.spec.judge_id)
+        todo = [s for s in range(sampling_times(self.spec, ctx.task)) if s not in done]
+        if not todo:
+            return
+        await self.register(event.campaign_id)
+        await asyncio.gather(*(self._judge(ctx, s) for s in todo))
+
+    async def _judge(self, ctx: RunContext, sample: int) -> None:
+        sealed = ctx.sealed
+        files = SealedFiles(
+            files=list(sealed.files),
+            store=self.store,
+            attachments={(a.path, a.sha256) for a in ctx.task.attachments},
+        )
+        try:
+            outcome = await judge_sample(
+                spec=self.spec,
+                provider=self.provider(),
+                task=ctx.task,
+                final_message=sealed.final_message,
+                files=files,
+                rubric=ctx.rubric,
+                sample=sample,
+            )
+        except ProviderError as e:
+            # The provider already retried; a judge outage is the platform's failure.
+            log.warning("judge %s on run %s: %s", self.spec.judge_id, sealed.run_id, e)
+            await self._failed(
+                ctx, sample, f"{type(e).__name__}: {e}", 1, None, infrastructure=True
+            )
+            return
+        if outcome.verdict is None:
+            raw = await self._store_raw(ctx, sample, outcome)
+            error = "no valid verdict: " + "; ".join(outcome.problems)
+            await self._failed(
+                ctx, sample, error, len(outcome.invalid_outputs), raw, infrastructure=False
+            )
+            return
+        await self._recorded(ctx, sample, outcome, files.opened)
+
+    async def _recorded(
+        self, ctx: RunContext, sample: int, outcome: JudgeOutcome, opened: list[str]
+    ) -> None:
+        verdict = outcome.verdict
+        assert verdict is not None
+        sealed = ctx.sealed
+        await self.bus.publish(
+            new_event(
+                JudgmentRecorded,
+                key=(sealed.run_id, self.spec.judge_id, sample),
+                campaign_id=sealed.campaign_id,
+                run_id=sealed.run_id,
+                task_id=sealed.task_id or ctx.task.task_id,
+                causation_id=sealed.event_id,
+                judge_id=self.spec.judge_id,
+                judge_family=self.spec.family,
+                judge_model=outcome.model or self.spec.model,
+                sample=sample,
+                rubric_id=ctx.rubric.rubric_id,
+                rubric_version=ctx.rubric.version,
+                scores=verdict.scores,
+                failure_tags=verdict.failure_tags,
+                rationale=verdict.rationale,
+                files_cited=verdict.files_cited,
+                files_opened=opened,
+                usage=outcome.usage,
+                cost_usd=cost(outcome.usage, self.spec.model, self.prices),
+                producer=self.bus.producer,
+            )
+        )
+
+    async def _store_raw(self, ctx: RunContext, sample: int, outcome: JudgeOutcome) -> FileRef:
+        data = json.dumps(
+            {"judge_id": self.spec.judge_id, "sample": sample, "attempts": outcome.invalid_outputs},
+            indent=2,
+        ).encode()
+        info = await asyncio.to_thread(self.store.put_bytes, data)
+        path = f"judgments/{ctx.sealed.run_id}/{self.spec.judge_id}/{sample}/raw.json"
+        return FileRef(path=path, sha256=info.sha256, size=info.size, media_type="application/json")
+
+    async def _failed(
+        self,
+        ctx: RunContext,
+        sample: int,
+        error: str,
+        attempts: int,
+        raw: FileRef | None,
+        *,
+        infrastructure: bool,
+    ) -> None:
+        sealed = ctx.sealed
+        await self.bus.publish(
+            new_event(
+                JudgmentFailed,
+                key=(sealed.run_id, self.spec.judge_id, sample),
+                campaign_id=sealed.campaign_id,
+                run_id=sealed.run_id,
+                task_id=sealed.task_id or ctx.task.task_id,
+                causation_id=sealed.event_id,
+                judge_id=self.spec.judge_id,
+                sample=sample,
+                error=error[:4000],
+                attempts=max(1, attempts),
+                raw_output=raw,
+                infrastructure=infrastructure,
+                producer=self.bus.producer,
+            )
+        )

@@ -1,0 +1,123 @@
+"""`assay rejudge`: have a new or changed judge judge historic sealed runs, no agent rerun.
+
+The judge service keeps one durable consumer per judge id with deliver-all over
+``ArtifactsSealed``, so a judge started now back-fills every sealed run in the log.
+Rejudging is therefore: start that judge service in the foreground for the campaign
+(it records ``JudgeRegistered`` itself), and stop it once every
+run sealed in the campaign has a verdict (or a recorded failure) from it for each of its
+samples. The report then shows the new judge beside the old ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.service import Service
+from assay_schemas import ArtifactsSealed, JudgeSpec, JudgmentFailed, JudgmentRecorded
+
+from .context import ALL_CAMPAIGNS, CampaignScope
+from .service import build
+
+__all__ = ["JudgeBuilder", "RejudgeResult", "rejudge"]
+
+
+class JudgeBuilder(Protocol):
+    """Builds the judge service for a scope (`service.build`; tests pass a stand-in)."""
+
+    def __call__(
+        self, settings: Settings, judge: JudgeSpec, *, campaigns: CampaignScope
+    ) -> Service: ...
+
+
+class RejudgeResult(NamedTuple):
+    """How far the judge got."""
+
+    judge_id: str
+    campaigns: list[str]
+    n_sealed: int
+    n_done: int
+    """Sealed runs with a verdict or a recorded failure for every sample."""
+    n_failed: int
+    """Judgments recorded as JudgmentFailed."""
+    complete: bool
+
+
+async def _sealed(bus: Bus, campaign: str | None) -> dict[str, str]:
+    """run_id → campaign of every sealed run now in the log."""
+    subject = bus.subjects.event("ArtifactsSealed", campaign or "*", "*")
+    return {
+        item.event.run_id or "": item.event.campaign_id
+        async for item in bus.replay(subject=subject)
+        if isinstance(item.event, ArtifactsSealed)
+    }
+
+
+class _Progress:
+    """Verdicts of one judge, read incrementally from the log."""
+
+    def __init__(self, bus: Bus, judge_id: str, campaign: str | None) -> None:
+        self.bus, self.judge_id = bus, judge_id
+        self.cursors = {
+            t: 1 for t in (JudgmentRecorded.__name__, JudgmentFailed.__name__)
+        }  # event type → next sequence to read
+        self.campaign = campaign or "*"
+        self.samples: dict[str, set[int]] = {}
+        self.failed = 0
+
+    async def poll(self) -> None:
+        for kind, start in self.cursors.items():
+            subject = self.bus.subjects.event(kind, self.campaign, "*")
+            async for item in self.bus.replay(start=start, subject=subject):
+                self.cursors[kind] = item.sequence + 1
+                e = item.event
+                if isinstance(e, JudgmentRecorded | JudgmentFailed) and e.judge_id == self.judge_id:
+                    self.samples.setdefault(e.run_id or "", set()).add(e.sample)
+                    self.failed += isinstance(e, JudgmentFailed)
+
+    def done(self, runs: dict[str, str], samples: int) -> int:
+        return sum(1 for r in runs if len(self.samples.get(r, ())) >= samples)
+
+
+async def rejudge(
+    settings: Settings,
+    judge: JudgeSpec,
+    *,
+    campaign: str | None = None,
+    build_judge: JudgeBuilder = build,
+    timeout_s: float | None = None,
+    poll_s: float = 1.0,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> RejudgeResult:
+    """Run ``judge`` over every sealed run of ``campaign`` (all campaigns when None).
+
+    The judge service registers the judge (JudgeRegistered) for the campaign itself.
+    A changed judge needs a new judge id: verdicts already on the log under an id count
+    as done, and that id's durable consumer has already delivered the old runs.
+    """
+    async with Bus(settings, service="rejudge") as bus:
+        runs = await _sealed(bus, campaign)
+        campaigns = sorted({campaign} if campaign else set(runs.values()))
+        service = build_judge(settings, judge, campaigns={campaign} if campaign else ALL_CAMPAIGNS)
+        progress = _Progress(bus, judge.judge_id, campaign)
+        await service.start()
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout_s is None else loop.time() + timeout_s
+        try:
+            while True:
+                await progress.poll()
+                done = progress.done(runs, judge.sampling_times)
+                if on_progress is not None:
+                    on_progress(done, len(runs))
+                if done >= len(runs) or (deadline is not None and loop.time() > deadline):
+                    break
+                await asyncio.sleep(poll_s)
+        finally:
+            await service.stop()
+    return RejudgeResult(
+        judge_id=judge.judge_id, campaigns=campaigns, n_sealed=len(runs), n_done=done,
+        n_failed=progress.failed, complete=done >= len(runs),
+    )  # fmt: skip

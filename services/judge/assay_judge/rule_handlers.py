@@ -1,0 +1,144 @@
+"""The rule judge's handler: deterministic checks on every sealed run, recorded as judge `rules`."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+from dataclasses import dataclass
+
+from assay.bus import Bus, Delivery
+from assay.store import BlobStore
+from assay_schemas import (
+    AgentStepLogged,
+    ArtifactsSealed,
+    FileRef,
+    JudgeRegistered,
+    JudgeSpec,
+    JudgmentRecorded,
+    Task,
+    new_event,
+)
+
+from .context import ALL_CAMPAIGNS, CampaignScope, LogReader, samples_done
+from .files import normalize_path
+from .handlers import JURY_TOKEN, spec_hash
+from .rules import RuleVerdict, evaluate
+
+__all__ = ["RULES_ID", "RULES_SPEC", "RulesService"]
+
+RULES_ID = "rules"
+
+RULES_SPEC = JudgeSpec(judge_id=RULES_ID, model="rules-v1", family="rules", provider="openai")
+"""How the rule judge registers: no model is ever called."""
+
+_FETCH_CAP = 5_000_000
+"""Produced files larger than this are not scanned for claims or injections."""
+
+
+def _wanted(ref: FileRef, task: Task, produced: bool) -> bool:
+    """Files whose bytes the rules need: produced text-like files, and reference targets."""
+    targets = any(
+        fnmatch.fnmatchcase(ref.path, normalize_path(c.path)) for c in task.reference_checks
+    )
+    scan = (
+        produced and ref.size <= _FETCH_CAP and not ref.media_type.startswith(("image/", "video/"))
+    )
+    return targets or scan
+
+
+@dataclass(kw_only=True)
+class RulesService:
+    """The deterministic rule judge over every sealed run in its scope (default: all)."""
+
+    bus: Bus
+    store: BlobStore
+    campaigns: CampaignScope = None
+    """None or ALL_CAMPAIGNS: every campaign; a set: only those."""
+
+    def __post_init__(self) -> None:
+        self.reader = LogReader(bus=self.bus)
+
+    def accepts(self, campaign_id: str) -> bool:
+        """Whether runs of this campaign are checked."""
+        return self.campaigns in (None, ALL_CAMPAIGNS) or campaign_id in (self.campaigns or ())
+
+    async def start(self) -> None:
+        """Connect, announce the rule judge (JudgeRegistered), then start consuming."""
+        await self.bus.connect()
+        await self.register()
+        await self.bus.start()
+
+    async def stop(self) -> None:
+        """Stop consuming."""
+        await self.bus.stop()
+
+    async def register(self) -> None:
+        """Publish the rule judge's JudgeRegistered."""
+        await self.bus.publish(
+            new_event(
+                JudgeRegistered,
+                key=(RULES_ID, spec_hash(RULES_SPEC), JURY_TOKEN),
+                campaign_id=JURY_TOKEN,
+                judge=RULES_SPEC,
+                producer=self.bus.producer,
+            )
+        )
+
+    async def on_sealed(self, event: ArtifactsSealed, delivery: Delivery) -> None:
+        """Check one sealed run and record the result (once)."""
+        if event.outcome == "failed" or not self.accepts(event.campaign_id):
+            return
+        campaign = await self.reader.campaign(event.campaign_id)
+        ctx = await self.reader.context(event, campaign)
+        if 0 in samples_done(ctx.history, RULES_ID):
+            return
+        attached = {(a.path, a.sha256) for a in ctx.task.attachments}
+        contents: dict[str, bytes] = {}
+        for ref in event.files:
+            if _wanted(ref, ctx.task, (ref.path, ref.sha256) not in attached):
+                contents[ref.path] = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
+        steps = [e for e in ctx.history if isinstance(e, AgentStepLogged)]
+        verdict = evaluate(
+            task=ctx.task,
+            files=event.files,
+            contents=contents,
+            final_message=event.final_message,
+            steps=list({s.step: s for s in steps}.values()),
+        )
+        await self._record(event, ctx.task, ctx.rubric.rubric_id, ctx.rubric.version, verdict)
+
+    async def _record(
+        self,
+        sealed: ArtifactsSealed,
+        task: Task,
+        rubric_id: str,
+        version: int,
+        verdict: RuleVerdict,
+    ) -> None:
+        failed = [c for c in verdict.checks if not c.passed]
+        rationale = (
+            "; ".join(f"{c.name}: {c.detail}" for c in failed)
+            if failed
+            else f"all {len(verdict.checks)} checks passed"
+        )
+        await self.bus.publish(
+            new_event(
+                JudgmentRecorded,
+                key=(sealed.run_id, RULES_ID, 0),
+                campaign_id=sealed.campaign_id,
+                run_id=sealed.run_id,
+                task_id=sealed.task_id or task.task_id,
+                causation_id=sealed.event_id,
+                judge_id=RULES_ID,
+                judge_family=RULES_SPEC.family,
+                judge_model=RULES_SPEC.model,
+                sample=0,
+                rubric_id=rubric_id,
+                rubric_version=version,
+                failure_tags=verdict.failure_tags,
+                rationale=rationale,
+                files_opened=verdict.files_read,
+                checks=verdict.checks,
+                producer=self.bus.producer,
+            )
+        )

@@ -1,0 +1,179 @@
+"""One agent run: model turn → tools → AgentStepLogged, until a stop condition."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from opentelemetry import trace
+
+from assay.bus import Bus
+from assay.providers import GenerationParams, Message, ModelProvider, PriceTable, cost
+from assay.telemetry import meter, tracer
+from assay_schemas import (
+    AgentFinished,
+    AgentStepLogged,
+    RunRequested,
+    SandboxReady,
+    StopReason,
+    ToolCallRecord,
+    Usage,
+    new_event,
+)
+
+from .conversation import rebuild
+from .tools import TOOLS, ToolBox
+
+__all__ = ["AgentRun"]
+
+TOKENS = meter("assay.runner").create_counter(
+    "assay.tokens", unit="{token}", description="Model tokens used by agents"
+)
+COST = meter("assay.runner").create_counter(
+    "assay.cost", unit="USD", description="Model cost of agent steps"
+)
+
+
+@dataclass(kw_only=True)
+class AgentRun:
+    """Drives one run to its end, resuming after the steps already logged."""
+
+    bus: Bus
+    request: RunRequested
+    ready: SandboxReady
+    provider: ModelProvider
+    tools: ToolBox
+    prices: PriceTable
+
+    def _params(self) -> GenerationParams:
+        p = self.request.agent.params
+        return GenerationParams(
+            max_tokens=int(p.get("max_tokens", 4096)),
+            temperature=float(p["temperature"]) if "temperature" in p else None,
+            seed=int(p["seed"]) if "seed" in p else None,
+        )
+
+    def _stop_reason(self, steps: Sequence[AgentStepLogged]) -> StopReason | None:
+        limits = self.request.limits
+        usage = sum((s.usage for s in steps), Usage())
+        spent = sum(s.cost_usd for s in steps)
+        elapsed = (datetime.now(UTC) - self.ready.occurred_at).total_seconds()
+        if len(steps) >= limits.max_steps:
+            return "max_steps"
+        if usage.input_tokens + usage.output_tokens >= limits.max_tokens:
+            return "max_tokens"
+        if spent >= limits.cost_budget_usd > 0:
+            return "cost_budget"
+        if elapsed >= limits.wall_clock_s:
+            return "wall_clock"
+        return None
+
+    async def run(self, steps: list[AgentStepLogged]) -> AgentFinished:
+        """Continue from `steps` (possibly empty) and publish the rest of the run."""
+        messages = rebuild(self.request, steps)
+        submitted = _submitted(steps)
+        stop: StopReason | None = "submitted" if submitted is not None else None
+        final = submitted or ""
+        while stop is None and (stop := self._stop_reason(steps)) is None:
+            step, answer = await self._step(len(steps), messages)
+            steps.append(step)
+            messages = rebuild(self.request, steps)
+            if answer is not None:
+                stop, final = "submitted", answer
+            elif not step.tool_calls:
+                stop, final = "model_stopped", step.model_output
+        if not final and steps:
+            final = steps[-1].model_output
+        return await self._finish(stop, final, steps)
+
+    async def _step(
+        self, index: int, messages: list[Message]
+    ) -> tuple[AgentStepLogged, str | None]:
+        agent = self.request.agent
+        with tracer("assay.runner").start_as_current_span(f"chat {agent.model}") as span:
+            span.set_attribute("gen_ai.operation.name", "chat")
+            span.set_attribute("gen_ai.system", agent.provider)
+            span.set_attribute("gen_ai.request.model", agent.model)
+            started = time.perf_counter()
+            completion = await self.provider.complete(messages, TOOLS, self._params())
+            span.set_attribute("gen_ai.response.model", completion.model)
+            span.set_attribute("gen_ai.usage.input_tokens", completion.usage.input_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", completion.usage.output_tokens)
+        results = []
+        answer: str | None = None
+        for call in completion.tool_calls:
+            with tracer("assay.runner").start_as_current_span(f"execute_tool {call.name}") as span:
+                span.set_attribute("gen_ai.operation.name", "execute_tool")
+                span.set_attribute("gen_ai.tool.name", call.name)
+                outcome = await self.tools.run(call)
+                if outcome.record.is_error:
+                    span.set_status(
+                        trace.Status(trace.StatusCode.ERROR, outcome.record.output[:200])
+                    )
+            results.append(outcome.record)
+            if outcome.submitted is not None and answer is None:
+                answer = outcome.submitted
+        usage = completion.usage
+        step = new_event(
+            AgentStepLogged,
+            key=(self.request.run_id, index),
+            campaign_id=self.request.campaign_id,
+            run_id=self.request.run_id,
+            task_id=self.request.task_id,
+            causation_id=self.ready.event_id,
+            step=index,
+            model_output=completion.text or "",
+            tool_calls=[
+                ToolCallRecord(call_id=c.id, name=c.name, arguments=c.arguments)
+                for c in completion.tool_calls
+            ],
+            tool_results=results,
+            usage=usage,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            cost_usd=cost(completion.usage, agent.model, self.prices),
+            producer=self.bus.producer,
+        )
+        await self.bus.publish(step)
+        labels = {"gen_ai.request.model": agent.model, "assay.agent_id": agent.agent_id}
+        TOKENS.add(usage.input_tokens, {**labels, "gen_ai.token.type": "input"})
+        TOKENS.add(usage.output_tokens, {**labels, "gen_ai.token.type": "output"})
+        COST.add(step.cost_usd, labels)
+        return step, answer
+
+    async def _finish(
+        self, stop: StopReason, final: str, steps: Sequence[AgentStepLogged]
+    ) -> AgentFinished:
+        finished = new_event(
+            AgentFinished,
+            key=(self.request.run_id,),
+            campaign_id=self.request.campaign_id,
+            run_id=self.request.run_id,
+            task_id=self.request.task_id,
+            causation_id=self.ready.event_id,
+            stop_reason=stop,
+            final_message=final,
+            steps=len(steps),
+            usage=sum((s.usage for s in steps), Usage()),
+            cost_usd=sum(s.cost_usd for s in steps),
+            duration_s=(datetime.now(UTC) - self.ready.occurred_at).total_seconds(),
+            producer=self.bus.producer,
+        )
+        await self.bus.publish(finished)
+        return finished
+
+
+def _submitted(steps: Sequence[AgentStepLogged]) -> str | None:
+    """The answer of a `submit` call already logged (a crash after submitting)."""
+    for step in steps:
+        for call in step.tool_calls:
+            if call.name == "submit":
+                result = next((r for r in step.tool_results if r.call_id == call.call_id), None)
+                if result is not None and not result.is_error:
+                    try:
+                        return str(json.loads(call.arguments).get("answer", ""))
+                    except (ValueError, AttributeError):
+                        return ""
+    return None

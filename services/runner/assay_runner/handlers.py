@@ -1,0 +1,180 @@
+"""Runner: schedule runs from campaigns and tasks; drive each run's agent in its sandbox."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+
+from assay.bus import Bus, Delivery
+from assay.providers import DEFAULT_PRICES, ModelProvider, PriceTable, ProviderError, provider_for
+from assay.sandbox_client import SandboxClient, SandboxGone
+from assay.store import BlobStore
+from assay.telemetry import meter, tracer
+from assay_schemas import (
+    AgentFinished,
+    AgentSpec,
+    AgentStepLogged,
+    CampaignSpec,
+    CampaignStarted,
+    Event,
+    RunFailed,
+    RunRequested,
+    SandboxReady,
+    TaskSubmitted,
+    new_event,
+)
+
+from .agent import AgentRun
+from .scheduler import plan_runs
+from .tools import ToolBox
+from .web import OfflineWeb, WebProvider
+
+__all__ = ["ProviderFactory", "RunnerService"]
+
+log = logging.getLogger("assay.runner")
+
+RUNS_IN_FLIGHT = meter("assay.runner").create_up_down_counter(
+    "assay.runs.in_flight", description="Agent runs being driven by this runner"
+)
+
+ProviderFactory = Callable[[AgentSpec], ModelProvider]
+
+
+@dataclass(kw_only=True)
+class RunnerService:
+    """Turns campaigns and tasks into runs, and runs into logged agent steps."""
+
+    bus: Bus
+    store: BlobStore
+    providers: ProviderFactory = provider_for
+    web: WebProvider = field(default_factory=OfflineWeb)
+    prices: PriceTable = field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    _providers: dict[str, ModelProvider] = field(default_factory=dict)
+
+    def model_provider(self, agent: AgentSpec) -> ModelProvider:
+        """One provider (one HTTP client) per agent spec, shared by all its runs."""
+        key = agent.model_dump_json()
+        if key not in self._providers:
+            self._providers[key] = self.providers(agent)
+        return self._providers[key]
+
+    async def start(self) -> None:
+        """Start consuming campaigns, tasks and ready sandboxes."""
+        await self.bus.start()
+
+    async def stop(self) -> None:
+        """Stop consuming, then close the providers' HTTP clients."""
+        await self.bus.stop()
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close every provider's HTTP client."""
+        for provider in self._providers.values():
+            await provider.aclose()
+        self._providers.clear()
+
+    # --- scheduling ---------------------------------------------------------------------
+
+    async def _campaign(self, campaign_id: str) -> CampaignSpec | None:
+        subject = self.bus.subjects.event("CampaignStarted", campaign_id, "-")
+        async for logged in self.bus.replay(subject=subject):
+            if isinstance(logged.event, CampaignStarted):
+                return logged.event.campaign
+        return None
+
+    async def _schedule(self, campaign: CampaignSpec, task_event: TaskSubmitted) -> None:
+        task_span = trace.get_current_span().get_span_context()
+        for run in plan_runs(
+            campaign, task_event.task, producer=self.bus.producer, cause=task_event.event_id
+        ):
+            if await self.bus.has_event(self.bus.subjects.of(run)):
+                continue  # scheduled before (a redelivery, or the campaign/task race)
+            # One trace per run: a new root, linked to the task that caused it.
+            links = [trace.Link(task_span)] if task_span.is_valid else []
+            with tracer("assay.runner").start_as_current_span(
+                f"run {run.run_id}", context=Context(), links=links
+            ) as span:
+                span.set_attribute("assay.run_id", run.run_id or "")
+                span.set_attribute("assay.agent_id", run.agent.agent_id)
+                await self.bus.publish(run)
+
+    async def on_task_submitted(self, event: TaskSubmitted, delivery: Delivery) -> None:
+        """Schedule a task's runs (a task published before its campaign waits for it)."""
+        campaign = await self._campaign(event.campaign_id)
+        if campaign is not None:
+            await self._schedule(campaign, event)
+
+    async def on_campaign_started(self, event: CampaignStarted, delivery: Delivery) -> None:
+        """Schedule tasks that arrived before the campaign was declared."""
+        subject = self.bus.subjects.event("TaskSubmitted", event.campaign_id, "-")
+        async for logged in self.bus.replay(subject=subject):
+            if isinstance(logged.event, TaskSubmitted):
+                await self._schedule(event.campaign, logged.event)
+
+    # --- running ------------------------------------------------------------------------
+
+    async def on_sandbox_ready(self, event: SandboxReady, delivery: Delivery) -> None:
+        """Run (or resume) the agent of a run whose sandbox is ready."""
+        RUNS_IN_FLIGHT.add(1)
+        try:
+            await self._run(event)
+        finally:
+            RUNS_IN_FLIGHT.add(-1)
+
+    async def _run(self, event: SandboxReady) -> None:
+        assert event.run_id is not None
+        history = await self.bus.run_events(event.campaign_id, event.run_id)
+        if any(isinstance(e, AgentFinished | RunFailed) for e in history):
+            return
+        request = next(e for e in history if isinstance(e, RunRequested))
+        steps = sorted((e for e in history if isinstance(e, AgentStepLogged)), key=lambda s: s.step)
+        steps = list({s.step: s for s in steps}.values())
+        if steps:
+            log.info("run %s: resuming after step %d", event.run_id, steps[-1].step)
+        try:
+            provider = self.model_provider(request.agent)
+            sandbox = SandboxClient(
+                bus=self.bus, instance=event.instance, sandbox_id=event.sandbox_id
+            )
+            tools = ToolBox(sandbox=sandbox, web=self.web, store=self.store, limits=request.limits)
+            agent_run = AgentRun(
+                bus=self.bus,
+                request=request,
+                ready=event,
+                provider=provider,
+                tools=tools,
+                prices={**self.prices, **request.prices},
+            )
+            await agent_run.run(steps)
+        except SandboxGone as e:
+            await self._fail(
+                request, event, "agent", f"sandbox disappeared: {e}", infrastructure=True
+            )
+        except ProviderError as e:
+            await self._fail(
+                request, event, "agent", f"{type(e).__name__}: {e}", infrastructure=True
+            )
+
+    async def _fail(
+        self, request: RunRequested, cause: Event, stage: str, error: str, *, infrastructure: bool
+    ) -> None:
+        log.warning("run %s failed at %s: %s", request.run_id, stage, error)
+        await self.bus.publish(
+            new_event(
+                RunFailed,
+                key=(request.run_id, stage),
+                campaign_id=request.campaign_id,
+                run_id=request.run_id,
+                task_id=request.task_id,
+                causation_id=cause.event_id,
+                stage=stage,
+                error=error,
+                infrastructure=infrastructure,
+                producer=self.bus.producer,
+            )
+        )

@@ -1,0 +1,1 @@
+"""The sandbox-manager: creates sandboxes, serves their exec RPC, seals what runs leave behind."""

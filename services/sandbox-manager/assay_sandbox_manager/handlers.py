@@ -1,0 +1,342 @@
+"""Sandbox manager: RunRequested → sandbox; commands over NATS; run ended → seal, destroy."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, TypeVar
+
+from pydantic import TypeAdapter, ValidationError
+
+from assay.bus import Bus, Delivery
+from assay.store import BlobStore
+from assay_schemas import (
+    AgentFinished,
+    ArtifactsSealed,
+    Event,
+    Exclusion,
+    ExecCommand,
+    ExecOutcome,
+    FileRef,
+    ListedFile,
+    ListFiles,
+    ReadFile,
+    RunFailed,
+    RunRequested,
+    SandboxCommand,
+    SandboxReady,
+    SandboxReply,
+    SandboxSpec,
+    WriteFile,
+    b64,
+    new_event,
+    unb64,
+)
+
+from .backends import (
+    SandboxBackend,
+    SandboxExists,
+    SandboxLimitExceeded,
+    SandboxNotFound,
+    SandboxPathError,
+)
+from .runtime import recipe_hash
+from .seal import seal_snapshot
+
+__all__ = ["SandboxService"]
+
+log = logging.getLogger("assay.sandbox_manager")
+
+T = TypeVar("T")
+
+_COMMAND: TypeAdapter[ExecCommand | ReadFile | WriteFile | ListFiles] = TypeAdapter(SandboxCommand)
+
+
+@dataclass(kw_only=True)
+class SandboxService:
+    """Owns the sandboxes of one instance; every effect is idempotent under redelivery."""
+
+    bus: Bus
+    store: BlobStore
+    backends: dict[str, SandboxBackend]
+    instance: str
+    destroyed: set[str] = field(default_factory=set)
+    _owned: dict[str, str] = field(default_factory=dict)
+    """sandbox id -> backend name, for sandboxes this instance holds."""
+    _threads: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=64, thread_name_prefix="sandbox")
+    )
+    """Backend calls block (processes, dockerd, disk). Long agent commands must not starve
+    sandbox creation, sealing, or the rest of the process of threads, so they get their own
+    pool instead of asyncio's small default one."""
+
+    async def _blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._threads, partial(fn, *args))
+
+    def backend_for(self, spec: SandboxSpec) -> SandboxBackend:
+        """The backend a run's spec asks for."""
+        try:
+            return self.backends[spec.backend]
+        except KeyError as e:
+            raise RuntimeError(
+                f"sandbox backend {spec.backend!r} is not enabled on instance {self.instance}"
+            ) from e
+
+    # --- events -------------------------------------------------------------------------
+
+    async def on_run_requested(self, event: RunRequested, delivery: Delivery) -> None:
+        """Create the run's sandbox, copy the attachments in, announce SandboxReady."""
+        assert event.run_id is not None
+        history = await self.bus.run_events(event.campaign_id, event.run_id)
+        kinds = {e.event_type for e in history}
+        if kinds & {"SandboxReady", "ArtifactsSealed", "AgentFinished", "RunFailed"}:
+            return  # already done (redelivery, or another instance won)
+        backend = self.backend_for(event.sandbox)
+        sandbox_id = event.run_id
+        labels = {
+            "assay.campaign": event.campaign_id,
+            "assay.run": event.run_id,
+            "assay.task": event.task.task_id,
+            "assay.instance": self.instance,
+        }
+        try:
+            try:
+                await self._blocking(backend.create, event.sandbox, sandbox_id, labels)
+            except SandboxExists:  # half-made before a crash: start it over
+                await self._blocking(backend.destroy, sandbox_id)
+                await self._blocking(backend.create, event.sandbox, sandbox_id, labels)
+            self._owned[sandbox_id] = backend.name
+            for ref in event.task.attachments:
+                data = await self._blocking(self.store.get_bytes, ref.sha256)
+                await self._blocking(backend.write_file, sandbox_id, ref.path, data)
+        except Exception as e:
+            log.exception("sandbox for run %s failed", event.run_id)
+            await self._destroy(sandbox_id)
+            await self.bus.publish(
+                new_event(
+                    RunFailed,
+                    key=(event.run_id, "sandbox"),
+                    campaign_id=event.campaign_id,
+                    run_id=event.run_id,
+                    task_id=event.task_id,
+                    causation_id=event.event_id,
+                    stage="sandbox",
+                    error=f"{type(e).__name__}: {e}",
+                    infrastructure=True,
+                    producer=self.bus.producer,
+                )
+            )
+            return
+        await self.bus.publish(
+            new_event(
+                SandboxReady,
+                key=(event.run_id,),
+                campaign_id=event.campaign_id,
+                run_id=event.run_id,
+                task_id=event.task_id,
+                causation_id=event.event_id,
+                sandbox_id=sandbox_id,
+                backend=backend.name,
+                instance=self.instance,
+                image_digest=runtime_digest(backend.name, event.sandbox),
+                workspace=list(event.task.attachments),
+                producer=self.bus.producer,
+            )
+        )
+
+    async def on_run_ended(self, event: Event, delivery: Delivery) -> None:
+        """Seal what the run left (AgentFinished or RunFailed), then destroy its sandbox."""
+        assert isinstance(event, AgentFinished | RunFailed) and event.run_id is not None
+        history = await self.bus.run_events(event.campaign_id, event.run_id)
+        ready = next((e for e in history if isinstance(e, SandboxReady)), None)
+        if ready is None or ready.instance != self.instance:
+            return  # not ours (or never created): the owner seals it
+        if any(isinstance(e, ArtifactsSealed) for e in history):
+            await self._destroy(ready.sandbox_id)
+            return
+        request = next((e for e in history if isinstance(e, RunRequested)), None)
+        assert request is not None, f"run {event.run_id} has SandboxReady but no RunRequested"
+        await self.seal(request, ready, event)
+
+    async def seal(self, request: RunRequested, ready: SandboxReady, ended: Event) -> None:
+        """Snapshot, store and announce the run's files; then destroy the sandbox."""
+        backend = self.backend_for(request.sandbox)
+        final = ended.final_message if isinstance(ended, AgentFinished) else ""
+        try:
+            snapshot = await self._blocking(backend.snapshot, ready.sandbox_id)
+        except SandboxNotFound:
+            files: list[FileRef] = []
+            excluded = [_lost()]
+        else:
+            files, excluded = await self._blocking(
+                seal_snapshot, snapshot, self.store, request.sandbox
+            )
+        await self.bus.publish(
+            new_event(
+                ArtifactsSealed,
+                key=(request.run_id,),
+                campaign_id=request.campaign_id,
+                run_id=request.run_id,
+                task_id=request.task_id,
+                causation_id=ended.event_id,
+                files=files,
+                excluded=excluded,
+                final_message=final,
+                agent_id=request.agent.agent_id,
+                epoch=request.epoch,
+                sandbox_id=ready.sandbox_id,
+                outcome="finished" if isinstance(ended, AgentFinished) else "failed",
+                producer=self.bus.producer,
+            )
+        )
+        await self._destroy(ready.sandbox_id)
+
+    async def _destroy(self, sandbox_id: str) -> None:
+        name = self._owned.pop(sandbox_id, None)
+        targets = [self.backends[name]] if name else list(self.backends.values())
+        for backend in targets:
+            try:
+                await self._blocking(backend.destroy, sandbox_id)
+            except SandboxNotFound:
+                continue
+        self.destroyed.add(sandbox_id)
+
+    # --- restart ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect, reconcile leftovers from a previous life, then start consuming."""
+        await self.bus.connect()
+        await self.reconcile()
+        await self.bus.start()
+
+    async def stop(self) -> None:
+        """Stop consuming and serving commands; live sandboxes stay for the next life."""
+        await self.bus.stop()
+
+    async def reconcile(self) -> int:
+        """On start: seal sandboxes of finished runs, destroy orphans; keep live runs.
+
+        Returns how many sandboxes were sealed or destroyed.
+        """
+        changed = 0
+        for backend in self.backends.values():
+            for info in await self._blocking(backend.list_live):
+                if info.labels.get("assay.instance", self.instance) != self.instance:
+                    continue
+                campaign, run = info.labels.get("assay.campaign"), info.labels.get("assay.run")
+                history = await self.bus.run_events(campaign, run) if campaign and run else []
+                request = next((e for e in history if isinstance(e, RunRequested)), None)
+                ready = next((e for e in history if isinstance(e, SandboxReady)), None)
+                ended = next((e for e in history if isinstance(e, AgentFinished | RunFailed)), None)
+                sealed = any(isinstance(e, ArtifactsSealed) for e in history)
+                if (
+                    request
+                    and ready
+                    and ended
+                    and not sealed
+                    and ready.sandbox_id == info.sandbox_id
+                ):
+                    self._owned[info.sandbox_id] = backend.name
+                    await self.seal(request, ready, ended)
+                elif request and ready and not ended and ready.sandbox_id == info.sandbox_id:
+                    self._owned[info.sandbox_id] = (
+                        backend.name
+                    )  # still running: the runner resumes it
+                    continue
+                else:
+                    await self._blocking(backend.destroy, info.sandbox_id)
+                    self.destroyed.add(info.sandbox_id)
+                changed += 1
+        return changed
+
+    # --- commands -----------------------------------------------------------------------
+
+    async def handle_command(self, body: bytes) -> bytes:
+        """Answer one sandbox command; every failure is a reply, never a crash."""
+        try:
+            command = _COMMAND.validate_json(body)
+        except ValidationError as e:
+            return _error("internal", f"malformed sandbox command: {e}")
+        sid = command.sandbox_id
+        if sid not in self._owned:
+            kind = "destroyed" if sid in self.destroyed else "not_found"
+            return _error(
+                kind,
+                f"sandbox {sid}: {'destroyed' if kind == 'destroyed' else 'unknown'} on instance {self.instance}",
+            )
+        backend = self.backends[self._owned[sid]]
+        try:
+            reply = await self._blocking(_run_command, backend, command)
+        except SandboxNotFound as e:
+            self._owned.pop(sid, None)
+            return _error("not_found", str(e))
+        except SandboxPathError as e:
+            return _error("path", str(e))
+        except SandboxLimitExceeded as e:
+            return _error("limit", str(e))
+        except Exception as e:
+            log.exception("sandbox command failed")
+            return _error("internal", f"sandbox {sid}: {type(e).__name__}: {e}")
+        return reply.model_dump_json().encode()
+
+
+def _run_command(
+    backend: SandboxBackend, command: ExecCommand | ReadFile | WriteFile | ListFiles
+) -> SandboxReply:
+    sid = command.sandbox_id
+    if isinstance(command, ExecCommand):
+        r = backend.exec(
+            sid,
+            command.command,
+            timeout_s=command.timeout_s,
+            stdin=unb64(command.stdin_b64) if command.stdin_b64 else None,
+            env=command.env or None,
+            cwd=command.cwd,
+        )
+        outcome = ExecOutcome(
+            exit_code=r.exit_code,
+            stdout_b64=b64(r.stdout),
+            stderr_b64=b64(r.stderr),
+            timed_out=r.timed_out,
+            truncated=r.stdout_truncated or r.stderr_truncated,
+            limit=r.limit,
+            duration_ms=r.duration_ms,
+        )
+        return SandboxReply(ok=True, exec=outcome)
+    if isinstance(command, ReadFile):
+        return SandboxReply(ok=True, data_b64=b64(backend.read_file(sid, command.path)))
+    if isinstance(command, WriteFile):
+        backend.write_file(sid, command.path, unb64(command.data_b64))
+        return SandboxReply(ok=True)
+    entries = backend.list_files(sid)
+    return SandboxReply(
+        ok=True,
+        files=[
+            ListedFile(
+                path=e.path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"),
+                kind=e.kind,
+                size=e.size,
+            )
+            for e in entries
+        ],
+    )
+
+
+def _error(kind: str, message: str) -> bytes:
+    reply = SandboxReply.model_validate({"ok": False, "error_kind": kind, "error": message})
+    return reply.model_dump_json().encode()
+
+
+def _lost() -> Exclusion:
+    return Exclusion(
+        path="/workspace", reason="sandbox lost before sealing (nothing could be read)"
+    )
+
+
+def runtime_digest(backend: str, spec: SandboxSpec) -> str:
+    """Which runtime the sandbox runs: the rootfs recipe hash (both backends import it)."""
+    return f"{backend}:rootfs-{recipe_hash()}"
