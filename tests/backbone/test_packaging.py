@@ -36,9 +36,7 @@ LOCAL_DEPS = {
 
 
 def _python(code: str, python: str = sys.executable) -> str:
-    out = subprocess.run(
-        [python, "-c", code], capture_output=True, text=True, cwd="/", check=True
-    )
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd="/", check=True)
     return out.stdout.strip()
 
 
