@@ -23,6 +23,7 @@ from assay.store import LocalBlobStore
 from assay_judge.files import CountingStore
 from assay_judge.service import build, build_rules
 from assay_schemas import (
+    RULES_JUDGE_ID,
     AgentSpec,
     ArtifactsSealed,
     CampaignSpec,
@@ -163,7 +164,7 @@ async def _run(n: int, concurrency: int) -> list[Row]:
                 ("LLM judge (scripted, 0 latency)", build(settings, spec, store=store)),
                 ("rule judge", build_rules(settings, store=store, concurrency=concurrency)),
             ):
-                judge_id = "rules" if "rule" in label else spec.judge_id
+                judge_id = RULES_JUDGE_ID if "rule" in label else spec.judge_id
                 counter, done = await _count(settings, judge_id, n)
                 before = store.bytes_read
                 t0 = time.perf_counter()

@@ -36,6 +36,7 @@ from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import TaskDraft
 from assay_schemas import (
+    RULES_JUDGE_ID,
     AgentSpec,
     CampaignSpec,
     JudgeSpec,
@@ -53,7 +54,7 @@ KEY_ENV = "ASSAY_BENCH_SCRIPTED_KEY"
 AGENT_MODEL = "load-agent"
 JUDGE_MODEL = "load-judge"
 JUDGE_ID = "j"
-RULES_ID = "rules"
+RULES_ID = RULES_JUDGE_ID
 CAMPAIGN = "load"
 AGENTS = 10
 # (label, `assay serve` arguments); the judge's spec file is appended at start.

@@ -25,6 +25,7 @@ from nats.js import JetStreamContext
 from assay.bus import Subjects
 from assay.store import BlobStore
 from assay_schemas import (
+    RULES_JUDGE_ID,
     AgentFinished,
     AgentSpec,
     AgentStepLogged,
@@ -323,7 +324,7 @@ def _judgments(
         if not empty and rng.random() < 0.05:
             tags.append("claimed_file_missing")
         yield new_event(
-            JudgmentRecorded, key=(rid, "rules", 0), judge_id="rules", judge_family="rules",
+            JudgmentRecorded, key=(rid, RULES_JUDGE_ID, 0), judge_id=RULES_JUDGE_ID, judge_family="rules",
             judge_model="rules", sample=0, rubric_id="assay-default", rubric_version=1,
             failure_tags=tags, checks=checks, causation_id=cause, occurred_at=clock(), **env,
         )  # fmt: skip

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
-import tomllib
 from pathlib import Path
-from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from assay.bus import Bus
@@ -24,28 +20,15 @@ from assay_schemas import (
     describe_validation,
     load_rubric,
     new_event,
+    read_structured_file,
 )
 
 __all__ = ["load_campaign", "submit_campaign", "submit_tasks"]
 
 
-def _read(path: Path) -> Any:
-    text = path.read_text(encoding="utf-8")
-    if path.suffix in {".yaml", ".yml"}:
-        return yaml.safe_load(text)
-    if path.suffix == ".toml":
-        return tomllib.loads(text)
-    return json.loads(text)
-
-
 def load_campaign(path: Path) -> CampaignSpec:
     """Read and validate a campaign file; a `rubric:` string is a path to a rubric file."""
-    try:
-        data = _read(path)
-    except FileNotFoundError as e:
-        raise ConfigError(f"campaign file {path} not found") from e
-    except (yaml.YAMLError, tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
-        raise ConfigError(f"campaign file {path}: not valid: {e}") from e
+    data = read_structured_file(path, what="campaign file")
     if not isinstance(data, dict):
         raise ConfigError(f"campaign file {path}: expected a mapping at the top level")
     rubric = data.get("rubric")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from assay_schemas import (
+    RULES_JUDGE_ID,
     AgentFinished,
     AgentStepLogged,
     ArtifactsSealed,
@@ -46,7 +47,7 @@ class Progress:
             return
         run = event.run_id or ""
         if isinstance(event, CampaignStarted):
-            self.judges |= {j.judge_id for j in event.campaign.judges} | {"rules"}
+            self.judges |= {j.judge_id for j in event.campaign.judges} | {RULES_JUDGE_ID}
             self.samples.update({j.judge_id: j.sampling_times for j in event.campaign.judges})
             self.scripted = self.scripted or event.campaign.scripted
         elif isinstance(event, RunRequested):

@@ -6,6 +6,7 @@ next to this package (`assay schemas export`).
 
 from ._codec import UPCASTERS, current_version, parse_event, upcast
 from ._domain import (
+    RULES_JUDGE_ID,
     AgentSpec,
     CampaignSpec,
     FileExistsCheck,
@@ -65,6 +66,7 @@ from ._events import (
     run_id_for,
 )
 from ._export import SCHEMA_DIR, export_schemas, render_schemas
+from ._files import read_structured_file
 from ._ids import ID_PATTERN, Identifier, derive_id, safe_token
 from ._rpc import (
     ExecCommand,
@@ -85,6 +87,7 @@ __all__ = [
     "EVENT_TYPES",
     "ID_PATTERN",
     "NO_RUN",
+    "RULES_JUDGE_ID",
     "SCHEMA_DIR",
     "UPCASTERS",
     "AgentFinished",
@@ -156,6 +159,7 @@ __all__ = [
     "load_rubric",
     "new_event",
     "parse_event",
+    "read_structured_file",
     "render_schemas",
     "run_id_for",
     "safe_token",

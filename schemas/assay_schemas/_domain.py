@@ -10,6 +10,7 @@ from ._ids import Identifier
 from ._rubric import Rubric, default_rubric
 
 __all__ = [
+    "RULES_JUDGE_ID",
     "AgentSpec",
     "CampaignSpec",
     "FileExistsCheck",
@@ -27,6 +28,9 @@ __all__ = [
     "TextContainsCheck",
     "Usage",
 ]
+
+RULES_JUDGE_ID = "rules"
+"""The judge id of the deterministic rule judge; no campaign may name a judge so."""
 
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
@@ -248,8 +252,10 @@ class CampaignSpec(Frozen):
                 raise ValueError(
                     f"campaign {self.campaign_id}: duplicate {kind} ids {sorted(dupes)}"
                 )
-        if any(j.judge_id == "rules" for j in self.judges):
-            raise ValueError("judge id 'rules' is reserved for the deterministic rule judge")
+        if any(j.judge_id == RULES_JUDGE_ID for j in self.judges):
+            raise ValueError(
+                f"judge id {RULES_JUDGE_ID!r} is reserved for the deterministic rule judge"
+            )
         return self
 
     def agent(self, agent_id: str) -> AgentSpec:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import tomllib
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ._errors import InvalidInput, describe_validation
+from ._files import read_structured_file
 
 __all__ = ["ANCHOR", "Dimension", "FailureTag", "Rubric", "default_rubric", "load_rubric"]
 
@@ -180,19 +178,7 @@ def default_rubric() -> Rubric:
 
 def load_rubric(path: Path) -> Rubric:
     """Load a rubric from YAML, TOML or JSON; errors name the file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InvalidInput(f"rubric file {path}: cannot read ({e})") from e
-    try:
-        if path.suffix in {".yaml", ".yml"}:
-            data = yaml.safe_load(text)
-        elif path.suffix == ".toml":
-            data = tomllib.loads(text)
-        else:
-            data = json.loads(text)
-    except (yaml.YAMLError, tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
-        raise InvalidInput(f"rubric file {path}: not valid {path.suffix.lstrip('.')}: {e}") from e
+    data = read_structured_file(path, what="rubric file", error=InvalidInput)
     try:
         return Rubric.model_validate(data)
     except ValidationError as e:

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from assay_schemas import TaskInputError, safe_token
+from assay_schemas import TaskInputError, read_structured_file, safe_token
 
 from ._draft import AttachmentSource, TaskDraft, check_attachment, check_unique
 
@@ -24,16 +21,7 @@ def _read_meta(folder: Path) -> dict[str, Any]:
         path = folder / name
         if not path.exists():
             continue
-        text = path.read_text(encoding="utf-8")
-        try:
-            if name.endswith(".toml"):
-                data: Any = tomllib.loads(text)
-            elif name.endswith(".json"):
-                data = json.loads(text)
-            else:
-                data = yaml.safe_load(text)
-        except (yaml.YAMLError, tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
-            raise TaskInputError(f"task folder {folder.name}: {name} is not valid: {e}") from e
+        data = read_structured_file(path, what=f"task folder {folder.name}:", error=TaskInputError)
         if not isinstance(data, dict):
             raise TaskInputError(f"task folder {folder.name}: {name} must be a mapping")
         return data

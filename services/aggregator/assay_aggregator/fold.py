@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from assay_schemas import (
+    RULES_JUDGE_ID,
     AgentFinished,
     AgentStepLogged,
     ArtifactsSealed,
@@ -41,7 +42,7 @@ from .state import (
 
 __all__ = ["RULES_JUDGE", "apply", "fold"]
 
-RULES_JUDGE = "rules"
+RULES_JUDGE = RULES_JUDGE_ID
 """Judge id of the deterministic rule judge (tags and checks, no scores)."""
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from assay.bus import Bus, Delivery
 from assay.store import BlobStore
 from assay_schemas import (
+    RULES_JUDGE_ID,
     AgentStepLogged,
     ArtifactsSealed,
     FileRef,
@@ -26,7 +27,7 @@ from .rules import RuleVerdict, evaluate
 
 __all__ = ["RULES_ID", "RULES_SPEC", "RulesService"]
 
-RULES_ID = "rules"
+RULES_ID = RULES_JUDGE_ID
 
 RULES_SPEC = JudgeSpec(judge_id=RULES_ID, model="rules-v1", family="rules", provider="openai")
 """How the rule judge registers: no model is ever called."""
