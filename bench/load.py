@@ -46,6 +46,8 @@ from assay_schemas import (
     SandboxSpec,
 )
 
+from .procs import Memory, cpu_s, memory
+from .procs import self_cpu as own_cpu
 from .table import Row, percentile
 
 __all__ = ["bench_load"]
@@ -86,39 +88,6 @@ STAGES = (
 class _Proc(NamedTuple):
     label: str
     proc: asyncio.subprocess.Process
-
-
-class _Mem(NamedTuple):
-    rss_mb: float
-    hwm_mb: float
-
-
-def _memory(pid: int) -> _Mem | None:
-    """VmRSS and VmHWM (peak RSS) of one process, in MiB."""
-    try:
-        text = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return None
-    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-    rss, hwm = (float(fields.get(k, "0 kB").split()[0]) / 1024 for k in ("VmRSS", "VmHWM"))
-    return _Mem(rss, hwm)
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process and its waited-for children (bwrap execs)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat.rsplit(")", 1)[1].split()
-    ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def _self_cpu() -> float:
-    """CPU seconds of this process (the scripted model server's thread included)."""
-    t = os.times()
-    return t.user + t.system
 
 
 def _env(settings: Settings, instance: str) -> dict[str, str]:
@@ -220,7 +189,7 @@ class _Watch:
         self.max_ack_pending: dict[str, int] = defaultdict(int)
         self.rss_at: dict[str, dict[str, float]] = {}
         """RSS of each process when a quarter of the runs were judged, and at the end."""
-        self.cpu_at_start = {p.label: _cpu_s(p.proc.pid) for p in procs}
+        self.cpu_at_start = {p.label: cpu_s(p.proc.pid) for p in procs}
 
     def on_verdict(self, data: bytes) -> None:
         try:
@@ -254,7 +223,7 @@ class _Watch:
     def _rss(self) -> dict[str, float]:
         out = {}
         for p in self.procs:
-            mem = _memory(p.proc.pid)
+            mem = memory(p.proc.pid)
             out[p.label] = mem.rss_mb if mem else float("nan")
         return out
 
@@ -292,7 +261,7 @@ async def _run(base: Path, runs: int, timeout_s: float) -> list[Row]:
                     for kind in ("JudgmentRecorded", "JudgmentFailed")
                 ]
                 nats_pid = server.process.pid if server.process is not None else 0
-                nats_cpu, self_cpu = _cpu_s(nats_pid), _self_cpu()
+                nats_cpu, self_cpu = cpu_s(nats_pid), own_cpu()
                 submitted_at = datetime.now(UTC)
                 t0 = time.monotonic()
                 await submit_campaign(bus, store, spec, drafts)
@@ -304,10 +273,10 @@ async def _run(base: Path, runs: int, timeout_s: float) -> list[Row]:
                     await asyncio.sleep(1.0)
                 await watch.sample(bus)
                 watch.rss_at["end"] = watch._rss()
-                peaks = {p.label: _memory(p.proc.pid) for p in procs}
-                cpu = {p.label: _cpu_s(p.proc.pid) - watch.cpu_at_start[p.label] for p in procs}
-                cpu["nats-server"] = _cpu_s(nats_pid) - nats_cpu
-                cpu["bench process (scripted models)"] = _self_cpu() - self_cpu
+                peaks = {p.label: memory(p.proc.pid) for p in procs}
+                cpu = {p.label: cpu_s(p.proc.pid) - watch.cpu_at_start[p.label] for p in procs}
+                cpu["nats-server"] = cpu_s(nats_pid) - nats_cpu
+                cpu["bench process (scripted models)"] = own_cpu() - self_cpu
                 for sub in subs:
                     await sub.unsubscribe()
             finally:
@@ -347,7 +316,7 @@ def _rows(
     stages: dict[str, list[float]],
     wall: float,
     watch: _Watch,
-    peaks: dict[str, _Mem | None],
+    peaks: dict[str, Memory | None],
     cpu: dict[str, float],
 ) -> list[Row]:
     g = "load"

@@ -16,11 +16,9 @@ import asyncio
 import itertools
 import json
 import os
-import re
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -31,15 +29,12 @@ from assay.embedded import NatsServer
 from assay.providers import (
     AdaptiveLimiter,
     AssistantMessage,
-    Completion,
     GenerationParams,
     Message,
     ModelProvider,
     RetryPolicy,
     ToolCall,
-    ToolDefinition,
     ToolResultMessage,
-    UserMessage,
     make_provider,
 )
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
@@ -63,6 +58,7 @@ from assay_schemas import (
     Task,
 )
 from bench.table import Row, percentile
+from bench.timing import TimedProvider, timed_backend
 
 __all__ = ["bench_overhead", "bench_runner", "bench_throughput"]
 
@@ -78,43 +74,6 @@ def _script(tool_steps: int, command: str) -> ScriptedSequence:
     return ScriptedSequence(calls)
 
 
-_TASK = re.compile(r"Task id: (\S+)")
-
-
-class _TimedProvider:
-    """A provider that records how long each `complete` took, by the task it is about."""
-
-    def __init__(self, inner: ModelProvider, calls: dict[str, list[float]]) -> None:
-        self._inner = inner
-        self.calls = calls
-
-    @property
-    def kind(self) -> str:
-        return self._inner.kind
-
-    @property
-    def model(self) -> str:
-        return self._inner.model
-
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolDefinition] = (),
-        params: GenerationParams | None = None,
-    ) -> Completion:
-        first = next((m for m in messages if isinstance(m, UserMessage)), None)
-        found = _TASK.search(first.text) if first is not None else None
-        t0 = time.perf_counter()
-        try:
-            return await self._inner.complete(messages, tools, params)
-        finally:
-            key = found.group(1) if found else "?"
-            self.calls.setdefault(key, []).append((time.perf_counter() - t0) * 1000)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
 def _provider(agent: AgentSpec, limiter: AdaptiveLimiter) -> ModelProvider:
     return make_provider(
         agent.provider,
@@ -125,21 +84,6 @@ def _provider(agent: AgentSpec, limiter: AdaptiveLimiter) -> ModelProvider:
         retry=RetryPolicy.for_tests(max_attempts=3),
         limiter=limiter,
     )
-
-
-def _timed_backend(backend: Any, execs: dict[str, list[float]]) -> Any:
-    """Record the duration of every command the backend runs, per sandbox."""
-    inner = backend.exec
-
-    def exec_(sandbox_id: str, *args: Any, **kwargs: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return inner(sandbox_id, *args, **kwargs)
-        finally:
-            execs[sandbox_id].append((time.perf_counter() - t0) * 1000)
-
-    backend.exec = exec_
-    return backend
 
 
 def _drafts(n: int, prefix: str) -> list[TaskDraft]:
@@ -188,11 +132,11 @@ class _Stack:
         self.execs: dict[str, list[float]] = defaultdict(list)
         self.model_calls: dict[str, list[float]] = {}
         self.limiter = AdaptiveLimiter(64)
-        self.made: list[_TimedProvider] = []
+        self.made: list[TimedProvider] = []
 
     def providers(self, agent: AgentSpec) -> ModelProvider:
         # The runner makes one provider per run and never closes it; closed here at the end.
-        provider = _TimedProvider(_provider(agent, self.limiter), self.model_calls)
+        provider = TimedProvider(_provider(agent, self.limiter), self.model_calls)
         self.made.append(provider)
         return provider
 
@@ -203,7 +147,7 @@ class _Stack:
         from assay_sandbox_manager.service import build as build_sandbox
 
         state = self.settings.instance_state
-        self.backend = _timed_backend(
+        self.backend = timed_backend(
             BubblewrapBackend(state / "bwrap", state / "snapshots", rootfs=default_rootfs()),
             self.execs,
         )

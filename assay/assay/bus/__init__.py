@@ -1,7 +1,8 @@
 """The event bus: NATS JetStream through faststream, typed events in and out."""
 
 from ._broker import dlq_stream, ensure_streams, event_stream, make_broker
-from ._bus import DEAD_REASON, Bus, Delivery, Published
+from ._bus import Bus, Delivery, Published
+from ._dead_letters import DEAD_REASON
 from ._replay import LoggedEvent, RawMessage, read_log, read_raw
 from ._subjects import Subjects
 

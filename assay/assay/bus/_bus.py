@@ -13,7 +13,6 @@ from faststream import AckPolicy
 from faststream.nats import ConsumerConfig, DeliverPolicy, JStream, NatsMessage, PullSub
 from faststream.nats.subscriber.usecases.basic import LogicSubscriber
 from nats.errors import Error as NatsError
-from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy as JsAckPolicy
 from opentelemetry import trace
@@ -33,6 +32,7 @@ from assay_schemas import (
 )
 
 from ._broker import ensure_streams, make_broker
+from ._dead_letters import dead_letter, read_dead_letters
 from ._replay import LoggedEvent, read_log
 from ._subjects import Subjects
 
@@ -45,11 +45,6 @@ E = TypeVar("E", bound=Event)
 OUTAGE_RETRY_S = 60.0
 """How long a handler is run again while the bus fails, before the failure counts as a
 delivery attempt."""
-
-DEAD_REASON = "Assay-Dead-Reason"
-DEAD_SUBJECT = "Assay-Dead-Subject"
-DEAD_SEQUENCE = "Assay-Dead-Sequence"
-DEAD_DELIVERIES = "Assay-Dead-Deliveries"
 
 
 class Published(NamedTuple):
@@ -378,47 +373,13 @@ class Bus:
 
     async def _dead_letter(self, msg: NatsMessage, durable: str, reason: str) -> None:
         """Move a message to the dead-letter stream with its reason, then ack it."""
-        raw = msg.raw_message
-        meta = raw.metadata
-        headers = {
-            "Nats-Msg-Id": f"dlq-{durable}-{meta.sequence.stream}",
-            DEAD_REASON: reason[:4000].replace("\r", " ").replace("\n", " "),
-            DEAD_SUBJECT: raw.subject,
-            DEAD_SEQUENCE: str(meta.sequence.stream),
-            DEAD_DELIVERIES: str(meta.num_delivered),
-        }
-        await self.broker.publish(
-            raw.data,
-            self.subjects.dlq(durable),
-            headers=headers,
-            stream=self._dlq.name,
-            timeout=10.0,
+        await dead_letter(
+            self.broker, self.subjects.dlq(durable), self._dlq.name, msg, durable, reason
         )
-        await msg.ack()
 
     async def dead_letters(self, durable: str) -> list[tuple[bytes, dict[str, str]]]:
         """Every dead letter of a consumer so far: (payload, headers)."""
-        from nats.js.api import ConsumerConfig as JsConsumerConfig
-
-        subject = self.subjects.dlq(durable)
-        out: list[tuple[bytes, dict[str, str]]] = []
-        psub = await self.js.pull_subscribe(
-            subject,
-            stream=self._dlq.name,
-            config=JsConsumerConfig(ack_policy=JsAckPolicy.NONE, inactive_threshold=30.0),
-        )
-        try:
-            info = await psub.consumer_info()
-            remaining = info.num_pending or 0
-            while remaining > 0:
-                for m in await psub.fetch(min(remaining, 256), timeout=5.0):
-                    out.append((m.data, dict(m.headers or {})))
-                    remaining -= 1
-        except NatsTimeout as e:
-            raise BusError(f"reading dead letters of {durable}: {e}") from e
-        finally:
-            await psub.unsubscribe()
-        return out
+        return await read_dead_letters(self.js, self.subjects.dlq(durable), self._dlq.name)
 
 
 async def _whole_message(msg: Any) -> Any:
