@@ -137,6 +137,7 @@ def test_task_folders_load_and_validate() -> None:
                 assert re.compile(c.pattern).groups >= (1 if c.kind == "number_near" else 0)
         truth = EXAMPLES / "truth" / f"{draft.task_id}.json"
         assert truth.is_file()
+        assert (EXAMPLES / "solutions" / draft.task_id / "generate.py").is_file()
         assert not any("truth" in a.path or "solve" in a.path for a in draft.attachments)
     assert any(not d.attachments for d in drafts), "the planning task has no attachments"
 

@@ -1,0 +1,1 @@
+"""Reference solutions of the bundled example tasks, each beside its data generator."""
