@@ -4,7 +4,14 @@ Other systems can publish valid events without Python using the JSON Schemas exp
 next to this package (`assay schemas export`).
 """
 
-from ._codec import UPCASTERS, current_version, parse_event, upcast
+from ._codec import (
+    MAX_EVENT_BYTES,
+    UPCASTERS,
+    check_subject,
+    current_version,
+    parse_event,
+    upcast,
+)
 from ._domain import (
     RULES_JUDGE_ID,
     AgentSpec,
@@ -86,6 +93,7 @@ __all__ = [
     "ANCHOR",
     "EVENT_TYPES",
     "ID_PATTERN",
+    "MAX_EVENT_BYTES",
     "NO_RUN",
     "RULES_JUDGE_ID",
     "SCHEMA_DIR",
@@ -151,6 +159,7 @@ __all__ = [
     "Usage",
     "WriteFile",
     "b64",
+    "check_subject",
     "current_version",
     "default_rubric",
     "derive_id",

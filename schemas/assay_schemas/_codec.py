@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import from_json
 
 from ._errors import InvalidEvent
-from ._events import EVENT_TYPES, AnyEvent, Event
+from ._events import EVENT_TYPES, NO_RUN, AnyEvent, Event
 
-__all__ = ["UPCASTERS", "current_version", "parse_event", "upcast"]
+__all__ = [
+    "MAX_EVENT_BYTES",
+    "UPCASTERS",
+    "check_subject",
+    "current_version",
+    "parse_event",
+    "upcast",
+]
+
+MAX_EVENT_BYTES = 1 << 20
+"""No stored event is larger: nats-server's default max payload (large data travels as blobs)."""
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -47,7 +57,9 @@ def upcast(payload: dict[str, Any]) -> dict[str, Any]:
     event_type = payload.get("event_type")
     if not isinstance(event_type, str) or event_type not in EVENT_TYPES:
         return payload
-    version = int(payload.get("schema_version", 1))
+    version = payload.get("schema_version", 1)
+    if not isinstance(version, int):
+        raise InvalidEvent(f"{event_type}: schema_version {str(version)[:32]!r} is not an integer")
     target = current_version(event_type)
     while version < target:
         step = UPCASTERS.get((event_type, version))
@@ -60,12 +72,45 @@ def upcast(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
+def check_subject(event: Event, subject: str) -> None:
+    """Raise InvalidEvent unless `subject` (``<prefix>.ev.<type>.<campaign>.<run or ->``)
+    names the event's own type, campaign and run.
+
+    Consumers select events by subject and permissions are granted by subject; a body that
+    claims another type, campaign or run than its subject would slip past both.
+    """
+    tokens = subject.split(".")
+    if len(tokens) != 5 or tokens[1] != "ev":
+        raise InvalidEvent(f"{event.event_type} on {subject}: not an event subject")
+    claimed = (event.event_type, event.campaign_id, event.run_id or NO_RUN)
+    if tuple(tokens[2:]) != claimed:
+        raise InvalidEvent(
+            f"{event.event_type} on {subject}: the body says {'.'.join(claimed)}, "
+            f"the subject {'.'.join(tokens[2:])}"
+        )
+
+
 def parse_event(data: bytes | str | dict[str, Any], *, subject: str | None = None) -> Event:
-    """Decode any event, upcasting old versions; raise InvalidEvent naming the subject."""
+    """Decode any event, upcasting old versions; raise InvalidEvent naming the subject.
+
+    Nothing a publisher can store makes this raise anything else: the size is checked
+    before parsing, JSON nesting is bounded by the parser, and with `subject` the event
+    must agree with the subject it was stored on.
+    """
     where = f" on {subject}" if subject else ""
+    if not isinstance(data, dict) and len(data) > MAX_EVENT_BYTES:
+        raise InvalidEvent(f"message{where} is {len(data)} bytes (limit {MAX_EVENT_BYTES})")
+    event = _decode(data, where)
+    if subject is not None:
+        check_subject(event, subject)
+    return event
+
+
+def _decode(data: bytes | str | dict[str, Any], where: str) -> Event:
     if not isinstance(data, dict):
         try:
-            # Fast path: current-version JSON validated in one pass by pydantic-core.
+            # Fast path: current-version JSON validated in one pass by pydantic-core, whose
+            # parser bounds nesting depth itself.
             event = _ADAPTER.validate_json(data)
             if event.schema_version == current_version(event.event_type):
                 return event
@@ -75,8 +120,8 @@ def parse_event(data: bytes | str | dict[str, Any], *, subject: str | None = Non
         payload = data
     else:
         try:
-            payload = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            payload = from_json(data)
+        except ValueError as e:  # not JSON, not UTF-8, or nested beyond the parser's limit
             raise InvalidEvent(f"message{where} is not JSON: {e}") from e
     if not isinstance(payload, dict):
         raise InvalidEvent(f"message{where} is not a JSON object")
@@ -84,4 +129,6 @@ def parse_event(data: bytes | str | dict[str, Any], *, subject: str | None = Non
         return _ADAPTER.validate_python(upcast(payload))
     except ValidationError as e:
         kind = payload.get("event_type", "?")
-        raise InvalidEvent(f"{kind} event{where} is invalid: {e}") from e
+        raise InvalidEvent(f"{str(kind)[:64]} event{where} is invalid: {e}") from e
+    except (TypeError, ValueError, RecursionError) as e:  # an upcaster met a malformed payload
+        raise InvalidEvent(f"message{where} cannot be upcast: {type(e).__name__}: {e}") from e

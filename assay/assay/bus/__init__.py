@@ -1,9 +1,9 @@
 """The event bus: NATS JetStream through faststream, typed events in and out."""
 
 from ._broker import dlq_stream, ensure_streams, event_stream, make_broker
-from ._bus import Bus, Delivery, Published
+from ._bus import Bus, Delivery, Published, Refusal, RefusalSink
 from ._dead_letters import DEAD_REASON
-from ._replay import LoggedEvent, RawMessage, read_log, read_raw
+from ._replay import LoggedEvent, RawMessage, Skipped, describe_skipped, read_log, read_raw
 from ._subjects import Subjects
 
 __all__ = [
@@ -13,7 +13,11 @@ __all__ = [
     "LoggedEvent",
     "Published",
     "RawMessage",
+    "Refusal",
+    "RefusalSink",
+    "Skipped",
     "Subjects",
+    "describe_skipped",
     "dlq_stream",
     "ensure_streams",
     "event_stream",

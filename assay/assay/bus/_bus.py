@@ -6,7 +6,8 @@ import asyncio
 import logging
 import random
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple, TypeVar
 
 from faststream import AckPolicy
@@ -33,10 +34,10 @@ from assay_schemas import (
 
 from ._broker import ensure_streams, make_broker
 from ._dead_letters import dead_letter, read_dead_letters
-from ._replay import LoggedEvent, read_log
+from ._replay import LoggedEvent, Skipped, read_log
 from ._subjects import Subjects
 
-__all__ = ["Bus", "Delivery", "Published"]
+__all__ = ["Bus", "Delivery", "Published", "Refusal", "RefusalSink"]
 
 log = logging.getLogger("assay.bus")
 
@@ -55,10 +56,23 @@ class Published(NamedTuple):
 
 
 class Delivery(NamedTuple):
-    """Log position of the event a handler is working on."""
+    """Where the event a handler is working on sits in the log, and how it arrived."""
 
     sequence: int
     attempt: int
+    subject: str = ""
+    headers: Mapping[str, str] = MappingProxyType({})
+
+
+class Refusal(NamedTuple):
+    """A stored message a consumer could not take as an event, and why."""
+
+    sequence: int
+    subject: str
+    reason: str
+
+
+RefusalSink = Callable[[Refusal], Awaitable[None]]
 
 
 Handler = Callable[[E, Delivery], Awaitable[None]]
@@ -162,15 +176,22 @@ class Bus:
         return Published(ack.seq, bool(ack.duplicate))
 
     def replay(
-        self, *, start: int = 1, subject: str | None = None, follow: bool = False
+        self,
+        *,
+        start: int = 1,
+        subject: str | None = None,
+        follow: bool = False,
+        skipped: list[Skipped] | None = None,
     ) -> AsyncIterator[LoggedEvent]:
-        """Typed events in log order from `start` (all events unless `subject` filters)."""
+        """Typed events in log order from `start` (all events unless `subject` filters);
+        messages that are not valid events are skipped and, if given, listed in `skipped`."""
         return read_log(
             self.js,
             self.stream.name,
             start=start,
             subject=subject or self.subjects.events,
             follow=follow,
+            skipped=skipped,
         )
 
     async def has_event(self, subject: str) -> bool:
@@ -200,13 +221,15 @@ class Bus:
         max_deliver: int | None = None,
         max_workers: int = 1,
         deliver_policy: DeliverPolicy = DeliverPolicy.ALL,
+        on_refused: RefusalSink | None = None,
     ) -> LogicSubscriber[Any]:
         """Register a durable pull consumer that hands typed events to `handler`.
 
         Delivery is explicit: success acks; a raise is retried with backoff until
         `max_deliver`, then dead-lettered with its reason; messages that do not parse
-        (or are not `event_type`) are dead-lettered at once. The consumer never stops
-        for one bad message. Instances that share `durable` share the work.
+        (or are not `event_type`, or disagree with their subject) are dead-lettered at
+        once and reported to `on_refused`. The consumer never stops for one bad message.
+        Instances that share `durable` share the work.
         """
         limit = max_deliver or self.settings.max_deliver
         self._durables.append(durable)
@@ -230,7 +253,10 @@ class Bus:
         )
 
         async def on_message(msg: NatsMessage) -> None:
-            await self._deliver(msg, handler, durable=durable, event_type=event_type, limit=limit)
+            await self._deliver(
+                msg, handler, durable=durable, event_type=event_type, limit=limit,
+                on_refused=on_refused,
+            )  # fmt: skip
 
         subscriber(on_message)
         return subscriber
@@ -243,6 +269,7 @@ class Bus:
         durable: str,
         event_type: type[Event] | tuple[type[Event], ...],
         limit: int,
+        on_refused: RefusalSink | None = None,
     ) -> None:
         raw = msg.raw_message
         meta = raw.metadata
@@ -253,8 +280,11 @@ class Bus:
                 raise InvalidEvent(
                     f"{event.event_type} on {raw.subject} is not what {durable} consumes"
                 )
-        except InvalidEvent as e:
-            await self._dead_letter(msg, durable, str(e))
+        except Exception as e:  # whatever a stored message does, it must not stop the consumer
+            reason = str(e) if isinstance(e, InvalidEvent) else f"{type(e).__name__}: {e}"
+            await self._dead_letter(msg, durable, reason)
+            if on_refused is not None:
+                await on_refused(Refusal(meta.sequence.stream, raw.subject, reason))
             return
         ctx = extract_context(raw.headers)
         span_name = f"{durable} handle {event.event_type}"
@@ -264,7 +294,10 @@ class Bus:
             heartbeat = asyncio.create_task(self._keep_alive(msg))
             try:
                 await self._through_outages(
-                    handler, event, Delivery(meta.sequence.stream, attempt), durable
+                    handler,
+                    event,
+                    Delivery(meta.sequence.stream, attempt, raw.subject, dict(raw.headers or {})),
+                    durable,
                 )
             except Exception as e:
                 span.record_exception(e)

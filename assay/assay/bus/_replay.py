@@ -12,7 +12,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from assay_schemas import Event, InvalidEvent, parse_event
 
-__all__ = ["LoggedEvent", "RawMessage", "read_log", "read_raw"]
+__all__ = ["LoggedEvent", "RawMessage", "Skipped", "describe_skipped", "read_log", "read_raw"]
 
 log = logging.getLogger("assay.bus.replay")
 
@@ -24,6 +24,23 @@ class RawMessage(NamedTuple):
     subject: str
     data: bytes
     headers: dict[str, str]
+
+
+class Skipped(NamedTuple):
+    """A stored message a reader skipped because it is not a valid event."""
+
+    sequence: int
+    subject: str
+    reason: str
+
+
+def describe_skipped(skipped: list[Skipped]) -> str:
+    """One line for people: how many messages were skipped, where, and where to look."""
+    if not skipped:
+        return ""
+    seqs = ", ".join(str(s.sequence) for s in skipped[:5]) + (", …" if len(skipped) > 5 else "")
+    noun = "message" if len(skipped) == 1 else "messages"
+    return f"skipped {len(skipped)} undecodable {noun} at seq {seqs}; see assay dlq"
 
 
 class LoggedEvent(NamedTuple):
@@ -91,8 +108,10 @@ async def read_log(
     start: int = 1,
     subject: str,
     follow: bool = False,
+    skipped: list[Skipped] | None = None,
 ) -> AsyncIterator[LoggedEvent]:
-    """Yield typed events in log order; messages that are not valid events are skipped.
+    """Yield typed events in log order; messages that are not valid events are skipped
+    (and appended to `skipped` when given).
 
     Skipped messages were dead-lettered by the live consumers; a replay must not
     stop on them either.
@@ -102,5 +121,7 @@ async def read_log(
             event = parse_event(raw.data, subject=raw.subject)
         except InvalidEvent as e:
             log.warning("replay skips sequence %d: %s", raw.sequence, e)
+            if skipped is not None:
+                skipped.append(Skipped(raw.sequence, raw.subject, str(e)))
             continue
         yield LoggedEvent(raw.sequence, event)

@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 import typer
 
-from assay.bus import Bus
+from assay.bus import Bus, Skipped, describe_skipped
 from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer
@@ -151,10 +151,13 @@ def events(
     """Print the event log in order."""
     settings = Settings()
 
+    skipped: list[Skipped] = []
+
     async def main() -> None:
         async with Bus(settings, service="cli") as bus:
             subject = bus.subjects.event(event_type, campaign, run)
-            async for logged in bus.replay(start=start, subject=subject, follow=follow):
+            replay = bus.replay(start=start, subject=subject, follow=follow, skipped=skipped)
+            async for logged in replay:
                 ev = logged.event
                 if as_json:
                     print(ev.model_dump_json())
@@ -170,6 +173,8 @@ def events(
 
     with contextlib.suppress(KeyboardInterrupt):
         run_async(main())
+    if skipped:
+        err_console.print(f"[yellow]{describe_skipped(skipped)}[/yellow]")
 
 
 @schemas_app.command("export")

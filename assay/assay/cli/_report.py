@@ -6,7 +6,7 @@ import math
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
@@ -38,7 +38,16 @@ async def _projections(settings: Settings, *, fresh: bool = False) -> Projection
     async with Bus(settings, service="cli") as bus:
         state = None if fresh else load_snapshot(settings)
         state = await fold_stream(bus.js, bus.stream.name, bus.subjects.events, state=state)
+    if state.refused:
+        err_console.print(f"[yellow]{describe_refused(list(state.refused.values()))}[/yellow]")
     return Projections(state)
+
+
+def describe_refused(refused: list[Any]) -> str:
+    """One line for people: how many stored messages reached no number, and where to look."""
+    seqs = ", ".join(str(r.sequence) for r in refused[:5]) + (", …" if len(refused) > 5 else "")
+    noun = "message" if len(refused) == 1 else "messages"
+    return f"refused {len(refused)} {noun} at seq {seqs} (undecodable, forged or repeated); see assay dlq and the report's refusals"
 
 
 @app.command()

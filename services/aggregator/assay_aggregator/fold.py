@@ -160,11 +160,18 @@ def _sealed(state: State, e: ArtifactsSealed, seq: int) -> None:
 
 
 def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
-    run = _run(state, e, seq)
-    key = f"{run.run_id}/{e.judge_id}/{e.sample}"
+    key = f"{e.run_id}/{e.judge_id}/{e.sample}"
     old = state.verdicts.get(key)
-    if old is not None and old.sequence > seq:
-        return
+    if old is not None and old.sequence != seq:
+        # A verdict is evidence: the first one for a sample stands. Changing a judgment
+        # means a new judge version (rejudge), never a second event for the same sample.
+        first, second = sorted((old.sequence, seq))
+        state.refuse(second, "JudgmentRecorded",
+                     f"second verdict for run {e.run_id}, judge {e.judge_id}, sample {e.sample} "
+                     f"(the first is at seq {first})")  # fmt: skip
+        if old.sequence < seq:
+            return
+    run = _run(state, e, seq)
     state.verdicts[key] = VerdictRecord(
         campaign_id=e.campaign_id,
         run_id=run.run_id,

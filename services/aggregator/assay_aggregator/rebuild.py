@@ -1,10 +1,8 @@
 """Folding the log into state straight from the stream: full rebuilds and catch-ups.
 
-Reads raw messages (``read_raw``) and decodes them with pydantic's JSON parser in one
-step, which is markedly faster than ``json.loads`` + validation; payloads of an older
-schema version (or anything the fast path rejects) go through ``parse_event``, which
-upcasts them or names what is wrong. Messages that are not valid events are skipped,
-as every replay does (the live consumers dead-lettered them).
+Reads raw messages (``read_raw``) and decodes each with ``parse_event`` (bounded, and
+checked against its subject). Messages that are not valid events are skipped and
+recorded as refused, as the live consumer does (it also dead-letters them).
 """
 
 from __future__ import annotations
@@ -15,30 +13,16 @@ from contextlib import aclosing
 from typing import cast
 
 from nats.js import JetStreamContext
-from pydantic import TypeAdapter, ValidationError
 
 from assay.bus import RawMessage, read_raw
-from assay_schemas import AnyEvent, Event, InvalidEvent, current_version, parse_event
+from assay_schemas import InvalidEvent, parse_event
 
 from .fold import apply
 from .state import State
 
-__all__ = ["decode", "fold_stream", "head_sequence"]
+__all__ = ["fold_stream", "head_sequence"]
 
 log = logging.getLogger("assay_aggregator.rebuild")
-
-_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent)
-
-
-def decode(data: bytes, subject: str = "") -> Event:
-    """Decode one stored event (fast path for current schema versions)."""
-    try:
-        event = _ADAPTER.validate_json(data)
-    except ValidationError:
-        return parse_event(data, subject=subject)
-    if event.schema_version != current_version(event.event_type):
-        return parse_event(data, subject=subject)
-    return event
 
 
 async def head_sequence(js: JetStreamContext, stream: str) -> int:
@@ -72,10 +56,10 @@ async def fold_stream(
             if until is not None and raw.sequence > until:
                 break
             try:
-                event = decode(raw.data, raw.subject)
+                event = parse_event(raw.data, subject=raw.subject)
             except InvalidEvent as e:
                 log.warning("rebuild skips sequence %d: %s", raw.sequence, e)
-                out.last_sequence = max(out.last_sequence, raw.sequence)
+                out.refuse(raw.sequence, raw.subject, str(e))
                 continue
             apply(out, raw.sequence, event)
     return out

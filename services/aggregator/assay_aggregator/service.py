@@ -16,7 +16,7 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
-from assay.bus import Bus, Delivery
+from assay.bus import Bus, Delivery, Refusal
 from assay.config import Settings
 from assay.store import BlobStore
 from assay_schemas import Event
@@ -59,6 +59,10 @@ class AggregatorService:
     async def on_event(self, event: Event, delivery: Delivery) -> None:
         """Fold one delivered event (duplicates are ignored by id)."""
         apply(self.state, delivery.sequence, event)
+
+    async def on_refused(self, refusal: Refusal) -> None:
+        """Count a stored message that is not a valid event, as a rebuild would."""
+        self.state.refuse(refusal.sequence, refusal.subject, refusal.reason)
 
     async def catch_up(self) -> None:
         """Load the snapshot and fold what the log holds after it."""
@@ -144,5 +148,11 @@ def build(
         bus=bus, settings=settings, write_report=write_report, n_resamples=n_resamples
     )
     # One worker: events are folded in log order, and the fold is cheap.
-    bus.consume(bus.subjects.events, service.on_event, durable=DURABLE, max_workers=1)
+    bus.consume(
+        bus.subjects.events,
+        service.on_event,
+        durable=DURABLE,
+        max_workers=1,
+        on_refused=service.on_refused,
+    )
     return service

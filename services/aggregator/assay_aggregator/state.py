@@ -15,6 +15,7 @@ __all__ = [
     "ArtifactRecord",
     "FailureRecord",
     "JudgeRecord",
+    "RefusedRecord",
     "RunRecord",
     "State",
     "TaskRecord",
@@ -23,7 +24,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
 
 
 @dataclass(slots=True)
@@ -139,6 +140,15 @@ class JudgeRecord:
 
 
 @dataclass(slots=True)
+class RefusedRecord:
+    """A stored message that reached no number, and why (undecodable, forged, a repeat)."""
+
+    sequence: int
+    subject: str
+    reason: str
+
+
+@dataclass(slots=True)
 class State:
     """Everything folded so far, and where in the log the fold stands."""
 
@@ -156,11 +166,20 @@ class State:
     """run_id → sealed files (the latest seal wins)."""
     seal_sequence: dict[str, int] = field(default_factory=dict)
     verdicts: dict[str, VerdictRecord] = field(default_factory=dict)
-    """'run_id/judge_id/sample' → verdict (the latest sequence wins)."""
+    """'run_id/judge_id/sample' → verdict (the first one stands; later ones are refused)."""
     failures: dict[str, FailureRecord] = field(default_factory=dict)
     judges: dict[str, JudgeRecord] = field(default_factory=dict)
+    refused: dict[int, RefusedRecord] = field(default_factory=dict)
+    """sequence → message that was refused, with the reason."""
     version: int = 0
     """Bumped on every applied event; invalidates cached frames."""
+
+    def refuse(self, sequence: int, subject: str, reason: str) -> None:
+        """Record a message that must not count, once per sequence."""
+        if sequence not in self.refused:
+            self.refused[sequence] = RefusedRecord(sequence, subject, reason)
+            self.version += 1
+        self.last_sequence = max(self.last_sequence, sequence)
 
 
 def _records(data: dict[str, Any], cls: type[Any]) -> dict[str, Any]:
@@ -182,6 +201,7 @@ def state_to_json(state: State) -> dict[str, Any]:
         "verdicts": {k: asdict(v) for k, v in state.verdicts.items()},
         "failures": {k: asdict(v) for k, v in state.failures.items()},
         "judges": {k: asdict(v) for k, v in state.judges.items()},
+        "refused": [asdict(r) for r in state.refused.values()],
     }
 
 
@@ -201,4 +221,5 @@ def state_from_json(data: dict[str, Any]) -> State:
         verdicts=_records(data["verdicts"], VerdictRecord),
         failures=_records(data["failures"], FailureRecord),
         judges=_records(data["judges"], JudgeRecord),
+        refused={int(r["sequence"]): RefusedRecord(**r) for r in data["refused"]},
     )
