@@ -11,6 +11,7 @@ from nats.js.api import RetentionPolicy, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
 from assay.config import Settings
+from assay.security.permissions import inbox_prefix
 
 from ._subjects import Subjects
 
@@ -65,6 +66,9 @@ def make_broker(settings: Settings, *, name: str) -> NatsBroker:
         reconnect_time_wait=0.5,  # type: ignore[arg-type]  # nats-py takes float seconds
         logger=None,
         apply_types=False,
+        # A user's replies (PubAcks, JetStream API, pulls, replays, RPC) arrive under its
+        # own inbox prefix, the only inboxes its permissions let it subscribe to.
+        inbox_prefix=inbox_prefix(settings.nats_user) if settings.nats_user else "_INBOX",
     )
 
 

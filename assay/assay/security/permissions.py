@@ -16,8 +16,11 @@ JetStream API subjects used through nats-py (per stream S, durable D):
 - `$JS.API.CONSUMER.CREATE.S` + `$JS.API.CONSUMER.INFO.S.*` + `$JS.FC.S.>`: replays
   (an ephemeral ordered push consumer, flow-controlled); the ephemeral create subject
   refuses a durable name, so a replay cannot take over another service's durable.
-- `_INBOX.>` (subscribe): PubAcks, JetStream API replies, pull batches, replay
-  deliveries and sandbox RPC replies all arrive on the client's inboxes.
+- `_INBOX_<user>.>` (subscribe): PubAcks, JetStream API replies, pull batches, replay
+  deliveries and sandbox RPC replies all arrive on the client's inboxes. Each user has
+  its own inbox prefix (the client connects with it, see `assay.bus.make_broker`), so
+  no user can subscribe to another's replies: with a shared `_INBOX.>` any user could
+  read every reply, event bodies and sandbox output included.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ __all__ = [
     "ROLES",
     "Permissions",
     "Role",
+    "inbox_prefix",
     "permission_map",
     "publisher_user",
     "role_permissions",
@@ -86,7 +90,9 @@ def _dedupe(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-INBOX = "_INBOX.>"
+def inbox_prefix(user: str) -> str:
+    """The private inbox prefix of one NATS user: its replies arrive only there."""
+    return f"_INBOX_{user}"
 
 
 def role_permissions(
@@ -97,6 +103,7 @@ def role_permissions(
     campaign: str | None = None,
     judge_id: str | None = None,
     instances: Sequence[str] = (),
+    user: str | None = None,
 ) -> Permissions:
     """The allow-lists of one role on the stream `stream` under subject prefix `prefix`.
 
@@ -105,8 +112,10 @@ def role_permissions(
     sandbox-manager's per-instance durables and RPC subjects to those instance names
     (`ASSAY_INSTANCE`). Without them any judge id / instance is allowed, which still
     bounds what the user publishes but lets it pull or ack any durable: NATS wildcards
-    match whole tokens only, so `judge-*` cannot be written.
+    match whole tokens only, so `judge-*` cannot be written. `user` is the NATS user
+    name the permissions are for (default: the role's name); it names the private inbox.
     """
+    inbox = f"{inbox_prefix(user or role)}.>"
     if role == "admin":
         return Permissions(publish=(">",), subscribe=(">",), allow_responses=False)
     if role == "publisher":
@@ -120,7 +129,7 @@ def role_permissions(
                     f"$JS.API.STREAM.INFO.{stream}_DLQ",
                 ]
             ),
-            subscribe=(INBOX,),
+            subscribe=(inbox,),
         )
     if role == "cli":
         # `assay submit` creates the streams when missing and publishes the campaign;
@@ -137,7 +146,7 @@ def role_permissions(
                     f"$JS.API.CONSUMER.MSG.NEXT.{stream}_DLQ.*",
                 ]
             ),
-            subscribe=(INBOX,),
+            subscribe=(inbox,),
         )
     if role == "runner":
         durables = ["runner-campaigns", "runner-tasks", "runner-runs"]
@@ -151,7 +160,7 @@ def role_permissions(
                     f"{prefix}.rpc.sandbox.*",
                 ]
             ),
-            subscribe=(INBOX,),
+            subscribe=(inbox,),
         )
     if role == "sandbox-manager":
         durables = ["sandbox-manager-runs"]
@@ -171,7 +180,7 @@ def role_permissions(
             ),
             # Replies to the runner's sandbox requests go to its inbox: allowed as
             # responses only, so the manager cannot publish into other inboxes.
-            subscribe=_dedupe([INBOX, *rpc]),
+            subscribe=_dedupe([inbox, *rpc]),
             allow_responses=True,
         )
     if role == "judge":
@@ -184,12 +193,12 @@ def role_permissions(
                     *_durables(stream, prefix, [durable]),
                 ]
             ),
-            subscribe=(INBOX,),
+            subscribe=(inbox,),
         )
     if role == "aggregator":
         return Permissions(
             publish=_dedupe([*_reader(stream), *_durables(stream, prefix, ["aggregator"])]),
-            subscribe=(INBOX,),
+            subscribe=(inbox,),
         )
     raise ValueError(f"unknown role {role!r}; known roles: {', '.join(ROLES)}")
 
@@ -215,16 +224,17 @@ def permission_map(
     """
     stream, prefix = settings.stream, settings.subject_prefix
     users: dict[str, Permissions] = {
-        role: role_permissions(role, stream=stream, prefix=prefix, instances=instances)
+        role: role_permissions(role, stream=stream, prefix=prefix, instances=instances, user=role)
         for role in ROLES
         if role != "publisher"
     }
     for judge_id in judge_ids:
         users[f"judge-{judge_id}"] = role_permissions(
-            "judge", stream=stream, prefix=prefix, judge_id=judge_id
+            "judge", stream=stream, prefix=prefix, judge_id=judge_id, user=f"judge-{judge_id}"
         )
     for campaign in publisher_campaigns:
         users[publisher_user(campaign)] = role_permissions(
-            "publisher", stream=stream, prefix=prefix, campaign=campaign
-        )
+            "publisher", stream=stream, prefix=prefix, campaign=campaign,
+            user=publisher_user(campaign),
+        )  # fmt: skip
     return users
