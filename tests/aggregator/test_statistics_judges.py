@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 
 from assay_aggregator import statistics as st
-from assay_aggregator.statistics._context import Context, contexts
 from assay_aggregator.statistics._self_preference import design, fit
 from bench.synthetic_tables import synthetic_tables
+from tests.aggregator.stats import rows_of
 
 with warnings.catch_warnings():  # third-party imports may warn on newer pandas/numpy
     warnings.simplefilter("ignore")
@@ -20,12 +20,8 @@ with warnings.catch_warnings():  # third-party imports may warn on newer pandas/
     import pingouin
 
 
-def _context(tables: st.Tables, seed: int = 0, n_resamples: int = 50) -> Context:
-    return next(
-        contexts(
-            tables, seed=seed, n_resamples=n_resamples, confidence=0.95, group_by=None, anchor=8
-        )
-    )
+def _context(tables: st.Tables, seed: int = 0, n_resamples: int = 50) -> st.Context:
+    return next(st.contexts(tables, seed=seed, n_resamples=n_resamples))
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +47,7 @@ def test_alpha_matches_krippendorff_package(unbalanced: st.Tables) -> None:
     s = _context(unbalanced).panel.judge_score
     assert np.isnan(s).any()  # exercises missing values
     ref = krippendorff.alpha(reliability_data=s.T, level_of_measurement="interval")
-    ours = st.judge_agreement(unbalanced)[0].krippendorff_alpha
+    ours = rows_of(st.agreement_rows, unbalanced, seed=0)[0].krippendorff_alpha
     assert ours == pytest.approx(ref, abs=1e-9)
     assert st.krippendorff_alpha_interval(s) == pytest.approx(ref, abs=1e-9)
     ints = np.array([[1, 2, 3, 3, np.nan], [1, 2, 3, 4, 5], [np.nan, 3, 3, 4, 5]]).T
@@ -74,7 +70,7 @@ def test_icc_matches_pingouin_and_textbook(unbalanced: st.Tables) -> None:
         warnings.simplefilter("ignore")
         icc = pingouin.intraclass_corr(data=long, targets="run", raters="judge", ratings="score")
     icc = icc.set_index("Type")["ICC"]
-    row = st.judge_agreement(unbalanced)[0]
+    row = rows_of(st.agreement_rows, unbalanced, seed=0)[0]
     assert row.n_complete_runs == n
     # pingouin ≥ 0.6 names Shrout-Fleiss ICC2 / ICC2k "ICC(A,1)" / "ICC(A,k)".
     assert row.icc2_1 == pytest.approx(icc["ICC(A,1)"], abs=1e-9)
@@ -93,10 +89,10 @@ def test_correlations_and_k_eff(unbalanced: st.Tables) -> None:
     x = s[~np.isnan(s).any(axis=1)]
     dev = np.corrcoef(x - x.mean(axis=1, keepdims=True), rowvar=False)
     raw = np.corrcoef(x, rowvar=False)
-    pairs = {(c.judge_a, c.judge_b): c for c in st.judge_correlations(unbalanced)}
+    pairs = {(c.judge_a, c.judge_b): c for c in rows_of(st.correlation_rows, unbalanced, seed=0)}
     assert pairs[("judge_a", "judge_c")].deviation_correlation == pytest.approx(dev[0, 2])
     assert pairs[("judge_b", "judge_c")].score_correlation == pytest.approx(raw[1, 2])
-    row = st.judge_agreement(unbalanced)[0]
+    row = rows_of(st.agreement_rows, unbalanced, seed=0)[0]
     rbar = raw[np.triu_indices(3, 1)].mean()
     assert row.mean_score_correlation == pytest.approx(rbar)
     assert row.k_eff == pytest.approx(3 / (1 + 2 * rbar))
@@ -140,7 +136,9 @@ def test_self_preference_recovers_planted_effects() -> None:
         judge_leniency={"judge_b": 2.0},
         seed=22,  # a fixed draw; across seeds the 95% CI covers 1.5 as often as it should
     )
-    rows = {r.judge_id: r for r in st.self_preference(tables, seed=1, n_resamples=2000)}
+    rows = {
+        r.judge_id: r for r in rows_of(st.self_preference_rows, tables, seed=1, n_resamples=2000)
+    }
     a, b, c = rows["judge_a"], rows["judge_b"], rows["judge_c"]
     assert a.ci_low < 1.5 < a.ci_high
     assert abs(a.coefficient - 1.5) < 4 * a.se
@@ -159,7 +157,9 @@ def test_self_preference_recovers_planted_effects() -> None:
 
 def test_strictness_shows_leniency() -> None:
     tables = synthetic_tables(n_tasks=60, n_agents=3, judge_leniency={"judge_c": 2.0}, seed=2)
-    shares = {r.judge_id: r for r in st.below_anchor_shares(tables, seed=0, n_resamples=1000)}
+    shares = {
+        r.judge_id: r for r in rows_of(st.below_anchor_rows, tables, seed=0, n_resamples=1000)
+    }
     assert shares["judge_c"].ci_high < min(shares["judge_a"].ci_low, shares["judge_b"].ci_low)
     assert shares[None].n_ratings == sum(
         shares[j].n_ratings for j in ("judge_a", "judge_b", "judge_c")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import polars as pl
 import pytest
@@ -10,6 +12,7 @@ from scipy import stats
 from assay_aggregator import statistics as st
 from assay_aggregator.statistics._bootstrap import resample_counts
 from bench.synthetic_tables import synthetic_tables
+from tests.aggregator.stats import rows_of
 
 # Monte-Carlo tolerance for comparing our percentile CI with scipy's (independent
 # resamples, B = 4000 each): an endpoint's MC SD is ≈ 2.7σ/√B ≈ 0.042σ (σ = bootstrap
@@ -79,7 +82,7 @@ def hand() -> st.Tables:
 
 
 def test_hand_agent_scores(hand: st.Tables) -> None:
-    rows = {r.agent_id: r for r in st.agent_scores(hand, seed=1, n_resamples=200)}
+    rows = {r.agent_id: r for r in rows_of(st.overall_score_rows, hand, seed=1, n_resamples=200)}
     # A: task means 7, 9, 5 → 7; s = 2, SE = 2/√3. B: tasks 4, 10 (t3 excluded) → 7.
     assert rows["A"].estimate == pytest.approx(7.0)
     assert rows["A"].se == pytest.approx(2 / np.sqrt(3))
@@ -87,18 +90,18 @@ def test_hand_agent_scores(hand: st.Tables) -> None:
     assert rows["B"].estimate == pytest.approx(7.0)
     assert (rows["B"].n_tasks, rows["B"].n_runs) == (2, 2)
     assert rows["B"].se == pytest.approx(np.std([4, 10], ddof=1) / np.sqrt(2))
-    acct = {r.agent_id: r for r in st.run_accounting(hand)}
+    acct = {r.agent_id: r for r in rows_of(st.accounting_rows, hand, seed=0)}
     assert (acct["B"].n_runs, acct["B"].n_scored, acct["B"].n_infrastructure_failures) == (3, 2, 1)
 
 
 def test_hand_pass_rates_and_unpassed(hand: st.Tables) -> None:
-    rows = {r.agent_id: r for r in st.pass_rates(hand, seed=1, n_resamples=200)}
+    rows = {r.agent_id: r for r in rows_of(st.pass_rate_rows, hand, seed=1, n_resamples=200)}
     # A: t1 half its runs pass (6, 8), t2 passes, t3 fails → (0.5 + 1 + 0)/3.
     assert rows["A"].pass_rate == pytest.approx(0.5)
     assert rows["A"].n_passed == 2
     assert rows["B"].pass_rate == pytest.approx(0.5)
-    assert [u.task_id for u in st.unpassed_tasks(hand)] == ["t3"]
-    assert st.unpassed_tasks(hand)[0].best_run_score == 5.0
+    assert [u.task_id for u in rows_of(st.unpassed_task_rows, hand, seed=0)] == ["t3"]
+    assert rows_of(st.unpassed_task_rows, hand, seed=0)[0].best_run_score == 5.0
 
 
 def test_run_score_weighs_judges_equally() -> None:
@@ -112,17 +115,24 @@ def test_run_score_weighs_judges_equally() -> None:
     ]
     tables = build(e)
     # j1 → 6, j2 → 9: run score 7.5 (not the pooled 7.0 of the six ratings).
-    assert st.agent_scores(tables, seed=0, n_resamples=10)[0].estimate == pytest.approx(7.5)
-    dims = {r.dimension: r.estimate for r in st.dimension_scores(tables, seed=0, n_resamples=10)}
+    assert rows_of(st.overall_score_rows, tables, seed=0, n_resamples=10)[
+        0
+    ].estimate == pytest.approx(7.5)
+    dims = {
+        r.dimension: r.estimate
+        for r in rows_of(st.dimension_score_rows, tables, seed=0, n_resamples=10)
+    }
     assert dims == pytest.approx({"d1": (5 + 9) / 2, "d2": (7 + 9) / 2})
-    board = {r.judge_id: r.estimate for r in st.judge_leaderboards(tables, seed=0, n_resamples=10)}
+    board = {
+        r.judge_id: r.estimate for r in rows_of(st.judge_score_rows, tables, seed=0, n_resamples=10)
+    }
     assert board == pytest.approx({"j1": 6.0, "j2": 9.0})
 
 
 def test_bootstrap_matches_literal_resampling(hand: st.Tables) -> None:
     """The count-matrix bootstrap equals recomputing the definition on drawn task lists."""
     seed, b = 7, 300
-    rows = st.agent_scores(hand, seed=seed, n_resamples=b, confidence=0.9)
+    rows = rows_of(st.overall_score_rows, hand, seed=seed, n_resamples=b, confidence=0.9)
     task_means = {"A": {0: 7.0, 1: 9.0, 2: 5.0}, "B": {0: 4.0, 1: 10.0}}
     idx = np.random.Generator(np.random.PCG64(seed)).integers(0, 3, size=(b, 3))
     for row in rows:
@@ -188,7 +198,7 @@ def test_agent_scores_against_scipy(planted: st.Tables) -> None:
     run = judge_run.group_by("task_id", "agent_id", "run_id").agg(pl.col("score").mean())
     cell = run.group_by("task_id", "agent_id").agg(pl.col("score").mean())
     tasks = sorted(planted.runs.filter(~pl.col("infrastructure_failure"))["task_id"].unique())
-    rows = st.agent_scores(planted, seed=11, n_resamples=B_REF)
+    rows = rows_of(st.overall_score_rows, planted, seed=11, n_resamples=B_REF)
     for row in rows:
         mine = cell.filter(pl.col("agent_id") == row.agent_id).with_columns(one=pl.lit(1.0))
         y, x = _per_task(mine, tasks, "score", "one")
@@ -202,7 +212,9 @@ def test_below_anchor_and_pass_rate_against_scipy(planted: st.Tables) -> None:
     ok = planted.runs.filter(~pl.col("infrastructure_failure")).select("run_id")
     r = planted.ratings.join(ok, on="run_id", how="semi")
     tasks = sorted(planted.runs.filter(~pl.col("infrastructure_failure"))["task_id"].unique())
-    shares = {s.judge_id: s for s in st.below_anchor_shares(planted, seed=2, n_resamples=B_REF)}
+    shares = {
+        s.judge_id: s for s in rows_of(st.below_anchor_rows, planted, seed=2, n_resamples=B_REF)
+    }
     for judge in [None, "judge_a", "judge_b"]:
         sub = r if judge is None else r.filter(pl.col("judge_id") == judge)
         per = sub.group_by("task_id").agg((pl.col("score") < 8).sum().alias("b"), pl.len())
@@ -217,20 +229,24 @@ def test_below_anchor_and_pass_rate_against_scipy(planted: st.Tables) -> None:
 
 
 def test_communication_gap_planted(planted: st.Tables) -> None:
-    gap = {g.agent_id: g for g in st.communication_gap(planted, seed=4, n_resamples=2000)}
+    gap = {
+        g.agent_id: g for g in rows_of(st.communication_gap_rows, planted, seed=4, n_resamples=2000)
+    }
     assert gap["agent_3"].ci_low < 2.0 < gap["agent_3"].ci_high
     assert gap["agent_0"].ci_low < 0.0 < gap["agent_0"].ci_high
     g = gap["agent_3"]
     assert g.gap == pytest.approx(g.communication - g.scientific_accuracy)
     dims = {
         (d.agent_id, d.dimension): d.estimate
-        for d in st.dimension_scores(planted, seed=4, n_resamples=10)
+        for d in rows_of(st.dimension_score_rows, planted, seed=4, n_resamples=10)
     }
     assert g.communication == pytest.approx(dims[("agent_3", "communication")])
 
 
 def test_tag_rates_against_scipy(planted: st.Tables) -> None:
-    rows = st.tag_rates(planted, seed=8, n_resamples=B_REF, tags=("fabricated_results",))
+    rows = rows_of(
+        partial(st.tag_rate_rows, tags=("fabricated_results",)), planted, seed=8, n_resamples=B_REF
+    )
     assert rows[0].tag == "overclaiming"
     assert {r.tag for r in rows} == {"overclaiming", "no_artifacts", "fabricated_results"}
     ok = planted.runs.filter(~pl.col("infrastructure_failure")).select("run_id")
@@ -277,7 +293,9 @@ def test_tag_hand_case() -> None:
         }
     )
     t = st.make_tables(base.ratings, base.runs, tags)
-    rates = {r.tag: (r.rate, r.n_tagged, r.n_verdicts) for r in st.tag_rates(t, seed=0)}
+    rates = {
+        r.tag: (r.rate, r.n_tagged, r.n_verdicts) for r in rows_of(st.tag_rate_rows, t, seed=0)
+    }
     assert rates == {"overclaiming": (0.25, 1, 4), "no_uncertainty": (0.25, 1, 4)}
 
 
@@ -285,7 +303,7 @@ def test_empty_artifact_rate_hand() -> None:
     e = [("t1", "A", f"r{i}", "j", "d", 0, 5) for i in range(4)]
     t = build(e)
     runs = t.runs.with_columns(empty_artifacts=pl.col("run_id").is_in(["r0"]))
-    rows = st.empty_artifact_rates(st.make_tables(t.ratings, runs), seed=0, n_resamples=50)
+    rows = rows_of(st.empty_artifact_rows, st.make_tables(t.ratings, runs), seed=0, n_resamples=50)
     assert (rows[0].rate, rows[0].n_empty, rows[0].n_runs) == (0.25, 1, 4)
 
 
@@ -297,6 +315,6 @@ def test_infrastructure_failures_do_not_score(planted: st.Tables) -> None:
         run_id=failed["run_id"], task_id=failed["task_id"], score=pl.lit(0, dtype=pl.Int64)
     )
     noisy = st.make_tables(pl.concat([planted.ratings, fake]), planted.runs, planted.tags)
-    a = st.agent_scores(planted, seed=1, n_resamples=100)
-    b = st.agent_scores(noisy, seed=1, n_resamples=100)
+    a = rows_of(st.overall_score_rows, planted, seed=1, n_resamples=100)
+    b = rows_of(st.overall_score_rows, noisy, seed=1, n_resamples=100)
     assert a == b

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import polars as pl
 import pytest
@@ -11,6 +13,7 @@ from assay_aggregator.statistics import _results
 from assay_aggregator.statistics._bootstrap import resample_counts
 from assay_aggregator.statistics._panel import prepare
 from bench.synthetic_tables import synthetic_tables
+from tests.aggregator.stats import rows_of
 
 
 @pytest.fixture(scope="module")
@@ -47,10 +50,10 @@ def test_same_seed_is_byte_identical_other_seed_is_not(tables: st.Tables) -> Non
 def test_suite_matches_single_functions(tables: st.Tables) -> None:
     rep = st.compute_statistics(tables, seed=3, n_resamples=300)
     kw = {"seed": 3, "n_resamples": 300}
-    assert rep.agent_scores == st.agent_scores(tables, **kw)
-    assert rep.self_preference == st.self_preference(tables, **kw)
-    assert rep.pairwise_differences == st.pairwise_differences(tables, **kw)
-    assert rep.tag_rates == st.tag_rates(tables, **kw)
+    assert rep.agent_scores == rows_of(st.overall_score_rows, tables, **kw)
+    assert rep.self_preference == rows_of(st.self_preference_rows, tables, **kw)
+    assert rep.pairwise_differences == rows_of(st.pairwise_rows, tables, **kw)
+    assert rep.tag_rates == rows_of(st.tag_rate_rows, tables, **kw)
     frames = rep.frames()
     assert set(frames) == {n for n in type(rep).model_fields if isinstance(getattr(rep, n), tuple)}
     assert len(frames) == 17
@@ -60,7 +63,7 @@ def test_suite_matches_single_functions(tables: st.Tables) -> None:
 
 
 def test_group_by_equals_analysing_each_group(tables: st.Tables) -> None:
-    grouped = st.agent_scores(tables, seed=2, n_resamples=300, group_by="domain")
+    grouped = rows_of(st.overall_score_rows, tables, seed=2, n_resamples=300, group_by="domain")
     groups = sorted({r.group for r in grouped if r.group is not None})
     assert groups == ["biology", "chemistry", "physics"]
     for g in groups:
@@ -70,7 +73,7 @@ def test_group_by_equals_analysing_each_group(tables: st.Tables) -> None:
             tables.runs.filter(keep),
             tables.tags.join(tables.runs.filter(keep).select("run_id"), on="run_id", how="semi"),
         )
-        alone = st.agent_scores(sub, seed=2, n_resamples=300)
+        alone = rows_of(st.overall_score_rows, sub, seed=2, n_resamples=300)
         assert [r.model_copy(update={"group": g}) for r in alone] == [
             r for r in grouped if r.group == g
         ]
@@ -89,8 +92,8 @@ def test_filter_campaign(tables: st.Tables) -> None:
     )
     both = st.make_tables(*(pl.concat([a, b]) for a, b in zip(tables, other, strict=True)))
     only = st.filter_campaign(both, "campaign-1")
-    assert st.agent_scores(only, seed=1, n_resamples=100) == st.agent_scores(
-        tables, seed=1, n_resamples=100
+    assert rows_of(st.overall_score_rows, only, seed=1, n_resamples=100) == rows_of(
+        st.overall_score_rows, tables, seed=1, n_resamples=100
     )
     assert st.filter_campaign(both, ["campaign-1", "campaign-2"]).runs.height == both.runs.height
 
@@ -112,15 +115,19 @@ def test_validation_errors(tables: st.Tables) -> None:
     with pytest.raises(st.StatisticsInputError, match="not in table 'runs'"):
         st.make_tables(tables.ratings, tables.runs.slice(1))
     with pytest.raises(st.StatisticsInputError, match="group_by"):
-        st.agent_scores(tables, seed=0, group_by="colour")  # type: ignore[arg-type]
+        rows_of(st.overall_score_rows, tables, seed=0, group_by="colour")
     with pytest.raises(st.StatisticsInputError, match="no dimension 'tone'"):
-        st.communication_gap(tables, seed=0, n_resamples=10, communication="tone")
+        rows_of(
+            partial(st.communication_gap_rows, communication="tone"), tables, seed=0, n_resamples=10
+        )
 
 
 def test_ranks_and_pairwise(tables: st.Tables) -> None:
     seed, b = 4, 2000
-    ranks = {r.agent_id: r for r in st.agent_ranks(tables, seed=seed, n_resamples=b)}
-    scores = {r.agent_id: r for r in st.agent_scores(tables, seed=seed, n_resamples=b)}
+    ranks = {r.agent_id: r for r in rows_of(st.rank_rows, tables, seed=seed, n_resamples=b)}
+    scores = {
+        r.agent_id: r for r in rows_of(st.overall_score_rows, tables, seed=seed, n_resamples=b)
+    }
     assert ranks["agent_3"].rank == 1.0 and ranks["agent_0"].rank == 4.0
     assert ranks["agent_3"].p_rank_1 > 0.95
     assert sum(r.p_rank_1 for r in ranks.values()) == pytest.approx(1.0)
@@ -139,7 +146,8 @@ def test_ranks_and_pairwise(tables: st.Tables) -> None:
     order = np.argsort(-draws, axis=1)
     assert ranks["agent_1"].p_rank_1 == pytest.approx((order[:, 0] == 1).mean())
     pairs = {
-        (p.agent_a, p.agent_b): p for p in st.pairwise_differences(tables, seed=seed, n_resamples=b)
+        (p.agent_a, p.agent_b): p
+        for p in rows_of(st.pairwise_rows, tables, seed=seed, n_resamples=b)
     }
     assert len(pairs) == 6
     p03 = pairs[("agent_0", "agent_3")]
@@ -154,7 +162,7 @@ def test_ranks_and_pairwise(tables: st.Tables) -> None:
 def test_epoch_spread_and_costs(tables: st.Tables) -> None:
     panel = prepare(tables)
     rs = panel.run_score
-    spread = {r.agent_id: r for r in st.epoch_spread(tables)}
+    spread = {r.agent_id: r for r in rows_of(st.epoch_spread_rows, tables, seed=0)}
     sds = []
     for t in range(len(panel.task_ids)):
         v = rs[(panel.run_task == t) & (panel.run_agent == 2)]
@@ -163,14 +171,14 @@ def test_epoch_spread_and_costs(tables: st.Tables) -> None:
     assert spread["agent_2"].n_cells == len(sds)
     assert spread["agent_2"].mean_within_sd == pytest.approx(np.mean(sds))
     assert spread["agent_2"].pooled_within_sd == pytest.approx(np.sqrt(np.mean(np.square(sds))))
-    costs = {(c.agent_id, c.metric): c for c in st.run_costs(tables)}
+    costs = {(c.agent_id, c.metric): c for c in rows_of(st.cost_rows, tables, seed=0)}
     ok = tables.runs.filter(~pl.col("infrastructure_failure") & (pl.col("agent_id") == "agent_1"))
     lat = ok["latency_s"].to_numpy()
     c = costs[("agent_1", "latency_s")]
     assert (c.n_runs, c.mean, c.p50, c.p95) == pytest.approx(
         (lat.size, lat.mean(), np.median(lat), np.quantile(lat, 0.95))
     )
-    single = st.epoch_spread(synthetic_tables(n_tasks=5, n_agents=2, seed=1))
+    single = rows_of(st.epoch_spread_rows, synthetic_tables(n_tasks=5, n_agents=2, seed=1), seed=0)
     assert all(r.n_cells == 0 and np.isnan(r.mean_within_sd) for r in single)
 
 

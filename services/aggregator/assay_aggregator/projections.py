@@ -13,7 +13,7 @@ frames whatever order their events arrived in):
 - ``checks`` — the rule judge's reference checks: run × check.
 - ``judgment_failures``, ``judges``, ``tasks``, ``campaigns``.
 
-``statistics_tables`` turns them into the statistics library's validated inputs.
+``statistics_tables`` and ``count_tables`` turn them into the statistics library's inputs.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import polars as pl
 
 from .fold import RULES_JUDGE
 from .state import RunRecord, State
-from .statistics import Tables, make_tables
+from .statistics import CountTables, Tables, make_tables
 
 __all__ = ["TABLE_NAMES", "Projections", "run_state"]
 
@@ -348,3 +348,17 @@ class Projections:
         attrs = runs.select("run_id", "agent_family", "epoch", "domain", "phase", "difficulty")
         rated = ratings.join(attrs, on="run_id", how="inner")
         return make_tables(rated, runs, tags.join(runs.select("run_id"), on="run_id", how="semi"))
+
+    def count_tables(self, campaigns: list[str]) -> CountTables:
+        """The inputs of the statistics library's plain counts for some campaigns.
+
+        Every run of the campaigns (also runs whose request was never seen), and the
+        rule judge's checks, verdicts and tags of those runs.
+        """
+        runs = self.table("runs").filter(pl.col("campaign_id").is_in(campaigns))
+
+        def rule_judge(name: str) -> pl.DataFrame:
+            rows = self.table(name).filter(pl.col("judge_id") == RULES_JUDGE)
+            return rows.join(runs.select("run_id"), on="run_id", how="semi")
+
+        return CountTables(runs, rule_judge("checks"), rule_judge("verdicts"), rule_judge("tags"))

@@ -1,18 +1,16 @@
 """The report: a pure function of the projections, serialized canonically.
 
-``build_report`` runs the statistics library on the projection's tables with the
-bootstrap seed derived from the campaign ids (``report_seed``), and adds what the
-library does not cover: the rule judge's reference checks and tags per agent,
-infrastructure failures counted apart, run states, the judges, and a banner when a
-campaign is scripted. Nothing here reads a clock, so replaying the log rebuilds the
-same ``report_json`` bytes.
+``build_report`` runs the statistics library on the projection's tables: the rated
+statistics with the bootstrap seed derived from the campaign ids (``report_seed``), and
+the plain counts (run states, infrastructure failures, the rule judge's reference checks
+and tags). It adds only what describes the log itself: the campaigns and judges as
+folded, and a banner when a campaign is scripted. Nothing here reads a clock, so
+replaying the log rebuilds the same ``report_json`` bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
-from typing import Literal
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict
@@ -23,20 +21,25 @@ from .projections import Projections
 from .statistics import (
     ANCHOR,
     DEFAULT_RESAMPLES,
+    InfrastructureFailures,
+    ReferenceCheckRate,
     Row,
+    RuleTagRate,
+    RunStateCount,
     StatisticsReport,
+    TaskAttribute,
     compute_statistics,
+    infrastructure_failure_counts,
+    reference_check_rates,
+    rule_tag_rates,
+    run_state_counts,
 )
 
 __all__ = [
     "REPORT_FORMAT",
     "CampaignInfo",
-    "InfrastructureFailures",
     "JudgeInfo",
-    "ReferenceCheckRate",
     "Report",
-    "RuleTagRate",
-    "RunStateCount",
     "build_report",
     "report_frames",
     "report_json",
@@ -44,7 +47,6 @@ __all__ = [
 ]
 
 REPORT_FORMAT = 1
-GroupBy = Literal["domain", "phase", "difficulty"]
 
 
 class CampaignInfo(Row):
@@ -73,47 +75,6 @@ class JudgeInfo(Row):
     n_runs: int
     n_failures: int
     """JudgmentFailed records (after repairs)."""
-
-
-class RunStateCount(Row):
-    """How many runs are in a lifecycle state."""
-
-    state: str
-    n_runs: int
-
-
-class InfrastructureFailures(Row):
-    """Runs lost to infrastructure, per agent and stage (never scored)."""
-
-    agent_id: str
-    stage: str
-    n_runs: int
-
-
-class ReferenceCheckRate(Row):
-    """Share of the rule judge's reference checks an agent's runs passed."""
-
-    group: str | None
-    agent_id: str
-    n_runs: int
-    """Runs with at least one check (infrastructure failures excluded)."""
-    n_checks: int
-    n_passed: int
-    pass_rate: float
-    """Passed checks / checks, pooled over runs."""
-    weighted_pass_rate: float
-    """Σ weight of passed checks / Σ weight, pooled over runs."""
-
-
-class RuleTagRate(Row):
-    """Share of an agent's rule-checked runs that the rule judge tagged."""
-
-    group: str | None
-    agent_id: str
-    tag: str
-    n_runs: int
-    n_tagged: int
-    rate: float
 
 
 class Report(BaseModel):
@@ -187,82 +148,11 @@ def _judges(p: Projections, ids: list[str]) -> tuple[JudgeInfo, ...]:
     return tuple(out)
 
 
-def _group_key(group_by: GroupBy | None) -> pl.Expr:
-    return pl.col(group_by) if group_by else pl.lit(None, dtype=pl.String)
-
-
-def _reference_checks(
-    checks: pl.DataFrame, runs: pl.DataFrame, group_by: GroupBy | None
-) -> tuple[ReferenceCheckRate, ...]:
-    ok = runs.filter(~pl.col("infrastructure_failure")).select(
-        "run_id", _group_key(group_by).alias("group")
-    )
-    c = checks.filter(pl.col("judge_id") == RULES_JUDGE).join(ok, on="run_id", how="inner")
-    agg = (
-        c.group_by("group", "agent_id")
-        .agg(
-            pl.col("run_id").n_unique().alias("n_runs"),
-            pl.len().alias("n_checks"),
-            pl.col("passed").sum().alias("n_passed"),
-            (pl.col("weight") * pl.col("passed")).sum().alias("w_passed"),
-            pl.col("weight").sum().alias("w"),
-        )
-        .sort("group", "agent_id", nulls_last=False)
-    )
-    return tuple(
-        ReferenceCheckRate(
-            group=r["group"],
-            agent_id=r["agent_id"],
-            n_runs=r["n_runs"],
-            n_checks=r["n_checks"],
-            n_passed=r["n_passed"],
-            pass_rate=r["n_passed"] / r["n_checks"],
-            weighted_pass_rate=r["w_passed"] / r["w"] if r["w"] > 0 else float("nan"),
-        )
-        for r in agg.iter_rows(named=True)
-    )
-
-
-def _rule_tags(
-    p: Projections, runs: pl.DataFrame, group_by: GroupBy | None
-) -> tuple[RuleTagRate, ...]:
-    ok = runs.filter(~pl.col("infrastructure_failure")).select(
-        "run_id", "agent_id", _group_key(group_by).alias("group")
-    )
-    checked = (
-        p.table("verdicts")
-        .filter(pl.col("judge_id") == RULES_JUDGE)
-        .select("run_id")
-        .unique()
-        .join(ok, on="run_id", how="inner")
-    )
-    denom = checked.group_by("group", "agent_id").agg(pl.len().alias("n_runs"))
-    tagged = (
-        p.table("tags")
-        .filter(pl.col("judge_id") == RULES_JUDGE)
-        .select("run_id", "tag")
-        .unique()
-        .join(checked, on="run_id", how="inner")
-        .group_by("group", "agent_id", "tag")
-        .agg(pl.len().alias("n_tagged"))
-    )
-    counts: dict[tuple[str | None, str, str], int] = {
-        (g, a, t): n for g, a, t, n in tagged.iter_rows()
-    }
-    tags = sorted({t for _, _, t in counts})
-    out = []
-    for g, a, n in denom.sort("group", "agent_id", nulls_last=False).iter_rows():
-        for tag in tags:
-            k = counts.get((g, a, tag), 0)
-            out.append(RuleTagRate(group=g, agent_id=a, tag=tag, n_runs=n, n_tagged=k, rate=k / n))
-    return tuple(out)
-
-
 def build_report(
     p: Projections,
     *,
     campaign: str | None = None,
-    group_by: GroupBy | None = None,
+    group_by: TaskAttribute | None = None,
     n_resamples: int = DEFAULT_RESAMPLES,
     anchor: int = ANCHOR,
 ) -> Report:
@@ -273,16 +163,7 @@ def build_report(
     stats = compute_statistics(
         tables, seed=report_seed(ids), n_resamples=n_resamples, group_by=group_by, anchor=anchor
     )
-    runs = p.table("runs").filter(pl.col("campaign_id").is_in(ids))
-    states: dict[str, int] = defaultdict(int)
-    for s in runs["state"].to_list():
-        states[s] += 1
-    infra = (
-        runs.filter(pl.col("infrastructure_failure"))
-        .group_by("agent_id", "failure_stage")
-        .agg(pl.len())
-        .sort("agent_id", "failure_stage")
-    )
+    counts = p.count_tables(ids)
     campaigns = _campaigns(p, ids)
     return Report(
         campaigns=campaigns,
@@ -291,12 +172,10 @@ def build_report(
         group_by=group_by,
         anchor=anchor,
         judges=_judges(p, ids),
-        run_states=tuple(RunStateCount(state=k, n_runs=v) for k, v in sorted(states.items())),
-        infrastructure_failures=tuple(
-            InfrastructureFailures(agent_id=a, stage=s, n_runs=n) for a, s, n in infra.iter_rows()
-        ),
-        reference_checks=_reference_checks(p.table("checks"), runs, group_by),
-        rule_tags=_rule_tags(p, runs, group_by),
+        run_states=run_state_counts(counts),
+        infrastructure_failures=infrastructure_failure_counts(counts),
+        reference_checks=reference_check_rates(counts, group_by=group_by),
+        rule_tags=rule_tag_rates(counts, group_by=group_by),
         statistics=stats,
     )
 

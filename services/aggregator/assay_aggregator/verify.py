@@ -27,10 +27,10 @@ from assay.config import Settings
 
 from .projections import Projections
 from .rebuild import fold_stream, head_sequence
-from .report import GroupBy, build_report, report_json
+from .report import build_report, report_json
 from .snapshot import load_snapshot, paths_for
 from .state import State
-from .statistics import DEFAULT_RESAMPLES
+from .statistics import DEFAULT_RESAMPLES, TaskAttribute
 
 __all__ = ["Comparison", "ReportParams", "table_digests", "verify"]
 
@@ -39,7 +39,7 @@ class ReportParams(NamedTuple):
     """Parameters the compared reports are built with."""
 
     campaign: str | None = None
-    group_by: GroupBy | None = None
+    group_by: TaskAttribute | None = None
     n_resamples: int = DEFAULT_RESAMPLES
 
 

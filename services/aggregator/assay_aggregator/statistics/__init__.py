@@ -1,55 +1,44 @@
-"""Statistics of a campaign: pure, seeded, vectorized functions over three polars tables.
+"""Statistics of a campaign: pure, seeded, vectorized functions over polars tables.
 
 Build validated inputs with :func:`make_tables` (schemas in ``RATINGS_SCHEMA``,
-``RUNS_SCHEMA``, ``TAGS_SCHEMA``), then call one statistic or
-:func:`compute_statistics` for all of them. Every function returns frozen rows;
-``RowType.to_frame(rows)`` or :func:`to_frame` gives a polars table. ``DEFINITIONS``
-says precisely what each number is.
+``RUNS_SCHEMA``, ``TAGS_SCHEMA``), then call :func:`compute_statistics` for all of
+them, or one statistic (``*_rows``) on each :func:`contexts` item. Every function
+returns frozen rows; ``RowType.to_frame(rows)`` or :func:`to_frame` gives a polars
+table. ``DEFINITIONS`` says precisely what each number is. The plain counts that need
+no ratings (runs per state, infrastructure failures, the rule judge's checks and tags)
+take :class:`CountTables` instead.
 """
 
 from __future__ import annotations
 
-from ._agreement import icc2, krippendorff_alpha_interval
-from ._api import (
-    ANCHOR,
-    DEFAULT_RESAMPLES,
-    agent_ranks,
-    agent_scores,
-    below_anchor_shares,
-    communication_gap,
-    dimension_scores,
-    empty_artifact_rates,
-    epoch_spread,
-    judge_agreement,
-    judge_correlations,
-    judge_leaderboards,
-    pairwise_differences,
-    pass_rates,
-    run_accounting,
-    run_costs,
-    self_preference,
-    tag_rates,
-    unpassed_tasks,
+from . import _results
+from ._agreement import agreement_rows, correlation_rows, icc2, krippendorff_alpha_interval
+from ._context import ANCHOR, DEFAULT_RESAMPLES, Context, contexts
+from ._counts import (
+    CountTables,
+    infrastructure_failure_counts,
+    reference_check_rates,
+    rule_tag_rates,
+    run_state_counts,
 )
 from ._definitions import DEFINITIONS, definitions_markdown
-from ._results import (
-    AgentRank,
-    AgentScore,
-    BelowAnchorShare,
-    CommunicationGap,
-    EmptyArtifactRate,
-    EpochSpread,
-    JudgeAgreement,
-    JudgeCorrelation,
-    PairwiseDifference,
-    PassRate,
-    RunAccounting,
-    RunCost,
-    SelfPreference,
-    TagRate,
-    UnpassedTask,
-)
+from ._failures import empty_artifact_rows, tag_rate_rows
+from ._operations import accounting_rows, cost_rows, epoch_spread_rows
+from ._ranking import pairwise_rows, rank_rows
+
+# The result types are listed once, in ``_results.__all__``.
+from ._results import *  # noqa: F403
 from ._rows import Row, to_frame
+from ._scores import (
+    below_anchor_rows,
+    communication_gap_rows,
+    dimension_score_rows,
+    judge_score_rows,
+    overall_score_rows,
+    pass_rate_rows,
+    unpassed_task_rows,
+)
+from ._self_preference import self_preference_rows
 from ._suite import StatisticsReport, compute_statistics
 from ._tables import (
     RATINGS_SCHEMA,
@@ -58,6 +47,7 @@ from ._tables import (
     TASK_ATTRIBUTES,
     StatisticsInputError,
     Tables,
+    TaskAttribute,
     filter_campaign,
     make_tables,
     validate_table,
@@ -71,48 +61,42 @@ __all__ = [
     "RUNS_SCHEMA",
     "TAGS_SCHEMA",
     "TASK_ATTRIBUTES",
-    "AgentRank",
-    "AgentScore",
-    "BelowAnchorShare",
-    "CommunicationGap",
-    "EmptyArtifactRate",
-    "EpochSpread",
-    "JudgeAgreement",
-    "JudgeCorrelation",
-    "PairwiseDifference",
-    "PassRate",
+    "Context",
+    "CountTables",
     "Row",
-    "RunAccounting",
-    "RunCost",
-    "SelfPreference",
     "StatisticsInputError",
     "StatisticsReport",
     "Tables",
-    "TagRate",
-    "UnpassedTask",
-    "agent_ranks",
-    "agent_scores",
-    "below_anchor_shares",
-    "communication_gap",
+    "TaskAttribute",
+    "accounting_rows",
+    "agreement_rows",
+    "below_anchor_rows",
+    "communication_gap_rows",
     "compute_statistics",
+    "contexts",
+    "correlation_rows",
+    "cost_rows",
     "definitions_markdown",
-    "dimension_scores",
-    "empty_artifact_rates",
-    "epoch_spread",
+    "dimension_score_rows",
+    "empty_artifact_rows",
+    "epoch_spread_rows",
     "filter_campaign",
     "icc2",
-    "judge_agreement",
-    "judge_correlations",
-    "judge_leaderboards",
+    "infrastructure_failure_counts",
+    "judge_score_rows",
     "krippendorff_alpha_interval",
     "make_tables",
-    "pairwise_differences",
-    "pass_rates",
-    "run_accounting",
-    "run_costs",
-    "self_preference",
-    "tag_rates",
+    "overall_score_rows",
+    "pairwise_rows",
+    "pass_rate_rows",
+    "rank_rows",
+    "reference_check_rates",
+    "rule_tag_rates",
+    "run_state_counts",
+    "self_preference_rows",
+    "tag_rate_rows",
     "to_frame",
-    "unpassed_tasks",
+    "unpassed_task_rows",
     "validate_table",
 ]
+__all__ += _results.__all__

@@ -18,7 +18,12 @@ from ._bootstrap import Estimate, ratio, resample_counts
 from ._panel import F64, Panel, cell_means, prepare
 from ._tables import StatisticsInputError, Tables, TaskAttribute
 
-__all__ = ["Context", "contexts", "split_tables"]
+__all__ = ["ANCHOR", "DEFAULT_RESAMPLES", "Context", "contexts", "split_tables"]
+
+ANCHOR = 8
+"""Default anchor: 8 = a domain scientist would accept the work with minor edits."""
+DEFAULT_RESAMPLES = 10_000
+"""Default number of task-cluster bootstrap resamples."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,12 +85,16 @@ def contexts(
     tables: Tables,
     *,
     seed: int,
-    n_resamples: int,
-    confidence: float,
-    group_by: TaskAttribute | None,
-    anchor: int,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = 0.95,
+    group_by: TaskAttribute | None = None,
+    anchor: int = ANCHOR,
 ) -> Iterator[Context]:
-    """One context per group (or one for everything when ``group_by`` is None)."""
+    """One context per group (or one for everything when ``group_by`` is None).
+
+    Every statistic is a function of one context returning its rows; ``tables`` come
+    from :func:`make_tables`. The same tables and ``seed`` give the same rows, bit for bit.
+    """
     if not 0.0 < confidence < 1.0:
         raise StatisticsInputError(f"confidence must lie in (0, 1): {confidence}")
     if n_resamples < 1:

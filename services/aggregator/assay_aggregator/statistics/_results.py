@@ -16,12 +16,16 @@ __all__ = [
     "CommunicationGap",
     "EmptyArtifactRate",
     "EpochSpread",
+    "InfrastructureFailures",
     "JudgeAgreement",
     "JudgeCorrelation",
     "PairwiseDifference",
     "PassRate",
+    "ReferenceCheckRate",
+    "RuleTagRate",
     "RunAccounting",
     "RunCost",
+    "RunStateCount",
     "SelfPreference",
     "TagRate",
     "UnpassedTask",
@@ -289,3 +293,44 @@ class RunAccounting(Row):
     n_unscored: int
     """Runs that are neither scored nor infrastructure failures (e.g. unjudged)."""
     n_empty_artifacts: int
+
+
+class RunStateCount(Row):
+    """How many runs are in a lifecycle state."""
+
+    state: str
+    n_runs: int
+
+
+class InfrastructureFailures(Row):
+    """Runs lost to infrastructure, per agent and stage (never scored)."""
+
+    agent_id: str
+    stage: str
+    n_runs: int
+
+
+class ReferenceCheckRate(Row):
+    """Share of the rule judge's reference checks an agent's runs passed."""
+
+    group: str | None
+    agent_id: str
+    n_runs: int
+    """Runs with at least one check (infrastructure failures excluded)."""
+    n_checks: int
+    n_passed: int
+    pass_rate: float
+    """Passed checks / checks, pooled over runs."""
+    weighted_pass_rate: float
+    """Σ weight of passed checks / Σ weight, pooled over runs."""
+
+
+class RuleTagRate(Row):
+    """Share of an agent's rule-checked runs that the rule judge tagged."""
+
+    group: str | None
+    agent_id: str
+    tag: str
+    n_runs: int
+    n_tagged: int
+    rate: float

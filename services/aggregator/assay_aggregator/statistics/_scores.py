@@ -152,7 +152,9 @@ def unpassed_task_rows(ctx: Context) -> list[UnpassedTask]:
 
 
 def communication_gap_rows(
-    ctx: Context, communication: str, scientific_accuracy: str
+    ctx: Context,
+    communication: str = "communication",
+    scientific_accuracy: str = "scientific_accuracy",
 ) -> list[CommunicationGap]:
     """communication − scientific_accuracy agent scores, paired on tasks."""
     p = ctx.panel

@@ -13,8 +13,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from . import _agreement, _failures, _operations, _ranking, _scores, _self_preference
-from ._api import ANCHOR, DEFAULT_RESAMPLES
-from ._context import contexts
+from ._context import ANCHOR, DEFAULT_RESAMPLES, contexts
 from ._results import (
     AgentRank,
     AgentScore,

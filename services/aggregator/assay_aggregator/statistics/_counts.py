@@ -1,0 +1,126 @@
+"""Plain counts that need no ratings and no bootstrap: runs per lifecycle state,
+infrastructure failures per stage, and the rule judge's reference checks and tags.
+
+They read projection tables directly (see :class:`CountTables`) rather than the
+validated :class:`Tables`, because they cover every run of the selected campaigns,
+also runs whose request was never seen, and the rule judge, which never rates.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import NamedTuple
+
+import polars as pl
+
+from ._results import InfrastructureFailures, ReferenceCheckRate, RuleTagRate, RunStateCount
+from ._tables import TaskAttribute
+
+__all__ = [
+    "CountTables",
+    "infrastructure_failure_counts",
+    "reference_check_rates",
+    "rule_tag_rates",
+    "run_state_counts",
+]
+
+
+class CountTables(NamedTuple):
+    """Projection tables of the selected campaigns, for the plain counts."""
+
+    runs: pl.DataFrame
+    """Every run: run_id, agent_id, state, infrastructure_failure, failure_stage and the
+    task attributes (the projection's ``runs``)."""
+    checks: pl.DataFrame
+    """The rule judge's reference checks: run_id, agent_id, passed, weight."""
+    verdicts: pl.DataFrame
+    """The rule judge's verdicts (run_id): the runs it checked."""
+    tags: pl.DataFrame
+    """The rule judge's tags: run_id, tag."""
+
+
+def run_state_counts(tables: CountTables) -> tuple[RunStateCount, ...]:
+    """How many runs are in each lifecycle state (states in sorted order)."""
+    states: dict[str, int] = defaultdict(int)
+    for s in tables.runs["state"].to_list():
+        states[s] += 1
+    return tuple(RunStateCount(state=k, n_runs=v) for k, v in sorted(states.items()))
+
+
+def infrastructure_failure_counts(tables: CountTables) -> tuple[InfrastructureFailures, ...]:
+    """Runs lost to infrastructure, per agent and failure stage."""
+    infra = (
+        tables.runs.filter(pl.col("infrastructure_failure"))
+        .group_by("agent_id", "failure_stage")
+        .agg(pl.len())
+        .sort("agent_id", "failure_stage")
+    )
+    return tuple(
+        InfrastructureFailures(agent_id=a, stage=s, n_runs=n) for a, s, n in infra.iter_rows()
+    )
+
+
+def _scored_runs(runs: pl.DataFrame, group_by: TaskAttribute | None, *cols: str) -> pl.DataFrame:
+    """Runs that are not infrastructure failures, with their group (None when ungrouped)."""
+    group = pl.col(group_by) if group_by else pl.lit(None, dtype=pl.String)
+    return runs.filter(~pl.col("infrastructure_failure")).select(*cols, group.alias("group"))
+
+
+def reference_check_rates(
+    tables: CountTables, *, group_by: TaskAttribute | None = None
+) -> tuple[ReferenceCheckRate, ...]:
+    """Per group and agent: reference checks passed, plain and weighted."""
+    ok = _scored_runs(tables.runs, group_by, "run_id")
+    agg = (
+        tables.checks.join(ok, on="run_id", how="inner")
+        .group_by("group", "agent_id")
+        .agg(
+            pl.col("run_id").n_unique().alias("n_runs"),
+            pl.len().alias("n_checks"),
+            pl.col("passed").sum().alias("n_passed"),
+            (pl.col("weight") * pl.col("passed")).sum().alias("w_passed"),
+            pl.col("weight").sum().alias("w"),
+        )
+        .sort("group", "agent_id", nulls_last=False)
+    )
+    return tuple(
+        ReferenceCheckRate(
+            group=r["group"],
+            agent_id=r["agent_id"],
+            n_runs=r["n_runs"],
+            n_checks=r["n_checks"],
+            n_passed=r["n_passed"],
+            pass_rate=r["n_passed"] / r["n_checks"],
+            weighted_pass_rate=r["w_passed"] / r["w"] if r["w"] > 0 else float("nan"),
+        )
+        for r in agg.iter_rows(named=True)
+    )
+
+
+def rule_tag_rates(
+    tables: CountTables, *, group_by: TaskAttribute | None = None
+) -> tuple[RuleTagRate, ...]:
+    """Per group, agent and tag the rule judge used: share of its checked runs tagged.
+
+    Every agent with checked runs gets a row for every tag, so a 0 is shown, not omitted.
+    """
+    ok = _scored_runs(tables.runs, group_by, "run_id", "agent_id")
+    checked = tables.verdicts.select("run_id").unique().join(ok, on="run_id", how="inner")
+    denom = checked.group_by("group", "agent_id").agg(pl.len().alias("n_runs"))
+    tagged = (
+        tables.tags.select("run_id", "tag")
+        .unique()
+        .join(checked, on="run_id", how="inner")
+        .group_by("group", "agent_id", "tag")
+        .agg(pl.len().alias("n_tagged"))
+    )
+    counts: dict[tuple[str | None, str, str], int] = {
+        (g, a, t): n for g, a, t, n in tagged.iter_rows()
+    }
+    tags = sorted({t for _, _, t in counts})
+    out = []
+    for g, a, n in denom.sort("group", "agent_id", nulls_last=False).iter_rows():
+        for tag in tags:
+            k = counts.get((g, a, tag), 0)
+            out.append(RuleTagRate(group=g, agent_id=a, tag=tag, n_runs=n, n_tagged=k, rate=k / n))
+    return tuple(out)
