@@ -7,6 +7,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import nats
+import nats.aio.msg
 import pytest
 from nats.aio.client import Client
 from nats.errors import TimeoutError as NatsTimeout
@@ -15,6 +16,7 @@ from nats.js.api import ConsumerConfig
 from assay.bus import Bus
 from assay.config import Settings
 from assay.security import permission_map
+from assay.security.permissions import inbox_prefix
 
 from .conftest import CAMPAIGN, SecureNats
 
@@ -46,6 +48,7 @@ async def connect(
             password=secure.passwords[user],
             error_cb=on_error,
             allow_reconnect=False,
+            inbox_prefix=inbox_prefix(user),
         )
         clients.append(nc)
         return nc
@@ -122,6 +125,29 @@ async def test_external_publisher_submits_only_tasks_to_its_campaign(
     assert await refused(nc, subject(secure, "CampaignStarted", CAMPAIGN, "-"))
     assert await refused(nc, subject(secure, "RunRequested", CAMPAIGN, "r1"))
     assert await stored(admin_bus, secure) == 1
+
+
+async def test_no_user_reads_another_users_replies(
+    secure: SecureNats, admin_bus: Bus, connect: Connect, errors: list[Exception]
+) -> None:
+    """The publisher listens on every inbox while the runner works: it captures nothing."""
+    spy = await connect(f"publisher-{CAMPAIGN}")
+    captured: list[bytes] = []
+
+    async def capture(msg: nats.aio.msg.Msg) -> None:
+        captured.append(msg.data)
+
+    for pattern in ("_INBOX.>", f"{inbox_prefix('runner')}.>", ">"):
+        await spy.subscribe(pattern, cb=capture)
+    await spy.flush()
+    runner = await connect("runner")
+    for _ in range(5):  # PubAcks and JetStream API replies go to the runner's inbox
+        assert not await refused(runner, subject(secure, "RunRequested"))
+        await runner.jetstream().stream_info(secure.base.stream)
+    await asyncio.sleep(0.3)
+    assert captured == []
+    violations = [e for e in errors if "permissions violation" in str(e).lower()]
+    assert len(violations) >= 3, errors
 
 
 async def test_services_cannot_take_over_other_durables_or_streams(

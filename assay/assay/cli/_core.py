@@ -32,13 +32,22 @@ def up(
     auth: bool = typer.Option(
         False, "--auth", help="One NATS user per service, least privilege (ASSAY_NATS_AUTH=1)."
     ),
+    publisher: list[str] = typer.Option(
+        [],
+        "--publisher",
+        help="With --auth: a user that may only submit tasks to this campaign (repeatable).",
+    ),
 ) -> None:
     """Start the embedded stack: nats-server with JetStream on .assay/, until Ctrl-C."""
     from assay.security import create_streams, prepare_embedded, write_env_files
 
     settings = Settings()
     port = port or urlparse(settings.nats_url).port or 4222
-    secured = prepare_embedded(settings, auth=auth or settings.nats_auth)
+    if publisher and not (auth or settings.nats_auth):
+        raise typer.BadParameter("--publisher needs --auth (users exist only with auth on)")
+    secured = prepare_embedded(
+        settings, auth=auth or settings.nats_auth, publisher_campaigns=tuple(publisher)
+    )
     config = secured.config_file if secured else None
     server = NatsServer(settings.home / "nats", port=port, config_file=config)
     try:
