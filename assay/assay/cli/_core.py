@@ -17,7 +17,6 @@ from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.store import open_store
-from assay.tasks import load_tasks
 from assay_schemas import AssayError, Event, export_schemas
 
 from ._app import app, console, err_console, run_async, schemas_app
@@ -99,17 +98,19 @@ def _serve_all(settings: Settings) -> None:
 
 @app.command()
 def submit(
-    tasks: Path = typer.Argument(
-        ..., help="Task folder, folder of tasks, .jsonl or ASI-Bench .json"
+    tasks: list[Path] = typer.Argument(
+        ..., help="Task folders, folders of tasks, .jsonl or ASI-Bench .json files"
     ),
     campaign: Path = typer.Option(..., "--campaign", "-c", help="Campaign file (YAML/TOML/JSON)."),
 ) -> None:
     """Upload attachments and publish CampaignStarted and one TaskSubmitted per task."""
     settings = Settings()
 
+    from assay.run import load_drafts
+
     async def main() -> None:
         spec = load_campaign(campaign)
-        drafts = load_tasks(tasks, max_bytes=settings.max_attachment_bytes)
+        drafts = load_drafts(tasks, settings.max_attachment_bytes)
         store = open_store(settings)
         async with Bus(settings, service="cli") as bus:
             submitted = await submit_campaign(bus, store, spec, drafts)
