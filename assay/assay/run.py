@@ -20,7 +20,7 @@ from assay.problems import Problems, problems_of
 from assay.progress import Progress
 from assay.stack import Stack
 from assay.tasks import load_tasks
-from assay_schemas import CampaignSpec, TaskInputError
+from assay_schemas import CampaignSpec, ConfigError, TaskInputError
 
 __all__ = ["RunOutcome", "run_campaign", "scripted_campaign"]
 
@@ -93,6 +93,19 @@ async def _drive(
         await stack.stop()
 
 
+def require(backend: str, console: Console) -> None:
+    """Refuse to start when a prerequisite of the sandbox backend is missing."""
+    from assay.doctor import checks_for, print_checks, run_checks
+
+    failed = [c for c in run_checks(checks_for("run", backend)) if not c.ok and not c.optional]
+    if failed:
+        print_checks(failed, console)
+        raise ConfigError(
+            f"this machine cannot run the campaign ({len(failed)} problem(s) above); "
+            "`assay doctor` checks everything"
+        )
+
+
 def load_drafts(tasks: Sequence[Path], max_bytes: int) -> list[Any]:
     """Task drafts from every path, in order; a task id given twice is an error."""
     drafts = [d for path in tasks for d in load_tasks(path, max_bytes=max_bytes)]
@@ -130,8 +143,12 @@ def run_campaign(
     html: Path | None = None,
     console: Console | None = None,
     timeout_s: float = 1800.0,
+    check: bool = True,
 ) -> RunOutcome:
-    """Run a campaign end to end on a fresh embedded stack under `.assay/runs/`."""
+    """Run a campaign end to end on a fresh embedded stack under `.assay/runs/`.
+
+    With `check`, the prerequisites of the campaign's sandbox backend are checked first and
+    a campaign that cannot succeed is refused (ConfigError) before anything starts."""
     from assay_aggregator.report import build_report
     from assay_aggregator.terminal import print_report
 
@@ -140,6 +157,8 @@ def run_campaign(
     paths = [tasks] if isinstance(tasks, Path) else list(tasks)
     spec = load_campaign(campaign_file)
     drafts = load_drafts(paths, base.max_attachment_bytes)
+    if check:
+        require(spec.sandbox.backend, console)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     workdir = (base.home / "runs" / f"{spec.campaign_id}-{stamp}").resolve()
     server = None

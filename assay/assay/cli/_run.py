@@ -21,6 +21,9 @@ def run_command(
     ),
     html: Path = typer.Option(None, "--html", help="Where to write the HTML report."),
     timeout: float = typer.Option(1800.0, help="Give up after this many seconds."),
+    skip_checks: bool = typer.Option(
+        False, "--skip-checks", help="Start even when `assay doctor` finds a problem."
+    ),
 ) -> None:
     """Run a campaign end to end on a fresh embedded stack and print the report.
 
@@ -29,7 +32,9 @@ def run_command(
 
     paths = tasks or [Path("examples/tasks")]
     try:
-        outcome = run_campaign(paths, campaign, html=html, console=console, timeout_s=timeout)
+        outcome = run_campaign(
+            paths, campaign, html=html, console=console, timeout_s=timeout, check=not skip_checks
+        )
     except AssayError as e:
         err_console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
