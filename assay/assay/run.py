@@ -135,6 +135,20 @@ def write_reports(
     return json_path, html_path
 
 
+def print_next_steps(workdir: Path, console: Console) -> None:
+    """The commands that look further into this run directory."""
+    home = f"--home {workdir}"
+    console.print(
+        "\nlook further (each reopens the run directory by itself):\n"
+        f"  assay report {home} --group-by domain\n"
+        f"  assay events {home}\n"
+        f"  assay audit <run id> {home}\n"
+        f"  assay export {home} --parquet <folder>",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 def run_campaign(
     tasks: Path | Sequence[Path],
     campaign_file: Path,
@@ -189,4 +203,5 @@ def run_campaign(
     print_report(report, console)
     problems.print(console)
     console.print(f"\nreport: {html_path}\n        {json_path}")
+    print_next_steps(workdir, console)
     return RunOutcome(workdir, json_path, html_path, progress, problems)

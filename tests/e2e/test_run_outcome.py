@@ -105,3 +105,42 @@ def test_task_sampling_above_the_judges_is_waited_for(settings: Settings, tmp_pa
     assert judges["rules"]["n_verdicts"] == 1
     assert report["problems"]["complete"] and not report["problems"]["causes"]
     assert report["run_states"] == [{"n_runs": 1, "state": "judged"}]
+
+
+def assay(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "assay", *args],
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_finished_run_directory_reopens_with_home(settings: Settings, tmp_path: Path) -> None:
+    tasks, campaign = one_task(tmp_path)
+    empty = tmp_path / "no-runtime"
+    assay_run(settings, tasks, campaign, "--skip-checks", ASSAY_SANDBOX_CACHE=str(empty))
+    [run_dir] = list((settings.home / "runs").glob("small-*"))
+    log_files = {p: p.stat().st_mtime_ns for p in (run_dir / "nats").rglob("*") if p.is_file()}
+
+    events = assay("events", "--home", str(run_dir), "--json")
+    assert events.returncode == 0, events.stderr
+    lines = [json.loads(line) for line in events.stdout.splitlines()]
+    failed = [e for e in lines if e["event_type"] == "RunFailed"]
+    assert [e["stage"] for e in failed] == ["sandbox"]
+
+    out = tmp_path / "again.json"
+    again = assay("report", "--home", str(run_dir), "--json", str(out), "--resamples", "10")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(out.read_text())["infrastructure_failures"][0]["stage"] == "sandbox"
+
+    audit = assay("audit", failed[0]["run_id"], "--home", str(run_dir))
+    assert audit.returncode == 0, audit.stderr
+    assert "RunFailed" in audit.stdout
+
+    now = {p: p.stat().st_mtime_ns for p in (run_dir / "nats").rglob("*") if p.is_file()}
+    assert now == log_files, "the run directory's log is left as it was"
+    missing = assay("events", "--home", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "not a run directory" in missing.stderr

@@ -20,6 +20,7 @@ from assay.store import open_store
 from assay_schemas import AssayError, Event, export_schemas
 
 from ._app import app, console, err_console, run_async, schemas_app
+from ._home import HOME_HELP, home_settings
 
 
 @app.command()
@@ -148,11 +149,11 @@ def events(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events."),
     as_json: bool = typer.Option(False, "--json", help="One JSON event per line."),
     start: int = typer.Option(1, "--from", help="Start at this stream sequence."),
+    home: Path = typer.Option(None, "--home", help=HOME_HELP),
 ) -> None:
     """Print the event log in order."""
-    settings = Settings()
 
-    async def main() -> None:
+    async def main(settings: Settings) -> None:
         async with Bus(settings, service="cli") as bus:
             subject = bus.subjects.event(event_type, campaign, run)
             async for logged in bus.replay(start=start, subject=subject, follow=follow):
@@ -169,8 +170,8 @@ def events(
                     soft_wrap=True,
                 )
 
-    with contextlib.suppress(KeyboardInterrupt):
-        run_async(main())
+    with contextlib.suppress(KeyboardInterrupt), home_settings(home) as settings:
+        run_async(main(settings))
 
 
 @schemas_app.command("export")
