@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 ASSAY := $(VENV)/bin/assay
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test test-fast lint bench sandbox-rootfs sandbox-image local-model schemas clean
+.PHONY: install setup-run setup-test run test test-fast lint bench sandbox-rootfs sandbox-image local-model schemas clean
 
 # The workspace's packages, each with its own pyproject.toml, installed editable together.
 PACKAGES := schemas assay services/runner services/sandbox-manager services/judge services/aggregator
@@ -19,15 +19,22 @@ $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(PACKAGES))
 
 install: $(STAMP)
 
+## What this machine needs, set up when missing (quick when done): scripts/setup-host.sh.
+setup-run:
+	bash scripts/setup-host.sh run
+
+setup-test: local-model
+	bash scripts/setup-host.sh test
+
 ## The main job on the embedded default: stack up, bundled campaign in, report out.
-run: install
+run: install setup-run
 	$(ASSAY) run examples/tasks --campaign examples/campaign.yaml
 
 ## Every test, real parts started by the tests themselves.
-test: install
+test: install setup-test
 	$(PY) -m pytest
 
-test-fast: install
+test-fast: install setup-run
 	$(PY) -m pytest -m "not slow and not docker"
 
 lint: install

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -14,10 +16,11 @@ from assay.bus import Bus
 from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer
+from assay.problems import Problems, problems_of
 from assay.progress import Progress
 from assay.stack import Stack
 from assay.tasks import load_tasks
-from assay_schemas import CampaignSpec
+from assay_schemas import CampaignSpec, ConfigError, TaskInputError
 
 __all__ = ["RunOutcome", "run_campaign", "scripted_campaign"]
 
@@ -37,6 +40,7 @@ class RunOutcome(NamedTuple):
     report_json: Path
     report_html: Path
     progress: Progress
+    problems: Problems
 
 
 def scripted_campaign(spec: CampaignSpec, base_url: str) -> CampaignSpec:
@@ -61,56 +65,123 @@ def _scripted_server(solutions: Path) -> Any:
 
 
 async def _drive(
-    settings: Settings, spec: CampaignSpec, drafts: list[Any], console: Console, timeout_s: float
-) -> tuple[Progress, Any]:
-    from assay.cli._watch import watch_log
+    settings: Settings, spec: CampaignSpec, drafts: list[Any], progress: Progress, timeout_s: float
+) -> Any:
+    """Run the campaign until the log says it is complete (or the timeout); the aggregator."""
+    from assay.cli._watch import log_head, print_pending, watch_log
 
     stack = Stack.for_settings(settings)
     await stack.start()
     try:
         async with Bus(settings, service="cli") as bus:
             await submit_campaign(bus, stack.store, spec, drafts)
-            progress = await asyncio.wait_for(
-                watch_log(bus, Progress(campaign_id=spec.campaign_id), until_complete=True),
-                timeout_s,
-            )
-            head = (await bus.js.stream_info(settings.stream)).state.last_seq
+            submitted = await log_head(bus)
+            try:
+                await asyncio.wait_for(
+                    watch_log(bus, progress, until_complete=True, settle_at=submitted), timeout_s
+                )
+            except TimeoutError:
+                print_pending(progress)
+            head = await log_head(bus)
         from assay_aggregator.service import AggregatorService
 
         aggregator = stack.started["aggregator"]
         assert isinstance(aggregator, AggregatorService)
         await aggregator.wait_for(head, timeout=60)
-        return progress, aggregator
+        return aggregator
     finally:
         await stack.stop()
 
 
+def require(backend: str, console: Console) -> None:
+    """Refuse to start when a prerequisite of the sandbox backend is missing."""
+    from assay.doctor import checks_for, print_checks, run_checks
+
+    failed = [c for c in run_checks(checks_for("run", backend)) if not c.ok and not c.optional]
+    if failed:
+        print_checks(failed, console)
+        raise ConfigError(
+            f"this machine cannot run the campaign ({len(failed)} problem(s) above); "
+            "`assay doctor` checks everything"
+        )
+
+
+def load_drafts(tasks: Sequence[Path], max_bytes: int) -> list[Any]:
+    """Task drafts from every path, in order; a task id given twice is an error."""
+    drafts = [d for path in tasks for d in load_tasks(path, max_bytes=max_bytes)]
+    ids = [d.task_id for d in drafts]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise TaskInputError(f"task ids given more than once: {', '.join(twice)}")
+    return drafts
+
+
+def write_reports(
+    report: Any, problems: Problems, workdir: Path, html: Path | None
+) -> tuple[Path, Path]:
+    """report.json (with the problems section) and the HTML (problems on top)."""
+    from assay_aggregator.canonical import canonical_json
+    from assay_aggregator.html import render_html
+    from assay_aggregator.report import report_json
+
+    json_path = workdir / "report.json"
+    body = json.loads(report_json(report))
+    json_path.write_bytes(canonical_json({**body, "problems": problems.model_dump()}))
+    html_path = (html or workdir / "report.html").resolve()
+    page = render_html(report)
+    if not problems.ok:
+        page = page.replace("</h1>", "</h1>" + problems.html(), 1)
+    html_path.write_text(page, encoding="utf-8")
+    return json_path, html_path
+
+
+def print_next_steps(workdir: Path, console: Console) -> None:
+    """The commands that look further into this run directory."""
+    home = f"--home {workdir}"
+    console.print(
+        "\nlook further (each reopens the run directory by itself):\n"
+        f"  assay report {home} --group-by domain\n"
+        f"  assay events {home}\n"
+        f"  assay audit <run id> {home}\n"
+        f"  assay export {home} --parquet <folder>",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 def run_campaign(
-    tasks: Path,
+    tasks: Path | Sequence[Path],
     campaign_file: Path,
     *,
     settings: Settings | None = None,
     html: Path | None = None,
     console: Console | None = None,
     timeout_s: float = 1800.0,
+    check: bool = True,
 ) -> RunOutcome:
-    """Run a campaign end to end on a fresh embedded stack under `.assay/runs/`."""
-    from assay_aggregator.html import render_html
-    from assay_aggregator.report import build_report, report_json
+    """Run a campaign end to end on a fresh embedded stack under `.assay/runs/`.
+
+    With `check`, the prerequisites of the campaign's sandbox backend are checked first and
+    a campaign that cannot succeed is refused (ConfigError) before anything starts."""
+    from assay_aggregator.report import build_report
     from assay_aggregator.terminal import print_report
 
     console = console or Console()
     base = settings or Settings()
+    paths = [tasks] if isinstance(tasks, Path) else list(tasks)
     spec = load_campaign(campaign_file)
-    drafts = load_tasks(tasks, max_bytes=base.max_attachment_bytes)
+    drafts = load_drafts(paths, base.max_attachment_bytes)
+    if check:
+        require(spec.sandbox.backend, console)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     workdir = (base.home / "runs" / f"{spec.campaign_id}-{stamp}").resolve()
     server = None
     if spec.scripted:
         console.print(BANNER)
-        server = _scripted_server(tasks.parent / "solutions").start()
+        server = _scripted_server(paths[0].parent / "solutions").start()
         os.environ.setdefault(SCRIPTED_KEY_ENV, "scripted")
         spec = scripted_campaign(spec, server.openai_base_url)
+    progress = Progress(campaign_id=spec.campaign_id)
     try:
         with NatsServer(workdir / "nats") as nats:
             settings = base.model_copy(update={"home": workdir, "nats_url": nats.url})
@@ -119,18 +190,18 @@ def run_campaign(
                 f"{spec.epochs} epoch(s); jury: {', '.join(j.judge_id for j in spec.judges)} + rules\n"
                 f"log and files under {workdir}"
             )
-            progress, aggregator = asyncio.run(_drive(settings, spec, drafts, console, timeout_s))
+            aggregator = asyncio.run(_drive(settings, spec, drafts, progress, timeout_s))
     finally:
         if server is not None:
             server.stop()
     report = build_report(aggregator.projections, campaign=spec.campaign_id)
-    json_path = workdir / "report.json"
-    json_path.write_bytes(report_json(report))
-    html_path = (html or workdir / "report.html").resolve()
-    html_path.write_text(render_html(report), encoding="utf-8")
+    problems = problems_of(progress)
+    json_path, html_path = write_reports(report, problems, workdir, html)
     if report.scripted:
         console.print()
         console.print(BANNER)
     print_report(report, console)
+    problems.print(console)
     console.print(f"\nreport: {html_path}\n        {json_path}")
-    return RunOutcome(workdir, json_path, html_path, progress)
+    print_next_steps(workdir, console)
+    return RunOutcome(workdir, json_path, html_path, progress, problems)

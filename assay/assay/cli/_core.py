@@ -17,10 +17,10 @@ from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.store import open_store
-from assay.tasks import load_tasks
 from assay_schemas import AssayError, Event, export_schemas
 
 from ._app import app, console, err_console, run_async, schemas_app
+from ._home import HOME_HELP, home_settings
 
 
 @app.command()
@@ -108,17 +108,19 @@ def _serve_all(settings: Settings) -> None:
 
 @app.command()
 def submit(
-    tasks: Path = typer.Argument(
-        ..., help="Task folder, folder of tasks, .jsonl or ASI-Bench .json"
+    tasks: list[Path] = typer.Argument(
+        ..., help="Task folders, folders of tasks, .jsonl or ASI-Bench .json files"
     ),
     campaign: Path = typer.Option(..., "--campaign", "-c", help="Campaign file (YAML/TOML/JSON)."),
 ) -> None:
     """Upload attachments and publish CampaignStarted and one TaskSubmitted per task."""
     settings = Settings()
 
+    from assay.run import load_drafts
+
     async def main() -> None:
         spec = load_campaign(campaign)
-        drafts = load_tasks(tasks, max_bytes=settings.max_attachment_bytes)
+        drafts = load_drafts(tasks, settings.max_attachment_bytes)
         store = open_store(settings)
         async with Bus(settings, service="cli") as bus:
             submitted = await submit_campaign(bus, store, spec, drafts)
@@ -156,13 +158,13 @@ def events(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events."),
     as_json: bool = typer.Option(False, "--json", help="One JSON event per line."),
     start: int = typer.Option(1, "--from", help="Start at this stream sequence."),
+    home: Path = typer.Option(None, "--home", help=HOME_HELP),
 ) -> None:
     """Print the event log in order."""
-    settings = Settings()
 
     skipped: list[Skipped] = []
 
-    async def main() -> None:
+    async def main(settings: Settings) -> None:
         async with Bus(settings, service="cli") as bus:
             subject = bus.subjects.event(event_type, campaign, run)
             replay = bus.replay(start=start, subject=subject, follow=follow, skipped=skipped)
@@ -180,8 +182,8 @@ def events(
                     soft_wrap=True,
                 )
 
-    with contextlib.suppress(KeyboardInterrupt):
-        run_async(main())
+    with contextlib.suppress(KeyboardInterrupt), home_settings(home) as settings:
+        run_async(main(settings))
     if skipped:
         err_console.print(f"[yellow]{describe_skipped(skipped)}[/yellow]")
 

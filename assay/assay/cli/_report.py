@@ -16,6 +16,7 @@ from assay.config import Settings
 from assay_schemas import ANCHOR, AssayError, CampaignStarted
 
 from ._app import app, console, err_console, run_async
+from ._home import HOME_HELP, home_settings
 
 if TYPE_CHECKING:
     from assay_aggregator.projections import Projections
@@ -57,14 +58,15 @@ def report(
     html: Path = typer.Option(None, "--html", help="Write one self-contained HTML file."),
     json_out: Path = typer.Option(None, "--json", help="Write the canonical JSON report."),
     resamples: int = typer.Option(10_000, "--resamples", min=1, help="Bootstrap resamples."),
+    home: Path = typer.Option(None, "--home", help=HOME_HELP),
 ) -> None:
     """Scores with task-bootstrap CIs, failure tags, judge agreement, rank stability."""
     from assay_aggregator.html import render_html
     from assay_aggregator.report import build_report, report_json
     from assay_aggregator.terminal import print_report
 
-    settings = Settings()
-    p = run_async(_projections(settings))
+    with home_settings(home) as settings:
+        p = run_async(_projections(settings))
     rep = build_report(
         p, campaign=campaign, group_by=group_by.value if group_by else None, n_resamples=resamples
     )
@@ -117,14 +119,15 @@ def replay(
 
 
 @app.command()
-def audit(run_id: str = typer.Argument(..., help="The run to audit.")) -> None:
+def audit(
+    run_id: str = typer.Argument(..., help="The run to audit."),
+    home: Path = typer.Option(None, "--home", help=HOME_HELP),
+) -> None:
     """A run's event chain, every blob re-verified, each verdict with its evidence, its score."""
     from assay.store import open_store
     from assay_aggregator.audit import audit_run, load_run_events
 
-    settings = Settings()
-
-    async def load() -> tuple[list[LoggedEvent], int]:
+    async def load(settings: Settings) -> tuple[list[LoggedEvent], int]:
         async with Bus(settings, service="cli") as bus:
             events = await load_run_events(bus, run_id)
             anchor = ANCHOR
@@ -135,7 +138,8 @@ def audit(run_id: str = typer.Argument(..., help="The run to audit.")) -> None:
                         anchor = item.event.campaign.rubric.pass_threshold
             return events, anchor
 
-    events, anchor = run_async(load())
+    with home_settings(home) as settings:
+        events, anchor = run_async(load(settings))
     if not events:
         err_console.print(f"[red]error:[/red] no events for run {run_id}")
         raise typer.Exit(2)
@@ -203,13 +207,14 @@ def export(
     parquet: Path = typer.Option(..., "--parquet", help="Folder for the Parquet files."),
     campaign: str = typer.Option(None, "--campaign", help="Report frames of this campaign only."),
     resamples: int = typer.Option(10_000, "--resamples", min=1, help="Bootstrap resamples."),
+    home: Path = typer.Option(None, "--home", help=HOME_HELP),
 ) -> None:
     """Write every projection table and report frame as Parquet."""
     from assay_aggregator.export import export_parquet
     from assay_aggregator.report import build_report
 
-    settings = Settings()
-    p = run_async(_projections(settings))
+    with home_settings(home) as settings:
+        p = run_async(_projections(settings))
     paths = export_parquet(p, build_report(p, campaign=campaign, n_resamples=resamples), parquet)
     console.print(f"wrote {len(paths)} Parquet files to {parquet}")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import time
 
 import typer
 from rich.live import Live
@@ -13,9 +13,9 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.progress import Progress
 
-from ._app import app, console, run_async
+from ._app import app, console, err_console, run_async
 
-__all__ = ["progress_table", "watch_log"]
+__all__ = ["log_head", "print_pending", "progress_table", "watch_log"]
 
 
 def progress_table(p: Progress) -> Table:
@@ -26,7 +26,7 @@ def progress_table(p: Progress) -> Table:
     table.add_column("what")
     table.add_column("progress", justify="right")
     table.add_column("", min_width=32)
-    total = max(len(p.requested), 1)
+    total = max(len(p.expected_runs()), 1)
 
     def bar(n: int, of: int) -> str:
         width = 30
@@ -34,7 +34,8 @@ def progress_table(p: Progress) -> Table:
         return "█" * filled + "·" * (width - filled)
 
     for state, n in p.state_counts().items():
-        table.add_row(f"runs {state}", str(n), bar(n, total) if state != "requested" else "")
+        shown = state not in ("expected", "requested")
+        table.add_row(f"runs {state}", str(n), bar(n, total) if shown else "")
     table.add_row("agent steps", str(p.steps), "")
     table.add_row(
         "verdicts",
@@ -47,32 +48,69 @@ def progress_table(p: Progress) -> Table:
 
 
 async def watch_log(
-    bus: Bus, progress: Progress, *, until_complete: bool, refresh_s: float = 0.25
+    bus: Bus,
+    progress: Progress,
+    *,
+    until_complete: bool,
+    settle_at: int = 0,
+    refresh_s: float = 0.25,
 ) -> Progress:
-    """Follow the log, redrawing progress; return when complete (if asked) or cancelled."""
+    """Follow the log, redrawing progress; return when complete (if asked) or cancelled.
+
+    `settle_at`: a log sequence to read up to before judging completeness, so that tasks
+    already submitted count as expected even before their runs are requested.
+    """
+    drawn = 0.0
     with Live(progress_table(progress), console=console, refresh_per_second=4) as live:
         async for logged in bus.replay(follow=True):
             progress.apply(logged.event)
-            live.update(progress_table(progress))
-            if until_complete and progress.complete:
+            if time.monotonic() - drawn >= refresh_s:
+                live.update(progress_table(progress))
+                drawn = time.monotonic()
+            if until_complete and logged.sequence >= settle_at and progress.complete:
                 break
+        live.update(progress_table(progress))
         await asyncio.sleep(0)
     return progress
+
+
+async def log_head(bus: Bus) -> int:
+    """The last sequence on the log now."""
+    return int((await bus.js.stream_info(bus.settings.stream)).state.last_seq)
+
+
+def print_pending(progress: Progress) -> None:
+    """Name what the log still owes (after a timeout)."""
+    from assay.problems import problems_of
+
+    err_console.print("[red]timed out[/red] with work pending:")
+    for line in problems_of(progress).lines() or ["no task submitted yet"]:
+        err_console.print(f"  • {line}")
 
 
 @app.command()
 def watch(
     campaign: str = typer.Argument(None, help="Campaign id (default: every campaign)."),
     exit_when_done: bool = typer.Option(
-        False, "--exit", help="Return once the campaign is complete."
+        False, "--exit", help="Return once the campaign is complete (non-zero on timeout)."
     ),
+    timeout: float = typer.Option(None, help="With --exit: give up after this many seconds."),
 ) -> None:
     """Live progress bars: runs by state, steps, judgments, failures, cost so far."""
     settings = Settings()
+    progress = Progress(campaign_id=campaign)
 
     async def main() -> None:
         async with Bus(settings, service="cli") as bus:
-            await watch_log(bus, Progress(campaign_id=campaign), until_complete=exit_when_done)
+            head = await log_head(bus)
+            await asyncio.wait_for(
+                watch_log(bus, progress, until_complete=exit_when_done, settle_at=head), timeout
+            )
 
-    with contextlib.suppress(KeyboardInterrupt):
+    try:
         run_async(main())
+    except KeyboardInterrupt:
+        return
+    except TimeoutError:
+        print_pending(progress)
+        raise typer.Exit(1) from None

@@ -1,0 +1,199 @@
+"""`assay doctor`: every prerequisite of this machine, each problem with its fix.
+
+`assay run` runs the checks its campaign needs first and refuses a campaign that could only
+end in infrastructure failures.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+__all__ = ["Check", "checks_for", "print_checks", "run_checks"]
+
+GIB = 1024**3
+APT = "apt-get install -y --no-install-recommends"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One prerequisite: whether it holds, what was seen, and how to fix it when not."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    optional: bool = False
+    """A warning only: the purpose can go on without it."""
+
+
+def _sudo(command: str) -> str:
+    return command if os.geteuid() == 0 else f"sudo {command}"
+
+
+def _run(argv: list[str], timeout: float = 20.0) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def check_bubblewrap() -> Check:
+    """bwrap and prlimit installed."""
+    missing = [b for b in ("bwrap", "prlimit") if shutil.which(b) is None]
+    if missing:
+        return Check(
+            "bubblewrap", False, f"{' and '.join(missing)} not on PATH",
+            _sudo(f"{APT} bubblewrap util-linux"),
+        )  # fmt: skip
+    return Check("bubblewrap", True, shutil.which("bwrap") or "")
+
+
+def check_user_namespaces() -> Check:
+    """bwrap can make the namespaces a sandbox needs."""
+    if shutil.which("bwrap") is None:
+        return Check("user namespaces", False, "bwrap missing (see above)", "install bubblewrap")
+    argv = ["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--uid", "1000", "--", "true"]
+    done = _run(argv)
+    if done is not None and done.returncode == 0:
+        return Check("user namespaces", True, "bwrap --unshare-all works")
+    why = (done.stderr.strip() if done is not None else "bwrap did not finish") or "failed"
+    return Check(
+        "user namespaces", False, why,
+        _sudo("sysctl -w kernel.unprivileged_userns_clone=1 user.max_user_namespaces=15000")
+        + " (in a container: run it with --privileged or a seccomp profile allowing unshare)",
+    )  # fmt: skip
+
+
+def check_runtime() -> Check:
+    """The sandbox rootfs of the current recipe is built."""
+    from assay_sandbox_manager.runtime import default_rootfs, recipe_hash, sandbox_cache
+
+    try:
+        root = default_rootfs()
+    except OSError as e:
+        return Check("sandbox runtime", False, f"recipe unreadable: {e}", "reinstall Assay")
+    if (root / ".assay-rootfs-complete").is_file():
+        return Check("sandbox runtime", True, f"{root} (recipe {recipe_hash()})")
+    stale = sorted(
+        p.name
+        for p in sandbox_cache().glob("rootfs-*")
+        if p.is_dir() and p.suffix != ".tmp" and ".tmp." not in p.name
+    )
+    seen = f"; cached: {', '.join(stale)} (other recipes)" if stale else ""
+    return Check(
+        "sandbox runtime", False, f"no rootfs for recipe {recipe_hash()} at {root}{seen}",
+        _sudo("make sandbox-rootfs") + " (a few minutes, once per recipe)",
+    )  # fmt: skip
+
+
+def check_docker(optional: bool) -> Check:
+    """A Docker engine answers."""
+    if shutil.which("docker") is None:
+        return Check("docker", False, "docker CLI not on PATH", _sudo(f"{APT} docker.io"), optional)
+    done = _run(["docker", "info", "--format", "{{.ServerVersion}}"])
+    if done is not None and done.returncode == 0:
+        return Check("docker", True, f"engine {done.stdout.strip()}", optional=optional)
+    return Check(
+        "docker", False, "no Docker engine answers",
+        _sudo("dockerd >/var/log/dockerd.log 2>&1 &") + " (or: systemctl start docker)", optional,
+    )  # fmt: skip
+
+
+def check_nats_server() -> Check:
+    """The pinned nats-server binary is installed."""
+    from assay.embedded import nats_server_binary
+    from assay_schemas import ConfigError
+
+    try:
+        return Check("nats-server", True, str(nats_server_binary()))
+    except ConfigError as e:
+        return Check("nats-server", False, str(e), "make install")
+
+
+def check_ports(port: int = 4222) -> Check:
+    """Loopback ports can be bound; the default NATS port is free for `assay up`."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+    except OSError as e:
+        return Check("free ports", False, f"cannot bind on 127.0.0.1: {e}", "enable loopback")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.2)
+        taken = s.connect_ex(("127.0.0.1", port)) == 0
+    if taken:
+        return Check(
+            "free ports", False, f"port {port} is taken (only `assay up` uses it)",
+            f"stop what listens on {port}, or set ASSAY_NATS_URL=nats://127.0.0.1:<port>", True,
+        )  # fmt: skip
+    return Check("free ports", True, f"loopback binds; {port} free")
+
+
+def check_disk(path: Path, need_gib: float, what: str) -> Check:
+    """Enough free space where `what` is written."""
+    path = path.resolve()
+    existing = next((p for p in (path, *path.parents) if p.exists()), Path("/"))
+    free = shutil.disk_usage(existing).free
+    ok = free >= need_gib * GIB
+    detail = f"{free / GIB:.1f} GiB free at {existing} ({what} needs {need_gib:g} GiB)"
+    return Check(f"disk ({what})", ok, detail, "" if ok else f"free space under {existing}")
+
+
+def check_cgroups() -> Check:
+    """The cgroup v2 controllers Docker's limits use (memory, pids, cpu): a warning only,
+    since Docker may still enforce limits through cgroup v1 or its own parent group."""
+    optional = True
+    controllers = Path("/sys/fs/cgroup/cgroup.controllers")
+    have = set(controllers.read_text().split()) if controllers.is_file() else set()
+    missing = sorted({"memory", "pids", "cpu"} - have)
+    if not missing:
+        return Check("cgroup controllers", True, " ".join(sorted(have)), optional=optional)
+    return Check(
+        "cgroup controllers", False, f"missing: {', '.join(missing)} (Docker sandboxes' limits)",
+        "boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1), or use the bubblewrap backend",
+        optional,
+    )  # fmt: skip
+
+
+def checks_for(purpose: str, backend: str = "bubblewrap") -> list[Callable[[], Check]]:
+    """The checks a purpose needs: `run` (a campaign on `backend`) or `all`."""
+    from assay.config import Settings
+    from assay_sandbox_manager.runtime import sandbox_cache
+
+    home = Settings().home
+    checks: list[Callable[[], Check]] = [check_nats_server, lambda: check_disk(home, 1, "runs")]
+    if purpose == "all" or backend == "bubblewrap":
+        checks += [check_bubblewrap, check_user_namespaces, check_runtime]
+    if purpose == "all" or backend == "docker":
+        checks += [lambda: check_docker(optional=purpose == "all")]
+        checks += [check_cgroups]
+    if purpose == "all":
+        checks += [check_ports, lambda: check_disk(sandbox_cache(), 3, "sandbox runtime")]
+    return checks
+
+
+def run_checks(checks: Iterable[Callable[[], Check]]) -> list[Check]:
+    """Run checks in order."""
+    return [check() for check in checks]
+
+
+def print_checks(results: list[Check], console: Console, *, only_problems: bool = False) -> None:
+    """One line per check; a problem's fix under it."""
+    for c in results:
+        if c.ok and only_problems:
+            continue
+        mark = (
+            "[green]ok[/green]  "
+            if c.ok
+            else ("[yellow]warn[/yellow]" if c.optional else "[red]FAIL[/red]")
+        )
+        console.print(f"{mark} {c.name}: {c.detail}", highlight=False)
+        if not c.ok and c.fix:
+            console.print(f"       fix: [bold]{c.fix}[/bold]", highlight=False)

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# What `make run` and `make test` need from this machine, set up when missing; quick when
+# everything is already there (each step checks first and says what it does).
+#
+#   scripts/setup-host.sh run    # bubblewrap, the sandbox runtime (rootfs, cached by recipe hash)
+#   scripts/setup-host.sh test   # + Docker engine and compose, chromium, kubectl, the sandbox image
+#
+# As root, missing Debian packages are installed; otherwise the exact command is printed and
+# the script stops. The local model (for tests) is `make local-model`, run by `make test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODE="${1:-run}"
+export DEBIAN_FRONTEND=noninteractive
+
+say() { printf '== setup (%s): %s\n' "$MODE" "$*" >&2; }
+
+# command -> Debian package, for the commands this mode needs.
+declare -A NEED=([bwrap]=bubblewrap [prlimit]=util-linux [debootstrap]=debootstrap)
+if [[ "$MODE" == test ]]; then
+  NEED+=([docker]=docker.io [docker-compose]=docker-compose [chromium]=chromium [kubectl]=kubernetes-client)
+elif [[ "$MODE" != run ]]; then
+  echo "usage: $0 run|test" >&2; exit 2
+fi
+
+missing=()
+for cmd in "${!NEED[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${NEED[$cmd]}")
+done
+if ((${#missing[@]})); then
+  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+  cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+  if [[ "$(id -u)" != 0 ]]; then
+    say "missing system packages; run:  sudo apt-get update && sudo $cmd"; exit 1
+  fi
+  say "installing ${missing[*]}"
+  apt-get update -qq
+  # shellcheck disable=SC2086
+  $cmd -qq >/dev/null
+fi
+
+if [[ "$MODE" == test ]] && ! docker info >/dev/null 2>&1; then
+  say "starting the Docker engine"
+  # overlay2 where the kernel allows; vfs is the slow but universal fallback.
+  for driver in overlay2 vfs; do
+    (dockerd --storage-driver="$driver" >/var/log/dockerd-assay.log 2>&1 &)
+    for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+    docker info >/dev/null 2>&1 && break
+    pkill -x dockerd || true; sleep 1
+  done
+  docker info >/dev/null 2>&1 || { say "dockerd did not start (see /var/log/dockerd-assay.log)"; exit 1; }
+fi
+
+ROOTFS_DONE="${ASSAY_SANDBOX_CACHE:-/var/cache/assay}/rootfs-$(bash deploy/sandbox/build-rootfs.sh --hash)/.assay-rootfs-complete"
+if [[ ! -f "$ROOTFS_DONE" ]]; then
+  say "building the sandbox runtime (Debian + scientific Python; a few minutes, once per recipe)"
+  # debootstrap's and apt's lines are the progress display: one line each, as they come.
+  bash deploy/sandbox/build-rootfs.sh 2> >(grep --line-buffered -E '^(I: (Retrieving|Extracting|Installing|Configuring)|Get:|Setting up|build-rootfs)' | cut -c1-100 >&2)
+fi
+if [[ "$MODE" == test ]]; then
+  bash deploy/sandbox/build-image.sh >/dev/null
+fi
+say "ready"

@@ -1,0 +1,97 @@
+"""Completion from what the log says is expected, and failures grouped by cause."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.problems import problems_of
+from assay.progress import Progress
+from assay_schemas import (
+    AgentSpec,
+    ArtifactsSealed,
+    CampaignSpec,
+    CampaignStarted,
+    Event,
+    JudgeSpec,
+    JudgmentRecorded,
+    Producer,
+    RunFailed,
+    Task,
+    TaskJudgeConfig,
+    TaskSubmitted,
+    run_id_for,
+)
+
+P = Producer(service="test", version="0")
+C = "c1"
+SPEC = CampaignSpec(
+    campaign_id=C,
+    agents=[AgentSpec(agent_id="a", model="m")],
+    judges=[JudgeSpec(judge_id="j", model="m", sampling_times=1)],
+)
+
+
+def _ev(cls: type[Event], n: int, **fields: Any) -> Event:
+    return cls(event_id=f"e{n}", campaign_id=C, producer=P, **fields)
+
+
+def _task(task_id: str, samples: int) -> Task:
+    return Task(task_id=task_id, prompt="p", judge=TaskJudgeConfig(sampling_times=samples))
+
+
+def _verdict(n: int, run: str, judge: str, sample: int) -> Event:
+    return _ev(
+        JudgmentRecorded, n, run_id=run, judge_id=judge, sample=sample, rubric_id="r",
+        rubric_version=1,
+    )  # fmt: skip
+
+
+def test_task_sampling_above_the_judges_is_waited_for() -> None:
+    p = Progress(campaign_id=C)
+    run = run_id_for(C, "t", "a", 0)
+    p.apply(_ev(CampaignStarted, 1, campaign=SPEC))
+    p.apply(_ev(TaskSubmitted, 2, task=_task("t", samples=3)))
+    assert p.expected_runs() == {run} and not p.complete
+    p.apply(_ev(ArtifactsSealed, 3, run_id=run, task_id="t", files=[], agent_id="a", epoch=0))
+    p.apply(_verdict(4, run, "j", 0))
+    p.apply(_verdict(5, run, "rules", 0))
+    p.apply(_verdict(6, run, "other", 0))  # not owed: never counted
+    assert (p.verdicts, p.expected_judgments) == (2, 4)
+    assert not p.complete
+    assert problems_of(p).pending_verdicts == {"j": 2}
+    p.apply(_verdict(7, run, "j", 1))
+    p.apply(_verdict(8, run, "j", 2))
+    assert p.complete and p.verdicts == p.expected_judgments == 4
+    assert problems_of(p).ok
+
+
+def test_every_submitted_task_is_expected_before_its_runs_are_requested() -> None:
+    p = Progress(campaign_id=C)
+    p.apply(_ev(CampaignStarted, 1, campaign=SPEC))
+    for n, t in enumerate(("t1", "t2")):
+        p.apply(_ev(TaskSubmitted, 2 + n, task=_task(t, samples=1)))
+    first = run_id_for(C, "t1", "a", 0)
+    p.apply(_ev(RunFailed, 5, run_id=first, stage="agent", error="x", infrastructure=False))
+    assert not p.complete and problems_of(p).pending_runs == 1
+
+
+def test_infrastructure_failures_are_grouped_by_stage_and_class() -> None:
+    p = Progress(campaign_id=C)
+    p.apply(_ev(CampaignStarted, 1, campaign=SPEC))
+    for n, t in enumerate(("t1", "t2", "t3")):
+        p.apply(_ev(TaskSubmitted, 10 + n, task=_task(t, samples=1)))
+        error = f"SandboxBackendUnavailable: no runtime rootfs ({t})"
+        p.apply(
+            _ev(RunFailed, 20 + n, run_id=run_id_for(C, t, "a", 0), stage="sandbox",
+                error=error, infrastructure=True)
+        )  # fmt: skip
+    problems = problems_of(p)
+    assert p.complete and not problems.ok
+    [cause] = problems.causes
+    assert (cause.stage, cause.error_class, cause.count) == (
+        "sandbox",
+        "SandboxBackendUnavailable",
+        3,
+    )
+    assert cause.first_message == "no runtime rootfs (t1)"
+    assert "no runtime rootfs (t1)" in problems.html()
