@@ -68,8 +68,13 @@ def make_broker(settings: Settings, *, name: str) -> NatsBroker:
         apply_types=False,
         # A user's replies (PubAcks, JetStream API, pulls, replays, RPC) arrive under its
         # own inbox prefix, the only inboxes its permissions let it subscribe to.
-        inbox_prefix=inbox_prefix(settings.nats_user) if settings.nats_user else "_INBOX",
+        inbox_prefix=inbox_of(settings),
     )
+
+
+def inbox_of(settings: Settings) -> str:
+    """The inbox prefix this client's replies arrive under (private per NATS user)."""
+    return inbox_prefix(settings.nats_user) if settings.nats_user else "_INBOX"
 
 
 async def ensure_streams(js: JetStreamContext, settings: Settings) -> None:

@@ -32,7 +32,7 @@ from assay_schemas import (
     parse_event,
 )
 
-from ._broker import ensure_streams, make_broker
+from ._broker import ensure_streams, inbox_of, make_broker
 from ._dead_letters import dead_letter, read_dead_letters
 from ._replay import LoggedEvent, Skipped, read_log
 from ._subjects import Subjects
@@ -250,6 +250,8 @@ class Bus:
             ack_policy=AckPolicy.MANUAL,
             max_workers=max_workers,
             decoder=_whole_message,
+            # Pull batches arrive on an inbox faststream names itself: keep it private too.
+            inbox_prefix=f"{inbox_of(self.settings)}.".encode(),
         )
 
         async def on_message(msg: NatsMessage) -> None:
