@@ -27,7 +27,7 @@ def recipe_path() -> Path:
     env = os.environ.get("ASSAY_SANDBOX_RECIPE")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "deploy" / "sandbox" / "build-rootfs.sh"
+    return Path(__file__).resolve().parents[3] / "deploy" / "sandbox" / "build-rootfs.sh"
 
 
 def recipe_hash() -> str:
