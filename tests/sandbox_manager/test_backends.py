@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from assay.store import LocalBlobStore
 from assay_sandbox_manager.backends import (
     BubblewrapBackend,
     DockerBackend,
@@ -21,7 +22,7 @@ from assay_sandbox_manager.backends import (
     SandboxSpec,
     truncation_marker,
 )
-from assay_sandbox_manager.sealing import plan_seal
+from assay_sandbox_manager.seal import plan_seal, store_plan
 
 MakeSandbox = Callable[..., str]
 
@@ -259,7 +260,9 @@ def test_lifecycle_and_reconciliation(backend: SandboxBackend, spec: SandboxSpec
             call()
 
 
-def test_snapshot_and_seal(backend: SandboxBackend, make_sandbox: MakeSandbox) -> None:
+def test_snapshot_and_seal(
+    backend: SandboxBackend, make_sandbox: MakeSandbox, tmp_path: Path
+) -> None:
     sid, other = make_sandbox(), make_sandbox()
     other_ws = next(s.workspace for s in backend.list_live() if s.sandbox_id == other)
     backend.write_file(other, "secret.txt", b"other-secret")
@@ -284,6 +287,10 @@ def test_snapshot_and_seal(backend: SandboxBackend, make_sandbox: MakeSandbox) -
         f = by_path[os.fsdecode(n)]
         assert (snap / os.fsdecode(n)).read_bytes() == n and f.size == len(n)
     assert by_path["out/r.json"].media_type == "application/json"
-    excluded = dict(plan.excluded)
+    excluded = {e.path: e.reason for e in plan.excluded}
     assert excluded["shadow"] == "symlink" and excluded["other"] == "symlink"
     assert "pipe" not in by_path
+    store = LocalBlobStore(tmp_path / "blobs")
+    sealed = {f.path: f for f in store_plan(snap, plan, store).files}
+    assert sorted(sealed) == sorted(n.decode("utf-8", "backslashreplace") for n in names)
+    assert store.get_bytes(sealed["caf\\xe9.bin"].sha256) == b"caf\xe9.bin"
