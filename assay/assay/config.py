@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     sandbox_concurrency: int = Field(default=8, ge=1)
     """Sandbox creations and seals one sandbox-manager instance works on at once."""
 
+    operator_key: str | None = None
+    """Public nkeys key (``O…``) that roots the trust list of signed events; default: the
+    operator key in `<home>/keys/` when there is one."""
     judge_spec: Path | None = None
     """The judge spec file `assay serve judge` (and the `assay-judge` entry point) runs."""
     max_attachment_bytes: int = Field(default=200_000_000, ge=0)

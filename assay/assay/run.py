@@ -18,6 +18,7 @@ from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.problems import Problems, problems_of
 from assay.progress import Progress
+from assay.security.signing import ensure_operator
 from assay.stack import Stack
 from assay.tasks import load_tasks
 from assay_schemas import CampaignSpec, ConfigError, TaskInputError
@@ -185,6 +186,9 @@ def run_campaign(
     try:
         with NatsServer(workdir / "nats") as nats:
             settings = base.model_copy(update={"home": workdir, "nats_url": nats.url})
+            # This run's operator key: every service signs, the report counts only what
+            # an enrolled key signed, and `assay audit` can show who wrote each event.
+            ensure_operator(settings)
             console.print(
                 f"campaign [bold]{spec.campaign_id}[/bold]: {len(drafts)} tasks × {len(spec.agents)} agents × "
                 f"{spec.epochs} epoch(s); jury: {', '.join(j.judge_id for j in spec.judges)} + rules\n"

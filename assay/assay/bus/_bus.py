@@ -20,6 +20,7 @@ from opentelemetry import trace
 from opentelemetry.metrics import CallbackOptions, Observation
 
 from assay.config import Settings
+from assay.security.signing import signer_for
 from assay.telemetry import extract_context, inject_headers, meter, tracer
 from assay_schemas import (
     BlobCorrupted,
@@ -62,6 +63,8 @@ class Delivery(NamedTuple):
     attempt: int
     subject: str = ""
     headers: Mapping[str, str] = MappingProxyType({})
+    data: bytes = b""
+    """The message's bytes as stored (what its signature covers)."""
 
 
 class Refusal(NamedTuple):
@@ -111,6 +114,7 @@ class Bus:
         self._dlq = JStream(f"{settings.stream}_DLQ", declare=False)
         self._connected = False
         self._durables: list[str] = []
+        self._signer = signer_for(settings, service)
         self.lag: dict[str, int] = {}
         """Pending + unacked messages per durable, refreshed while consuming."""
         self._lag_task: asyncio.Task[None] | None = None
@@ -157,11 +161,14 @@ class Bus:
 
         `Nats-Msg-Id` is the event id, so a retried publish is stored once.
         """
-        headers = inject_headers({"Nats-Msg-Id": event.event_id})
         subject = self.subjects.of(event)
+        data = event.model_dump_json().encode()
+        headers = inject_headers({"Nats-Msg-Id": event.event_id})
+        if self._signer is not None:
+            headers.update(self._signer.headers(subject, data))
         try:
             ack = await self.broker.publish(
-                event.model_dump_json().encode(),
+                data,
                 subject,
                 headers=headers,
                 stream=self.stream.name,
@@ -298,7 +305,13 @@ class Bus:
                 await self._through_outages(
                     handler,
                     event,
-                    Delivery(meta.sequence.stream, attempt, raw.subject, dict(raw.headers or {})),
+                    Delivery(
+                        meta.sequence.stream,
+                        attempt,
+                        raw.subject,
+                        dict(raw.headers or {}),
+                        raw.data,
+                    ),
                     durable,
                 )
             except Exception as e:

@@ -16,6 +16,7 @@ from assay.bus import Bus, Skipped, describe_skipped
 from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer
+from assay.security.signing import ensure_operator
 from assay.store import open_store
 from assay_schemas import AssayError, Event, export_schemas
 
@@ -49,6 +50,7 @@ def up(
         settings, auth=auth or settings.nats_auth, publisher_campaigns=tuple(publisher)
     )
     config = secured.config_file if secured else None
+    operator = ensure_operator(settings)
     server = NatsServer(settings.home / "nats", port=port, config_file=config)
     try:
         server.start()
@@ -71,6 +73,7 @@ def up(
             console.print(f"  # {user}\n  {line}", soft_wrap=True, highlight=False, markup=False)
         # One process cannot hold one user per service: --all connects as the admin.
         settings = secured.settings_for("admin", settings)
+    console.print(f"operator key (verifies every signed event): {operator}")
     console.print(f"blob store: {settings.blob_dir}   —   Ctrl-C to stop")
     if all_services:
         try:

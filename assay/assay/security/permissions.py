@@ -31,6 +31,7 @@ from typing import Literal, NamedTuple, get_args
 from assay.config import Settings
 
 __all__ = [
+    "EVENTS_BY_ROLE",
     "ROLES",
     "Permissions",
     "Role",
@@ -42,6 +43,16 @@ __all__ = [
 
 Role = Literal["admin", "cli", "runner", "sandbox-manager", "judge", "aggregator", "publisher"]
 ROLES: tuple[Role, ...] = get_args(Role)
+
+EVENTS_BY_ROLE: dict[Role, tuple[str, ...]] = {
+    "cli": ("CampaignStarted", "TaskSubmitted"),
+    "publisher": ("TaskSubmitted",),
+    "runner": ("RunRequested", "AgentStepLogged", "AgentFinished", "RunFailed"),
+    "sandbox-manager": ("SandboxReady", "ArtifactsSealed", "RunFailed"),
+    "judge": ("JudgeRegistered", "JudgmentRecorded", "JudgmentFailed"),
+}
+"""The event types each role writes: its NATS publish rights and, for signed events, what
+its enrolled key may sign. The admin and the aggregator write no events."""
 
 NO_RUN = "-"
 """Run token of events that belong to no run (campaign and task events)."""
@@ -137,7 +148,7 @@ def role_permissions(
         return Permissions(
             publish=_dedupe(
                 [
-                    *_events(prefix, ["CampaignStarted", "TaskSubmitted"]),
+                    *_events(prefix, EVENTS_BY_ROLE["cli"]),
                     *_reader(stream),
                     f"$JS.API.STREAM.CREATE.{stream}",
                     f"$JS.API.STREAM.CREATE.{stream}_DLQ",
@@ -153,8 +164,7 @@ def role_permissions(
         return Permissions(
             publish=_dedupe(
                 [
-                    *_events(prefix, ["RunRequested", "AgentStepLogged", "AgentFinished"]),
-                    *_events(prefix, ["RunFailed"]),
+                    *_events(prefix, EVENTS_BY_ROLE["runner"]),
                     *_reader(stream),
                     *_durables(stream, prefix, durables),
                     f"{prefix}.rpc.sandbox.*",
@@ -173,7 +183,7 @@ def role_permissions(
         return Permissions(
             publish=_dedupe(
                 [
-                    *_events(prefix, ["SandboxReady", "ArtifactsSealed", "RunFailed"]),
+                    *_events(prefix, EVENTS_BY_ROLE["sandbox-manager"]),
                     *_reader(stream),
                     *_durables(stream, prefix, durables),
                 ]
@@ -188,7 +198,7 @@ def role_permissions(
         return Permissions(
             publish=_dedupe(
                 [
-                    *_events(prefix, ["JudgeRegistered", "JudgmentRecorded", "JudgmentFailed"]),
+                    *_events(prefix, EVENTS_BY_ROLE["judge"]),
                     *_reader(stream),
                     *_durables(stream, prefix, [durable]),
                 ]

@@ -10,9 +10,10 @@ slot (a re-seal, a repeated verdict), the higher stream sequence wins.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from assay.security.signing import TrustList
 from assay_schemas import (
     RULES_JUDGE_ID,
     AgentFinished,
@@ -230,6 +231,25 @@ _HANDLERS: dict[type[Event], Callable[[State, Any, int], None]] = {
     JudgmentFailed: _judgment_failed,
     JudgeRegistered: _judge_registered,
 }
+
+
+def admitted(
+    state: State,
+    trust: TrustList | None,
+    sequence: int,
+    subject: str,
+    data: bytes,
+    headers: Mapping[str, str],
+    event: Event,
+) -> bool:
+    """Whether a stored event may count: without a trust list every decoded event does;
+    with one, only those its signature ties to the operator key (refusals are recorded)."""
+    if trust is None:
+        return True
+    verdict = trust.verify(subject, data, headers, event)
+    if not verdict.ok:
+        state.refuse(sequence, subject, f"{event.event_type}: {verdict.reason}")
+    return verdict.ok
 
 
 def apply(state: State, sequence: int, event: Event) -> bool:

@@ -15,9 +15,10 @@ from typing import cast
 from nats.js import JetStreamContext
 
 from assay.bus import RawMessage, read_raw
+from assay.security.signing import TrustList
 from assay_schemas import InvalidEvent, parse_event
 
-from .fold import apply
+from .fold import admitted, apply
 from .state import State
 
 __all__ = ["fold_stream", "head_sequence"]
@@ -38,12 +39,16 @@ async def fold_stream(
     *,
     state: State | None = None,
     until: int | None = None,
+    trust: TrustList | None = None,
 ) -> State:
     """Fold events after ``state.last_sequence`` (from 1 for a new state) up to ``until``.
 
-    Without ``until`` it stops at the end of the log as it stood when reading began.
+    Without ``until`` it stops at the end of the log as it stood when reading began. With
+    ``trust``, only events signed by an enrolled key allowed to write them count.
     """
     out = state if state is not None else State()
+    if trust is not None:
+        out.trust_root = trust.operator_key
     start = out.last_sequence + 1
     if until is not None and start > until:
         return out
@@ -61,5 +66,6 @@ async def fold_stream(
                 log.warning("rebuild skips sequence %d: %s", raw.sequence, e)
                 out.refuse(raw.sequence, raw.subject, str(e))
                 continue
-            apply(out, raw.sequence, event)
+            if admitted(out, trust, raw.sequence, raw.subject, raw.data, raw.headers, event):
+                apply(out, raw.sequence, event)
     return out

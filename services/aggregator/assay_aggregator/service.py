@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 
 from assay.bus import Bus, Delivery, Refusal
 from assay.config import Settings
+from assay.security.signing import TrustList, trust_for
 from assay.store import BlobStore
 from assay_schemas import Event
 
-from .fold import apply
+from .fold import admitted, apply
 from .projections import Projections
 from .rebuild import fold_stream, head_sequence
 from .report import build_report, report_json
@@ -44,6 +45,8 @@ class AggregatorService:
     bus: Bus
     settings: Settings
     state: State = field(default_factory=State)
+    trust: TrustList | None = None
+    """Whose signatures count (None: signatures are not checked)."""
     flush_interval_s: float = 1.0
     write_report: bool = True
     n_resamples: int = DEFAULT_RESAMPLES
@@ -57,8 +60,10 @@ class AggregatorService:
         return Projections(self.state)
 
     async def on_event(self, event: Event, delivery: Delivery) -> None:
-        """Fold one delivered event (duplicates are ignored by id)."""
-        apply(self.state, delivery.sequence, event)
+        """Fold one delivered event (duplicates are ignored by id; forgeries refused)."""
+        d = delivery
+        if admitted(self.state, self.trust, d.sequence, d.subject, d.data, d.headers, event):
+            apply(self.state, d.sequence, event)
 
     async def on_refused(self, refusal: Refusal) -> None:
         """Count a stored message that is not a valid event, as a rebuild would."""
@@ -77,7 +82,11 @@ class AggregatorService:
         self.state = snap or State()
         self._saved_version = self.state.version if snap else -1
         await fold_stream(
-            self.bus.js, self.bus.stream.name, self.bus.subjects.events, state=self.state
+            self.bus.js,
+            self.bus.stream.name,
+            self.bus.subjects.events,
+            state=self.state,
+            trust=self.trust,
         )
 
     async def start(self) -> None:
@@ -145,7 +154,11 @@ def build(
     """An aggregator with its durable consumer registered (not started); it reads no blobs."""
     bus = Bus(settings, service=SERVICE)
     service = AggregatorService(
-        bus=bus, settings=settings, write_report=write_report, n_resamples=n_resamples
+        bus=bus,
+        settings=settings,
+        write_report=write_report,
+        n_resamples=n_resamples,
+        trust=trust_for(settings),
     )
     # One worker: events are folded in log order, and the fold is cheap.
     bus.consume(

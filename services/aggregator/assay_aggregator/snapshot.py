@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from assay.config import Settings
+from assay.security.signing import trust_for
 
 from .state import State, state_from_json, state_to_json
 
@@ -79,7 +80,12 @@ def load_snapshot(settings: Settings) -> State | None:
         log.warning("ignoring snapshot %s of another stream", path)
         return None
     try:
-        return state_from_json(doc["state"])
+        state = state_from_json(doc["state"])
     except (KeyError, TypeError, ValueError) as e:
         log.warning("ignoring incompatible aggregator snapshot %s: %s", path, e)
         return None
+    trust = trust_for(settings)
+    if state.trust_root != (trust.operator_key if trust else ""):
+        log.warning("ignoring snapshot %s checked against another trust root", path)
+        return None
+    return state

@@ -169,6 +169,9 @@ class State:
     """'run_id/judge_id/sample' → verdict (the first one stands; later ones are refused)."""
     failures: dict[str, FailureRecord] = field(default_factory=dict)
     judges: dict[str, JudgeRecord] = field(default_factory=dict)
+    trust_root: str = ""
+    """Operator public key every counted event's signature was checked against ("" when
+    signatures were not checked)."""
     refused: dict[int, RefusedRecord] = field(default_factory=dict)
     """sequence → message that was refused, with the reason."""
     version: int = 0
@@ -201,6 +204,7 @@ def state_to_json(state: State) -> dict[str, Any]:
         "verdicts": {k: asdict(v) for k, v in state.verdicts.items()},
         "failures": {k: asdict(v) for k, v in state.failures.items()},
         "judges": {k: asdict(v) for k, v in state.judges.items()},
+        "trust_root": state.trust_root,
         "refused": [asdict(r) for r in state.refused.values()],
     }
 
@@ -221,5 +225,6 @@ def state_from_json(data: dict[str, Any]) -> State:
         verdicts=_records(data["verdicts"], VerdictRecord),
         failures=_records(data["failures"], FailureRecord),
         judges=_records(data["judges"], JudgeRecord),
+        trust_root=str(data["trust_root"]),
         refused={int(r["sequence"]): RefusedRecord(**r) for r in data["refused"]},
     )

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.security.signing import trust_for
 
 from .projections import Projections
 from .rebuild import fold_stream, head_sequence
@@ -136,7 +137,10 @@ async def verify(settings: Settings, params: ReportParams | None = None) -> list
     async with Bus(settings, service="verify") as bus:
         head = await head_sequence(bus.js, bus.stream.name)
         state = load_snapshot(settings) or State()
-        await fold_stream(bus.js, bus.stream.name, bus.subjects.events, state=state, until=head)
+        await fold_stream(
+            bus.js, bus.stream.name, bus.subjects.events, state=state, until=head,
+            trust=trust_for(settings),
+        )  # fmt: skip
     jobs: list[Job] = [(head, params)]
     if live_file is not None:
         jobs.append((live_file[1], live_file[2]))
@@ -160,7 +164,10 @@ async def _worker(request: dict[str, Any]) -> dict[str, Any]:
     state = State()
     async with Bus(settings, service="verify-fresh") as bus:
         for i, (seq, params) in sorted(enumerate(jobs), key=lambda j: j[1][0]):
-            await fold_stream(bus.js, bus.stream.name, bus.subjects.events, state=state, until=seq)
+            await fold_stream(
+                bus.js, bus.stream.name, bus.subjects.events, state=state, until=seq,
+                trust=trust_for(settings),
+            )  # fmt: skip
             reports[i] = _build(state, params).decode()
             if seq == tables_at:
                 tables = table_digests(Projections(state))

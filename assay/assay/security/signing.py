@@ -1,0 +1,256 @@
+"""Signed events: who wrote each message on the log, checkable by anyone with one public key.
+
+Every service signs what it publishes with its own Ed25519 key (NATS nkeys format). Its
+key is enrolled by the operator: an *enrollment* is a small statement (this key, this
+role, this name) signed with the operator's key. Both travel in the message's headers,
+so an auditor holding only the stream and the operator's public key can check every
+event: the enrollment against the operator key, the event against the enrolled key, and
+the event's type (and, for judges, its judge id) against the enrolled role.
+
+Keys live in `<home>/keys/` (mode 0700). A process that holds the operator seed (one
+machine: `assay up`, `assay run`, the tests) enrolls its own services on first use; a
+deployment hands each service its seed and enrollment instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import nacl.exceptions
+import nacl.signing
+import nkeys
+
+from assay.config import Settings
+from assay_schemas import ConfigError, Event
+
+from .permissions import EVENTS_BY_ROLE, Role
+
+__all__ = [
+    "SIGNATURE",
+    "Enrollment",
+    "Signer",
+    "TrustList",
+    "Verdict",
+    "ensure_operator",
+    "signer_for",
+    "trust_for",
+]
+
+SIGNER = "Assay-Signer"
+SIGNATURE = "Assay-Signature"
+ENROLLMENT = "Assay-Enrollment"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _new_seed(prefix: int) -> bytes:
+    return bytes(nkeys.encode_seed(os.urandom(32), prefix))
+
+
+def _verify_key(public_key: str) -> nacl.signing.VerifyKey:
+    """The Ed25519 key behind an nkeys public key (prefix and checksum checked)."""
+    try:
+        raw = base64.b32decode(public_key + "=" * (-len(public_key) % 8))
+    except (binascii.Error, ValueError) as e:
+        raise ValueError(f"not an nkeys public key: {public_key[:16]!r}") from e
+    body, crc = raw[:-2], raw[-2:]
+    if len(body) != 33 or bytes(nkeys.crc16_checksum(body)) != crc:
+        raise ValueError(f"not an nkeys public key: {public_key[:16]!r}")
+    if not nkeys.valid_public_prefix_byte(body[0]):
+        raise ValueError(f"unknown nkeys key type in {public_key[:16]!r}")
+    return nacl.signing.VerifyKey(bytes(body[1:]))
+
+
+def _signed_bytes(subject: str, data: bytes) -> bytes:
+    # The subject is signed too: a valid event moved onto another subject is refused.
+    return subject.encode() + b"\n" + data
+
+
+class Enrollment(NamedTuple):
+    """The operator's word that `key` may sign events of `role`, as `name`."""
+
+    key: str
+    role: str
+    name: str
+
+    def token(self, operator: nkeys.KeyPair) -> str:
+        """The enrollment signed by the operator: `<statement>.<signature>`, URL-safe."""
+        statement = json.dumps(self._asdict(), sort_keys=True, separators=(",", ":")).encode()
+        return f"{_b64(statement)}.{_b64(operator.sign(statement))}"
+
+
+@dataclass(frozen=True)
+class Signer:
+    """One service's signing key and its enrollment."""
+
+    keypair: nkeys.KeyPair
+    enrollment: str
+
+    @property
+    def public_key(self) -> str:
+        """The key's nkeys public form (``U…``)."""
+        return bytes(self.keypair.public_key).decode("ascii")
+
+    def headers(self, subject: str, data: bytes) -> dict[str, str]:
+        """Headers that let anyone holding the operator key check who wrote `data`."""
+        signature = self.keypair.sign(_signed_bytes(subject, data))
+        return {
+            SIGNER: self.public_key,
+            SIGNATURE: _b64(signature),
+            ENROLLMENT: self.enrollment,
+        }
+
+
+class Verdict(NamedTuple):
+    """Whether a stored message is signed by an enrolled key allowed to write it."""
+
+    ok: bool
+    signer: str
+    """`role/name (key)` of an accepted signer; empty when refused."""
+    reason: str
+
+
+@dataclass
+class TrustList:
+    """Checks signatures against enrollments rooted in one operator public key."""
+
+    operator_key: str
+    _operator: nacl.signing.VerifyKey = field(init=False)
+    _enrolled: dict[str, Enrollment | None] = field(default_factory=dict)
+    """Enrollment token → statement (None when the operator did not sign it)."""
+
+    def __post_init__(self) -> None:
+        self._operator = _verify_key(self.operator_key)
+
+    def _enrollment(self, token: str) -> Enrollment | None:
+        if token not in self._enrolled:
+            self._enrolled[token] = self._check_enrollment(token)
+        return self._enrolled[token]
+
+    def _check_enrollment(self, token: str) -> Enrollment | None:
+        try:
+            statement, signature = (_unb64(part) for part in token.split(".", 1))
+            self._operator.verify(statement, signature)
+            data: Any = json.loads(statement)
+            return Enrollment(key=str(data["key"]), role=str(data["role"]), name=str(data["name"]))
+        except (ValueError, KeyError, TypeError, nacl.exceptions.BadSignatureError):
+            return None
+
+    def verify(
+        self, subject: str, data: bytes, headers: Mapping[str, str], event: Event
+    ) -> Verdict:
+        """Accept the message only if every link from the operator key to its bytes holds."""
+        token, key, signature = (headers.get(h, "") for h in (ENROLLMENT, SIGNER, SIGNATURE))
+        if not (token and key and signature):
+            return Verdict(False, "", "unsigned")
+        enrolled = self._enrollment(token)
+        if enrolled is None:
+            return Verdict(False, "", "enrollment not signed by the operator")
+        if enrolled.key != key:
+            return Verdict(False, "", "signing key is not the enrolled key")
+        try:
+            _verify_key(key).verify(_signed_bytes(subject, data), _unb64(signature))
+        except (ValueError, nacl.exceptions.BadSignatureError):
+            return Verdict(False, "", f"bad signature by {enrolled.role}/{enrolled.name}")
+        allowed = EVENTS_BY_ROLE.get(enrolled.role, ())  # type: ignore[call-overload]
+        if event.event_type not in allowed:
+            return Verdict(
+                False, "", f"{enrolled.role}/{enrolled.name} may not write {event.event_type}"
+            )
+        if enrolled.role == "judge" and _judge_of(event) not in (None, enrolled.name):
+            return Verdict(
+                False, "", f"judge {enrolled.name} wrote a verdict as judge {_judge_of(event)}"
+            )
+        return Verdict(True, f"{enrolled.role}/{enrolled.name} ({key[:12]}…)", "")
+
+
+def _judge_of(event: Event) -> str | None:
+    judge = getattr(event, "judge", None)
+    if judge is not None:
+        return str(judge.judge_id)
+    judge_id = getattr(event, "judge_id", None)
+    return None if judge_id is None else str(judge_id)
+
+
+# --- keys on disk ------------------------------------------------------------------------
+
+
+def _keys_dir(settings: Settings) -> Path:
+    return settings.home / "keys"
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def ensure_operator(settings: Settings) -> str:
+    """Create the operator key of this home if missing; return its public key."""
+    seed_file = _keys_dir(settings) / "operator.seed"
+    if not seed_file.exists():
+        _write_private(seed_file, _new_seed(nkeys.PREFIX_BYTE_OPERATOR))
+    operator = nkeys.from_seed(bytearray(seed_file.read_bytes().strip()))
+    public = bytes(operator.public_key).decode("ascii")
+    (_keys_dir(settings) / "operator.pub").write_text(public + "\n")
+    return public
+
+
+def role_of(service: str) -> tuple[Role, str] | None:
+    """The role and name a bus of `service` signs as (None: it publishes nothing)."""
+    if service.startswith("judge-"):
+        return "judge", service.removeprefix("judge-")
+    if service in ("runner", "sandbox-manager", "cli"):
+        return service, service  # type: ignore[return-value]
+    return None
+
+
+def signer_for(settings: Settings, service: str) -> Signer | None:
+    """The signer of `service`: its enrolled key from `<home>/keys/`, enrolled now by the
+    operator seed when this home holds it; None when neither exists (unsigned)."""
+    identity = role_of(service)
+    if identity is None:
+        return None
+    role, name = identity
+    folder = _keys_dir(settings)
+    seed_file, token_file = folder / f"{service}.seed", folder / f"{service}.enrollment"
+    if not (seed_file.exists() and token_file.exists()):
+        operator_seed = folder / "operator.seed"
+        if not operator_seed.exists():
+            return None
+        operator = nkeys.from_seed(bytearray(operator_seed.read_bytes().strip()))
+        seed = _new_seed(nkeys.PREFIX_BYTE_USER)
+        public = bytes(nkeys.from_seed(bytearray(seed)).public_key).decode("ascii")
+        _write_private(seed_file, seed)
+        _write_private(token_file, Enrollment(public, role, name).token(operator).encode())
+    try:
+        keypair = nkeys.from_seed(bytearray(seed_file.read_bytes().strip()))
+    except nkeys.NkeysError as e:
+        raise ConfigError(f"signing key {seed_file}: {e}") from e
+    return Signer(keypair, token_file.read_text().strip())
+
+
+def trust_for(settings: Settings) -> TrustList | None:
+    """The trust list of this deployment: rooted in `ASSAY_OPERATOR_KEY`, else in the
+    operator key of this home; None when there is neither (signatures not checked)."""
+    key = settings.operator_key
+    pub = _keys_dir(settings) / "operator.pub"
+    if key is None and pub.exists():
+        key = pub.read_text().strip()
+    return TrustList(key) if key else None

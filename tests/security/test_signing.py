@@ -1,0 +1,120 @@
+"""Signed events: the trust list accepts exactly what an enrolled key may write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assay.config import Settings
+from assay.security.signing import (
+    SIGNATURE,
+    TrustList,
+    ensure_operator,
+    signer_for,
+    trust_for,
+)
+from assay_schemas import (
+    DimensionScore,
+    Event,
+    JudgmentRecorded,
+    Producer,
+    default_rubric,
+    new_event,
+)
+
+
+def _settings(tmp_path: Path, name: str = "home") -> Settings:
+    return Settings(home=tmp_path / name)
+
+
+def _verdict(judge_id: str = "j1") -> JudgmentRecorded:
+    scores = {d: DimensionScore(score=7) for d in default_rubric().dimension_keys}
+    return new_event(
+        JudgmentRecorded, key=("r1", judge_id, 0), campaign_id="c1", run_id="r1",
+        task_id="t1", judge_id=judge_id, judge_family="f", judge_model="m", sample=0,
+        rubric_id="assay-default", rubric_version=1, scores=scores,
+        producer=Producer(service="judge", version="0"),
+    )  # fmt: skip
+
+
+def _signed(settings: Settings, service: str, event: Event) -> tuple[str, bytes, dict[str, str]]:
+    signer = signer_for(settings, service)
+    assert signer is not None
+    subject = f"assay.ev.{event.event_type}.{event.campaign_id}.{event.run_id or '-'}"
+    data = event.model_dump_json().encode()
+    return subject, data, signer.headers(subject, data)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Settings:
+    settings = _settings(tmp_path)
+    ensure_operator(settings)
+    return settings
+
+
+def test_an_enrolled_judge_signs_its_own_verdicts(home: Settings) -> None:
+    trust = trust_for(home)
+    assert trust is not None
+    verdict = trust.verify(*_signed(home, "judge-j1", _verdict("j1")), _verdict("j1"))
+    assert verdict.ok and verdict.signer.startswith("judge/j1"), verdict
+
+
+@pytest.mark.parametrize(
+    ("service", "event", "reason"),
+    [
+        ("judge-j1", _verdict("j2"), "wrote a verdict as judge j2"),
+        ("runner", _verdict("j1"), "runner/runner may not write JudgmentRecorded"),
+        ("sandbox-manager", _verdict("rules"), "may not write JudgmentRecorded"),
+        ("cli", _verdict("rules"), "may not write JudgmentRecorded"),
+    ],
+)
+def test_a_key_writes_only_what_its_role_may(
+    home: Settings, service: str, event: Event, reason: str
+) -> None:
+    trust = trust_for(home)
+    assert trust is not None
+    verdict = trust.verify(*_signed(home, service, event), event)
+    assert not verdict.ok and reason in verdict.reason, verdict
+
+
+def test_unsigned_altered_moved_or_foreign_events_are_refused(
+    home: Settings, tmp_path: Path
+) -> None:
+    trust = trust_for(home)
+    assert trust is not None
+    event = _verdict()
+    subject, data, headers = _signed(home, "judge-j1", event)
+    assert trust.verify(subject, data, {}, event).reason == "unsigned"
+    altered = data.replace(b'"score":7', b'"score":9')
+    assert altered != data
+    assert "bad signature" in trust.verify(subject, altered, headers, event).reason
+    moved = subject.replace(".r1", ".r2")
+    assert "bad signature" in trust.verify(moved, data, headers, event).reason
+    forged = {**headers, SIGNATURE: headers[SIGNATURE][::-1]}
+    assert not trust.verify(subject, data, forged, event).ok
+    # A key enrolled by another operator does not count here.
+    other = _settings(tmp_path, "elsewhere")
+    ensure_operator(other)
+    assert (
+        trust.verify(*_signed(other, "judge-j1", event), event).reason
+        == "enrollment not signed by the operator"
+    )
+
+
+def test_keys_are_private_and_stable(home: Settings) -> None:
+    first = signer_for(home, "runner")
+    again = signer_for(home, "runner")
+    assert first is not None and again is not None
+    assert first.public_key == again.public_key
+    for path in (home.home / "keys").iterdir():
+        if path.suffix in (".seed", ".enrollment"):
+            assert path.stat().st_mode & 0o077 == 0, path
+
+
+def test_without_an_operator_nothing_is_signed_or_checked(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    assert signer_for(settings, "runner") is None
+    assert trust_for(settings) is None
+    with pytest.raises(ValueError):
+        TrustList("not-a-key")
