@@ -122,6 +122,10 @@ def render_html(report: Report) -> str:
         )
     parts.append(f"<p>Log sequence {report.log_sequence}; bootstrap over tasks, seed {s.seed}, "
                  f"{s.n_resamples} resamples; anchor {report.anchor}.</p>")  # fmt: skip
+    signed = (f"every counted event's signature checked against operator key "
+              f"<code>{escape(report.trust_root)}</code>" if report.trust_root
+              else "signatures not checked (no operator key)")  # fmt: skip
+    parts.append(f"<p>Log integrity: {signed}; {len(report.refused)} message(s) refused.</p>")
     for group in _groups(report):
         heading = "Plots" if group is None else f"Plots — {report.group_by} = {group}"
         parts.append(f"<h2>{escape(heading)}</h2>")
@@ -139,6 +143,7 @@ def render_html(report: Report) -> str:
         "Rank stability": (s.agent_ranks, ["group", "agent_id", "rank", "mean_rank", "rank_ci_low", "rank_ci_high", "p_rank_1"]),
         "Infrastructure failures (never scored)": (report.infrastructure_failures, ["agent_id", "stage", "n_runs"]),
         "Judges": (report.judges, ["judge_id", "kind", "family", "model", "n_verdicts", "n_runs", "n_failures"]),
+        "Refused messages (counted in no figure)": (report.refused, ["sequence", "subject", "reason"]),
     }  # fmt: skip
     for title, (rows, cols) in dump.items():
         parts.append(_table(title, [r.model_dump() for r in rows], cols))

@@ -39,6 +39,7 @@ __all__ = [
     "REPORT_FORMAT",
     "CampaignInfo",
     "JudgeInfo",
+    "RefusedMessage",
     "Report",
     "build_report",
     "report_frames",
@@ -77,6 +78,14 @@ class JudgeInfo(Row):
     """JudgmentFailed records (after repairs)."""
 
 
+class RefusedMessage(Row):
+    """A stored message that reached no figure: undecodable, forged, or a repeated verdict."""
+
+    sequence: int
+    subject: str
+    reason: str
+
+
 class Report(BaseModel):
     """Everything `assay report` shows, rebuilt from the log alone."""
 
@@ -95,6 +104,10 @@ class Report(BaseModel):
     infrastructure_failures: tuple[InfrastructureFailures, ...]
     reference_checks: tuple[ReferenceCheckRate, ...]
     rule_tags: tuple[RuleTagRate, ...]
+    trust_root: str
+    """Operator key every counted event's signature was checked against ('' = not checked)."""
+    refused: tuple[RefusedMessage, ...]
+    """Messages of the report's campaigns (or undecodable ones) that count for nothing."""
     statistics: StatisticsReport
 
 
@@ -176,8 +189,21 @@ def build_report(
         infrastructure_failures=infrastructure_failure_counts(counts),
         reference_checks=reference_check_rates(counts, group_by=group_by),
         rule_tags=rule_tag_rates(counts, group_by=group_by),
+        trust_root=p.state.trust_root,
+        refused=_refused(p, {c.campaign_id for c in campaigns}),
         statistics=stats,
     )
+
+
+def _refused(p: Projections, campaigns: set[str]) -> tuple[RefusedMessage, ...]:
+    """Refusals on the report's campaigns' subjects, and those whose campaign is unknown."""
+    out = []
+    for r in sorted(p.state.refused.values(), key=lambda r: r.sequence):
+        tokens = r.subject.split(".")
+        campaign = tokens[3] if len(tokens) == 5 else None
+        if campaign is None or campaign in campaigns:
+            out.append(RefusedMessage(sequence=r.sequence, subject=r.subject, reason=r.reason))
+    return tuple(out)
 
 
 def report_json(report: Report) -> bytes:
@@ -195,6 +221,7 @@ def report_frames(report: Report) -> dict[str, pl.DataFrame]:
         ("infrastructure_failures", InfrastructureFailures),
         ("reference_checks", ReferenceCheckRate),
         ("rule_tags", RuleTagRate),
+        ("refused", RefusedMessage),
     ):
         out[name] = row_type.to_frame(getattr(report, name))
     return out

@@ -43,6 +43,20 @@ def _g(group: str | None) -> list[str]:
     return [] if group is None else [group]
 
 
+def _integrity(report: Report) -> str:
+    signed = (
+        f"signatures checked against operator key {report.trust_root[:12]}…"
+        if report.trust_root
+        else "signatures not checked (no operator key)"
+    )
+    if not report.refused:
+        return f"log: {signed}; no message refused"
+    seqs = ", ".join(str(r.sequence) for r in report.refused[:5])
+    more = ", …" if len(report.refused) > 5 else ""
+    return (f"[yellow]log: {signed}; {len(report.refused)} message(s) refused, counted in no "
+            f"figure (seq {seqs}{more}); see the report's refusals and `assay dlq`[/yellow]")  # fmt: skip
+
+
 def print_report(report: Report, console: Console | None = None) -> None:
     """Print every section of the report."""
     c = console or Console()
@@ -58,6 +72,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
                 f"bootstrap seed {s.seed}, {s.n_resamples} resamples")  # fmt: skip
     states = ", ".join(f"{r.state} {r.n_runs}" for r in report.run_states)
     c.print(f"runs: {states}")
+    c.print(_integrity(report))
 
     ranks = {(r.group, r.agent_id): r for r in s.agent_ranks}
     passes = {(r.group, r.agent_id): r for r in s.pass_rates}
