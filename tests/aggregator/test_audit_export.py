@@ -39,7 +39,7 @@ async def test_audit_finds_a_corrupted_blob_and_recomputes_the_score(
     sealed = _victim(published)
     target = sealed.files[-1]
     _corrupt(published, target.sha256)
-    events = await load_run_events(bus, sealed.run_id or "")
+    events, _ = await load_run_events(bus, sealed.run_id or "")
     audit = audit_run(events, published.store)
     assert [e.event_type for e in [x.event for x in events]][:2] == ["RunRequested", "SandboxReady"]
     assert [(b.path, b.status) for b in audit.corrupted] == [(target.path, "corrupted")]

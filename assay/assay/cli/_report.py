@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from assay.bus import Bus, LoggedEvent
@@ -130,30 +131,33 @@ def audit(
     from assay.store import open_store
     from assay_aggregator.audit import audit_run, load_run_events
 
-    async def load(settings: Settings) -> tuple[list[LoggedEvent], int]:
+    async def load(settings: Settings) -> tuple[list[LoggedEvent], dict[int, str], int]:
         async with Bus(settings, service="cli") as bus:
-            events = await load_run_events(bus, run_id)
+            events, signers = await load_run_events(bus, run_id, trust_for(settings))
             anchor = ANCHOR
             if events:
                 subject = bus.subjects.event("CampaignStarted", events[0].event.campaign_id, "-")
                 async for item in bus.replay(subject=subject):
                     if isinstance(item.event, CampaignStarted):
                         anchor = item.event.campaign.rubric.pass_threshold
-            return events, anchor
+            return events, signers, anchor
 
     with home_settings(home) as settings:
-        events, anchor = run_async(load(settings))
+        events, signers, anchor = run_async(load(settings))
     if not events:
         err_console.print(f"[red]error:[/red] no events for run {run_id}")
         raise typer.Exit(2)
-    result = audit_run(events, open_store(settings), anchor=anchor)
+    result = audit_run(events, open_store(settings), anchor=anchor, signers=signers)
     console.print(f"[bold]run {result.run_id}[/bold] campaign {result.campaign_id}, task "
                   f"{result.task_id}, agent {result.agent_id}")  # fmt: skip
     chain = Table(title="Event chain", title_justify="left")
-    for col in ("seq", "time", "event", "summary"):
+    for col in ("seq", "time", "event", "signed by", "summary"):
         chain.add_column(col)
     for line in result.chain:
-        chain.add_row(str(line.sequence), line.occurred_at, line.event_type, line.summary)
+        signer = line.signer or "(not checked)"
+        if signer.startswith("REFUSED"):
+            signer = f"[red]{escape(signer)}[/red]"
+        chain.add_row(str(line.sequence), line.occurred_at, line.event_type, signer, line.summary)
     console.print(chain)
     blobs = Table(title="Blobs (re-hashed now)", title_justify="left")
     for col in ("role", "path", "sha256", "bytes", "status"):

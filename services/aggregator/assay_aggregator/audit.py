@@ -13,10 +13,12 @@ import json
 import math
 import tempfile
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from assay.bus import Bus, LoggedEvent
+from assay.bus import Bus, LoggedEvent, read_raw
+from assay.security.signing import TrustList
 from assay.store import BlobStore
 from assay_schemas import (
     ANCHOR,
@@ -26,12 +28,14 @@ from assay_schemas import (
     BlobNotFound,
     Event,
     FileRef,
+    InvalidEvent,
     JudgmentFailed,
     JudgmentRecorded,
     RunFailed,
     RunRequested,
     SandboxReady,
     StoreError,
+    parse_event,
 )
 
 from .fold import RULES_JUDGE
@@ -54,6 +58,8 @@ class ChainLine(NamedTuple):
     occurred_at: str
     event_type: str
     summary: str
+    signer: str = ""
+    """Who signed it (`role/name (key…)`), `REFUSED: why`, or '' when not checked."""
 
 
 class BlobCheck(NamedTuple):
@@ -195,19 +201,31 @@ def _contribution(events: list[Event], verdicts: list[VerdictView], anchor: int)
     )  # fmt: skip
 
 
-def audit_run(logged: list[LoggedEvent], store: BlobStore, *, anchor: int = ANCHOR) -> RunAudit:
-    """Audit one run from its events (in log order) and the blob store."""
-    events = [item.event for item in logged]
-    if not events:
+def audit_run(
+    logged: list[LoggedEvent],
+    store: BlobStore,
+    *,
+    anchor: int = ANCHOR,
+    signers: Mapping[int, str] | None = None,
+) -> RunAudit:
+    """Audit one run from its events (in log order) and the blob store.
+
+    `signers` (sequence → signer, from `load_run_events`) marks refused events: they are
+    listed in the chain but count in no verdict, blob check or contribution.
+    """
+    signers = signers or {}
+    accepted = [i for i in logged if not signers.get(i.sequence, "").startswith(REFUSED)]
+    events = [item.event for item in accepted]
+    if not logged:
         raise ValueError("audit_run: no events for this run")
-    first = events[0]
+    first = logged[0].event
     agent = next(
         (e.agent.agent_id for e in events if isinstance(e, RunRequested)),
         next((e.agent_id for e in events if isinstance(e, ArtifactsSealed)), ""),
     )
     chain = [
         ChainLine(item.sequence, item.event.occurred_at.isoformat(), item.event.event_type,
-                  _summary(item.event))
+                  _summary(item.event), signers.get(item.sequence, ""))
         for item in logged
     ]  # fmt: skip
     blobs: list[BlobCheck] = []
@@ -234,7 +252,27 @@ def audit_run(logged: list[LoggedEvent], store: BlobStore, *, anchor: int = ANCH
     )  # fmt: skip
 
 
-async def load_run_events(bus: Bus, run_id: str) -> list[LoggedEvent]:
-    """Every event of one run, in log order (any campaign)."""
+REFUSED = "REFUSED: "
+
+
+async def load_run_events(
+    bus: Bus, run_id: str, trust: TrustList | None = None
+) -> tuple[list[LoggedEvent], dict[int, str]]:
+    """Every event of one run in log order (any campaign), and who signed each.
+
+    With `trust`, each event's signature is checked as the aggregator checks it; the
+    signer is `REFUSED: <why>` for one that counts for nothing.
+    """
     subject = bus.subjects.event("*", "*", run_id)
-    return [item async for item in bus.replay(subject=subject)]
+    events: list[LoggedEvent] = []
+    signers: dict[int, str] = {}
+    async for raw in read_raw(bus.js, bus.stream.name, subject=subject):
+        try:
+            event = parse_event(raw.data, subject=raw.subject)
+        except InvalidEvent:
+            continue  # not an event at all: `assay dlq` and the report list it
+        events.append(LoggedEvent(raw.sequence, event))
+        if trust is not None:
+            verdict = trust.verify(raw.subject, raw.data, raw.headers, event)
+            signers[raw.sequence] = verdict.signer if verdict.ok else REFUSED + verdict.reason
+    return events, signers
