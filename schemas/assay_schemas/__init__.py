@@ -65,6 +65,7 @@ from ._events import (
     run_id_for,
 )
 from ._export import SCHEMA_DIR, export_schemas, render_schemas
+from ._history import RunHistory, RunStage, SampleKey
 from ._ids import ID_PATTERN, Identifier, derive_id, safe_token
 from ._rpc import (
     ExecCommand,
@@ -130,7 +131,10 @@ __all__ = [
     "ReferenceCheck",
     "Rubric",
     "RunFailed",
+    "RunHistory",
     "RunRequested",
+    "RunStage",
+    "SampleKey",
     "SandboxCommand",
     "SandboxError",
     "SandboxReady",
