@@ -98,7 +98,7 @@ async def _nats_exec(n: int, base: Path) -> list[Row]:
     from assay.config import Settings
     from assay.embedded import NatsServer
     from assay.sandbox_client import SandboxClient
-    from assay_schemas import AgentSpec, Limits, RunRequested, SandboxReady, Task, new_event
+    from assay_schemas import AgentSpec, Limits, RunHistory, RunRequested, Task, new_event
 
     with NatsServer(base / "nats") as server:
         settings = Settings(
@@ -128,7 +128,7 @@ async def _nats_exec(n: int, base: Path) -> list[Row]:
                 ready = None
                 for _ in range(600):
                     events = await bus.run_events("bench", "benchrun")
-                    ready = next((e for e in events if isinstance(e, SandboxReady)), None)
+                    ready = RunHistory.fold(events).sandbox
                     if ready is not None:
                         break
                     await asyncio.sleep(0.1)

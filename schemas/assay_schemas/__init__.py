@@ -74,6 +74,7 @@ from ._events import (
 )
 from ._export import SCHEMA_DIR, export_schemas, render_schemas
 from ._files import read_structured_file
+from ._history import RunHistory, RunStage, SampleKey
 from ._ids import ID_PATTERN, Identifier, derive_id, safe_token
 from ._rpc import (
     ExecCommand,
@@ -141,7 +142,10 @@ __all__ = [
     "ReferenceCheck",
     "Rubric",
     "RunFailed",
+    "RunHistory",
     "RunRequested",
+    "RunStage",
+    "SampleKey",
     "SandboxCommand",
     "SandboxError",
     "SandboxReady",

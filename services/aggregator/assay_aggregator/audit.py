@@ -30,8 +30,7 @@ from assay_schemas import (
     FileRef,
     InvalidEvent,
     JudgmentFailed,
-    JudgmentRecorded,
-    RunFailed,
+    RunHistory,
     RunRequested,
     SandboxReady,
     StoreError,
@@ -164,27 +163,24 @@ def _check(store: BlobStore, sha: str, scratch: Path) -> tuple[str, str]:
     return "ok", ""
 
 
-def _verdicts(events: list[Event], sealed: set[str]) -> list[VerdictView]:
-    out: dict[tuple[str, int], VerdictView] = {}
-    for e in events:
-        if not isinstance(e, JudgmentRecorded):
-            continue
+def _verdicts(history: RunHistory, sealed: set[str]) -> list[VerdictView]:
+    out: list[VerdictView] = []
+    for e in (history.verdicts[key] for key in sorted(history.verdicts)):
         scores = {k: v.score for k, v in sorted(e.scores.items())}
         mean = sum(scores.values()) / len(scores) if scores else math.nan
-        out[(e.judge_id, e.sample)] = VerdictView(
+        out.append(VerdictView(
             judge_id=e.judge_id, sample=e.sample, family=e.judge_family, model=e.judge_model,
             scores=scores, judge_score=mean, tags=list(e.failure_tags), rationale=e.rationale,
             files_opened=list(e.files_opened), files_cited=list(e.files_cited),
             cited_not_opened=sorted(set(e.files_cited) - set(e.files_opened)),
             opened_not_sealed=sorted(set(e.files_opened) - sealed),
             checks=[(c.name, c.passed, c.detail) for c in e.checks],
-        )  # fmt: skip
-    return [out[k] for k in sorted(out)]
+        ))  # fmt: skip
+    return out
 
 
-def _contribution(events: list[Event], verdicts: list[VerdictView], anchor: int) -> Contribution:
-    sealed = any(isinstance(e, ArtifactsSealed) for e in events)
-    infra = not sealed and any(isinstance(e, RunFailed) and e.infrastructure for e in events)
+def _contribution(history: RunHistory, verdicts: list[VerdictView], anchor: int) -> Contribution:
+    infra = history.infrastructure_failure
     sums: dict[str, list[float]] = {}
     for v in verdicts:
         if v.judge_id != RULES_JUDGE and v.scores:
@@ -219,10 +215,11 @@ def audit_run(
     if not logged:
         raise ValueError("audit_run: no events for this run")
     first = logged[0].event
-    agent = next(
-        (e.agent.agent_id for e in events if isinstance(e, RunRequested)),
-        next((e.agent_id for e in events if isinstance(e, ArtifactsSealed)), ""),
-    )
+    history = RunHistory.fold(events)
+    if history.request is not None:
+        agent = history.request.agent.agent_id
+    else:
+        agent = history.seal.agent_id if history.seal is not None else ""
     chain = [
         ChainLine(item.sequence, item.event.occurred_at.isoformat(), item.event.event_type,
                   _summary(item.event), signers.get(item.sequence, ""))
@@ -237,18 +234,16 @@ def audit_run(
                     verdict[ref.sha256] = _check(store, ref.sha256, Path(tmp))
                 status, detail = verdict[ref.sha256]
                 blobs.append(BlobCheck(role, ref.path, ref.sha256, ref.size, status, detail))
-    seal = [e for e in events if isinstance(e, ArtifactsSealed)]
-    sealed_paths = {f.path for f in seal[-1].files} if seal else set()
-    verdicts = _verdicts(events, sealed_paths)
+    sealed_paths = {f.path for f in history.seal.files} if history.seal is not None else set()
+    verdicts = _verdicts(history, sealed_paths)
     failures = [
         f"{e.judge_id}#{e.sample}: {e.error} ({e.attempts} attempts)"
-        for e in events
-        if isinstance(e, JudgmentFailed)
+        for e in history.judgment_failures.values()
     ]
     return RunAudit(
         run_id=first.run_id or "", campaign_id=first.campaign_id, task_id=first.task_id or "",
         agent_id=agent, chain=chain, blobs=blobs, verdicts=verdicts, failures=failures,
-        contribution=_contribution(events, verdicts, anchor),
+        contribution=_contribution(history, verdicts, anchor),
     )  # fmt: skip
 
 

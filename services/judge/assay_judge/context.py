@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -11,17 +10,14 @@ from assay_schemas import (
     ArtifactsSealed,
     CampaignSpec,
     CampaignStarted,
-    Event,
-    JudgmentFailed,
-    JudgmentRecorded,
     Rubric,
-    RunRequested,
+    RunHistory,
     Task,
     TaskSubmitted,
     default_rubric,
 )
 
-__all__ = ["ALL_CAMPAIGNS", "CampaignScope", "LogReader", "RunContext", "samples_done"]
+__all__ = ["ALL_CAMPAIGNS", "CampaignScope", "LogReader", "RunContext"]
 
 ALL_CAMPAIGNS: frozenset[str] = frozenset({"*"})
 """Scope of a standalone judge that rejudges every campaign ("*" is never a campaign id)."""
@@ -32,22 +28,13 @@ campaigns (ALL_CAMPAIGNS: every one), whether they list the judge or not."""
 
 
 class RunContext(NamedTuple):
-    """A sealed run with its task, rubric and the run's events so far."""
+    """A sealed run with its task, rubric and the run's history so far."""
 
     sealed: ArtifactsSealed
     task: Task
     rubric: Rubric
     campaign: CampaignSpec | None
-    history: list[Event]
-
-
-def samples_done(history: Sequence[Event], judge_id: str) -> set[int]:
-    """Samples of this judge already recorded (or failed) for the run: never redone."""
-    return {
-        e.sample
-        for e in history
-        if isinstance(e, JudgmentRecorded | JudgmentFailed) and e.judge_id == judge_id
-    }
+    history: RunHistory
 
 
 @dataclass(kw_only=True)
@@ -79,10 +66,9 @@ class LogReader:
                 ids.append(logged.event.campaign_id)
         return ids
 
-    async def _task(self, sealed: ArtifactsSealed, history: Sequence[Event]) -> Task:
-        request = next((e for e in history if isinstance(e, RunRequested)), None)
-        if request is not None:
-            return request.task
+    async def _task(self, sealed: ArtifactsSealed, history: RunHistory) -> Task:
+        if history.task is not None:
+            return history.task
         if sealed.task_id:
             subject = self.bus.subjects.event("TaskSubmitted", sealed.campaign_id, "-")
             async for logged in self.bus.replay(subject=subject):
@@ -98,7 +84,7 @@ class LogReader:
     async def context(self, sealed: ArtifactsSealed, campaign: CampaignSpec | None) -> RunContext:
         """Everything needed to judge `sealed`."""
         assert sealed.run_id is not None, f"ArtifactsSealed {sealed.event_id} has no run id"
-        history = await self.bus.run_events(sealed.campaign_id, sealed.run_id)
+        history = RunHistory.fold(await self.bus.run_events(sealed.campaign_id, sealed.run_id))
         task = await self._task(sealed, history)
         rubric = campaign.rubric if campaign is not None else default_rubric()
         return RunContext(sealed, task, rubric, campaign, history)

@@ -37,7 +37,7 @@ from assay_schemas import (
 )
 
 from .agent import JudgeOutcome, judge_sample
-from .context import ALL_CAMPAIGNS, CampaignScope, LogReader, RunContext, samples_done
+from .context import ALL_CAMPAIGNS, CampaignScope, LogReader, RunContext
 from .files import SealedFiles
 
 __all__ = ["JURY_TOKEN", "JudgeService", "ProviderFactory", "sampling_times", "spec_hash"]
@@ -154,7 +154,7 @@ class JudgeService:
         if not self.accepts(event.campaign_id, campaign):
             return
         ctx = await self.reader.context(event, campaign)
-        done = samples_done(ctx.history, self.spec.judge_id)
+        done = ctx.history.samples_done(self.spec.judge_id)
         todo = [s for s in range(sampling_times(self.spec, ctx.task)) if s not in done]
         if not todo:
             return

@@ -17,7 +17,7 @@ from typing import NamedTuple, Protocol
 from assay.bus import Bus
 from assay.config import Settings
 from assay.service import Service
-from assay_schemas import ArtifactsSealed, JudgeSpec, JudgmentFailed, JudgmentRecorded
+from assay_schemas import ArtifactsSealed, JudgeSpec, JudgmentFailed, JudgmentRecorded, RunHistory
 
 from .context import ALL_CAMPAIGNS, CampaignScope
 from .service import build
@@ -57,7 +57,7 @@ async def _sealed(bus: Bus, campaign: str | None) -> dict[str, str]:
 
 
 class _Progress:
-    """Verdicts of one judge, read incrementally from the log."""
+    """The histories of the campaign's runs as far as judging goes, read incrementally."""
 
     def __init__(self, bus: Bus, judge_id: str, campaign: str | None) -> None:
         self.bus, self.judge_id = bus, judge_id
@@ -65,21 +65,30 @@ class _Progress:
             t: 1 for t in (JudgmentRecorded.__name__, JudgmentFailed.__name__)
         }  # event type → next sequence to read
         self.campaign = campaign or "*"
-        self.samples: dict[str, set[int]] = {}
-        self.failed = 0
+        self.runs: dict[str, RunHistory] = {}
 
     async def poll(self) -> None:
         for kind, start in self.cursors.items():
             subject = self.bus.subjects.event(kind, self.campaign, "*")
             async for item in self.bus.replay(start=start, subject=subject):
                 self.cursors[kind] = item.sequence + 1
-                e = item.event
-                if isinstance(e, JudgmentRecorded | JudgmentFailed) and e.judge_id == self.judge_id:
-                    self.samples.setdefault(e.run_id or "", set()).add(e.sample)
-                    self.failed += isinstance(e, JudgmentFailed)
+                self.runs.setdefault(item.event.run_id or "", RunHistory()).apply(item.event)
 
     def done(self, runs: dict[str, str], samples: int) -> int:
-        return sum(1 for r in runs if len(self.samples.get(r, ())) >= samples)
+        """Runs with a verdict or a recorded failure from the judge for every sample."""
+        empty = RunHistory()
+        return sum(
+            1 for r in runs if len(self.runs.get(r, empty).samples_done(self.judge_id)) >= samples
+        )
+
+    @property
+    def failed(self) -> int:
+        """Judgments of the judge recorded as JudgmentFailed."""
+        return sum(
+            key.judge_id == self.judge_id
+            for history in self.runs.values()
+            for key in history.judgment_failures
+        )
 
 
 async def rejudge(

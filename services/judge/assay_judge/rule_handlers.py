@@ -10,7 +10,6 @@ from assay.bus import Bus, Delivery
 from assay.store import BlobStore
 from assay_schemas import (
     RULES_JUDGE_ID,
-    AgentStepLogged,
     ArtifactsSealed,
     FileRef,
     JudgeRegistered,
@@ -20,7 +19,7 @@ from assay_schemas import (
     new_event,
 )
 
-from .context import ALL_CAMPAIGNS, CampaignScope, LogReader, samples_done
+from .context import ALL_CAMPAIGNS, CampaignScope, LogReader
 from .files import normalize_path
 from .handlers import JURY_TOKEN, spec_hash
 from .rules import RuleVerdict, evaluate
@@ -91,20 +90,19 @@ class RulesService:
             return
         campaign = await self.reader.campaign(event.campaign_id)
         ctx = await self.reader.context(event, campaign)
-        if 0 in samples_done(ctx.history, RULES_ID):
+        if 0 in ctx.history.samples_done(RULES_ID):
             return
         attached = {(a.path, a.sha256) for a in ctx.task.attachments}
         contents: dict[str, bytes] = {}
         for ref in event.files:
             if _wanted(ref, ctx.task, (ref.path, ref.sha256) not in attached):
                 contents[ref.path] = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
-        steps = [e for e in ctx.history if isinstance(e, AgentStepLogged)]
         verdict = evaluate(
             task=ctx.task,
             files=event.files,
             contents=contents,
             final_message=event.final_message,
-            steps=list({s.step: s for s in steps}.values()),
+            steps=ctx.history.steps,
         )
         await self._record(event, ctx.task, ctx.rubric.rubric_id, ctx.rubric.version, verdict)
 

@@ -15,13 +15,12 @@ from assay.sandbox_client import SandboxClient, SandboxGone
 from assay.store import BlobStore
 from assay.telemetry import meter, tracer
 from assay_schemas import (
-    AgentFinished,
     AgentSpec,
-    AgentStepLogged,
     CampaignSpec,
     CampaignStarted,
     Event,
     RunFailed,
+    RunHistory,
     RunRequested,
     SandboxReady,
     TaskSubmitted,
@@ -128,12 +127,12 @@ class RunnerService:
 
     async def _run(self, event: SandboxReady) -> None:
         assert event.run_id is not None
-        history = await self.bus.run_events(event.campaign_id, event.run_id)
-        if any(isinstance(e, AgentFinished | RunFailed) for e in history):
+        history = RunHistory.fold(await self.bus.run_events(event.campaign_id, event.run_id))
+        if history.ended is not None:
             return
-        request = next(e for e in history if isinstance(e, RunRequested))
-        steps = sorted((e for e in history if isinstance(e, AgentStepLogged)), key=lambda s: s.step)
-        steps = list({s.step: s for s in steps}.values())
+        request = history.request
+        assert request is not None, f"run {event.run_id} has SandboxReady but no RunRequested"
+        steps = history.steps
         if steps:
             log.info("run %s: resuming after step %d", event.run_id, steps[-1].step)
         try:

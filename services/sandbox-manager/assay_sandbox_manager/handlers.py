@@ -26,6 +26,7 @@ from assay_schemas import (
     ListFiles,
     ReadFile,
     RunFailed,
+    RunHistory,
     RunRequested,
     SandboxCommand,
     SandboxReady,
@@ -91,9 +92,8 @@ class SandboxService:
     async def on_run_requested(self, event: RunRequested, delivery: Delivery) -> None:
         """Create the run's sandbox, copy the attachments in, announce SandboxReady."""
         assert event.run_id is not None
-        history = await self.bus.run_events(event.campaign_id, event.run_id)
-        kinds = {e.event_type for e in history}
-        if kinds & {"SandboxReady", "ArtifactsSealed", "AgentFinished", "RunFailed"}:
+        history = RunHistory.fold(await self.bus.run_events(event.campaign_id, event.run_id))
+        if history.stage not in ("unknown", "requested"):
             return  # already done (redelivery, or another instance won)
         backend = self.backend_for(event.sandbox)
         sandbox_id = event.run_id
@@ -151,14 +151,14 @@ class SandboxService:
     async def on_run_ended(self, event: Event, delivery: Delivery) -> None:
         """Seal what the run left (AgentFinished or RunFailed), then destroy its sandbox."""
         assert isinstance(event, AgentFinished | RunFailed) and event.run_id is not None
-        history = await self.bus.run_events(event.campaign_id, event.run_id)
-        ready = next((e for e in history if isinstance(e, SandboxReady)), None)
+        history = RunHistory.fold(await self.bus.run_events(event.campaign_id, event.run_id))
+        ready = history.sandbox
         if ready is None or ready.instance != self.instance:
             return  # not ours (or never created): the owner seals it
-        if any(isinstance(e, ArtifactsSealed) for e in history):
+        if history.seal is not None:
             await self._destroy(ready.sandbox_id)
             return
-        request = next((e for e in history if isinstance(e, RunRequested)), None)
+        request = history.request
         assert request is not None, f"run {event.run_id} has SandboxReady but no RunRequested"
         await self.seal(request, ready, event)
 
@@ -227,31 +227,29 @@ class SandboxService:
             for info in await self._blocking(backend.list_live):
                 if info.labels.get("assay.instance", self.instance) != self.instance:
                     continue
-                campaign, run = info.labels.get("assay.campaign"), info.labels.get("assay.run")
-                history = await self.bus.run_events(campaign, run) if campaign and run else []
-                request = next((e for e in history if isinstance(e, RunRequested)), None)
-                ready = next((e for e in history if isinstance(e, SandboxReady)), None)
-                ended = next((e for e in history if isinstance(e, AgentFinished | RunFailed)), None)
-                sealed = any(isinstance(e, ArtifactsSealed) for e in history)
-                if (
-                    request
-                    and ready
-                    and ended
-                    and not sealed
-                    and ready.sandbox_id == info.sandbox_id
-                ):
-                    self._owned[info.sandbox_id] = backend.name
-                    await self.seal(request, ready, ended)
-                elif request and ready and not ended and ready.sandbox_id == info.sandbox_id:
-                    self._owned[info.sandbox_id] = (
-                        backend.name
-                    )  # still running: the runner resumes it
-                    continue
-                else:
-                    await self._blocking(backend.destroy, info.sandbox_id)
-                    self.destroyed.add(info.sandbox_id)
-                changed += 1
+                changed += await self._reconcile_sandbox(backend, info.sandbox_id, info.labels)
         return changed
+
+    async def _reconcile_sandbox(
+        self, backend: SandboxBackend, sandbox_id: str, labels: dict[str, str]
+    ) -> bool:
+        """Seal or destroy one leftover sandbox; keep it if its run is still going."""
+        campaign, run = labels.get("assay.campaign"), labels.get("assay.run")
+        history = RunHistory.fold(
+            await self.bus.run_events(campaign, run) if campaign and run else []
+        )
+        request, ready, ended = history.request, history.sandbox, history.ended
+        if request is not None and ready is not None and ready.sandbox_id == sandbox_id:
+            if ended is None:
+                self._owned[sandbox_id] = backend.name  # still running: the runner resumes it
+                return False
+            if history.seal is None:
+                self._owned[sandbox_id] = backend.name
+                await self.seal(request, ready, ended)
+                return True
+        await self._blocking(backend.destroy, sandbox_id)
+        self.destroyed.add(sandbox_id)
+        return True
 
     # --- commands -----------------------------------------------------------------------
 

@@ -1,0 +1,134 @@
+"""One run's history: its events folded, in log order, into what every service asks of it.
+
+Services read a run back from the log to decide what to do after a redelivery or a
+restart (is the sandbox made? has the agent ended? is the run sealed? which samples has
+this judge done?). `RunHistory` is the one fold that answers those questions, so no
+handler scans a list of events by hand.
+
+Pure, and applying an event twice changes nothing. Events that open a phase (the
+request, the sandbox, the end of the agent) keep the first one logged: a later duplicate
+does not restart the phase. Events that fill a slot (a step number, the seal, one
+judge's sample) keep the last one logged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple, TypeVar
+
+from ._domain import Task
+from ._events import (
+    AgentFinished,
+    AgentStepLogged,
+    ArtifactsSealed,
+    Event,
+    JudgmentFailed,
+    JudgmentRecorded,
+    RunFailed,
+    RunRequested,
+    SandboxReady,
+)
+
+__all__ = ["RunHistory", "RunStage", "SampleKey"]
+
+RunStage = Literal["unknown", "requested", "running", "finished", "failed", "sealed"]
+"""Where a run is: no request seen yet; requested; its sandbox is ready; its agent ended
+(finished, or failed at any stage); its artifacts are sealed (ready for the judges)."""
+
+
+E = TypeVar("E")
+
+
+def _first(kept: E | None, event: E) -> E:
+    return event if kept is None else kept
+
+
+class SampleKey(NamedTuple):
+    """One sample of one judge's verdict on a run."""
+
+    judge_id: str
+    sample: int
+
+
+@dataclass
+class RunHistory:
+    """The state of one run, folded from its events (`fold`, or `apply` one at a time)."""
+
+    request: RunRequested | None = None
+    sandbox: SandboxReady | None = None
+    finish: AgentFinished | None = None
+    failures: list[RunFailed] = field(default_factory=list)
+    """Every RunFailed of the run, in log order."""
+    ended: AgentFinished | RunFailed | None = None
+    """The first event that ended the run (the agent finished, or the run failed)."""
+    seal: ArtifactsSealed | None = None
+    verdicts: dict[SampleKey, JudgmentRecorded] = field(default_factory=dict)
+    judgment_failures: dict[SampleKey, JudgmentFailed] = field(default_factory=dict)
+    """Samples a judge gave up on, in the order they were first logged."""
+    _steps: dict[int, AgentStepLogged] = field(default_factory=dict)
+
+    @classmethod
+    def fold(cls, events: Iterable[Event]) -> RunHistory:
+        """The history of a run from its events, in log order."""
+        history = cls()
+        for event in events:
+            history.apply(event)
+        return history
+
+    def apply(self, event: Event) -> None:
+        """Fold one event in; events about no run (a campaign, a task, a judge) are ignored."""
+        if isinstance(event, RunRequested):
+            self.request = _first(self.request, event)
+        elif isinstance(event, SandboxReady):
+            self.sandbox = _first(self.sandbox, event)
+        elif isinstance(event, AgentStepLogged):
+            self._steps[event.step] = event
+        elif isinstance(event, AgentFinished):
+            self.finish = _first(self.finish, event)
+            self._end(event)
+        elif isinstance(event, RunFailed):
+            if event not in self.failures:
+                self.failures.append(event)
+            self._end(event)
+        elif isinstance(event, ArtifactsSealed):
+            self.seal = event
+        elif isinstance(event, JudgmentRecorded):
+            self.verdicts[SampleKey(event.judge_id, event.sample)] = event
+        elif isinstance(event, JudgmentFailed):
+            self.judgment_failures[SampleKey(event.judge_id, event.sample)] = event
+
+    def _end(self, event: AgentFinished | RunFailed) -> None:
+        if self.ended is None:
+            self.ended = event
+
+    @property
+    def task(self) -> Task | None:
+        """The task the run was requested for (None when the request is not on the log)."""
+        return self.request.task if self.request is not None else None
+
+    @property
+    def steps(self) -> list[AgentStepLogged]:
+        """The agent's steps by step number; a step logged twice counts once (the last)."""
+        return [self._steps[n] for n in sorted(self._steps)]
+
+    @property
+    def stage(self) -> RunStage:
+        """Where the run is now."""
+        if self.seal is not None:
+            return "sealed"
+        if self.ended is not None:
+            return "finished" if isinstance(self.ended, AgentFinished) else "failed"
+        if self.sandbox is not None:
+            return "running"
+        return "requested" if self.request is not None else "unknown"
+
+    @property
+    def infrastructure_failure(self) -> bool:
+        """The platform failed the run before it was sealed: it is never scored."""
+        return self.seal is None and any(f.infrastructure for f in self.failures)
+
+    def samples_done(self, judge_id: str) -> set[int]:
+        """Samples of this judge recorded or failed for the run: never judged again."""
+        keys = [*self.verdicts, *self.judgment_failures]
+        return {key.sample for key in keys if key.judge_id == judge_id}
