@@ -2,12 +2,15 @@
 
 from ._broker import dlq_stream, ensure_streams, event_stream, make_broker
 from ._bus import Bus, Delivery, Published, Refusal, RefusalSink
-from ._dead_letters import DEAD_REASON
+from ._dead_letters import DEAD_DELIVERIES, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT
 from ._replay import LoggedEvent, RawMessage, Skipped, describe_skipped, read_log, read_raw
 from ._subjects import Subjects
 
 __all__ = [
+    "DEAD_DELIVERIES",
     "DEAD_REASON",
+    "DEAD_SEQUENCE",
+    "DEAD_SUBJECT",
     "Bus",
     "Delivery",
     "LoggedEvent",

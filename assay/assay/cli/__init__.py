@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401  (register commands)
     _core,
+    _dlq,
     _doctor,
     _judge,
     _report,

@@ -152,7 +152,9 @@ def role_permissions(
                     *_reader(stream),
                     f"$JS.API.STREAM.CREATE.{stream}",
                     f"$JS.API.STREAM.CREATE.{stream}_DLQ",
+                    f"$JS.API.CONSUMER.CREATE.{stream}_DLQ",
                     f"$JS.API.CONSUMER.CREATE.{stream}_DLQ.>",
+                    f"$JS.FC.{stream}_DLQ.>",
                     f"$JS.API.CONSUMER.INFO.{stream}_DLQ.*",
                     f"$JS.API.CONSUMER.MSG.NEXT.{stream}_DLQ.*",
                 ]

@@ -1,0 +1,283 @@
+"""Attacks on the log, each against a stack whose services run as their own NATS users.
+
+A campaign runs to completion (agent, sandbox, an LLM judge, the rule judge, the
+aggregator); then an attacker with one of the real users' rights tries to bend the log.
+Afterwards every figure of the report must equal the undisturbed run's, the attack must
+be counted as refused, and nothing that reads the log may break.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nats.aio.client import Client
+
+from assay.bus import Bus, Skipped
+from assay.campaign import submit_campaign
+from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
+from assay.security.signing import ensure_operator, signer_for, trust_for
+from assay.store import LocalBlobStore
+from assay.tasks import load_tasks
+from assay_aggregator.projections import Projections
+from assay_aggregator.rebuild import fold_stream
+from assay_aggregator.report import build_report
+from assay_aggregator.service import AggregatorService
+from assay_aggregator.service import build as build_aggregator
+from assay_judge.service import build_rules
+from assay_schemas import JudgmentRecorded, parse_event
+from tests.judge.cases import judge_spec, reading_judge, verdict
+from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, wait_for_events, write_task
+
+from .conftest import CAMPAIGN, SecureNats
+from .stack import connected, restricted_services
+
+pytestmark = pytest.mark.timeout(120)
+
+AGENT = ScriptedSequence(
+    [
+        ScriptReply.call("bash", {"command": "mkdir -p out && wc -l data.csv > out/n.txt"}),
+        ScriptReply.call("submit", {"answer": "Counted the rows: out/n.txt."}),
+    ]
+)
+JUDGE = reading_judge([("list_files", {})], verdict(6, files=["out/n.txt"]))
+POISON = b'{"x":' + b"[" * 1200 + b"]" * 1200 + b"}"
+
+
+@dataclass
+class Done:
+    """A finished, undisturbed campaign and what the attacker needs to aim at it."""
+
+    secure: SecureNats
+    aggregator: AggregatorService
+    cli: Bus
+    figures: dict[str, Any]
+    verdicts: list[tuple[str, bytes, dict[str, str]]]
+    """(subject, bytes, headers) of every stored JudgmentRecorded."""
+
+    async def figures_now(self) -> dict[str, Any]:
+        """The live aggregator's report figures once it has folded the whole log."""
+        head = (await self.cli.js.stream_info(self.secure.base.stream)).state.last_seq
+        await self.aggregator.wait_for(head, timeout=20)
+        return figures(self.aggregator.projections)
+
+    def refused(self) -> list[int]:
+        return sorted(self.aggregator.state.refused)
+
+    def subject(self, event_type: str, run: str, campaign_id: str = CAMPAIGN) -> str:
+        return f"{self.secure.base.subject_prefix}.ev.{event_type}.{campaign_id}.{run}"
+
+
+def figures(p: Projections) -> dict[str, Any]:
+    """Every figure of the report; what only says where the log stands is left out."""
+    doc = json.loads(build_report(p, n_resamples=200).model_dump_json())
+    for key in ("log_sequence", "refused"):
+        doc.pop(key)
+    return dict(doc)
+
+
+@pytest.fixture
+def scripted() -> Iterator[ScriptedModelServer]:
+    os.environ[SCRIPTED_KEY] = "scripted"
+    with ScriptedModelServer({"agent": AGENT, "judge": JUDGE}) as server:
+        yield server
+
+
+@pytest.fixture
+async def done(
+    secure: SecureNats, admin_bus: Bus, tmp_path: Path, scripted: ScriptedModelServer
+) -> AsyncIterator[Done]:
+    """The campaign, run to the end with signing on, every service as its own user."""
+    ensure_operator(secure.base)
+    store = LocalBlobStore(secure.base.blob_dir)
+    folder = write_task(tmp_path / "tasks", "rows", "count rows", {"data.csv": "a\n1\n2\n"})
+    judge = judge_spec("j1", "judge", scripted.openai_base_url)
+    spec = campaign(
+        CAMPAIGN, [scripted_agent("agent", "agent", scripted.openai_base_url)], judges=[judge]
+    )
+    cli = await connected(secure.settings("cli"), "cli")
+    rules = build_rules(secure.settings("judge"), store=store)
+    aggregator = build_aggregator(secure.settings("aggregator"), write_report=False)
+    try:
+        async with restricted_services(secure.settings, store, judges=[judge]):
+            await rules.start()
+            await aggregator.start()
+            await submit_campaign(cli, store, spec, load_tasks(folder, max_bytes=10_000))
+            await wait_for_events(
+                cli,
+                lambda evs: (
+                    {(e.judge_id) for e in evs if isinstance(e, JudgmentRecorded)}
+                    == {"j1", "rules"}
+                ),
+                timeout=60,
+            )
+            run = Done(secure, aggregator, cli, {}, [])
+            run.figures = await run.figures_now()
+            assert run.refused() == []
+            assert run.aggregator.state.trust_root  # signatures were checked
+            run.verdicts = await _stored(cli, run.subject("JudgmentRecorded", "*"))
+            yield run
+    finally:
+        await aggregator.stop()
+        await rules.stop()
+        await cli.stop()
+
+
+async def _stored(bus: Bus, subject: str) -> list[tuple[str, bytes, dict[str, str]]]:
+    from assay.bus import read_raw
+
+    return [
+        (raw.subject, raw.data, raw.headers)
+        async for raw in read_raw(bus.js, bus.stream.name, subject=subject)
+    ]
+
+
+async def _nats(secure: SecureNats, user: str) -> Client:
+    import nats
+
+    from assay.security.permissions import inbox_prefix
+
+    return await nats.connect(
+        secure.base.nats_url, user=user, password=secure.passwords[user],
+        allow_reconnect=False, inbox_prefix=inbox_prefix(user),
+    )  # fmt: skip
+
+
+async def _publish(nc: Client, subject: str, data: bytes, headers: dict[str, str]) -> None:
+    ack = await nc.jetstream().publish(subject, data, headers=headers or None, timeout=5)
+    assert ack.seq > 0
+
+
+def _rules_verdict(done: Done) -> tuple[str, bytes, dict[str, str]]:
+    return next(v for v in done.verdicts if parse_event(v[1]).judge_id == "rules")  # type: ignore[attr-defined]
+
+
+def _without_tags(data: bytes, event_id: str) -> bytes:
+    body = json.loads(data)
+    body.update(event_id=event_id, failure_tags=[], checks=[])
+    return json.dumps(body).encode()
+
+
+async def test_one_nested_message_breaks_no_reader(done: Done) -> None:
+    publisher = await _nats(done.secure, f"publisher-{CAMPAIGN}")
+    try:
+        await _publish(publisher, done.subject("TaskSubmitted", "-"), POISON, {})
+    finally:
+        await publisher.close()
+    assert await done.figures_now() == done.figures
+    [poison] = done.refused()
+    # `assay events`: the replay skips it and says where.
+    skipped: list[Skipped] = []
+    events = [e async for e in done.cli.replay(skipped=skipped)]
+    assert events and [s.sequence for s in skipped] == [poison]
+    # `assay report` / `assay replay --verify`: a fresh fold, as the cli user.
+    fresh = await fold_stream(
+        done.cli.js, done.cli.stream.name, done.cli.subjects.events,
+        trust=trust_for(done.secure.base),
+    )  # fmt: skip
+    assert sorted(fresh.refused) == [poison]
+    assert figures(Projections(fresh)) == done.figures
+    # A fresh aggregator starts on such a log.
+    again = build_aggregator(done.secure.settings("aggregator"), write_report=False)
+    await again.start()
+    try:
+        assert figures(again.projections) == done.figures
+    finally:
+        await again.stop()
+    # The runner's live durable dead-lettered it instead of holding it forever.
+    letters = await done.cli.dead_letters("runner-tasks")
+    assert [body for body, _ in letters] == [POISON]
+
+
+@pytest.mark.parametrize(
+    ("user", "service", "subjects"),
+    [
+        ("runner", "runner", ["RunRequested", "AgentStepLogged", "AgentFinished", "RunFailed"]),
+        ("sandbox-manager", "sandbox-manager", ["SandboxReady", "ArtifactsSealed", "RunFailed"]),
+        (f"publisher-{CAMPAIGN}", "cli", ["TaskSubmitted"]),
+    ],
+)
+async def test_forged_verdicts_through_every_permitted_subject_count_for_nothing(
+    done: Done, user: str, service: str, subjects: list[str]
+) -> None:
+    """A rule verdict without tags or checks, aimed at the real run, on each subject the
+    user may publish to, signed with that service's own enrolled key."""
+    subject, data, _ = _rules_verdict(done)
+    run = subject.rsplit(".", 1)[-1]
+    signer = signer_for(done.secure.base, service)
+    assert signer is not None
+    nc = await _nats(done.secure, user)
+    try:
+        for i, event_type in enumerate(subjects):
+            target = done.subject(event_type, "-" if event_type == "TaskSubmitted" else run)
+            forged = _without_tags(data, f"forged-{service}-{i}")
+            await _publish(nc, target, forged, signer.headers(target, forged))
+    finally:
+        await nc.close()
+    assert await done.figures_now() == done.figures
+    assert len(done.refused()) == len(subjects)
+
+
+async def test_a_verdict_replayed_with_altered_scores_counts_for_nothing(done: Done) -> None:
+    """As the judge user: the real j1 verdict again with other scores and a new id, with its
+    original signature, with another judge's key, and unsigned."""
+    subject, data, headers = next(
+        v
+        for v in done.verdicts
+        if parse_event(v[1]).judge_id == "j1"  # type: ignore[attr-defined]
+    )
+    body = json.loads(data)
+    for dimension in body["scores"].values():
+        dimension["score"] = 10
+    other = signer_for(done.secure.base, "judge-j2")
+    assert other is not None
+    nc = await _nats(done.secure, "judge")
+    try:
+        for i, sign in enumerate(("original", "other-judge", "unsigned")):
+            body["event_id"] = f"altered-{i}"
+            altered = json.dumps(body).encode()
+            signed = {
+                "original": headers,
+                "other-judge": other.headers(subject, altered),
+                "unsigned": {},
+            }[sign]
+            await _publish(
+                nc, subject, altered, {k: v for k, v in signed.items() if k != "Nats-Msg-Id"}
+            )
+    finally:
+        await nc.close()
+    assert await done.figures_now() == done.figures
+    reasons = [done.aggregator.state.refused[s].reason for s in done.refused()]
+    assert len(reasons) == 3, reasons
+    assert "bad signature" in reasons[0]
+    assert "wrote a verdict as judge j1" in reasons[1]
+    assert "unsigned" in reasons[2]
+
+
+async def test_a_second_verdict_for_a_sample_is_refused(done: Done) -> None:
+    """Even signed by the judge's own key: the first verdict stands."""
+    subject, data, _ = next(
+        v
+        for v in done.verdicts
+        if parse_event(v[1]).judge_id == "j1"  # type: ignore[attr-defined]
+    )
+    body = json.loads(data)
+    body["event_id"] = "second-verdict"
+    for dimension in body["scores"].values():
+        dimension["score"] = 10
+    second = json.dumps(body).encode()
+    signer = signer_for(done.secure.base, "judge-j1")
+    assert signer is not None
+    nc = await _nats(done.secure, "judge")
+    try:
+        await _publish(nc, subject, second, signer.headers(subject, second))
+    finally:
+        await nc.close()
+    assert await done.figures_now() == done.figures
+    [refused] = done.refused()
+    assert "second verdict" in done.aggregator.state.refused[refused].reason
