@@ -14,7 +14,7 @@ them there (audits then find them).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,6 +23,7 @@ import numpy as np
 from nats.js import JetStreamContext
 
 from assay.bus import Subjects
+from assay.security.signing import Signer
 from assay.store import BlobStore
 from assay_schemas import (
     RULES_JUDGE_ID,
@@ -330,6 +331,27 @@ def _judgments(
         )  # fmt: skip
 
 
+_WRITERS = {
+    "CampaignStarted": "cli",
+    "TaskSubmitted": "cli",
+    "RunRequested": "runner",
+    "AgentStepLogged": "runner",
+    "AgentFinished": "runner",
+    "RunFailed": "runner",
+    "SandboxReady": "sandbox-manager",
+    "ArtifactsSealed": "sandbox-manager",
+}
+
+
+def writer_of(event: Event) -> str:
+    """The service (as `Bus(service=...)` names it) that writes this event in a deployment."""
+    if event.event_type in _WRITERS:
+        return _WRITERS[event.event_type]
+    judge = getattr(event, "judge", None)
+    judge_id = judge.judge_id if judge is not None else getattr(event, "judge_id", "")
+    return f"judge-{judge_id}"
+
+
 async def publish_events(
     js: JetStreamContext,
     subjects: Subjects,
@@ -337,20 +359,30 @@ async def publish_events(
     events: Iterator[Event] | Sequence[Event],
     *,
     window: int = 2000,
+    signers: Callable[[str], Signer | None] | None = None,
 ) -> int:
     """Publish events in order, pipelined (acks awaited per window); return how many.
 
     One connection sending in order keeps log order equal to generation order, while
-    not waiting for each PubAck keeps it fast.
+    not waiting for each PubAck keeps it fast. With `signers` (service name → signer,
+    e.g. `partial(signer_for, settings)`), each event is signed by the service that
+    would have written it, as a live deployment signs it.
     """
     pending: list[Any] = []
     n = 0
+    cache: dict[str, Signer | None] = {}
     for event in events:
         data = event.model_dump_json().encode()
+        subject = subjects.of(event)
         headers = {"Nats-Msg-Id": event.event_id}
-        pending.append(
-            await js.publish_async(subjects.of(event), data, stream=stream, headers=headers)
-        )
+        if signers is not None:
+            service = writer_of(event)
+            if service not in cache:
+                cache[service] = signers(service)
+            signer = cache[service]
+            if signer is not None:
+                headers.update(signer.headers(subject, data))
+        pending.append(await js.publish_async(subject, data, stream=stream, headers=headers))
         n += 1
         if len(pending) >= window:
             for fut in pending:

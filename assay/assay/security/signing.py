@@ -131,6 +131,8 @@ class TrustList:
     _operator: nacl.signing.VerifyKey = field(init=False)
     _enrolled: dict[str, Enrollment | None] = field(default_factory=dict)
     """Enrollment token → statement (None when the operator did not sign it)."""
+    _keys: dict[str, nacl.signing.VerifyKey] = field(default_factory=dict)
+    """Public key → decoded verify key (a replay checks thousands of events per key)."""
 
     def __post_init__(self) -> None:
         self._operator = _verify_key(self.operator_key)
@@ -162,7 +164,9 @@ class TrustList:
         if enrolled.key != key:
             return Verdict(False, "", "signing key is not the enrolled key")
         try:
-            _verify_key(key).verify(_signed_bytes(subject, data), _unb64(signature))
+            if key not in self._keys:
+                self._keys[key] = _verify_key(key)
+            self._keys[key].verify(_signed_bytes(subject, data), _unb64(signature))
         except (ValueError, nacl.exceptions.BadSignatureError):
             return Verdict(False, "", f"bad signature by {enrolled.role}/{enrolled.name}")
         allowed = EVENTS_BY_ROLE.get(enrolled.role, ())  # type: ignore[call-overload]
