@@ -25,6 +25,7 @@ __all__ = [
     "ServiceFactory",
     "build_service",
     "run_until_signal",
+    "serve_alone",
     "service_names",
 ]
 
@@ -82,3 +83,16 @@ async def run_until_signal(services: Sequence[Service]) -> None:
     finally:
         for service in reversed(started):
             await service.stop()
+
+
+def serve_alone(name: str) -> None:
+    """Run the installed service `name` in this process until a signal stops it: what each
+    service's own console entry point (`assay-runner`, ...) does. Settings from ``ASSAY_*``."""
+    from assay.telemetry import setup_tracing, shutdown_telemetry
+
+    settings = Settings()
+    setup_tracing(f"assay-{name}")
+    try:
+        asyncio.run(run_until_signal([build_service(name, settings)]))
+    finally:
+        shutdown_telemetry()

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anthropic
 
 from ._anthropic_wire import completion_from_anthropic, to_anthropic_prompt, to_anthropic_tools
 from ._base import SdkErrors, SdkProvider
-from ._limiter import AdaptiveLimiter
 from ._models import Completion, GenerationParams, Message, ToolDefinition
-from ._retry import RetryEvent, RetryPolicy
 
 __all__ = ["AnthropicProvider"]
 
@@ -28,31 +26,7 @@ class AnthropicProvider(SdkProvider):
         connection=anthropic.APIConnectionError,
         validation=anthropic.APIResponseValidationError,
     )
-
-    def __init__(
-        self,
-        *,
-        model: str,
-        api_key: str,
-        base_url: str | None = None,
-        timeout_s: float = 120.0,
-        retry: RetryPolicy | None = None,
-        limiter: AdaptiveLimiter | None = None,
-        max_concurrency: int = 8,
-        on_retry: Callable[[RetryEvent], None] | None = None,
-    ) -> None:
-        # max_retries=0: the retry policy is ours (see _retry.py), not the SDK's.
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
-        )
-        super().__init__(
-            model=model,
-            base_url=str(self._client.base_url),
-            retry=retry,
-            limiter=limiter,
-            max_concurrency=max_concurrency,
-            on_retry=on_retry,
-        )
+    sdk_client = anthropic.AsyncAnthropic
 
     def _build(
         self,
@@ -88,7 +62,3 @@ class AnthropicProvider(SdkProvider):
 
     def _normalize(self, raw: Any) -> Completion:
         return completion_from_anthropic(raw, provider=self.kind_name, model=self.model)
-
-    async def aclose(self) -> None:
-        """Close the SDK client's connection pool."""
-        await self._client.close()

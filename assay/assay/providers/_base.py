@@ -73,23 +73,31 @@ class SdkProvider(ABC):
 
     kind_name: str = "?"
     sdk_errors: SdkErrors
+    sdk_client: Callable[..., Any]
+    """The SDK's async client class (`openai.AsyncOpenAI`, `anthropic.AsyncAnthropic`)."""
 
     def __init__(
         self,
         *,
         model: str,
-        base_url: str,
+        api_key: str,
+        base_url: str | None = None,
+        timeout_s: float = 120.0,
         retry: RetryPolicy | None = None,
         limiter: AdaptiveLimiter | None = None,
         max_concurrency: int = 8,
         on_retry: Callable[[RetryEvent], None] | None = None,
     ) -> None:
+        # max_retries=0: the retry policy is ours (see _retry.py), not the SDK's.
+        self._client = self.sdk_client(
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
         self._model = model
-        self.base_url = base_url
+        self.base_url = str(self._client.base_url)
         self.retry = retry or RetryPolicy()
         self._rng = random.Random(self.retry.seed)
         self.limiter = limiter or default_registry.get(
-            LimiterKey(self.kind_name, base_url, model), max_concurrency
+            LimiterKey(self.kind_name, self.base_url, model), max_concurrency
         )
         self._on_retry = on_retry
         self.retry_events: deque[RetryEvent] = deque(maxlen=1000)
@@ -201,6 +209,6 @@ class SdkProvider(ABC):
     def _normalize(self, raw: Any) -> Completion:
         """Turn the SDK's response object into a `Completion`."""
 
-    @abstractmethod
     async def aclose(self) -> None:
-        """Release HTTP connections."""
+        """Close the SDK client's connection pool."""
+        await self._client.close()

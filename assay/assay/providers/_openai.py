@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import openai
 
 from ._base import SdkErrors, SdkProvider
-from ._limiter import AdaptiveLimiter
 from ._models import Completion, GenerationParams, Message, ToolDefinition
 from ._openai_wire import completion_from_openai, to_openai_messages, to_openai_tools
-from ._retry import RetryEvent, RetryPolicy
 
 __all__ = ["OpenAIProvider"]
 
@@ -26,32 +24,15 @@ class OpenAIProvider(SdkProvider):
         connection=openai.APIConnectionError,
         validation=openai.APIResponseValidationError,
     )
+    sdk_client = openai.AsyncOpenAI
 
     def __init__(
         self,
         *,
-        model: str,
-        api_key: str,
-        base_url: str | None = None,
-        timeout_s: float = 120.0,
-        retry: RetryPolicy | None = None,
-        limiter: AdaptiveLimiter | None = None,
-        max_concurrency: int = 8,
-        on_retry: Callable[[RetryEvent], None] | None = None,
         max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens",
+        **kwargs: Any,
     ) -> None:
-        # max_retries=0: the retry policy is ours (see _retry.py), not the SDK's.
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
-        )
-        super().__init__(
-            model=model,
-            base_url=str(self._client.base_url),
-            retry=retry,
-            limiter=limiter,
-            max_concurrency=max_concurrency,
-            on_retry=on_retry,
-        )
+        super().__init__(**kwargs)
         self._max_tokens_field = max_tokens_field
         """Newer OpenAI models reject `max_tokens`; some compatible servers want it."""
 
@@ -86,7 +67,3 @@ class OpenAIProvider(SdkProvider):
 
     def _normalize(self, raw: Any) -> Completion:
         return completion_from_openai(raw, provider=self.kind_name, model=self.model)
-
-    async def aclose(self) -> None:
-        """Close the SDK client's connection pool."""
-        await self._client.close()

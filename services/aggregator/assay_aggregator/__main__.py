@@ -1,27 +1,11 @@
-"""`assay-aggregator` / `python -m assay_aggregator`: the aggregator service alone, until SIGINT/SIGTERM.
+"""`assay-aggregator` / `python -m assay_aggregator`: the aggregator service alone, until SIGINT/SIGTERM."""
 
-Settings come from ``ASSAY_*`` environment variables, as for `assay serve aggregator`.
-"""
-
-from __future__ import annotations
-
-import asyncio
-
-from assay.config import Settings
-from assay.service import run_until_signal
-from assay.telemetry import setup_tracing, shutdown_telemetry
-
-from .service import build
+from assay.service import serve_alone
 
 
 def main() -> None:
-    """Run the service until a signal stops it."""
-    settings = Settings()
-    setup_tracing("assay-aggregator")
-    try:
-        asyncio.run(run_until_signal([build(settings)]))
-    finally:
-        shutdown_telemetry()
+    """Run the service with settings from ``ASSAY_*`` (as `assay serve aggregator` does)."""
+    serve_alone("aggregator")
 
 
 if __name__ == "__main__":

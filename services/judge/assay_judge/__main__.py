@@ -1,29 +1,11 @@
-"""`assay-judge` / `python -m assay_judge`: the judge service alone, until SIGINT/SIGTERM.
+"""`assay-judge` / `python -m assay_judge`: the judge service alone, until SIGINT/SIGTERM. The judge spec comes from ``ASSAY_JUDGE_SPEC``."""
 
-Settings come from ``ASSAY_*`` environment variables, as for `assay serve judge`.
-
-Judge spec from ``ASSAY_JUDGE_SPEC``.
-"""
-
-from __future__ import annotations
-
-import asyncio
-
-from assay.config import Settings
-from assay.service import run_until_signal
-from assay.telemetry import setup_tracing, shutdown_telemetry
-
-from .service import build
+from assay.service import serve_alone
 
 
 def main() -> None:
-    """Run the service until a signal stops it."""
-    settings = Settings()
-    setup_tracing("assay-judge")
-    try:
-        asyncio.run(run_until_signal([build(settings)]))
-    finally:
-        shutdown_telemetry()
+    """Run the service with settings from ``ASSAY_*`` (as `assay serve judge` does)."""
+    serve_alone("judge")
 
 
 if __name__ == "__main__":
