@@ -1,8 +1,9 @@
 """The event bus: NATS JetStream through faststream, typed events in and out."""
 
 from ._broker import dlq_stream, ensure_streams, event_stream, make_broker
-from ._bus import Bus, Delivery, Published, Refusal, RefusalSink
+from ._bus import Bus
 from ._dead_letters import DEAD_DELIVERIES, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT
+from ._records import Delivery, Published, Refusal, RefusalSink
 from ._replay import LoggedEvent, RawMessage, Skipped, describe_skipped, read_log, read_raw
 from ._subjects import Subjects
 

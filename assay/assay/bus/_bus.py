@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from types import MappingProxyType
-from typing import Any, NamedTuple, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 from faststream import AckPolicy
 from faststream.nats import ConsumerConfig, DeliverPolicy, JStream, NatsMessage, PullSub
@@ -17,11 +15,10 @@ from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy as JsAckPolicy
 from opentelemetry import trace
-from opentelemetry.metrics import CallbackOptions, Observation
 
 from assay.config import Settings
 from assay.security.signing import signer_for
-from assay.telemetry import extract_context, inject_headers, meter, tracer
+from assay.telemetry import extract_context, inject_headers, tracer
 from assay_schemas import (
     BlobCorrupted,
     BlobNotFound,
@@ -35,10 +32,12 @@ from assay_schemas import (
 
 from ._broker import ensure_streams, inbox_of, make_broker
 from ._dead_letters import dead_letter, read_dead_letters
+from ._lag import LagWatch
+from ._records import Delivery, Published, Refusal, RefusalSink
 from ._replay import LoggedEvent, Skipped, read_log
 from ._subjects import Subjects
 
-__all__ = ["Bus", "Delivery", "Published", "Refusal", "RefusalSink"]
+__all__ = ["Bus"]
 
 log = logging.getLogger("assay.bus")
 
@@ -49,56 +48,7 @@ OUTAGE_RETRY_S = 60.0
 delivery attempt."""
 
 
-class Published(NamedTuple):
-    """Where an event landed in the log."""
-
-    sequence: int
-    duplicate: bool
-
-
-class Delivery(NamedTuple):
-    """Where the event a handler is working on sits in the log, and how it arrived."""
-
-    sequence: int
-    attempt: int
-    subject: str = ""
-    headers: Mapping[str, str] = MappingProxyType({})
-    data: bytes = b""
-    """The message's bytes as stored (what its signature covers)."""
-
-
-class Refusal(NamedTuple):
-    """A stored message a consumer could not take as an event, and why."""
-
-    sequence: int
-    subject: str
-    reason: str
-
-
-RefusalSink = Callable[[Refusal], Awaitable[None]]
-
-
 Handler = Callable[[E, Delivery], Awaitable[None]]
-
-
-_LIVE: weakref.WeakSet[Bus] = weakref.WeakSet()
-
-
-def _observe_lag(options: CallbackOptions) -> list[Observation]:
-    """Consumer lag (messages not yet acked) of every durable of every live bus."""
-    return [
-        Observation(lag, {"assay.durable": durable, "assay.stream": bus.stream.name})
-        for bus in list(_LIVE)
-        for durable, lag in bus.lag.items()
-    ]
-
-
-meter("assay.bus").create_observable_gauge(
-    "assay.consumer.lag",
-    callbacks=[_observe_lag],
-    unit="{message}",
-    description="Messages a durable consumer has not processed yet",
-)
 
 
 class Bus:
@@ -115,9 +65,12 @@ class Bus:
         self._connected = False
         self._durables: list[str] = []
         self._signer = signer_for(settings, service)
-        self.lag: dict[str, int] = {}
+        self._lag = LagWatch(settings.stream)
+
+    @property
+    def lag(self) -> dict[str, int]:
         """Pending + unacked messages per durable, refreshed while consuming."""
-        self._lag_task: asyncio.Task[None] | None = None
+        return self._lag.lag
 
     @property
     def js(self) -> JetStreamContext:
@@ -135,15 +88,12 @@ class Bus:
         """Connect, then start every registered consumer."""
         await self.connect()
         await self.broker.start()
-        if self._durables and self._lag_task is None:
-            _LIVE.add(self)
-            self._lag_task = asyncio.create_task(self._watch_lag())
+        if self._durables:
+            self._lag.start(self.js, self._durables)
 
     async def stop(self) -> None:
         """Drain consumers and close the connection."""
-        if self._lag_task is not None:
-            self._lag_task.cancel()
-            self._lag_task = None
+        self._lag.stop()
         await self.broker.stop()
         self._connected = False
 
@@ -397,17 +347,6 @@ class Bus:
         except Exception as e:  # no responders, timeout, connection loss
             raise BusError(f"request on {subject} failed: {type(e).__name__}: {e}") from e
         return bytes(msg.data)
-
-    async def _watch_lag(self, interval_s: float = 5.0) -> None:
-        """Refresh `lag` from JetStream's consumer info (for the consumer-lag metric)."""
-        while True:
-            for durable in self._durables:
-                try:
-                    info = await self.js.consumer_info(self.stream.name, durable)
-                    self.lag[durable] = int(info.num_pending or 0) + int(info.num_ack_pending or 0)
-                except Exception:  # reconnecting: keep the last value
-                    log.debug("consumer info for %s failed", durable, exc_info=True)
-            await asyncio.sleep(interval_s)
 
     async def _keep_alive(self, msg: NatsMessage) -> None:
         """Tell JetStream we are still working, so long handlers are not redelivered."""

@@ -1,0 +1,38 @@
+"""What the bus hands back: where a publish landed, what a handler is given, what it refused."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
+from typing import NamedTuple
+
+__all__ = ["Delivery", "Published", "Refusal", "RefusalSink"]
+
+
+class Published(NamedTuple):
+    """Where an event landed in the log."""
+
+    sequence: int
+    duplicate: bool
+
+
+class Delivery(NamedTuple):
+    """Where the event a handler is working on sits in the log, and how it arrived."""
+
+    sequence: int
+    attempt: int
+    subject: str = ""
+    headers: Mapping[str, str] = MappingProxyType({})
+    data: bytes = b""
+    """The message's bytes as stored (what its signature covers)."""
+
+
+class Refusal(NamedTuple):
+    """A stored message a consumer could not take as an event, and why."""
+
+    sequence: int
+    subject: str
+    reason: str
+
+
+RefusalSink = Callable[[Refusal], Awaitable[None]]
