@@ -74,10 +74,43 @@ tracked_files() {
   fi
 }
 
-# The pins of the local venv (never the workspace's own packages), plus pip itself.
+# The local venv's versions of the packages' dependency closure (never the workspace's
+# own packages), plus pip itself: only what the images install, so that an unrelated
+# package installed into the venv changes no key.
 write_pins() {
-  "$PYTHON" -m pip freeze --exclude-editable 2>/dev/null | grep -v -iE '^assay([-_][a-z-]+)?[= @]' >"$1" || true
-  "$PYTHON" -m pip --version | awk '{print "pip==" $2}' >>"$1"
+  "$PYTHON" - "${PACKAGES[@]}" >"$1" <<'PY'
+import sys, tomllib
+from importlib.metadata import PackageNotFoundError, distribution
+try:
+    from packaging.requirements import Requirement
+except ImportError:
+    from pip._vendor.packaging.requirements import Requirement
+
+todo, seen, pins = [], set(), {"pip"}
+for folder in sys.argv[1:]:
+    project = tomllib.load(open(f"{folder}/pyproject.toml", "rb"))["project"]
+    todo += [(r, "") for r in project.get("dependencies", [])]
+    todo += [(r, e) for e, rs in project.get("optional-dependencies", {}).items() for r in rs]
+while todo:
+    text, extra = todo.pop()
+    req = Requirement(text)
+    if req.marker and not req.marker.evaluate({"extra": extra}):
+        continue
+    name = req.name.lower().replace("_", "-")
+    for wanted in ("", *sorted(req.extras)):
+        if (name, wanted) in seen:
+            continue
+        seen.add((name, wanted))
+        try:
+            dist = distribution(name)
+        except PackageNotFoundError:
+            continue
+        if not name.startswith("assay"):
+            pins.add(name)
+        todo += [(r, wanted) for r in dist.requires or []]
+for name in sorted(pins):
+    print(f"{name}=={distribution(name).version}")
+PY
 }
 
 # Key of the dependency wheels: every package's dependency lists and the pins.
