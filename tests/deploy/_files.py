@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,13 @@ __all__ = [
     "DEPLOY",
     "K8S",
     "NATS_CONF",
+    "image_repository",
+    "judge_spec_path",
     "k8s_objects",
     "load_compose",
     "nats_conf_routes",
-    "serve_command_name",
+    "served_service",
+    "service_image",
 ]
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -48,7 +52,35 @@ def nats_conf_routes(text: str) -> list[str]:
     return re.findall(r"nats://[^\s,\]]+", block.group(1))
 
 
-def serve_command_name(command: list[str]) -> str:
-    """The service an `assay serve NAME ...` command runs (asserts the command's shape)."""
-    assert command[:2] == ["assay", "serve"], f"not an `assay serve` command: {command}"
-    return command[2]
+def service_image(service: str) -> str:
+    """The image that runs `service`: named after the distribution that provides it."""
+    (entry,) = entry_points(group="assay.services", name=service)
+    assert entry.dist is not None
+    return entry.dist.name
+
+
+def served_service(command: list[str]) -> str:
+    """The service a command runs: `assay serve NAME ...` or a service's own console script
+    `assay-NAME`, which must belong to the distribution that provides NAME."""
+    if command[:2] == ["assay", "serve"]:
+        return command[2]
+    script = command[0]
+    assert script.startswith("assay-"), f"not a service command: {command}"
+    name = script.removeprefix("assay-")
+    (entry,) = entry_points(group="console_scripts", name=script)
+    assert entry.dist is not None and entry.dist.name == service_image(name), command
+    return name
+
+
+def judge_spec_path(command: list[str], env: dict[str, str]) -> Path:
+    """The judge spec a judge command reads: `--judge FILE`, else ASSAY_JUDGE_SPEC."""
+    if "--judge" in command:
+        return Path(command[command.index("--judge") + 1])
+    return Path(env["ASSAY_JUDGE_SPEC"])
+
+
+def image_repository(image: str) -> str:
+    """An image reference without registry and tag: `${ASSAY_REGISTRY:-}assay-runner:${ASSAY_TAG:-latest}`
+    and `registry.example.com/assay-runner` are both `assay-runner`."""
+    image = re.sub(r"\$\{[^}]*\}", "", image)
+    return image.rsplit("/", 1)[-1].split(":")[0]

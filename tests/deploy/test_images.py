@@ -1,14 +1,16 @@
-"""The service image: it builds (cached by source hash) and its services really run.
+"""The images: they build (each cached by its input hash), each service image holds only
+its own packages, and the services really run from the images the compose file names.
 
 Marked ``docker``: they need dockerd and FAIL without it (deselect with -m 'not docker').
-Containers use host networking on loopback ports only; the first build takes about a
-minute plus the dependency download, a cached one about a second.
+Containers use host networking on loopback ports only; the first build takes several
+minutes plus the dependency download, a cached one a few seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import subprocess
 import time
@@ -25,13 +27,23 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import find_free_port
 
-from ._files import DEPLOY, NATS_CONF
+from ._files import COMPOSE, DEPLOY, NATS_CONF, image_repository, load_compose, served_service
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 # No image can be pulled here, so testcontainers' Ryuk reaper (itself an image) stays off;
 # every container is removed by its own context manager instead.
 testcontainers_config.ryuk_disabled = True
+
+
+# Service image -> third-party packages it must not carry (they belong to other services).
+FOREIGN = {
+    "assay-runner": {"docker", "polars", "scipy"},
+    "assay-sandbox-manager": {"openai", "anthropic", "polars", "scipy"},
+    "assay-judge": {"docker", "scipy"},
+    "assay-aggregator": {"openai", "anthropic", "docker"},
+}
+WORKSPACE = {"assay-schemas", "assay", *FOREIGN}
 
 
 def _build() -> subprocess.CompletedProcess[str]:
@@ -55,15 +67,21 @@ def _logs(name: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def assay_image() -> str:
-    """assay:<version>-<source hash>, built unless that tag exists."""
+def images() -> dict[str, str]:
+    """Image name -> IMAGE:<version>-<input hash>, each built unless that tag exists."""
     if _docker("info", timeout=30).returncode != 0:
         pytest.fail("docker tests need a running dockerd (or deselect -m 'not docker')")
     out = _build()
     assert out.returncode == 0, out.stderr[-4000:]
-    tag = out.stdout.strip().splitlines()[-1]
-    assert tag.startswith("assay:")
-    return tag
+    tags = {tag.split(":")[0]: tag for tag in out.stdout.split()}
+    assert set(tags) == {"assay", *FOREIGN}, out.stdout
+    return tags
+
+
+@pytest.fixture(scope="session")
+def assay_image(images: dict[str, str]) -> str:
+    """The full image: every service, the CLI, nats-server."""
+    return images["assay"]
 
 
 @contextlib.contextmanager
@@ -76,12 +94,9 @@ def _container(
     """A container of a locally built image, driven by testcontainers, on the host network
     (tests reach it on loopback ports only); removed afterwards."""
     name = f"assay-deploy-test-{uuid.uuid4().hex[:10]}"
-    container = (
-        DockerContainer(image)
-        .with_name(name)
-        .with_command(list(args))
-        .with_kwargs(network_mode="host")
-    )
+    container = DockerContainer(image).with_name(name).with_kwargs(network_mode="host")
+    if args:  # otherwise the image's own CMD
+        container = container.with_command(list(args))
     for key, value in (env or {}).items():
         container = container.with_env(key, value)
     for host, inside in volumes:
@@ -105,12 +120,30 @@ def test_image_runs_the_cli_without_network(assay_image: str) -> None:
     assert out.returncode == 0 and "v2." in out.stdout
 
 
-def test_image_is_cached_by_source_hash(assay_image: str) -> None:
+_LIST_DISTRIBUTIONS = "import importlib.metadata as m, json; print(json.dumps([d.metadata['Name'] for d in m.distributions()]))"
+
+
+@pytest.mark.parametrize("image", sorted(FOREIGN))
+def test_service_image_holds_only_its_packages(images: dict[str, str], image: str) -> None:
+    config = json.loads(
+        _docker("image", "inspect", "--format", "{{json .Config}}", images[image]).stdout
+    )
+    assert config["Cmd"] == [image], "the service's own console script is the default"
+    out = _docker(
+        "run", "--rm", "--network", "none", images[image], "python", "-c", _LIST_DISTRIBUTIONS
+    )
+    assert out.returncode == 0, out.stderr
+    installed = {name.lower().replace("_", "-") for name in json.loads(out.stdout)}
+    assert installed & WORKSPACE == {"assay-schemas", "assay", image}
+    assert not installed & FOREIGN[image]
+
+
+def test_images_are_cached_by_input_hash(images: dict[str, str]) -> None:
     started = time.monotonic()
     out = _build()
     assert out.returncode == 0, out.stderr
-    if out.stdout.strip() == assay_image:  # sources unchanged since the fixture built it
-        assert "cached" in out.stderr
+    if set(out.stdout.split()) == set(images.values()):  # inputs unchanged since the fixture
+        assert out.stderr.count("cached") == len(images)
         assert time.monotonic() - started < 30
 
 
@@ -131,16 +164,21 @@ async def _wait_for_consumer(url: str, stream: str, durable: str, timeout: float
         await nc.close()
 
 
-async def test_sandbox_manager_container_joins_the_bus(
-    assay_image: str, settings: Settings
-) -> None:
-    env = {
+def _bus_env(settings: Settings) -> dict[str, str]:
+    return {
         "ASSAY_NATS_URL": settings.nats_url,
         "ASSAY_STREAM": settings.stream,
         "ASSAY_SUBJECT_PREFIX": settings.subject_prefix,
         "ASSAY_INSTANCE": "deploy-test",
     }
-    with _container(assay_image, "sandbox-manager", env=env) as name:
+
+
+async def test_sandbox_manager_container_joins_the_bus(
+    images: dict[str, str], settings: Settings
+) -> None:
+    """Its own image, its own entry point (the image's CMD)."""
+    env = _bus_env(settings)
+    with _container(images["assay-sandbox-manager"], env=env) as name:
         try:
             await _wait_for_consumer(settings.nats_url, settings.stream, "sandbox-manager-runs", 60)
             await _wait_for_consumer(
@@ -148,6 +186,40 @@ async def test_sandbox_manager_container_joins_the_bus(
             )
         except Exception:
             pytest.fail(f"sandbox-manager never consumed: {_logs(name)}")
+        stopped = _docker("stop", "--time", "20", name, timeout=60)
+        assert stopped.returncode == 0
+        state = _docker("inspect", "--format", "{{.State.ExitCode}}", name)
+        assert state.stdout.strip() == "0", _logs(name)
+
+
+# A durable each compose service registers once it consumes.
+DURABLES = {
+    "runner": "runner-runs",
+    "rules": "judge-rules",
+    "judge-example": "judge-judge-example",
+    "aggregator": "aggregator",
+}
+
+
+@pytest.mark.parametrize("service", sorted(DURABLES))
+async def test_compose_service_runs_from_its_image(
+    images: dict[str, str], settings: Settings, service: str
+) -> None:
+    """The compose file's command for `service`, in the image it names, joins the bus."""
+    svc = load_compose()["services"][service]
+    served_service(svc["command"])  # a real service command
+    env = _bus_env(settings)
+    volumes: tuple[tuple[str, str], ...] = ()
+    if "ASSAY_JUDGE_SPEC" in svc["environment"]:
+        env["ASSAY_JUDGE_SPEC"] = svc["environment"]["ASSAY_JUDGE_SPEC"]
+        source, target = svc["volumes"][0].split(":")[:2]
+        volumes = ((str((COMPOSE.parent / source).resolve()), target),)
+    image = images[image_repository(svc["image"])]
+    with _container(image, *svc["command"], env=env, volumes=volumes) as name:
+        try:
+            await _wait_for_consumer(settings.nats_url, settings.stream, DURABLES[service], 60)
+        except Exception:
+            pytest.fail(f"{service} never consumed: {_logs(name)}")
         stopped = _docker("stop", "--time", "20", name, timeout=60)
         assert stopped.returncode == 0
         state = _docker("inspect", "--format", "{{.State.ExitCode}}", name)

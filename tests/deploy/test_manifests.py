@@ -26,10 +26,13 @@ from ._files import (
     DEPLOY,
     K8S,
     NATS_CONF,
+    image_repository,
+    judge_spec_path,
     k8s_objects,
     load_compose,
     nats_conf_routes,
-    serve_command_name,
+    served_service,
+    service_image,
 )
 
 pytestmark = pytest.mark.timeout(120)
@@ -83,10 +86,11 @@ def test_deploy_has_its_files() -> None:
 
 
 def _assay_services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The services that run Assay: `assay serve NAME` or a service's `assay-NAME`."""
     return {
         name: svc
         for name, svc in compose["services"].items()
-        if svc.get("command", [None])[0] == "assay"
+        if str(svc.get("command", [""])[0]).startswith("assay")
     }
 
 
@@ -110,13 +114,19 @@ def test_compose_has_the_required_services() -> None:
 def test_compose_assay_services_run_real_serve_commands() -> None:
     served = set()
     for name, svc in _assay_services(load_compose()).items():
-        service = serve_command_name(svc["command"])
+        service = served_service(svc["command"])
         assert service in SERVICES, f"{name}: unknown service {service}"
         served.add(service)
+        # Each service runs from the image of the package that provides it.
+        assert image_repository(svc["image"]) == service_image(service), name
         _check_assay_env(svc["environment"], f"compose {name}")
-        if service == "judge":
-            assert svc["command"][3] == "--judge", name
     assert served == set(SERVICES)
+
+
+def test_compose_nats_nodes_run_from_the_full_image() -> None:
+    services = load_compose()["services"]
+    for node in NATS_NODES:
+        assert image_repository(services[node]["image"]) == "assay", node
 
 
 @pytest.mark.parametrize(
@@ -130,11 +140,13 @@ def test_compose_replicas_come_from_the_environment(service: str, variable: str)
 
 def test_compose_judges_scale_and_load_their_spec() -> None:
     compose = load_compose()
-    judges = {n: s for n, s in _assay_services(compose).items() if s["command"][2] == "judge"}
+    judges = {
+        n: s for n, s in _assay_services(compose).items() if served_service(s["command"]) == "judge"
+    }
     assert judges
     for name, svc in judges.items():
         assert str(svc["deploy"]["replicas"]).startswith("${JUDGES:-"), name
-        spec_path = Path(svc["command"][4])
+        spec_path = judge_spec_path(svc["command"], svc["environment"])
         for volume in svc["volumes"]:
             source, target = volume.split(":")[:2]
             if spec_path.is_relative_to(target):
@@ -287,9 +299,9 @@ def test_k8s_workloads_run_real_serve_commands() -> None:
             continue
         spec = workload["spec"]["template"]["spec"]
         (container,) = spec["containers"]
-        assert container["image"] == "assay", name
-        service = serve_command_name(container["command"])
+        service = served_service(container["command"])
         assert service in SERVICES, f"{name}: unknown service {service}"
+        assert container["image"] == service_image(service), name
         served.add(service)
         refs = {next(iter(r.values()))["name"] for r in container["envFrom"]}
         assert refs == {"assay-config", "assay-secrets"}, name
@@ -298,9 +310,21 @@ def test_k8s_workloads_run_real_serve_commands() -> None:
     assert served == set(SERVICES)
 
 
+def test_k8s_kustomization_sets_every_image() -> None:
+    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    listed = {image["name"] for image in kustomization["images"]}
+    used = {
+        c["image"]
+        for name, w in _workloads().items()
+        if name != "jaeger"
+        for c in w["spec"]["template"]["spec"]["containers"]
+    }
+    assert used == listed
+
+
 def _check_judge_spec_mount(container: dict[str, Any], pod: dict[str, Any]) -> None:
-    assert container["command"][3] == "--judge"
-    spec_path = Path(container["command"][4])
+    env = {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+    spec_path = judge_spec_path(container["command"], env)
     configmaps = {o["metadata"]["name"]: o for o in k8s_objects() if o["kind"] == "ConfigMap"}
     volumes = {v["name"]: v for v in pod["volumes"]}
     for mount in container["volumeMounts"]:
