@@ -23,18 +23,18 @@ install: $(STAMP)
 setup-run:
 	bash scripts/setup-host.sh run
 
-setup-test: local-model
+setup-test:
 	bash scripts/setup-host.sh test
 
 ## The main job on the embedded default: stack up, bundled campaign in, report out.
-run: install setup-run
+run: setup-run install
 	$(ASSAY) run examples/tasks --campaign examples/campaign.yaml
 
 ## Every test, real parts started by the tests themselves.
-test: install setup-test
+test: setup-test install local-model
 	$(PY) -m pytest
 
-test-fast: install setup-run
+test-fast: setup-run install
 	$(PY) -m pytest -m "not slow and not docker"
 
 lint: install

@@ -2,7 +2,7 @@
 # What `make run` and `make test` need from this machine, set up when missing; quick when
 # everything is already there (each step checks first and says what it does).
 #
-#   scripts/setup-host.sh run    # bubblewrap, the sandbox runtime (rootfs, cached by recipe hash)
+#   scripts/setup-host.sh run    # python3-venv, bubblewrap, the sandbox runtime (cached by recipe hash)
 #   scripts/setup-host.sh test   # + Docker engine and compose, chromium, kubectl, the sandbox image
 #
 # As root, missing Debian packages are installed; otherwise the exact command is printed and
@@ -26,6 +26,8 @@ missing=()
 for cmd in "${!NEED[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${NEED[$cmd]}")
 done
+# Debian splits venv support out of python3; `make install` needs it.
+python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 if ((${#missing[@]})); then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   cmd="apt-get install -y --no-install-recommends ${missing[*]}"
