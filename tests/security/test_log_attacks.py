@@ -281,3 +281,16 @@ async def test_a_second_verdict_for_a_sample_is_refused(done: Done) -> None:
     assert await done.figures_now() == done.figures
     [refused] = done.refused()
     assert "second verdict" in done.aggregator.state.refused[refused].reason
+
+
+async def test_signing_keys_reach_no_event_blob_or_log(done: Done) -> None:
+    """Public keys and enrollments travel in headers; no seed is ever stored or logged."""
+    keys = done.secure.base.home / "keys"
+    seeds = [p.read_bytes().strip() for p in keys.glob("*.seed")]
+    assert len(seeds) >= 5  # operator, cli, runner, sandbox-manager, judge-j1, judge-rules
+    stored = [done.secure.server.data_dir, done.secure.base.blob_dir, done.secure.server.log_path]
+    for root in stored:
+        files = [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file()]
+        for path in files:
+            data = path.read_bytes()
+            assert not any(seed in data for seed in seeds), f"a signing seed is in {path}"
