@@ -7,23 +7,28 @@ recorded as refused, as the live consumer does (it also dead-letters them).
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
 from typing import cast
 
 from nats.js import JetStreamContext
 
 from assay.bus import RawMessage, read_raw
-from assay.security.signing import TrustList
-from assay_schemas import InvalidEvent, parse_event
+from assay.security.signing import TrustList, Verdict
+from assay_schemas import Event, InvalidEvent, parse_event
 
-from .fold import admitted, apply
+from .fold import apply
 from .state import State
 
 __all__ = ["fold_stream", "head_sequence"]
 
 log = logging.getLogger("assay_aggregator.rebuild")
+
+VERIFY_BATCH = 256
+"""Messages whose signatures are checked together on the worker thread."""
 
 
 async def head_sequence(js: JetStreamContext, stream: str) -> int:
@@ -57,15 +62,67 @@ async def fold_stream(
         AsyncGenerator[RawMessage, None], read_raw(js, stream, start=start, subject=subject)
     )
     async with aclosing(reader) as messages:
+        if trust is None:
+            async for raw in messages:
+                if until is not None and raw.sequence > until:
+                    break
+                event = _decode(out, raw)
+                if event is not None:
+                    apply(out, raw.sequence, event)
+        else:
+            await _fold_verified(messages, out, trust, until)
+    return out
+
+
+def _decode(state: State, raw: RawMessage) -> Event | None:
+    try:
+        return parse_event(raw.data, subject=raw.subject)
+    except InvalidEvent as e:
+        log.warning("rebuild skips sequence %d: %s", raw.sequence, e)
+        state.refuse(raw.sequence, raw.subject, str(e))
+        return None
+
+
+Batch = list[tuple[RawMessage, Event | None]]
+
+
+def _verify(trust: TrustList, batch: Batch) -> list[Verdict | None]:
+    return [
+        None if event is None else trust.verify(raw.subject, raw.data, raw.headers, event)
+        for raw, event in batch
+    ]
+
+
+async def _fold_verified(
+    messages: AsyncIterator[RawMessage], state: State, trust: TrustList, until: int | None
+) -> None:
+    """Fold with every signature checked, the checks of one batch running on a worker
+    thread while the next batch is read and decoded: Ed25519 verification releases the
+    GIL, so a replay's two halves use two cores. Batches are folded in log order."""
+    loop = asyncio.get_running_loop()
+    checking: tuple[Batch, asyncio.Future[list[Verdict | None]]] | None = None
+    batch: Batch = []
+
+    async def fold_checked() -> None:
+        if checking is not None:
+            done, verdicts = checking[0], await checking[1]
+            for (raw, event), verdict in zip(done, verdicts, strict=True):
+                if event is None or verdict is None:
+                    continue
+                if verdict.ok:
+                    apply(state, raw.sequence, event)
+                else:
+                    state.refuse(raw.sequence, raw.subject, f"{event.event_type}: {verdict.reason}")
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify") as pool:
         async for raw in messages:
             if until is not None and raw.sequence > until:
                 break
-            try:
-                event = parse_event(raw.data, subject=raw.subject)
-            except InvalidEvent as e:
-                log.warning("rebuild skips sequence %d: %s", raw.sequence, e)
-                out.refuse(raw.sequence, raw.subject, str(e))
-                continue
-            if admitted(out, trust, raw.sequence, raw.subject, raw.data, raw.headers, event):
-                apply(out, raw.sequence, event)
-    return out
+            batch.append((raw, _decode(state, raw)))
+            if len(batch) >= VERIFY_BATCH:
+                await fold_checked()
+                checking = (batch, loop.run_in_executor(pool, _verify, trust, batch))
+                batch = []
+        await fold_checked()
+        checking = (batch, loop.run_in_executor(pool, _verify, trust, batch))
+        await fold_checked()
