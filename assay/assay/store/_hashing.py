@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from assay_schemas import BlobCorrupted, StoreError
@@ -62,3 +63,21 @@ def verify_into(sha256: str, chunks: Iterable[bytes], dest: Path) -> None:
     except BaseException:
         dest.unlink(missing_ok=True)
         raise
+
+
+class VerifiedReads(ABC):
+    """Reads for a store that streams a blob's chunks: every byte verified against its name."""
+
+    @abstractmethod
+    def _chunks(self, sha256: str) -> Iterator[bytes]:
+        """The stored bytes of a blob, in chunks (raise BlobNotFound when absent)."""
+
+    def get_bytes(self, sha256: str) -> bytes:
+        """Read and verify a blob."""
+        parts: list[bytes] = []
+        verify_chunks(sha256, self._chunks(sha256), parts)
+        return b"".join(parts)
+
+    def get_file(self, sha256: str, dest: Path) -> None:
+        """Copy a blob out into a file, verified while streaming."""
+        verify_into(sha256, self._chunks(sha256), dest)

@@ -10,13 +10,13 @@ from pathlib import Path
 
 from assay_schemas import BlobNotFound, StoreError
 
-from ._hashing import CHUNK, check_address, verify_chunks, verify_into
+from ._hashing import CHUNK, VerifiedReads, check_address
 from ._protocol import BlobInfo
 
 __all__ = ["LocalBlobStore"]
 
 
-class LocalBlobStore:
+class LocalBlobStore(VerifiedReads):
     """Blobs as read-only files under `root/ab/cd/<sha256>`."""
 
     def __init__(self, root: Path) -> None:
@@ -77,16 +77,6 @@ class LocalBlobStore:
         with fh:
             while chunk := fh.read(CHUNK):
                 yield chunk
-
-    def get_bytes(self, sha256: str) -> bytes:
-        """Read and verify a blob."""
-        parts: list[bytes] = []
-        verify_chunks(sha256, self._chunks(sha256), parts)
-        return b"".join(parts)
-
-    def get_file(self, sha256: str, dest: Path) -> None:
-        """Copy a blob out, verified."""
-        verify_into(sha256, self._chunks(sha256), dest)
 
     def exists(self, sha256: str) -> bool:
         """Whether the blob is present."""

@@ -13,7 +13,7 @@ from urllib3.exceptions import HTTPError
 
 from assay_schemas import BlobNotFound, StoreError
 
-from ._hashing import CHUNK, check_address, hash_file, verify_chunks, verify_into
+from ._hashing import CHUNK, VerifiedReads, check_address, hash_file
 from ._protocol import BlobInfo
 
 __all__ = ["S3BlobStore"]
@@ -21,7 +21,7 @@ __all__ = ["S3BlobStore"]
 _TRANSPORT_ERRORS = (MinioException, HTTPError, OSError)
 
 
-class S3BlobStore:
+class S3BlobStore(VerifiedReads):
     """Blobs as objects `sha256/ab/<sha256>` in one bucket."""
 
     def __init__(self, client: Minio, bucket: str) -> None:
@@ -93,13 +93,3 @@ class S3BlobStore:
         finally:
             response.close()
             response.release_conn()
-
-    def get_bytes(self, sha256: str) -> bytes:
-        """Download and verify a blob."""
-        parts: list[bytes] = []
-        verify_chunks(sha256, self._chunks(sha256), parts)
-        return b"".join(parts)
-
-    def get_file(self, sha256: str, dest: Path) -> None:
-        """Download a blob into a file, verified while streaming."""
-        verify_into(sha256, self._chunks(sha256), dest)
