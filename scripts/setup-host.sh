@@ -56,7 +56,7 @@ ROOTFS_DONE="${ASSAY_SANDBOX_CACHE:-/var/cache/assay}/rootfs-$(bash deploy/sandb
 if [[ ! -f "$ROOTFS_DONE" ]]; then
   say "building the sandbox runtime (Debian + scientific Python; a few minutes, once per recipe)"
   # debootstrap's and apt's lines are the progress display: one line each, as they come.
-  bash deploy/sandbox/build-rootfs.sh 2> >(grep --line-buffered -E '^(I: (Retrieving|Extracting|Installing|Configuring)|Get:|Setting up|build-rootfs)' | cut -c1-100 >&2)
+  bash deploy/sandbox/build-rootfs.sh 2> >(grep --line-buffered -E '^(I: (Retrieving|Extracting|Installing|Configuring)|Get:|Setting up|build-rootfs)' | awk '{ print substr($0, 1, 100); fflush() }' >&2)
 fi
 if [[ "$MODE" == test ]]; then
   bash deploy/sandbox/build-image.sh >/dev/null
