@@ -19,6 +19,8 @@ TASKS = sorted(p.name for p in (ROOT / "examples" / "tasks").iterdir() if p.is_d
 AGENTS = {"careful", "overclaimer", "empty"}
 JUDGES = {"judge-strict", "judge-lenient", "judge-balanced", "rules"}
 BLUE = (0x3B, 0x6E, 0xA8)  # the leaderboard bars' colour (services/aggregator/svg.py)
+# ... drawn at opacity 0.75 on white: the colour a screenshot of the bars shows.
+BAR = tuple(round(0.75 * c + 0.25 * 255) for c in BLUE)
 
 
 def screenshot(html: Path, png: Path, tmp: Path) -> None:
@@ -117,7 +119,7 @@ def test_assay_run_reports_every_task_agent_and_judge(settings: Settings, tmp_pa
     top = image.crop((0, 0, image.width, 600))
     raw = top.tobytes()
     pixels = zip(raw[0::3], raw[1::3], raw[2::3], strict=True)
-    bars = sum(1 for px in pixels if all(abs(c - b) < 40 for c, b in zip(px, BLUE, strict=True)))
+    bars = sum(1 for px in pixels if all(abs(c - b) < 12 for c, b in zip(px, BAR, strict=True)))
     assert bars > 2000, (
         f"the leaderboard plot's bars should be visible at the top of the page ({bars} px)"
     )
