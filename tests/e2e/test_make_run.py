@@ -18,7 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 TASKS = sorted(p.name for p in (ROOT / "examples" / "tasks").iterdir() if p.is_dir())
 AGENTS = {"careful", "overclaimer", "empty"}
 JUDGES = {"judge-strict", "judge-lenient", "judge-balanced", "rules"}
-BLUE = (0x3B, 0x6E, 0xA8)  # the leaderboard bars' colour (services/aggregator/svg.py)
+BLUE = (
+    0x3B,
+    0x6E,
+    0xA8,
+)  # the leaderboard bars' colour (services/aggregator/assay_aggregator/charts.py)
 
 
 def screenshot(html: Path, png: Path, tmp: Path) -> None:
