@@ -1,4 +1,10 @@
-"""The report as rich tables in the terminal (`assay report`)."""
+"""The report in the terminal or a log file (`assay report`): tables that fit, else stacked.
+
+A table is printed as a table only when it fits the console's width (80 columns when the
+output is a file or a pipe); otherwise each row becomes a heading (its agent, judge, tag
+or group) followed by `column: value` fields, broken only between fields. Names and
+figures are never wrapped, folded or cut.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,10 @@ import math
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from .report import Report
 
@@ -26,17 +34,48 @@ def _pct(x: float) -> str:
     return "–" if math.isnan(x) else f"{100 * x:.1f}%"
 
 
+_KEYS = {"group", "agent", "judge", "judges", "tag"}
+"""Columns that name what a row is about: the heading of a row in the stacked layout."""
+_TEXT = {"stage", "kind", "family", "model"}
+
+
 def _table(console: Console, title: str, columns: Sequence[str], rows: list[list[str]]) -> None:
     if not rows:
         return
-    table = Table(title=title, title_justify="left", title_style="bold")
+    console.print(Text(title, style="bold"))
+    table = Table()
     for i, col in enumerate(columns):
-        table.add_column(
-            col, justify="left" if i == 0 or col in {"group", "judge", "agent"} else "right"
-        )
+        label = i == 0 or col in _KEYS or col in _TEXT
+        table.add_column(col, justify="left" if label else "right", no_wrap=True)
     for row in rows:
         table.add_row(*row)
-    console.print(table)
+    unbounded = console.options.update(max_width=1_000_000)  # measure, don't clamp
+    if Measurement.get(console, unbounded, table).maximum <= console.width:
+        console.print(table)
+    else:
+        _stacked(console, columns, rows)
+
+
+def _stacked(console: Console, columns: Sequence[str], rows: list[list[str]]) -> None:
+    """Each row as its heading, then `column: value` fields packed into indented lines."""
+    keys = next((i for i, col in enumerate(columns) if i > 0 and col not in _KEYS), len(columns))
+    for row in rows:
+        _pack(console, row[:keys], "  ")
+        _pack(
+            console, [f"{c}: {v}" for c, v in zip(columns[keys:], row[keys:], strict=True)], "    "
+        )
+
+
+def _pack(console: Console, parts: Sequence[str], indent: str) -> None:
+    """Print parts joined by " · ", breaking lines only between parts."""
+    line = ""
+    for part in parts:
+        if line and len(indent) + len(line) + 3 + len(part) > console.width:
+            console.print(Text(indent + line), soft_wrap=True)
+            line = ""
+        line = f"{line} · {part}" if line else part
+    if line:
+        console.print(Text(indent + line), soft_wrap=True)
 
 
 def _g(group: str | None) -> list[str]:
