@@ -12,6 +12,7 @@ from bench.judge import bench_judge
 from bench.load import bench_load
 from bench.runner import bench_runner
 from bench.sandbox import bench_sandbox
+from bench.scripted import bench_scripted
 from bench.table import Row, print_rows
 
 # Each suite returns its rows; every row carries its own baseline from the same run.
@@ -20,6 +21,7 @@ SUITES: dict[str, Callable[[], list[Row]]] = {
     "sandbox": bench_sandbox,
     "judge": bench_judge,
     "aggregator": bench_aggregator,
+    "scripted": bench_scripted,
     "runner": bench_runner,
     "load": bench_load,
 }

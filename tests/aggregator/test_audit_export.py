@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import math
 import os
@@ -10,11 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from rich.console import Console
 
 from assay.bus import Bus
 from assay.config import Settings
 from assay_aggregator import Projections, build_report
 from assay_aggregator.audit import audit_run, load_run_events
+from assay_aggregator.audit_view import print_audit
 from assay_aggregator.export import export_parquet
 from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.statistics._panel import prepare
@@ -58,6 +61,22 @@ async def test_audit_finds_a_corrupted_blob_and_recomputes_the_score(
     assert out.returncode == 1, out.stderr
     assert "CORRUPTED" in out.stdout and "contribution: run score" in out.stdout
     assert "1 blob(s) failed verification" in out.stderr
+    # Read by people at any width: one summary per event, never a JSON dump; stacked at 80.
+    for width in (80, 200):
+        buf = io.StringIO()
+        print_audit(audit, Console(file=buf, width=width))
+        text = buf.getvalue()
+        assert "{" not in text and "step 0: " in text and "…" not in text
+        assert all(len(line) <= width for line in text.splitlines() if " · " in line)
+    # And by scripts: the whole audit as canonical JSON on standard output.
+    out = await asyncio.to_thread(
+        run_cli, ["audit", sealed.run_id or "", "--json", "-"], settings, tmp_path
+    )
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["run_id"] == sealed.run_id and doc["n_corrupted"] == 1
+    assert [b["status"] for b in doc["blobs"] if b["path"] == target.path] == ["corrupted"]
+    assert math.isclose(doc["contribution"]["run_score"], float(expected))
 
 
 async def test_export_writes_parquet_that_polars_reads_back(

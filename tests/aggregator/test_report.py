@@ -16,7 +16,8 @@ from assay_aggregator import (
     report_json,
     report_seed,
 )
-from assay_aggregator.html import render_html
+from assay_aggregator.html import plots, render_html
+from assay_aggregator.pages import render_chart
 from assay_aggregator.statistics import DEFINITIONS, compute_statistics
 from bench.synthetic_log import synthetic_events
 
@@ -95,3 +96,31 @@ def test_html_is_self_contained_with_plots_and_definitions(projections: Projecti
     assert "SCRIPTED CAMPAIGN" in html
     for key in DEFINITIONS:
         assert f"<dt>{key}</dt>" in html
+
+
+def test_html_is_byte_identical_and_escapes_names(projections: Projections) -> None:
+    report = build_report(projections, n_resamples=RESAMPLES, group_by="domain")
+    assert render_html(report) == render_html(report)
+    hostile = "<script>alert(1)</script>"
+    renamed = report.model_copy(
+        update={
+            "statistics": report.statistics.model_copy(
+                update={
+                    "agent_scores": [
+                        r.model_copy(update={"agent_id": hostile})
+                        for r in report.statistics.agent_scores
+                    ]
+                }
+            )
+        }
+    )
+    html = render_html(renamed)
+    assert hostile not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_one_chart_layer_for_every_page(projections: Projections) -> None:
+    # What a web view embeds is the very element the report holds.
+    report = build_report(projections, n_resamples=RESAMPLES)
+    first = plots(report)[0].charts[0]
+    assert render_chart(first) in render_html(report)
+    assert render_chart(first).startswith("<svg") and render_chart(first).endswith("</svg>")

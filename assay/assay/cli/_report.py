@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import math
+import sys
 import time
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from assay.bus import Bus, LoggedEvent
 from assay.config import Settings
@@ -22,6 +20,18 @@ from ._home import HOME_HELP, home_settings
 
 if TYPE_CHECKING:
     from assay_aggregator.projections import Projections
+
+
+JSON_HELP = "Write canonical JSON to this file ('-': standard output, for scripts)."
+
+
+def _write_json(path: Path, data: bytes) -> None:
+    if str(path) == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    path.write_bytes(data)
+    console.print(f"wrote {path}")
 
 
 class GroupBy(StrEnum):
@@ -60,7 +70,7 @@ def report(
     campaign: str = typer.Option(None, "--campaign", help="Only this campaign (default: all)."),
     group_by: GroupBy = typer.Option(None, "--group-by", help="Group by a task attribute."),
     html: Path = typer.Option(None, "--html", help="Write one self-contained HTML file."),
-    json_out: Path = typer.Option(None, "--json", help="Write the canonical JSON report."),
+    json_out: Path = typer.Option(None, "--json", help=JSON_HELP),
     resamples: int = typer.Option(10_000, "--resamples", min=1, help="Bootstrap resamples."),
     home: Path = typer.Option(None, "--home", help=HOME_HELP),
 ) -> None:
@@ -74,13 +84,14 @@ def report(
     rep = build_report(
         p, campaign=campaign, group_by=group_by.value if group_by else None, n_resamples=resamples
     )
-    print_report(rep, console)
-    if json_out:
-        json_out.write_bytes(report_json(rep))
-        console.print(f"wrote {json_out}")
+    # With the JSON on standard output, everything for people goes to standard error.
+    people = err_console if str(json_out) == "-" else console
+    print_report(rep, people)
     if html:
         html.write_text(render_html(rep), encoding="utf-8")
-        console.print(f"wrote {html}")
+        people.print(f"wrote {html}")
+    if json_out:
+        _write_json(json_out, report_json(rep))
 
 
 @app.command()
@@ -88,9 +99,7 @@ def replay(
     verify: bool = typer.Option(
         False, "--verify", help="Compare a fresh rebuild with the live aggregator."
     ),
-    json_out: Path = typer.Option(
-        None, "--json", help="Write the rebuilt report (canonical JSON)."
-    ),
+    json_out: Path = typer.Option(None, "--json", help=JSON_HELP),
 ) -> None:
     """Rebuild every projection and the report from sequence 1."""
     from assay_aggregator.report import build_report, report_json
@@ -113,23 +122,25 @@ def replay(
     t0 = time.perf_counter()
     p = run_async(_projections(settings, fresh=True))
     took = time.perf_counter() - t0
-    console.print(
+    (err_console if str(json_out) == "-" else console).print(
         f"rebuilt {p.state.applied} events up to sequence {p.state.last_sequence} in {took:.2f}s: "
         f"{len(p.state.runs)} runs, {len(p.state.verdicts)} verdicts"
     )
     if json_out:
-        json_out.write_bytes(report_json(build_report(p)))
-        console.print(f"wrote {json_out}")
+        _write_json(json_out, report_json(build_report(p)))
 
 
 @app.command()
 def audit(
     run_id: str = typer.Argument(..., help="The run to audit."),
+    json_out: Path = typer.Option(None, "--json", help=JSON_HELP),
     home: Path = typer.Option(None, "--home", help=HOME_HELP),
 ) -> None:
     """A run's event chain, every blob re-verified, each verdict with its evidence, its score."""
     from assay.store import open_store
-    from assay_aggregator.audit import audit_run, load_run_events
+    from assay_aggregator.audit import audit_document, audit_run, load_run_events
+    from assay_aggregator.audit_view import print_audit
+    from assay_aggregator.canonical import canonical_json
 
     async def load(settings: Settings) -> tuple[list[LoggedEvent], dict[int, str], int]:
         async with Bus(settings, service="cli") as bus:
@@ -148,62 +159,10 @@ def audit(
         err_console.print(f"[red]error:[/red] no events for run {run_id}")
         raise typer.Exit(2)
     result = audit_run(events, open_store(settings), anchor=anchor, signers=signers)
-    console.print(f"[bold]run {result.run_id}[/bold] campaign {result.campaign_id}, task "
-                  f"{result.task_id}, agent {result.agent_id}")  # fmt: skip
-    chain = Table(title="Event chain", title_justify="left")
-    for col in ("seq", "time", "event", "signed by", "summary"):
-        chain.add_column(col)
-    for line in result.chain:
-        signer = line.signer or "(not checked)"
-        if signer.startswith("REFUSED"):
-            signer = f"[red]{escape(signer)}[/red]"
-        chain.add_row(str(line.sequence), line.occurred_at, line.event_type, signer, line.summary)
-    console.print(chain)
-    blobs = Table(title="Blobs (re-hashed now)", title_justify="left")
-    for col in ("role", "path", "sha256", "bytes", "status"):
-        blobs.add_column(col)
-    for b in result.blobs:
-        status = (
-            "[green]ok[/green]" if b.status == "ok" else f"[red]{b.status.upper()}[/red] {b.detail}"
-        )
-        blobs.add_row(b.role, b.path, b.sha256[:16], str(b.size), status)
-    console.print(blobs)
-    for v in result.verdicts:
-        scores = ", ".join(f"{k} {s}" for k, s in v.scores.items()) or "(no scores)"
-        mean = "" if math.isnan(v.judge_score) else f" mean {v.judge_score:.2f}"
-        console.print(
-            f"[bold]{v.judge_id}[/bold]#{v.sample} ({v.family} {v.model}){mean}: {scores}"
-        )
-        if v.tags:
-            console.print(f"  tags: {', '.join(v.tags)}")
-        for name, passed, detail in v.checks:
-            console.print(f"  check {name}: {'pass' if passed else 'FAIL'} {detail}")
-        console.print(
-            f"  opened: {', '.join(v.files_opened) or '-'}; cited: {', '.join(v.files_cited) or '-'}"
-        )
-        if v.cited_not_opened:
-            console.print(
-                f"  [yellow]cited but never opened:[/yellow] {', '.join(v.cited_not_opened)}"
-            )
-        if v.opened_not_sealed:
-            console.print(
-                f"  [yellow]opened but not sealed:[/yellow] {', '.join(v.opened_not_sealed)}"
-            )
-        if v.rationale:
-            console.print(f"  rationale: {v.rationale[:300]}", markup=False)
-    for f in result.failures:
-        console.print(f"[yellow]judgment failed[/yellow] {f}")
-    c = result.contribution
-    if c.scored:
-        verdict = "PASS" if c.passed else "FAIL"
-        per = ", ".join(f"{j} {s:.2f}" for j, s in c.judge_scores.items())
-        console.print(
-            f"contribution: run score {c.run_score:.3f} ({per}) → {verdict} at anchor {c.anchor}"
-        )
+    if json_out:
+        _write_json(json_out, canonical_json(audit_document(result)))
     else:
-        why = "infrastructure failure (never scored)" if c.infrastructure_failure else "not scored"
-        console.print(f"contribution: {why}")
-    console.print(f"tags: {', '.join(f'{t} ×{n}' for t, n in c.tags.items()) or 'none'}")
+        print_audit(result, console)
     if result.corrupted:
         err_console.print(f"[red]{len(result.corrupted)} blob(s) failed verification[/red]")
         raise typer.Exit(1)

@@ -1,19 +1,24 @@
-"""A minimal HTTP/1.1 server on asyncio streams (keep-alive, Content-Length or chunked).
+"""HTTP/1.1 for the scripted server: h11 speaks the protocol, asyncio streams move the bytes.
 
-Just enough for the SDKs' httpx clients on loopback: no TLS, no pipelining, no upgrades.
-Kept dependency-free so the scripted server adds no latency or packages of its own.
+h11 (the protocol library under httpx and uvicorn) does the framing: keep-alive,
+Content-Length or chunked bodies, and refusing malformed requests. This module only
+moves bytes between it and a socket and hands each request to a handler.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import Awaitable, Callable, Mapping
-from http import HTTPStatus
 from types import MappingProxyType
 from typing import NamedTuple
 
+import h11
+
 __all__ = ["HttpRequest", "HttpResponse", "serve_connection"]
+
+_READ_SIZE = 64 * 1024
 
 
 class HttpRequest(NamedTuple):
@@ -34,74 +39,71 @@ class HttpResponse(NamedTuple):
     headers: Mapping[str, str] = MappingProxyType({})
     content_type: str = "application/json"
 
-    def encode(self) -> bytes:
-        """Status line, headers and body as bytes."""
-        try:
-            reason = HTTPStatus(self.status).phrase
-        except ValueError:
-            reason = "Unknown"
-        lines = [
-            f"HTTP/1.1 {self.status} {reason}",
-            f"content-type: {self.content_type}",
-            f"content-length: {len(self.body)}",
-            "connection: keep-alive",
-            *(f"{k}: {v}" for k, v in self.headers.items()),
+    def events(self) -> tuple[h11.Response, h11.Data, h11.EndOfMessage]:
+        """The response as h11 events: head, body, end."""
+        headers = [
+            ("content-type", self.content_type),
+            ("content-length", str(len(self.body))),
+            *self.headers.items(),
         ]
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + self.body
+        return (
+            h11.Response(status_code=self.status, headers=headers),
+            h11.Data(data=self.body),
+            h11.EndOfMessage(),
+        )
 
 
 Handler = Callable[[HttpRequest], Awaitable[HttpResponse | None]]
 """Answers a request; None means hang up without answering (a simulated dead upstream)."""
 
 
-async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        chunks: list[bytes] = []
-        while True:
-            size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
-            if size == 0:
-                while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                    pass  # trailers
-                return b"".join(chunks)
-            chunks.append(await reader.readexactly(size))
-            await reader.readline()
-    length = int(headers.get("content-length", "0") or 0)
-    return await reader.readexactly(length) if length else b""
-
-
-async def _read_request(reader: asyncio.StreamReader) -> HttpRequest | None:
-    line = await reader.readline()
-    if not line.strip():
-        return None
-    method, target, _version = line.decode("latin-1").rstrip("\r\n").split(" ", 2)
-    headers: dict[str, str] = {}
+async def _next_event(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.Event | None:
+    """The next protocol event, reading as needed; None when the peer is gone."""
     while True:
-        raw = await reader.readline()
-        if raw in (b"\r\n", b"\n", b""):
-            break
-        name, _, value = raw.decode("latin-1").partition(":")
-        headers[name.strip().lower()] = value.strip()
-    body = await _read_body(reader, headers)
-    return HttpRequest(method.upper(), target.split("?", 1)[0], headers, body)
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            conn.receive_data(await reader.read(_READ_SIZE))
+            continue
+        if event is h11.PAUSED or isinstance(event, h11.ConnectionClosed):
+            return None
+        assert not isinstance(event, type)  # the other sentinels are handled above
+        return event
+
+
+async def _read_request(conn: h11.Connection, reader: asyncio.StreamReader) -> HttpRequest | None:
+    head = await _next_event(conn, reader)
+    if not isinstance(head, h11.Request):
+        return None
+    body = bytearray()
+    while isinstance(event := await _next_event(conn, reader), h11.Data):
+        body += event.data
+    if not isinstance(event, h11.EndOfMessage):
+        return None
+    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in head.headers}
+    path = head.target.decode("latin-1").split("?", 1)[0]
+    return HttpRequest(head.method.decode("ascii").upper(), path, headers, bytes(body))
 
 
 async def serve_connection(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, handler: Handler
 ) -> None:
     """Serve requests on one connection until the client or the handler hangs up."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        # One write per reply already; no Nagle wait for an ACK the client delays.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn = h11.Connection(h11.SERVER)
     try:
-        while True:
-            request = await _read_request(reader)
-            if request is None:
-                break
+        while (request := await _read_request(conn, reader)) is not None:
             response = await handler(request)
             if response is None:
                 break
-            writer.write(response.encode())
+            writer.write(b"".join(conn.send(event) or b"" for event in response.events()))
             await writer.drain()
-            if request.headers.get("connection", "").lower() == "close":
-                break
-    except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+                break  # either side asked to close (`connection: close`)
+            conn.start_next_cycle()
+    except (ConnectionError, h11.ProtocolError):
         pass  # the client went away or spoke gibberish: nothing left to answer
     finally:
         writer.close()

@@ -9,13 +9,12 @@ score as defined in the statistics definitions, pass/fail at the anchor, tags).
 
 from __future__ import annotations
 
-import json
 import math
 import tempfile
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from assay.bus import Bus, LoggedEvent, read_raw
 from assay.security.signing import TrustList
@@ -38,6 +37,7 @@ from assay_schemas import (
 )
 
 from .fold import RULES_JUDGE
+from .summaries import summarize
 
 __all__ = [
     "BlobCheck",
@@ -45,6 +45,7 @@ __all__ = [
     "Contribution",
     "RunAudit",
     "VerdictView",
+    "audit_document",
     "audit_run",
     "load_run_events",
 ]
@@ -126,13 +127,6 @@ class RunAudit(NamedTuple):
     def corrupted(self) -> list[BlobCheck]:
         """Blobs that are missing or no longer match their hash."""
         return [b for b in self.blobs if b.status != "ok"]
-
-
-def _summary(event: Event) -> str:
-    skip = {"event_id", "event_type", "schema_version", "occurred_at", "campaign_id",
-            "run_id", "task_id", "causation_id", "producer", "task", "scores", "files"}  # fmt: skip
-    text = json.dumps(event.model_dump(mode="json", exclude=skip), sort_keys=True)
-    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _refs(event: Event) -> list[tuple[str, FileRef]]:
@@ -222,7 +216,7 @@ def audit_run(
         agent = history.seal.agent_id if history.seal is not None else ""
     chain = [
         ChainLine(item.sequence, item.event.occurred_at.isoformat(), item.event.event_type,
-                  _summary(item.event), signers.get(item.sequence, ""))
+                  summarize(item.event), signers.get(item.sequence, ""))
         for item in logged
     ]  # fmt: skip
     blobs: list[BlobCheck] = []
@@ -248,6 +242,22 @@ def audit_run(
 
 
 REFUSED = "REFUSED: "
+
+
+def audit_document(audit: RunAudit) -> dict[str, Any]:
+    """The audit as plain JSON data, for `assay audit --json` (`canonical_json` encodes it)."""
+    verdicts = [
+        {**v._asdict(), "checks": [dict(zip(("name", "passed", "detail"), c, strict=True))
+                                   for c in v.checks]}
+        for v in audit.verdicts
+    ]  # fmt: skip
+    return {
+        "run_id": audit.run_id, "campaign_id": audit.campaign_id, "task_id": audit.task_id,
+        "agent_id": audit.agent_id, "chain": [c._asdict() for c in audit.chain],
+        "blobs": [b._asdict() for b in audit.blobs], "verdicts": verdicts,
+        "failures": audit.failures, "contribution": audit.contribution._asdict(),
+        "n_corrupted": len(audit.corrupted),
+    }  # fmt: skip
 
 
 async def load_run_events(

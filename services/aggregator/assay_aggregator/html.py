@@ -2,62 +2,42 @@
 
 Plots: leaderboard with CI whiskers, per-dimension heatmap, accuracy vs communication
 per agent, failure tags, the judge agreement (correlation) matrix and the rank
-distribution; then the key tables and every statistic's written definition.
+distribution; then the key tables and every statistic's written definition. This module
+only picks what to show (`plots`, `tables`); `templates/report.html.j2` draws it.
 """
 
 from __future__ import annotations
 
 import math
-from html import escape
+from typing import NamedTuple
 
+from .charts import Chart, heatmap, intervals, scatter
+from .pages import Table, render_page
 from .report import Report
 from .statistics import DEFINITIONS
-from .svg import heatmap, intervals, scatter
 
-__all__ = ["render_html"]
+__all__ = ["PlotSection", "plots", "render_html", "tables"]
 
-_CSS = """
-body { font-family: sans-serif; margin: 2em; max-width: 1100px; color: #222; }
-h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
-.banner { background: #fff3cd; border: 1px solid #e0c060; padding: 0.8em; font-weight: bold; }
-table { border-collapse: collapse; margin: 0.8em 0; font-size: 13px; }
-td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
-td:first-child, th:first-child { text-align: left; }
-figure { margin: 1em 0; } dt { font-weight: bold; margin-top: 0.6em; }
-"""
+
+class PlotSection(NamedTuple):
+    """The charts of one group (or of the whole report)."""
+
+    heading: str
+    charts: list[Chart]
 
 
 def _nan(x: float) -> bool:
     return isinstance(x, float) and math.isnan(x)
 
 
-def _fmt(x: object) -> str:
-    if isinstance(x, float):
-        return "–" if _nan(x) else f"{x:.3g}"
-    if isinstance(x, tuple | list):
-        return ", ".join(str(v) for v in x)
-    return "" if x is None else str(x)
-
-
-def _table(title: str, rows: list[dict[str, object]], columns: list[str]) -> str:
-    if not rows:
-        return ""
-    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{escape(_fmt(r.get(c)))}</td>" for c in columns) + "</tr>"
-        for r in rows
-    )
-    return f"<h3>{escape(title)}</h3><table><tr>{head}</tr>{body}</table>"
-
-
 def _groups(report: Report) -> list[str | None]:
     return sorted({r.group for r in report.statistics.agent_scores}, key=lambda g: g or "")
 
 
-def _plots(report: Report, group: str | None) -> list[str]:
+def _plots(report: Report, group: str | None) -> list[Chart]:
     s = report.statistics
     suffix = f" — {report.group_by} = {group}" if group is not None else ""
-    out: list[str] = []
+    out: list[Chart] = []
     board = sorted(
         (r for r in s.agent_scores if r.group == group),
         key=lambda r: -r.estimate if not _nan(r.estimate) else math.inf,
@@ -110,45 +90,48 @@ def _plots(report: Report, group: str | None) -> list[str]:
     return out
 
 
+def plots(report: Report) -> list[PlotSection]:
+    """Every chart of the report, one section per group."""
+    return [
+        PlotSection("Plots" if g is None else f"Plots — {report.group_by} = {g}", _plots(report, g))
+        for g in _groups(report)
+    ]
+
+
+def tables(report: Report) -> list[Table]:
+    """The report's tables, in order; a table with no rows is left out of the page."""
+    s = report.statistics
+    listed = [
+        ("Leaderboard", s.agent_scores, ["group", "agent_id", "estimate", "ci_low", "ci_high", "se", "n_tasks", "n_runs"]),
+        ("Pass rates", s.pass_rates, ["group", "agent_id", "pass_rate", "ci_low", "ci_high", "n_passed", "n_runs"]),
+        ("Communication gap", s.communication_gap, ["group", "agent_id", "communication", "scientific_accuracy", "gap", "ci_low", "ci_high"]),
+        ("Empty-artifact rate", s.empty_artifact_rates, ["group", "agent_id", "rate", "ci_low", "ci_high", "n_empty", "n_runs"]),
+        ("Reference checks", report.reference_checks, ["group", "agent_id", "pass_rate", "weighted_pass_rate", "n_passed", "n_checks", "n_runs"]),
+        ("Judge strictness", s.below_anchor_shares, ["group", "judge_id", "share", "ci_low", "ci_high", "n_ratings"]),
+        ("Self-preference", s.self_preference, ["group", "judge_id", "judge_family", "coefficient", "ci_low", "ci_high", "leniency", "n_own", "n_other"]),
+        ("Judge agreement", s.judge_agreement, ["group", "judges", "krippendorff_alpha", "icc2_1", "icc2_k", "k_eff", "n_runs"]),
+        ("Rank stability", s.agent_ranks, ["group", "agent_id", "rank", "mean_rank", "rank_ci_low", "rank_ci_high", "p_rank_1"]),
+        ("Infrastructure failures (never scored)", report.infrastructure_failures, ["agent_id", "stage", "n_runs"]),
+        ("Judges", report.judges, ["judge_id", "kind", "family", "model", "n_verdicts", "n_runs", "n_failures"]),
+        ("Refused messages (counted in no figure)", report.refused, ["sequence", "subject", "reason"]),
+    ]  # fmt: skip
+    return [Table(title, [r.model_dump() for r in rows], cols) for title, rows, cols in listed]
+
+
 def render_html(report: Report) -> str:
     """The whole report as one HTML document."""
     s = report.statistics
-    ids = ", ".join(c.campaign_id for c in report.campaigns)
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Assay report {escape(ids)}</title>",
-             f"<style>{_CSS}</style></head><body><h1>Assay report: {escape(ids)}</h1>"]  # fmt: skip
-    if report.scripted:
-        parts.append(
-            "<p class='banner'>SCRIPTED CAMPAIGN: agents and judges are scripted stand-ins, not real models.</p>"
-        )
-    parts.append(f"<p>Log sequence {report.log_sequence}; bootstrap over tasks, seed {s.seed}, "
-                 f"{s.n_resamples} resamples; anchor {report.anchor}.</p>")  # fmt: skip
-    signed = (f"every counted event's signature checked against operator key "
-              f"<code>{escape(report.trust_root)}</code>" if report.trust_root
-              else "signatures not checked (no operator key)")  # fmt: skip
-    parts.append(f"<p>Log integrity: {signed}; {len(report.refused)} message(s) refused.</p>")
-    for group in _groups(report):
-        heading = "Plots" if group is None else f"Plots — {report.group_by} = {group}"
-        parts.append(f"<h2>{escape(heading)}</h2>")
-        parts.extend(f"<figure>{svg}</figure>" for svg in _plots(report, group))
-    parts.append("<h2>Tables</h2>")
-    dump = {
-        "Leaderboard": (s.agent_scores, ["group", "agent_id", "estimate", "ci_low", "ci_high", "se", "n_tasks", "n_runs"]),
-        "Pass rates": (s.pass_rates, ["group", "agent_id", "pass_rate", "ci_low", "ci_high", "n_passed", "n_runs"]),
-        "Communication gap": (s.communication_gap, ["group", "agent_id", "communication", "scientific_accuracy", "gap", "ci_low", "ci_high"]),
-        "Empty-artifact rate": (s.empty_artifact_rates, ["group", "agent_id", "rate", "ci_low", "ci_high", "n_empty", "n_runs"]),
-        "Reference checks": (report.reference_checks, ["group", "agent_id", "pass_rate", "weighted_pass_rate", "n_passed", "n_checks", "n_runs"]),
-        "Judge strictness": (s.below_anchor_shares, ["group", "judge_id", "share", "ci_low", "ci_high", "n_ratings"]),
-        "Self-preference": (s.self_preference, ["group", "judge_id", "judge_family", "coefficient", "ci_low", "ci_high", "leniency", "n_own", "n_other"]),
-        "Judge agreement": (s.judge_agreement, ["group", "judges", "krippendorff_alpha", "icc2_1", "icc2_k", "k_eff", "n_runs"]),
-        "Rank stability": (s.agent_ranks, ["group", "agent_id", "rank", "mean_rank", "rank_ci_low", "rank_ci_high", "p_rank_1"]),
-        "Infrastructure failures (never scored)": (report.infrastructure_failures, ["agent_id", "stage", "n_runs"]),
-        "Judges": (report.judges, ["judge_id", "kind", "family", "model", "n_verdicts", "n_runs", "n_failures"]),
-        "Refused messages (counted in no figure)": (report.refused, ["sequence", "subject", "reason"]),
-    }  # fmt: skip
-    for title, (rows, cols) in dump.items():
-        parts.append(_table(title, [r.model_dump() for r in rows], cols))
-    parts.append("<h2>Definitions</h2><dl>")
-    for key, text in DEFINITIONS.items():
-        parts.append(f"<dt>{escape(key)}</dt><dd>{escape(text)}</dd>")
-    parts.append("</dl></body></html>\n")
-    return "".join(parts)
+    return render_page(
+        "report.html.j2",
+        campaigns=", ".join(c.campaign_id for c in report.campaigns),
+        scripted=report.scripted,
+        log_sequence=report.log_sequence,
+        seed=s.seed,
+        n_resamples=s.n_resamples,
+        anchor=report.anchor,
+        trust_root=report.trust_root,
+        n_refused=len(report.refused),
+        plots=plots(report),
+        tables=tables(report),
+        definitions=DEFINITIONS,
+    )

@@ -1,4 +1,10 @@
-"""The report as rich tables in the terminal (`assay report`)."""
+"""The report in the terminal or a log file (`assay report`): tables that fit, else stacked.
+
+A table is printed as a table only when it fits the console's width (80 columns when the
+output is a file or a pipe); otherwise each row becomes a heading (its agent, judge, tag
+or group) followed by `column: value` fields, broken only between fields. Names and
+figures are never wrapped, folded or cut.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,14 @@ import math
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from .report import Report
 
-__all__ = ["print_report"]
+__all__ = ["print_report", "print_table"]
 
 
 def _f(x: float | None, digits: int = 2) -> str:
@@ -26,17 +34,62 @@ def _pct(x: float) -> str:
     return "–" if math.isnan(x) else f"{100 * x:.1f}%"
 
 
-def _table(console: Console, title: str, columns: Sequence[str], rows: list[list[str]]) -> None:
+_KEYS = {"group", "agent", "judge", "judges", "tag"}
+"""Columns that name what a row is about: the heading of a row in the stacked layout."""
+_TEXT = {"stage", "kind", "family", "model"}
+
+
+def print_table(
+    console: Console,
+    title: str,
+    columns: Sequence[str],
+    rows: list[list[str]],
+    *,
+    keys: int | None = None,
+) -> None:
+    """A titled table if it fits the console, else stacked rows; nothing when no rows.
+
+    `keys`: how many leading columns head a stacked row (default: the first column and
+    the naming columns right after it).
+    """
     if not rows:
         return
-    table = Table(title=title, title_justify="left", title_style="bold")
+    console.print(Text(title, style="bold"))
+    table = Table()
     for i, col in enumerate(columns):
-        table.add_column(
-            col, justify="left" if i == 0 or col in {"group", "judge", "agent"} else "right"
-        )
+        label = i == 0 or col in _KEYS or col in _TEXT
+        table.add_column(col, justify="left" if label else "right", no_wrap=True)
     for row in rows:
-        table.add_row(*row)
-    console.print(table)
+        table.add_row(*map(Text, row))  # names and errors are data, never markup
+    unbounded = console.options.update(max_width=1_000_000)  # measure, don't clamp
+    if Measurement.get(console, unbounded, table).maximum <= console.width:
+        console.print(table)
+    else:
+        if keys is None:
+            named = (i for i, col in enumerate(columns) if i > 0 and col not in _KEYS)
+            keys = next(named, len(columns))
+        _stacked(console, columns, rows, keys)
+
+
+def _stacked(console: Console, columns: Sequence[str], rows: list[list[str]], keys: int) -> None:
+    """Each row as its heading, then `column: value` fields packed into indented lines."""
+    for row in rows:
+        _pack(console, row[:keys], "  ")
+        _pack(
+            console, [f"{c}: {v}" for c, v in zip(columns[keys:], row[keys:], strict=True)], "    "
+        )
+
+
+def _pack(console: Console, parts: Sequence[str], indent: str) -> None:
+    """Print parts joined by " · ", breaking lines only between parts."""
+    line = ""
+    for part in parts:
+        if line and len(indent) + len(line) + 3 + len(part) > console.width:
+            console.print(Text(indent + line), soft_wrap=True)
+            line = ""
+        line = f"{line} · {part}" if line else part
+    if line:
+        console.print(Text(indent + line), soft_wrap=True)
 
 
 def _g(group: str | None) -> list[str]:
@@ -88,7 +141,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
                      _pct(p.pass_rate) if p else "–",
                      _ci(100 * p.ci_low, 100 * p.ci_high, 1) if p else "–",
                      _f(k.rank, 1) if k else "–"])  # fmt: skip
-    _table(c, f"Leaderboard (mean run score, {int(s.confidence * 100)}% task-bootstrap CI; pass = run score ≥ {report.anchor})",
+    print_table(c, f"Leaderboard (mean run score, {int(s.confidence * 100)}% task-bootstrap CI; pass = run score ≥ {report.anchor})",
            [*gcol, "agent", "score", "CI", "SE", "tasks", "runs", "pass", "pass CI %", "rank"], rows)  # fmt: skip
 
     dims = sorted({r.dimension for r in s.dimension_scores if r.dimension})
@@ -96,39 +149,39 @@ def print_report(report: Report, console: Console | None = None) -> None:
     cells = sorted(
         {(r.group, r.agent_id) for r in s.dimension_scores}, key=lambda x: (x[0] or "", x[1])
     )
-    _table(c, "Per-dimension scores", [*gcol, "agent", *dims],
+    print_table(c, "Per-dimension scores", [*gcol, "agent", *dims],
            [[*_g(g), a, *(_f(by.get((g, a, d), math.nan), 1) for d in dims)] for g, a in cells])  # fmt: skip
 
-    _table(c, "Accuracy − communication gap (communication − scientific accuracy)",
+    print_table(c, "Accuracy − communication gap (communication − scientific accuracy)",
            [*gcol, "agent", "communication", "accuracy", "gap", "CI"],
            [[*_g(r.group), r.agent_id, _f(r.communication), _f(r.scientific_accuracy), _f(r.gap),
              _ci(r.ci_low, r.ci_high)] for r in s.communication_gap])  # fmt: skip
 
     used = {t.tag for t in s.tag_rates if t.n_tagged > 0} | {"overclaiming"}
-    _table(c, "Failure tags (LLM judges; share of verdicts)", [*gcol, "tag", "agent", "rate", "CI", "tagged/verdicts"],
+    print_table(c, "Failure tags (LLM judges; share of verdicts)", [*gcol, "tag", "agent", "rate", "CI", "tagged/verdicts"],
            [[*_g(r.group), r.tag, r.agent_id, _pct(r.rate), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
              f"{r.n_tagged}/{r.n_verdicts}"] for r in s.tag_rates if r.tag in used])  # fmt: skip
-    _table(c, "Rule judge tags (share of rule-checked runs)", [*gcol, "tag", "agent", "rate", "tagged/runs"],
+    print_table(c, "Rule judge tags (share of rule-checked runs)", [*gcol, "tag", "agent", "rate", "tagged/runs"],
            [[*_g(r.group), r.tag, r.agent_id, _pct(r.rate), f"{r.n_tagged}/{r.n_runs}"]
             for r in report.rule_tags])  # fmt: skip
-    _table(c, "Empty-artifact rate", [*gcol, "agent", "rate", "CI", "empty/runs"],
+    print_table(c, "Empty-artifact rate", [*gcol, "agent", "rate", "CI", "empty/runs"],
            [[*_g(r.group), r.agent_id, _pct(r.rate), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
              f"{r.n_empty}/{r.n_runs}"] for r in s.empty_artifact_rates])  # fmt: skip
-    _table(c, "Reference checks (rule judge)", [*gcol, "agent", "pass rate", "weighted", "passed/checks", "runs"],
+    print_table(c, "Reference checks (rule judge)", [*gcol, "agent", "pass rate", "weighted", "passed/checks", "runs"],
            [[*_g(r.group), r.agent_id, _pct(r.pass_rate), _pct(r.weighted_pass_rate),
              f"{r.n_passed}/{r.n_checks}", str(r.n_runs)] for r in report.reference_checks])  # fmt: skip
 
-    _table(c, f"Judge strictness (share of ratings below {report.anchor})", [*gcol, "judge", "share", "CI", "ratings"],
+    print_table(c, f"Judge strictness (share of ratings below {report.anchor})", [*gcol, "judge", "share", "CI", "ratings"],
            [[*_g(r.group), r.judge_id or "all", _pct(r.share), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
              str(r.n_ratings)] for r in s.below_anchor_shares])  # fmt: skip
-    _table(c, "Self-preference (own-family extra points, net of run and judge effects)",
+    print_table(c, "Self-preference (own-family extra points, net of run and judge effects)",
            [*gcol, "judge", "family", "coefficient", "CI", "leniency", "own/other runs"],
            [[*_g(r.group), r.judge_id, r.judge_family, _f(r.coefficient), _ci(r.ci_low, r.ci_high),
              _f(r.leniency), f"{r.n_own}/{r.n_other}"] for r in s.self_preference])  # fmt: skip
-    _table(c, "Judge agreement", [*gcol, "judges", "α (interval)", "ICC(2,1)", "ICC(2,k)", "k_eff", "runs"],
+    print_table(c, "Judge agreement", [*gcol, "judges", "α (interval)", "ICC(2,1)", "ICC(2,k)", "k_eff", "runs"],
            [[*_g(r.group), ", ".join(r.judges), _f(r.krippendorff_alpha), _f(r.icc2_1), _f(r.icc2_k),
              _f(r.k_eff), f"{r.n_complete_runs}/{r.n_runs}"] for r in s.judge_agreement])  # fmt: skip
-    _table(c, "Rank stability (task bootstrap)", [*gcol, "agent", "rank", "mean rank", "rank CI", "P(rank 1)"],
+    print_table(c, "Rank stability (task bootstrap)", [*gcol, "agent", "rank", "mean rank", "rank CI", "P(rank 1)"],
            [[*_g(r.group), r.agent_id, _f(r.rank, 1), _f(r.mean_rank, 2),
              _ci(r.rank_ci_low, r.rank_ci_high, 0), _pct(r.p_rank_1)]
             for r in sorted(s.agent_ranks, key=lambda r: (r.group or "", r.rank))])  # fmt: skip
@@ -137,8 +190,8 @@ def print_report(report: Report, console: Console | None = None) -> None:
         unpassed[u.group] = unpassed.get(u.group, 0) + 1
     for g, n in sorted(unpassed.items(), key=lambda x: x[0] or ""):
         c.print(f"tasks no agent passes{f' ({g})' if g else ''}: {n}")
-    _table(c, "Infrastructure failures (never scored)", ["agent", "stage", "runs"],
+    print_table(c, "Infrastructure failures (never scored)", ["agent", "stage", "runs"],
            [[r.agent_id, r.stage, str(r.n_runs)] for r in report.infrastructure_failures])  # fmt: skip
-    _table(c, "Judges", ["judge", "kind", "family", "model", "verdicts", "runs", "failed"],
+    print_table(c, "Judges", ["judge", "kind", "family", "model", "verdicts", "runs", "failed"],
            [[j.judge_id, j.kind, j.family, j.model, str(j.n_verdicts), str(j.n_runs), str(j.n_failures)]
             for j in report.judges])  # fmt: skip

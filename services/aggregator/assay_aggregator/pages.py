@@ -1,0 +1,62 @@
+"""The one rendering path for pages about a report: Jinja2 templates, autoescaped.
+
+The HTML report renders `report.html.j2`; a web view includes the same `charts.svg.j2`
+and `tables.html.j2` macros (or calls `render_chart`), so a leaderboard is drawn one way.
+Templates live in this package's `templates/` folder and ship with the wheel.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any, NamedTuple
+
+import jinja2
+
+from .charts import BLUE, Chart
+
+__all__ = ["Table", "environment", "format_cell", "render_chart", "render_page"]
+
+
+class Table(NamedTuple):
+    """One titled table: rows as dicts, shown in `columns` order."""
+
+    title: str
+    rows: list[dict[str, Any]]
+    columns: list[str]
+
+
+def format_cell(x: object) -> str:
+    """A table cell as text: floats to 3 significant digits, NaN as an en dash."""
+    if isinstance(x, float):
+        return "–" if math.isnan(x) else f"{x:.3g}"
+    if isinstance(x, tuple | list):
+        return ", ".join(str(v) for v in x)
+    return "" if x is None else str(x)
+
+
+@cache
+def environment() -> jinja2.Environment:
+    """The shared template environment (autoescaping on, undefined names fail)."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("assay_aggregator", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["cell"] = format_cell
+    env.globals["blue"] = BLUE
+    return env
+
+
+def render_page(template: str, **context: Any) -> str:
+    """Render one page template with `context`."""
+    return environment().get_template(template).render(**context)
+
+
+def render_chart(chart: Chart) -> str:
+    """One chart as an inline `<svg>` element."""
+    macro = environment().get_template("charts.svg.j2").module.chart  # type: ignore[attr-defined]
+    return str(macro(chart))
