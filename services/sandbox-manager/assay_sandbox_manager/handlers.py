@@ -44,6 +44,7 @@ from .backends import (
     SandboxLimitExceeded,
     SandboxNotFound,
     SandboxPathError,
+    SnapshotCaps,
 )
 from .runtime import recipe_hash
 from .seal import seal_snapshot
@@ -167,14 +168,13 @@ class SandboxService:
         backend = self.backend_for(request.sandbox)
         final = ended.final_message if isinstance(ended, AgentFinished) else ""
         try:
-            snapshot = await self._blocking(backend.snapshot, ready.sandbox_id)
+            caps = SnapshotCaps.of(request.sandbox)
+            snapshot = await self._blocking(backend.snapshot, ready.sandbox_id, caps)
         except SandboxNotFound:
             files: list[FileRef] = []
             excluded = [_lost()]
         else:
-            files, excluded = await self._blocking(
-                seal_snapshot, snapshot, self.store, request.sandbox
-            )
+            files, excluded = await self._blocking(seal_snapshot, snapshot, self.store)
         await self.bus.publish(
             new_event(
                 ArtifactsSealed,
