@@ -9,6 +9,7 @@ import asyncio
 
 from assay.config import Settings
 from assay.service import run_until_signal
+from assay.store import open_store
 from assay.telemetry import setup_tracing, shutdown_telemetry
 
 from .service import build
@@ -19,7 +20,7 @@ def main() -> None:
     settings = Settings()
     setup_tracing("assay-aggregator")
     try:
-        asyncio.run(run_until_signal([build(settings)]))
+        asyncio.run(run_until_signal([build(settings, store=open_store(settings))]))
     finally:
         shutdown_telemetry()
 

@@ -8,7 +8,7 @@ recorded as refused, as the live consumer does (it also dead-letters them).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from typing import cast
 
@@ -40,11 +40,13 @@ async def fold_stream(
     state: State | None = None,
     until: int | None = None,
     trust: TrustList | None = None,
+    load: Callable[[str], bytes] | None = None,
 ) -> State:
     """Fold events after ``state.last_sequence`` (from 1 for a new state) up to ``until``.
 
     Without ``until`` it stops at the end of the log as it stood when reading began. With
-    ``trust``, only events signed by an enrolled key allowed to write them count.
+    ``trust``, only events signed by an enrolled key allowed to write them count; ``load``
+    reads the manifests of seals too large to inline.
     """
     out = state if state is not None else State()
     if trust is not None:
@@ -67,5 +69,5 @@ async def fold_stream(
                 out.refuse(raw.sequence, raw.subject, str(e))
                 continue
             if admitted(out, trust, raw.sequence, raw.subject, raw.data, raw.headers, event):
-                apply(out, raw.sequence, event)
+                apply(out, raw.sequence, event, load)
     return out

@@ -56,7 +56,7 @@ class RulesService:
     """None or ALL_CAMPAIGNS: every campaign; a set: only those."""
 
     def __post_init__(self) -> None:
-        self.reader = LogReader(bus=self.bus)
+        self.reader = LogReader(bus=self.bus, store=self.store)
 
     def accepts(self, campaign_id: str) -> bool:
         """Whether runs of this campaign are checked."""
@@ -94,14 +94,15 @@ class RulesService:
             return
         attached = {(a.path, a.sha256) for a in ctx.task.attachments}
         contents: dict[str, bytes] = {}
-        for ref in event.files:
+        sealed = ctx.sealed  # the manifest inline, however it was published
+        for ref in sealed.files:
             if _wanted(ref, ctx.task, (ref.path, ref.sha256) not in attached):
                 contents[ref.path] = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
         verdict = evaluate(
             task=ctx.task,
-            files=event.files,
+            files=sealed.files,
             contents=contents,
-            final_message=event.final_message,
+            final_message=sealed.final_message,
             steps=ctx.history.steps,
         )
         await self._record(event, ctx.task, ctx.rubric.rubric_id, ctx.rubric.version, verdict)

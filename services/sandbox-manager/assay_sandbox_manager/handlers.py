@@ -21,7 +21,6 @@ from assay_schemas import (
     Exclusion,
     ExecCommand,
     ExecOutcome,
-    FileRef,
     ListedFile,
     ListFiles,
     ReadFile,
@@ -47,7 +46,7 @@ from .backends import (
     SnapshotCaps,
 )
 from .runtime import recipe_hash
-from .seal import seal_snapshot
+from .seal import Seal, seal_fields, seal_snapshot
 
 __all__ = ["SandboxService"]
 
@@ -171,10 +170,10 @@ class SandboxService:
             caps = SnapshotCaps.of(request.sandbox)
             snapshot = await self._blocking(backend.snapshot, ready.sandbox_id, caps)
         except SandboxNotFound:
-            files: list[FileRef] = []
-            excluded = [_lost()]
+            seal = Seal([], [_lost()])
         else:
-            files, excluded = await self._blocking(seal_snapshot, snapshot, self.store)
+            seal = await self._blocking(seal_snapshot, snapshot, self.store)
+        fields = await self._blocking(seal_fields, seal, self.store)
         await self.bus.publish(
             new_event(
                 ArtifactsSealed,
@@ -183,8 +182,7 @@ class SandboxService:
                 run_id=request.run_id,
                 task_id=request.task_id,
                 causation_id=ended.event_id,
-                files=files,
-                excluded=excluded,
+                **fields,
                 final_message=final,
                 agent_id=request.agent.agent_id,
                 epoch=request.epoch,

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from assay.store import BlobStore
-from assay_schemas import Exclusion, FileRef
+from assay_schemas import SEAL_INLINE_BYTES, Exclusion, FileRef, SealManifest
 
 from .backends._snapshot import (
     PlannedFile,
@@ -33,6 +33,7 @@ __all__ = [
     "SealPlan",
     "display_path",
     "plan_seal",
+    "seal_fields",
     "seal_snapshot",
     "store_plan",
 ]
@@ -70,6 +71,20 @@ def store_plan(root: Path, plan: SealPlan, store: BlobStore) -> Seal:
             )
         )
     return Seal(files, list(plan.excluded))
+
+
+def seal_fields(seal: Seal, store: BlobStore) -> dict[str, Any]:
+    """The ArtifactsSealed fields for a seal: inline when small, else a manifest blob, so
+    the event stays small however many files an agent leaves."""
+    manifest = SealManifest(files=seal.files, excluded=seal.excluded)
+    data = manifest.model_dump_json().encode()
+    if len(data) <= SEAL_INLINE_BYTES:
+        return {"files": seal.files, "excluded": seal.excluded}
+    info = store.put_bytes(data)
+    ref = FileRef(
+        path="seal-manifest.json", sha256=info.sha256, size=info.size, media_type="application/json"
+    )
+    return {"files": [], "excluded": [], "manifest": ref, "file_count": len(seal.files)}
 
 
 def seal_snapshot(snapshot: Snapshot, store: BlobStore) -> Seal:

@@ -1,0 +1,62 @@
+"""Hostile runs against the sandbox-manager service: events stay small, sandboxes go away."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.sandbox_client import SandboxClient
+from assay.store import LocalBlobStore
+from assay_aggregator.fold import fold
+from assay_sandbox_manager.service import build
+from assay_schemas import MAX_EVENT_BYTES, ArtifactsSealed, SandboxReady
+from tests.pipeline import wait_for_events
+from tests.sandbox_manager.test_service import (
+    backends,
+    finished,
+    make_task,
+    ready_of,
+    run_requested,
+    sandbox_processes,
+)
+
+MANY = 30_000
+
+
+async def test_a_seal_of_many_files_is_a_small_event(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> None:
+    store = LocalBlobStore(settings.blob_dir)
+    task = make_task(store, tmp_path)
+    service = build(settings, store=store, backends=backends(settings))  # type: ignore[arg-type]
+    await service.start()
+    try:
+        await bus.publish(run_requested(bus, "many", task))
+        events = await wait_for_events(
+            bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs)
+        )
+        ready = ready_of(events, "many")
+        client = SandboxClient(bus=bus, instance=ready.instance, sandbox_id=ready.sandbox_id)
+        script = f"import os\nfor i in range({MANY}): open(f'f{{i:05}}-padding-name.txt', 'w')"
+        out = await client.exec(["python3", "-c", script], timeout_s=60, cwd="/workspace")
+        assert out.exit_code == 0, out
+        await bus.publish(finished(bus, "many"))
+        events = await wait_for_events(
+            bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs), timeout=60
+        )
+        [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
+        assert len(sealed.model_dump_json()) < MAX_EVENT_BYTES // 4
+        assert sealed.manifest is not None and sealed.files == []
+        full = sealed.resolved(store.get_bytes)
+        limit = run_requested(bus, "x", task).sandbox.max_artifact_files
+        assert sealed.n_files == len(full.files) == limit
+        assert len(full.files) + len(full.excluded) == MANY + 1  # + the attachment
+        assert {x.reason for x in full.excluded} == {"over artifact count cap"}
+        # The aggregator's fold reads the manifest through the same accessor.
+        state = fold([(1, sealed)], load=store.get_bytes)
+        assert len(state.artifacts["many"]) == limit
+        assert service.backends["bubblewrap"].list_live() == []
+        assert sandbox_processes(settings) == 0
+    finally:
+        await service.bus.stop()
