@@ -79,6 +79,8 @@ from ._files import read_structured_file
 from ._history import RunHistory, RunStage, SampleKey
 from ._ids import ID_PATTERN, Identifier, derive_id, safe_token
 from ._rpc import (
+    RPC_INLINE_BYTES,
+    BlobCommand,
     ExecCommand,
     ExecOutcome,
     ListedFile,
@@ -86,6 +88,7 @@ from ._rpc import (
     ReadFile,
     SandboxCommand,
     SandboxReply,
+    SandboxRequest,
     WriteFile,
     b64,
     unb64,
@@ -98,6 +101,7 @@ __all__ = [
     "ID_PATTERN",
     "MAX_EVENT_BYTES",
     "NO_RUN",
+    "RPC_INLINE_BYTES",
     "RULES_JUDGE_ID",
     "SCHEMA_DIR",
     "SEAL_INLINE_BYTES",
@@ -108,6 +112,7 @@ __all__ = [
     "AnyEvent",
     "ArtifactsSealed",
     "AssayError",
+    "BlobCommand",
     "BlobCorrupted",
     "BlobNotFound",
     "BusError",
@@ -153,6 +158,7 @@ __all__ = [
     "SandboxError",
     "SandboxReady",
     "SandboxReply",
+    "SandboxRequest",
     "SandboxSpec",
     "SealManifest",
     "StopReason",

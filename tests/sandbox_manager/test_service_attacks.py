@@ -10,7 +10,7 @@ from assay.sandbox_client import SandboxClient
 from assay.store import LocalBlobStore
 from assay_aggregator.fold import fold
 from assay_sandbox_manager.service import build
-from assay_schemas import MAX_EVENT_BYTES, ArtifactsSealed, SandboxReady
+from assay_schemas import MAX_EVENT_BYTES, ArtifactsSealed, SandboxReady, unb64
 from tests.pipeline import wait_for_events
 from tests.sandbox_manager.test_service import (
     backends,
@@ -56,6 +56,43 @@ async def test_a_seal_of_many_files_is_a_small_event(
         # The aggregator's fold reads the manifest through the same accessor.
         state = fold([(1, sealed)], load=store.get_bytes)
         assert len(state.artifacts["many"]) == limit
+        assert service.backends["bubblewrap"].list_live() == []
+        assert sandbox_processes(settings) == 0
+    finally:
+        await service.bus.stop()
+
+
+async def test_large_rpc_commands_and_replies_travel_through_the_blob_store(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> None:
+    store = LocalBlobStore(settings.blob_dir)
+    task = make_task(store, tmp_path)
+    service = build(settings, store=store, backends=backends(settings))  # type: ignore[arg-type]
+    await service.start()
+    try:
+        await bus.publish(run_requested(bus, "big", task))
+        events = await wait_for_events(
+            bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs)
+        )
+        ready = ready_of(events, "big")
+        client = SandboxClient(
+            bus=bus, instance=ready.instance, sandbox_id=ready.sandbox_id, store=store
+        )
+        # 900 KB of output: under the 1,000,000-byte cap, over NATS's 1 MiB once base64'd.
+        out = await client.exec("head -c 900000 /dev/zero | tr '\\0' x", timeout_s=20)
+        assert out.exit_code == 0 and unb64(out.stdout_b64) == b"x" * 900_000
+        payload = bytes(range(256)) * 3600  # 921,600 bytes
+        await client.write_file("in.bin", payload)
+        assert await client.read_file("in.bin") == payload
+        await client.exec("head -c 2000000 /dev/urandom > two.bin", timeout_s=20)
+        assert len(await client.read_file("two.bin")) == 2_000_000
+        await client.exec(
+            "python3 -c \"[open(f'n{i:05}-a-rather-long-name', 'w').close() for i in range(20000)]\"",
+            timeout_s=30,
+        )
+        assert len(await client.list_files()) >= 20_000
+        await bus.publish(finished(bus, "big"))
+        await wait_for_events(bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs))
         assert service.backends["bubblewrap"].list_live() == []
         assert sandbox_processes(settings) == 0
     finally:

@@ -15,8 +15,10 @@ from pydantic import TypeAdapter, ValidationError
 from assay.bus import Bus, Delivery
 from assay.store import BlobStore
 from assay_schemas import (
+    RPC_INLINE_BYTES,
     AgentFinished,
     ArtifactsSealed,
+    BlobCommand,
     Event,
     Exclusion,
     ExecCommand,
@@ -30,6 +32,7 @@ from assay_schemas import (
     SandboxCommand,
     SandboxReady,
     SandboxReply,
+    SandboxRequest,
     SandboxSpec,
     WriteFile,
     b64,
@@ -55,6 +58,9 @@ log = logging.getLogger("assay.sandbox_manager")
 T = TypeVar("T")
 
 _COMMAND: TypeAdapter[ExecCommand | ReadFile | WriteFile | ListFiles] = TypeAdapter(SandboxCommand)
+_REQUEST: TypeAdapter[ExecCommand | ReadFile | WriteFile | ListFiles | BlobCommand] = TypeAdapter(
+    SandboxRequest
+)
 
 
 @dataclass(kw_only=True)
@@ -254,9 +260,12 @@ class SandboxService:
     async def handle_command(self, body: bytes) -> bytes:
         """Answer one sandbox command; every failure is a reply, never a crash."""
         try:
-            command = _COMMAND.validate_json(body)
+            request = _REQUEST.validate_json(body)
+            command = await self._unwrap(request)
         except ValidationError as e:
             return _error("internal", f"malformed sandbox command: {e}")
+        except Exception as e:
+            return _error("internal", f"sandbox command blob unreadable: {type(e).__name__}: {e}")
         sid = command.sandbox_id
         if sid not in self._owned:
             kind = "destroyed" if sid in self.destroyed else "not_found"
@@ -277,7 +286,27 @@ class SandboxService:
         except Exception as e:
             log.exception("sandbox command failed")
             return _error("internal", f"sandbox {sid}: {type(e).__name__}: {e}")
-        return reply.model_dump_json().encode()
+        return await self._encode(reply)
+
+    async def _unwrap(
+        self, request: ExecCommand | ReadFile | WriteFile | ListFiles | BlobCommand
+    ) -> ExecCommand | ReadFile | WriteFile | ListFiles:
+        """A command sent by reference is read from the blob store (hash verified there)."""
+        if not isinstance(request, BlobCommand):
+            return request
+        body = await self._blocking(self.store.get_bytes, request.sha256)
+        command = _COMMAND.validate_json(body)
+        if command.sandbox_id != request.sandbox_id:
+            raise ValueError(f"blob {request.sha256} is a command for another sandbox")
+        return command
+
+    async def _encode(self, reply: SandboxReply) -> bytes:
+        """The reply as one NATS message: inline when small, else by reference to a blob."""
+        body = reply.model_dump_json().encode()
+        if len(body) <= RPC_INLINE_BYTES:
+            return body
+        info = await self._blocking(self.store.put_bytes, body)
+        return SandboxReply(ok=True, reply_blob=info.sha256).model_dump_json().encode()
 
 
 def _run_command(
