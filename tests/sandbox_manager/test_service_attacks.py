@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from assay.bus import Bus
@@ -9,6 +10,7 @@ from assay.config import Settings
 from assay.sandbox_client import SandboxClient
 from assay.store import LocalBlobStore
 from assay_aggregator.fold import fold
+from assay_sandbox_manager.backends import BubblewrapBackend
 from assay_sandbox_manager.service import build
 from assay_schemas import MAX_EVENT_BYTES, ArtifactsSealed, SandboxReady, unb64
 from tests.pipeline import wait_for_events
@@ -22,6 +24,16 @@ from tests.sandbox_manager.test_service import (
 )
 
 MANY = 30_000
+
+
+async def no_sandbox_left(backend: BubblewrapBackend, settings: Settings) -> None:
+    """The sandbox is destroyed right after its seal is published: wait for that, briefly."""
+    for _ in range(100):
+        if not backend.list_live():
+            break
+        await asyncio.sleep(0.1)
+    assert backend.list_live() == []
+    assert sandbox_processes(settings) == 0
 
 
 async def test_a_seal_of_many_files_is_a_small_event(
@@ -56,8 +68,7 @@ async def test_a_seal_of_many_files_is_a_small_event(
         # The aggregator's fold reads the manifest through the same accessor.
         state = fold([(1, sealed)], load=store.get_bytes)
         assert len(state.artifacts["many"]) == limit
-        assert service.backends["bubblewrap"].list_live() == []
-        assert sandbox_processes(settings) == 0
+        await no_sandbox_left(service.backends["bubblewrap"], settings)
     finally:
         await service.bus.stop()
 
@@ -93,7 +104,6 @@ async def test_large_rpc_commands_and_replies_travel_through_the_blob_store(
         assert len(await client.list_files()) >= 20_000
         await bus.publish(finished(bus, "big"))
         await wait_for_events(bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs))
-        assert service.backends["bubblewrap"].list_live() == []
-        assert sandbox_processes(settings) == 0
+        await no_sandbox_left(service.backends["bubblewrap"], settings)
     finally:
         await service.bus.stop()
