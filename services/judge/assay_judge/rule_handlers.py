@@ -14,6 +14,7 @@ from assay_schemas import (
     FileRef,
     JudgeRegistered,
     JudgeSpec,
+    JudgmentFailed,
     JudgmentRecorded,
     Task,
     new_event,
@@ -98,14 +99,37 @@ class RulesService:
         for ref in sealed.files:
             if _wanted(ref, ctx.task, (ref.path, ref.sha256) not in attached):
                 contents[ref.path] = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
-        verdict = evaluate(
-            task=ctx.task,
-            files=sealed.files,
-            contents=contents,
-            final_message=sealed.final_message,
-            steps=ctx.history.steps,
-        )
+        try:
+            # Off the event loop: a task's pattern on an agent's file may be slow.
+            verdict = await asyncio.to_thread(
+                evaluate,
+                task=ctx.task,
+                files=sealed.files,
+                contents=contents,
+                final_message=sealed.final_message,
+                steps=ctx.history.steps,
+            )
+        except Exception as e:  # a bad check is the task's fault: say so, never retry
+            await self._failed(event, f"rule check failed: {type(e).__name__}: {e}")
+            return
         await self._record(event, ctx.task, ctx.rubric.rubric_id, ctx.rubric.version, verdict)
+
+    async def _failed(self, sealed: ArtifactsSealed, error: str) -> None:
+        await self.bus.publish(
+            new_event(
+                JudgmentFailed,
+                key=(sealed.run_id, RULES_ID, 0),
+                campaign_id=sealed.campaign_id,
+                run_id=sealed.run_id,
+                task_id=sealed.task_id,
+                causation_id=sealed.event_id,
+                judge_id=RULES_ID,
+                sample=0,
+                error=error,
+                attempts=1,
+                producer=self.bus.producer,
+            )
+        )
 
     async def _record(
         self,
