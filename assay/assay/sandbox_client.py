@@ -6,7 +6,10 @@ import asyncio
 from dataclasses import dataclass
 
 from assay.bus import Bus
+from assay.store import BlobStore
 from assay_schemas import (
+    RPC_INLINE_BYTES,
+    BlobCommand,
     BusError,
     ExecCommand,
     ExecOutcome,
@@ -39,18 +42,20 @@ class SandboxClient:
     restart_grace_s: float = 30.0
     """How long an instance with no responders may take to come back (a restart keeps its
     live sandboxes) before its sandbox is declared gone."""
+    store: BlobStore | None = None
+    """The blob store shared with the sandbox manager: commands and replies too large for
+    one NATS message travel through it."""
 
     async def _send(
         self, command: ExecCommand | ReadFile | WriteFile | ListFiles, timeout: float
     ) -> SandboxReply:
         subject = self.bus.subjects.rpc("sandbox", self.instance)
+        body = await self._body(command)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.restart_grace_s
         while True:
             try:
-                raw = await self.bus.request(
-                    subject, command.model_dump_json().encode(), timeout=timeout
-                )
+                raw = await self.bus.request(subject, body, timeout=timeout)
                 break
             except BusError as e:
                 if "NoResponders" not in str(e):
@@ -64,11 +69,33 @@ class SandboxClient:
                     ) from e
                 await asyncio.sleep(0.5)
         reply = SandboxReply.model_validate_json(raw)
+        if reply.reply_blob is not None:
+            reply = SandboxReply.model_validate_json(await self._blob(reply.reply_blob))
         if reply.ok:
             return reply
         if reply.error_kind in {"not_found", "destroyed"}:
             raise SandboxGone(reply.error)
         raise SandboxError(reply.error)
+
+    async def _body(self, command: ExecCommand | ReadFile | WriteFile | ListFiles) -> bytes:
+        """The command as one NATS message: inline when small, else by reference to a blob."""
+        body = command.model_dump_json().encode()
+        if len(body) <= RPC_INLINE_BYTES:
+            return body
+        if self.store is None:
+            raise SandboxError(
+                f"sandbox {self.sandbox_id}: a {len(body)}-byte command needs a blob store"
+            )
+        info = await asyncio.to_thread(self.store.put_bytes, body)
+        ref = BlobCommand(sandbox_id=self.sandbox_id, sha256=info.sha256)
+        return ref.model_dump_json().encode()
+
+    async def _blob(self, sha256: str) -> bytes:
+        if self.store is None:
+            raise SandboxError(
+                f"sandbox {self.sandbox_id}: the reply is a blob and no store is set"
+            )
+        return await asyncio.to_thread(self.store.get_bytes, sha256)
 
     async def exec(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -22,6 +23,7 @@ from ._ids import Identifier, derive_id
 
 __all__ = [
     "EVENT_TYPES",
+    "SEAL_INLINE_BYTES",
     "AgentFinished",
     "AgentStepLogged",
     "AnyEvent",
@@ -38,6 +40,7 @@ __all__ = [
     "RunFailed",
     "RunRequested",
     "SandboxReady",
+    "SealManifest",
     "StopReason",
     "TaskSubmitted",
     "ToolCallRecord",
@@ -223,17 +226,51 @@ class Exclusion(BaseModel):
     reason: str
 
 
+SEAL_INLINE_BYTES = 256 * 1024
+"""A seal manifest (files + exclusions) larger than this, encoded, goes to the blob store."""
+
+
+class SealManifest(BaseModel):
+    """What a seal holds and leaves out: inline in the event, or a blob it references."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    files: list[FileRef] = Field(default_factory=list)
+    excluded: list[Exclusion] = Field(default_factory=list)
+
+
 class ArtifactsSealed(Event):
-    """Every file the run left in /workspace, content-addressed and immutable."""
+    """Every file the run left in /workspace, content-addressed and immutable.
+
+    An agent decides how many files it leaves, so a manifest over ``SEAL_INLINE_BYTES``
+    is stored as a blob referenced by ``manifest`` (``files``/``excluded`` then empty):
+    read the seal only through ``resolved`` so that both forms look the same.
+    """
 
     event_type: Literal["ArtifactsSealed"] = "ArtifactsSealed"
     files: list[FileRef]
     excluded: list[Exclusion] = Field(default_factory=list)
+    manifest: FileRef | None = None
+    """The blob holding the whole SealManifest, when it was too large to inline."""
+    file_count: int | None = Field(default=None, ge=0)
+    """How many files the seal holds (set with ``manifest``; else ``len(files)``)."""
     final_message: str = ""
     agent_id: Identifier
     epoch: int = Field(ge=0)
     sandbox_id: str = ""
     outcome: Literal["finished", "failed"] = "finished"
+
+    @property
+    def n_files(self) -> int:
+        """Files in the seal, whichever form it has."""
+        return self.file_count if self.file_count is not None else len(self.files)
+
+    def resolved(self, load: Callable[[str], bytes]) -> ArtifactsSealed:
+        """This seal with its manifest inline (``load`` reads a blob by sha256, verified)."""
+        if self.manifest is None:
+            return self
+        full = SealManifest.model_validate_json(load(self.manifest.sha256))
+        return self.model_copy(update={"files": full.files, "excluded": full.excluded})
 
 
 # --- judging ----------------------------------------------------------------------------

@@ -8,6 +8,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "RPC_INLINE_BYTES",
+    "BlobCommand",
     "ExecCommand",
     "ExecOutcome",
     "ListFiles",
@@ -15,6 +17,7 @@ __all__ = [
     "ReadFile",
     "SandboxCommand",
     "SandboxReply",
+    "SandboxRequest",
     "WriteFile",
     "b64",
     "unb64",
@@ -69,9 +72,24 @@ class ListFiles(_Command):
     op: Literal["list"] = "list"
 
 
+class BlobCommand(_Command):
+    """A command too large for one NATS message: its JSON is the blob ``sha256``."""
+
+    op: Literal["blob"] = "blob"
+    sha256: str
+
+
+RPC_INLINE_BYTES = 256 * 1024
+"""Commands and replies larger than this, encoded, travel through the blob store (NATS
+refuses messages over its max payload, 1 MiB by default)."""
+
 SandboxCommand = Annotated[
     ExecCommand | ReadFile | WriteFile | ListFiles, Field(discriminator="op")
 ]
+SandboxRequest = Annotated[
+    ExecCommand | ReadFile | WriteFile | ListFiles | BlobCommand, Field(discriminator="op")
+]
+"""What arrives on the wire: a command, or a reference to one in the blob store."""
 
 
 class ExecOutcome(BaseModel):
@@ -109,3 +127,5 @@ class SandboxReply(BaseModel):
     exec: ExecOutcome | None = None
     data_b64: str | None = None
     files: list[ListedFile] | None = None
+    reply_blob: str | None = None
+    """The whole reply is this blob (it was over RPC_INLINE_BYTES); nothing else is set."""

@@ -20,6 +20,7 @@ from assay_sandbox_manager.backends import (
     SandboxNotFound,
     SandboxPathError,
     SandboxSpec,
+    SnapshotCaps,
     truncation_marker,
 )
 from assay_sandbox_manager.seal import plan_seal, store_plan
@@ -276,10 +277,13 @@ def test_snapshot_and_seal(
         "os.mkfifo('pipe')\n"
     )
     assert backend.exec(sid, ["python3", "-c", script]).exit_code == 0
-    snap = backend.snapshot(sid)
+    snapshot = backend.snapshot(sid, SnapshotCaps())
     backend.destroy(sid)
+    snap = snapshot.path
     assert snap.is_dir()
-    plan = plan_seal(snap)
+    plan = snapshot.plan
+    # Only the planned files were copied: no link, no FIFO reaches the host.
+    assert plan_seal(snap) == plan._replace(excluded=[])
     by_path = {f.path: f for f in plan.files}
     names = [b"with space.txt", b"new\nline.csv", b"caf\xe9.bin", b"out/r.json"]
     assert sorted(by_path) == sorted(os.fsdecode(n) for n in names)

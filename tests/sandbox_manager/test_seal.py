@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from assay.store import BlobInfo, LocalBlobStore
+from assay_sandbox_manager.backends import Snapshot
 from assay_sandbox_manager.seal import display_path, plan_seal, seal_snapshot, store_plan
-from assay_schemas import Exclusion, SandboxSpec
+from assay_schemas import Exclusion
 
 
 def test_files_planned_typed_and_stored_by_hash(tmp_path: Path) -> None:
@@ -128,7 +129,7 @@ def test_each_file_is_read_and_hashed_once(tmp_path: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(hashlib, "sha256", counting_sha256)
     monkeypatch.setattr(Path, "open", counting_open)
-    seal = seal_snapshot(ws, store, SandboxSpec())
+    seal = seal_snapshot(Snapshot(ws, plan_seal(ws)), store)
     monkeypatch.undo()
     assert sorted(f.path for f in seal.files) == sorted(contents)
     assert seal.excluded == [Exclusion(path="link", reason="symlink")]

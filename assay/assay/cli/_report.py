@@ -13,6 +13,7 @@ import typer
 from assay.bus import Bus, LoggedEvent
 from assay.config import Settings
 from assay.security.signing import trust_for
+from assay.store import open_store
 from assay_schemas import ANCHOR, AssayError, CampaignStarted
 
 from ._app import app, console, err_console, run_async
@@ -51,7 +52,12 @@ async def _projections(settings: Settings, *, fresh: bool = False) -> Projection
     async with Bus(settings, service="cli") as bus:
         state = None if fresh else load_snapshot(settings)
         state = await fold_stream(
-            bus.js, bus.stream.name, bus.subjects.events, state=state, trust=trust_for(settings)
+            bus.js,
+            bus.stream.name,
+            bus.subjects.events,
+            state=state,
+            trust=trust_for(settings),
+            load=open_store(settings).get_bytes,
         )
     if state.refused:
         err_console.print(f"[yellow]{describe_refused(list(state.refused.values()))}[/yellow]")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
@@ -10,9 +11,16 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from assay.store import BlobStore, store_file
-from assay_schemas import Task, TaskInputError, describe_validation
+from assay_schemas import NumberNearCheck, Task, TaskInputError, describe_validation
 
-__all__ = ["AttachmentSource", "TaskDraft", "build_task", "check_attachment", "check_unique"]
+__all__ = [
+    "AttachmentSource",
+    "TaskDraft",
+    "build_task",
+    "check_attachment",
+    "check_patterns",
+    "check_unique",
+]
 
 
 class AttachmentSource(NamedTuple):
@@ -43,9 +51,27 @@ def build_task(fields: dict[str, Any], attachments: list[Any]) -> Task:
     """Validate task fields; errors name the task and field."""
     task_id = fields.get("task_id", "?")
     try:
-        return Task.model_validate({**fields, "attachments": attachments})
+        task = Task.model_validate({**fields, "attachments": attachments})
     except ValidationError as e:
         raise TaskInputError(f"task {task_id}: {describe_validation(e)}") from e
+    check_patterns(task)
+    return task
+
+
+def check_patterns(task: Task) -> None:
+    """Compile every reference check's pattern now, so a bad one fails the submit (naming
+    task and check) instead of the judge later."""
+    for i, check in enumerate(task.reference_checks):
+        pattern = getattr(check, "pattern", None)
+        if pattern is None:
+            continue
+        where = f"task {task.task_id}: reference_checks[{i}] ({check.name!r}): pattern"
+        try:
+            regex = re.compile(pattern)
+        except re.error as e:
+            raise TaskInputError(f"{where} {pattern!r} is not a valid regex: {e}") from e
+        if isinstance(check, NumberNearCheck) and regex.groups < 1:
+            raise TaskInputError(f"{where} {pattern!r} needs a group capturing the number")
 
 
 def check_workspace_path(task_id: str, field: str, path: str) -> str:

@@ -137,7 +137,8 @@ def _refs(event: Event) -> list[tuple[str, FileRef]]:
     if isinstance(event, AgentStepLogged):
         return [("tool_output", r.output_blob) for r in event.tool_results if r.output_blob]
     if isinstance(event, ArtifactsSealed):
-        return [("artifact", f) for f in event.files]
+        manifest = [("seal_manifest", event.manifest)] if event.manifest is not None else []
+        return manifest + [("artifact", f) for f in event.files]
     if isinstance(event, JudgmentFailed) and event.raw_output is not None:
         return [("judge_raw_output", event.raw_output)]
     return []
@@ -191,6 +192,16 @@ def _contribution(history: RunHistory, verdicts: list[VerdictView], anchor: int)
     )  # fmt: skip
 
 
+def _resolved(event: Event, store: BlobStore) -> Event:
+    """Seals with their manifest inline (the manifest blob itself is still checked)."""
+    if isinstance(event, ArtifactsSealed) and event.manifest is not None:
+        try:
+            return event.resolved(store.get_bytes).model_copy(update={"manifest": event.manifest})
+        except Exception:  # a missing or corrupt manifest shows up as a bad blob
+            return event
+    return event
+
+
 def audit_run(
     logged: list[LoggedEvent],
     store: BlobStore,
@@ -205,7 +216,7 @@ def audit_run(
     """
     signers = signers or {}
     accepted = [i for i in logged if not signers.get(i.sequence, "").startswith(REFUSED)]
-    events = [item.event for item in accepted]
+    events = [_resolved(item.event, store) for item in accepted]
     if not logged:
         raise ValueError("audit_run: no events for this run")
     first = logged[0].event

@@ -153,7 +153,7 @@ def _sealed(state: State, e: ArtifactsSealed, seq: int) -> None:
     state.seal_sequence[run.run_id] = seq
     run.sealed = True
     run.seal_outcome = e.outcome
-    run.n_files = len(e.files)
+    run.n_files = e.n_files
     state.artifacts[run.run_id] = [
         ArtifactRecord(path=f.path, sha256=f.sha256, size=f.size, media_type=f.media_type)
         for f in e.files
@@ -252,10 +252,18 @@ def admitted(
     return verdict.ok
 
 
-def apply(state: State, sequence: int, event: Event) -> bool:
-    """Fold one event in; return False (and change nothing) if it was applied before."""
+def apply(
+    state: State, sequence: int, event: Event, load: Callable[[str], bytes] | None = None
+) -> bool:
+    """Fold one event in; return False (and change nothing) if it was applied before.
+
+    ``load`` reads a blob: a seal whose manifest was too large to inline is read through
+    it (without one, such a seal counts its files but lists none).
+    """
     if event.event_id in state.seen:
         return False
+    if isinstance(event, ArtifactsSealed) and load is not None:
+        event = event.resolved(load)
     handler = _HANDLERS.get(type(event))
     if handler is not None:
         handler(state, event, sequence)
@@ -266,9 +274,11 @@ def apply(state: State, sequence: int, event: Event) -> bool:
     return True
 
 
-def fold(events: Any, state: State | None = None) -> State:
+def fold(
+    events: Any, state: State | None = None, load: Callable[[str], bytes] | None = None
+) -> State:
     """Fold ``(sequence, event)`` pairs into a (new) state."""
     out = state if state is not None else State()
     for sequence, event in events:
-        apply(out, sequence, event)
+        apply(out, sequence, event, load)
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
 from typing import cast
@@ -45,11 +45,13 @@ async def fold_stream(
     state: State | None = None,
     until: int | None = None,
     trust: TrustList | None = None,
+    load: Callable[[str], bytes] | None = None,
 ) -> State:
     """Fold events after ``state.last_sequence`` (from 1 for a new state) up to ``until``.
 
     Without ``until`` it stops at the end of the log as it stood when reading began. With
-    ``trust``, only events signed by an enrolled key allowed to write them count.
+    ``trust``, only events signed by an enrolled key allowed to write them count; ``load``
+    reads the manifests of seals too large to inline.
     """
     out = state if state is not None else State()
     if trust is not None:
@@ -68,9 +70,9 @@ async def fold_stream(
                     break
                 event = _decode(out, raw)
                 if event is not None:
-                    apply(out, raw.sequence, event)
+                    apply(out, raw.sequence, event, load)
         else:
-            await _fold_verified(messages, out, trust, until)
+            await _fold_verified(messages, out, trust, until, load)
     return out
 
 
@@ -94,7 +96,11 @@ def _verify(trust: TrustList, batch: Batch) -> list[Verdict | None]:
 
 
 async def _fold_verified(
-    messages: AsyncIterator[RawMessage], state: State, trust: TrustList, until: int | None
+    messages: AsyncIterator[RawMessage],
+    state: State,
+    trust: TrustList,
+    until: int | None,
+    load: Callable[[str], bytes] | None,
 ) -> None:
     """Fold with every signature checked, the checks of one batch running on a worker
     thread while the next batch is read and decoded: Ed25519 verification releases the
@@ -110,7 +116,7 @@ async def _fold_verified(
                 if event is None or verdict is None:
                     continue
                 if verdict.ok:
-                    apply(state, raw.sequence, event)
+                    apply(state, raw.sequence, event, load)
                 else:
                     state.refuse(raw.sequence, raw.subject, f"{event.event_type}: {verdict.reason}")
 

@@ -47,6 +47,8 @@ class AggregatorService:
     state: State = field(default_factory=State)
     trust: TrustList | None = None
     """Whose signatures count (None: signatures are not checked)."""
+    store: BlobStore | None = None
+    """Where oversized seal manifests are read from (None: such seals list no files)."""
     flush_interval_s: float = 1.0
     write_report: bool = True
     n_resamples: int = DEFAULT_RESAMPLES
@@ -63,7 +65,8 @@ class AggregatorService:
         """Fold one delivered event (duplicates are ignored by id; forgeries refused)."""
         d = delivery
         if admitted(self.state, self.trust, d.sequence, d.subject, d.data, d.headers, event):
-            apply(self.state, d.sequence, event)
+            load = self.store.get_bytes if self.store is not None else None
+            apply(self.state, d.sequence, event, load)
 
     async def on_refused(self, refusal: Refusal) -> None:
         """Count a stored message that is not a valid event, as a rebuild would."""
@@ -87,6 +90,7 @@ class AggregatorService:
             self.bus.subjects.events,
             state=self.state,
             trust=self.trust,
+            load=self.store.get_bytes if self.store is not None else None,
         )
 
     async def start(self) -> None:
@@ -151,7 +155,8 @@ def build(
     write_report: bool = True,
     n_resamples: int = DEFAULT_RESAMPLES,
 ) -> AggregatorService:
-    """An aggregator with its durable consumer registered (not started); it reads no blobs."""
+    """An aggregator with its durable consumer registered (not started); of the blobs it
+    reads only seal manifests too large to inline."""
     bus = Bus(settings, service=SERVICE)
     service = AggregatorService(
         bus=bus,
@@ -159,6 +164,7 @@ def build(
         write_report=write_report,
         n_resamples=n_resamples,
         trust=trust_for(settings),
+        store=store,
     )
     # One worker: events are folded in log order, and the fold is cheap.
     bus.consume(

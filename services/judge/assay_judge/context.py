@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from assay.bus import Bus
+from assay.store import BlobStore
 from assay_schemas import (
     ArtifactsSealed,
     CampaignSpec,
@@ -42,6 +44,8 @@ class LogReader:
     """Reads campaigns, tasks and run histories back from the log (campaigns cached)."""
 
     bus: Bus
+    store: BlobStore | None = None
+    """Where seal manifests too large to inline are read from."""
     _campaigns: dict[str, CampaignSpec] = field(default_factory=dict)
 
     async def campaign(self, campaign_id: str) -> CampaignSpec | None:
@@ -83,8 +87,11 @@ class LogReader:
 
     async def context(self, sealed: ArtifactsSealed, campaign: CampaignSpec | None) -> RunContext:
         """Everything needed to judge `sealed`."""
-        assert sealed.run_id is not None, f"ArtifactsSealed {sealed.event_id} has no run id"
-        history = RunHistory.fold(await self.bus.run_events(sealed.campaign_id, sealed.run_id))
+        run_id = sealed.run_id
+        assert run_id is not None, f"ArtifactsSealed {sealed.event_id} has no run id"
+        if sealed.manifest is not None and self.store is not None:
+            sealed = await asyncio.to_thread(sealed.resolved, self.store.get_bytes)
+        history = RunHistory.fold(await self.bus.run_events(sealed.campaign_id, run_id))
         task = await self._task(sealed, history)
         rubric = campaign.rubric if campaign is not None else default_rubric()
         return RunContext(sealed, task, rubric, campaign, history)

@@ -81,7 +81,7 @@ class JudgeService:
     _registered: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        self.reader = self.log_reader or LogReader(bus=self.bus)
+        self.reader = self.log_reader or LogReader(bus=self.bus, store=self.store)
 
     def accepts(self, campaign_id: str, campaign: CampaignSpec | None) -> bool:
         """Whether this judge judges runs of the campaign."""

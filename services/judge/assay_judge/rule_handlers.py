@@ -14,6 +14,7 @@ from assay_schemas import (
     FileRef,
     JudgeRegistered,
     JudgeSpec,
+    JudgmentFailed,
     JudgmentRecorded,
     Task,
     new_event,
@@ -56,7 +57,7 @@ class RulesService:
     """None or ALL_CAMPAIGNS: every campaign; a set: only those."""
 
     def __post_init__(self) -> None:
-        self.reader = LogReader(bus=self.bus)
+        self.reader = LogReader(bus=self.bus, store=self.store)
 
     def accepts(self, campaign_id: str) -> bool:
         """Whether runs of this campaign are checked."""
@@ -94,17 +95,41 @@ class RulesService:
             return
         attached = {(a.path, a.sha256) for a in ctx.task.attachments}
         contents: dict[str, bytes] = {}
-        for ref in event.files:
+        sealed = ctx.sealed  # the manifest inline, however it was published
+        for ref in sealed.files:
             if _wanted(ref, ctx.task, (ref.path, ref.sha256) not in attached):
                 contents[ref.path] = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
-        verdict = evaluate(
-            task=ctx.task,
-            files=event.files,
-            contents=contents,
-            final_message=event.final_message,
-            steps=ctx.history.steps,
-        )
+        try:
+            # Off the event loop: a task's pattern on an agent's file may be slow.
+            verdict = await asyncio.to_thread(
+                evaluate,
+                task=ctx.task,
+                files=sealed.files,
+                contents=contents,
+                final_message=sealed.final_message,
+                steps=ctx.history.steps,
+            )
+        except Exception as e:  # a bad check is the task's fault: say so, never retry
+            await self._failed(event, f"rule check failed: {type(e).__name__}: {e}")
+            return
         await self._record(event, ctx.task, ctx.rubric.rubric_id, ctx.rubric.version, verdict)
+
+    async def _failed(self, sealed: ArtifactsSealed, error: str) -> None:
+        await self.bus.publish(
+            new_event(
+                JudgmentFailed,
+                key=(sealed.run_id, RULES_ID, 0),
+                campaign_id=sealed.campaign_id,
+                run_id=sealed.run_id,
+                task_id=sealed.task_id,
+                causation_id=sealed.event_id,
+                judge_id=RULES_ID,
+                sample=0,
+                error=error,
+                attempts=1,
+                producer=self.bus.producer,
+            )
+        )
 
     async def _record(
         self,

@@ -138,7 +138,7 @@ class RunnerService:
         try:
             provider = self.model_provider(request.agent)
             sandbox = SandboxClient(
-                bus=self.bus, instance=event.instance, sandbox_id=event.sandbox_id
+                bus=self.bus, instance=event.instance, sandbox_id=event.sandbox_id, store=self.store
             )
             tools = ToolBox(sandbox=sandbox, web=self.web, store=self.store, limits=request.limits)
             agent_run = AgentRun(

@@ -15,13 +15,14 @@ from pydantic import TypeAdapter, ValidationError
 from assay.bus import Bus, Delivery
 from assay.store import BlobStore
 from assay_schemas import (
+    RPC_INLINE_BYTES,
     AgentFinished,
     ArtifactsSealed,
+    BlobCommand,
     Event,
     Exclusion,
     ExecCommand,
     ExecOutcome,
-    FileRef,
     ListedFile,
     ListFiles,
     ReadFile,
@@ -31,6 +32,7 @@ from assay_schemas import (
     SandboxCommand,
     SandboxReady,
     SandboxReply,
+    SandboxRequest,
     SandboxSpec,
     WriteFile,
     b64,
@@ -44,9 +46,10 @@ from .backends import (
     SandboxLimitExceeded,
     SandboxNotFound,
     SandboxPathError,
+    SnapshotCaps,
 )
 from .runtime import recipe_hash
-from .seal import seal_snapshot
+from .seal import Seal, seal_fields, seal_snapshot
 
 __all__ = ["SandboxService"]
 
@@ -55,6 +58,9 @@ log = logging.getLogger("assay.sandbox_manager")
 T = TypeVar("T")
 
 _COMMAND: TypeAdapter[ExecCommand | ReadFile | WriteFile | ListFiles] = TypeAdapter(SandboxCommand)
+_REQUEST: TypeAdapter[ExecCommand | ReadFile | WriteFile | ListFiles | BlobCommand] = TypeAdapter(
+    SandboxRequest
+)
 
 
 @dataclass(kw_only=True)
@@ -167,14 +173,13 @@ class SandboxService:
         backend = self.backend_for(request.sandbox)
         final = ended.final_message if isinstance(ended, AgentFinished) else ""
         try:
-            snapshot = await self._blocking(backend.snapshot, ready.sandbox_id)
+            caps = SnapshotCaps.of(request.sandbox)
+            snapshot = await self._blocking(backend.snapshot, ready.sandbox_id, caps)
         except SandboxNotFound:
-            files: list[FileRef] = []
-            excluded = [_lost()]
+            seal = Seal([], [_lost()])
         else:
-            files, excluded = await self._blocking(
-                seal_snapshot, snapshot, self.store, request.sandbox
-            )
+            seal = await self._blocking(seal_snapshot, snapshot, self.store)
+        fields = await self._blocking(seal_fields, seal, self.store)
         await self.bus.publish(
             new_event(
                 ArtifactsSealed,
@@ -183,8 +188,7 @@ class SandboxService:
                 run_id=request.run_id,
                 task_id=request.task_id,
                 causation_id=ended.event_id,
-                files=files,
-                excluded=excluded,
+                **fields,
                 final_message=final,
                 agent_id=request.agent.agent_id,
                 epoch=request.epoch,
@@ -256,9 +260,12 @@ class SandboxService:
     async def handle_command(self, body: bytes) -> bytes:
         """Answer one sandbox command; every failure is a reply, never a crash."""
         try:
-            command = _COMMAND.validate_json(body)
+            request = _REQUEST.validate_json(body)
+            command = await self._unwrap(request)
         except ValidationError as e:
             return _error("internal", f"malformed sandbox command: {e}")
+        except Exception as e:
+            return _error("internal", f"sandbox command blob unreadable: {type(e).__name__}: {e}")
         sid = command.sandbox_id
         if sid not in self._owned:
             kind = "destroyed" if sid in self.destroyed else "not_found"
@@ -279,7 +286,27 @@ class SandboxService:
         except Exception as e:
             log.exception("sandbox command failed")
             return _error("internal", f"sandbox {sid}: {type(e).__name__}: {e}")
-        return reply.model_dump_json().encode()
+        return await self._encode(reply)
+
+    async def _unwrap(
+        self, request: ExecCommand | ReadFile | WriteFile | ListFiles | BlobCommand
+    ) -> ExecCommand | ReadFile | WriteFile | ListFiles:
+        """A command sent by reference is read from the blob store (hash verified there)."""
+        if not isinstance(request, BlobCommand):
+            return request
+        body = await self._blocking(self.store.get_bytes, request.sha256)
+        command = _COMMAND.validate_json(body)
+        if command.sandbox_id != request.sandbox_id:
+            raise ValueError(f"blob {request.sha256} is a command for another sandbox")
+        return command
+
+    async def _encode(self, reply: SandboxReply) -> bytes:
+        """The reply as one NATS message: inline when small, else by reference to a blob."""
+        body = reply.model_dump_json().encode()
+        if len(body) <= RPC_INLINE_BYTES:
+            return body
+        info = await self._blocking(self.store.put_bytes, body)
+        return SandboxReply(ok=True, reply_blob=info.sha256).model_dump_json().encode()
 
 
 def _run_command(

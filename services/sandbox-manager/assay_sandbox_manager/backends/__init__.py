@@ -13,6 +13,7 @@ from ._errors import (
 )
 from ._models import ExecResult, FileEntry, SandboxInfo, SandboxSpec
 from ._protocol import SandboxBackend
+from ._snapshot import SealPlan, Snapshot, SnapshotCaps
 
 __all__ = [
     "BubblewrapBackend",
@@ -28,5 +29,8 @@ __all__ = [
     "SandboxNotFound",
     "SandboxPathError",
     "SandboxSpec",
+    "SealPlan",
+    "Snapshot",
+    "SnapshotCaps",
     "truncation_marker",
 ]

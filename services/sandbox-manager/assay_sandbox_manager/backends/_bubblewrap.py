@@ -26,6 +26,7 @@ from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
 from ._hostdirs import HostDirs, check_sandbox_id, check_traversable
 from ._models import ExecResult, FileEntry, SandboxInfo, SandboxSpec
 from ._procs import exit_status, kill_uid_processes, limit_from_status
+from ._snapshot import Snapshot, SnapshotCaps
 
 __all__ = ["BubblewrapBackend"]
 
@@ -211,9 +212,9 @@ class BubblewrapBackend:
         """List /workspace."""
         return self.dirs.list_files(sandbox_id)
 
-    def snapshot(self, sandbox_id: str) -> Path:
-        """Copy /workspace to a host folder that outlives the sandbox."""
-        return self.dirs.snapshot(sandbox_id)
+    def snapshot(self, sandbox_id: str, caps: SnapshotCaps) -> Snapshot:
+        """Copy what of /workspace fits the caps to a host folder that outlives the sandbox."""
+        return self.dirs.snapshot(sandbox_id, caps)
 
     def destroy(self, sandbox_id: str) -> None:
         """Kill the sandbox's processes, unmount and delete its state."""

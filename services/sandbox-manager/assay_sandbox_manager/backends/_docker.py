@@ -26,6 +26,7 @@ from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
 from ._hostdirs import HostDirs, check_sandbox_id
 from ._models import ExecResult, FileEntry, SandboxInfo, SandboxSpec
 from ._procs import limit_from_status
+from ._snapshot import Snapshot, SnapshotCaps
 
 __all__ = ["DockerBackend"]
 
@@ -195,9 +196,9 @@ class DockerBackend:
         """List /workspace."""
         return self.dirs.list_files(sandbox_id)
 
-    def snapshot(self, sandbox_id: str) -> Path:
-        """Copy /workspace to a host folder that outlives the sandbox."""
-        return self.dirs.snapshot(sandbox_id)
+    def snapshot(self, sandbox_id: str, caps: SnapshotCaps) -> Snapshot:
+        """Copy what of /workspace fits the caps to a host folder that outlives the sandbox."""
+        return self.dirs.snapshot(sandbox_id, caps)
 
     def destroy(self, sandbox_id: str) -> None:
         """Remove the container (killing everything in it) and the host state."""

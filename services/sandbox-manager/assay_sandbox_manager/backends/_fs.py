@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +17,10 @@ from typing import Literal
 from ._errors import SandboxLimitExceeded, SandboxPathError
 from ._models import FileEntry
 
-__all__ = ["copy_tree", "list_entries", "read_file", "split_workspace_path", "write_file"]
+__all__ = ["list_entries", "read_file", "split_workspace_path", "write_file"]
 
 WORKSPACE = "/workspace"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_CHUNK = 1 << 20
 
 
 def split_workspace_path(sandbox_id: str, path: str) -> list[str]:
@@ -154,20 +152,3 @@ def list_entries(root: Path) -> list[FileEntry]:
             kind = "symlink"
         out.append(FileEntry(os.fsdecode(rel), kind, st.st_size if kind == "file" else 0))
     return out
-
-
-def copy_tree(src: Path, dst: Path) -> None:
-    """Copy a workspace: files and dirs copied, symlinks recreated (not followed), the rest
-    (FIFOs, sockets, devices) skipped; dst must not exist."""
-    bsrc, bdst = os.fsencode(src), os.fsencode(dst)
-    os.mkdir(bdst, 0o755)
-    for rel, e in _walk(bsrc, b""):
-        target = os.path.join(bdst, rel)
-        if e.is_symlink():
-            os.symlink(os.readlink(e.path), target)
-        elif e.is_dir(follow_symlinks=False):
-            os.mkdir(target, 0o755)
-        elif e.is_file(follow_symlinks=False):
-            fd = os.open(e.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-            with os.fdopen(fd, "rb") as fsrc, open(target, "xb") as fdst:
-                shutil.copyfileobj(fsrc, fdst, _CHUNK)

@@ -13,7 +13,8 @@ path, while the state dir may sit under a private home (/root is 0700): so the m
 under ``<ASSAY_SANDBOX_MOUNTS or /run/assay/sandboxes>/<hash of the state dir>``, every
 level 0711. Without root the mounts sit under the state dir.
 
-Snapshots go to ``<snapshots>/<sandbox_id>-<n>`` and survive destroy.
+Snapshots go to ``<snapshots>/<sandbox_id>-<n>`` and survive destroy; they hold only what
+the seal caps let in (see ``_snapshot``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from . import _fs
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxExists, SandboxNotFound
 from ._models import FileEntry, SandboxInfo, SandboxSpec
 from ._quota import mount_quota, unmount_quota
+from ._snapshot import Snapshot, SnapshotCaps, copy_planned, plan_tree
 
 __all__ = ["HostDirs", "SandboxMeta", "check_sandbox_id", "check_traversable"]
 
@@ -190,15 +192,16 @@ class HostDirs:
         with contextlib.suppress(OSError):
             self.mount_root.rmdir()
 
-    def snapshot(self, sandbox_id: str) -> Path:
-        """Copy /workspace to a fresh folder under the snapshot dir."""
+    def snapshot(self, sandbox_id: str, caps: SnapshotCaps) -> Snapshot:
+        """Measure /workspace against the caps, then copy what fits to a fresh folder."""
         self.meta(sandbox_id)
+        ws = self.workspace(sandbox_id)
+        plan = plan_tree(ws, caps)
         n = 0
         while True:
             dst = self.snapshot_dir / f"{sandbox_id}-{n}"
             try:
-                _fs.copy_tree(self.workspace(sandbox_id), dst)
-                return dst
+                return Snapshot(dst, copy_planned(ws, dst, plan))
             except FileExistsError:
                 if dst.exists() and n < 100_000:
                     n += 1

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from ._models import ExecResult, FileEntry, SandboxInfo, SandboxSpec
+from ._snapshot import Snapshot, SnapshotCaps
 
 __all__ = ["SandboxBackend"]
 
@@ -50,8 +50,10 @@ class SandboxBackend(Protocol):
         """List every entry under /workspace, symlinks unfollowed."""
         ...
 
-    def snapshot(self, sandbox_id: str) -> Path:
-        """Copy /workspace to a new host directory that outlives the sandbox."""
+    def snapshot(self, sandbox_id: str, caps: SnapshotCaps) -> Snapshot:
+        """Measure /workspace against the caps (reading no contents), then copy only what
+        fits, each file bounded by its measured size, to a host directory that outlives the
+        sandbox."""
         ...
 
     def destroy(self, sandbox_id: str) -> None:
