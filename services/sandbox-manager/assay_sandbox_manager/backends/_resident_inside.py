@@ -27,9 +27,12 @@ import time
 from typing import Any
 
 _GRACE_S = 0.05
-"""How long output is still read after a command exits while a background process keeps
-its pipes open; the rest is drained and dropped so that the writer never blocks."""
+"""How long a cell's output is still read after the kernel answers while a process the
+cell started keeps the pipes open; the rest is drained and dropped so that the writer
+never blocks. A command, as before, ends only when its output closes: a background
+process must redirect its output to outlive the command."""
 _CTL_IN, _CTL_OUT = 3, 4
+_DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 
 
 def _recv(fd: int) -> dict[str, Any] | None:
@@ -100,7 +103,10 @@ def _drain_forever(fd: int) -> None:
         finally:
             os.close(fd)
 
-    threading.Thread(target=run, daemon=True).start()
+    try:
+        threading.Thread(target=run, daemon=True).start()
+    except RuntimeError:  # no thread to spare (the process limit): the writer gets EPIPE
+        os.close(fd)
 
 
 def _pump(
@@ -132,11 +138,11 @@ def _pump(
     try:
         while open_fds or finished_at is None:
             now = time.monotonic()
-            if finished_at is None and now >= deadline:
+            if (finished_at is None or done_fd is None) and now >= deadline:
                 return False, b""
-            if finished_at is not None and now >= finished_at + _GRACE_S:
+            if finished_at is not None and done_fd is not None and now >= finished_at + _GRACE_S:
                 break
-            limit = deadline if finished_at is None else finished_at + _GRACE_S
+            limit = deadline if finished_at is None or done_fd is None else finished_at + _GRACE_S
             # Orphans are reaped between polls: a short wait while a command runs.
             wait_s = max(0.0, min(limit - now, 0.02))
             for fd, _ev in poll.poll(wait_s * 1000 + 1):
@@ -197,7 +203,11 @@ def _spawn(
     path = _which(argv[0], env)
     os.chdir(cwd)
     try:
-        return os.posix_spawn(path, argv, env, file_actions=actions, setsid=True)
+        # Python ignores SIGPIPE and SIGXFSZ; a command gets the defaults back (the file
+        # size limit must kill it, as it would outside).
+        return os.posix_spawn(
+            path, argv, env, file_actions=actions, setsid=True, setsigdef=_DEFAULT_SIGNALS
+        )
     finally:
         os.chdir("/")
 
