@@ -12,7 +12,9 @@ from assay_schemas import (
     ExecOutcome,
     ListedFile,
     ListFiles,
+    PythonOutcome,
     ReadFile,
+    RunPython,
     SandboxError,
     SandboxReply,
     WriteFile,
@@ -41,7 +43,7 @@ class SandboxClient:
     live sandboxes) before its sandbox is declared gone."""
 
     async def _send(
-        self, command: ExecCommand | ReadFile | WriteFile | ListFiles, timeout: float
+        self, command: ExecCommand | RunPython | ReadFile | WriteFile | ListFiles, timeout: float
     ) -> SandboxReply:
         subject = self.bus.subjects.rpc("sandbox", self.instance)
         loop = asyncio.get_running_loop()
@@ -91,6 +93,21 @@ class SandboxClient:
         reply = await self._send(cmd, timeout_s + self.margin_s)
         assert reply.exec is not None
         return reply.exec
+
+    async def python(
+        self, code: str, *, timeout_s: float, kernel_id: str | None, reset: bool = False
+    ) -> PythonOutcome:
+        """Run a cell in the sandbox's Python kernel (see RunPython)."""
+        cmd = RunPython(
+            sandbox_id=self.sandbox_id,
+            code=code,
+            timeout_s=timeout_s,
+            kernel_id=kernel_id,
+            reset=reset,
+        )
+        reply = await self._send(cmd, timeout_s + self.margin_s)
+        assert reply.python is not None
+        return reply.python
 
     async def read_file(self, path: str) -> bytes:
         """Read a workspace file."""

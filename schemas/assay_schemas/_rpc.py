@@ -12,7 +12,9 @@ __all__ = [
     "ExecOutcome",
     "ListFiles",
     "ListedFile",
+    "PythonOutcome",
     "ReadFile",
+    "RunPython",
     "SandboxCommand",
     "SandboxReply",
     "WriteFile",
@@ -48,6 +50,20 @@ class ExecCommand(_Command):
     cwd: str | None = None
 
 
+class RunPython(_Command):
+    """Run a cell in the sandbox's persistent Python kernel.
+
+    The kernel named by kernel_id keeps its globals; with reset, or when kernel_id is not
+    the live kernel's (None: the caller knows none), a fresh kernel runs the cell.
+    """
+
+    op: Literal["python"] = "python"
+    code: str
+    timeout_s: float | None = None
+    reset: bool = False
+    kernel_id: str | None = None
+
+
 class ReadFile(_Command):
     """Read a file under /workspace."""
 
@@ -70,7 +86,7 @@ class ListFiles(_Command):
 
 
 SandboxCommand = Annotated[
-    ExecCommand | ReadFile | WriteFile | ListFiles, Field(discriminator="op")
+    ExecCommand | RunPython | ReadFile | WriteFile | ListFiles, Field(discriminator="op")
 ]
 
 
@@ -86,6 +102,17 @@ class ExecOutcome(BaseModel):
     truncated: bool = False
     limit: str | None = None
     duration_ms: float = 0.0
+
+
+class PythonOutcome(ExecOutcome):
+    """What a Python cell did, and in which kernel."""
+
+    kernel_id: str = ""
+    """The kernel to name in the next cell to keep its state ("" if it died)."""
+    restarted: str = ""
+    """Why a fresh kernel ran the cell: new, reset, timeout, crashed, killed; "" if none."""
+    figures: list[str] = Field(default_factory=list)
+    """Figures the cell left open, saved as files under /workspace."""
 
 
 class ListedFile(BaseModel):
@@ -107,5 +134,6 @@ class SandboxReply(BaseModel):
     error: str = ""
     error_kind: Literal["", "not_found", "destroyed", "path", "limit", "internal"] = ""
     exec: ExecOutcome | None = None
+    python: PythonOutcome | None = None
     data_b64: str | None = None
     files: list[ListedFile] | None = None
