@@ -10,6 +10,7 @@ that sandbox only, and an escaped process owns nothing on the host.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -95,6 +96,9 @@ class BubblewrapBackend(ResidentExec):
         except BaseException:
             self._release_uid(uid)
             raise
+        # Started now, it boots while the runner gets ready: the first command need not wait.
+        with contextlib.suppress(SandboxError):
+            self._residents[sandbox_id] = self._start_resident(sandbox_id, meta)
         return self.dirs.info(meta)
 
     def _start_resident(self, sandbox_id: str, meta: SandboxMeta) -> Channel:
