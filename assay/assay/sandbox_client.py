@@ -15,7 +15,9 @@ from assay_schemas import (
     ExecOutcome,
     ListedFile,
     ListFiles,
+    PythonOutcome,
     ReadFile,
+    RunPython,
     SandboxError,
     SandboxReply,
     WriteFile,
@@ -47,7 +49,7 @@ class SandboxClient:
     one NATS message travel through it."""
 
     async def _send(
-        self, command: ExecCommand | ReadFile | WriteFile | ListFiles, timeout: float
+        self, command: ExecCommand | RunPython | ReadFile | WriteFile | ListFiles, timeout: float
     ) -> SandboxReply:
         subject = self.bus.subjects.rpc("sandbox", self.instance)
         body = await self._body(command)
@@ -77,7 +79,9 @@ class SandboxClient:
             raise SandboxGone(reply.error)
         raise SandboxError(reply.error)
 
-    async def _body(self, command: ExecCommand | ReadFile | WriteFile | ListFiles) -> bytes:
+    async def _body(
+        self, command: ExecCommand | RunPython | ReadFile | WriteFile | ListFiles
+    ) -> bytes:
         """The command as one NATS message: inline when small, else by reference to a blob."""
         body = command.model_dump_json().encode()
         if len(body) <= RPC_INLINE_BYTES:
@@ -118,6 +122,21 @@ class SandboxClient:
         reply = await self._send(cmd, timeout_s + self.margin_s)
         assert reply.exec is not None
         return reply.exec
+
+    async def python(
+        self, code: str, *, timeout_s: float, kernel_id: str | None, reset: bool = False
+    ) -> PythonOutcome:
+        """Run a cell in the sandbox's Python kernel (see RunPython)."""
+        cmd = RunPython(
+            sandbox_id=self.sandbox_id,
+            code=code,
+            timeout_s=timeout_s,
+            kernel_id=kernel_id,
+            reset=reset,
+        )
+        reply = await self._send(cmd, timeout_s + self.margin_s)
+        assert reply.python is not None
+        return reply.python
 
     async def read_file(self, path: str) -> bytes:
         """Read a workspace file."""

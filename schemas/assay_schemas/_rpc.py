@@ -14,7 +14,9 @@ __all__ = [
     "ExecOutcome",
     "ListFiles",
     "ListedFile",
+    "PythonOutcome",
     "ReadFile",
+    "RunPython",
     "SandboxCommand",
     "SandboxReply",
     "SandboxRequest",
@@ -51,6 +53,20 @@ class ExecCommand(_Command):
     cwd: str | None = None
 
 
+class RunPython(_Command):
+    """Run a cell in the sandbox's persistent Python kernel.
+
+    The kernel named by kernel_id keeps its globals; with reset, or when kernel_id is not
+    the live kernel's (None: the caller knows none), a fresh kernel runs the cell.
+    """
+
+    op: Literal["python"] = "python"
+    code: str
+    timeout_s: float | None = None
+    reset: bool = False
+    kernel_id: str | None = None
+
+
 class ReadFile(_Command):
     """Read a file under /workspace."""
 
@@ -84,10 +100,11 @@ RPC_INLINE_BYTES = 256 * 1024
 refuses messages over its max payload, 1 MiB by default)."""
 
 SandboxCommand = Annotated[
-    ExecCommand | ReadFile | WriteFile | ListFiles, Field(discriminator="op")
+    ExecCommand | RunPython | ReadFile | WriteFile | ListFiles, Field(discriminator="op")
 ]
 SandboxRequest = Annotated[
-    ExecCommand | ReadFile | WriteFile | ListFiles | BlobCommand, Field(discriminator="op")
+    ExecCommand | RunPython | ReadFile | WriteFile | ListFiles | BlobCommand,
+    Field(discriminator="op"),
 ]
 """What arrives on the wire: a command, or a reference to one in the blob store."""
 
@@ -104,6 +121,17 @@ class ExecOutcome(BaseModel):
     truncated: bool = False
     limit: str | None = None
     duration_ms: float = 0.0
+
+
+class PythonOutcome(ExecOutcome):
+    """What a Python cell did, and in which kernel."""
+
+    kernel_id: str = ""
+    """The kernel to name in the next cell to keep its state ("" if it died)."""
+    restarted: str = ""
+    """Why a fresh kernel ran the cell: new, reset, timeout, crashed, killed; "" if none."""
+    figures: list[str] = Field(default_factory=list)
+    """Figures the cell left open, saved as files under /workspace."""
 
 
 class ListedFile(BaseModel):
@@ -125,6 +153,7 @@ class SandboxReply(BaseModel):
     error: str = ""
     error_kind: Literal["", "not_found", "destroyed", "path", "limit", "internal"] = ""
     exec: ExecOutcome | None = None
+    python: PythonOutcome | None = None
     data_b64: str | None = None
     files: list[ListedFile] | None = None
     reply_blob: str | None = None

@@ -140,7 +140,13 @@ class RunnerService:
             sandbox = SandboxClient(
                 bus=self.bus, instance=event.instance, sandbox_id=event.sandbox_id, store=self.store
             )
-            tools = ToolBox(sandbox=sandbox, web=self.web, store=self.store, limits=request.limits)
+            tools = ToolBox(
+                sandbox=sandbox,
+                web=self.web,
+                store=self.store,
+                limits=request.limits,
+                resumed_python=any(c.name == "python" for s in steps for c in s.tool_calls),
+            )
             agent_run = AgentRun(
                 bus=self.bus,
                 request=request,

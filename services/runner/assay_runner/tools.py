@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from pydantic import JsonValue
@@ -33,6 +33,7 @@ def _tool(name: str, description: str, *arguments: str) -> ToolDefinition:
 _TOOL_ARGUMENTS: dict[str, tuple[str, ...]] = {
     "bash": ("command",),
     "python": ("code",),
+    "python_reset": (),
     "read_file": ("path",),
     "write_file": ("path", "content"),
     "list_files": (),
@@ -42,7 +43,8 @@ _TOOL_ARGUMENTS: dict[str, tuple[str, ...]] = {
 }
 _DESCRIPTIONS = {
     "bash": "Run a shell command in /workspace (no network). Returns exit code, stdout and stderr.",
-    "python": "Run Python 3 code in /workspace (numpy, pandas, scipy, statsmodels, scikit-learn, matplotlib available).",
+    "python": "Run Python 3 code in /workspace in a persistent session: variables, imports and loaded data stay between calls; a last bare expression is printed; open matplotlib figures are saved under figures/ (numpy, pandas, scipy, statsmodels, scikit-learn, matplotlib available).",
+    "python_reset": "Restart the Python session: every variable, import and loaded dataset is cleared.",
     "read_file": "Read a text file under /workspace.",
     "write_file": "Write a text file under /workspace (parent folders are created).",
     "list_files": "List every file under /workspace with its size.",
@@ -93,6 +95,21 @@ def _format_exec(
     return "\n".join([" ".join(parts), "--- stdout ---", out, "--- stderr ---", err])
 
 
+def _restart_notice(why: str, had_state: bool) -> str:
+    """What the agent must know when its cell ran in a fresh kernel it did not ask for."""
+    if not why or (why == "new" and not had_state):
+        return ""
+    cause = {
+        "timeout": "the previous cell hit its timeout and the kernel was killed",
+        "crashed": "the kernel crashed",
+        "killed": "the kernel was killed (a command's timeout or a resource limit)",
+    }.get(why, "the run was interrupted and resumed")
+    return (
+        f"[note: the Python session was restarted: {cause}. Variables, imports and data "
+        "from earlier python calls are gone; files in /workspace remain.]\n"
+    )
+
+
 @dataclass(kw_only=True)
 class ToolBox:
     """Executes tool calls for one run."""
@@ -101,6 +118,10 @@ class ToolBox:
     web: WebProvider
     store: BlobStore
     limits: Limits
+    resumed_python: bool = False
+    """The run's logged steps already used python: the kernel this ToolBox finds (if any)
+    may hold state the log does not explain, so it starts a fresh one and says so."""
+    _kernel_id: str | None = field(default=None, init=False)
 
     async def run(self, call: ToolCall) -> ToolOutcome:
         """Run one call; bad arguments and tool failures go back to the model as errors."""
@@ -141,13 +162,8 @@ class ToolBox:
             return _format_exec(
                 r.exit_code, unb64(r.stdout_b64), unb64(r.stderr_b64), r.timed_out, r.limit
             ), r.exit_code
-        if name == "python":
-            r = await self.sandbox.exec(
-                ["python3", "-"], timeout_s=timeout, stdin=args["code"].encode(), cwd="/workspace"
-            )
-            return _format_exec(
-                r.exit_code, unb64(r.stdout_b64), unb64(r.stderr_b64), r.timed_out, r.limit
-            ), r.exit_code
+        if name in ("python", "python_reset"):
+            return await self._python(args.get("code", ""), reset=name == "python_reset")
         if name == "read_file":
             data = await self.sandbox.read_file(args["path"])
             if b"\x00" in data[:8192]:
@@ -168,6 +184,22 @@ class ToolBox:
         if name == "web_search":
             return await self.web.search(args["query"]), None
         return await self.web.fetch(args["url"]), None
+
+    async def _python(self, code: str, *, reset: bool) -> tuple[str, int | None]:
+        known = self._kernel_id
+        p = await self.sandbox.python(
+            code, timeout_s=self.limits.tool_timeout_s, kernel_id=known, reset=reset
+        )
+        self._kernel_id = p.kernel_id or None
+        if reset:
+            return "Python session reset: every variable and import is cleared.", None
+        text = _format_exec(
+            p.exit_code, unb64(p.stdout_b64), unb64(p.stderr_b64), p.timed_out, p.limit
+        )
+        if p.figures:
+            text += "\n--- figures saved ---\n" + "\n".join(p.figures)
+        notice = _restart_notice(p.restarted, known is not None or self.resumed_python)
+        return notice + text, p.exit_code
 
     async def _cap(self, text: str) -> tuple[str, FileRef | None]:
         """Truncate for the model with a marker; keep the whole output as a blob."""

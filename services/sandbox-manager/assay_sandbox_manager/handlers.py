@@ -25,9 +25,11 @@ from assay_schemas import (
     ExecOutcome,
     ListedFile,
     ListFiles,
+    PythonOutcome,
     ReadFile,
     RunFailed,
     RunHistory,
+    RunPython,
     RunRequested,
     SandboxCommand,
     SandboxReady,
@@ -41,6 +43,7 @@ from assay_schemas import (
 )
 
 from .backends import (
+    ExecResult,
     SandboxBackend,
     SandboxExists,
     SandboxLimitExceeded,
@@ -57,9 +60,11 @@ log = logging.getLogger("assay.sandbox_manager")
 
 T = TypeVar("T")
 
-_COMMAND: TypeAdapter[ExecCommand | ReadFile | WriteFile | ListFiles] = TypeAdapter(SandboxCommand)
-_REQUEST: TypeAdapter[ExecCommand | ReadFile | WriteFile | ListFiles | BlobCommand] = TypeAdapter(
-    SandboxRequest
+_COMMAND: TypeAdapter[ExecCommand | RunPython | ReadFile | WriteFile | ListFiles] = TypeAdapter(
+    SandboxCommand
+)
+_REQUEST: TypeAdapter[ExecCommand | RunPython | ReadFile | WriteFile | ListFiles | BlobCommand] = (
+    TypeAdapter(SandboxRequest)
 )
 
 
@@ -289,8 +294,8 @@ class SandboxService:
         return await self._encode(reply)
 
     async def _unwrap(
-        self, request: ExecCommand | ReadFile | WriteFile | ListFiles | BlobCommand
-    ) -> ExecCommand | ReadFile | WriteFile | ListFiles:
+        self, request: ExecCommand | RunPython | ReadFile | WriteFile | ListFiles | BlobCommand
+    ) -> ExecCommand | RunPython | ReadFile | WriteFile | ListFiles:
         """A command sent by reference is read from the blob store (hash verified there)."""
         if not isinstance(request, BlobCommand):
             return request
@@ -310,9 +315,26 @@ class SandboxService:
 
 
 def _run_command(
-    backend: SandboxBackend, command: ExecCommand | ReadFile | WriteFile | ListFiles
+    backend: SandboxBackend, command: ExecCommand | RunPython | ReadFile | WriteFile | ListFiles
 ) -> SandboxReply:
     sid = command.sandbox_id
+    if isinstance(command, RunPython):
+        p = backend.python(
+            sid,
+            command.code,
+            timeout_s=command.timeout_s,
+            reset=command.reset,
+            kernel_id=command.kernel_id,
+        )
+        return SandboxReply(
+            ok=True,
+            python=PythonOutcome(
+                **_outcome(p).model_dump(),
+                kernel_id=p.kernel_id,
+                restarted=p.restarted,
+                figures=p.figures,
+            ),
+        )
     if isinstance(command, ExecCommand):
         r = backend.exec(
             sid,
@@ -322,16 +344,7 @@ def _run_command(
             env=command.env or None,
             cwd=command.cwd,
         )
-        outcome = ExecOutcome(
-            exit_code=r.exit_code,
-            stdout_b64=b64(r.stdout),
-            stderr_b64=b64(r.stderr),
-            timed_out=r.timed_out,
-            truncated=r.stdout_truncated or r.stderr_truncated,
-            limit=r.limit,
-            duration_ms=r.duration_ms,
-        )
-        return SandboxReply(ok=True, exec=outcome)
+        return SandboxReply(ok=True, exec=_outcome(r))
     if isinstance(command, ReadFile):
         return SandboxReply(ok=True, data_b64=b64(backend.read_file(sid, command.path)))
     if isinstance(command, WriteFile):
@@ -348,6 +361,18 @@ def _run_command(
             )
             for e in entries
         ],
+    )
+
+
+def _outcome(r: ExecResult) -> ExecOutcome:
+    return ExecOutcome(
+        exit_code=r.exit_code,
+        stdout_b64=b64(r.stdout),
+        stderr_b64=b64(r.stderr),
+        timed_out=r.timed_out,
+        truncated=r.stdout_truncated or r.stderr_truncated,
+        limit=r.limit,
+        duration_ms=r.duration_ms,
     )
 
 

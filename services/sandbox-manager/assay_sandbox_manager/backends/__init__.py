@@ -11,7 +11,7 @@ from ._errors import (
     SandboxNotFound,
     SandboxPathError,
 )
-from ._models import ExecResult, FileEntry, SandboxInfo, SandboxSpec
+from ._models import ExecResult, FileEntry, PythonResult, SandboxInfo, SandboxSpec
 from ._protocol import SandboxBackend
 from ._snapshot import SealPlan, Snapshot, SnapshotCaps
 
@@ -20,6 +20,7 @@ __all__ = [
     "DockerBackend",
     "ExecResult",
     "FileEntry",
+    "PythonResult",
     "SandboxBackend",
     "SandboxBackendUnavailable",
     "SandboxError",

@@ -1,8 +1,9 @@
 """Bubblewrap backend: the embedded default, no daemon needed.
 
-Each exec is one ``bwrap`` run over the sandbox's persistent /workspace and /tmp: every
-namespace unshared (no network at all, own PID namespace so a kill of bwrap kills the
-whole tree), the runtime rootfs read-only as /, the environment cleared. When the service
+Each sandbox is one ``bwrap`` over its persistent /workspace and /tmp, started on first
+use, whose PID 1 is the resident process that runs every command (see _resident.py):
+every namespace unshared (no network at all, own PID namespace so a kill of bwrap kills
+the whole tree), the runtime rootfs read-only as /, the environment cleared. When the service
 is root, bwrap runs as a host uid of its own per sandbox (200000+), so RLIMIT_NPROC counts
 that sandbox only, and an escaped process owns nothing on the host.
 """
@@ -12,25 +13,31 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
-import threading
-import time
 import zlib
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..runtime import default_rootfs
-from ._capture import CappedBuffer, pump
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
-from ._hostdirs import HostDirs, check_sandbox_id, check_traversable
-from ._models import ExecResult, FileEntry, SandboxInfo, SandboxSpec
-from ._procs import exit_status, kill_uid_processes, limit_from_status
+from ._hostdirs import HostDirs, SandboxMeta, check_sandbox_id, check_traversable
+from ._models import FileEntry, SandboxInfo, SandboxSpec
+from ._procs import kill_uid_processes
+from ._resident import (
+    RESIDENT_ARGV,
+    RESIDENT_DIR,
+    Channel,
+    PipeChannel,
+    ResidentExec,
+    install_scripts,
+)
 from ._snapshot import Snapshot, SnapshotCaps
 
 __all__ = ["BubblewrapBackend"]
 
 _UID_BASE, _UID_SPAN = 200_000, 60_000
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bwrap-spawn")
 SANDBOX_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     # Caches (matplotlib's font list, pip, ...) go to the private /tmp, not into the
@@ -44,8 +51,8 @@ SANDBOX_ENV = {
 }
 
 
-class BubblewrapBackend:
-    """Sandboxes as bwrap invocations over per-sandbox tmpfs workspaces."""
+class BubblewrapBackend(ResidentExec):
+    """Sandboxes as one bwrap each (started on first use) over a per-sandbox tmpfs."""
 
     name = "bubblewrap"
 
@@ -59,6 +66,7 @@ class BubblewrapBackend:
         self._rootfs = rootfs
         self._uids = state_dir / ".uids"
         self._uids.mkdir(exist_ok=True, mode=0o700)
+        self._init_residents()
 
     def _reserve_uid(self, sandbox_id: str) -> int:
         """Claim a free host uid atomically (mkdir), starting at a hash of the id."""
@@ -89,31 +97,21 @@ class BubblewrapBackend:
         except BaseException:
             self._release_uid(uid)
             raise
+        # Started now, it boots while the runner gets ready: the first command need not wait.
+        with contextlib.suppress(SandboxError):
+            self._residents[sandbox_id] = self._start_resident(sandbox_id, meta)
         return self.dirs.info(meta)
 
-    def exec(
-        self,
-        sandbox_id: str,
-        command: list[str] | str,
-        *,
-        timeout_s: float | None = None,
-        stdin: bytes | None = None,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-    ) -> ExecResult:
-        """Run one command in a fresh bwrap over the sandbox's filesystem."""
-        meta = self.dirs.meta(sandbox_id)
+    def _start_resident(self, sandbox_id: str, meta: SandboxMeta) -> Channel:
+        """Start bwrap with the resident as the namespace's PID 1 (its death ends the sandbox)."""
         spec = meta.spec
-        timeout = timeout_s if timeout_s is not None else spec.exec_timeout_s
-        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-        if not argv:
-            raise SandboxError(f"sandbox {sandbox_id}: empty command")
+        scripts = install_scripts(self.dirs.mount(sandbox_id))
         mb = 1024 * 1024
-        # bwrap's own helper processes count against NPROC too: a small allowance.
+        # bwrap's helpers, the resident and the Python kernel count against NPROC too.
         limits = [
             f"--cpu={spec.cpu_seconds}",
             f"--as={spec.memory_mb * mb}",
-            f"--nproc={spec.max_processes + 4}",
+            f"--nproc={spec.max_processes + 6}",
             f"--fsize={spec.file_size_mb * mb}",
             "--core=0",
             "--nofile=1024",
@@ -123,6 +121,7 @@ class BubblewrapBackend:
             "--unshare-all",
             "--die-with-parent",
             "--new-session",
+            "--as-pid-1",
             "--uid",
             "1000",
             "--gid",
@@ -142,6 +141,11 @@ class BubblewrapBackend:
             "--bind",
             str(self.dirs.tmp(sandbox_id)),
             "/tmp",
+            "--tmpfs",
+            "/run",
+            "--ro-bind",
+            str(scripts),
+            RESIDENT_DIR,
             # /dev/shm would otherwise live on bwrap's unbounded /dev tmpfs.
             "--size",
             str(64 * mb),
@@ -153,52 +157,30 @@ class BubblewrapBackend:
             "ALL",
             "--clearenv",
         ]
-        for k, v in {**SANDBOX_ENV, **(env or {})}.items():
+        for k, v in SANDBOX_ENV.items():
             bw += ["--setenv", k, v]
-        bw += ["--chdir", cwd or "/workspace", "--"]
+        bw += ["--chdir", "/workspace", "--", *RESIDENT_ARGV]
         root = os.geteuid() == 0
-        t0 = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                [self._prlimit or "prlimit", *limits, "--", *bw, *argv],
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+
+        def spawn() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                [self._prlimit or "prlimit", *limits, "--", *bw],
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
                 env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
                 user=meta.uid if root else None,
                 group=meta.gid if root else None,
                 extra_groups=[] if root else None,
                 start_new_session=True,
             )
+
+        try:
+            # --die-with-parent watches the thread that forks bwrap: a long-lived one.
+            proc = _SPAWNER.submit(spawn).result()
         except OSError as e:
             raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: cannot start bwrap: {e}") from e
-        assert proc.stdout is not None and proc.stderr is not None
-        out, err = CappedBuffer(spec.output_cap_bytes), CappedBuffer(spec.output_cap_bytes)
-        threads = [pump(proc.stdout, out), pump(proc.stderr, err)]
-        if stdin is not None:
-            _feed_stdin(proc, stdin)
-        timed_out = False
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            # Killing bwrap's group kills the sandbox's PID 1, and with it the namespace.
-            os.killpg(proc.pid, signal.SIGKILL)
-            rc = proc.wait()
-        for t in threads:
-            t.join(timeout=5)
-        duration = (time.monotonic() - t0) * 1000
-        status = exit_status(rc)
-        return ExecResult(
-            exit_code=status,
-            stdout=out.value(),
-            stderr=err.value(),
-            timed_out=timed_out,
-            stdout_truncated=out.truncated,
-            stderr_truncated=err.truncated,
-            duration_ms=duration,
-            limit="timeout" if timed_out else limit_from_status(status),
-        )
+        return PipeChannel(proc)
 
     def read_file(self, sandbox_id: str, path: str) -> bytes:
         """Read a regular file under /workspace."""
@@ -226,6 +208,7 @@ class BubblewrapBackend:
             uid: int | None = self.dirs.meta(sandbox_id).uid
         except SandboxError:
             uid = None  # half-made: no process can have started
+        self._drop_resident(sandbox_id)
         if uid is not None and uid >= _UID_BASE:
             kill_uid_processes(uid)
         self.dirs.remove(sandbox_id)
@@ -246,17 +229,3 @@ class BubblewrapBackend:
                 # Half-made: listed so reconciliation destroys it too.
                 out.append(SandboxInfo(sid, "bubblewrap", {}, self.dirs.workspace(sid)))
         return out
-
-
-def _feed_stdin(proc: subprocess.Popen[bytes], data: bytes) -> None:
-    """Write stdin on a thread: a command that never reads must not block the service."""
-
-    def run() -> None:
-        assert proc.stdin is not None
-        # The command may exit without reading everything: a broken pipe is its business.
-        with contextlib.suppress(OSError):
-            proc.stdin.write(data)
-        with contextlib.suppress(OSError):
-            proc.stdin.close()
-
-    threading.Thread(target=run, daemon=True).start()

@@ -1,4 +1,5 @@
-"""Docker backend (production): one long-lived container per sandbox, commands via exec.
+"""Docker backend (production): one long-lived container per sandbox, commands through
+its resident process (one `docker exec`, started on first use, see _resident.py).
 
 The container has no network, a read-only root (the imported runtime image), no
 capabilities, no-new-privileges, uid 1000, cgroup memory/CPU/pids limits. /workspace and
@@ -10,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import struct
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,11 +20,17 @@ import docker.errors
 from docker.types import Ulimit
 
 from ._bubblewrap import SANDBOX_ENV
-from ._capture import CappedBuffer
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
-from ._hostdirs import HostDirs, check_sandbox_id
-from ._models import ExecResult, FileEntry, SandboxInfo, SandboxSpec
-from ._procs import limit_from_status
+from ._hostdirs import HostDirs, SandboxMeta, check_sandbox_id
+from ._models import FileEntry, SandboxInfo, SandboxSpec
+from ._resident import (
+    RESIDENT_ARGV,
+    RESIDENT_DIR,
+    Channel,
+    DockerChannel,
+    ResidentExec,
+    install_scripts,
+)
 from ._snapshot import Snapshot, SnapshotCaps
 
 __all__ = ["DockerBackend"]
@@ -38,10 +43,9 @@ _INTERNAL = (LABEL, ID_LABEL, STATE_LABEL)
 # PID 1 is a shell that reaps orphans; PID 1 is immune to `kill -9 -1`, which the timeout
 # sweep uses to kill every other process in the container.
 _KEEPALIVE = ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"]
-_GRACE_S = 5.0
 
 
-class DockerBackend:
+class DockerBackend(ResidentExec):
     """Sandboxes as locked-down containers of the assay-sandbox image."""
 
     name = "docker"
@@ -57,6 +61,7 @@ class DockerBackend:
                 f"sandbox backend docker: dockerd unreachable: {e}"
             ) from e
         self.dirs = HostDirs(state_dir, snapshot_dir)
+        self._init_residents()
 
     def _container(self, sandbox_id: str) -> Any:
         check_sandbox_id(sandbox_id)
@@ -71,6 +76,7 @@ class DockerBackend:
         """Start the container; returns once it is running."""
         check_sandbox_id(sandbox_id)
         meta = self.dirs.prepare(sandbox_id, "docker", spec, labels, 1000, 1000)
+        scripts = install_scripts(self.dirs.mount(sandbox_id))
         mb = 1024 * 1024
         try:
             self.client.containers.run(
@@ -93,7 +99,8 @@ class DockerBackend:
                 mem_limit=spec.memory_mb * mb,
                 memswap_limit=spec.memory_mb * mb,
                 nano_cpus=int(spec.cpus * 1e9),
-                pids_limit=spec.max_processes,
+                # The resident and the Python kernel are two more processes.
+                pids_limit=spec.max_processes + 2,
                 ulimits=[
                     Ulimit(name="cpu", soft=spec.cpu_seconds, hard=spec.cpu_seconds),
                     Ulimit(name="fsize", soft=spec.file_size_mb * mb, hard=spec.file_size_mb * mb),
@@ -102,6 +109,7 @@ class DockerBackend:
                 volumes={
                     str(self.dirs.workspace(sandbox_id)): {"bind": "/workspace", "mode": "rw"},
                     str(self.dirs.tmp(sandbox_id)): {"bind": "/tmp", "mode": "rw"},
+                    str(scripts): {"bind": RESIDENT_DIR, "mode": "ro"},
                 },
                 tmpfs={"/dev/shm": "size=64m,mode=1777"},
                 environment=SANDBOX_ENV,
@@ -114,67 +122,32 @@ class DockerBackend:
             ) from e
         return self.dirs.info(meta)
 
-    def exec(
-        self,
-        sandbox_id: str,
-        command: list[str] | str,
-        *,
-        timeout_s: float | None = None,
-        stdin: bytes | None = None,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-    ) -> ExecResult:
-        """Run a command under `timeout -s KILL`; on timeout also kill every other process."""
-        meta = self.dirs.meta(sandbox_id)
-        spec = meta.spec
-        timeout = timeout_s if timeout_s is not None else spec.exec_timeout_s
-        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-        if not argv:
-            raise SandboxError(f"sandbox {sandbox_id}: empty command")
+    def _start_resident(self, sandbox_id: str, meta: SandboxMeta) -> Channel:
+        """Start the resident by one `docker exec` whose socket this backend keeps."""
         api = self.client.api
         cid = f"assay-sbx-{sandbox_id}"
-        t0 = time.monotonic()
         try:
             ex = api.exec_create(
                 cid,
-                ["timeout", "-s", "KILL", f"{timeout:.3f}", *argv],
-                stdin=stdin is not None,
-                environment=dict(env or {}),
-                workdir=cwd or "/workspace",
+                RESIDENT_ARGV,
+                stdin=True,
+                stdout=True,
+                stderr=False,
+                workdir="/workspace",
                 user="1000:1000",
             )
             sock = api.exec_start(ex["Id"], socket=True)
         except docker.errors.NotFound as e:
             raise SandboxNotFound(f"sandbox {sandbox_id}: no container {cid}") from e
         except docker.errors.DockerException as e:
-            raise SandboxError(f"sandbox {sandbox_id}: exec failed: {e}") from e
+            raise SandboxError(f"sandbox {sandbox_id}: resident start failed: {e}") from e
         # exec_start(socket=True) over the unix socket wraps the raw socket in a SocketIO.
         raw: socket.socket = sock._sock if hasattr(sock, "_sock") else sock  # type: ignore[assignment]
-        out, err = CappedBuffer(spec.output_cap_bytes), CappedBuffer(spec.output_cap_bytes)
-        try:
-            if stdin is not None:
-                raw.sendall(stdin)
-            raw.shutdown(socket.SHUT_WR)
-            stalled = not _read_frames(raw, out, err, t0 + timeout + _GRACE_S)
-        finally:
-            raw.close()
-        duration = (time.monotonic() - t0) * 1000
-        info = api.exec_inspect(ex["Id"])
-        code = info.get("ExitCode")
-        timed_out = stalled or (code == 137 and duration >= timeout * 1000)
-        if timed_out:
-            self._sweep(cid)
-        status = 137 if code is None or stalled else int(code)
-        return ExecResult(
-            exit_code=status,
-            stdout=out.value(),
-            stderr=err.value(),
-            timed_out=timed_out,
-            stdout_truncated=out.truncated,
-            stderr_truncated=err.truncated,
-            duration_ms=duration,
-            limit="timeout" if timed_out else limit_from_status(status),
-        )
+        return DockerChannel(raw)
+
+    def _on_lost(self, sandbox_id: str) -> None:
+        """A resident past its deadline: kill everything but PID 1, as a timeout would."""
+        self._sweep(f"assay-sbx-{sandbox_id}")
 
     def _sweep(self, cid: str) -> None:
         """Kill every process but PID 1 (escapees from timeout's process group included)."""
@@ -203,6 +176,7 @@ class DockerBackend:
     def destroy(self, sandbox_id: str) -> None:
         """Remove the container (killing everything in it) and the host state."""
         check_sandbox_id(sandbox_id)
+        self._drop_resident(sandbox_id)
         found = self.dirs.root(sandbox_id).exists()
         try:
             self._container(sandbox_id).remove(force=True)
@@ -224,26 +198,3 @@ class DockerBackend:
         for sid in self.dirs.ids():
             seen.setdefault(sid, SandboxInfo(sid, "docker", {}, self.dirs.workspace(sid)))
         return [seen[k] for k in sorted(seen)]
-
-
-def _read_frames(raw: socket.socket, out: CappedBuffer, err: CappedBuffer, deadline: float) -> bool:
-    """Demultiplex Docker's framed exec stream until EOF; False if the deadline passed."""
-    buf = b""
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        raw.settimeout(left)
-        try:
-            chunk = raw.recv(65536)
-        except TimeoutError:
-            return False
-        if not chunk:
-            return True
-        buf += chunk
-        while len(buf) >= 8:
-            kind, size = buf[0], struct.unpack(">I", buf[4:8])[0]
-            if len(buf) < 8 + size:
-                break
-            (err if kind == 2 else out).feed(buf[8 : 8 + size])
-            buf = buf[8 + size :]

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from assay_schemas import SandboxSpec
 
-__all__ = ["ExecResult", "FileEntry", "SandboxInfo", "SandboxSpec"]
+__all__ = ["ExecResult", "FileEntry", "PythonResult", "SandboxInfo", "SandboxSpec"]
 
 
 class ExecResult(BaseModel):
@@ -33,6 +33,18 @@ class ExecResult(BaseModel):
     """Wall-clock time of the exec as seen by the host."""
     limit: Literal["cpu", "file_size", "memory", "timeout"] | None = None
     """The resource limit that ended the command, where the backend can tell."""
+
+
+class PythonResult(ExecResult):
+    """Outcome of one cell in a sandbox's Python kernel."""
+
+    kernel_id: str
+    """The kernel that ran the cell ("" when it died); pass it back to keep its state."""
+    restarted: str = ""
+    """Why a fresh kernel ran this cell ("new", "reset", "timeout", "crashed", "killed"),
+    or "" when the cell ran in the kernel named by the request."""
+    figures: list[str] = []
+    """Matplotlib figures the cell left open, saved under /workspace (relative paths)."""
 
 
 class FileEntry(NamedTuple):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
-from ._models import ExecResult, FileEntry, SandboxInfo, SandboxSpec
+from ._models import ExecResult, FileEntry, PythonResult, SandboxInfo, SandboxSpec
 from ._snapshot import Snapshot, SnapshotCaps
 
 __all__ = ["SandboxBackend"]
@@ -36,6 +36,19 @@ class SandboxBackend(Protocol):
         cwd: str | None = None,
     ) -> ExecResult:
         """Run a command (a str runs via /bin/sh -c) and collect capped output."""
+        ...
+
+    def python(
+        self,
+        sandbox_id: str,
+        code: str,
+        *,
+        timeout_s: float | None = None,
+        reset: bool = False,
+        kernel_id: str | None = None,
+    ) -> PythonResult:
+        """Run code in the sandbox's persistent Python kernel; a fresh kernel when reset,
+        or when kernel_id is not the live kernel's (the result says why)."""
         ...
 
     def read_file(self, sandbox_id: str, path: str) -> bytes:

@@ -1,0 +1,299 @@
+"""Host end of the resident process each sandbox runs (see _resident_inside.py, its inside end).
+
+A backend starts the resident once per sandbox (lazily, so a restarted service starts a
+fresh one) and keeps a channel to it; every command and Python cell is one request on
+that channel. Requests to one sandbox are served one at a time.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import select
+import shutil
+import socket
+import struct
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from ._capture import truncation_marker
+from ._errors import SandboxError
+from ._hostdirs import HostDirs, SandboxMeta
+from ._models import ExecResult, PythonResult
+from ._procs import limit_from_status
+
+__all__ = [
+    "RESIDENT_ARGV",
+    "RESIDENT_DIR",
+    "DockerChannel",
+    "PipeChannel",
+    "ResidentExec",
+    "ResidentLost",
+    "install_scripts",
+]
+
+RESIDENT_DIR = "/run/assay"
+"""Where the scripts are mounted (read-only) inside every sandbox."""
+RESIDENT_ARGV = ["python3", "-I", f"{RESIDENT_DIR}/resident.py"]
+_SCRIPTS = {"resident.py": "_resident_inside.py", "kernel.py": "_kernel_inside.py"}
+_GRACE_S = 5.0
+"""How long past a command's timeout the resident may take to answer before the host
+kills it (and with it, on bubblewrap, the whole sandbox)."""
+_MAX_REPLY = 64 * 1024 * 1024
+
+
+class ResidentLost(SandboxError):
+    """The resident stopped answering (killed, or past its deadline)."""
+
+
+def install_scripts(mount: Path) -> Path:
+    """Copy the resident's scripts into a sandbox's host folder; returns the folder to
+    mount read-only at RESIDENT_DIR."""
+    folder = mount / "resident"
+    folder.mkdir(mode=0o755, exist_ok=True)
+    for name, source in _SCRIPTS.items():
+        target = folder / name
+        if not target.exists():
+            shutil.copyfile(Path(__file__).with_name(source), target)
+            target.chmod(0o444)
+    return folder
+
+
+class Channel(Protocol):
+    """A byte stream to one resident."""
+
+    def write(self, data: bytes) -> None: ...
+    def read_exact(self, n: int, deadline: float) -> bytes: ...
+    def close(self) -> None: ...
+
+
+class PipeChannel:
+    """The resident's stdin/stdout pipes (bubblewrap: the bwrap process's own)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self.proc = proc
+        self._in, self._out = proc.stdin.fileno(), proc.stdout.fileno()
+
+    def write(self, data: bytes) -> None:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._in, view) :]
+        except OSError as e:
+            raise ResidentLost(f"resident pipe closed: {e}") from e
+
+    def read_exact(self, n: int, deadline: float) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._out], [], [], left)[0]:
+                raise ResidentLost("resident did not answer in time")
+            chunk = os.read(self._out, n - len(buf))
+            if not chunk:
+                raise ResidentLost("resident exited")
+            buf += chunk
+        return bytes(buf)
+
+    def close(self) -> None:
+        """Kill the bwrap tree (the resident is its PID 1: the namespace goes with it)."""
+        import signal
+
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+
+
+class DockerChannel:
+    """A hijacked `docker exec` socket: raw bytes in, stdout in Docker's 8-byte frames out."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._buf = bytearray()
+        self._frame_left = 0
+
+    def write(self, data: bytes) -> None:
+        try:
+            self.sock.sendall(data)
+        except OSError as e:
+            raise ResidentLost(f"resident socket closed: {e}") from e
+
+    def read_exact(self, n: int, deadline: float) -> bytes:
+        while len(self._buf) < n:
+            self._demux(self._recv(deadline))
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        return out
+
+    def _recv(self, deadline: float) -> bytes:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ResidentLost("resident did not answer in time")
+        self.sock.settimeout(left)
+        try:
+            chunk = self.sock.recv(65536)
+        except TimeoutError as e:
+            raise ResidentLost("resident did not answer in time") from e
+        except OSError as e:
+            raise ResidentLost(f"resident socket failed: {e}") from e
+        if not chunk:
+            raise ResidentLost("resident exited")
+        return chunk
+
+    def _demux(self, chunk: bytes) -> None:
+        self._pending = getattr(self, "_pending", b"") + chunk
+        while self._pending:
+            if self._frame_left == 0:
+                if len(self._pending) < 8:
+                    return
+                self._frame_left = struct.unpack(">I", self._pending[4:8])[0]
+                self._pending = self._pending[8:]
+                continue
+            take = self._pending[: self._frame_left]
+            self._buf += take
+            self._frame_left -= len(take)
+            self._pending = self._pending[len(take) :]
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class ResidentExec:
+    """exec and python through a per-sandbox resident; mixed into both backends."""
+
+    dirs: HostDirs
+    _residents: dict[str, Channel]
+    _locks: dict[str, threading.Lock]
+    _guard: threading.Lock
+
+    def _start_resident(self, sandbox_id: str, meta: SandboxMeta) -> Channel:
+        raise NotImplementedError
+
+    def _on_lost(self, sandbox_id: str) -> None:
+        """Called when a resident was lost mid-request (after it is closed)."""
+
+    def _init_residents(self) -> None:
+        self._residents, self._locks, self._guard = {}, {}, threading.Lock()
+
+    def _request(self, sandbox_id: str, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
+        meta = self.dirs.meta(sandbox_id)
+        with self._guard:
+            lock = self._locks.setdefault(sandbox_id, threading.Lock())
+        with lock:
+            chan = self._residents.get(sandbox_id)
+            if chan is None:
+                chan = self._residents[sandbox_id] = self._start_resident(sandbox_id, meta)
+            body = json.dumps({**msg, "cap": meta.spec.output_cap_bytes}).encode()
+            deadline = time.monotonic() + timeout + _GRACE_S
+            try:
+                chan.write(struct.pack(">I", len(body)) + body)
+                size = struct.unpack(">I", chan.read_exact(4, deadline))[0]
+                if size > _MAX_REPLY:
+                    raise ResidentLost(f"resident sent an oversized reply ({size} bytes)")
+                reply: dict[str, Any] = json.loads(chan.read_exact(size, deadline))
+                return reply
+            except (ResidentLost, ValueError) as e:
+                self._drop_resident(sandbox_id)
+                self._on_lost(sandbox_id)
+                timed_out = time.monotonic() >= deadline
+                note = f"[assay: the sandbox's command server was lost ({e}); background processes and Python state are gone]\n"
+                return {"exit_code": 137, "timed_out": timed_out, "lost": note}
+
+    def _drop_resident(self, sandbox_id: str) -> None:
+        chan = self._residents.pop(sandbox_id, None)
+        if chan is not None:
+            chan.close()
+
+    def exec(
+        self,
+        sandbox_id: str,
+        command: list[str] | str,
+        *,
+        timeout_s: float | None = None,
+        stdin: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        """Run one command through the sandbox's resident."""
+        timeout = (
+            timeout_s if timeout_s is not None else self.dirs.meta(sandbox_id).spec.exec_timeout_s
+        )
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        if not argv:
+            raise SandboxError(f"sandbox {sandbox_id}: empty command")
+        t0 = time.monotonic()
+        reply = self._request(
+            sandbox_id,
+            {
+                "op": "exec",
+                "argv": argv,
+                "env": dict(env or {}),
+                "cwd": cwd,
+                "stdin": base64.b64encode(stdin).decode() if stdin is not None else None,
+                "timeout": timeout,
+            },
+            timeout,
+        )
+        return ExecResult(**_fields(reply, self.dirs.meta(sandbox_id).spec.output_cap_bytes, t0))
+
+    def python(
+        self,
+        sandbox_id: str,
+        code: str,
+        *,
+        timeout_s: float | None = None,
+        reset: bool = False,
+        kernel_id: str | None = None,
+    ) -> PythonResult:
+        """Run a cell in the sandbox's Python kernel (a new one if reset or kernel_id differs)."""
+        timeout = (
+            timeout_s if timeout_s is not None else self.dirs.meta(sandbox_id).spec.exec_timeout_s
+        )
+        t0 = time.monotonic()
+        msg = {
+            "op": "python",
+            "code": code,
+            "timeout": timeout,
+            "reset": reset,
+            "kernel_id": kernel_id,
+        }
+        reply = self._request(sandbox_id, msg, timeout)
+        return PythonResult(
+            **_fields(reply, self.dirs.meta(sandbox_id).spec.output_cap_bytes, t0),
+            kernel_id=reply.get("kernel_id", ""),
+            restarted=reply.get("restarted", ""),
+            figures=list(reply.get("figures", [])),
+        )
+
+
+def _stream(part: dict[str, Any] | None, cap: int) -> tuple[bytes, bool]:
+    if not part:
+        return b"", False
+    kept, dropped = base64.b64decode(part["data"]), int(part["dropped"])
+    return (kept + truncation_marker(cap, dropped), True) if dropped else (kept, False)
+
+
+def _fields(reply: dict[str, Any], cap: int, t0: float) -> dict[str, Any]:
+    stdout, out_cut = _stream(reply.get("stdout"), cap)
+    stderr, err_cut = _stream(reply.get("stderr"), cap)
+    stderr += reply.get("lost", "").encode()
+    status, timed_out = int(reply["exit_code"]), bool(reply.get("timed_out", False))
+    return {
+        "exit_code": status,
+        "stdout": stdout,
+        "stderr": stderr,
+        "timed_out": timed_out,
+        "stdout_truncated": out_cut,
+        "stderr_truncated": err_cut,
+        "duration_ms": (time.monotonic() - t0) * 1000,
+        "limit": "timeout" if timed_out else limit_from_status(status),
+    }

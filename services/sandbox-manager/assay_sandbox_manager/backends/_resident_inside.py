@@ -1,0 +1,372 @@
+"""The resident: one process inside each sandbox that runs commands and Python cells.
+
+Runs with the sandbox's own python3 and the standard library only; the sandbox-manager
+bind-mounts this file read-only and holds its stdin/stdout. Each message is a 4-byte
+big-endian length and a JSON object (bytes travel base64). Requests are served one at a
+time. A command runs in a session of its own; it ends when it exits, or at its timeout,
+when every process in the sandbox but this one is killed (SIGKILL to -1). Processes left
+in the background by a command that exited keep running.
+
+Python cells go to kernel.py (_kernel_inside.py on the host), one long-lived interpreter
+started on first use.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from typing import Any
+
+_GRACE_S = 0.05
+"""How long a cell's output is still read after the kernel answers while a process the
+cell started keeps the pipes open; the rest is drained and dropped so that the writer
+never blocks. A command, as before, ends only when its output closes: a background
+process must redirect its output to outlive the command."""
+_CTL_IN, _CTL_OUT = 3, 4
+_DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
+
+
+def _recv(fd: int) -> dict[str, Any] | None:
+    head = _read_exact(fd, 4)
+    if head is None:
+        return None
+    body = _read_exact(fd, struct.unpack(">I", head)[0])
+    return None if body is None else dict(json.loads(body))
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    buf = b""
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def _send(fd: int, msg: dict[str, Any]) -> None:
+    body = json.dumps(msg).encode()
+    view = memoryview(struct.pack(">I", len(body)) + body)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class _Capped:
+    """The first ``cap`` bytes of a stream, and how many more were dropped."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.kept, self.dropped = cap, bytearray(), 0
+
+    def feed(self, data: bytes) -> None:
+        room = self.cap - len(self.kept)
+        if room > 0:
+            self.kept += data[:room]
+        self.dropped += max(0, len(data) - max(room, 0))
+
+    def result(self) -> dict[str, Any]:
+        return {"data": base64.b64encode(bytes(self.kept)).decode(), "dropped": self.dropped}
+
+
+class _Children:
+    """Reaps every child (orphans too, when this is PID 1), remembering exit statuses."""
+
+    def __init__(self) -> None:
+        self.exited: dict[int, int] = {}
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.exited[pid] = os.waitstatus_to_exitcode(status)
+
+
+def _drain_forever(fd: int) -> None:
+    """Read and drop whatever a background process still writes, on a daemon thread."""
+
+    def run() -> None:
+        try:
+            while os.read(fd, 65536):
+                pass
+        finally:
+            os.close(fd)
+
+    try:
+        threading.Thread(target=run, daemon=True).start()
+    except RuntimeError:  # no thread to spare (the process limit): the writer gets EPIPE
+        os.close(fd)
+
+
+def _pump(
+    children: _Children,
+    pid: int,
+    outputs: dict[int, _Capped],
+    feed: tuple[int, bytes] | None,
+    deadline: float,
+    done_fd: int | None = None,
+) -> tuple[bool, bytes]:
+    """Move bytes until pid exits (or done_fd is readable) and the pipes close.
+
+    Returns (finished, what done_fd sent); finished is False when the deadline passed.
+    """
+    poll = select.poll()
+    open_fds = dict(outputs)
+    for fd in open_fds:
+        poll.register(fd, select.POLLIN)
+    pidfd = os.pidfd_open(pid)
+    poll.register(pidfd, select.POLLIN)
+    if done_fd is not None:
+        poll.register(done_fd, select.POLLIN)
+    if feed is not None:
+        os.set_blocking(feed[0], False)
+        poll.register(feed[0], select.POLLOUT)
+    pending = memoryview(feed[1]) if feed else memoryview(b"")
+    finished_at: float | None = None
+    reply = b""
+    try:
+        while open_fds or finished_at is None:
+            now = time.monotonic()
+            if (finished_at is None or done_fd is None) and now >= deadline:
+                return False, b""
+            if finished_at is not None and done_fd is not None and now >= finished_at + _GRACE_S:
+                break
+            limit = deadline if finished_at is None or done_fd is None else finished_at + _GRACE_S
+            # Orphans are reaped between polls: a short wait while a command runs.
+            wait_s = max(0.0, min(limit - now, 0.02))
+            for fd, _ev in poll.poll(wait_s * 1000 + 1):
+                if fd in open_fds:
+                    chunk = os.read(fd, 65536)
+                    if chunk:
+                        open_fds[fd].feed(chunk)
+                    else:
+                        poll.unregister(fd)
+                        del open_fds[fd]
+                elif feed is not None and fd == feed[0]:
+                    try:
+                        pending = pending[os.write(fd, pending) :]
+                    except BrokenPipeError:
+                        pending = memoryview(b"")
+                    except BlockingIOError:
+                        pass
+                    if not pending:
+                        poll.unregister(fd)
+                        os.close(fd)
+                        feed = None
+                elif fd == pidfd:
+                    poll.unregister(pidfd)
+                elif fd == done_fd and finished_at is None:
+                    reply = os.read(fd, 1 << 20)
+                    finished_at = time.monotonic()
+            children.reap()
+            if finished_at is None and pid in children.exited:
+                if done_fd is not None:
+                    return True, b""  # the kernel died mid-cell
+                finished_at = time.monotonic()
+        return True, reply
+    finally:
+        os.close(pidfd)
+        if feed is not None:
+            os.close(feed[0])
+        for fd in open_fds:
+            _drain_forever(fd)
+
+
+def _which(name: str, env: dict[str, str]) -> str:
+    if "/" in name:
+        return name
+    for d in env.get("PATH", "/usr/bin:/bin").split(":"):
+        path = os.path.join(d or ".", name)
+        if os.access(path, os.X_OK) and not os.path.isdir(path):
+            return path
+    raise FileNotFoundError(f"{name}: command not found")
+
+
+def _spawn(
+    argv: list[str], env: dict[str, str], cwd: str, fds: tuple[int, int, int], extra: int = -1
+) -> int:
+    """posix_spawn in a new session with fds as 0, 1, 2 (and extra as 3)."""
+    actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(fds)]
+    if extra >= 0:
+        actions.append((os.POSIX_SPAWN_DUP2, extra, 3))
+    path = _which(argv[0], env)
+    os.chdir(cwd)
+    try:
+        # Python ignores SIGPIPE and SIGXFSZ; a command gets the defaults back (the file
+        # size limit must kill it, as it would outside).
+        return os.posix_spawn(
+            path, argv, env, file_actions=actions, setsid=True, setsigdef=_DEFAULT_SIGNALS
+        )
+    finally:
+        os.chdir("/")
+
+
+def _kill_all() -> None:
+    """SIGKILL every process this one may signal: all of the sandbox but PID 1 and itself."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL)
+
+
+class Resident:
+    """Serves requests from the sandbox-manager until its pipe closes."""
+
+    def __init__(self) -> None:
+        self.children = _Children()
+        self.kernel: tuple[int, socket.socket, str] | None = None
+        self.kernel_lost = ""
+        self.cells = 0
+
+    def exec(self, req: dict[str, Any]) -> dict[str, Any]:
+        env = {**os.environ, **req.get("env", {})}
+        out, err = _Capped(req["cap"]), _Capped(req["cap"])
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        stdin = req.get("stdin")
+        in_r, in_w = os.pipe() if stdin is not None else (os.open(os.devnull, os.O_RDONLY), -1)
+        try:
+            pid = _spawn(req["argv"], env, req.get("cwd") or "/workspace", (in_r, out_w, err_w))
+        except OSError as e:
+            for fd in (out_r, out_w, err_r, err_w, in_r, in_w):
+                if fd >= 0:
+                    os.close(fd)
+            return {"exit_code": 127, "stdout": out.result(), "stderr": _text(f"{e}\n", req["cap"])}
+        for fd in (out_w, err_w, in_r):
+            os.close(fd)
+        feed = (in_w, base64.b64decode(stdin)) if stdin is not None else None
+        finished, _ = _pump(
+            self.children, pid, {out_r: out, err_r: err}, feed, time.monotonic() + req["timeout"]
+        )
+        if not finished:
+            _kill_all()
+            self._await(pid)
+        code = self.children.exited.pop(pid)
+        code = -signal.SIGKILL if not finished else code
+        return {
+            "exit_code": 128 - code if code < 0 else code,
+            "timed_out": not finished,
+            "stdout": out.result(),
+            "stderr": err.result(),
+        }
+
+    def _await(self, pid: int) -> None:
+        while pid not in self.children.exited:
+            time.sleep(0.002)
+            self.children.reap()
+
+    def python(self, req: dict[str, Any]) -> dict[str, Any]:
+        restarted = ""
+        if self.kernel is not None and self.kernel[0] in self.children.exited:
+            # Killed between cells (a command's timeout sweep, the memory limit, ...).
+            self.children.exited.pop(self.kernel[0])
+            self.kernel[1].close()
+            self.kernel, self.kernel_lost = None, "killed"
+        if req.get("reset") or self.kernel is None or self.kernel[2] != req.get("kernel_id"):
+            restarted = self.kernel_lost or ("reset" if req.get("reset") else "new")
+            self._stop_kernel()
+            self._start_kernel()
+        assert self.kernel is not None
+        pid, sock, kernel_id = self.kernel
+        out, err = _Capped(req["cap"]), _Capped(req["cap"])
+        code_r, code_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        self.cells += 1
+        socket.send_fds(sock, [json.dumps({"cell": self.cells}).encode()], [code_r, out_w, err_w])
+        for fd in (code_r, out_w, err_w):
+            os.close(fd)
+        feed = (code_w, req["code"].encode())
+        finished, reply = _pump(
+            self.children,
+            pid,
+            {out_r: out, err_r: err},
+            feed,
+            time.monotonic() + req["timeout"],
+            done_fd=sock.fileno(),
+        )
+        result: dict[str, Any] = {"stdout": out.result(), "stderr": err.result()}
+        if finished and reply:
+            done = json.loads(reply)
+            result.update(exit_code=done["exit_code"], figures=done["figures"])
+        else:
+            self._stop_kernel()
+            self.kernel_lost = "timeout" if not finished else "crashed"
+            result.update(exit_code=137, timed_out=not finished, figures=[])
+        return {**result, "kernel_id": kernel_id if self.kernel else "", "restarted": restarted}
+
+    def _start_kernel(self) -> None:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        null = os.open(os.devnull, os.O_RDWR)
+        try:
+            pid = _spawn(
+                [sys.executable, os.path.join(os.path.dirname(__file__), "kernel.py")],
+                dict(os.environ),
+                "/workspace",
+                (null, null, null),
+                extra=theirs.fileno(),
+            )
+        finally:
+            os.close(null)
+            theirs.close()
+        self.kernel = (pid, mine, f"k{pid}-{time.monotonic_ns()}")
+        self.kernel_lost = ""
+
+    def _stop_kernel(self) -> None:
+        if self.kernel is None:
+            return
+        pid, sock, _ = self.kernel
+        self.kernel = None
+        sock.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        self._await(pid)
+        self.children.exited.pop(pid, None)
+
+    def serve(self) -> None:
+        while True:
+            self.children.reap()
+            ready, _, _ = select.select([_CTL_IN], [], [], 1.0)
+            if not ready:
+                continue
+            req = _recv(_CTL_IN)
+            if req is None:
+                return
+            try:
+                reply = self.exec(req) if req["op"] == "exec" else self.python(req)
+            except Exception as e:  # a bad request must not end the sandbox
+                reply = {"exit_code": 126, "stderr": _text(f"resident: {e!r}\n", 4096)}
+            _send(_CTL_OUT, reply)
+
+
+def _text(s: str, cap: int) -> dict[str, Any]:
+    c = _Capped(cap)
+    c.feed(s.encode())
+    return c.result()
+
+
+def main() -> None:
+    """Entry point: serve the sandbox-manager on fds 0/1."""
+    # The channel moves to fds 3/4; 0-2 become /dev/null so that nothing stray corrupts it.
+    os.dup2(0, _CTL_IN)
+    os.dup2(1, _CTL_OUT)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    os.set_inheritable(_CTL_IN, False)
+    os.set_inheritable(_CTL_OUT, False)
+    Resident().serve()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""The resident process: state that outlives one command, on every backend."""
+
+from __future__ import annotations
+
+import time
+
+from assay_sandbox_manager.backends import SandboxBackend
+
+
+def test_background_process_survives_between_commands(
+    backend: SandboxBackend, sandbox: str
+) -> None:
+    res = backend.exec(sandbox, "(while :; do echo x >> beat; sleep 0.1; done) >/dev/null 2>&1 &")
+    assert res.exit_code == 0 and not res.timed_out, res
+    time.sleep(0.5)
+    size = len(backend.read_file(sandbox, "beat"))
+    time.sleep(0.5)
+    assert len(backend.read_file(sandbox, "beat")) > size, "the background writer died"
+    # Commands keep running fast and in the same sandbox while it writes.
+    assert backend.exec(sandbox, "test -s beat && echo yes").stdout == b"yes\n"
+
+
+def test_python_state_persists_and_resets(backend: SandboxBackend, sandbox: str) -> None:
+    first = backend.python(sandbox, "import math\nx = 40\nx + 2")
+    assert (first.exit_code, first.stdout, first.restarted) == (0, b"42\n", "new")
+    again = backend.python(sandbox, "print(math.floor(x / 3))", kernel_id=first.kernel_id)
+    assert (again.stdout, again.restarted, again.kernel_id) == (b"13\n", "", first.kernel_id)
+    err = backend.python(sandbox, "1/0", kernel_id=first.kernel_id)
+    assert err.exit_code == 1 and b"ZeroDivisionError" in err.stderr
+    assert b"resident" not in err.stderr  # no frame of the kernel's own
+    reset = backend.python(sandbox, "print('x' in dir())", kernel_id=first.kernel_id, reset=True)
+    assert (reset.stdout, reset.restarted) == (b"False\n", "reset")
+    assert reset.kernel_id != first.kernel_id
+    # A caller that knows no kernel (a resumed runner) gets a fresh one, and is told.
+    fresh = backend.python(sandbox, "print('x' in dir())")
+    assert (fresh.stdout, fresh.restarted) == (b"False\n", "new")
+
+
+def test_python_timeout_kills_the_kernel_and_says_so(backend: SandboxBackend, sandbox: str) -> None:
+    k = backend.python(sandbox, "import subprocess\ny = 1").kernel_id
+    res = backend.python(
+        sandbox,
+        "subprocess.Popen(['sh', '-c', 'while :; do echo x >> pybeat; sleep 0.1; done'])\n"
+        "import time\ntime.sleep(300)",
+        timeout_s=2,
+        kernel_id=k,
+    )
+    assert res.timed_out and res.limit == "timeout" and res.exit_code == 137
+    time.sleep(0.5)
+    size = len(backend.read_file(sandbox, "pybeat"))
+    time.sleep(1.0)
+    assert len(backend.read_file(sandbox, "pybeat")) == size, "a child of the cell survived"
+    after = backend.python(sandbox, "print('y' in dir())", kernel_id=k)
+    assert (after.stdout, after.restarted) == (b"False\n", "timeout")
+
+
+def test_python_output_cap_and_figures(backend: SandboxBackend, sandbox: str) -> None:
+    res = backend.python(sandbox, "print('a' * 100000)", timeout_s=60)
+    assert res.stdout_truncated and res.stdout.startswith(b"a" * 100)
+    code = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.title('t')"
+    fig = backend.python(sandbox, code, kernel_id=res.kernel_id, timeout_s=120)
+    assert fig.exit_code == 0, fig
+    assert len(fig.figures) == 1 and fig.figures[0].startswith("figures/")
+    assert backend.read_file(sandbox, fig.figures[0]).startswith(b"\x89PNG")
