@@ -118,3 +118,27 @@ def test_without_an_operator_nothing_is_signed_or_checked(tmp_path: Path) -> Non
     assert trust_for(settings) is None
     with pytest.raises(ValueError):
         TrustList("not-a-key")
+
+
+def test_a_judge_on_another_machine_signs_with_a_key_enrolled_here(
+    home: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`assay keys enroll judge-j9 --out DIR` where the operator seed is; DIR goes to the
+    other machine's home, whose judge then signs verdicts the operator's trust list accepts."""
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    monkeypatch.setenv("ASSAY_HOME", str(home.home))
+    carried = tmp_path / "carried"
+    result = CliRunner().invoke(app, ["keys", "enroll", "judge-j9", "--out", str(carried)])
+    assert result.exit_code == 0, result.output
+    elsewhere = _settings(tmp_path, "elsewhere")
+    (elsewhere.home / "keys").mkdir(parents=True)
+    for path in carried.iterdir():
+        (elsewhere.home / "keys" / path.name).write_bytes(path.read_bytes())
+    assert not (elsewhere.home / "keys" / "operator.seed").exists()
+    trust = trust_for(home)
+    assert trust is not None
+    event = _verdict("j9")
+    assert trust.verify(*_signed(elsewhere, "judge-j9", event), event).ok

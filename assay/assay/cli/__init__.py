@@ -5,6 +5,7 @@ from . import (  # noqa: F401  (register commands)
     _dlq,
     _doctor,
     _judge,
+    _keys,
     _report,
     _run,
     _serve,
