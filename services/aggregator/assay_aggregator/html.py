@@ -126,6 +126,16 @@ def render_html(report: Report) -> str:
               f"<code>{escape(report.trust_root)}</code>" if report.trust_root
               else "signatures not checked (no operator key)")  # fmt: skip
     parts.append(f"<p>Log integrity: {signed}; {len(report.refused)} message(s) refused.</p>")
+    warn = [w.model_dump() for w in s.warnings]
+    parts.append(
+        _table(
+            "Warnings (figures the data cannot carry)",
+            warn,
+            ["group", "kind", "subject", "message", "affects"],
+        )
+    )
+    parts.append(_table("Agents (declared)", [a.model_dump() for a in report.agents],
+                        ["agent_id", "family", "model", "n_runs", "n_scored", "n_infrastructure_failures"]))  # fmt: skip
     for group in _groups(report):
         heading = "Plots" if group is None else f"Plots — {report.group_by} = {group}"
         parts.append(f"<h2>{escape(heading)}</h2>")

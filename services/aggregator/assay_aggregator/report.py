@@ -37,6 +37,7 @@ from .statistics import (
 
 __all__ = [
     "REPORT_FORMAT",
+    "AgentInfo",
     "CampaignInfo",
     "JudgeInfo",
     "RefusedMessage",
@@ -62,6 +63,18 @@ class CampaignInfo(Row):
     n_agents: int
     rubric_id: str
     rubric_version: int
+
+
+class AgentInfo(Row):
+    """An agent declared by a campaign (or seen in its runs), with how many runs it has."""
+
+    agent_id: str
+    family: str
+    model: str
+    n_runs: int
+    n_scored: int
+    """Runs with ratings that are not infrastructure failures."""
+    n_infrastructure_failures: int
 
 
 class JudgeInfo(Row):
@@ -99,6 +112,9 @@ class Report(BaseModel):
     """Last stream sequence folded into the projections."""
     group_by: str | None
     anchor: int
+    """Pass threshold: the rubric's ``pass_threshold`` (the first campaign's)."""
+    agents: tuple[AgentInfo, ...]
+    """Every declared agent, also those without a scored run."""
     judges: tuple[JudgeInfo, ...]
     run_states: tuple[RunStateCount, ...]
     infrastructure_failures: tuple[InfrastructureFailures, ...]
@@ -131,7 +147,10 @@ def _campaigns(p: Projections, ids: list[str]) -> tuple[CampaignInfo, ...]:
                 scripted=bool(spec.get("scripted", False)),
                 epochs=int(spec.get("epochs", 1)),
                 n_tasks=mine["task_id"].n_unique(),
-                n_agents=mine["agent_id"].n_unique(),
+                n_agents=len(
+                    {a["agent_id"] for a in spec.get("agents", [])}
+                    | set(mine["agent_id"].to_list())
+                ),
                 rubric_id=rubric.get("rubric_id", ""),
                 rubric_version=int(rubric.get("version", 0)),
             )
@@ -161,20 +180,82 @@ def _judges(p: Projections, ids: list[str]) -> tuple[JudgeInfo, ...]:
     return tuple(out)
 
 
+def _declared(p: Projections, ids: list[str], kind: str) -> tuple[str, ...]:
+    """Ids of the agents or judges the campaigns declare."""
+    out = {
+        item[f"{kind}_id"]
+        for cid in ids
+        for item in p.state.campaigns.get(cid, {}).get(f"{kind}s", [])
+    }
+    return tuple(sorted(out))
+
+
+def _agents(p: Projections, ids: list[str], stats: StatisticsReport) -> tuple[AgentInfo, ...]:
+    runs = p.table("runs").filter(pl.col("campaign_id").is_in(ids))
+    specs = {
+        a["agent_id"]: a for cid in ids for a in p.state.campaigns.get(cid, {}).get("agents", [])
+    }
+    scored: dict[str, int] = {}
+    for r in stats.run_accounting:
+        scored[r.agent_id] = scored.get(r.agent_id, 0) + r.n_scored
+    out = []
+    for agent in sorted(set(specs) | set(runs["agent_id"].to_list()) - {""}):
+        mine = runs.filter(pl.col("agent_id") == agent)
+        spec = specs.get(agent, {})
+        out.append(
+            AgentInfo(
+                agent_id=agent,
+                family=str(spec.get("family", "")) or (mine["agent_family"].first() or ""),
+                model=str(spec.get("model", "")) or (mine["agent_model"].first() or ""),
+                n_runs=mine.height,
+                n_scored=scored.get(agent, 0),
+                n_infrastructure_failures=int(mine["infrastructure_failure"].sum()),
+            )
+        )
+    return tuple(out)
+
+
+def _tasks_without_checks(p: Projections, ids: list[str]) -> tuple[str, ...]:
+    tasks = p.table("tasks").filter(
+        pl.col("campaign_id").is_in(ids) & (pl.col("n_reference_checks") == 0)
+    )
+    return tuple(sorted(set(tasks["task_id"].to_list())))
+
+
+def rubric_anchor(p: Projections, ids: list[str]) -> int:
+    """The pass threshold of the first campaign's rubric (the default anchor without one)."""
+    for cid in ids:
+        rubric = p.state.campaigns.get(cid, {}).get("rubric")
+        if rubric and "pass_threshold" in rubric:
+            return int(rubric["pass_threshold"])
+    return ANCHOR
+
+
 def build_report(
     p: Projections,
     *,
     campaign: str | None = None,
     group_by: TaskAttribute | None = None,
     n_resamples: int = DEFAULT_RESAMPLES,
-    anchor: int = ANCHOR,
+    anchor: int | None = None,
 ) -> Report:
-    """The report of one campaign (or of every campaign in the log when None)."""
+    """The report of one campaign (or of every campaign in the log when None).
+
+    The anchor defaults to the rubric's pass threshold, as in `assay audit`.
+    """
     known = sorted(set(p.state.campaigns) | set(p.table("runs")["campaign_id"].to_list()))
     ids = [campaign] if campaign is not None else known
+    anchor = rubric_anchor(p, ids) if anchor is None else anchor
     tables = p.statistics_tables(ids)
     stats = compute_statistics(
-        tables, seed=report_seed(ids), n_resamples=n_resamples, group_by=group_by, anchor=anchor
+        tables,
+        seed=report_seed(ids),
+        n_resamples=n_resamples,
+        group_by=group_by,
+        anchor=anchor,
+        declared_agents=_declared(p, ids, "agent"),
+        declared_judges=_declared(p, ids, "judge"),
+        tasks_without_checks=_tasks_without_checks(p, ids),
     )
     counts = p.count_tables(ids)
     campaigns = _campaigns(p, ids)
@@ -184,6 +265,7 @@ def build_report(
         log_sequence=p.state.last_sequence,
         group_by=group_by,
         anchor=anchor,
+        agents=_agents(p, ids, stats),
         judges=_judges(p, ids),
         run_states=run_state_counts(counts),
         infrastructure_failures=infrastructure_failure_counts(counts),
@@ -216,6 +298,7 @@ def report_frames(report: Report) -> dict[str, pl.DataFrame]:
     out = dict(report.statistics.frames())
     for name, row_type in (
         ("campaigns", CampaignInfo),
+        ("agents", AgentInfo),
         ("judges", JudgeInfo),
         ("run_states", RunStateCount),
         ("infrastructure_failures", InfrastructureFailures),

@@ -73,6 +73,11 @@ def print_report(report: Report, console: Console | None = None) -> None:
     states = ", ".join(f"{r.state} {r.n_runs}" for r in report.run_states)
     c.print(f"runs: {states}")
     c.print(_integrity(report))
+    _table(c, "[yellow]Warnings[/yellow] (figures the data cannot carry)", [*gcol, "warning", "subject", "detail", "affects"],
+           [[*_g(w.group), w.kind, w.subject, w.message, ", ".join(w.affects)] for w in s.warnings])  # fmt: skip
+    _table(c, "Agents (declared)", ["agent", "family", "model", "runs", "scored", "infrastructure failures"],
+           [[a.agent_id, a.family, a.model, str(a.n_runs), str(a.n_scored), str(a.n_infrastructure_failures)]
+            for a in report.agents])  # fmt: skip
 
     ranks = {(r.group, r.agent_id): r for r in s.agent_ranks}
     passes = {(r.group, r.agent_id): r for r in s.pass_rates}
@@ -99,7 +104,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
     _table(c, "Per-dimension scores", [*gcol, "agent", *dims],
            [[*_g(g), a, *(_f(by.get((g, a, d), math.nan), 1) for d in dims)] for g, a in cells])  # fmt: skip
 
-    _table(c, "Accuracy − communication gap (communication − scientific accuracy)",
+    _table(c, "Communication − accuracy gap (communication − scientific accuracy)",
            [*gcol, "agent", "communication", "accuracy", "gap", "CI"],
            [[*_g(r.group), r.agent_id, _f(r.communication), _f(r.scientific_accuracy), _f(r.gap),
              _ci(r.ci_low, r.ci_high)] for r in s.communication_gap])  # fmt: skip

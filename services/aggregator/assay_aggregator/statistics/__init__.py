@@ -52,6 +52,7 @@ from ._tables import (
     make_tables,
     validate_table,
 )
+from ._warnings import warning_rows
 
 __all__ = [
     "ANCHOR",
@@ -98,5 +99,6 @@ __all__ = [
     "to_frame",
     "unpassed_task_rows",
     "validate_table",
+    "warning_rows",
 ]
 __all__ += _results.__all__

@@ -27,6 +27,7 @@ __all__ = [
     "RunCost",
     "RunStateCount",
     "SelfPreference",
+    "StatisticsWarning",
     "TagRate",
     "UnpassedTask",
 ]
@@ -334,3 +335,19 @@ class RuleTagRate(Row):
     n_runs: int
     n_tagged: int
     rate: float
+
+
+class StatisticsWarning(Row):
+    """A reason to distrust some figures, found in the data (see ``DEFINITIONS['warnings']``)."""
+
+    group: str | None
+    kind: str
+    """'few_tasks', 'zero_width_interval', 'constant_judge', 'scores_at_scale_end',
+    'agreement_undefined', 'agreement_unreliable', 'agent_without_scored_runs',
+    'judge_without_scored_runs', 'infrastructure_failures' or
+    'tasks_without_reference_checks'."""
+    subject: str
+    """The agent, judge or table concerned ('' when the warning is about all of them)."""
+    message: str
+    affects: tuple[str, ...]
+    """Names of the report tables whose figures the warning concerns."""

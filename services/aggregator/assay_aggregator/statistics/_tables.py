@@ -166,7 +166,8 @@ def make_tables(
 ) -> Tables:
     """Validate the input tables and bundle them; ``tags`` defaults to an empty table.
 
-    Also checks that every rated run appears in ``runs`` (its infrastructure flag and
+    Also refuses a rating given twice (same run, judge, sample and dimension: never
+    averaged), and checks that every rated run appears in ``runs`` (its infrastructure flag and
     attributes come from there), naming the first offending run.
     """
     r = validate_table(ratings, "ratings")
@@ -180,6 +181,14 @@ def make_tables(
     if dup.any():
         raise StatisticsInputError(
             f"table 'runs': run_id {u['run_id'].filter(dup)[0]!r} appears more than once"
+        )
+    key = ["run_id", "judge_id", "sample", "dimension"]
+    twice = r.select(key).filter(r.select(key).is_duplicated())
+    if twice.height:
+        run, judge, sample, dim = twice.sort(key).row(0)
+        raise StatisticsInputError(
+            f"table 'ratings': run {run!r}, judge {judge!r}, sample {sample}, dimension "
+            f"{dim!r} is rated more than once"
         )
     unknown = r.select("run_id").unique().join(u.select("run_id"), on="run_id", how="anti")
     if unknown.height:
