@@ -22,6 +22,7 @@ from .statistics import (
     ANCHOR,
     DEFAULT_RESAMPLES,
     InfrastructureFailures,
+    JudgeCost,
     ReferenceCheckRate,
     Row,
     RuleTagRate,
@@ -30,6 +31,7 @@ from .statistics import (
     TaskAttribute,
     compute_statistics,
     infrastructure_failure_counts,
+    judge_cost_rows,
     reference_check_rates,
     rule_tag_rates,
     run_state_counts,
@@ -89,6 +91,12 @@ class JudgeInfo(Row):
     n_runs: int
     n_failures: int
     """JudgmentFailed records (after repairs)."""
+    n_repaired: int
+    """Verdicts accepted only after at least one rejected output."""
+    repair_rate: float
+    """n_repaired / n_verdicts (NaN without verdicts)."""
+    failure_rate: float
+    """n_failures / (n_verdicts + n_failures) (NaN without either)."""
 
 
 class RefusedMessage(Row):
@@ -118,6 +126,8 @@ class Report(BaseModel):
     judges: tuple[JudgeInfo, ...]
     run_states: tuple[RunStateCount, ...]
     infrastructure_failures: tuple[InfrastructureFailures, ...]
+    judge_costs: tuple[JudgeCost, ...]
+    """Tokens and cost per verdict of each LLM judge."""
     reference_checks: tuple[ReferenceCheckRate, ...]
     rule_tags: tuple[RuleTagRate, ...]
     trust_root: str
@@ -166,15 +176,20 @@ def _judges(p: Projections, ids: list[str]) -> tuple[JudgeInfo, ...]:
         mine = verdicts.filter(pl.col("judge_id") == j.judge_id)
         if not set(j.campaigns) & set(ids) and mine.height == 0:
             continue
+        n, failed = mine.height, failures.filter(pl.col("judge_id") == j.judge_id).height
+        repaired = int((mine["attempts"] > 1).sum())
         out.append(
             JudgeInfo(
                 judge_id=j.judge_id,
                 kind="rules" if j.judge_id == RULES_JUDGE else "llm",
                 family=j.family,
                 model=j.model,
-                n_verdicts=mine.height,
+                n_verdicts=n,
                 n_runs=mine["run_id"].n_unique(),
-                n_failures=failures.filter(pl.col("judge_id") == j.judge_id).height,
+                n_failures=failed,
+                n_repaired=repaired,
+                repair_rate=repaired / n if n else float("nan"),
+                failure_rate=failed / (n + failed) if n + failed else float("nan"),
             )
         )
     return tuple(out)
@@ -269,6 +284,11 @@ def build_report(
         judges=_judges(p, ids),
         run_states=run_state_counts(counts),
         infrastructure_failures=infrastructure_failure_counts(counts),
+        judge_costs=judge_cost_rows(
+            p.table("verdicts").filter(
+                pl.col("campaign_id").is_in(ids) & (pl.col("judge_id") != RULES_JUDGE)
+            )
+        ),
         reference_checks=reference_check_rates(counts, group_by=group_by),
         rule_tags=rule_tag_rates(counts, group_by=group_by),
         trust_root=p.state.trust_root,
@@ -302,6 +322,7 @@ def report_frames(report: Report) -> dict[str, pl.DataFrame]:
         ("judges", JudgeInfo),
         ("run_states", RunStateCount),
         ("infrastructure_failures", InfrastructureFailures),
+        ("judge_costs", JudgeCost),
         ("reference_checks", ReferenceCheckRate),
         ("rule_tags", RuleTagRate),
         ("refused", RefusedMessage),

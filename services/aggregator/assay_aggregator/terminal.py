@@ -144,6 +144,24 @@ def print_report(report: Report, console: Console | None = None) -> None:
         c.print(f"tasks no agent passes{f' ({g})' if g else ''}: {n}")
     _table(c, "Infrastructure failures (never scored)", ["agent", "stage", "runs"],
            [[r.agent_id, r.stage, str(r.n_runs)] for r in report.infrastructure_failures])  # fmt: skip
-    _table(c, "Judges", ["judge", "kind", "family", "model", "verdicts", "runs", "failed"],
-           [[j.judge_id, j.kind, j.family, j.model, str(j.n_verdicts), str(j.n_runs), str(j.n_failures)]
-            for j in report.judges])  # fmt: skip
+    _table(c, "Judges", ["judge", "kind", "family", "model", "verdicts", "runs", "failed", "repaired", "repair rate", "failure rate"],
+           [[j.judge_id, j.kind, j.family, j.model, str(j.n_verdicts), str(j.n_runs), str(j.n_failures),
+             str(j.n_repaired), _pct(j.repair_rate), _pct(j.failure_rate)] for j in report.judges])  # fmt: skip
+    _costs(c, report, gcol)
+
+
+def _costs(c: Console, report: Report, gcol: list[str]) -> None:
+    s = report.statistics
+    _table(c, "Cost and effort per agent run (mean / median / p95; infrastructure failures excluded)",
+           [*gcol, "agent", "metric", "mean", "median", "p95", "runs"],
+           [[*_g(r.group), r.agent_id, r.metric, _f(r.mean, 4 if r.metric == "cost_usd" else 1),
+             _f(r.p50, 4 if r.metric == "cost_usd" else 1), _f(r.p95, 4 if r.metric == "cost_usd" else 1),
+             str(r.n_runs)] for r in s.run_costs])  # fmt: skip
+    _table(c, f"Cost per passed task (a task passed = a run at ≥ {report.anchor})",
+           [*gcol, "agent", "cost USD", "passed tasks", "USD per passed task", "runs"],
+           [[*_g(r.group), r.agent_id, _f(r.cost_usd, 4), str(r.n_passed_tasks),
+             _f(r.cost_per_passed_task, 4), str(r.n_runs)] for r in s.agent_costs])  # fmt: skip
+    _table(c, "Judge cost and tokens per verdict (total / mean / median / p95)",
+           ["judge", "metric", "total", "mean", "median", "p95", "verdicts"],
+           [[r.judge_id, r.metric, *(_f(x, 4 if r.metric == "cost_usd" else 0) for x in (r.total, r.mean, r.p50, r.p95)),
+             str(r.n_verdicts)] for r in report.judge_costs])  # fmt: skip

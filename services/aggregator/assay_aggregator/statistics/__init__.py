@@ -17,13 +17,14 @@ from ._context import ANCHOR, DEFAULT_RESAMPLES, Context, contexts
 from ._counts import (
     CountTables,
     infrastructure_failure_counts,
+    judge_cost_rows,
     reference_check_rates,
     rule_tag_rates,
     run_state_counts,
 )
 from ._definitions import DEFINITIONS, definitions_markdown
 from ._failures import empty_artifact_rows, tag_rate_rows
-from ._operations import accounting_rows, cost_rows, epoch_spread_rows
+from ._operations import accounting_rows, agent_cost_rows, cost_rows, epoch_spread_rows
 from ._ranking import pairwise_rows, rank_rows
 
 # The result types are listed once, in ``_results.__all__``.
@@ -70,6 +71,7 @@ __all__ = [
     "Tables",
     "TaskAttribute",
     "accounting_rows",
+    "agent_cost_rows",
     "agreement_rows",
     "below_anchor_rows",
     "communication_gap_rows",
@@ -84,6 +86,7 @@ __all__ = [
     "filter_campaign",
     "icc2",
     "infrastructure_failure_counts",
+    "judge_cost_rows",
     "judge_score_rows",
     "krippendorff_alpha_interval",
     "make_tables",

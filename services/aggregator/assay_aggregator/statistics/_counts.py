@@ -13,12 +13,20 @@ from typing import NamedTuple
 
 import polars as pl
 
-from ._results import InfrastructureFailures, ReferenceCheckRate, RuleTagRate, RunStateCount
+from ._operations import summary
+from ._results import (
+    InfrastructureFailures,
+    JudgeCost,
+    ReferenceCheckRate,
+    RuleTagRate,
+    RunStateCount,
+)
 from ._tables import TaskAttribute
 
 __all__ = [
     "CountTables",
     "infrastructure_failure_counts",
+    "judge_cost_rows",
     "reference_check_rates",
     "rule_tag_rates",
     "run_state_counts",
@@ -123,4 +131,23 @@ def rule_tag_rates(
         for tag in tags:
             k = counts.get((g, a, tag), 0)
             out.append(RuleTagRate(group=g, agent_id=a, tag=tag, n_runs=n, n_tagged=k, rate=k / n))
+    return tuple(out)
+
+
+JUDGE_COST_METRICS = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")
+
+
+def judge_cost_rows(verdicts: pl.DataFrame) -> tuple[JudgeCost, ...]:
+    """Per judge (sorted) and metric: total, mean, median and p95 per recorded verdict.
+
+    ``verdicts`` has judge_id and the metric columns, one row per verdict.
+    """
+    out = []
+    for judge in sorted(set(verdicts["judge_id"].to_list())):
+        mine = verdicts.filter(pl.col("judge_id") == judge)
+        for metric in JUDGE_COST_METRICS:
+            v = mine[metric].cast(pl.Float64).to_numpy()
+            mean, p50, p95 = summary(v)
+            out.append(JudgeCost(judge_id=judge, metric=metric, n_verdicts=int(v.size),
+                                 total=float(v.sum()), mean=mean, p50=p50, p95=p95))  # fmt: skip
     return tuple(out)

@@ -107,8 +107,17 @@ DEFINITIONS: dict[str, str] = {
         "(ddof=1) of run scores, and the pooled SD √(mean within-cell variance)."
     ),
     "run_cost": (
-        "Latency (s), cost (USD) and steps per run over runs that are not infrastructure "
-        "failures: mean, median and 95th percentile (linear interpolation)."
+        "Latency (s), cost (USD), steps and tokens (input, output, cached) per run over runs "
+        "that are not infrastructure failures: mean, median and 95th percentile (linear "
+        "interpolation)."
+    ),
+    "cost_per_passed_task": (
+        "An agent's total cost over its runs that are not infrastructure failures, divided "
+        "by the tasks where at least one of its scored runs reaches the anchor."
+    ),
+    "judge_cost": (
+        "Tokens and cost (USD, at the campaign's prices, cached input tokens at the cached "
+        "rate) per recorded verdict of a judge: total, mean, median and 95th percentile."
     ),
     "warnings": (
         "Computed from the data, each naming the tables it affects: fewer than 10 scored "

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ._rows import Row
 
 __all__ = [
+    "AgentCost",
     "AgentRank",
     "AgentScore",
     "BelowAnchorShare",
@@ -19,6 +20,7 @@ __all__ = [
     "InfrastructureFailures",
     "JudgeAgreement",
     "JudgeCorrelation",
+    "JudgeCost",
     "PairwiseDifference",
     "PassRate",
     "ReferenceCheckRate",
@@ -274,7 +276,7 @@ class RunCost(Row):
     group: str | None
     agent_id: str
     metric: str
-    """'latency_s', 'cost_usd' or 'steps'."""
+    """'latency_s', 'cost_usd', 'steps', 'input_tokens', 'output_tokens' or 'cached_tokens'."""
     n_runs: int
     mean: float
     p50: float
@@ -351,3 +353,31 @@ class StatisticsWarning(Row):
     message: str
     affects: tuple[str, ...]
     """Names of the report tables whose figures the warning concerns."""
+
+
+class AgentCost(Row):
+    """What an agent spent in all, and per task it passed."""
+
+    group: str | None
+    agent_id: str
+    n_runs: int
+    """Runs that are not infrastructure failures (scored or not)."""
+    cost_usd: float
+    """Total cost of those runs."""
+    n_passed_tasks: int
+    """Tasks with at least one scored run of the agent at or above the anchor."""
+    cost_per_passed_task: float
+    """cost_usd / n_passed_tasks (NaN when no task was passed)."""
+
+
+class JudgeCost(Row):
+    """Tokens or cost per verdict of a judge (over its recorded verdicts)."""
+
+    judge_id: str
+    metric: str
+    """'input_tokens', 'output_tokens', 'cached_tokens' or 'cost_usd'."""
+    n_verdicts: int
+    total: float
+    mean: float
+    p50: float
+    p95: float

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from . import _agreement, _failures, _operations, _ranking, _scores, _self_preference, _warnings
 from ._context import ANCHOR, DEFAULT_RESAMPLES, contexts
 from ._results import (
+    AgentCost,
     AgentRank,
     AgentScore,
     BelowAnchorShare,
@@ -66,6 +67,7 @@ class StatisticsReport(BaseModel):
     pairwise_differences: tuple[PairwiseDifference, ...]
     epoch_spread: tuple[EpochSpread, ...]
     run_costs: tuple[RunCost, ...]
+    agent_costs: tuple[AgentCost, ...]
     run_accounting: tuple[RunAccounting, ...]
     warnings: tuple[StatisticsWarning, ...]
     """Where the data cannot carry the figures above (each names those it affects)."""
@@ -144,6 +146,7 @@ def compute_statistics(
         acc["pairwise_differences"] += _ranking.pairwise_rows(ctx)
         acc["epoch_spread"] += _operations.epoch_spread_rows(ctx)
         acc["run_costs"] += _operations.cost_rows(ctx)
+        acc["agent_costs"] += _operations.agent_cost_rows(ctx)
         acc["run_accounting"] += _operations.accounting_rows(ctx)
     acc["warnings"] += _warnings.warning_rows(
         checked,

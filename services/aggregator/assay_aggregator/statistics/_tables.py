@@ -13,7 +13,7 @@ accepted and string columns may hold empty strings (task attributes often do).
     campaign_id str, task_id str, run_id str, agent_id str, agent_family str, epoch int,
     domain str, phase str, difficulty str, state str ("judged", "sealed", "failed", ...),
     infrastructure_failure bool, empty_artifacts bool, latency_s float, cost_usd float,
-    steps int.
+    steps int, input_tokens int, output_tokens int, cached_tokens int.
 
 ``tags`` — one row per run × judge × sample × failure tag:
     campaign_id str, task_id str, run_id str, agent_id str, judge_id str, sample int,
@@ -84,6 +84,9 @@ RUNS_SCHEMA: dict[str, Kind] = {
     "latency_s": "float",
     "cost_usd": "float",
     "steps": "int",
+    "input_tokens": "int",
+    "output_tokens": "int",
+    "cached_tokens": "int",
 }
 """Columns of ``runs`` (one row per run)."""
 
