@@ -110,6 +110,16 @@ def _plots(report: Report, group: str | None) -> list[str]:
     return out
 
 
+def _check_heatmap(report: Report) -> str:
+    cells = {(r.task_id, r.agent_id): r.pass_rate for r in report.reference_check_matrix}
+    if not cells:
+        return ""
+    tasks, agents = sorted({t for t, _ in cells}), sorted({a for _, a in cells})
+    grid = [[cells.get((t, a), math.nan) for a in agents] for t in tasks]
+    return "<figure>" + heatmap(tasks, agents, grid, title="Reference checks passed (task × agent)",
+                                vmin=0, vmax=1, fmt="{:.0%}") + "</figure>"  # fmt: skip
+
+
 def render_html(report: Report) -> str:
     """The whole report as one HTML document."""
     s = report.statistics
@@ -140,13 +150,16 @@ def render_html(report: Report) -> str:
         heading = "Plots" if group is None else f"Plots — {report.group_by} = {group}"
         parts.append(f"<h2>{escape(heading)}</h2>")
         parts.extend(f"<figure>{svg}</figure>" for svg in _plots(report, group))
+    parts.append(_check_heatmap(report))
     parts.append("<h2>Tables</h2>")
     dump = {
         "Leaderboard": (s.agent_scores, ["group", "agent_id", "estimate", "ci_low", "ci_high", "se", "n_tasks", "n_runs"]),
         "Pass rates": (s.pass_rates, ["group", "agent_id", "pass_rate", "ci_low", "ci_high", "n_passed", "n_runs"]),
         "Communication gap": (s.communication_gap, ["group", "agent_id", "communication", "scientific_accuracy", "gap", "ci_low", "ci_high"]),
         "Empty-artifact rate": (s.empty_artifact_rates, ["group", "agent_id", "rate", "ci_low", "ci_high", "n_empty", "n_runs"]),
-        "Reference checks": (report.reference_checks, ["group", "agent_id", "pass_rate", "weighted_pass_rate", "n_passed", "n_checks", "n_runs"]),
+        "Reference checks (the tasks' own)": (report.reference_checks, ["group", "agent_id", "pass_rate", "weighted_pass_rate", "n_passed", "n_checks", "n_runs"]),
+        "Rule judge's own checks": (report.rule_checks, ["group", "agent_id", "pass_rate", "weighted_pass_rate", "n_passed", "n_checks", "n_runs"]),
+        "Reference checks per task and agent": (report.reference_check_matrix, ["task_id", "agent_id", "n_passed", "n_checks", "pass_rate", "failed"]),
         "Judge strictness": (s.below_anchor_shares, ["group", "judge_id", "share", "ci_low", "ci_high", "n_ratings"]),
         "Self-preference": (s.self_preference, ["group", "judge_id", "judge_family", "coefficient", "ci_low", "ci_high", "leniency", "n_own", "n_other"]),
         "Judge agreement": (s.judge_agreement, ["group", "judges", "krippendorff_alpha", "icc2_1", "icc2_k", "k_eff", "n_runs"]),

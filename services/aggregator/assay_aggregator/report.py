@@ -23,6 +23,7 @@ from .statistics import (
     DEFAULT_RESAMPLES,
     InfrastructureFailures,
     JudgeCost,
+    ReferenceCheckCell,
     ReferenceCheckRate,
     Row,
     RuleTagRate,
@@ -32,6 +33,7 @@ from .statistics import (
     compute_statistics,
     infrastructure_failure_counts,
     judge_cost_rows,
+    reference_check_matrix,
     reference_check_rates,
     rule_tag_rates,
     run_state_counts,
@@ -129,6 +131,11 @@ class Report(BaseModel):
     judge_costs: tuple[JudgeCost, ...]
     """Tokens and cost per verdict of each LLM judge."""
     reference_checks: tuple[ReferenceCheckRate, ...]
+    """The task's own reference checks (the rule judge runs them)."""
+    rule_checks: tuple[ReferenceCheckRate, ...]
+    """The rule judge's built-in checks (artifacts present, claimed files exist, ...)."""
+    reference_check_matrix: tuple[ReferenceCheckCell, ...]
+    """Task × agent reference-check results, with each failed check and its detail."""
     rule_tags: tuple[RuleTagRate, ...]
     trust_root: str
     """Operator key every counted event's signature was checked against ('' = not checked)."""
@@ -290,6 +297,8 @@ def build_report(
             )
         ),
         reference_checks=reference_check_rates(counts, group_by=group_by),
+        rule_checks=reference_check_rates(counts, group_by=group_by, kind="rule"),
+        reference_check_matrix=reference_check_matrix(counts),
         rule_tags=rule_tag_rates(counts, group_by=group_by),
         trust_root=p.state.trust_root,
         refused=_refused(p, {c.campaign_id for c in campaigns}),
@@ -324,6 +333,8 @@ def report_frames(report: Report) -> dict[str, pl.DataFrame]:
         ("infrastructure_failures", InfrastructureFailures),
         ("judge_costs", JudgeCost),
         ("reference_checks", ReferenceCheckRate),
+        ("rule_checks", ReferenceCheckRate),
+        ("reference_check_matrix", ReferenceCheckCell),
         ("rule_tags", RuleTagRate),
         ("refused", RefusedMessage),
     ):

@@ -119,9 +119,14 @@ def print_report(report: Report, console: Console | None = None) -> None:
     _table(c, "Empty-artifact rate", [*gcol, "agent", "rate", "CI", "empty/runs"],
            [[*_g(r.group), r.agent_id, _pct(r.rate), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
              f"{r.n_empty}/{r.n_runs}"] for r in s.empty_artifact_rates])  # fmt: skip
-    _table(c, "Reference checks (rule judge)", [*gcol, "agent", "pass rate", "weighted", "passed/checks", "runs"],
-           [[*_g(r.group), r.agent_id, _pct(r.pass_rate), _pct(r.weighted_pass_rate),
-             f"{r.n_passed}/{r.n_checks}", str(r.n_runs)] for r in report.reference_checks])  # fmt: skip
+    for title, rates in (
+        ("Reference checks (the tasks' own)", report.reference_checks),
+        ("Rule judge's own checks", report.rule_checks),
+    ):
+        _table(c, title, [*gcol, "agent", "pass rate", "weighted", "passed/checks", "runs"],
+               [[*_g(r.group), r.agent_id, _pct(r.pass_rate), _pct(r.weighted_pass_rate),
+                 f"{r.n_passed}/{r.n_checks}", str(r.n_runs)] for r in rates])  # fmt: skip
+    _check_matrix(c, report)
 
     _table(c, f"Judge strictness (share of ratings below {report.anchor})", [*gcol, "judge", "share", "CI", "ratings"],
            [[*_g(r.group), r.judge_id or "all", _pct(r.share), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
@@ -148,6 +153,17 @@ def print_report(report: Report, console: Console | None = None) -> None:
            [[j.judge_id, j.kind, j.family, j.model, str(j.n_verdicts), str(j.n_runs), str(j.n_failures),
              str(j.n_repaired), _pct(j.repair_rate), _pct(j.failure_rate)] for j in report.judges])  # fmt: skip
     _costs(c, report, gcol)
+
+
+def _check_matrix(c: Console, report: Report) -> None:
+    cells = {(r.task_id, r.agent_id): r for r in report.reference_check_matrix}
+    agents = sorted({a for _, a in cells})
+    tasks = sorted({t for t, _ in cells})
+    _table(c, "Reference checks per task and agent (passed/checks)", ["task", *agents],
+           [[t, *(f"{cells[t, a].n_passed}/{cells[t, a].n_checks}" if (t, a) in cells else "–"
+                  for a in agents)] for t in tasks])  # fmt: skip
+    _table(c, "Failed reference checks (value found)", ["task", "agent", "run: check — detail"],
+           [[r.task_id, r.agent_id, f] for r in report.reference_check_matrix for f in r.failed])  # fmt: skip
 
 
 def _costs(c: Console, report: Report, gcol: list[str]) -> None:

@@ -15,9 +15,11 @@ from . import _results
 from ._agreement import agreement_rows, correlation_rows, icc2, krippendorff_alpha_interval
 from ._context import ANCHOR, DEFAULT_RESAMPLES, Context, contexts
 from ._counts import (
+    RULE_CHECKS,
     CountTables,
     infrastructure_failure_counts,
     judge_cost_rows,
+    reference_check_matrix,
     reference_check_rates,
     rule_tag_rates,
     run_state_counts,
@@ -60,6 +62,7 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFINITIONS",
     "RATINGS_SCHEMA",
+    "RULE_CHECKS",
     "RUNS_SCHEMA",
     "TAGS_SCHEMA",
     "TASK_ATTRIBUTES",
@@ -94,6 +97,7 @@ __all__ = [
     "pairwise_rows",
     "pass_rate_rows",
     "rank_rows",
+    "reference_check_matrix",
     "reference_check_rates",
     "rule_tag_rates",
     "run_state_counts",

@@ -23,6 +23,7 @@ __all__ = [
     "JudgeCost",
     "PairwiseDifference",
     "PassRate",
+    "ReferenceCheckCell",
     "ReferenceCheckRate",
     "RuleTagRate",
     "RunAccounting",
@@ -381,3 +382,17 @@ class JudgeCost(Row):
     mean: float
     p50: float
     p95: float
+
+
+class ReferenceCheckCell(Row):
+    """The task's reference checks on one agent's runs of one task (a matrix cell)."""
+
+    task_id: str
+    agent_id: str
+    n_runs: int
+    """Checked runs (infrastructure failures excluded)."""
+    n_checks: int
+    n_passed: int
+    pass_rate: float
+    failed: tuple[str, ...]
+    """Each failed check as 'run_id: check — detail' (the detail gives the value found)."""
