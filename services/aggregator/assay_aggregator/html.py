@@ -135,7 +135,13 @@ def render_html(report: Report) -> str:
     signed = (f"every counted event's signature checked against operator key "
               f"<code>{escape(report.trust_root)}</code>" if report.trust_root
               else "signatures not checked (no operator key)")  # fmt: skip
-    parts.append(f"<p>Log integrity: {signed}; {len(report.refused)} message(s) refused.</p>")
+    parts.append(f"<p>Log integrity: {signed}; {len(report.refused)} message(s) refused; "
+                 f"{len(s.warnings)} warning(s) (after the plots).</p>")  # fmt: skip
+    for group in _groups(report):
+        heading = "Plots" if group is None else f"Plots — {report.group_by} = {group}"
+        parts.append(f"<h2>{escape(heading)}</h2>")
+        parts.extend(f"<figure>{svg}</figure>" for svg in _plots(report, group))
+    parts.append(_check_heatmap(report))
     warn = [w.model_dump() for w in s.warnings]
     parts.append(
         _table(
@@ -146,11 +152,6 @@ def render_html(report: Report) -> str:
     )
     parts.append(_table("Agents (declared)", [a.model_dump() for a in report.agents],
                         ["agent_id", "family", "model", "n_runs", "n_scored", "n_infrastructure_failures"]))  # fmt: skip
-    for group in _groups(report):
-        heading = "Plots" if group is None else f"Plots — {report.group_by} = {group}"
-        parts.append(f"<h2>{escape(heading)}</h2>")
-        parts.extend(f"<figure>{svg}</figure>" for svg in _plots(report, group))
-    parts.append(_check_heatmap(report))
     parts.append("<h2>Tables</h2>")
     dump = {
         "Leaderboard": (s.agent_scores, ["group", "agent_id", "estimate", "ci_low", "ci_high", "se", "n_tasks", "n_runs"]),
