@@ -97,6 +97,9 @@ def synthetic_tables(
         "latency_s": rng.lognormal(4.0, 0.5, n_runs),
         "cost_usd": rng.lognormal(-1.0, 0.7, n_runs),
         "steps": rng.integers(5, 60, n_runs),
+        "input_tokens": rng.integers(10_000, 200_000, n_runs),
+        "output_tokens": rng.integers(500, 20_000, n_runs),
+        "cached_tokens": rng.integers(0, 10_000, n_runs),
     })  # fmt: skip
 
     # Ratings: every (run, judge, sample, dimension) of runs that did not fail.

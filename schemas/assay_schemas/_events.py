@@ -288,7 +288,8 @@ class DimensionScore(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    score: int = Field(ge=0, le=10)
+    score: int = Field(strict=True, ge=0, le=10)
+    """An integer 0-10; booleans, floats and text are refused, never coerced."""
     reason: str = ""
 
 
@@ -324,6 +325,10 @@ class JudgmentRecorded(Event):
     checks: list[CheckResult] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float = 0.0
+    attempts: int = Field(default=1, ge=1)
+    """Outputs the judge produced for this sample: 1 + the rejected ones it repaired."""
+    rejected_outputs: FileRef | None = None
+    """The rejected outputs and their problems, kept as a blob (None when none was)."""
 
 
 class JudgmentFailed(Event):

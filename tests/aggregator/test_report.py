@@ -89,9 +89,10 @@ def test_html_is_self_contained_with_plots_and_definitions(projections: Projecti
     html = render_html(build_report(projections, n_resamples=RESAMPLES))
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.I)
     assert "<script" not in html and "<link" not in html
-    assert html.count("<svg") == 6
+    assert html.count("<svg") == 7
     for title in ("Leaderboard", "Per-dimension", "Accuracy vs communication", "Failure tags",
-                  "Judge agreement", "Rank distribution"):  # fmt: skip
+                  "Judge agreement", "Rank distribution", "Reference checks passed (task × agent)",
+                  "Warnings", "Cost per passed task", "Judge cost and tokens"):  # fmt: skip
         assert title in html, title
     assert "SCRIPTED CAMPAIGN" in html
     for key in DEFINITIONS:

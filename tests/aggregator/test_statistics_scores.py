@@ -61,6 +61,9 @@ def build(entries: list[tuple[str, str, str, str, str, int, int]], **run_flags: 
             latency_s=pl.lit(1.0),
             cost_usd=pl.lit(0.1),
             steps=pl.lit(3),
+            input_tokens=pl.lit(100),
+            output_tokens=pl.lit(10),
+            cached_tokens=pl.lit(0),
         )
     )
     return st.make_tables(ratings, runs)

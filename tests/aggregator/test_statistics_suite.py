@@ -56,7 +56,7 @@ def test_suite_matches_single_functions(tables: st.Tables) -> None:
     assert rep.tag_rates == rows_of(st.tag_rate_rows, tables, **kw)
     frames = rep.frames()
     assert set(frames) == {n for n in type(rep).model_fields if isinstance(getattr(rep, n), tuple)}
-    assert len(frames) == 17
+    assert len(frames) == 19
     assert frames["agent_scores"].height == 4
     assert frames["agent_scores"].columns[:2] == ["group", "agent_id"]
     assert frames["judge_agreement"]["judges"].dtype == pl.List(pl.String)

@@ -25,6 +25,7 @@ from assay_schemas import (
     JudgmentFailed,
     JudgmentRecorded,
     Limits,
+    Price,
     ReferenceCheck,
     RunRequested,
     SandboxSpec,
@@ -68,10 +69,15 @@ def put(store: BlobStore, path: str, data: bytes) -> FileRef:
 
 
 async def start_campaign(
-    bus: Bus, campaign_id: str, judges: Sequence[JudgeSpec] = ()
+    bus: Bus,
+    campaign_id: str,
+    judges: Sequence[JudgeSpec] = (),
+    prices: dict[str, Price] | None = None,
 ) -> CampaignSpec:
-    """Publish CampaignStarted listing `judges`."""
-    spec = CampaignSpec(campaign_id=campaign_id, agents=[AGENT], judges=list(judges))
+    """Publish CampaignStarted listing `judges` (and pricing models with `prices`)."""
+    spec = CampaignSpec(
+        campaign_id=campaign_id, agents=[AGENT], judges=list(judges), prices=prices or {}
+    )
     await bus.publish(
         new_event(
             CampaignStarted,

@@ -9,10 +9,16 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.scripted import Fault, ScriptedModelServer, ScriptedSequence, ScriptReply
+from assay.scripted import (
+    Fault,
+    ScriptedModelServer,
+    ScriptedSequence,
+    ScriptedToolCall,
+    ScriptReply,
+)
 from assay.store import LocalBlobStore
 from assay_judge import build
-from assay_schemas import JudgmentFailed
+from assay_schemas import JudgmentFailed, Price, Usage
 
 from .cases import (
     RUBRIC,
@@ -65,12 +71,49 @@ async def test_garbage_twice_then_valid_is_repaired(
         events = await wait_log(bus, lambda evs: bool(judgments(evs)))
     [judgment] = judgments(events)
     assert judgment.scores["communication"].score == 7 and judgment.files_cited == ["out.csv"]
+    assert judgment.attempts == 3 and judgment.rejected_outputs is not None
     requests = [r.request for r in server.requests(model) if r.request]
     assert len(requests) == 3
     # Each repair prompt names the problem.
     assert "no submit_verdict tool call" in requests[1].last_user_text
     assert "not valid JSON" in requests[2].tool_results[0].text
     assert requests[2].tool_results[0].text.count("attempt") == 1
+
+
+async def test_repaired_verdict_records_two_attempts_the_rejected_output_and_campaign_cost(
+    bus: Bus,
+    settings: Settings,
+    store: LocalBlobStore,
+    server: ScriptedModelServer,
+    names: Iterator[str],
+) -> None:
+    model = next(names)
+    boolean = verdict(7)
+    boolean["scores"]["communication"]["score"] = True  # strict: never read as 1
+    usage = Usage(input_tokens=1000, output_tokens=200, cached_tokens=400)
+
+    def submit(arguments: dict[str, object]) -> ScriptReply:
+        call = ScriptedToolCall(name="submit_verdict", arguments=arguments)  # type: ignore[arg-type]
+        return ScriptReply(tool_calls=(call,), usage=usage)
+
+    server.add_script(model, ScriptedSequence([submit(boolean), submit(verdict(7))]))
+    spec = judge_spec("repaired", model, server.openai_base_url, max_repairs=2)
+    prices = {model: Price(input_per_mtok=2.0, output_per_mtok=8.0, cached_input_per_mtok=0.5)}
+    await start_campaign(bus, "c1", [spec], prices=prices)
+    async with running(build(settings, spec, store=store, providers=fast_provider)):
+        await seal_run(bus, store, campaign_id="c1", run_id="r1", files={"out.csv": b"a\n1\n"},
+                       final_message="done")  # fmt: skip
+        events = await wait_log(bus, lambda evs: bool(judgments(evs)))
+    [judgment] = judgments(events)
+    assert judgment.attempts == 2
+    assert judgment.rejected_outputs is not None
+    raw = json.loads(store.get_bytes(judgment.rejected_outputs.sha256))
+    assert len(raw["attempts"]) == 1
+    assert "communication" in json.dumps(raw["attempts"][0]["problems"])
+    # By hand, two turns of 1000 input (400 cached) and 200 output tokens:
+    # (2·600·2.0 + 2·400·0.5 + 2·200·8.0) / 1e6 USD.
+    assert judgment.usage == Usage(input_tokens=2000, output_tokens=400, cached_tokens=800)
+    assert judgment.cost_usd == pytest.approx((2400 + 400 + 3200) / 1e6, abs=1e-12)
 
 
 async def test_never_valid_gives_judgment_failed_with_raw_output(

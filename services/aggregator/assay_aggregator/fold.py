@@ -160,6 +160,16 @@ def _sealed(state: State, e: ArtifactsSealed, seq: int) -> None:
     ]
 
 
+def _outside_rubric(state: State, e: JudgmentRecorded) -> list[str]:
+    """Scored dimensions the campaign's rubric lacks (none when the campaign is unknown):
+    they would be averaged into run scores as if they were rubric dimensions."""
+    campaign = state.campaigns.get(e.campaign_id)
+    if campaign is None:
+        return []
+    keys = {d["key"] for d in campaign.get("rubric", {}).get("dimensions", [])}
+    return sorted(set(e.scores) - keys)
+
+
 def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
     key = f"{e.run_id}/{e.judge_id}/{e.sample}"
     old = state.verdicts.get(key)
@@ -172,6 +182,12 @@ def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
                      f"(the first is at seq {first})")  # fmt: skip
         if old.sequence < seq:
             return
+    unknown = _outside_rubric(state, e)
+    if unknown:
+        state.refuse(seq, "JudgmentRecorded",
+                     f"verdict for run {e.run_id}, judge {e.judge_id}, sample {e.sample} scores "
+                     f"dimensions outside the campaign's rubric: {', '.join(unknown)}")  # fmt: skip
+        return
     run = _run(state, e, seq)
     state.verdicts[key] = VerdictRecord(
         campaign_id=e.campaign_id,
@@ -187,6 +203,11 @@ def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
         files_opened=list(e.files_opened),
         files_cited=list(e.files_cited),
         cost_usd=e.cost_usd,
+        attempts=e.attempts,
+        rejected_sha256=e.rejected_outputs.sha256 if e.rejected_outputs else "",
+        input_tokens=e.usage.input_tokens,
+        output_tokens=e.usage.output_tokens,
+        cached_tokens=e.usage.cached_tokens,
     )
     judge = _judge(state, e.judge_id, e.campaign_id)
     judge.family = judge.family or e.judge_family

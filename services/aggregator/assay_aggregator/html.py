@@ -90,29 +90,50 @@ def _plots(report: Report, group: str | None) -> list[Chart]:
     return out
 
 
+def _check_heatmap(report: Report) -> list[Chart]:
+    cells = {(r.task_id, r.agent_id): r.pass_rate for r in report.reference_check_matrix}
+    if not cells:
+        return []
+    tasks, agents = sorted({t for t, _ in cells}), sorted({a for _, a in cells})
+    grid = [[cells.get((t, a), math.nan) for a in agents] for t in tasks]
+    return [heatmap(tasks, agents, grid, title="Reference checks passed (task × agent)",
+                    vmin=0, vmax=1, fmt="{:.0%}")]  # fmt: skip
+
+
 def plots(report: Report) -> list[PlotSection]:
-    """Every chart of the report, one section per group."""
-    return [
+    """Every chart of the report, one section per group; then the reference-check matrix."""
+    sections = [
         PlotSection("Plots" if g is None else f"Plots — {report.group_by} = {g}", _plots(report, g))
         for g in _groups(report)
     ]
+    checks = _check_heatmap(report)
+    if checks:
+        sections.append(PlotSection("Reference checks per task and agent", checks))
+    return sections
 
 
 def tables(report: Report) -> list[Table]:
     """The report's tables, in order; a table with no rows is left out of the page."""
     s = report.statistics
     listed = [
+        ("Warnings (figures the data cannot carry)", s.warnings, ["group", "kind", "subject", "message", "affects"]),
+        ("Agents (declared)", report.agents, ["agent_id", "family", "model", "n_runs", "n_scored", "n_infrastructure_failures"]),
         ("Leaderboard", s.agent_scores, ["group", "agent_id", "estimate", "ci_low", "ci_high", "se", "n_tasks", "n_runs"]),
         ("Pass rates", s.pass_rates, ["group", "agent_id", "pass_rate", "ci_low", "ci_high", "n_passed", "n_runs"]),
         ("Communication gap", s.communication_gap, ["group", "agent_id", "communication", "scientific_accuracy", "gap", "ci_low", "ci_high"]),
         ("Empty-artifact rate", s.empty_artifact_rates, ["group", "agent_id", "rate", "ci_low", "ci_high", "n_empty", "n_runs"]),
-        ("Reference checks", report.reference_checks, ["group", "agent_id", "pass_rate", "weighted_pass_rate", "n_passed", "n_checks", "n_runs"]),
+        ("Reference checks (the tasks' own)", report.reference_checks, ["group", "agent_id", "pass_rate", "weighted_pass_rate", "n_passed", "n_checks", "n_runs"]),
+        ("Rule judge's own checks", report.rule_checks, ["group", "agent_id", "pass_rate", "weighted_pass_rate", "n_passed", "n_checks", "n_runs"]),
+        ("Reference checks per task and agent", report.reference_check_matrix, ["task_id", "agent_id", "n_passed", "n_checks", "pass_rate", "failed"]),
         ("Judge strictness", s.below_anchor_shares, ["group", "judge_id", "share", "ci_low", "ci_high", "n_ratings"]),
         ("Self-preference", s.self_preference, ["group", "judge_id", "judge_family", "coefficient", "ci_low", "ci_high", "leniency", "n_own", "n_other"]),
         ("Judge agreement", s.judge_agreement, ["group", "judges", "krippendorff_alpha", "icc2_1", "icc2_k", "k_eff", "n_runs"]),
         ("Rank stability", s.agent_ranks, ["group", "agent_id", "rank", "mean_rank", "rank_ci_low", "rank_ci_high", "p_rank_1"]),
         ("Infrastructure failures (never scored)", report.infrastructure_failures, ["agent_id", "stage", "n_runs"]),
-        ("Judges", report.judges, ["judge_id", "kind", "family", "model", "n_verdicts", "n_runs", "n_failures"]),
+        ("Judges", report.judges, ["judge_id", "kind", "family", "model", "n_verdicts", "n_runs", "n_failures", "n_repaired", "repair_rate", "failure_rate"]),
+        ("Cost and effort per agent run", s.run_costs, ["group", "agent_id", "metric", "mean", "p50", "p95", "n_runs"]),
+        ("Cost per passed task", s.agent_costs, ["group", "agent_id", "cost_usd", "n_passed_tasks", "cost_per_passed_task", "n_runs"]),
+        ("Judge cost and tokens per verdict", report.judge_costs, ["judge_id", "metric", "total", "mean", "p50", "p95", "n_verdicts"]),
         ("Refused messages (counted in no figure)", report.refused, ["sequence", "subject", "reason"]),
     ]  # fmt: skip
     return [Table(title, [r.model_dump() for r in rows], cols) for title, rows, cols in listed]
@@ -131,6 +152,7 @@ def render_html(report: Report) -> str:
         anchor=report.anchor,
         trust_root=report.trust_root,
         n_refused=len(report.refused),
+        n_warnings=len(s.warnings),
         plots=plots(report),
         tables=tables(report),
         definitions=DEFINITIONS,

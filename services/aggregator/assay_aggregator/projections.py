@@ -71,7 +71,8 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
     "verdicts": {
         "campaign_id": S, "run_id": S, "agent_id": S, "judge_id": S, "sample": I64,
         "n_scores": I64, "n_tags": I64, "n_checks": I64, "n_files_opened": I64, "n_files_cited": I64,
-        "n_cited_not_opened": I64, "cost_usd": F, "sequence": I64,
+        "n_cited_not_opened": I64, "cost_usd": F, "input_tokens": I64, "output_tokens": I64,
+        "cached_tokens": I64, "attempts": I64, "rejected_sha256": S, "sequence": I64,
     },
     "tags": {
         "campaign_id": S, "task_id": S, "run_id": S, "agent_id": S, "judge_id": S,
@@ -254,6 +255,11 @@ class Projections:
                 len(v.files_cited),
                 len(set(v.files_cited) - set(v.files_opened)),
                 v.cost_usd,
+                v.input_tokens,
+                v.output_tokens,
+                v.cached_tokens,
+                v.attempts,
+                v.rejected_sha256,
                 v.sequence,
             )
             for v in self._verdicts_sorted()

@@ -22,6 +22,8 @@ from .statistics import (
     ANCHOR,
     DEFAULT_RESAMPLES,
     InfrastructureFailures,
+    JudgeCost,
+    ReferenceCheckCell,
     ReferenceCheckRate,
     Row,
     RuleTagRate,
@@ -30,6 +32,8 @@ from .statistics import (
     TaskAttribute,
     compute_statistics,
     infrastructure_failure_counts,
+    judge_cost_rows,
+    reference_check_matrix,
     reference_check_rates,
     rule_tag_rates,
     run_state_counts,
@@ -37,6 +41,7 @@ from .statistics import (
 
 __all__ = [
     "REPORT_FORMAT",
+    "AgentInfo",
     "CampaignInfo",
     "JudgeInfo",
     "RefusedMessage",
@@ -64,6 +69,18 @@ class CampaignInfo(Row):
     rubric_version: int
 
 
+class AgentInfo(Row):
+    """An agent declared by a campaign (or seen in its runs), with how many runs it has."""
+
+    agent_id: str
+    family: str
+    model: str
+    n_runs: int
+    n_scored: int
+    """Runs with ratings that are not infrastructure failures."""
+    n_infrastructure_failures: int
+
+
 class JudgeInfo(Row):
     """A judge seen in the log, with how much it judged."""
 
@@ -76,6 +93,12 @@ class JudgeInfo(Row):
     n_runs: int
     n_failures: int
     """JudgmentFailed records (after repairs)."""
+    n_repaired: int
+    """Verdicts accepted only after at least one rejected output."""
+    repair_rate: float
+    """n_repaired / n_verdicts (NaN without verdicts)."""
+    failure_rate: float
+    """n_failures / (n_verdicts + n_failures) (NaN without either)."""
 
 
 class RefusedMessage(Row):
@@ -99,10 +122,20 @@ class Report(BaseModel):
     """Last stream sequence folded into the projections."""
     group_by: str | None
     anchor: int
+    """Pass threshold: the rubric's ``pass_threshold`` (the first campaign's)."""
+    agents: tuple[AgentInfo, ...]
+    """Every declared agent, also those without a scored run."""
     judges: tuple[JudgeInfo, ...]
     run_states: tuple[RunStateCount, ...]
     infrastructure_failures: tuple[InfrastructureFailures, ...]
+    judge_costs: tuple[JudgeCost, ...]
+    """Tokens and cost per verdict of each LLM judge."""
     reference_checks: tuple[ReferenceCheckRate, ...]
+    """The task's own reference checks (the rule judge runs them)."""
+    rule_checks: tuple[ReferenceCheckRate, ...]
+    """The rule judge's built-in checks (artifacts present, claimed files exist, ...)."""
+    reference_check_matrix: tuple[ReferenceCheckCell, ...]
+    """Task × agent reference-check results, with each failed check and its detail."""
     rule_tags: tuple[RuleTagRate, ...]
     trust_root: str
     """Operator key every counted event's signature was checked against ('' = not checked)."""
@@ -131,7 +164,10 @@ def _campaigns(p: Projections, ids: list[str]) -> tuple[CampaignInfo, ...]:
                 scripted=bool(spec.get("scripted", False)),
                 epochs=int(spec.get("epochs", 1)),
                 n_tasks=mine["task_id"].n_unique(),
-                n_agents=mine["agent_id"].n_unique(),
+                n_agents=len(
+                    {a["agent_id"] for a in spec.get("agents", [])}
+                    | set(mine["agent_id"].to_list())
+                ),
                 rubric_id=rubric.get("rubric_id", ""),
                 rubric_version=int(rubric.get("version", 0)),
             )
@@ -147,18 +183,74 @@ def _judges(p: Projections, ids: list[str]) -> tuple[JudgeInfo, ...]:
         mine = verdicts.filter(pl.col("judge_id") == j.judge_id)
         if not set(j.campaigns) & set(ids) and mine.height == 0:
             continue
+        n, failed = mine.height, failures.filter(pl.col("judge_id") == j.judge_id).height
+        repaired = int((mine["attempts"] > 1).sum())
         out.append(
             JudgeInfo(
                 judge_id=j.judge_id,
                 kind="rules" if j.judge_id == RULES_JUDGE else "llm",
                 family=j.family,
                 model=j.model,
-                n_verdicts=mine.height,
+                n_verdicts=n,
                 n_runs=mine["run_id"].n_unique(),
-                n_failures=failures.filter(pl.col("judge_id") == j.judge_id).height,
+                n_failures=failed,
+                n_repaired=repaired,
+                repair_rate=repaired / n if n else float("nan"),
+                failure_rate=failed / (n + failed) if n + failed else float("nan"),
             )
         )
     return tuple(out)
+
+
+def _declared(p: Projections, ids: list[str], kind: str) -> tuple[str, ...]:
+    """Ids of the agents or judges the campaigns declare."""
+    out = {
+        item[f"{kind}_id"]
+        for cid in ids
+        for item in p.state.campaigns.get(cid, {}).get(f"{kind}s", [])
+    }
+    return tuple(sorted(out))
+
+
+def _agents(p: Projections, ids: list[str], stats: StatisticsReport) -> tuple[AgentInfo, ...]:
+    runs = p.table("runs").filter(pl.col("campaign_id").is_in(ids))
+    specs = {
+        a["agent_id"]: a for cid in ids for a in p.state.campaigns.get(cid, {}).get("agents", [])
+    }
+    scored: dict[str, int] = {}
+    for r in stats.run_accounting:
+        scored[r.agent_id] = scored.get(r.agent_id, 0) + r.n_scored
+    out = []
+    for agent in sorted(set(specs) | set(runs["agent_id"].to_list()) - {""}):
+        mine = runs.filter(pl.col("agent_id") == agent)
+        spec = specs.get(agent, {})
+        out.append(
+            AgentInfo(
+                agent_id=agent,
+                family=str(spec.get("family", "")) or (mine["agent_family"].first() or ""),
+                model=str(spec.get("model", "")) or (mine["agent_model"].first() or ""),
+                n_runs=mine.height,
+                n_scored=scored.get(agent, 0),
+                n_infrastructure_failures=int(mine["infrastructure_failure"].sum()),
+            )
+        )
+    return tuple(out)
+
+
+def _tasks_without_checks(p: Projections, ids: list[str]) -> tuple[str, ...]:
+    tasks = p.table("tasks").filter(
+        pl.col("campaign_id").is_in(ids) & (pl.col("n_reference_checks") == 0)
+    )
+    return tuple(sorted(set(tasks["task_id"].to_list())))
+
+
+def rubric_anchor(p: Projections, ids: list[str]) -> int:
+    """The pass threshold of the first campaign's rubric (the default anchor without one)."""
+    for cid in ids:
+        rubric = p.state.campaigns.get(cid, {}).get("rubric")
+        if rubric and "pass_threshold" in rubric:
+            return int(rubric["pass_threshold"])
+    return ANCHOR
 
 
 def build_report(
@@ -167,14 +259,25 @@ def build_report(
     campaign: str | None = None,
     group_by: TaskAttribute | None = None,
     n_resamples: int = DEFAULT_RESAMPLES,
-    anchor: int = ANCHOR,
+    anchor: int | None = None,
 ) -> Report:
-    """The report of one campaign (or of every campaign in the log when None)."""
+    """The report of one campaign (or of every campaign in the log when None).
+
+    The anchor defaults to the rubric's pass threshold, as in `assay audit`.
+    """
     known = sorted(set(p.state.campaigns) | set(p.table("runs")["campaign_id"].to_list()))
     ids = [campaign] if campaign is not None else known
+    anchor = rubric_anchor(p, ids) if anchor is None else anchor
     tables = p.statistics_tables(ids)
     stats = compute_statistics(
-        tables, seed=report_seed(ids), n_resamples=n_resamples, group_by=group_by, anchor=anchor
+        tables,
+        seed=report_seed(ids),
+        n_resamples=n_resamples,
+        group_by=group_by,
+        anchor=anchor,
+        declared_agents=_declared(p, ids, "agent"),
+        declared_judges=_declared(p, ids, "judge"),
+        tasks_without_checks=_tasks_without_checks(p, ids),
     )
     counts = p.count_tables(ids)
     campaigns = _campaigns(p, ids)
@@ -184,10 +287,18 @@ def build_report(
         log_sequence=p.state.last_sequence,
         group_by=group_by,
         anchor=anchor,
+        agents=_agents(p, ids, stats),
         judges=_judges(p, ids),
         run_states=run_state_counts(counts),
         infrastructure_failures=infrastructure_failure_counts(counts),
+        judge_costs=judge_cost_rows(
+            p.table("verdicts").filter(
+                pl.col("campaign_id").is_in(ids) & (pl.col("judge_id") != RULES_JUDGE)
+            )
+        ),
         reference_checks=reference_check_rates(counts, group_by=group_by),
+        rule_checks=reference_check_rates(counts, group_by=group_by, kind="rule"),
+        reference_check_matrix=reference_check_matrix(counts),
         rule_tags=rule_tag_rates(counts, group_by=group_by),
         trust_root=p.state.trust_root,
         refused=_refused(p, {c.campaign_id for c in campaigns}),
@@ -216,10 +327,14 @@ def report_frames(report: Report) -> dict[str, pl.DataFrame]:
     out = dict(report.statistics.frames())
     for name, row_type in (
         ("campaigns", CampaignInfo),
+        ("agents", AgentInfo),
         ("judges", JudgeInfo),
         ("run_states", RunStateCount),
         ("infrastructure_failures", InfrastructureFailures),
+        ("judge_costs", JudgeCost),
         ("reference_checks", ReferenceCheckRate),
+        ("rule_checks", ReferenceCheckRate),
+        ("reference_check_matrix", ReferenceCheckCell),
         ("rule_tags", RuleTagRate),
         ("refused", RefusedMessage),
     ):

@@ -112,6 +112,12 @@ class VerdictRecord:
     files_opened: list[str] = field(default_factory=list)
     files_cited: list[str] = field(default_factory=list)
     cost_usd: float = 0.0
+    attempts: int = 1
+    """Outputs the judge produced: 1 + the rejected ones it repaired."""
+    rejected_sha256: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
 
 
 @dataclass(slots=True)

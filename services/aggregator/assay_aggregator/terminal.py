@@ -126,6 +126,11 @@ def print_report(report: Report, console: Console | None = None) -> None:
     states = ", ".join(f"{r.state} {r.n_runs}" for r in report.run_states)
     c.print(f"runs: {states}")
     c.print(_integrity(report))
+    print_table(c, "Warnings (figures the data cannot carry)", [*gcol, "warning", "subject", "detail", "affects"],
+           [[*([w.group or ""] if gcol else []), w.kind, w.subject, w.message, ", ".join(w.affects)] for w in s.warnings])  # fmt: skip
+    print_table(c, "Agents (declared)", ["agent", "family", "model", "runs", "scored", "infrastructure failures"],
+           [[a.agent_id, a.family, a.model, str(a.n_runs), str(a.n_scored), str(a.n_infrastructure_failures)]
+            for a in report.agents])  # fmt: skip
 
     ranks = {(r.group, r.agent_id): r for r in s.agent_ranks}
     passes = {(r.group, r.agent_id): r for r in s.pass_rates}
@@ -152,7 +157,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
     print_table(c, "Per-dimension scores", [*gcol, "agent", *dims],
            [[*_g(g), a, *(_f(by.get((g, a, d), math.nan), 1) for d in dims)] for g, a in cells])  # fmt: skip
 
-    print_table(c, "Accuracy − communication gap (communication − scientific accuracy)",
+    print_table(c, "Communication − accuracy gap (communication − scientific accuracy)",
            [*gcol, "agent", "communication", "accuracy", "gap", "CI"],
            [[*_g(r.group), r.agent_id, _f(r.communication), _f(r.scientific_accuracy), _f(r.gap),
              _ci(r.ci_low, r.ci_high)] for r in s.communication_gap])  # fmt: skip
@@ -167,9 +172,14 @@ def print_report(report: Report, console: Console | None = None) -> None:
     print_table(c, "Empty-artifact rate", [*gcol, "agent", "rate", "CI", "empty/runs"],
            [[*_g(r.group), r.agent_id, _pct(r.rate), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
              f"{r.n_empty}/{r.n_runs}"] for r in s.empty_artifact_rates])  # fmt: skip
-    print_table(c, "Reference checks (rule judge)", [*gcol, "agent", "pass rate", "weighted", "passed/checks", "runs"],
-           [[*_g(r.group), r.agent_id, _pct(r.pass_rate), _pct(r.weighted_pass_rate),
-             f"{r.n_passed}/{r.n_checks}", str(r.n_runs)] for r in report.reference_checks])  # fmt: skip
+    for title, rates in (
+        ("Reference checks (the tasks' own)", report.reference_checks),
+        ("Rule judge's own checks", report.rule_checks),
+    ):
+        print_table(c, title, [*gcol, "agent", "pass rate", "weighted", "passed/checks", "runs"],
+               [[*_g(r.group), r.agent_id, _pct(r.pass_rate), _pct(r.weighted_pass_rate),
+                 f"{r.n_passed}/{r.n_checks}", str(r.n_runs)] for r in rates])  # fmt: skip
+    _check_matrix(c, report)
 
     print_table(c, f"Judge strictness (share of ratings below {report.anchor})", [*gcol, "judge", "share", "CI", "ratings"],
            [[*_g(r.group), r.judge_id or "all", _pct(r.share), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
@@ -192,6 +202,35 @@ def print_report(report: Report, console: Console | None = None) -> None:
         c.print(f"tasks no agent passes{f' ({g})' if g else ''}: {n}")
     print_table(c, "Infrastructure failures (never scored)", ["agent", "stage", "runs"],
            [[r.agent_id, r.stage, str(r.n_runs)] for r in report.infrastructure_failures])  # fmt: skip
-    print_table(c, "Judges", ["judge", "kind", "family", "model", "verdicts", "runs", "failed"],
-           [[j.judge_id, j.kind, j.family, j.model, str(j.n_verdicts), str(j.n_runs), str(j.n_failures)]
-            for j in report.judges])  # fmt: skip
+    print_table(c, "Judges", ["judge", "kind", "family", "model", "verdicts", "runs", "failed", "repaired", "repair rate", "failure rate"],
+           [[j.judge_id, j.kind, j.family, j.model, str(j.n_verdicts), str(j.n_runs), str(j.n_failures),
+             str(j.n_repaired), _pct(j.repair_rate), _pct(j.failure_rate)] for j in report.judges])  # fmt: skip
+    _costs(c, report, gcol)
+
+
+def _check_matrix(c: Console, report: Report) -> None:
+    cells = {(r.task_id, r.agent_id): r for r in report.reference_check_matrix}
+    agents = sorted({a for _, a in cells})
+    tasks = sorted({t for t, _ in cells})
+    print_table(c, "Reference checks per task and agent (passed/checks)", ["task", *agents],
+           [[t, *(f"{cells[t, a].n_passed}/{cells[t, a].n_checks}" if (t, a) in cells else "–"
+                  for a in agents)] for t in tasks])  # fmt: skip
+    print_table(c, "Failed reference checks (value found)", ["task", "agent", "run: check — detail"],
+           [[r.task_id, r.agent_id, f] for r in report.reference_check_matrix for f in r.failed])  # fmt: skip
+
+
+def _costs(c: Console, report: Report, gcol: list[str]) -> None:
+    s = report.statistics
+    print_table(c, "Cost and effort per agent run (mean / median / p95; infrastructure failures excluded)",
+           [*gcol, "agent", "metric", "mean", "median", "p95", "runs"],
+           [[*_g(r.group), r.agent_id, r.metric, _f(r.mean, 4 if r.metric == "cost_usd" else 1),
+             _f(r.p50, 4 if r.metric == "cost_usd" else 1), _f(r.p95, 4 if r.metric == "cost_usd" else 1),
+             str(r.n_runs)] for r in s.run_costs])  # fmt: skip
+    print_table(c, f"Cost per passed task (a task passed = a run at ≥ {report.anchor})",
+           [*gcol, "agent", "cost USD", "passed tasks", "USD per passed task", "runs"],
+           [[*_g(r.group), r.agent_id, _f(r.cost_usd, 4), str(r.n_passed_tasks),
+             _f(r.cost_per_passed_task, 4), str(r.n_runs)] for r in s.agent_costs])  # fmt: skip
+    print_table(c, "Judge cost and tokens per verdict (total / mean / median / p95)",
+           ["judge", "metric", "total", "mean", "median", "p95", "verdicts"],
+           [[r.judge_id, r.metric, *(_f(x, 4 if r.metric == "cost_usd" else 0) for x in (r.total, r.mean, r.p50, r.p95)),
+             str(r.n_verdicts)] for r in report.judge_costs])  # fmt: skip

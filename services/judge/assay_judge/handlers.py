@@ -192,10 +192,20 @@ class JudgeService:
                 ctx, sample, error, len(outcome.invalid_outputs), raw, infrastructure=False
             )
             return
-        await self._recorded(ctx, sample, outcome, files.opened)
+        rejected = await self._store_raw(ctx, sample, outcome) if outcome.invalid_outputs else None
+        await self._recorded(ctx, sample, outcome, files.opened, rejected)
+
+    def price_table(self, campaign: CampaignSpec | None) -> PriceTable:
+        """The configured prices, overridden by the campaign's (as the runner does)."""
+        return {**self.prices, **(campaign.prices if campaign else {})}
 
     async def _recorded(
-        self, ctx: RunContext, sample: int, outcome: JudgeOutcome, opened: list[str]
+        self,
+        ctx: RunContext,
+        sample: int,
+        outcome: JudgeOutcome,
+        opened: list[str],
+        rejected: FileRef | None,
     ) -> None:
         verdict = outcome.verdict
         assert verdict is not None
@@ -220,7 +230,9 @@ class JudgeService:
                 files_cited=verdict.files_cited,
                 files_opened=opened,
                 usage=outcome.usage,
-                cost_usd=cost(outcome.usage, self.spec.model, self.prices),
+                cost_usd=cost(outcome.usage, self.spec.model, self.price_table(ctx.campaign)),
+                attempts=len(outcome.invalid_outputs) + 1,
+                rejected_outputs=rejected,
                 producer=self.bus.producer,
             )
         )

@@ -15,15 +15,18 @@ from . import _results
 from ._agreement import agreement_rows, correlation_rows, icc2, krippendorff_alpha_interval
 from ._context import ANCHOR, DEFAULT_RESAMPLES, Context, contexts
 from ._counts import (
+    RULE_CHECKS,
     CountTables,
     infrastructure_failure_counts,
+    judge_cost_rows,
+    reference_check_matrix,
     reference_check_rates,
     rule_tag_rates,
     run_state_counts,
 )
 from ._definitions import DEFINITIONS, definitions_markdown
 from ._failures import empty_artifact_rows, tag_rate_rows
-from ._operations import accounting_rows, cost_rows, epoch_spread_rows
+from ._operations import accounting_rows, agent_cost_rows, cost_rows, epoch_spread_rows
 from ._ranking import pairwise_rows, rank_rows
 
 # The result types are listed once, in ``_results.__all__``.
@@ -52,12 +55,14 @@ from ._tables import (
     make_tables,
     validate_table,
 )
+from ._warnings import warning_rows
 
 __all__ = [
     "ANCHOR",
     "DEFAULT_RESAMPLES",
     "DEFINITIONS",
     "RATINGS_SCHEMA",
+    "RULE_CHECKS",
     "RUNS_SCHEMA",
     "TAGS_SCHEMA",
     "TASK_ATTRIBUTES",
@@ -69,6 +74,7 @@ __all__ = [
     "Tables",
     "TaskAttribute",
     "accounting_rows",
+    "agent_cost_rows",
     "agreement_rows",
     "below_anchor_rows",
     "communication_gap_rows",
@@ -83,6 +89,7 @@ __all__ = [
     "filter_campaign",
     "icc2",
     "infrastructure_failure_counts",
+    "judge_cost_rows",
     "judge_score_rows",
     "krippendorff_alpha_interval",
     "make_tables",
@@ -90,6 +97,7 @@ __all__ = [
     "pairwise_rows",
     "pass_rate_rows",
     "rank_rows",
+    "reference_check_matrix",
     "reference_check_rates",
     "rule_tag_rates",
     "run_state_counts",
@@ -98,5 +106,6 @@ __all__ = [
     "to_frame",
     "unpassed_task_rows",
     "validate_table",
+    "warning_rows",
 ]
 __all__ += _results.__all__

@@ -9,20 +9,45 @@ also runs whose request was never seen, and the rule judge, which never rates.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import polars as pl
 
-from ._results import InfrastructureFailures, ReferenceCheckRate, RuleTagRate, RunStateCount
+from ._operations import summary
+from ._results import (
+    InfrastructureFailures,
+    JudgeCost,
+    ReferenceCheckCell,
+    ReferenceCheckRate,
+    RuleTagRate,
+    RunStateCount,
+)
 from ._tables import TaskAttribute
 
+CheckKind = Literal["reference", "rule"]
+
 __all__ = [
+    "RULE_CHECKS",
     "CountTables",
     "infrastructure_failure_counts",
+    "judge_cost_rows",
+    "reference_check_matrix",
     "reference_check_rates",
     "rule_tag_rates",
     "run_state_counts",
 ]
+
+
+RULE_CHECKS = frozenset(
+    {"artifacts_present", "claimed_files_exist", "scripts_executed", "no_prompt_injection"}
+)
+"""The rule judge's own checks (assay_judge.rules.evaluate); every other check is one of
+the task's reference checks, which the rule judge runs on the task's behalf."""
+
+
+def _of_kind(checks: pl.DataFrame, kind: CheckKind) -> pl.DataFrame:
+    own = pl.col("name").is_in(sorted(RULE_CHECKS))
+    return checks.filter(own if kind == "rule" else ~own)
 
 
 class CountTables(NamedTuple):
@@ -67,12 +92,14 @@ def _scored_runs(runs: pl.DataFrame, group_by: TaskAttribute | None, *cols: str)
 
 
 def reference_check_rates(
-    tables: CountTables, *, group_by: TaskAttribute | None = None
+    tables: CountTables, *, group_by: TaskAttribute | None = None, kind: CheckKind = "reference"
 ) -> tuple[ReferenceCheckRate, ...]:
-    """Per group and agent: reference checks passed, plain and weighted."""
+    """Per group and agent: the task's reference checks (or the rule judge's own checks,
+    ``kind="rule"``) passed, plain and weighted."""
     ok = _scored_runs(tables.runs, group_by, "run_id")
     agg = (
-        tables.checks.join(ok, on="run_id", how="inner")
+        _of_kind(tables.checks, kind)
+        .join(ok, on="run_id", how="inner")
         .group_by("group", "agent_id")
         .agg(
             pl.col("run_id").n_unique().alias("n_runs"),
@@ -95,6 +122,26 @@ def reference_check_rates(
         )
         for r in agg.iter_rows(named=True)
     )
+
+
+def reference_check_matrix(tables: CountTables) -> tuple[ReferenceCheckCell, ...]:
+    """Task × agent: the task's reference checks passed, and which failed with what value.
+
+    Cells exist where the agent has a checked run of a task that has reference checks.
+    """
+    ok = tables.runs.filter(~pl.col("infrastructure_failure")).select("run_id", "task_id")
+    checks = _of_kind(tables.checks, "reference").drop("task_id", strict=False)
+    rows = checks.join(ok, on="run_id", how="inner").sort("task_id", "agent_id", "run_id", "name")
+    out = []
+    for (task, agent), cell in rows.group_by("task_id", "agent_id", maintain_order=True):
+        failed = cell.filter(~pl.col("passed"))
+        n, k = cell.height, int(cell["passed"].sum())
+        out.append(ReferenceCheckCell(
+            task_id=str(task), agent_id=str(agent), n_runs=cell["run_id"].n_unique(),
+            n_checks=n, n_passed=k, pass_rate=k / n,
+            failed=tuple(f"{r}: {c} — {d}" for r, c, d in failed.select("run_id", "name", "detail").iter_rows()),
+        ))  # fmt: skip
+    return tuple(out)
 
 
 def rule_tag_rates(
@@ -123,4 +170,23 @@ def rule_tag_rates(
         for tag in tags:
             k = counts.get((g, a, tag), 0)
             out.append(RuleTagRate(group=g, agent_id=a, tag=tag, n_runs=n, n_tagged=k, rate=k / n))
+    return tuple(out)
+
+
+JUDGE_COST_METRICS = ("input_tokens", "output_tokens", "cached_tokens", "cost_usd")
+
+
+def judge_cost_rows(verdicts: pl.DataFrame) -> tuple[JudgeCost, ...]:
+    """Per judge (sorted) and metric: total, mean, median and p95 per recorded verdict.
+
+    ``verdicts`` has judge_id and the metric columns, one row per verdict.
+    """
+    out = []
+    for judge in sorted(set(verdicts["judge_id"].to_list())):
+        mine = verdicts.filter(pl.col("judge_id") == judge)
+        for metric in JUDGE_COST_METRICS:
+            v = mine[metric].cast(pl.Float64).to_numpy()
+            mean, p50, p95 = summary(v)
+            out.append(JudgeCost(judge_id=judge, metric=metric, n_verdicts=int(v.size),
+                                 total=float(v.sum()), mean=mean, p50=p50, p95=p95))  # fmt: skip
     return tuple(out)

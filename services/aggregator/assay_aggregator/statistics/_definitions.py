@@ -107,8 +107,26 @@ DEFINITIONS: dict[str, str] = {
         "(ddof=1) of run scores, and the pooled SD √(mean within-cell variance)."
     ),
     "run_cost": (
-        "Latency (s), cost (USD) and steps per run over runs that are not infrastructure "
-        "failures: mean, median and 95th percentile (linear interpolation)."
+        "Latency (s), cost (USD), steps and tokens (input, output, cached) per run over runs "
+        "that are not infrastructure failures: mean, median and 95th percentile (linear "
+        "interpolation)."
+    ),
+    "cost_per_passed_task": (
+        "An agent's total cost over its runs that are not infrastructure failures, divided "
+        "by the tasks where at least one of its scored runs reaches the anchor."
+    ),
+    "judge_cost": (
+        "Tokens and cost (USD, at the campaign's prices, cached input tokens at the cached "
+        "rate) per recorded verdict of a judge: total, mean, median and 95th percentile."
+    ),
+    "warnings": (
+        "Computed from the data, each naming the tables it affects: fewer than 10 scored "
+        "tasks (too few for a task bootstrap; with one task every interval has zero width); "
+        "intervals of scores, differences or coefficients of zero width; a judge whose run scores have SD < 0.25 over its runs "
+        "(near constant: agreement undefined, other judges' self-preference biased); a judge "
+        "with ≥ 20% of its ratings at 0 or at 10 (clipped at the scale's end); Krippendorff's "
+        "alpha undefined or below 0.667; declared agents or judges with no scored run; runs "
+        "excluded as infrastructure failures; tasks without reference checks."
     ),
     "grouping": (
         "group_by=domain|phase|difficulty splits the tasks by that attribute and computes "

@@ -6,11 +6,25 @@ import numpy as np
 import polars as pl
 
 from ._context import Context
-from ._results import EpochSpread, RunAccounting, RunCost
+from ._results import AgentCost, EpochSpread, RunAccounting, RunCost
 
-__all__ = ["COST_METRICS", "accounting_rows", "cost_rows", "epoch_spread_rows"]
+__all__ = [
+    "COST_METRICS",
+    "accounting_rows",
+    "agent_cost_rows",
+    "cost_rows",
+    "epoch_spread_rows",
+    "summary",
+]
 
-COST_METRICS: tuple[str, ...] = ("latency_s", "cost_usd", "steps")
+COST_METRICS: tuple[str, ...] = (
+    "latency_s",
+    "cost_usd",
+    "steps",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+)
 """Per-run resource columns summarised by :func:`cost_rows`."""
 
 
@@ -58,18 +72,48 @@ def cost_rows(ctx: Context) -> list[RunCost]:
         mine = runs.filter(pl.col("agent_id") == agent)
         for metric in COST_METRICS:
             v = mine[metric].cast(pl.Float64).to_numpy()
-            have = v.size > 0
+            mean, p50, p95 = summary(v)
             rows.append(
                 RunCost(
                     group=ctx.group,
                     agent_id=agent,
                     metric=metric,
                     n_runs=int(v.size),
-                    mean=float(v.mean()) if have else float("nan"),
-                    p50=float(np.quantile(v, 0.5)) if have else float("nan"),
-                    p95=float(np.quantile(v, 0.95)) if have else float("nan"),
+                    mean=mean,
+                    p50=p50,
+                    p95=p95,
                 )
             )
+    return rows
+
+
+def summary(v: np.ndarray[tuple[int], np.dtype[np.float64]]) -> tuple[float, float, float]:
+    """Mean, median and 95th percentile (linear interpolation); NaN when empty."""
+    if v.size == 0:
+        return (float("nan"),) * 3
+    return float(v.mean()), float(np.quantile(v, 0.5)), float(np.quantile(v, 0.95))
+
+
+def agent_cost_rows(ctx: Context) -> list[AgentCost]:
+    """Each agent's total cost and its cost per task passed (a run at or above the anchor)."""
+    p = ctx.panel
+    runs = ctx.tables.runs.filter(~pl.col("infrastructure_failure"))
+    passed = np.nan_to_num(p.run_score) >= p.anchor
+    rows: list[AgentCost] = []
+    for a, agent in enumerate(p.agent_ids):
+        mine = runs.filter(pl.col("agent_id") == agent)
+        total = float(mine["cost_usd"].sum())
+        tasks = len(set(p.run_task[(p.run_agent == a) & passed].tolist()))
+        rows.append(
+            AgentCost(
+                group=ctx.group,
+                agent_id=agent,
+                n_runs=mine.height,
+                cost_usd=total,
+                n_passed_tasks=tasks,
+                cost_per_passed_task=total / tasks if tasks else float("nan"),
+            )
+        )
     return rows
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ._rows import Row
 
 __all__ = [
+    "AgentCost",
     "AgentRank",
     "AgentScore",
     "BelowAnchorShare",
@@ -19,14 +20,17 @@ __all__ = [
     "InfrastructureFailures",
     "JudgeAgreement",
     "JudgeCorrelation",
+    "JudgeCost",
     "PairwiseDifference",
     "PassRate",
+    "ReferenceCheckCell",
     "ReferenceCheckRate",
     "RuleTagRate",
     "RunAccounting",
     "RunCost",
     "RunStateCount",
     "SelfPreference",
+    "StatisticsWarning",
     "TagRate",
     "UnpassedTask",
 ]
@@ -273,7 +277,7 @@ class RunCost(Row):
     group: str | None
     agent_id: str
     metric: str
-    """'latency_s', 'cost_usd' or 'steps'."""
+    """'latency_s', 'cost_usd', 'steps', 'input_tokens', 'output_tokens' or 'cached_tokens'."""
     n_runs: int
     mean: float
     p50: float
@@ -334,3 +338,61 @@ class RuleTagRate(Row):
     n_runs: int
     n_tagged: int
     rate: float
+
+
+class StatisticsWarning(Row):
+    """A reason to distrust some figures, found in the data (see ``DEFINITIONS['warnings']``)."""
+
+    group: str | None
+    kind: str
+    """'few_tasks', 'zero_width_interval', 'constant_judge', 'scores_at_scale_end',
+    'agreement_undefined', 'agreement_unreliable', 'agent_without_scored_runs',
+    'judge_without_scored_runs', 'infrastructure_failures' or
+    'tasks_without_reference_checks'."""
+    subject: str
+    """The agent, judge or table concerned ('' when the warning is about all of them)."""
+    message: str
+    affects: tuple[str, ...]
+    """Names of the report tables whose figures the warning concerns."""
+
+
+class AgentCost(Row):
+    """What an agent spent in all, and per task it passed."""
+
+    group: str | None
+    agent_id: str
+    n_runs: int
+    """Runs that are not infrastructure failures (scored or not)."""
+    cost_usd: float
+    """Total cost of those runs."""
+    n_passed_tasks: int
+    """Tasks with at least one scored run of the agent at or above the anchor."""
+    cost_per_passed_task: float
+    """cost_usd / n_passed_tasks (NaN when no task was passed)."""
+
+
+class JudgeCost(Row):
+    """Tokens or cost per verdict of a judge (over its recorded verdicts)."""
+
+    judge_id: str
+    metric: str
+    """'input_tokens', 'output_tokens', 'cached_tokens' or 'cost_usd'."""
+    n_verdicts: int
+    total: float
+    mean: float
+    p50: float
+    p95: float
+
+
+class ReferenceCheckCell(Row):
+    """The task's reference checks on one agent's runs of one task (a matrix cell)."""
+
+    task_id: str
+    agent_id: str
+    n_runs: int
+    """Checked runs (infrastructure failures excluded)."""
+    n_checks: int
+    n_passed: int
+    pass_rate: float
+    failed: tuple[str, ...]
+    """Each failed check as 'run_id: check — detail' (the detail gives the value found)."""

@@ -12,9 +12,10 @@ from typing import get_args
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
-from . import _agreement, _failures, _operations, _ranking, _scores, _self_preference
+from . import _agreement, _failures, _operations, _ranking, _scores, _self_preference, _warnings
 from ._context import ANCHOR, DEFAULT_RESAMPLES, contexts
 from ._results import (
+    AgentCost,
     AgentRank,
     AgentScore,
     BelowAnchorShare,
@@ -28,6 +29,7 @@ from ._results import (
     RunAccounting,
     RunCost,
     SelfPreference,
+    StatisticsWarning,
     TagRate,
     UnpassedTask,
 )
@@ -65,7 +67,10 @@ class StatisticsReport(BaseModel):
     pairwise_differences: tuple[PairwiseDifference, ...]
     epoch_spread: tuple[EpochSpread, ...]
     run_costs: tuple[RunCost, ...]
+    agent_costs: tuple[AgentCost, ...]
     run_accounting: tuple[RunAccounting, ...]
+    warnings: tuple[StatisticsWarning, ...]
+    """Where the data cannot carry the figures above (each names those it affects)."""
 
     def frames(self) -> dict[str, pl.DataFrame]:
         """Every table as a polars DataFrame, keyed by field name."""
@@ -96,8 +101,15 @@ def compute_statistics(
     scientific_accuracy: str = "scientific_accuracy",
     tags: tuple[str, ...] = (),
     first_tags: tuple[str, ...] = _failures.DEFAULT_FIRST_TAGS,
+    declared_agents: tuple[str, ...] = (),
+    declared_judges: tuple[str, ...] = (),
+    tasks_without_checks: tuple[str, ...] = (),
 ) -> StatisticsReport:
-    """Compute every statistic; same inputs and seed give a byte-identical report."""
+    """Compute every statistic; same inputs and seed give a byte-identical report.
+
+    The declared agents and judges (and the tasks lacking reference checks) only feed
+    the warnings: those of them with no scored run are named there.
+    """
     checked = make_tables(*tables)
     acc: dict[str, list[Row]] = {
         name: []
@@ -134,7 +146,16 @@ def compute_statistics(
         acc["pairwise_differences"] += _ranking.pairwise_rows(ctx)
         acc["epoch_spread"] += _operations.epoch_spread_rows(ctx)
         acc["run_costs"] += _operations.cost_rows(ctx)
+        acc["agent_costs"] += _operations.agent_cost_rows(ctx)
         acc["run_accounting"] += _operations.accounting_rows(ctx)
+    acc["warnings"] += _warnings.warning_rows(
+        checked,
+        acc,
+        group_by=group_by,
+        declared_agents=declared_agents,
+        declared_judges=declared_judges,
+        tasks_without_checks=tasks_without_checks,
+    )
     return StatisticsReport.model_validate(
         {
             "seed": seed,

@@ -13,7 +13,7 @@ accepted and string columns may hold empty strings (task attributes often do).
     campaign_id str, task_id str, run_id str, agent_id str, agent_family str, epoch int,
     domain str, phase str, difficulty str, state str ("judged", "sealed", "failed", ...),
     infrastructure_failure bool, empty_artifacts bool, latency_s float, cost_usd float,
-    steps int.
+    steps int, input_tokens int, output_tokens int, cached_tokens int.
 
 ``tags`` — one row per run × judge × sample × failure tag:
     campaign_id str, task_id str, run_id str, agent_id str, judge_id str, sample int,
@@ -84,6 +84,9 @@ RUNS_SCHEMA: dict[str, Kind] = {
     "latency_s": "float",
     "cost_usd": "float",
     "steps": "int",
+    "input_tokens": "int",
+    "output_tokens": "int",
+    "cached_tokens": "int",
 }
 """Columns of ``runs`` (one row per run)."""
 
@@ -166,7 +169,8 @@ def make_tables(
 ) -> Tables:
     """Validate the input tables and bundle them; ``tags`` defaults to an empty table.
 
-    Also checks that every rated run appears in ``runs`` (its infrastructure flag and
+    Also refuses a rating given twice (same run, judge, sample and dimension: never
+    averaged), and checks that every rated run appears in ``runs`` (its infrastructure flag and
     attributes come from there), naming the first offending run.
     """
     r = validate_table(ratings, "ratings")
@@ -180,6 +184,14 @@ def make_tables(
     if dup.any():
         raise StatisticsInputError(
             f"table 'runs': run_id {u['run_id'].filter(dup)[0]!r} appears more than once"
+        )
+    key = ["run_id", "judge_id", "sample", "dimension"]
+    twice = r.select(key).filter(r.select(key).is_duplicated())
+    if twice.height:
+        run, judge, sample, dim = twice.sort(key).row(0)
+        raise StatisticsInputError(
+            f"table 'ratings': run {run!r}, judge {judge!r}, sample {sample}, dimension "
+            f"{dim!r} is rated more than once"
         )
     unknown = r.select("run_id").unique().join(u.select("run_id"), on="run_id", how="anti")
     if unknown.height:

@@ -1,0 +1,188 @@
+"""Warnings: where the data cannot carry the figures computed from it.
+
+Each warning is computed from the data itself (never from a campaign's configuration
+alone) and names the report tables it affects, so a reader knows which numbers to
+distrust. Thresholds are fixed here and written out in ``DEFINITIONS['warnings']``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import polars as pl
+
+from ._context import split_tables
+from ._results import JudgeAgreement, StatisticsWarning
+from ._rows import Row
+from ._tables import Tables, TaskAttribute
+
+__all__ = [
+    "CLIPPED_SHARE",
+    "MIN_BOOTSTRAP_TASKS",
+    "MIN_JUDGE_SD",
+    "RELIABLE_ALPHA",
+    "warning_rows",
+]
+
+MIN_BOOTSTRAP_TASKS = 10
+"""Below this many scored tasks the task bootstrap's intervals are not trustworthy."""
+MIN_JUDGE_SD = 0.25
+"""A judge whose run scores vary less than this (SD, points) is (near) constant."""
+CLIPPED_SHARE = 0.2
+"""A judge giving at least this share of its ratings at 0 or at 10 piles at the scale's end."""
+RELIABLE_ALPHA = 0.667
+"""Krippendorff's lowest alpha for tentative conclusions."""
+
+_INTERVALS = ("agent_scores", "dimension_scores", "judge_leaderboards", "pass_rates",
+              "below_anchor_shares", "communication_gap", "tag_rates", "empty_artifact_rates",
+              "self_preference", "pairwise_differences")  # fmt: skip
+# Rates at 0 or 1 have zero-width bootstrap intervals by nature; scores should not.
+_ZERO_WIDTH = ("agent_scores", "dimension_scores", "judge_leaderboards", "communication_gap",
+               "self_preference", "pairwise_differences")  # fmt: skip
+_SCORES = ("agent_scores", "dimension_scores", "pass_rates", "agent_ranks",
+           "pairwise_differences")  # fmt: skip
+_JUDGING = ("judge_agreement", "judge_correlations", "self_preference")
+
+
+def _warn(group: str | None, kind: str, subject: str, message: str, affects: Sequence[str]) -> StatisticsWarning:  # fmt: skip
+    return StatisticsWarning(
+        group=group, kind=kind, subject=subject, message=message, affects=tuple(affects)
+    )
+
+
+def _few_tasks(group: str | None, t: Tables) -> list[StatisticsWarning]:
+    n = t.ratings["task_id"].n_unique()
+    if n == 0 or n >= MIN_BOOTSTRAP_TASKS:
+        return []
+    extra = (
+        ": every interval has zero width and every rank is certain by construction"
+        if n == 1
+        else ""
+    )
+    return [_warn(group, "few_tasks", "", f"only {n} scored task(s), fewer than "
+                  f"{MIN_BOOTSTRAP_TASKS} for a task bootstrap{extra}",
+                  (*_INTERVALS, "agent_ranks"))]  # fmt: skip
+
+
+def _zero_width(group: str | None, tables: Mapping[str, Sequence[Row]]) -> list[StatisticsWarning]:
+    out = []
+    for name in _ZERO_WIDTH:
+        rows = [r for r in tables[name] if getattr(r, "group", None) == group]
+        flat = [r for r in rows if getattr(r, "ci_low") == getattr(r, "ci_high")]  # noqa: B009
+        if flat:
+            out.append(_warn(group, "zero_width_interval", name,
+                             f"{len(flat)} of {len(rows)} intervals in {name} have zero width",
+                             (name,)))  # fmt: skip
+    return out
+
+
+def _judge_scores(t: Tables) -> pl.DataFrame:
+    """Each judge's run scores (mean of its ratings of the run)."""
+    return t.ratings.group_by("judge_id", "run_id").agg(pl.col("score").mean().alias("s"))
+
+
+def _constant_judges(group: str | None, t: Tables) -> list[StatisticsWarning]:
+    spread = (
+        _judge_scores(t)
+        .group_by("judge_id")
+        .agg(pl.col("s").std(ddof=0).alias("sd"), pl.len().alias("n"))
+        .sort("judge_id")
+    )
+    return [
+        _warn(group, "constant_judge", j, f"judge {j} gives (nearly) the same run score to all "
+              f"{n} runs (SD {sd:.2f}): agreement is undefined or low and the other judges' "
+              "self-preference coefficients are biased", _JUDGING)
+        for j, sd, n in spread.iter_rows()
+        if n >= 2 and sd < MIN_JUDGE_SD
+    ]  # fmt: skip
+
+
+def _clipped(group: str | None, t: Tables) -> list[StatisticsWarning]:
+    ends = (
+        t.ratings.group_by("judge_id")
+        .agg((pl.col("score") == 0).mean().alias("lo"), (pl.col("score") == 10).mean().alias("hi"))
+        .sort("judge_id")
+    )
+    return [
+        _warn(group, "scores_at_scale_end", j, f"judge {j} gives {100 * lo:.0f}% of its ratings "
+              f"at 0 and {100 * hi:.0f}% at 10: differences beyond the scale's end are lost, "
+              "which biases agreement and self-preference", (*_JUDGING, "agent_scores"))
+        for j, lo, hi in ends.iter_rows()
+        if max(lo, hi) >= CLIPPED_SHARE
+    ]  # fmt: skip
+
+
+def _agreement(rows: Sequence[JudgeAgreement]) -> list[StatisticsWarning]:
+    out = []
+    for r in rows:
+        a = r.krippendorff_alpha
+        if math.isnan(a) and len(r.judges) >= 1:
+            out.append(_warn(r.group, "agreement_undefined", "", "judge agreement is undefined "
+                             f"({len(r.judges)} judge(s), {r.n_runs} runs rated by two or more)",
+                             ("judge_agreement", "judge_correlations")))  # fmt: skip
+        elif a < RELIABLE_ALPHA:
+            out.append(_warn(r.group, "agreement_unreliable", "", f"Krippendorff's alpha "
+                             f"{a:.2f} is below {RELIABLE_ALPHA}: the judges disagree",
+                             ("judge_agreement", "agent_scores")))  # fmt: skip
+    return out
+
+
+def _absent(t: Tables, declared_agents: Sequence[str], declared_judges: Sequence[str]) -> list[StatisticsWarning]:  # fmt: skip
+    agents = set(t.ratings["agent_id"].to_list())
+    judges = set(t.ratings["judge_id"].to_list())
+    out = [_warn(None, "agent_without_scored_runs", a, f"agent {a} is declared but has no "
+                 "scored run: it has no score, rank or pairwise difference", _SCORES)
+           for a in sorted(set(declared_agents) - agents)]  # fmt: skip
+    out += [_warn(None, "judge_without_scored_runs", j, f"judge {j} is declared but scored no "
+                  "run: it is absent from agreement and self-preference", _JUDGING)
+            for j in sorted(set(declared_judges) - judges)]  # fmt: skip
+    return out
+
+
+def _infrastructure(t: Tables) -> list[StatisticsWarning]:
+    failed = (
+        t.runs.filter(pl.col("infrastructure_failure"))
+        .group_by("agent_id")
+        .agg(pl.len().alias("n"))
+        .sort("agent_id")
+    )
+    totals = dict(t.runs.group_by("agent_id").agg(pl.len()).iter_rows())
+    return [
+        _warn(None, "infrastructure_failures", a, f"{n} of {totals[a]} runs of agent {a} were "
+              "excluded as infrastructure failures", (*_SCORES, "run_accounting"))
+        for a, n in failed.iter_rows()
+    ]  # fmt: skip
+
+
+def _unchecked(tasks: Sequence[str]) -> list[StatisticsWarning]:
+    if not tasks:
+        return []
+    shown = ", ".join(sorted(tasks)[:5]) + (", …" if len(tasks) > 5 else "")
+    return [_warn(None, "tasks_without_reference_checks", "", f"{len(tasks)} task(s) have no "
+                  f"reference check ({shown}): their reference-check figures are empty",
+                  ("reference_checks", "reference_check_matrix"))]  # fmt: skip
+
+
+def warning_rows(
+    tables: Tables,
+    computed: Mapping[str, Sequence[Row]],
+    *,
+    group_by: TaskAttribute | None = None,
+    declared_agents: Sequence[str] = (),
+    declared_judges: Sequence[str] = (),
+    tasks_without_checks: Sequence[str] = (),
+) -> list[StatisticsWarning]:
+    """Every warning the data calls for; ``computed`` maps table names to their rows."""
+    out: list[StatisticsWarning] = []
+    for group, sub in split_tables(tables, group_by):
+        out += _few_tasks(group, sub)
+        out += _zero_width(group, computed)
+        out += _constant_judges(group, sub)
+        out += _clipped(group, sub)
+    agreement = computed["judge_agreement"]
+    out += _agreement([r for r in agreement if isinstance(r, JudgeAgreement)])
+    out += _absent(tables, declared_agents, declared_judges)
+    out += _infrastructure(tables)
+    out += _unchecked(tasks_without_checks)
+    return out
