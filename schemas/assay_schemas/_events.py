@@ -35,10 +35,13 @@ __all__ = [
     "JudgmentFailed",
     "JudgmentRecorded",
     "Producer",
+    "RejectionReason",
     "RunFailed",
     "RunRequested",
     "SandboxReady",
     "StopReason",
+    "TaskAccepted",
+    "TaskRejected",
     "TaskSubmitted",
     "ToolCallRecord",
     "ToolResultRecord",
@@ -121,6 +124,34 @@ class RunRequested(Event):
     scripted: bool = False
     prices: dict[str, Price] = Field(default_factory=dict)
     """The campaign's price overrides (model name or prefix -> USD per million tokens)."""
+
+
+RejectionReason = Literal[
+    "invalid", "unknown_campaign", "missing_blob", "blob_mismatch", "duplicate"
+]
+
+
+class TaskAccepted(Event):
+    """The runner checked a submitted task (campaign, attachments, uniqueness) and
+    scheduled its runs. Publishers subscribe to it for their campaign."""
+
+    event_type: Literal["TaskAccepted"] = "TaskAccepted"
+    submission: str
+    """event_id of the TaskSubmitted this answers."""
+    run_ids: list[str] = Field(default_factory=list)
+    """The runs scheduled for the task (one per agent and epoch)."""
+
+
+class TaskRejected(Event):
+    """A submitted task was refused at the door, before any run was scheduled."""
+
+    event_type: Literal["TaskRejected"] = "TaskRejected"
+    submission: str | None = None
+    """event_id of the TaskSubmitted this answers (None when the message had none)."""
+    sequence: int = Field(default=0, ge=0)
+    """Stream sequence of the refused message."""
+    reason: RejectionReason
+    detail: str
 
 
 # --- sandbox ----------------------------------------------------------------------------
@@ -305,6 +336,8 @@ class JudgmentFailed(Event):
 AnyEvent = Annotated[
     CampaignStarted
     | TaskSubmitted
+    | TaskAccepted
+    | TaskRejected
     | RunRequested
     | SandboxReady
     | AgentStepLogged
@@ -323,6 +356,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
     for cls in (
         CampaignStarted,
         TaskSubmitted,
+        TaskAccepted,
+        TaskRejected,
         RunRequested,
         SandboxReady,
         AgentStepLogged,

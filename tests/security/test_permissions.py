@@ -223,7 +223,17 @@ def test_permission_map_is_pure_and_prefixed() -> None:
         if name == "admin":
             continue
         for subj in perms.publish:
-            assert subj.startswith(("p.", "$JS.API.", "$JS.ACK.X.", "$JS.FC.X.")), (name, subj)
+            assert subj.startswith(
+                (
+                    "p.",
+                    "$JS.API.",
+                    "$JS.ACK.X.",
+                    "$JS.FC.X.",
+                    "$JS.FC.X_DLQ.",
+                    "$JS.FC.OBJ_X_UP_c.",
+                    "$O.X_UP_c.",
+                )
+            ), (name, subj)
             assert "ASSAY" not in subj
     assert users["publisher-c"].publish[0] == "p.ev.TaskSubmitted.c.-"
     assert not any(".ev." in subj for subj in users["aggregator"].publish)
