@@ -90,9 +90,14 @@ class Event(BaseModel):
         return value.astimezone(UTC)
 
 
-def run_id_for(campaign_id: str, task_id: str, agent_id: str, epoch: int) -> str:
-    """Deterministic run id: the same (task, agent, epoch) is scheduled once."""
-    return "r" + derive_id("run", campaign_id, task_id, agent_id, epoch)[:24]
+def run_id_for(campaign_id: str, task_id: str, agent_id: str, epoch: int, attempt: int = 0) -> str:
+    """Deterministic run id: the same (task, agent, epoch, attempt) is scheduled once.
+
+    The attempt is part of the identity: a retry is a new run, the failed one stays."""
+    parts: tuple[object, ...] = (campaign_id, task_id, agent_id, epoch)
+    if attempt:
+        parts = (*parts, attempt)  # first attempts keep the ids they always had
+    return "r" + derive_id("run", *parts)[:24]
 
 
 # --- campaign and tasks ---------------------------------------------------------------
@@ -119,6 +124,9 @@ class RunRequested(Event):
     task: Task
     agent: AgentSpec
     epoch: int = Field(ge=0)
+    attempt: int = Field(default=0, ge=0)
+    """0 for the first run of (task, agent, epoch); a retry after an infrastructure
+    failure is attempt + 1 under a new run id."""
     limits: Limits
     sandbox: SandboxSpec
     scripted: bool = False

@@ -6,6 +6,7 @@ from . import (  # noqa: F401  (register commands)
     _doctor,
     _judge,
     _report,
+    _retry,
     _run,
     _serve,
     _watch,

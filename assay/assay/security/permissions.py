@@ -46,7 +46,7 @@ Role = Literal["admin", "cli", "runner", "sandbox-manager", "judge", "aggregator
 ROLES: tuple[Role, ...] = get_args(Role)
 
 EVENTS_BY_ROLE: dict[Role, tuple[str, ...]] = {
-    "cli": ("CampaignStarted", "TaskSubmitted"),
+    "cli": ("CampaignStarted", "TaskSubmitted", "RunRequested"),
     "publisher": ("TaskSubmitted",),
     "runner": (
         "TaskAccepted",
@@ -60,7 +60,8 @@ EVENTS_BY_ROLE: dict[Role, tuple[str, ...]] = {
     "judge": ("JudgeRegistered", "JudgmentRecorded", "JudgmentFailed"),
 }
 """The event types each role writes: its NATS publish rights and, for signed events, what
-its enrolled key may sign. The admin and the aggregator write no events."""
+its enrolled key may sign. The admin and the aggregator write no events. The cli writes
+RunRequested only for `assay retry` (a new attempt of an infrastructure-failed run)."""
 
 PUBLISHER_FEEDBACK = ("TaskAccepted", "TaskRejected")
 """The runner's answers to a submission, which a publisher may read for its campaign."""
