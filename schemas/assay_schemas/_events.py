@@ -37,11 +37,14 @@ __all__ = [
     "JudgmentFailed",
     "JudgmentRecorded",
     "Producer",
+    "RejectionReason",
     "RunFailed",
     "RunRequested",
     "SandboxReady",
     "SealManifest",
     "StopReason",
+    "TaskAccepted",
+    "TaskRejected",
     "TaskSubmitted",
     "ToolCallRecord",
     "ToolResultRecord",
@@ -90,9 +93,14 @@ class Event(BaseModel):
         return value.astimezone(UTC)
 
 
-def run_id_for(campaign_id: str, task_id: str, agent_id: str, epoch: int) -> str:
-    """Deterministic run id: the same (task, agent, epoch) is scheduled once."""
-    return "r" + derive_id("run", campaign_id, task_id, agent_id, epoch)[:24]
+def run_id_for(campaign_id: str, task_id: str, agent_id: str, epoch: int, attempt: int = 0) -> str:
+    """Deterministic run id: the same (task, agent, epoch, attempt) is scheduled once.
+
+    The attempt is part of the identity: a retry is a new run, the failed one stays."""
+    parts: tuple[object, ...] = (campaign_id, task_id, agent_id, epoch)
+    if attempt:
+        parts = (*parts, attempt)  # first attempts keep the ids they always had
+    return "r" + derive_id("run", *parts)[:24]
 
 
 # --- campaign and tasks ---------------------------------------------------------------
@@ -119,11 +127,42 @@ class RunRequested(Event):
     task: Task
     agent: AgentSpec
     epoch: int = Field(ge=0)
+    attempt: int = Field(default=0, ge=0)
+    """0 for the first run of (task, agent, epoch); a retry after an infrastructure
+    failure is attempt + 1 under a new run id."""
     limits: Limits
     sandbox: SandboxSpec
     scripted: bool = False
     prices: dict[str, Price] = Field(default_factory=dict)
     """The campaign's price overrides (model name or prefix -> USD per million tokens)."""
+
+
+RejectionReason = Literal[
+    "invalid", "unknown_campaign", "missing_blob", "blob_mismatch", "duplicate"
+]
+
+
+class TaskAccepted(Event):
+    """The runner checked a submitted task (campaign, attachments, uniqueness) and
+    scheduled its runs. Publishers subscribe to it for their campaign."""
+
+    event_type: Literal["TaskAccepted"] = "TaskAccepted"
+    submission: str
+    """event_id of the TaskSubmitted this answers."""
+    run_ids: list[str] = Field(default_factory=list)
+    """The runs scheduled for the task (one per agent and epoch)."""
+
+
+class TaskRejected(Event):
+    """A submitted task was refused at the door, before any run was scheduled."""
+
+    event_type: Literal["TaskRejected"] = "TaskRejected"
+    submission: str | None = None
+    """event_id of the TaskSubmitted this answers (None when the message had none)."""
+    sequence: int = Field(default=0, ge=0)
+    """Stream sequence of the refused message."""
+    reason: RejectionReason
+    detail: str
 
 
 # --- sandbox ----------------------------------------------------------------------------
@@ -347,6 +386,8 @@ class JudgmentFailed(Event):
 AnyEvent = Annotated[
     CampaignStarted
     | TaskSubmitted
+    | TaskAccepted
+    | TaskRejected
     | RunRequested
     | SandboxReady
     | AgentStepLogged
@@ -365,6 +406,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
     for cls in (
         CampaignStarted,
         TaskSubmitted,
+        TaskAccepted,
+        TaskRejected,
         RunRequested,
         SandboxReady,
         AgentStepLogged,

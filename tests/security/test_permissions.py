@@ -224,7 +224,15 @@ def test_permission_map_is_pure_and_prefixed() -> None:
             continue
         for subj in perms.publish:
             assert subj.startswith(
-                ("p.", "$JS.API.", "$JS.ACK.X.", "$JS.FC.X.", "$JS.FC.X_DLQ.")
+                (
+                    "p.",
+                    "$JS.API.",
+                    "$JS.ACK.X.",
+                    "$JS.FC.X.",
+                    "$JS.FC.X_DLQ.",
+                    "$JS.FC.OBJ_X_UP_c.",
+                    "$O.X_UP_c.",
+                )
             ), (name, subj)
             assert "ASSAY" not in subj
     assert users["publisher-c"].publish[0] == "p.ev.TaskSubmitted.c.-"

@@ -14,7 +14,7 @@ from assay.campaign import submit_campaign
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_schemas import ArtifactsSealed, JudgmentRecorded
+from assay_schemas import ArtifactsSealed, JudgmentRecorded, TaskRejected
 from tests.judge.cases import judge_spec, reading_judge, verdict
 from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, wait_for_events, write_task
 
@@ -87,9 +87,19 @@ async def test_dead_letters_and_reports_work_with_restricted_users(
                 break
             await asyncio.sleep(0.1)
         assert [body for body, _ in letters] == [b"not an event"]
+        # The runner answers the sender on the campaign's TaskRejected subject.
+        for _ in range(100):
+            answers = [
+                e.event async for e in cli.replay(subject=cli.subjects.event("TaskRejected"))
+            ]
+            if answers:
+                break
+            await asyncio.sleep(0.1)
+        [rejected] = answers
+        assert isinstance(rejected, TaskRejected) and rejected.reason == "invalid"
         # `assay report` folds the log as the cli user.
         state = await fold_stream(cli.js, cli.stream.name, cli.subjects.events)
-        assert state.last_sequence == 1
+        assert state.last_sequence == 2
     finally:
         await cli.stop()
         await runner.bus.stop()

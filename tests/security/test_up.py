@@ -15,6 +15,7 @@ import pytest
 from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import find_free_port
+from assay.store import upload_bucket
 
 pytestmark = pytest.mark.timeout(40)
 
@@ -29,7 +30,17 @@ async def test_up_with_auth_serves_restricted_users(tmp_path: Path) -> None:
     port = find_free_port()
     env = dict(os.environ, ASSAY_HOME=str(home), ASSAY_INSTANCE="box1")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "assay", "up", "--auth", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "assay",
+            "up",
+            "--auth",
+            "--port",
+            str(port),
+            "--publisher",
+            "c1",
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -58,6 +69,16 @@ async def test_up_with_auth_serves_restricted_users(tmp_path: Path) -> None:
             assert info.config.deny_delete
         finally:
             await bus.stop()
+
+        # The publisher finds its upload bucket ready: it may put objects, not make buckets.
+        publisher = Settings(**_env_file(home / "nats" / "publisher-c1.env"))  # type: ignore[arg-type]
+        pub = Bus(publisher, service="publisher")
+        await pub.connect()
+        try:
+            objects = await pub.js.object_store(upload_bucket(publisher, "c1"))
+            await objects.put("0" * 64, b"")
+        finally:
+            await pub.stop()
 
         with pytest.raises(Exception, match=r"[Aa]uthorization"):
             await nats.connect(

@@ -161,6 +161,16 @@ class Bus:
             return False
         return True
 
+    async def last_event(self, subject: str) -> Event | None:
+        """The last event stored on exactly this subject, or None (one direct lookup)."""
+        from nats.js.errors import NotFoundError
+
+        try:
+            msg = await self.js.get_last_msg(self.stream.name, subject)
+        except NotFoundError:
+            return None
+        return parse_event(msg.data or b"", subject=subject)
+
     async def run_events(self, campaign_id: str, run_id: str) -> list[Event]:
         """Every event of one run so far, in order (used to rebuild state after a crash)."""
         subject = self.subjects.event("*", campaign_id, run_id)
@@ -243,7 +253,7 @@ class Bus:
             reason = str(e) if isinstance(e, InvalidEvent) else f"{type(e).__name__}: {e}"
             await self._dead_letter(msg, durable, reason)
             if on_refused is not None:
-                await on_refused(Refusal(meta.sequence.stream, raw.subject, reason))
+                await on_refused(Refusal(meta.sequence.stream, raw.subject, reason, raw.data))
             return
         ctx = extract_context(raw.headers)
         span_name = f"{durable} handle {event.event_type}"

@@ -33,6 +33,8 @@ class Refusal(NamedTuple):
     sequence: int
     subject: str
     reason: str
+    data: bytes = b""
+    """The refused message's bytes (to answer its sender, never to act on)."""
 
 
 RefusalSink = Callable[[Refusal], Awaitable[None]]

@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (register commands)
     _judge,
     _keys,
     _report,
+    _retry,
     _run,
     _serve,
     _watch,

@@ -57,7 +57,8 @@ def up(
         if secured and secured.users:
             settings = settings.model_copy(update={"nats_url": server.url})
             # Services may only look the streams up: the admin creates them now.
-            asyncio.run(create_streams(secured.settings_for("admin", settings)))
+            admin = secured.settings_for("admin", settings)
+            asyncio.run(create_streams(admin, upload_campaigns=tuple(publisher)))
     except AssayError as e:
         server.stop()
         err_console.print(f"[red]error:[/red] {e}")

@@ -117,13 +117,22 @@ def write_env_files(auth: EmbeddedAuth, settings: Settings) -> list[Path]:
     return out
 
 
-async def create_streams(settings: Settings, *, timeout: float = 15.0) -> None:
-    """Create the streams as `settings`' user (the admin): services may only look them up."""
+async def create_streams(
+    settings: Settings, *, timeout: float = 15.0, upload_campaigns: tuple[str, ...] = ()
+) -> None:
+    """Create the streams as `settings`' user (the admin): services may only look them up.
+
+    Each campaign in `upload_campaigns` also gets its upload bucket (its publisher may
+    put objects there, not create buckets).
+    """
     from assay.bus import Bus
+    from assay.store import ensure_upload_bucket, upload_bucket
 
     bus = Bus(settings, service="admin")
     try:
         await asyncio.wait_for(bus.connect(), timeout)
+        for campaign in upload_campaigns:
+            await ensure_upload_bucket(bus.js, upload_bucket(settings, campaign))
     except Exception as e:  # connection refused, TLS or auth failure, timeout
         raise BusError(
             f"creating streams {settings.stream} on {settings.nats_url} as "

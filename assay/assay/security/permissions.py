@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from typing import Literal, NamedTuple, get_args
 
 from assay.config import Settings
+from assay.store import upload_bucket_name
 
 __all__ = [
     "EVENTS_BY_ROLE",
@@ -45,14 +46,25 @@ Role = Literal["admin", "cli", "runner", "sandbox-manager", "judge", "aggregator
 ROLES: tuple[Role, ...] = get_args(Role)
 
 EVENTS_BY_ROLE: dict[Role, tuple[str, ...]] = {
-    "cli": ("CampaignStarted", "TaskSubmitted"),
+    "cli": ("CampaignStarted", "TaskSubmitted", "RunRequested"),
     "publisher": ("TaskSubmitted",),
-    "runner": ("RunRequested", "AgentStepLogged", "AgentFinished", "RunFailed"),
+    "runner": (
+        "TaskAccepted",
+        "TaskRejected",
+        "RunRequested",
+        "AgentStepLogged",
+        "AgentFinished",
+        "RunFailed",
+    ),
     "sandbox-manager": ("SandboxReady", "ArtifactsSealed", "RunFailed"),
     "judge": ("JudgeRegistered", "JudgmentRecorded", "JudgmentFailed"),
 }
 """The event types each role writes: its NATS publish rights and, for signed events, what
-its enrolled key may sign. The admin and the aggregator write no events."""
+its enrolled key may sign. The admin and the aggregator write no events. The cli writes
+RunRequested only for `assay retry` (a new attempt of an infrastructure-failed run)."""
+
+PUBLISHER_FEEDBACK = ("TaskAccepted", "TaskRejected")
+"""The runner's answers to a submission, which a publisher may read for its campaign."""
 
 NO_RUN = "-"
 """Run token of events that belong to no run (campaign and task events)."""
@@ -97,6 +109,30 @@ def _durables(stream: str, prefix: str, durables: Sequence[str]) -> list[str]:
     return out
 
 
+def _upload_writer(stream: str, campaign: str) -> list[str]:
+    """Put objects into one campaign's upload bucket: chunks and metadata, nothing else
+    (no purge, delete or stream update, so nothing stored can be removed)."""
+    bucket = upload_bucket_name(stream, campaign)
+    return [
+        f"$JS.API.STREAM.INFO.OBJ_{bucket}",
+        f"$JS.API.STREAM.MSG.GET.OBJ_{bucket}",
+        f"$JS.API.DIRECT.GET.OBJ_{bucket}.>",
+        f"$O.{bucket}.C.*",
+        f"$O.{bucket}.M.*",
+    ]
+
+
+def _upload_reader(stream: str, campaign: str) -> list[str]:
+    """Read one campaign's upload bucket (an ordered consumer per object, like a replay)."""
+    bucket = upload_bucket_name(stream, campaign)
+    return [
+        "$JS.API.STREAM.NAMES",
+        f"$JS.API.DIRECT.GET.OBJ_{bucket}.>",
+        *_reader(f"OBJ_{bucket}"),
+        f"$JS.API.CONSUMER.DELETE.OBJ_{bucket}.*",
+    ]
+
+
 def _dedupe(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
@@ -115,6 +151,7 @@ def role_permissions(
     judge_id: str | None = None,
     instances: Sequence[str] = (),
     user: str | None = None,
+    upload_campaigns: Sequence[str] = (),
 ) -> Permissions:
     """The allow-lists of one role on the stream `stream` under subject prefix `prefix`.
 
@@ -125,6 +162,7 @@ def role_permissions(
     bounds what the user publishes but lets it pull or ack any durable: NATS wildcards
     match whole tokens only, so `judge-*` cannot be written. `user` is the NATS user
     name the permissions are for (default: the role's name); it names the private inbox.
+    `upload_campaigns` are the campaigns whose upload buckets the runner imports from.
     """
     inbox = f"{inbox_prefix(user or role)}.>"
     if role == "admin":
@@ -138,9 +176,14 @@ def role_permissions(
                     f"{prefix}.ev.TaskSubmitted.{campaign}.{NO_RUN}",
                     f"$JS.API.STREAM.INFO.{stream}",
                     f"$JS.API.STREAM.INFO.{stream}_DLQ",
+                    *_upload_writer(stream, campaign),
                 ]
             ),
-            subscribe=(inbox,),
+            # Feedback arrives as core-NATS messages on the event subjects of its own
+            # campaign: a publisher subscribes before it submits (no stream reads needed).
+            subscribe=_dedupe(
+                [inbox, *(f"{prefix}.ev.{t}.{campaign}.{NO_RUN}" for t in PUBLISHER_FEEDBACK)]
+            ),
         )
     if role == "cli":
         # `assay submit` creates the streams when missing and publishes the campaign;
@@ -170,6 +213,7 @@ def role_permissions(
                     *_reader(stream),
                     *_durables(stream, prefix, durables),
                     f"{prefix}.rpc.sandbox.*",
+                    *(p for c in upload_campaigns for p in _upload_reader(stream, c)),
                 ]
             ),
             subscribe=(inbox,),
@@ -236,7 +280,14 @@ def permission_map(
     """
     stream, prefix = settings.stream, settings.subject_prefix
     users: dict[str, Permissions] = {
-        role: role_permissions(role, stream=stream, prefix=prefix, instances=instances, user=role)
+        role: role_permissions(
+            role,
+            stream=stream,
+            prefix=prefix,
+            instances=instances,
+            user=role,
+            upload_campaigns=publisher_campaigns,
+        )
         for role in ROLES
         if role != "publisher"
     }

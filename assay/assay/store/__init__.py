@@ -11,16 +11,28 @@ from ._local import LocalBlobStore
 from ._manifest import media_type_of, store_file
 from ._protocol import BlobInfo, BlobStore
 from ._s3 import S3BlobStore
+from ._uploads import (
+    ensure_upload_bucket,
+    import_upload,
+    upload_blob,
+    upload_bucket,
+    upload_bucket_name,
+)
 
 __all__ = [
     "BlobInfo",
     "BlobStore",
     "LocalBlobStore",
     "S3BlobStore",
+    "ensure_upload_bucket",
     "hash_file",
+    "import_upload",
     "media_type_of",
     "open_store",
     "store_file",
+    "upload_blob",
+    "upload_bucket",
+    "upload_bucket_name",
 ]
 
 

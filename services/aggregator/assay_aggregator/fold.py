@@ -105,6 +105,7 @@ def _run_requested(state: State, e: RunRequested, seq: int) -> None:
     run.agent_family = e.agent.family
     run.agent_model = e.agent.model
     run.epoch = e.epoch
+    run.attempt = e.attempt
 
 
 def _sandbox_ready(state: State, e: SandboxReady, seq: int) -> None:

@@ -52,7 +52,8 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
         "stop_reason": S, "infrastructure_failure": B, "failure_stage": S, "failure_error": S,
         "sealed": B, "n_files": I64, "n_artifacts": I64, "empty_artifacts": B, "latency_s": F,
         "cost_usd": F, "steps": I64, "input_tokens": I64, "output_tokens": I64, "cached_tokens": I64,
-        "n_verdicts": I64, "first_sequence": I64, "last_sequence": I64,
+        "n_verdicts": I64, "first_sequence": I64, "last_sequence": I64, "attempt": I64,
+        "superseded": B,
     },
     "steps": {
         "campaign_id": S, "run_id": S, "agent_id": S, "n_steps": I64, "max_step": I64,
@@ -165,8 +166,16 @@ class Projections:
 
     # --- row builders ---------------------------------------------------------------------
 
+    def _latest_attempts(self) -> dict[tuple[str, str, str, int], int]:
+        latest: dict[tuple[str, str, str, int], int] = {}
+        for r in self.state.runs.values():
+            slot = (r.campaign_id, r.task_id, r.agent_id, r.epoch)
+            latest[slot] = max(latest.get(slot, 0), r.attempt)
+        return latest
+
     def _runs_rows(self) -> list[tuple[Any, ...]]:
         counts = self._verdict_counts()
+        latest = self._latest_attempts()
         rows = []
         for r in self._sorted_runs():
             n_art = self._n_artifacts(r)
@@ -183,7 +192,8 @@ class Projections:
                 r.cost_usd if fin else r.step_cost_nusd / 1e9, r.steps if fin else r.step_count,
                 r.input_tokens if fin else r.step_input_tokens,
                 r.output_tokens if fin else r.step_output_tokens, r.cached_tokens,
-                counts.get(r.run_id, 0), r.first_sequence, r.last_sequence,
+                counts.get(r.run_id, 0), r.first_sequence, r.last_sequence, r.attempt,
+                r.attempt < latest[(r.campaign_id, r.task_id, r.agent_id, r.epoch)],
             ))  # fmt: skip
         return rows
 
@@ -345,7 +355,7 @@ class Projections:
         (the report counts them apart).
         """
         # Runs whose request was never seen have no agent or task to attribute them to.
-        runs = self.table("runs").filter((pl.col("agent_id") != "") & (pl.col("task_id") != ""))
+        runs = self._latest_runs().filter((pl.col("agent_id") != "") & (pl.col("task_id") != ""))
         ratings = self.table("judgments").filter(pl.col("judge_id") != RULES_JUDGE)
         tags = self.table("tags")
         if campaigns is not None:
@@ -355,13 +365,18 @@ class Projections:
         rated = ratings.join(attrs, on="run_id", how="inner")
         return make_tables(rated, runs, tags.join(runs.select("run_id"), on="run_id", how="semi"))
 
+    def _latest_runs(self) -> pl.DataFrame:
+        """Runs that are the latest attempt of their (task, agent, epoch): what statistics
+        see. Earlier attempts stay in the `runs` table, where accounting counts them."""
+        return self.table("runs").filter(~pl.col("superseded")).drop("attempt", "superseded")
+
     def count_tables(self, campaigns: list[str]) -> CountTables:
         """The inputs of the statistics library's plain counts for some campaigns.
 
         Every run of the campaigns (also runs whose request was never seen), and the
         rule judge's checks, verdicts and tags of those runs.
         """
-        runs = self.table("runs").filter(pl.col("campaign_id").is_in(campaigns))
+        runs = self._latest_runs().filter(pl.col("campaign_id").is_in(campaigns))
 
         def rule_judge(name: str) -> pl.DataFrame:
             rows = self.table(name).filter(pl.col("judge_id") == RULES_JUDGE)

@@ -38,6 +38,7 @@ class RunRecord:
     agent_family: str = ""
     agent_model: str = ""
     epoch: int = 0
+    attempt: int = 0
     sandbox_ready: bool = False
     stop_reason: str = ""
     steps: int = 0

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from opentelemetry import trace
 from opentelemetry.context import Context
 
-from assay.bus import Bus, Delivery
+from assay.bus import Bus, Delivery, Refusal
 from assay.providers import DEFAULT_PRICES, ModelProvider, PriceTable, ProviderError, provider_for
 from assay.sandbox_client import SandboxClient, SandboxGone
 from assay.store import BlobStore
@@ -23,10 +23,13 @@ from assay_schemas import (
     RunHistory,
     RunRequested,
     SandboxReady,
+    TaskAccepted,
+    TaskRejected,
     TaskSubmitted,
     new_event,
 )
 
+from .admission import Admission
 from .agent import AgentRun
 from .scheduler import plan_runs
 from .tools import ToolBox
@@ -54,6 +57,11 @@ class RunnerService:
     prices: PriceTable = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     _providers: dict[str, ModelProvider] = field(default_factory=dict)
+
+    @property
+    def admission(self) -> Admission:
+        """The door every submitted task passes."""
+        return Admission(bus=self.bus, store=self.store)
 
     def model_provider(self, agent: AgentSpec) -> ModelProvider:
         """One provider (one HTTP client) per agent spec, shared by all its runs."""
@@ -86,11 +94,9 @@ class RunnerService:
                 return logged.event.campaign
         return None
 
-    async def _schedule(self, campaign: CampaignSpec, task_event: TaskSubmitted) -> None:
+    async def _schedule(self, runs: list[RunRequested]) -> None:
         task_span = trace.get_current_span().get_span_context()
-        for run in plan_runs(
-            campaign, task_event.task, producer=self.bus.producer, cause=task_event.event_id
-        ):
+        for run in runs:
             if await self.bus.has_event(self.bus.subjects.of(run)):
                 continue  # scheduled before (a redelivery, or the campaign/task race)
             # One trace per run: a new root, linked to the task that caused it.
@@ -102,18 +108,51 @@ class RunnerService:
                 span.set_attribute("assay.agent_id", run.agent.agent_id)
                 await self.bus.publish(run)
 
+    async def _admit(
+        self, campaign: CampaignSpec | None, event: TaskSubmitted, sequence: int
+    ) -> None:
+        """Answer a submission: refuse it, or accept it and schedule its runs."""
+        rejected = await self.admission.refusal(event, campaign, sequence)
+        if rejected is not None or campaign is None:
+            if rejected is not None:
+                log.info("task %s refused: %s", event.task.task_id, rejected.detail)
+                await self.bus.publish(rejected)
+            return
+        runs = plan_runs(campaign, event.task, producer=self.bus.producer, cause=event.event_id)
+        await self.bus.publish(
+            new_event(
+                TaskAccepted,
+                key=(event.event_id,),
+                campaign_id=event.campaign_id,
+                task_id=event.task.task_id,
+                causation_id=event.event_id,
+                submission=event.event_id,
+                run_ids=[r.run_id or "" for r in runs],
+                producer=self.bus.producer,
+            )
+        )
+        await self._schedule(runs)
+
     async def on_task_submitted(self, event: TaskSubmitted, delivery: Delivery) -> None:
-        """Schedule a task's runs (a task published before its campaign waits for it)."""
-        campaign = await self._campaign(event.campaign_id)
-        if campaign is not None:
-            await self._schedule(campaign, event)
+        """Admit a task and schedule its runs; a task for no known campaign is refused."""
+        await self._admit(await self._campaign(event.campaign_id), event, delivery.sequence)
+
+    async def on_task_refused(self, refusal: Refusal) -> None:
+        """Answer a message on a TaskSubmitted subject that is no valid TaskSubmitted."""
+        await self.admission.answer_invalid(refusal)
 
     async def on_campaign_started(self, event: CampaignStarted, delivery: Delivery) -> None:
-        """Schedule tasks that arrived before the campaign was declared."""
+        """Admit the campaign's tasks not refused already (a crash may have cut scheduling)."""
+        rejected = self.bus.subjects.event("TaskRejected", event.campaign_id, "-")
+        refused = {
+            logged.event.submission
+            async for logged in self.bus.replay(subject=rejected)
+            if isinstance(logged.event, TaskRejected)
+        }
         subject = self.bus.subjects.event("TaskSubmitted", event.campaign_id, "-")
         async for logged in self.bus.replay(subject=subject):
-            if isinstance(logged.event, TaskSubmitted):
-                await self._schedule(event.campaign, logged.event)
+            if isinstance(logged.event, TaskSubmitted) and logged.event.event_id not in refused:
+                await self._admit(event.campaign, logged.event, logged.sequence)
 
     # --- running ------------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ def build(
         service.on_task_submitted,
         durable="runner-tasks",
         event_type=TaskSubmitted,
+        on_refused=service.on_task_refused,
     )
     bus.consume(
         s.event("SandboxReady"),

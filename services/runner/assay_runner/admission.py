@@ -1,0 +1,145 @@
+"""Admission: every submitted task is answered with TaskAccepted or TaskRejected.
+
+What can be refused at the door is refused here (unknown campaign, a missing or
+mismatched blob, a task id already taken by another task, a message that is no valid
+TaskSubmitted), so it never turns into an infrastructure failure of its runs later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+
+from assay.bus import Bus, Refusal
+from assay.store import BlobStore, import_upload, upload_bucket
+from assay_schemas import (
+    ID_PATTERN,
+    BlobCorrupted,
+    BlobNotFound,
+    CampaignSpec,
+    FileRef,
+    RejectionReason,
+    RunRequested,
+    TaskRejected,
+    TaskSubmitted,
+    new_event,
+    run_id_for,
+)
+
+__all__ = ["Admission"]
+
+_ID = re.compile(ID_PATTERN)
+
+
+@dataclass(kw_only=True)
+class Admission:
+    """The runner's door: checks one submission against the campaign, store and log."""
+
+    bus: Bus
+    store: BlobStore
+
+    async def refusal(
+        self, event: TaskSubmitted, campaign: CampaignSpec | None, sequence: int
+    ) -> TaskRejected | None:
+        """Why this submission is refused, or None when its runs may be scheduled."""
+        if campaign is None:
+            return self._rejected(
+                event, sequence, "unknown_campaign", f"no campaign {event.campaign_id!r}"
+            )
+        duplicate = await self._duplicate_of(event, campaign)
+        if duplicate is not None:
+            return self._rejected(event, sequence, "duplicate", duplicate)
+        for ref in event.task.attachments:
+            problem = await self._blob_problem(event.campaign_id, ref)
+            if problem is not None:
+                return self._rejected(event, sequence, *problem)
+        return None
+
+    async def _duplicate_of(self, event: TaskSubmitted, campaign: CampaignSpec) -> str | None:
+        """A different task already scheduled under this task id (one direct lookup)."""
+        agent = campaign.agents[0].agent_id
+        run_id = run_id_for(campaign.campaign_id, event.task.task_id, agent, 0)
+        earlier = await self.bus.last_event(
+            self.bus.subjects.event("RunRequested", campaign.campaign_id, run_id)
+        )
+        if isinstance(earlier, RunRequested) and earlier.task != event.task:
+            return (
+                f"task id {event.task.task_id!r} is taken by another task in campaign "
+                f"{campaign.campaign_id!r} (submitted by {earlier.causation_id})"
+            )
+        return None
+
+    async def _blob_problem(
+        self, campaign_id: str, ref: FileRef
+    ) -> tuple[RejectionReason, str] | None:
+        where = f"attachment {ref.path!r} ({ref.sha256})"
+        try:
+            if not await asyncio.to_thread(self.store.exists, ref.sha256):
+                bucket = upload_bucket(self.bus.settings, campaign_id)
+                if await import_upload(self.bus.js, bucket, ref.sha256, self.store) is None:
+                    return "missing_blob", f"{where}: not in the blob store nor in {bucket}"
+            data = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
+        except BlobNotFound as e:
+            return "missing_blob", f"{where}: {e}"
+        except BlobCorrupted as e:
+            return "blob_mismatch", f"{where}: {e}"
+        if len(data) != ref.size:
+            return "blob_mismatch", f"{where}: {len(data)} bytes stored, {ref.size} declared"
+        return None
+
+    def _rejected(
+        self, event: TaskSubmitted, sequence: int, reason: RejectionReason, detail: str
+    ) -> TaskRejected:
+        return new_event(
+            TaskRejected,
+            key=(event.event_id,),
+            campaign_id=event.campaign_id,
+            task_id=event.task.task_id,
+            causation_id=event.event_id,
+            submission=event.event_id,
+            sequence=sequence,
+            reason=reason,
+            detail=detail,
+            producer=self.bus.producer,
+        )
+
+    async def answer_invalid(self, refusal: Refusal) -> None:
+        """Tell the sender of a message that is no valid TaskSubmitted why it was refused."""
+        campaign_id = refusal.subject.split(".")[-2] if refusal.subject.count(".") >= 2 else ""
+        if not _ID.match(campaign_id):
+            return  # no campaign to answer on: the dead letter is all there is
+        fields = _loose_fields(refusal.data)
+        event_id = fields.get("event_id")
+        task_id = fields.get("task_id")
+        await self.bus.publish(
+            new_event(
+                TaskRejected,
+                key=("invalid", refusal.subject, refusal.sequence),
+                campaign_id=campaign_id,
+                task_id=task_id if task_id and _ID.match(task_id) else None,
+                causation_id=event_id,
+                submission=event_id,
+                sequence=refusal.sequence,
+                reason="invalid",
+                detail=refusal.reason[:2000],
+                producer=self.bus.producer,
+            )
+        )
+
+
+def _loose_fields(data: bytes) -> dict[str, str]:
+    """event_id and task id of a refused message, when it has them (to correlate only)."""
+    try:
+        body = json.loads(data)
+    except ValueError:
+        return {}
+    if not isinstance(body, dict):
+        return {}
+    task = body.get("task")
+    out = {
+        "event_id": body.get("event_id"),
+        "task_id": task.get("task_id") if isinstance(task, dict) else body.get("task_id"),
+    }
+    return {k: v[:128] for k, v in out.items() if isinstance(v, str)}

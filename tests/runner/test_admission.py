@@ -1,0 +1,157 @@
+"""Every TaskSubmitted is answered: TaskAccepted (runs scheduled) or TaskRejected (why)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from assay.bus import Bus
+from assay.campaign import submit_campaign
+from assay.config import Settings
+from assay.store import LocalBlobStore, ensure_upload_bucket, upload_blob, upload_bucket
+from assay.tasks import load_tasks
+from assay_schemas import (
+    CampaignStarted,
+    Event,
+    FileRef,
+    Producer,
+    RunRequested,
+    Task,
+    TaskAccepted,
+    TaskRejected,
+    TaskSubmitted,
+    new_event,
+)
+from tests.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
+
+OUTSIDE = Producer(service="outside", version="1")
+
+
+def submission(campaign_id: str, task: Task, tag: str = "") -> TaskSubmitted:
+    return new_event(
+        TaskSubmitted,
+        key=(campaign_id, task.task_id, tag),
+        campaign_id=campaign_id,
+        task_id=task.task_id,
+        task=task,
+        producer=OUTSIDE,
+    )
+
+
+def answers(events: list[Event]) -> list[TaskAccepted | TaskRejected]:
+    return [e for e in events if isinstance(e, TaskAccepted | TaskRejected)]
+
+
+def answered(n: int):  # type: ignore[no-untyped-def]
+    return lambda events: len(answers(events)) >= n
+
+
+def ref(data: bytes, path: str = "data.csv") -> FileRef:
+    return FileRef(path=path, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+
+
+async def start_campaign(bus: Bus) -> None:
+    spec = campaign("c1", [scripted_agent("a1", "m", "http://127.0.0.1:9")], epochs=2)
+    await bus.publish(
+        new_event(CampaignStarted, key=("c1",), campaign_id="c1", campaign=spec, producer=OUTSIDE)
+    )
+
+
+async def test_a_valid_task_is_accepted_with_its_runs(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> None:
+    store = LocalBlobStore(settings.blob_dir)
+    folder = write_task(tmp_path / "tasks", "t1", "analyse", {"data.csv": "x\n1\n"})
+    spec = campaign("c1", [scripted_agent("a1", "m", "http://127.0.0.1:9")], epochs=2)
+    async with services(settings, store, names=("runner",)):
+        [task] = await submit_campaign(bus, store, spec, load_tasks(folder, max_bytes=10_000))
+        events = await wait_for_events(bus, answered(1))
+        events = await wait_for_events(
+            bus, lambda evs: sum(isinstance(e, RunRequested) for e in evs) == 2
+        )
+    [accepted] = answers(events)
+    assert isinstance(accepted, TaskAccepted) and accepted.task_id == task.task_id
+    submitted = next(e for e in events if isinstance(e, TaskSubmitted))
+    assert accepted.submission == submitted.event_id == accepted.causation_id
+    assert sorted(accepted.run_ids) == sorted(
+        e.run_id for e in events if isinstance(e, RunRequested)
+    )
+
+
+async def test_refusals_name_their_reason_and_schedule_nothing(
+    bus: Bus, settings: Settings
+) -> None:
+    store = LocalBlobStore(settings.blob_dir)
+    present = store.put_bytes(b"x\n1\n")
+    store.put_bytes(b"x\n2\n")
+    good = Task(task_id="t1", prompt="p", attachments=[ref(b"x\n1\n")])
+    cases = {
+        "missing_blob": submission(
+            "c1", Task(task_id="t2", prompt="p", attachments=[ref(b"nope")])
+        ),
+        "blob_mismatch": submission(
+            "c1",
+            Task(
+                task_id="t3",
+                prompt="p",
+                attachments=[FileRef(path="d", sha256=present.sha256, size=99)],
+            ),
+        ),
+        "unknown_campaign": submission("c9", good),
+        "duplicate": submission("c1", good.model_copy(update={"prompt": "other"}), "2"),
+    }
+    async with services(settings, store, names=("runner",)):
+        await start_campaign(bus)
+        await bus.publish(submission("c1", good))
+        await wait_for_events(bus, answered(1))
+        for event in cases.values():
+            await bus.publish(event)
+        # The same task again under another event id: accepted, nothing scheduled twice.
+        await bus.publish(submission("c1", good, "again"))
+        events = await wait_for_events(bus, answered(6))
+    by_submission = {a.submission: a for a in answers(events)}
+    for reason, event in cases.items():
+        rejected = by_submission[event.event_id]
+        assert isinstance(rejected, TaskRejected) and rejected.reason == reason, rejected
+        assert rejected.task_id == event.task.task_id and rejected.detail
+    assert isinstance(by_submission[submission("c1", good, "again").event_id], TaskAccepted)
+    runs = [e for e in events if isinstance(e, RunRequested)]
+    assert {r.task_id for r in runs} == {"t1"} and len(runs) == 2
+
+
+async def test_an_invalid_message_is_answered_on_its_campaign(bus: Bus, settings: Settings) -> None:
+    body = submission("c1", Task(task_id="t1", prompt="p")).model_dump(mode="json")
+    del body["event_type"]
+    async with services(settings, LocalBlobStore(settings.blob_dir), names=("runner",)):
+        await bus.broker.publish(
+            json.dumps(body).encode(), bus.subjects.event("TaskSubmitted", "c1", "-")
+        )
+        events = await wait_for_events(bus, answered(1))
+    [rejected] = answers(events)
+    assert isinstance(rejected, TaskRejected) and rejected.reason == "invalid"
+    assert rejected.campaign_id == "c1" and rejected.task_id == "t1"
+    assert rejected.submission == body["event_id"] and "event_type" in rejected.detail
+
+
+async def test_uploaded_blobs_are_imported_verified(bus: Bus, settings: Settings) -> None:
+    store = LocalBlobStore(settings.blob_dir)
+    bucket = upload_bucket(settings, "c1")
+    objects = await ensure_upload_bucket(bus.js, bucket)
+    data = b"strain,od\nA,0.5\n"
+    await upload_blob(bus.js, bucket, data)
+    forged = ref(b"what the name promises")
+    await objects.put(forged.sha256, b"other bytes")
+    async with services(settings, store, names=("runner",)):
+        await start_campaign(bus)
+        ok = submission("c1", Task(task_id="t1", prompt="p", attachments=[ref(data)]))
+        bad = submission("c1", Task(task_id="t2", prompt="p", attachments=[forged]))
+        await bus.publish(ok)
+        await bus.publish(bad)
+        events = await wait_for_events(bus, answered(2))
+    by_submission = {a.submission: a for a in answers(events)}
+    assert isinstance(by_submission[ok.event_id], TaskAccepted)
+    rejected = by_submission[bad.event_id]
+    assert isinstance(rejected, TaskRejected) and rejected.reason == "blob_mismatch"
+    assert store.get_bytes(ref(data).sha256) == data
+    assert not store.exists(forged.sha256)
