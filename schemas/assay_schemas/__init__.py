@@ -31,6 +31,7 @@ from ._domain import (
     TextContainsCheck,
     Usage,
 )
+from ._envelope import NO_RUN, Event, Producer, new_event, run_id_for
 from ._errors import (
     AssayError,
     BlobCorrupted,
@@ -48,7 +49,6 @@ from ._errors import (
 )
 from ._events import (
     EVENT_TYPES,
-    NO_RUN,
     SEAL_INLINE_BYTES,
     AgentFinished,
     AgentStepLogged,
@@ -57,12 +57,10 @@ from ._events import (
     CampaignStarted,
     CheckResult,
     DimensionScore,
-    Event,
     Exclusion,
     JudgeRegistered,
     JudgmentFailed,
     JudgmentRecorded,
-    Producer,
     RejectionReason,
     RunFailed,
     RunRequested,
@@ -74,8 +72,6 @@ from ._events import (
     TaskSubmitted,
     ToolCallRecord,
     ToolResultRecord,
-    new_event,
-    run_id_for,
 )
 from ._export import SCHEMA_DIR, export_schemas, render_schemas
 from ._files import read_structured_file

@@ -8,8 +8,9 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 
+from ._envelope import NO_RUN, Event
 from ._errors import InvalidEvent
-from ._events import EVENT_TYPES, NO_RUN, AnyEvent, Event
+from ._events import EVENT_TYPES, AnyEvent
 
 __all__ = [
     "MAX_EVENT_BYTES",

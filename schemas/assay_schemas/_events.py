@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from ._domain import (
     AgentSpec,
@@ -19,7 +18,8 @@ from ._domain import (
     Task,
     Usage,
 )
-from ._ids import Identifier, derive_id
+from ._envelope import Event
+from ._ids import Identifier
 
 __all__ = [
     "EVENT_TYPES",
@@ -31,12 +31,10 @@ __all__ = [
     "CampaignStarted",
     "CheckResult",
     "DimensionScore",
-    "Event",
     "Exclusion",
     "JudgeRegistered",
     "JudgmentFailed",
     "JudgmentRecorded",
-    "Producer",
     "RejectionReason",
     "RunFailed",
     "RunRequested",
@@ -48,60 +46,7 @@ __all__ = [
     "TaskSubmitted",
     "ToolCallRecord",
     "ToolResultRecord",
-    "new_event",
-    "run_id_for",
 ]
-
-NO_RUN = "-"
-"""Subject token for events that belong to no run."""
-
-
-class Producer(BaseModel):
-    """Which service (and version) published an event."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    service: str
-    version: str
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-class Event(BaseModel):
-    """The envelope every event carries."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    event_id: str
-    """Deterministic: derived from the cause, so retried publishes dedupe."""
-    event_type: str
-    schema_version: int = 1
-    occurred_at: AwareDatetime = Field(default_factory=_utcnow)
-    """UTC time the producer created the event."""
-    campaign_id: Identifier
-    run_id: Identifier | None = None
-    task_id: Identifier | None = None
-    causation_id: str | None = None
-    """event_id of the event that caused this one."""
-    producer: Producer
-
-    @field_validator("occurred_at")
-    @classmethod
-    def _utc(cls, value: datetime) -> datetime:
-        return value.astimezone(UTC)
-
-
-def run_id_for(campaign_id: str, task_id: str, agent_id: str, epoch: int, attempt: int = 0) -> str:
-    """Deterministic run id: the same (task, agent, epoch, attempt) is scheduled once.
-
-    The attempt is part of the identity: a retry is a new run, the failed one stays."""
-    parts: tuple[object, ...] = (campaign_id, task_id, agent_id, epoch)
-    if attempt:
-        parts = (*parts, attempt)  # first attempts keep the ids they always had
-    return "r" + derive_id("run", *parts)[:24]
-
 
 # --- campaign and tasks ---------------------------------------------------------------
 
@@ -419,12 +364,3 @@ EVENT_TYPES: dict[str, type[Event]] = {
         JudgmentFailed,
     )
 }
-
-
-E = TypeVar("E", bound=Event)
-
-
-def new_event(cls: type[E], *, key: tuple[object, ...], **fields: Any) -> E:
-    """Build an event whose id is derived from its type and `key` (the cause)."""
-    event_type = cls.model_fields["event_type"].default
-    return cls(event_id=derive_id(event_type, *key), **fields)

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, TypeVar
 
 from ._domain import Task
+from ._envelope import Event
 from ._events import (
     AgentFinished,
     AgentStepLogged,
     ArtifactsSealed,
-    Event,
     JudgmentFailed,
     JudgmentRecorded,
     RunFailed,
