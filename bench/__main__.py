@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from bench.aggregator import bench_aggregator
 from bench.bus import bench_bus
+from bench.gateway import bench_gateway
 from bench.judge import bench_judge
 from bench.load import bench_load
 from bench.runner import bench_runner
@@ -22,6 +23,7 @@ SUITES: dict[str, Callable[[], list[Row]]] = {
     "judge": bench_judge,
     "aggregator": bench_aggregator,
     "scripted": bench_scripted,
+    "gateway": bench_gateway,
     "runner": bench_runner,
     "load": bench_load,
 }

@@ -20,6 +20,7 @@ __all__ = [
     "ModelSpec",
     "NumberNearCheck",
     "Price",
+    "ProgramSpec",
     "ProviderKind",
     "ReferenceCheck",
     "SandboxSpec",
@@ -186,13 +187,33 @@ class ModelSpec(Frozen):
     timeout_s: float = Field(default=120.0, gt=0)
 
 
+class ProgramSpec(Frozen):
+    """An agent program of the team's own, run in the sandbox; its model calls go through
+    the run's model gateway (OPENAI_BASE_URL / ANTHROPIC_BASE_URL point at it)."""
+
+    command: list[str] = Field(min_length=1)
+    """Command and arguments, run in /workspace."""
+    env: dict[str, str] = Field(default_factory=dict)
+    answer_file: str | None = None
+    """Where (under /workspace) the program leaves its final answer; None means stdout."""
+
+
 class AgentSpec(ModelSpec):
-    """An agent under evaluation."""
+    """An agent under evaluation: Assay's own loop (kind model) or a program of yours."""
 
     agent_id: Identifier
+    kind: Literal["model", "program"] = "model"
+    program: ProgramSpec | None = None
+    """The command run when kind is program; the model fields name the upstream model."""
     system_prompt: str | None = None
     limits: Limits | None = None
     """Overrides the campaign's limits for this agent."""
+
+    @model_validator(mode="after")
+    def _program_iff_kind(self) -> AgentSpec:
+        if (self.kind == "program") != (self.program is not None):
+            raise ValueError("an agent has a program exactly when its kind is program")
+        return self
 
 
 class JudgeSpec(ModelSpec):
@@ -223,6 +244,9 @@ class SandboxSpec(Frozen):
     output_cap_bytes: int = Field(default=1_000_000, ge=1024)
     max_artifact_bytes: int = Field(default=200_000_000, ge=0)
     max_artifact_files: int = Field(default=2_000, ge=0)
+    gateway_dir: str | None = None
+    """Host folder holding the run's model gateway socket, bound read-only at /run/gateway
+    (set by the runner for program agents; both services share the host)."""
 
 
 class CampaignSpec(Frozen):

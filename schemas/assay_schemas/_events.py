@@ -170,6 +170,10 @@ class AgentStepLogged(Event):
     usage: Usage = Field(default_factory=Usage)
     latency_ms: float = 0.0
     cost_usd: float = 0.0
+    request_sha256: str | None = None
+    """A program agent's model call: the request body as sent upstream (a blob)."""
+    response_sha256: str | None = None
+    """A program agent's model call: the upstream response body (a blob)."""
 
 
 StopReason = Literal[
@@ -187,6 +191,8 @@ class AgentFinished(Event):
     usage: Usage
     cost_usd: float = 0.0
     duration_s: float = 0.0
+    output_sha256: str | None = None
+    """A program agent's stdout and stderr (a blob)."""
 
 
 class RunFailed(Event):
@@ -196,6 +202,8 @@ class RunFailed(Event):
     stage: Literal["sandbox", "agent", "seal", "judge"]
     error: str
     infrastructure: bool
+    output_sha256: str | None = None
+    """A program agent's stdout and stderr (a blob), when it ran."""
 
 
 # --- sealing ----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from assay.telemetry import meter, tracer
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
+    Limits,
     RunRequested,
     SandboxReady,
     StopReason,
@@ -27,7 +28,7 @@ from assay_schemas import (
 from .conversation import rebuild
 from .tools import TOOLS, ToolBox
 
-__all__ = ["AgentRun"]
+__all__ = ["AgentRun", "limit_reached", "publish_finished"]
 
 TOKENS = meter("assay.runner").create_counter(
     "assay.tokens", unit="{token}", description="Model tokens used by agents"
@@ -57,19 +58,7 @@ class AgentRun:
         )
 
     def _stop_reason(self, steps: Sequence[AgentStepLogged]) -> StopReason | None:
-        limits = self.request.limits
-        usage = sum((s.usage for s in steps), Usage())
-        spent = sum(s.cost_usd for s in steps)
-        elapsed = (datetime.now(UTC) - self.ready.occurred_at).total_seconds()
-        if len(steps) >= limits.max_steps:
-            return "max_steps"
-        if usage.input_tokens + usage.output_tokens >= limits.max_tokens:
-            return "max_tokens"
-        if spent >= limits.cost_budget_usd > 0:
-            return "cost_budget"
-        if elapsed >= limits.wall_clock_s:
-            return "wall_clock"
-        return None
+        return limit_reached(self.request.limits, steps, self.ready.occurred_at)
 
     async def run(self, steps: list[AgentStepLogged]) -> AgentFinished:
         """Continue from `steps` (possibly empty) and publish the rest of the run."""
@@ -146,23 +135,55 @@ class AgentRun:
     async def _finish(
         self, stop: StopReason, final: str, steps: Sequence[AgentStepLogged]
     ) -> AgentFinished:
-        finished = new_event(
-            AgentFinished,
-            key=(self.request.run_id,),
-            campaign_id=self.request.campaign_id,
-            run_id=self.request.run_id,
-            task_id=self.request.task_id,
-            causation_id=self.ready.event_id,
-            stop_reason=stop,
-            final_message=final,
-            steps=len(steps),
-            usage=sum((s.usage for s in steps), Usage()),
-            cost_usd=sum(s.cost_usd for s in steps),
-            duration_s=(datetime.now(UTC) - self.ready.occurred_at).total_seconds(),
-            producer=self.bus.producer,
-        )
-        await self.bus.publish(finished)
-        return finished
+        return await publish_finished(self.bus, self.request, self.ready, stop, final, steps)
+
+
+def limit_reached(
+    limits: Limits, steps: Sequence[AgentStepLogged], since: datetime
+) -> StopReason | None:
+    """The first of the run's limits that `steps` (logged since `since`) reached, if any."""
+    usage = sum((s.usage for s in steps), Usage())
+    spent = sum(s.cost_usd for s in steps)
+    elapsed = (datetime.now(UTC) - since).total_seconds()
+    if len(steps) >= limits.max_steps:
+        return "max_steps"
+    if usage.input_tokens + usage.output_tokens >= limits.max_tokens:
+        return "max_tokens"
+    if spent >= limits.cost_budget_usd > 0:
+        return "cost_budget"
+    if elapsed >= limits.wall_clock_s:
+        return "wall_clock"
+    return None
+
+
+async def publish_finished(
+    bus: Bus,
+    request: RunRequested,
+    ready: SandboxReady,
+    stop: StopReason,
+    final: str,
+    steps: Sequence[AgentStepLogged],
+    output_sha256: str | None = None,
+) -> AgentFinished:
+    """Publish the run's AgentFinished, totals summed over its steps."""
+    finished = new_event(
+        AgentFinished,
+        key=(request.run_id,),
+        campaign_id=request.campaign_id,
+        run_id=request.run_id,
+        task_id=request.task_id,
+        causation_id=ready.event_id,
+        stop_reason=stop,
+        final_message=final,
+        steps=len(steps),
+        usage=sum((s.usage for s in steps), Usage()),
+        cost_usd=sum(s.cost_usd for s in steps),
+        duration_s=(datetime.now(UTC) - ready.occurred_at).total_seconds(),
+        output_sha256=output_sha256,
+        producer=bus.producer,
+    )
+    await bus.publish(finished)
+    return finished
 
 
 def _submitted(steps: Sequence[AgentStepLogged]) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -16,6 +17,7 @@ from assay.store import BlobStore
 from assay.telemetry import meter, tracer
 from assay_schemas import (
     AgentSpec,
+    AgentStepLogged,
     CampaignSpec,
     CampaignStarted,
     Event,
@@ -31,6 +33,7 @@ from assay_schemas import (
 
 from .admission import Admission
 from .agent import AgentRun
+from .program import ProgramFailed, ProgramRun
 from .scheduler import plan_runs
 from .tools import ToolBox
 from .web import OfflineWeb, WebProvider
@@ -55,6 +58,8 @@ class RunnerService:
     providers: ProviderFactory = provider_for
     web: WebProvider = field(default_factory=OfflineWeb)
     prices: PriceTable = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    gateway_root: Path | None = None
+    """Where program runs' gateway folders are made (a host path sandboxes can traverse)."""
 
     _providers: dict[str, ModelProvider] = field(default_factory=dict)
 
@@ -99,6 +104,9 @@ class RunnerService:
         for run in runs:
             if await self.bus.has_event(self.bus.subjects.of(run)):
                 continue  # scheduled before (a redelivery, or the campaign/task race)
+            if run.sandbox.gateway_dir is not None:
+                # Before publishing: the sandbox-manager binds it when it creates the sandbox.
+                Path(run.sandbox.gateway_dir).mkdir(mode=0o711, parents=True, exist_ok=True)
             # One trace per run: a new root, linked to the task that caused it.
             links = [trace.Link(task_span)] if task_span.is_valid else []
             with tracer("assay.runner").start_as_current_span(
@@ -118,7 +126,13 @@ class RunnerService:
                 log.info("task %s refused: %s", event.task.task_id, rejected.detail)
                 await self.bus.publish(rejected)
             return
-        runs = plan_runs(campaign, event.task, producer=self.bus.producer, cause=event.event_id)
+        runs = plan_runs(
+            campaign,
+            event.task,
+            producer=self.bus.producer,
+            cause=event.event_id,
+            gateway_root=self.gateway_root,
+        )
         await self.bus.publish(
             new_event(
                 TaskAccepted,
@@ -174,11 +188,14 @@ class RunnerService:
         steps = history.steps
         if steps:
             log.info("run %s: resuming after step %d", event.run_id, steps[-1].step)
+        sandbox = SandboxClient(
+            bus=self.bus, instance=event.instance, sandbox_id=event.sandbox_id, store=self.store
+        )
+        if request.agent.kind == "program":
+            await self._run_program(request, event, sandbox, steps)
+            return
         try:
             provider = self.model_provider(request.agent)
-            sandbox = SandboxClient(
-                bus=self.bus, instance=event.instance, sandbox_id=event.sandbox_id, store=self.store
-            )
             tools = ToolBox(
                 sandbox=sandbox,
                 web=self.web,
@@ -204,8 +221,46 @@ class RunnerService:
                 request, event, "agent", f"{type(e).__name__}: {e}", infrastructure=True
             )
 
+    async def _run_program(
+        self,
+        request: RunRequested,
+        event: SandboxReady,
+        sandbox: SandboxClient,
+        steps: list[AgentStepLogged],
+    ) -> None:
+        program = ProgramRun(
+            bus=self.bus,
+            store=self.store,
+            request=request,
+            ready=event,
+            sandbox=sandbox,
+            prices={**self.prices, **request.prices},
+        )
+        try:
+            await program.run(steps)
+        except ProgramFailed as e:
+            await self._fail(
+                request,
+                event,
+                "agent",
+                str(e),
+                infrastructure=e.infrastructure,
+                output_sha256=e.output_sha256,
+            )
+        except SandboxGone as e:
+            await self._fail(
+                request, event, "agent", f"sandbox disappeared: {e}", infrastructure=True
+            )
+
     async def _fail(
-        self, request: RunRequested, cause: Event, stage: str, error: str, *, infrastructure: bool
+        self,
+        request: RunRequested,
+        cause: Event,
+        stage: str,
+        error: str,
+        *,
+        infrastructure: bool,
+        output_sha256: str | None = None,
     ) -> None:
         log.warning("run %s failed at %s: %s", request.run_id, stage, error)
         await self.bus.publish(
@@ -219,6 +274,7 @@ class RunnerService:
                 stage=stage,
                 error=error,
                 infrastructure=infrastructure,
+                output_sha256=output_sha256,
                 producer=self.bus.producer,
             )
         )

@@ -2,19 +2,37 @@
 
 from __future__ import annotations
 
+import secrets
+from pathlib import Path
+
 from assay_schemas import CampaignSpec, Producer, RunRequested, Task, new_event, run_id_for
 
 __all__ = ["plan_runs"]
 
 
 def plan_runs(
-    campaign: CampaignSpec, task: Task, *, producer: Producer, cause: str
+    campaign: CampaignSpec,
+    task: Task,
+    *,
+    producer: Producer,
+    cause: str,
+    gateway_root: Path | None = None,
 ) -> list[RunRequested]:
-    """Every run a task needs in a campaign; ids are deterministic, so replanning is a no-op."""
+    """Every run a task needs in a campaign; ids are deterministic, so replanning is a no-op.
+
+    A program agent's run gets a gateway folder under gateway_root, its name unguessable
+    (the folder is traversable by sandbox uids, so a name is all that guards the socket).
+    """
     runs = []
     for agent in campaign.agents:
         for epoch in range(campaign.epochs):
             run_id = run_id_for(campaign.campaign_id, task.task_id, agent.agent_id, epoch)
+            sandbox = campaign.sandbox
+            if agent.kind == "program":
+                if gateway_root is None:
+                    raise ValueError(f"agent {agent.agent_id}: program agents need a gateway root")
+                folder = gateway_root / secrets.token_hex(12)  # short: AF_UNIX paths
+                sandbox = sandbox.model_copy(update={"gateway_dir": str(folder)})
             runs.append(
                 new_event(
                     RunRequested,
@@ -27,7 +45,7 @@ def plan_runs(
                     agent=agent,
                     epoch=epoch,
                     limits=agent.limits or campaign.limits,
-                    sandbox=campaign.sandbox,
+                    sandbox=sandbox,
                     scripted=campaign.scripted,
                     prices=campaign.prices,
                     producer=producer,

@@ -24,7 +24,12 @@ def build(
 ) -> RunnerService:
     """A runner with its consumers registered (not started). Instances share the durables."""
     bus = Bus(settings, service=SERVICE)
-    service = RunnerService(bus=bus, store=store or open_store(settings), providers=providers)
+    service = RunnerService(
+        bus=bus,
+        store=store or open_store(settings),
+        providers=providers,
+        gateway_root=settings.state_dir / "gateways",
+    )
     s = bus.subjects
     bus.consume(
         s.event("CampaignStarted"),

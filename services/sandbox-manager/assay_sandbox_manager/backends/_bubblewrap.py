@@ -51,6 +51,18 @@ SANDBOX_ENV = {
 }
 
 
+def _gateway_mount(sandbox_id: str, spec: SandboxSpec) -> list[str]:
+    """bwrap arguments binding the run's model gateway folder (see _gateway_inside.py)."""
+    if spec.gateway_dir is None:
+        return []
+    folder = Path(spec.gateway_dir)
+    if not folder.is_absolute() or folder.is_symlink() or not folder.is_dir():
+        raise SandboxError(f"sandbox {sandbox_id}: gateway_dir {folder} is not a host folder")
+    if os.geteuid() == 0:
+        check_traversable(sandbox_id, folder)
+    return ["--ro-bind", str(folder), "/run/gateway"]
+
+
 class BubblewrapBackend(ResidentExec):
     """Sandboxes as one bwrap each (started on first use) over a per-sandbox tmpfs."""
 
@@ -91,6 +103,7 @@ class BubblewrapBackend(ResidentExec):
         if os.geteuid() == 0:
             # bwrap runs as the sandbox uid: it must be able to reach the rootfs by path.
             check_traversable(sandbox_id, rootfs)
+        _gateway_mount(sandbox_id, spec)
         uid = self._reserve_uid(sandbox_id)
         try:
             meta = self.dirs.prepare(sandbox_id, "bubblewrap", spec, labels, uid, uid, rootfs)
@@ -107,11 +120,12 @@ class BubblewrapBackend(ResidentExec):
         spec = meta.spec
         scripts = install_scripts(self.dirs.mount(sandbox_id))
         mb = 1024 * 1024
-        # bwrap's helpers, the resident and the Python kernel count against NPROC too.
+        # bwrap's helpers, the resident, its gateway forwarder thread and the Python kernel
+        # count against NPROC too.
         limits = [
             f"--cpu={spec.cpu_seconds}",
             f"--as={spec.memory_mb * mb}",
-            f"--nproc={spec.max_processes + 6}",
+            f"--nproc={spec.max_processes + 7}",
             f"--fsize={spec.file_size_mb * mb}",
             "--core=0",
             "--nofile=1024",
@@ -146,6 +160,7 @@ class BubblewrapBackend(ResidentExec):
             "--ro-bind",
             str(scripts),
             RESIDENT_DIR,
+            *_gateway_mount(sandbox_id, spec),
             # /dev/shm would otherwise live on bwrap's unbounded /dev tmpfs.
             "--size",
             str(64 * mb),

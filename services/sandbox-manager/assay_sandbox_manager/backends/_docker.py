@@ -75,6 +75,8 @@ class DockerBackend(ResidentExec):
     def create(self, spec: SandboxSpec, sandbox_id: str, labels: Mapping[str, str]) -> SandboxInfo:
         """Start the container; returns once it is running."""
         check_sandbox_id(sandbox_id)
+        if spec.gateway_dir is not None:
+            raise SandboxError(f"sandbox {sandbox_id}: the docker backend has no model gateway yet")
         meta = self.dirs.prepare(sandbox_id, "docker", spec, labels, 1000, 1000)
         scripts = install_scripts(self.dirs.mount(sandbox_id))
         mb = 1024 * 1024

@@ -41,7 +41,11 @@ __all__ = [
 RESIDENT_DIR = "/run/assay"
 """Where the scripts are mounted (read-only) inside every sandbox."""
 RESIDENT_ARGV = ["python3", "-I", f"{RESIDENT_DIR}/resident.py"]
-_SCRIPTS = {"resident.py": "_resident_inside.py", "kernel.py": "_kernel_inside.py"}
+_SCRIPTS = {
+    "resident.py": "_resident_inside.py",
+    "kernel.py": "_kernel_inside.py",
+    "gateway.py": "_gateway_inside.py",
+}
 _GRACE_S = 5.0
 """How long past a command's timeout the resident may take to answer before the host
 kills it (and with it, on bubblewrap, the whole sandbox)."""

@@ -365,7 +365,23 @@ def main() -> None:
     os.close(null)
     os.set_inheritable(_CTL_IN, False)
     os.set_inheritable(_CTL_OUT, False)
+    if os.path.isdir("/run/gateway"):
+        _start_gateway_forwarder()
     Resident().serve()
+
+
+def _start_gateway_forwarder() -> None:
+    """Run gateway.py's loopback forwarder on a thread of this process (PID 1 survives
+    every command's timeout sweep). -I keeps this folder off sys.path: load it by path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "gateway", os.path.join(os.path.dirname(__file__), "gateway.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.start()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,270 @@
+"""The model gateway of one program run: the only way its program reaches a model.
+
+An OpenAI-compatible (POST /v1/chat/completions) and Anthropic-compatible (POST
+/v1/messages) endpoint on a unix socket in the run's gateway folder, which the sandbox
+sees at /run/gateway (and its resident forwards to 127.0.0.1:GATEWAY_PORT). Each call is
+checked against the run's limits, sent upstream with the real key (never in the sandbox),
+and logged in order as an AgentStepLogged with its request and response as blobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from assay.providers import PriceTable, cost
+from assay.store import BlobStore
+from assay_schemas import AgentSpec, AgentStepLogged, Limits, StopReason, ToolCallRecord, Usage
+
+from .agent import limit_reached
+
+__all__ = ["GATEWAY_PORT", "SOCKET_NAME", "Gateway", "StepLogger"]
+
+GATEWAY_PORT = 18080
+"""The loopback port inside the sandbox (PORT in the sandbox-manager's _gateway_inside.py)."""
+SOCKET_NAME = "model.sock"
+_MAX_BODY = 16 * 1024 * 1024
+_DEFAULT_UPSTREAM = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+}
+_DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+_PATHS = {
+    "/v1/chat/completions": "openai",
+    "/chat/completions": "openai",
+    "/v1/messages": "anthropic",
+}
+
+StepLogger = Callable[[dict[str, Any]], Awaitable[AgentStepLogged]]
+"""Publishes one model call as the next AgentStepLogged (given its fields)."""
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.kind = status, kind
+
+
+@dataclass(kw_only=True)
+class Gateway:
+    """Serves one run's program; `stop_reason` and `fault` say how the run should end."""
+
+    agent: AgentSpec
+    limits: Limits
+    prices: PriceTable
+    store: BlobStore
+    started_at: datetime
+    log_step: StepLogger
+    steps: list[AgentStepLogged] = field(default_factory=list)
+    stop_reason: StopReason | None = None
+    """The limit a call was refused for (the run ends with it)."""
+    fault: str | None = None
+    """The upstream could not be reached or failed: an infrastructure failure."""
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _server: asyncio.AbstractServer | None = None
+    _client: httpx.AsyncClient | None = None
+
+    async def start(self, folder: Path) -> None:
+        """Listen on folder/model.sock (a stale socket of a previous runner is replaced)."""
+        path = folder / SOCKET_NAME
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        self._client = httpx.AsyncClient(timeout=self.agent.timeout_s)
+        self._server = await asyncio.start_unix_server(self._serve, path=str(path))
+        # Sandbox processes run as other uids: they may connect, never list the folder.
+        path.chmod(0o666)
+
+    async def close(self) -> None:
+        """Stop listening and close the upstream client."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        if self._client is not None:
+            await self._client.aclose()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                request = await _read_request(reader)
+                if request is None:
+                    return
+                status, body = await self.handle(*request)
+                writer.write(
+                    f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\n"
+                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
+                await writer.drain()
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            return
+        finally:
+            writer.close()
+
+    async def handle(
+        self, method: str, path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, bytes]:
+        """One HTTP request from the program: (status, JSON body)."""
+        api = _PATHS.get(path.split("?")[0])
+        try:
+            if method != "POST" or api is None:
+                raise _Refused(404, "not_found", f"assay gateway serves POST {', '.join(_PATHS)}")
+            if api != self.agent.provider:
+                raise _Refused(
+                    400,
+                    "wrong_api",
+                    f"this run's model is served over the {self.agent.provider} API",
+                )
+            async with self._lock:  # one call at a time: steps are logged in call order
+                return await self._call(api, headers, body)
+        except _Refused as e:
+            return e.status, _error(api or self.agent.provider, e.kind, str(e))
+
+    async def _call(self, api: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+        try:
+            payload = json.loads(body)
+            assert isinstance(payload, dict)
+        except (ValueError, AssertionError) as e:
+            raise _Refused(400, "invalid_request", "the body is not a JSON object") from e
+        if payload.get("stream"):
+            raise _Refused(
+                400,
+                "invalid_request",
+                "assay gateway: streaming is not supported; send stream=false",
+            )
+        reason = self.stop_reason or limit_reached(self.limits, self.steps, self.started_at)
+        if reason is not None:
+            self.stop_reason = reason
+            raise _Refused(
+                403,
+                "assay_limit_reached",
+                f"assay gateway: this run reached its {reason} limit; no more model calls",
+            )
+        payload["model"] = self.agent.model  # the campaign's model, whatever the program asks
+        sent = json.dumps(payload).encode()
+        started = time.perf_counter()
+        response = await self._upstream(api, headers, sent)
+        latency_ms = (time.perf_counter() - started) * 1000
+        if response.status_code != 200:
+            return response.status_code, response.content
+        try:
+            answer = response.json()
+            usage, text, calls = _parse(api, answer)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            self.fault = f"upstream answered an unreadable body: {e}"
+            raise _Refused(502, "upstream_error", self.fault) from e
+        request_blob = await asyncio.to_thread(self.store.put_bytes, sent)
+        response_blob = await asyncio.to_thread(self.store.put_bytes, response.content)
+        step = await self.log_step(
+            {
+                "model_output": text,
+                "tool_calls": calls,
+                "usage": usage,
+                "latency_ms": latency_ms,
+                "cost_usd": cost(usage, self.agent.model, self.prices),
+                "request_sha256": request_blob.sha256,
+                "response_sha256": response_blob.sha256,
+            }
+        )
+        self.steps.append(step)
+        return 200, response.content
+
+    async def _upstream(self, api: str, headers: dict[str, str], body: bytes) -> httpx.Response:
+        """POST upstream with the real key; retries transient failures, else a fault."""
+        assert self._client is not None
+        base = (self.agent.base_url or _DEFAULT_UPSTREAM[api]).rstrip("/")
+        key = os.environ.get(self.agent.api_key_env or _DEFAULT_KEY_ENV[api], "")
+        if api == "openai":
+            url, auth = f"{base}/chat/completions", {"Authorization": f"Bearer {key}"}
+        else:
+            version = headers.get("anthropic-version", "2023-06-01")
+            url, auth = f"{base}/v1/messages", {"x-api-key": key, "anthropic-version": version}
+        last = ""
+        for attempt in range(4):
+            if attempt:
+                await asyncio.sleep(0.2 * 2**attempt)
+            try:
+                response = await self._client.post(
+                    url, content=body, headers={**auth, "Content-Type": "application/json"}
+                )
+            except httpx.HTTPError as e:
+                last = f"{type(e).__name__}: {e}"
+                continue
+            if response.status_code != 429 and response.status_code < 500:
+                return response
+            last = f"HTTP {response.status_code}"
+        self.fault = f"upstream {url} failed: {last}"
+        raise _Refused(502, "upstream_error", f"assay gateway: {self.fault}")
+
+
+async def _read_request(
+    reader: asyncio.StreamReader,
+) -> tuple[str, str, dict[str, str], bytes] | None:
+    """One HTTP/1.1 request (Content-Length bodies only), or None at a clean end."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as e:
+        if e.partial:
+            raise
+        return None
+    lines = head.decode("latin-1").split("\r\n")
+    method, path, _ = lines[0].split(" ", 2)
+    headers = {}
+    for line in lines[1:]:
+        if ":" in line:
+            name, value = line.split(":", 1)
+            headers[name.strip().lower()] = value.strip()
+    size = int(headers.get("content-length", "0"))
+    if size > _MAX_BODY:
+        raise ValueError("request body too large")
+    return method, path, headers, await reader.readexactly(size)
+
+
+def _parse(api: str, answer: dict[str, Any]) -> tuple[Usage, str, list[ToolCallRecord]]:
+    """Usage, assistant text and tool calls of a chat completion or a message."""
+    u = answer.get("usage") or {}
+    if api == "openai":
+        message = answer["choices"][0]["message"]
+        calls = [
+            ToolCallRecord(
+                call_id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"]
+            )
+            for c in message.get("tool_calls") or []
+        ]
+        cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        usage = Usage(
+            input_tokens=u.get("prompt_tokens", 0),
+            output_tokens=u.get("completion_tokens", 0),
+            cached_tokens=cached,
+        )
+        return usage, message.get("content") or "", calls
+    blocks = answer["content"]
+    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    calls = [
+        ToolCallRecord(call_id=b["id"], name=b["name"], arguments=json.dumps(b.get("input", {})))
+        for b in blocks
+        if b.get("type") == "tool_use"
+    ]
+    cached = u.get("cache_read_input_tokens") or 0
+    usage = Usage(
+        input_tokens=u.get("input_tokens", 0) + cached,
+        output_tokens=u.get("output_tokens", 0),
+        cached_tokens=cached,
+    )
+    return usage, text, calls
+
+
+def _error(api: str, kind: str, message: str) -> bytes:
+    """An error body in the shape the program's SDK expects."""
+    if api == "anthropic":
+        return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+    return json.dumps({"error": {"message": message, "type": kind, "code": kind}}).encode()
