@@ -14,8 +14,22 @@ def _fields(check: dict[str, object]) -> dict[str, object]:
 
 def test_an_unclosed_pattern_fails_the_submit() -> None:
     check = {"kind": "contains", "name": "mentions", "path": "a.md", "pattern": "(unclosed"}
-    with pytest.raises(TaskInputError, match=r"task t9: reference_checks\[0\] \('mentions'\)"):
+    with pytest.raises(
+        TaskInputError, match=r"task t9: reference_checks\[0\] \('mentions'\).*missing \)"
+    ):
         build_task(_fields(check), [])
+
+
+def test_a_backreference_fails_the_submit_because_re2_cannot_run_it() -> None:
+    # What passes submit is what the judge's linear-time engine can run.
+    check = {"kind": "contains", "name": "twice", "path": "a.md", "pattern": r"(a)\1"}
+    with pytest.raises(TaskInputError, match=r"'twice'.*not a valid RE2 regex"):
+        build_task(_fields(check), [])
+
+
+def test_a_catastrophic_pattern_is_accepted_and_runs_in_linear_time() -> None:
+    check = {"kind": "contains", "name": "as", "path": "a.md", "pattern": "(a+)+$"}
+    assert build_task(_fields(check), []).reference_checks[0].name == "as"
 
 
 def test_a_number_pattern_without_a_group_fails_the_submit() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import stat
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
@@ -12,6 +11,8 @@ from pydantic import ValidationError
 
 from assay.store import BlobStore, store_file
 from assay_schemas import NumberNearCheck, Task, TaskInputError, describe_validation
+
+from ._patterns import PatternError, compile_pattern
 
 __all__ = [
     "AttachmentSource",
@@ -59,17 +60,17 @@ def build_task(fields: dict[str, Any], attachments: list[Any]) -> Task:
 
 
 def check_patterns(task: Task) -> None:
-    """Compile every reference check's pattern now, so a bad one fails the submit (naming
-    task and check) instead of the judge later."""
+    """Compile every reference check's pattern with RE2 now, as the judge will, so a bad one
+    fails the submit (naming task and check) instead of the judge later."""
     for i, check in enumerate(task.reference_checks):
         pattern = getattr(check, "pattern", None)
         if pattern is None:
             continue
         where = f"task {task.task_id}: reference_checks[{i}] ({check.name!r}): pattern"
         try:
-            regex = re.compile(pattern)
-        except re.error as e:
-            raise TaskInputError(f"{where} {pattern!r} is not a valid regex: {e}") from e
+            regex = compile_pattern(pattern)
+        except PatternError as e:
+            raise TaskInputError(f"{where} {pattern!r} is {e}") from e
         if isinstance(check, NumberNearCheck) and regex.groups < 1:
             raise TaskInputError(f"{where} {pattern!r} needs a group capturing the number")
 

@@ -12,7 +12,8 @@ the output is a `RuleVerdict` (failure tags plus one `CheckResult` per check). R
 - `analysis_not_executed`: a script (.py/.R/.sh) written by the agent or left in the seal
   is never mentioned by a later `bash`/`python` call (by file name, or module name for .py).
 - `prompt_injection_attempt`: an artifact or the final message addresses the grader.
-- Reference checks shipped with the task: `file_exists`, `number_near`, `contains`.
+- Reference checks shipped with the task: `file_exists`, `number_near`, `contains`; their
+  patterns run on RE2 (linear time), so an agent's file cannot stall the judge.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
+from assay.tasks import PatternError, compile_pattern
 from assay_schemas import (
     AgentStepLogged,
     CheckResult,
@@ -39,6 +41,7 @@ from .files import normalize_path
 from .readers import is_binary
 
 __all__ = [
+    "RuleCheckError",
     "RuleVerdict",
     "claimed_files",
     "evaluate",
@@ -69,6 +72,10 @@ _INJECTION = [
 ]
 _SCAN_BYTES = 2_000_000
 """Only the first bytes of each artifact are scanned for injections."""
+
+
+class RuleCheckError(ValueError):
+    """A task's reference check cannot be run (e.g. its pattern does not compile)."""
 
 
 class RuleVerdict(NamedTuple):
@@ -167,7 +174,7 @@ def reference_check(
             name=check.name, passed=False, detail=f"no file matches {check.path}", weight=weight
         )
     if isinstance(check, TextContainsCheck):
-        regex = re.compile(check.pattern, re.IGNORECASE)
+        regex = compile_pattern(check.pattern, ignore_case=True)
         hit = next(
             (f.path for f in matches if regex.search(_text(contents.get(f.path, b"")))), None
         )
@@ -176,13 +183,13 @@ def reference_check(
         )
         return CheckResult(name=check.name, passed=hit is not None, detail=detail, weight=weight)
     assert isinstance(check, NumberNearCheck)
-    regex = re.compile(check.pattern)
+    regex = compile_pattern(check.pattern)
     for ref in matches:
         match = regex.search(_text(contents.get(ref.path, b"")))
         if match is None:
             continue
         try:
-            value = float(match.group(1))
+            value = float(match.group(1) or "")
         except (IndexError, ValueError):
             return CheckResult(
                 name=check.name,
@@ -269,5 +276,8 @@ def evaluate(
     )
 
     for check in task.reference_checks:
-        checks.append(reference_check(check, files, contents, weights.get(check.name, 1.0)))
+        try:
+            checks.append(reference_check(check, files, contents, weights.get(check.name, 1.0)))
+        except PatternError as e:
+            raise RuleCheckError(f"reference check {check.name!r}: pattern {e}") from e
     return RuleVerdict(tags, checks, sorted(contents))
