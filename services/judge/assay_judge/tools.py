@@ -21,7 +21,7 @@ from assay.providers import (
 )
 from assay_schemas import FileRef, StoreError
 
-from .delimit import artifact_block
+from .delimit import artifact_block, one_line
 from .files import SealedFiles
 from .readers import ReadError, image_info, read_document, read_table, text_page
 
@@ -101,7 +101,9 @@ class JudgeToolBox:
             content = await self._dispatch(call.name, args)
         except (ValueError, KeyError, TypeError, ReadError, StoreError) as e:
             message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-            return ToolResultMessage(call_id=call.id, content=f"error: {message}", is_error=True)
+            # Errors quote file names the agent chose: escape them like any other content.
+            content = f"error: {one_line(message)}"
+            return ToolResultMessage(call_id=call.id, content=content, is_error=True)
         return ToolResultMessage(call_id=call.id, content=content)
 
     async def _dispatch(
