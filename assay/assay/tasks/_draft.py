@@ -88,9 +88,10 @@ def check_workspace_path(task_id: str, field: str, path: str) -> str:
 
 
 def check_attachment(
-    task_id: str, field: str, workspace_path: str, source: Path, max_bytes: int
+    task_id: str, field: str, workspace_path: str, source: Path, max_bytes: int, root: Path
 ) -> AttachmentSource:
-    """Validate one attachment file on the host: exists, regular, not a link, not too big."""
+    """Validate one attachment file on the host: exists, regular, not a link, not too big,
+    and its whole path (every parent directory too) resolving under the task's `root`."""
     rel = check_workspace_path(task_id, field, workspace_path)
     try:
         st = os.lstat(source)
@@ -101,6 +102,11 @@ def check_attachment(
     if stat.S_ISLNK(st.st_mode):
         raise TaskInputError(
             f"task {task_id}: {field}: attachment {rel!r} is a symbolic link; links are not allowed"
+        )
+    if not Path(os.path.realpath(source)).is_relative_to(os.path.realpath(root)):
+        raise TaskInputError(
+            f"task {task_id}: {field}: attachment {rel!r} resolves outside the task folder "
+            "(a linked parent directory?); links are not allowed"
         )
     if not stat.S_ISREG(st.st_mode):
         raise TaskInputError(f"task {task_id}: {field}: attachment {rel!r} is not a regular file")
