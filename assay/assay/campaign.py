@@ -12,10 +12,13 @@ from assay.bus import Bus
 from assay.store import BlobStore
 from assay.tasks import TaskDraft, build_task
 from assay_schemas import (
+    MAX_EVENT_BYTES,
     CampaignSpec,
     CampaignStarted,
     ConfigError,
+    Event,
     Task,
+    TaskInputError,
     TaskSubmitted,
     describe_validation,
     load_rubric,
@@ -44,18 +47,30 @@ def _task_digest(task: Task) -> str:
     return hashlib.sha256(task.model_dump_json().encode()).hexdigest()[:16]
 
 
-async def submit_tasks(
-    bus: Bus, store: BlobStore, campaign_id: str, drafts: list[TaskDraft]
-) -> list[Task]:
-    """Upload attachments and publish one TaskSubmitted per task.
+def _check_size(event: Event, what: str) -> None:
+    """Refuse an event the server would reject, naming what made it big."""
+    size = len(event.model_dump_json().encode())
+    if size <= MAX_EVENT_BYTES:
+        return
+    fields = event.model_dump(mode="json")
+    task = fields.get("task")
+    parts = task if isinstance(task, dict) else fields
+    field, biggest = max(((k, len(str(v).encode())) for k, v in parts.items()), key=lambda p: p[1])
+    raise TaskInputError(
+        f"{what}: the event is {size} bytes, over the {MAX_EVENT_BYTES} byte limit "
+        f"({field} alone is {biggest} bytes; large data belongs in attachments)"
+    )
 
-    Every draft's fields are validated before anything is uploaded or published, so a bad
-    task in a batch publishes nothing.
-    """
+
+async def _task_events(
+    bus: Bus, store: BlobStore, campaign_id: str, drafts: list[TaskDraft]
+) -> list[TaskSubmitted]:
+    """Every task's event, validated and measured; attachments uploaded (blobs only)."""
     for draft in drafts:
         build_task(draft.fields, [])
-    tasks = [await asyncio.to_thread(d.to_task, store) for d in drafts]
-    for task in tasks:
+    events = []
+    for draft in drafts:
+        task = await asyncio.to_thread(draft.to_task, store)
         event = new_event(
             TaskSubmitted,
             key=(campaign_id, task.task_id, _task_digest(task)),
@@ -64,16 +79,30 @@ async def submit_tasks(
             task=task,
             producer=bus.producer,
         )
+        _check_size(event, f"task {task.task_id}")
+        events.append(event)
+    return events
+
+
+async def submit_tasks(
+    bus: Bus, store: BlobStore, campaign_id: str, drafts: list[TaskDraft]
+) -> list[Task]:
+    """Upload attachments and publish one TaskSubmitted per task.
+
+    The whole batch is validated (fields, patterns, each event's encoded size) before
+    anything is published, so a bad task in a batch publishes nothing.
+    """
+    events = await _task_events(bus, store, campaign_id, drafts)
+    for event in events:
         await bus.publish(event)
-    return tasks
+    return [e.task for e in events]
 
 
 async def submit_campaign(
     bus: Bus, store: BlobStore, campaign: CampaignSpec, drafts: list[TaskDraft]
 ) -> list[Task]:
-    """Publish CampaignStarted, then the campaign's tasks."""
-    for draft in drafts:
-        build_task(draft.fields, [])
+    """Publish CampaignStarted, then the campaign's tasks; nothing when any task is bad."""
+    events = await _task_events(bus, store, campaign.campaign_id, drafts)
     started = new_event(
         CampaignStarted,
         key=(campaign.campaign_id,),
@@ -81,5 +110,8 @@ async def submit_campaign(
         campaign=campaign,
         producer=bus.producer,
     )
+    _check_size(started, f"campaign {campaign.campaign_id}")
     await bus.publish(started)
-    return await submit_tasks(bus, store, campaign.campaign_id, drafts)
+    for event in events:
+        await bus.publish(event)
+    return [e.task for e in events]

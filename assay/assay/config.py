@@ -69,6 +69,8 @@ class Settings(BaseSettings):
     """The judge spec file `assay serve judge` (and the `assay-judge` entry point) runs."""
     max_attachment_bytes: int = Field(default=200_000_000, ge=0)
     """Largest attachment a task may carry."""
+    max_tasks_per_submission: int = Field(default=10_000, ge=1)
+    """Most tasks one `assay submit` / `assay run` may load."""
 
     @property
     def instance_state(self) -> Path:

@@ -107,9 +107,17 @@ def require(backend: str, console: Console) -> None:
         )
 
 
-def load_drafts(tasks: Sequence[Path], max_bytes: int) -> list[Any]:
-    """Task drafts from every path, in order; a task id given twice is an error."""
-    drafts = [d for path in tasks for d in load_tasks(path, max_bytes=max_bytes)]
+def load_drafts(tasks: Sequence[Path], max_bytes: int, max_tasks: int = 10_000) -> list[Any]:
+    """Task drafts from every path, in order; a task id given twice, or more than
+    `max_tasks` tasks, is an error."""
+    drafts: list[Any] = []
+    for path in tasks:
+        drafts.extend(load_tasks(path, max_bytes=max_bytes))
+        if len(drafts) > max_tasks:
+            raise TaskInputError(
+                f"{path}: more than {max_tasks} tasks in one submission "
+                "(max_tasks_per_submission; set ASSAY_MAX_TASKS_PER_SUBMISSION to raise it)"
+            )
     ids = [d.task_id for d in drafts]
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:
@@ -171,7 +179,7 @@ def run_campaign(
     base = settings or Settings()
     paths = [tasks] if isinstance(tasks, Path) else list(tasks)
     spec = load_campaign(campaign_file)
-    drafts = load_drafts(paths, base.max_attachment_bytes)
+    drafts = load_drafts(paths, base.max_attachment_bytes, base.max_tasks_per_submission)
     if check:
         require(spec.sandbox.backend, console)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")

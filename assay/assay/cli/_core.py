@@ -124,7 +124,9 @@ def submit(
 
     async def main() -> None:
         spec = load_campaign(campaign)
-        drafts = load_drafts(tasks, settings.max_attachment_bytes)
+        drafts = load_drafts(
+            tasks, settings.max_attachment_bytes, settings.max_tasks_per_submission
+        )
         store = open_store(settings)
         async with Bus(settings, service="cli") as bus:
             submitted = await submit_campaign(bus, store, spec, drafts)

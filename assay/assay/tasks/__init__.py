@@ -2,12 +2,16 @@
 
 from ._draft import AttachmentSource, TaskDraft, build_task, check_attachment
 from ._loaders import load_asi_task, load_jsonl, load_task_dir, load_tasks
+from ._patterns import PatternError, TaskPattern, compile_pattern
 
 __all__ = [
     "AttachmentSource",
+    "PatternError",
     "TaskDraft",
+    "TaskPattern",
     "build_task",
     "check_attachment",
+    "compile_pattern",
     "load_asi_task",
     "load_jsonl",
     "load_task_dir",

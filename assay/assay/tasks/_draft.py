@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import stat
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
@@ -12,6 +11,8 @@ from pydantic import ValidationError
 
 from assay.store import BlobStore, store_file
 from assay_schemas import NumberNearCheck, Task, TaskInputError, describe_validation
+
+from ._patterns import PatternError, compile_pattern
 
 __all__ = [
     "AttachmentSource",
@@ -59,17 +60,17 @@ def build_task(fields: dict[str, Any], attachments: list[Any]) -> Task:
 
 
 def check_patterns(task: Task) -> None:
-    """Compile every reference check's pattern now, so a bad one fails the submit (naming
-    task and check) instead of the judge later."""
+    """Compile every reference check's pattern with RE2 now, as the judge will, so a bad one
+    fails the submit (naming task and check) instead of the judge later."""
     for i, check in enumerate(task.reference_checks):
         pattern = getattr(check, "pattern", None)
         if pattern is None:
             continue
         where = f"task {task.task_id}: reference_checks[{i}] ({check.name!r}): pattern"
         try:
-            regex = re.compile(pattern)
-        except re.error as e:
-            raise TaskInputError(f"{where} {pattern!r} is not a valid regex: {e}") from e
+            regex = compile_pattern(pattern)
+        except PatternError as e:
+            raise TaskInputError(f"{where} {pattern!r} is {e}") from e
         if isinstance(check, NumberNearCheck) and regex.groups < 1:
             raise TaskInputError(f"{where} {pattern!r} needs a group capturing the number")
 
@@ -87,9 +88,10 @@ def check_workspace_path(task_id: str, field: str, path: str) -> str:
 
 
 def check_attachment(
-    task_id: str, field: str, workspace_path: str, source: Path, max_bytes: int
+    task_id: str, field: str, workspace_path: str, source: Path, max_bytes: int, root: Path
 ) -> AttachmentSource:
-    """Validate one attachment file on the host: exists, regular, not a link, not too big."""
+    """Validate one attachment file on the host: exists, regular, not a link, not too big,
+    and its whole path (every parent directory too) resolving under the task's `root`."""
     rel = check_workspace_path(task_id, field, workspace_path)
     try:
         st = os.lstat(source)
@@ -100,6 +102,11 @@ def check_attachment(
     if stat.S_ISLNK(st.st_mode):
         raise TaskInputError(
             f"task {task_id}: {field}: attachment {rel!r} is a symbolic link; links are not allowed"
+        )
+    if not Path(os.path.realpath(source)).is_relative_to(os.path.realpath(root)):
+        raise TaskInputError(
+            f"task {task_id}: {field}: attachment {rel!r} resolves outside the task folder "
+            "(a linked parent directory?); links are not allowed"
         )
     if not stat.S_ISREG(st.st_mode):
         raise TaskInputError(f"task {task_id}: {field}: attachment {rel!r} is not a regular file")

@@ -36,6 +36,10 @@ def load_task_dir(folder: Path, *, max_bytes: int) -> TaskDraft:
     prompt = meta.get("prompt")
     if prompt_file is not None:
         prompt = prompt_file.read_text(encoding="utf-8")
+    if prompt is not None and not isinstance(prompt, str):
+        raise TaskInputError(
+            f"task {task_id}: prompt: expected text, got {type(prompt).__name__} {prompt!r:.40}"
+        )
     if not prompt:
         raise TaskInputError(f"task {task_id}: prompt: no {'/'.join(PROMPT_FILES)} in {folder}")
     skip = {*PROMPT_FILES, *META_FILES}
@@ -44,7 +48,9 @@ def load_task_dir(folder: Path, *, max_bytes: int) -> TaskDraft:
         rel = path.relative_to(folder).as_posix()
         if rel in skip or (path.is_dir() and not path.is_symlink()):
             continue
-        attachments.append(check_attachment(task_id, "attachments", rel, path, max_bytes))
+        attachments.append(
+            check_attachment(task_id, "attachments", rel, path, max_bytes, root=folder)
+        )
     fields = {k: v for k, v in meta.items() if k not in {"attachments", "prompt"}}
     fields.update(task_id=task_id, prompt=prompt.strip(), source=f"folder:{folder.name}")
     return TaskDraft(fields, check_unique(task_id, attachments))
@@ -63,7 +69,7 @@ def _from_record(record: dict[str, Any], base: Path, *, source: str, max_bytes: 
         if not isinstance(path, str):
             raise TaskInputError(f"task {task_id}: attachments[{i}]: expected a path string")
         attachments.append(
-            check_attachment(task_id, f"attachments[{i}]", path, base / path, max_bytes)
+            check_attachment(task_id, f"attachments[{i}]", path, base / path, max_bytes, root=base)
         )
     fields = {k: v for k, v in record.items() if k != "attachments"}
     fields.setdefault("source", source)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from assay.store import BlobInfo, BlobStore
 from assay_schemas import FileRef, StoreError
 
+from .delimit import quote_name
+
 __all__ = ["CountingStore", "SealedFiles", "normalize_path"]
 
 
@@ -97,9 +99,10 @@ class SealedFiles:
         return data
 
     def manifest_lines(self) -> list[str]:
-        """One line per sealed file: path, size, media type, short hash, attachment mark."""
+        """One line per sealed file: path (quoted and escaped unless plain), size, media type,
+        short hash, attachment mark."""
         return [
-            f"- {r.path}  ({r.size} bytes, {r.media_type}, sha256 {r.sha256[:12]})"
+            f"- {quote_name(r.path)}  ({r.size} bytes, {r.media_type}, sha256 {r.sha256[:12]})"
             + ("  [attachment, unchanged]" if self.is_attachment(r) else "")
             for r in sorted(self.files, key=lambda f: f.path)
         ]

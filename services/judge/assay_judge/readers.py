@@ -2,12 +2,16 @@
 
 Each returns plain text (or image bytes) for a judge's tool result; none touches the
 store, the bus or the network. Errors are `ReadError` with a message a model can act on.
+Zip-based formats (docx, xlsx) are refused before parsing when their members would unpack
+beyond `MAX_UNPACKED_BYTES`: a small file of highly compressed XML cannot cost minutes and
+gigabytes. The caller runs readers off the event loop with a time limit (see `tools`).
 """
 
 from __future__ import annotations
 
 import io
 import struct
+import zipfile
 from typing import NamedTuple
 
 import polars as pl
@@ -15,10 +19,12 @@ import polars as pl
 __all__ = [
     "DOCUMENT_SUFFIXES",
     "IMAGE_SUFFIXES",
+    "MAX_UNPACKED_BYTES",
     "TABLE_SUFFIXES",
     "ImageInfo",
     "ReadError",
     "TextPage",
+    "check_unpacked",
     "image_info",
     "is_binary",
     "read_document",
@@ -29,6 +35,9 @@ __all__ = [
 TABLE_SUFFIXES = (".csv", ".tsv", ".tab", ".xlsx", ".xlsm", ".parquet", ".pq")
 DOCUMENT_SUFFIXES = (".docx", ".pdf")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+MAX_UNPACKED_BYTES = 64_000_000
+"""Largest total a docx/xlsx may unpack to; zip members are measured before reading."""
+_MAX_MEMBERS = 10_000
 
 
 class ReadError(ValueError):
@@ -88,6 +97,23 @@ def text_page(data: bytes, *, offset: int, limit: int, max_chars: int) -> TextPa
     return TextPage("\n".join(out), offset, len(out), len(lines), truncated)
 
 
+def check_unpacked(data: bytes, path: str, max_bytes: int = MAX_UNPACKED_BYTES) -> None:
+    """Refuse a zip container (docx, xlsx) whose members would unpack beyond `max_bytes`.
+
+    The sizes come from the zip's directory; Python's zipfile never inflates a member past
+    its declared size, so a lying directory cannot get more through."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, ValueError) as e:
+        raise ReadError(f"cannot open {path}: not a valid zip container: {e}") from e
+    if len(members) > _MAX_MEMBERS:
+        raise ReadError(f"{path} holds {len(members)} zip members, over the {_MAX_MEMBERS} cap")
+    total = sum(m.file_size for m in members)
+    if total > max_bytes:
+        raise ReadError(f"{path} unpacks to {total} bytes, over the {max_bytes} byte cap; not read")
+
+
 def _frame(data: bytes, suffix: str, sheet: str | None) -> tuple[pl.DataFrame, str]:
     """Parse a table; returns the frame and a note (e.g. the sheets of a workbook)."""
     source = io.BytesIO(data)
@@ -107,6 +133,7 @@ def _frame(data: bytes, suffix: str, sheet: str | None) -> tuple[pl.DataFrame, s
 
 
 def _excel(data: bytes, sheet: str | None) -> tuple[pl.DataFrame, str]:
+    check_unpacked(data, "the workbook")
     import openpyxl  # type: ignore[import-untyped]
 
     book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
@@ -158,6 +185,7 @@ def read_document(data: bytes, path: str) -> str:
     lower = path.lower()
     try:
         if lower.endswith(".docx"):
+            check_unpacked(data, path)
             import docx
 
             document = docx.Document(io.BytesIO(data))
@@ -174,6 +202,8 @@ def read_document(data: bytes, path: str) -> str:
                 f"[page {i + 1}]\n{page.extract_text() or ''}"
                 for i, page in enumerate(reader.pages)
             )
+    except ReadError:
+        raise
     except Exception as e:  # python-docx/pypdf raise many types on malformed input
         raise ReadError(f"cannot parse {path} as a document: {type(e).__name__}: {e}") from e
     raise ReadError(f"not a document file (.docx, .pdf): {path}")

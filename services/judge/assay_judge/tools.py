@@ -3,13 +3,17 @@
 Every file content goes back to the model inside an `<artifact>` block (see `delimit`),
 images as image parts for multimodal judges. Tools never write, never run code and never
 reach a sandbox; a failing tool returns an error result, it does not stop the judge.
+Parsing tables and documents runs in a worker thread under a time limit, so a hostile file
+never blocks the event loop; past the limit the judge gets an error and moves on (the
+thread finishes on its own: the readers' size caps bound how long that can be).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from assay.providers import (
     ImageMediaType,
@@ -21,11 +25,13 @@ from assay.providers import (
 )
 from assay_schemas import FileRef, StoreError
 
-from .delimit import artifact_block
+from .delimit import artifact_block, one_line
 from .files import SealedFiles
 from .readers import ReadError, image_info, read_document, read_table, text_page
 
 __all__ = ["READ_TOOLS", "JudgeToolBox", "ToolLimits"]
+
+_T = TypeVar("_T")
 
 Content = str | tuple[TextPart | ImagePart, ...]
 """A tool result: text, or text and image parts."""
@@ -84,6 +90,8 @@ class ToolLimits:
     max_file_bytes: int = 50_000_000
     """Larger files are not fetched at all (only listed)."""
     max_image_bytes: int = 5_000_000
+    parse_seconds: float = 30.0
+    """Longest a table or document may take to parse."""
 
 
 @dataclass(kw_only=True)
@@ -101,7 +109,9 @@ class JudgeToolBox:
             content = await self._dispatch(call.name, args)
         except (ValueError, KeyError, TypeError, ReadError, StoreError) as e:
             message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-            return ToolResultMessage(call_id=call.id, content=f"error: {message}", is_error=True)
+            # Errors quote file names the agent chose: escape them like any other content.
+            content = f"error: {one_line(message)}"
+            return ToolResultMessage(call_id=call.id, content=content, is_error=True)
         return ToolResultMessage(call_id=call.id, content=content)
 
     async def _dispatch(
@@ -127,6 +137,14 @@ class JudgeToolBox:
             )
         return await handlers[name](ref, args)
 
+    async def _parse(self, ref: FileRef, parse: Callable[[], _T]) -> _T:
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(parse), self.limits.parse_seconds)
+        except TimeoutError as e:
+            raise ReadError(
+                f"{ref.path} took over {self.limits.parse_seconds:g} s to parse; not read"
+            ) from e
+
     async def _read_file(self, ref: FileRef, args: dict[str, Any]) -> str:
         data = await self.files.read(ref)
         page = text_page(
@@ -147,14 +165,15 @@ class JudgeToolBox:
     async def _read_table(self, ref: FileRef, args: dict[str, Any]) -> str:
         data = await self.files.read(ref)
         sheet = args.get("sheet")
-        text = read_table(
-            data, ref.path, head=int(args.get("head", 10)), sheet=str(sheet) if sheet else None
+        head = int(args.get("head", 10))
+        text = await self._parse(
+            ref, lambda: read_table(data, ref.path, head=head, sheet=str(sheet) if sheet else None)
         )
         return artifact_block(ref.path, ref.sha256, text[: self.limits.text_chars], view="table")
 
     async def _read_document(self, ref: FileRef, args: dict[str, Any]) -> str:
         data = await self.files.read(ref)
-        text = read_document(data, ref.path)
+        text = await self._parse(ref, lambda: read_document(data, ref.path))
         offset = max(0, int(args.get("offset", 0)))
         limit = min(max(1, int(args.get("limit", self.limits.text_chars))), self.limits.text_chars)
         chunk = text[offset : offset + limit]
