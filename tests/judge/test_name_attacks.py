@@ -12,7 +12,7 @@ from assay.scripted import ScriptedModelServer
 from assay.store import LocalBlobStore
 from assay_judge import build, build_rules
 from assay_judge.delimit import escape_delimiters
-from assay_judge.rules import find_injection
+from assay_judge.rules.checks import find_injection
 
 from .cases import (
     fast_provider,

@@ -8,7 +8,7 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay_judge import build_rules
-from assay_judge.rules import evaluate
+from assay_judge.rules.checks import evaluate
 from assay_schemas import FileRef, JudgmentFailed, Task, TextContainsCheck
 
 from .cases import judgments, running, seal_run, wait_log

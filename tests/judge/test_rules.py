@@ -8,7 +8,7 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay_judge import build_rules
-from assay_judge.rules import claimed_files, evaluate, find_injection, unexecuted_scripts
+from assay_judge.rules.checks import claimed_files, evaluate, find_injection, unexecuted_scripts
 from assay_schemas import (
     AgentStepLogged,
     FileExistsCheck,

@@ -14,8 +14,8 @@ import pytest
 from assay.providers import ImagePart, TextPart, ToolCall
 from assay.store import LocalBlobStore
 from assay_judge.files import SealedFiles
-from assay_judge.tools import JudgeToolBox
-from assay_judge.verdict import check_verdict
+from assay_judge.llm.tools import JudgeToolBox
+from assay_judge.llm.verdict import check_verdict
 from assay_schemas import BlobCorrupted
 
 from .cases import RUBRIC, put, verdict

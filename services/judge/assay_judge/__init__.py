@@ -7,12 +7,12 @@ await service.start()   # JudgeRegistered, then judges every sealed run in scope
 """
 
 from .context import ALL_CAMPAIGNS, CampaignScope
-from .handlers import JudgeService, ProviderFactory, sampling_times
 from .jury import JurySupervisor
-from .rule_handlers import RULES_ID, RulesService
+from .llm.handlers import JudgeService, ProviderFactory, sampling_times
+from .llm.verdict import Verdict, check_verdict
+from .rules.handlers import RULES_ID, RulesService
 from .service import build, build_rules, durable_name
 from .spec import load_judge_spec
-from .verdict import Verdict, check_verdict
 
 __all__ = [
     "ALL_CAMPAIGNS",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -12,6 +13,7 @@ from assay_schemas import (
     ArtifactsSealed,
     CampaignSpec,
     CampaignStarted,
+    JudgeSpec,
     Rubric,
     RunHistory,
     Task,
@@ -19,7 +21,14 @@ from assay_schemas import (
     default_rubric,
 )
 
-__all__ = ["ALL_CAMPAIGNS", "CampaignScope", "LogReader", "RunContext"]
+__all__ = [
+    "ALL_CAMPAIGNS",
+    "JURY_TOKEN",
+    "CampaignScope",
+    "LogReader",
+    "RunContext",
+    "spec_hash",
+]
 
 ALL_CAMPAIGNS: frozenset[str] = frozenset({"*"})
 """Scope of a standalone judge that rejudges every campaign ("*" is never a campaign id)."""
@@ -27,6 +36,15 @@ ALL_CAMPAIGNS: frozenset[str] = frozenset({"*"})
 CampaignScope = set[str] | frozenset[str] | None
 """None: only campaigns whose CampaignStarted lists the judge; a set: exactly those
 campaigns (ALL_CAMPAIGNS: every one), whether they list the judge or not."""
+
+
+JURY_TOKEN = "jury"
+"""Campaign token of a JudgeRegistered from a judge not bound to named campaigns."""
+
+
+def spec_hash(spec: JudgeSpec) -> str:
+    """Stable hash of a judge spec: a changed spec registers anew."""
+    return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
 
 
 class RunContext(NamedTuple):

@@ -14,7 +14,7 @@ from assay.config import Settings
 from assay.store import BlobStore, open_store
 from assay_schemas import CampaignStarted, JudgeSpec, safe_token
 
-from .handlers import JudgeService
+from .llm.handlers import JudgeService
 from .service import build as build_judge
 
 __all__ = ["JurySupervisor", "build"]

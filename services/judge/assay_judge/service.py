@@ -14,8 +14,8 @@ from assay.store import BlobStore, open_store
 from assay_schemas import ArtifactsSealed, ConfigError, JudgeSpec
 
 from .context import CampaignScope
-from .handlers import JudgeService, ProviderFactory
-from .rule_handlers import RULES_ID, RulesService
+from .llm.handlers import JudgeService, ProviderFactory
+from .rules.handlers import RULES_ID, RulesService
 from .spec import load_judge_spec
 
 __all__ = ["SERVICE", "build", "build_rules", "durable_name"]

@@ -41,7 +41,7 @@ __all__ = [
 RULE_CHECKS = frozenset(
     {"artifacts_present", "claimed_files_exist", "scripts_executed", "no_prompt_injection"}
 )
-"""The rule judge's own checks (assay_judge.rules.evaluate); every other check is one of
+"""The rule judge's own checks (assay_judge.rules.checks.evaluate); every other check is one of
 the task's reference checks, which the rule judge runs on the task's behalf."""
 
 

@@ -25,9 +25,9 @@ from assay.providers import (
 )
 from assay_schemas import FileRef, StoreError
 
-from .delimit import artifact_block, one_line
-from .files import SealedFiles
-from .readers import ReadError, image_info, read_document, read_table, text_page
+from ..delimit import artifact_block, one_line
+from ..files import SealedFiles
+from ..readers import ReadError, image_info, read_document, read_table, text_page
 
 __all__ = ["READ_TOOLS", "JudgeToolBox", "ToolLimits"]
 

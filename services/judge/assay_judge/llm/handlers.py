@@ -8,7 +8,6 @@ after a crash neither duplicates a judgment nor pays for it twice.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 from collections.abc import Callable
@@ -36,9 +35,9 @@ from assay_schemas import (
     new_event,
 )
 
+from ..context import ALL_CAMPAIGNS, JURY_TOKEN, CampaignScope, LogReader, RunContext, spec_hash
+from ..files import SealedFiles
 from .agent import JudgeOutcome, judge_sample
-from .context import ALL_CAMPAIGNS, CampaignScope, LogReader, RunContext
-from .files import SealedFiles
 
 __all__ = ["JURY_TOKEN", "JudgeService", "ProviderFactory", "sampling_times", "spec_hash"]
 
@@ -48,9 +47,6 @@ ProviderFactory = Callable[[JudgeSpec], ModelProvider]
 
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
-JURY_TOKEN = "jury"
-"""Campaign token of a JudgeRegistered from a judge not bound to named campaigns."""
-
 
 def sampling_times(spec: JudgeSpec, task: Task) -> int:
     """Samples per run: the larger of the judge's and the task's `sampling_times`.
@@ -59,11 +55,6 @@ def sampling_times(spec: JudgeSpec, task: Task) -> int:
     judge was configured for, so one task cannot silently thin out a judge's evidence.
     """
     return max(spec.sampling_times, task.judge.sampling_times)
-
-
-def spec_hash(spec: JudgeSpec) -> str:
-    """Stable hash of a judge spec: a changed spec registers anew."""
-    return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
 
 
 @dataclass(kw_only=True)

@@ -25,7 +25,7 @@ from assay.providers import (
 from assay.telemetry import tracer
 from assay_schemas import JudgeSpec, Rubric, Task
 
-from .files import SealedFiles
+from ..files import SealedFiles
 from .prompts import SYSTEM_PROMPT, case_prompt, repair_prompt, step_budget_prompt
 from .tools import READ_TOOLS, JudgeToolBox
 from .verdict import SUBMIT_VERDICT, Verdict, check_verdict, verdict_tool

@@ -38,9 +38,9 @@ from assay_schemas import (
     TextContainsCheck,
 )
 
-from .delimit import fold
-from .files import normalize_path
-from .readers import is_binary
+from ..delimit import fold
+from ..files import normalize_path
+from ..readers import is_binary
 
 __all__ = [
     "RuleCheckError",

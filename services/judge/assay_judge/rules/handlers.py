@@ -20,10 +20,9 @@ from assay_schemas import (
     new_event,
 )
 
-from .context import ALL_CAMPAIGNS, CampaignScope, LogReader
-from .files import normalize_path
-from .handlers import JURY_TOKEN, spec_hash
-from .rules import RuleVerdict, evaluate
+from ..context import ALL_CAMPAIGNS, JURY_TOKEN, CampaignScope, LogReader, spec_hash
+from ..files import normalize_path
+from .checks import RuleVerdict, evaluate
 
 __all__ = ["RULES_ID", "RULES_SPEC", "RulesService"]
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from assay.providers import ToolDefinition
 from assay_schemas import DimensionScore, Rubric
 
-from .files import normalize_path
+from ..files import normalize_path
 
 __all__ = ["SUBMIT_VERDICT", "Verdict", "VerdictCheck", "check_verdict", "verdict_tool"]
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from assay_schemas import Rubric, Task
 
-from .delimit import final_message_block, quote_name
-from .files import SealedFiles
+from ..delimit import final_message_block, quote_name
+from ..files import SealedFiles
 from .verdict import SUBMIT_VERDICT
 
 __all__ = ["SYSTEM_PROMPT", "case_prompt", "repair_prompt", "step_budget_prompt"]

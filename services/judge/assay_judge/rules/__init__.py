@@ -1,0 +1,1 @@
+"""The rule judge: deterministic checks over sealed files (no artifacts, claims, injections, the task's reference checks)."""
