@@ -57,18 +57,21 @@ def check_bubblewrap() -> Check:
 
 
 def check_user_namespaces() -> Check:
-    """bwrap can make the namespaces a sandbox needs."""
+    """bwrap can make the namespaces a sandbox needs, with its own /proc and /dev, as pid 1."""
     if shutil.which("bwrap") is None:
         return Check("user namespaces", False, "bwrap missing (see above)", "install bubblewrap")
-    argv = ["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--uid", "1000", "--", "true"]
+    argv = ["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--uid", "1000", "--as-pid-1",
+            "--proc", "/proc", "--dev", "/dev", "--", "true"]  # fmt: skip
     done = _run(argv)
     if done is not None and done.returncode == 0:
-        return Check("user namespaces", True, "bwrap --unshare-all works")
+        return Check("user namespaces", True, "bwrap --unshare-all with its own /proc works")
     why = (done.stderr.strip() if done is not None else "bwrap did not finish") or "failed"
     return Check(
         "user namespaces", False, why,
         _sudo("sysctl -w kernel.unprivileged_userns_clone=1 user.max_user_namespaces=15000")
-        + " (in a container: run it with --privileged or a seccomp profile allowing unshare)",
+        + " (in a container: run it with --privileged, or with --cap-add SYS_ADMIN"
+        " --security-opt seccomp=unconfined --security-opt systempaths=unconfined so that"
+        " unshare is allowed and /proc can be mounted)",
     )  # fmt: skip
 
 

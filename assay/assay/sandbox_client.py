@@ -75,7 +75,8 @@ class SandboxClient:
             reply = SandboxReply.model_validate_json(await self._blob(reply.reply_blob))
         if reply.ok:
             return reply
-        if reply.error_kind in {"not_found", "destroyed"}:
+        if reply.error_kind in {"not_found", "destroyed", "broken"}:
+            # The sandbox is gone or cannot run anything: the platform's failure.
             raise SandboxGone(reply.error)
         raise SandboxError(reply.error)
 

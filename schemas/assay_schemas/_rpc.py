@@ -151,7 +151,7 @@ class SandboxReply(BaseModel):
 
     ok: bool
     error: str = ""
-    error_kind: Literal["", "not_found", "destroyed", "path", "limit", "internal"] = ""
+    error_kind: Literal["", "not_found", "destroyed", "broken", "path", "limit", "internal"] = ""
     exec: ExecOutcome | None = None
     python: PythonOutcome | None = None
     data_b64: str | None = None

@@ -13,8 +13,8 @@ import pytest
 
 from assay.providers import ToolCall
 from assay.store import LocalBlobStore
-from assay_judge.llm import tools
 from assay_judge.files import SealedFiles
+from assay_judge.llm import tools
 from assay_judge.llm.tools import JudgeToolBox, ToolLimits
 from assay_judge.readers import ReadError, read_document, read_table
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
+
+import pytest
 
 from assay_sandbox_manager.backends import SandboxBackend
 
@@ -62,3 +65,22 @@ def test_python_output_cap_and_figures(backend: SandboxBackend, sandbox: str) ->
     assert fig.exit_code == 0, fig
     assert len(fig.figures) == 1 and fig.figures[0].startswith("figures/")
     assert backend.read_file(sandbox, fig.figures[0]).startswith(b"\x89PNG")
+
+
+def test_a_resident_that_cannot_start_is_the_platforms_failure(tmp_path: Path) -> None:
+    """bwrap that cannot mount /proc (a container without systempaths=unconfined) kills the
+    resident on start: that is no agent's exit 137, it is a sandbox that cannot run."""
+    from assay_sandbox_manager.backends import BubblewrapBackend, ResidentUnavailable, SandboxSpec
+
+    dead = tmp_path / "bwrap-that-fails"
+    dead.write_text("#!/bin/sh\necho 'bwrap: Can't mount proc on /newroot/proc' >&2\nexit 1\n")
+    dead.chmod(0o755)
+    backend = BubblewrapBackend(tmp_path / "state", tmp_path / "snapshots")
+    backend.create(SandboxSpec(), "broken", {})
+    backend._bwrap = str(dead)  # the next resident start goes through the failing bwrap
+    backend._drop_resident("broken")
+    try:
+        with pytest.raises(ResidentUnavailable, match="died on start"):
+            backend.exec("broken", "true")
+    finally:
+        backend.destroy("broken")

@@ -149,7 +149,7 @@ def generate(root: Path) -> None:
             "n_pairs", "results/summary.md", rf"(?i)\bn\s*(?:pairs)?\s*[=:]\s*{NUM}", len(keep), 0.5
         ),
         contains(
-            "paired_test", "results/summary.md", r"test\s*[=:][^\n]*((?<!un)paired|signed[- ]rank)"
+            "paired_test", "results/summary.md", r"test\s*[=:][^\n]*(\bpaired|signed[- ]rank)"
         ),
     ]
     prompt = """

@@ -44,6 +44,7 @@ from assay_schemas import (
 
 from .backends import (
     ExecResult,
+    ResidentUnavailable,
     SandboxBackend,
     SandboxExists,
     SandboxLimitExceeded,
@@ -288,6 +289,8 @@ class SandboxService:
             return _error("path", str(e))
         except SandboxLimitExceeded as e:
             return _error("limit", str(e))
+        except ResidentUnavailable as e:
+            return _error("broken", str(e))
         except Exception as e:
             log.exception("sandbox command failed")
             return _error("internal", f"sandbox {sid}: {type(e).__name__}: {e}")

@@ -13,6 +13,7 @@ from ._errors import (
 )
 from ._models import ExecResult, FileEntry, PythonResult, SandboxInfo, SandboxSpec
 from ._protocol import SandboxBackend
+from ._resident import ResidentUnavailable
 from ._snapshot import SealPlan, Snapshot, SnapshotCaps
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "ExecResult",
     "FileEntry",
     "PythonResult",
+    "ResidentUnavailable",
     "SandboxBackend",
     "SandboxBackendUnavailable",
     "SandboxError",

@@ -56,6 +56,11 @@ class ResidentLost(SandboxError):
     """The resident stopped answering (killed, or past its deadline)."""
 
 
+class ResidentUnavailable(SandboxError):
+    """A new resident died before its first answer: the sandbox cannot run commands here
+    (a platform fault, e.g. a container that forbids mounting /proc), not the agent's."""
+
+
 def install_scripts(mount: Path) -> Path:
     """Copy the resident's scripts into a sandbox's host folder; returns the folder to
     mount read-only at RESIDENT_DIR."""
@@ -194,6 +199,7 @@ class ResidentExec:
             lock = self._locks.setdefault(sandbox_id, threading.Lock())
         with lock:
             chan = self._residents.get(sandbox_id)
+            fresh = chan is None
             if chan is None:
                 chan = self._residents[sandbox_id] = self._start_resident(sandbox_id, meta)
             body = json.dumps({**msg, "cap": meta.spec.output_cap_bytes}).encode()
@@ -209,6 +215,10 @@ class ResidentExec:
                 self._drop_resident(sandbox_id)
                 self._on_lost(sandbox_id)
                 timed_out = time.monotonic() >= deadline
+                if fresh and not timed_out:
+                    raise ResidentUnavailable(
+                        f"sandbox {sandbox_id}: its command server died on start ({e})"
+                    ) from e
                 note = f"[assay: the sandbox's command server was lost ({e}); background processes and Python state are gone]\n"
                 return {"exit_code": 137, "timed_out": timed_out, "lost": note}
 
