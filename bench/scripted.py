@@ -13,12 +13,12 @@ import json
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
+from assay.lifecycle import Startable
 from assay.scripted import ScriptedModelServer, ScriptedSequence
 from assay.scripted._http import HttpRequest, HttpResponse, serve_connection
 
@@ -59,7 +59,7 @@ _CANNED = {
 }
 
 
-class _BareServer:
+class _BareServer(Startable):
     """The same HTTP stack with a canned answer per route, on its own thread and loop."""
 
     def __init__(self) -> None:
@@ -75,18 +75,15 @@ class _BareServer:
             lambda r, w: serve_connection(r, w, self._answer), "127.0.0.1", 0
         )
 
-    def __enter__(self) -> _BareServer:
+    def start(self) -> Self:
+        """Serve on a free loopback port."""
         self._thread.start()
         server = asyncio.run_coroutine_threadsafe(self._start(), self._loop).result()
         self.base_url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def stop(self) -> None:
+        """Stop the loop and join its thread."""
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join()
 

@@ -208,7 +208,8 @@ PY
     (cd "$debs" && apt-get -o APT::Sandbox::User=root download bubblewrap >&2)
   fi
   cp "$debs"/bubblewrap_*.deb "$ctx/debs/"
-  cp deploy/docker/Dockerfile deploy/docker/entrypoint.sh deploy/sandbox/build-rootfs.sh "$ctx/"
+  cp deploy/docker/Dockerfile deploy/docker/entrypoint.sh deploy/docker/install.sh \
+    deploy/sandbox/build-rootfs.sh "$ctx/"
 }
 
 # Wheel file names use underscores: services/sandbox-manager -> assay_sandbox_manager.

@@ -178,6 +178,13 @@ class Bus:
 
     # --- consuming ----------------------------------------------------------------------
 
+    def consume_event(
+        self, event_type: type[E], handler: Handler[E], *, durable: str, **options: Any
+    ) -> LogicSubscriber[Any]:
+        """`consume` on the subject of one event type, refusing every other type."""
+        subject = self.subjects.event(event_type.__name__)
+        return self.consume(subject, handler, durable=durable, event_type=event_type, **options)
+
     def consume(
         self,
         subject: str,

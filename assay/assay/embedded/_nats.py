@@ -11,9 +11,11 @@ import sys
 import sysconfig
 import time
 from pathlib import Path
-from types import TracebackType
+from typing import Self
 
 from assay_schemas import ConfigError
+
+from ..lifecycle import Startable
 
 __all__ = ["NatsServer", "find_free_port", "nats_server_binary"]
 
@@ -48,7 +50,7 @@ def _port_in_use(host: str, port: int) -> bool:
         return s.connect_ex((host, port)) == 0
 
 
-class NatsServer:
+class NatsServer(Startable):
     """One nats-server process with JetStream on a data directory.
 
     Used by `assay up` and by the test session alike, so tests exercise what users run.
@@ -76,7 +78,7 @@ class NatsServer:
         """Client URL of the running server."""
         return f"nats://{self.host}:{self.port}"
 
-    def start(self, timeout: float = 15.0) -> NatsServer:
+    def start(self, timeout: float = 15.0) -> Self:
         """Start the server and wait until JetStream is ready."""
         if self.port is None:
             self.port = find_free_port(self.host)
@@ -141,14 +143,3 @@ class NatsServer:
         if proc is not None and proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-
-    def __enter__(self) -> NatsServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -20,12 +20,7 @@ class AnthropicProvider(SdkProvider):
     """Any Anthropic messages-API endpoint (Anthropic, compatible gateways, scripted)."""
 
     kind_name = "anthropic"
-    sdk_errors = SdkErrors(
-        status=anthropic.APIStatusError,
-        timeout=anthropic.APITimeoutError,
-        connection=anthropic.APIConnectionError,
-        validation=anthropic.APIResponseValidationError,
-    )
+    sdk_errors = SdkErrors.of(anthropic)
     sdk_client = anthropic.AsyncAnthropic
 
     def _build(

@@ -6,6 +6,7 @@ import random
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
 from typing import Any, NamedTuple
 
 from ._errors import ProviderError, ProviderRequestError, ProviderTransientError
@@ -27,6 +28,16 @@ class SdkErrors(NamedTuple):
     timeout: type[Exception]
     connection: type[Exception]
     validation: type[Exception]
+
+    @classmethod
+    def of(cls, sdk: ModuleType) -> SdkErrors:
+        """The classes under their common names in the `openai` or `anthropic` module."""
+        return cls(
+            status=sdk.APIStatusError,
+            timeout=sdk.APITimeoutError,
+            connection=sdk.APIConnectionError,
+            validation=sdk.APIResponseValidationError,
+        )
 
 
 def classify_sdk_error(

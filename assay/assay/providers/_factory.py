@@ -58,6 +58,12 @@ class ProviderSpec(BaseModel):
         )
 
 
+_PROVIDER_CLASSES: dict[str, type[SdkProvider]] = {
+    "openai": OpenAIProvider,
+    "anthropic": AnthropicProvider,
+}
+
+
 def make_provider(
     kind: ProviderKind,
     model: str,
@@ -82,29 +88,21 @@ def make_provider(
             provider=kind,
             model=model,
         )
-    if kind == "openai":
-        return OpenAIProvider(
-            model=model,
-            api_key=api_key,
-            base_url=base_url,
-            timeout_s=timeout_s,
-            retry=retry,
-            limiter=limiter,
-            max_concurrency=max_concurrency,
-            on_retry=on_retry,
+    provider_class = _PROVIDER_CLASSES.get(kind)
+    if provider_class is None:
+        raise ProviderConfigError(
+            f"unknown provider kind {kind!r}", provider=str(kind), model=model
         )
-    if kind == "anthropic":
-        return AnthropicProvider(
-            model=model,
-            api_key=api_key,
-            base_url=base_url,
-            timeout_s=timeout_s,
-            retry=retry,
-            limiter=limiter,
-            max_concurrency=max_concurrency,
-            on_retry=on_retry,
-        )
-    raise ProviderConfigError(f"unknown provider kind {kind!r}", provider=str(kind), model=model)
+    return provider_class(
+        model=model,
+        api_key=api_key,
+        base_url=base_url,
+        timeout_s=timeout_s,
+        retry=retry,
+        limiter=limiter,
+        max_concurrency=max_concurrency,
+        on_retry=on_retry,
+    )
 
 
 DEFAULT_KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}

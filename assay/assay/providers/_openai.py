@@ -18,12 +18,7 @@ class OpenAIProvider(SdkProvider):
     """Any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, llama.cpp, scripted)."""
 
     kind_name = "openai"
-    sdk_errors = SdkErrors(
-        status=openai.APIStatusError,
-        timeout=openai.APITimeoutError,
-        connection=openai.APIConnectionError,
-        validation=openai.APIResponseValidationError,
-    )
+    sdk_errors = SdkErrors.of(openai)
     sdk_client = openai.AsyncOpenAI
 
     def __init__(

@@ -12,9 +12,9 @@ import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
+from ..lifecycle import Startable
 from ._faults import Fault
 from ._http import HttpRequest, HttpResponse, serve_connection
 from ._records import RecordedRequest
@@ -33,7 +33,7 @@ class _ModelState:
     latency_s: float | None = None
 
 
-class ScriptedModelServer:
+class ScriptedModelServer(Startable):
     """Serves scripted models over the real HTTP APIs, in a background thread.
 
     ```python
@@ -69,7 +69,7 @@ class ScriptedModelServer:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def start(self) -> ScriptedModelServer:
+    def start(self) -> Self:
         """Bind 127.0.0.1 on a free port and serve from a background thread."""
         if self._thread is not None:
             raise RuntimeError("scripted model server already started")
@@ -94,17 +94,6 @@ class ScriptedModelServer:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join()
         self._thread = None
-
-    def __enter__(self) -> ScriptedModelServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def _run(self, ready: threading.Event, failure: list[BaseException]) -> None:
         assert self._loop is not None

@@ -61,10 +61,9 @@ def build(settings: Settings, *, store: BlobStore | None = None) -> JurySupervis
     """The jury with its `CampaignStarted` consumer registered (not started)."""
     bus = Bus(settings, service="jury")
     jury = JurySupervisor(settings=settings, store=store or open_store(settings), bus=bus)
-    bus.consume(
-        bus.subjects.event("CampaignStarted"),
+    bus.consume_event(
+        CampaignStarted,
         jury.on_campaign,
         durable=f"jury-{safe_token(settings.instance)}",
-        event_type=CampaignStarted,
     )
     return jury

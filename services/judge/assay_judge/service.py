@@ -54,11 +54,10 @@ def build(
         providers=providers,
         campaigns=campaigns,
     )
-    bus.consume(
-        bus.subjects.event("ArtifactsSealed"),
+    bus.consume_event(
+        ArtifactsSealed,
         service.on_sealed,
         durable=durable_name(judge.judge_id),
-        event_type=ArtifactsSealed,
         max_workers=judge.max_concurrency,
     )
     return service
@@ -74,11 +73,10 @@ def build_rules(
     """The rule judge with its consumer registered (not started); it checks every campaign."""
     bus = Bus(settings, service=f"{SERVICE}-{RULES_ID}")
     service = RulesService(bus=bus, store=store or open_store(settings), campaigns=campaigns)
-    bus.consume(
-        bus.subjects.event("ArtifactsSealed"),
+    bus.consume_event(
+        ArtifactsSealed,
         service.on_sealed,
         durable=durable_name(RULES_ID),
-        event_type=ArtifactsSealed,
         max_workers=concurrency,
     )
     return service

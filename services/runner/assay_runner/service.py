@@ -30,25 +30,21 @@ def build(
         providers=providers,
         gateway_root=settings.state_dir / "gateways",
     )
-    s = bus.subjects
-    bus.consume(
-        s.event("CampaignStarted"),
+    bus.consume_event(
+        CampaignStarted,
         service.on_campaign_started,
         durable="runner-campaigns",
-        event_type=CampaignStarted,
     )
-    bus.consume(
-        s.event("TaskSubmitted"),
+    bus.consume_event(
+        TaskSubmitted,
         service.on_task_submitted,
         durable="runner-tasks",
-        event_type=TaskSubmitted,
         on_refused=service.on_task_refused,
     )
-    bus.consume(
-        s.event("SandboxReady"),
+    bus.consume_event(
+        SandboxReady,
         service.on_sandbox_ready,
         durable="runner-runs",
-        event_type=SandboxReady,
         max_workers=concurrency or settings.runner_concurrency,
     )
     return service

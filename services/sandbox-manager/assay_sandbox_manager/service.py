@@ -48,27 +48,19 @@ def build(
         instance=instance,
     )
     subjects = bus.subjects
-    bus.consume(
-        subjects.event("RunRequested"),
+    bus.consume_event(
+        RunRequested,
         service.on_run_requested,
         durable="sandbox-manager-runs",
-        event_type=RunRequested,
         max_workers=settings.sandbox_concurrency,
     )
     # Each instance sees every end of run and seals only its own sandboxes.
-    bus.consume(
-        subjects.event("AgentFinished"),
-        service.on_run_ended,
-        durable=f"sandbox-manager-{instance}-finished",
-        event_type=AgentFinished,
-        max_workers=settings.sandbox_concurrency,
-    )
-    bus.consume(
-        subjects.event("RunFailed"),
-        service.on_run_ended,
-        durable=f"sandbox-manager-{instance}-failed",
-        event_type=RunFailed,
-        max_workers=settings.sandbox_concurrency,
-    )
+    for ended, suffix in ((AgentFinished, "finished"), (RunFailed, "failed")):
+        bus.consume_event(
+            ended,
+            service.on_run_ended,
+            durable=f"sandbox-manager-{instance}-{suffix}",
+            max_workers=settings.sandbox_concurrency,
+        )
     bus.serve_requests(subjects.rpc("sandbox", instance), service.handle_command, max_workers=16)
     return service

@@ -38,7 +38,20 @@ Content = str | tuple[TextPart | ImagePart, ...]
 
 _STR: dict[str, Any] = {"type": "string"}
 _INT: dict[str, Any] = {"type": "integer", "minimum": 0}
-_PATH = {"type": "object", "properties": {"path": _STR}, "required": ["path"]}
+
+
+def _on_path(name: str, description: str, **options: dict[str, Any]) -> ToolDefinition:
+    """A tool that takes a sealed file's path and, optionally, a few integer/string options."""
+    return ToolDefinition(
+        name=name,
+        description=description,
+        parameters={
+            "type": "object",
+            "properties": {"path": _STR, **options},
+            "required": ["path"],
+        },
+    )
+
 
 READ_TOOLS: list[ToolDefinition] = [
     ToolDefinition(
@@ -46,38 +59,25 @@ READ_TOOLS: list[ToolDefinition] = [
         description="List every sealed file of the run: path, size, media type, hash.",
         parameters={"type": "object", "properties": {}},
     ),
-    ToolDefinition(
-        name="read_file",
-        description="Read a text file by lines (offset = first line, 0-based; limit = lines).",
-        parameters={
-            "type": "object",
-            "properties": {"path": _STR, "offset": _INT, "limit": _INT},
-            "required": ["path"],
-        },
+    _on_path(
+        "read_file",
+        "Read a text file by lines (offset = first line, 0-based; limit = lines).",
+        offset=_INT,
+        limit=_INT,
     ),
-    ToolDefinition(
-        name="read_table",
-        description="Shape, dtypes, first rows and column summary of a CSV/TSV/XLSX/Parquet file.",
-        parameters={
-            "type": "object",
-            "properties": {"path": _STR, "head": _INT, "sheet": _STR},
-            "required": ["path"],
-        },
+    _on_path(
+        "read_table",
+        "Shape, dtypes, first rows and column summary of a CSV/TSV/XLSX/Parquet file.",
+        head=_INT,
+        sheet=_STR,
     ),
-    ToolDefinition(
-        name="read_document",
-        description="Text of a DOCX or PDF document (offset/limit in characters).",
-        parameters={
-            "type": "object",
-            "properties": {"path": _STR, "offset": _INT, "limit": _INT},
-            "required": ["path"],
-        },
+    _on_path(
+        "read_document",
+        "Text of a DOCX or PDF document (offset/limit in characters).",
+        offset=_INT,
+        limit=_INT,
     ),
-    ToolDefinition(
-        name="view_image",
-        description="Look at a PNG or JPEG image (figures, plots).",
-        parameters=_PATH,
-    ),
+    _on_path("view_image", "Look at a PNG or JPEG image (figures, plots)."),
 ]
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from ..runtime import default_rootfs
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
-from ._hostdirs import HostDirs, SandboxMeta, check_sandbox_id, check_traversable
-from ._models import FileEntry, SandboxInfo, SandboxSpec
+from ._hostdirs import HostDirs, SandboxMeta, WorkspaceFiles, check_sandbox_id, check_traversable
+from ._models import SandboxInfo, SandboxSpec
 from ._procs import kill_uid_processes
 from ._resident import (
     RESIDENT_ARGV,
@@ -32,7 +32,6 @@ from ._resident import (
     ResidentExec,
     install_scripts,
 )
-from ._snapshot import Snapshot, SnapshotCaps
 
 __all__ = ["BubblewrapBackend"]
 
@@ -63,7 +62,7 @@ def _gateway_mount(sandbox_id: str, spec: SandboxSpec) -> list[str]:
     return ["--ro-bind", str(folder), "/run/gateway"]
 
 
-class BubblewrapBackend(ResidentExec):
+class BubblewrapBackend(WorkspaceFiles, ResidentExec):
     """Sandboxes as one bwrap each (started on first use) over a per-sandbox tmpfs."""
 
     name = "bubblewrap"
@@ -196,22 +195,6 @@ class BubblewrapBackend(ResidentExec):
         except OSError as e:
             raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: cannot start bwrap: {e}") from e
         return PipeChannel(proc)
-
-    def read_file(self, sandbox_id: str, path: str) -> bytes:
-        """Read a regular file under /workspace."""
-        return self.dirs.read_file(sandbox_id, path)
-
-    def write_file(self, sandbox_id: str, path: str, data: bytes) -> None:
-        """Write a file under /workspace."""
-        self.dirs.write_file(sandbox_id, path, data)
-
-    def list_files(self, sandbox_id: str) -> list[FileEntry]:
-        """List /workspace."""
-        return self.dirs.list_files(sandbox_id)
-
-    def snapshot(self, sandbox_id: str, caps: SnapshotCaps) -> Snapshot:
-        """Copy what of /workspace fits the caps to a host folder that outlives the sandbox."""
-        return self.dirs.snapshot(sandbox_id, caps)
 
     def destroy(self, sandbox_id: str) -> None:
         """Kill the sandbox's processes, unmount and delete its state."""

@@ -21,8 +21,8 @@ from docker.types import Ulimit
 
 from ._bubblewrap import SANDBOX_ENV
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
-from ._hostdirs import HostDirs, SandboxMeta, check_sandbox_id
-from ._models import FileEntry, SandboxInfo, SandboxSpec
+from ._hostdirs import HostDirs, SandboxMeta, WorkspaceFiles, check_sandbox_id
+from ._models import SandboxInfo, SandboxSpec
 from ._resident import (
     RESIDENT_ARGV,
     RESIDENT_DIR,
@@ -31,7 +31,6 @@ from ._resident import (
     ResidentExec,
     install_scripts,
 )
-from ._snapshot import Snapshot, SnapshotCaps
 
 __all__ = ["DockerBackend"]
 
@@ -45,7 +44,7 @@ _INTERNAL = (LABEL, ID_LABEL, STATE_LABEL)
 _KEEPALIVE = ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"]
 
 
-class DockerBackend(ResidentExec):
+class DockerBackend(WorkspaceFiles, ResidentExec):
     """Sandboxes as locked-down containers of the assay-sandbox image."""
 
     name = "docker"
@@ -158,22 +157,6 @@ class DockerBackend(ResidentExec):
         with contextlib.suppress(docker.errors.DockerException):
             sweep = api.exec_create(cid, ["/bin/sh", "-c", "kill -9 -1"], user="1000:1000")
             api.exec_start(sweep["Id"])
-
-    def read_file(self, sandbox_id: str, path: str) -> bytes:
-        """Read a regular file under /workspace (host side, no symlink followed)."""
-        return self.dirs.read_file(sandbox_id, path)
-
-    def write_file(self, sandbox_id: str, path: str, data: bytes) -> None:
-        """Write a file under /workspace, owned by uid 1000."""
-        self.dirs.write_file(sandbox_id, path, data)
-
-    def list_files(self, sandbox_id: str) -> list[FileEntry]:
-        """List /workspace."""
-        return self.dirs.list_files(sandbox_id)
-
-    def snapshot(self, sandbox_id: str, caps: SnapshotCaps) -> Snapshot:
-        """Copy what of /workspace fits the caps to a host folder that outlives the sandbox."""
-        return self.dirs.snapshot(sandbox_id, caps)
 
     def destroy(self, sandbox_id: str) -> None:
         """Remove the container (killing everything in it) and the host state."""

@@ -222,3 +222,25 @@ class HostDirs:
         """List the workspace."""
         self.meta(sandbox_id)
         return _fs.list_entries(self.workspace(sandbox_id))
+
+
+class WorkspaceFiles:
+    """The file half of a backend: both reach /workspace from the host side, through `dirs`."""
+
+    dirs: HostDirs
+
+    def read_file(self, sandbox_id: str, path: str) -> bytes:
+        """Read a regular file under /workspace (host side, no symlink followed)."""
+        return self.dirs.read_file(sandbox_id, path)
+
+    def write_file(self, sandbox_id: str, path: str, data: bytes) -> None:
+        """Write a file under /workspace, owned by the sandbox's user."""
+        self.dirs.write_file(sandbox_id, path, data)
+
+    def list_files(self, sandbox_id: str) -> list[FileEntry]:
+        """List /workspace."""
+        return self.dirs.list_files(sandbox_id)
+
+    def snapshot(self, sandbox_id: str, caps: SnapshotCaps) -> Snapshot:
+        """Copy what of /workspace fits the caps to a host folder that outlives the sandbox."""
+        return self.dirs.snapshot(sandbox_id, caps)
