@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (register commands)
     _report,
     _run,
     _serve,
+    _view,
     _watch,
 )
 from ._app import app

@@ -90,6 +90,7 @@ async def _send_stream(send: Send, receive: Receive, stream: Stream) -> None:
             done, _ = await asyncio.wait({chunk, gone}, return_when=asyncio.FIRST_COMPLETED)
             if gone in done:
                 chunk.cancel()
+                await asyncio.gather(chunk, return_exceptions=True)
                 return
             try:
                 body = chunk.result()
