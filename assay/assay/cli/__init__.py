@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (register commands)
     _retry,
     _run,
     _serve,
+    _view,
     _watch,
 )
 from ._app import app

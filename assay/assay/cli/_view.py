@@ -1,0 +1,40 @@
+"""`assay view`: the web viewer over a stack's log, or over a finished run directory."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import typer
+
+from ._app import app, console, err_console
+from ._home import home_settings
+
+
+@app.command()
+def view(
+    run_dir: Path = typer.Argument(
+        None, help="A finished run directory (default: the running stack)."
+    ),
+    campaign: str = typer.Option(None, "--campaign", help="Open on this campaign's page."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback unless told)."),
+    port: int = typer.Option(8765, "--port", min=0, max=65535),
+    resamples: int = typer.Option(10_000, "--resamples", min=1, help="Bootstrap resamples."),
+) -> None:
+    """Runs, transcripts, sealed files and verdicts in the browser, updated live."""
+    if importlib.util.find_spec("uvicorn") is None:
+        err_console.print("[red]error:[/red] assay view needs an ASGI server: pip install uvicorn")
+        raise typer.Exit(2)
+    import uvicorn
+
+    from assay_aggregator.view import Source, create_app
+
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        err_console.print(
+            f"[yellow]serving on {host}: anyone who reaches it reads every run[/yellow]"
+        )
+    with home_settings(run_dir) as settings:
+        page = f"/campaign/{campaign}" if campaign else "/"
+        console.print(f"assay view on http://{host}:{port}{page} (Ctrl-C to stop)")
+        source = Source(settings, resamples=resamples)
+        uvicorn.run(create_app(source), host=host, port=port, log_level="warning")

@@ -1,0 +1,201 @@
+"""The viewer's pages: campaign, task, run, sealed file, compare, judges, live events.
+
+Handlers only gather data from `Source` (the report's projections, `assay audit`'s run
+audit, the blob store) and render `templates/view/*.html.j2` with the shared, autoescaped
+environment, so every agent-written string reaches the page as escaped text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from importlib.resources import files
+from typing import Any
+from urllib.parse import quote
+
+from assay_schemas import ID_PATTERN, AssayError, BlobNotFound, StoreError
+
+from ..html import plots, tables
+from ..pages import render_page
+from ..summaries import summarize
+from .asgi import Request, Response, Route, Stream, asgi_app
+from .data import Source, file_tree
+from .judges import disagreements
+from .previews import IMAGE_TYPES, preview, pygments_css
+
+__all__ = ["create_app"]
+
+_ID = ID_PATTERN.strip("^$")
+_SHA = re.compile(r"[0-9a-f]{64}")
+
+
+def _page(template: str, status: int = 200, **context: Any) -> Response:
+    return Response(render_page(f"view/{template}", **context).encode(), status=status)
+
+
+def _missing(what: str) -> Response:
+    return _page("missing.html.j2", status=404, what=what)
+
+
+def _static(name: str) -> bytes:
+    return files("assay_aggregator").joinpath("templates", "view", name).read_bytes()
+
+
+def _css() -> bytes:
+    base = files("assay_aggregator").joinpath("templates", "report.css").read_bytes()
+    return base + _static("view.css") + pygments_css().encode()
+
+
+def _blob_headers(name: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """Content type and disposition for a blob: raster images and plain text inline,
+    anything else a download; a name only ever picks among these."""
+    suffix = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    filename = quote(name.rsplit("/", 1)[-1] or "blob")
+    if suffix in IMAGE_TYPES:
+        return IMAGE_TYPES[suffix], (
+            ("content-disposition", f"inline; filename*=UTF-8''{filename}"),
+        )
+    attach = ("content-disposition", f"attachment; filename*=UTF-8''{filename}")
+    return "text/plain; charset=utf-8", (
+        attach,
+        ("content-security-policy", "default-src 'none'; sandbox"),
+    )
+
+
+def create_app(source: Source) -> Any:
+    """The viewer over one log and blob store, as an ASGI callable."""
+
+    async def index(req: Request) -> Response:
+        p = await source.projections()
+        return _page("index.html.j2", campaigns=p.table("campaigns").to_dicts(),
+                     sequence=p.state.last_sequence)  # fmt: skip
+
+    async def campaign(req: Request) -> Response:
+        cid = req.match["campaign"]
+        p = await source.projections()
+        if cid not in p.state.campaigns and not any(
+            r.campaign_id == cid for r in p.state.runs.values()
+        ):
+            return _missing(f"campaign {cid}")
+        report = source.report(p, cid)
+        scores = source.run_scores(p, cid)
+        runs = sorted((r for r in p.state.runs.values() if r.campaign_id == cid),
+                      key=lambda r: (r.task_id, r.agent_id, r.epoch))  # fmt: skip
+        return _page("campaign.html.j2", campaign=cid, report=report, plots=plots(report),
+                     tables=tables(report), runs=runs, scores=scores,
+                     sequence=p.state.last_sequence)  # fmt: skip
+
+    async def task(req: Request) -> Response:
+        cid, tid = req.match["campaign"], req.match["task"]
+        p = await source.projections()
+        runs = sorted((r for r in p.state.runs.values() if r.campaign_id == cid and r.task_id == tid),
+                      key=lambda r: (r.agent_id, r.epoch))  # fmt: skip
+        if not runs:
+            return _missing(f"task {tid} in campaign {cid}")
+        first = await source.run(runs[0].run_id)
+        spec = first.history.task if first is not None else None
+        verdicts = [v for v in p.state.verdicts.values() if v.campaign_id == cid]
+        checks = {
+            r.run_id: [c for v in verdicts if v.run_id == r.run_id for c in v.checks] for r in runs
+        }
+        tags = {
+            r.run_id: sorted({t for v in verdicts if v.run_id == r.run_id for t in v.tags})
+            for r in runs
+        }
+        return _page("task.html.j2", campaign=cid, task_id=tid, task=spec, runs=runs,
+                     scores=source.run_scores(p, cid), checks=checks, tags=tags,
+                     anchor=first.audit.contribution.anchor if first else 8,
+                     sequence=p.state.last_sequence)  # fmt: skip
+
+    async def run(req: Request) -> Response:
+        view = await source.run(req.match["run"])
+        if view is None:
+            return _missing(f"run {req.match['run']}")
+        seal = view.seal
+        return _page("run.html.j2", v=view, a=view.audit, steps=view.history.steps,
+                     tree=file_tree(list(seal.files)) if seal else [],
+                     sequence=view.audit.chain[-1].sequence)  # fmt: skip
+
+    async def sealed_file(req: Request) -> Response:
+        view = await source.run(req.match["run"])
+        path = req.query.get("path", "")
+        ref = (
+            next((f for f in view.seal.files if f.path == path), None)
+            if view and view.seal
+            else None
+        )
+        if view is None or ref is None:
+            return _missing(f"sealed file {path!r} of run {req.match['run']}")
+        try:
+            data = source.store.get_bytes(ref.sha256)
+        except (AssayError, OSError) as e:
+            return _page(
+                "file.html.j2", status=502, a=view.audit, ref=ref, shown=None, error=str(e)
+            )
+        return _page("file.html.j2", a=view.audit, ref=ref, shown=preview(ref.path, data), error="")
+
+    async def blob(req: Request) -> Response:
+        sha = req.match["sha"]
+        try:
+            data = source.store.get_bytes(sha)  # verified against its address
+        except BlobNotFound:
+            return _missing(f"blob {sha}")
+        except (StoreError, OSError) as e:
+            return Response(f"blob {sha} failed verification: {e}\n".encode(), "text/plain", 502)
+        content_type, headers = _blob_headers(req.query.get("name", sha))
+        return Response(data, content_type, headers=headers)
+
+    async def compare(req: Request) -> Response:
+        ids = [req.query.get("a", ""), req.query.get("b", "")]
+        views = [await source.run(i) if re.fullmatch(_ID, i) else None for i in ids]
+        if any(v is None for v in views):
+            return _missing("both runs to compare (?a=RUN&b=RUN)")
+        return _page("compare.html.j2", views=views)
+
+    async def judges(req: Request) -> Response:
+        cid = req.match["campaign"]
+        p = await source.projections()
+        report = source.report(p, cid)
+        wanted = {"Judge strictness", "Self-preference", "Judge agreement", "Judges"}
+        judge_plots = [
+            c for s in plots(report) for c in s.charts if c.title.startswith("Judge agreement")
+        ]
+        return _page("judges.html.j2", campaign=cid, charts=judge_plots,
+                     tables=[t for t in tables(report) if t.title in wanted],
+                     worst=disagreements(p, cid), sequence=p.state.last_sequence)  # fmt: skip
+
+    async def live(req: Request) -> Response | Stream:
+        run_id, cid = req.query.get("run", "*"), req.query.get("campaign", "*")
+        start = req.query.get("from", "1")
+        if not all(re.fullmatch(_ID, x) for x in (run_id, cid) if x != "*") or not start.isdigit():
+            return Response(b"bad live filter\n", "text/plain", 400)
+        return Stream(_events(source, cid, run_id, int(start)))
+
+    async def css(req: Request) -> Response:
+        return Response(_css(), "text/css; charset=utf-8")
+
+    async def script(req: Request) -> Response:
+        return Response(_static("live.js"), "text/javascript; charset=utf-8")
+
+    routes = [
+        ("/", index), (f"/campaign/(?P<campaign>{_ID})", campaign),
+        (f"/campaign/(?P<campaign>{_ID})/judges", judges),
+        (f"/campaign/(?P<campaign>{_ID})/task/(?P<task>{_ID})", task),
+        (f"/run/(?P<run>{_ID})", run), (f"/run/(?P<run>{_ID})/file", sealed_file),
+        ("/blob/(?P<sha>[0-9a-f]{64})", blob), ("/compare", compare), ("/live", live),
+        ("/static/view.css", css), ("/static/live.js", script),
+    ]  # fmt: skip
+    return asgi_app([Route(re.compile(p), h) for p, h in routes], lambda path: _missing(path))
+
+
+async def _events(source: Source, campaign: str, run_id: str, start: int) -> AsyncIterator[bytes]:
+    """Server-sent events: each event of the filter from `start`, then each as it is logged."""
+    bus = await source.bus()
+    subject = bus.subjects.event("*", campaign, run_id)
+    yield b": following the log\n\n"
+    async for item in bus.replay(start=start, subject=subject, follow=True):
+        e = item.event
+        data = {"sequence": item.sequence, "type": e.event_type, "run_id": e.run_id or "",
+                "task_id": e.task_id or "", "summary": summarize(e)}  # fmt: skip
+        yield f"id: {item.sequence}\nevent: logged\ndata: {json.dumps(data)}\n\n".encode()

@@ -1,0 +1,90 @@
+"""Previews of agent-written files: always data, never markup.
+
+Every preview is either plain text (escaped by the template), a table of strings
+(escaped), an `<img>` of a raster image served by hash, or HTML made by a library that
+escapes its input: markdown-it with raw HTML off, Pygments. HTML and SVG written by an
+agent are shown as their source text.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import PurePosixPath
+from typing import NamedTuple
+
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_for_filename
+from pygments.util import ClassNotFound
+
+__all__ = ["IMAGE_TYPES", "Preview", "preview", "pygments_css"]
+
+PREVIEW_BYTES = 512 * 1024
+"""Larger files are previewed from their first bytes (the whole file is a download)."""
+TABLE_ROWS = 500
+IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
+               ".gif": "image/gif", ".webp": "image/webp"}  # fmt: skip
+"""Raster images only: an SVG can carry script, so it is shown as text."""
+_CODE = {".py", ".r", ".jl", ".js", ".ts", ".sh", ".sql", ".json", ".yaml", ".yml", ".toml",
+         ".c", ".h", ".cpp", ".rs", ".go", ".java", ".html", ".htm", ".svg", ".xml", ".css",
+         ".tex", ".ipynb"}  # fmt: skip
+
+
+class Preview(NamedTuple):
+    """How to show one file: kind is image, table, markdown, code, text or binary."""
+
+    kind: str
+    text: str = ""
+    html: Markup = Markup("")
+    rows: tuple[list[str], ...] = ()
+    truncated: bool = False
+
+
+def _markdown() -> MarkdownIt:
+    # "html": False turns raw HTML in the file into escaped text; markdown-it also refuses
+    # javascript:, vbscript: and data: links.
+    return MarkdownIt("commonmark", {"html": False, "linkify": False})
+
+
+def _decode(data: bytes) -> str | None:
+    if b"\x00" in data[:8192]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        # A cut through a multi-byte character at the preview limit is still text.
+        return data[: e.start].decode("utf-8") if e.start > len(data) - 4 else None
+
+
+def preview(path: str, data: bytes) -> Preview:
+    """The preview of a file named `path` (a sealed path: only its suffix is used)."""
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix in IMAGE_TYPES:
+        return Preview("image")
+    cut = len(data) > PREVIEW_BYTES
+    text = _decode(data[:PREVIEW_BYTES])
+    if text is None:
+        return Preview("binary")
+    if suffix in (".csv", ".tsv"):
+        reader = csv.reader(io.StringIO(text), delimiter="\t" if suffix == ".tsv" else ",")
+        rows = [row for _, row in zip(range(TABLE_ROWS + 1), reader, strict=False)]
+        return Preview(
+            "table", rows=tuple(rows[:TABLE_ROWS]), truncated=cut or len(rows) > TABLE_ROWS
+        )
+    if suffix in (".md", ".markdown"):
+        return Preview("markdown", html=Markup(_markdown().render(text)), truncated=cut)
+    if suffix in _CODE:
+        try:
+            lexer = get_lexer_for_filename(path, stripnl=False)
+        except ClassNotFound:
+            return Preview("text", text=text, truncated=cut)
+        return Preview("code", html=Markup(highlight(text, lexer, HtmlFormatter())), truncated=cut)
+    return Preview("text", text=text, truncated=cut)
+
+
+def pygments_css() -> str:
+    """The style sheet for highlighted code (served with the viewer's CSS)."""
+    return str(HtmlFormatter().get_style_defs(".highlight"))

@@ -1,0 +1,72 @@
+"""Viewer fixtures: the aggregator's synthetic campaign, plus one hostile agent's run."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.store import LocalBlobStore
+from assay_aggregator.view import Source, create_app
+from assay_schemas import AgentStepLogged, ArtifactsSealed, Event, FileRef, ToolResultRecord
+from bench.synthetic_log import publish_events
+from tests.aggregator.conftest import SPEC, Published, publish
+
+HOSTILE = "evil-run"
+SCRIPT = "<script>document.title='PWNED'</script>"
+IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
+PAYLOAD = f"{SCRIPT}{IMG}"
+
+
+def _hostile_run(published: Published) -> list[Event]:
+    """A copy of one sealed run whose agent wrote markup into names, contents and messages."""
+    seal = next(e for e in published.events if isinstance(e, ArtifactsSealed) and e.files)
+    store = published.store
+
+    def put(path: str, data: str, media: str = "text/plain") -> FileRef:
+        info = store.put_bytes(data.encode())
+        return FileRef(path=path, sha256=info.sha256, size=info.size, media_type=media)
+
+    files = [
+        put(f"out/{SCRIPT}.md", f"# Findings\n\n{PAYLOAD}\n\n[link](javascript:alert(1))\n"),
+        put(f"{IMG}.html", f"<html><body>{PAYLOAD}</body></html>", "text/html"),
+        put("plot.svg", f"<svg xmlns='http://www.w3.org/2000/svg'>{SCRIPT}</svg>", "image/svg+xml"),
+        put("table.csv", f"name,value\n{SCRIPT},1\n"),
+        put("analysis.py", f"print('{SCRIPT}')\n"),
+    ]
+    out: list[Event] = []
+    for e in published.events:
+        if e.run_id != seal.run_id:
+            continue
+        update: dict[str, object] = {"run_id": HOSTILE, "event_id": f"evil-{e.event_id}"}
+        if isinstance(e, ArtifactsSealed):
+            update |= {"files": files, "final_message": PAYLOAD, "manifest": None, "excluded": []}
+        if isinstance(e, AgentStepLogged):
+            result = ToolResultRecord(call_id="c1", name="bash", output=PAYLOAD, truncated=True,
+                                      output_blob=put("out.txt", PAYLOAD * 100))  # fmt: skip
+            update |= {"model_output": PAYLOAD, "tool_results": [result]}
+        out.append(e.model_copy(update=update))
+    return out
+
+
+@pytest.fixture
+async def hostile(bus: Bus, settings: Settings) -> Published:
+    """The aggregator tests' synthetic campaign and, after it, the hostile agent's run."""
+    store = LocalBlobStore(settings.blob_dir)
+    published = Published(await publish(bus, SPEC, store), store, 0)
+    events = _hostile_run(published)
+    await publish_events(bus.js, bus.subjects, bus.stream.name, events)
+    return published._replace(head=len(published.events) + len(events))
+
+
+@pytest.fixture
+async def client(settings: Settings, hostile: Published) -> AsyncIterator[httpx.AsyncClient]:
+    """The viewer app over this test's log, driven in-process through ASGI."""
+    source = Source(settings, resamples=200)
+    transport = httpx.ASGITransport(app=create_app(source))
+    async with httpx.AsyncClient(transport=transport, base_url="http://viewer") as c:
+        yield c
+    await source.close()

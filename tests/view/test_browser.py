@@ -1,0 +1,104 @@
+"""The viewer served by uvicorn: live events over SSE, and pages in headless Chromium."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay_aggregator.view import Source, create_app
+from assay_schemas import AgentStepLogged
+from bench.synthetic_log import publish_events
+
+from .conftest import HOSTILE, PAYLOAD, Published
+
+
+@pytest.fixture
+async def served(settings: Settings, hostile: Published) -> AsyncIterator[str]:
+    """The viewer on a free loopback port for the length of one test."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    source = Source(settings, resamples=200)
+    config = uvicorn.Config(create_app(source), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    await task
+    await source.close()
+
+
+async def test_a_step_logged_while_the_page_is_open_arrives_as_an_event(
+    served: str, bus: Bus, hostile: Published
+) -> None:
+    step = next(e for e in hostile.events if isinstance(e, AgentStepLogged))
+    live = step.model_copy(update={"run_id": "live-run", "event_id": "live-step", "step": 7})
+    async with (
+        httpx.AsyncClient(base_url=served, timeout=20) as client,
+        client.stream("GET", f"/live?run=live-run&from={hostile.head + 1}") as stream,
+    ):
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        await publish_events(bus.js, bus.subjects, bus.stream.name, [live])
+        async for line in stream.aiter_lines():
+            if line.startswith("data: "):
+                data = json.loads(line.removeprefix("data: "))
+                break
+    assert data["run_id"] == "live-run" and data["type"] == "AgentStepLogged"
+    assert data["summary"].startswith("step 7:")
+
+
+def _chromium(url: str, tmp: Path, *extra: str) -> str:
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is installed by .ci/run (apt-get install chromium)"
+    out = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={tmp / 'chromium'}", "--hide-scrollbars",
+         "--window-size=1280,900", *extra, url],
+        check=True, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    return out.stdout
+
+
+@pytest.mark.slow
+async def test_pages_in_chromium_run_no_agent_script(served: str, tmp_path: Path) -> None:
+    async with httpx.AsyncClient(base_url=served) as client:
+        run = (await client.get(f"/run/{HOSTILE}")).text
+        runs = (await client.get("/campaign/camp")).text
+    files = [
+        u.replace("&amp;", "&")
+        for u in run.split('href="')[1:]
+        if u.startswith(f"/run/{HOSTILE}/file")
+    ]
+    other = next(
+        u.split('"')[0] for u in runs.split('href="/run/')[1:] if not u.startswith(HOSTILE)
+    )
+    pages = {"campaign": "/campaign/camp", "judges": "/campaign/camp/judges",
+             "task": next(u.split('"')[0] for u in runs.split('href="')[1:] if u.startswith("/campaign/camp/task/")),
+             "run": f"/run/{HOSTILE}", "compare": f"/compare?a={HOSTILE}&b={other}",
+             **{f"file{i}": u.split('"')[0] for i, u in enumerate(files)}}  # fmt: skip
+    # The check can fail: the same payload as raw markup does run in this browser.
+    control = tmp_path / "control.html"
+    control.write_text(f"<!DOCTYPE html><html><body>{PAYLOAD}</body></html>")
+    dom = await asyncio.to_thread(_chromium, control.as_uri(), tmp_path, "--dump-dom")
+    assert "<title>PWNED" in dom or 'data-pwned="1"' in dom
+    for name, path in pages.items():
+        dom = await asyncio.to_thread(_chromium, served + path, tmp_path, "--dump-dom")
+        assert 'data-pwned="1"' not in dom and "<title>PWNED" not in dom, name
+        assert "<body" in dom, name
+        png = tmp_path / f"{name}.png"
+        await asyncio.to_thread(_chromium, served + path, tmp_path, f"--screenshot={png}")
+        assert png.stat().st_size > 5_000, name

@@ -1,0 +1,80 @@
+"""Every page kind renders from the log; rows link down; agent-written markup stays text."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+
+from assay_aggregator.view.asgi import CSP
+
+from .conftest import HOSTILE, SCRIPT
+
+
+def _links(html: str, prefix: str) -> list[str]:
+    return re.findall(rf'href="({re.escape(prefix)}[^"]*)"', html)
+
+
+async def test_click_through_from_campaign_to_a_step_and_a_sealed_file(
+    client: httpx.AsyncClient,
+) -> None:
+    index = await client.get("/")
+    assert index.status_code == 200 and index.headers["content-security-policy"] == CSP
+    assert '/campaign/camp"' in index.text
+    page = await client.get("/campaign/camp")
+    assert page.status_code == 200
+    assert "Leaderboard: mean run score" in page.text and "<svg" in page.text
+    assert "Judge strictness" in page.text
+    task = await client.get(_links(page.text, "/campaign/camp/task/")[0])
+    assert task.status_code == 200 and "Prompt" in task.text and "Runs side by side" in task.text
+    run_url = next(u for u in _links(page.text, "/run/") if HOSTILE not in u)
+    run = await client.get(run_url)
+    assert run.status_code == 200
+    for heading in ("Transcript", "Sealed files", "Verdicts", "Event chain", "step 0"):
+        assert heading in run.text, heading
+    file_url = _links(run.text, run_url + "/file?path=")[0].replace("&amp;", "&")
+    shown = await client.get(file_url)
+    assert shown.status_code == 200 and "sha256" in shown.text
+    judges = await client.get("/campaign/camp/judges")
+    assert judges.status_code == 200 and "Where judges disagree most" in judges.text
+    runs = [u.removeprefix("/run/") for u in _links(task.text, "/run/")]
+    compare = await client.get(f"/compare?a={runs[0]}&b={runs[1]}")
+    assert compare.status_code == 200 and compare.text.count("<h3>Transcript</h3>") == 2
+
+
+async def test_agent_markup_is_shown_as_text_everywhere(client: httpx.AsyncClient) -> None:
+    run = await client.get(f"/run/{HOSTILE}")
+    assert run.status_code == 200
+    pages = [run.text]
+    for url in _links(run.text, f"/run/{HOSTILE}/file?path="):
+        shown = await client.get(url.replace("&amp;", "&"))
+        assert shown.status_code == 200, url
+        pages.append(shown.text)
+    assert len(pages) == 6
+    for html in pages:
+        assert "<script>document" not in html and "<img src=x" not in html
+        assert 'onerror="' not in html and "javascript:alert" not in html.replace(
+            "[link](javascript:alert(1))", ""
+        )
+    assert "&lt;script&gt;" in run.text and "&lt;img" in run.text
+    # The only script any page loads is the viewer's own.
+    assert all(
+        re.findall(r"<script[^>]*>", h) == ['<script src="/static/live.js" defer>'] for h in pages
+    )
+    # An output blob is served by hash only, as a text download in a sandbox.
+    blob = _links(run.text, "/blob/")[0].replace("&amp;", "&")
+    got = await client.get(blob)
+    assert got.status_code == 200 and got.headers["content-type"].startswith("text/plain")
+    assert got.headers["content-disposition"].startswith("attachment")
+    assert got.headers["content-security-policy"] == "default-src 'none'; sandbox"
+    assert SCRIPT in got.text
+
+
+async def test_nothing_outside_the_store_is_reachable(client: httpx.AsyncClient) -> None:
+    for url in ("/blob/../../etc/passwd", "/blob/" + "0" * 64, "/run/..%2F..%2Fetc",
+                f"/run/{HOSTILE}/file?path=../../../etc/passwd", "/static/../pages.py"):  # fmt: skip
+        got = await client.get(url)
+        assert got.status_code == 404, url
+        assert "root:" not in got.text
+    assert (await client.post("/")).status_code == 405
+    assert (await client.get("/live?run=a.b")).status_code == 400
