@@ -149,6 +149,7 @@ def print_next_steps(workdir: Path, console: Console) -> None:
     home = f"--home {workdir}"
     console.print(
         "\nlook further (each reopens the run directory by itself):\n"
+        f"  assay view {workdir}      (every run, transcript, file and verdict in the browser)\n"
         f"  assay report {home} --group-by domain\n"
         f"  assay events {home}\n"
         f"  assay audit <run id> {home}\n"
