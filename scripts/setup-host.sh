@@ -17,7 +17,9 @@ say() { printf '== setup (%s): %s\n' "$MODE" "$*" >&2; }
 # command -> Debian package, for the commands this mode needs.
 declare -A NEED=([bwrap]=bubblewrap [prlimit]=util-linux [debootstrap]=debootstrap)
 if [[ "$MODE" == test ]]; then
-  NEED+=([docker]=docker.io [docker-compose]=docker-compose [chromium]=chromium [kubectl]=kubernetes-client)
+  # The local model (llama.cpp) is compiled once: cmake and a C++ compiler.
+  NEED+=([docker]=docker.io [docker-compose]=docker-compose [chromium]=chromium [kubectl]=kubernetes-client
+        [cmake]=cmake [g++]=g++)
 elif [[ "$MODE" != run ]]; then
   echo "usage: $0 run|test" >&2; exit 2
 fi
