@@ -16,6 +16,7 @@ from ._domain import (
     RULES_JUDGE_ID,
     AgentSpec,
     CampaignSpec,
+    Criterion,
     FileExistsCheck,
     FileRef,
     JudgeSpec,
@@ -95,7 +96,15 @@ from ._rpc import (
     b64,
     unb64,
 )
-from ._rubric import ANCHOR, Dimension, FailureTag, Rubric, default_rubric, load_rubric
+from ._rubric import (
+    ANCHOR,
+    Dimension,
+    FailureTag,
+    Rubric,
+    custom_dimension,
+    default_rubric,
+    load_rubric,
+)
 
 __all__ = [
     "ANCHOR",
@@ -122,6 +131,7 @@ __all__ = [
     "CampaignStarted",
     "CheckResult",
     "ConfigError",
+    "Criterion",
     "Dimension",
     "DimensionScore",
     "Event",
@@ -183,6 +193,7 @@ __all__ = [
     "b64",
     "check_subject",
     "current_version",
+    "custom_dimension",
     "default_rubric",
     "derive_id",
     "describe_validation",

@@ -13,6 +13,7 @@ __all__ = [
     "RULES_JUDGE_ID",
     "AgentSpec",
     "CampaignSpec",
+    "Criterion",
     "FileExistsCheck",
     "FileRef",
     "JudgeSpec",
@@ -93,16 +94,33 @@ ReferenceCheck = Annotated[
 ]
 
 
+class Criterion(Frozen):
+    """A grading rule in words, for the LLM judges to apply (ASI-Bench string rules)."""
+
+    text: str = Field(min_length=1)
+    weight: float = Field(default=1.0, ge=0)
+    """Relative weight the judges are told to give it."""
+
+
 class TaskJudgeConfig(Frozen):
     """How a task wants to be judged (ASI-Bench style)."""
 
     method: str = "llm+rules"
+    """The source's judging method (`hybrid`, `rule_and_llm`, ...), kept as written."""
     rule_weights: dict[str, float] = Field(default_factory=dict)
     """Weight per reference check name."""
     dimensions: list[str] = Field(default_factory=list)
     """Rubric dimensions to emphasise; empty means all."""
     sampling_times: int = Field(default=1, ge=1, le=20)
     """Verdict samples per judge."""
+    rubric: Rubric | None = None
+    """The task's own rubric (custom dimensions); None means the campaign's."""
+    criteria: list[Criterion] = Field(default_factory=list)
+    """Grading rules in words, shown to the LLM judges with their weights."""
+    system_prompt: str = ""
+    """Task-specific instructions added to every LLM judge's system prompt."""
+    model: str = ""
+    """The judge model the source named; the campaign's jury judges regardless."""
 
 
 class Task(Frozen):
@@ -121,6 +139,10 @@ class Task(Frozen):
     constraints: list[str] = Field(default_factory=list)
     reference_checks: list[ReferenceCheck] = Field(default_factory=list)
     judge: TaskJudgeConfig = Field(default_factory=TaskJudgeConfig)
+    notes: str = ""
+    """Free-form notes of the task's author (e.g. a gold hypothesis)."""
+    notes_to_judges: bool = False
+    """Whether the LLM judges are shown `notes`; agents never are."""
 
     @model_validator(mode="after")
     def _unique_attachment_paths(self) -> Task:

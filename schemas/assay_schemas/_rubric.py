@@ -9,7 +9,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ._errors import InvalidInput, describe_validation
 from ._files import read_structured_file
 
-__all__ = ["ANCHOR", "Dimension", "FailureTag", "Rubric", "default_rubric", "load_rubric"]
+__all__ = [
+    "ANCHOR",
+    "Dimension",
+    "FailureTag",
+    "Rubric",
+    "custom_dimension",
+    "default_rubric",
+    "load_rubric",
+]
 
 ANCHOR = 8
 """Score at which a domain scientist would accept the work with minor edits."""
@@ -174,6 +182,11 @@ def default_rubric() -> Rubric:
     ]
     tags = [FailureTag(key=k, definition=d) for k, d in _TAGS]
     return Rubric(dimensions=dims, failure_tags=tags)
+
+
+def custom_dimension(key: str, name: str, description: str) -> Dimension:
+    """A dimension outside the built-in rubric, with the built-in written anchors."""
+    return Dimension(key=key, name=name, description=description or name, anchors=dict(_COMMON))
 
 
 def load_rubric(path: Path) -> Rubric:

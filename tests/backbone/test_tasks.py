@@ -154,3 +154,46 @@ async def test_resubmitting_the_same_task_is_deduplicated(bus: Bus, tmp_path: Pa
     events = [e.event async for e in bus.replay()]
     assert [e.event_type for e in events] == ["CampaignStarted", "TaskSubmitted"]
     assert isinstance(events[1], TaskSubmitted)
+
+
+def test_asi_rule_and_llm_variant_and_task_json_beside_data(tmp_path: Path) -> None:
+    folder = tmp_path / "asi-rl"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "growth.csv").write_text("strain,od\nA,0.1\n")
+    spec = {
+        "task_id": "asi-rl",
+        "background": "Two strains.",
+        "question": "Which grows faster?",
+        "resources": ["data/growth.csv"],
+        "expected_output": {"answer": "strain name", "evidence": ["table", "p-value"]},
+        "notes": "gold: B",
+        "judge": {
+            "method": "rule_and_llm",
+            "rules": ["Names the faster strain"],
+            "llm_system_prompt": "Be strict.",
+            "llm": {"model": "gpt-4o", "dimensions": ["Effect size"], "sampling_times": 2},
+        },
+    }
+    (folder / "task.json").write_text(json.dumps(spec))
+    [draft] = load_tasks(tmp_path, max_bytes=MAX)
+    task = draft.to_task(LocalBlobStore(tmp_path / "blobs"))
+    assert [a.path for a in task.attachments] == ["data/growth.csv"]
+    assert task.judge.method == "rule_and_llm" and task.judge.sampling_times == 2
+    assert task.judge.system_prompt == "Be strict." and task.judge.model == "gpt-4o"
+    assert [(c.text, c.weight) for c in task.judge.criteria] == [("Names the faster strain", 1.0)]
+    assert task.judge.rubric is not None and task.judge.rubric.dimension_keys == ["effect_size"]
+    assert task.expected_output == "answer: strain name\nevidence:\n  - table\n  - p-value"
+    assert task.notes == "gold: B" and not task.notes_to_judges
+
+
+def test_asi_json_files_beside_their_data_folder(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "dose.csv").write_text("conc,resp\n1,0.9\n")
+    for i in (1, 2):
+        spec = {"task_id": f"asi-{i}", "question": "IC50?", "resources": ["dose.csv"]}
+        (tmp_path / f"t{i}.json").write_text(json.dumps(spec))
+    drafts = load_tasks(tmp_path, max_bytes=MAX)
+    assert [d.task_id for d in drafts] == ["asi-1", "asi-2"]
+    # A bare resource name is found in data/, resolved against the JSON file's folder.
+    assert drafts[0].attachments[0].source == tmp_path / "data" / "dose.csv"
+    assert drafts[0].attachments[0].path == "dose.csv"

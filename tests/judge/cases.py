@@ -104,14 +104,18 @@ async def seal_run(
     sampling_times: int = 1,
     steps: Sequence[list[tuple[str, dict[str, Any]]]] = (),
     outcome: str = "finished",
+    task: Task | None = None,
 ) -> ArtifactsSealed:
     """Publish a run as the runner and sandbox-manager would: request, steps, seal.
 
     Attachments are sealed too (they stay in the workspace); `steps` lists each step's
-    tool calls as (name, arguments).
+    tool calls as (name, arguments). A given `task` (attachments already stored) replaces
+    the built one.
     """
     attached = [put(store, p, d) for p, d in (attachments or {}).items()]
-    task = Task(
+    if task is not None:
+        attached = list(task.attachments)
+    task = task or Task(
         task_id=f"task-{run_id}",
         prompt="Compare growth of the strains in growth.csv and report the effect size.",
         attachments=attached,

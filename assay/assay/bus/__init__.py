@@ -1,5 +1,6 @@
 """The event bus: NATS JetStream through faststream, typed events in and out."""
 
+from ._asyncapi import ASYNCAPI_FILE, asyncapi_document, render_asyncapi
 from ._broker import dlq_stream, ensure_streams, event_stream, make_broker
 from ._bus import Bus
 from ._dead_letters import DEAD_DELIVERIES, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT
@@ -8,6 +9,7 @@ from ._replay import LoggedEvent, RawMessage, Skipped, describe_skipped, read_lo
 from ._subjects import Subjects
 
 __all__ = [
+    "ASYNCAPI_FILE",
     "DEAD_DELIVERIES",
     "DEAD_REASON",
     "DEAD_SEQUENCE",
@@ -21,6 +23,7 @@ __all__ = [
     "RefusalSink",
     "Skipped",
     "Subjects",
+    "asyncapi_document",
     "describe_skipped",
     "dlq_stream",
     "ensure_streams",
@@ -28,4 +31,5 @@ __all__ = [
     "make_broker",
     "read_log",
     "read_raw",
+    "render_asyncapi",
 ]

@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 import typer
 
-from assay.bus import Bus, Skipped, describe_skipped
+from assay.bus import ASYNCAPI_FILE, Bus, Skipped, describe_skipped, render_asyncapi
 from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer
@@ -198,6 +198,9 @@ def events(
 def schemas_export(
     out: Path = typer.Option(None, "--out", help="Folder (default: the package's schemas/json)."),
 ) -> None:
-    """Write one JSON Schema per event (and domain model) into schemas/json."""
+    """Write one JSON Schema per event (and domain model), and the AsyncAPI document of
+    every subject and event, into schemas/json."""
     paths = export_schemas(out) if out else export_schemas()
-    console.print(f"wrote {len(paths)} schema files to {paths[0].parent}")
+    asyncapi = paths[0].parent / ASYNCAPI_FILE
+    asyncapi.write_text(render_asyncapi(), encoding="utf-8")
+    console.print(f"wrote {len(paths)} schema files and {asyncapi.name} to {paths[0].parent}")

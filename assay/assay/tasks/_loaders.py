@@ -8,6 +8,7 @@ from typing import Any
 
 from assay_schemas import TaskInputError, read_structured_file, safe_token
 
+from ._asi import is_asi_task, load_asi_task
 from ._draft import AttachmentSource, TaskDraft, check_attachment, check_unique
 
 __all__ = ["load_asi_task", "load_jsonl", "load_task_dir", "load_tasks"]
@@ -94,56 +95,23 @@ def load_jsonl(path: Path, *, max_bytes: int) -> list[TaskDraft]:
     return drafts
 
 
-def _asi_checks(judge: dict[str, Any], task_id: str) -> tuple[list[Any], dict[str, float]]:
-    checks: list[Any] = []
-    weights: dict[str, float] = {}
-    for i, rule in enumerate(judge.get("rules", []) or []):
-        if not isinstance(rule, dict):
-            raise TaskInputError(f"task {task_id}: judge.rules[{i}]: expected an object")
-        name = str(rule.get("name") or f"rule_{i}")
-        weights[name] = float(rule.get("weight", 1.0))
-        check = rule.get("check")
-        if isinstance(check, dict):
-            checks.append({"name": name, **check})
-    return checks, weights
+def _has_prompt(folder: Path) -> bool:
+    return any((folder / n).is_file() for n in PROMPT_FILES)
 
 
-def load_asi_task(path: Path, *, max_bytes: int) -> TaskDraft:
-    """An ASI-Bench-style JSON task: background + question, resources, judge config."""
+def _is_asi_file(path: Path) -> bool:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise TaskInputError(f"{path.name}: not valid JSON: {e}") from e
-    if not isinstance(data, dict):
-        raise TaskInputError(f"{path.name}: expected a JSON object")
-    task_id = str(data.get("task_id") or "")
-    if not task_id:
-        raise TaskInputError(f"{path.name}: task_id is missing")
-    judge = data.get("judge") or {}
-    if not isinstance(judge, dict):
-        raise TaskInputError(f"task {task_id}: judge must be an object")
-    checks, weights = _asi_checks(judge, task_id)
-    llm = judge.get("llm") or {}
-    prompt = "\n\n".join(str(p) for p in (data.get("background"), data.get("question")) if p)
-    constraints = data.get("constraints") or []
-    record = {
-        "task_id": task_id,
-        "prompt": prompt,
-        "attachments": data.get("resources") or [],
-        "domain": str(data.get("domain") or ""),
-        "phase": str(data.get("phase") or ""),
-        "difficulty": str(data.get("difficulty") or ""),
-        "expected_output": str(data.get("expected_output") or ""),
-        "constraints": constraints if isinstance(constraints, list) else [str(constraints)],
-        "reference_checks": checks,
-        "judge": {
-            "method": str(judge.get("method") or "llm+rules"),
-            "rule_weights": weights,
-            "dimensions": list(llm.get("dimensions") or []) if isinstance(llm, dict) else [],
-            "sampling_times": int(judge.get("sampling_times") or 1),
-        },
-    }
-    return _from_record(record, path.parent, source=f"asi:{path.name}", max_bytes=max_bytes)
+        return is_asi_task(json.loads(path.read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+
+
+def _load_folder(folder: Path, *, max_bytes: int) -> TaskDraft:
+    """A task folder, or an ASI-Bench `task.json` beside its resources."""
+    asi = folder / "task.json"
+    if asi.is_file() and not _has_prompt(folder) and _is_asi_file(asi):
+        return load_asi_task(asi, max_bytes=max_bytes)
+    return load_task_dir(folder, max_bytes=max_bytes)
 
 
 def load_tasks(path: Path, *, max_bytes: int) -> list[TaskDraft]:
@@ -156,13 +124,21 @@ def load_tasks(path: Path, *, max_bytes: int) -> list[TaskDraft]:
         raise TaskInputError(f"{path}: expected a folder, .jsonl or .json task file")
     if not path.is_dir():
         raise TaskInputError(f"{path}: no such task file or folder")
-    if any((path / n).is_file() for n in PROMPT_FILES + META_FILES):
-        return [load_task_dir(path, max_bytes=max_bytes)]
+    if _has_prompt(path) or any((path / n).is_file() for n in META_FILES):
+        return [_load_folder(path, max_bytes=max_bytes)]
+    files = [c for c in sorted(path.iterdir()) if c.suffix in {".json", ".jsonl"} and c.is_file()]
     drafts: list[TaskDraft] = []
     for child in sorted(path.iterdir()):
         if child.is_dir() and not child.is_symlink():
-            drafts.append(load_task_dir(child, max_bytes=max_bytes))
-        elif child.suffix in {".json", ".jsonl"}:
+            # Beside task JSON files, a folder without a prompt holds their resources.
+            if (
+                files
+                and not _has_prompt(child)
+                and not any((child / n).is_file() for n in META_FILES)
+            ):
+                continue
+            drafts.append(_load_folder(child, max_bytes=max_bytes))
+        elif child in files:
             drafts.extend(load_tasks(child, max_bytes=max_bytes))
     ids = [d.task_id for d in drafts]
     dupes = sorted({i for i in ids if ids.count(i) > 1})

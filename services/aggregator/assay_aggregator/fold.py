@@ -73,6 +73,7 @@ def _task(state: State, campaign_id: str, task: Task) -> None:
         n_attachments=len(task.attachments),
         n_reference_checks=len(task.reference_checks),
         attachments=[[a.path, a.sha256] for a in task.attachments],
+        rubric_keys=task.judge.rubric.dimension_keys if task.judge.rubric else [],
     )
 
 
@@ -162,8 +163,11 @@ def _sealed(state: State, e: ArtifactsSealed, seq: int) -> None:
 
 
 def _outside_rubric(state: State, e: JudgmentRecorded) -> list[str]:
-    """Scored dimensions the campaign's rubric lacks (none when the campaign is unknown):
-    they would be averaged into run scores as if they were rubric dimensions."""
+    """Scored dimensions the run's rubric lacks (the task's own, else the campaign's; none
+    when both are unknown): they would be averaged into run scores as if they belonged."""
+    task = state.tasks.get(f"{e.campaign_id}/{e.task_id}")
+    if task is not None and task.rubric_keys:
+        return sorted(set(e.scores) - set(task.rubric_keys))
     campaign = state.campaigns.get(e.campaign_id)
     if campaign is None:
         return []

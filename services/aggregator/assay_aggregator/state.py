@@ -83,6 +83,8 @@ class TaskRecord:
     n_reference_checks: int = 0
     attachments: list[list[str]] = field(default_factory=list)
     """[path, sha256] of each attachment (to tell artifacts from inputs)."""
+    rubric_keys: list[str] = field(default_factory=list)
+    """Dimension keys of the task's own rubric; empty when it is scored on the campaign's."""
 
 
 @dataclass(slots=True)

@@ -28,6 +28,7 @@ __all__ = [
     "LogReader",
     "RunContext",
     "spec_hash",
+    "task_rubric",
 ]
 
 ALL_CAMPAIGNS: frozenset[str] = frozenset({"*"})
@@ -45,6 +46,13 @@ JURY_TOKEN = "jury"
 def spec_hash(spec: JudgeSpec) -> str:
     """Stable hash of a judge spec: a changed spec registers anew."""
     return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
+
+
+def task_rubric(task: Task, campaign: CampaignSpec | None) -> Rubric:
+    """The rubric a run is scored on: the task's own, else the campaign's, else the default."""
+    if task.judge.rubric is not None:
+        return task.judge.rubric
+    return campaign.rubric if campaign is not None else default_rubric()
 
 
 class RunContext(NamedTuple):
@@ -111,5 +119,5 @@ class LogReader:
             sealed = await asyncio.to_thread(sealed.resolved, self.store.get_bytes)
         history = RunHistory.fold(await self.bus.run_events(sealed.campaign_id, run_id))
         task = await self._task(sealed, history)
-        rubric = campaign.rubric if campaign is not None else default_rubric()
+        rubric = task_rubric(task, campaign)
         return RunContext(sealed, task, rubric, campaign, history)

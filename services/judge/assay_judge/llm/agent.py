@@ -26,7 +26,7 @@ from assay.telemetry import tracer
 from assay_schemas import JudgeSpec, Rubric, Task
 
 from ..files import SealedFiles
-from .prompts import SYSTEM_PROMPT, case_prompt, repair_prompt, step_budget_prompt
+from .prompts import case_prompt, repair_prompt, step_budget_prompt, system_prompt
 from .tools import READ_TOOLS, JudgeToolBox
 from .verdict import SUBMIT_VERDICT, Verdict, check_verdict, verdict_tool
 
@@ -84,7 +84,7 @@ async def judge_sample(
     manifest = {f.path for f in files.files}
     params = sample_params(spec, sample)
     messages: list[Message] = [
-        SystemMessage(text=SYSTEM_PROMPT),
+        SystemMessage(text=system_prompt(task)),
         UserMessage(content=case_prompt(task, final_message, files, rubric)),
     ]
     outcome = JudgeOutcome(verdict=None, model=spec.model)
