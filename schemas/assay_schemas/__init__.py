@@ -33,7 +33,7 @@ from ._domain import (
     TextContainsCheck,
     Usage,
 )
-from ._envelope import NO_RUN, Event, Producer, new_event, run_id_for
+from ._envelope import NO_RUN, Event, Producer, new_event, run_id_for, same_run
 from ._errors import (
     AssayError,
     BlobCorrupted,
@@ -205,6 +205,7 @@ __all__ = [
     "render_schemas",
     "run_id_for",
     "safe_token",
+    "same_run",
     "unb64",
     "upcast",
 ]

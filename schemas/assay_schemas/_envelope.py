@@ -9,7 +9,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validato
 
 from ._ids import Identifier, derive_id
 
-__all__ = ["NO_RUN", "Event", "Producer", "new_event", "run_id_for"]
+__all__ = ["NO_RUN", "Event", "Producer", "new_event", "run_id_for", "same_run"]
 
 NO_RUN = "-"
 """Subject token for events that belong to no run."""
@@ -69,3 +69,14 @@ def new_event(cls: type[E], *, key: tuple[object, ...], **fields: Any) -> E:
     """Build an event whose id is derived from its type and `key` (the cause)."""
     event_type = cls.model_fields["event_type"].default
     return cls(event_id=derive_id(event_type, *key), **fields)
+
+
+def same_run(event: Event, *, cause: Event | None = None) -> dict[str, Any]:
+    """Envelope fields of an event about the same run as `event`, caused by `cause`
+    (default: `event` itself): campaign, run, task and causation."""
+    return {
+        "campaign_id": event.campaign_id,
+        "run_id": event.run_id,
+        "task_id": event.task_id,
+        "causation_id": (cause or event).event_id,
+    }

@@ -23,6 +23,7 @@ from assay_schemas import (
     ToolCallRecord,
     Usage,
     new_event,
+    same_run,
 )
 
 from .conversation import rebuild
@@ -109,10 +110,7 @@ class AgentRun:
         step = new_event(
             AgentStepLogged,
             key=(self.request.run_id, index),
-            campaign_id=self.request.campaign_id,
-            run_id=self.request.run_id,
-            task_id=self.request.task_id,
-            causation_id=self.ready.event_id,
+            **same_run(self.request, cause=self.ready),
             step=index,
             model_output=completion.text or "",
             tool_calls=[
@@ -169,10 +167,7 @@ async def publish_finished(
     finished = new_event(
         AgentFinished,
         key=(request.run_id,),
-        campaign_id=request.campaign_id,
-        run_id=request.run_id,
-        task_id=request.task_id,
-        causation_id=ready.event_id,
+        **same_run(request, cause=ready),
         stop_reason=stop,
         final_message=final,
         steps=len(steps),

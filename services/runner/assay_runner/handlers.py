@@ -29,6 +29,7 @@ from assay_schemas import (
     TaskRejected,
     TaskSubmitted,
     new_event,
+    same_run,
 )
 
 from .admission import Admission
@@ -267,10 +268,7 @@ class RunnerService:
             new_event(
                 RunFailed,
                 key=(request.run_id, stage),
-                campaign_id=request.campaign_id,
-                run_id=request.run_id,
-                task_id=request.task_id,
-                causation_id=cause.event_id,
+                **same_run(request, cause=cause),
                 stage=stage,
                 error=error,
                 infrastructure=infrastructure,

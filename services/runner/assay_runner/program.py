@@ -20,6 +20,7 @@ from assay_schemas import (
     SandboxError,
     SandboxReady,
     new_event,
+    same_run,
     unb64,
 )
 
@@ -163,10 +164,7 @@ class ProgramRun:
         step = new_event(
             AgentStepLogged,
             key=(self.request.run_id, index),
-            campaign_id=self.request.campaign_id,
-            run_id=self.request.run_id,
-            task_id=self.request.task_id,
-            causation_id=self.ready.event_id,
+            **same_run(self.request, cause=self.ready),
             step=index,
             producer=self.bus.producer,
             **fields,

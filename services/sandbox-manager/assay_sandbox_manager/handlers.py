@@ -39,6 +39,7 @@ from assay_schemas import (
     WriteFile,
     b64,
     new_event,
+    same_run,
     unb64,
 )
 
@@ -132,10 +133,7 @@ class SandboxService:
                 new_event(
                     RunFailed,
                     key=(event.run_id, "sandbox"),
-                    campaign_id=event.campaign_id,
-                    run_id=event.run_id,
-                    task_id=event.task_id,
-                    causation_id=event.event_id,
+                    **same_run(event),
                     stage="sandbox",
                     error=f"{type(e).__name__}: {e}",
                     infrastructure=True,
@@ -147,10 +145,7 @@ class SandboxService:
             new_event(
                 SandboxReady,
                 key=(event.run_id,),
-                campaign_id=event.campaign_id,
-                run_id=event.run_id,
-                task_id=event.task_id,
-                causation_id=event.event_id,
+                **same_run(event),
                 sandbox_id=sandbox_id,
                 backend=backend.name,
                 instance=self.instance,
@@ -190,10 +185,7 @@ class SandboxService:
             new_event(
                 ArtifactsSealed,
                 key=(request.run_id,),
-                campaign_id=request.campaign_id,
-                run_id=request.run_id,
-                task_id=request.task_id,
-                causation_id=ended.event_id,
+                **same_run(request, cause=ended),
                 **fields,
                 final_message=final,
                 agent_id=request.agent.agent_id,

@@ -18,6 +18,7 @@ from assay_schemas import (
     JudgmentRecorded,
     Task,
     new_event,
+    same_run,
 )
 
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, CampaignScope, LogReader, spec_hash
@@ -118,10 +119,7 @@ class RulesService:
             new_event(
                 JudgmentFailed,
                 key=(sealed.run_id, RULES_ID, 0),
-                campaign_id=sealed.campaign_id,
-                run_id=sealed.run_id,
-                task_id=sealed.task_id,
-                causation_id=sealed.event_id,
+                **same_run(sealed),
                 judge_id=RULES_ID,
                 sample=0,
                 error=error,
