@@ -24,6 +24,7 @@ from assay_schemas import (
 __all__ = [
     "ALL_CAMPAIGNS",
     "JURY_TOKEN",
+    "AnnouncedOnStart",
     "CampaignScope",
     "LogReader",
     "RunContext",
@@ -121,3 +122,19 @@ class LogReader:
         task = await self._task(sealed, history)
         rubric = task_rubric(task, campaign)
         return RunContext(sealed, task, rubric, campaign, history)
+
+
+class AnnouncedOnStart:
+    """A judge service's start: connect, announce the judge (JudgeRegistered), consume."""
+
+    bus: Bus
+
+    async def register(self) -> None:
+        """Publish the judge's JudgeRegistered."""
+        raise NotImplementedError
+
+    async def start(self) -> None:
+        """Connect, announce the judge, then start consuming."""
+        await self.bus.connect()
+        await self.register()
+        await self.bus.start()

@@ -12,6 +12,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from assay.bus import Bus, Delivery
 from assay.providers import (
@@ -33,9 +34,18 @@ from assay_schemas import (
     JudgmentRecorded,
     Task,
     new_event,
+    same_run,
 )
 
-from ..context import ALL_CAMPAIGNS, JURY_TOKEN, CampaignScope, LogReader, RunContext, spec_hash
+from ..context import (
+    ALL_CAMPAIGNS,
+    JURY_TOKEN,
+    AnnouncedOnStart,
+    CampaignScope,
+    LogReader,
+    RunContext,
+    spec_hash,
+)
 from ..files import SealedFiles
 from .agent import JudgeOutcome, judge_sample
 
@@ -58,7 +68,7 @@ def sampling_times(spec: JudgeSpec, task: Task) -> int:
 
 
 @dataclass(kw_only=True)
-class JudgeService:
+class JudgeService(AnnouncedOnStart):
     """One LLM judge: judges every sealed run in its scope, once per sample."""
 
     bus: Bus
@@ -119,12 +129,6 @@ class JudgeService:
         if self._provider is None:
             self._provider = self.providers(self.spec)
         return self._provider
-
-    async def start(self) -> None:
-        """Connect, announce the judge (JudgeRegistered), then start consuming."""
-        await self.bus.connect()
-        await self.register()
-        await self.bus.start()
 
     async def stop(self) -> None:
         """Stop consuming and release the provider's connections."""
@@ -200,19 +204,12 @@ class JudgeService:
     ) -> None:
         verdict = outcome.verdict
         assert verdict is not None
-        sealed = ctx.sealed
         await self.bus.publish(
             new_event(
                 JudgmentRecorded,
-                key=(sealed.run_id, self.spec.judge_id, sample),
-                campaign_id=sealed.campaign_id,
-                run_id=sealed.run_id,
-                task_id=sealed.task_id or ctx.task.task_id,
-                causation_id=sealed.event_id,
-                judge_id=self.spec.judge_id,
+                **self._about(ctx, sample),
                 judge_family=self.spec.family,
                 judge_model=outcome.model or self.spec.model,
-                sample=sample,
                 rubric_id=ctx.rubric.rubric_id,
                 rubric_version=ctx.rubric.version,
                 scores=verdict.scores,
@@ -224,9 +221,20 @@ class JudgeService:
                 cost_usd=cost(outcome.usage, self.spec.model, self.price_table(ctx.campaign)),
                 attempts=len(outcome.invalid_outputs) + 1,
                 rejected_outputs=rejected,
-                producer=self.bus.producer,
             )
         )
+
+    def _about(self, ctx: RunContext, sample: int) -> dict[str, Any]:
+        """Id, envelope and identity of this judge's verdict (or failure) on one sample."""
+        sealed = ctx.sealed
+        return {
+            "key": (sealed.run_id, self.spec.judge_id, sample),
+            **same_run(sealed),
+            "task_id": sealed.task_id or ctx.task.task_id,
+            "judge_id": self.spec.judge_id,
+            "sample": sample,
+            "producer": self.bus.producer,
+        }
 
     async def _store_raw(self, ctx: RunContext, sample: int, outcome: JudgeOutcome) -> FileRef:
         data = json.dumps(
@@ -247,21 +255,13 @@ class JudgeService:
         *,
         infrastructure: bool,
     ) -> None:
-        sealed = ctx.sealed
         await self.bus.publish(
             new_event(
                 JudgmentFailed,
-                key=(sealed.run_id, self.spec.judge_id, sample),
-                campaign_id=sealed.campaign_id,
-                run_id=sealed.run_id,
-                task_id=sealed.task_id or ctx.task.task_id,
-                causation_id=sealed.event_id,
-                judge_id=self.spec.judge_id,
-                sample=sample,
+                **self._about(ctx, sample),
                 error=error[:4000],
                 attempts=max(1, attempts),
                 raw_output=raw,
                 infrastructure=infrastructure,
-                producer=self.bus.producer,
             )
         )

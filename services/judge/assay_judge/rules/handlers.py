@@ -21,7 +21,14 @@ from assay_schemas import (
     same_run,
 )
 
-from ..context import ALL_CAMPAIGNS, JURY_TOKEN, CampaignScope, LogReader, spec_hash
+from ..context import (
+    ALL_CAMPAIGNS,
+    JURY_TOKEN,
+    AnnouncedOnStart,
+    CampaignScope,
+    LogReader,
+    spec_hash,
+)
 from ..files import normalize_path
 from .checks import RuleVerdict, evaluate
 
@@ -48,7 +55,7 @@ def _wanted(ref: FileRef, task: Task, produced: bool) -> bool:
 
 
 @dataclass(kw_only=True)
-class RulesService:
+class RulesService(AnnouncedOnStart):
     """The deterministic rule judge over every sealed run in its scope (default: all)."""
 
     bus: Bus
@@ -62,12 +69,6 @@ class RulesService:
     def accepts(self, campaign_id: str) -> bool:
         """Whether runs of this campaign are checked."""
         return self.campaigns in (None, ALL_CAMPAIGNS) or campaign_id in (self.campaigns or ())
-
-    async def start(self) -> None:
-        """Connect, announce the rule judge (JudgeRegistered), then start consuming."""
-        await self.bus.connect()
-        await self.register()
-        await self.bus.start()
 
     async def stop(self) -> None:
         """Stop consuming."""
