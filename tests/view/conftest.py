@@ -15,6 +15,8 @@ from assay_schemas import AgentStepLogged, ArtifactsSealed, Event, FileRef, Tool
 from bench.synthetic_log import publish_events
 from tests.aggregator.conftest import SPEC, Published, publish
 
+from .documents import docx_bytes, pdf_bytes, xlsx_bytes
+
 HOSTILE = "evil-run"
 SCRIPT = "<script>document.title='PWNED'</script>"
 IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
@@ -26,8 +28,8 @@ def _hostile_run(published: Published) -> list[Event]:
     seal = next(e for e in published.events if isinstance(e, ArtifactsSealed) and e.files)
     store = published.store
 
-    def put(path: str, data: str, media: str = "text/plain") -> FileRef:
-        info = store.put_bytes(data.encode())
+    def put(path: str, data: str | bytes, media: str = "text/plain") -> FileRef:
+        info = store.put_bytes(data.encode() if isinstance(data, str) else data)
         return FileRef(path=path, sha256=info.sha256, size=info.size, media_type=media)
 
     files = [
@@ -36,6 +38,9 @@ def _hostile_run(published: Published) -> list[Event]:
         put("plot.svg", f"<svg xmlns='http://www.w3.org/2000/svg'>{SCRIPT}</svg>", "image/svg+xml"),
         put("table.csv", f"name,value\n{SCRIPT},1\n"),
         put("analysis.py", f"print('{SCRIPT}')\n"),
+        put("report.docx", docx_bytes("Findings", PAYLOAD, table=[["k", "v"], [IMG, "1"]])),
+        put("results.xlsx", xlsx_bytes([["name", "value"], [SCRIPT, 1.5]])),
+        put("paper.pdf", pdf_bytes(PAYLOAD)),
     ]
     out: list[Event] = []
     for e in published.events:

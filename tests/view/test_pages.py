@@ -46,17 +46,25 @@ async def test_agent_markup_is_shown_as_text_everywhere(client: httpx.AsyncClien
     run = await client.get(f"/run/{HOSTILE}")
     assert run.status_code == 200
     pages = [run.text]
+    documents: dict[str, str] = {}
     for url in _links(run.text, f"/run/{HOSTILE}/file?path="):
         shown = await client.get(url.replace("&amp;", "&"))
         assert shown.status_code == 200, url
         pages.append(shown.text)
-    assert len(pages) == 6
+        if url.endswith(("docx", "xlsx", "pdf")):
+            documents[url.rsplit(".", 1)[1]] = shown.text
+    assert len(pages) == 9
     for html in pages:
         assert "<script>document" not in html and "<img src=x" not in html
         assert 'onerror="' not in html and "javascript:alert" not in html.replace(
             "[link](javascript:alert(1))", ""
         )
     assert "&lt;script&gt;" in run.text and "&lt;img" in run.text
+    # Documents are previewed as their text, workbooks as tables, escaped like the rest.
+    assert sorted(documents) == ["docx", "pdf", "xlsx"]
+    for html in documents.values():
+        assert "&lt;script&gt;document" in html and "No preview" not in html
+    assert "<td>&lt;script&gt;document" in documents["xlsx"]
     # The only script any page loads is the viewer's own.
     assert all(
         re.findall(r"<script[^>]*>", h) == ['<script src="/static/live.js" defer>'] for h in pages

@@ -22,7 +22,7 @@ from ..summaries import summarize
 from .asgi import Request, Response, Route, Stream, asgi_app
 from .data import Source, file_tree
 from .judges import disagreements
-from .previews import IMAGE_TYPES, preview, pygments_css
+from .previews import IMAGE_TYPES, preview_file, pygments_css
 
 __all__ = ["create_app"]
 
@@ -133,7 +133,13 @@ def create_app(source: Source) -> Any:
             return _page(
                 "file.html.j2", status=502, a=view.audit, ref=ref, shown=None, error=str(e)
             )
-        return _page("file.html.j2", a=view.audit, ref=ref, shown=preview(ref.path, data), error="")
+        return _page(
+            "file.html.j2",
+            a=view.audit,
+            ref=ref,
+            shown=await preview_file(ref.path, data),
+            error="",
+        )
 
     async def blob(req: Request) -> Response:
         sha = req.match["sha"]
