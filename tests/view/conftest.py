@@ -11,7 +11,16 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay_aggregator.view import Source, create_app
-from assay_schemas import AgentStepLogged, ArtifactsSealed, Event, FileRef, ToolResultRecord
+from assay_schemas import (
+    AgentStepLogged,
+    ArtifactsSealed,
+    Event,
+    FileRef,
+    JudgmentFailed,
+    JudgmentRecorded,
+    ToolResultRecord,
+    same_run,
+)
 from bench.synthetic_log import publish_events
 from tests.aggregator.conftest import SPEC, Published, publish
 
@@ -21,6 +30,8 @@ HOSTILE = "evil-run"
 SCRIPT = "<script>document.title='PWNED'</script>"
 IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
 PAYLOAD = f"{SCRIPT}{IMG}"
+REPAIRED_SAMPLE = 7
+"""The sample of the hostile run's judgment that failed (raw output kept)."""
 
 
 def _hostile_run(published: Published) -> list[Event]:
@@ -43,6 +54,7 @@ def _hostile_run(published: Published) -> list[Event]:
         put("paper.pdf", pdf_bytes(PAYLOAD)),
     ]
     out: list[Event] = []
+    repaired = ""
     for e in published.events:
         if e.run_id != seal.run_id:
             continue
@@ -53,8 +65,16 @@ def _hostile_run(published: Published) -> list[Event]:
             result = ToolResultRecord(call_id="c1", name="bash", output=PAYLOAD, truncated=True,
                                       output_blob=put("out.txt", PAYLOAD * 100))  # fmt: skip
             update |= {"model_output": PAYLOAD, "tool_results": [result]}
+        if isinstance(e, JudgmentRecorded) and e.scores and not repaired:
+            repaired = e.judge_id  # its first sample was repaired twice, hostile replies kept
+            update |= {"attempts": 3, "rejected_outputs": put("rejected.json", f'["{PAYLOAD}"]')}
         out.append(e.model_copy(update=update))
-    return out
+    failed = JudgmentFailed(
+        event_id="evil-failed", judge_id=repaired, sample=REPAIRED_SAMPLE, attempts=3,
+        error="no valid verdict", raw_output=put("raw.txt", PAYLOAD * 2000),
+        producer=out[-1].producer, **same_run(out[-1]),
+    )  # fmt: skip
+    return [*out, failed]
 
 
 @pytest.fixture
