@@ -6,9 +6,12 @@ import re
 
 import httpx
 
+from assay.bus import Bus
 from assay_aggregator.view.asgi import CSP
+from assay_schemas import AgentStepLogged
+from bench.synthetic_log import publish_events
 
-from .conftest import HOSTILE, SCRIPT
+from .conftest import HOSTILE, REPAIRED_SAMPLE, SCRIPT, Published
 
 
 def _links(html: str, prefix: str) -> list[str]:
@@ -86,3 +89,37 @@ async def test_nothing_outside_the_store_is_reachable(client: httpx.AsyncClient)
         assert "root:" not in got.text
     assert (await client.post("/")).status_code == 405
     assert (await client.get("/live?run=a.b")).status_code == 400
+
+
+async def test_repairs_and_raw_judge_output_are_escaped_text_with_a_link_to_the_blob(
+    client: httpx.AsyncClient,
+) -> None:
+    run = (await client.get(f"/run/{HOSTILE}")).text
+    assert "repaired: 3 attempts, 2 output(s) rejected" in run
+    assert "rejected outputs" in run and "Judgments that failed" in run
+    assert f"#{REPAIRED_SAMPLE}: no valid verdict (3 attempts)" in run
+    # Both outputs are shown as escaped text (the raw one cut), each linked by hash.
+    assert run.count('<pre class="text raw">') == 2
+    assert '<pre class="text raw">[&#34;&lt;script&gt;' in run
+    assert "(cut here; the whole" in run
+    for name in ("rejected%20outputs.txt", "raw%20output.txt"):
+        url = next(u for u in _links(run, "/blob/") if u.endswith(name))
+        got = await client.get(url)
+        assert got.status_code == 200 and SCRIPT in got.text
+        assert got.headers["content-security-policy"] == "default-src 'none'; sandbox"
+    compare = (await client.get(f"/compare?a={HOSTILE}&b={HOSTILE}")).text
+    assert compare.count("repaired: 3 attempts") == 2
+
+
+async def test_the_campaign_page_is_drawn_once_per_log_version(
+    client: httpx.AsyncClient, bus: Bus, hostile: Published
+) -> None:
+    first = await client.get("/campaign/camp")
+    again = await client.get("/campaign/camp")
+    assert again.content == first.content
+    step = next(e for e in hostile.events if isinstance(e, AgentStepLogged))
+    late = step.model_copy(update={"event_id": "late-step", "step": 99})
+    await publish_events(bus.js, bus.subjects, bus.stream.name, [late])
+    redrawn = await client.get("/campaign/camp")
+    assert f"Log sequence {hostile.head + 1};" in redrawn.text
+    assert f"Log sequence {hostile.head};" in first.text
