@@ -15,6 +15,7 @@ from bench.runner import bench_runner
 from bench.sandbox import bench_sandbox
 from bench.scripted import bench_scripted
 from bench.table import Row, print_rows
+from bench.view import bench_view
 
 # Each suite returns its rows; every row carries its own baseline from the same run.
 SUITES: dict[str, Callable[[], list[Row]]] = {
@@ -22,6 +23,7 @@ SUITES: dict[str, Callable[[], list[Row]]] = {
     "sandbox": bench_sandbox,
     "judge": bench_judge,
     "aggregator": bench_aggregator,
+    "view": bench_view,
     "scripted": bench_scripted,
     "gateway": bench_gateway,
     "runner": bench_runner,

@@ -11,14 +11,27 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay_aggregator.view import Source, create_app
-from assay_schemas import AgentStepLogged, ArtifactsSealed, Event, FileRef, ToolResultRecord
+from assay_schemas import (
+    AgentStepLogged,
+    ArtifactsSealed,
+    Event,
+    FileRef,
+    JudgmentFailed,
+    JudgmentRecorded,
+    ToolResultRecord,
+    same_run,
+)
 from bench.synthetic_log import publish_events
 from tests.aggregator.conftest import SPEC, Published, publish
+
+from .documents import docx_bytes, pdf_bytes, xlsx_bytes
 
 HOSTILE = "evil-run"
 SCRIPT = "<script>document.title='PWNED'</script>"
 IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
 PAYLOAD = f"{SCRIPT}{IMG}"
+REPAIRED_SAMPLE = 7
+"""The sample of the hostile run's judgment that failed (raw output kept)."""
 
 
 def _hostile_run(published: Published) -> list[Event]:
@@ -26,8 +39,8 @@ def _hostile_run(published: Published) -> list[Event]:
     seal = next(e for e in published.events if isinstance(e, ArtifactsSealed) and e.files)
     store = published.store
 
-    def put(path: str, data: str, media: str = "text/plain") -> FileRef:
-        info = store.put_bytes(data.encode())
+    def put(path: str, data: str | bytes, media: str = "text/plain") -> FileRef:
+        info = store.put_bytes(data.encode() if isinstance(data, str) else data)
         return FileRef(path=path, sha256=info.sha256, size=info.size, media_type=media)
 
     files = [
@@ -36,8 +49,12 @@ def _hostile_run(published: Published) -> list[Event]:
         put("plot.svg", f"<svg xmlns='http://www.w3.org/2000/svg'>{SCRIPT}</svg>", "image/svg+xml"),
         put("table.csv", f"name,value\n{SCRIPT},1\n"),
         put("analysis.py", f"print('{SCRIPT}')\n"),
+        put("report.docx", docx_bytes("Findings", PAYLOAD, table=[["k", "v"], [IMG, "1"]])),
+        put("results.xlsx", xlsx_bytes([["name", "value"], [SCRIPT, 1.5]])),
+        put("paper.pdf", pdf_bytes(PAYLOAD)),
     ]
     out: list[Event] = []
+    repaired = ""
     for e in published.events:
         if e.run_id != seal.run_id:
             continue
@@ -48,8 +65,16 @@ def _hostile_run(published: Published) -> list[Event]:
             result = ToolResultRecord(call_id="c1", name="bash", output=PAYLOAD, truncated=True,
                                       output_blob=put("out.txt", PAYLOAD * 100))  # fmt: skip
             update |= {"model_output": PAYLOAD, "tool_results": [result]}
+        if isinstance(e, JudgmentRecorded) and e.scores and not repaired:
+            repaired = e.judge_id  # its first sample was repaired twice, hostile replies kept
+            update |= {"attempts": 3, "rejected_outputs": put("rejected.json", f'["{PAYLOAD}"]')}
         out.append(e.model_copy(update=update))
-    return out
+    failed = JudgmentFailed(
+        event_id="evil-failed", judge_id=repaired, sample=REPAIRED_SAMPLE, attempts=3,
+        error="no valid verdict", raw_output=put("raw.txt", PAYLOAD * 2000),
+        producer=out[-1].producer, **same_run(out[-1]),
+    )  # fmt: skip
+    return [*out, failed]
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 from collections.abc import AsyncIterator
+from importlib.resources import files
 from pathlib import Path
 
 import httpx
@@ -17,7 +18,7 @@ import uvicorn
 from assay.bus import Bus
 from assay.config import Settings
 from assay_aggregator.view import Source, create_app
-from assay_schemas import AgentStepLogged
+from assay_schemas import AgentStepLogged, JudgmentRecorded
 from bench.synthetic_log import publish_events
 
 from .conftest import HOSTILE, PAYLOAD, Published
@@ -58,6 +59,37 @@ async def test_a_step_logged_while_the_page_is_open_arrives_as_an_event(
                 break
     assert data["run_id"] == "live-run" and data["type"] == "AgentStepLogged"
     assert data["summary"].startswith("step 7:")
+    # What the run page draws in place comes with it, as data (live.js writes textContent).
+    detail = data["detail"]
+    assert detail["step"] == 7 and detail["model_output"] == step.model_output
+    assert [c["name"] for c in detail["calls"]] == [c.name for c in step.tool_calls]
+
+
+async def test_a_verdict_logged_while_the_run_page_is_open_carries_what_the_page_draws(
+    served: str, bus: Bus, hostile: Published
+) -> None:
+    verdict = next(e for e in hostile.events if isinstance(e, JudgmentRecorded) and e.scores)
+    live = verdict.model_copy(update={"run_id": "live-run", "event_id": "live-verdict",
+                                      "rationale": PAYLOAD, "attempts": 2})  # fmt: skip
+    async with (
+        httpx.AsyncClient(base_url=served, timeout=20) as client,
+        client.stream("GET", f"/live?run=live-run&from={hostile.head + 1}") as stream,
+    ):
+        await publish_events(bus.js, bus.subjects, bus.stream.name, [live])
+        async for line in stream.aiter_lines():
+            if line.startswith("data: "):
+                detail = json.loads(line.removeprefix("data: "))["detail"]
+                break
+    assert detail["judge"] == f"{verdict.judge_id} #{verdict.sample}"
+    assert detail["scores"] == {k: v.score for k, v in sorted(verdict.scores.items())}
+    assert detail["rationale"] == PAYLOAD and detail["attempts"] == 2
+
+
+def test_the_live_script_never_writes_markup() -> None:
+    script = files("assay_aggregator").joinpath("templates", "view", "live.js").read_text()
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+        assert sink not in script, sink
+    assert "textContent" in script and "#live-steps ol.steps" in script
 
 
 def _chromium(url: str, tmp: Path, *extra: str) -> str:

@@ -6,9 +6,12 @@ import re
 
 import httpx
 
+from assay.bus import Bus
 from assay_aggregator.view.asgi import CSP
+from assay_schemas import AgentStepLogged
+from bench.synthetic_log import publish_events
 
-from .conftest import HOSTILE, SCRIPT
+from .conftest import HOSTILE, REPAIRED_SAMPLE, SCRIPT, Published
 
 
 def _links(html: str, prefix: str) -> list[str]:
@@ -46,17 +49,25 @@ async def test_agent_markup_is_shown_as_text_everywhere(client: httpx.AsyncClien
     run = await client.get(f"/run/{HOSTILE}")
     assert run.status_code == 200
     pages = [run.text]
+    documents: dict[str, str] = {}
     for url in _links(run.text, f"/run/{HOSTILE}/file?path="):
         shown = await client.get(url.replace("&amp;", "&"))
         assert shown.status_code == 200, url
         pages.append(shown.text)
-    assert len(pages) == 6
+        if url.endswith(("docx", "xlsx", "pdf")):
+            documents[url.rsplit(".", 1)[1]] = shown.text
+    assert len(pages) == 9
     for html in pages:
         assert "<script>document" not in html and "<img src=x" not in html
         assert 'onerror="' not in html and "javascript:alert" not in html.replace(
             "[link](javascript:alert(1))", ""
         )
     assert "&lt;script&gt;" in run.text and "&lt;img" in run.text
+    # Documents are previewed as their text, workbooks as tables, escaped like the rest.
+    assert sorted(documents) == ["docx", "pdf", "xlsx"]
+    for html in documents.values():
+        assert "&lt;script&gt;document" in html and "No preview" not in html
+    assert "<td>&lt;script&gt;document" in documents["xlsx"]
     # The only script any page loads is the viewer's own.
     assert all(
         re.findall(r"<script[^>]*>", h) == ['<script src="/static/live.js" defer>'] for h in pages
@@ -78,3 +89,37 @@ async def test_nothing_outside_the_store_is_reachable(client: httpx.AsyncClient)
         assert "root:" not in got.text
     assert (await client.post("/")).status_code == 405
     assert (await client.get("/live?run=a.b")).status_code == 400
+
+
+async def test_repairs_and_raw_judge_output_are_escaped_text_with_a_link_to_the_blob(
+    client: httpx.AsyncClient,
+) -> None:
+    run = (await client.get(f"/run/{HOSTILE}")).text
+    assert "repaired: 3 attempts, 2 output(s) rejected" in run
+    assert "rejected outputs" in run and "Judgments that failed" in run
+    assert f"#{REPAIRED_SAMPLE}: no valid verdict (3 attempts)" in run
+    # Both outputs are shown as escaped text (the raw one cut), each linked by hash.
+    assert run.count('<pre class="text raw">') == 2
+    assert '<pre class="text raw">[&#34;&lt;script&gt;' in run
+    assert "(cut here; the whole" in run
+    for name in ("rejected%20outputs.txt", "raw%20output.txt"):
+        url = next(u for u in _links(run, "/blob/") if u.endswith(name))
+        got = await client.get(url)
+        assert got.status_code == 200 and SCRIPT in got.text
+        assert got.headers["content-security-policy"] == "default-src 'none'; sandbox"
+    compare = (await client.get(f"/compare?a={HOSTILE}&b={HOSTILE}")).text
+    assert compare.count("repaired: 3 attempts") == 2
+
+
+async def test_the_campaign_page_is_drawn_once_per_log_version(
+    client: httpx.AsyncClient, bus: Bus, hostile: Published
+) -> None:
+    first = await client.get("/campaign/camp")
+    again = await client.get("/campaign/camp")
+    assert again.content == first.content
+    step = next(e for e in hostile.events if isinstance(e, AgentStepLogged))
+    late = step.model_copy(update={"event_id": "late-step", "step": 99})
+    await publish_events(bus.js, bus.subjects, bus.stream.name, [late])
+    redrawn = await client.get("/campaign/camp")
+    assert f"Log sequence {hostile.head + 1};" in redrawn.text
+    assert f"Log sequence {hostile.head};" in first.text

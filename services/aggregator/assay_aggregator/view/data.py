@@ -25,6 +25,7 @@ from ..rebuild import fold_stream
 from ..report import Report, build_report
 from ..state import State
 from ..statistics._panel import prepare
+from .outputs import JudgeOutputs, judge_outputs
 
 __all__ = ["FileRow", "RunView", "Source", "file_tree"]
 
@@ -60,6 +61,8 @@ class RunView(NamedTuple):
     history: RunHistory
     seal: ArtifactsSealed | None
     """The seal with its manifest inline (None before the run is sealed)."""
+    judges: JudgeOutputs
+    """Repairs and raw outputs of the run's judges."""
 
 
 class Source:
@@ -136,4 +139,5 @@ class Source:
         seal = history.seal
         if seal is not None and seal.manifest is not None:
             seal = seal.resolved(self.store.get_bytes)
-        return RunView(audit, history, seal)
+        outputs = await asyncio.to_thread(judge_outputs, history, self.store)
+        return RunView(audit, history, seal, outputs)

@@ -20,7 +20,9 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_for_filename
 from pygments.util import ClassNotFound
 
-__all__ = ["IMAGE_TYPES", "Preview", "preview", "pygments_css"]
+from .documents import OFFICE_SUFFIXES, read_office
+
+__all__ = ["IMAGE_TYPES", "Preview", "preview", "preview_file", "pygments_css"]
 
 PREVIEW_BYTES = 512 * 1024
 """Larger files are previewed from their first bytes (the whole file is a download)."""
@@ -34,13 +36,15 @@ _CODE = {".py", ".r", ".jl", ".js", ".ts", ".sh", ".sql", ".json", ".yaml", ".ym
 
 
 class Preview(NamedTuple):
-    """How to show one file: kind is image, table, markdown, code, text or binary."""
+    """How to show one file: kind is image, table, markdown, code, text, binary or
+    unreadable (a document over a bound or broken: `text` says why)."""
 
     kind: str
     text: str = ""
     html: Markup = Markup("")
     rows: tuple[list[str], ...] = ()
     truncated: bool = False
+    note: str = ""
 
 
 def _markdown() -> MarkdownIt:
@@ -83,6 +87,19 @@ def preview(path: str, data: bytes) -> Preview:
             return Preview("text", text=text, truncated=cut)
         return Preview("code", html=Markup(highlight(text, lexer, HtmlFormatter())), truncated=cut)
     return Preview("text", text=text, truncated=cut)
+
+
+async def preview_file(path: str, data: bytes) -> Preview:
+    """`preview`, plus DOCX and PDF as text and XLSX as a table, read within bounds."""
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix not in OFFICE_SUFFIXES:
+        return preview(path, data)
+    got = await read_office(suffix, data)
+    if got.error:
+        return Preview("unreadable", text=got.error)
+    if suffix in (".xlsx", ".xlsm"):
+        return Preview("table", rows=got.rows, note=got.note, truncated=got.truncated)
+    return Preview("text", text=got.text, truncated=got.truncated)
 
 
 def pygments_css() -> str:
