@@ -23,6 +23,7 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.security.permissions import publisher_user
+from assay.security.signing import ensure_operator, trust_for
 from assay.store import LocalBlobStore, ensure_upload_bucket, upload_bucket
 from assay_schemas import CampaignStarted, JudgmentRecorded, Producer, TaskSubmitted, new_event
 from tests.judge.cases import judge_spec, reading_judge, verdict
@@ -89,7 +90,8 @@ class Publisher:
     async def submit(self, task_id: str, *files: str) -> tuple[int, dict[str, object]]:
         """Run publish.mjs; its exit status and the answer it printed."""
         s = self.settings
-        env = dict(os.environ)
+        # Only what is passed here: no connection settings of the test's own environment.
+        env = {k: v for k, v in os.environ.items() if "NATS_" not in k}
         args = ["--server", s.nats_url, "--stream", s.stream, "--prefix", s.subject_prefix]
         if self.user:
             args += ["--user", self.user]
@@ -191,7 +193,11 @@ async def test_node_publisher_as_the_least_privilege_publisher_user(
     node_publisher: Path,
     scripted: ScriptedModelServer,
 ) -> None:
-    # What `assay up --auth --publisher open` does: the admin makes the upload bucket.
+    from assay_aggregator.rebuild import fold_stream
+
+    # What `assay up --auth --publisher open` does: an operator key (services sign their
+    # events), and the admin makes the upload bucket.
+    ensure_operator(secure.base)
     await ensure_upload_bucket(admin_bus.js, upload_bucket(secure.base, CAMPAIGN))
     store = LocalBlobStore(secure.base.blob_dir)
     judge = judge_spec("j1", "judge", scripted.openai_base_url)
@@ -209,3 +215,11 @@ async def test_node_publisher_as_the_least_privilege_publisher_user(
         finally:
             await cli.stop()
     assert secure.violations() == []
+    # With signatures checked, the judged run counts. The outside publisher has no enrolled
+    # key, so its unsigned TaskSubmitted events are the only messages the fold refuses; the
+    # run's task still counts through the runner's signed RunRequested.
+    state = await fold_stream(
+        admin_bus.js, secure.base.stream, admin_bus.subjects.events, trust=trust_for(secure.base)
+    )
+    assert [v for v in state.verdicts.values()], state.refused
+    assert all(".ev.TaskSubmitted." in r.subject for r in state.refused.values()), state.refused

@@ -9,6 +9,8 @@
 // that schema before it is sent. Prints the answer as one JSON line; exits 0 when the task
 // was accepted, 3 when it was rejected, 1 on any other failure.
 //
+// Connection settings come from the options or the environment (ASSAY_NATS_URL or NATS_URL,
+// ..._USER, ..._PASSWORD, ..._TLS_CA, ASSAY_STREAM, ASSAY_SUBJECT_PREFIX).
 //   node publish.mjs --campaign open --task-id rows --prompt "Count the rows" --attach data.csv
 //   (--declare-only FILE declares an attachment without uploading it: the runner refuses it)
 import { createHash, randomUUID } from "node:crypto";
@@ -24,11 +26,17 @@ import Ajv2020 from "ajv/dist/2020.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
+function env(name) {
+  return process.env[`ASSAY_${name}`] ?? process.env[name];
+}
+
 const { values: opt } = parseArgs({
   options: {
-    server: { type: "string", default: process.env.NATS_URL ?? "nats://127.0.0.1:4222" },
-    user: { type: "string", default: process.env.NATS_USER },
-    password: { type: "string", default: process.env.NATS_PASSWORD },
+    // ASSAY_NATS_* are the names of `assay up --auth`'s <home>/nats/<user>.env files.
+    server: { type: "string", default: env("NATS_URL") ?? "nats://127.0.0.1:4222" },
+    user: { type: "string", default: env("NATS_USER") },
+    password: { type: "string", default: env("NATS_PASSWORD") },
+    "tls-ca": { type: "string", default: env("NATS_TLS_CA") },
     stream: { type: "string", default: process.env.ASSAY_STREAM ?? "ASSAY" },
     prefix: { type: "string", default: process.env.ASSAY_SUBJECT_PREFIX ?? "assay" },
     campaign: { type: "string" },
@@ -61,8 +69,8 @@ function inboxPrefix(user) {
   return user ? `_INBOX_${user}` : "_INBOX";
 }
 
-async function uploadBucket(nc, bucket) {
-  const objm = new Objm(nc);
+async function uploadBucket(js, bucket) {
+  const objm = new Objm(js);
   try {
     return await objm.open(bucket);
   } catch (e) {
@@ -134,16 +142,19 @@ async function main() {
     pass: opt.password,
     inboxPrefix: inboxPrefix(opt.user),
     maxReconnectAttempts: 0,
+    ...(opt["tls-ca"] ? { tls: { caFile: opt["tls-ca"] } } : {}),
   });
   try {
+    // checkAPI: false skips the client's probe of account info ($JS.API.INFO), which a
+    // least-privilege publisher user may not read.
+    const js = jetstream(nc, { checkAPI: false });
     if (uploaded.length) {
-      const objects = await uploadBucket(nc, `${opt.stream}_UP_${opt.campaign}`);
+      const objects = await uploadBucket(js, `${opt.stream}_UP_${opt.campaign}`);
       for (const file of uploaded) await upload(objects, file);
     }
     // Subscribe before publishing, so the answer cannot come first.
     const answer = answerTo(nc, event.event_id, Number(opt.timeout));
     await nc.flush();
-    const js = jetstream(nc);
     await js.publish(
       `${opt.prefix}.ev.TaskSubmitted.${opt.campaign}.-`,
       JSON.stringify(event),
