@@ -13,7 +13,7 @@
 // ..._USER, ..._PASSWORD, ..._TLS_CA, ASSAY_STREAM, ASSAY_SUBJECT_PREFIX).
 //   node publish.mjs --campaign open --task-id rows --prompt "Count the rows" --attach data.csv
 //   (--declare-only FILE declares an attachment without uploading it: the runner refuses it)
-import { createHash, randomUUID } from "node:crypto";
+import { createHash, randomUUID, webcrypto } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,6 +25,10 @@ import { connect } from "@nats-io/transport-node";
 import Ajv2020 from "ajv/dist/2020.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
+
+// Node 18 (Debian bookworm's) has Web Crypto only as a module; the object store client
+// hashes with the global one.
+globalThis.crypto ??= webcrypto;
 
 function env(name) {
   return process.env[`ASSAY_${name}`] ?? process.env[name];
