@@ -3,7 +3,7 @@
 # everything is already there (each step checks first and says what it does).
 #
 #   scripts/setup-host.sh run    # python3-venv, bubblewrap, the sandbox runtime (cached by recipe hash)
-#   scripts/setup-host.sh test   # + Docker engine and compose, chromium, kubectl, the sandbox image
+#   scripts/setup-host.sh test   # + Docker engine and compose, chromium, kubectl, node and npm, the sandbox image
 #
 # As root, missing Debian packages are installed; otherwise the exact command is printed and
 # the script stops. The local model (for tests) is `make local-model`, run by `make test`.
@@ -17,9 +17,10 @@ say() { printf '== setup (%s): %s\n' "$MODE" "$*" >&2; }
 # command -> Debian package, for the commands this mode needs.
 declare -A NEED=([bwrap]=bubblewrap [prlimit]=util-linux [debootstrap]=debootstrap)
 if [[ "$MODE" == test ]]; then
-  # The local model (llama.cpp) is compiled once: cmake and a C++ compiler.
+  # The local model (llama.cpp) is compiled once: cmake and a C++ compiler. Node.js and npm
+  # run the publisher example of examples/clients/node.
   NEED+=([docker]=docker.io [docker-compose]=docker-compose [chromium]=chromium [kubectl]=kubernetes-client
-        [cmake]=cmake [g++]=g++)
+        [cmake]=cmake [g++]=g++ [node]=nodejs [npm]=npm)
 elif [[ "$MODE" != run ]]; then
   echo "usage: $0 run|test" >&2; exit 2
 fi
