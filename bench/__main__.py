@@ -14,12 +14,14 @@ from bench.load import bench_load
 from bench.runner import bench_runner
 from bench.sandbox import bench_sandbox
 from bench.scripted import bench_scripted
+from bench.seal import bench_seal
 from bench.table import Row, print_rows
 
 # Each suite returns its rows; every row carries its own baseline from the same run.
 SUITES: dict[str, Callable[[], list[Row]]] = {
     "bus": bench_bus,
     "sandbox": bench_sandbox,
+    "seal": bench_seal,
     "judge": bench_judge,
     "aggregator": bench_aggregator,
     "scripted": bench_scripted,
