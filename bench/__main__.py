@@ -14,6 +14,7 @@ from bench.load import bench_load
 from bench.runner import bench_runner
 from bench.sandbox import bench_sandbox
 from bench.scripted import bench_scripted
+from bench.seal import bench_seal
 from bench.table import Row, print_rows
 from bench.view import bench_view
 
@@ -21,6 +22,7 @@ from bench.view import bench_view
 SUITES: dict[str, Callable[[], list[Row]]] = {
     "bus": bench_bus,
     "sandbox": bench_sandbox,
+    "seal": bench_seal,
     "judge": bench_judge,
     "aggregator": bench_aggregator,
     "view": bench_view,

@@ -4,8 +4,11 @@ Each sandbox is one ``bwrap`` over its persistent /workspace and /tmp, started o
 use, whose PID 1 is the resident process that runs every command (see _resident.py):
 every namespace unshared (no network at all, own PID namespace so a kill of bwrap kills
 the whole tree), the runtime rootfs read-only as /, the environment cleared. When the service
-is root, bwrap runs as a host uid of its own per sandbox (200000+), so RLIMIT_NPROC counts
-that sandbox only, and an escaped process owns nothing on the host.
+is root, bwrap runs as a host uid of its own per sandbox (200000+, unique on the host, see
+_uids.py), so RLIMIT_NPROC counts that sandbox only, and an escaped process owns nothing on
+the host; where the host lets the service make cgroups, the sandbox's whole tree also has one
+memory and one process limit (see _cgroups.py). /dev is read-only and /dev/shm is a folder
+of the sandbox's disk quota, so neither is free space.
 """
 
 from __future__ import annotations
@@ -14,12 +17,12 @@ import contextlib
 import os
 import shutil
 import subprocess
-import zlib
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..runtime import default_rootfs
+from ._cgroups import SandboxCgroups, host_cgroups
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
 from ._hostdirs import HostDirs, SandboxMeta, WorkspaceFiles, check_sandbox_id, check_traversable
 from ._models import SandboxInfo, SandboxSpec
@@ -32,10 +35,10 @@ from ._resident import (
     ResidentExec,
     install_scripts,
 )
+from ._uids import UID_BASE, UidRegistry
 
 __all__ = ["BubblewrapBackend"]
 
-_UID_BASE, _UID_SPAN = 200_000, 60_000
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bwrap-spawn")
 SANDBOX_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -75,23 +78,20 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             raise SandboxBackendUnavailable("sandbox backend bubblewrap: bwrap or prlimit missing")
         self.dirs = HostDirs(state_dir, snapshot_dir)
         self._rootfs = rootfs
-        self._uids = state_dir / ".uids"
-        self._uids.mkdir(exist_ok=True, mode=0o700)
+        self._uids = UidRegistry()
         self._init_residents()
 
     def _reserve_uid(self, sandbox_id: str) -> int:
-        """Claim a free host uid atomically (mkdir), starting at a hash of the id."""
+        """A host uid of the sandbox's own (root), or the service's uid."""
         if os.geteuid() != 0:
             return os.getuid()
-        start = zlib.crc32(sandbox_id.encode()) % _UID_SPAN
-        for i in range(_UID_SPAN):
-            uid = _UID_BASE + (start + i) % _UID_SPAN
-            try:
-                (self._uids / str(uid)).mkdir()
-                return uid
-            except FileExistsError:
-                continue
-        raise SandboxError(f"sandbox {sandbox_id}: no free host uid")
+        return self._uids.claim(self.dirs.root(sandbox_id).resolve(), sandbox_id)
+
+    @staticmethod
+    def _cgroups(uid: int) -> SandboxCgroups | None:
+        """The sandbox's cgroups (named by its host-unique uid), where the host has them."""
+        host = host_cgroups()
+        return host.existing(f"sandbox-{uid}") if host and uid >= UID_BASE else None
 
     def create(self, spec: SandboxSpec, sandbox_id: str, labels: Mapping[str, str]) -> SandboxInfo:
         """Make the workspace (tmpfs quota) and record the sandbox; bwrap starts per exec."""
@@ -107,8 +107,16 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         try:
             meta = self.dirs.prepare(sandbox_id, "bubblewrap", spec, labels, uid, uid, rootfs)
         except BaseException:
-            self._release_uid(uid)
+            self._release_uid(sandbox_id, uid)
             raise
+        host = host_cgroups()
+        if host and uid >= UID_BASE:
+            try:
+                # The quota tmpfs's pages are charged to the writer: memory plus disk.
+                host.create(f"sandbox-{uid}", spec.memory_mb + spec.disk_mb, spec.max_processes + 7)
+            except OSError as e:
+                self.destroy(sandbox_id)
+                raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: cgroup: {e}") from e
         # Started now, it boots while the runner gets ready: the first command need not wait.
         with contextlib.suppress(SandboxError):
             self._residents[sandbox_id] = self._start_resident(sandbox_id, meta)
@@ -160,13 +168,13 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             str(scripts),
             RESIDENT_DIR,
             *_gateway_mount(sandbox_id, spec),
-            # /dev/shm would otherwise live on bwrap's unbounded /dev tmpfs.
-            "--size",
-            str(64 * mb),
-            "--perms",
-            "1777",
-            "--tmpfs",
+            # bwrap's /dev is an unbounded tmpfs: shared memory goes to the disk quota
+            # instead, and /dev itself is read-only (its devices stay usable).
+            "--bind",
+            str(self.dirs.shm(sandbox_id)),
             "/dev/shm",
+            "--remount-ro",
+            "/dev",
             "--cap-drop",
             "ALL",
             "--clearenv",
@@ -175,17 +183,24 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             bw += ["--setenv", k, v]
         bw += ["--chdir", "/workspace", "--", *RESIDENT_ARGV]
         root = os.geteuid() == 0
+        argv = [self._prlimit or "prlimit", *limits, "--", *bw]
+        cgroups = self._cgroups(meta.uid)
+        if cgroups:
+            # Joined as root, then the uid is dropped: a process cannot leave on its own.
+            drop = ["setpriv", f"--reuid={meta.uid}", f"--regid={meta.gid}", "--clear-groups"]
+            argv = [*cgroups.join_argv(), *drop, "--", *argv]
+        as_user = root and not cgroups
 
         def spawn() -> subprocess.Popen[bytes]:
             return subprocess.Popen(
-                [self._prlimit or "prlimit", *limits, "--", *bw],
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
-                user=meta.uid if root else None,
-                group=meta.gid if root else None,
-                extra_groups=[] if root else None,
+                user=meta.uid if as_user else None,
+                group=meta.gid if as_user else None,
+                extra_groups=[] if as_user else None,
                 start_new_session=True,
             )
 
@@ -207,15 +222,20 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         except SandboxError:
             uid = None  # half-made: no process can have started
         self._drop_resident(sandbox_id)
-        if uid is not None and uid >= _UID_BASE:
+        cgroups = self._cgroups(uid) if uid is not None else None
+        if cgroups:
+            cgroups.kill()
+        if uid is not None and uid >= UID_BASE:
             kill_uid_processes(uid)
+        if cgroups:
+            cgroups.remove()
         self.dirs.remove(sandbox_id)
         if uid is not None:
-            self._release_uid(uid)
+            self._release_uid(sandbox_id, uid)
 
-    def _release_uid(self, uid: int) -> None:
-        if uid >= _UID_BASE:
-            (self._uids / str(uid)).rmdir()
+    def _release_uid(self, sandbox_id: str, uid: int) -> None:
+        if uid >= UID_BASE:
+            self._uids.release(uid, self.dirs.root(sandbox_id).resolve())
 
     def list_live(self) -> list[SandboxInfo]:
         """Sandboxes with a state folder (a previous service's included)."""

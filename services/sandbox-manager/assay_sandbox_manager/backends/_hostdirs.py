@@ -7,6 +7,7 @@ orphans)::
     <mounts>/<sandbox_id>/                tmpfs of spec.disk_mb (the disk quota)
     <mounts>/<sandbox_id>/workspace       -> /workspace (read-write)
     <mounts>/<sandbox_id>/tmp             -> /tmp (read-write, same quota)
+    <mounts>/<sandbox_id>/shm             -> /dev/shm on bubblewrap (same quota)
 
 When the service is root, bwrap runs as a per-sandbox uid that must reach its mount by
 path, while the state dir may sit under a private home (/root is 0700): so the mounts live
@@ -117,6 +118,10 @@ class HostDirs:
         """Host directory mounted at /tmp."""
         return self.mount(sandbox_id) / "tmp"
 
+    def shm(self, sandbox_id: str) -> Path:
+        """Host directory mounted at /dev/shm (bubblewrap)."""
+        return self.mount(sandbox_id) / "shm"
+
     def prepare(
         self,
         sandbox_id: str,
@@ -146,7 +151,7 @@ class HostDirs:
             self._ensure_mount_root(sandbox_id)
             mnt = self.mount(sandbox_id)
             mount_quota(mnt, spec.disk_mb, uid, gid)
-            for sub, mode in (("workspace", 0o755), ("tmp", 0o1777)):
+            for sub, mode in (("workspace", 0o755), ("tmp", 0o1777), ("shm", 0o1777)):
                 (mnt / sub).mkdir()
                 os.chmod(mnt / sub, mode)
                 if os.geteuid() == 0:

@@ -1,0 +1,93 @@
+"""Attacks on per-sandbox limits: shared uids, /dev as free disk, memory spread over children."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from assay_sandbox_manager.backends import (
+    BubblewrapBackend,
+    ExecResult,
+    SandboxBackend,
+    SandboxSpec,
+)
+from assay_sandbox_manager.backends._cgroups import host_cgroups
+
+MakeSandbox = Callable[..., str]
+
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="per-sandbox uids need root")
+
+
+@root_only
+def test_same_id_in_two_state_dirs_gets_two_uids(host_dirs: Path, rootfs: Path) -> None:
+    """Destroying one instance's sandbox must not kill another instance's same-named one."""
+    spec = SandboxSpec(backend="bubblewrap", memory_mb=768, max_processes=64, disk_mb=64)
+    a = BubblewrapBackend(host_dirs / "uid-a", host_dirs / "snap-a", rootfs=rootfs)
+    b = BubblewrapBackend(host_dirs / "uid-b", host_dirs / "snap-b", rootfs=rootfs)
+    sid = "same-id"
+    a.create(spec, sid, {})
+    b.create(spec, sid, {})
+    try:
+        assert a.dirs.meta(sid).uid != b.dirs.meta(sid).uid
+        got: list[ExecResult] = []
+        running = threading.Thread(
+            target=lambda: got.append(b.exec(sid, "sleep 2; echo survived", timeout_s=30))
+        )
+        running.start()
+        threading.Event().wait(0.7)  # b's command is running when a's sandbox goes
+        a.destroy(sid)
+        running.join()
+        assert got and got[0].stdout == b"survived\n", got
+    finally:
+        for be in (a, b):
+            if any(s.sandbox_id == sid for s in be.list_live()):
+                be.destroy(sid)
+
+
+def test_dev_is_not_free_disk(backend: SandboxBackend, sandbox: str) -> None:
+    """/dev and /dev/shm hold little, and /dev/shm shares the 64 MB disk quota (bubblewrap)."""
+    fill = (
+        "for i in $(seq 10); do dd if=/dev/zero of={d}/fill$i bs=1M count=16 2>/dev/null; done; "
+        "du -cm {d}/fill* 2>/dev/null | tail -1 | cut -f1; true"
+    )
+    for d in ("/dev", "/dev/shm", "/workspace"):
+        res = backend.exec(sandbox, fill.format(d=d), timeout_s=60)
+        assert int(res.stdout or b"0") <= 64, (d, res)
+    if backend.name == "bubblewrap":
+        # /dev/shm and /workspace together, on one quota.
+        res = backend.exec(sandbox, "du -cm /dev/shm/fill* /workspace/fill* | tail -1 | cut -f1")
+        assert int(res.stdout) <= 64, res
+
+
+_HOG = (
+    "import os, sys, time\n"
+    "for i in range(3):\n"
+    "    if os.fork() == 0:\n"
+    "        x = b'x' * (900 * 1024 * 1024)\n"
+    "        open(f'/workspace/held-{i}', 'w').close()\n"
+    "        time.sleep(4)\n"
+    "        os._exit(0)\n"
+    "for _ in range(3):\n"
+    "    os.wait()\n"
+)
+
+
+def test_memory_is_limited_per_sandbox(
+    backend: SandboxBackend, make_sandbox: MakeSandbox, spec: SandboxSpec
+) -> None:
+    """Three children of 900 MB under memory_mb=1024 must not all hold their memory at once."""
+    if backend.name == "bubblewrap" and host_cgroups() is None:
+        pytest.skip("this host lets no cgroup be made for a sandbox (see docs/sandboxes.md)")
+    sid = "mem-" + make_sandbox().removeprefix("t-")
+    backend.create(spec.model_copy(update={"memory_mb": 1024}), sid, {})
+    try:
+        backend.exec(sid, ["python3", "-c", _HOG], timeout_s=60)
+        held = [f for f in backend.list_files(sid) if f.path.startswith("held-")]
+        assert len(held) < 3, held
+        assert backend.exec(sid, "echo alive").stdout == b"alive\n"
+    finally:
+        backend.destroy(sid)
