@@ -23,7 +23,7 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.security.permissions import publisher_user
-from assay.security.signing import ensure_operator, trust_for
+from assay.security.signing import ensure_operator, signer_for, trust_for
 from assay.store import LocalBlobStore, ensure_upload_bucket, upload_bucket
 from assay_schemas import CampaignStarted, JudgmentRecorded, Producer, TaskSubmitted, new_event
 from tests.judge.cases import judge_spec, reading_judge, verdict
@@ -86,6 +86,8 @@ class Publisher:
     settings: Settings
     user: str | None = None
     password: str | None = None
+    signing_key: Path | None = None
+    """Folder holding `publisher-<campaign>.seed` and `.enrollment` (`assay keys enroll`)."""
 
     async def submit(self, task_id: str, *files: str) -> tuple[int, dict[str, object]]:
         """Run publish.mjs; its exit status and the answer it printed."""
@@ -96,6 +98,8 @@ class Publisher:
         if self.user:
             args += ["--user", self.user]
             env["NATS_PASSWORD"] = self.password or ""
+        if self.signing_key:
+            args += ["--signing-key", str(self.signing_key)]
         proc = await asyncio.create_subprocess_exec(
             "node", str(self.script), *args, "--schema", str(SCHEMA), "--campaign", CAMPAIGN,
             "--task-id", task_id, "--prompt", "Count the rows of data.csv.", *files,
@@ -199,6 +203,14 @@ async def test_node_publisher_as_the_least_privilege_publisher_user(
     # events), and the admin makes the upload bucket.
     ensure_operator(secure.base)
     await ensure_upload_bucket(admin_bus.js, upload_bucket(secure.base, CAMPAIGN))
+    # The operator enrolls the outside system's key (`assay keys enroll publisher-open --out`):
+    # it signs its submissions, so the report counts them like any service's events.
+    keys = tmp_path / "publisher-keys"
+    keys.mkdir()
+    assert signer_for(secure.base, publisher_user(CAMPAIGN)) is not None
+    for suffix in (".seed", ".enrollment"):
+        name = f"{publisher_user(CAMPAIGN)}{suffix}"
+        (keys / name).write_bytes((secure.base.home / "keys" / name).read_bytes())
     store = LocalBlobStore(secure.base.blob_dir)
     judge = judge_spec("j1", "judge", scripted.openai_base_url)
     data, missing = task_files(tmp_path)
@@ -209,17 +221,16 @@ async def test_node_publisher_as_the_least_privilege_publisher_user(
             await start_campaign(cli, scripted)
             publisher = Publisher(
                 script=node_publisher, settings=secure.base, user=user,
-                password=secure.passwords[user],
+                password=secure.passwords[user], signing_key=keys,
             )  # fmt: skip
             await submit_and_follow(publisher, cli, last_submission_of(admin_bus), data, missing)
         finally:
             await cli.stop()
     assert secure.violations() == []
-    # With signatures checked, the judged run counts. The outside publisher has no enrolled
-    # key, so its unsigned TaskSubmitted events are the only messages the fold refuses; the
-    # run's task still counts through the runner's signed RunRequested.
+    # With signatures checked, everything counts: the publisher's submissions are signed by
+    # its enrolled key, for its own campaign.
     state = await fold_stream(
         admin_bus.js, secure.base.stream, admin_bus.subjects.events, trust=trust_for(secure.base)
     )
     assert [v for v in state.verdicts.values()], state.refused
-    assert all(".ev.TaskSubmitted." in r.subject for r in state.refused.values()), state.refused
+    assert state.refused == {}, state.refused

@@ -142,3 +142,24 @@ def test_a_judge_on_another_machine_signs_with_a_key_enrolled_here(
     assert trust is not None
     event = _verdict("j9")
     assert trust.verify(*_signed(elsewhere, "judge-j9", event), event).ok
+
+
+def test_an_outside_publisher_signs_tasks_for_its_own_campaign_only(home: Settings) -> None:
+    from assay_schemas import Task, TaskSubmitted
+
+    trust = trust_for(home)
+    assert trust is not None
+
+    def task_for(campaign: str) -> TaskSubmitted:
+        return new_event(
+            TaskSubmitted, key=(campaign, "t1"), campaign_id=campaign, task_id="t1",
+            task=Task(task_id="t1", prompt="p"), producer=Producer(service="node", version="0"),
+        )  # fmt: skip
+
+    mine = task_for("open")
+    assert trust.verify(*_signed(home, "publisher-open", mine), mine).ok
+    theirs = task_for("other")
+    verdict = trust.verify(*_signed(home, "publisher-open", theirs), theirs)
+    assert not verdict.ok and "publisher of open wrote to campaign other" in verdict.reason
+    verdict = trust.verify(*_signed(home, "publisher-open", _verdict()), _verdict())
+    assert not verdict.ok and "may not write JudgmentRecorded" in verdict.reason

@@ -174,6 +174,10 @@ class TrustList:
             return Verdict(
                 False, "", f"{enrolled.role}/{enrolled.name} may not write {event.event_type}"
             )
+        if enrolled.role == "publisher" and event.campaign_id != enrolled.name:
+            return Verdict(
+                False, "", f"publisher of {enrolled.name} wrote to campaign {event.campaign_id}"
+            )
         if enrolled.role == "judge" and _judge_of(event) not in (None, enrolled.name):
             return Verdict(
                 False, "", f"judge {enrolled.name} wrote a verdict as judge {_judge_of(event)}"
@@ -220,6 +224,9 @@ def role_of(service: str) -> tuple[Role, str] | None:
     """The role and name a bus of `service` signs as (None: it publishes nothing)."""
     if service.startswith("judge-"):
         return "judge", service.removeprefix("judge-")
+    if service.startswith("publisher-"):
+        # An outside system submitting tasks to one campaign (`assay up --publisher`).
+        return "publisher", service.removeprefix("publisher-")
     if service in ("runner", "sandbox-manager", "cli"):
         return service, service  # type: ignore[return-value]
     return None

@@ -13,15 +13,19 @@
 // ..._USER, ..._PASSWORD, ..._TLS_CA, ASSAY_STREAM, ASSAY_SUBJECT_PREFIX).
 //   node publish.mjs --campaign open --task-id rows --prompt "Count the rows" --attach data.csv
 //   (--declare-only FILE declares an attachment without uploading it: the runner refuses it)
+// With --signing-key DIR (ASSAY_SIGNING_KEY), the event is signed with the publisher key the
+// operator enrolled (`assay keys enroll publisher-<campaign> --out DIR`), so the report counts
+// it: an unsigned submission is still run, but the report lists it as refused.
 import { createHash, randomUUID, webcrypto } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
+import { fromSeed } from "@nats-io/nkeys";
 import { jetstream } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
-import { connect } from "@nats-io/transport-node";
+import { connect, headers as natsHeaders } from "@nats-io/transport-node";
 import Ajv2020 from "ajv/dist/2020.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -50,6 +54,7 @@ const { values: opt } = parseArgs({
     "declare-only": { type: "string", multiple: true, default: [] },
     schema: { type: "string", default: join(here, "../../../schemas/json/TaskSubmitted.json") },
     timeout: { type: "string", default: "30" },
+    "signing-key": { type: "string", default: env("SIGNING_KEY") },
   },
 });
 for (const name of ["campaign", "task-id", "prompt"]) {
@@ -159,17 +164,32 @@ async function main() {
     // Subscribe before publishing, so the answer cannot come first.
     const answer = answerTo(nc, event.event_id, Number(opt.timeout));
     await nc.flush();
-    await js.publish(
-      `${opt.prefix}.ev.TaskSubmitted.${opt.campaign}.-`,
-      JSON.stringify(event),
-      { msgID: event.event_id, expect: { streamName: opt.stream } },
-    );
+    const subject = `${opt.prefix}.ev.TaskSubmitted.${opt.campaign}.-`;
+    const data = new TextEncoder().encode(JSON.stringify(event));
+    await js.publish(subject, data, {
+      msgID: event.event_id,
+      expect: { streamName: opt.stream },
+      headers: opt["signing-key"] ? signed(subject, data, opt["signing-key"]) : undefined,
+    });
     const reply = await answer;
     console.log(JSON.stringify(reply));
     return reply.event_type === "TaskAccepted" ? 0 : 3;
   } finally {
     await nc.close();
   }
+}
+
+// Assay's signature: Ed25519 (nkeys) over `<subject>\n<bytes>`, with the enrolled public key
+// and the operator's enrollment of it in headers (see assay/security/signing.py).
+function signed(subject, data, dir) {
+  const name = `publisher-${opt.campaign}`;
+  const pair = fromSeed(new TextEncoder().encode(readFileSync(join(dir, `${name}.seed`), "utf8").trim()));
+  const message = new Uint8Array([...new TextEncoder().encode(`${subject}\n`), ...data]);
+  const h = natsHeaders();
+  h.set("Assay-Signer", pair.getPublicKey());
+  h.set("Assay-Signature", Buffer.from(pair.sign(message)).toString("base64url"));
+  h.set("Assay-Enrollment", readFileSync(join(dir, `${name}.enrollment`), "utf8").trim());
+  return h;
 }
 
 main().then(
