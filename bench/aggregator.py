@@ -37,8 +37,8 @@ __all__ = ["bench_aggregator"]
 
 JUDGES = (("judge_a", "fam_a"), ("judge_b", "fam_b"), ("judge_c", "fam_c"))
 KBENCH = LogSpec(campaign_id="kbench", n_tasks=178, n_agents=9, judges=JUDGES, steps_per_run=20)
-TENX = LogSpec(campaign_id="kbench10", n_tasks=1780, n_agents=9, judges=JUDGES, steps_per_run=5)
-"""10× the runs; 5 steps per run (not 20) keeps generating and publishing near 3 minutes."""
+TENX = LogSpec(campaign_id="kbench10", n_tasks=1780, n_agents=9, judges=JUDGES, steps_per_run=20)
+"""A true 10×: ten times K-Bench's runs with the same 20 steps each (about 440k events)."""
 
 
 async def _raw_read(bus: Bus) -> tuple[float, int]:
