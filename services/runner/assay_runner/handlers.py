@@ -63,6 +63,9 @@ class RunnerService:
     """Where program runs' gateway folders are made (a host path sandboxes can traverse)."""
 
     _providers: dict[str, ModelProvider] = field(default_factory=dict)
+    _scheduling: set[str] = field(default_factory=set)
+    """Run ids this process is publishing now: the campaign and the task handler may both
+    schedule a task's runs at once, and each run must start one trace, not two."""
 
     @property
     def admission(self) -> Admission:
@@ -103,19 +106,29 @@ class RunnerService:
     async def _schedule(self, runs: list[RunRequested]) -> None:
         task_span = trace.get_current_span().get_span_context()
         for run in runs:
-            if await self.bus.has_event(self.bus.subjects.of(run)):
-                continue  # scheduled before (a redelivery, or the campaign/task race)
-            if run.sandbox.gateway_dir is not None:
-                # Before publishing: the sandbox-manager binds it when it creates the sandbox.
-                Path(run.sandbox.gateway_dir).mkdir(mode=0o711, parents=True, exist_ok=True)
-            # One trace per run: a new root, linked to the task that caused it.
-            links = [trace.Link(task_span)] if task_span.is_valid else []
-            with tracer("assay.runner").start_as_current_span(
-                f"run {run.run_id}", context=Context(), links=links
-            ) as span:
-                span.set_attribute("assay.run_id", run.run_id or "")
-                span.set_attribute("assay.agent_id", run.agent.agent_id)
-                await self.bus.publish(run)
+            rid = run.run_id or ""
+            if rid in self._scheduling:
+                continue  # the other handler of the campaign/task race is on it
+            self._scheduling.add(rid)
+            try:
+                await self._schedule_one(run, task_span)
+            finally:
+                self._scheduling.discard(rid)
+
+    async def _schedule_one(self, run: RunRequested, task_span: trace.SpanContext) -> None:
+        if await self.bus.has_event(self.bus.subjects.of(run)):
+            return  # scheduled before (a redelivery, or the campaign/task race)
+        if run.sandbox.gateway_dir is not None:
+            # Before publishing: the sandbox-manager binds it when it creates the sandbox.
+            Path(run.sandbox.gateway_dir).mkdir(mode=0o711, parents=True, exist_ok=True)
+        # One trace per run: a new root, linked to the task that caused it.
+        links = [trace.Link(task_span)] if task_span.is_valid else []
+        with tracer("assay.runner").start_as_current_span(
+            f"run {run.run_id}", context=Context(), links=links
+        ) as span:
+            span.set_attribute("assay.run_id", run.run_id or "")
+            span.set_attribute("assay.agent_id", run.agent.agent_id)
+            await self.bus.publish(run)
 
     async def _admit(
         self, campaign: CampaignSpec | None, event: TaskSubmitted, sequence: int
