@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -75,12 +76,16 @@ def test_each_package_installs_alone_in_an_empty_venv(name: str, tmp_path: Path)
     """Only the package, its local dependencies and its own third-party ones get installed."""
     folder, dist, absent = PACKAGES[name]
     uv = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
+    # uv trusts its own certificate list unless told to use the system's, which is where a
+    # machine behind a TLS-inspecting proxy keeps that proxy's certificate.
+    env = {**os.environ, "UV_NATIVE_TLS": "1"}
     wheels = tmp_path / "wheels"
     for source in (*LOCAL_DEPS[dist], folder):
         subprocess.run(
             [uv, "build", "--wheel", "--quiet", "-o", str(wheels), str(ROOT / source)],
             check=True,
             capture_output=True,
+            env=env,
         )
     venv = tmp_path / "venv"
     subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
@@ -89,6 +94,7 @@ def test_each_package_installs_alone_in_an_empty_venv(name: str, tmp_path: Path)
         [uv, "pip", "install", "--quiet", "--python", python, "--find-links", str(wheels), dist],
         check=True,
         capture_output=True,
+        env=env,
     )
     where = _python(f"import {name} as m; print(m.__file__)", python)
     assert where.startswith(str(venv)), where
