@@ -94,7 +94,8 @@ class SealedFiles:
             try:
                 data = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
             except StoreError as e:
-                raise StoreError(f"sealed file {ref.path} ({ref.sha256[:12]}): {e}") from e
+                # Same class (missing, corrupted, or the store being down), with the file named.
+                raise type(e)(f"sealed file {ref.path} ({ref.sha256[:12]}): {e}") from e
             self._cache[ref.sha256] = data
         return data
 

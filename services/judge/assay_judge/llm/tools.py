@@ -23,7 +23,7 @@ from assay.providers import (
     ToolDefinition,
     ToolResultMessage,
 )
-from assay_schemas import FileRef, StoreError
+from assay_schemas import BlobCorrupted, BlobNotFound, FileRef
 
 from ..delimit import artifact_block, one_line
 from ..files import SealedFiles
@@ -107,7 +107,10 @@ class JudgeToolBox:
         try:
             args = call.parsed_arguments()
             content = await self._dispatch(call.name, args)
-        except (ValueError, KeyError, TypeError, ReadError, StoreError) as e:
+        except (ValueError, KeyError, TypeError, ReadError, BlobNotFound, BlobCorrupted) as e:
+            # A missing or corrupted blob is the run's fact: the judge is told. A store that
+            # is down (any other StoreError) is not: it propagates, the handler is retried,
+            # and the verdict is the one an undisturbed judge would have given.
             message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
             # Errors quote file names the agent chose: escape them like any other content.
             content = f"error: {one_line(message)}"
