@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -14,6 +15,9 @@ from assay_schemas import AgentStepLogged
 from bench.synthetic_log import publish_events
 
 from .conftest import HOSTILE, PAYLOAD, Published
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, ConsoleMessage, Dialog, Page
 
 async_api = pytest.importorskip("playwright.async_api")
 
@@ -37,7 +41,7 @@ _PWNED = "() => window.__pwned || document.title === 'PWNED' || document.body.da
 class Watched:
     """A page, and every dialog and console error it has produced."""
 
-    def __init__(self, page: async_api.Page) -> None:
+    def __init__(self, page: Page) -> None:
         self.page = page
         self.dialogs: list[str] = []
         self.errors: list[str] = []
@@ -45,12 +49,12 @@ class Watched:
         page.on("console", self._console)
         page.on("pageerror", lambda e: self.errors.append(str(e)))
 
-    def _console(self, message: async_api.ConsoleMessage) -> None:
+    def _console(self, message: ConsoleMessage) -> None:
         where = message.location.get("url", "")
         if message.type == "error" and not where.endswith("/favicon.ico"):
             self.errors.append(f"{message.text} ({where})")
 
-    async def _dialog(self, dialog: async_api.Dialog) -> None:
+    async def _dialog(self, dialog: Dialog) -> None:
         self.dialogs.append(dialog.message)
         await dialog.dismiss()
 
@@ -62,7 +66,7 @@ class Watched:
 
 
 @pytest.fixture
-async def browser() -> AsyncIterator[async_api.Browser]:
+async def browser() -> AsyncIterator[Browser]:
     """Debian's Chromium, headless, with nothing reaching beyond loopback."""
     async with async_api.async_playwright() as p:
         chromium = await p.chromium.launch(
@@ -75,7 +79,7 @@ async def browser() -> AsyncIterator[async_api.Browser]:
 
 
 @pytest.fixture
-async def page(browser: async_api.Browser, served: str) -> AsyncIterator[Watched]:
+async def page(browser: Browser, served: str) -> AsyncIterator[Watched]:
     """A fresh page on the served viewer, watched for dialogs, errors and CSP violations."""
     context = await browser.new_context(base_url=served, viewport={"width": 1280, "height": 900})
     await context.add_init_script(_WATCH)
@@ -84,7 +88,7 @@ async def page(browser: async_api.Browser, served: str) -> AsyncIterator[Watched
     await context.close()
 
 
-async def _hrefs(page: async_api.Page, selector: str) -> list[str]:
+async def _hrefs(page: Page, selector: str) -> list[str]:
     return list(
         await page.locator(selector).evaluate_all("(as) => as.map((a) => a.getAttribute('href'))")
     )
@@ -192,3 +196,8 @@ async def test_the_hostile_agents_markup_runs_nowhere(page: Watched) -> None:
     for link in await p.locator("a", has_text="link").all():
         await link.click()
     await page.assert_no_script_ran("javascript: link")
+    # And the violation check can fail: an inline script on a viewer page is refused.
+    with pytest.raises(async_api.Error):
+        await p.add_script_tag(content="window.__pwned = true")
+    assert not await p.evaluate(_PWNED)
+    assert await p.evaluate("() => window.__violations") != []
