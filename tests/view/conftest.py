@@ -1,11 +1,15 @@
-"""Viewer fixtures: the aggregator's synthetic campaign, plus one hostile agent's run."""
+"""Viewer fixtures: the aggregator's synthetic campaign plus one hostile agent's run, and
+the viewer over them, in-process or served by uvicorn on loopback."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+import uvicorn
 
 from assay.bus import Bus
 from assay.config import Settings
@@ -94,4 +98,22 @@ async def client(settings: Settings, hostile: Published) -> AsyncIterator[httpx.
     transport = httpx.ASGITransport(app=create_app(source))
     async with httpx.AsyncClient(transport=transport, base_url="http://viewer") as c:
         yield c
+    await source.close()
+
+
+@pytest.fixture
+async def served(settings: Settings, hostile: Published) -> AsyncIterator[str]:
+    """The viewer on a free loopback port for the length of one test."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    source = Source(settings, resamples=200)
+    config = uvicorn.Config(create_app(source), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    await task
     await source.close()

@@ -5,41 +5,18 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import socket
 import subprocess
-from collections.abc import AsyncIterator
 from importlib.resources import files
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from assay.bus import Bus
-from assay.config import Settings
-from assay_aggregator.view import Source, create_app
 from assay_schemas import AgentStepLogged, JudgmentRecorded
 from bench.synthetic_log import publish_events
 
 from .conftest import HOSTILE, PAYLOAD, Published
-
-
-@pytest.fixture
-async def served(settings: Settings, hostile: Published) -> AsyncIterator[str]:
-    """The viewer on a free loopback port for the length of one test."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    source = Source(settings, resamples=200)
-    config = uvicorn.Config(create_app(source), host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    await task
-    await source.close()
 
 
 async def test_a_step_logged_while_the_page_is_open_arrives_as_an_event(

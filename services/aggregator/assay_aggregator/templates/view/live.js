@@ -22,7 +22,11 @@ function drawStep(d) {
   const item = el("li");
   item.id = `step-${d.step}`;
   item.dataset.live = "1";
-  item.append(el("h3", `step ${d.step}`), el("p", d.note, "note"));
+  const heading = el("h3");
+  const self = el("a", `step ${d.step}`);
+  self.href = `#step-${d.step}`;  // each step can be linked to, like the drawn ones
+  heading.append(self);
+  item.append(heading, el("p", d.note, "note"));
   if (d.model_output) item.append(el("pre", d.model_output, "text"));
   for (const call of d.calls) {
     const box = el("div", null, "call");
