@@ -108,12 +108,19 @@ async def served(settings: Settings, hostile: Published) -> AsyncIterator[str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     source = Source(settings, resamples=200)
-    config = uvicorn.Config(create_app(source), host="127.0.0.1", port=port, log_level="warning")
+    config = uvicorn.Config(
+        create_app(source), host="127.0.0.1", port=port, log_level="warning",
+        timeout_graceful_shutdown=2,  # event streams a browser left open close, not hang
+    )  # fmt: skip
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
         await asyncio.sleep(0.05)
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
-    await task
+    try:
+        await asyncio.wait_for(task, 15)
+    except TimeoutError:
+        server.force_exit = True
+        task.cancel()
     await source.close()

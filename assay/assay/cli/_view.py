@@ -37,4 +37,9 @@ def view(
         page = f"/campaign/{campaign}" if campaign else "/"
         console.print(f"assay view on http://{host}:{port}{page} (Ctrl-C to stop)")
         source = Source(settings, resamples=resamples)
-        uvicorn.run(create_app(source), host=host, port=port, log_level="warning")
+        # Live pages hold event streams open: on Ctrl-C, close them after a moment rather
+        # than wait for every browser tab to go away.
+        uvicorn.run(
+            create_app(source), host=host, port=port, log_level="warning",
+            timeout_graceful_shutdown=2,
+        )  # fmt: skip
