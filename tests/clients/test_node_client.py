@@ -49,8 +49,11 @@ JUDGE = reading_judge([("list_files", {})], verdict(8, files=["out/n.txt"]))
 def node_publisher() -> Path:
     """publish.mjs beside its installed packages, in a cache folder keyed by the lock file
     (outside the repository; npm's own cache is kept there too)."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are not installed (scripts/setup-host.sh test installs them)")
+    # `make test` installs them (scripts/setup-host.sh test): missing is a broken set-up,
+    # which must fail, not pass as a skip.
+    assert shutil.which("node") and shutil.which("npm"), (
+        "node and npm are missing: run `make test` (scripts/setup-host.sh test installs them)"
+    )
     lock = (EXAMPLE / "package-lock.json").read_bytes()
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "assay-tests"
     folder = cache / f"node-publisher-{hashlib.sha256(lock).hexdigest()[:16]}"
