@@ -5,7 +5,15 @@ from ._broker import dlq_stream, ensure_streams, event_stream, make_broker
 from ._bus import Bus
 from ._dead_letters import DEAD_DELIVERIES, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT
 from ._records import Delivery, Published, Refusal, RefusalSink
-from ._replay import LoggedEvent, RawMessage, Skipped, describe_skipped, read_log, read_raw
+from ._replay import (
+    LoggedEvent,
+    RawMessage,
+    Skipped,
+    describe_skipped,
+    messages_at,
+    read_log,
+    read_raw,
+)
 from ._subjects import Subjects
 
 __all__ = [
@@ -29,6 +37,7 @@ __all__ = [
     "ensure_streams",
     "event_stream",
     "make_broker",
+    "messages_at",
     "read_log",
     "read_raw",
     "render_asyncapi",

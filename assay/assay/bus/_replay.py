@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from typing import NamedTuple
+from collections.abc import AsyncIterator, Sequence
+from typing import NamedTuple, Protocol
 
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
@@ -12,7 +12,15 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from assay_schemas import Event, InvalidEvent, parse_event
 
-__all__ = ["LoggedEvent", "RawMessage", "Skipped", "describe_skipped", "read_log", "read_raw"]
+__all__ = [
+    "LoggedEvent",
+    "RawMessage",
+    "Skipped",
+    "describe_skipped",
+    "messages_at",
+    "read_log",
+    "read_raw",
+]
 
 log = logging.getLogger("assay.bus.replay")
 
@@ -34,13 +42,23 @@ class Skipped(NamedTuple):
     reason: str
 
 
+class _AtSequence(Protocol):
+    @property
+    def sequence(self) -> int: ...
+
+
+def messages_at(items: Sequence[_AtSequence], kind: str = "") -> str:
+    """`N [kind] message(s) at seq a, b, …` (the first five sequences), for people."""
+    seqs = ", ".join(str(i.sequence) for i in items[:5]) + (", …" if len(items) > 5 else "")
+    noun = "message" if len(items) == 1 else "messages"
+    return f"{len(items)} {kind + ' ' if kind else ''}{noun} at seq {seqs}"
+
+
 def describe_skipped(skipped: list[Skipped]) -> str:
     """One line for people: how many messages were skipped, where, and where to look."""
     if not skipped:
         return ""
-    seqs = ", ".join(str(s.sequence) for s in skipped[:5]) + (", …" if len(skipped) > 5 else "")
-    noun = "message" if len(skipped) == 1 else "messages"
-    return f"skipped {len(skipped)} undecodable {noun} at seq {seqs}; see assay dlq"
+    return f"skipped {messages_at(skipped, 'undecodable')}; see assay dlq"
 
 
 class LoggedEvent(NamedTuple):

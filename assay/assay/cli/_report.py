@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from assay.bus import Bus, LoggedEvent
+from assay.bus import Bus, LoggedEvent, messages_at
 from assay.config import Settings
 from assay.security.signing import trust_for
 from assay.store import open_store
@@ -66,9 +66,10 @@ async def _projections(settings: Settings, *, fresh: bool = False) -> Projection
 
 def describe_refused(refused: list[Any]) -> str:
     """One line for people: how many stored messages reached no number, and where to look."""
-    seqs = ", ".join(str(r.sequence) for r in refused[:5]) + (", …" if len(refused) > 5 else "")
-    noun = "message" if len(refused) == 1 else "messages"
-    return f"refused {len(refused)} {noun} at seq {seqs} (undecodable, forged or repeated); see assay dlq and the report's refusals"
+    return (
+        f"refused {messages_at(refused)} (undecodable, forged or repeated); "
+        "see assay dlq and the report's refusals"
+    )
 
 
 @app.command()

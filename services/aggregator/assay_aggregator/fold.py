@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from assay.security.signing import TrustList
+from assay.security.signing import TrustList, Verdict
 from assay_schemas import (
     RULES_JUDGE_ID,
     AgentFinished,
@@ -272,7 +272,11 @@ def admitted(
     with one, only those its signature ties to the operator key (refusals are recorded)."""
     if trust is None:
         return True
-    verdict = trust.verify(subject, data, headers, event)
+    return checked(state, sequence, subject, event, trust.verify(subject, data, headers, event))
+
+
+def checked(state: State, sequence: int, subject: str, event: Event, verdict: Verdict) -> bool:
+    """Whether a signature check lets the event count; a refusal is recorded with its why."""
     if not verdict.ok:
         state.refuse(sequence, subject, f"{event.event_type}: {verdict.reason}")
     return verdict.ok

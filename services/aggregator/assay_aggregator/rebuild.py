@@ -20,7 +20,7 @@ from assay.bus import RawMessage, read_raw
 from assay.security.signing import TrustList, Verdict
 from assay_schemas import Event, InvalidEvent, parse_event
 
-from .fold import apply
+from .fold import apply, checked
 from .state import State
 
 __all__ = ["fold_stream", "head_sequence"]
@@ -115,10 +115,8 @@ async def _fold_verified(
             for (raw, event), verdict in zip(done, verdicts, strict=True):
                 if event is None or verdict is None:
                     continue
-                if verdict.ok:
+                if checked(state, raw.sequence, raw.subject, event, verdict):
                     apply(state, raw.sequence, event, load)
-                else:
-                    state.refuse(raw.sequence, raw.subject, f"{event.event_type}: {verdict.reason}")
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify") as pool:
         async for raw in messages:
