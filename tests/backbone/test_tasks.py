@@ -90,6 +90,17 @@ def test_asi_bench_task(tmp_path: Path) -> None:
     assert task.reference_checks[0].kind == "number_near"
 
 
+@pytest.mark.parametrize("resource", ["../secret.txt", "/etc/passwd", "data/../../secret.txt"])
+def test_asi_resources_cannot_reach_outside_the_task_folder(tmp_path: Path, resource: str) -> None:
+    (tmp_path / "secret.txt").write_text("not the task's")
+    task_dir = tmp_path / "task"
+    (task_dir / "data").mkdir(parents=True)
+    spec = {"task_id": "asi-evil", "question": "q?", "resources": [{"path": resource}]}
+    (task_dir / "asi.json").write_text(json.dumps(spec))
+    with pytest.raises(TaskInputError, match=r"asi-evil.*resources\[0\]"):
+        load_asi_task(task_dir / "asi.json", max_bytes=MAX)
+
+
 def _jsonl(tmp_path: Path, attachments: list[str]) -> Path:
     path = tmp_path / "t.jsonl"
     path.write_text(json.dumps({"task_id": "evil", "prompt": "p", "attachments": attachments}))
