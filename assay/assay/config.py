@@ -50,6 +50,11 @@ class Settings(BaseSettings):
     s3_bucket: str = "assay-blobs"
     s3_secure: bool = False
     s3_region: str = "us-east-1"
+    s3_admin: Literal["iam", "minio"] = "iam"
+    """How `assay keys s3-publisher` creates a key: AWS IAM (moto too) or MinIO's admin API."""
+    s3_iam_endpoint: str | None = None
+    """IAM endpoint URL; default: AWS's own for an amazonaws.com S3 endpoint, else the S3
+    endpoint itself (moto serves both)."""
 
     instance: str = Field(default_factory=lambda: socket.gethostname().split(".")[0] or "local")
     """Stable name of this service instance (sandboxes are owned by one instance)."""

@@ -1,7 +1,11 @@
-"""`assay keys`: the operator key and the enrolled signing keys of services and judges."""
+"""`assay keys`: the operator key, the enrolled signing keys of services and judges, and
+the put-only S3 keys of outside publishers."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import re
 import shutil
 from pathlib import Path
 
@@ -9,11 +13,14 @@ import typer
 
 from assay.config import Settings
 from assay.security.signing import ensure_operator, role_of, signer_for
+from assay.store import create_publisher_key, open_store
+from assay_schemas import ID_PATTERN, AssayError
 
 from ._app import app, console, err_console
 
 keys_app = typer.Typer(
-    help="Signing keys: every service signs its events with a key the operator enrolled.",
+    help="Signing keys (every service signs its events with a key the operator enrolled) "
+    "and outside publishers' put-only S3 keys.",
     no_args_is_help=True,
 )
 app.add_typer(keys_app, name="keys")
@@ -52,3 +59,48 @@ def enroll(
             shutil.copy2(src, out / src.name)
             (out / src.name).chmod(0o600)
         console.print(f"copied to {out} (put it in that machine's <home>/keys/)")
+
+
+@keys_app.command("s3-publisher")
+def s3_publisher(
+    campaign: str = typer.Option(
+        ..., "--campaign", "-c", help="The campaign whose outside publisher gets the key."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the key as one JSON object."),
+) -> None:
+    """Create, on the S3 store the settings name (ASSAY_S3_*, with the operator's key), a key
+    that may only put new blobs under the store's sha256/ prefix (no read, list or delete,
+    no other prefix or bucket), and print it once for the outside system."""
+    settings = Settings()
+    if settings.store != "s3":
+        err_console.print(
+            "[red]error:[/red] the store is local (set ASSAY_STORE=s3 and ASSAY_S3_*); an "
+            "embedded publisher uploads into its campaign's JetStream bucket "
+            "(`assay up --auth --publisher CAMPAIGN`)"
+        )
+        raise typer.Exit(2)
+    if not re.match(ID_PATTERN, campaign):
+        raise typer.BadParameter(f"not a campaign id: {campaign!r}", param_hint="--campaign")
+    try:
+        open_store(settings)  # the bucket exists before anyone is told to write into it
+        key = create_publisher_key(settings, campaign)
+    except AssayError as e:
+        err_console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    if as_json:
+        print(json.dumps({**dataclasses.asdict(key), "endpoint_url": key.endpoint_url}))
+        return
+    console.print(
+        f"S3 publisher key for campaign {campaign} (user {key.user}): it may only put new "
+        "blobs, each as object <prefix><first 2 hex digits>/<sha256> with If-None-Match: *",
+        highlight=False,
+    )
+    for label, value in (
+        ("endpoint", key.endpoint_url),
+        ("region", key.region),
+        ("bucket", key.bucket),
+        ("prefix", key.prefix),
+        ("access key", key.access_key),
+        ("secret key", key.secret_key),
+    ):
+        console.print(f"  {label:<11}{value}", highlight=False)

@@ -10,7 +10,8 @@ from ._hashing import hash_file
 from ._local import LocalBlobStore
 from ._manifest import media_type_of, store_file
 from ._protocol import BlobInfo, BlobStore
-from ._s3 import S3BlobStore
+from ._publisher_keys import PublisherKey, create_publisher_key, publisher_policy
+from ._s3 import BLOB_PREFIX, S3BlobStore
 from ._uploads import (
     ensure_upload_bucket,
     import_upload,
@@ -20,15 +21,19 @@ from ._uploads import (
 )
 
 __all__ = [
+    "BLOB_PREFIX",
     "BlobInfo",
     "BlobStore",
     "LocalBlobStore",
+    "PublisherKey",
     "S3BlobStore",
+    "create_publisher_key",
     "ensure_upload_bucket",
     "hash_file",
     "import_upload",
     "media_type_of",
     "open_store",
+    "publisher_policy",
     "store_file",
     "upload_blob",
     "upload_bucket",

@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from assay_schemas import BlobCorrupted, StoreError
+from assay_schemas import BlobCorrupted, BlobNotFound, StoreError
 
 from ._protocol import BlobInfo
 
@@ -78,6 +78,22 @@ class VerifiedReads(ABC):
         verify_chunks(sha256, self._chunks(sha256), parts)
         return b"".join(parts)
 
+    @abstractmethod
+    def _remove(self, sha256: str) -> None:
+        """Delete a blob's stored bytes."""
+
     def get_file(self, sha256: str, dest: Path) -> None:
         """Copy a blob out into a file, verified while streaming."""
         verify_into(sha256, self._chunks(sha256), dest)
+
+    def discard_corrupted(self, sha256: str) -> bool:
+        """Remove a blob whose stored bytes do not hash to its name, so that the right bytes
+        can be put again (a publisher's key may only create blobs); True when removed."""
+        try:
+            verify_chunks(sha256, self._chunks(sha256))
+        except BlobNotFound:
+            return False
+        except BlobCorrupted:
+            self._remove(sha256)
+            return True
+        return False  # sound: never removed

@@ -81,3 +81,6 @@ class LocalBlobStore(VerifiedReads):
     def exists(self, sha256: str) -> bool:
         """Whether the blob is present."""
         return self.path_of(sha256).exists()
+
+    def _remove(self, sha256: str) -> None:
+        self.path_of(sha256).unlink(missing_ok=True)

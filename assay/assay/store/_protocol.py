@@ -38,3 +38,7 @@ class BlobStore(Protocol):
     def exists(self, sha256: str) -> bool:
         """Whether a blob with this address is stored."""
         ...
+
+    def discard_corrupted(self, sha256: str) -> bool:
+        """Remove a blob whose bytes do not hash to its address; True when removed."""
+        ...

@@ -16,7 +16,10 @@ from assay_schemas import BlobNotFound, StoreError
 from ._hashing import CHUNK, VerifiedReads, check_address, hash_file
 from ._protocol import BlobInfo
 
-__all__ = ["S3BlobStore"]
+__all__ = ["BLOB_PREFIX", "S3BlobStore"]
+
+BLOB_PREFIX = "sha256/"
+"""Every blob's key starts here (the one prefix an outside publisher's key may write)."""
 
 _TRANSPORT_ERRORS = (MinioException, HTTPError, OSError)
 
@@ -39,7 +42,7 @@ class S3BlobStore(VerifiedReads):
     def key_of(self, sha256: str) -> str:
         """Object key of a blob."""
         check_address(sha256)
-        return f"sha256/{sha256[:2]}/{sha256}"
+        return f"{BLOB_PREFIX}{sha256[:2]}/{sha256}"
 
     def exists(self, sha256: str) -> bool:
         """Whether the object is present."""
@@ -76,6 +79,12 @@ class S3BlobStore(VerifiedReads):
         except _TRANSPORT_ERRORS as e:
             raise StoreError(f"S3 upload of blob {info.sha256}: {e}") from e
         return info
+
+    def _remove(self, sha256: str) -> None:
+        try:
+            self.client.remove_object(self.bucket, self.key_of(sha256))
+        except _TRANSPORT_ERRORS as e:
+            raise StoreError(f"S3 removal of blob {sha256}: {e}") from e
 
     def _chunks(self, sha256: str) -> Iterator[bytes]:
         try:

@@ -60,6 +60,10 @@ class CountingStore:
         """Whether a blob is stored."""
         return self.inner.exists(sha256)
 
+    def discard_corrupted(self, sha256: str) -> bool:
+        """Remove a blob whose bytes do not match its address."""
+        return self.inner.discard_corrupted(sha256)
+
 
 @dataclass(kw_only=True)
 class SealedFiles:

@@ -84,7 +84,9 @@ class Admission:
         except BlobNotFound as e:
             return "missing_blob", f"{where}: {e}"
         except BlobCorrupted as e:
-            return "blob_mismatch", f"{where}: {e}"
+            removed = await asyncio.to_thread(self.store.discard_corrupted, ref.sha256)
+            again = "; the wrong bytes were removed, upload the right ones again" if removed else ""
+            return "blob_mismatch", f"{where}: {e}{again}"
         if len(data) != ref.size:
             return "blob_mismatch", f"{where}: {len(data)} bytes stored, {ref.size} declared"
         return None
