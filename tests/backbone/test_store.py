@@ -82,6 +82,17 @@ def test_corrupted_blob_is_detected(store: BlobStore, tmp_path: Path) -> None:
     assert not dest.exists(), "a file that failed verification must not be left behind"
 
 
+def test_only_a_corrupted_blob_is_discarded(store: BlobStore) -> None:
+    sound = store.put_bytes(b"sound")
+    bad = store.put_bytes(b"promised")
+    corrupt(store, bad.sha256, b"forged")
+    assert not store.discard_corrupted(sound.sha256) and store.exists(sound.sha256)
+    assert store.discard_corrupted(bad.sha256) and not store.exists(bad.sha256)
+    assert not store.discard_corrupted(bad.sha256), "nothing left to discard"
+    assert store.put_bytes(b"promised") == bad
+    assert store.get_bytes(bad.sha256) == b"promised"
+
+
 def test_missing_blob_and_bad_address(store: BlobStore) -> None:
     missing = "0" * 64
     assert not store.exists(missing)
