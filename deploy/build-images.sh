@@ -53,7 +53,7 @@ packages_of() {
 # What pip resolves for a target: its packages with their third-party dependencies.
 requirement_of() {
   if [[ "$1" == assay ]]; then
-    echo "assay[providers] assay-runner assay-sandbox-manager assay-judge assay-aggregator"
+    echo "assay[providers,aws] assay-runner assay-sandbox-manager assay-judge assay-aggregator"
   else
     echo "assay-$1"
   fi
@@ -173,8 +173,9 @@ stage_context() {
     rm -rf "$deps.tmp"; mkdir -p "$deps.tmp"
     local wheels=() wheel
     for wheel in "$ctx"/wheels/*.whl; do
-      # The core with its optional model providers (runner, judge and the full image).
-      [[ "$(basename "$wheel")" == assay-[0-9]* ]] && wheel="$wheel[providers]"
+      # The core with its optional model providers (runner, judge and the full image) and
+      # boto3 (the full image's `assay keys s3-publisher` on AWS).
+      [[ "$(basename "$wheel")" == assay-[0-9]* ]] && wheel="$wheel[providers,aws]"
       wheels+=("$wheel")
     done
     "$PYTHON" -m pip wheel --quiet --prefer-binary -c "$PINS" -w "$deps.tmp" "${wheels[@]}" pip >&2

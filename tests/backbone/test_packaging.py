@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # import name -> (folder, distribution, modules it must NOT pull in when installed alone)
 PACKAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "assay_schemas": ("schemas", "assay-schemas", ("nats", "faststream", "docker", "openai")),
-    "assay": ("assay", "assay", ("docker", "openai", "anthropic", "polars")),
+    "assay": ("assay", "assay", ("docker", "openai", "anthropic", "polars", "boto3")),
     "assay_runner": ("services/runner", "assay-runner", ("docker", "polars")),
     "assay_sandbox_manager": (
         "services/sandbox-manager",
