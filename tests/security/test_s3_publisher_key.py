@@ -253,6 +253,12 @@ def test_the_key_carries_exactly_the_put_only_policy(enforcing_s3: EnforcingS3) 
     for statement in policy["Statement"]:
         assert statement["Effect"] == "Allow" and statement["Action"] == "s3:PutObject"
         assert statement["Resource"] == f"arn:aws:s3:::{bucket}/{BLOB_PREFIX}*"
+    # AWS evaluates these (moto does not): an object is created only by a put that carries
+    # If-None-Match; only the multipart steps that create no object are exempt.
+    assert [s["Condition"] for s in policy["Statement"]] == [
+        {"Null": {"s3:if-none-match": "false"}},
+        {"Bool": {"s3:ObjectCreationOperation": "false"}},
+    ]
     # Asking again issues a second key of the same user; both work.
     again = create_publisher_key(enforcing_s3.settings(bucket), "c-policy")
     assert again.user == key.user and again.access_key != key.access_key
@@ -309,3 +315,42 @@ def test_the_command_refuses_a_local_store(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("ASSAY_STORE", "local")
     result = CliRunner().invoke(app, ["keys", "s3-publisher", "--campaign", "c1"])
     assert result.exit_code == 2 and "JetStream bucket" in result.output
+
+
+def test_a_minio_key_gets_the_put_only_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MinIO's admin calls, recorded (no MinIO server runs here: this checks only what
+    Assay asks of MinIO, not that MinIO enforces it)."""
+    import minio
+
+    calls: list[tuple[str, Any]] = []
+
+    class Recorder:
+        def __init__(self, **kwargs: Any) -> None:
+            calls.append(("connect", kwargs["endpoint"]))
+
+        def policy_add(self, name: str, policy: dict[str, Any]) -> None:
+            calls.append(("policy_add", (name, policy)))
+
+        def user_add(self, access_key: str, secret_key: str) -> None:
+            calls.append(("user_add", (access_key, len(secret_key))))
+
+        def attach_policy(self, policies: list[str], user: str) -> None:
+            calls.append(("attach_policy", (policies, user)))
+
+    monkeypatch.setattr(minio, "MinioAdmin", Recorder)
+    settings = Settings(store="s3", s3_admin="minio", s3_endpoint="minio:9000", s3_bucket="b")
+    key = create_publisher_key(settings, "c1")
+    assert calls == [
+        ("connect", "minio:9000"),
+        ("policy_add", ("assay-publisher-c1", publisher_policy("b", new_only=False))),
+        ("user_add", (key.access_key, len(key.secret_key))),
+        ("attach_policy", (["assay-publisher-c1"], key.access_key)),
+    ]
+    [statement] = publisher_policy("b", new_only=False)["Statement"]
+    assert statement == {
+        "Effect": "Allow",
+        "Sid": "PutBlobs",
+        "Action": "s3:PutObject",
+        "Resource": "arn:aws:s3:::b/sha256/*",
+    }
+    assert len(key.secret_key) >= 32

@@ -165,7 +165,7 @@ def _minio_key(settings: Settings, user: str) -> tuple[str, str]:
     try:
         admin.policy_add(user, policy=publisher_policy(settings.s3_bucket, new_only=False))
         admin.user_add(access_key, secret_key)
-        admin.policy_set(user, user=access_key)
+        admin.attach_policy([user], user=access_key)
     except (MinioAdminException, HTTPError, OSError, ValueError) as e:
         raise StoreError(f"cannot create MinIO publisher key for {user}: {e}") from e
     return access_key, secret_key
