@@ -34,7 +34,14 @@ from assay.store import (
     create_publisher_key,
     publisher_policy,
 )
-from assay_schemas import CampaignStarted, Task, TaskAccepted, TaskRejected, new_event
+from assay_schemas import (
+    CampaignStarted,
+    StoreError,
+    Task,
+    TaskAccepted,
+    TaskRejected,
+    new_event,
+)
 from tests.pipeline import campaign, scripted_agent, services, wait_for_events
 from tests.runner.test_admission import OUTSIDE, answered, answers, ref, submission
 
@@ -262,6 +269,8 @@ def test_the_key_carries_exactly_the_put_only_policy(enforcing_s3: EnforcingS3) 
     # Asking again issues a second key of the same user; both work.
     again = create_publisher_key(enforcing_s3.settings(bucket), "c-policy")
     assert again.user == key.user and again.access_key != key.access_key
+    with pytest.raises(StoreError, match="already has two access keys"):
+        create_publisher_key(enforcing_s3.settings(bucket), "c-policy")
 
 
 async def test_wrong_bytes_are_refused_at_admission_and_the_right_ones_then_accepted(
@@ -305,6 +314,48 @@ async def test_wrong_bytes_are_refused_at_admission_and_the_right_ones_then_acce
     answer = {a.submission: a for a in answers(events)}[again.event_id]
     assert isinstance(answer, TaskAccepted), answer
     assert store.get_bytes(forged.sha256) == promised
+
+
+async def test_a_runner_that_may_not_delete_still_refuses_wrong_bytes(
+    enforcing_s3: EnforcingS3, bus: Bus
+) -> None:
+    """A hardened runner key without s3:DeleteObject: the task is refused all the same,
+    and the answer says the wrong bytes stay until the operator removes them."""
+    from assay_runner.admission import Admission
+
+    bucket = f"blobs-{uuid.uuid4().hex[:8]}"
+    enforcing_s3.store(bucket)
+    iam = _iam(f"http://{enforcing_s3.endpoint}", enforcing_s3.access_key, enforcing_s3.secret_key)
+    iam.create_user(UserName=f"runner-{bucket}")
+    rights = ["s3:GetObject", "s3:PutObject", "s3:ListBucket"]
+    resources = [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"]
+    iam.put_user_policy(
+        UserName=f"runner-{bucket}",
+        PolicyName="runner",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [{"Effect": "Allow", "Action": rights, "Resource": resources}],
+            }
+        ),
+    )
+    runner_key = iam.create_access_key(UserName=f"runner-{bucket}")["AccessKey"]
+    client = Minio(
+        enforcing_s3.endpoint,
+        access_key=runner_key["AccessKeyId"],
+        secret_key=runner_key["SecretAccessKey"],
+        secure=False,
+        region="us-east-1",  # as open_store gives it: no GetBucketLocation needed
+    )
+    store = S3BlobStore(client, bucket)
+    key = create_publisher_key(enforcing_s3.settings(bucket), "c-hardened")
+    forged = ref(b"what the name promises")
+    put_new(s3_as(key), key, forged.sha256, b"other bytes")
+    spec = campaign("c1", [scripted_agent("a1", "m", "http://127.0.0.1:9")])
+    event = submission("c1", Task(task_id="t1", prompt="p", attachments=[forged]))
+    rejected = await Admission(bus=bus, store=store).refusal(event, spec, 1)
+    assert rejected is not None and rejected.reason == "blob_mismatch"
+    assert "still stored" in rejected.detail and store.exists(forged.sha256)
 
 
 def test_the_command_refuses_a_local_store(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -72,15 +72,15 @@ class VerifiedReads(ABC):
     def _chunks(self, sha256: str) -> Iterator[bytes]:
         """The stored bytes of a blob, in chunks (raise BlobNotFound when absent)."""
 
+    @abstractmethod
+    def _remove(self, sha256: str) -> None:
+        """Delete a blob's stored bytes."""
+
     def get_bytes(self, sha256: str) -> bytes:
         """Read and verify a blob."""
         parts: list[bytes] = []
         verify_chunks(sha256, self._chunks(sha256), parts)
         return b"".join(parts)
-
-    @abstractmethod
-    def _remove(self, sha256: str) -> None:
-        """Delete a blob's stored bytes."""
 
     def get_file(self, sha256: str, dest: Path) -> None:
         """Copy a blob out into a file, verified while streaming."""

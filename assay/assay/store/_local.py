@@ -83,4 +83,7 @@ class LocalBlobStore(VerifiedReads):
         return self.path_of(sha256).exists()
 
     def _remove(self, sha256: str) -> None:
-        self.path_of(sha256).unlink(missing_ok=True)
+        try:
+            self.path_of(sha256).unlink(missing_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot remove blob {sha256} from {self.root}: {e}") from e

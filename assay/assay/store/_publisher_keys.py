@@ -142,6 +142,11 @@ def _iam_key(settings: Settings, user: str, campaign_id: str) -> tuple[str, str]
             PolicyDocument=json.dumps(publisher_policy(settings.s3_bucket)),
         )
         key = iam.create_access_key(UserName=user)["AccessKey"]
+    except iam.exceptions.LimitExceededException as e:
+        raise StoreError(
+            f"IAM user {user} already has two access keys (IAM's limit): delete one first "
+            f"(aws iam list-access-keys / delete-access-key --user-name {user})"
+        ) from e
     except (BotoCoreError, ClientError) as e:
         raise StoreError(f"cannot create IAM publisher key {user}: {e}") from e
     return str(key["AccessKeyId"]), str(key["SecretAccessKey"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ from assay_schemas import (
     FileRef,
     RejectionReason,
     RunRequested,
+    StoreError,
     TaskRejected,
     TaskSubmitted,
     new_event,
@@ -29,6 +31,8 @@ from assay_schemas import (
 )
 
 __all__ = ["Admission"]
+
+log = logging.getLogger(__name__)
 
 _ID = re.compile(ID_PATTERN)
 
@@ -84,12 +88,20 @@ class Admission:
         except BlobNotFound as e:
             return "missing_blob", f"{where}: {e}"
         except BlobCorrupted as e:
-            removed = await asyncio.to_thread(self.store.discard_corrupted, ref.sha256)
-            again = "; the wrong bytes were removed, upload the right ones again" if removed else ""
-            return "blob_mismatch", f"{where}: {e}{again}"
+            return "blob_mismatch", f"{where}: {e}{await self._discard(ref.sha256)}"
         if len(data) != ref.size:
             return "blob_mismatch", f"{where}: {len(data)} bytes stored, {ref.size} declared"
         return None
+
+    async def _discard(self, sha256: str) -> str:
+        """Remove bytes put under the wrong name, so the publisher can put the right ones
+        (its key may only create blobs); what the rejection should add about it."""
+        try:
+            removed = await asyncio.to_thread(self.store.discard_corrupted, sha256)
+        except StoreError as e:  # e.g. a runner key without delete rights: still refuse
+            log.warning("cannot remove the mismatched blob %s: %s", sha256, e)
+            return "; the wrong bytes are still stored, so the operator must remove them"
+        return "; the wrong bytes were removed, upload the right ones again" if removed else ""
 
     def _rejected(
         self, event: TaskSubmitted, sequence: int, reason: RejectionReason, detail: str
