@@ -47,7 +47,7 @@ bench: install
 
 ## Assay beside Inspect AI on the same workload, same run (Inspect in its own cached venv).
 bench-peer: install
-	$(PY) -m bench.peer --inspect-python "$$(bash scripts/peer-venv.sh)"
+	py="$$(bash scripts/peer-venv.sh)" && $(PY) -m bench.peer --inspect-python "$$py"
 
 schemas: install
 	$(ASSAY) schemas export
