@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 ASSAY := $(VENV)/bin/assay
 STAMP := $(VENV)/.installed
 
-.PHONY: install setup-run setup-test run test test-fast lint bench sandbox-rootfs sandbox-image local-model schemas clean
+.PHONY: install setup-run setup-test run test test-fast lint bench bench-peer sandbox-rootfs sandbox-image local-model schemas clean
 
 # The workspace's packages, each with its own pyproject.toml, installed editable together.
 PACKAGES := schemas assay services/runner services/sandbox-manager services/judge services/aggregator
@@ -44,6 +44,10 @@ lint: install
 
 bench: install
 	$(PY) -m bench
+
+## Assay beside Inspect AI on the same workload, same run (Inspect in its own cached venv).
+bench-peer: install
+	py="$$(bash scripts/peer-venv.sh)" && $(PY) -m bench.peer --inspect-python "$$py"
 
 schemas: install
 	$(ASSAY) schemas export

@@ -294,6 +294,7 @@ async def _overhead(base: Path, runs: int, tool_steps: int, command: str) -> lis
             "ms",
             floor,
             "SDK call alone + direct exec p50",
+            "≤ 10 ms",
         ),
         Row(g, "step interval p95", percentile(s.interval, 95), "ms"),
         Row(

@@ -1,0 +1,236 @@
+"""Peer rows (`make bench-peer`): Assay beside Inspect AI on the same workload, same run.
+
+100 runs × 10 agent steps of `bash true` then submit, a zero-latency scripted model, at
+concurrency 10 and 1. Inspect AI runs in its own cached venv (scripts/peer-venv.sh; never
+one of the project's dependencies) with `react()`, its `bash()` tool and its `local`
+sandbox (no isolation); Assay runs its real runner and sandbox-manager (bubblewrap, a
+sandbox per run) in one process on a fresh nats-server. Both talk through the OpenAI SDK
+to one scripted model server in a process of its own, so neither side shares its
+interpreter with the stand-in. Each side warms up first (imports, first connections,
+first sandboxes); a wall runs from the timed eval's call (Inspect) or the campaign's
+submit (Assay) until every run has ended. ``python -m bench.peer [--runs N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NamedTuple
+
+from nats.aio.msg import Msg
+
+from assay.bus import Bus
+from assay.campaign import submit_campaign
+from assay.embedded import NatsServer
+from assay.scripted import ScriptedModelServer
+from assay_schemas import AgentFinished, AgentSpec, AgentStepLogged, RunFailed
+from bench.runner import KEY_ENV, MODEL, _campaign, _drafts, _script, _Stack, _wait_done
+from bench.table import Row, percentile, print_rows
+
+__all__ = ["bench_peer"]
+
+ROOT = Path(__file__).resolve().parent.parent
+INSPECT_EVAL = ROOT / "scripts" / "peer" / "inspect_eval.py"
+PEER_VENV = ROOT / "scripts" / "peer-venv.sh"
+
+
+class Side(NamedTuple):
+    """One side's timed campaign: wall, and what its runs did."""
+
+    wall_s: float
+    runs: int
+    steps: int
+    failed: int
+    step_p50_ms: float = float("nan")
+
+
+# --- the scripted model, in a process of its own ----------------------------------------------
+
+
+def _serve(steps: int) -> None:
+    """Child: serve the script until stdin closes; the first stdout line is the base URL."""
+    with ScriptedModelServer({MODEL: _script(steps, "true")}) as server:
+        print(server.openai_base_url, flush=True)
+        sys.stdin.read()
+
+
+@contextmanager
+def _scripted(steps: int) -> Iterator[str]:
+    args = [sys.executable, "-m", "bench.peer", "--serve", "--steps", str(steps)]
+    child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        yield child.stdout.readline().strip()
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(10)
+
+
+# --- Inspect AI -----------------------------------------------------------------------------
+
+
+def _inspect_python() -> str:
+    """Inspect's venv (built once, then cached) and its interpreter."""
+    out = subprocess.run(["bash", str(PEER_VENV)], check=True, capture_output=True, text=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def _inspect(python: str, base_url: str, runs: int, concurrency: int) -> tuple[Side, str]:
+    args = [python, str(INSPECT_EVAL), "--base-url", base_url, "--model", MODEL]
+    args += ["--runs", str(runs), "--concurrency", str(concurrency)]
+    # Inspect's venv alone: none of this workspace's packages on its path. An empty HOME:
+    # its `bash()` tool runs `bash --login`, and a host's own profile (pyenv init costs
+    # ~0.5 s a shell on the machine this was written on) is not Inspect AI's cost.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    with tempfile.TemporaryDirectory(prefix="assay-peer-home-") as home:
+        env["HOME"] = home
+        out = subprocess.run(args, capture_output=True, text=True, cwd=home, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(f"Inspect AI's eval failed ({out.returncode}):\n{out.stderr[-4000:]}")
+    doc = json.loads(out.stdout.strip().splitlines()[-1])
+    failed = doc["errors"] + (runs - doc["samples"])
+    return Side(doc["wall_s"], doc["samples"], doc["steps"], failed), doc["version"]
+
+
+# --- Assay ----------------------------------------------------------------------------------
+
+
+async def _until_ended(
+    bus: Bus, campaign_id: str, runs: int, listening: asyncio.Event, timeout: float
+) -> None:
+    """Wait, on the live subjects, until `runs` runs are sealed or failed."""
+    ended: set[str] = set()
+    done = asyncio.Event()
+
+    async def on_end(msg: Msg) -> None:
+        ended.add(msg.subject.rsplit(".", 1)[1])
+        if len(ended) >= runs:
+            done.set()
+
+    nc = bus.broker.connection
+    subs = [
+        await nc.subscribe(bus.subjects.event(kind, campaign_id, "*"), cb=on_end)
+        for kind in ("ArtifactsSealed", "RunFailed")
+    ]
+    await nc.flush()
+    listening.set()
+    try:
+        await asyncio.wait_for(done.wait(), timeout)
+    finally:
+        for sub in subs:
+            await sub.unsubscribe()
+
+
+async def _assay(base: Path, base_url: str, runs: int, steps: int, concurrency: int) -> Side:
+    campaign = f"peer{concurrency}"
+    with NatsServer(base / "nats") as server:
+        async with _Stack(base, server, concurrency=concurrency) as stack:
+            agent = AgentSpec(agent_id="steps", model=MODEL, base_url=base_url)
+            warm = _campaign("warm", [agent], steps + 2)
+            await submit_campaign(stack.bus, stack.store, warm, _drafts(2, "w"))
+            await _wait_done(stack.bus, "warm", 2, 120)
+            listening = asyncio.Event()
+            ended = asyncio.create_task(_until_ended(stack.bus, campaign, runs, listening, 900))
+            await listening.wait()
+            t0 = time.perf_counter()
+            spec = _campaign(campaign, [agent], steps + 2)
+            await submit_campaign(stack.bus, stack.store, spec, _drafts(runs, "t"))
+            await ended
+            wall = time.perf_counter() - t0
+            subject = stack.bus.subjects.event("*", campaign, "*")
+            events = [e.event async for e in stack.bus.replay(subject=subject)]
+    by_run: dict[str, list[float]] = defaultdict(list)
+    for e in events:
+        if isinstance(e, AgentStepLogged) and e.run_id is not None:
+            by_run[e.run_id].append(e.occurred_at.timestamp())
+    intervals = [
+        (b - a) * 1000 for times in by_run.values() for a, b in itertools.pairwise(sorted(times))
+    ]
+    finished = [e for e in events if isinstance(e, AgentFinished)]
+    failed = sum(isinstance(e, RunFailed) for e in events)
+    tool_steps = sum(max(0, e.steps - 1) for e in finished)  # the last step is the submit
+    return Side(wall, len(finished), tool_steps, failed, percentile(intervals, 50))
+
+
+def _assay_side(base_url: str, runs: int, steps: int, concurrency: int) -> Side:
+    os.environ.setdefault(KEY_ENV, "scripted")
+    with tempfile.TemporaryDirectory(prefix="assay-peer-", dir="/var/tmp") as tmp:
+        base = Path(tmp)
+        base.chmod(0o711)  # sandbox uids must traverse to their workspace mounts
+        return asyncio.run(_assay(base, base_url, runs, steps, concurrency))
+
+
+# --- rows -----------------------------------------------------------------------------------
+
+
+def _rows(concurrency: int, steps: int, inspect: Side, assay: Side, version: str) -> list[Row]:
+    g = "peer"
+    total = inspect.runs * steps or 1
+    return [
+        Row(g, f"Inspect AI {version}, {inspect.runs} × {steps} `bash true`, concurrency "
+            f"{concurrency}, local sandbox: wall", inspect.wall_s, "s"),
+        Row(g, f"Assay, {assay.runs} × {steps} `bash true`, concurrency {concurrency}, "
+            "bubblewrap: wall", assay.wall_s, "s", inspect.wall_s, "Inspect AI's wall",
+            "≤ 0.5× Inspect AI"),
+        Row(g, "  Assay wall per agent step", assay.wall_s / total * 1000, "ms",
+            inspect.wall_s / total * 1000, "Inspect AI's"),
+        Row(g, "  Assay step interval p50 (consecutive AgentStepLogged"
+            + (")" if concurrency == 1 else f", {concurrency} runs sharing the CPUs)"),
+            assay.step_p50_ms, "ms", target="≤ 10 ms" if concurrency == 1 else ""),
+        Row(g, "  bash steps run (Assay; baseline Inspect AI)", float(assay.steps), "steps",
+            float(inspect.steps), "Inspect AI's"),
+        Row(g, "  runs failed (Assay; baseline Inspect AI)", float(assay.failed), "runs",
+            float(inspect.failed), "Inspect AI's"),
+    ]  # fmt: skip
+
+
+def bench_peer(
+    runs: int = 100,
+    steps: int = 10,
+    concurrencies: tuple[int, ...] = (10, 1),
+    inspect_python: str | None = None,
+) -> list[Row]:
+    """Assay and Inspect AI on the same workload, one after the other at each concurrency."""
+    python = inspect_python or _inspect_python()
+    rows: list[Row] = []
+    with _scripted(steps) as base_url:
+        for concurrency in concurrencies:
+            print(f"  Inspect AI, concurrency {concurrency} ...", flush=True)
+            inspect, version = _inspect(python, base_url, runs, concurrency)
+            print(f"  Assay, concurrency {concurrency} ...", flush=True)
+            assay = _assay_side(base_url, runs, steps, concurrency)
+            rows += _rows(concurrency, steps, inspect, assay, version)
+    return rows
+
+
+def main() -> None:
+    """Print the peer rows (or serve the scripted model, as the child)."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[10, 1])
+    parser.add_argument("--inspect-python", help="Inspect's venv python (default: build/find it)")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        _serve(args.steps)
+        return
+    logging.basicConfig(level=logging.ERROR)
+    print_rows(bench_peer(args.runs, args.steps, tuple(args.concurrency), args.inspect_python))
+
+
+if __name__ == "__main__":
+    main()
