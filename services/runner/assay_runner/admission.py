@@ -11,6 +11,7 @@ import asyncio
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from assay.bus import Bus, Refusal
 from assay.store import BlobStore, import_upload, upload_bucket
@@ -20,6 +21,7 @@ from assay_schemas import (
     BlobNotFound,
     CampaignSpec,
     FileRef,
+    Producer,
     RejectionReason,
     RunRequested,
     TaskRejected,
@@ -28,9 +30,21 @@ from assay_schemas import (
     run_id_for,
 )
 
-__all__ = ["Admission"]
+__all__ = ["Admission", "answering"]
 
 _ID = re.compile(ID_PATTERN)
+
+
+def answering(event: TaskSubmitted, producer: Producer) -> dict[str, Any]:
+    """Id and envelope of the one answer (TaskAccepted or TaskRejected) to a submission."""
+    return {
+        "key": (event.event_id,),
+        "campaign_id": event.campaign_id,
+        "task_id": event.task.task_id,
+        "causation_id": event.event_id,
+        "submission": event.event_id,
+        "producer": producer,
+    }
 
 
 @dataclass(kw_only=True)
@@ -94,15 +108,10 @@ class Admission:
     ) -> TaskRejected:
         return new_event(
             TaskRejected,
-            key=(event.event_id,),
-            campaign_id=event.campaign_id,
-            task_id=event.task.task_id,
-            causation_id=event.event_id,
-            submission=event.event_id,
+            **answering(event, self.bus.producer),
             sequence=sequence,
             reason=reason,
             detail=detail,
-            producer=self.bus.producer,
         )
 
     async def answer_invalid(self, refusal: Refusal) -> None:
