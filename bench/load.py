@@ -57,6 +57,14 @@ AGENT_MODEL = "load-agent"
 JUDGE_MODEL = "load-judge"
 JUDGE_ID = "j"
 RULES_ID = RULES_JUDGE_ID
+DURABLES = (
+    "runner-runs",
+    f"judge-{JUDGE_ID}",
+    f"judge-{RULES_ID}",
+    "sandbox-manager-runs",
+    "aggregator",
+)
+"""The consumers whose lag the benchmark watches: one per service."""
 CAMPAIGN = "load"
 AGENTS = 10
 # (label, `assay serve` arguments); the judge's spec file is appended at start.
@@ -202,13 +210,7 @@ class _Watch:
             self.done = sum(1 for v in self.verdicts.values() if len(v) >= 2)
 
     async def sample(self, bus: Bus) -> None:
-        for durable in (
-            "runner-runs",
-            f"judge-{JUDGE_ID}",
-            f"judge-{RULES_ID}",
-            "sandbox-manager-runs",
-            "aggregator",
-        ):
+        for durable in DURABLES:
             with contextlib.suppress(Exception):
                 info = await bus.js.consumer_info(bus.stream.name, durable)
                 self.max_pending[durable] = max(
@@ -336,13 +338,7 @@ def _rows(
         rows.append(
             Row(g, f"  stage {stage} p50", percentile(xs, 50), "s", percentile(xs, 95), "p95")
         )
-    for durable in (
-        "runner-runs",
-        f"judge-{JUDGE_ID}",
-        f"judge-{RULES_ID}",
-        "sandbox-manager-runs",
-        "aggregator",
-    ):
+    for durable in DURABLES:
         rows.append(
             Row(
                 g,

@@ -262,6 +262,23 @@ def _split(events: list[Event], stack: _Stack) -> _StepSplit:
     return split
 
 
+async def _run_campaign(
+    stack: _Stack,
+    campaign_id: str,
+    agent: AgentSpec,
+    runs: int,
+    max_steps: int,
+    timeout: float,
+    prefix: str = "t",
+) -> list[Event]:
+    """Submit `runs` tasks for one agent and wait until every run is done; the events."""
+    drafts = _drafts(runs, prefix)
+    await submit_campaign(
+        stack.bus, stack.store, _campaign(campaign_id, [agent], max_steps), drafts
+    )
+    return await _wait_done(stack.bus, campaign_id, runs, timeout)
+
+
 async def _overhead(base: Path, runs: int, tool_steps: int, command: str) -> list[Row]:
     with (
         ScriptedModelServer({MODEL: _script(tool_steps, command)}) as scripted,
@@ -270,72 +287,49 @@ async def _overhead(base: Path, runs: int, tool_steps: int, command: str) -> lis
         async with _Stack(base, server, concurrency=1) as stack:
             agent = AgentSpec(agent_id="steps", model=MODEL, base_url=scripted.openai_base_url)
             # Warm-up: imports, the SDK client, the first sandboxes (counted for nothing).
-            await submit_campaign(
-                stack.bus, stack.store, _campaign("warm", [agent], tool_steps + 2), _drafts(2, "w")
-            )
-            await _wait_done(stack.bus, "warm", 2, 120)
-            await submit_campaign(
-                stack.bus,
-                stack.store,
-                _campaign("steps", [agent], tool_steps + 2),
-                _drafts(runs, "t"),
-            )
-            events = await _wait_done(stack.bus, "steps", runs, 180)
+            await _run_campaign(stack, "warm", agent, 2, tool_steps + 2, 120, prefix="w")
+            events = await _run_campaign(stack, "steps", agent, runs, tool_steps + 2, 180)
             model_base, exec_base = await _baselines(stack, scripted.openai_base_url, command, 30)
     s = _split(events, stack)
     floor = percentile(model_base, 50) + percentile(exec_base, 50)
-    g = "runner"
     n = len(s.interval)
     return [
-        Row(
-            g,
+        _ms(
             f"step interval p50 ({n} steps, `{command}`)",
-            percentile(s.interval, 50),
-            "ms",
-            floor,
-            "SDK call alone + direct exec p50",
-            "≤ 10 ms",
+            s.interval,
+            baseline=(floor, "SDK call alone + direct exec p50"),
+            target="≤ 10 ms",
         ),
-        Row(g, "step interval p95", percentile(s.interval, 95), "ms"),
-        Row(
-            g,
+        _ms("step interval p95", s.interval, 95),
+        _ms(
             "  model call in the runner p50",
-            percentile(s.model, 50),
-            "ms",
-            percentile(model_base, 50),
-            "same call, SDK alone",
+            s.model,
+            baseline=(percentile(model_base, 50), "same call, SDK alone"),
         ),
-        Row(
-            g,
+        _ms(
             "  command run in the sandbox p50",
-            percentile(s.sandbox, 50),
-            "ms",
-            percentile(exec_base, 50),
-            "same command, direct",
+            s.sandbox,
+            baseline=(percentile(exec_base, 50), "same command, direct"),
         ),
-        Row(
-            g,
-            "  direct exec in a live bubblewrap sandbox p50",
-            percentile(exec_base, 50),
-            "ms",
-            target="≤ 2 ms",
-        ),
-        Row(g, "  tool duration as logged p50 (exec RPC + run)", percentile(s.tool, 50), "ms"),
-        Row(
-            g,
-            "orchestration overhead per step p50",
-            percentile(s.overhead, 50),
-            "ms",
-            target="< 10 ms",
-        ),
-        Row(g, "orchestration overhead per step p95", percentile(s.overhead, 95), "ms"),
-        Row(
-            g,
-            "  of which outside the tool call (rebuild, publish) p50",
-            percentile(s.runner_only, 50),
-            "ms",
-        ),
+        _ms("  direct exec in a live bubblewrap sandbox p50", exec_base, target="≤ 2 ms"),
+        _ms("  tool duration as logged p50 (exec RPC + run)", s.tool),
+        _ms("orchestration overhead per step p50", s.overhead, target="< 10 ms"),
+        _ms("orchestration overhead per step p95", s.overhead, 95),
+        _ms("  of which outside the tool call (rebuild, publish) p50", s.runner_only),
     ]
+
+
+def _ms(
+    name: str,
+    values: list[float],
+    q: float = 50,
+    *,
+    baseline: tuple[float, str] | None = None,
+    target: str = "",
+) -> Row:
+    """A runner row of milliseconds: the q-th percentile of values."""
+    base, base_name = baseline if baseline is not None else (None, "")
+    return Row("runner", name, percentile(values, q), "ms", base, base_name, target)
 
 
 def bench_overhead(runs: int = 5, tool_steps: int = 10, command: str = "true") -> list[Row]:
@@ -353,18 +347,9 @@ async def _throughput(base: Path, runs: int, tool_steps: int, concurrency: int) 
     ):
         async with _Stack(base, server, concurrency=concurrency) as stack:
             agent = AgentSpec(agent_id="steps", model=MODEL, base_url=scripted.openai_base_url)
-            await submit_campaign(
-                stack.bus, stack.store, _campaign("warm", [agent], tool_steps + 2), _drafts(2, "w")
-            )
-            await _wait_done(stack.bus, "warm", 2, 120)
+            await _run_campaign(stack, "warm", agent, 2, tool_steps + 2, 120, prefix="w")
             t0 = time.perf_counter()
-            await submit_campaign(
-                stack.bus,
-                stack.store,
-                _campaign("rate", [agent], tool_steps + 2),
-                _drafts(runs, "t"),
-            )
-            events = await _wait_done(stack.bus, "rate", runs, 600)
+            events = await _run_campaign(stack, "rate", agent, runs, tool_steps + 2, 600)
             wall = time.perf_counter() - t0
     failed = sum(isinstance(e, RunFailed) for e in events)
     finished = [e for e in events if isinstance(e, AgentFinished)]

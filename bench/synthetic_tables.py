@@ -15,19 +15,11 @@ import numpy as np
 import polars as pl
 
 from assay_aggregator.statistics._tables import Tables, make_tables
+from assay_schemas import default_rubric
 
 __all__ = ["RUBRIC_DIMENSIONS", "synthetic_tables"]
 
-RUBRIC_DIMENSIONS: tuple[str, ...] = (
-    "scientific_accuracy",
-    "methodological_rigor",
-    "completeness",
-    "data_handling",
-    "reproducibility",
-    "claims_supported",
-    "communication",
-    "deliverables",
-)
+RUBRIC_DIMENSIONS: tuple[str, ...] = tuple(d.key for d in default_rubric().dimensions)
 """The default rubric's dimension keys."""
 
 _DEFAULT_JUDGES = (("judge_a", "fam_a"), ("judge_b", "fam_b"), ("judge_c", "fam_c"))

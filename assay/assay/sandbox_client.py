@@ -18,6 +18,7 @@ from assay_schemas import (
     PythonOutcome,
     ReadFile,
     RunPython,
+    SandboxCommand,
     SandboxError,
     SandboxReply,
     WriteFile,
@@ -48,9 +49,7 @@ class SandboxClient:
     """The blob store shared with the sandbox manager: commands and replies too large for
     one NATS message travel through it."""
 
-    async def _send(
-        self, command: ExecCommand | RunPython | ReadFile | WriteFile | ListFiles, timeout: float
-    ) -> SandboxReply:
+    async def _send(self, command: SandboxCommand, timeout: float) -> SandboxReply:
         subject = self.bus.subjects.rpc("sandbox", self.instance)
         body = await self._body(command)
         loop = asyncio.get_running_loop()
@@ -80,9 +79,7 @@ class SandboxClient:
             raise SandboxGone(reply.error)
         raise SandboxError(reply.error)
 
-    async def _body(
-        self, command: ExecCommand | RunPython | ReadFile | WriteFile | ListFiles
-    ) -> bytes:
+    async def _body(self, command: SandboxCommand) -> bytes:
         """The command as one NATS message: inline when small, else by reference to a blob."""
         body = command.model_dump_json().encode()
         if len(body) <= RPC_INLINE_BYTES:

@@ -18,19 +18,12 @@ from pydantic import JsonValue
 
 from assay.providers import UserMessage
 from assay.scripted import ScriptReply, ScriptRequest
+from assay_schemas import default_rubric
 
 __all__ = ["JudgeTemper", "judge_script", "judge_scripts"]
 
-DIMENSIONS = (
-    "scientific_accuracy",
-    "methodological_rigor",
-    "completeness",
-    "data_handling",
-    "reproducibility",
-    "claims_supported",
-    "communication",
-    "deliverables",
-)
+DIMENSIONS = tuple(d.key for d in default_rubric().dimensions)
+"""The default rubric's dimension keys, in the order of the PROFILES' scores."""
 PROFILES = {
     "sound": ((8, 8, 8, 8, 8, 8, 8, 8), ()),
     "overclaim": (

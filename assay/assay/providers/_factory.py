@@ -45,17 +45,8 @@ class ProviderSpec(BaseModel):
         on_retry: Callable[[RetryEvent], None] | None = None,
     ) -> SdkProvider:
         """The provider this spec describes (reads the API key now)."""
-        return make_provider(
-            self.kind,
-            self.model,
-            base_url=self.base_url,
-            api_key_env=self.api_key_env,
-            timeout_s=self.timeout_s,
-            max_concurrency=self.max_concurrency,
-            retry=self.retry,
-            limiter=limiter,
-            on_retry=on_retry,
-        )
+        # The spec's fields are make_provider's arguments, under the same names.
+        return make_provider(**dict(self), limiter=limiter, on_retry=on_retry)
 
 
 _PROVIDER_CLASSES: dict[str, type[SdkProvider]] = {

@@ -18,7 +18,8 @@ frames whatever order their events arrived in):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from operator import attrgetter
 from typing import Any
 
 import polars as pl
@@ -97,6 +98,12 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
         "n_judges": I64, "rubric_id": S, "rubric_version": I64,
     },
 }  # fmt: skip
+
+
+def _as_rows(name: str, records: Iterable[Any]) -> list[tuple[Any, ...]]:
+    """Rows of a table whose columns are fields of the records, under the same names."""
+    get = attrgetter(*_SCHEMAS[name])
+    return [get(r) for r in records]
 
 
 def run_state(run: RunRecord, judged: bool) -> str:
@@ -297,42 +304,16 @@ class Projections:
         return rows
 
     def _judgment_failures_rows(self) -> list[tuple[Any, ...]]:
-        return [
-            (
-                f.campaign_id,
-                f.run_id,
-                f.judge_id,
-                f.sample,
-                f.error,
-                f.attempts,
-                f.infrastructure,
-                f.raw_output_sha256,
-                f.sequence,
-            )
-            for f in sorted(
-                self.state.failures.values(), key=lambda f: (f.run_id, f.judge_id, f.sample)
-            )
-        ]
+        failures = self.state.failures.values()
+        return _as_rows(
+            "judgment_failures", sorted(failures, key=lambda f: (f.run_id, f.judge_id, f.sample))
+        )
 
     def _judges_rows(self) -> list[tuple[Any, ...]]:
-        return [
-            (j.judge_id, j.family, j.model, list(j.campaigns))
-            for _, j in sorted(self.state.judges.items())
-        ]
+        return _as_rows("judges", (j for _, j in sorted(self.state.judges.items())))
 
     def _tasks_rows(self) -> list[tuple[Any, ...]]:
-        return [
-            (
-                t.campaign_id,
-                t.task_id,
-                t.domain,
-                t.phase,
-                t.difficulty,
-                t.n_attachments,
-                t.n_reference_checks,
-            )
-            for _, t in sorted(self.state.tasks.items())
-        ]
+        return _as_rows("tasks", (t for _, t in sorted(self.state.tasks.items())))
 
     def _campaigns_rows(self) -> list[tuple[Any, ...]]:
         rows = []

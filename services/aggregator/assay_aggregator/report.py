@@ -31,12 +31,9 @@ from .statistics import (
     StatisticsReport,
     TaskAttribute,
     compute_statistics,
-    infrastructure_failure_counts,
+    frames_of,
     judge_cost_rows,
-    reference_check_matrix,
-    reference_check_rates,
-    rule_tag_rates,
-    run_state_counts,
+    plain_counts,
 )
 
 __all__ = [
@@ -289,17 +286,12 @@ def build_report(
         anchor=anchor,
         agents=_agents(p, ids, stats),
         judges=_judges(p, ids),
-        run_states=run_state_counts(counts),
-        infrastructure_failures=infrastructure_failure_counts(counts),
         judge_costs=judge_cost_rows(
             p.table("verdicts").filter(
                 pl.col("campaign_id").is_in(ids) & (pl.col("judge_id") != RULES_JUDGE)
             )
         ),
-        reference_checks=reference_check_rates(counts, group_by=group_by),
-        rule_checks=reference_check_rates(counts, group_by=group_by, kind="rule"),
-        reference_check_matrix=reference_check_matrix(counts),
-        rule_tags=rule_tag_rates(counts, group_by=group_by),
+        **plain_counts(counts, group_by=group_by)._asdict(),
         trust_root=p.state.trust_root,
         refused=_refused(p, {c.campaign_id for c in campaigns}),
         statistics=stats,
@@ -324,19 +316,4 @@ def report_json(report: Report) -> bytes:
 
 def report_frames(report: Report) -> dict[str, pl.DataFrame]:
     """Every table of the report as a polars frame (statistics and the added sections)."""
-    out = dict(report.statistics.frames())
-    for name, row_type in (
-        ("campaigns", CampaignInfo),
-        ("agents", AgentInfo),
-        ("judges", JudgeInfo),
-        ("run_states", RunStateCount),
-        ("infrastructure_failures", InfrastructureFailures),
-        ("judge_costs", JudgeCost),
-        ("reference_checks", ReferenceCheckRate),
-        ("rule_checks", ReferenceCheckRate),
-        ("reference_check_matrix", ReferenceCheckCell),
-        ("rule_tags", RuleTagRate),
-        ("refused", RefusedMessage),
-    ):
-        out[name] = row_type.to_frame(getattr(report, name))
-    return out
+    return {**frames_of(report.statistics), **frames_of(report)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from assay.bus import Bus
 from assay.store import BlobStore
@@ -13,12 +13,16 @@ from assay_schemas import (
     ArtifactsSealed,
     CampaignSpec,
     CampaignStarted,
+    JudgeRegistered,
     JudgeSpec,
+    Producer,
     Rubric,
     RunHistory,
     Task,
     TaskSubmitted,
     default_rubric,
+    new_event,
+    same_run,
 )
 
 __all__ = [
@@ -28,8 +32,10 @@ __all__ = [
     "CampaignScope",
     "LogReader",
     "RunContext",
+    "registration",
     "spec_hash",
     "task_rubric",
+    "verdict_envelope",
 ]
 
 ALL_CAMPAIGNS: frozenset[str] = frozenset({"*"})
@@ -47,6 +53,31 @@ JURY_TOKEN = "jury"
 def spec_hash(spec: JudgeSpec) -> str:
     """Stable hash of a judge spec: a changed spec registers anew."""
     return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
+
+
+def registration(spec: JudgeSpec, campaign_id: str, producer: Producer) -> JudgeRegistered:
+    """A judge's JudgeRegistered for one campaign (or `JURY_TOKEN`), once per spec version."""
+    return new_event(
+        JudgeRegistered,
+        key=(spec.judge_id, spec_hash(spec), campaign_id),
+        campaign_id=campaign_id,
+        judge=spec,
+        producer=producer,
+    )
+
+
+def verdict_envelope(
+    sealed: ArtifactsSealed, task: Task, judge_id: str, sample: int, producer: Producer
+) -> dict[str, Any]:
+    """Id, envelope and identity of one judge's verdict (or failure) on one sample of a run."""
+    return {
+        "key": (sealed.run_id, judge_id, sample),
+        **same_run(sealed),
+        "task_id": sealed.task_id or task.task_id,
+        "judge_id": judge_id,
+        "sample": sample,
+        "producer": producer,
+    }
 
 
 def task_rubric(task: Task, campaign: CampaignSpec | None) -> Rubric:

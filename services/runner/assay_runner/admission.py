@@ -12,6 +12,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from assay.bus import Bus, Refusal
 from assay.store import BlobStore, import_upload, upload_bucket
@@ -21,6 +22,7 @@ from assay_schemas import (
     BlobNotFound,
     CampaignSpec,
     FileRef,
+    Producer,
     RejectionReason,
     RunRequested,
     StoreError,
@@ -30,11 +32,23 @@ from assay_schemas import (
     run_id_for,
 )
 
-__all__ = ["Admission"]
+__all__ = ["Admission", "answering"]
 
 log = logging.getLogger(__name__)
 
 _ID = re.compile(ID_PATTERN)
+
+
+def answering(event: TaskSubmitted, producer: Producer) -> dict[str, Any]:
+    """Id and envelope of the one answer (TaskAccepted or TaskRejected) to a submission."""
+    return {
+        "key": (event.event_id,),
+        "campaign_id": event.campaign_id,
+        "task_id": event.task.task_id,
+        "causation_id": event.event_id,
+        "submission": event.event_id,
+        "producer": producer,
+    }
 
 
 @dataclass(kw_only=True)
@@ -108,15 +122,10 @@ class Admission:
     ) -> TaskRejected:
         return new_event(
             TaskRejected,
-            key=(event.event_id,),
-            campaign_id=event.campaign_id,
-            task_id=event.task.task_id,
-            causation_id=event.event_id,
-            submission=event.event_id,
+            **answering(event, self.bus.producer),
             sequence=sequence,
             reason=reason,
             detail=detail,
-            producer=self.bus.producer,
         )
 
     async def answer_invalid(self, refusal: Refusal) -> None:

@@ -32,7 +32,7 @@ from assay_schemas import (
     same_run,
 )
 
-from .admission import Admission
+from .admission import Admission, answering
 from .agent import AgentRun
 from .program import ProgramFailed, ProgramRun
 from .scheduler import plan_runs
@@ -150,13 +150,8 @@ class RunnerService:
         await self.bus.publish(
             new_event(
                 TaskAccepted,
-                key=(event.event_id,),
-                campaign_id=event.campaign_id,
-                task_id=event.task.task_id,
-                causation_id=event.event_id,
-                submission=event.event_id,
+                **answering(event, self.bus.producer),
                 run_ids=[r.run_id or "" for r in runs],
-                producer=self.bus.producer,
             )
         )
         await self._schedule(runs)
@@ -205,27 +200,11 @@ class RunnerService:
         sandbox = SandboxClient(
             bus=self.bus, instance=event.instance, sandbox_id=event.sandbox_id, store=self.store
         )
-        if request.agent.kind == "program":
-            await self._run_program(request, event, sandbox, steps)
-            return
         try:
-            provider = self.model_provider(request.agent)
-            tools = ToolBox(
-                sandbox=sandbox,
-                web=self.web,
-                store=self.store,
-                limits=request.limits,
-                resumed_python=any(c.name == "python" for s in steps for c in s.tool_calls),
-            )
-            agent_run = AgentRun(
-                bus=self.bus,
-                request=request,
-                ready=event,
-                provider=provider,
-                tools=tools,
-                prices={**self.prices, **request.prices},
-            )
-            await agent_run.run(steps)
+            if request.agent.kind == "program":
+                await self._program_run(request, event, sandbox).run(steps)
+            else:
+                await self._agent_run(request, event, sandbox, steps).run(steps)
         except SandboxGone as e:
             await self._fail(
                 request, event, "agent", f"sandbox disappeared: {e}", infrastructure=True
@@ -234,24 +213,6 @@ class RunnerService:
             await self._fail(
                 request, event, "agent", f"{type(e).__name__}: {e}", infrastructure=True
             )
-
-    async def _run_program(
-        self,
-        request: RunRequested,
-        event: SandboxReady,
-        sandbox: SandboxClient,
-        steps: list[AgentStepLogged],
-    ) -> None:
-        program = ProgramRun(
-            bus=self.bus,
-            store=self.store,
-            request=request,
-            ready=event,
-            sandbox=sandbox,
-            prices={**self.prices, **request.prices},
-        )
-        try:
-            await program.run(steps)
         except ProgramFailed as e:
             await self._fail(
                 request,
@@ -261,10 +222,43 @@ class RunnerService:
                 infrastructure=e.infrastructure,
                 output_sha256=e.output_sha256,
             )
-        except SandboxGone as e:
-            await self._fail(
-                request, event, "agent", f"sandbox disappeared: {e}", infrastructure=True
-            )
+
+    def _agent_run(
+        self,
+        request: RunRequested,
+        event: SandboxReady,
+        sandbox: SandboxClient,
+        steps: list[AgentStepLogged],
+    ) -> AgentRun:
+        """The model-driven run; building its provider may fail with ProviderError."""
+        tools = ToolBox(
+            sandbox=sandbox,
+            web=self.web,
+            store=self.store,
+            limits=request.limits,
+            resumed_python=any(c.name == "python" for s in steps for c in s.tool_calls),
+        )
+        return AgentRun(
+            bus=self.bus,
+            request=request,
+            ready=event,
+            provider=self.model_provider(request.agent),
+            tools=tools,
+            prices={**self.prices, **request.prices},
+        )
+
+    def _program_run(
+        self, request: RunRequested, event: SandboxReady, sandbox: SandboxClient
+    ) -> ProgramRun:
+        """The run of a program agent (a command, no model)."""
+        return ProgramRun(
+            bus=self.bus,
+            store=self.store,
+            request=request,
+            ready=event,
+            sandbox=sandbox,
+            prices={**self.prices, **request.prices},
+        )
 
     async def _fail(
         self,

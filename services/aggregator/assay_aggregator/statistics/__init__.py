@@ -17,8 +17,10 @@ from ._context import ANCHOR, DEFAULT_RESAMPLES, Context, contexts
 from ._counts import (
     RULE_CHECKS,
     CountTables,
+    PlainCounts,
     infrastructure_failure_counts,
     judge_cost_rows,
+    plain_counts,
     reference_check_matrix,
     reference_check_rates,
     rule_tag_rates,
@@ -31,7 +33,7 @@ from ._ranking import pairwise_rows, rank_rows
 
 # The result types are listed once, in ``_results.__all__``.
 from ._results import *  # noqa: F403
-from ._rows import Row, to_frame
+from ._rows import Row, frames_of, to_frame
 from ._scores import (
     below_anchor_rows,
     communication_gap_rows,
@@ -68,6 +70,7 @@ __all__ = [
     "TASK_ATTRIBUTES",
     "Context",
     "CountTables",
+    "PlainCounts",
     "Row",
     "StatisticsInputError",
     "StatisticsReport",
@@ -87,6 +90,7 @@ __all__ = [
     "empty_artifact_rows",
     "epoch_spread_rows",
     "filter_campaign",
+    "frames_of",
     "icc2",
     "infrastructure_failure_counts",
     "judge_cost_rows",
@@ -96,6 +100,7 @@ __all__ = [
     "overall_score_rows",
     "pairwise_rows",
     "pass_rate_rows",
+    "plain_counts",
     "rank_rows",
     "reference_check_matrix",
     "reference_check_rates",

@@ -11,13 +11,14 @@ applied to the resampled tasks, without materializing them.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = [
     "Estimate",
+    "Interval",
     "columns",
     "difference",
     "percentile_interval",
@@ -70,6 +71,14 @@ def percentile_interval(draws: F64, confidence: float) -> tuple[F64, F64]:
     return out[0], out[1]
 
 
+class Interval(TypedDict):
+    """The uncertainty fields every estimated result row carries."""
+
+    se: float
+    ci_low: float
+    ci_high: float
+
+
 class Estimate(NamedTuple):
     """Point estimate, cluster-robust SE, percentile CI and bootstrap draws per column."""
 
@@ -87,6 +96,12 @@ class Estimate(NamedTuple):
     """(T, K) each task's linearized contribution to the estimate's error."""
     active: B8
     """(T, K) whether task t informs column k (its denominator is positive)."""
+
+    def interval(self, k: int) -> Interval:
+        """Column k's standard error and confidence interval, as result rows name them."""
+        return Interval(
+            se=float(self.se[k]), ci_low=float(self.low[k]), ci_high=float(self.high[k])
+        )
 
     @property
     def n_clusters(self) -> I64:

@@ -29,8 +29,10 @@ CheckKind = Literal["reference", "rule"]
 __all__ = [
     "RULE_CHECKS",
     "CountTables",
+    "PlainCounts",
     "infrastructure_failure_counts",
     "judge_cost_rows",
+    "plain_counts",
     "reference_check_matrix",
     "reference_check_rates",
     "rule_tag_rates",
@@ -190,3 +192,28 @@ def judge_cost_rows(verdicts: pl.DataFrame) -> tuple[JudgeCost, ...]:
             out.append(JudgeCost(judge_id=judge, metric=metric, n_verdicts=int(v.size),
                                  total=float(v.sum()), mean=mean, p50=p50, p95=p95))  # fmt: skip
     return tuple(out)
+
+
+class PlainCounts(NamedTuple):
+    """The plain counts of some campaigns, under the report's names for them."""
+
+    run_states: tuple[RunStateCount, ...]
+    infrastructure_failures: tuple[InfrastructureFailures, ...]
+    reference_checks: tuple[ReferenceCheckRate, ...]
+    """The task's own reference checks."""
+    rule_checks: tuple[ReferenceCheckRate, ...]
+    """The rule judge's built-in checks."""
+    reference_check_matrix: tuple[ReferenceCheckCell, ...]
+    rule_tags: tuple[RuleTagRate, ...]
+
+
+def plain_counts(tables: CountTables, *, group_by: TaskAttribute | None = None) -> PlainCounts:
+    """Every plain count at once (``group_by`` splits the check and tag rates)."""
+    return PlainCounts(
+        run_states=run_state_counts(tables),
+        infrastructure_failures=infrastructure_failure_counts(tables),
+        reference_checks=reference_check_rates(tables, group_by=group_by),
+        rule_checks=reference_check_rates(tables, group_by=group_by, kind="rule"),
+        reference_check_matrix=reference_check_matrix(tables),
+        rule_tags=rule_tag_rates(tables, group_by=group_by),
+    )

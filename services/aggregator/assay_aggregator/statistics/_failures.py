@@ -56,9 +56,7 @@ def tag_rate_rows(
                     rate=float(est.estimate[c]),
                     n_verdicts=int(den[:, c].sum()),
                     n_tagged=int(num[:, c].sum()),
-                    se=float(est.se[c]),
-                    ci_low=float(est.low[c]),
-                    ci_high=float(est.high[c]),
+                    **est.interval(c),
                 )
             )
     return rows
@@ -85,9 +83,7 @@ def empty_artifact_rows(ctx: Context) -> list[EmptyArtifactRate]:
             rate=float(est.estimate[a]),
             n_runs=int(den[:, a].sum()),
             n_empty=int(num[:, a].sum()),
-            se=float(est.se[a]),
-            ci_low=float(est.low[a]),
-            ci_high=float(est.high[a]),
+            **est.interval(a),
         )
         for a, agent in enumerate(p.agent_ids)
     ]

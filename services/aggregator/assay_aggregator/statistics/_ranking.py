@@ -76,9 +76,7 @@ def pairwise_rows(ctx: Context) -> list[PairwiseDifference]:
             agent_b=agents[b],
             difference=float(est.estimate[i]),
             p_a_better=float(better[i]),
-            se=float(est.se[i]),
-            ci_low=float(est.low[i]),
-            ci_high=float(est.high[i]),
+            **est.interval(i),
         )
         for i, (a, b) in enumerate(zip(ia, ib, strict=True))
     ]

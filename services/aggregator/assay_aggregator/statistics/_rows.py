@@ -15,7 +15,7 @@ from typing import Any, Self, Union, get_args, get_origin
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Row", "to_frame"]
+__all__ = ["Row", "frames_of", "to_frame"]
 
 _SCALARS: dict[Any, pl.DataType] = {
     str: pl.String(),
@@ -60,3 +60,14 @@ def to_frame(rows: Sequence[Row], row_type: type[Row] | None = None) -> pl.DataF
             raise ValueError("to_frame: pass row_type for an empty result")
         row_type = type(rows[0])
     return row_type.to_frame(rows)
+
+
+def frames_of(model: BaseModel) -> dict[str, pl.DataFrame]:
+    """Every tuple-of-rows field of a report model as a polars table, keyed by field name."""
+    out: dict[str, pl.DataFrame] = {}
+    for name, field in type(model).model_fields.items():
+        if get_origin(field.annotation) is tuple:
+            row_type = get_args(field.annotation)[0]
+            assert isinstance(row_type, type) and issubclass(row_type, Row)
+            out[name] = row_type.to_frame(getattr(model, name))
+    return out

@@ -54,9 +54,7 @@ def _score_rows(
                     estimate=float(est.estimate[c]),
                     n_tasks=int(est.n_clusters[c]),
                     n_runs=int(runs[a, k]),
-                    se=float(est.se[c]),
-                    ci_low=float(est.low[c]),
-                    ci_high=float(est.high[c]),
+                    **est.interval(c),
                 )
             )
     return rows
@@ -97,9 +95,7 @@ def pass_rate_rows(ctx: Context) -> list[PassRate]:
             n_tasks=int(est.n_clusters[a]),
             n_runs=int(runs[a]),
             n_passed=int(n_passed[a]),
-            se=float(est.se[a]),
-            ci_low=float(est.low[a]),
-            ci_high=float(est.high[a]),
+            **est.interval(a),
         )
         for a, agent in enumerate(ctx.panel.agent_ids)
     ]
@@ -124,9 +120,7 @@ def below_anchor_rows(ctx: Context) -> list[BelowAnchorShare]:
             share=float(est.estimate[k]),
             n_ratings=int(den[:, k].sum()),
             n_below=int(num[:, k].sum()),
-            se=float(est.se[k]),
-            ci_low=float(est.low[k]),
-            ci_high=float(est.high[k]),
+            **est.interval(k),
         )
         for k, judge in enumerate(judges)
     ]
@@ -176,9 +170,7 @@ def communication_gap_rows(
             scientific_accuracy=float(e_acc.estimate[a]),
             gap=float(gap.estimate[a]),
             n_tasks=int(gap.n_clusters[a]),
-            se=float(gap.se[a]),
-            ci_low=float(gap.low[a]),
-            ci_high=float(gap.high[a]),
+            **gap.interval(a),
         )
         for a, agent in enumerate(p.agent_ids)
     ]

@@ -7,8 +7,6 @@ all come from the same resampled task sets.
 
 from __future__ import annotations
 
-from typing import get_args
-
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
@@ -33,7 +31,7 @@ from ._results import (
     TagRate,
     UnpassedTask,
 )
-from ._rows import Row
+from ._rows import Row, frames_of
 from ._tables import Tables, TaskAttribute, make_tables
 
 __all__ = ["StatisticsReport", "compute_statistics"]
@@ -74,19 +72,7 @@ class StatisticsReport(BaseModel):
 
     def frames(self) -> dict[str, pl.DataFrame]:
         """Every table as a polars DataFrame, keyed by field name."""
-        out: dict[str, pl.DataFrame] = {}
-        for name, field in type(self).model_fields.items():
-            rows = getattr(self, name)
-            if isinstance(rows, tuple):
-                row_type = _row_type(field.annotation)
-                out[name] = row_type.to_frame(rows)
-        return out
-
-
-def _row_type(annotation: object) -> type[Row]:
-    kind = get_args(annotation)[0]
-    assert isinstance(kind, type) and issubclass(kind, Row)
-    return kind
+        return frames_of(self)
 
 
 def compute_statistics(

@@ -50,34 +50,31 @@ TaskAttribute = Literal["domain", "phase", "difficulty"]
 TASK_ATTRIBUTES: tuple[TaskAttribute, ...] = ("domain", "phase", "difficulty")
 """Task attributes every per-agent table can be grouped by."""
 
-RATINGS_SCHEMA: dict[str, Kind] = {
+_RUN_KEYS: dict[str, Kind] = {
     "campaign_id": "str",
     "task_id": "str",
     "run_id": "str",
     "agent_id": "str",
     "agent_family": "str",
     "epoch": "int",
+}
+"""The columns that say which run a row belongs to (leading ``ratings`` and ``runs``)."""
+_TASK_ATTRIBUTE_KINDS: dict[str, Kind] = dict.fromkeys(TASK_ATTRIBUTES, "str")
+
+RATINGS_SCHEMA: dict[str, Kind] = {
+    **_RUN_KEYS,
     "judge_id": "str",
     "judge_family": "str",
     "sample": "int",
     "dimension": "str",
     "score": "int",
-    "domain": "str",
-    "phase": "str",
-    "difficulty": "str",
+    **_TASK_ATTRIBUTE_KINDS,
 }
 """Columns of ``ratings`` (one row per run × judge × sample × dimension)."""
 
 RUNS_SCHEMA: dict[str, Kind] = {
-    "campaign_id": "str",
-    "task_id": "str",
-    "run_id": "str",
-    "agent_id": "str",
-    "agent_family": "str",
-    "epoch": "int",
-    "domain": "str",
-    "phase": "str",
-    "difficulty": "str",
+    **_RUN_KEYS,
+    **_TASK_ATTRIBUTE_KINDS,
     "state": "str",
     "infrastructure_failure": "bool",
     "empty_artifacts": "bool",

@@ -28,13 +28,11 @@ from assay_schemas import (
     ArtifactsSealed,
     CampaignSpec,
     FileRef,
-    JudgeRegistered,
     JudgeSpec,
     JudgmentFailed,
     JudgmentRecorded,
     Task,
     new_event,
-    same_run,
 )
 
 from ..context import (
@@ -44,7 +42,9 @@ from ..context import (
     CampaignScope,
     LogReader,
     RunContext,
+    registration,
     spec_hash,
+    verdict_envelope,
 )
 from ..files import SealedFiles
 from .agent import JudgeOutcome, judge_sample
@@ -54,8 +54,6 @@ __all__ = ["JURY_TOKEN", "JudgeService", "ProviderFactory", "sampling_times", "s
 log = logging.getLogger("assay.judge")
 
 ProviderFactory = Callable[[JudgeSpec], ModelProvider]
-
-DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
 def sampling_times(spec: JudgeSpec, task: Task) -> int:
@@ -109,15 +107,7 @@ class JudgeService(AnnouncedOnStart):
             return
         if campaign_id in self._registered:
             return
-        await self.bus.publish(
-            new_event(
-                JudgeRegistered,
-                key=(self.spec.judge_id, spec_hash(self.spec), campaign_id),
-                campaign_id=campaign_id,
-                judge=self.spec,
-                producer=self.bus.producer,
-            )
-        )
+        await self.bus.publish(registration(self.spec, campaign_id, self.bus.producer))
         self._registered.add(campaign_id)
 
     async def _in_scope(self, campaign_id: str) -> bool:
@@ -225,16 +215,7 @@ class JudgeService(AnnouncedOnStart):
         )
 
     def _about(self, ctx: RunContext, sample: int) -> dict[str, Any]:
-        """Id, envelope and identity of this judge's verdict (or failure) on one sample."""
-        sealed = ctx.sealed
-        return {
-            "key": (sealed.run_id, self.spec.judge_id, sample),
-            **same_run(sealed),
-            "task_id": sealed.task_id or ctx.task.task_id,
-            "judge_id": self.spec.judge_id,
-            "sample": sample,
-            "producer": self.bus.producer,
-        }
+        return verdict_envelope(ctx.sealed, ctx.task, self.spec.judge_id, sample, self.bus.producer)
 
     async def _store_raw(self, ctx: RunContext, sample: int, outcome: JudgeOutcome) -> FileRef:
         data = json.dumps(

@@ -12,13 +12,11 @@ from assay_schemas import (
     RULES_JUDGE_ID,
     ArtifactsSealed,
     FileRef,
-    JudgeRegistered,
     JudgeSpec,
     JudgmentFailed,
     JudgmentRecorded,
     Task,
     new_event,
-    same_run,
 )
 
 from ..context import (
@@ -27,7 +25,8 @@ from ..context import (
     AnnouncedOnStart,
     CampaignScope,
     LogReader,
-    spec_hash,
+    registration,
+    verdict_envelope,
 )
 from ..files import normalize_path
 from .checks import RuleVerdict, evaluate
@@ -76,15 +75,7 @@ class RulesService(AnnouncedOnStart):
 
     async def register(self) -> None:
         """Publish the rule judge's JudgeRegistered."""
-        await self.bus.publish(
-            new_event(
-                JudgeRegistered,
-                key=(RULES_ID, spec_hash(RULES_SPEC), JURY_TOKEN),
-                campaign_id=JURY_TOKEN,
-                judge=RULES_SPEC,
-                producer=self.bus.producer,
-            )
-        )
+        await self.bus.publish(registration(RULES_SPEC, JURY_TOKEN, self.bus.producer))
 
     async def on_sealed(self, event: ArtifactsSealed, delivery: Delivery) -> None:
         """Check one sealed run and record the result (once)."""
@@ -111,21 +102,17 @@ class RulesService(AnnouncedOnStart):
                 steps=ctx.history.steps,
             )
         except Exception as e:  # a bad check is the task's fault: say so, never retry
-            await self._failed(event, f"rule check failed: {type(e).__name__}: {e}")
+            await self._failed(event, ctx.task, f"rule check failed: {type(e).__name__}: {e}")
             return
         await self._record(event, ctx.task, ctx.rubric.rubric_id, ctx.rubric.version, verdict)
 
-    async def _failed(self, sealed: ArtifactsSealed, error: str) -> None:
+    async def _failed(self, sealed: ArtifactsSealed, task: Task, error: str) -> None:
         await self.bus.publish(
             new_event(
                 JudgmentFailed,
-                key=(sealed.run_id, RULES_ID, 0),
-                **same_run(sealed),
-                judge_id=RULES_ID,
-                sample=0,
+                **verdict_envelope(sealed, task, RULES_ID, 0, self.bus.producer),
                 error=error,
                 attempts=1,
-                producer=self.bus.producer,
             )
         )
 
@@ -146,21 +133,14 @@ class RulesService(AnnouncedOnStart):
         await self.bus.publish(
             new_event(
                 JudgmentRecorded,
-                key=(sealed.run_id, RULES_ID, 0),
-                campaign_id=sealed.campaign_id,
-                run_id=sealed.run_id,
-                task_id=sealed.task_id or task.task_id,
-                causation_id=sealed.event_id,
-                judge_id=RULES_ID,
+                **verdict_envelope(sealed, task, RULES_ID, 0, self.bus.producer),
                 judge_family=RULES_SPEC.family,
                 judge_model=RULES_SPEC.model,
-                sample=0,
                 rubric_id=rubric_id,
                 rubric_version=version,
                 failure_tags=verdict.failure_tags,
                 rationale=rationale,
                 files_opened=verdict.files_read,
                 checks=verdict.checks,
-                producer=self.bus.producer,
             )
         )

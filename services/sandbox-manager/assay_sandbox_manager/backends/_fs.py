@@ -60,26 +60,36 @@ def _open_parent(sandbox_id: str, root: Path, parts: list[str], create: bool) ->
         raise
 
 
-def read_file(sandbox_id: str, root: Path, path: str, max_bytes: int | None = None) -> bytes:
-    """Read a regular file under the workspace root."""
+def _open_file(
+    sandbox_id: str, root: Path, path: str, flags: int, *, create: bool
+) -> tuple[int, list[str]]:
+    """Open a regular file under the workspace root, following no link; fd and path parts."""
     parts = split_workspace_path(sandbox_id, path)
     if not parts:
         raise SandboxPathError(f"sandbox {sandbox_id}: {path!r} is the workspace itself")
-    dfd = _open_parent(sandbox_id, root, parts, create=False)
+    dfd = _open_parent(sandbox_id, root, parts, create=create)
     try:
-        # O_NONBLOCK: opening a FIFO for reading must not hang the service.
+        # O_NONBLOCK: opening a FIFO must not hang the service.
         fd = os.open(
-            parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd
+            parts[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644, dir_fd=dfd
         )
-    except FileNotFoundError as e:
-        raise SandboxPathError(f"sandbox {sandbox_id}: no file {path!r}") from e
     except OSError as e:
-        raise SandboxPathError(f"sandbox {sandbox_id}: cannot open {path!r}: {e}") from e
+        if isinstance(e, FileNotFoundError) and not create:
+            raise SandboxPathError(f"sandbox {sandbox_id}: no file {path!r}") from e
+        verb = "write" if create else "open"
+        raise SandboxPathError(f"sandbox {sandbox_id}: cannot {verb} {path!r}: {e}") from e
     finally:
         os.close(dfd)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SandboxPathError(f"sandbox {sandbox_id}: {path!r} is not a regular file")
+    return fd, parts
+
+
+def read_file(sandbox_id: str, root: Path, path: str, max_bytes: int | None = None) -> bytes:
+    """Read a regular file under the workspace root."""
+    fd, _ = _open_file(sandbox_id, root, path, os.O_RDONLY, create=False)
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise SandboxPathError(f"sandbox {sandbox_id}: {path!r} is not a regular file")
         data = f.read() if max_bytes is None else f.read(max_bytes + 1)
     if max_bytes is not None and len(data) > max_bytes:
         raise SandboxLimitExceeded(f"sandbox {sandbox_id}: {path!r} is over {max_bytes} bytes")
@@ -88,24 +98,9 @@ def read_file(sandbox_id: str, root: Path, path: str, max_bytes: int | None = No
 
 def write_file(sandbox_id: str, root: Path, path: str, data: bytes, owner: tuple[int, int]) -> None:
     """Write a file under the workspace root, owned by the sandbox user."""
-    parts = split_workspace_path(sandbox_id, path)
-    if not parts:
-        raise SandboxPathError(f"sandbox {sandbox_id}: {path!r} is the workspace itself")
-    dfd = _open_parent(sandbox_id, root, parts, create=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    fd, parts = _open_file(sandbox_id, root, path, flags, create=True)
     try:
-        fd = os.open(
-            parts[-1],
-            os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-            0o644,
-            dir_fd=dfd,
-        )
-    except OSError as e:
-        raise SandboxPathError(f"sandbox {sandbox_id}: cannot write {path!r}: {e}") from e
-    finally:
-        os.close(dfd)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise SandboxPathError(f"sandbox {sandbox_id}: {path!r} is not a regular file")
         if os.geteuid() == 0:
             os.fchown(fd, *owner)
         view = memoryview(data)
