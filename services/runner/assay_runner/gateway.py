@@ -5,6 +5,10 @@ An OpenAI-compatible (POST /v1/chat/completions) and Anthropic-compatible (POST
 sees at /run/gateway (and its resident forwards to 127.0.0.1:GATEWAY_PORT). Each call is
 checked against the run's limits, sent upstream with the real key (never in the sandbox),
 and logged in order as an AgentStepLogged with its request and response as blobs.
+
+A streamed call (`stream: true`) is made upstream as one plain call and its answer is
+replayed to the program as its API's server-sent events: the program sees a stream, the
+log one step with the whole answer, and the usage is the provider's own count.
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ from typing import Any
 
 import httpx
 
+from assay.http11 import HttpRequest, HttpResponse, serve_connection
 from assay.providers import PriceTable, cost
 from assay.store import BlobStore
-from assay_schemas import AgentSpec, AgentStepLogged, Limits, StopReason, ToolCallRecord, Usage
+from assay_schemas import AgentSpec, AgentStepLogged, Limits, StopReason
 
 from .agent import limit_reached
+from .gateway_wire import error_body, parse_answer, sse_body
 
 __all__ = ["GATEWAY_PORT", "SOCKET_NAME", "Gateway", "StepLogger"]
 
@@ -93,30 +99,13 @@ class Gateway:
             await self._client.aclose()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                request = await _read_request(reader)
-                if request is None:
-                    return
-                status, body = await self.handle(*request)
-                writer.write(
-                    f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\n"
-                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
-                    + body
-                )
-                await writer.drain()
-        except (OSError, asyncio.IncompleteReadError, ValueError):
-            return
-        finally:
-            writer.close()
+        await serve_connection(reader, writer, self.handle, max_body=_MAX_BODY)
 
-    async def handle(
-        self, method: str, path: str, headers: dict[str, str], body: bytes
-    ) -> tuple[int, bytes]:
-        """One HTTP request from the program: (status, JSON body)."""
-        api = _PATHS.get(path.split("?")[0])
+    async def handle(self, request: HttpRequest) -> HttpResponse:
+        """One HTTP request from the program."""
+        api = _PATHS.get(request.path)
         try:
-            if method != "POST" or api is None:
+            if request.method != "POST" or api is None:
                 raise _Refused(404, "not_found", f"assay gateway serves POST {', '.join(_PATHS)}")
             if api != self.agent.provider:
                 raise _Refused(
@@ -125,22 +114,18 @@ class Gateway:
                     f"this run's model is served over the {self.agent.provider} API",
                 )
             async with self._lock:  # one call at a time: steps are logged in call order
-                return await self._call(api, headers, body)
+                return await self._call(api, request.headers, request.body)
         except _Refused as e:
-            return e.status, _error(api or self.agent.provider, e.kind, str(e))
+            return HttpResponse(e.status, error_body(api or self.agent.provider, e.kind, str(e)))
 
-    async def _call(self, api: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+    async def _call(self, api: str, headers: dict[str, str], body: bytes) -> HttpResponse:
         try:
             payload = json.loads(body)
             assert isinstance(payload, dict)
         except (ValueError, AssertionError) as e:
             raise _Refused(400, "invalid_request", "the body is not a JSON object") from e
-        if payload.get("stream"):
-            raise _Refused(
-                400,
-                "invalid_request",
-                "assay gateway: streaming is not supported; send stream=false",
-            )
+        streamed = payload.pop("stream", False) is True
+        usage_chunk = bool((payload.pop("stream_options", None) or {}).get("include_usage"))
         reason = self.stop_reason or limit_reached(self.limits, self.steps, self.started_at)
         if reason is not None:
             self.stop_reason = reason
@@ -155,15 +140,16 @@ class Gateway:
         response = await self._upstream(api, headers, sent)
         latency_ms = (time.perf_counter() - started) * 1000
         if response.status_code != 200:
-            return response.status_code, response.content
+            return HttpResponse(response.status_code, response.content)
         try:
             answer = response.json()
-            usage, text, calls = _parse(api, answer)
+            usage, text, calls = parse_answer(api, answer)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             self.fault = f"upstream answered an unreadable body: {e}"
             raise _Refused(502, "upstream_error", self.fault) from e
-        request_blob = await asyncio.to_thread(self.store.put_bytes, sent)
-        response_blob = await asyncio.to_thread(self.store.put_bytes, response.content)
+        request_blob, response_blob = await asyncio.to_thread(
+            lambda: (self.store.put_bytes(sent), self.store.put_bytes(response.content))
+        )
         step = await self.log_step(
             {
                 "model_output": text,
@@ -176,7 +162,13 @@ class Gateway:
             }
         )
         self.steps.append(step)
-        return 200, response.content
+        if streamed:
+            return HttpResponse(
+                200,
+                sse_body(api, answer, usage_chunk=usage_chunk),
+                content_type="text/event-stream",
+            )
+        return HttpResponse(200, response.content)
 
     async def _upstream(self, api: str, headers: dict[str, str], body: bytes) -> httpx.Response:
         """POST upstream with the real key; retries transient failures, else a fault."""
@@ -204,67 +196,3 @@ class Gateway:
             last = f"HTTP {response.status_code}"
         self.fault = f"upstream {url} failed: {last}"
         raise _Refused(502, "upstream_error", f"assay gateway: {self.fault}")
-
-
-async def _read_request(
-    reader: asyncio.StreamReader,
-) -> tuple[str, str, dict[str, str], bytes] | None:
-    """One HTTP/1.1 request (Content-Length bodies only), or None at a clean end."""
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.IncompleteReadError as e:
-        if e.partial:
-            raise
-        return None
-    lines = head.decode("latin-1").split("\r\n")
-    method, path, _ = lines[0].split(" ", 2)
-    headers = {}
-    for line in lines[1:]:
-        if ":" in line:
-            name, value = line.split(":", 1)
-            headers[name.strip().lower()] = value.strip()
-    size = int(headers.get("content-length", "0"))
-    if size > _MAX_BODY:
-        raise ValueError("request body too large")
-    return method, path, headers, await reader.readexactly(size)
-
-
-def _parse(api: str, answer: dict[str, Any]) -> tuple[Usage, str, list[ToolCallRecord]]:
-    """Usage, assistant text and tool calls of a chat completion or a message."""
-    u = answer.get("usage") or {}
-    if api == "openai":
-        message = answer["choices"][0]["message"]
-        calls = [
-            ToolCallRecord(
-                call_id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"]
-            )
-            for c in message.get("tool_calls") or []
-        ]
-        cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        usage = Usage(
-            input_tokens=u.get("prompt_tokens", 0),
-            output_tokens=u.get("completion_tokens", 0),
-            cached_tokens=cached,
-        )
-        return usage, message.get("content") or "", calls
-    blocks = answer["content"]
-    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-    calls = [
-        ToolCallRecord(call_id=b["id"], name=b["name"], arguments=json.dumps(b.get("input", {})))
-        for b in blocks
-        if b.get("type") == "tool_use"
-    ]
-    cached = u.get("cache_read_input_tokens") or 0
-    usage = Usage(
-        input_tokens=u.get("input_tokens", 0) + cached,
-        output_tokens=u.get("output_tokens", 0),
-        cached_tokens=cached,
-    )
-    return usage, text, calls
-
-
-def _error(api: str, kind: str, message: str) -> bytes:
-    """An error body in the shape the program's SDK expects."""
-    if api == "anthropic":
-        return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
-    return json.dumps({"error": {"message": message, "type": kind, "code": kind}}).encode()
