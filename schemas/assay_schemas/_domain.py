@@ -210,7 +210,7 @@ class ModelSpec(Frozen):
 
 
 PipRequirement = Annotated[
-    str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._\[\],<>=!~ ]*$", max_length=200)
+    str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._\[\],<>=!~ -]*$", max_length=200)
 ]
 """A requirement a name leads (never an option such as --index-url, nor a path or URL)."""
 

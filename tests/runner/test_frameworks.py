@@ -4,6 +4,7 @@ extension, driven by the scripted model through the run's gateway, sealed and ju
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from tests.pipeline import SCRIPTED_KEY, campaign, services, wait_for_events, wr
 
 AGENTS = Path(__file__).parents[2] / "examples" / "agents"
 SMOLAGENTS = "smolagents[openai]==1.26.0"
+OPENAI_AGENTS = "openai-agents==0.24.0"
 SECRET = "sk-test-frameworks-never-in-the-sandbox"
 TABLE = {"od.csv": "strain,od\nA,0.9\nB,0.4\n"}
 
@@ -43,6 +45,13 @@ def smolagents_runtime() -> str:
     """The extension built (or found cached) before any sandbox waits on it."""
     ensure_extension([SMOLAGENTS])
     return SMOLAGENTS
+
+
+@pytest.fixture(scope="module")
+def openai_agents_runtime() -> str:
+    """The extension built (or found cached) before any sandbox waits on it."""
+    ensure_extension([OPENAI_AGENTS])
+    return OPENAI_AGENTS
 
 
 @pytest.fixture
@@ -66,6 +75,30 @@ def _code_agent_model(request: ScriptRequest) -> ScriptReply:
     seen = str(request.messages[-1])
     answer = "A peaks at 0.9" if "max od 0.9" in seen else "I could not read the table"
     return ScriptReply(text=f"Thought: done.\n<code>\nfinal_answer({answer!r})\n</code>")
+
+
+def _tool_calling_model(request: ScriptRequest) -> ScriptReply:
+    """A tool-calling model: read the table, then answer from what the tool returned."""
+    if request.turn == 0:
+        return ScriptReply.call("read_file", {"path": "od.csv"})
+    seen = str(request.messages[-1])
+    return ScriptReply(text="A peaks at 0.9" if "A,0.9" in seen else "no table")
+
+
+def _program_agent(model: str, source: str, package: str, server: ScriptedModelServer) -> AgentSpec:
+    program = ProgramSpec(
+        command=_as_file((AGENTS / source).read_text(), source),
+        answer_file="answer.txt",
+        packages=[package],
+    )
+    return AgentSpec(
+        agent_id=model,
+        model=model,
+        base_url=server.openai_base_url,
+        api_key_env=SCRIPTED_KEY,
+        kind="program",
+        program=program,
+    )
 
 
 def _as_file(source: str, name: str) -> list[str]:
@@ -116,19 +149,7 @@ async def test_smolagents_code_agent_runs_end_to_end_through_the_gateway(
     smolagents_runtime: str,
 ) -> None:
     scripted.add_script("smol", _code_agent_model)
-    program = ProgramSpec(
-        command=_as_file((AGENTS / "smolagents_agent.py").read_text(), "smolagents_agent.py"),
-        answer_file="answer.txt",
-        packages=[smolagents_runtime],
-    )
-    agent = AgentSpec(
-        agent_id="smol",
-        model="smol",
-        base_url=scripted.openai_base_url,
-        api_key_env=SCRIPTED_KEY,
-        kind="program",
-        program=program,
-    )
+    agent = _program_agent("smol", "smolagents_agent.py", smolagents_runtime, scripted)
     events = await _campaign_through_judgment(bus, settings, tmp_path, agent, _judge(scripted))
 
     [ready] = [e for e in events if isinstance(e, SandboxReady)]
@@ -151,3 +172,31 @@ async def test_smolagents_code_agent_runs_end_to_end_through_the_gateway(
     assert all(r.headers.get("authorization") == f"Bearer {SECRET}" for r in recorded)
     output = LocalBlobStore(settings.blob_dir).get_bytes(finished.output_sha256 or "")
     assert SECRET.encode() not in output
+
+
+async def test_openai_agents_runs_streamed_end_to_end_through_the_gateway(
+    bus: Bus,
+    settings: Settings,
+    tmp_path: Path,
+    scripted: ScriptedModelServer,
+    openai_agents_runtime: str,
+) -> None:
+    scripted.add_script("oa", _tool_calling_model)
+    agent = _program_agent("oa", "openai_agents_agent.py", openai_agents_runtime, scripted)
+    events = await _campaign_through_judgment(bus, settings, tmp_path, agent, _judge(scripted))
+
+    steps = [e for e in events if isinstance(e, AgentStepLogged)]
+    assert [s.step for s in steps] == [0, 1]
+    assert [c.name for c in steps[0].tool_calls] == ["read_file"]
+    assert steps[1].model_output == "A peaks at 0.9"
+    assert all(s.usage.input_tokens > 0 and s.cost_usd > 0 for s in steps)
+    [finished] = [e for e in events if isinstance(e, AgentFinished)]
+    assert (finished.stop_reason, finished.final_message) == ("submitted", "A peaks at 0.9")
+    assert any(isinstance(e, JudgmentRecorded) for e in events)
+    # The SDK streamed every call (the gateway answered with SSE); upstream got plain ones.
+    assert len(scripted.requests("oa")) == 2
+    store = LocalBlobStore(settings.blob_dir)
+    assert all(b'"stream"' not in store.get_bytes(s.request_sha256 or "") for s in steps)
+    output = store.get_bytes(finished.output_sha256 or "").decode()
+    streamed = re.search(r"(\d+) streamed model events", output)
+    assert streamed is not None and int(streamed[1]) >= 4, output[-2000:]
