@@ -62,7 +62,7 @@ async def logged(tmp_path: Path, server: ScriptedModelServer, request: Any) -> A
     http = httpx if provider == "openai" else httpx2
     uds = http.AsyncClient(transport=http.AsyncHTTPTransport(uds=str(tmp_path / SOCKET_NAME)))
     try:
-        yield uds, fields, LocalBlobStore(tmp_path / "blobs")
+        yield uds, fields, LocalBlobStore(tmp_path / "blobs"), gateway
     finally:
         await uds.aclose()
         await gateway.close()
@@ -70,10 +70,11 @@ async def logged(tmp_path: Path, server: ScriptedModelServer, request: Any) -> A
 
 @pytest.mark.parametrize("logged", ["openai"], indirect=True)
 async def test_openai_stream_is_served_and_logged_as_one_step(logged: Any) -> None:
-    uds, fields, store = logged
+    uds, fields, store, gateway = logged
     client = AsyncOpenAI(base_url="http://gateway/v1", api_key="x", http_client=uds)  # type: ignore[arg-type]
     messages: Any = [{"role": "user", "content": "what is it?"}]
-    for turn in range(2):
+    streamed = []
+    for _ in range(2):
         stream = await client.chat.completions.create(
             model="whatever",
             messages=messages,
@@ -90,15 +91,17 @@ async def test_openai_stream_is_served_and_logged_as_one_step(logged: Any) -> No
                     assert call.function is not None
                     calls.setdefault(call.index, [call.id, call.function.name, ""])
                     calls[call.index][2] += call.function.arguments or ""
-        step = fields[turn]
+        streamed.append((text, calls, usage, finish))
+        messages.append({"role": "assistant", "content": text})
+        messages.append({"role": "user", "content": "go on"})
+    await gateway.close()  # the last step is logged by then
+    for turn, ((text, calls, usage, finish), step) in enumerate(zip(streamed, fields, strict=True)):
         assert text == step["model_output"]
         assert [(c[1], c[2]) for c in calls.values()] == [
             (c.name, c.arguments) for c in step["tool_calls"]
         ]
         assert usage is not None and usage.prompt_tokens == step["usage"].input_tokens > 0
         assert finish == ("tool_calls" if turn == 0 else "stop")
-        messages.append({"role": "assistant", "content": text})
-        messages.append({"role": "user", "content": "go on"})
     assert [f["model_output"] for f in fields] == ["Looking first.", "The answer is 42."]
     # The log keeps the whole answer, and what went upstream was one plain call.
     answer = json.loads(store.get_bytes(fields[0]["response_sha256"]))
@@ -109,12 +112,13 @@ async def test_openai_stream_is_served_and_logged_as_one_step(logged: Any) -> No
 
 @pytest.mark.parametrize("logged", ["anthropic"], indirect=True)
 async def test_anthropic_stream_is_served_and_logged_as_one_step(logged: Any) -> None:
-    uds, fields, _ = logged
+    uds, fields, _, gateway = logged
     client = AsyncAnthropic(base_url="http://gateway", api_key="x", http_client=uds)
     async with client.messages.stream(
         model="whatever", max_tokens=100, messages=[{"role": "user", "content": "what is it?"}]
     ) as stream:
         message = await stream.get_final_message()
+    await gateway.close()
     [step] = fields
     assert [b.type for b in message.content] == ["text", "tool_use"]
     assert message.content[0].text == step["model_output"] == "Looking first."  # type: ignore[union-attr]

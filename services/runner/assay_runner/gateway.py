@@ -77,6 +77,8 @@ class Gateway:
     fault: str | None = None
     """The upstream could not be reached or failed: an infrastructure failure."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _logging: asyncio.Task[None] | None = None
+    """The last answered call's step, logged while the program reads the answer."""
     _server: asyncio.AbstractServer | None = None
     _client: httpx.AsyncClient | None = None
 
@@ -91,12 +93,21 @@ class Gateway:
         path.chmod(0o666)
 
     async def close(self) -> None:
-        """Stop listening and close the upstream client."""
+        """Stop listening, log the last call's step, close the upstream client."""
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
-        if self._client is not None:
-            await self._client.aclose()
+        try:
+            await self._logged()
+        finally:
+            if self._client is not None:
+                await self._client.aclose()
+
+    async def _logged(self) -> None:
+        """Wait for the previous call's step (its failure is raised here, as the run's)."""
+        logging, self._logging = self._logging, None
+        if logging is not None:
+            await logging
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await serve_connection(reader, writer, self.handle, max_body=_MAX_BODY)
@@ -114,6 +125,7 @@ class Gateway:
                     f"this run's model is served over the {self.agent.provider} API",
                 )
             async with self._lock:  # one call at a time: steps are logged in call order
+                await self._logged()  # limits count every earlier call
                 return await self._call(api, request.headers, request.body)
         except _Refused as e:
             return HttpResponse(e.status, error_body(api or self.agent.provider, e.kind, str(e)))
@@ -147,21 +159,15 @@ class Gateway:
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             self.fault = f"upstream answered an unreadable body: {e}"
             raise _Refused(502, "upstream_error", self.fault) from e
-        request_blob, response_blob = await asyncio.to_thread(
-            lambda: (self.store.put_bytes(sent), self.store.put_bytes(response.content))
-        )
-        step = await self.log_step(
-            {
-                "model_output": text,
-                "tool_calls": calls,
-                "usage": usage,
-                "latency_ms": latency_ms,
-                "cost_usd": cost(usage, self.agent.model, self.prices),
-                "request_sha256": request_blob.sha256,
-                "response_sha256": response_blob.sha256,
-            }
-        )
-        self.steps.append(step)
+        fields = {
+            "model_output": text,
+            "tool_calls": calls,
+            "usage": usage,
+            "latency_ms": latency_ms,
+            "cost_usd": cost(usage, self.agent.model, self.prices),
+        }
+        # The program need not wait for the log: the next call (or close) waits for it.
+        self._logging = asyncio.create_task(self._log(fields, sent, response.content))
         if streamed:
             return HttpResponse(
                 200,
@@ -169,6 +175,20 @@ class Gateway:
                 content_type="text/event-stream",
             )
         return HttpResponse(200, response.content)
+
+    async def _log(self, fields: dict[str, Any], sent: bytes, answer: bytes) -> None:
+        """Store the call's request and answer, then log it as the run's next step."""
+        request_blob, response_blob = await asyncio.to_thread(
+            lambda: (self.store.put_bytes(sent), self.store.put_bytes(answer))
+        )
+        step = await self.log_step(
+            {
+                **fields,
+                "request_sha256": request_blob.sha256,
+                "response_sha256": response_blob.sha256,
+            }
+        )
+        self.steps.append(step)
 
     async def _upstream(self, api: str, headers: dict[str, str], body: bytes) -> httpx.Response:
         """POST upstream with the real key; retries transient failures, else a fault."""
