@@ -37,6 +37,8 @@ EXTENSION_ENV = {
     "PATH": "/opt/assay-ext/bin:/usr/local/bin:/usr/bin:/bin",
 }
 _SANDBOX_PYTHON = (3, 11)
+_BUILD = 2
+"""The build procedure's version, in the hash: a changed procedure builds anew."""
 _COMPLETE = ".assay-extension-complete"
 _BUILD_TIMEOUT_S = 1800
 
@@ -50,6 +52,7 @@ def extension_hash(packages: Sequence[str]) -> str:
     recipe = {
         "rootfs": recipe_hash(),
         "python": list(_SANDBOX_PYTHON),
+        "build": _BUILD,
         "packages": sorted(packages),
     }
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
@@ -74,12 +77,16 @@ def ensure_extension(packages: Sequence[str]) -> Path:
 
 
 def _build(packages: Sequence[str], folder: Path) -> None:
-    """pip install into a fresh folder beside the cache entry, then move it in whole."""
+    """pip install into a fresh folder beside the cache entry, then move it in whole.
+
+    pip compiles the bytecode here (3.11's, valid for the sandbox's 3.11): the sandbox
+    cannot write it into the read-only folder, and would compile on every import.
+    """
     staging = Path(tempfile.mkdtemp(prefix=f"{folder.name}.", dir=folder.parent))
     target = staging / "assay-ext"
     argv = [
         sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-        "--no-input", "--no-warn-script-location", "--no-compile", "--target", str(target),
+        "--no-input", "--no-warn-script-location", "--target", str(target),
         "--", *packages,
     ]  # fmt: skip
     try:
