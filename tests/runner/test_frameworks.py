@@ -17,6 +17,7 @@ from assay.demo import JudgeTemper, judge_script
 from assay.scripted import ScriptedModelServer, ScriptReply, ScriptRequest
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
+from assay_sandbox_manager import extension
 from assay_sandbox_manager.extension import ensure_extension, extension_hash
 from assay_schemas import (
     AgentFinished,
@@ -200,3 +201,28 @@ async def test_openai_agents_runs_streamed_end_to_end_through_the_gateway(
     output = store.get_bytes(finished.output_sha256 or "").decode()
     streamed = re.search(r"(\d+) streamed model events", output)
     assert streamed is not None and int(streamed[1]) >= 4, output[-2000:]
+
+
+async def test_a_runtime_that_cannot_be_built_fails_the_run_as_infrastructure(
+    bus: Bus,
+    settings: Settings,
+    tmp_path: Path,
+    scripted: ScriptedModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_such_package(packages: object, folder: object) -> None:
+        raise extension.ExtensionBuildFailed("No matching distribution for assay-no-such-pkg")
+
+    monkeypatch.setattr(extension, "_build", no_such_package)
+    agent = _program_agent("smol", "smolagents_agent.py", "assay-no-such-pkg==0.0.1", scripted)
+    store = LocalBlobStore(settings.blob_dir)
+    folder = write_task(tmp_path / "tasks", "growth", "Which strain peaks?", TABLE)
+    async with services(settings, store):
+        await submit_campaign(
+            bus, store, campaign("c1", [agent]), load_tasks(folder, max_bytes=10_000)
+        )
+        events = await wait_for_events(bus, lambda evs: any(isinstance(e, RunFailed) for e in evs))
+    [failed] = [e for e in events if isinstance(e, RunFailed)]
+    assert (failed.stage, failed.infrastructure) == ("sandbox", True)
+    assert "No matching distribution" in failed.error
+    assert not scripted.requests("smol")
