@@ -73,7 +73,7 @@ def _extension(sandbox_id: str, spec: SandboxSpec) -> tuple[list[str], dict[str,
     try:
         folder = ensure_extension(spec.packages)
     except (ExtensionBuildFailed, OSError, subprocess.SubprocessError) as e:
-        raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: {e}") from e
+        raise SandboxError(f"sandbox {sandbox_id}: {e}") from e
     if os.geteuid() == 0:
         check_traversable(sandbox_id, folder)
     return ["--ro-bind", str(folder), EXTENSION_MOUNT], EXTENSION_ENV
