@@ -1,8 +1,9 @@
 """The model gateway of one program run: the only way its program reaches a model.
 
-An OpenAI-compatible (POST /v1/chat/completions) and Anthropic-compatible (POST
-/v1/messages) endpoint on a unix socket in the run's gateway folder, which the sandbox
-sees at /run/gateway (and its resident forwards to 127.0.0.1:GATEWAY_PORT). Each call is
+An OpenAI-compatible (POST /v1/chat/completions and /v1/responses) and
+Anthropic-compatible (POST /v1/messages) endpoint on a unix socket in the run's gateway
+folder, which the sandbox sees at /run/gateway (and its resident forwards to
+127.0.0.1:GATEWAY_PORT). Each call is
 checked against the run's limits, sent upstream with the real key (never in the sandbox),
 and logged in order as an AgentStepLogged with its request and response as blobs.
 
@@ -32,7 +33,7 @@ from assay.store import BlobStore
 from assay_schemas import AgentSpec, AgentStepLogged, Limits, StopReason
 
 from .agent import limit_reached
-from .gateway_wire import error_body, parse_answer, sse_body
+from .gateway_wire import Wire, error_body, parse_answer, provider_of, sse_body
 
 __all__ = ["GATEWAY_PORT", "SOCKET_NAME", "Gateway", "StepLogger"]
 
@@ -45,10 +46,17 @@ _DEFAULT_UPSTREAM = {
     "anthropic": "https://api.anthropic.com",
 }
 _DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-_PATHS = {
-    "/v1/chat/completions": "openai",
-    "/chat/completions": "openai",
-    "/v1/messages": "anthropic",
+_PATHS: dict[str, Wire] = {
+    "/v1/chat/completions": "chat",
+    "/chat/completions": "chat",
+    "/v1/responses": "responses",
+    "/responses": "responses",
+    "/v1/messages": "messages",
+}
+_UPSTREAM_PATH: dict[Wire, str] = {
+    "chat": "/chat/completions",
+    "responses": "/responses",
+    "messages": "/v1/messages",
 }
 
 StepLogger = Callable[[dict[str, Any]], Awaitable[AgentStepLogged]]
@@ -114,9 +122,10 @@ class Gateway:
 
     async def handle(self, request: HttpRequest) -> HttpResponse:
         """One HTTP request from the program."""
-        api = _PATHS.get(request.path)
+        wire = _PATHS.get(request.path)
+        api = self.agent.provider if wire is None else provider_of(wire)
         try:
-            if request.method != "POST" or api is None:
+            if request.method != "POST" or wire is None:
                 raise _Refused(404, "not_found", f"assay gateway serves POST {', '.join(_PATHS)}")
             if api != self.agent.provider:
                 raise _Refused(
@@ -126,11 +135,11 @@ class Gateway:
                 )
             async with self._lock:  # one call at a time: steps are logged in call order
                 await self._logged()  # limits count every earlier call
-                return await self._call(api, request.headers, request.body)
+                return await self._call(wire, request.headers, request.body)
         except _Refused as e:
-            return HttpResponse(e.status, error_body(api or self.agent.provider, e.kind, str(e)))
+            return HttpResponse(e.status, error_body(api, e.kind, str(e)))
 
-    async def _call(self, api: str, headers: dict[str, str], body: bytes) -> HttpResponse:
+    async def _call(self, wire: Wire, headers: dict[str, str], body: bytes) -> HttpResponse:
         try:
             payload = json.loads(body)
             assert isinstance(payload, dict)
@@ -149,13 +158,13 @@ class Gateway:
         payload["model"] = self.agent.model  # the campaign's model, whatever the program asks
         sent = json.dumps(payload).encode()
         started = time.perf_counter()
-        response = await self._upstream(api, headers, sent)
+        response = await self._upstream(wire, headers, sent)
         latency_ms = (time.perf_counter() - started) * 1000
         if response.status_code != 200:
             return HttpResponse(response.status_code, response.content)
         try:
             answer = response.json()
-            usage, text, calls = parse_answer(api, answer)
+            usage, text, calls = parse_answer(wire, answer)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             self.fault = f"upstream answered an unreadable body: {e}"
             raise _Refused(502, "upstream_error", self.fault) from e
@@ -171,7 +180,7 @@ class Gateway:
         if streamed:
             return HttpResponse(
                 200,
-                sse_body(api, answer, usage_chunk=usage_chunk),
+                sse_body(wire, answer, usage_chunk=usage_chunk),
                 content_type="text/event-stream",
             )
         return HttpResponse(200, response.content)
@@ -190,16 +199,18 @@ class Gateway:
         )
         self.steps.append(step)
 
-    async def _upstream(self, api: str, headers: dict[str, str], body: bytes) -> httpx.Response:
+    async def _upstream(self, wire: Wire, headers: dict[str, str], body: bytes) -> httpx.Response:
         """POST upstream with the real key; retries transient failures, else a fault."""
         assert self._client is not None
+        api = provider_of(wire)
         base = (self.agent.base_url or _DEFAULT_UPSTREAM[api]).rstrip("/")
         key = os.environ.get(self.agent.api_key_env or _DEFAULT_KEY_ENV[api], "")
+        url = base + _UPSTREAM_PATH[wire]
         if api == "openai":
-            url, auth = f"{base}/chat/completions", {"Authorization": f"Bearer {key}"}
+            auth = {"Authorization": f"Bearer {key}"}
         else:
             version = headers.get("anthropic-version", "2023-06-01")
-            url, auth = f"{base}/v1/messages", {"x-api-key": key, "anthropic-version": version}
+            auth = {"x-api-key": key, "anthropic-version": version}
         last = ""
         for attempt in range(4):
             if attempt:

@@ -5,17 +5,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 from assay_schemas import ToolCallRecord, Usage
 
-__all__ = ["error_body", "parse_answer", "sse_body"]
+__all__ = ["Wire", "error_body", "parse_answer", "provider_of", "sse_body"]
+
+Wire = Literal["chat", "responses", "messages"]
+"""OpenAI's chat completions and responses, Anthropic's messages."""
 
 
-def parse_answer(api: str, answer: dict[str, Any]) -> tuple[Usage, str, list[ToolCallRecord]]:
-    """Usage, assistant text and tool calls of a chat completion or a message."""
+def provider_of(wire: Wire) -> str:
+    """The provider whose API a wire format is."""
+    return "anthropic" if wire == "messages" else "openai"
+
+
+def parse_answer(wire: Wire, answer: dict[str, Any]) -> tuple[Usage, str, list[ToolCallRecord]]:
+    """Usage, assistant text and tool calls of a chat completion, a response or a message."""
     u = answer.get("usage") or {}
-    if api == "openai":
+    if wire == "responses":
+        return _parse_response(answer, u)
+    if wire == "chat":
         message = answer["choices"][0]["message"]
         calls = [
             ToolCallRecord(
@@ -46,6 +56,30 @@ def parse_answer(api: str, answer: dict[str, Any]) -> tuple[Usage, str, list[Too
     return usage, text, calls
 
 
+def _parse_response(
+    answer: dict[str, Any], u: dict[str, Any]
+) -> tuple[Usage, str, list[ToolCallRecord]]:
+    items = answer["output"]
+    text = "".join(
+        part.get("text", "")
+        for item in items
+        if item.get("type") == "message"
+        for part in item.get("content") or []
+        if part.get("type") == "output_text"
+    )
+    calls = [
+        ToolCallRecord(call_id=i["call_id"], name=i["name"], arguments=i["arguments"])
+        for i in items
+        if i.get("type") == "function_call"
+    ]
+    usage = Usage(
+        input_tokens=u.get("input_tokens", 0),
+        output_tokens=u.get("output_tokens", 0),
+        cached_tokens=(u.get("input_tokens_details") or {}).get("cached_tokens") or 0,
+    )
+    return usage, text, calls
+
+
 def error_body(api: str, kind: str, message: str) -> bytes:
     """An error body in the shape the program's SDK expects."""
     if api == "anthropic":
@@ -53,15 +87,17 @@ def error_body(api: str, kind: str, message: str) -> bytes:
     return json.dumps({"error": {"message": message, "type": kind, "code": kind}}).encode()
 
 
-def sse_body(api: str, answer: dict[str, Any], *, usage_chunk: bool) -> bytes:
+def sse_body(wire: Wire, answer: dict[str, Any], *, usage_chunk: bool) -> bytes:
     """A whole answer as the server-sent events its API streams (one delta per part).
 
     `usage_chunk`: OpenAI's stream_options.include_usage, a last chunk with the usage.
     """
-    events = _openai_chunks(answer, usage_chunk) if api == "openai" else _anthropic(answer)
-    return b"".join(_event(name, data) for name, data in events) + (
-        b"data: [DONE]\n\n" if api == "openai" else b""
-    )
+    if wire == "chat":
+        events = _openai_chunks(answer, usage_chunk)
+    else:
+        events = _responses(answer) if wire == "responses" else _anthropic(answer)
+    body = b"".join(_event(name, data) for name, data in events)
+    return body + b"data: [DONE]\n\n" if wire == "chat" else body
 
 
 def _event(name: str | None, data: dict[str, Any]) -> bytes:
@@ -121,3 +157,57 @@ def _split(block: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None
         partial = json.dumps(block.get("input", {}))
         return {**block, "input": {}}, {"type": "input_json_delta", "partial_json": partial}
     return block, None
+
+
+def _responses(answer: dict[str, Any]) -> Iterator[tuple[str | None, dict[str, Any]]]:
+    """A response's stream: created, each output item with its text or arguments as one
+    delta, completed (which holds the whole response, as the SDKs read it)."""
+    events: list[dict[str, Any]] = [
+        {
+            "type": "response.created",
+            "response": {**answer, "status": "in_progress", "output": []},
+        }
+    ]
+    for index, item in enumerate(answer["output"]):
+        events.extend(_response_item(index, item))
+    events.append({"type": "response.completed", "response": answer})
+    for number, event in enumerate(events):
+        yield event["type"], {**event, "sequence_number": number}
+
+
+def _response_item(index: int, item: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    at = {"output_index": index}
+    kind, item_id = item.get("type"), item.get("id")
+    if kind == "function_call":
+        arguments = item.get("arguments", "")
+        yield {"type": "response.output_item.added", **at, "item": {**item, "arguments": ""}}
+        yield {
+            "type": "response.function_call_arguments.delta",
+            **at,
+            "item_id": item_id,
+            "delta": arguments,
+        }
+        yield {
+            "type": "response.function_call_arguments.done",
+            **at,
+            "item_id": item_id,
+            "arguments": arguments,
+        }
+    elif kind == "message":
+        yield {"type": "response.output_item.added", **at, "item": {**item, "content": []}}
+        for c, part in enumerate(item.get("content") or []):
+            yield from _response_part({**at, "item_id": item_id, "content_index": c}, part)
+    else:
+        yield {"type": "response.output_item.added", **at, "item": item}
+    yield {"type": "response.output_item.done", **at, "item": item}
+
+
+def _response_part(at: dict[str, Any], part: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    if part.get("type") != "output_text":
+        yield {"type": "response.content_part.added", **at, "part": part}
+    else:
+        text = part.get("text", "")
+        yield {"type": "response.content_part.added", **at, "part": {**part, "text": ""}}
+        yield {"type": "response.output_text.delta", **at, "delta": text, "logprobs": []}
+        yield {"type": "response.output_text.done", **at, "text": text, "logprobs": []}
+    yield {"type": "response.content_part.done", **at, "part": part}
