@@ -2,7 +2,10 @@
 (unix socket, limits, key, blobs and step record) against the same call made directly.
 
 The sandbox's loopback forwarder is not in the path (it needs a sandbox); the step
-logger is a stub, so the bus is not either.
+logger is a stub, so the bus is not either (the gateway logs a step after answering, so
+a real bus is off the answer's path too). What is left over a direct call is mostly the
+second HTTP client hop (httpx, about 1 ms of CPU per call on the development machine);
+h11's parse, the JSON, the limit check and the blobs are a few tenths of that.
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ from typing import Any, Self
 from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
+from assay.http11 import HttpRequest, HttpResponse, serve_connection
 from assay.lifecycle import Startable
 from assay.scripted import ScriptedModelServer, ScriptedSequence
-from assay.scripted._http import HttpRequest, HttpResponse, serve_connection
 
 from .table import Row, percentile
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,7 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.providers import AdaptiveLimiter, ModelProvider, RetryPolicy, make_provider
 from assay.store import BlobStore
-from assay_schemas import AgentSpec, CampaignSpec, Event, Limits, SandboxSpec
+from assay_schemas import AgentSpec, CampaignSpec, Event, JudgeSpec, Limits, SandboxSpec
 
 SCRIPTED_KEY = "ASSAY_TEST_SCRIPTED_KEY"
 os.environ.setdefault(SCRIPTED_KEY, "scripted")  # local servers take any key
@@ -66,6 +66,20 @@ def fast_providers(agent: AgentSpec) -> ModelProvider:
     )
 
 
+def fast_judge_provider(spec: JudgeSpec) -> ModelProvider:
+    """A judge provider with quick retries; the key comes from the env var the spec names."""
+    assert spec.api_key_env is not None
+    return make_provider(
+        spec.provider,
+        spec.model,
+        base_url=spec.base_url,
+        api_key_env=spec.api_key_env,
+        timeout_s=spec.timeout_s,
+        max_concurrency=spec.max_concurrency,
+        retry=RetryPolicy.for_tests(),
+    )
+
+
 @asynccontextmanager
 async def services(
     settings: Settings,
@@ -73,8 +87,11 @@ async def services(
     *,
     names: tuple[str, ...] = ("sandbox-manager", "runner"),
     providers: Callable[[AgentSpec], ModelProvider] = fast_providers,
+    judges: Sequence[JudgeSpec] = (),
 ) -> AsyncIterator[dict[str, Any]]:
-    """Start the named services in this process, each on its own connection."""
+    """Start the named services (and a judge service per judge) in this process, each on
+    its own connection."""
+    from assay_judge.service import build as build_judge
     from assay_runner.service import build as build_runner
     from assay_sandbox_manager.backends import BubblewrapBackend
     from assay_sandbox_manager.service import build as build_sandbox
@@ -91,6 +108,10 @@ async def services(
             runner = build_runner(settings, store=store, providers=providers)
             await runner.start()
             started["runner"] = runner
+        for spec in judges:
+            judge = build_judge(settings, spec, store=store, providers=fast_judge_provider)
+            await judge.start()
+            started[f"judge-{spec.judge_id}"] = judge
         yield started
     finally:
         for service in reversed(started.values()):

@@ -209,6 +209,12 @@ class ModelSpec(Frozen):
     timeout_s: float = Field(default=120.0, gt=0)
 
 
+PipRequirement = Annotated[
+    str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._\[\],<>=!~ -]*$", max_length=200)
+]
+"""A requirement a name leads (never an option such as --index-url, nor a path or URL)."""
+
+
 class ProgramSpec(Frozen):
     """An agent program of the team's own, run in the sandbox; its model calls go through
     the run's model gateway (OPENAI_BASE_URL / ANTHROPIC_BASE_URL point at it)."""
@@ -218,6 +224,9 @@ class ProgramSpec(Frozen):
     env: dict[str, str] = Field(default_factory=dict)
     answer_file: str | None = None
     """Where (under /workspace) the program leaves its final answer; None means stdout."""
+    packages: list[PipRequirement] = Field(default_factory=list)
+    """pip requirements (e.g. "smolagents[openai]==1.20.0") installed into the sandbox
+    runtime for this program: an extension built once per list and cached by its hash."""
 
 
 class AgentSpec(ModelSpec):
@@ -269,6 +278,9 @@ class SandboxSpec(Frozen):
     gateway_dir: str | None = None
     """Host folder holding the run's model gateway socket, bound read-only at /run/gateway
     (set by the runner for program agents; both services share the host)."""
+    packages: list[PipRequirement] = Field(default_factory=list)
+    """A runtime extension's pip requirements, on PYTHONPATH at /opt/assay-ext (copied by
+    the runner from a program agent's spec)."""
 
 
 class CampaignSpec(Frozen):

@@ -8,24 +8,10 @@ from typing import Any
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.providers import ModelProvider, RetryPolicy, make_provider
+from assay.providers import ModelProvider
 from assay.store import BlobStore
 from assay_schemas import AgentSpec, JudgeSpec
-from tests.pipeline import fast_providers
-
-
-def fast_judge_provider(spec: JudgeSpec) -> ModelProvider:
-    """A judge provider with quick retries; the key comes from the env var the spec names."""
-    assert spec.api_key_env is not None
-    return make_provider(
-        spec.provider,
-        spec.model,
-        base_url=spec.base_url,
-        api_key_env=spec.api_key_env,
-        timeout_s=spec.timeout_s,
-        max_concurrency=spec.max_concurrency,
-        retry=RetryPolicy.for_tests(),
-    )
+from tests.pipeline import fast_judge_provider, fast_providers
 
 
 @asynccontextmanager

@@ -140,12 +140,13 @@ def limit_reached(
     limits: Limits, steps: Sequence[AgentStepLogged], since: datetime
 ) -> StopReason | None:
     """The first of the run's limits that `steps` (logged since `since`) reached, if any."""
-    usage = sum((s.usage for s in steps), Usage())
+    # Plain sums: adding Usage models made each check cost O(steps) model builds.
+    tokens = sum(s.usage.input_tokens + s.usage.output_tokens for s in steps)
     spent = sum(s.cost_usd for s in steps)
     elapsed = (datetime.now(UTC) - since).total_seconds()
     if len(steps) >= limits.max_steps:
         return "max_steps"
-    if usage.input_tokens + usage.output_tokens >= limits.max_tokens:
+    if tokens >= limits.max_tokens:
         return "max_tokens"
     if spent >= limits.cost_budget_usd > 0:
         return "cost_budget"

@@ -1,10 +1,15 @@
 """The model gateway of one program run: the only way its program reaches a model.
 
-An OpenAI-compatible (POST /v1/chat/completions) and Anthropic-compatible (POST
-/v1/messages) endpoint on a unix socket in the run's gateway folder, which the sandbox
-sees at /run/gateway (and its resident forwards to 127.0.0.1:GATEWAY_PORT). Each call is
+An OpenAI-compatible (POST /v1/chat/completions and /v1/responses) and
+Anthropic-compatible (POST /v1/messages) endpoint on a unix socket in the run's gateway
+folder, which the sandbox sees at /run/gateway (and its resident forwards to
+127.0.0.1:GATEWAY_PORT). Each call is
 checked against the run's limits, sent upstream with the real key (never in the sandbox),
 and logged in order as an AgentStepLogged with its request and response as blobs.
+
+A streamed call (`stream: true`) is made upstream as one plain call and its answer is
+replayed to the program as its API's server-sent events: the program sees a stream, the
+log one step with the whole answer, and the usage is the provider's own count.
 """
 
 from __future__ import annotations
@@ -22,11 +27,13 @@ from typing import Any
 
 import httpx
 
+from assay.http11 import HttpRequest, HttpResponse, serve_connection
 from assay.providers import PriceTable, cost
 from assay.store import BlobStore
-from assay_schemas import AgentSpec, AgentStepLogged, Limits, StopReason, ToolCallRecord, Usage
+from assay_schemas import AgentSpec, AgentStepLogged, Limits, StopReason
 
 from .agent import limit_reached
+from .gateway_wire import Wire, error_body, parse_answer, provider_of, sse_body
 
 __all__ = ["GATEWAY_PORT", "SOCKET_NAME", "Gateway", "StepLogger"]
 
@@ -39,10 +46,17 @@ _DEFAULT_UPSTREAM = {
     "anthropic": "https://api.anthropic.com",
 }
 _DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-_PATHS = {
-    "/v1/chat/completions": "openai",
-    "/chat/completions": "openai",
-    "/v1/messages": "anthropic",
+_PATHS: dict[str, Wire] = {
+    "/v1/chat/completions": "chat",
+    "/chat/completions": "chat",
+    "/v1/responses": "responses",
+    "/responses": "responses",
+    "/v1/messages": "messages",
+}
+_UPSTREAM_PATH: dict[Wire, str] = {
+    "chat": "/chat/completions",
+    "responses": "/responses",
+    "messages": "/v1/messages",
 }
 
 StepLogger = Callable[[dict[str, Any]], Awaitable[AgentStepLogged]]
@@ -71,6 +85,8 @@ class Gateway:
     fault: str | None = None
     """The upstream could not be reached or failed: an infrastructure failure."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _logging: asyncio.Task[None] | None = None
+    """The last answered call's step, logged while the program reads the answer."""
     _server: asyncio.AbstractServer | None = None
     _client: httpx.AsyncClient | None = None
 
@@ -85,38 +101,31 @@ class Gateway:
         path.chmod(0o666)
 
     async def close(self) -> None:
-        """Stop listening and close the upstream client."""
+        """Stop listening, log the last call's step, close the upstream client."""
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
-        if self._client is not None:
-            await self._client.aclose()
+        try:
+            await self._logged()
+        finally:
+            if self._client is not None:
+                await self._client.aclose()
+
+    async def _logged(self) -> None:
+        """Wait for the previous call's step (its failure is raised here, as the run's)."""
+        logging, self._logging = self._logging, None
+        if logging is not None:
+            await logging
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                request = await _read_request(reader)
-                if request is None:
-                    return
-                status, body = await self.handle(*request)
-                writer.write(
-                    f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\n"
-                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
-                    + body
-                )
-                await writer.drain()
-        except (OSError, asyncio.IncompleteReadError, ValueError):
-            return
-        finally:
-            writer.close()
+        await serve_connection(reader, writer, self.handle, max_body=_MAX_BODY)
 
-    async def handle(
-        self, method: str, path: str, headers: dict[str, str], body: bytes
-    ) -> tuple[int, bytes]:
-        """One HTTP request from the program: (status, JSON body)."""
-        api = _PATHS.get(path.split("?")[0])
+    async def handle(self, request: HttpRequest) -> HttpResponse:
+        """One HTTP request from the program."""
+        wire = _PATHS.get(request.path)
+        api = self.agent.provider if wire is None else provider_of(wire)
         try:
-            if method != "POST" or api is None:
+            if request.method != "POST" or wire is None:
                 raise _Refused(404, "not_found", f"assay gateway serves POST {', '.join(_PATHS)}")
             if api != self.agent.provider:
                 raise _Refused(
@@ -125,22 +134,19 @@ class Gateway:
                     f"this run's model is served over the {self.agent.provider} API",
                 )
             async with self._lock:  # one call at a time: steps are logged in call order
-                return await self._call(api, headers, body)
+                await self._logged()  # limits count every earlier call
+                return await self._call(wire, request.headers, request.body)
         except _Refused as e:
-            return e.status, _error(api or self.agent.provider, e.kind, str(e))
+            return HttpResponse(e.status, error_body(api, e.kind, str(e)))
 
-    async def _call(self, api: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+    async def _call(self, wire: Wire, headers: dict[str, str], body: bytes) -> HttpResponse:
         try:
             payload = json.loads(body)
             assert isinstance(payload, dict)
         except (ValueError, AssertionError) as e:
             raise _Refused(400, "invalid_request", "the body is not a JSON object") from e
-        if payload.get("stream"):
-            raise _Refused(
-                400,
-                "invalid_request",
-                "assay gateway: streaming is not supported; send stream=false",
-            )
+        streamed = payload.pop("stream", False) is True
+        usage_chunk = bool((payload.pop("stream_options", None) or {}).get("include_usage"))
         reason = self.stop_reason or limit_reached(self.limits, self.steps, self.started_at)
         if reason is not None:
             self.stop_reason = reason
@@ -152,42 +158,59 @@ class Gateway:
         payload["model"] = self.agent.model  # the campaign's model, whatever the program asks
         sent = json.dumps(payload).encode()
         started = time.perf_counter()
-        response = await self._upstream(api, headers, sent)
+        response = await self._upstream(wire, headers, sent)
         latency_ms = (time.perf_counter() - started) * 1000
         if response.status_code != 200:
-            return response.status_code, response.content
+            return HttpResponse(response.status_code, response.content)
         try:
             answer = response.json()
-            usage, text, calls = _parse(api, answer)
+            usage, text, calls = parse_answer(wire, answer)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             self.fault = f"upstream answered an unreadable body: {e}"
             raise _Refused(502, "upstream_error", self.fault) from e
-        request_blob = await asyncio.to_thread(self.store.put_bytes, sent)
-        response_blob = await asyncio.to_thread(self.store.put_bytes, response.content)
+        fields = {
+            "model_output": text,
+            "tool_calls": calls,
+            "usage": usage,
+            "latency_ms": latency_ms,
+            "cost_usd": cost(usage, self.agent.model, self.prices),
+        }
+        # The program need not wait for the log: the next call (or close) waits for it.
+        self._logging = asyncio.create_task(self._log(fields, sent, response.content))
+        if streamed:
+            return HttpResponse(
+                200,
+                sse_body(wire, answer, usage_chunk=usage_chunk),
+                content_type="text/event-stream",
+            )
+        return HttpResponse(200, response.content)
+
+    async def _log(self, fields: dict[str, Any], sent: bytes, answer: bytes) -> None:
+        """Store the call's request and answer, then log it as the run's next step."""
+        request_blob, response_blob = await asyncio.to_thread(
+            lambda: (self.store.put_bytes(sent), self.store.put_bytes(answer))
+        )
         step = await self.log_step(
             {
-                "model_output": text,
-                "tool_calls": calls,
-                "usage": usage,
-                "latency_ms": latency_ms,
-                "cost_usd": cost(usage, self.agent.model, self.prices),
+                **fields,
                 "request_sha256": request_blob.sha256,
                 "response_sha256": response_blob.sha256,
             }
         )
         self.steps.append(step)
-        return 200, response.content
 
-    async def _upstream(self, api: str, headers: dict[str, str], body: bytes) -> httpx.Response:
+    async def _upstream(self, wire: Wire, headers: dict[str, str], body: bytes) -> httpx.Response:
         """POST upstream with the real key; retries transient failures, else a fault."""
         assert self._client is not None
+        api = provider_of(wire)
         base = (self.agent.base_url or _DEFAULT_UPSTREAM[api]).rstrip("/")
         key = os.environ.get(self.agent.api_key_env or _DEFAULT_KEY_ENV[api], "")
+        url = base + _UPSTREAM_PATH[wire]
         if api == "openai":
-            url, auth = f"{base}/chat/completions", {"Authorization": f"Bearer {key}"}
+            auth = {"Authorization": f"Bearer {key}"}
         else:
             version = headers.get("anthropic-version", "2023-06-01")
-            url, auth = f"{base}/v1/messages", {"x-api-key": key, "anthropic-version": version}
+            auth = {"x-api-key": key, "anthropic-version": version}
         last = ""
         for attempt in range(4):
             if attempt:
@@ -204,67 +227,3 @@ class Gateway:
             last = f"HTTP {response.status_code}"
         self.fault = f"upstream {url} failed: {last}"
         raise _Refused(502, "upstream_error", f"assay gateway: {self.fault}")
-
-
-async def _read_request(
-    reader: asyncio.StreamReader,
-) -> tuple[str, str, dict[str, str], bytes] | None:
-    """One HTTP/1.1 request (Content-Length bodies only), or None at a clean end."""
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.IncompleteReadError as e:
-        if e.partial:
-            raise
-        return None
-    lines = head.decode("latin-1").split("\r\n")
-    method, path, _ = lines[0].split(" ", 2)
-    headers = {}
-    for line in lines[1:]:
-        if ":" in line:
-            name, value = line.split(":", 1)
-            headers[name.strip().lower()] = value.strip()
-    size = int(headers.get("content-length", "0"))
-    if size > _MAX_BODY:
-        raise ValueError("request body too large")
-    return method, path, headers, await reader.readexactly(size)
-
-
-def _parse(api: str, answer: dict[str, Any]) -> tuple[Usage, str, list[ToolCallRecord]]:
-    """Usage, assistant text and tool calls of a chat completion or a message."""
-    u = answer.get("usage") or {}
-    if api == "openai":
-        message = answer["choices"][0]["message"]
-        calls = [
-            ToolCallRecord(
-                call_id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"]
-            )
-            for c in message.get("tool_calls") or []
-        ]
-        cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        usage = Usage(
-            input_tokens=u.get("prompt_tokens", 0),
-            output_tokens=u.get("completion_tokens", 0),
-            cached_tokens=cached,
-        )
-        return usage, message.get("content") or "", calls
-    blocks = answer["content"]
-    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-    calls = [
-        ToolCallRecord(call_id=b["id"], name=b["name"], arguments=json.dumps(b.get("input", {})))
-        for b in blocks
-        if b.get("type") == "tool_use"
-    ]
-    cached = u.get("cache_read_input_tokens") or 0
-    usage = Usage(
-        input_tokens=u.get("input_tokens", 0) + cached,
-        output_tokens=u.get("output_tokens", 0),
-        cached_tokens=cached,
-    )
-    return usage, text, calls
-
-
-def _error(api: str, kind: str, message: str) -> bytes:
-    """An error body in the shape the program's SDK expects."""
-    if api == "anthropic":
-        return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
-    return json.dumps({"error": {"message": message, "type": kind, "code": kind}}).encode()

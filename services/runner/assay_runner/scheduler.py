@@ -21,18 +21,21 @@ def plan_runs(
     """Every run a task needs in a campaign; ids are deterministic, so replanning is a no-op.
 
     A program agent's run gets a gateway folder under gateway_root, its name unguessable
-    (the folder is traversable by sandbox uids, so a name is all that guards the socket).
+    (the folder is traversable by sandbox uids, so a name is all that guards the socket),
+    and its sandbox the program's runtime extension (its packages).
     """
     runs = []
     for agent in campaign.agents:
         for epoch in range(campaign.epochs):
             run_id = run_id_for(campaign.campaign_id, task.task_id, agent.agent_id, epoch)
             sandbox = campaign.sandbox
-            if agent.kind == "program":
+            if agent.program is not None:
                 if gateway_root is None:
                     raise ValueError(f"agent {agent.agent_id}: program agents need a gateway root")
                 folder = gateway_root / secrets.token_hex(12)  # short: AF_UNIX paths
-                sandbox = sandbox.model_copy(update={"gateway_dir": str(folder)})
+                sandbox = sandbox.model_copy(
+                    update={"gateway_dir": str(folder), "packages": agent.program.packages}
+                )
             runs.append(
                 new_event(
                     RunRequested,

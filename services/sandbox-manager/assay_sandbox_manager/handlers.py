@@ -53,6 +53,7 @@ from .backends import (
     SandboxPathError,
     SnapshotCaps,
 )
+from .extension import extension_hash
 from .runtime import recipe_hash
 from .seal import Seal, seal_fields, seal_snapshot
 
@@ -383,5 +384,7 @@ def _lost() -> Exclusion:
 
 
 def runtime_digest(backend: str, spec: SandboxSpec) -> str:
-    """Which runtime the sandbox runs: the rootfs recipe hash (both backends import it)."""
-    return f"{backend}:rootfs-{recipe_hash()}"
+    """Which runtime the sandbox runs: the rootfs recipe hash (both backends import it),
+    and its extension's hash where the run has one."""
+    extension = f"+ext-{extension_hash(spec.packages)}" if spec.packages else ""
+    return f"{backend}:rootfs-{recipe_hash()}{extension}"

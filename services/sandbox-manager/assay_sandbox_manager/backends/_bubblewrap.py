@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ..extension import EXTENSION_ENV, EXTENSION_MOUNT, ExtensionBuildFailed, ensure_extension
 from ..runtime import default_rootfs
 from ._cgroups import SandboxCgroups, host_cgroups
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
@@ -65,6 +66,19 @@ def _gateway_mount(sandbox_id: str, spec: SandboxSpec) -> list[str]:
     return ["--ro-bind", str(folder), "/run/gateway"]
 
 
+def _extension(sandbox_id: str, spec: SandboxSpec) -> tuple[list[str], dict[str, str]]:
+    """bwrap arguments and environment of the run's runtime extension (built if new)."""
+    if not spec.packages:
+        return [], {}
+    try:
+        folder = ensure_extension(spec.packages)
+    except (ExtensionBuildFailed, OSError, subprocess.SubprocessError) as e:
+        raise SandboxError(f"sandbox {sandbox_id}: {e}") from e
+    if os.geteuid() == 0:
+        check_traversable(sandbox_id, folder)
+    return ["--ro-bind", str(folder), EXTENSION_MOUNT], EXTENSION_ENV
+
+
 class BubblewrapBackend(WorkspaceFiles, ResidentExec):
     """Sandboxes as one bwrap each (started on first use) over a per-sandbox tmpfs."""
 
@@ -103,6 +117,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             # bwrap runs as the sandbox uid: it must be able to reach the rootfs by path.
             check_traversable(sandbox_id, rootfs)
         _gateway_mount(sandbox_id, spec)
+        _extension(sandbox_id, spec)  # built now (once per package list), not on first exec
         uid = self._reserve_uid(sandbox_id)
         try:
             meta = self.dirs.prepare(sandbox_id, "bubblewrap", spec, labels, uid, uid, rootfs)
@@ -126,6 +141,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         """Start bwrap with the resident as the namespace's PID 1 (its death ends the sandbox)."""
         spec = meta.spec
         scripts = install_scripts(self.dirs.mount(sandbox_id))
+        extension, extension_env = _extension(sandbox_id, spec)
         mb = 1024 * 1024
         # bwrap's helpers, the resident, its gateway forwarder thread and the Python kernel
         # count against NPROC too.
@@ -168,6 +184,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             str(scripts),
             RESIDENT_DIR,
             *_gateway_mount(sandbox_id, spec),
+            *extension,
             # bwrap's /dev is an unbounded tmpfs: shared memory goes to the disk quota
             # instead, and /dev itself is read-only (its devices stay usable).
             "--bind",
@@ -179,7 +196,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             "ALL",
             "--clearenv",
         ]
-        for k, v in SANDBOX_ENV.items():
+        for k, v in {**SANDBOX_ENV, **extension_env}.items():
             bw += ["--setenv", k, v]
         bw += ["--chdir", "/workspace", "--", *RESIDENT_ARGV]
         root = os.geteuid() == 0

@@ -76,6 +76,10 @@ class DockerBackend(WorkspaceFiles, ResidentExec):
         check_sandbox_id(sandbox_id)
         if spec.gateway_dir is not None:
             raise SandboxError(f"sandbox {sandbox_id}: the docker backend has no model gateway yet")
+        if spec.packages:
+            raise SandboxError(
+                f"sandbox {sandbox_id}: the docker backend has no runtime extensions yet"
+            )
         meta = self.dirs.prepare(sandbox_id, "docker", spec, labels, 1000, 1000)
         scripts = install_scripts(self.dirs.mount(sandbox_id))
         mb = 1024 * 1024

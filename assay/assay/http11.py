@@ -1,14 +1,17 @@
-"""HTTP/1.1 for the scripted server: h11 speaks the protocol, asyncio streams move the bytes.
+"""HTTP/1.1 serving for Assay's own endpoints (the scripted model server, a run's model
+gateway): h11 speaks the protocol, asyncio streams move the bytes.
 
 h11 (the protocol library under httpx and uvicorn) does the framing: keep-alive,
-Content-Length or chunked bodies, and refusing malformed requests. This module only
-moves bytes between it and a socket and hands each request to a handler.
+Content-Length or chunked bodies, header size limits, and refusing malformed requests.
+This module only moves bytes between it and a socket, caps the body, answers what h11
+refuses, and hands each request to a handler.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
@@ -16,9 +19,11 @@ from typing import NamedTuple
 
 import h11
 
-__all__ = ["HttpRequest", "HttpResponse", "serve_connection"]
+__all__ = ["MAX_HEAD", "HttpRequest", "HttpResponse", "serve_connection"]
 
 _READ_SIZE = 64 * 1024
+MAX_HEAD = 64 * 1024
+"""Request line and headers together; more is refused (431)."""
 
 
 class HttpRequest(NamedTuple):
@@ -57,6 +62,19 @@ Handler = Callable[[HttpRequest], Awaitable[HttpResponse | None]]
 """Answers a request; None means hang up without answering (a simulated dead upstream)."""
 
 
+class _Refused(Exception):
+    """A request this server will not read: answered with `status`, then the connection ends."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+    def response(self) -> HttpResponse:
+        # Both SDK error shapes (OpenAI's and Anthropic's) read error.message from this.
+        error = {"type": "error", "error": {"type": "invalid_request", "message": str(self)}}
+        return HttpResponse(self.status, json.dumps(error).encode(), {"connection": "close"})
+
+
 async def _next_event(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.Event | None:
     """The next protocol event, reading as needed; None when the peer is gone."""
     while True:
@@ -70,41 +88,65 @@ async def _next_event(conn: h11.Connection, reader: asyncio.StreamReader) -> h11
         return event
 
 
-async def _read_request(conn: h11.Connection, reader: asyncio.StreamReader) -> HttpRequest | None:
+async def _read_request(
+    conn: h11.Connection, reader: asyncio.StreamReader, max_body: int
+) -> HttpRequest | None:
     head = await _next_event(conn, reader)
     if not isinstance(head, h11.Request):
         return None
+    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in head.headers}
+    # h11 has checked that a Content-Length is a number; refuse before reading the body.
+    if int(headers.get("content-length", "0")) > max_body:
+        raise _Refused(413, f"request body over {max_body} bytes")
     body = bytearray()
     while isinstance(event := await _next_event(conn, reader), h11.Data):
         body += event.data
+        if len(body) > max_body:  # a chunked body declares no length
+            raise _Refused(413, f"request body over {max_body} bytes")
     if not isinstance(event, h11.EndOfMessage):
         return None
-    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in head.headers}
     path = head.target.decode("latin-1").split("?", 1)[0]
     return HttpRequest(head.method.decode("ascii").upper(), path, headers, bytes(body))
 
 
+def _send(conn: h11.Connection, writer: asyncio.StreamWriter, response: HttpResponse) -> None:
+    writer.write(b"".join(conn.send(event) or b"" for event in response.events()))
+
+
 async def serve_connection(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, handler: Handler
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    handler: Handler,
+    *,
+    max_body: int = 64 * 1024 * 1024,
 ) -> None:
-    """Serve requests on one connection until the client or the handler hangs up."""
+    """Serve requests on one connection until the client or the handler hangs up.
+
+    A malformed request is answered 400, a body over `max_body` 413 and a head over
+    MAX_HEAD 431, each before the handler sees it; the connection then ends.
+    """
     sock = writer.get_extra_info("socket")
-    if sock is not None:
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
         # One write per reply already; no Nagle wait for an ACK the client delays.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    conn = h11.Connection(h11.SERVER)
+    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
     try:
-        while (request := await _read_request(conn, reader)) is not None:
+        while (request := await _read_request(conn, reader, max_body)) is not None:
             response = await handler(request)
             if response is None:
                 break
-            writer.write(b"".join(conn.send(event) or b"" for event in response.events()))
+            _send(conn, writer, response)
             await writer.drain()
             if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                 break  # either side asked to close (`connection: close`)
             conn.start_next_cycle()
+    except (_Refused, h11.RemoteProtocolError) as e:
+        refused = e if isinstance(e, _Refused) else _Refused(e.error_status_hint, str(e))
+        with contextlib.suppress(h11.LocalProtocolError, ConnectionError):
+            _send(conn, writer, refused.response())
+            await writer.drain()
     except (ConnectionError, h11.ProtocolError):
-        pass  # the client went away or spoke gibberish: nothing left to answer
+        pass  # the client went away mid-reply: nothing left to answer
     finally:
         writer.close()
         with contextlib.suppress(ConnectionError, OSError):
