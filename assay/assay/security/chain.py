@@ -30,7 +30,7 @@ from .signing import (
     signed_bytes,
 )
 
-__all__ = ["Link", "Message", "parse_link", "verify_history"]
+__all__ = ["Link", "Message", "check_signatures", "parse_link", "verify_history"]
 
 
 class Message(Protocol):
@@ -71,35 +71,42 @@ class _Linked(NamedTuple):
     """Where the message is in the batch."""
 
 
-def verify_history(trust: TrustList, batch: Sequence[tuple[Message, Event]]) -> list[Verdict]:
-    """The verdict on each stored message of `batch`, as `TrustList.verify` would give it,
-    with one signature checked per linked run of a chain instead of one per message."""
-    verdicts: list[Verdict | None] = [None] * len(batch)
-    signers: dict[int, Enrollment] = {}
+def check_signatures(trust: TrustList, batch: Sequence[Message]) -> list[Enrollment | Verdict]:
+    """Per stored message of `batch`: its enrolled signer when its signature holds, else
+    the refusal, with one Ed25519 check per linked run of a chain instead of one per
+    message. What the signer may write is left to `TrustList.authorize`."""
+    found: list[Enrollment | Verdict] = []
     chains: dict[tuple[str, str], list[_Linked]] = {}
-    for position, (message, event) in enumerate(batch):
+    for position, message in enumerate(batch):
         enrolled = trust.signer_of(message.headers)
         if isinstance(enrolled, str):
-            verdicts[position] = Verdict(False, "", enrolled)
+            found.append(Verdict(False, "", enrolled))
             continue
-        signers[position] = enrolled
+        found.append(enrolled)
         link = parse_link(message.headers.get(CHAIN, ""))
         if link is None:  # a log from before chains: its own signature only
-            verdicts[position] = trust.verify(message.subject, message.data,
-                                              message.headers, event)  # fmt: skip
+            if not trust.signature_holds(message.subject, message.data, message.headers):
+                found[position] = bad_signature(enrolled)
             continue
         key = (enrolled.key, link.chain_id)
         chains.setdefault(key, []).append(_Linked(link.number, link.previous, position))
     for linked in chains.values():
         for run in _runs(linked, batch):
-            vouched = _vouched(trust, run, batch)
-            for position in run[len(vouched) :]:
-                verdicts[position] = bad_signature(signers[position])
-            for position in vouched:
-                verdicts[position] = trust.authorize(signers[position], batch[position][1])
-    checked = [v for v in verdicts if v is not None]
-    assert len(checked) == len(batch), "every message of the batch has its verdict"
-    return checked
+            for position in run[len(_vouched(trust, run, batch)) :]:
+                signer = found[position]
+                assert isinstance(signer, Enrollment)
+                found[position] = bad_signature(signer)
+    return found
+
+
+def verify_history(trust: TrustList, batch: Sequence[tuple[Message, Event]]) -> list[Verdict]:
+    """The verdict on each stored message of `batch`, as `TrustList.verify` gives it, with
+    signatures checked by chain (`check_signatures`)."""
+    signers = check_signatures(trust, [message for message, _ in batch])
+    return [
+        trust.authorize(signer, event) if isinstance(signer, Enrollment) else signer
+        for signer, (_, event) in zip(signers, batch, strict=True)
+    ]
 
 
 def _digest(message: Message) -> str:
@@ -108,7 +115,7 @@ def _digest(message: Message) -> str:
     return link_digest(signed, headers.get(SIGNATURE, ""))
 
 
-def _runs(linked: list[_Linked], batch: Sequence[tuple[Message, Event]]) -> list[list[int]]:
+def _runs(linked: list[_Linked], batch: Sequence[Message]) -> list[list[int]]:
     """Positions of each run of one chain whose indices follow on and whose digests link,
     in index order. An index held by two messages is no link: each stands alone."""
     repeated = {i for i, n in Counter(item.number for item in linked).items() if n > 1}
@@ -120,7 +127,7 @@ def _runs(linked: list[_Linked], batch: Sequence[tuple[Message, Event]]) -> list
             and item.number not in repeated
             and before.number not in repeated
             and item.number == before.number + 1
-            and item.previous == _digest(batch[before.position][0])
+            and item.previous == _digest(batch[before.position])
         )
         if follows:
             runs[-1].append(item.position)
@@ -130,11 +137,11 @@ def _runs(linked: list[_Linked], batch: Sequence[tuple[Message, Event]]) -> list
     return runs
 
 
-def _vouched(trust: TrustList, run: list[int], batch: Sequence[tuple[Message, Event]]) -> list[int]:
+def _vouched(trust: TrustList, run: list[int], batch: Sequence[Message]) -> list[int]:
     """The longest head of `run` whose last signature holds (it vouches for the rest of
     the head through the digests); the messages after it are forged or altered."""
     for end in range(len(run), 0, -1):
-        message = batch[run[end - 1]][0]
+        message = batch[run[end - 1]]
         if trust.signature_holds(message.subject, message.data, message.headers):
             return run[:end]
     return []

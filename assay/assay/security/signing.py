@@ -181,9 +181,11 @@ class TrustList:
         self._operator = _verify_key(self.operator_key)
 
     def _enrollment(self, token: str) -> Enrollment | None:
-        if token not in self._enrolled:
-            self._enrolled[token] = self._check_enrollment(token)
-        return self._enrolled[token]
+        try:
+            return self._enrolled[token]
+        except KeyError:
+            enrolled = self._enrolled[token] = self._check_enrollment(token)
+            return enrolled
 
     def _check_enrollment(self, token: str) -> Enrollment | None:
         try:
@@ -197,8 +199,8 @@ class TrustList:
     def signer_of(self, headers: Mapping[str, str]) -> Enrollment | str:
         """The enrolled signer a message names, or why it has none. Cheap: each enrollment
         is checked against the operator key once."""
-        token, key, signature = (headers.get(h, "") for h in (ENROLLMENT, SIGNER, SIGNATURE))
-        if not (token and key and signature):
+        token, key = headers.get(ENROLLMENT, ""), headers.get(SIGNER, "")
+        if not (token and key and headers.get(SIGNATURE)):
             return "unsigned"
         enrolled = self._enrollment(token)
         if enrolled is None:
