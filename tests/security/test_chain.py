@@ -178,6 +178,32 @@ def test_a_forged_event_linked_to_a_genuine_one_is_refused(
     ]
 
 
+def test_a_link_signed_by_another_key_vouches_for_nothing(home: Settings, trust: TrustList) -> None:
+    """A forged verdict in a judge's name, then an event the runner really signs whose link
+    names the forgery's digest in the judge's chain: runs never mix keys, so the runner's
+    signature vouches for nothing of the judge's."""
+    from assay.security.chain import _digest
+
+    log = _log(home)
+    last = max(i for i, m in enumerate(log) if '"judge_id":"judge_a"' in m.data.decode())
+    link = parse_link(log[last].headers[CHAIN])
+    assert link is not None
+    forged = _with(log[last], sequence=len(log) + 1, data=_scores_up(log[last].data),
+                   headers={**log[last].headers,
+                            CHAIN: f"{link.chain_id}.{link.number + 1}.{_digest(log[last])}"})  # fmt: skip
+    step = next(m for m in log if "AgentStepLogged" in m.subject)
+    runner = signer_for(home, "runner")
+    assert runner is not None
+    header = f"{link.chain_id}.{link.number + 2}.{_digest(forged)}"
+    signature = runner.keypair.sign(signed_bytes(step.subject, step.data, header))
+    signed = {**runner.headers(step.subject, step.data), CHAIN: header,
+              SIGNATURE: _b64(bytes(signature))}  # fmt: skip
+    vouching = _with(step, sequence=len(log) + 2, headers=signed)
+    verdicts = _judged(trust, [*log, forged, vouching])
+    assert _refused(verdicts) == [(len(log), "bad signature by judge/judge_a")]
+    assert verdicts[-1].ok
+
+
 def test_an_event_moved_to_another_subject_is_refused(home: Settings, trust: TrustList) -> None:
     log = _log(home)
     i = _verdict_at(log)

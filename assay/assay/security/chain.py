@@ -13,7 +13,6 @@ depends on the chain being whole: a refused event gets the same reason either wa
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple, Protocol
 
@@ -116,16 +115,15 @@ def _digest(message: Message) -> str:
 
 
 def _runs(linked: list[_Linked], batch: Sequence[Message]) -> list[list[int]]:
-    """Positions of each run of one chain whose indices follow on and whose digests link,
-    in index order. An index held by two messages is no link: each stands alone."""
-    repeated = {i for i, n in Counter(item.number for item in linked).items() if n > 1}
+    """Positions of each run of one chain whose indices follow on one by one and whose
+    digests link, in index order. Two messages with one index (a forged copy of a link)
+    never share a run: each is then vouched for only by its own signature or a later one
+    that names its digest."""
     runs: list[list[int]] = []
     before: _Linked | None = None
     for item in sorted(linked):
         follows = (
             before is not None
-            and item.number not in repeated
-            and before.number not in repeated
             and item.number == before.number + 1
             and item.previous == _digest(batch[before.position])
         )
