@@ -24,6 +24,7 @@ from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.security.signing import ensure_operator, signer_for, trust_for
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
+from assay_aggregator.audit import REFUSED, load_run_events
 from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.report import build_report
@@ -257,6 +258,18 @@ async def test_a_verdict_replayed_with_altered_scores_counts_for_nothing(done: D
     assert "bad signature" in reasons[0]
     assert "wrote a verdict as judge j1" in reasons[1]
     assert "unsigned" in reasons[2]
+    # Readers of history check signatures by chain: the copy of the genuine verdict's chain
+    # link (and signature) is refused there too, with the same reasons, and so is it in
+    # `assay audit`.
+    live = {seq: done.aggregator.state.refused[seq].reason for seq in done.refused()}
+    trust = trust_for(done.secure.base)
+    fresh = await fold_stream(
+        done.cli.js, done.cli.stream.name, done.cli.subjects.events, trust=trust
+    )
+    assert {seq: r.reason for seq, r in fresh.refused.items()} == live
+    assert figures(Projections(fresh)) == done.figures
+    _, signers = await load_run_events(done.cli, subject.rsplit(".", 1)[-1], trust)
+    assert sorted(seq for seq, who in signers.items() if who.startswith(REFUSED)) == sorted(live)
 
 
 async def test_a_second_verdict_for_a_sample_is_refused(done: Done) -> None:

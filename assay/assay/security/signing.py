@@ -7,6 +7,10 @@ so an auditor holding only the stream and the operator's public key can check ev
 event: the enrollment against the operator key, the event against the enrolled key, and
 the event's type (and, for judges, its judge id) against the enrolled role.
 
+Each signer also numbers its events and links each to the digest of the one before
+(`Assay-Chain`, inside the signed bytes), so readers of history can check a whole linked
+run of events with one signature (`chain.py`); live consumers check every event's own.
+
 Keys live in `<home>/keys/` (mode 0700). A process that holds the operator seed (one
 machine: `assay up`, `assay run`, the tests) enrolls its own services on first use; a
 deployment hands each service its seed and enrollment instead.
@@ -16,8 +20,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,12 +39,16 @@ from assay_schemas import ConfigError, Event
 from .permissions import EVENTS_BY_ROLE, Role
 
 __all__ = [
+    "CHAIN",
     "SIGNATURE",
     "Enrollment",
     "Signer",
     "TrustList",
     "Verdict",
+    "bad_signature",
     "ensure_operator",
+    "link_digest",
+    "signed_bytes",
     "signer_for",
     "trust_for",
 ]
@@ -46,6 +56,8 @@ __all__ = [
 SIGNER = "Assay-Signer"
 SIGNATURE = "Assay-Signature"
 ENROLLMENT = "Assay-Enrollment"
+CHAIN = "Assay-Chain"
+"""`<chain id>.<index>.<digest of the chain's previous event>` (see `link_digest`)."""
 
 
 def _b64(data: bytes) -> str:
@@ -74,9 +86,31 @@ def _verify_key(public_key: str) -> nacl.signing.VerifyKey:
     return nacl.signing.VerifyKey(bytes(body[1:]))
 
 
-def _signed_bytes(subject: str, data: bytes) -> bytes:
-    # The subject is signed too: a valid event moved onto another subject is refused.
-    return subject.encode() + b"\n" + data
+def signed_bytes(subject: str, data: bytes, chain: str = "") -> bytes:
+    """What a signature covers: the chain link (when there is one), the subject, the bytes."""
+    # The subject is signed too: a valid event moved onto another subject is refused. The
+    # tag keeps a chained message from ever reading as an unchained one (subjects never
+    # start with it).
+    head = f"assay-chain:{chain}\n{subject}\n" if chain else f"{subject}\n"
+    return head.encode() + data
+
+
+def link_digest(signed: bytes, signature: str) -> str:
+    """The digest the next event of a chain names as its predecessor. It covers the
+    signature too, so an event whose signature was tampered with breaks the link."""
+    h = hashlib.sha256(signed)
+    h.update(b"\n" + signature.encode())
+    return _b64(h.digest())
+
+
+@dataclass
+class _Chain:
+    """Where one signer's chain stands: its random id, the next index, the last digest."""
+
+    chain_id: str = field(default_factory=lambda: _b64(os.urandom(12)))
+    index: int = 0
+    last: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class Enrollment(NamedTuple):
@@ -98,6 +132,7 @@ class Signer:
 
     keypair: nkeys.KeyPair
     enrollment: str
+    _chain: _Chain = field(default_factory=_Chain, compare=False, repr=False)
 
     @property
     def public_key(self) -> str:
@@ -105,12 +140,20 @@ class Signer:
         return bytes(self.keypair.public_key).decode("ascii")
 
     def headers(self, subject: str, data: bytes) -> dict[str, str]:
-        """Headers that let anyone holding the operator key check who wrote `data`."""
-        signature = self.keypair.sign(_signed_bytes(subject, data))
+        """Headers that let anyone holding the operator key check who wrote `data`; each
+        call is the next link of this signer's chain."""
+        with self._chain.lock:
+            chain = self._chain
+            link = f"{chain.chain_id}.{chain.index}.{chain.last}"
+            signed = signed_bytes(subject, data, link)
+            signature = _b64(self.keypair.sign(signed))
+            chain.index += 1
+            chain.last = link_digest(signed, signature)
         return {
             SIGNER: self.public_key,
-            SIGNATURE: _b64(signature),
+            SIGNATURE: signature,
             ENROLLMENT: self.enrollment,
+            CHAIN: link,
         }
 
 
@@ -138,9 +181,11 @@ class TrustList:
         self._operator = _verify_key(self.operator_key)
 
     def _enrollment(self, token: str) -> Enrollment | None:
-        if token not in self._enrolled:
-            self._enrolled[token] = self._check_enrollment(token)
-        return self._enrolled[token]
+        try:
+            return self._enrolled[token]
+        except KeyError:
+            enrolled = self._enrolled[token] = self._check_enrollment(token)
+            return enrolled
 
     def _check_enrollment(self, token: str) -> Enrollment | None:
         try:
@@ -151,24 +196,34 @@ class TrustList:
         except (ValueError, KeyError, TypeError, nacl.exceptions.BadSignatureError):
             return None
 
-    def verify(
-        self, subject: str, data: bytes, headers: Mapping[str, str], event: Event
-    ) -> Verdict:
-        """Accept the message only if every link from the operator key to its bytes holds."""
-        token, key, signature = (headers.get(h, "") for h in (ENROLLMENT, SIGNER, SIGNATURE))
-        if not (token and key and signature):
-            return Verdict(False, "", "unsigned")
+    def signer_of(self, headers: Mapping[str, str]) -> Enrollment | str:
+        """The enrolled signer a message names, or why it has none. Cheap: each enrollment
+        is checked against the operator key once."""
+        token, key = headers.get(ENROLLMENT, ""), headers.get(SIGNER, "")
+        if not (token and key and headers.get(SIGNATURE)):
+            return "unsigned"
         enrolled = self._enrollment(token)
         if enrolled is None:
-            return Verdict(False, "", "enrollment not signed by the operator")
+            return "enrollment not signed by the operator"
         if enrolled.key != key:
-            return Verdict(False, "", "signing key is not the enrolled key")
+            return "signing key is not the enrolled key"
+        return enrolled
+
+    def signature_holds(self, subject: str, data: bytes, headers: Mapping[str, str]) -> bool:
+        """Whether the message's signature is its signer's over its chain link, subject
+        and bytes (the one Ed25519 check)."""
+        key = headers.get(SIGNER, "")
         try:
             if key not in self._keys:
                 self._keys[key] = _verify_key(key)
-            self._keys[key].verify(_signed_bytes(subject, data), _unb64(signature))
+            signed = signed_bytes(subject, data, headers.get(CHAIN, ""))
+            self._keys[key].verify(signed, _unb64(headers.get(SIGNATURE, "")))
         except (ValueError, nacl.exceptions.BadSignatureError):
-            return Verdict(False, "", f"bad signature by {enrolled.role}/{enrolled.name}")
+            return False
+        return True
+
+    def authorize(self, enrolled: Enrollment, event: Event) -> Verdict:
+        """Whether the enrolled signer of a genuine message may write this event."""
         allowed = EVENTS_BY_ROLE.get(enrolled.role, ())  # type: ignore[call-overload]
         if event.event_type not in allowed:
             return Verdict(
@@ -182,7 +237,23 @@ class TrustList:
             return Verdict(
                 False, "", f"judge {enrolled.name} wrote a verdict as judge {_judge_of(event)}"
             )
-        return Verdict(True, f"{enrolled.role}/{enrolled.name} ({key[:12]}…)", "")
+        return Verdict(True, f"{enrolled.role}/{enrolled.name} ({enrolled.key[:12]}…)", "")
+
+    def verify(
+        self, subject: str, data: bytes, headers: Mapping[str, str], event: Event
+    ) -> Verdict:
+        """Accept the message only if every link from the operator key to its bytes holds."""
+        enrolled = self.signer_of(headers)
+        if isinstance(enrolled, str):
+            return Verdict(False, "", enrolled)
+        if not self.signature_holds(subject, data, headers):
+            return bad_signature(enrolled)
+        return self.authorize(enrolled, event)
+
+
+def bad_signature(enrolled: Enrollment) -> Verdict:
+    """The refusal of a message whose signature does not hold."""
+    return Verdict(False, "", f"bad signature by {enrolled.role}/{enrolled.name}")
 
 
 def _judge_of(event: Event) -> str | None:

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from assay.bus import Bus, LoggedEvent, read_raw
+from assay.bus import Bus, LoggedEvent, RawMessage, read_raw
+from assay.security.chain import verify_history
 from assay.security.signing import TrustList
 from assay.store import BlobStore
 from assay_schemas import (
@@ -276,19 +277,19 @@ async def load_run_events(
 ) -> tuple[list[LoggedEvent], dict[int, str]]:
     """Every event of one run in log order (any campaign), and who signed each.
 
-    With `trust`, each event's signature is checked as the aggregator checks it; the
-    signer is `REFUSED: <why>` for one that counts for nothing.
+    With `trust`, each event's signature is checked as the aggregator checks it (by chain,
+    see `verify_history`); the signer is `REFUSED: <why>` for one that counts for nothing.
     """
     subject = bus.subjects.event("*", "*", run_id)
-    events: list[LoggedEvent] = []
-    signers: dict[int, str] = {}
+    stored: list[tuple[RawMessage, Event]] = []
     async for raw in read_raw(bus.js, bus.stream.name, subject=subject):
         try:
-            event = parse_event(raw.data, subject=raw.subject)
+            stored.append((raw, parse_event(raw.data, subject=raw.subject)))
         except InvalidEvent:
             continue  # not an event at all: `assay dlq` and the report list it
-        events.append(LoggedEvent(raw.sequence, event))
-        if trust is not None:
-            verdict = trust.verify(raw.subject, raw.data, raw.headers, event)
+    events = [LoggedEvent(raw.sequence, event) for raw, event in stored]
+    signers: dict[int, str] = {}
+    if trust is not None:
+        for (raw, _), verdict in zip(stored, verify_history(trust, stored), strict=True):
             signers[raw.sequence] = verdict.signer if verdict.ok else REFUSED + verdict.reason
     return events, signers

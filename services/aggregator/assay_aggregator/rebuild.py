@@ -7,17 +7,16 @@ recorded as refused, as the live consumer does (it also dead-letters them).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from typing import cast
 
 from nats.js import JetStreamContext
 
 from assay.bus import RawMessage, read_raw
-from assay.security.signing import TrustList, Verdict
+from assay.security.chain import check_signatures
+from assay.security.signing import Enrollment, TrustList
 from assay_schemas import Event, InvalidEvent, parse_event
 
 from .fold import apply, checked
@@ -27,8 +26,9 @@ __all__ = ["fold_stream", "head_sequence"]
 
 log = logging.getLogger("assay_aggregator.rebuild")
 
-VERIFY_BATCH = 256
-"""Messages whose signatures are checked together on the worker thread."""
+VERIFY_BATCH = 1024
+"""Events whose signatures are checked together: the more, the longer each producer's
+linked runs and the fewer Ed25519 checks (see `check_signatures`)."""
 
 
 async def head_sequence(js: JetStreamContext, stream: str) -> int:
@@ -64,15 +64,21 @@ async def fold_stream(
         AsyncGenerator[RawMessage, None], read_raw(js, stream, start=start, subject=subject)
     )
     async with aclosing(reader) as messages:
-        if trust is None:
-            async for raw in messages:
-                if until is not None and raw.sequence > until:
-                    break
-                event = _decode(out, raw)
-                if event is not None:
-                    apply(out, raw.sequence, event, load)
-        else:
-            await _fold_verified(messages, out, trust, until, load)
+        batch: list[RawMessage] = []
+        async for raw in messages:
+            if until is not None and raw.sequence > until:
+                break
+            if trust is not None:
+                batch.append(raw)
+                if len(batch) >= VERIFY_BATCH:
+                    _fold_checked(out, trust, batch, load)
+                    batch = []
+                continue
+            event = _decode(out, raw)
+            if event is not None:
+                apply(out, raw.sequence, event, load)
+        if trust is not None and batch:
+            _fold_checked(out, trust, batch, load)
     return out
 
 
@@ -85,48 +91,22 @@ def _decode(state: State, raw: RawMessage) -> Event | None:
         return None
 
 
-Batch = list[tuple[RawMessage, Event | None]]
-
-
-def _verify(trust: TrustList, batch: Batch) -> list[Verdict | None]:
-    return [
-        None if event is None else trust.verify(raw.subject, raw.data, raw.headers, event)
-        for raw, event in batch
-    ]
-
-
-async def _fold_verified(
-    messages: AsyncIterator[RawMessage],
+def _fold_checked(
     state: State,
     trust: TrustList,
-    until: int | None,
+    batch: list[RawMessage],
     load: Callable[[str], bytes] | None,
 ) -> None:
-    """Fold with every signature checked, the checks of one batch running on a worker
-    thread while the next batch is read and decoded: Ed25519 verification releases the
-    GIL, so a replay's two halves use two cores. Batches are folded in log order."""
-    loop = asyncio.get_running_loop()
-    checking: tuple[Batch, asyncio.Future[list[Verdict | None]]] | None = None
-    batch: Batch = []
+    """Fold a batch in log order, each event only if its signature holds (checked by chain:
+    one Ed25519 check per linked run of a producer's events) and its signer may write it.
 
-    async def fold_checked() -> None:
-        if checking is not None:
-            done, verdicts = checking[0], await checking[1]
-            for (raw, event), verdict in zip(done, verdicts, strict=True):
-                if event is None or verdict is None:
-                    continue
-                if checked(state, raw.sequence, raw.subject, event, verdict):
-                    apply(state, raw.sequence, event, load)
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify") as pool:
-        async for raw in messages:
-            if until is not None and raw.sequence > until:
-                break
-            batch.append((raw, _decode(state, raw)))
-            if len(batch) >= VERIFY_BATCH:
-                await fold_checked()
-                checking = (batch, loop.run_in_executor(pool, _verify, trust, batch))
-                batch = []
-        await fold_checked()
-        checking = (batch, loop.run_in_executor(pool, _verify, trust, batch))
-        await fold_checked()
+    Events are decoded only here, one at a time: a batch of decoded events would live
+    long enough to make the garbage collector sweep the whole state again and again.
+    """
+    for raw, signer in zip(batch, check_signatures(trust, batch), strict=True):
+        event = _decode(state, raw)
+        if event is None:
+            continue
+        verdict = trust.authorize(signer, event) if isinstance(signer, Enrollment) else signer
+        if checked(state, raw.sequence, raw.subject, event, verdict):
+            apply(state, raw.sequence, event, load)
