@@ -80,33 +80,48 @@ async def _publish(settings: Settings, spec: LogSpec, *, sign: bool = False) -> 
         return time.perf_counter() - t0, n
 
 
+async def _paired(
+    bus: Bus, trust: TrustList | None = None, rounds: int = 3
+) -> tuple[float, int, float, Projections]:
+    """Best of `rounds` raw reads and rebuilds, alternated so both see the same machine.
+
+    One of each made the first rebuild of a process pay its warm-up (schema and decoder
+    set-up) and let a busy moment fall on either side; the ratio swung by a third.
+    """
+    raw_s = rebuild_s = float("inf")
+    for _ in range(rounds):
+        t, n = await _raw_read(bus)
+        raw_s = min(raw_s, t)
+        t, p = await _rebuild(bus, trust)
+        rebuild_s = min(rebuild_s, t)
+    return raw_s, n, rebuild_s, p
+
+
 async def _signed_rebuild(settings: Settings) -> list[Row]:
     """Replay with every signature checked against the operator key (by chain: one Ed25519
     check per linked run of a service's events), vs the raw read."""
     trust = trust_for(settings)
     assert trust is not None
     async with Bus(settings, service="bench") as bus:
-        raw_s, n = await _raw_read(bus)
-        rebuild_s, p = await _rebuild(bus, trust)
+        raw_s, n, rebuild_s, p = await _paired(bus, trust)
     assert not p.state.refused, "a signed synthetic log must be accepted whole"
     return [
-        Row("aggregator", f"K-Bench signed: rebuild verifying {n} signatures", rebuild_s, "s",
-            raw_s, "raw read_raw of the stream", "≤ 1.5× raw"),
+        Row("aggregator", f"K-Bench signed: rebuild verifying {n} signatures, best of 3",
+            rebuild_s, "s", raw_s, "raw read_raw of the stream, best of 3", "≤ 1.5× raw"),
     ]  # fmt: skip
 
 
 async def _measure(settings: Settings, label: str) -> list[Row]:
     async with Bus(settings, service="bench") as bus:
-        raw_s, n = await _raw_read(bus)
-        rebuild_s, p = await _rebuild(bus)
+        raw_s, n, rebuild_s, p = await _paired(bus)
         t0 = time.perf_counter()
         build_report(p, n_resamples=10_000)
         report_s = time.perf_counter() - t0
         boot_s = _bootstrap(p, 10_000)
     runs = len(p.state.runs)
     return [
-        Row("aggregator", f"{label}: full rebuild, {n} events, {runs} runs", rebuild_s, "s",
-            raw_s, "raw read_raw of the stream", "≤ 2× raw"),
+        Row("aggregator", f"{label}: full rebuild, {n} events, {runs} runs, best of 3", rebuild_s,
+            "s", raw_s, "raw read_raw of the stream, best of 3", "≤ 1.5× raw"),
         Row("aggregator", f"{label}: report, all statistics, 10k resamples", report_s, "s"),
         Row("aggregator", f"{label}: bootstrap 10k resamples, agent scores", boot_s, "s",
             target="< 1 s" if label == "K-Bench" else ""),
