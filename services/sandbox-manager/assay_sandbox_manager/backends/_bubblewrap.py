@@ -21,12 +21,13 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..extension import EXTENSION_ENV, EXTENSION_MOUNT, ExtensionBuildFailed, ensure_extension
+from ..extension import EXTENSION_ENV, EXTENSION_MOUNT
 from ..runtime import default_rootfs
 from ._cgroups import SandboxCgroups, host_cgroups
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
 from ._hostdirs import HostDirs, SandboxMeta, WorkspaceFiles, check_sandbox_id, check_traversable
 from ._models import SandboxInfo, SandboxSpec
+from ._mounts import GATEWAY_MOUNT, extension_folder, gateway_folder
 from ._procs import kill_uid_processes
 from ._resident import (
     RESIDENT_ARGV,
@@ -56,26 +57,15 @@ SANDBOX_ENV = {
 
 def _gateway_mount(sandbox_id: str, spec: SandboxSpec) -> list[str]:
     """bwrap arguments binding the run's model gateway folder (see _gateway_inside.py)."""
-    if spec.gateway_dir is None:
-        return []
-    folder = Path(spec.gateway_dir)
-    if not folder.is_absolute() or folder.is_symlink() or not folder.is_dir():
-        raise SandboxError(f"sandbox {sandbox_id}: gateway_dir {folder} is not a host folder")
-    if os.geteuid() == 0:
-        check_traversable(sandbox_id, folder)
-    return ["--ro-bind", str(folder), "/run/gateway"]
+    folder = gateway_folder(sandbox_id, spec, foreign_uid=os.geteuid() == 0)
+    return [] if folder is None else ["--ro-bind", str(folder), GATEWAY_MOUNT]
 
 
 def _extension(sandbox_id: str, spec: SandboxSpec) -> tuple[list[str], dict[str, str]]:
     """bwrap arguments and environment of the run's runtime extension (built if new)."""
-    if not spec.packages:
+    folder = extension_folder(sandbox_id, spec, foreign_uid=os.geteuid() == 0)
+    if folder is None:
         return [], {}
-    try:
-        folder = ensure_extension(spec.packages)
-    except (ExtensionBuildFailed, OSError, subprocess.SubprocessError) as e:
-        raise SandboxError(f"sandbox {sandbox_id}: {e}") from e
-    if os.geteuid() == 0:
-        check_traversable(sandbox_id, folder)
     return ["--ro-bind", str(folder), EXTENSION_MOUNT], EXTENSION_ENV
 
 
