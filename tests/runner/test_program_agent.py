@@ -18,6 +18,7 @@ from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
     ArtifactsSealed,
+    CampaignStarted,
     Event,
     Limits,
     Price,
@@ -176,3 +177,46 @@ async def test_program_exiting_non_zero_is_the_agents_failure(
     [failed] = [e for e in events if isinstance(e, RunFailed)]
     assert failed.stage == "agent" and not failed.infrastructure
     assert "status 1" in failed.error and "gave up" in failed.error
+
+
+@pytest.mark.parametrize(
+    "backend", ["bubblewrap", pytest.param("docker", marks=pytest.mark.docker)]
+)
+async def test_bundled_program_runs_from_its_read_only_folder(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer, backend: str
+) -> None:
+    """The agent's code is uploaded with the campaign, not installed in the runtime."""
+    folder = tmp_path / "my-agent"
+    (folder / "data").mkdir(parents=True)
+    (folder / "agent.py").write_text(AGENT)
+    (folder / "data" / "notes.txt").write_text("bundled notes\n")
+    check = (
+        "{ cat $ASSAY_AGENT_DIR/data/notes.txt; touch /opt/agent/x 2>/dev/null; "
+        "echo touch=$?; echo dir=$ASSAY_AGENT_DIR; } > bundle_check.txt"
+    )
+    scripted.add_script(
+        "prog",
+        ScriptedSequence(
+            [
+                ScriptReply.call("bash", {"command": check}),
+                ScriptReply.call("submit", {"answer": "bundled"}),
+            ]
+        ),
+    )
+    program = ProgramSpec(
+        command=["python3", "/opt/agent/agent.py"], answer_file="answer.txt", bundle=str(folder)
+    )
+    agent = scripted_agent(
+        "mine", "prog", scripted.openai_base_url, kind="program", program=program
+    )
+    events = await _run(bus, settings, tmp_path, agent, ArtifactsSealed, backend)
+    [finished] = [e for e in events if isinstance(e, AgentFinished)]
+    assert (finished.stop_reason, finished.final_message) == ("submitted", "bundled")
+    [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
+    store = LocalBlobStore(settings.blob_dir)
+    [check_file] = [f for f in sealed.files if f.path == "bundle_check.txt"]
+    assert store.get_bytes(check_file.sha256) == b"bundled notes\ntouch=1\ndir=/opt/agent\n"
+    [started] = [e for e in events if isinstance(e, CampaignStarted)]
+    stored = started.campaign.agents[0].program
+    assert stored is not None and stored.bundle is None and stored.bundle_sha256
+    assert store.exists(stored.bundle_sha256)

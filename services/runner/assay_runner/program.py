@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from assay.bundle import BUNDLE_MOUNT
 from assay.bus import Bus
 from assay.providers import PriceTable
 from assay.sandbox_client import SandboxClient
@@ -137,6 +138,7 @@ class ProgramRun:
             "ASSAY_PROMPT_FILE": PROMPT_FILE,
             "ASSAY_WORKSPACE": "/workspace",
             "ASSAY_ANSWER_FILE": self.program.answer_file or "",
+            "ASSAY_AGENT_DIR": BUNDLE_MOUNT if self.program.bundle_sha256 else "",
         }
         left = (
             self.request.limits.wall_clock_s

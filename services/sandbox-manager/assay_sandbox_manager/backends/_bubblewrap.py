@@ -27,7 +27,7 @@ from ._cgroups import SandboxCgroups, host_cgroups
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
 from ._hostdirs import HostDirs, SandboxMeta, WorkspaceFiles, check_sandbox_id, check_traversable
 from ._models import SandboxInfo, SandboxSpec
-from ._mounts import GATEWAY_MOUNT, extension_folder, gateway_folder
+from ._mounts import GATEWAY_MOUNT, gateway_folder, opt_binds
 from ._procs import kill_uid_processes
 from ._resident import (
     RESIDENT_ARGV,
@@ -61,12 +61,17 @@ def _gateway_mount(sandbox_id: str, spec: SandboxSpec) -> list[str]:
     return [] if folder is None else ["--ro-bind", str(folder), GATEWAY_MOUNT]
 
 
-def _extension(sandbox_id: str, spec: SandboxSpec) -> tuple[list[str], dict[str, str]]:
-    """bwrap arguments and environment of the run's runtime extension (built if new)."""
-    folder = extension_folder(sandbox_id, spec, foreign_uid=os.geteuid() == 0)
-    if folder is None:
+def _opt(sandbox_id: str, spec: SandboxSpec) -> tuple[list[str], dict[str, str]]:
+    """bwrap arguments and environment of the run's extension and bundle under /opt."""
+    binds = opt_binds(sandbox_id, spec, foreign_uid=os.geteuid() == 0)
+    if not binds:
         return [], {}
-    return ["--ro-bind", str(folder), EXTENSION_MOUNT], EXTENSION_ENV
+    # The rootfs's /opt is read-only: mount points are made in a tmpfs, made read-only after.
+    args = ["--tmpfs", "/opt"]
+    for inside, host in binds.items():
+        args += ["--ro-bind", str(host), inside]
+    args += ["--remount-ro", "/opt"]
+    return args, EXTENSION_ENV if EXTENSION_MOUNT in binds else {}
 
 
 class BubblewrapBackend(WorkspaceFiles, ResidentExec):
@@ -107,7 +112,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             # bwrap runs as the sandbox uid: it must be able to reach the rootfs by path.
             check_traversable(sandbox_id, rootfs)
         _gateway_mount(sandbox_id, spec)
-        _extension(sandbox_id, spec)  # built now (once per package list), not on first exec
+        _opt(sandbox_id, spec)  # an extension is built now (once per list), not on first exec
         uid = self._reserve_uid(sandbox_id)
         try:
             meta = self.dirs.prepare(sandbox_id, "bubblewrap", spec, labels, uid, uid, rootfs)
@@ -131,7 +136,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         """Start bwrap with the resident as the namespace's PID 1 (its death ends the sandbox)."""
         spec = meta.spec
         scripts = install_scripts(self.dirs.mount(sandbox_id))
-        extension, extension_env = _extension(sandbox_id, spec)
+        extension, extension_env = _opt(sandbox_id, spec)
         mb = 1024 * 1024
         # bwrap's helpers, the resident, its gateway forwarder thread and the Python kernel
         # count against NPROC too.

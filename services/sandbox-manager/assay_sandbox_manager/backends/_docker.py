@@ -5,7 +5,7 @@ The container has no network, a read-only root (the imported runtime image), no
 capabilities, no-new-privileges, uid 1000, cgroup memory/CPU/pids limits. /workspace and
 /tmp are binds of the same per-sandbox host tmpfs the bubblewrap backend uses, so the
 disk quota, file access and snapshots are host-side and identical on both backends. A
-program agent's gateway folder and runtime extension are bound read-only as on bubblewrap
+program agent's gateway folder, runtime extension and bundle are bound read-only as on bubblewrap
 (see _mounts.py): the resident forwards the container's own loopback to the gateway socket.
 """
 
@@ -26,7 +26,7 @@ from ._bubblewrap import SANDBOX_ENV
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
 from ._hostdirs import HostDirs, SandboxMeta, WorkspaceFiles, check_sandbox_id
 from ._models import SandboxInfo, SandboxSpec
-from ._mounts import GATEWAY_MOUNT, extension_folder, gateway_folder
+from ._mounts import GATEWAY_MOUNT, gateway_folder, opt_binds
 from ._resident import (
     RESIDENT_ARGV,
     RESIDENT_DIR,
@@ -80,12 +80,10 @@ class DockerBackend(WorkspaceFiles, ResidentExec):
         check_sandbox_id(sandbox_id)
         # The container runs as uid 1000 whoever the service is: both must be reachable.
         gateway = gateway_folder(sandbox_id, spec, foreign_uid=True)
-        extension = extension_folder(sandbox_id, spec, foreign_uid=True)
-        binds: dict[str, dict[str, str]] = {}
+        opt = opt_binds(sandbox_id, spec, foreign_uid=True)
+        binds = {str(host): {"bind": inside, "mode": "ro"} for inside, host in opt.items()}
         if gateway is not None:
             binds[str(gateway)] = {"bind": GATEWAY_MOUNT, "mode": "ro"}
-        if extension is not None:
-            binds[str(extension)] = {"bind": EXTENSION_MOUNT, "mode": "ro"}
         meta = self.dirs.prepare(sandbox_id, "docker", spec, labels, 1000, 1000)
         scripts = install_scripts(self.dirs.mount(sandbox_id))
         mb = 1024 * 1024
@@ -125,7 +123,7 @@ class DockerBackend(WorkspaceFiles, ResidentExec):
                     **binds,
                 },
                 tmpfs={"/dev/shm": "size=64m,mode=1777"},
-                environment={**SANDBOX_ENV, **(EXTENSION_ENV if extension else {})},
+                environment={**SANDBOX_ENV, **(EXTENSION_ENV if EXTENSION_MOUNT in opt else {})},
                 working_dir="/workspace",
             )
         except docker.errors.DockerException as e:

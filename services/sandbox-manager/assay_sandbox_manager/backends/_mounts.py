@@ -1,17 +1,20 @@
 """Host folders a program agent's sandbox binds read-only, checked the same on both backends:
-the run's model gateway folder and its runtime extension."""
+the run's model gateway folder, its runtime extension and its bundle."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from ..extension import ExtensionBuildFailed, ensure_extension
+from assay.bundle import BUNDLE_MOUNT
+
+from ..bundles import bundle_folder, is_unpacked
+from ..extension import EXTENSION_MOUNT, ExtensionBuildFailed, ensure_extension
 from ._errors import SandboxError
 from ._hostdirs import check_traversable
 from ._models import SandboxSpec
 
-__all__ = ["GATEWAY_MOUNT", "extension_folder", "gateway_folder"]
+__all__ = ["GATEWAY_MOUNT", "extension_folder", "gateway_folder", "opt_binds"]
 
 GATEWAY_MOUNT = "/run/gateway"
 """Where the gateway folder is bound; the resident forwards 127.0.0.1:18080 to its socket."""
@@ -41,3 +44,19 @@ def extension_folder(sandbox_id: str, spec: SandboxSpec, *, foreign_uid: bool) -
     if foreign_uid:
         check_traversable(sandbox_id, folder)
     return folder
+
+
+def opt_binds(sandbox_id: str, spec: SandboxSpec, *, foreign_uid: bool) -> dict[str, Path]:
+    """Read-only binds under /opt (mount point to host folder): extension and bundle."""
+    binds = {}
+    extension = extension_folder(sandbox_id, spec, foreign_uid=foreign_uid)
+    if extension is not None:
+        binds[EXTENSION_MOUNT] = extension / "assay-ext"
+    if spec.bundle_sha256 is not None:
+        # Unpacked by the service before create (it has the blob store; backends do not).
+        if not is_unpacked(spec.bundle_sha256):
+            raise SandboxError(f"sandbox {sandbox_id}: bundle {spec.bundle_sha256} not unpacked")
+        binds[BUNDLE_MOUNT] = bundle_folder(spec.bundle_sha256)
+        if foreign_uid:
+            check_traversable(sandbox_id, binds[BUNDLE_MOUNT])
+    return binds
