@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from assay.bundle import pack_bundle
+from assay.bundle import BundleRefused, pack_bundle
 from assay.bus import Bus
 from assay.store import BlobStore
 from assay.tasks import TaskDraft, build_task
@@ -18,6 +18,7 @@ from assay_schemas import (
     CampaignStarted,
     ConfigError,
     Event,
+    ProgramSpec,
     Task,
     TaskInputError,
     TaskSubmitted,
@@ -56,15 +57,22 @@ def _resolve_bundles(data: dict[str, object], folder: Path) -> None:
 
 def store_bundles(store: BlobStore, campaign: CampaignSpec) -> CampaignSpec:
     """The campaign with each program's bundle checked, packed, stored and named by hash."""
-    agents = []
-    for agent in campaign.agents:
-        program = agent.program
-        if program is not None and program.bundle is not None:
-            blob = store.put_bytes(pack_bundle(Path(program.bundle)))
-            program = program.model_copy(update={"bundle": None, "bundle_sha256": blob.sha256})
-            agent = agent.model_copy(update={"program": program})
-        agents.append(agent)
+    agents = [
+        agent.model_copy(update={"program": _stored_bundle(store, agent.program)})
+        if agent.program is not None
+        else agent
+        for agent in campaign.agents
+    ]
     return campaign.model_copy(update={"agents": agents})
+
+
+def _stored_bundle(store: BlobStore, program: ProgramSpec) -> ProgramSpec:
+    if program.bundle is not None:
+        blob = store.put_bytes(pack_bundle(Path(program.bundle)))
+        return program.model_copy(update={"bundle": None, "bundle_sha256": blob.sha256})
+    if program.bundle_sha256 is not None and not store.exists(program.bundle_sha256):
+        raise BundleRefused(f"bundle {program.bundle_sha256}: not in the blob store")
+    return program
 
 
 def _task_digest(task: Task) -> str:

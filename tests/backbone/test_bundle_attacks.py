@@ -155,6 +155,13 @@ def test_campaign_file_bundle_is_relative_and_stored_by_hash(tmp_path: Path) -> 
     program = stored.agents[0].program
     assert program is not None and program.bundle is None and program.bundle_sha256
     assert store.get_bytes(program.bundle_sha256) == pack_bundle(tmp_path / "my-agent")
+    # Named by hash, a bundle must already be stored.
+    unknown = program.model_copy(update={"bundle_sha256": "0" * 64})
+    bad = stored.model_copy(
+        update={"agents": [stored.agents[0].model_copy(update={"program": unknown})]}
+    )
+    with pytest.raises(BundleRefused, match="not in the blob store"):
+        store_bundles(store, bad)
 
 
 def test_a_stored_hostile_bundle_is_refused_when_unpacked(
