@@ -88,20 +88,25 @@ async def services(
     names: tuple[str, ...] = ("sandbox-manager", "runner"),
     providers: Callable[[AgentSpec], ModelProvider] = fast_providers,
     judges: Sequence[JudgeSpec] = (),
+    docker: bool = False,
 ) -> AsyncIterator[dict[str, Any]]:
     """Start the named services (and a judge service per judge) in this process, each on
-    its own connection."""
+    its own connection; docker adds the Docker backend beside bubblewrap."""
     from assay_judge.service import build as build_judge
     from assay_runner.service import build as build_runner
-    from assay_sandbox_manager.backends import BubblewrapBackend
+    from assay_sandbox_manager.backends import BubblewrapBackend, DockerBackend
     from assay_sandbox_manager.service import build as build_sandbox
 
     started: dict[str, Any] = {}
     try:
         if "sandbox-manager" in names:
             state = settings.instance_state
-            backends = {"bubblewrap": BubblewrapBackend(state / "bwrap", state / "snapshots")}
-            sm = build_sandbox(settings, store=store, backends=backends)  # type: ignore[arg-type]
+            backends: dict[str, Any] = {
+                "bubblewrap": BubblewrapBackend(state / "bwrap", state / "snapshots")
+            }
+            if docker:
+                backends["docker"] = DockerBackend(state / "docker", state / "snapshots")
+            sm = build_sandbox(settings, store=store, backends=backends)
             await sm.start()
             started["sandbox-manager"] = sm
         if "runner" in names:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from assay.bundle import BundleRefused, pack_bundle
 from assay.bus import Bus
 from assay.store import BlobStore
 from assay.tasks import TaskDraft, build_task
@@ -17,6 +18,7 @@ from assay_schemas import (
     CampaignStarted,
     ConfigError,
     Event,
+    ProgramSpec,
     Task,
     TaskInputError,
     TaskSubmitted,
@@ -26,7 +28,7 @@ from assay_schemas import (
     read_structured_file,
 )
 
-__all__ = ["load_campaign", "submit_campaign", "submit_tasks"]
+__all__ = ["load_campaign", "store_bundles", "submit_campaign", "submit_tasks"]
 
 
 def load_campaign(path: Path) -> CampaignSpec:
@@ -37,10 +39,40 @@ def load_campaign(path: Path) -> CampaignSpec:
     rubric = data.get("rubric")
     if isinstance(rubric, str):
         data["rubric"] = load_rubric(path.parent / rubric)
+    _resolve_bundles(data, path.parent)
     try:
         return CampaignSpec.model_validate(data)
     except ValidationError as e:
         raise ConfigError(f"campaign file {path}: {describe_validation(e)}") from e
+
+
+def _resolve_bundles(data: dict[str, object], folder: Path) -> None:
+    """A program's bundle path is relative to the campaign file."""
+    agents = data.get("agents")
+    for agent in agents if isinstance(agents, list) else []:
+        program = agent.get("program") if isinstance(agent, dict) else None
+        if isinstance(program, dict) and isinstance(program.get("bundle"), str):
+            program["bundle"] = str(folder / program["bundle"])
+
+
+def store_bundles(store: BlobStore, campaign: CampaignSpec) -> CampaignSpec:
+    """The campaign with each program's bundle checked, packed, stored and named by hash."""
+    agents = [
+        agent.model_copy(update={"program": _stored_bundle(store, agent.program)})
+        if agent.program is not None
+        else agent
+        for agent in campaign.agents
+    ]
+    return campaign.model_copy(update={"agents": agents})
+
+
+def _stored_bundle(store: BlobStore, program: ProgramSpec) -> ProgramSpec:
+    if program.bundle is not None:
+        blob = store.put_bytes(pack_bundle(Path(program.bundle)))
+        return program.model_copy(update={"bundle": None, "bundle_sha256": blob.sha256})
+    if program.bundle_sha256 is not None and not store.exists(program.bundle_sha256):
+        raise BundleRefused(f"bundle {program.bundle_sha256}: not in the blob store")
+    return program
 
 
 def _task_digest(task: Task) -> str:
@@ -101,8 +133,10 @@ async def submit_tasks(
 async def submit_campaign(
     bus: Bus, store: BlobStore, campaign: CampaignSpec, drafts: list[TaskDraft]
 ) -> list[Task]:
-    """Publish CampaignStarted, then the campaign's tasks; nothing when any task is bad."""
+    """Publish CampaignStarted, then the campaign's tasks; nothing when any task or bundle
+    is bad."""
     events = await _task_events(bus, store, campaign.campaign_id, drafts)
+    campaign = await asyncio.to_thread(store_bundles, store, campaign)
     started = new_event(
         CampaignStarted,
         key=(campaign.campaign_id,),

@@ -227,6 +227,17 @@ class ProgramSpec(Frozen):
     packages: list[PipRequirement] = Field(default_factory=list)
     """pip requirements (e.g. "smolagents[openai]==1.20.0") installed into the sandbox
     runtime for this program: an extension built once per list and cached by its hash."""
+    bundle: str | None = None
+    """A folder or tar of the program's own code (relative to the campaign file); packed,
+    checked and stored at submit, when bundle_sha256 replaces it."""
+    bundle_sha256: Sha256 | None = None
+    """The stored bundle (a tar in the blob store), unpacked read-only at /opt/agent."""
+
+    @model_validator(mode="after")
+    def _one_bundle(self) -> ProgramSpec:
+        if self.bundle is not None and self.bundle_sha256 is not None:
+            raise ValueError("a program names its bundle by path or by bundle_sha256, not both")
+        return self
 
 
 class AgentSpec(ModelSpec):
@@ -281,6 +292,9 @@ class SandboxSpec(Frozen):
     packages: list[PipRequirement] = Field(default_factory=list)
     """A runtime extension's pip requirements, on PYTHONPATH at /opt/assay-ext (copied by
     the runner from a program agent's spec)."""
+    bundle_sha256: Sha256 | None = None
+    """A program agent's stored bundle, unpacked read-only at /opt/agent (copied by the
+    runner from the program's spec)."""
 
 
 class CampaignSpec(Frozen):

@@ -1,4 +1,5 @@
-"""Kill -9 of the runner mid-run: a restarted runner resumes from the logged steps."""
+"""Kill -9 of the runner mid-run: a restarted runner resumes from the logged steps; a
+program agent, which cannot resume, fails cleanly instead of hanging."""
 
 from __future__ import annotations
 
@@ -17,7 +18,14 @@ from assay.config import Settings
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_schemas import AgentFinished, AgentStepLogged, ArtifactsSealed, Event
+from assay_schemas import (
+    AgentFinished,
+    AgentStepLogged,
+    ArtifactsSealed,
+    Event,
+    ProgramSpec,
+    RunFailed,
+)
 from tests.pipeline import (
     SCRIPTED_KEY,
     campaign,
@@ -112,3 +120,47 @@ async def test_kill_9_at_step_k_then_restart_completes_exactly_once(
         "analysis.py",
     }
     await asyncio.sleep(0)
+
+
+TINY_AGENT = (Path(__file__).parents[2] / "examples" / "agents" / "tiny_agent.py").read_text()
+
+
+async def test_kill_9_mid_program_then_restart_fails_the_run_cleanly(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
+    """The program outlives its runner (it sleeps in a tool, deaf to the gateway's death):
+    the next runner must neither wait for it nor run it twice."""
+    settings.home.mkdir(parents=True, exist_ok=True)
+    store = LocalBlobStore(settings.blob_dir)
+    scripted.add_script(
+        "deaf",
+        ScriptedSequence(
+            [
+                ScriptReply.call("bash", {"command": "echo started > started.txt; sleep 300"}),
+                ScriptReply.call("submit", {"answer": "never"}),
+            ]
+        ),
+    )
+    program = ProgramSpec(command=["python3", "-c", TINY_AGENT], answer_file="answer.txt")
+    agent = scripted_agent(
+        "mine", "deaf", scripted.openai_base_url, kind="program", program=program
+    )
+    folder = write_task(tmp_path / "tasks", "counts", "summarise", {"counts.csv": "g,c\na,1\n"})
+    drafts = load_tasks(folder, max_bytes=10_000)
+    async with services(settings, store, names=("sandbox-manager",)) as running:
+        async with service_process("runner", settings) as first:
+            await submit_campaign(bus, store, campaign("crash", [agent]), drafts)
+            await wait_for_events(bus, lambda evs: any(isinstance(e, AgentStepLogged) for e in evs))
+            os.killpg(first.pid, signal.SIGKILL)
+            await first.wait()
+        async with service_process("runner", settings):
+            events = await wait_for_events(bus, sealed_in("crash"), timeout=60)
+        backend = running["sandbox-manager"].backends["bubblewrap"]
+        assert backend.list_live() == []  # the orphan program went with its sandbox
+    [failed] = [e for e in events if isinstance(e, RunFailed)]
+    assert (failed.stage, failed.infrastructure) == ("agent", True)
+    assert "runner restarted" in failed.error and "cannot resume" in failed.error
+    assert not any(isinstance(e, AgentFinished) for e in events)
+    # The program ran once: one model call, and nobody started it again.
+    assert [e.step for e in events if isinstance(e, AgentStepLogged)] == [0]
+    assert len(scripted.requests("deaf")) == 1

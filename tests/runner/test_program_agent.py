@@ -18,11 +18,14 @@ from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
     ArtifactsSealed,
+    CampaignStarted,
     Event,
     Limits,
     Price,
     ProgramSpec,
     RunFailed,
+    SandboxReady,
+    SandboxSpec,
 )
 from tests.pipeline import (
     SCRIPTED_KEY,
@@ -69,18 +72,33 @@ def _program_agent(server: ScriptedModelServer, model: str, **limits: object) ->
 
 
 async def _run(
-    bus: Bus, settings: Settings, tmp_path: Path, agent: object, done: type[Event]
+    bus: Bus,
+    settings: Settings,
+    tmp_path: Path,
+    agent: object,
+    done: type[Event],
+    backend: str = "bubblewrap",
 ) -> list[Event]:
     store = LocalBlobStore(settings.blob_dir)
     folder = write_task(tmp_path / "tasks", "growth", "max OD?", {"od.csv": "strain,od\nA,0.9\n"})
-    spec = campaign("c1", [agent], prices={"prog": Price(input_per_mtok=1, output_per_mtok=2)})
-    async with services(settings, store):
+    extra: dict[str, object] = {}
+    if backend == "docker":
+        from assay_sandbox_manager.runtime import ensure_image
+
+        sandbox = SandboxSpec(memory_mb=1024, exec_timeout_s=30, cpu_seconds=60)
+        extra["sandbox"] = sandbox.model_copy(update={"backend": "docker", "image": ensure_image()})
+    prices = {"prog": Price(input_per_mtok=1, output_per_mtok=2)}
+    spec = campaign("c1", [agent], prices=prices, **extra)
+    async with services(settings, store, docker=backend == "docker"):
         await submit_campaign(bus, store, spec, load_tasks(folder, max_bytes=10_000))
         return await wait_for_events(bus, lambda evs: any(isinstance(e, done) for e in evs))
 
 
+@pytest.mark.parametrize(
+    "backend", ["bubblewrap", pytest.param("docker", marks=pytest.mark.docker)]
+)
 async def test_program_runs_through_the_gateway_and_is_sealed(
-    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer, backend: str
 ) -> None:
     host_port = f"http://127.0.0.1:{scripted.port}/v1/models"
     scripted.add_script(
@@ -96,7 +114,9 @@ async def test_program_runs_through_the_gateway_and_is_sealed(
         ),
     )
     agent = _program_agent(scripted, "prog")
-    events = await _run(bus, settings, tmp_path, agent, ArtifactsSealed)
+    events = await _run(bus, settings, tmp_path, agent, ArtifactsSealed, backend)
+    [ready] = [e for e in events if isinstance(e, SandboxReady)]
+    assert ready.backend == backend
     steps = [e for e in events if isinstance(e, AgentStepLogged)]
     assert [s.step for s in steps] == [0, 1, 2]
     assert [s.tool_calls[0].name for s in steps] == ["bash", "bash", "submit"]
@@ -157,3 +177,46 @@ async def test_program_exiting_non_zero_is_the_agents_failure(
     [failed] = [e for e in events if isinstance(e, RunFailed)]
     assert failed.stage == "agent" and not failed.infrastructure
     assert "status 1" in failed.error and "gave up" in failed.error
+
+
+@pytest.mark.parametrize(
+    "backend", ["bubblewrap", pytest.param("docker", marks=pytest.mark.docker)]
+)
+async def test_bundled_program_runs_from_its_read_only_folder(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer, backend: str
+) -> None:
+    """The agent's code is uploaded with the campaign, not installed in the runtime."""
+    folder = tmp_path / "my-agent"
+    (folder / "data").mkdir(parents=True)
+    (folder / "agent.py").write_text(AGENT)
+    (folder / "data" / "notes.txt").write_text("bundled notes\n")
+    check = (
+        "{ cat $ASSAY_AGENT_DIR/data/notes.txt; touch /opt/agent/x 2>/dev/null; "
+        "echo touch=$?; echo dir=$ASSAY_AGENT_DIR; } > bundle_check.txt"
+    )
+    scripted.add_script(
+        "prog",
+        ScriptedSequence(
+            [
+                ScriptReply.call("bash", {"command": check}),
+                ScriptReply.call("submit", {"answer": "bundled"}),
+            ]
+        ),
+    )
+    program = ProgramSpec(
+        command=["python3", "/opt/agent/agent.py"], answer_file="answer.txt", bundle=str(folder)
+    )
+    agent = scripted_agent(
+        "mine", "prog", scripted.openai_base_url, kind="program", program=program
+    )
+    events = await _run(bus, settings, tmp_path, agent, ArtifactsSealed, backend)
+    [finished] = [e for e in events if isinstance(e, AgentFinished)]
+    assert (finished.stop_reason, finished.final_message) == ("submitted", "bundled")
+    [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
+    store = LocalBlobStore(settings.blob_dir)
+    [check_file] = [f for f in sealed.files if f.path == "bundle_check.txt"]
+    assert store.get_bytes(check_file.sha256) == b"bundled notes\ntouch=1\ndir=/opt/agent\n"
+    [started] = [e for e in events if isinstance(e, CampaignStarted)]
+    stored = started.campaign.agents[0].program
+    assert stored is not None and stored.bundle is None and stored.bundle_sha256
+    assert store.exists(stored.bundle_sha256)

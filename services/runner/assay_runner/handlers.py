@@ -183,11 +183,11 @@ class RunnerService:
         """Run (or resume) the agent of a run whose sandbox is ready."""
         RUNS_IN_FLIGHT.add(1)
         try:
-            await self._run(event)
+            await self._run(event, delivery.attempt)
         finally:
             RUNS_IN_FLIGHT.add(-1)
 
-    async def _run(self, event: SandboxReady) -> None:
+    async def _run(self, event: SandboxReady, attempt: int) -> None:
         assert event.run_id is not None
         history = RunHistory.fold(await self.bus.run_events(event.campaign_id, event.run_id))
         if history.ended is not None:
@@ -202,7 +202,7 @@ class RunnerService:
         )
         try:
             if request.agent.kind == "program":
-                await self._program_run(request, event, sandbox).run(steps)
+                await self._program_run(request, event, sandbox).run(steps, attempt)
             else:
                 await self._agent_run(request, event, sandbox, steps).run(steps)
         except SandboxGone as e:

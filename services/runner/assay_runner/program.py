@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from assay.bundle import BUNDLE_MOUNT
 from assay.bus import Bus
 from assay.providers import PriceTable
 from assay.sandbox_client import SandboxClient
@@ -43,6 +44,15 @@ class ProgramFailed(Exception):
         self.infrastructure, self.output_sha256 = infrastructure, output_sha256
 
 
+def _restarted(evidence: str) -> ProgramFailed:
+    return ProgramFailed(
+        f"the runner restarted while the program may have run ({evidence}); "
+        "a program cannot resume",
+        infrastructure=True,
+        output_sha256=None,
+    )
+
+
 @dataclass(kw_only=True)
 class ProgramRun:
     """Runs the program once, then ends the run from its exit and the gateway's record."""
@@ -60,21 +70,25 @@ class ProgramRun:
         assert self.request.agent.program is not None
         return self.request.agent.program
 
-    async def run(self, steps: list[AgentStepLogged]) -> None:
-        """Run the program to its end; raises ProgramFailed when the run fails."""
+    async def run(self, steps: list[AgentStepLogged], attempt: int = 1) -> None:
+        """Run the program to its end; raises ProgramFailed when the run fails.
+
+        attempt is the SandboxReady's delivery: past the first, a runner took the run
+        before and may have started the program.
+        """
         folder = self.request.sandbox.gateway_dir
         if folder is None:
             raise ProgramFailed(
                 "the run has no gateway folder", infrastructure=True, output_sha256=None
             )
-        started = await self.sandbox.exec(["test", "-e", PROMPT_FILE], timeout_s=30)
-        if steps or started.exit_code == 0:
-            # A program cannot resume: its memory died with the runner that watched it.
-            raise ProgramFailed(
-                "the runner restarted while the program ran; a program cannot resume",
-                infrastructure=True,
-                output_sha256=None,
-            )
+        # A program cannot resume: its memory died with the runner that watched it. Decided
+        # from the log first: the orphan may still run, and the sandbox serves one command
+        # at a time, so asking it would wait for the orphan (RunFailed destroys the sandbox,
+        # and the orphan with it).
+        if steps or attempt > 1:
+            raise _restarted(f"delivery {attempt}, {len(steps)} model calls logged")
+        if (await self.sandbox.exec(["test", "-e", PROMPT_FILE], timeout_s=30)).exit_code == 0:
+            raise _restarted("its prompt file is there")
         gateway = Gateway(
             agent=self.request.agent,
             limits=self.request.limits,
@@ -137,6 +151,7 @@ class ProgramRun:
             "ASSAY_PROMPT_FILE": PROMPT_FILE,
             "ASSAY_WORKSPACE": "/workspace",
             "ASSAY_ANSWER_FILE": self.program.answer_file or "",
+            "ASSAY_AGENT_DIR": BUNDLE_MOUNT if self.program.bundle_sha256 else "",
         }
         left = (
             self.request.limits.wall_clock_s

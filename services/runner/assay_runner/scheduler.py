@@ -22,7 +22,7 @@ def plan_runs(
 
     A program agent's run gets a gateway folder under gateway_root, its name unguessable
     (the folder is traversable by sandbox uids, so a name is all that guards the socket),
-    and its sandbox the program's runtime extension (its packages).
+    and its sandbox the program's runtime extension (its packages) and bundle.
     """
     runs = []
     for agent in campaign.agents:
@@ -34,7 +34,11 @@ def plan_runs(
                     raise ValueError(f"agent {agent.agent_id}: program agents need a gateway root")
                 folder = gateway_root / secrets.token_hex(12)  # short: AF_UNIX paths
                 sandbox = sandbox.model_copy(
-                    update={"gateway_dir": str(folder), "packages": agent.program.packages}
+                    update={
+                        "gateway_dir": str(folder),
+                        "packages": agent.program.packages,
+                        "bundle_sha256": agent.program.bundle_sha256,
+                    }
                 )
             runs.append(
                 new_event(

@@ -1,7 +1,7 @@
 """Runtime extensions: Python packages a program agent needs, on top of the sandbox runtime.
 
 An extension is `pip install --target` of a package list, built once on the host into
-<cache>/ext-<hash>/assay-ext and bound read-only at /opt (so /opt/assay-ext) in every
+<cache>/ext-<hash>/assay-ext and bound read-only at /opt/assay-ext in every
 sandbox that asks for that list; PYTHONPATH and PATH inside point at it. The hash covers
 the rootfs recipe hash, the Python version and the list itself: the sandbox's Python is
 Debian bookworm's 3.11, and the host's build must be for the same version (checked).
@@ -30,8 +30,8 @@ __all__ = [
     "extension_hash",
 ]
 
-EXTENSION_MOUNT = "/opt"
-"""Where an extension's folder is bound; its packages are at /opt/assay-ext."""
+EXTENSION_MOUNT = "/opt/assay-ext"
+"""Where an extension's packages (its folder's assay-ext) are bound."""
 EXTENSION_ENV = {
     "PYTHONPATH": "/opt/assay-ext",
     "PATH": "/opt/assay-ext/bin:/usr/local/bin:/usr/bin:/bin",
@@ -59,7 +59,7 @@ def extension_hash(packages: Sequence[str]) -> str:
 
 
 def ensure_extension(packages: Sequence[str]) -> Path:
-    """The extension's folder (to bind at EXTENSION_MOUNT), built unless cached."""
+    """The extension's folder (its assay-ext to bind at EXTENSION_MOUNT), built unless cached."""
     folder = sandbox_cache() / f"ext-{extension_hash(packages)}"
     if (folder / _COMPLETE).is_file():
         return folder

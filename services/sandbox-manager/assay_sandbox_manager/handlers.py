@@ -53,6 +53,7 @@ from .backends import (
     SandboxPathError,
     SnapshotCaps,
 )
+from .bundles import ensure_bundle
 from .extension import extension_hash
 from .runtime import recipe_hash
 from .seal import Seal, seal_fields, seal_snapshot
@@ -118,6 +119,8 @@ class SandboxService:
             "assay.instance": self.instance,
         }
         try:
+            if event.sandbox.bundle_sha256 is not None:
+                await self._blocking(ensure_bundle, self.store, event.sandbox.bundle_sha256)
             try:
                 await self._blocking(backend.create, event.sandbox, sandbox_id, labels)
             except SandboxExists:  # half-made before a crash: start it over

@@ -21,12 +21,13 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..extension import EXTENSION_ENV, EXTENSION_MOUNT, ExtensionBuildFailed, ensure_extension
+from ..extension import EXTENSION_ENV, EXTENSION_MOUNT
 from ..runtime import default_rootfs
 from ._cgroups import SandboxCgroups, host_cgroups
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
 from ._hostdirs import HostDirs, SandboxMeta, WorkspaceFiles, check_sandbox_id, check_traversable
 from ._models import SandboxInfo, SandboxSpec
+from ._mounts import GATEWAY_MOUNT, gateway_folder, opt_binds
 from ._procs import kill_uid_processes
 from ._resident import (
     RESIDENT_ARGV,
@@ -56,27 +57,21 @@ SANDBOX_ENV = {
 
 def _gateway_mount(sandbox_id: str, spec: SandboxSpec) -> list[str]:
     """bwrap arguments binding the run's model gateway folder (see _gateway_inside.py)."""
-    if spec.gateway_dir is None:
-        return []
-    folder = Path(spec.gateway_dir)
-    if not folder.is_absolute() or folder.is_symlink() or not folder.is_dir():
-        raise SandboxError(f"sandbox {sandbox_id}: gateway_dir {folder} is not a host folder")
-    if os.geteuid() == 0:
-        check_traversable(sandbox_id, folder)
-    return ["--ro-bind", str(folder), "/run/gateway"]
+    folder = gateway_folder(sandbox_id, spec, foreign_uid=os.geteuid() == 0)
+    return [] if folder is None else ["--ro-bind", str(folder), GATEWAY_MOUNT]
 
 
-def _extension(sandbox_id: str, spec: SandboxSpec) -> tuple[list[str], dict[str, str]]:
-    """bwrap arguments and environment of the run's runtime extension (built if new)."""
-    if not spec.packages:
+def _opt(sandbox_id: str, spec: SandboxSpec) -> tuple[list[str], dict[str, str]]:
+    """bwrap arguments and environment of the run's extension and bundle under /opt."""
+    binds = opt_binds(sandbox_id, spec, foreign_uid=os.geteuid() == 0)
+    if not binds:
         return [], {}
-    try:
-        folder = ensure_extension(spec.packages)
-    except (ExtensionBuildFailed, OSError, subprocess.SubprocessError) as e:
-        raise SandboxError(f"sandbox {sandbox_id}: {e}") from e
-    if os.geteuid() == 0:
-        check_traversable(sandbox_id, folder)
-    return ["--ro-bind", str(folder), EXTENSION_MOUNT], EXTENSION_ENV
+    # The rootfs's /opt is read-only: mount points are made in a tmpfs, made read-only after.
+    args = ["--tmpfs", "/opt"]
+    for inside, host in binds.items():
+        args += ["--ro-bind", str(host), inside]
+    args += ["--remount-ro", "/opt"]
+    return args, EXTENSION_ENV if EXTENSION_MOUNT in binds else {}
 
 
 class BubblewrapBackend(WorkspaceFiles, ResidentExec):
@@ -117,7 +112,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             # bwrap runs as the sandbox uid: it must be able to reach the rootfs by path.
             check_traversable(sandbox_id, rootfs)
         _gateway_mount(sandbox_id, spec)
-        _extension(sandbox_id, spec)  # built now (once per package list), not on first exec
+        _opt(sandbox_id, spec)  # an extension is built now (once per list), not on first exec
         uid = self._reserve_uid(sandbox_id)
         try:
             meta = self.dirs.prepare(sandbox_id, "bubblewrap", spec, labels, uid, uid, rootfs)
@@ -141,7 +136,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         """Start bwrap with the resident as the namespace's PID 1 (its death ends the sandbox)."""
         spec = meta.spec
         scripts = install_scripts(self.dirs.mount(sandbox_id))
-        extension, extension_env = _extension(sandbox_id, spec)
+        extension, extension_env = _opt(sandbox_id, spec)
         mb = 1024 * 1024
         # bwrap's helpers, the resident, its gateway forwarder thread and the Python kernel
         # count against NPROC too.

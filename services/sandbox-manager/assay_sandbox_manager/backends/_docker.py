@@ -4,7 +4,9 @@ its resident process (one `docker exec`, started on first use, see _resident.py)
 The container has no network, a read-only root (the imported runtime image), no
 capabilities, no-new-privileges, uid 1000, cgroup memory/CPU/pids limits. /workspace and
 /tmp are binds of the same per-sandbox host tmpfs the bubblewrap backend uses, so the
-disk quota, file access and snapshots are host-side and identical on both backends.
+disk quota, file access and snapshots are host-side and identical on both backends. A
+program agent's gateway folder, runtime extension and bundle are bound read-only as on bubblewrap
+(see _mounts.py): the resident forwards the container's own loopback to the gateway socket.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import docker
 import docker.errors
 from docker.types import Ulimit
 
+from ..extension import EXTENSION_ENV, EXTENSION_MOUNT
 from ._bubblewrap import SANDBOX_ENV
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
 from ._hostdirs import HostDirs, SandboxMeta, WorkspaceFiles, check_sandbox_id
 from ._models import SandboxInfo, SandboxSpec
+from ._mounts import GATEWAY_MOUNT, gateway_folder, opt_binds
 from ._resident import (
     RESIDENT_ARGV,
     RESIDENT_DIR,
@@ -74,12 +78,12 @@ class DockerBackend(WorkspaceFiles, ResidentExec):
     def create(self, spec: SandboxSpec, sandbox_id: str, labels: Mapping[str, str]) -> SandboxInfo:
         """Start the container; returns once it is running."""
         check_sandbox_id(sandbox_id)
-        if spec.gateway_dir is not None:
-            raise SandboxError(f"sandbox {sandbox_id}: the docker backend has no model gateway yet")
-        if spec.packages:
-            raise SandboxError(
-                f"sandbox {sandbox_id}: the docker backend has no runtime extensions yet"
-            )
+        # The container runs as uid 1000 whoever the service is: both must be reachable.
+        gateway = gateway_folder(sandbox_id, spec, foreign_uid=True)
+        opt = opt_binds(sandbox_id, spec, foreign_uid=True)
+        binds = {str(host): {"bind": inside, "mode": "ro"} for inside, host in opt.items()}
+        if gateway is not None:
+            binds[str(gateway)] = {"bind": GATEWAY_MOUNT, "mode": "ro"}
         meta = self.dirs.prepare(sandbox_id, "docker", spec, labels, 1000, 1000)
         scripts = install_scripts(self.dirs.mount(sandbox_id))
         mb = 1024 * 1024
@@ -104,8 +108,9 @@ class DockerBackend(WorkspaceFiles, ResidentExec):
                 mem_limit=spec.memory_mb * mb,
                 memswap_limit=spec.memory_mb * mb,
                 nano_cpus=int(spec.cpus * 1e9),
-                # The resident and the Python kernel are two more processes.
-                pids_limit=spec.max_processes + 2,
+                # The resident, its gateway forwarder thread and the Python kernel are three
+                # more tasks.
+                pids_limit=spec.max_processes + 3,
                 ulimits=[
                     Ulimit(name="cpu", soft=spec.cpu_seconds, hard=spec.cpu_seconds),
                     Ulimit(name="fsize", soft=spec.file_size_mb * mb, hard=spec.file_size_mb * mb),
@@ -115,9 +120,10 @@ class DockerBackend(WorkspaceFiles, ResidentExec):
                     str(self.dirs.workspace(sandbox_id)): {"bind": "/workspace", "mode": "rw"},
                     str(self.dirs.tmp(sandbox_id)): {"bind": "/tmp", "mode": "rw"},
                     str(scripts): {"bind": RESIDENT_DIR, "mode": "ro"},
+                    **binds,
                 },
                 tmpfs={"/dev/shm": "size=64m,mode=1777"},
-                environment=SANDBOX_ENV,
+                environment={**SANDBOX_ENV, **(EXTENSION_ENV if EXTENSION_MOUNT in opt else {})},
                 working_dir="/workspace",
             )
         except docker.errors.DockerException as e:

@@ -1,0 +1,162 @@
+"""Program bundles: an agent's own code, uploaded with its campaign as one tar blob.
+
+A bundle is a folder or a tar on the submitter's machine. At submit it is checked and
+packed again as a plain tar of regular files, folders and inward symlinks only, with
+fixed owners, modes and times (so one tree is one blob), then stored content-addressed.
+The sandbox-manager checks it again when it unpacks it (the blob store is not trusted
+more than the submitter), and binds it read-only at /opt/agent.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+from assay_schemas import InvalidInput
+
+__all__ = [
+    "BUNDLE_MOUNT",
+    "MAX_BUNDLE_BYTES",
+    "MAX_BUNDLE_FILES",
+    "BundleRefused",
+    "check_members",
+    "pack_bundle",
+]
+
+BUNDLE_MOUNT = "/opt/agent"
+"""Where a sandbox has its program's bundle, read-only (ASSAY_AGENT_DIR inside)."""
+MAX_BUNDLE_BYTES = 64 * 1024 * 1024
+"""Unpacked size of all files in a bundle."""
+MAX_BUNDLE_FILES = 5_000
+"""Entries (files, folders, symlinks) in a bundle."""
+
+
+class BundleRefused(InvalidInput):
+    """A bundle is hostile or too big: absolute or `..` paths, outward symlinks, links,
+    devices, or over a limit."""
+
+
+Entry = tuple[str, tarfile.TarInfo, bytes]
+
+
+def pack_bundle(path: Path) -> bytes:
+    """The bundle at path (a folder or a tar) checked and packed as a normalised tar."""
+    if path.is_dir() and not path.is_symlink():
+        entries = list(_folder_entries(path))
+    elif path.is_file():
+        entries = _tar_entries(path)
+    else:
+        raise BundleRefused(f"bundle {path}: not a folder or a tar file")
+    return _pack(path, entries)
+
+
+def check_members(where: object, members: list[tarfile.TarInfo]) -> None:
+    """Refuse a tar whose members could leave the folder it is unpacked in, or over a limit."""
+    if len(members) > MAX_BUNDLE_FILES:
+        raise BundleRefused(f"bundle {where}: over {MAX_BUNDLE_FILES} entries")
+    total = 0
+    for m in members:
+        name = _relative_name(where, m.name)
+        if m.issym():
+            _check_symlink(where, name, m.linkname)
+        elif m.isreg():
+            total += m.size
+        elif not m.isdir():
+            kind = "a hard link" if m.islnk() else "a device, fifo or other special file"
+            raise BundleRefused(f"bundle {where}: {name} is {kind}")
+        if total > MAX_BUNDLE_BYTES:
+            raise BundleRefused(f"bundle {where}: over {MAX_BUNDLE_BYTES} bytes unpacked")
+
+
+def _relative_name(where: object, name: str) -> str:
+    """A member's name as a clean relative path; absolute and `..` names are refused."""
+    p = PurePosixPath(name)
+    if p.is_absolute() or ".." in p.parts or "\\" in name or "\0" in name:
+        raise BundleRefused(f"bundle {where}: {name!r} is an absolute path or leaves the bundle")
+    clean = str(PurePosixPath(*[part for part in p.parts if part != "."])) if p.parts else "."
+    return clean
+
+
+def _check_symlink(where: object, name: str, target: str) -> None:
+    """Only relative targets without `..`: no chain of such links can lead out of the bundle."""
+    t = PurePosixPath(target)
+    if not target or t.is_absolute() or ".." in t.parts:
+        raise BundleRefused(f"bundle {where}: symlink {name} -> {target} points out of the bundle")
+
+
+def _folder_entries(root: Path) -> Iterator[Entry]:
+    count, total = 0, 0
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for name in sorted(dirnames) + sorted(filenames):
+            full = Path(dirpath) / name
+            rel = full.relative_to(root).as_posix()
+            count += 1
+            if count > MAX_BUNDLE_FILES:
+                raise BundleRefused(f"bundle {root}: over {MAX_BUNDLE_FILES} entries")
+            st = full.lstat()
+            info = tarfile.TarInfo(rel)
+            if stat.S_ISLNK(st.st_mode):
+                target = os.readlink(full)
+                _check_symlink(root, rel, target)
+                info.type, info.linkname = tarfile.SYMTYPE, target
+                yield rel, info, b""
+            elif stat.S_ISDIR(st.st_mode):
+                info.type = tarfile.DIRTYPE
+                yield rel, info, b""
+            elif stat.S_ISREG(st.st_mode):
+                total += st.st_size
+                if total > MAX_BUNDLE_BYTES:
+                    raise BundleRefused(f"bundle {root}: over {MAX_BUNDLE_BYTES} bytes unpacked")
+                info.mode = st.st_mode
+                yield rel, info, full.read_bytes()
+            else:
+                raise BundleRefused(f"bundle {root}: {rel} is a device, fifo or other special file")
+
+
+def _tar_entries(path: Path) -> list[Entry]:
+    try:
+        with tarfile.open(path) as tar:
+            members = tar.getmembers()
+            check_members(path, members)
+            out = []
+            for m in members:
+                data = b""
+                if m.isreg():
+                    f = tar.extractfile(m)
+                    data = f.read() if f is not None else b""
+                out.append((_relative_name(path, m.name), m, data))
+            return out
+    except (tarfile.TarError, EOFError, OSError) as e:
+        raise BundleRefused(f"bundle {path}: not a readable tar: {e}") from e
+
+
+def _pack(where: Path, entries: list[Entry]) -> bytes:
+    """A tar with fixed owners, times and modes, entries in name order, no duplicates."""
+    seen: dict[str, tuple[tarfile.TarInfo, bytes]] = {}
+    for name, info, data in entries:
+        if name != ".":
+            seen[name] = (info, data)
+    if not any(info.isreg() for info, _ in seen.values()):
+        raise BundleRefused(f"bundle {where}: holds no file")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(seen):
+            info, data = seen[name]
+            out = tarfile.TarInfo(name)
+            out.uid = out.gid = 0
+            out.uname = out.gname = ""
+            out.mtime = 0
+            if info.issym():
+                out.type, out.linkname, out.mode = tarfile.SYMTYPE, info.linkname, 0o777
+            elif info.isdir():
+                out.type, out.mode = tarfile.DIRTYPE, 0o755
+            else:
+                out.mode = 0o755 if info.mode & 0o111 else 0o644
+                out.size = len(data)
+            tar.addfile(out, io.BytesIO(data) if info.isreg() else None)
+    return buf.getvalue()
