@@ -5,8 +5,8 @@ run in this process; agents are answered at once by the scripted model server th
 real OpenAI SDK. The model provider and the sandbox backend are wrapped to time each model
 call and each command the sandbox really runs, so a step's interval on the log (between
 consecutive `AgentStepLogged`) splits into model call + tool run + what the platform adds
-around them (message rebuild, event build and publish with PubAck, the exec RPC over
-NATS, bookkeeping). Baselines come from the same run: the same model call through the
+around them (the exec RPC over NATS, event build, bookkeeping, and whatever of the step's
+publish with PubAck the next model call, which runs meanwhile, does not hide). Baselines come from the same run: the same model call through the
 SDK alone and the same command run directly on the backend.
 """
 
@@ -315,7 +315,7 @@ async def _overhead(base: Path, runs: int, tool_steps: int, command: str) -> lis
         _ms("  tool duration as logged p50 (exec RPC + run)", s.tool),
         _ms("orchestration overhead per step p50", s.overhead, target="< 10 ms"),
         _ms("orchestration overhead per step p95", s.overhead, 95),
-        _ms("  of which outside the tool call (rebuild, publish) p50", s.runner_only),
+        _ms("  of which outside the tool call (event build, unhidden publish) p50", s.runner_only),
     ]
 
 

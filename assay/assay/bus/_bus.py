@@ -35,6 +35,7 @@ from ._dead_letters import dead_letter, read_dead_letters
 from ._lag import LagWatch
 from ._records import Delivery, Published, Refusal, RefusalSink
 from ._replay import LoggedEvent, Skipped, read_log
+from ._requests import RequestServer
 from ._subjects import Subjects
 
 __all__ = ["Bus"]
@@ -64,6 +65,7 @@ class Bus:
         self._dlq = JStream(f"{settings.stream}_DLQ", declare=False)
         self._connected = False
         self._durables: list[str] = []
+        self._request_servers: list[RequestServer] = []
         self._signer = signer_for(settings, service)
         self._lag = LagWatch(settings.stream)
 
@@ -88,12 +90,16 @@ class Bus:
         """Connect, then start every registered consumer."""
         await self.connect()
         await self.broker.start()
+        for server in self._request_servers:
+            await server.start(self.broker.connection)
         if self._durables:
             self._lag.start(self.js, self._durables)
 
     async def stop(self) -> None:
         """Drain consumers and close the connection."""
         self._lag.stop()
+        for server in self._request_servers:
+            await server.stop()
         await self.broker.stop()
         self._connected = False
 
@@ -341,19 +347,12 @@ class Bus:
         *,
         queue: str = "",
         max_workers: int = 8,
-    ) -> LogicSubscriber[Any]:
-        """Answer core-NATS requests on `subject` (sandbox commands); not part of the log."""
-        subscriber = self.broker.subscriber(
-            subject, queue=queue, max_workers=max_workers, decoder=_whole_message
-        )
-
-        async def on_request(msg: NatsMessage) -> bytes:
-            ctx = extract_context(msg.raw_message.headers)
-            with tracer("assay.bus").start_as_current_span(f"request {subject}", context=ctx):
-                return await handler(msg.raw_message.data)
-
-        subscriber(on_request)
-        return subscriber
+    ) -> RequestServer:
+        """Answer core-NATS requests on `subject` (sandbox commands) from `start` to `stop`;
+        not part of the log."""
+        server = RequestServer(subject, handler, queue=queue, max_workers=max_workers)
+        self._request_servers.append(server)
+        return server
 
     async def request(self, subject: str, data: bytes, *, timeout: float) -> bytes:
         """Send a core-NATS request and return the reply's bytes."""

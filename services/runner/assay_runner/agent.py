@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from assay_schemas import (
     same_run,
 )
 
-from .conversation import rebuild
+from .conversation import rebuild, step_messages
 from .tools import TOOLS, ToolBox
 
 __all__ = ["AgentRun", "limit_reached", "publish_finished"]
@@ -67,31 +68,43 @@ class AgentRun:
         submitted = _submitted(steps)
         stop: StopReason | None = "submitted" if submitted is not None else None
         final = submitted or ""
-        while stop is None and (stop := self._stop_reason(steps)) is None:
-            step, answer = await self._step(len(steps), messages)
-            steps.append(step)
-            messages = rebuild(self.request, steps)
-            if answer is not None:
-                stop, final = "submitted", answer
-            elif not step.tool_calls:
-                stop, final = "model_stopped", step.model_output
+        # A step's publish runs while the next model call is in flight; _step awaits it
+        # before any tool runs, and so before the next step is published.
+        logging: asyncio.Task[None] | None = None
+        try:
+            while stop is None and (stop := self._stop_reason(steps)) is None:
+                step, answer = await self._step(len(steps), messages, logging)
+                logging = asyncio.create_task(self._log(step))
+                steps.append(step)
+                messages.extend(step_messages(step))
+                if answer is not None:
+                    stop, final = "submitted", answer
+                elif not step.tool_calls:
+                    stop, final = "model_stopped", step.model_output
+        finally:
+            if logging is not None:
+                await logging  # a failed publish fails the run, whatever else failed
         if not final and steps:
             final = steps[-1].model_output
         return await self._finish(stop, final, steps)
 
     async def _step(
-        self, index: int, messages: list[Message]
+        self, index: int, messages: list[Message], previous: asyncio.Task[None] | None
     ) -> tuple[AgentStepLogged, str | None]:
+        """One model turn and its tools; `previous` (the last step's publish) is awaited
+        between them, so nothing runs in the sandbox before every earlier step is logged."""
         agent = self.request.agent
         with tracer("assay.runner").start_as_current_span(f"chat {agent.model}") as span:
             span.set_attribute("gen_ai.operation.name", "chat")
             span.set_attribute("gen_ai.system", agent.provider)
             span.set_attribute("gen_ai.request.model", agent.model)
             started = time.perf_counter()
-            completion = await self.provider.complete(messages, TOOLS, self._params())
+            completion = await self.provider.complete(tuple(messages), TOOLS, self._params())
             span.set_attribute("gen_ai.response.model", completion.model)
             span.set_attribute("gen_ai.usage.input_tokens", completion.usage.input_tokens)
             span.set_attribute("gen_ai.usage.output_tokens", completion.usage.output_tokens)
+        if previous is not None:
+            await previous
         results = []
         answer: str | None = None
         for call in completion.tool_calls:
@@ -123,12 +136,16 @@ class AgentRun:
             cost_usd=cost(completion.usage, agent.model, self.prices),
             producer=self.bus.producer,
         )
-        await self.bus.publish(step)
-        labels = {"gen_ai.request.model": agent.model, "assay.agent_id": agent.agent_id}
-        TOKENS.add(usage.input_tokens, {**labels, "gen_ai.token.type": "input"})
-        TOKENS.add(usage.output_tokens, {**labels, "gen_ai.token.type": "output"})
-        COST.add(step.cost_usd, labels)
         return step, answer
+
+    async def _log(self, step: AgentStepLogged) -> None:
+        """Append the step to the log, then count its tokens and cost."""
+        await self.bus.publish(step)
+        agent = self.request.agent
+        labels = {"gen_ai.request.model": agent.model, "assay.agent_id": agent.agent_id}
+        TOKENS.add(step.usage.input_tokens, {**labels, "gen_ai.token.type": "input"})
+        TOKENS.add(step.usage.output_tokens, {**labels, "gen_ai.token.type": "output"})
+        COST.add(step.cost_usd, labels)
 
     async def _finish(
         self, stop: StopReason, final: str, steps: Sequence[AgentStepLogged]

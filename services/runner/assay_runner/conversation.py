@@ -14,7 +14,7 @@ from assay.providers import (
 )
 from assay_schemas import AgentStepLogged, RunRequested
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "initial_messages", "rebuild"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "initial_messages", "rebuild", "step_messages"]
 
 DEFAULT_SYSTEM_PROMPT = """You are a research assistant working for a scientist.
 You work in a sandbox: a Linux machine with no network, where /workspace holds the
@@ -45,14 +45,18 @@ def rebuild(request: RunRequested, steps: Sequence[AgentStepLogged]) -> list[Mes
     """The conversation as it stood after the logged steps (in step order)."""
     messages = initial_messages(request)
     for step in sorted(steps, key=lambda s: s.step):
-        calls = tuple(
-            ToolCall(id=c.call_id, name=c.name, arguments=c.arguments) for c in step.tool_calls
-        )
-        messages.append(AssistantMessage(text=step.model_output or None, tool_calls=calls))
-        for result in step.tool_results:
-            messages.append(
-                ToolResultMessage(
-                    call_id=result.call_id, content=result.output, is_error=result.is_error
-                )
-            )
+        messages.extend(step_messages(step))
+    return messages
+
+
+def step_messages(step: AgentStepLogged) -> list[Message]:
+    """What one logged step adds to the conversation: the model's turn, then its results."""
+    calls = tuple(
+        ToolCall(id=c.call_id, name=c.name, arguments=c.arguments) for c in step.tool_calls
+    )
+    messages: list[Message] = [AssistantMessage(text=step.model_output or None, tool_calls=calls)]
+    messages.extend(
+        ToolResultMessage(call_id=r.call_id, content=r.output, is_error=r.is_error)
+        for r in step.tool_results
+    )
     return messages

@@ -1,0 +1,60 @@
+"""Core-NATS request serving (sandbox commands): replies, a bound on concurrency, failures."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay_schemas import BusError
+
+pytestmark = pytest.mark.timeout(30)
+
+
+async def test_requests_are_answered_at_most_max_workers_at_a_time(
+    settings: Settings, bus: Bus
+) -> None:
+    running, peak = 0, 0
+
+    async def echo(body: bytes) -> bytes:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.05)
+        running -= 1
+        return body.upper()
+
+    server = Bus(settings, service="server")
+    server.serve_requests("rpc.echo", echo, max_workers=3)
+    await server.start()
+    try:
+        replies = await asyncio.gather(
+            *(bus.request("rpc.echo", f"m{i}".encode(), timeout=5) for i in range(8))
+        )
+    finally:
+        await server.stop()
+    assert replies == [f"M{i}".encode() for i in range(8)]
+    assert peak == 3
+
+
+async def test_a_failing_handler_leaves_its_requester_waiting_and_keeps_serving(
+    settings: Settings, bus: Bus
+) -> None:
+    async def picky(body: bytes) -> bytes:
+        if body == b"bad":
+            raise RuntimeError("no")
+        return b"ok"
+
+    server = Bus(settings, service="server")
+    server.serve_requests("rpc.picky", picky)
+    await server.start()
+    try:
+        with pytest.raises(BusError, match="Timeout"):
+            await bus.request("rpc.picky", b"bad", timeout=0.5)
+        assert await bus.request("rpc.picky", b"good", timeout=5) == b"ok"
+    finally:
+        await server.stop()
+    with pytest.raises(BusError, match="NoResponders"):
+        await bus.request("rpc.picky", b"good", timeout=5)
