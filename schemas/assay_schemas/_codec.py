@@ -98,25 +98,32 @@ def parse_event(data: bytes | str | dict[str, Any], *, subject: str | None = Non
     before parsing, JSON nesting is bounded by the parser, and with `subject` the event
     must agree with the subject it was stored on.
     """
-    where = f" on {subject}" if subject else ""
-    if not isinstance(data, dict) and len(data) > MAX_EVENT_BYTES:
-        raise InvalidEvent(f"message{where} is {len(data)} bytes (limit {MAX_EVENT_BYTES})")
-    event = _decode(data, where)
+    if not isinstance(data, dict):
+        if len(data) > MAX_EVENT_BYTES:
+            size = f"{len(data)} bytes (limit {MAX_EVENT_BYTES})"
+            raise InvalidEvent(f"message{_where(subject)} is {size}")
+        try:
+            # Fast path: current-version JSON validated in one pass by pydantic-core, whose
+            # parser bounds nesting depth itself. A replay takes it for every event.
+            event = _ADAPTER.validate_json(data)
+            if event.schema_version == current_version(event.event_type):
+                if subject is not None:
+                    check_subject(event, subject)
+                return event
+        except ValidationError:
+            pass  # older version, garbage, or invalid: the slow path says which
+    event = _decode(data, _where(subject))
     if subject is not None:
         check_subject(event, subject)
     return event
 
 
+def _where(subject: str | None) -> str:
+    return f" on {subject}" if subject else ""
+
+
 def _decode(data: bytes | str | dict[str, Any], where: str) -> Event:
-    if not isinstance(data, dict):
-        try:
-            # Fast path: current-version JSON validated in one pass by pydantic-core, whose
-            # parser bounds nesting depth itself.
-            event = _ADAPTER.validate_json(data)
-            if event.schema_version == current_version(event.event_type):
-                return event
-        except ValidationError:
-            pass  # older version, garbage, or invalid: the slow path says which
+    """The slow path: upcast older versions, or say exactly what is wrong."""
     if isinstance(data, dict):
         payload = data
     else:
