@@ -10,17 +10,14 @@ Nothing of the rootfs recipe changes; an extension is an addition beside it.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from .runtime import recipe_hash, sandbox_cache
+from .runtime import cache_entry, recipe_hash, sandbox_cache
 
 __all__ = [
     "EXTENSION_ENV",
@@ -68,40 +65,27 @@ def ensure_extension(packages: Sequence[str]) -> Path:
             f"runtime extension: the host's Python {sys.version_info[:2]} cannot build for "
             f"the sandbox's {_SANDBOX_PYTHON}"
         )
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(f"{folder}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another service may be building the same list
-        if not (folder / _COMPLETE).is_file():
-            _build(packages, folder)
+    cache_entry(folder, _COMPLETE, lambda staging: _build(packages, staging))
     return folder
 
 
-def _build(packages: Sequence[str], folder: Path) -> None:
-    """pip install into a fresh folder beside the cache entry, then move it in whole.
+def _build(packages: Sequence[str], staging: Path) -> str:
+    """pip install into the staging folder; the text of the completion marker back.
 
     pip compiles the bytecode here (3.11's, valid for the sandbox's 3.11): the sandbox
     cannot write it into the read-only folder, and would compile on every import.
     """
-    staging = Path(tempfile.mkdtemp(prefix=f"{folder.name}.", dir=folder.parent))
     target = staging / "assay-ext"
     argv = [
         sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
         "--no-input", "--no-warn-script-location", "--target", str(target),
         "--", *packages,
     ]  # fmt: skip
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S)
-        if done.returncode != 0:
-            raise ExtensionBuildFailed(f"runtime extension {list(packages)}: {done.stderr[-2000:]}")
-        _point_scripts_at_sandbox_python(target / "bin")
-        (staging / _COMPLETE).write_text(json.dumps(sorted(packages)) + "\n")
-        # Sandboxes run as other uids: they read and traverse, never write.
-        subprocess.run(["chmod", "-R", "a+rX,go-w", str(staging)], check=True)
-        shutil.rmtree(folder, ignore_errors=True)  # a half-built one of a crashed build
-        staging.rename(folder)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S)
+    if done.returncode != 0:
+        raise ExtensionBuildFailed(f"runtime extension {list(packages)}: {done.stderr[-2000:]}")
+    _point_scripts_at_sandbox_python(target / "bin")
+    return json.dumps(sorted(packages)) + "\n"
 
 
 def _point_scripts_at_sandbox_python(bin_dir: Path) -> None:

@@ -6,12 +6,17 @@ so an edited recipe builds a new runtime and an unchanged one is reused.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = [
+    "cache_entry",
     "default_rootfs",
     "ensure_image",
     "ensure_rootfs",
@@ -73,3 +78,27 @@ def ensure_image() -> str:
         )
     subprocess.run(["docker", "tag", tag, "assay-sandbox:latest"], check=True)
     return tag
+
+
+def cache_entry(entry: Path, marker: str, fill: Callable[[Path], str]) -> None:
+    """Make a sandbox-cache entry once: `fill` builds it in a fresh folder beside the
+    entry and returns the text of its `marker` file, then the folder is moved in whole.
+
+    A lock keeps two services from building the same entry; the marker, written last,
+    is what tells a complete entry from a half-made one of a crashed service.
+    """
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{entry}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (entry / marker).is_file():
+            return
+        staging = Path(tempfile.mkdtemp(prefix=f"{entry.name}.", dir=entry.parent))
+        try:
+            (staging / marker).write_text(fill(staging))
+            # Sandboxes run as other uids: they read and traverse, never write.
+            subprocess.run(["chmod", "-R", "a+rX,go-w", str(staging)], check=True)
+            shutil.rmtree(entry, ignore_errors=True)
+            staging.rename(entry)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
