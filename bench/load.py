@@ -56,11 +56,10 @@ KEY_ENV = "ASSAY_BENCH_SCRIPTED_KEY"
 AGENT_MODEL = "load-agent"
 JUDGE_MODEL = "load-judge"
 JUDGE_ID = "j"
-RULES_ID = RULES_JUDGE_ID
 DURABLES = (
     "runner-runs",
     f"judge-{JUDGE_ID}",
-    f"judge-{RULES_ID}",
+    f"judge-{RULES_JUDGE_ID}",
     "sandbox-manager-runs",
     "aggregator",
 )
@@ -81,7 +80,7 @@ DURABLES = (
     "sandbox-manager-runs",
     "runner-runs",
     f"judge-{JUDGE_ID}",
-    f"judge-{RULES_ID}",
+    f"judge-{RULES_JUDGE_ID}",
     "aggregator",
 )
 
@@ -303,7 +302,9 @@ async def _run(base: Path, runs: int, timeout_s: float) -> list[Row]:
                 (last[run_id] - seen["ArtifactsSealed"]).total_seconds()
             )
     judged = [
-        r for r in requested if r in last and watch.verdicts.get(r, set()) >= {JUDGE_ID, RULES_ID}
+        r
+        for r in requested
+        if r in last and watch.verdicts.get(r, set()) >= {JUDGE_ID, RULES_JUDGE_ID}
     ]
     latencies = [(last[r] - requested[r]).total_seconds() for r in judged]
     end = max((last[r] for r in judged), default=submitted_at)

@@ -29,9 +29,8 @@ from assay_schemas import (
     run_id_for,
 )
 
-__all__ = ["RULES_JUDGE", "Progress", "Verdict"]
+__all__ = ["Progress", "Verdict"]
 
-RULES_JUDGE = RULES_JUDGE_ID
 """The deterministic rule judge: one verdict (sample 0) on every finished run."""
 
 Verdict = tuple[str, str, int]
@@ -143,7 +142,7 @@ class Progress:
         spec = self.campaigns.get(campaign_id)
         task = self.tasks.get((campaign_id, task_id))
         task_samples = task.judge.sampling_times if task is not None else 1
-        owed = {(run, RULES_JUDGE, 0)}
+        owed = {(run, RULES_JUDGE_ID, 0)}
         for judge in spec.judges if spec is not None else []:
             samples = max(judge.sampling_times, task_samples)
             owed |= {(run, judge.judge_id, s) for s in range(samples)}

@@ -7,9 +7,9 @@ import random
 import polars as pl
 
 from assay.bus import Bus
-from assay_aggregator import RULES_JUDGE, Projections, State, apply, fold
+from assay_aggregator import Projections, State, apply, fold
 from assay_aggregator.rebuild import fold_stream
-from assay_schemas import ArtifactsSealed, JudgmentRecorded, RunFailed, RunRequested
+from assay_schemas import RULES_JUDGE_ID, ArtifactsSealed, JudgmentRecorded, RunFailed, RunRequested
 
 from .conftest import SPEC, Published
 
@@ -34,16 +34,16 @@ async def test_projections_match_the_generated_log(bus: Bus, published: Publishe
     assert runs.filter(pl.col("sealed"))["n_artifacts"].min() is not None
     # Long form: run × judge × sample × dimension, never for the rule judge.
     judgments = p.table("judgments")
-    llm = [e for e in events if isinstance(e, JudgmentRecorded) and e.judge_id != RULES_JUDGE]
+    llm = [e for e in events if isinstance(e, JudgmentRecorded) and e.judge_id != RULES_JUDGE_ID]
     assert judgments.height == sum(len(e.scores) for e in llm) == len(sealed) * 2 * 2 * 8
-    assert RULES_JUDGE not in judgments["judge_id"].to_list()
+    assert RULES_JUDGE_ID not in judgments["judge_id"].to_list()
     # The rule judge's tags and checks are kept.
     tags = p.table("tags")
-    assert tags.filter(pl.col("judge_id") == RULES_JUDGE).height >= len(empty)
+    assert tags.filter(pl.col("judge_id") == RULES_JUDGE_ID).height >= len(empty)
     assert p.table("checks").height == 2 * len(sealed)
     steps = p.table("steps")
     assert steps["n_steps"].unique().to_list() == [SPEC.steps_per_run]
-    assert set(p.table("judges")["judge_id"]) == {"judge_a", "judge_b", RULES_JUDGE}
+    assert set(p.table("judges")["judge_id"]) == {"judge_a", "judge_b", RULES_JUDGE_ID}
     artifacts = p.table("artifacts")
     assert artifacts.filter(pl.col("is_attachment")).height == len(sealed)
     # Statistics inputs: every rated run is a known run; ratings exclude the rule judge.

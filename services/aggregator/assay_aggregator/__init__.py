@@ -6,13 +6,12 @@ Light names are re-exported here; the service (``app``), the CLI helpers (``veri
 """
 
 from .canonical import canonical_json
-from .fold import RULES_JUDGE, apply, fold
+from .fold import apply, fold
 from .projections import TABLE_NAMES, Projections
 from .report import Report, build_report, report_json, report_seed
 from .state import State
 
 __all__ = [
-    "RULES_JUDGE",
     "TABLE_NAMES",
     "Projections",
     "Report",

@@ -22,6 +22,7 @@ from assay.security.signing import TrustList
 from assay.store import BlobStore
 from assay_schemas import (
     ANCHOR,
+    RULES_JUDGE_ID,
     AgentStepLogged,
     ArtifactsSealed,
     BlobCorrupted,
@@ -37,7 +38,6 @@ from assay_schemas import (
     parse_event,
 )
 
-from .fold import RULES_JUDGE
 from .summaries import summarize
 
 __all__ = [
@@ -179,7 +179,7 @@ def _contribution(history: RunHistory, verdicts: list[VerdictView], anchor: int)
     infra = history.infrastructure_failure
     sums: dict[str, list[float]] = {}
     for v in verdicts:
-        if v.judge_id != RULES_JUDGE and v.scores:
+        if v.judge_id != RULES_JUDGE_ID and v.scores:
             acc = sums.setdefault(v.judge_id, [0.0, 0.0])
             acc[0] += sum(v.scores.values())
             acc[1] += len(v.scores)

@@ -15,7 +15,6 @@ from typing import Any
 
 from assay.security.signing import TrustList, Verdict
 from assay_schemas import (
-    RULES_JUDGE_ID,
     AgentFinished,
     AgentStepLogged,
     ArtifactsSealed,
@@ -41,9 +40,8 @@ from .state import (
     VerdictRecord,
 )
 
-__all__ = ["RULES_JUDGE", "apply", "fold"]
+__all__ = ["apply", "fold"]
 
-RULES_JUDGE = RULES_JUDGE_ID
 """Judge id of the deterministic rule judge (tags and checks, no scores)."""
 
 

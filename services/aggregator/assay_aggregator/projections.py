@@ -24,7 +24,8 @@ from typing import Any
 
 import polars as pl
 
-from .fold import RULES_JUDGE
+from assay_schemas import RULES_JUDGE_ID
+
 from .state import RunRecord, State
 from .statistics import CountTables, Tables, make_tables
 
@@ -164,7 +165,7 @@ class Projections:
         """LLM verdicts (with scores) per run; the rule judge does not make a run judged."""
         out: dict[str, int] = {}
         for v in self.state.verdicts.values():
-            if v.scores and v.judge_id != RULES_JUDGE:
+            if v.scores and v.judge_id != RULES_JUDGE_ID:
                 out[v.run_id] = out.get(v.run_id, 0) + 1
         return out
 
@@ -337,7 +338,7 @@ class Projections:
         """
         # Runs whose request was never seen have no agent or task to attribute them to.
         runs = self._latest_runs().filter((pl.col("agent_id") != "") & (pl.col("task_id") != ""))
-        ratings = self.table("judgments").filter(pl.col("judge_id") != RULES_JUDGE)
+        ratings = self.table("judgments").filter(pl.col("judge_id") != RULES_JUDGE_ID)
         tags = self.table("tags")
         if campaigns is not None:
             keep = pl.col("campaign_id").is_in(campaigns)
@@ -360,7 +361,7 @@ class Projections:
         runs = self._latest_runs().filter(pl.col("campaign_id").is_in(campaigns))
 
         def rule_judge(name: str) -> pl.DataFrame:
-            rows = self.table(name).filter(pl.col("judge_id") == RULES_JUDGE)
+            rows = self.table(name).filter(pl.col("judge_id") == RULES_JUDGE_ID)
             return rows.join(runs.select("run_id"), on="run_id", how="semi")
 
         return CountTables(runs, rule_judge("checks"), rule_judge("verdicts"), rule_judge("tags"))

@@ -15,8 +15,9 @@ import hashlib
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
+from assay_schemas import RULES_JUDGE_ID
+
 from .canonical import canonical_json
-from .fold import RULES_JUDGE
 from .projections import Projections
 from .statistics import (
     ANCHOR,
@@ -185,7 +186,7 @@ def _judges(p: Projections, ids: list[str]) -> tuple[JudgeInfo, ...]:
         out.append(
             JudgeInfo(
                 judge_id=j.judge_id,
-                kind="rules" if j.judge_id == RULES_JUDGE else "llm",
+                kind="rules" if j.judge_id == RULES_JUDGE_ID else "llm",
                 family=j.family,
                 model=j.model,
                 n_verdicts=n,
@@ -288,7 +289,7 @@ def build_report(
         judges=_judges(p, ids),
         judge_costs=judge_cost_rows(
             p.table("verdicts").filter(
-                pl.col("campaign_id").is_in(ids) & (pl.col("judge_id") != RULES_JUDGE)
+                pl.col("campaign_id").is_in(ids) & (pl.col("judge_id") != RULES_JUDGE_ID)
             )
         ),
         **plain_counts(counts, group_by=group_by)._asdict(),

@@ -10,13 +10,12 @@ from .context import ALL_CAMPAIGNS, CampaignScope
 from .jury import JurySupervisor
 from .llm.handlers import JudgeService, ProviderFactory, sampling_times
 from .llm.verdict import Verdict, check_verdict
-from .rules.handlers import RULES_ID, RulesService
+from .rules.handlers import RulesService
 from .service import build, build_rules, durable_name
 from .spec import load_judge_spec
 
 __all__ = [
     "ALL_CAMPAIGNS",
-    "RULES_ID",
     "CampaignScope",
     "JudgeService",
     "JurySupervisor",

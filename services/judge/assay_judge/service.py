@@ -11,11 +11,11 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.providers import provider_for
 from assay.store import BlobStore, open_store
-from assay_schemas import ArtifactsSealed, ConfigError, JudgeSpec
+from assay_schemas import RULES_JUDGE_ID, ArtifactsSealed, ConfigError, JudgeSpec
 
 from .context import CampaignScope
 from .llm.handlers import JudgeService, ProviderFactory
-from .rules.handlers import RULES_ID, RulesService
+from .rules.handlers import RulesService
 from .spec import load_judge_spec
 
 __all__ = ["SERVICE", "build", "build_rules", "durable_name"]
@@ -71,12 +71,12 @@ def build_rules(
     concurrency: int = 4,
 ) -> RulesService:
     """The rule judge with its consumer registered (not started); it checks every campaign."""
-    bus = Bus(settings, service=f"{SERVICE}-{RULES_ID}")
+    bus = Bus(settings, service=f"{SERVICE}-{RULES_JUDGE_ID}")
     service = RulesService(bus=bus, store=store or open_store(settings), campaigns=campaigns)
     bus.consume_event(
         ArtifactsSealed,
         service.on_sealed,
-        durable=durable_name(RULES_ID),
+        durable=durable_name(RULES_JUDGE_ID),
         max_workers=concurrency,
     )
     return service

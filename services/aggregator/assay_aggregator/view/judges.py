@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..fold import RULES_JUDGE
+from assay_schemas import RULES_JUDGE_ID
+
 from ..projections import Projections
 
 __all__ = ["Disagreement", "disagreements"]
@@ -24,7 +25,7 @@ def disagreements(p: Projections, campaign: str, limit: int = 20) -> list[Disagr
     """Runs rated by two or more LLM judges, widest gap between their mean scores first."""
     sums: dict[str, dict[str, list[int]]] = {}
     for v in p.state.verdicts.values():
-        if v.campaign_id == campaign and v.judge_id != RULES_JUDGE and v.scores:
+        if v.campaign_id == campaign and v.judge_id != RULES_JUDGE_ID and v.scores:
             acc = sums.setdefault(v.run_id, {}).setdefault(v.judge_id, [0, 0])
             acc[0] += sum(v.scores.values())
             acc[1] += len(v.scores)

@@ -31,11 +31,10 @@ from ..context import (
 from ..files import normalize_path
 from .checks import RuleVerdict, evaluate
 
-__all__ = ["RULES_ID", "RULES_SPEC", "RulesService"]
+__all__ = ["RULES_SPEC", "RulesService"]
 
-RULES_ID = RULES_JUDGE_ID
 
-RULES_SPEC = JudgeSpec(judge_id=RULES_ID, model="rules-v1", family="rules", provider="openai")
+RULES_SPEC = JudgeSpec(judge_id=RULES_JUDGE_ID, model="rules-v1", family="rules", provider="openai")
 """How the rule judge registers: no model is ever called."""
 
 _FETCH_CAP = 5_000_000
@@ -83,7 +82,7 @@ class RulesService(AnnouncedOnStart):
             return
         campaign = await self.reader.campaign(event.campaign_id)
         ctx = await self.reader.context(event, campaign)
-        if 0 in ctx.history.samples_done(RULES_ID):
+        if 0 in ctx.history.samples_done(RULES_JUDGE_ID):
             return
         attached = {(a.path, a.sha256) for a in ctx.task.attachments}
         contents: dict[str, bytes] = {}
@@ -110,7 +109,7 @@ class RulesService(AnnouncedOnStart):
         await self.bus.publish(
             new_event(
                 JudgmentFailed,
-                **verdict_envelope(sealed, task, RULES_ID, 0, self.bus.producer),
+                **verdict_envelope(sealed, task, RULES_JUDGE_ID, 0, self.bus.producer),
                 error=error,
                 attempts=1,
             )
@@ -133,7 +132,7 @@ class RulesService(AnnouncedOnStart):
         await self.bus.publish(
             new_event(
                 JudgmentRecorded,
-                **verdict_envelope(sealed, task, RULES_ID, 0, self.bus.producer),
+                **verdict_envelope(sealed, task, RULES_JUDGE_ID, 0, self.bus.producer),
                 judge_family=RULES_SPEC.family,
                 judge_model=RULES_SPEC.model,
                 rubric_id=rubric_id,
