@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from assay.http11 import MAX_HEAD
-from assay.store import LocalBlobStore
-from assay_runner.gateway import _MAX_BODY, SOCKET_NAME, Gateway
-from assay_schemas import AgentSpec, AgentStepLogged, Limits
+from assay_runner.gateway import _MAX_BODY, SOCKET_NAME
+from assay_schemas import AgentSpec, AgentStepLogged
+from tests.gateways import serving
 
 
 async def _never_logged(fields: dict[str, Any]) -> AgentStepLogged:
@@ -22,19 +21,9 @@ async def _never_logged(fields: dict[str, Any]) -> AgentStepLogged:
 
 @pytest.fixture
 async def socket_path(tmp_path: Path) -> AsyncIterator[Path]:
-    gateway = Gateway(
-        agent=AgentSpec(agent_id="a", model="m", base_url="http://127.0.0.1:9/v1"),
-        limits=Limits(),
-        prices={},
-        store=LocalBlobStore(tmp_path / "blobs"),
-        started_at=datetime.now(UTC),
-        log_step=_never_logged,
-    )
-    await gateway.start(tmp_path)
-    try:
+    agent = AgentSpec(agent_id="a", model="m", base_url="http://127.0.0.1:9/v1")
+    async with serving(tmp_path, agent, _never_logged):
         yield tmp_path / SOCKET_NAME
-    finally:
-        await gateway.close()
 
 
 async def _send(path: Path, data: bytes) -> bytes:

@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +15,9 @@ import pytest
 from openai import AsyncOpenAI
 
 from assay.http11 import HttpRequest, HttpResponse, serve_connection
-from assay.store import LocalBlobStore
-from assay_runner.gateway import SOCKET_NAME, Gateway
-from assay_schemas import AgentSpec, AgentStepLogged, Limits
+from assay_runner.gateway import SOCKET_NAME
+from assay_schemas import AgentSpec
+from tests.gateways import recording, serving
 
 KEY_ENV = "ASSAY_TEST_RESPONSES_KEY"
 USAGE = {
@@ -74,30 +73,17 @@ async def gateway_of(tmp_path: Path) -> AsyncIterator[tuple[Any, list[Any], list
         lambda r, w: serve_connection(r, w, upstream), "127.0.0.1", 0
     )
     port = server.sockets[0].getsockname()[1]
-    logged: list[dict[str, Any]] = []
-
-    async def log(fields: dict[str, Any]) -> AgentStepLogged:
-        logged.append(fields)
-        return AgentStepLogged.model_construct(**fields)
-
-    gateway = Gateway(
-        agent=AgentSpec(
-            agent_id="a", model="up", base_url=f"http://127.0.0.1:{port}/v1", api_key_env=KEY_ENV
-        ),
-        limits=Limits(),
-        prices={},
-        store=LocalBlobStore(tmp_path / "blobs"),
-        started_at=datetime.now(UTC),
-        log_step=log,
+    logged, log = recording()
+    agent = AgentSpec(
+        agent_id="a", model="up", base_url=f"http://127.0.0.1:{port}/v1", api_key_env=KEY_ENV
     )
-    await gateway.start(tmp_path)
-    uds = httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=str(tmp_path / SOCKET_NAME)))
-    client = AsyncOpenAI(base_url="http://gateway/v1", api_key="x", http_client=uds)  # type: ignore[arg-type]
-    try:
-        yield client, logged, received
-    finally:
-        await gateway.close()
-        await uds.aclose()
+    async with serving(tmp_path, agent, log):
+        uds = httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=str(tmp_path / SOCKET_NAME)))
+        client = AsyncOpenAI(base_url="http://gateway/v1", api_key="x", http_client=uds)  # type: ignore[arg-type]
+        try:
+            yield client, logged, received
+        finally:
+            await uds.aclose()
         server.close()
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,9 @@ from openai import AsyncOpenAI
 
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
-from assay_runner.gateway import SOCKET_NAME, Gateway
-from assay_schemas import AgentSpec, AgentStepLogged, Limits
+from assay_runner.gateway import SOCKET_NAME
+from assay_schemas import AgentSpec
+from tests.gateways import recording, serving
 
 KEY_ENV = "ASSAY_TEST_STREAM_KEY"
 REPLIES = [
@@ -40,32 +40,18 @@ def server() -> Any:
 async def logged(tmp_path: Path, server: ScriptedModelServer, request: Any) -> AsyncIterator[Any]:
     provider = request.param
     base = server.openai_base_url if provider == "openai" else server.anthropic_base_url
-    fields: list[dict[str, Any]] = []
-
-    async def log(step: dict[str, Any]) -> AgentStepLogged:
-        fields.append(step)
-        return AgentStepLogged.model_construct(**step)
-
+    fields, log = recording()
     agent = AgentSpec(
         agent_id="a", provider=provider, model="up", base_url=base, api_key_env=KEY_ENV
     )
-    gateway = Gateway(
-        agent=agent,
-        limits=Limits(),
-        prices={},
-        store=LocalBlobStore(tmp_path / "blobs"),
-        started_at=datetime.now(UTC),
-        log_step=log,
-    )
-    await gateway.start(tmp_path)
-    # Each SDK is typed against (and the Anthropic one checks for) its own httpx.
-    http = httpx if provider == "openai" else httpx2
-    uds = http.AsyncClient(transport=http.AsyncHTTPTransport(uds=str(tmp_path / SOCKET_NAME)))
-    try:
-        yield uds, fields, LocalBlobStore(tmp_path / "blobs"), gateway
-    finally:
-        await uds.aclose()
-        await gateway.close()
+    async with serving(tmp_path, agent, log) as gateway:
+        # Each SDK is typed against (and the Anthropic one checks for) its own httpx.
+        http = httpx if provider == "openai" else httpx2
+        uds = http.AsyncClient(transport=http.AsyncHTTPTransport(uds=str(tmp_path / SOCKET_NAME)))
+        try:
+            yield uds, fields, LocalBlobStore(tmp_path / "blobs"), gateway
+        finally:
+            await uds.aclose()
 
 
 @pytest.mark.parametrize("logged", ["openai"], indirect=True)
