@@ -84,3 +84,48 @@ def test_a_resident_that_cannot_start_is_the_platforms_failure(tmp_path: Path) -
             backend.exec("broken", "true")
     finally:
         backend.destroy("broken")
+
+
+def test_a_resident_gone_once_on_start_is_started_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A new resident that was gone before it read its first request ran nothing: the
+    backend starts it once more instead of failing the run (seen once in CI). A second
+    failure still fails, and says how bwrap exited."""
+    import shutil
+    import tempfile
+
+    from assay_sandbox_manager.backends import BubblewrapBackend, ResidentUnavailable, SandboxSpec
+
+    real = shutil.which("bwrap")
+    assert real is not None
+    # bwrap is started as the sandbox's own uid: the stand-ins live where it may run them.
+    shared = Path(tempfile.mkdtemp(prefix="assay-bwrap-"))
+    shared.chmod(0o777)
+    once = shared / "bwrap-that-fails-once"
+    marker = shared / "failed-once"
+    once.write_text(
+        f'#!/bin/sh\nif [ ! -e {marker} ]; then touch {marker}; exit 1; fi\nexec {real} "$@"\n'
+    )
+    once.chmod(0o755)
+    backend = BubblewrapBackend(tmp_path / "state", tmp_path / "snapshots")
+    backend.create(SandboxSpec(), "flaky", {})
+    backend._bwrap = str(once)
+    backend._drop_resident("flaky")
+    marker.unlink(missing_ok=True)
+    try:
+        with caplog.at_level("WARNING", logger="assay_sandbox_manager.resident"):
+            res = backend.exec("flaky", "echo ran")
+        assert (res.exit_code, res.stdout) == (0, b"ran\n"), res
+        assert marker.exists() and "starting it again" in caplog.text
+        # Twice gone is a sandbox that cannot run, with bwrap's exit status in the message.
+        always = shared / "bwrap-that-always-fails"
+        always.write_text("#!/bin/sh\nexit 3\n")
+        always.chmod(0o755)
+        backend._bwrap = str(always)
+        backend._drop_resident("flaky")
+        with pytest.raises(ResidentUnavailable, match="bwrap exited with status 3"):
+            backend.exec("flaky", "true")
+    finally:
+        backend.destroy("flaky")
+        shutil.rmtree(shared)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import os
 import select
 import shutil
@@ -38,6 +39,8 @@ __all__ = [
     "install_scripts",
 ]
 
+log = logging.getLogger("assay_sandbox_manager.resident")
+
 RESIDENT_DIR = "/run/assay"
 """Where the scripts are mounted (read-only) inside every sandbox."""
 RESIDENT_ARGV = ["python3", "-I", f"{RESIDENT_DIR}/resident.py"]
@@ -54,6 +57,10 @@ _MAX_REPLY = 64 * 1024 * 1024
 
 class ResidentLost(SandboxError):
     """The resident stopped answering (killed, or past its deadline)."""
+
+
+class ResidentGone(ResidentLost):
+    """The resident was already gone when a request was written: nothing was delivered."""
 
 
 class ResidentUnavailable(SandboxError):
@@ -96,7 +103,13 @@ class PipeChannel:
             while view:
                 view = view[os.write(self._in, view) :]
         except OSError as e:
-            raise ResidentLost(f"resident pipe closed: {e}") from e
+            raise ResidentGone(f"resident pipe closed: {e}{self._exit_note()}") from e
+
+    def _exit_note(self) -> str:
+        try:
+            return f"; bwrap exited with status {self.proc.wait(timeout=1)}"
+        except subprocess.TimeoutExpired:
+            return ""
 
     def read_exact(self, n: int, deadline: float) -> bytes:
         buf = bytearray()
@@ -106,7 +119,7 @@ class PipeChannel:
                 raise ResidentLost("resident did not answer in time")
             chunk = os.read(self._out, n - len(buf))
             if not chunk:
-                raise ResidentLost("resident exited")
+                raise ResidentLost(f"resident exited{self._exit_note()}")
             buf += chunk
         return bytes(buf)
 
@@ -176,11 +189,22 @@ class DockerChannel:
         self.sock.close()
 
 
+def _receive(chan: Channel, deadline: float) -> dict[str, Any]:
+    """One message from the resident."""
+    size = struct.unpack(">I", chan.read_exact(4, deadline))[0]
+    if size > _MAX_REPLY:
+        raise ResidentLost(f"resident sent an oversized reply ({size} bytes)")
+    message: dict[str, Any] = json.loads(chan.read_exact(size, deadline))
+    return message
+
+
 class ResidentExec:
     """exec and python through a per-sandbox resident; mixed into both backends."""
 
     dirs: HostDirs
     _residents: dict[str, Channel]
+    _ready: set[str]
+    """Sandboxes whose resident said hello: it reads requests (it may have run some)."""
     _locks: dict[str, threading.Lock]
     _guard: threading.Lock
 
@@ -192,25 +216,28 @@ class ResidentExec:
 
     def _init_residents(self) -> None:
         self._residents, self._locks, self._guard = {}, {}, threading.Lock()
+        self._ready = set()
 
     def _request(self, sandbox_id: str, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
         meta = self.dirs.meta(sandbox_id)
         with self._guard:
             lock = self._locks.setdefault(sandbox_id, threading.Lock())
         with lock:
-            chan = self._residents.get(sandbox_id)
-            fresh = chan is None
-            if chan is None:
-                chan = self._residents[sandbox_id] = self._start_resident(sandbox_id, meta)
+            fresh = sandbox_id not in self._ready
             body = json.dumps({**msg, "cap": meta.spec.output_cap_bytes}).encode()
             deadline = time.monotonic() + timeout + _GRACE_S
             try:
-                chan.write(struct.pack(">I", len(body)) + body)
-                size = struct.unpack(">I", chan.read_exact(4, deadline))[0]
-                if size > _MAX_REPLY:
-                    raise ResidentLost(f"resident sent an oversized reply ({size} bytes)")
-                reply: dict[str, Any] = json.loads(chan.read_exact(size, deadline))
-                return reply
+                try:
+                    return self._exchange(sandbox_id, meta, body, deadline)
+                except ResidentGone as e:
+                    if not fresh:
+                        raise
+                    # A new resident that was gone before its hello read nothing and ran
+                    # nothing, so starting it once more is safe (seen once in a CI run).
+                    log.warning("sandbox %s: resident gone on start (%s); starting it again",
+                                sandbox_id, e)  # fmt: skip
+                    self._drop_resident(sandbox_id)
+                    return self._exchange(sandbox_id, meta, body, deadline)
             except (ResidentLost, ValueError) as e:
                 self._drop_resident(sandbox_id)
                 self._on_lost(sandbox_id)
@@ -222,7 +249,24 @@ class ResidentExec:
                 note = f"[assay: the sandbox's command server was lost ({e}); background processes and Python state are gone]\n"
                 return {"exit_code": 137, "timed_out": timed_out, "lost": note}
 
+    def _exchange(
+        self, sandbox_id: str, meta: SandboxMeta, body: bytes, deadline: float
+    ) -> dict[str, Any]:
+        """One request and its reply, starting the sandbox's resident when it has none."""
+        chan = self._residents.get(sandbox_id)
+        if chan is None:
+            chan = self._residents[sandbox_id] = self._start_resident(sandbox_id, meta)
+        if sandbox_id not in self._ready:
+            try:
+                _receive(chan, deadline)  # its hello: from now on it reads requests
+            except ResidentLost as e:
+                raise ResidentGone(f"resident was never ready: {e}") from e
+            self._ready.add(sandbox_id)
+        chan.write(struct.pack(">I", len(body)) + body)
+        return _receive(chan, deadline)
+
     def _drop_resident(self, sandbox_id: str) -> None:
+        self._ready.discard(sandbox_id)
         chan = self._residents.pop(sandbox_id, None)
         if chan is not None:
             chan.close()

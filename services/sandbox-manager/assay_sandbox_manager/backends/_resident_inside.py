@@ -2,7 +2,8 @@
 
 Runs with the sandbox's own python3 and the standard library only; the sandbox-manager
 bind-mounts this file read-only and holds its stdin/stdout. Each message is a 4-byte
-big-endian length and a JSON object (bytes travel base64). Requests are served one at a
+big-endian length and a JSON object (bytes travel base64). It first says
+``{"ready": true}``, then serves requests one at a
 time. A command runs in a session of its own; it ends when it exits, or at its timeout,
 when every process in the sandbox but this one is killed (SIGKILL to -1). Processes left
 in the background by a command that exited keep running.
@@ -367,7 +368,10 @@ def main() -> None:
     os.set_inheritable(_CTL_OUT, False)
     if os.path.isdir("/run/gateway"):
         _start_gateway_forwarder()
-    Resident().serve()
+    resident = Resident()
+    # Before reading anything: a host that never sees this knows no request ran here.
+    _send(_CTL_OUT, {"ready": True})
+    resident.serve()
 
 
 def _start_gateway_forwarder() -> None:
