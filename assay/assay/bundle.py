@@ -13,7 +13,6 @@ import io
 import os
 import stat
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from assay_schemas import InvalidInput
@@ -46,7 +45,7 @@ Entry = tuple[str, tarfile.TarInfo, bytes]
 def pack_bundle(path: Path) -> bytes:
     """The bundle at path (a folder or a tar) checked and packed as a normalised tar."""
     if path.is_dir() and not path.is_symlink():
-        entries = list(_folder_entries(path))
+        entries = _folder_entries(path)
     elif path.is_file():
         entries = _tar_entries(path)
     else:
@@ -88,34 +87,35 @@ def _check_symlink(where: object, name: str, target: str) -> None:
         raise BundleRefused(f"bundle {where}: symlink {name} -> {target} points out of the bundle")
 
 
-def _folder_entries(root: Path) -> Iterator[Entry]:
-    count, total = 0, 0
+def _folder_entries(root: Path) -> list[Entry]:
+    """The folder's entries, checked by `check_members` as a tar's are, files read after."""
+    found: list[tuple[Path, tarfile.TarInfo]] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         for name in sorted(dirnames) + sorted(filenames):
             full = Path(dirpath) / name
-            rel = full.relative_to(root).as_posix()
-            count += 1
-            if count > MAX_BUNDLE_FILES:
-                raise BundleRefused(f"bundle {root}: over {MAX_BUNDLE_FILES} entries")
-            st = full.lstat()
-            info = tarfile.TarInfo(rel)
-            if stat.S_ISLNK(st.st_mode):
-                target = os.readlink(full)
-                _check_symlink(root, rel, target)
-                info.type, info.linkname = tarfile.SYMTYPE, target
-                yield rel, info, b""
-            elif stat.S_ISDIR(st.st_mode):
-                info.type = tarfile.DIRTYPE
-                yield rel, info, b""
-            elif stat.S_ISREG(st.st_mode):
-                total += st.st_size
-                if total > MAX_BUNDLE_BYTES:
-                    raise BundleRefused(f"bundle {root}: over {MAX_BUNDLE_BYTES} bytes unpacked")
-                info.mode = st.st_mode
-                yield rel, info, full.read_bytes()
-            else:
-                raise BundleRefused(f"bundle {root}: {rel} is a device, fifo or other special file")
+            found.append((full, _info(full, full.relative_to(root).as_posix())))
+            if len(found) > MAX_BUNDLE_FILES:  # enough for check_members to refuse
+                break
+        if len(found) > MAX_BUNDLE_FILES:
+            break
+    check_members(root, [info for _, info in found])
+    return [(info.name, info, full.read_bytes() if info.isreg() else b"") for full, info in found]
+
+
+def _info(full: Path, name: str) -> tarfile.TarInfo:
+    """A tar header for one file of a folder (specials become FIFOTYPE: refused alike)."""
+    st = full.lstat()
+    info = tarfile.TarInfo(name)
+    if stat.S_ISLNK(st.st_mode):
+        info.type, info.linkname = tarfile.SYMTYPE, os.readlink(full)
+    elif stat.S_ISDIR(st.st_mode):
+        info.type = tarfile.DIRTYPE
+    elif stat.S_ISREG(st.st_mode):
+        info.size, info.mode = st.st_size, st.st_mode
+    else:
+        info.type = tarfile.FIFOTYPE
+    return info
 
 
 def _tar_entries(path: Path) -> list[Entry]:
