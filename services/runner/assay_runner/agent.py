@@ -30,7 +30,7 @@ from assay_schemas import (
 from .conversation import rebuild, step_messages
 from .tools import TOOLS, ToolBox
 
-__all__ = ["AgentRun", "limit_reached", "publish_finished"]
+__all__ = ["AgentRun", "Spend", "limit_reached", "publish_finished"]
 
 TOKENS = meter("assay.runner").create_counter(
     "assay.tokens", unit="{token}", description="Model tokens used by agents"
@@ -59,9 +59,6 @@ class AgentRun:
             seed=int(p["seed"]) if "seed" in p else None,
         )
 
-    def _stop_reason(self, steps: Sequence[AgentStepLogged]) -> StopReason | None:
-        return limit_reached(self.request.limits, steps, self.ready.occurred_at)
-
     async def run(self, steps: list[AgentStepLogged]) -> AgentFinished:
         """Continue from `steps` (possibly empty) and publish the rest of the run."""
         messages = rebuild(self.request, steps)
@@ -71,11 +68,14 @@ class AgentRun:
         # A step's publish runs while the next model call is in flight; _step awaits it
         # before any tool runs, and so before the next step is published.
         logging: asyncio.Task[None] | None = None
+        spend = Spend.of(steps)
+        limits, since = self.request.limits, self.ready.occurred_at
         try:
-            while stop is None and (stop := self._stop_reason(steps)) is None:
+            while stop is None and (stop := limit_reached(limits, spend, since)) is None:
                 step, answer = await self._step(len(steps), messages, logging)
                 logging = asyncio.create_task(self._log(step))
                 steps.append(step)
+                spend.add(step)
                 messages.extend(step_messages(step))
                 if answer is not None:
                     stop, final = "submitted", answer
@@ -153,19 +153,38 @@ class AgentRun:
         return await publish_finished(self.bus, self.request, self.ready, stop, final, steps)
 
 
-def limit_reached(
-    limits: Limits, steps: Sequence[AgentStepLogged], since: datetime
-) -> StopReason | None:
-    """The first of the run's limits that `steps` (logged since `since`) reached, if any."""
-    # Plain sums: adding Usage models made each check cost O(steps) model builds.
-    tokens = sum(s.usage.input_tokens + s.usage.output_tokens for s in steps)
-    spent = sum(s.cost_usd for s in steps)
+@dataclass
+class Spend:
+    """What a run's steps have used so far, kept as running totals so that checking the
+    limits before each model call does not re-add every earlier step."""
+
+    steps: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+    @classmethod
+    def of(cls, steps: Sequence[AgentStepLogged]) -> Spend:
+        """The totals of steps already logged (a resumed run's)."""
+        spend = cls()
+        for step in steps:
+            spend.add(step)
+        return spend
+
+    def add(self, step: AgentStepLogged) -> None:
+        """Count one more step."""
+        self.steps += 1
+        self.tokens += step.usage.input_tokens + step.usage.output_tokens
+        self.cost_usd += step.cost_usd
+
+
+def limit_reached(limits: Limits, spend: Spend, since: datetime) -> StopReason | None:
+    """The first of the run's limits that `spend` (of steps logged since `since`) reached."""
     elapsed = (datetime.now(UTC) - since).total_seconds()
-    if len(steps) >= limits.max_steps:
+    if spend.steps >= limits.max_steps:
         return "max_steps"
-    if tokens >= limits.max_tokens:
+    if spend.tokens >= limits.max_tokens:
         return "max_tokens"
-    if spent >= limits.cost_budget_usd > 0:
+    if spend.cost_usd >= limits.cost_budget_usd > 0:
         return "cost_budget"
     if elapsed >= limits.wall_clock_s:
         return "wall_clock"

@@ -19,12 +19,15 @@ import contextlib
 import json
 import os
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import httpcore
 import httpx
 
 from assay.http11 import HttpRequest, HttpResponse, serve_connection
@@ -32,7 +35,7 @@ from assay.providers import PriceTable, cost
 from assay.store import BlobStore
 from assay_schemas import AgentSpec, AgentStepLogged, Limits, StopReason
 
-from .agent import limit_reached
+from .agent import Spend, limit_reached
 from .gateway_wire import Wire, error_body, parse_answer, provider_of, sse_body
 
 __all__ = ["GATEWAY_PORT", "SOCKET_NAME", "Gateway", "StepLogger"]
@@ -46,6 +49,13 @@ _DEFAULT_UPSTREAM = {
     "anthropic": "https://api.anthropic.com",
 }
 _DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+_TRANSPORT_ERRORS = (
+    httpcore.TimeoutException,
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    httpcore.ProxyError,
+    httpcore.UnsupportedProtocol,
+)
 _PATHS: dict[str, Wire] = {
     "/v1/chat/completions": "chat",
     "/chat/completions": "chat",
@@ -80,6 +90,8 @@ class Gateway:
     started_at: datetime
     log_step: StepLogger
     steps: list[AgentStepLogged] = field(default_factory=list)
+    spend: Spend = field(default_factory=Spend)
+    """The totals of `steps`, which each call's limit check reads."""
     stop_reason: StopReason | None = None
     """The limit a call was refused for (the run ends with it)."""
     fault: str | None = None
@@ -88,14 +100,21 @@ class Gateway:
     _logging: asyncio.Task[None] | None = None
     """The last answered call's step, logged while the program reads the answer."""
     _server: asyncio.AbstractServer | None = None
-    _client: httpx.AsyncClient | None = None
+    _upstream_pool: httpcore.AsyncConnectionPool | None = None
 
     async def start(self, folder: Path) -> None:
         """Listen on folder/model.sock (a stale socket of a previous runner is replaced)."""
         path = folder / SOCKET_NAME
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        self._client = httpx.AsyncClient(timeout=self.agent.timeout_s)
+        # httpcore, the connection pool under httpx, without httpx's client layers
+        # (cookies, redirects, auth flows, hooks): about 0.4 ms less per call, and the
+        # gateway needs none of them. TLS and proxies are set up as httpx would.
+        self._upstream_pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(),
+            proxy=_proxy_for(self._base_url()),
+            keepalive_expiry=60,
+        )
         self._server = await asyncio.start_unix_server(self._serve, path=str(path))
         # Sandbox processes run as other uids: they may connect, never list the folder.
         path.chmod(0o666)
@@ -108,8 +127,8 @@ class Gateway:
         try:
             await self._logged()
         finally:
-            if self._client is not None:
-                await self._client.aclose()
+            if self._upstream_pool is not None:
+                await self._upstream_pool.aclose()
 
     async def _logged(self) -> None:
         """Wait for the previous call's step (its failure is raised here, as the run's)."""
@@ -147,7 +166,7 @@ class Gateway:
             raise _Refused(400, "invalid_request", "the body is not a JSON object") from e
         streamed = payload.pop("stream", False) is True
         usage_chunk = bool((payload.pop("stream_options", None) or {}).get("include_usage"))
-        reason = self.stop_reason or limit_reached(self.limits, self.steps, self.started_at)
+        reason = self.stop_reason or limit_reached(self.limits, self.spend, self.started_at)
         if reason is not None:
             self.stop_reason = reason
             raise _Refused(
@@ -160,10 +179,10 @@ class Gateway:
         started = time.perf_counter()
         response = await self._upstream(wire, headers, sent)
         latency_ms = (time.perf_counter() - started) * 1000
-        if response.status_code != 200:
-            return HttpResponse(response.status_code, response.content)
+        if response.status != 200:
+            return HttpResponse(response.status, response.content)
         try:
-            answer = response.json()
+            answer = json.loads(response.content)
             usage, text, calls = parse_answer(wire, answer)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             self.fault = f"upstream answered an unreadable body: {e}"
@@ -198,32 +217,52 @@ class Gateway:
             }
         )
         self.steps.append(step)
+        self.spend.add(step)
 
-    async def _upstream(self, wire: Wire, headers: dict[str, str], body: bytes) -> httpx.Response:
+    def _base_url(self) -> str:
+        return (self.agent.base_url or _DEFAULT_UPSTREAM[self.agent.provider]).rstrip("/")
+
+    async def _upstream(self, wire: Wire, headers: dict[str, str], body: bytes) -> httpcore.Response:
         """POST upstream with the real key; retries transient failures, else a fault."""
-        assert self._client is not None
+        assert self._upstream_pool is not None
         api = provider_of(wire)
-        base = (self.agent.base_url or _DEFAULT_UPSTREAM[api]).rstrip("/")
         key = os.environ.get(self.agent.api_key_env or _DEFAULT_KEY_ENV[api], "")
-        url = base + _UPSTREAM_PATH[wire]
+        url = self._base_url() + _UPSTREAM_PATH[wire]
         if api == "openai":
             auth = {"Authorization": f"Bearer {key}"}
         else:
             version = headers.get("anthropic-version", "2023-06-01")
             auth = {"x-api-key": key, "anthropic-version": version}
+        timeout = self.agent.timeout_s
+        extensions = {
+            "timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
+        }
         last = ""
         for attempt in range(4):
             if attempt:
                 await asyncio.sleep(0.2 * 2**attempt)
             try:
-                response = await self._client.post(
-                    url, content=body, headers={**auth, "Content-Type": "application/json"}
+                response = await self._upstream_pool.request(
+                    "POST",
+                    url,
+                    headers=[*auth.items(), ("Content-Type", "application/json")],
+                    content=body,
+                    extensions=extensions,
                 )
-            except httpx.HTTPError as e:
+            except _TRANSPORT_ERRORS as e:
                 last = f"{type(e).__name__}: {e}"
                 continue
-            if response.status_code != 429 and response.status_code < 500:
+            if response.status != 429 and response.status < 500:
                 return response
-            last = f"HTTP {response.status_code}"
+            last = f"HTTP {response.status}"
         self.fault = f"upstream {url} failed: {last}"
         raise _Refused(502, "upstream_error", f"assay gateway: {self.fault}")
+
+
+def _proxy_for(url: str) -> httpcore.Proxy | None:
+    """The proxy the environment names for `url` (HTTPS_PROXY, NO_PROXY, ...), if any."""
+    parts = urlsplit(url)
+    if urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    return httpcore.Proxy(proxy) if proxy else None

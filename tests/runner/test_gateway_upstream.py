@@ -1,0 +1,156 @@
+"""The gateway's side towards the provider: what reaches the program when the upstream
+fails, answers garbage or is behind a proxy; each fault is recorded as the run's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from openai import AsyncOpenAI
+
+from assay.http11 import HttpRequest, HttpResponse, serve_connection
+from assay_runner.gateway import SOCKET_NAME, Gateway
+from assay_schemas import AgentSpec
+from tests.gateways import recording, serving
+
+KEY_ENV = "ASSAY_TEST_UPSTREAM_KEY"
+ANSWER = {
+    "id": "c1",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "up",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+    ],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+}
+Answer = Callable[[HttpRequest], HttpResponse]
+
+
+@asynccontextmanager
+async def _upstream(answer: Answer) -> AsyncIterator[tuple[int, list[HttpRequest]]]:
+    """A canned provider on loopback: its port and the requests it received."""
+    received: list[HttpRequest] = []
+
+    async def handle(request: HttpRequest) -> HttpResponse:
+        received.append(request)
+        return answer(request)
+
+    server = await asyncio.start_server(lambda r, w: serve_connection(r, w, handle), "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1], received
+    finally:
+        server.close()
+
+
+@asynccontextmanager
+async def _program(
+    folder: Path, base_url: str
+) -> AsyncIterator[tuple[AsyncOpenAI, Gateway, list[dict[str, Any]]]]:
+    """The program's SDK, talking to a gateway for base_url; and what the gateway logged."""
+    os.environ[KEY_ENV] = "sk-upstream-test"
+    logged, log = recording()
+    agent = AgentSpec(agent_id="a", model="up", base_url=base_url, api_key_env=KEY_ENV)
+    async with serving(folder, agent, log) as gateway:
+        uds = httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=str(folder / SOCKET_NAME)))
+        # The installed SDK types its client against its own httpx alias; the object is the same.
+        client = AsyncOpenAI(
+            base_url="http://gateway/v1",
+            api_key="x",
+            http_client=uds,
+            max_retries=0,  # type: ignore[arg-type]
+        )
+        try:
+            yield client, gateway, logged
+        finally:
+            await uds.aclose()
+
+
+async def _ask(client: AsyncOpenAI) -> Any:
+    return await client.chat.completions.create(
+        model="any", messages=[{"role": "user", "content": "hi"}]
+    )
+
+
+async def test_an_unreachable_upstream_is_a_fault_not_the_programs(tmp_path: Path) -> None:
+    async with _program(tmp_path, "http://127.0.0.1:9/v1") as (client, gateway, logged):
+        with pytest.raises(openai.APIStatusError) as refused:
+            await _ask(client)
+    assert refused.value.status_code == 502
+    assert gateway.fault is not None and "ConnectError" in gateway.fault
+    assert logged == []
+
+
+async def test_a_busy_upstream_is_asked_again_and_its_answer_forwarded(tmp_path: Path) -> None:
+    statuses = iter([503, 429, 200])
+
+    def answer(request: HttpRequest) -> HttpResponse:
+        status = next(statuses)
+        return HttpResponse(status, json.dumps(ANSWER if status == 200 else {}).encode())
+
+    async with (
+        _upstream(answer) as (port, received),
+        _program(tmp_path, f"http://127.0.0.1:{port}/v1") as (client, gateway, logged),
+    ):
+        reply = await _ask(client)
+    assert reply.choices[0].message.content == "ok"
+    assert len(received) == 3 and gateway.fault is None
+    assert [f["usage"].input_tokens for f in logged] == [3]
+
+
+async def test_an_upstream_refusal_reaches_the_program_as_it_was(tmp_path: Path) -> None:
+    error = {"error": {"message": "context too long", "type": "invalid_request_error"}}
+
+    def answer(request: HttpRequest) -> HttpResponse:
+        return HttpResponse(400, json.dumps(error).encode())
+
+    async with (
+        _upstream(answer) as (port, received),
+        _program(tmp_path, f"http://127.0.0.1:{port}/v1") as (client, gateway, logged),
+    ):
+        with pytest.raises(openai.BadRequestError, match="context too long"):
+            await _ask(client)
+    assert len(received) == 1  # a refusal is the program's to handle: not asked again
+    assert gateway.fault is None and logged == []
+
+
+async def test_an_unreadable_answer_is_a_fault_and_never_logged(tmp_path: Path) -> None:
+    async with (
+        _upstream(lambda request: HttpResponse(200, b"<html>oops</html>")) as (port, _),
+        _program(tmp_path, f"http://127.0.0.1:{port}/v1") as (client, gateway, logged),
+    ):
+        with pytest.raises(openai.APIStatusError) as refused:
+            await _ask(client)
+    assert refused.value.status_code == 502
+    assert gateway.fault is not None and "unreadable" in gateway.fault
+    assert logged == []
+
+
+async def test_the_environments_proxy_carries_the_upstream_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HTTP(S)_PROXY and NO_PROXY are honoured as by any httpx client of the runner."""
+
+    def answer(request: HttpRequest) -> HttpResponse:
+        return HttpResponse(200, json.dumps(ANSWER).encode())
+
+    async with _upstream(answer) as (port, received):
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        # The proxy is asked for the provider's address in absolute form; the name need
+        # not resolve here, only at the proxy.
+        async with _program(tmp_path, "http://provider.invalid/v1") as (client, _, logged):
+            reply = await _ask(client)
+    assert reply.choices[0].message.content == "ok"
+    assert [r.path for r in received] == ["http://provider.invalid/v1/chat/completions"]
+    assert received[0].headers["authorization"] == "Bearer sk-upstream-test"
+    assert len(logged) == 1
