@@ -117,41 +117,44 @@ fig.tight_layout()
 fig.savefig("results/dose_response_curves.png", dpi=120)
 
 # --- summary
-lines = [
-    "# Dose-response (CellTiter-Glo, 72 h)",
-    "",
-    f"Normalization: % viability = (RLU − no-cell background {bkg:.0f}) / (DMSO mean {veh_mean:.0f} − background) × 100.",
-    "Model: four-parameter logistic on log10 concentration, all four parameters free (bottom not forced to 0);",
-    "IC50 = inflection point (relative IC50); 95% CI from the asymptotic SE of log10 IC50 (t, n−4 df), back-transformed.",
-    "",
-]
+fit_lines = []
 for r in res.itertuples():
     if r.status == "fit":
-        lines.append(
+        fit_lines.append(
             f"IC50 compound {r.compound}: {r.ic50_uM:.3g} uM (95% CI {r.ic50_ci_low_uM:.3g}-{r.ic50_ci_high_uM:.3g} uM); "
             f"Hill {r.hill:.2f}, bottom {r.bottom:.0f}%, top {r.top:.0f}%"
         )
     else:
-        lines.append(
+        fit_lines.append(
             f"IC50 compound {r.compound}: not determinable (> 100 uM); inactive up to 100 uM "
             f"(viability at 100 uM {r.viability_at_max_conc:.0f}%)"
         )
+fits = "\n".join(fit_lines)
+
+partial = ""
 cres = res[res["compound"] == "C"]
 if len(cres) and cres["status"].iloc[0] == "fit":
     c = cres.iloc[0]
-    lines += [
-        "",
-        f"Compound C is a partial inhibitor: the curve plateaus at ~{c['bottom']:.0f}% viability. Its relative IC50 ({c['ic50_uM']:.3g} uM) is the midpoint",
-        "of its own response range, not the concentration giving 50% viability; an 'absolute' IC50 (50% viability) would be much higher",
-        "and is poorly constrained. Fixing the bottom at 0% would badly misplace its IC50. Efficacy (max inhibition) should be reported alongside potency.",
-    ]
-lines += [
-    "",
-    "Caveats: a single plate, technical triplicates only (CIs reflect well-to-well noise, not biological/day-to-day variation);",
-    "repeat on independent days before comparing potencies formally.",
-    "",
-    "Files: results/ic50_4pl_fits.csv, results/normalized_viability.csv, results/dose_response_curves.png",
-]
+    partial = f"""
+Compound C is a partial inhibitor: the curve plateaus at ~{c["bottom"]:.0f}% viability. Its relative IC50 ({c["ic50_uM"]:.3g} uM) is the midpoint
+of its own response range, not the concentration giving 50% viability; an 'absolute' IC50 (50% viability) would be much higher
+and is poorly constrained. Fixing the bottom at 0% would badly misplace its IC50. Efficacy (max inhibition) should be reported alongside potency.
+"""
+
+summary = f"""\
+# Dose-response (CellTiter-Glo, 72 h)
+
+Normalization: % viability = (RLU − no-cell background {bkg:.0f}) / (DMSO mean {veh_mean:.0f} − background) × 100.
+Model: four-parameter logistic on log10 concentration, all four parameters free (bottom not forced to 0);
+IC50 = inflection point (relative IC50); 95% CI from the asymptotic SE of log10 IC50 (t, n−4 df), back-transformed.
+
+{fits}
+{partial}
+Caveats: a single plate, technical triplicates only (CIs reflect well-to-well noise, not biological/day-to-day variation);
+repeat on independent days before comparing potencies formally.
+
+Files: results/ic50_4pl_fits.csv, results/normalized_viability.csv, results/dose_response_curves.png
+"""
 with open("results/summary.md", "w", encoding="utf-8") as fh:
-    fh.write("\n".join(lines) + "\n")
-print("\n".join(lines))
+    fh.write(summary)
+print(summary, end="")

@@ -139,35 +139,34 @@ fig.tight_layout()
 fig.savefig("results/growth_curves.png", dpi=120)
 
 excl = per_well[per_well["excluded"]]
-lines = [
-    "# Growth rates (OD600, 37 °C, 15 min reads, 18 h)",
-    "",
-    "Method: blank-subtracted OD (mean of D2–D4, LB only) per time point; µmax = steepest slope of ln(OD − blank)",
-    f"over a sliding 1.5 h window (7 reads) restricted to OD − blank > {THRESH}; strain value = mean of replicate wells (± SD).",
-    "Units: natural-log OD per hour (1/h); doubling time = ln2/µ.",
-    "",
-]
-for s, r in agg.iterrows():
-    lines.append(
-        f"growth rate {s}: {r['mu_mean']:.3f} per h (SD {r['mu_sd']:.3f}, n = {int(r['n_wells'])} wells; "
-        f"doubling time {r['doubling_time_min']:.0f} min; lag ≈ {r['lag_mean']:.1f} h)"
-    )
-lines += [""]
-for r in excl.itertuples():
-    lines.append(
-        f"Excluded well {r.well} ({r.strain}): {r.note}; likely not inoculated. Its strain mean uses the remaining wells."
-    )
-lines += [
-    "",
-    f"dmutA vs WT: µmax {agg.loc['dmutA', 'mu_mean']:.2f} vs {agg.loc['WT', 'mu_mean']:.2f} per h "
-    f"({agg.loc['dmutA', 'mu_mean'] / agg.loc['WT', 'mu_mean'] * 100:.0f}% of WT; Welch t = {tt.statistic:.1f}, p = {tt.pvalue:.2g}, n = 3 wells each).",
-    "dmutB grows at about the WT rate but with a longer lag; the complemented strain restores the WT lag.",
-    "",
-    "Caveats: replicate wells are technical (same plate, same culture?); biological replicates on separate days are needed",
-    "before claiming a difference. OD600 above ~0.8 in a plate reader is non-linear, but µmax is taken well below that.",
-    "",
-    "Files: results/growth_rates_per_well.csv, results/growth_rates_per_strain.csv, results/growth_curves.png",
-]
+rates = "\n".join(
+    f"growth rate {strain}: {r['mu_mean']:.3f} per h (SD {r['mu_sd']:.3f}, n = {int(r['n_wells'])} wells; "
+    f"doubling time {r['doubling_time_min']:.0f} min; lag ≈ {r['lag_mean']:.1f} h)"
+    for strain, r in agg.iterrows()
+)
+exclusions = "".join(
+    f"Excluded well {r.well} ({r.strain}): {r.note}; likely not inoculated. Its strain mean uses the remaining wells.\n"
+    for r in excl.itertuples()
+)
+mu_a, mu_wt = agg.loc["dmutA", "mu_mean"], agg.loc["WT", "mu_mean"]
+summary = f"""\
+# Growth rates (OD600, 37 °C, 15 min reads, 18 h)
+
+Method: blank-subtracted OD (mean of D2–D4, LB only) per time point; µmax = steepest slope of ln(OD − blank)
+over a sliding 1.5 h window (7 reads) restricted to OD − blank > {THRESH}; strain value = mean of replicate wells (± SD).
+Units: natural-log OD per hour (1/h); doubling time = ln2/µ.
+
+{rates}
+
+{exclusions}
+dmutA vs WT: µmax {mu_a:.2f} vs {mu_wt:.2f} per h ({mu_a / mu_wt * 100:.0f}% of WT; Welch t = {tt.statistic:.1f}, p = {tt.pvalue:.2g}, n = 3 wells each).
+dmutB grows at about the WT rate but with a longer lag; the complemented strain restores the WT lag.
+
+Caveats: replicate wells are technical (same plate, same culture?); biological replicates on separate days are needed
+before claiming a difference. OD600 above ~0.8 in a plate reader is non-linear, but µmax is taken well below that.
+
+Files: results/growth_rates_per_well.csv, results/growth_rates_per_strain.csv, results/growth_curves.png
+"""
 with open("results/summary.md", "w", encoding="utf-8") as fh:
-    fh.write("\n".join(lines) + "\n")
-print("\n".join(lines))
+    fh.write(summary)
+print(summary, end="")

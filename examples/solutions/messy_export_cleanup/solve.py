@@ -151,30 +151,29 @@ ax.set_title("Nitrate by site (line = mean of quantified samples)")
 fig.tight_layout()
 fig.savefig("results/nitrate_by_site.png", dpi=120)
 
-lines = [
-    "# Nitrate survey, early March 2024 — cleaned",
-    "",
-    f"unique samples: {len(clean)}",
-    f"below LOQ: {int(clean['below_LOQ'].sum())} (LOQ 0.05 mg/L; "
-    + ", ".join(clean.loc[clean["below_LOQ"], "sample_id"])
-    + "; excluded from means)",
-    "",
-]
-for s, r in summ.iterrows():
-    lines.append(
-        f"mean nitrate {s}: {r['mean_mg_L']:.3f} mg/L (SD {r['sd_mg_L']:.2f}, median {r['median_mg_L']:.2f}, n = {int(r['n_quantified'])} quantified of {int(r['n_samples'])})"
-    )
-lines += [
-    "",
-    "Cleaning log:",
-    *log,
-    f"- Check standards (10 mg/L): {', '.join(f'{v:.2f}' for v in ccv)} mg/L (within ±2%), blanks n.a.; run looks fine.",
-    "",
-    "Caveats: values are reported as NO3- (not NO3-N). Upstream mean excludes 2 <LOQ samples, so it is biased slightly high;",
-    "substituting LOQ/2 would give a lower bound. Means of 12 grab samples per site over 3 days do not capture seasonal variation.",
-    "",
-    "Files: results/nitrate_clean.csv, results/nitrate_site_summary.csv, results/nitrate_by_site.png",
-]
+below_loq = clean.loc[clean["below_LOQ"], "sample_id"]
+site_means = "\n".join(
+    f"mean nitrate {site}: {r['mean_mg_L']:.3f} mg/L (SD {r['sd_mg_L']:.2f}, median {r['median_mg_L']:.2f}, n = {int(r['n_quantified'])} quantified of {int(r['n_samples'])})"
+    for site, r in summ.iterrows()
+)
+cleaning_log = "\n".join(log)
+summary = f"""\
+# Nitrate survey, early March 2024 — cleaned
+
+unique samples: {len(clean)}
+below LOQ: {len(below_loq)} (LOQ 0.05 mg/L; {", ".join(below_loq)}; excluded from means)
+
+{site_means}
+
+Cleaning log:
+{cleaning_log}
+- Check standards (10 mg/L): {", ".join(f"{v:.2f}" for v in ccv)} mg/L (within ±2%), blanks n.a.; run looks fine.
+
+Caveats: values are reported as NO3- (not NO3-N). Upstream mean excludes 2 <LOQ samples, so it is biased slightly high;
+substituting LOQ/2 would give a lower bound. Means of 12 grab samples per site over 3 days do not capture seasonal variation.
+
+Files: results/nitrate_clean.csv, results/nitrate_site_summary.csv, results/nitrate_by_site.png
+"""
 with open("results/summary.md", "w", encoding="utf-8") as fh:
-    fh.write("\n".join(lines) + "\n")
-print("\n".join(lines))
+    fh.write(summary)
+print(summary, end="")

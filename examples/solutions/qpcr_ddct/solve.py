@@ -107,36 +107,35 @@ fig.tight_layout()
 fig.savefig("results/fold_changes.png", dpi=120)
 
 # --- summary
-lines = [
-    "# qPCR ΔΔCt: LPS vs Ctrl (reference gene GAPDH)",
-    "",
-    "Method: technical triplicates averaged per sample (Undetermined wells dropped), ΔCt = Ct(target) − Ct(GAPDH) per biological sample,",
-    "ΔΔCt = mean ΔCt(LPS) − mean ΔCt(Ctrl), fold change = 2^−ΔΔCt. Welch t-test on ΔCt values, n = 3 biological replicates per group;",
-    "95% CI from the Welch interval of ΔΔCt. Holm-adjusted p-values across the 4 targets are in results/fold_changes.csv.",
-    "",
-]
-for r in out.itertuples():
-    lines.append(
-        f"{r.target}: fold change = {r.fold_change:.3f}, p = {r.p_value:.4g} "
-        f"(95% CI {r.fc_ci_low:.2f}–{r.fc_ci_high:.2f}; Holm p = {r.p_holm:.3g})"
-    )
-lines += [
-    "",
-    "Notes:",
-    f"- Excluded {len(undetermined)} Undetermined technical replicate(s): "
-    + ", ".join(
-        f"{a} {b} (well {c})"
-        for a, b, c in undetermined[["Sample Name", "Target Name", "Well Position"]].values
-    )
-    + "; that sample's mean uses the remaining 2 wells.",
-    "- NTCs: "
-    + ", ".join(f"{t} {c}" for t, c in ntc[["Target Name", "CT"]].values)
-    + " (GAPDH NTC at ~38 is late, likely primer-dimer; no contamination concern).",
-    f"- GAPDH Ct is lower in LPS samples by {wide[REF][groups[wide.index] == CTRL].mean() - wide[REF][groups[wide.index] == TRT].mean():.2f} cycles on average, consistent with higher cDNA input; normalization corrects for this, but check that GAPDH is not itself LPS-responsive.",
-    "- n = 3 per group: p-values rest on few degrees of freedom; treat borderline results (p ~ 0.01–0.05) with caution.",
-    "",
-    "Files: results/fold_changes.csv, results/technical_replicates.csv, results/fold_changes.png",
-]
+fold_changes = "\n".join(
+    f"{r.target}: fold change = {r.fold_change:.3f}, p = {r.p_value:.4g} "
+    f"(95% CI {r.fc_ci_low:.2f}–{r.fc_ci_high:.2f}; Holm p = {r.p_holm:.3g})"
+    for r in out.itertuples()
+)
+dropped = ", ".join(
+    f"{sample} {target} (well {well})"
+    for sample, target, well in undetermined[["Sample Name", "Target Name", "Well Position"]].values
+)
+ntcs = ", ".join(f"{t} {c}" for t, c in ntc[["Target Name", "CT"]].values)
+ref_ct = wide[REF]
+ref_shift = ref_ct[groups[wide.index] == CTRL].mean() - ref_ct[groups[wide.index] == TRT].mean()
+summary = f"""\
+# qPCR ΔΔCt: LPS vs Ctrl (reference gene GAPDH)
+
+Method: technical triplicates averaged per sample (Undetermined wells dropped), ΔCt = Ct(target) − Ct(GAPDH) per biological sample,
+ΔΔCt = mean ΔCt(LPS) − mean ΔCt(Ctrl), fold change = 2^−ΔΔCt. Welch t-test on ΔCt values, n = 3 biological replicates per group;
+95% CI from the Welch interval of ΔΔCt. Holm-adjusted p-values across the 4 targets are in results/fold_changes.csv.
+
+{fold_changes}
+
+Notes:
+- Excluded {len(undetermined)} Undetermined technical replicate(s): {dropped}; that sample's mean uses the remaining 2 wells.
+- NTCs: {ntcs} (GAPDH NTC at ~38 is late, likely primer-dimer; no contamination concern).
+- GAPDH Ct is lower in LPS samples by {ref_shift:.2f} cycles on average, consistent with higher cDNA input; normalization corrects for this, but check that GAPDH is not itself LPS-responsive.
+- n = 3 per group: p-values rest on few degrees of freedom; treat borderline results (p ~ 0.01–0.05) with caution.
+
+Files: results/fold_changes.csv, results/technical_replicates.csv, results/fold_changes.png
+"""
 with open("results/summary.md", "w", encoding="utf-8") as fh:
-    fh.write("\n".join(lines) + "\n")
-print("\n".join(lines))
+    fh.write(summary)
+print(summary, end="")

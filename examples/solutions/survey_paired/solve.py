@@ -92,33 +92,33 @@ axes[1].legend()
 fig.tight_layout()
 fig.savefig("results/pre_post.png", dpi=120)
 
-lines = [
-    "# Wellbeing programme: pre vs post",
-    "",
-    "test: paired t-test on total scores (post − pre), two-sided; Wilcoxon signed-rank as a sensitivity check",
-    f"n pairs: {n}",
-    f"mean change: {d.mean():.2f} points (95% CI {ci[0]:.2f} to {ci[1]:.2f}; SD of change {d.std(ddof=1):.2f}; Cohen's dz = {dz:.2f})",
-    f"p-value: {tt.pvalue:.2g} (t({n - 1}) = {tt.statistic:.2f})",
-    f"Wilcoxon signed-rank: p = {wil.pvalue:.2g}; {n_up} improved, {n_down} declined, {n_same} unchanged.",
-    "",
-    "Why this test: the same people were measured twice, so the observations are paired. The independent-samples",
-    "t-test your colleague ran treats pre and post as different people; the large between-person spread in wellbeing",
-    f"then swamps the within-person change (independent t-test here: p = {wrong.pvalue:.2f}). The paired test analyses each",
-    "person's own change, which removes the between-person variance. The distribution of changes is roughly symmetric",
-    f"(Shapiro-Wilk p = {shapiro.pvalue:.2f}); the signed-rank test agrees, so the conclusion does not hinge on normality.",
-    "",
-    "Data handling:",
-    f"- Scoring per codebook: items {', '.join(reverse)} are reverse-keyed and were rescored as 6 − x before summing Q1–Q8 (range 8–40).",
-    f"- IDs normalized before matching ({', '.join(repr(a) + ' → ' + b for a, b in id_fixes)}).",
-    f"- {len(dropouts)} participants without a post questionnaire ({', '.join(dropouts)}) are excluded (complete-case analysis);"
-    f" {len(post_only)} post-only IDs.",
-    f"- Baseline of dropouts (mean {base_drop.mean():.1f}) vs completers ({base_comp.mean():.1f}): n = {len(dropouts)} is too small to judge attrition bias.",
-    "",
-    "Caveats: no control group, so the improvement cannot be attributed to the programme itself (regression to the mean,",
-    "time/season, expectation effects). A wait-list control would be needed for a causal claim.",
-    "",
-    "Files: results/paired_scores.csv, results/pre_post.png",
-]
+id_changes = ", ".join(f"{raw_id!r} → {pid}" for raw_id, pid in id_fixes)
+summary = f"""\
+# Wellbeing programme: pre vs post
+
+test: paired t-test on total scores (post − pre), two-sided; Wilcoxon signed-rank as a sensitivity check
+n pairs: {n}
+mean change: {d.mean():.2f} points (95% CI {ci[0]:.2f} to {ci[1]:.2f}; SD of change {d.std(ddof=1):.2f}; Cohen's dz = {dz:.2f})
+p-value: {tt.pvalue:.2g} (t({n - 1}) = {tt.statistic:.2f})
+Wilcoxon signed-rank: p = {wil.pvalue:.2g}; {n_up} improved, {n_down} declined, {n_same} unchanged.
+
+Why this test: the same people were measured twice, so the observations are paired. The independent-samples
+t-test your colleague ran treats pre and post as different people; the large between-person spread in wellbeing
+then swamps the within-person change (independent t-test here: p = {wrong.pvalue:.2f}). The paired test analyses each
+person's own change, which removes the between-person variance. The distribution of changes is roughly symmetric
+(Shapiro-Wilk p = {shapiro.pvalue:.2f}); the signed-rank test agrees, so the conclusion does not hinge on normality.
+
+Data handling:
+- Scoring per codebook: items {", ".join(reverse)} are reverse-keyed and were rescored as 6 − x before summing Q1–Q8 (range 8–40).
+- IDs normalized before matching ({id_changes}).
+- {len(dropouts)} participants without a post questionnaire ({", ".join(dropouts)}) are excluded (complete-case analysis); {len(post_only)} post-only IDs.
+- Baseline of dropouts (mean {base_drop.mean():.1f}) vs completers ({base_comp.mean():.1f}): n = {len(dropouts)} is too small to judge attrition bias.
+
+Caveats: no control group, so the improvement cannot be attributed to the programme itself (regression to the mean,
+time/season, expectation effects). A wait-list control would be needed for a causal claim.
+
+Files: results/paired_scores.csv, results/pre_post.png
+"""
 with open("results/summary.md", "w", encoding="utf-8") as fh:
-    fh.write("\n".join(lines) + "\n")
-print("\n".join(lines))
+    fh.write(summary)
+print(summary, end="")
