@@ -35,7 +35,7 @@ from assay.providers import (
     RetryPolicy,
     ToolCall,
     ToolResultMessage,
-    make_provider,
+    provider_for,
 )
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
@@ -75,15 +75,8 @@ def _script(tool_steps: int, command: str) -> ScriptedSequence:
 
 
 def _provider(agent: AgentSpec, limiter: AdaptiveLimiter) -> ModelProvider:
-    return make_provider(
-        agent.provider,
-        agent.model,
-        base_url=agent.base_url,
-        api_key_env=KEY_ENV,
-        timeout_s=agent.timeout_s,
-        retry=RetryPolicy.for_tests(max_attempts=3),
-        limiter=limiter,
-    )
+    keyed = agent.model_copy(update={"api_key_env": KEY_ENV})
+    return provider_for(keyed, retry=RetryPolicy.for_tests(max_attempts=3), limiter=limiter)
 
 
 def _drafts(n: int, prefix: str) -> list[TaskDraft]:

@@ -9,10 +9,8 @@ from typing import Any
 
 from assay.providers import (
     Completion,
-    GenerationParams,
     Message,
     ModelProvider,
-    ToolDefinition,
     UserMessage,
 )
 
@@ -36,17 +34,13 @@ class TimedProvider:
     def model(self) -> str:
         return self._inner.model
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolDefinition] = (),
-        params: GenerationParams | None = None,
-    ) -> Completion:
+    async def complete(self, messages: Sequence[Message], *args: Any, **kwargs: Any) -> Completion:
+        """The inner provider's `complete`; tools and params pass through unread."""
         first = next((m for m in messages if isinstance(m, UserMessage)), None)
         found = _TASK.search(first.text) if first is not None else None
         t0 = time.perf_counter()
         try:
-            return await self._inner.complete(messages, tools, params)
+            return await self._inner.complete(messages, *args, **kwargs)
         finally:
             key = found.group(1) if found else "?"
             self.calls.setdefault(key, []).append((time.perf_counter() - t0) * 1000)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,7 +17,14 @@ from ._limiter import AdaptiveLimiter
 from ._openai import OpenAIProvider
 from ._retry import RetryEvent, RetryPolicy
 
-__all__ = ["DEFAULT_KEY_ENV", "ProviderKind", "ProviderSpec", "make_provider", "provider_for"]
+__all__ = [
+    "DEFAULT_KEY_ENV",
+    "ProviderKind",
+    "ProviderOptions",
+    "ProviderSpec",
+    "make_provider",
+    "provider_for",
+]
 
 ProviderKind = Literal["openai", "anthropic"]
 """The API families we speak."""
@@ -55,17 +62,19 @@ _PROVIDER_CLASSES: dict[str, type[SdkProvider]] = {
 }
 
 
+class ProviderOptions(TypedDict, total=False):
+    """`SdkProvider`'s keyword arguments besides model and key; left out, its defaults apply."""
+
+    base_url: str | None
+    timeout_s: float
+    max_concurrency: int
+    retry: RetryPolicy | None
+    limiter: AdaptiveLimiter | None
+    on_retry: Callable[[RetryEvent], None] | None
+
+
 def make_provider(
-    kind: ProviderKind,
-    model: str,
-    *,
-    base_url: str | None = None,
-    api_key_env: str,
-    timeout_s: float = 120.0,
-    max_concurrency: int = 8,
-    retry: RetryPolicy | None = None,
-    limiter: AdaptiveLimiter | None = None,
-    on_retry: Callable[[RetryEvent], None] | None = None,
+    kind: ProviderKind, model: str, *, api_key_env: str, **options: Unpack[ProviderOptions]
 ) -> SdkProvider:
     """Build an `OpenAIProvider` or `AnthropicProvider`.
 
@@ -84,27 +93,20 @@ def make_provider(
         raise ProviderConfigError(
             f"unknown provider kind {kind!r}", provider=str(kind), model=model
         )
-    return provider_class(
-        model=model,
-        api_key=api_key,
-        base_url=base_url,
-        timeout_s=timeout_s,
-        retry=retry,
-        limiter=limiter,
-        max_concurrency=max_concurrency,
-        on_retry=on_retry,
-    )
+    return provider_class(model=model, api_key=api_key, **options)
 
 
 DEFAULT_KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 """The vendor's usual key variable, when a spec names none."""
 
 
-def provider_for(spec: ModelSpec) -> SdkProvider:
+def provider_for(
+    spec: ModelSpec, *, retry: RetryPolicy | None = None, limiter: AdaptiveLimiter | None = None
+) -> SdkProvider:
     """The provider an agent or judge spec describes; its key is read from the env var it names.
 
-    It shares the process-wide limiter of its model, so agents and judges on one model
-    respect one concurrency limit.
+    Without `limiter` it shares the process-wide limiter of its model, so agents and judges
+    on one model respect one concurrency limit.
     """
     env = spec.api_key_env or DEFAULT_KEY_ENV[spec.provider]
     if spec.base_url and spec.api_key_env is None and not os.environ.get(env):
@@ -117,4 +119,6 @@ def provider_for(spec: ModelSpec) -> SdkProvider:
         api_key_env=env,
         timeout_s=spec.timeout_s,
         max_concurrency=spec.max_concurrency,
+        retry=retry,
+        limiter=limiter,
     )

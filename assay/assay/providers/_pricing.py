@@ -14,31 +14,28 @@ PriceTable = Mapping[str, Price]
 
 # List prices at the time of writing; a campaign should pin its own table so that costs in
 # a report do not change when this default is updated.
+_LIST_PRICES: dict[str, tuple[float, float, float]] = {
+    # model: USD per million input, output and cached input tokens
+    "gpt-4o": (2.50, 10.00, 1.25),
+    "gpt-4o-mini": (0.15, 0.60, 0.075),
+    "gpt-4.1": (2.00, 8.00, 0.50),
+    "gpt-4.1-mini": (0.40, 1.60, 0.10),
+    "gpt-4.1-nano": (0.10, 0.40, 0.025),
+    "gpt-5": (1.25, 10.00, 0.125),
+    "gpt-5-mini": (0.25, 2.00, 0.025),
+    "gpt-5-nano": (0.05, 0.40, 0.005),
+    "o3-mini": (1.10, 4.40, 0.55),
+    "o3": (2.00, 8.00, 0.50),
+    "o4-mini": (1.10, 4.40, 0.275),
+    "claude-opus-4": (15.00, 75.00, 1.50),
+    "claude-sonnet-4": (3.00, 15.00, 0.30),
+    "claude-3-7-sonnet": (3.00, 15.00, 0.30),
+    "claude-3-5-haiku": (0.80, 4.00, 0.08),
+    "claude-haiku-4-5": (1.00, 5.00, 0.10),
+}
 DEFAULT_PRICES: PriceTable = {
-    "gpt-4o": Price(input_per_mtok=2.50, output_per_mtok=10.00, cached_input_per_mtok=1.25),
-    "gpt-4o-mini": Price(input_per_mtok=0.15, output_per_mtok=0.60, cached_input_per_mtok=0.075),
-    "gpt-4.1": Price(input_per_mtok=2.00, output_per_mtok=8.00, cached_input_per_mtok=0.50),
-    "gpt-4.1-mini": Price(input_per_mtok=0.40, output_per_mtok=1.60, cached_input_per_mtok=0.10),
-    "gpt-4.1-nano": Price(input_per_mtok=0.10, output_per_mtok=0.40, cached_input_per_mtok=0.025),
-    "gpt-5": Price(input_per_mtok=1.25, output_per_mtok=10.00, cached_input_per_mtok=0.125),
-    "gpt-5-mini": Price(input_per_mtok=0.25, output_per_mtok=2.00, cached_input_per_mtok=0.025),
-    "gpt-5-nano": Price(input_per_mtok=0.05, output_per_mtok=0.40, cached_input_per_mtok=0.005),
-    "o3-mini": Price(input_per_mtok=1.10, output_per_mtok=4.40, cached_input_per_mtok=0.55),
-    "o3": Price(input_per_mtok=2.00, output_per_mtok=8.00, cached_input_per_mtok=0.50),
-    "o4-mini": Price(input_per_mtok=1.10, output_per_mtok=4.40, cached_input_per_mtok=0.275),
-    "claude-opus-4": Price(input_per_mtok=15.00, output_per_mtok=75.00, cached_input_per_mtok=1.50),
-    "claude-sonnet-4": Price(
-        input_per_mtok=3.00, output_per_mtok=15.00, cached_input_per_mtok=0.30
-    ),
-    "claude-3-7-sonnet": Price(
-        input_per_mtok=3.00, output_per_mtok=15.00, cached_input_per_mtok=0.30
-    ),
-    "claude-3-5-haiku": Price(
-        input_per_mtok=0.80, output_per_mtok=4.00, cached_input_per_mtok=0.08
-    ),
-    "claude-haiku-4-5": Price(
-        input_per_mtok=1.00, output_per_mtok=5.00, cached_input_per_mtok=0.10
-    ),
+    model: Price(input_per_mtok=inp, output_per_mtok=out, cached_input_per_mtok=cached)
+    for model, (inp, out, cached) in _LIST_PRICES.items()
 }
 
 _FREE = Price()
