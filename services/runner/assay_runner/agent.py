@@ -165,10 +165,11 @@ class Spend:
     @classmethod
     def of(cls, steps: Sequence[AgentStepLogged]) -> Spend:
         """The totals of steps already logged (a resumed run's)."""
-        spend = cls()
-        for step in steps:
-            spend.add(step)
-        return spend
+        return cls(
+            steps=len(steps),
+            tokens=sum(s.usage.input_tokens + s.usage.output_tokens for s in steps),
+            cost_usd=sum((s.cost_usd for s in steps), 0.0),
+        )
 
     def add(self, step: AgentStepLogged) -> None:
         """Count one more step."""
