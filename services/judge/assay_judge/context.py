@@ -160,7 +160,7 @@ class LogReader:
 @dataclass(kw_only=True)
 class SealedRunJudge:
     """What every judge service shares: its bus, store, scope and log reader; its start
-    (connect, announce the judge, consume) and stop; and how its verdicts go out."""
+    (connect, announce the judge, consume); and how its verdicts go out."""
 
     bus: Bus
     store: BlobStore
@@ -183,10 +183,6 @@ class SealedRunJudge:
         await self.bus.connect()
         await self.register()
         await self.bus.start()
-
-    async def stop(self) -> None:
-        """Stop consuming."""
-        await self.bus.stop()
 
     async def announce(self, spec: JudgeSpec, campaign_id: str) -> None:
         """Publish the judge's JudgeRegistered for one campaign (or `JURY_TOKEN`)."""

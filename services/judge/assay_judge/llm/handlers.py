@@ -94,7 +94,7 @@ class JudgeService(SealedRunJudge):
 
     async def stop(self) -> None:
         """Stop consuming and release the provider's connections."""
-        await super().stop()
+        await self.bus.stop()
         await self.aclose()
 
     async def aclose(self) -> None:

@@ -43,6 +43,10 @@ class RulesService(SealedRunJudge):
         ALL_CAMPAIGNS every campaign's, with a set only those campaigns'."""
         return self.campaigns in (None, ALL_CAMPAIGNS) or campaign_id in (self.campaigns or ())
 
+    async def stop(self) -> None:
+        """Stop consuming."""
+        await self.bus.stop()
+
     async def register(self) -> None:
         """Publish the rule judge's JudgeRegistered."""
         await self.announce(RULES_SPEC, JURY_TOKEN)
