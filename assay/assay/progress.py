@@ -31,8 +31,6 @@ from assay_schemas import (
 
 __all__ = ["Progress", "Verdict"]
 
-"""The deterministic rule judge: one verdict (sample 0) on every finished run."""
-
 Verdict = tuple[str, str, int]
 """(run id, judge id, sample)."""
 

@@ -42,8 +42,6 @@ from .state import (
 
 __all__ = ["apply", "fold"]
 
-"""Judge id of the deterministic rule judge (tags and checks, no scores)."""
-
 
 def _run(state: State, event: Event, sequence: int) -> RunRecord:
     rid = event.run_id or ""

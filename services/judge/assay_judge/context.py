@@ -15,6 +15,8 @@ from assay_schemas import (
     CampaignStarted,
     JudgeRegistered,
     JudgeSpec,
+    JudgmentFailed,
+    JudgmentRecorded,
     Producer,
     Rubric,
     RunHistory,
@@ -28,10 +30,10 @@ from assay_schemas import (
 __all__ = [
     "ALL_CAMPAIGNS",
     "JURY_TOKEN",
-    "AnnouncedOnStart",
     "CampaignScope",
     "LogReader",
     "RunContext",
+    "SealedRunJudge",
     "registration",
     "spec_hash",
     "task_rubric",
@@ -155,10 +157,22 @@ class LogReader:
         return RunContext(sealed, task, rubric, campaign, history)
 
 
-class AnnouncedOnStart:
-    """A judge service's start: connect, announce the judge (JudgeRegistered), consume."""
+@dataclass(kw_only=True)
+class SealedRunJudge:
+    """What every judge service shares: its bus, store, scope and log reader; its start
+    (connect, announce the judge, consume); and how its verdicts go out."""
 
     bus: Bus
+    store: BlobStore
+    campaigns: CampaignScope = None
+    log_reader: LogReader | None = None
+
+    def __post_init__(self) -> None:
+        self.reader = self.log_reader or LogReader(bus=self.bus, store=self.store)
+
+    def accepts(self, campaign_id: str, campaign: CampaignSpec | None) -> bool:
+        """Whether this judge judges runs of the campaign."""
+        raise NotImplementedError
 
     async def register(self) -> None:
         """Publish the judge's JudgeRegistered."""
@@ -169,3 +183,39 @@ class AnnouncedOnStart:
         await self.bus.connect()
         await self.register()
         await self.bus.start()
+
+    async def announce(self, spec: JudgeSpec, campaign_id: str) -> None:
+        """Publish the judge's JudgeRegistered for one campaign (or `JURY_TOKEN`)."""
+        await self.bus.publish(registration(spec, campaign_id, self.bus.producer))
+
+    async def run_to_judge(self, sealed: ArtifactsSealed) -> RunContext | None:
+        """The run to judge, or None for a failed run (never scored) or one out of scope."""
+        if sealed.outcome == "failed":
+            return None
+        campaign = await self.reader.campaign(sealed.campaign_id)
+        if not self.accepts(sealed.campaign_id, campaign):
+            return None
+        return await self.reader.context(sealed, campaign)
+
+    async def publish_recorded(
+        self, ctx: RunContext, judge_id: str, sample: int, **fields: Any
+    ) -> None:
+        """Publish one judge's verdict on one sample of the run."""
+        await self._publish(JudgmentRecorded, ctx, judge_id, sample, fields)
+
+    async def publish_failed(
+        self, ctx: RunContext, judge_id: str, sample: int, **fields: Any
+    ) -> None:
+        """Publish that one judge gave no verdict on one sample of the run."""
+        await self._publish(JudgmentFailed, ctx, judge_id, sample, fields)
+
+    async def _publish(
+        self,
+        kind: type[JudgmentRecorded | JudgmentFailed],
+        ctx: RunContext,
+        judge_id: str,
+        sample: int,
+        fields: dict[str, Any],
+    ) -> None:
+        envelope = verdict_envelope(ctx.sealed, ctx.task, judge_id, sample, self.bus.producer)
+        await self.bus.publish(new_event(kind, **envelope, **fields))

@@ -7,11 +7,14 @@ all come from the same resampled task sets.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
+
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from . import _agreement, _failures, _operations, _ranking, _scores, _self_preference, _warnings
-from ._context import ANCHOR, DEFAULT_RESAMPLES, contexts
+from ._context import ANCHOR, DEFAULT_RESAMPLES, Context, contexts
 from ._results import (
     AgentCost,
     AgentRank,
@@ -102,6 +105,7 @@ def compute_statistics(
         for name, f in StatisticsReport.model_fields.items()
         if f.annotation is not None and getattr(f.annotation, "__origin__", None) is tuple
     }
+    statistics = _per_context(communication, scientific_accuracy, tags, first_tags)
     for ctx in contexts(
         checked,
         seed=seed,
@@ -110,30 +114,8 @@ def compute_statistics(
         group_by=group_by,
         anchor=anchor,
     ):
-        dims = ctx.panel.dimensions
-        gap = (
-            _scores.communication_gap_rows(ctx, communication, scientific_accuracy)
-            if communication in dims and scientific_accuracy in dims
-            else []
-        )
-        acc["agent_scores"] += _scores.overall_score_rows(ctx)
-        acc["dimension_scores"] += _scores.dimension_score_rows(ctx)
-        acc["judge_leaderboards"] += _scores.judge_score_rows(ctx)
-        acc["pass_rates"] += _scores.pass_rate_rows(ctx)
-        acc["below_anchor_shares"] += _scores.below_anchor_rows(ctx)
-        acc["unpassed_tasks"] += _scores.unpassed_task_rows(ctx)
-        acc["communication_gap"] += gap
-        acc["tag_rates"] += _failures.tag_rate_rows(ctx, tags, first_tags)
-        acc["empty_artifact_rates"] += _failures.empty_artifact_rows(ctx)
-        acc["judge_agreement"] += _agreement.agreement_rows(ctx)
-        acc["judge_correlations"] += _agreement.correlation_rows(ctx)
-        acc["self_preference"] += _self_preference.self_preference_rows(ctx)
-        acc["agent_ranks"] += _ranking.rank_rows(ctx)
-        acc["pairwise_differences"] += _ranking.pairwise_rows(ctx)
-        acc["epoch_spread"] += _operations.epoch_spread_rows(ctx)
-        acc["run_costs"] += _operations.cost_rows(ctx)
-        acc["agent_costs"] += _operations.agent_cost_rows(ctx)
-        acc["run_accounting"] += _operations.accounting_rows(ctx)
+        for name, rows_of in statistics.items():
+            acc[name] += rows_of(ctx)
     acc["warnings"] += _warnings.warning_rows(
         checked,
         acc,
@@ -151,3 +133,36 @@ def compute_statistics(
             **{k: tuple(v) for k, v in acc.items()},
         }
     )
+
+
+def _per_context(
+    communication: str, scientific_accuracy: str, tags: tuple[str, ...], first_tags: tuple[str, ...]
+) -> dict[str, Callable[[Context], Sequence[Row]]]:
+    """Report field → the statistic that fills it from one context."""
+
+    def gap(ctx: Context) -> Sequence[Row]:
+        dims = ctx.panel.dimensions
+        if communication in dims and scientific_accuracy in dims:
+            return _scores.communication_gap_rows(ctx, communication, scientific_accuracy)
+        return []
+
+    return {
+        "agent_scores": _scores.overall_score_rows,
+        "dimension_scores": _scores.dimension_score_rows,
+        "judge_leaderboards": _scores.judge_score_rows,
+        "pass_rates": _scores.pass_rate_rows,
+        "below_anchor_shares": _scores.below_anchor_rows,
+        "unpassed_tasks": _scores.unpassed_task_rows,
+        "communication_gap": gap,
+        "tag_rates": partial(_failures.tag_rate_rows, tags=tags, first=first_tags),
+        "empty_artifact_rates": _failures.empty_artifact_rows,
+        "judge_agreement": _agreement.agreement_rows,
+        "judge_correlations": _agreement.correlation_rows,
+        "self_preference": _self_preference.self_preference_rows,
+        "agent_ranks": _ranking.rank_rows,
+        "pairwise_differences": _ranking.pairwise_rows,
+        "epoch_spread": _operations.epoch_spread_rows,
+        "run_costs": _operations.cost_rows,
+        "agent_costs": _operations.agent_cost_rows,
+        "run_accounting": _operations.accounting_rows,
+    }

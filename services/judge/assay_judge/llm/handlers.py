@@ -12,9 +12,8 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from assay.bus import Bus, Delivery
+from assay.bus import Delivery
 from assay.providers import (
     DEFAULT_PRICES,
     ModelProvider,
@@ -23,33 +22,13 @@ from assay.providers import (
     cost,
     provider_for,
 )
-from assay.store import BlobStore
-from assay_schemas import (
-    ArtifactsSealed,
-    CampaignSpec,
-    FileRef,
-    JudgeSpec,
-    JudgmentFailed,
-    JudgmentRecorded,
-    Task,
-    new_event,
-)
+from assay_schemas import ArtifactsSealed, CampaignSpec, FileRef, JudgeSpec, Task
 
-from ..context import (
-    ALL_CAMPAIGNS,
-    JURY_TOKEN,
-    AnnouncedOnStart,
-    CampaignScope,
-    LogReader,
-    RunContext,
-    registration,
-    spec_hash,
-    verdict_envelope,
-)
+from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
 from ..files import SealedFiles
 from .agent import JudgeOutcome, judge_sample
 
-__all__ = ["JURY_TOKEN", "JudgeService", "ProviderFactory", "sampling_times", "spec_hash"]
+__all__ = ["JudgeService", "ProviderFactory", "sampling_times"]
 
 log = logging.getLogger("assay.judge")
 
@@ -66,21 +45,14 @@ def sampling_times(spec: JudgeSpec, task: Task) -> int:
 
 
 @dataclass(kw_only=True)
-class JudgeService(AnnouncedOnStart):
+class JudgeService(SealedRunJudge):
     """One LLM judge: judges every sealed run in its scope, once per sample."""
 
-    bus: Bus
-    store: BlobStore
     spec: JudgeSpec
     providers: ProviderFactory = provider_for
-    campaigns: CampaignScope = None
     prices: PriceTable = field(default_factory=lambda: dict(DEFAULT_PRICES))
-    log_reader: LogReader | None = None
     _provider: ModelProvider | None = None
     _registered: set[str] = field(default_factory=set)
-
-    def __post_init__(self) -> None:
-        self.reader = self.log_reader or LogReader(bus=self.bus, store=self.store)
 
     def accepts(self, campaign_id: str, campaign: CampaignSpec | None) -> bool:
         """Whether this judge judges runs of the campaign."""
@@ -107,7 +79,7 @@ class JudgeService(AnnouncedOnStart):
             return
         if campaign_id in self._registered:
             return
-        await self.bus.publish(registration(self.spec, campaign_id, self.bus.producer))
+        await self.announce(self.spec, campaign_id)
         self._registered.add(campaign_id)
 
     async def _in_scope(self, campaign_id: str) -> bool:
@@ -133,12 +105,9 @@ class JudgeService(AnnouncedOnStart):
 
     async def on_sealed(self, event: ArtifactsSealed, delivery: Delivery) -> None:
         """Judge a sealed run: every sample not yet on the log, concurrently."""
-        if event.outcome == "failed":
-            return  # failed runs are reported as failures, never scored
-        campaign = await self.reader.campaign(event.campaign_id)
-        if not self.accepts(event.campaign_id, campaign):
+        ctx = await self.run_to_judge(event)
+        if ctx is None:
             return
-        ctx = await self.reader.context(event, campaign)
         done = ctx.history.samples_done(self.spec.judge_id)
         todo = [s for s in range(sampling_times(self.spec, ctx.task)) if s not in done]
         if not todo:
@@ -194,28 +163,24 @@ class JudgeService(AnnouncedOnStart):
     ) -> None:
         verdict = outcome.verdict
         assert verdict is not None
-        await self.bus.publish(
-            new_event(
-                JudgmentRecorded,
-                **self._about(ctx, sample),
-                judge_family=self.spec.family,
-                judge_model=outcome.model or self.spec.model,
-                rubric_id=ctx.rubric.rubric_id,
-                rubric_version=ctx.rubric.version,
-                scores=verdict.scores,
-                failure_tags=verdict.failure_tags,
-                rationale=verdict.rationale,
-                files_cited=verdict.files_cited,
-                files_opened=opened,
-                usage=outcome.usage,
-                cost_usd=cost(outcome.usage, self.spec.model, self.price_table(ctx.campaign)),
-                attempts=len(outcome.invalid_outputs) + 1,
-                rejected_outputs=rejected,
-            )
+        await self.publish_recorded(
+            ctx,
+            self.spec.judge_id,
+            sample,
+            judge_family=self.spec.family,
+            judge_model=outcome.model or self.spec.model,
+            rubric_id=ctx.rubric.rubric_id,
+            rubric_version=ctx.rubric.version,
+            scores=verdict.scores,
+            failure_tags=verdict.failure_tags,
+            rationale=verdict.rationale,
+            files_cited=verdict.files_cited,
+            files_opened=opened,
+            usage=outcome.usage,
+            cost_usd=cost(outcome.usage, self.spec.model, self.price_table(ctx.campaign)),
+            attempts=len(outcome.invalid_outputs) + 1,
+            rejected_outputs=rejected,
         )
-
-    def _about(self, ctx: RunContext, sample: int) -> dict[str, Any]:
-        return verdict_envelope(ctx.sealed, ctx.task, self.spec.judge_id, sample, self.bus.producer)
 
     async def _store_raw(self, ctx: RunContext, sample: int, outcome: JudgeOutcome) -> FileRef:
         data = json.dumps(
@@ -236,13 +201,12 @@ class JudgeService(AnnouncedOnStart):
         *,
         infrastructure: bool,
     ) -> None:
-        await self.bus.publish(
-            new_event(
-                JudgmentFailed,
-                **self._about(ctx, sample),
-                error=error[:4000],
-                attempts=max(1, attempts),
-                raw_output=raw,
-                infrastructure=infrastructure,
-            )
+        await self.publish_failed(
+            ctx,
+            self.spec.judge_id,
+            sample,
+            error=error[:4000],
+            attempts=max(1, attempts),
+            raw_output=raw,
+            infrastructure=infrastructure,
         )

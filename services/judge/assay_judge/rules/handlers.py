@@ -6,28 +6,10 @@ import asyncio
 import fnmatch
 from dataclasses import dataclass
 
-from assay.bus import Bus, Delivery
-from assay.store import BlobStore
-from assay_schemas import (
-    RULES_JUDGE_ID,
-    ArtifactsSealed,
-    FileRef,
-    JudgeSpec,
-    JudgmentFailed,
-    JudgmentRecorded,
-    Task,
-    new_event,
-)
+from assay.bus import Delivery
+from assay_schemas import RULES_JUDGE_ID, ArtifactsSealed, CampaignSpec, FileRef, JudgeSpec, Task
 
-from ..context import (
-    ALL_CAMPAIGNS,
-    JURY_TOKEN,
-    AnnouncedOnStart,
-    CampaignScope,
-    LogReader,
-    registration,
-    verdict_envelope,
-)
+from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
 from ..files import normalize_path
 from .checks import RuleVerdict, evaluate
 
@@ -53,19 +35,12 @@ def _wanted(ref: FileRef, task: Task, produced: bool) -> bool:
 
 
 @dataclass(kw_only=True)
-class RulesService(AnnouncedOnStart):
+class RulesService(SealedRunJudge):
     """The deterministic rule judge over every sealed run in its scope (default: all)."""
 
-    bus: Bus
-    store: BlobStore
-    campaigns: CampaignScope = None
-    """None or ALL_CAMPAIGNS: every campaign; a set: only those."""
-
-    def __post_init__(self) -> None:
-        self.reader = LogReader(bus=self.bus, store=self.store)
-
-    def accepts(self, campaign_id: str) -> bool:
-        """Whether runs of this campaign are checked."""
+    def accepts(self, campaign_id: str, campaign: CampaignSpec | None) -> bool:
+        """Whether runs of this campaign are checked: with no scope (None) or
+        ALL_CAMPAIGNS every campaign's, with a set only those campaigns'."""
         return self.campaigns in (None, ALL_CAMPAIGNS) or campaign_id in (self.campaigns or ())
 
     async def stop(self) -> None:
@@ -74,15 +49,12 @@ class RulesService(AnnouncedOnStart):
 
     async def register(self) -> None:
         """Publish the rule judge's JudgeRegistered."""
-        await self.bus.publish(registration(RULES_SPEC, JURY_TOKEN, self.bus.producer))
+        await self.announce(RULES_SPEC, JURY_TOKEN)
 
     async def on_sealed(self, event: ArtifactsSealed, delivery: Delivery) -> None:
         """Check one sealed run and record the result (once)."""
-        if event.outcome == "failed" or not self.accepts(event.campaign_id):
-            return
-        campaign = await self.reader.campaign(event.campaign_id)
-        ctx = await self.reader.context(event, campaign)
-        if 0 in ctx.history.samples_done(RULES_JUDGE_ID):
+        ctx = await self.run_to_judge(event)
+        if ctx is None or 0 in ctx.history.samples_done(RULES_JUDGE_ID):
             return
         attached = {(a.path, a.sha256) for a in ctx.task.attachments}
         contents: dict[str, bytes] = {}
@@ -101,45 +73,28 @@ class RulesService(AnnouncedOnStart):
                 steps=ctx.history.steps,
             )
         except Exception as e:  # a bad check is the task's fault: say so, never retry
-            await self._failed(event, ctx.task, f"rule check failed: {type(e).__name__}: {e}")
+            error = f"rule check failed: {type(e).__name__}: {e}"
+            await self.publish_failed(ctx, RULES_JUDGE_ID, 0, error=error, attempts=1)
             return
-        await self._record(event, ctx.task, ctx.rubric.rubric_id, ctx.rubric.version, verdict)
+        await self._record(ctx, verdict)
 
-    async def _failed(self, sealed: ArtifactsSealed, task: Task, error: str) -> None:
-        await self.bus.publish(
-            new_event(
-                JudgmentFailed,
-                **verdict_envelope(sealed, task, RULES_JUDGE_ID, 0, self.bus.producer),
-                error=error,
-                attempts=1,
-            )
-        )
-
-    async def _record(
-        self,
-        sealed: ArtifactsSealed,
-        task: Task,
-        rubric_id: str,
-        version: int,
-        verdict: RuleVerdict,
-    ) -> None:
+    async def _record(self, ctx: RunContext, verdict: RuleVerdict) -> None:
         failed = [c for c in verdict.checks if not c.passed]
         rationale = (
             "; ".join(f"{c.name}: {c.detail}" for c in failed)
             if failed
             else f"all {len(verdict.checks)} checks passed"
         )
-        await self.bus.publish(
-            new_event(
-                JudgmentRecorded,
-                **verdict_envelope(sealed, task, RULES_JUDGE_ID, 0, self.bus.producer),
-                judge_family=RULES_SPEC.family,
-                judge_model=RULES_SPEC.model,
-                rubric_id=rubric_id,
-                rubric_version=version,
-                failure_tags=verdict.failure_tags,
-                rationale=rationale,
-                files_opened=verdict.files_read,
-                checks=verdict.checks,
-            )
+        await self.publish_recorded(
+            ctx,
+            RULES_JUDGE_ID,
+            0,
+            judge_family=RULES_SPEC.family,
+            judge_model=RULES_SPEC.model,
+            rubric_id=ctx.rubric.rubric_id,
+            rubric_version=ctx.rubric.version,
+            failure_tags=verdict.failure_tags,
+            rationale=rationale,
+            files_opened=verdict.files_read,
+            checks=verdict.checks,
         )
