@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from assay.bus import Bus
+from assay.bus import Bus, RequestServer
 from assay.config import Settings
 from assay_schemas import BusError
 
@@ -27,7 +27,7 @@ async def test_requests_are_answered_at_most_max_workers_at_a_time(
         return body.upper()
 
     server = Bus(settings, service="server")
-    server.serve_requests("rpc.echo", echo, max_workers=3)
+    server.serve_requests(RequestServer("rpc.echo", echo, max_workers=3))
     await server.start()
     try:
         replies = await asyncio.gather(
@@ -48,7 +48,7 @@ async def test_a_failing_handler_leaves_its_requester_waiting_and_keeps_serving(
         return b"ok"
 
     server = Bus(settings, service="server")
-    server.serve_requests("rpc.picky", picky)
+    server.serve_requests(RequestServer("rpc.picky", picky))
     await server.start()
     try:
         with pytest.raises(BusError, match="Timeout"):

@@ -9,11 +9,12 @@ from ._replay import (
     LoggedEvent,
     RawMessage,
     Skipped,
+    decode_log,
     describe_skipped,
     messages_at,
-    read_log,
     read_raw,
 )
+from ._requests import RequestServer
 from ._subjects import Subjects
 
 __all__ = [
@@ -29,16 +30,17 @@ __all__ = [
     "RawMessage",
     "Refusal",
     "RefusalSink",
+    "RequestServer",
     "Skipped",
     "Subjects",
     "asyncapi_document",
+    "decode_log",
     "describe_skipped",
     "dlq_stream",
     "ensure_streams",
     "event_stream",
     "make_broker",
     "messages_at",
-    "read_log",
     "read_raw",
     "render_asyncapi",
 ]

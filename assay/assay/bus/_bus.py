@@ -34,7 +34,7 @@ from ._broker import ensure_streams, inbox_of, make_broker
 from ._dead_letters import dead_letter, read_dead_letters
 from ._lag import LagWatch
 from ._records import Delivery, Published, Refusal, RefusalSink
-from ._replay import LoggedEvent, Skipped, read_log
+from ._replay import LoggedEvent, Skipped, decode_log, read_raw
 from ._requests import RequestServer
 from ._subjects import Subjects
 
@@ -148,14 +148,14 @@ class Bus:
     ) -> AsyncIterator[LoggedEvent]:
         """Typed events in log order from `start` (all events unless `subject` filters);
         messages that are not valid events are skipped and, if given, listed in `skipped`."""
-        return read_log(
+        raws = read_raw(
             self.js,
             self.stream.name,
             start=start,
             subject=subject or self.subjects.events,
             follow=follow,
-            skipped=skipped,
         )
+        return decode_log(raws, skipped)
 
     async def has_event(self, subject: str) -> bool:
         """Whether any event was stored on exactly this subject (one direct lookup)."""
@@ -340,17 +340,9 @@ class Bus:
 
     # --- request-reply (outside the log) -------------------------------------------------
 
-    def serve_requests(
-        self,
-        subject: str,
-        handler: Callable[[bytes], Awaitable[bytes]],
-        *,
-        queue: str = "",
-        max_workers: int = 8,
-    ) -> RequestServer:
-        """Answer core-NATS requests on `subject` (sandbox commands) from `start` to `stop`;
+    def serve_requests(self, server: RequestServer) -> RequestServer:
+        """Answer `server`'s core-NATS requests (sandbox commands) from `start` to `stop`;
         not part of the log."""
-        server = RequestServer(subject, handler, queue=queue, max_workers=max_workers)
         self._request_servers.append(server)
         return server
 

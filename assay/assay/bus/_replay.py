@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from typing import NamedTuple, Protocol
 
 from nats.errors import TimeoutError as NatsTimeout
@@ -16,9 +16,9 @@ __all__ = [
     "LoggedEvent",
     "RawMessage",
     "Skipped",
+    "decode_log",
     "describe_skipped",
     "messages_at",
-    "read_log",
     "read_raw",
 ]
 
@@ -119,22 +119,16 @@ async def read_raw(
             log.debug("unsubscribe failed", exc_info=True)
 
 
-async def read_log(
-    js: JetStreamContext,
-    stream: str,
-    *,
-    start: int = 1,
-    subject: str,
-    follow: bool = False,
-    skipped: list[Skipped] | None = None,
+async def decode_log(
+    raws: AsyncIterable[RawMessage], skipped: list[Skipped] | None = None
 ) -> AsyncIterator[LoggedEvent]:
-    """Yield typed events in log order; messages that are not valid events are skipped
-    (and appended to `skipped` when given).
+    """Typed events from stored messages (e.g. `read_raw`'s), in their order; messages
+    that are not valid events are skipped (and appended to `skipped` when given).
 
     Skipped messages were dead-lettered by the live consumers; a replay must not
     stop on them either.
     """
-    async for raw in read_raw(js, stream, start=start, subject=subject, follow=follow):
+    async for raw in raws:
         try:
             event = parse_event(raw.data, subject=raw.subject)
         except InvalidEvent as e:

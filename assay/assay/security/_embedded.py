@@ -63,14 +63,13 @@ class EmbeddedAuth:
 
     def env_lines(self, user: str, settings: Settings) -> list[str]:
         """The `ASSAY_*` lines that make a service connect as `user`."""
-        lines = [
-            f"ASSAY_NATS_URL={settings.nats_url}",
-            f"ASSAY_NATS_USER={user}",
-            f"ASSAY_NATS_PASSWORD={self.passwords[user]}",
-        ]
-        if settings.nats_tls_ca is not None:
-            lines.append(f"ASSAY_NATS_TLS_CA={settings.nats_tls_ca}")
-        return lines
+        env = {
+            "ASSAY_NATS_URL": settings.nats_url,
+            "ASSAY_NATS_USER": user,
+            "ASSAY_NATS_PASSWORD": self.passwords[user],
+            "ASSAY_NATS_TLS_CA": settings.nats_tls_ca,
+        }
+        return [f"{name}={value}" for name, value in env.items() if value is not None]
 
     def settings_for(self, user: str, settings: Settings) -> Settings:
         """`settings` connecting as `user`."""

@@ -24,7 +24,6 @@ from assay_schemas import (
     ExecCommand,
     ExecOutcome,
     ListedFile,
-    ListFiles,
     PythonOutcome,
     ReadFile,
     RunFailed,
@@ -64,12 +63,8 @@ log = logging.getLogger("assay.sandbox_manager")
 
 T = TypeVar("T")
 
-_COMMAND: TypeAdapter[ExecCommand | RunPython | ReadFile | WriteFile | ListFiles] = TypeAdapter(
-    SandboxCommand
-)
-_REQUEST: TypeAdapter[ExecCommand | RunPython | ReadFile | WriteFile | ListFiles | BlobCommand] = (
-    TypeAdapter(SandboxRequest)
-)
+_COMMAND: TypeAdapter[SandboxCommand] = TypeAdapter(SandboxCommand)
+_REQUEST: TypeAdapter[SandboxRequest] = TypeAdapter(SandboxRequest)
 
 
 @dataclass(kw_only=True)
@@ -292,9 +287,7 @@ class SandboxService:
             return _error("internal", f"sandbox {sid}: {type(e).__name__}: {e}")
         return await self._encode(reply)
 
-    async def _unwrap(
-        self, request: ExecCommand | RunPython | ReadFile | WriteFile | ListFiles | BlobCommand
-    ) -> ExecCommand | RunPython | ReadFile | WriteFile | ListFiles:
+    async def _unwrap(self, request: SandboxRequest) -> SandboxCommand:
         """A command sent by reference is read from the blob store (hash verified there)."""
         if not isinstance(request, BlobCommand):
             return request
@@ -313,9 +306,7 @@ class SandboxService:
         return SandboxReply(ok=True, reply_blob=info.sha256).model_dump_json().encode()
 
 
-def _run_command(
-    backend: SandboxBackend, command: ExecCommand | RunPython | ReadFile | WriteFile | ListFiles
-) -> SandboxReply:
+def _run_command(backend: SandboxBackend, command: SandboxCommand) -> SandboxReply:
     sid = command.sandbox_id
     if isinstance(command, RunPython):
         p = backend.python(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from assay.bus import Bus
+from assay.bus import Bus, RequestServer
 from assay.config import Settings
 from assay.store import BlobStore, open_store
 from assay_schemas import AgentFinished, RunFailed, RunRequested, safe_token
@@ -62,5 +62,7 @@ def build(
             durable=f"sandbox-manager-{instance}-{suffix}",
             max_workers=settings.sandbox_concurrency,
         )
-    bus.serve_requests(subjects.rpc("sandbox", instance), service.handle_command, max_workers=16)
+    bus.serve_requests(
+        RequestServer(subjects.rpc("sandbox", instance), service.handle_command, max_workers=16)
+    )
     return service
