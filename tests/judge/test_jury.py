@@ -87,9 +87,7 @@ async def test_three_judges_score_a_sealed_run(
     )
     judges = [
         judge_spec("j-gpt", m1, server.openai_base_url, family="gpt"),
-        judge_spec(
-            "j-claude", m2, server.anthropic_base_url, provider="anthropic", family="claude"
-        ),
+        judge_spec("j-claude", m2, server.base_url, provider="anthropic", family="claude"),
         judge_spec("j-gemma", m3, server.openai_base_url, family="gemma"),
     ]
     await start_campaign(bus, "c1", judges)

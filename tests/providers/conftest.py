@@ -41,7 +41,7 @@ def kind(request: pytest.FixtureRequest) -> ProviderKind:
 
 
 def base_url_for(server: ScriptedModelServer, kind: ProviderKind) -> str:
-    return server.openai_base_url if kind == "openai" else server.anthropic_base_url
+    return server.openai_base_url if kind == "openai" else server.base_url
 
 
 @pytest.fixture

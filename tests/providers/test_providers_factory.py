@@ -39,7 +39,7 @@ async def test_spec_builds_a_provider_and_never_holds_the_key(
     spec = ProviderSpec(
         kind="anthropic",
         model=model,
-        base_url=server.anthropic_base_url,
+        base_url=server.base_url,
         api_key_env=API_KEY_ENV,
         retry=RetryPolicy.for_tests(),
     )

@@ -180,7 +180,7 @@ async def test_wrong_api_key_is_a_401_not_retried(
     server: ScriptedModelServer, model: str, kind: ProviderKind, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ASSAY_TEST_WRONG_KEY", "sk-wrong")
-    base_url = server.openai_base_url if kind == "openai" else server.anthropic_base_url
+    base_url = server.openai_base_url if kind == "openai" else server.base_url
     provider = make_provider(
         kind, model, base_url=base_url, api_key_env="ASSAY_TEST_WRONG_KEY",
         retry=RetryPolicy.for_tests(),

@@ -39,7 +39,7 @@ def server() -> Any:
 @pytest.fixture
 async def logged(tmp_path: Path, server: ScriptedModelServer, request: Any) -> AsyncIterator[Any]:
     provider = request.param
-    base = server.openai_base_url if provider == "openai" else server.anthropic_base_url
+    base = server.openai_base_url if provider == "openai" else server.base_url
     fields, log = recording()
     agent = AgentSpec(
         agent_id="a", provider=provider, model="up", base_url=base, api_key_env=KEY_ENV

@@ -97,7 +97,7 @@ async def test_anthropic_sdk_parses_replies_strictly(
     )
     client = anthropic.AsyncAnthropic(
         api_key="k",
-        base_url=server.anthropic_base_url,
+        base_url=server.base_url,
         max_retries=0,
         _strict_response_validation=True,
     )

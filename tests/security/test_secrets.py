@@ -124,7 +124,7 @@ async def test_keys_appear_nowhere(
         judge_id="claude-ish",
         provider="anthropic",
         model="judge",
-        base_url=judge_server.anthropic_base_url,
+        base_url=judge_server.base_url,
         api_key_env=JUDGE_KEY_ENV,
     )
     spec = campaign("leak", [agent], judges=[judge])

@@ -38,7 +38,7 @@ class ScriptedModelServer(Startable):
 
     ```python
     with ScriptedModelServer({"m": ScriptedSequence(["hello"])}) as server:
-        OpenAI(base_url=server.openai_base_url), Anthropic(base_url=server.anthropic_base_url)
+        OpenAI(base_url=server.openai_base_url), Anthropic(base_url=server.base_url)
     ```
     Faults injected for a model are served in order before its normal replies; a
     permanent fault (`fail_always`) makes the model a dead endpoint. Every request is
@@ -133,13 +133,8 @@ class ScriptedModelServer(Startable):
 
     @property
     def base_url(self) -> str:
-        """`http://127.0.0.1:PORT`: the Anthropic SDK's base_url."""
+        """`http://127.0.0.1:PORT`: the base_url for `anthropic.AsyncAnthropic`."""
         return f"http://127.0.0.1:{self._port}"
-
-    @property
-    def anthropic_base_url(self) -> str:
-        """base_url for `anthropic.AsyncAnthropic`."""
-        return self.base_url
 
     @property
     def openai_base_url(self) -> str:

@@ -222,7 +222,9 @@ class Gateway:
     def _base_url(self) -> str:
         return (self.agent.base_url or _DEFAULT_UPSTREAM[self.agent.provider]).rstrip("/")
 
-    async def _upstream(self, wire: Wire, headers: dict[str, str], body: bytes) -> httpcore.Response:
+    async def _upstream(
+        self, wire: Wire, headers: dict[str, str], body: bytes
+    ) -> httpcore.Response:
         """POST upstream with the real key; retries transient failures, else a fault."""
         assert self._upstream_pool is not None
         api = provider_of(wire)
