@@ -45,6 +45,12 @@ RECIPE=(deploy/docker deploy/build-images.sh deploy/sandbox/build-rootfs.sh)
 
 image_of() { if [[ "$1" == assay ]]; then echo assay; else echo "assay-$1"; fi; }
 
+# The Dockerfile stage a target's packages go on: the images that run sandboxes need
+# bubblewrap and the rootfs recipe.
+stage_of() {
+  case "$1" in sandbox-manager | assay) echo sandbox-runtime ;; *) echo runtime ;; esac
+}
+
 # The package folders whose wheels go into a target.
 packages_of() {
   if [[ "$1" == assay ]]; then echo "${PACKAGES[@]}"; else echo "schemas assay services/$1"; fi
@@ -284,7 +290,10 @@ if [[ ${#MISSING[@]} -gt 0 ]]; then
     tag="${TAG[$target]}"
     echo "build-images: docker build --target $target $tag" >&2
     DOCKER_BUILDKIT=0 docker build --quiet --target "$target" \
-      --build-arg "BASE=$BASE" --label "assay.source-hash=${tag##*-}" \
+      --build-arg "BASE=$BASE" --build-arg "SERVICE=$target" \
+      --build-arg "SERVICE_BASE=$(stage_of "$target")" \
+      --label "org.opencontainers.image.title=$(image_of "$target")" \
+      --label "assay.source-hash=${tag##*-}" \
       --label "org.opencontainers.image.version=$(version_of "$target")" \
       --label "org.opencontainers.image.revision=${tag##*-}" \
       -t "$tag" "$CTX" >&2
