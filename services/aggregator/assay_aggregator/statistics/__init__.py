@@ -33,7 +33,7 @@ from ._ranking import pairwise_rows, rank_rows
 
 # The result types are listed once, in ``_results.__all__``.
 from ._results import *  # noqa: F403
-from ._rows import Row, frames_of, to_frame
+from ._rows import AgentRow, Row, frames_of, to_frame
 from ._scores import (
     below_anchor_rows,
     communication_gap_rows,
@@ -68,6 +68,7 @@ __all__ = [
     "RUNS_SCHEMA",
     "TAGS_SCHEMA",
     "TASK_ATTRIBUTES",
+    "AgentRow",
     "Context",
     "CountTables",
     "PlainCounts",

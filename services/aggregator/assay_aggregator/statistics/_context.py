@@ -16,6 +16,7 @@ import polars as pl
 
 from ._bootstrap import Estimate, ratio, resample_counts
 from ._panel import F64, Panel, cell_means, prepare
+from ._rows import AgentKey
 from ._tables import StatisticsInputError, Tables, TaskAttribute
 
 __all__ = ["ANCHOR", "DEFAULT_RESAMPLES", "Context", "Settings", "contexts", "split_tables"]
@@ -56,6 +57,10 @@ class Context:
         """(B, T) task multiplicities of each bootstrap resample."""
         s = self.settings
         return resample_counts(s.seed, s.n_resamples, len(self.panel.task_ids))
+
+    def agent_key(self, agent: str) -> AgentKey:
+        """The leading fields of this context's row of ``agent``."""
+        return AgentKey(group=self.group, agent_id=agent)
 
     def ratio(self, num: F64, den: F64) -> Estimate:
         """Ratio estimator with this context's resamples and confidence."""
