@@ -10,6 +10,7 @@ import time
 from typing import NamedTuple
 
 from assay_aggregator.statistics._bootstrap import ratio, resample_counts
+from assay_aggregator.statistics._context import Settings
 from assay_aggregator.statistics._panel import cell_means, prepare
 from assay_aggregator.statistics._suite import compute_statistics
 
@@ -63,14 +64,17 @@ def bench_statistics(
         ),
         BenchRow(
             "full_suite",
-            _best(lambda: compute_statistics(tables, seed=seed, n_resamples=n_resamples), repeats),
+            _best(
+                lambda: compute_statistics(tables, Settings(seed=seed, n_resamples=n_resamples)),
+                repeats,
+            ),
             f"compute_statistics, {n_resamples} resamples",
         ),
         BenchRow(
             "full_suite_by_domain",
             _best(
                 lambda: compute_statistics(
-                    tables, seed=seed, n_resamples=n_resamples, group_by="domain"
+                    tables, Settings(seed=seed, n_resamples=n_resamples, group_by="domain")
                 ),
                 repeats,
             ),

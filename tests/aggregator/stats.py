@@ -13,5 +13,7 @@ R = TypeVar("R", bound=st.Row)
 def rows_of(
     statistic: Callable[[st.Context], list[R]], tables: st.Tables, **settings: Any
 ) -> tuple[R, ...]:
-    """The statistic's rows over every context of ``tables`` (``settings`` as for contexts)."""
-    return tuple(row for ctx in st.contexts(tables, **settings) for row in statistic(ctx))
+    """The statistic's rows over every context of ``tables`` (``settings``: the fields of Settings)."""
+    return tuple(
+        row for ctx in st.contexts(tables, st.Settings(**settings)) for row in statistic(ctx)
+    )

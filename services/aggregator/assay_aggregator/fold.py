@@ -171,6 +171,13 @@ def _outside_rubric(state: State, e: JudgmentRecorded) -> list[str]:
     return sorted(set(e.scores) - keys)
 
 
+def _sample(
+    e: JudgmentRecorded | JudgmentFailed, run: RunRecord, seq: int
+) -> tuple[str, str, str, int, int]:
+    """The leading fields of the event's verdict or failure record (JudgeSampleRecord)."""
+    return e.campaign_id, run.run_id, e.judge_id, e.sample, seq
+
+
 def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
     key = f"{e.run_id}/{e.judge_id}/{e.sample}"
     old = state.verdicts.get(key)
@@ -191,11 +198,7 @@ def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
         return
     run = _run(state, e, seq)
     state.verdicts[key] = VerdictRecord(
-        campaign_id=e.campaign_id,
-        run_id=run.run_id,
-        judge_id=e.judge_id,
-        sample=e.sample,
-        sequence=seq,
+        *_sample(e, run, seq),
         judge_family=e.judge_family,
         judge_model=e.judge_model,
         scores={k: v.score for k, v in e.scores.items()},
@@ -222,11 +225,7 @@ def _judgment_failed(state: State, e: JudgmentFailed, seq: int) -> None:
     if old is not None and old.sequence > seq:
         return
     state.failures[key] = FailureRecord(
-        campaign_id=e.campaign_id,
-        run_id=run.run_id,
-        judge_id=e.judge_id,
-        sample=e.sample,
-        sequence=seq,
+        *_sample(e, run, seq),
         error=e.error,
         attempts=e.attempts,
         infrastructure=e.infrastructure,

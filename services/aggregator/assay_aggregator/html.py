@@ -141,18 +141,10 @@ def tables(report: Report) -> list[Table]:
 
 def render_html(report: Report) -> str:
     """The whole report as one HTML document."""
-    s = report.statistics
     return render_page(
         "report.html.j2",
+        report=report,
         campaigns=", ".join(c.campaign_id for c in report.campaigns),
-        scripted=report.scripted,
-        log_sequence=report.log_sequence,
-        seed=s.seed,
-        n_resamples=s.n_resamples,
-        anchor=report.anchor,
-        trust_root=report.trust_root,
-        n_refused=len(report.refused),
-        n_warnings=len(s.warnings),
         plots=plots(report),
         tables=tables(report),
         definitions=DEFINITIONS,

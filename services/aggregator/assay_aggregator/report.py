@@ -29,6 +29,7 @@ from .statistics import (
     Row,
     RuleTagRate,
     RunStateCount,
+    Settings,
     StatisticsReport,
     TaskAttribute,
     compute_statistics,
@@ -269,10 +270,7 @@ def build_report(
     tables = p.statistics_tables(ids)
     stats = compute_statistics(
         tables,
-        seed=report_seed(ids),
-        n_resamples=n_resamples,
-        group_by=group_by,
-        anchor=anchor,
+        Settings(seed=report_seed(ids), n_resamples=n_resamples, group_by=group_by, anchor=anchor),
         declared_agents=_declared(p, ids, "agent"),
         declared_judges=_declared(p, ids, "judge"),
         tasks_without_checks=_tasks_without_checks(p, ids),

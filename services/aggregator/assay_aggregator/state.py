@@ -15,6 +15,7 @@ __all__ = [
     "ArtifactRecord",
     "FailureRecord",
     "JudgeRecord",
+    "JudgeSampleRecord",
     "RefusedRecord",
     "RunRecord",
     "State",
@@ -98,14 +99,21 @@ class ArtifactRecord:
 
 
 @dataclass(slots=True)
-class VerdictRecord:
-    """One judge sample on one run: scores, tags, checks, evidence."""
+class JudgeSampleRecord:
+    """What a verdict and a failure both lead with: which judge sample on which run, and
+    the stream sequence of the event that told it (the fold settles repeats by it)."""
 
     campaign_id: str
     run_id: str
     judge_id: str
     sample: int
     sequence: int
+
+
+@dataclass(slots=True)
+class VerdictRecord(JudgeSampleRecord):
+    """One judge sample on one run: scores, tags, checks, evidence."""
+
     judge_family: str = ""
     judge_model: str = ""
     scores: dict[str, int] = field(default_factory=dict)
@@ -124,14 +132,9 @@ class VerdictRecord:
 
 
 @dataclass(slots=True)
-class FailureRecord:
+class FailureRecord(JudgeSampleRecord):
     """A judge that gave no valid verdict on a run."""
 
-    campaign_id: str
-    run_id: str
-    judge_id: str
-    sample: int
-    sequence: int
     error: str
     attempts: int
     infrastructure: bool

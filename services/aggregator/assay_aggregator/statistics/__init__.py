@@ -1,19 +1,19 @@
 """Statistics of a campaign: pure, seeded, vectorized functions over polars tables.
 
 Build validated inputs with :func:`make_tables` (schemas in ``RATINGS_SCHEMA``,
-``RUNS_SCHEMA``, ``TAGS_SCHEMA``), then call :func:`compute_statistics` for all of
-them, or one statistic (``*_rows``) on each :func:`contexts` item. Every function
-returns frozen rows; ``RowType.to_frame(rows)`` or :func:`to_frame` gives a polars
-table. ``DEFINITIONS`` says precisely what each number is. The plain counts that need
-no ratings (runs per state, infrastructure failures, the rule judge's checks and tags)
-take :class:`CountTables` instead.
+``RUNS_SCHEMA``, ``TAGS_SCHEMA``) and choose :class:`Settings`, then call
+:func:`compute_statistics` for all of them, or one statistic (``*_rows``) on each
+:func:`contexts` item. Every function returns frozen rows; ``RowType.to_frame(rows)``
+or :func:`to_frame` gives a polars table. ``DEFINITIONS`` says precisely what each
+number is. The plain counts that need no ratings (runs per state, infrastructure
+failures, the rule judge's checks and tags) take :class:`CountTables` instead.
 """
 
 from __future__ import annotations
 
 from . import _results
 from ._agreement import agreement_rows, correlation_rows, icc2, krippendorff_alpha_interval
-from ._context import ANCHOR, DEFAULT_RESAMPLES, Context, contexts
+from ._context import ANCHOR, DEFAULT_RESAMPLES, Context, Settings, contexts
 from ._counts import (
     RULE_CHECKS,
     CountTables,
@@ -33,7 +33,7 @@ from ._ranking import pairwise_rows, rank_rows
 
 # The result types are listed once, in ``_results.__all__``.
 from ._results import *  # noqa: F403
-from ._rows import Row, frames_of, to_frame
+from ._rows import AgentRow, Row, frames_of, to_frame
 from ._scores import (
     below_anchor_rows,
     communication_gap_rows,
@@ -68,10 +68,12 @@ __all__ = [
     "RUNS_SCHEMA",
     "TAGS_SCHEMA",
     "TASK_ATTRIBUTES",
+    "AgentRow",
     "Context",
     "CountTables",
     "PlainCounts",
     "Row",
+    "Settings",
     "StatisticsInputError",
     "StatisticsReport",
     "Tables",

@@ -16,9 +16,10 @@ import polars as pl
 
 from ._bootstrap import Estimate, ratio, resample_counts
 from ._panel import F64, Panel, cell_means, prepare
+from ._rows import AgentKey
 from ._tables import StatisticsInputError, Tables, TaskAttribute
 
-__all__ = ["ANCHOR", "DEFAULT_RESAMPLES", "Context", "contexts", "split_tables"]
+__all__ = ["ANCHOR", "DEFAULT_RESAMPLES", "Context", "Settings", "contexts", "split_tables"]
 
 ANCHOR = 8
 """Default anchor: 8 = a domain scientist would accept the work with minor edits."""
@@ -27,20 +28,39 @@ DEFAULT_RESAMPLES = 10_000
 
 
 @dataclass(frozen=True, kw_only=True)
+class Settings:
+    """How to analyse the tables: bootstrap seed, resample count, confidence, grouping, anchor."""
+
+    seed: int
+    n_resamples: int = DEFAULT_RESAMPLES
+    confidence: float = 0.95
+    group_by: TaskAttribute | None = None
+    anchor: int = ANCHOR
+
+
+@dataclass(frozen=True, kw_only=True)
 class Context:
-    """A panel with the seed, resample count and confidence level to analyse it with."""
+    """A panel with the settings to analyse it with."""
 
     panel: Panel
     tables: Tables
     group: str | None
-    seed: int
-    n_resamples: int
-    confidence: float
+    settings: Settings
+
+    @property
+    def confidence(self) -> float:
+        """Confidence level of this context's intervals."""
+        return self.settings.confidence
 
     @cached_property
     def counts(self) -> F64:
         """(B, T) task multiplicities of each bootstrap resample."""
-        return resample_counts(self.seed, self.n_resamples, len(self.panel.task_ids))
+        s = self.settings
+        return resample_counts(s.seed, s.n_resamples, len(self.panel.task_ids))
+
+    def agent_key(self, agent: str) -> AgentKey:
+        """The leading fields of this context's row of ``agent``."""
+        return AgentKey(group=self.group, agent_id=agent)
 
     def ratio(self, num: F64, den: F64) -> Estimate:
         """Ratio estimator with this context's resamples and confidence."""
@@ -81,30 +101,17 @@ def split_tables(tables: Tables, group_by: TaskAttribute | None) -> list[tuple[s
     return out
 
 
-def contexts(
-    tables: Tables,
-    *,
-    seed: int,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = 0.95,
-    group_by: TaskAttribute | None = None,
-    anchor: int = ANCHOR,
-) -> Iterator[Context]:
-    """One context per group (or one for everything when ``group_by`` is None).
+def contexts(tables: Tables, settings: Settings) -> Iterator[Context]:
+    """One context per group (or one for everything when ``settings.group_by`` is None).
 
     Every statistic is a function of one context returning its rows; ``tables`` come
-    from :func:`make_tables`. The same tables and ``seed`` give the same rows, bit for bit.
+    from :func:`make_tables`. The same tables and seed give the same rows, bit for bit.
     """
-    if not 0.0 < confidence < 1.0:
-        raise StatisticsInputError(f"confidence must lie in (0, 1): {confidence}")
-    if n_resamples < 1:
-        raise StatisticsInputError(f"n_resamples must be positive: {n_resamples}")
-    for group, sub in split_tables(tables, group_by):
+    if not 0.0 < settings.confidence < 1.0:
+        raise StatisticsInputError(f"confidence must lie in (0, 1): {settings.confidence}")
+    if settings.n_resamples < 1:
+        raise StatisticsInputError(f"n_resamples must be positive: {settings.n_resamples}")
+    for group, sub in split_tables(tables, settings.group_by):
         yield Context(
-            panel=prepare(sub, anchor=anchor),
-            tables=sub,
-            group=group,
-            seed=seed,
-            n_resamples=n_resamples,
-            confidence=confidence,
+            panel=prepare(sub, anchor=settings.anchor), tables=sub, group=group, settings=settings
         )

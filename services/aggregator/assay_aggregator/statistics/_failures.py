@@ -50,8 +50,7 @@ def tag_rate_rows(
             c = a * g_n + g
             rows.append(
                 TagRate(
-                    group=ctx.group,
-                    agent_id=agent,
+                    **ctx.agent_key(agent),
                     tag=tag,
                     rate=float(est.estimate[c]),
                     n_verdicts=int(den[:, c].sum()),
@@ -78,8 +77,7 @@ def empty_artifact_rows(ctx: Context) -> list[EmptyArtifactRate]:
     est = ctx.ratio(num, den)
     return [
         EmptyArtifactRate(
-            group=ctx.group,
-            agent_id=agent,
+            **ctx.agent_key(agent),
             rate=float(est.estimate[a]),
             n_runs=int(den[:, a].sum()),
             n_empty=int(num[:, a].sum()),

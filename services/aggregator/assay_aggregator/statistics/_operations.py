@@ -50,8 +50,7 @@ def epoch_spread_rows(ctx: Context) -> list[EpochSpread]:
         k = int(sel.sum())
         rows.append(
             EpochSpread(
-                group=ctx.group,
-                agent_id=agent,
+                **ctx.agent_key(agent),
                 n_cells=k,
                 mean_within_sd=float(np.sqrt(var[sel]).mean()) if k else float("nan"),
                 pooled_within_sd=float(np.sqrt(var[sel].mean())) if k else float("nan"),
@@ -75,8 +74,7 @@ def cost_rows(ctx: Context) -> list[RunCost]:
             mean, p50, p95 = summary(v)
             rows.append(
                 RunCost(
-                    group=ctx.group,
-                    agent_id=agent,
+                    **ctx.agent_key(agent),
                     metric=metric,
                     n_runs=int(v.size),
                     mean=mean,
@@ -106,8 +104,7 @@ def agent_cost_rows(ctx: Context) -> list[AgentCost]:
         tasks = len(set(p.run_task[(p.run_agent == a) & passed].tolist()))
         rows.append(
             AgentCost(
-                group=ctx.group,
-                agent_id=agent,
+                **ctx.agent_key(agent),
                 n_runs=mine.height,
                 cost_usd=total,
                 n_passed_tasks=tasks,
@@ -131,8 +128,7 @@ def accounting_rows(ctx: Context) -> list[RunAccounting]:
         scored = int(mine["scored"].sum())
         rows.append(
             RunAccounting(
-                group=ctx.group,
-                agent_id=agent,
+                **ctx.agent_key(agent),
                 n_runs=mine.height,
                 n_scored=scored,
                 n_infrastructure_failures=int(infra.sum()),

@@ -48,8 +48,7 @@ def rank_rows(ctx: Context) -> list[AgentRank]:
     p1 = np.where(ranked, p1, np.nan)
     return [
         AgentRank(
-            group=ctx.group,
-            agent_id=agent,
+            **ctx.agent_key(agent),
             estimate=float(est.estimate[a]),
             rank=float(point[a]),
             mean_rank=float(mean_rank[a]),

@@ -7,7 +7,7 @@ Intervals are percentile-bootstrap intervals over tasks at the requested confide
 
 from __future__ import annotations
 
-from ._rows import Row
+from ._rows import AgentRow, Row
 
 __all__ = [
     "AgentCost",
@@ -36,12 +36,9 @@ __all__ = [
 ]
 
 
-class AgentScore(Row):
+class AgentScore(AgentRow):
     """An agent's mean score (overall, on one dimension, or by one judge)."""
 
-    group: str | None
-    """Task-attribute value of this row, or None when not grouped."""
-    agent_id: str
     dimension: str | None
     """Dimension key, or None for the mean over dimensions."""
     judge_id: str | None
@@ -60,11 +57,9 @@ class AgentScore(Row):
     """Upper bound of the percentile bootstrap interval."""
 
 
-class PassRate(Row):
+class PassRate(AgentRow):
     """Share of an agent's runs whose run score reaches the anchor (task-balanced)."""
 
-    group: str | None
-    agent_id: str
     pass_rate: float
     """Mean over tasks of the share of the task's scored runs with run score ≥ anchor."""
     n_tasks: int
@@ -108,11 +103,9 @@ class UnpassedTask(Row):
     """Highest run score any agent reached on it (NaN if none was scored)."""
 
 
-class CommunicationGap(Row):
+class CommunicationGap(AgentRow):
     """How much better an agent communicates than it is accurate."""
 
-    group: str | None
-    agent_id: str
     communication: float
     """Agent score on the communication dimension."""
     scientific_accuracy: float
@@ -128,11 +121,9 @@ class CommunicationGap(Row):
     """Upper bound of the percentile bootstrap interval."""
 
 
-class TagRate(Row):
+class TagRate(AgentRow):
     """Share of an agent's verdicts (run × judge × sample) carrying a failure tag."""
 
-    group: str | None
-    agent_id: str
     tag: str
     rate: float
     """Tagged verdicts / verdicts, pooled over the agent's scored runs."""
@@ -146,11 +137,9 @@ class TagRate(Row):
     """Upper bound of the percentile bootstrap interval."""
 
 
-class EmptyArtifactRate(Row):
+class EmptyArtifactRate(AgentRow):
     """Share of an agent's runs that left no artifacts."""
 
-    group: str | None
-    agent_id: str
     rate: float
     """Runs with empty artifacts / runs, over runs that are not infrastructure failures."""
     n_runs: int
@@ -223,11 +212,9 @@ class SelfPreference(Row):
     """Upper bound of the percentile bootstrap interval."""
 
 
-class AgentRank(Row):
+class AgentRank(AgentRow):
     """Where an agent ranks (1 = best) and how stable that is under task resampling."""
 
-    group: str | None
-    agent_id: str
     estimate: float
     """The agent's overall score."""
     rank: float
@@ -258,11 +245,9 @@ class PairwiseDifference(Row):
     """Upper bound of the percentile bootstrap interval."""
 
 
-class EpochSpread(Row):
+class EpochSpread(AgentRow):
     """How much an agent's run score varies across epochs of the same task."""
 
-    group: str | None
-    agent_id: str
     n_cells: int
     """(task, agent) cells with at least two scored runs."""
     mean_within_sd: float
@@ -271,11 +256,9 @@ class EpochSpread(Row):
     """√(mean over those cells of the within-cell variance)."""
 
 
-class RunCost(Row):
+class RunCost(AgentRow):
     """Latency, cost or steps per run of an agent (runs not failed for infrastructure)."""
 
-    group: str | None
-    agent_id: str
     metric: str
     """'latency_s', 'cost_usd', 'steps', 'input_tokens', 'output_tokens' or 'cached_tokens'."""
     n_runs: int
@@ -284,11 +267,9 @@ class RunCost(Row):
     p95: float
 
 
-class RunAccounting(Row):
+class RunAccounting(AgentRow):
     """How an agent's runs split between scored, infrastructure-failed and unscored."""
 
-    group: str | None
-    agent_id: str
     n_runs: int
     n_scored: int
     """Runs with ratings that are not infrastructure failures."""
@@ -314,11 +295,9 @@ class InfrastructureFailures(Row):
     n_runs: int
 
 
-class ReferenceCheckRate(Row):
+class ReferenceCheckRate(AgentRow):
     """Share of the rule judge's reference checks an agent's runs passed."""
 
-    group: str | None
-    agent_id: str
     n_runs: int
     """Runs with at least one check (infrastructure failures excluded)."""
     n_checks: int
@@ -329,11 +308,9 @@ class ReferenceCheckRate(Row):
     """Σ weight of passed checks / Σ weight, pooled over runs."""
 
 
-class RuleTagRate(Row):
+class RuleTagRate(AgentRow):
     """Share of an agent's rule-checked runs that the rule judge tagged."""
 
-    group: str | None
-    agent_id: str
     tag: str
     n_runs: int
     n_tagged: int
@@ -356,11 +333,9 @@ class StatisticsWarning(Row):
     """Names of the report tables whose figures the warning concerns."""
 
 
-class AgentCost(Row):
+class AgentCost(AgentRow):
     """What an agent spent in all, and per task it passed."""
 
-    group: str | None
-    agent_id: str
     n_runs: int
     """Runs that are not infrastructure failures (scored or not)."""
     cost_usd: float

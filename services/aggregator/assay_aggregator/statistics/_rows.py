@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import types
 from collections.abc import Sequence
-from typing import Any, Self, Union, get_args, get_origin
+from typing import Any, Self, TypedDict, Union, get_args, get_origin
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Row", "frames_of", "to_frame"]
+__all__ = ["AgentKey", "AgentRow", "Row", "frames_of", "to_frame"]
 
 _SCALARS: dict[Any, pl.DataType] = {
     str: pl.String(),
@@ -51,6 +51,21 @@ class Row(BaseModel):
         schema = cls.polars_schema()
         data = {name: [getattr(r, name) for r in rows] for name in schema}
         return pl.DataFrame(data, schema=schema)
+
+
+class AgentRow(Row):
+    """Base of the rows that hold one agent's figures (in one task group)."""
+
+    group: str | None
+    """Task-attribute value of this row, or None when not grouped."""
+    agent_id: str
+
+
+class AgentKey(TypedDict):
+    """The fields an :class:`AgentRow` leads with, as a statistic fills them in."""
+
+    group: str | None
+    agent_id: str
 
 
 def to_frame(rows: Sequence[Row], row_type: type[Row] | None = None) -> pl.DataFrame:

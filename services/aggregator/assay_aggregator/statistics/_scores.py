@@ -47,8 +47,7 @@ def _score_rows(
             c = a * k_n + k
             rows.append(
                 AgentScore(
-                    group=ctx.group,
-                    agent_id=agent,
+                    **ctx.agent_key(agent),
                     dimension=dims[k // len(judges)],
                     judge_id=judges[k % len(judges)],
                     estimate=float(est.estimate[c]),
@@ -89,8 +88,7 @@ def pass_rate_rows(ctx: Context) -> list[PassRate]:
     np.add.at(n_passed, ctx.panel.run_agent, np.nan_to_num(passed))
     return [
         PassRate(
-            group=ctx.group,
-            agent_id=agent,
+            **ctx.agent_key(agent),
             pass_rate=float(est.estimate[a]),
             n_tasks=int(est.n_clusters[a]),
             n_runs=int(runs[a]),
@@ -164,8 +162,7 @@ def communication_gap_rows(
     gap = difference(e_comm, e_acc, ctx.confidence)
     return [
         CommunicationGap(
-            group=ctx.group,
-            agent_id=agent,
+            **ctx.agent_key(agent),
             communication=float(e_comm.estimate[a]),
             scientific_accuracy=float(e_acc.estimate[a]),
             gap=float(gap.estimate[a]),

@@ -14,7 +14,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from . import _agreement, _failures, _operations, _ranking, _scores, _self_preference, _warnings
-from ._context import ANCHOR, DEFAULT_RESAMPLES, Context, contexts
+from ._context import Context, Settings, contexts
 from ._results import (
     AgentCost,
     AgentRank,
@@ -35,7 +35,7 @@ from ._results import (
     UnpassedTask,
 )
 from ._rows import Row, frames_of
-from ._tables import Tables, TaskAttribute, make_tables
+from ._tables import Tables, make_tables
 
 __all__ = ["StatisticsReport", "compute_statistics"]
 
@@ -80,12 +80,8 @@ class StatisticsReport(BaseModel):
 
 def compute_statistics(
     tables: Tables,
+    settings: Settings,
     *,
-    seed: int,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = 0.95,
-    group_by: TaskAttribute | None = None,
-    anchor: int = ANCHOR,
     communication: str = "communication",
     scientific_accuracy: str = "scientific_accuracy",
     tags: tuple[str, ...] = (),
@@ -106,30 +102,23 @@ def compute_statistics(
         if f.annotation is not None and getattr(f.annotation, "__origin__", None) is tuple
     }
     statistics = _per_context(communication, scientific_accuracy, tags, first_tags)
-    for ctx in contexts(
-        checked,
-        seed=seed,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        group_by=group_by,
-        anchor=anchor,
-    ):
+    for ctx in contexts(checked, settings):
         for name, rows_of in statistics.items():
             acc[name] += rows_of(ctx)
     acc["warnings"] += _warnings.warning_rows(
         checked,
         acc,
-        group_by=group_by,
+        group_by=settings.group_by,
         declared_agents=declared_agents,
         declared_judges=declared_judges,
         tasks_without_checks=tasks_without_checks,
     )
     return StatisticsReport.model_validate(
         {
-            "seed": seed,
-            "n_resamples": n_resamples,
-            "confidence": confidence,
-            "group_by": group_by,
+            "seed": settings.seed,
+            "n_resamples": settings.n_resamples,
+            "confidence": settings.confidence,
+            "group_by": settings.group_by,
             **{k: tuple(v) for k, v in acc.items()},
         }
     )
