@@ -9,7 +9,8 @@ the program and the provider wait on the gateway's GIL and event loop, which no 
 does. The sandbox's loopback forwarder is not in the path (it needs a sandbox); the step
 logger is a stub, so the bus is not either (the gateway logs a step after answering, so a
 real bus is off the answer's path too). What is left over a direct call is the second HTTP
-hop: the gateway's h11 server side and its httpcore client side.
+hop: the gateway's h11 server side and its h11 client side (one kept-alive upstream
+connection).
 """
 
 from __future__ import annotations

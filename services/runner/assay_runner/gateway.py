@@ -24,13 +24,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import httpcore
 import httpx
 
-from assay.http11 import HttpRequest, HttpResponse, serve_connection
+from assay.http11 import HttpRequest, HttpResponse, Upstream, UpstreamError, serve_connection
 from assay.providers import PriceTable, cost
 from assay.store import BlobStore
 from assay_schemas import AgentSpec, AgentStepLogged, Limits, StopReason
@@ -100,21 +100,22 @@ class Gateway:
     _logging: asyncio.Task[None] | None = None
     """The last answered call's step, logged while the program reads the answer."""
     _server: asyncio.AbstractServer | None = None
-    _upstream_pool: httpcore.AsyncConnectionPool | None = None
+    _direct: Upstream | None = None
+    _proxied: httpcore.AsyncConnectionPool | None = None
 
     async def start(self, folder: Path) -> None:
         """Listen on folder/model.sock (a stale socket of a previous runner is replaced)."""
         path = folder / SOCKET_NAME
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        # httpcore, the connection pool under httpx, without httpx's client layers
-        # (cookies, redirects, auth flows, hooks): about 0.4 ms less per call, and the
-        # gateway needs none of them. TLS and proxies are set up as httpx would.
-        self._upstream_pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
-            proxy=_proxy_for(self._base_url()),
-            keepalive_expiry=60,
-        )
+        # TLS and proxies as any httpx client of the runner would set them up. A direct
+        # upstream is one kept-alive h11 connection, the cheapest hop for calls made one at
+        # a time; httpcore (under httpx) speaks to a proxy.
+        base, tls = self._base_url(), httpx.create_ssl_context()
+        if (proxy := _proxy_for(base)) is not None:
+            self._proxied = httpcore.AsyncConnectionPool(ssl_context=tls, proxy=proxy)
+        else:
+            self._direct = Upstream(base, ssl_context=tls, max_body=_MAX_BODY)
         self._server = await asyncio.start_unix_server(self._serve, path=str(path))
         # Sandbox processes run as other uids: they may connect, never list the folder.
         path.chmod(0o666)
@@ -127,8 +128,10 @@ class Gateway:
         try:
             await self._logged()
         finally:
-            if self._upstream_pool is not None:
-                await self._upstream_pool.aclose()
+            if self._direct is not None:
+                await self._direct.aclose()
+            if self._proxied is not None:
+                await self._proxied.aclose()
 
     async def _logged(self) -> None:
         """Wait for the previous call's step (its failure is raised here, as the run's)."""
@@ -222,43 +225,50 @@ class Gateway:
     def _base_url(self) -> str:
         return (self.agent.base_url or _DEFAULT_UPSTREAM[self.agent.provider]).rstrip("/")
 
-    async def _upstream(
-        self, wire: Wire, headers: dict[str, str], body: bytes
-    ) -> httpcore.Response:
+    async def _upstream(self, wire: Wire, headers: dict[str, str], body: bytes) -> _Answer:
         """POST upstream with the real key; retries transient failures, else a fault."""
-        assert self._upstream_pool is not None
         api = provider_of(wire)
         key = os.environ.get(self.agent.api_key_env or _DEFAULT_KEY_ENV[api], "")
         url = self._base_url() + _UPSTREAM_PATH[wire]
         if api == "openai":
-            auth = {"Authorization": f"Bearer {key}"}
+            auth = [("authorization", f"Bearer {key}")]
         else:
             version = headers.get("anthropic-version", "2023-06-01")
-            auth = {"x-api-key": key, "anthropic-version": version}
-        timeout = self.agent.timeout_s
-        extensions = {
-            "timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
-        }
+            auth = [("x-api-key", key), ("anthropic-version", version)]
+        sent = [*auth, ("content-type", "application/json")]
         last = ""
         for attempt in range(4):
             if attempt:
                 await asyncio.sleep(0.2 * 2**attempt)
             try:
-                response = await self._upstream_pool.request(
-                    "POST",
-                    url,
-                    headers=[*auth.items(), ("Content-Type", "application/json")],
-                    content=body,
-                    extensions=extensions,
-                )
-            except _TRANSPORT_ERRORS as e:
-                last = f"{type(e).__name__}: {e}"
+                answer = await self._post(url, sent, body)
+            except UpstreamError as e:
+                last = str(e)
                 continue
-            if response.status != 429 and response.status < 500:
-                return response
-            last = f"HTTP {response.status}"
+            if answer.status != 429 and answer.status < 500:
+                return answer
+            last = f"HTTP {answer.status}"
         self.fault = f"upstream {url} failed: {last}"
         raise _Refused(502, "upstream_error", f"assay gateway: {self.fault}")
+
+    async def _post(self, url: str, headers: list[tuple[str, str]], body: bytes) -> _Answer:
+        timeout = self.agent.timeout_s
+        if self._direct is not None:
+            return _Answer(*await self._direct.post(url, headers, body, timeout=timeout))
+        assert self._proxied is not None
+        limits = dict.fromkeys(("connect", "read", "write", "pool"), timeout)
+        try:
+            response = await self._proxied.request(
+                "POST", url, headers=headers, content=body, extensions={"timeout": limits}
+            )
+        except _TRANSPORT_ERRORS as e:
+            raise UpstreamError(f"{type(e).__name__}: {e}") from e
+        return _Answer(response.status, response.content)
+
+
+class _Answer(NamedTuple):
+    status: int
+    content: bytes
 
 
 def _proxy_for(url: str) -> httpcore.Proxy | None:
