@@ -6,8 +6,9 @@ real OpenAI SDK. The model provider and the sandbox backend are wrapped to time 
 call and each command the sandbox really runs, so a step's interval on the log (between
 consecutive `AgentStepLogged`) splits into model call + tool run + what the platform adds
 around them (the exec RPC over NATS, event build, bookkeeping, and whatever of the step's
-publish with PubAck the next model call, which runs meanwhile, does not hide). Baselines come from the same run: the same model call through the
-SDK alone and the same command run directly on the backend.
+publish with PubAck the next model call, which runs meanwhile, does not hide). Baselines
+come from the same run: the same model call through the SDK alone and the same command
+run directly on the backend.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from assay_schemas import (
     SandboxSpec,
     Task,
     ToolResultRecord,
+    same_run,
 )
 
 pytestmark = pytest.mark.timeout(20)
@@ -95,9 +96,7 @@ def _run(log: _Log, bus: _Bus, tool_steps: int) -> AgentRun:
     )
     ready = SandboxReady(
         event_id="sr",
-        campaign_id="c1",
-        run_id="r1",
-        task_id="t1",
+        **same_run(request),
         producer=_Bus.producer,
         occurred_at=datetime.now(UTC),
         sandbox_id="s1",

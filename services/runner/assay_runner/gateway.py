@@ -110,8 +110,10 @@ class Gateway:
             path.unlink()
         # TLS and proxies as any httpx client of the runner would set them up. A direct
         # upstream is one kept-alive h11 connection, the cheapest hop for calls made one at
-        # a time; httpcore (under httpx) speaks to a proxy.
-        base, tls = self._base_url(), httpx.create_ssl_context()
+        # a time; httpcore (under httpx) speaks to a proxy. Loading the CAs takes tens of
+        # milliseconds per run, so a plain-http upstream skips it.
+        base = self._base_url()
+        tls = httpx.create_ssl_context() if urlsplit(base).scheme == "https" else None
         if (proxy := _proxy_for(base)) is not None:
             self._proxied = httpcore.AsyncConnectionPool(ssl_context=tls, proxy=proxy)
         else:
