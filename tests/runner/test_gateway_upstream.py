@@ -5,6 +5,7 @@ each fault is recorded as the run's."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import ssl
@@ -19,7 +20,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from assay.http11 import HttpRequest, HttpResponse, serve_connection
-from assay_runner.gateway import SOCKET_NAME, Gateway
+from assay_runner.gateway import _MAX_BODY, SOCKET_NAME, Gateway
 from assay_schemas import AgentSpec
 from tests.gateways import recording, serving
 from tests.security.certs import make_pki
@@ -264,3 +265,47 @@ async def test_a_tls_upstream_is_verified_against_the_trusted_cas(
             assert (await _ask(client)).choices[0].message.content == "ok"
     assert gateway.fault is None and len(logged) == 1
     assert received[-1].headers["authorization"] == "Bearer sk-upstream-test"
+
+
+async def _raw_upstream(answer: bytes) -> asyncio.Server:
+    """An upstream that reads one request head and writes `answer` as it is."""
+
+    async def reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(answer)
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
+        writer.close()
+
+    return await asyncio.start_server(reply, "127.0.0.1", 0)
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        # A body past the gateway's cap, chunked so that no length warns of it.
+        (
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+            + b"%x\r\n%s\r\n" % (_MAX_BODY + 1, b"x" * (_MAX_BODY + 1))
+            + b"0\r\n\r\n",
+            "over",
+        ),
+        # A head that never ends within h11's limit.
+        (b"HTTP/1.1 200 OK\r\nx-pad: " + b"a" * (1024 * 1024) + b"\r\n\r\n", "RemoteProtocolError"),
+    ],
+    ids=["oversized-answer", "oversized-head"],
+)
+async def test_a_hostile_upstream_answer_is_a_fault_not_held_in_memory(
+    tmp_path: Path, answer: bytes, why: str
+) -> None:
+    server = await _raw_upstream(answer)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with _program(tmp_path, f"http://127.0.0.1:{port}/v1") as (client, gateway, logged):
+            with pytest.raises(openai.APIStatusError) as refused:
+                await _ask(client)
+    finally:
+        server.close()
+    assert refused.value.status_code == 502
+    assert gateway.fault is not None and why in gateway.fault
+    assert logged == []
