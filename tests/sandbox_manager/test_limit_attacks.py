@@ -1,8 +1,10 @@
-"""Attacks on per-sandbox limits: shared uids, /dev as free disk, memory spread over children."""
+"""Attacks on per-sandbox limits: shared uids, /dev as free disk, memory spread over children,
+and a sandbox whose cgroups were taken away."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +17,8 @@ from assay_sandbox_manager.backends import (
     SandboxBackend,
     SandboxSpec,
 )
-from assay_sandbox_manager.backends._cgroups import host_cgroups
+from assay_sandbox_manager.backends._bubblewrap import _join_failure
+from assay_sandbox_manager.backends._cgroups import JOIN_FAILED, SandboxCgroups, host_cgroups
 
 MakeSandbox = Callable[..., str]
 
@@ -91,3 +94,46 @@ def test_memory_is_limited_per_sandbox(
         assert backend.exec(sid, "echo alive").stdout == b"alive\n"
     finally:
         backend.destroy(sid)
+
+
+@root_only
+def test_a_sandbox_whose_cgroups_went_is_limited_again(host_dirs: Path, rootfs: Path) -> None:
+    """Groups removed under a sandbox (a host clean-up) are made again when its resident
+    restarts: the commands run limited, never in the service's own group."""
+    host = host_cgroups()
+    if host is None:
+        pytest.skip("this host lets no cgroup be made for a sandbox (see docs/sandboxes.md)")
+    spec = SandboxSpec(backend="bubblewrap", memory_mb=768, max_processes=64, disk_mb=64)
+    be = BubblewrapBackend(host_dirs / "regrow", host_dirs / "snap-regrow", rootfs=rootfs)
+    sid = "regrow"
+    be.create(spec, sid, {})
+    try:
+        uid = be.dirs.meta(sid).uid
+        be._drop_resident(sid)  # its processes go; then so do its groups
+        groups = host.existing(f"sandbox-{uid}")
+        groups.remove()
+        assert not any(f.exists() for f in groups.folders)
+        res = be.exec(sid, "echo ran", timeout_s=30)
+        assert res.stdout == b"ran\n", res
+        for folder in groups.folders:  # the sandbox's cgroup namespace hides them inside
+            assert (folder / "cgroup.procs").read_text().split(), f"{folder} holds nothing"
+            limit = (
+                "pids.max"
+                if host.version == 2 or "pids" in folder.parts
+                else "memory.limit_in_bytes"
+            )
+            assert (folder / limit).read_text().strip() != "max"
+    finally:
+        be.destroy(sid)
+
+
+def test_a_failed_cgroup_join_says_why(tmp_path: Path) -> None:
+    """A start that cannot join its group exits JOIN_FAILED and the reason reaches the error."""
+    errors = tmp_path / "join.err"
+    gone = SandboxCgroups((tmp_path / "no-such-group",))
+    proc = subprocess.run([*gone.join_argv(errors), "echo", "must not run"], capture_output=True)
+    assert proc.returncode == JOIN_FAILED
+    assert proc.stdout == b""  # nothing past the join ran
+    why = _join_failure(proc.returncode, errors)
+    assert "could not join its cgroups" in why and "no-such-group" in why, why
+    assert _join_failure(1, errors) == ""  # any other status is not the join's

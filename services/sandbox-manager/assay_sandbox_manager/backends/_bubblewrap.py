@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..extension import EXTENSION_ENV, EXTENSION_MOUNT
 from ..runtime import default_rootfs
-from ._cgroups import SandboxCgroups, host_cgroups
+from ._cgroups import JOIN_FAILED, SandboxCgroups, host_cgroups
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
 from ._hostdirs import HostDirs, SandboxMeta, WorkspaceFiles, check_sandbox_id, check_traversable
 from ._models import SandboxInfo, SandboxSpec
@@ -35,6 +35,7 @@ from ._resident import (
     Channel,
     PipeChannel,
     ResidentExec,
+    ResidentGone,
     install_scripts,
 )
 from ._uids import UID_BASE, UidRegistry
@@ -53,6 +54,18 @@ SANDBOX_ENV = {
     "MPLBACKEND": "Agg",
     "USER": "agent",
 }
+
+
+def _join_failure(status: int, errors: Path) -> str:
+    """What the cgroup join said, when that is why the sandbox did not start."""
+    if status != JOIN_FAILED:
+        return ""
+    try:
+        with errors.open("rb") as f:
+            said = f.read(500).decode(errors="replace").strip()
+    except OSError:
+        said = ""
+    return f"it could not join its cgroups ({said or 'no message'})"
 
 
 def _gateway_mount(sandbox_id: str, spec: SandboxSpec) -> list[str]:
@@ -102,6 +115,18 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         host = host_cgroups()
         return host.existing(f"sandbox-{uid}") if host and uid >= UID_BASE else None
 
+    @staticmethod
+    def _make_cgroups(meta: SandboxMeta) -> SandboxCgroups | None:
+        """Make (or remake, with the same limits) the sandbox's cgroups, where the host has them."""
+        host = host_cgroups()
+        if not host or meta.uid < UID_BASE:
+            return None
+        spec = meta.spec
+        # The quota tmpfs's pages are charged to the writer: memory plus disk.
+        return host.create(
+            f"sandbox-{meta.uid}", spec.memory_mb + spec.disk_mb, spec.max_processes + 7
+        )
+
     def create(self, spec: SandboxSpec, sandbox_id: str, labels: Mapping[str, str]) -> SandboxInfo:
         """Make the workspace (tmpfs quota) and record the sandbox; bwrap starts per exec."""
         check_sandbox_id(sandbox_id)
@@ -119,14 +144,11 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         except BaseException:
             self._release_uid(sandbox_id, uid)
             raise
-        host = host_cgroups()
-        if host and uid >= UID_BASE:
-            try:
-                # The quota tmpfs's pages are charged to the writer: memory plus disk.
-                host.create(f"sandbox-{uid}", spec.memory_mb + spec.disk_mb, spec.max_processes + 7)
-            except OSError as e:
-                self.destroy(sandbox_id)
-                raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: cgroup: {e}") from e
+        try:
+            self._make_cgroups(meta)
+        except OSError as e:
+            self.destroy(sandbox_id)
+            raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: cgroup: {e}") from e
         # Started now, it boots while the runner gets ready: the first command need not wait.
         with contextlib.suppress(SandboxError):
             self._residents[sandbox_id] = self._start_resident(sandbox_id, meta)
@@ -196,11 +218,16 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         bw += ["--chdir", "/workspace", "--", *RESIDENT_ARGV]
         root = os.geteuid() == 0
         argv = [self._prlimit or "prlimit", *limits, "--", *bw]
-        cgroups = self._cgroups(meta.uid)
+        try:
+            # Made again at each start: a group that went since (a host clean-up) comes back.
+            cgroups = self._make_cgroups(meta)
+        except OSError as e:
+            raise ResidentGone(f"sandbox {sandbox_id}: cgroup: {e}") from e
+        join_errors = self.dirs.root(sandbox_id) / "cgroup-join.err"
         if cgroups:
             # Joined as root, then the uid is dropped: a process cannot leave on its own.
             drop = ["setpriv", f"--reuid={meta.uid}", f"--regid={meta.gid}", "--clear-groups"]
-            argv = [*cgroups.join_argv(), *drop, "--", *argv]
+            argv = [*cgroups.join_argv(join_errors), *drop, "--", *argv]
         as_user = root and not cgroups
 
         def spawn() -> subprocess.Popen[bytes]:
@@ -221,7 +248,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             proc = _SPAWNER.submit(spawn).result()
         except OSError as e:
             raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: cannot start bwrap: {e}") from e
-        return PipeChannel(proc)
+        return PipeChannel(proc, explain=lambda status: _join_failure(status, join_errors))
 
     def destroy(self, sandbox_id: str) -> None:
         """Kill the sandbox's processes, unmount and delete its state."""

@@ -13,16 +13,19 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import shlex
 import shutil
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CgroupHost", "SandboxCgroups", "host_cgroups"]
+__all__ = ["JOIN_FAILED", "CgroupHost", "SandboxCgroups", "host_cgroups"]
 
 _ROOT = Path("/sys/fs/cgroup")
 _MB = 1024 * 1024
+JOIN_FAILED = 125
+"""Exit status of a sandbox start whose process could not join its groups."""
 
 
 @dataclass(frozen=True)
@@ -31,10 +34,17 @@ class SandboxCgroups:
 
     folders: tuple[Path, ...]
 
-    def join_argv(self) -> list[str]:
-        """A shell prefix, run as root, that moves itself into every group and then execs."""
-        moves = " && ".join(f"echo $$ > {f}/cgroup.procs" for f in self.folders)
-        return ["sh", "-c", f'{moves} || exit 125; exec "$@"', "sh"]
+    def join_argv(self, errors: Path) -> list[str]:
+        """A shell prefix, run as root, that moves itself into every group and then execs.
+
+        If a move fails it exits with JOIN_FAILED and leaves the shell's message in errors
+        (a host-only file: the sandbox's own stderr goes nowhere).
+        """
+        moves = " && ".join(
+            f"echo $$ > {shlex.quote(str(f / 'cgroup.procs'))}" for f in self.folders
+        )
+        script = f'{{ {moves}; }} 2> {shlex.quote(str(errors))} || exit {JOIN_FAILED}; exec "$@"'
+        return ["sh", "-c", script, "sh"]
 
     def kill(self) -> None:
         """SIGKILL every process left in the groups."""

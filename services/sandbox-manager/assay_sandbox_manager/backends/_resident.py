@@ -19,7 +19,7 @@ import struct
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -35,6 +35,7 @@ __all__ = [
     "DockerChannel",
     "PipeChannel",
     "ResidentExec",
+    "ResidentGone",
     "ResidentLost",
     "install_scripts",
 ]
@@ -53,6 +54,8 @@ _GRACE_S = 5.0
 """How long past a command's timeout the resident may take to answer before the host
 kills it (and with it, on bubblewrap, the whole sandbox)."""
 _MAX_REPLY = 64 * 1024 * 1024
+_RESTART_PAUSE_S = 0.25
+"""Before the one new start of a resident gone on start: a passing host fault may clear."""
 
 
 class ResidentLost(SandboxError):
@@ -92,9 +95,13 @@ class Channel(Protocol):
 class PipeChannel:
     """The resident's stdin/stdout pipes (bubblewrap: the bwrap process's own)."""
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], explain: Callable[[int], str] | None = None
+    ) -> None:
         assert proc.stdin is not None and proc.stdout is not None
         self.proc = proc
+        self._explain = explain
+        """Why the process exited with a status, where the backend can tell (else "")."""
         self._in, self._out = proc.stdin.fileno(), proc.stdout.fileno()
 
     def write(self, data: bytes) -> None:
@@ -107,9 +114,11 @@ class PipeChannel:
 
     def _exit_note(self) -> str:
         try:
-            return f"; bwrap exited with status {self.proc.wait(timeout=1)}"
+            status = self.proc.wait(timeout=1)
         except subprocess.TimeoutExpired:
             return ""
+        why = self._explain(status) if self._explain else ""
+        return f"; bwrap exited with status {status}{f': {why}' if why else ''}"
 
     def read_exact(self, n: int, deadline: float) -> bytes:
         buf = bytearray()
@@ -233,10 +242,12 @@ class ResidentExec:
                     if not fresh:
                         raise
                     # A new resident that was gone before its hello read nothing and ran
-                    # nothing, so starting it once more is safe (seen once in a CI run).
+                    # nothing, so starting it once more is safe (seen twice in CI runs, the
+                    # second time as a failed cgroup join; a start remakes the groups).
                     log.warning("sandbox %s: resident gone on start (%s); starting it again",
                                 sandbox_id, e)  # fmt: skip
                     self._drop_resident(sandbox_id)
+                    time.sleep(_RESTART_PAUSE_S)
                     return self._exchange(sandbox_id, meta, body, deadline)
             except (ResidentLost, ValueError) as e:
                 self._drop_resident(sandbox_id)
