@@ -18,11 +18,24 @@ from assay_sandbox_manager.backends import (
     SandboxSpec,
 )
 from assay_sandbox_manager.backends._bubblewrap import _join_failure
-from assay_sandbox_manager.backends._cgroups import JOIN_FAILED, SandboxCgroups, host_cgroups
+from assay_sandbox_manager.backends._cgroups import (
+    JOIN_FAILED,
+    CgroupHost,
+    SandboxCgroups,
+    host_cgroups,
+)
 
 MakeSandbox = Callable[..., str]
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="per-sandbox uids need root")
+
+
+def _cgroups_here() -> CgroupHost:
+    """This host's sandbox cgroup layout; the test is skipped where none can be made."""
+    host = host_cgroups()
+    if host is None:
+        pytest.skip("this host lets no cgroup be made for a sandbox (see docs/sandboxes.md)")
+    return host
 
 
 @root_only
@@ -83,8 +96,8 @@ def test_memory_is_limited_per_sandbox(
     backend: SandboxBackend, make_sandbox: MakeSandbox, spec: SandboxSpec
 ) -> None:
     """Three children of 900 MB under memory_mb=1024 must not all hold their memory at once."""
-    if backend.name == "bubblewrap" and host_cgroups() is None:
-        pytest.skip("this host lets no cgroup be made for a sandbox (see docs/sandboxes.md)")
+    if backend.name == "bubblewrap":
+        _cgroups_here()
     sid = "mem-" + make_sandbox().removeprefix("t-")
     backend.create(spec.model_copy(update={"memory_mb": 1024}), sid, {})
     try:
@@ -100,9 +113,7 @@ def test_memory_is_limited_per_sandbox(
 def test_a_sandbox_whose_cgroups_went_is_limited_again(host_dirs: Path, rootfs: Path) -> None:
     """Groups removed under a sandbox (a host clean-up) are made again when its resident
     restarts: the commands run limited, never in the service's own group."""
-    host = host_cgroups()
-    if host is None:
-        pytest.skip("this host lets no cgroup be made for a sandbox (see docs/sandboxes.md)")
+    host = _cgroups_here()
     spec = SandboxSpec(backend="bubblewrap", memory_mb=768, max_processes=64, disk_mb=64)
     be = BubblewrapBackend(host_dirs / "regrow", host_dirs / "snap-regrow", rootfs=rootfs)
     sid = "regrow"
