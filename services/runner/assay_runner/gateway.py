@@ -31,7 +31,7 @@ import httpcore
 import httpx
 
 from assay.http11 import HttpRequest, HttpResponse, Upstream, UpstreamError, serve_connection
-from assay.providers import PriceTable, cost
+from assay.providers import DEFAULT_KEY_ENV, PriceTable, cost
 from assay.store import BlobStore
 from assay_schemas import AgentSpec, AgentStepLogged, Limits, StopReason
 
@@ -48,7 +48,6 @@ _DEFAULT_UPSTREAM = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com",
 }
-_DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 _TRANSPORT_ERRORS = (
     httpcore.TimeoutException,
     httpcore.NetworkError,
@@ -230,7 +229,7 @@ class Gateway:
     async def _upstream(self, wire: Wire, headers: dict[str, str], body: bytes) -> _Answer:
         """POST upstream with the real key; retries transient failures, else a fault."""
         api = provider_of(wire)
-        key = os.environ.get(self.agent.api_key_env or _DEFAULT_KEY_ENV[api], "")
+        key = os.environ.get(self.agent.api_key_env or DEFAULT_KEY_ENV[api], "")
         url = self._base_url() + _UPSTREAM_PATH[wire]
         if api == "openai":
             auth = [("authorization", f"Bearer {key}")]
