@@ -21,6 +21,12 @@ if [[ "$MODE" == test ]]; then
   # run the publisher example of examples/clients/node.
   NEED+=([docker]=docker.io [docker-compose]=docker-compose [chromium]=chromium [kubectl]=kubernetes-client
         [cmake]=cmake [g++]=g++ [node]=nodejs [npm]=npm)
+  # A Docker client on the PATH says nothing about an engine: many machines have only the
+  # client (or a remote context that is down). The tests need an engine that answers here,
+  # so without one the engine's package is wanted too, whatever `docker` already is.
+  if ! docker info >/dev/null 2>&1 && ! command -v dockerd >/dev/null 2>&1; then
+    NEED+=([dockerd]=docker.io)
+  fi
 elif [[ "$MODE" != run ]]; then
   echo "usage: $0 run|test" >&2; exit 2
 fi
