@@ -104,7 +104,9 @@ def _folder_entries(root: Path) -> list[Entry]:
         if len(found) > MAX_BUNDLE_FILES:
             break
     check_members(root, [info for _, info in found])
-    return [(info.name, info, _read(root, full, info) if info.isreg() else b"") for full, info in found]
+    return [
+        (info.name, info, _read(root, full, info) if info.isreg() else b"") for full, info in found
+    ]
 
 
 def _info(full: Path, name: str) -> tarfile.TarInfo:

@@ -76,7 +76,7 @@ def test_a_symlinked_parent_directory_is_refused(tmp_path: Path, form: str) -> N
     os.symlink("../outside", task / "data")
     if form == "jsonl":
         source = _jsonl(task, {"task_id": "t1", "prompt": "p", "attachments": ["data/secret.txt"]})
-        match = r"task t1: attachments\[0\]: attachment 'data/secret.txt' resolves outside"
+        match = r"task t1: attachments\[0\]: attachment .data/secret.txt.: folder .data. is a symbolic link"
     else:
         source, match = task, "task task: attachments: attachment 'data' is a symbolic link"
     with pytest.raises(TaskInputError, match=match):
@@ -85,6 +85,7 @@ def test_a_symlinked_parent_directory_is_refused(tmp_path: Path, form: str) -> N
 
 def _task(root: Path) -> tuple[Path, Path]:
     """A good task folder `task` and a host file outside it."""
+    root.mkdir(parents=True, exist_ok=True)
     secret = root / "secret.txt"
     secret.write_text("host secret")
     task = root / "task"
@@ -158,7 +159,8 @@ def test_a_linked_task_folder_in_a_folder_of_tasks_is_refused_not_skipped(tmp_pa
     os.symlink(task, tmp_path / "tasks" / "linked")
     with pytest.raises(TaskInputError, match="linked is a symbolic link"):
         load_tasks(tmp_path / "tasks", max_bytes=MAX)
-    os.symlink(tmp_path / "elsewhere" / "x.jsonl", tmp_path / "tasks" / "more.jsonl")
+    _jsonl(tmp_path / "elsewhere", {"task_id": "j1", "prompt": "p"})
+    os.symlink(tmp_path / "elsewhere" / "tasks.jsonl", tmp_path / "tasks" / "more.jsonl")
     (tmp_path / "tasks" / "linked").unlink()
     with pytest.raises(TaskInputError, match=r"more\.jsonl is a symbolic link"):
         load_tasks(tmp_path / "tasks", max_bytes=MAX)
@@ -168,7 +170,9 @@ def test_a_jsonl_attachment_under_an_inward_linked_folder_is_refused(tmp_path: P
     task, _ = _task(tmp_path)
     os.symlink("data", task / "alias")
     source = _jsonl(task, {"task_id": "t1", "prompt": "p", "attachments": ["alias/table.csv"]})
-    with pytest.raises(TaskInputError, match=r"attachments\[0\]: .*folder 'alias' is a symbolic link"):
+    with pytest.raises(
+        TaskInputError, match=r"attachments\[0\]: .*folder 'alias' is a symbolic link"
+    ):
         load_tasks(source, max_bytes=MAX)
 
 
