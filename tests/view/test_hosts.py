@@ -47,7 +47,6 @@ REFUSED = [
     f"127.0.0.1:0{PORT}",
     f"[::1]:{PORT}x",
     f"::1:{PORT}",  # IPv6 without brackets
-    f"[::ffff:127.0.0.1]:{PORT}",
     f"evil.example@127.0.0.1:{PORT}",
     f"0.0.0.0:{PORT}",
     f"viewer:{PORT}",
