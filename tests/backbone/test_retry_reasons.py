@@ -50,7 +50,7 @@ async def test_each_reason_for_retrying_nothing_is_named(bus: Bus) -> None:
     [again] = await retry_failed(bus, run=infra_failed)
     assert await retry_failed(bus, run=infra_failed) == []
     assert await why_none_retried(bus, campaign="*", run=infra_failed) == (
-        f"run {infra_failed} was retried already: attempt 2 is run {again.run_id}"
+        f"run {infra_failed} was retried already: attempt {again.attempt} is run {again.run_id}"
     )
     assert await why_none_retried(bus, campaign="c1", run=None) == (
         "no infrastructure-failed run without a later attempt in campaign c1 "
