@@ -38,6 +38,8 @@ class TaskDraft(NamedTuple):
 
     fields: dict[str, Any]
     attachments: list[AttachmentSource]
+    warnings: tuple[str, ...] = ()
+    """What the source asked for that Assay does not do (logged at load, shown at submit)."""
 
     @property
     def task_id(self) -> str:
