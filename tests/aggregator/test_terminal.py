@@ -80,10 +80,12 @@ def test_wide_consoles_get_tables_narrow_ones_stacked_rows(report: Report) -> No
 
 
 def _section(text: str, title: str) -> list[str]:
-    """The lines of one section: from its title to the next unindented line."""
+    """The lines of one section: from its title to the next line neither indented nor
+    part of a table."""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(title))
-    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), None)
+    inside = (" ", *"┏┃┡│└")
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(inside)), None)
     return lines[start + 1 : end]
 
 
