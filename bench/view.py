@@ -62,7 +62,7 @@ async def _measure(settings: Settings, n_events: int) -> list[Row]:
     transport = httpx.ASGITransport(app=create_app(source))
     campaign_url = f"/campaign/{KBENCH.campaign_id}"
     try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://viewer") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             t0 = time.perf_counter()
             run_id = await _first_run(client, KBENCH.campaign_id)  # folds + builds the report
             cold_ms = (time.perf_counter() - t0) * 1000

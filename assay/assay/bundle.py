@@ -65,7 +65,11 @@ def check_members(where: object, members: list[tarfile.TarInfo]) -> None:
         elif m.isreg():
             total += m.size
         elif not m.isdir():
-            kind = "a hard link" if m.islnk() else "a device, fifo or other special file"
+            kind = (
+                "a hard link (a file with a second name; copy it instead)"
+                if m.islnk()
+                else "a device, fifo or other special file"
+            )
             raise BundleRefused(f"bundle {where}: {name} is {kind}")
         if total > MAX_BUNDLE_BYTES:
             raise BundleRefused(f"bundle {where}: over {MAX_BUNDLE_BYTES} bytes unpacked")
@@ -100,22 +104,45 @@ def _folder_entries(root: Path) -> list[Entry]:
         if len(found) > MAX_BUNDLE_FILES:
             break
     check_members(root, [info for _, info in found])
-    return [(info.name, info, full.read_bytes() if info.isreg() else b"") for full, info in found]
+    return [
+        (info.name, info, _read(root, full, info) if info.isreg() else b"") for full, info in found
+    ]
 
 
 def _info(full: Path, name: str) -> tarfile.TarInfo:
-    """A tar header for one file of a folder (specials become FIFOTYPE: refused alike)."""
+    """A tar header for one file of a folder, so that `check_members` judges a folder by
+    the tar it would be: a file with a second name (hard link, wherever the other name is)
+    becomes LNKTYPE, specials FIFOTYPE, both refused there."""
     st = full.lstat()
     info = tarfile.TarInfo(name)
     if stat.S_ISLNK(st.st_mode):
         info.type, info.linkname = tarfile.SYMTYPE, os.readlink(full)
     elif stat.S_ISDIR(st.st_mode):
         info.type = tarfile.DIRTYPE
+    elif stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        info.type = tarfile.LNKTYPE
     elif stat.S_ISREG(st.st_mode):
         info.size, info.mode = st.st_size, st.st_mode
     else:
         info.type = tarfile.FIFOTYPE
     return info
+
+
+def _read(root: Path, full: Path, info: tarfile.TarInfo) -> bytes:
+    """A checked file's bytes, opened without following a link and checked again on the
+    open descriptor: a file swapped for a link or a hard link after the walk is refused."""
+    try:
+        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise BundleRefused(f"bundle {root}: {info.name} changed while read: {e}") from e
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise BundleRefused(f"bundle {root}: {info.name} changed while read")
+        data = f.read(info.size + 1)
+    if len(data) != info.size:
+        raise BundleRefused(f"bundle {root}: {info.name} changed size while read")
+    return data
 
 
 def _tar_entries(path: Path) -> list[Entry]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -76,3 +77,87 @@ def test_wide_consoles_get_tables_narrow_ones_stacked_rows(report: Report) -> No
     narrow, _ = _render(report, 80)
     assert "┃ group" in wide and "score: " not in wide.split("Per-dimension")[0]
     assert "score: " in narrow and f"  biology · {NAMES[0]}" in narrow
+
+
+def _section(text: str, title: str) -> list[str]:
+    """The lines of one section: from its title to the next line neither indented nor
+    part of a table."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    inside = (" ", *"┏┃┡│└")
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(inside)), None)
+    return lines[start + 1 : end]
+
+
+def test_no_field_is_shown_with_an_empty_value(report: Report) -> None:
+    narrow, _ = _render(report, 80)
+    warnings = _section(narrow, "Warnings")
+    assert warnings and not any(line.strip() == "" for line in warnings)
+    for line in narrow.splitlines():
+        assert not re.search(r"\w: ?(·|$)", line), line  # "subject: " with nothing after
+
+
+def test_each_failed_check_is_one_block_of_labelled_fields(report: Report) -> None:
+    failed = [(c, f) for c in report.reference_check_matrix for f in c.failed]
+    assert failed
+    narrow, _ = _render(report, 80)
+    lines = _section(narrow, "Failed reference checks")
+    assert "run: check — detail" not in narrow
+    headings = [line for line in lines if line.startswith("  ") and not line.startswith("    ")]
+    assert len(headings) == len(failed)
+    for cell, f in failed:
+        run, _, rest = f.partition(": ")
+        check, _, detail = rest.partition(" — ")
+        block = "\n".join(lines)
+        assert f"{cell.task_id} · {cell.agent_id}" in block
+        assert f"run: {run} · check: {check}" in block or f"run: {run}\n" in block
+        assert f"value found: {detail}" in block
+
+
+def test_judge_costs_are_one_block_per_judge(report: Report) -> None:
+    judges = sorted({c.judge_id for c in report.judge_costs})
+    assert len(judges) >= 2
+    for width in (80, 160):
+        text, _ = _render(report, width)
+        lines = _section(text, "Judge cost and tokens")
+        for judge in judges:
+            assert sum(judge in line for line in lines) == 1, (width, judge, lines)
+    narrow, _ = _render(report, 80)
+    block = "\n".join(_section(narrow, "Judge cost and tokens"))
+    assert block.count("input tokens: ") == len(judges)
+    assert block.count("cost USD: 0.0000 / 0.0000 / 0.0000 / 0.0000") == len(judges)
+
+
+REASON = (
+    "judge j1 gave up after 3 deliveries: the model's reply was not valid JSON (expected a "
+    "verdict object with scores for every rubric dimension, got a prose apology instead) "
+    "and the repair prompt failed twice in a row"
+)
+
+
+def test_dead_letters_at_80_columns_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.cli._dlq import print_dead_letters
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    rows: list[dict[str, str | int]] = [
+        {"sequence": n, "consumer": "judge-claude-sonnet-4-5-strict", "log_sequence": 1000 + n,
+         "subject": f"assay.ev.ArtifactsSealed.campaign-long-name.run-{n:024d}",
+         "deliveries": 3, "reason": REASON, "bytes": 10}
+        for n in (1, 2)
+    ]  # fmt: skip
+    buf = io.StringIO()
+    print_dead_letters(rows, Console(file=buf, width=80))
+    lines = buf.getvalue().splitlines()
+    assert lines[0] == "2 dead letter(s)"
+    for line in lines:
+        assert len(line) <= 80 or " " not in line.strip(), line
+    headings = [i for i, line in enumerate(lines) if line.startswith("  seq ")]
+    assert [lines[i] for i in headings] == [
+        "  seq 1 · consumer judge-claude-sonnet-4-5-strict",
+        "  seq 2 · consumer judge-claude-sonnet-4-5-strict",
+    ]
+    for start, end in zip(headings, [*headings[1:], len(lines)], strict=True):
+        block = lines[start + 1 : end]
+        text = " ".join(line.strip() for line in block)
+        assert f"reason: {REASON}" in text  # wrapped between words, never mid-word
+        assert "subject: assay.ev.ArtifactsSealed.campaign-long-name.run-" in text

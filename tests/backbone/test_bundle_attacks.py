@@ -67,6 +67,14 @@ FOLDER_ATTACKS: dict[str, tuple[Callable[[Path], None], str]] = {
     "symlink out": (lambda d: os.symlink("/etc", d / "etc"), "points out"),
     "relative symlink out": (lambda d: os.symlink("../../..", d / "lib" / "up"), "points out"),
     "fifo": (lambda d: os.mkfifo(d / "pipe"), "fifo"),
+    # A tar refuses hard links; a folder's file with a second name is one too, wherever
+    # the other name is (outside: the submitter's secret; inside: the same rule).
+    "hard link out": (lambda d: os.link(_outside(d), d / "stolen"), "stolen is a hard link"),
+    "hard link in a subfolder": (
+        lambda d: os.link(_outside(d), d / "lib" / "stolen"),
+        "lib/stolen is a hard link",
+    ),
+    "hard link inside": (lambda d: os.link(d / "agent.py", d / "again.py"), "is a hard link"),
     "too many files": (
         lambda d: [(d / f"f{i}").touch() for i in range(bundle.MAX_BUNDLE_FILES)],
         "entries",
@@ -76,6 +84,12 @@ FOLDER_ATTACKS: dict[str, tuple[Callable[[Path], None], str]] = {
         "bytes unpacked",
     ),
 }
+
+
+def _outside(d: Path) -> Path:
+    secret = d.parent / "secret.txt"
+    secret.write_text("host secret")
+    return secret
 
 
 def _touch(path: Path) -> Path:

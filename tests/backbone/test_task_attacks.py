@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -75,11 +76,121 @@ def test_a_symlinked_parent_directory_is_refused(tmp_path: Path, form: str) -> N
     os.symlink("../outside", task / "data")
     if form == "jsonl":
         source = _jsonl(task, {"task_id": "t1", "prompt": "p", "attachments": ["data/secret.txt"]})
-        match = r"task t1: attachments\[0\]: attachment 'data/secret.txt' resolves outside"
+        match = r"task t1: attachments\[0\]: attachment .data/secret.txt.: folder .data. is a symbolic link"
     else:
         source, match = task, "task task: attachments: attachment 'data' is a symbolic link"
     with pytest.raises(TaskInputError, match=match):
         load_tasks(source, max_bytes=MAX)
+
+
+def _task(root: Path) -> tuple[Path, Path]:
+    """A good task folder `task` and a host file outside it."""
+    root.mkdir(parents=True, exist_ok=True)
+    secret = root / "secret.txt"
+    secret.write_text("host secret")
+    task = root / "task"
+    (task / "data").mkdir(parents=True)
+    (task / "prompt.md").write_text("hi")
+    (task / "data" / "table.csv").write_text("a,b\n")
+    return task, secret
+
+
+def _replace(path: Path, link: Callable[[str, Path], None], target: Path) -> None:
+    path.unlink(missing_ok=True)
+    link(str(target), path)
+
+
+# Every place a link can sit in a task folder, and the words that name it in the error.
+LINKS: dict[str, tuple[Callable[[Path, Path], None], str]] = {
+    "prompt.md to a file outside": (
+        lambda t, s: _replace(t / "prompt.md", os.symlink, s),
+        r"task task: prompt\.md is a symbolic link",
+    ),
+    "prompt.md dangling": (
+        lambda t, s: _replace(t / "prompt.md", os.symlink, t / "gone"),
+        r"task task: prompt\.md is a symbolic link",
+    ),
+    "task.yaml to a file outside": (
+        lambda t, s: _replace(t / "task.yaml", os.symlink, s),
+        r"task task: task\.yaml is a symbolic link",
+    ),
+    "prompt.md hard-linked to a file outside": (
+        lambda t, s: _replace(t / "prompt.md", os.link, s),
+        r"task task: prompt\.md is a hard link",
+    ),
+    "task.yaml hard-linked to a file outside": (
+        lambda t, s: _replace(t / "task.yaml", os.link, s),
+        r"task task: task\.yaml is a hard link",
+    ),
+    "attachment to a file outside": (
+        lambda t, s: _replace(t / "data" / "table.csv", os.symlink, s),
+        r"attachment 'data/table\.csv' is a symbolic link",
+    ),
+    "attachment hard-linked to a file outside": (
+        lambda t, s: _replace(t / "data" / "table.csv", os.link, s),
+        r"attachment 'data/table\.csv' is a hard link",
+    ),
+    "a link to a folder inside the task": (
+        lambda t, s: os.symlink("data", t / "more"),
+        r"attachment 'more' is a symbolic link",
+    ),
+    "a link to a folder outside": (
+        lambda t, s: os.symlink(s.parent, t / "host"),
+        r"attachment 'host' is a symbolic link",
+    ),
+}
+
+
+@pytest.mark.parametrize("place", sorted(LINKS))
+def test_a_link_anywhere_in_a_task_folder_is_refused(tmp_path: Path, place: str) -> None:
+    task, secret = _task(tmp_path)
+    make, match = LINKS[place]
+    make(task, secret)
+    with pytest.raises(TaskInputError, match=match):
+        load_tasks(task, max_bytes=MAX)
+    # The same folder inside a folder of tasks is refused alike.
+    with pytest.raises(TaskInputError, match=match):
+        load_tasks(tmp_path, max_bytes=MAX)
+
+
+def test_a_linked_task_folder_in_a_folder_of_tasks_is_refused_not_skipped(tmp_path: Path) -> None:
+    task, _ = _task(tmp_path / "elsewhere")
+    (tmp_path / "tasks").mkdir()
+    os.symlink(task, tmp_path / "tasks" / "linked")
+    with pytest.raises(TaskInputError, match="linked is a symbolic link"):
+        load_tasks(tmp_path / "tasks", max_bytes=MAX)
+    _jsonl(tmp_path / "elsewhere", {"task_id": "j1", "prompt": "p"})
+    os.symlink(tmp_path / "elsewhere" / "tasks.jsonl", tmp_path / "tasks" / "more.jsonl")
+    (tmp_path / "tasks" / "linked").unlink()
+    with pytest.raises(TaskInputError, match=r"more\.jsonl is a symbolic link"):
+        load_tasks(tmp_path / "tasks", max_bytes=MAX)
+
+
+def test_a_jsonl_attachment_under_an_inward_linked_folder_is_refused(tmp_path: Path) -> None:
+    task, _ = _task(tmp_path)
+    os.symlink("data", task / "alias")
+    source = _jsonl(task, {"task_id": "t1", "prompt": "p", "attachments": ["alias/table.csv"]})
+    with pytest.raises(
+        TaskInputError, match=r"attachments\[0\]: .*folder 'alias' is a symbolic link"
+    ):
+        load_tasks(source, max_bytes=MAX)
+
+
+def test_an_asi_task_json_linked_from_outside_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "theirs.json"
+    outside.write_text(json.dumps({"task_id": "a1", "question": "q?"}))
+    (tmp_path / "task").mkdir()
+    os.symlink(outside, tmp_path / "task" / "task.json")
+    with pytest.raises(TaskInputError, match=r"task\.json is a symbolic link"):
+        load_tasks(tmp_path / "task", max_bytes=MAX)
+
+
+def test_a_clean_task_folder_still_loads(tmp_path: Path) -> None:
+    task, _ = _task(tmp_path)
+    (task / "task.yaml").write_text("task_id: t1\n")
+    [draft] = load_tasks(task, max_bytes=MAX)
+    assert draft.fields["prompt"] == "hi"
+    assert [a.path for a in draft.attachments] == ["data/table.csv"]
 
 
 def test_a_prompt_of_the_wrong_type_names_task_and_field(tmp_path: Path) -> None:

@@ -85,7 +85,10 @@ def test_asi_bench_task(tmp_path: Path) -> None:
     (tmp_path / "asi.json").write_text(json.dumps(spec))
     draft = load_asi_task(tmp_path / "asi.json", max_bytes=MAX)
     task = draft.to_task(LocalBlobStore(tmp_path / "blobs"))
-    assert task.prompt.startswith("We ran") and task.prompt.endswith("IC50?")
+    assert (
+        task.prompt.startswith("We ran")
+        and "IC50?\n\n# Expected output\nIC50 with CI" in task.prompt
+    )
     assert task.judge.sampling_times == 3 and task.judge.rule_weights == {"ic50": 2.0}
     assert task.reference_checks[0].kind == "number_near"
 

@@ -96,7 +96,7 @@ async def client(settings: Settings, hostile: Published) -> AsyncIterator[httpx.
     """The viewer app over this test's log, driven in-process through ASGI."""
     source = Source(settings, resamples=200)
     transport = httpx.ASGITransport(app=create_app(source))
-    async with httpx.AsyncClient(transport=transport, base_url="http://viewer") as c:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
         yield c
     await source.close()
 

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import typer
+from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from assay.bus import (
     DEAD_DELIVERIES,
@@ -69,13 +69,21 @@ def list_(
     if not rows:
         console.print("no dead letters")
         return
-    table = Table(title=f"{len(rows)} dead letter(s)", title_justify="left")
-    for col in ("seq", "consumer", "log seq", "subject", "tries", "reason"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        table.add_row(str(r["sequence"]), escape(str(r["consumer"])), str(r["log_sequence"]),
-                      escape(str(r["subject"])), str(r["deliveries"]), escape(str(r["reason"])[:300]))  # fmt: skip
-    console.print(table)
+    print_dead_letters(rows, console)
+
+
+def print_dead_letters(rows: list[dict[str, str | int]], out: Console) -> None:
+    """A table when it fits; else one block per dead letter ("seq 5 · consumer judge"),
+    its reason wrapped between words, never folded mid-word into fragments."""
+    from assay_aggregator.terminal import print_table
+
+    cells = [
+        [str(r[k]) for k in ("sequence", "consumer", "log_sequence", "subject", "deliveries")]
+        + [str(r["reason"])[:300]]
+        for r in rows
+    ]
+    columns = ["seq", "consumer", "log seq", "subject", "tries", "reason"]
+    print_table(out, f"{len(rows)} dead letter(s)", columns, cells, keys=2, label_keys=True)
 
 
 @dlq_app.command("show")

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 from pathlib import Path
 
 import typer
 
 from ._app import app, console, err_console
 from ._home import home_settings
+
+
+def _is_address(host: str) -> bool:
+    """A literal address needs no entry in the viewer's names: the address a connection
+    arrives at is always answered; a host name given to bind is a name it is reached by."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 @app.command()
@@ -20,6 +31,12 @@ def view(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback unless told)."),
     port: int = typer.Option(8765, "--port", min=0, max=65535),
     resamples: int = typer.Option(10_000, "--resamples", min=1, help="Bootstrap resamples."),
+    allow_host: list[str] = typer.Option(
+        [],
+        "--allow-host",
+        help="Answer to this host name too (besides loopback addresses, "
+        "localhost and the address reached); any other Host is refused (DNS rebinding).",
+    ),
 ) -> None:
     """Runs, transcripts, sealed files and verdicts in the browser, updated live."""
     if importlib.util.find_spec("uvicorn") is None:
@@ -37,9 +54,10 @@ def view(
         page = f"/campaign/{campaign}" if campaign else "/"
         console.print(f"assay view on http://{host}:{port}{page} (Ctrl-C to stop)")
         source = Source(settings, resamples=resamples)
+        names = [*allow_host, *([] if _is_address(host) else [host])]
         # Live pages hold event streams open: on Ctrl-C, close them after a moment rather
         # than wait for every browser tab to go away.
         uvicorn.run(
-            create_app(source), host=host, port=port, log_level="warning",
+            create_app(source, hosts=names), host=host, port=port, log_level="warning",
             timeout_graceful_shutdown=2,
         )  # fmt: skip

@@ -7,11 +7,19 @@
 A rule with a runnable `check` becomes a reference check the rule judge runs, its weight
 counting in the weighted pass rate; any other rule is a criterion in words, shown to the
 LLM judges with its weight. `llm.dimensions` become the task's own rubric.
+
+`expected_output` is part of the request: the agent reads it after the question, under
+"# Expected output" (the judges read it too), since an agent cannot deliver a format it
+was never told. A task sets `"expected_output_judges_only": true` to keep it for the
+judges. `judge.method` and `judge.llm.model` are kept as labels only (every task is judged
+by the campaign's jury and the rule judge); they and any field this import does not know
+are named in a warning at load, which `assay submit` and `assay run` print.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -23,6 +31,14 @@ from ._draft import AttachmentSource, TaskDraft, check_attachment, check_unique
 __all__ = ["is_asi_task", "load_asi_task", "readable"]
 
 _CHECK_KINDS = {"file_exists", "number_near", "contains"}
+_TOP_KEYS = {
+    "task_id", "background", "question", "resources", "expected_output",
+    "expected_output_judges_only", "constraints", "judge", "notes", "notes_to_judges",
+    "domain", "phase", "difficulty",
+}  # fmt: skip
+_JUDGE_KEYS = {"method", "rules", "llm", "llm_system_prompt", "sampling_times"}
+_LLM_KEYS = {"model", "dimensions", "sampling_times", "system_prompt"}
+log = logging.getLogger("assay.tasks")
 
 
 def is_asi_task(data: object) -> bool:
@@ -146,6 +162,27 @@ def _judge_config(judge: dict[str, Any], task_id: str) -> tuple[dict[str, Any], 
     return config, checks
 
 
+def _not_honoured(data: dict[str, Any], judge: dict[str, Any], task_id: str) -> tuple[str, ...]:
+    """One warning per field that is read but not acted on, and one naming the unknown."""
+    raw = judge.get("llm")
+    llm: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    out = []
+    if judge.get("method"):
+        out.append(f"task {task_id}: judge.method {judge['method']!r} is not honoured (kept as "
+                   "a label): every task is judged by the campaign's jury and the rule judge")  # fmt: skip
+    if llm.get("model"):
+        out.append(f"task {task_id}: judge.llm.model {llm['model']!r} is not honoured (kept "
+                   "as a label): the campaign's jury judges every task")  # fmt: skip
+    unknown = sorted(
+        [k for k in data if k not in _TOP_KEYS]
+        + [f"judge.{k}" for k in judge if k not in _JUDGE_KEYS]
+        + [f"judge.llm.{k}" for k in llm if k not in _LLM_KEYS]
+    )
+    if unknown:
+        out.append(f"task {task_id}: fields not honoured (ignored): {', '.join(unknown)}")
+    return tuple(out)
+
+
 def load_asi_task(path: Path, *, max_bytes: int) -> TaskDraft:
     """An ASI-Bench JSON task: background + question, resources, judge config, notes."""
     try:
@@ -162,6 +199,9 @@ def load_asi_task(path: Path, *, max_bytes: int) -> TaskDraft:
         raise TaskInputError(f"task {task_id}: judge must be an object")
     config, checks = _judge_config(judge, task_id)
     prompt = "\n\n".join(str(p) for p in (data.get("background"), data.get("question")) if p)
+    expected = readable(data.get("expected_output"))
+    if expected and not data.get("expected_output_judges_only", False):
+        prompt = f"{prompt}\n\n# Expected output\n{expected}"
     constraints = data.get("constraints") or []
     fields = {
         "task_id": task_id,
@@ -169,7 +209,7 @@ def load_asi_task(path: Path, *, max_bytes: int) -> TaskDraft:
         "domain": str(data.get("domain") or ""),
         "phase": str(data.get("phase") or ""),
         "difficulty": str(data.get("difficulty") or ""),
-        "expected_output": readable(data.get("expected_output")),
+        "expected_output": expected,
         "constraints": constraints if isinstance(constraints, list) else [str(constraints)],
         "reference_checks": checks,
         "judge": config,
@@ -177,4 +217,7 @@ def load_asi_task(path: Path, *, max_bytes: int) -> TaskDraft:
         "notes_to_judges": bool(data.get("notes_to_judges", False)),
         "source": f"asi:{path.name}",
     }
-    return TaskDraft(fields, _resources(data, path.parent, task_id, max_bytes))
+    warnings = _not_honoured(data, judge, task_id)
+    for warning in warnings:
+        log.warning("%s", warning)
+    return TaskDraft(fields, _resources(data, path.parent, task_id, max_bytes), warnings)

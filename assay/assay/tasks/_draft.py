@@ -15,11 +15,13 @@ from assay_schemas import NumberNearCheck, Task, TaskInputError, describe_valida
 from ._patterns import PatternError, compile_pattern
 
 __all__ = [
+    "LINKS_REFUSED",
     "AttachmentSource",
     "TaskDraft",
     "build_task",
     "check_attachment",
     "check_patterns",
+    "check_task_file",
     "check_unique",
 ]
 
@@ -36,6 +38,8 @@ class TaskDraft(NamedTuple):
 
     fields: dict[str, Any]
     attachments: list[AttachmentSource]
+    warnings: tuple[str, ...] = ()
+    """What the source asked for that Assay does not do (logged at load, shown at submit)."""
 
     @property
     def task_id(self) -> str:
@@ -87,29 +91,53 @@ def check_workspace_path(task_id: str, field: str, path: str) -> str:
     return str(pure)
 
 
-def check_attachment(
-    task_id: str, field: str, workspace_path: str, source: Path, max_bytes: int, root: Path
-) -> AttachmentSource:
-    """Validate one attachment file on the host: exists, regular, not a link, not too big,
-    and its whole path (every parent directory too) resolving under the task's `root`."""
-    rel = check_workspace_path(task_id, field, workspace_path)
+LINKS_REFUSED = "links are not allowed in a task; copy the file into the task folder"
+
+
+def check_task_file(where: str, name: str, source: Path, root: Path) -> os.stat_result:
+    """The one rule for every file a task is read from (prompt, task file, attachment): a
+    regular file with one name, no symbolic link at it or at any folder between `root` and
+    it, and resolving under `root`. `where` starts the error ("task t1: attachments[0]:"),
+    `name` names the file in it."""
+    try:
+        parts = source.relative_to(root).parts
+    except ValueError as e:
+        raise TaskInputError(f"{where} {name} is outside the task folder {root}") from e
+    folder = root
+    for part in parts[:-1]:
+        folder = folder / part
+        if folder.is_symlink():
+            rel = folder.relative_to(root).as_posix()
+            raise TaskInputError(
+                f"{where} {name}: folder {rel!r} is a symbolic link; {LINKS_REFUSED}"
+            )
     try:
         st = os.lstat(source)
     except FileNotFoundError as e:
-        raise TaskInputError(
-            f"task {task_id}: {field}: attachment {rel!r} not found at {source}"
-        ) from e
+        raise TaskInputError(f"{where} {name} not found at {source}") from e
     if stat.S_ISLNK(st.st_mode):
-        raise TaskInputError(
-            f"task {task_id}: {field}: attachment {rel!r} is a symbolic link; links are not allowed"
-        )
+        raise TaskInputError(f"{where} {name} is a symbolic link; {LINKS_REFUSED}")
     if not Path(os.path.realpath(source)).is_relative_to(os.path.realpath(root)):
         raise TaskInputError(
-            f"task {task_id}: {field}: attachment {rel!r} resolves outside the task folder "
-            "(a linked parent directory?); links are not allowed"
+            f"{where} {name} resolves outside the task folder (a linked parent directory?); "
+            + LINKS_REFUSED
         )
     if not stat.S_ISREG(st.st_mode):
-        raise TaskInputError(f"task {task_id}: {field}: attachment {rel!r} is not a regular file")
+        raise TaskInputError(f"{where} {name} is not a regular file")
+    if st.st_nlink > 1:
+        # A second name may sit anywhere on the filesystem: a host file, hard-linked in.
+        raise TaskInputError(
+            f"{where} {name} is a hard link (the file has {st.st_nlink} names); {LINKS_REFUSED}"
+        )
+    return st
+
+
+def check_attachment(
+    task_id: str, field: str, workspace_path: str, source: Path, max_bytes: int, root: Path
+) -> AttachmentSource:
+    """Validate one attachment file on the host (`check_task_file`), and not too big."""
+    rel = check_workspace_path(task_id, field, workspace_path)
+    st = check_task_file(f"task {task_id}: {field}:", f"attachment {rel!r}", source, root)
     if st.st_size > max_bytes:
         raise TaskInputError(
             f"task {task_id}: {field}: attachment {rel!r} is {st.st_size} bytes, over the limit of {max_bytes}"

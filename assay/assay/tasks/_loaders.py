@@ -1,15 +1,29 @@
-"""Task loaders: a folder per task, JSONL, and ASI-Bench-style JSON."""
+"""Task loaders: a folder per task, JSONL, and ASI-Bench-style JSON.
+
+No link is followed inside a task: the prompt, the task file and every attachment pass
+`check_task_file` (no symbolic link at the file or a folder above it, no hard link), and a
+linked task folder or task file inside a folder of tasks is refused. Only the path the
+submitter names on the command line may itself be a link.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from assay_schemas import TaskInputError, read_structured_file, safe_token
 
 from ._asi import is_asi_task, load_asi_task
-from ._draft import AttachmentSource, TaskDraft, check_attachment, check_unique
+from ._draft import (
+    LINKS_REFUSED,
+    AttachmentSource,
+    TaskDraft,
+    check_attachment,
+    check_task_file,
+    check_unique,
+)
 
 __all__ = ["load_asi_task", "load_jsonl", "load_task_dir", "load_tasks"]
 
@@ -20,8 +34,9 @@ META_FILES = ("task.yaml", "task.yml", "task.toml", "task.json")
 def _read_meta(folder: Path) -> dict[str, Any]:
     for name in META_FILES:
         path = folder / name
-        if not path.exists():
+        if not os.path.lexists(path):  # a dangling link is found, then refused
             continue
+        check_task_file(f"task {folder.name}:", name, path, folder)
         data = read_structured_file(path, what=f"task folder {folder.name}:", error=TaskInputError)
         if not isinstance(data, dict):
             raise TaskInputError(f"task folder {folder.name}: {name} must be a mapping")
@@ -33,9 +48,10 @@ def load_task_dir(folder: Path, *, max_bytes: int) -> TaskDraft:
     """A folder holding a prompt file, optional task.yaml/toml, and attachments."""
     meta = _read_meta(folder)
     task_id = str(meta.get("task_id") or safe_token(folder.name))
-    prompt_file = next((folder / n for n in PROMPT_FILES if (folder / n).is_file()), None)
+    prompt_file = next((folder / n for n in PROMPT_FILES if os.path.lexists(folder / n)), None)
     prompt = meta.get("prompt")
     if prompt_file is not None:
+        check_task_file(f"task {task_id}:", prompt_file.name, prompt_file, folder)
         prompt = prompt_file.read_text(encoding="utf-8")
     if prompt is not None and not isinstance(prompt, str):
         raise TaskInputError(
@@ -96,7 +112,11 @@ def load_jsonl(path: Path, *, max_bytes: int) -> list[TaskDraft]:
 
 
 def _has_prompt(folder: Path) -> bool:
-    return any((folder / n).is_file() for n in PROMPT_FILES)
+    return any(os.path.lexists(folder / n) for n in PROMPT_FILES)
+
+
+def _has_meta(folder: Path) -> bool:
+    return any(os.path.lexists(folder / n) for n in META_FILES)
 
 
 def _is_asi_file(path: Path) -> bool:
@@ -109,8 +129,10 @@ def _is_asi_file(path: Path) -> bool:
 def _load_folder(folder: Path, *, max_bytes: int) -> TaskDraft:
     """A task folder, or an ASI-Bench `task.json` beside its resources."""
     asi = folder / "task.json"
-    if asi.is_file() and not _has_prompt(folder) and _is_asi_file(asi):
-        return load_asi_task(asi, max_bytes=max_bytes)
+    if os.path.lexists(asi) and not _has_prompt(folder):
+        check_task_file(f"task {folder.name}:", asi.name, asi, folder)
+        if _is_asi_file(asi):
+            return load_asi_task(asi, max_bytes=max_bytes)
     return load_task_dir(folder, max_bytes=max_bytes)
 
 
@@ -124,18 +146,16 @@ def load_tasks(path: Path, *, max_bytes: int) -> list[TaskDraft]:
         raise TaskInputError(f"{path}: expected a folder, .jsonl or .json task file")
     if not path.is_dir():
         raise TaskInputError(f"{path}: no such task file or folder")
-    if _has_prompt(path) or any((path / n).is_file() for n in META_FILES):
+    if _has_prompt(path) or _has_meta(path):
         return [_load_folder(path, max_bytes=max_bytes)]
     files = [c for c in sorted(path.iterdir()) if c.suffix in {".json", ".jsonl"} and c.is_file()]
     drafts: list[TaskDraft] = []
     for child in sorted(path.iterdir()):
+        if child.is_symlink() and (child.is_dir() or child.suffix in {".json", ".jsonl"}):
+            raise TaskInputError(f"{path}: {child.name} is a symbolic link; {LINKS_REFUSED}")
         if child.is_dir() and not child.is_symlink():
             # Beside task JSON files, a folder without a prompt holds their resources.
-            if (
-                files
-                and not _has_prompt(child)
-                and not any((child / n).is_file() for n in META_FILES)
-            ):
+            if files and not _has_prompt(child) and not _has_meta(child):
                 continue
             drafts.append(_load_folder(child, max_bytes=max_bytes))
         elif child in files:

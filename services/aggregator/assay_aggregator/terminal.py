@@ -2,13 +2,15 @@
 
 A table is printed as a table only when it fits the console's width (80 columns when the
 output is a file or a pipe); otherwise each row becomes a heading (its agent, judge, tag
-or group) followed by `column: value` fields, broken only between fields. Names and
-figures are never wrapped, folded or cut.
+or group) followed by `column: value` fields, broken only between fields; a field without
+a value is left out, and a field of prose too long for a line wraps between its words.
+Names and figures are never wrapped, folded or cut.
 """
 
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -46,11 +48,13 @@ def print_table(
     rows: list[list[str]],
     *,
     keys: int | None = None,
+    label_keys: bool = False,
 ) -> None:
     """A titled table if it fits the console, else stacked rows; nothing when no rows.
 
     `keys`: how many leading columns head a stacked row (default: the first column and
-    the naming columns right after it).
+    the naming columns right after it); `label_keys`: the heading names those columns
+    ("seq 5 · consumer judge") where bare values would not say what they are.
     """
     if not rows:
         return
@@ -68,25 +72,35 @@ def print_table(
         if keys is None:
             named = (i for i, col in enumerate(columns) if i > 0 and col not in _KEYS)
             keys = next(named, len(columns))
-        _stacked(console, columns, rows, keys)
+        _stacked(console, columns, rows, keys, label_keys)
 
 
-def _stacked(console: Console, columns: Sequence[str], rows: list[list[str]], keys: int) -> None:
-    """Each row as its heading, then `column: value` fields packed into indented lines."""
+def _stacked(
+    console: Console, columns: Sequence[str], rows: list[list[str]], keys: int, labels: bool
+) -> None:
+    """Each row as its heading, then `column: value` fields packed into indented lines;
+    empty values are left out (no "subject: " with nothing after it)."""
     for row in rows:
-        _pack(console, row[:keys], "  ")
-        _pack(
-            console, [f"{c}: {v}" for c, v in zip(columns[keys:], row[keys:], strict=True)], "    "
-        )
+        head = zip(columns[:keys], row[:keys], strict=True)
+        _pack(console, [f"{c} {v}" if labels else v for c, v in head if v], "  ")
+        fields = zip(columns[keys:], row[keys:], strict=True)
+        _pack(console, [f"{c}: {v}" for c, v in fields if v], "    ")
 
 
 def _pack(console: Console, parts: Sequence[str], indent: str) -> None:
-    """Print parts joined by " · ", breaking lines only between parts."""
+    """Print parts joined by " · ", breaking lines only between parts; a part of prose
+    longer than a line wraps between its words, its further lines indented."""
     line = ""
     for part in parts:
         if line and len(indent) + len(line) + 3 + len(part) > console.width:
             console.print(Text(indent + line), soft_wrap=True)
             line = ""
+        if not line and len(indent) + len(part) > console.width and " " in part:
+            wrapped = textwrap.wrap(part, console.width - len(indent), subsequent_indent="  ",
+                                    break_long_words=False, break_on_hyphens=False)  # fmt: skip
+            for piece in wrapped[:-1]:
+                console.print(Text(indent + piece), soft_wrap=True)
+            part = wrapped[-1]
         line = f"{line} · {part}" if line else part
     if line:
         console.print(Text(indent + line), soft_wrap=True)
@@ -215,8 +229,17 @@ def _check_matrix(c: Console, report: Report) -> None:
     print_table(c, "Reference checks per task and agent (passed/checks)", ["task", *agents],
            [[t, *(f"{cells[t, a].n_passed}/{cells[t, a].n_checks}" if (t, a) in cells else "–"
                   for a in agents)] for t in tasks])  # fmt: skip
-    print_table(c, "Failed reference checks (value found)", ["task", "agent", "run: check — detail"],
-           [[r.task_id, r.agent_id, f] for r in report.reference_check_matrix for f in r.failed])  # fmt: skip
+    print_table(c, "Failed reference checks (value found)", ["task", "agent", "run", "check", "value found"],
+           [[r.task_id, r.agent_id, *_failed_check(f)] for r in report.reference_check_matrix
+            for f in r.failed])  # fmt: skip
+
+
+def _failed_check(text: str) -> list[str]:
+    """Run, check and value found of one failed check, as the report writes it
+    ("run: check — detail"), each its own column."""
+    run, _, rest = text.partition(": ")
+    check, _, detail = rest.partition(" — ")
+    return [run, check, detail]
 
 
 def _costs(c: Console, report: Report, gcol: list[str]) -> None:
@@ -230,7 +253,24 @@ def _costs(c: Console, report: Report, gcol: list[str]) -> None:
            [*gcol, "agent", "cost USD", "passed tasks", "USD per passed task", "runs"],
            [[*_g(r.group), r.agent_id, _f(r.cost_usd, 4), str(r.n_passed_tasks),
              _f(r.cost_per_passed_task, 4), str(r.n_runs)] for r in s.agent_costs])  # fmt: skip
+    # One row per judge (its metrics side by side), not one per judge and metric.
+    metrics = list(dict.fromkeys(r.metric for r in report.judge_costs))
+    by_judge: dict[str, dict[str, str]] = {}
+    verdicts: dict[str, int] = {}
+    for r in report.judge_costs:
+        digits = 4 if r.metric == "cost_usd" else 0
+        by_judge.setdefault(r.judge_id, {})[r.metric] = " / ".join(
+            _f(x, digits) for x in (r.total, r.mean, r.p50, r.p95)
+        )
+        verdicts[r.judge_id] = max(verdicts.get(r.judge_id, 0), r.n_verdicts)  # fmt: skip
     print_table(c, "Judge cost and tokens per verdict (total / mean / median / p95)",
-           ["judge", "metric", "total", "mean", "median", "p95", "verdicts"],
-           [[r.judge_id, r.metric, *(_f(x, 4 if r.metric == "cost_usd" else 0) for x in (r.total, r.mean, r.p50, r.p95)),
-             str(r.n_verdicts)] for r in report.judge_costs])  # fmt: skip
+           ["judge", "verdicts", *(_METRIC_NAMES.get(m, m) for m in metrics)],
+           [[j, str(verdicts[j]), *(cells.get(m, "–") for m in metrics)] for j, cells in by_judge.items()])  # fmt: skip
+
+
+_METRIC_NAMES = {
+    "input_tokens": "input tokens",
+    "output_tokens": "output tokens",
+    "cached_tokens": "cached tokens",
+    "cost_usd": "cost USD",
+}

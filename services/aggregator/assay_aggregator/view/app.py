@@ -8,6 +8,7 @@ environment, so every agent-written string reaches the page as escaped text.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from importlib.resources import files
 from typing import Any
 from urllib.parse import quote
@@ -61,8 +62,9 @@ def _blob_headers(name: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     )
 
 
-def create_app(source: Source) -> Any:
-    """The viewer over one log and blob store, as an ASGI callable."""
+def create_app(source: Source, *, hosts: Iterable[str] = ()) -> Any:
+    """The viewer over one log and blob store, as an ASGI callable answering only to its
+    own address and `hosts` (names it is served as besides loopback)."""
     drawn: dict[tuple[str, int, int], Response] = {}
 
     async def index(req: Request) -> Response:
@@ -196,4 +198,6 @@ def create_app(source: Source) -> Any:
         ("/blob/(?P<sha>[0-9a-f]{64})", blob), ("/compare", compare), ("/live", live),
         ("/static/view.css", css), ("/static/live.js", script),
     ]  # fmt: skip
-    return asgi_app([Route(re.compile(p), h) for p, h in routes], lambda path: _missing(path))
+    return asgi_app(
+        [Route(re.compile(p), h) for p, h in routes], lambda path: _missing(path), hosts
+    )

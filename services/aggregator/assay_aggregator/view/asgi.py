@@ -2,16 +2,19 @@
 
 Any ASGI server runs it (`assay view` uses uvicorn); tests drive it through
 `httpx.ASGITransport`. Every response carries a strict Content-Security-Policy: scripts,
-styles and images come from the viewer itself, nothing inline, nothing framed.
+styles and images come from the viewer itself, nothing inline, nothing framed. A request
+for another host or from another origin is refused first (`hosts`: DNS rebinding).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from typing import Any, NamedTuple
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
+
+from .hosts import Refusal, check_request
 
 __all__ = ["CSP", "Request", "Response", "Route", "Stream", "asgi_app"]
 
@@ -111,9 +114,11 @@ async def _disconnected(receive: Receive) -> None:
 
 
 def asgi_app(
-    routes: list[Route], not_found: Callable[[str], Response]
+    routes: list[Route], not_found: Callable[[str], Response], hosts: Iterable[str] = ()
 ) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
-    """An ASGI callable serving `routes` (GET and HEAD only)."""
+    """An ASGI callable serving `routes` (GET and HEAD only) to its own address and
+    `hosts` (further names it is served as)."""
+    names = tuple(hosts)
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -123,10 +128,17 @@ def asgi_app(
             return
         if scope["type"] != "http":
             return
+        try:
+            check_request(dict(scope), names)
+        except Refusal as e:
+            await _send_whole(send, Response(f"{e}\n".encode(), "text/plain", e.status))
+            return
         if scope["method"] not in ("GET", "HEAD"):
             await _send_whole(send, Response(b"method not allowed\n", "text/plain", 405))
             return
         path: str = scope["path"]
+        if not path.startswith("/"):  # absolute-form, its host checked above
+            path = urlsplit(path).path or "/"
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         for route in routes:
             if m := route.pattern.fullmatch(path):
