@@ -96,7 +96,8 @@ DEFINITIONS: dict[str, str] = {
     "rank": (
         "Rank of the agent score, 1 = best, ties averaged. Rank stability: the rank in "
         "each task resample (resamples where some agent is unscored are left out); "
-        "P(rank 1) = share of resamples where the agent is strictly first."
+        "P(rank 1) = share of resamples where the agent is first, k agents tied at the "
+        "top each counting 1/k (so P(rank 1) sums to 1 over the agents)."
     ),
     "pairwise_difference": (
         "Agent score of a minus agent score of b; CI from the same task resamples "

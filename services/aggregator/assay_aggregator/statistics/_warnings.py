@@ -12,8 +12,12 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
-from ._context import split_tables
+import numpy as np
+
+from ._agreement import MIN_COMPLETE_RUNS, judge_panel
+from ._context import Context, split_tables
 from ._results import JudgeAgreement, StatisticsWarning
+from ._self_preference import identified
 from ._rows import Row
 from ._tables import Tables, TaskAttribute
 
@@ -22,6 +26,7 @@ __all__ = [
     "MIN_BOOTSTRAP_TASKS",
     "MIN_JUDGE_SD",
     "RELIABLE_ALPHA",
+    "context_warnings",
     "warning_rows",
 ]
 
@@ -162,6 +167,74 @@ def _unchecked(tasks: Sequence[str]) -> list[StatisticsWarning]:
     return [_warn(None, "tasks_without_reference_checks", "", f"{len(tasks)} task(s) have no "
                   f"reference check ({shown}): their reference-check figures are empty",
                   ("reference_checks", "reference_check_matrix"))]  # fmt: skip
+
+
+_PANEL = ("judge_agreement", "judge_correlations")
+
+
+def _panel(ctx: Context) -> list[StatisticsWarning]:
+    """A judge left out of ICC/k_eff/correlations, or why they stay undefined."""
+    p = ctx.panel
+    s = p.judge_score
+    if len(p.judge_ids) < 2:  # one judge: already "agreement_undefined"
+        return []
+    choice = judge_panel(s)
+    scored = (~np.isnan(s)).sum(axis=0)
+    r_n = len(p.run_ids)
+    if choice.blocking:
+        j = choice.blocking[0]
+        return [_warn(ctx.group, "panel_statistics_undefined", "", "ICC, k_eff and the judge "
+                      f"correlations are undefined: judge {p.judge_ids[j]} scored only "
+                      f"{scored[j]} of {r_n} runs, and fewer than 2 judges remain without it",
+                      _PANEL)]  # fmt: skip
+    kept = [p.judge_ids[j] for j in np.flatnonzero(choice.keep)]
+    n = int((~np.isnan(s[:, choice.keep]).any(axis=1)).sum())
+    return [
+        _warn(ctx.group, "judge_dropped_from_panel", p.judge_ids[j], f"judge {p.judge_ids[j]} "
+              f"scored only {scored[j]} of {r_n} runs, which leaves fewer than "
+              f"{MIN_COMPLETE_RUNS} runs scored by every judge: it is left out of ICC, k_eff "
+              f"and the judge correlations, computed on the {n} runs judges "
+              f"{', '.join(kept)} all scored", _PANEL)
+        for j in choice.dropped
+    ]  # fmt: skip
+
+
+def _self_preference(ctx: Context) -> list[StatisticsWarning]:
+    """Families whose judges' self-preference the data do not identify (no coefficient)."""
+    p = ctx.panel
+    if len(p.judge_ids) == 0:
+        return []
+    gam_ok, _ = identified(ctx)
+    fam_of_run = np.array(p.agent_families, dtype=object)[p.run_agent]
+    jfam = np.array(p.judge_families, dtype=object)
+    scored = ~np.isnan(p.judge_score)
+    out = []
+    for fam in sorted(set(p.judge_families)):
+        own_runs = fam_of_run == fam
+        mine = [j for j in range(len(p.judge_ids)) if jfam[j] == fam]
+        # A judge with no own-family run has no such effect to speak of (n_own = 0 says so).
+        lost = [j for j in mine if not gam_ok[j] and (scored[own_runs, j]).any()]
+        if not lost:
+            continue
+        others = scored[own_runs][:, jfam != fam].any()
+        reason = (
+            "its judges' own-family effect cannot be told apart from the runs' quality and "
+            "the judges' leniency in these data"
+            if others
+            else "no judge of another family scored its agents' runs, so its judges' "
+            "own-family effect cannot be told from the runs' quality"
+        )
+        names = ", ".join(p.judge_ids[j] for j in lost)
+        out.append(_warn(ctx.group, "self_preference_not_identified", fam, "self-preference "
+                         f"of family {fam} (judges {names}) is not identified: {reason}; "
+                         "no coefficient is reported", ("self_preference",)))  # fmt: skip
+    return out
+
+
+def context_warnings(ctx: Context) -> list[StatisticsWarning]:
+    """Warnings that need the context's panel: judges left out of the agreement panel and
+    self-preference that is not identified. Listed after :func:`warning_rows`'s."""
+    return _panel(ctx) + _self_preference(ctx)
 
 
 def warning_rows(
