@@ -34,7 +34,7 @@ BASE: dict[type[BaseModel], dict[str, Any]] = {
                     "usage": Usage()},
     JudgmentRecorded: {**ENVELOPE, "judge_id": "j", "sample": 0, "rubric_id": "r",
                        "rubric_version": 1},
-    ToolResultRecord: {"call_id": "c", "output": ""},
+    ToolResultRecord: {"call_id": "c", "name": "t", "output": ""},
     ExecOutcome: {"exit_code": 0, "stdout_b64": "", "stderr_b64": ""},
     Price: {},
     Limits: {},
