@@ -72,7 +72,7 @@ def test_flaky_judge_is_dropped_from_icc_and_correlations_and_named(flaky: st.Ta
     assert agree.icc2_1 == pytest.approx(one, abs=1e-9)
     assert agree.icc2_k == pytest.approx(many, abs=1e-9)
     assert agree.n_complete_runs == 90
-    r = float(np.corrcoef(x, rowvar=False)[0, 1])
+    r = float(np.asarray(np.corrcoef(x, rowvar=False))[0, 1])
     assert agree.mean_score_correlation == pytest.approx(r)
     assert agree.k_eff == pytest.approx(2 / (1 + r))  # k = 2 judges left
     assert agree.deviation_baseline == -1.0
@@ -106,7 +106,9 @@ def test_judges_on_disjoint_runs_drop_the_one_with_fewer_runs_only() -> None:
 
 def test_single_judge_left_keeps_nan_and_says_why() -> None:
     """Class: nothing left to compare; the NaN stays and the warning gives the reason."""
-    t = synthetic_tables(n_tasks=10, n_agents=2, seed=2, judges=[("judge_a", "f"), ("judge_b", "g")])
+    t = synthetic_tables(
+        n_tasks=10, n_agents=2, seed=2, judges=[("judge_a", "f"), ("judge_b", "g")]
+    )
     runs = t.runs["run_id"].sort().to_list()
     t = _keep_judge_on(t, "judge_b", runs[:1])
     rep = _report(t)
@@ -219,12 +221,12 @@ def _twins() -> st.Tables:
     """agent_1 is an exact copy of agent_0 (same ratings on the same tasks); both top."""
     t = synthetic_tables(n_tasks=12, n_agents=3, agent_skill=[2.0, 2.0, -2.0], seed=8)
     key = ["task_id", "epoch", "judge_id", "sample", "dimension"]
-    zero = t.ratings.filter(pl.col("agent_id") == "agent_0").select(*key, pl.col("score").alias("s0"))
+    zero = t.ratings.filter(pl.col("agent_id") == "agent_0").select(
+        *key, pl.col("score").alias("s0")
+    )
     ratings = (
         t.ratings.join(zero, on=key, how="left")
-        .with_columns(
-            score=pl.when(pl.col("agent_id") == "agent_1").then("s0").otherwise("score")
-        )
+        .with_columns(score=pl.when(pl.col("agent_id") == "agent_1").then("s0").otherwise("score"))
         .drop("s0")
     )
     return st.make_tables(ratings, t.runs, t.tags)
@@ -262,7 +264,9 @@ def test_runs_table_refuses_non_finite_or_negative_costs(column: str, bad: float
     t = synthetic_tables(n_tasks=3, n_agents=2, seed=1)
     first = pl.col("run_id") == t.runs["run_id"].sort()[0]
     runs = t.runs.with_columns(pl.when(first).then(bad).otherwise(pl.col(column)).alias(column))
-    with pytest.raises(st.StatisticsInputError, match=f"column {column!r}.*finite and non-negative"):
+    with pytest.raises(
+        st.StatisticsInputError, match=f"column {column!r}.*finite and non-negative"
+    ):
         st.make_tables(t.ratings, runs, t.tags)
 
 
@@ -284,3 +288,21 @@ def test_cached_tokens_above_input_are_clamped_in_run_costs() -> None:
     rep = _report(st.make_tables(t.ratings, runs, t.tags))
     cached = next(r for r in rep.run_costs if r.metric == "cached_tokens")
     assert (cached.mean, cached.p50, cached.p95) == (100.0, 100.0, 100.0)
+
+
+def test_resamples_without_a_sparse_agent_are_counted_and_named() -> None:
+    """Class (other silent gaps): ranks need every agent in a resample; say how many lacked one."""
+    t = synthetic_tables(n_tasks=12, n_agents=3, seed=8)
+    sparse = (pl.col("agent_id") == "agent_2") & (pl.col("task_id") != "task_0000")
+    tables = st.make_tables(t.ratings.filter(~sparse), t.runs, t.tags)
+    rep = _report(tables)
+    ctx = next(st.contexts(tables, st.Settings(seed=1, n_resamples=200)))
+    lost = int((ctx.counts[:, 0] == 0).sum())  # resamples that never drew task_0000
+    assert 0 < lost < 200
+    w = _warnings(rep)[("rank_resamples_left_out", "")]
+    assert w.message == (
+        f"{lost} of 200 resamples are left out of the rank distribution because they drew "
+        "no scored task of agent_2 (1 of 12 tasks): rank intervals, mean ranks and P(rank 1) "
+        "hold for the resamples that drew them"
+    )
+    assert sum(r.p_rank_1 for r in rep.agent_ranks) == pytest.approx(1.0, abs=1e-12)

@@ -186,8 +186,8 @@ def judge_cost_rows(verdicts: pl.DataFrame) -> tuple[JudgeCost, ...]:
     clamped to the input tokens, as the cost clamps them.
     """
     for metric in JUDGE_COST_METRICS:
-        v = pl.col(metric).cast(pl.Float64)
-        bad = verdicts.filter(~(v.is_finite() & (v >= 0)))
+        amount = pl.col(metric).cast(pl.Float64)
+        bad = verdicts.filter(~(amount.is_finite() & (amount >= 0)))
         if bad.height:
             raise StatisticsInputError(
                 f"judge verdicts: {metric!r} must be finite and non-negative, found "

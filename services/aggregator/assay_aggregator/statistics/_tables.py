@@ -134,8 +134,8 @@ cost tables and reach report.json as null, the same as "undefined"."""
 
 def _amounts_ok(runs: pl.DataFrame) -> None:
     for col in _AMOUNTS:
-        v = pl.col(col).cast(pl.Float64)
-        bad = runs.filter(~(v.is_finite() & (v >= 0)))
+        amount = pl.col(col).cast(pl.Float64)
+        bad = runs.filter(~(amount.is_finite() & (amount >= 0)))
         if bad.height:
             run, value = bad.sort("run_id").select("run_id", col).row(0)
             raise StatisticsInputError(

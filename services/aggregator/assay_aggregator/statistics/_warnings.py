@@ -10,15 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-import polars as pl
-
 import numpy as np
+import polars as pl
 
 from ._agreement import MIN_COMPLETE_RUNS, judge_panel
 from ._context import Context, split_tables
 from ._results import JudgeAgreement, StatisticsWarning
-from ._self_preference import identified
 from ._rows import Row
+from ._self_preference import identified
 from ._tables import Tables, TaskAttribute
 
 __all__ = [
@@ -231,10 +230,36 @@ def _self_preference(ctx: Context) -> list[StatisticsWarning]:
     return out
 
 
+def _rank_resamples(ctx: Context) -> list[StatisticsWarning]:
+    """Resamples left out of the rank distribution because a scored agent had no task."""
+    draws = ctx.overall.draws
+    ranked = ~np.isnan(ctx.overall.estimate)
+    missing = np.isnan(draws[:, ranked])
+    lost = int(missing.any(axis=1).sum())
+    if not lost:
+        return []
+    b_n, t_n = draws.shape[0], len(ctx.panel.task_ids)
+    tasks = ctx.overall.n_clusters
+    names = ", ".join(
+        f"{ctx.panel.agent_ids[a]} ({tasks[a]} of {t_n} tasks)"
+        for a in np.flatnonzero(ranked)
+        if np.isnan(draws[:, a]).any()
+    )
+    tail = (
+        "rank intervals, mean ranks and P(rank 1) are undefined"
+        if lost == b_n
+        else "rank intervals, mean ranks and P(rank 1) hold for the resamples that drew them"
+    )
+    return [_warn(ctx.group, "rank_resamples_left_out", "", f"{lost} of {b_n} resamples are "
+                  f"left out of the rank distribution because they drew no scored task of "
+                  f"{names}: {tail}", ("agent_ranks",))]  # fmt: skip
+
+
 def context_warnings(ctx: Context) -> list[StatisticsWarning]:
-    """Warnings that need the context's panel: judges left out of the agreement panel and
-    self-preference that is not identified. Listed after :func:`warning_rows`'s."""
-    return _panel(ctx) + _self_preference(ctx)
+    """Warnings that need the context's panel: judges left out of the agreement panel,
+    self-preference that is not identified, resamples left out of the ranks. Listed after
+    :func:`warning_rows`'s."""
+    return _panel(ctx) + _self_preference(ctx) + _rank_resamples(ctx)
 
 
 def warning_rows(
