@@ -83,11 +83,33 @@ def test_flaky_judge_is_dropped_from_icc_and_correlations_and_named(flaky: st.Ta
     assert math.isnan(dropped.score_correlation) and dropped.n_runs == 0
     w = _warnings(rep)[("judge_dropped_from_panel", "judge_c")]
     assert w.message == (
-        "judge judge_c scored only 1 of 90 runs, which leaves fewer than 2 runs scored by "
-        "every judge: it is left out of ICC, k_eff and the judge correlations, computed on "
-        "the 90 runs judges judge_a, judge_b all scored"
+        "judge judge_c scored only 1 of 90 runs, which left 1 run(s) scored by every judge "
+        "(fewer than 10): it is left out of ICC, k_eff and the judge correlations, computed "
+        "on the 90 runs judges judge_a, judge_b all scored"
     )
     assert {"judge_agreement", "judge_correlations"} <= set(w.affects)
+
+
+@pytest.mark.parametrize("n_verdicts, dropped", [(3, True), (9, True), (60, False)])
+def test_a_judge_with_few_verdicts_is_dropped_only_while_few_runs_are_complete(
+    n_verdicts: int, dropped: bool
+) -> None:
+    """Class: a few verdicts leave ICC defined but resting on a handful of runs."""
+    t = synthetic_tables(n_tasks=30, n_agents=3, seed=2)
+    t = _keep_judge_on(t, "judge_c", t.runs["run_id"].sort().to_list()[:n_verdicts])
+    rep = _report(t)
+    assert (("judge_dropped_from_panel", "judge_c") in _warnings(rep)) is dropped
+    assert rep.judge_agreement[0].n_complete_runs == (90 if dropped else n_verdicts)
+
+
+def test_a_small_campaign_with_one_missing_verdict_keeps_every_judge() -> None:
+    """Four runs, judge_c missed one: it scored most runs, so it stays (ICC on 3 runs)."""
+    t = synthetic_tables(n_tasks=2, n_agents=2, seed=2)
+    runs = t.runs["run_id"].sort().to_list()
+    rep = _report(_keep_judge_on(t, "judge_c", runs[1:]))
+    assert not [w for w in rep.warnings if w.kind == "judge_dropped_from_panel"]
+    [agree] = rep.judge_agreement
+    assert agree.n_complete_runs == 3 and not math.isnan(agree.icc2_1)
 
 
 def test_judges_on_disjoint_runs_drop_the_one_with_fewer_runs_only() -> None:

@@ -3,10 +3,10 @@
 The unit is a run and a judge's value is its run score (mean of its ratings of the
 run). Alpha uses every run with at least two judges (it handles missing values); ICC
 and the correlation matrices need a complete runs × judges matrix and use the runs
-every judge of the panel scored. A judge that scored so few runs that fewer than
-``MIN_COMPLETE_RUNS`` are common to all (a flaky judge with one verdict) would make
-them all NaN, so it is left out of that panel (see :func:`judge_panel`); the warnings
-name it.
+every judge of the panel scored. A flaky judge with a single verdict would make them
+all NaN (or rest them on a handful of runs), so a judge that scored few runs is left
+out of that panel while it has fewer than ``MIN_COMPLETE_RUNS`` complete runs (see
+:func:`judge_panel`); the warnings name it.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ __all__ = [
 
 _NAN = float("nan")
 
-MIN_COMPLETE_RUNS = 2
-"""ICC and correlations need at least this many runs scored by every judge of the panel."""
+MIN_COMPLETE_RUNS = 10
+"""Below this many runs scored by every judge, a judge that scored few runs is left out."""
 
 
 @dataclass(frozen=True)
@@ -42,11 +42,11 @@ class JudgePanel:
 
     keep: npt.NDArray[np.bool_]
     """(J,) whether each judge is in the panel."""
-    dropped: tuple[int, ...]
-    """Judges left out, in the order they were, each for too few runs in common."""
+    dropped: tuple[tuple[int, int], ...]
+    """Judges left out, in order, each with the complete runs the panel had with it."""
     blocking: tuple[int, ...]
-    """When no panel of two or more judges has enough common runs: the judges that would
-    have been left out first (the statistics stay undefined, on the whole panel)."""
+    """When no panel of two or more judges has 2 common runs: the judge that would have
+    been left out first (the statistics stay undefined, on the whole panel)."""
 
 
 def _n_complete(s: F64) -> int:
@@ -54,31 +54,40 @@ def _n_complete(s: F64) -> int:
 
 
 def judge_panel(judge_score: F64) -> JudgePanel:
-    """Leave out, one at a time, the judge with the fewest scored runs until at least
+    """Leave out, one at a time, a judge that scored few runs while fewer than
     ``MIN_COMPLETE_RUNS`` runs are scored by every remaining judge.
 
-    Ties go to the judge whose removal leaves the most complete runs, then to the
-    first in sorted order. Nothing is left out when the whole panel has enough complete
-    runs, so a complete campaign is untouched; if fewer than two judges would remain,
-    nobody is left out and ``blocking`` says who stood in the way.
+    A judge may be left out only if that adds complete runs and it scored fewer than
+    half the runs (a flaky judge), or if without that the statistics are undefined
+    (fewer than 2 complete runs). Among those, the judge with the fewest scored runs
+    goes first; ties go to the one whose removal leaves the most complete runs, then to
+    the first in sorted order. A panel where every judge scored every run is untouched.
+    If fewer than two judges would remain, nobody is left out and ``blocking`` names
+    who stood in the way.
     """
-    j_n = judge_score.shape[1]
+    r_n, j_n = judge_score.shape
     keep = np.ones(j_n, dtype=bool)
     scored = (~np.isnan(judge_score)).sum(axis=0)
-    order: list[int] = []
-    while keep.sum() >= 2 and _n_complete(judge_score[:, keep]) < MIN_COMPLETE_RUNS:
-
-        def cost(j: int, keep: npt.NDArray[np.bool_] = keep) -> tuple[int, int, int]:
+    dropped: list[tuple[int, int]] = []
+    while keep.sum() >= 2:
+        now = _n_complete(judge_score[:, keep])
+        if now >= MIN_COMPLETE_RUNS:
+            break
+        options = []
+        for j in np.flatnonzero(keep).tolist():
             rest = keep.copy()
             rest[j] = False
-            return (int(scored[j]), -_n_complete(judge_score[:, rest]), j)
-
-        worst = min(np.flatnonzero(keep).tolist(), key=cost)
+            after = _n_complete(judge_score[:, rest])
+            if after > now and (now < 2 or 2 * scored[j] < r_n):
+                options.append((int(scored[j]), -after, j))
+        if not options:
+            break
+        worst = min(options)[2]
         keep[worst] = False
-        order.append(worst)
+        dropped.append((worst, now))
     if keep.sum() < 2 <= j_n:
-        return JudgePanel(np.ones(j_n, dtype=bool), (), tuple(order[:1]))
-    return JudgePanel(keep, tuple(order), ())
+        return JudgePanel(np.ones(j_n, dtype=bool), (), (dropped[0][0],))
+    return JudgePanel(keep, tuple(dropped), ())
 
 
 def krippendorff_alpha_interval(values: F64) -> float:

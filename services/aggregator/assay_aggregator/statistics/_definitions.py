@@ -71,9 +71,10 @@ DEFINITIONS: dict[str, str] = {
     "icc": (
         "ICC(2,1) and ICC(2,k) of Shrout & Fleiss (two-way random effects, absolute "
         "agreement) on the runs × judges matrix of judge run scores, complete runs only. "
-        "A judge whose few verdicts leave fewer than 2 runs scored by every judge is left "
-        "out (the one with the fewest scored runs first) of ICC, k_eff and the "
-        "correlations, and named in the warnings; its correlation pairs are NaN on 0 runs."
+        "While fewer than 10 runs are scored by every judge, a judge that scored under half "
+        "the runs (or any judge, if fewer than 2 such runs are left) is left out of ICC, "
+        "k_eff and the correlations when that adds complete runs, fewest scored runs "
+        "first; the warnings name it and its correlation pairs are NaN on 0 runs."
     ),
     "deviation_correlation": (
         "Pearson correlation between two judges of their deviations from the run's panel "

@@ -190,11 +190,11 @@ def _panel(ctx: Context) -> list[StatisticsWarning]:
     n = int((~np.isnan(s[:, choice.keep]).any(axis=1)).sum())
     return [
         _warn(ctx.group, "judge_dropped_from_panel", p.judge_ids[j], f"judge {p.judge_ids[j]} "
-              f"scored only {scored[j]} of {r_n} runs, which leaves fewer than "
-              f"{MIN_COMPLETE_RUNS} runs scored by every judge: it is left out of ICC, k_eff "
+              f"scored only {scored[j]} of {r_n} runs, which left {before} run(s) scored by "
+              f"every judge (fewer than {MIN_COMPLETE_RUNS}): it is left out of ICC, k_eff "
               f"and the judge correlations, computed on the {n} runs judges "
               f"{', '.join(kept)} all scored", _PANEL)
-        for j in choice.dropped
+        for j, before in choice.dropped
     ]  # fmt: skip
 
 
