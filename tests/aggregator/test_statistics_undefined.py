@@ -236,6 +236,43 @@ def test_identified_coefficients_match_statsmodels_and_do_not_depend_on_names() 
         assert plain[j][0] == pytest.approx(ols.params[f"own_{j}"], abs=1e-8)
 
 
+def test_two_agent_families_for_two_judge_families_identify_no_gamma() -> None:
+    """Class: other-family judges are there, yet with agents of only the two judge
+    families each γ is confounded with another judge's leniency; an explicit
+    run-dummy design (numpy rank test) agrees, and the warning gives that reason."""
+    t = synthetic_tables(
+        n_tasks=20,
+        n_agents=2,
+        judges=[("judge_a", "fam_x"), ("judge_b", "fam_x"), ("judge_c", "fam_y")],
+        agent_families=["fam_x", "fam_y"],
+        seed=3,
+    )
+    rep = _report(t)
+    assert all(math.isnan(r.coefficient) for r in rep.self_preference)
+    w = _warnings(rep)
+    assert w[("self_preference_not_identified", "fam_y")].message == (
+        "self-preference of family fam_y (judges judge_c) is not identified: its judges' "
+        "own-family effect cannot be told apart from the runs' quality and the judges' "
+        "leniency in these data; no coefficient is reported"
+    )
+    assert ("self_preference_not_identified", "fam_x") in w
+    ctx = next(st.contexts(t, st.Settings(seed=1)))
+    p = ctx.panel
+    r_idx, j_idx = np.nonzero(~np.isnan(p.judge_score))
+    own = np.array(p.agent_families)[p.run_agent[r_idx]] == np.array(p.judge_families)[j_idx]
+    x = np.zeros((r_idx.size, len(p.run_ids) + 2 + 3))
+    x[np.arange(r_idx.size), r_idx] = 1.0  # run dummies
+    for k in (1, 2):
+        x[j_idx == k, len(p.run_ids) + k - 1] = 1.0  # judge dummies, judge_a the reference
+    for k in range(3):
+        x[own & (j_idx == k), len(p.run_ids) + 2 + k] = 1.0  # own-family indicators
+    rank = np.linalg.matrix_rank(x)
+    for k in range(3):
+        e = np.zeros(x.shape[1])
+        e[len(p.run_ids) + 2 + k] = 1.0
+        assert np.linalg.matrix_rank(np.vstack([x, e])) > rank  # γ_k not estimable
+
+
 # --- finding 14: ties at the top got P(rank 1) = 0 ---------------------------------------
 
 
