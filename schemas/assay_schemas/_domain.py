@@ -157,9 +157,9 @@ class Task(Frozen):
 class Price(Frozen):
     """USD per million tokens."""
 
-    input_per_mtok: float = Field(default=0.0, ge=0)
-    output_per_mtok: float = Field(default=0.0, ge=0)
-    cached_input_per_mtok: float | None = Field(default=None, ge=0)
+    input_per_mtok: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    output_per_mtok: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    cached_input_per_mtok: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """Price of input tokens read from the prompt cache; None means the input price."""
 
 
@@ -184,7 +184,7 @@ class Limits(Frozen):
     max_steps: int = Field(default=30, ge=1)
     max_tokens: int = Field(default=400_000, ge=1)
     wall_clock_s: float = Field(default=1800.0, gt=0)
-    cost_budget_usd: float = Field(default=5.0, ge=0)
+    cost_budget_usd: float = Field(default=5.0, ge=0, allow_inf_nan=False)
     tool_timeout_s: float = Field(default=120.0, gt=0)
     tool_output_chars: int = Field(default=20_000, ge=100)
     """Tool output shown to the model; the whole output is kept as a blob."""

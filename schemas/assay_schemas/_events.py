@@ -153,7 +153,7 @@ class ToolResultRecord(BaseModel):
     truncated: bool = False
     output_blob: FileRef | None = None
     """The whole output, when it was truncated for the model."""
-    duration_ms: float = 0.0
+    duration_ms: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     exit_code: int | None = None
 
 
@@ -168,8 +168,8 @@ class AgentStepLogged(Event):
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     tool_results: list[ToolResultRecord] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
-    latency_ms: float = 0.0
-    cost_usd: float = 0.0
+    latency_ms: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    cost_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     request_sha256: str | None = None
     """A program agent's model call: the request body as sent upstream (a blob)."""
     response_sha256: str | None = None
@@ -189,8 +189,8 @@ class AgentFinished(Event):
     final_message: str
     steps: int = Field(ge=0)
     usage: Usage
-    cost_usd: float = 0.0
-    duration_s: float = 0.0
+    cost_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    duration_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     output_sha256: str | None = None
     """A program agent's stdout and stderr (a blob)."""
 
@@ -316,7 +316,7 @@ class JudgmentRecorded(Event):
     """Files the judge actually opened through its tools (observed)."""
     checks: list[CheckResult] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
-    cost_usd: float = 0.0
+    cost_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     attempts: int = Field(default=1, ge=1)
     """Outputs the judge produced for this sample: 1 + the rejected ones it repaired."""
     rejected_outputs: FileRef | None = None

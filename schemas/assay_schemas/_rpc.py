@@ -120,7 +120,7 @@ class ExecOutcome(BaseModel):
     timed_out: bool = False
     truncated: bool = False
     limit: str | None = None
-    duration_ms: float = 0.0
+    duration_ms: float = Field(default=0.0, ge=0, allow_inf_nan=False)
 
 
 class PythonOutcome(ExecOutcome):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assay.providers import DEFAULT_PRICES, Price, Usage, cost, price_for
+from assay.providers import DEFAULT_PRICES, Price, Usage, cost, pinned_prices, price_for
 
 TABLE = {
     "big": Price(input_per_mtok=10.0, output_per_mtok=30.0, cached_input_per_mtok=1.0),
@@ -45,3 +45,51 @@ def test_default_table_has_sane_prices() -> None:
             price.cached_input_per_mtok is None
             or price.cached_input_per_mtok < price.input_per_mtok
         )
+
+
+# --- attacks (issue #24, finding 16): a price must come from the model it names ---------
+
+
+def test_a_different_model_is_not_priced_as_its_name_prefix() -> None:
+    """o3-pro is not a dated o3 (it costs ten times more): never o3's price."""
+    assert price_for("o3-pro") is not DEFAULT_PRICES["o3"]
+    assert price_for("o3-pro") == Price(input_per_mtok=20.0, output_per_mtok=80.0)
+    assert price_for("o3-pro-2025-06-10") is price_for("o3-pro")
+    assert price_for("big-turbo", TABLE) == Price()  # unknown model: free, not "big"
+
+
+def test_pinned_name_pins_its_dated_variants_over_the_default_table() -> None:
+    default = {**DEFAULT_PRICES, "gpt-4.1-2025-04-14": Price(input_per_mtok=99.0)}
+    pinned = {"gpt-4.1": Price(input_per_mtok=1.0, output_per_mtok=1.0)}
+    table = pinned_prices(default, pinned)
+    assert price_for("gpt-4.1-2025-04-14", table) is pinned["gpt-4.1"]
+    assert price_for("gpt-4.1", table) is pinned["gpt-4.1"]
+    # gpt-4.1-mini is another model, not a dated gpt-4.1: the pin does not reach it.
+    assert price_for("gpt-4.1-mini-2025-04-14", table) is DEFAULT_PRICES["gpt-4.1-mini"]
+
+
+def test_exact_match_wins_over_a_longer_prefix() -> None:
+    table = {"m": Price(input_per_mtok=1.0), "m-2025-01-01": Price(input_per_mtok=2.0)}
+    assert price_for("m-2025-01-01", table) is table["m-2025-01-01"]
+    assert price_for("m-2025-02-02", table) is table["m"]
+
+
+@pytest.mark.parametrize(
+    "model, base",
+    [
+        ("gpt-4o-2024-08-06", "gpt-4o"),
+        ("claude-sonnet-4-20250514", "claude-sonnet-4"),
+        ("claude-3-5-haiku-latest", "claude-3-5-haiku"),
+        ("claude-opus-4-1-20250805", "claude-opus-4-1"),
+        ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
+        ("gpt-5-mini-2025-08-07", "gpt-5-mini"),
+    ],
+)
+def test_dated_snapshots_of_listed_models_keep_their_price(model: str, base: str) -> None:
+    assert price_for(model) is DEFAULT_PRICES[base]
+
+
+def test_cached_tokens_above_input_are_clamped_in_the_cost() -> None:
+    """The cost clamps cached tokens to input tokens (the statistics show them clamped)."""
+    usage = Usage(input_tokens=100, cached_tokens=250)
+    assert cost(usage, "big", TABLE) == pytest.approx(100 * 1.0 / 1_000_000)

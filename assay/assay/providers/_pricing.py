@@ -1,21 +1,32 @@
-"""What a completion cost, from its normalized usage and a price table."""
+"""What a completion cost, from its normalized usage and a price table.
+
+A price belongs to the model it names and to that model's dated snapshots
+(``gpt-4o-2024-08-06``, ``claude-sonnet-4-20250514``, ``…-latest``), never to another
+model that merely starts with its name: ``o3-pro`` is not ``o3`` and ``gpt-4.1-mini`` is
+not ``gpt-4.1``. A campaign's pinned prices override the configured table for the
+models they name and their snapshots (:func:`pinned_prices`).
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from assay_schemas import Price, Usage
 
-__all__ = ["DEFAULT_PRICES", "Price", "PriceTable", "cost", "price_for"]
+__all__ = ["DEFAULT_PRICES", "Price", "PriceTable", "cost", "pinned_prices", "price_for"]
 
 
 PriceTable = Mapping[str, Price]
-"""Model name (or name prefix) to price."""
+"""Model name to price; a name also prices its dated snapshots."""
+
+_SNAPSHOT = re.compile(r"(?P<base>.+?)(?:-\d{4}-\d{2}-\d{2}|-\d{8}|-latest|@\d{8})")
+"""A dated (or floating ``-latest``) snapshot of the model ``base``."""
 
 # List prices at the time of writing; a campaign should pin its own table so that costs in
 # a report do not change when this default is updated.
-_LIST_PRICES: dict[str, tuple[float, float, float]] = {
-    # model: USD per million input, output and cached input tokens
+_LIST_PRICES: dict[str, tuple[float, float, float | None]] = {
+    # model: USD per million input, output and cached input tokens (None: no cache price)
     "gpt-4o": (2.50, 10.00, 1.25),
     "gpt-4o-mini": (0.15, 0.60, 0.075),
     "gpt-4.1": (2.00, 8.00, 0.50),
@@ -26,9 +37,12 @@ _LIST_PRICES: dict[str, tuple[float, float, float]] = {
     "gpt-5-nano": (0.05, 0.40, 0.005),
     "o3-mini": (1.10, 4.40, 0.55),
     "o3": (2.00, 8.00, 0.50),
+    "o3-pro": (20.00, 80.00, None),
     "o4-mini": (1.10, 4.40, 0.275),
     "claude-opus-4": (15.00, 75.00, 1.50),
+    "claude-opus-4-1": (15.00, 75.00, 1.50),
     "claude-sonnet-4": (3.00, 15.00, 0.30),
+    "claude-sonnet-4-5": (3.00, 15.00, 0.30),
     "claude-3-7-sonnet": (3.00, 15.00, 0.30),
     "claude-3-5-haiku": (0.80, 4.00, 0.08),
     "claude-haiku-4-5": (1.00, 5.00, 0.10),
@@ -41,16 +55,30 @@ DEFAULT_PRICES: PriceTable = {
 _FREE = Price()
 
 
+def _snapshot_of(model: str) -> str | None:
+    """The model a dated snapshot name belongs to, or None if ``model`` is not one."""
+    m = _SNAPSHOT.fullmatch(model)
+    return m["base"] if m else None
+
+
 def price_for(model: str, prices: PriceTable = DEFAULT_PRICES) -> Price:
-    """Exact match first, then the longest prefix (dated snapshots); unknown models are free."""
+    """The model's own price, else that of the model it is a snapshot of; unknown: free."""
     exact = prices.get(model)
     if exact is not None:
         return exact
-    best = ""
-    for name in prices:
-        if model.startswith(name) and len(name) > len(best):
-            best = name
-    return prices[best] if best else _FREE
+    base = _snapshot_of(model)
+    return prices.get(base, _FREE) if base is not None else _FREE
+
+
+def pinned_prices(configured: PriceTable, pinned: PriceTable) -> dict[str, Price]:
+    """``configured`` overridden by a campaign's ``pinned`` prices.
+
+    A pinned name also pins its snapshots: a configured entry for a snapshot of a
+    pinned model (``gpt-4.1-2025-04-14`` when ``gpt-4.1`` is pinned) is dropped, so the
+    campaign's price is the one that applies.
+    """
+    kept = {k: v for k, v in configured.items() if _snapshot_of(k) not in pinned}
+    return {**kept, **pinned}
 
 
 def cost(usage: Usage, model: str, prices: PriceTable = DEFAULT_PRICES) -> float:

@@ -11,7 +11,14 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 
 from assay.bus import Bus, Delivery, Refusal
-from assay.providers import DEFAULT_PRICES, ModelProvider, PriceTable, ProviderError, provider_for
+from assay.providers import (
+    DEFAULT_PRICES,
+    ModelProvider,
+    PriceTable,
+    ProviderError,
+    pinned_prices,
+    provider_for,
+)
 from assay.sandbox_client import SandboxClient, SandboxGone
 from assay.store import BlobStore
 from assay.telemetry import meter, tracer
@@ -244,7 +251,7 @@ class RunnerService:
             ready=event,
             provider=self.model_provider(request.agent),
             tools=tools,
-            prices={**self.prices, **request.prices},
+            prices=pinned_prices(self.prices, request.prices),
         )
 
     def _program_run(
@@ -257,7 +264,7 @@ class RunnerService:
             request=request,
             ready=event,
             sandbox=sandbox,
-            prices={**self.prices, **request.prices},
+            prices=pinned_prices(self.prices, request.prices),
         )
 
     async def _fail(

@@ -3,25 +3,91 @@
 The unit is a run and a judge's value is its run score (mean of its ratings of the
 run). Alpha uses every run with at least two judges (it handles missing values); ICC
 and the correlation matrices need a complete runs × judges matrix and use the runs
-every judge scored.
+every judge of the panel scored. A flaky judge with a single verdict would make them
+all NaN (or rest them on a handful of runs), so a judge that scored few runs is left
+out of that panel while it has fewer than ``MIN_COMPLETE_RUNS`` complete runs (see
+:func:`judge_panel`); the warnings name it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+import numpy.typing as npt
 
 from ._context import Context
 from ._panel import F64
 from ._results import JudgeAgreement, JudgeCorrelation
 
 __all__ = [
+    "MIN_COMPLETE_RUNS",
+    "JudgePanel",
     "agreement_rows",
     "correlation_rows",
     "icc2",
+    "judge_panel",
     "krippendorff_alpha_interval",
 ]
 
 _NAN = float("nan")
+
+MIN_COMPLETE_RUNS = 10
+"""Below this many runs scored by every judge, a judge that scored few runs is left out."""
+
+
+@dataclass(frozen=True)
+class JudgePanel:
+    """The judges ICC, k_eff and the correlations use, and those left out (in order)."""
+
+    keep: npt.NDArray[np.bool_]
+    """(J,) whether each judge is in the panel."""
+    dropped: tuple[tuple[int, int], ...]
+    """Judges left out, in order, each with the complete runs the panel had with it."""
+    blocking: tuple[int, ...]
+    """When no panel of two or more judges has 2 common runs: the judge that would have
+    been left out first (the statistics stay undefined, on the whole panel)."""
+
+
+def _n_complete(s: F64) -> int:
+    return int((~np.isnan(s).any(axis=1)).sum())
+
+
+def judge_panel(judge_score: F64) -> JudgePanel:
+    """Leave out, one at a time, a judge that scored few runs while fewer than
+    ``MIN_COMPLETE_RUNS`` runs are scored by every remaining judge.
+
+    A judge may be left out only if that adds complete runs and it scored fewer than
+    half the runs (a flaky judge), or if without that the statistics are undefined
+    (fewer than 2 complete runs). Among those, the judge with the fewest scored runs
+    goes first; ties go to the one whose removal leaves the most complete runs, then to
+    the first in sorted order. A panel where every judge scored every run is untouched.
+    If fewer than two judges would remain, nobody is left out and ``blocking`` names
+    who stood in the way.
+    """
+    r_n, j_n = judge_score.shape
+    keep = np.ones(j_n, dtype=bool)
+    scored = (~np.isnan(judge_score)).sum(axis=0)
+    dropped: list[tuple[int, int]] = []
+    while keep.sum() >= 2:
+        now = _n_complete(judge_score[:, keep])
+        if now >= MIN_COMPLETE_RUNS:
+            break
+        options = []
+        for j in np.flatnonzero(keep).tolist():
+            rest = keep.copy()
+            rest[j] = False
+            after = _n_complete(judge_score[:, rest])
+            if after > now and (now < 2 or 2 * scored[j] < r_n):
+                options.append((int(scored[j]), -after, j))
+        if not options:
+            break
+        worst = min(options)[2]
+        keep[worst] = False
+        dropped.append((worst, now))
+    if keep.sum() < 2 <= j_n:
+        return JudgePanel(np.ones(j_n, dtype=bool), (), (dropped[0][0],))
+    return JudgePanel(keep, tuple(dropped), ())
 
 
 def krippendorff_alpha_interval(values: F64) -> float:
@@ -89,15 +155,18 @@ def _off_diagonal_mean(c: F64) -> float:
     return float(c[~np.eye(k, dtype=bool)].mean())
 
 
-def _complete(ctx: Context) -> F64:
+def _complete(ctx: Context) -> tuple[F64, npt.NDArray[np.bool_]]:
+    """Runs × panel judges over the runs every panel judge scored, and the panel mask."""
     s = ctx.panel.judge_score
-    return s[~np.isnan(s).any(axis=1)]
+    keep = judge_panel(s).keep
+    x = s[:, keep]
+    return x[~np.isnan(x).any(axis=1)], keep
 
 
 def agreement_rows(ctx: Context) -> list[JudgeAgreement]:
-    """One agreement summary for the panel of judges."""
+    """One agreement summary for the panel of judges (ICC and k_eff over :func:`judge_panel`)."""
     s = ctx.panel.judge_score
-    x = _complete(ctx)
+    x, _ = _complete(ctx)
     k = x.shape[1]
     one, many = icc2(x)
     enough = x.shape[0] >= 2 and k >= 2
@@ -122,14 +191,21 @@ def agreement_rows(ctx: Context) -> list[JudgeAgreement]:
 
 
 def correlation_rows(ctx: Context) -> list[JudgeCorrelation]:
-    """Every pair of judges: correlation of deviations from the run mean and of scores."""
-    x = _complete(ctx)
+    """Every pair of judges: correlation of deviations from the run mean and of scores.
+
+    A pair with a judge left out of the panel (:func:`judge_panel`) is NaN on 0 runs.
+    """
+    x, keep = _complete(ctx)
     judges = ctx.panel.judge_ids
-    if x.shape[0] < 2:
-        dev = score = np.full((len(judges), len(judges)), np.nan)
-    else:
-        dev = _corr(x - x.mean(axis=1, keepdims=True))
-        score = _corr(x)
+    j_n = len(judges)
+    dev = np.full((j_n, j_n), np.nan)
+    score = np.full((j_n, j_n), np.nan)
+    n = np.zeros((j_n, j_n), dtype=np.int64)
+    if x.shape[0] >= 2:
+        inside = np.ix_(keep, keep)
+        dev[inside] = _corr(x - x.mean(axis=1, keepdims=True))
+        score[inside] = _corr(x)
+    n[np.ix_(keep, keep)] = x.shape[0]
     return [
         JudgeCorrelation(
             group=ctx.group,
@@ -137,8 +213,8 @@ def correlation_rows(ctx: Context) -> list[JudgeCorrelation]:
             judge_b=judges[j],
             deviation_correlation=float(dev[i, j]),
             score_correlation=float(score[i, j]),
-            n_runs=int(x.shape[0]),
+            n_runs=int(n[i, j]),
         )
-        for i in range(len(judges))
-        for j in range(i + 1, len(judges))
+        for i in range(j_n)
+        for j in range(i + 1, j_n)
     ]

@@ -13,7 +13,7 @@ from typing import Literal, NamedTuple
 
 import polars as pl
 
-from ._operations import summary
+from ._operations import clamp_cached, summary
 from ._results import (
     InfrastructureFailures,
     JudgeCost,
@@ -22,7 +22,7 @@ from ._results import (
     RuleTagRate,
     RunStateCount,
 )
-from ._tables import TaskAttribute
+from ._tables import StatisticsInputError, TaskAttribute
 
 CheckKind = Literal["reference", "rule"]
 
@@ -181,8 +181,19 @@ JUDGE_COST_METRICS = ("input_tokens", "output_tokens", "cached_tokens", "cost_us
 def judge_cost_rows(verdicts: pl.DataFrame) -> tuple[JudgeCost, ...]:
     """Per judge (sorted) and metric: total, mean, median and p95 per recorded verdict.
 
-    ``verdicts`` has judge_id and the metric columns, one row per verdict.
+    ``verdicts`` has judge_id and the metric columns, one row per verdict; each must be
+    finite and non-negative (else :class:`StatisticsInputError`). Cached tokens are
+    clamped to the input tokens, as the cost clamps them.
     """
+    for metric in JUDGE_COST_METRICS:
+        amount = pl.col(metric).cast(pl.Float64)
+        bad = verdicts.filter(~(amount.is_finite() & (amount >= 0)))
+        if bad.height:
+            raise StatisticsInputError(
+                f"judge verdicts: {metric!r} must be finite and non-negative, found "
+                f"{bad[metric][0]!r} for judge {bad['judge_id'][0]!r}"
+            )
+    verdicts = clamp_cached(verdicts)
     out = []
     for judge in sorted(set(verdicts["judge_id"].to_list())):
         mine = verdicts.filter(pl.col("judge_id") == judge)

@@ -70,7 +70,11 @@ DEFINITIONS: dict[str, str] = {
     ),
     "icc": (
         "ICC(2,1) and ICC(2,k) of Shrout & Fleiss (two-way random effects, absolute "
-        "agreement) on the runs × judges matrix of judge run scores, complete runs only."
+        "agreement) on the runs × judges matrix of judge run scores, complete runs only. "
+        "While fewer than 10 runs are scored by every judge, a judge that scored under half "
+        "the runs (or any judge, if fewer than 2 such runs are left) is left out of ICC, "
+        "k_eff and the correlations when that adds complete runs, fewest scored runs "
+        "first; the warnings name it and its correlation pairs are NaN on 0 runs."
     ),
     "deviation_correlation": (
         "Pearson correlation between two judges of their deviations from the run's panel "
@@ -90,13 +94,20 @@ DEFINITIONS: dict[str, str] = {
         "effects α (absorbed exactly by within-run demeaning) and judge fixed effects β: "
         "extra points judge i gives its own family beyond its general leniency and beyond "
         "what other judges give the same runs. Not own-family minus others. SE: CR1 "
-        "sandwich over tasks; CI: task bootstrap (refit per resample)."
+        "sandwich over tasks; CI: task bootstrap (refit per resample). Reported only where "
+        "the data identify γ_i (it lies in the row space of the within-run design, a test "
+        "independent of judge names and order); otherwise NaN with a warning naming the "
+        "family (e.g. two judges of one family and no other family's judge on its runs)."
     ),
-    "leniency": "The judge's fixed effect β_j, centred so judges average 0.",
+    "leniency": (
+        "The judge's fixed effect β_j, centred so judges average 0; NaN where the data do "
+        "not identify it."
+    ),
     "rank": (
         "Rank of the agent score, 1 = best, ties averaged. Rank stability: the rank in "
         "each task resample (resamples where some agent is unscored are left out); "
-        "P(rank 1) = share of resamples where the agent is strictly first."
+        "P(rank 1) = share of resamples where the agent is first, k agents tied at the "
+        "top each counting 1/k (so P(rank 1) sums to 1 over the agents)."
     ),
     "pairwise_difference": (
         "Agent score of a minus agent score of b; CI from the same task resamples "
@@ -109,7 +120,8 @@ DEFINITIONS: dict[str, str] = {
     "run_cost": (
         "Latency (s), cost (USD), steps and tokens (input, output, cached) per run over runs "
         "that are not infrastructure failures: mean, median and 95th percentile (linear "
-        "interpolation)."
+        "interpolation). Cached tokens are counted at most up to the input tokens, as the "
+        "cost counts them; every amount is finite and non-negative (checked on input)."
     ),
     "cost_per_passed_task": (
         "An agent's total cost over its runs that are not infrastructure failures, divided "
@@ -126,7 +138,10 @@ DEFINITIONS: dict[str, str] = {
         "(near constant: agreement undefined, other judges' self-preference biased); a judge "
         "with ≥ 20% of its ratings at 0 or at 10 (clipped at the scale's end); Krippendorff's "
         "alpha undefined or below 0.667; declared agents or judges with no scored run; runs "
-        "excluded as infrastructure failures; tasks without reference checks."
+        "excluded as infrastructure failures; tasks without reference checks; a judge left "
+        "out of ICC, k_eff and the correlations for too few common runs (or why they stay "
+        "undefined); self-preference not identified for a family; task resamples left out "
+        "of the rank distribution because they drew no scored task of some agent."
     ),
     "grouping": (
         "group_by=domain|phase|difficulty splits the tasks by that attribute and computes "

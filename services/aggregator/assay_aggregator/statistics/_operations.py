@@ -12,6 +12,7 @@ __all__ = [
     "COST_METRICS",
     "accounting_rows",
     "agent_cost_rows",
+    "clamp_cached",
     "cost_rows",
     "epoch_spread_rows",
     "summary",
@@ -59,13 +60,20 @@ def epoch_spread_rows(ctx: Context) -> list[EpochSpread]:
     return rows
 
 
+def clamp_cached(frame: pl.DataFrame) -> pl.DataFrame:
+    """Cached tokens never above input tokens, as :func:`assay.providers.cost` prices them."""
+    return frame.with_columns(
+        pl.min_horizontal("cached_tokens", "input_tokens").alias("cached_tokens")
+    )
+
+
 def cost_rows(ctx: Context) -> list[RunCost]:
     """Mean, median and 95th percentile (linear interpolation) of each metric per agent.
 
     Over runs that are not infrastructure failures, scored or not: an agent's failed
-    runs cost time and money too.
+    runs cost time and money too. Cached tokens are clamped to the input tokens.
     """
-    runs = ctx.tables.runs.filter(~pl.col("infrastructure_failure"))
+    runs = clamp_cached(ctx.tables.runs.filter(~pl.col("infrastructure_failure")))
     rows: list[RunCost] = []
     for agent in ctx.panel.agent_ids:
         mine = runs.filter(pl.col("agent_id") == agent)

@@ -13,7 +13,7 @@ from ._context import Context
 from ._panel import F64
 from ._results import AgentRank, PairwiseDifference
 
-__all__ = ["average_ranks", "pairwise_rows", "rank_rows"]
+__all__ = ["average_ranks", "pairwise_rows", "rank_rows", "top_shares"]
 
 
 def average_ranks(scores: F64) -> F64:
@@ -25,8 +25,21 @@ def average_ranks(scores: F64) -> F64:
     return np.asarray(1.0 + higher + 0.5 * tied, dtype=np.float64)
 
 
+def top_shares(scores: F64) -> F64:
+    """Each agent's share of rank 1 per row: 1/k for each of k agents tied at the top.
+
+    Counting only a strict rank 1 gives tied leaders nothing, and P(rank 1) would no
+    longer sum to 1 over the agents.
+    """
+    top = scores == scores.max(axis=-1, keepdims=True)
+    return np.asarray(top / top.sum(axis=-1, keepdims=True), dtype=np.float64)
+
+
 def rank_rows(ctx: Context) -> list[AgentRank]:
     """Each agent's rank (1 = best), its bootstrap distribution and P(rank 1).
+
+    Agents tied at the top of a resample share its rank 1 equally, so P(rank 1) sums
+    to 1 over the ranked agents.
 
     Only agents with a score are ranked (the others get NaN). Resamples in which one
     of them has no task are left out of the rank distribution, since a rank needs every
@@ -44,8 +57,9 @@ def rank_rows(ctx: Context) -> list[AgentRank]:
     low, high = percentile_interval(ranks, ctx.confidence)
     n = ranks.shape[0]
     mean_rank = ranks.mean(axis=0) if n else np.full(a_n, np.nan)
-    p1 = (ranks == 1.0).mean(axis=0) if n else np.full(a_n, np.nan)
-    p1 = np.where(ranked, p1, np.nan)
+    p1 = np.full(a_n, np.nan)
+    if n and ranked.any():
+        p1[ranked] = top_shares(sub).mean(axis=0)
     return [
         AgentRank(
             **ctx.agent_key(agent),

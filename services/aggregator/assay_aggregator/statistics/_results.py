@@ -225,7 +225,7 @@ class AgentRank(AgentRow):
     """2.5% (for 95%) percentile of the bootstrap rank."""
     rank_ci_high: float
     p_rank_1: float
-    """Share of resamples in which the agent ranks strictly first."""
+    """Share of resamples in which the agent ranks first (k tied at the top: 1/k each)."""
 
 
 class PairwiseDifference(Row):

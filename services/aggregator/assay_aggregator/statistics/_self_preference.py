@@ -16,6 +16,13 @@ cross-products ``A_t = Z_t'Z_t``, ``b_t = Z_t'y_t``. A task-cluster bootstrap re
 duplicates whole tasks, and a duplicated run is a new run with its own effect, so its
 weighted normal equations are ``Σ w_t A_t · γ = Σ w_t b_t``: two matrix products and a
 batched 5 × 5 solve for all resamples at once, identical to refitting with dummies.
+
+A coefficient is reported only where the data identify it: γ_i (or a centred leniency)
+is a linear function c'θ of the coefficients, estimable exactly when c lies in the row
+space of the demeaned design; then every least-squares solution gives it the same value,
+whatever the judges' names or order. Two judges of one family scoring that family's
+runs with no judge of another family beside them, for instance, identify only the
+difference of their γ's: neither γ is reported (NaN) and the warnings name the family.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from ._context import Context
 from ._panel import F64, I64
 from ._results import SelfPreference
 
-__all__ = ["Fit", "design", "fit", "self_preference_rows"]
+__all__ = ["Fit", "design", "fit", "identified", "self_preference_rows"]
 
 
 def design(ctx: Context) -> tuple[F64, F64, I64, I64, npt.NDArray[np.bool_]]:
@@ -59,6 +66,34 @@ def _demean(x: F64, group: I64) -> F64:
     np.add.at(s, group, x)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.asarray(x - (s / n[:, None])[group], dtype=np.float64)
+
+
+def _row_space(zd: F64) -> F64:
+    """Orthonormal basis (columns) of the row space of ``zd``, via its small Gram matrix."""
+    gram = zd.T @ zd
+    val, vec = np.linalg.eigh(gram)
+    tol = 1e-9 * max(float(val.max(initial=0.0)), 1.0)
+    return np.asarray(vec[:, val > tol], dtype=np.float64)
+
+
+def identified(ctx: Context) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Whether each judge's γ and centred leniency are estimable (order-independent).
+
+    c'θ is estimable when c lies in the row space of the within-run design; testing the
+    residual of c projected on that space depends on no column order or judge name.
+    """
+    j_n = len(ctx.panel.judge_ids)
+    y, z, run, _, _ = design(ctx)
+    if y.size == 0:
+        return np.zeros(j_n, dtype=bool), np.zeros(j_n, dtype=bool)
+    basis = _row_space(_demean(z, run))
+    c = np.zeros((2 * j_n, z.shape[1]))
+    c[np.arange(j_n), j_n - 1 + np.arange(j_n)] = 1.0  # γ_i
+    beta = np.vstack([np.zeros(j_n - 1), np.eye(j_n - 1)])  # β_j over the dummies
+    c[j_n:, : j_n - 1] = beta - beta.mean(axis=0)  # β_j − mean β
+    resid = c - (c @ basis) @ basis.T
+    ok = np.sqrt((resid**2).sum(axis=1)) < 1e-6
+    return ok[:j_n], ok[j_n:]
 
 
 def _estimable(z: F64) -> npt.NDArray[np.bool_]:
@@ -153,6 +188,11 @@ def self_preference_rows(ctx: Context) -> list[SelfPreference]:
     beta = np.concatenate([[0.0], f.coef[: j_n - 1]])
     # One judge has no leniency relative to anyone.
     leniency = beta - beta.mean() if j_n > 1 else np.full(1, np.nan)
+    # Only what the data identify is reported; the rest depends on column order.
+    gam_ok, len_ok = identified(ctx)
+    coef, se = np.where(gam_ok, f.coef[gam], np.nan), np.where(gam_ok, f.se[gam], np.nan)
+    low, high = np.where(gam_ok, low, np.nan), np.where(gam_ok, high, np.nan)
+    leniency = np.where(len_ok, leniency, np.nan)
 
     rows: list[SelfPreference] = []
     for j, judge_id in enumerate(p.judge_ids):
@@ -162,11 +202,11 @@ def self_preference_rows(ctx: Context) -> list[SelfPreference]:
                 group=ctx.group,
                 judge_id=judge_id,
                 judge_family=p.judge_families[j],
-                coefficient=float(f.coef[gam][j]),
+                coefficient=float(coef[j]),
                 leniency=float(leniency[j]),
                 n_own=int((mine & own).sum()),
                 n_other=int((mine & ~own).sum()),
-                se=float(f.se[gam][j]),
+                se=float(se[j]),
                 ci_low=float(low[j]),
                 ci_high=float(high[j]),
             )

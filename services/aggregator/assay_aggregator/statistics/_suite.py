@@ -102,9 +102,11 @@ def compute_statistics(
         if f.annotation is not None and getattr(f.annotation, "__origin__", None) is tuple
     }
     statistics = _per_context(communication, scientific_accuracy, tags, first_tags)
+    late: list[StatisticsWarning] = []
     for ctx in contexts(checked, settings):
         for name, rows_of in statistics.items():
             acc[name] += rows_of(ctx)
+        late += _warnings.context_warnings(ctx)
     acc["warnings"] += _warnings.warning_rows(
         checked,
         acc,
@@ -113,6 +115,7 @@ def compute_statistics(
         declared_judges=declared_judges,
         tasks_without_checks=tasks_without_checks,
     )
+    acc["warnings"] += late
     return StatisticsReport.model_validate(
         {
             "seed": settings.seed,

@@ -127,11 +127,29 @@ def _kind_ok(dtype: pl.DataType, kind: Kind) -> bool:
     return dtype == pl.Boolean
 
 
+_AMOUNTS = ("latency_s", "cost_usd", "steps", "input_tokens", "output_tokens", "cached_tokens")
+"""Run amounts that must be finite and non-negative: a NaN or infinity would flow into the
+cost tables and reach report.json as null, the same as "undefined"."""
+
+
+def _amounts_ok(runs: pl.DataFrame) -> None:
+    for col in _AMOUNTS:
+        amount = pl.col(col).cast(pl.Float64)
+        bad = runs.filter(~(amount.is_finite() & (amount >= 0)))
+        if bad.height:
+            run, value = bad.sort("run_id").select("run_id", col).row(0)
+            raise StatisticsInputError(
+                f"table 'runs': column {col!r} must be finite and non-negative, found "
+                f"{value!r} for run {run!r} ({bad.height} run(s))"
+            )
+
+
 def validate_table(df: pl.DataFrame, name: Literal["ratings", "runs", "tags"]) -> pl.DataFrame:
     """Check ``df`` against the named schema and return it with canonical dtypes.
 
     Raises :class:`StatisticsInputError` naming the table and the first missing or
-    mistyped column, or a null in a required column. Extra columns are kept.
+    mistyped column, or a null in a required column, or a run amount (latency, cost,
+    steps, tokens) that is not finite and non-negative. Extra columns are kept.
     """
     schema = _SCHEMAS[name]
     missing = [c for c in schema if c not in df.columns]
@@ -152,6 +170,8 @@ def validate_table(df: pl.DataFrame, name: Literal["ratings", "runs", "tags"]) -
         target = {"str": pl.String, "int": pl.Int64, "float": pl.Float64, "bool": pl.Boolean}
         casts.append(pl.col(col).cast(target[kind]))
     out = df.with_columns(casts)
+    if name == "runs":
+        _amounts_ok(out)
     if name == "ratings" and out.height:
         lo, hi = out["score"].min(), out["score"].max()
         if not (isinstance(lo, int) and isinstance(hi, int) and lo >= 0 and hi <= 10):

@@ -20,6 +20,7 @@ from assay.providers import (
     PriceTable,
     ProviderError,
     cost,
+    pinned_prices,
     provider_for,
 )
 from assay_schemas import ArtifactsSealed, CampaignSpec, FileRef, JudgeSpec, Task
@@ -151,7 +152,7 @@ class JudgeService(SealedRunJudge):
 
     def price_table(self, campaign: CampaignSpec | None) -> PriceTable:
         """The configured prices, overridden by the campaign's (as the runner does)."""
-        return {**self.prices, **(campaign.prices if campaign else {})}
+        return pinned_prices(self.prices, campaign.prices if campaign else {})
 
     async def _recorded(
         self,

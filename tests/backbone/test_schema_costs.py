@@ -1,0 +1,91 @@
+"""Attack (issue #24, finding 13): costs, durations and latencies must be finite and ≥ 0.
+
+NaN, ±Infinity and negative values used to be accepted, then flowed into cost tables as
+inf/NaN and into report.json as ``null`` (the same as "undefined"). Every such field of
+the schemas is listed here; a new one must be added (the class test looks them up).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from assay_schemas import (
+    AgentFinished,
+    AgentStepLogged,
+    ExecOutcome,
+    InvalidEvent,
+    JudgmentRecorded,
+    Limits,
+    Price,
+    ToolResultRecord,
+    Usage,
+    parse_event,
+)
+
+ENVELOPE: dict[str, Any] = {"event_id": "e", "campaign_id": "c", "run_id": "r", "task_id": "t",
+                            "producer": {"service": "test", "version": "0"}}  # fmt: skip
+BASE: dict[type[BaseModel], dict[str, Any]] = {
+    AgentStepLogged: {**ENVELOPE, "step": 0},
+    AgentFinished: {**ENVELOPE, "stop_reason": "submitted", "final_message": "", "steps": 0,
+                    "usage": Usage()},
+    JudgmentRecorded: {**ENVELOPE, "judge_id": "j", "sample": 0, "rubric_id": "r",
+                       "rubric_version": 1},
+    ToolResultRecord: {"call_id": "c", "name": "t", "output": ""},
+    ExecOutcome: {"exit_code": 0, "stdout_b64": "", "stderr_b64": ""},
+    Price: {},
+    Limits: {},
+}  # fmt: skip
+FIELDS = [
+    (AgentStepLogged, "latency_ms"),
+    (AgentStepLogged, "cost_usd"),
+    (AgentFinished, "cost_usd"),
+    (AgentFinished, "duration_s"),
+    (JudgmentRecorded, "cost_usd"),
+    (ToolResultRecord, "duration_ms"),
+    (ExecOutcome, "duration_ms"),
+    (Price, "input_per_mtok"),
+    (Price, "output_per_mtok"),
+    (Price, "cached_input_per_mtok"),
+    (Limits, "cost_budget_usd"),
+]
+BAD = [float("nan"), float("inf"), float("-inf"), -0.5]
+
+
+@pytest.mark.parametrize("model, field", FIELDS)
+@pytest.mark.parametrize("bad", BAD, ids=["nan", "inf", "-inf", "negative"])
+def test_non_finite_or_negative_amounts_are_refused(
+    model: type[BaseModel], field: str, bad: float
+) -> None:
+    with pytest.raises(ValidationError, match=rf"(?m)^{field}$") as err:
+        model.model_validate({**BASE[model], field: bad})
+    assert err.value.error_count() == 1
+    assert getattr(model.model_validate({**BASE[model], field: 0.0}), field) == 0.0
+
+
+def test_every_cost_duration_and_latency_field_is_covered() -> None:
+    """Class: any float field named like an amount of money or time is in FIELDS."""
+    import assay_schemas
+
+    named = ("cost", "duration", "latency", "per_mtok")
+    found = {
+        (cls, name)
+        for cls in vars(assay_schemas).values()
+        if isinstance(cls, type) and issubclass(cls, BaseModel)
+        for name, info in cls.model_fields.items()
+        if any(n in name for n in named) and name in cls.__annotations__
+        and "float" in str(info.annotation)
+    }  # fmt: skip
+    assert found <= set(FIELDS), sorted((c.__name__, n) for c, n in found - set(FIELDS))
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e999", "-1"])
+def test_events_on_the_wire_with_bad_costs_are_invalid(literal: str) -> None:
+    body = json.dumps({**ENVELOPE, "event_type": "AgentFinished", "stop_reason": "submitted",
+                       "final_message": "", "steps": 0, "usage": {}, "cost_usd": 0.0})  # fmt: skip
+    body = body.replace('"cost_usd": 0.0', f'"cost_usd": {literal}')
+    with pytest.raises(InvalidEvent, match="cost_usd"):
+        parse_event(body.encode(), subject="assay.ev.c.r")
