@@ -25,7 +25,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 2
+SNAPSHOT_VERSION = 3
 
 
 @dataclass(slots=True)
@@ -186,6 +186,15 @@ class State:
     signatures were not checked)."""
     refused: dict[int, RefusedRecord] = field(default_factory=dict)
     """sequence → message that was refused, with the reason."""
+    refused_submissions: set[str] = field(default_factory=set)
+    """Event ids of refused TaskSubmitted messages no admitted one shares: their runs
+    count for nothing (see `admission`)."""
+    refused_runs: dict[str, str] = field(default_factory=dict)
+    """run_id → why the run counts for nothing (its submission was refused)."""
+    task_samples: dict[str, int] = field(default_factory=dict)
+    """'campaign_id/task_id' → the task's own `sampling_times`."""
+    judge_samples: dict[str, int] = field(default_factory=dict)
+    """'campaign_id/judge_id' → the judge spec's `sampling_times` (campaign or registration)."""
     version: int = 0
     """Bumped on every applied event; invalidates cached frames."""
 
@@ -218,6 +227,10 @@ def state_to_json(state: State) -> dict[str, Any]:
         "judges": {k: asdict(v) for k, v in state.judges.items()},
         "trust_root": state.trust_root,
         "refused": [asdict(r) for r in state.refused.values()],
+        "refused_submissions": sorted(state.refused_submissions),
+        "refused_runs": state.refused_runs,
+        "task_samples": state.task_samples,
+        "judge_samples": state.judge_samples,
     }
 
 
@@ -239,4 +252,8 @@ def state_from_json(data: dict[str, Any]) -> State:
         judges=_records(data["judges"], JudgeRecord),
         trust_root=str(data["trust_root"]),
         refused={int(r["sequence"]): RefusedRecord(**r) for r in data["refused"]},
+        refused_submissions=set(data["refused_submissions"]),
+        refused_runs={str(k): str(v) for k, v in data["refused_runs"].items()},
+        task_samples={str(k): int(v) for k, v in data["task_samples"].items()},
+        judge_samples={str(k): int(v) for k, v in data["judge_samples"].items()},
     )
