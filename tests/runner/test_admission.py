@@ -21,6 +21,7 @@ from assay_schemas import (
     TaskAccepted,
     TaskRejected,
     TaskSubmitted,
+    TextContainsCheck,
     new_event,
 )
 from tests.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
@@ -155,3 +156,74 @@ async def test_uploaded_blobs_are_imported_verified(bus: Bus, settings: Settings
     assert isinstance(rejected, TaskRejected) and rejected.reason == "blob_mismatch"
     assert store.get_bytes(ref(data).sha256) == data
     assert not store.exists(forged.sha256)
+
+
+# --- issue #24, finding 10: the bus door applies every check `assay submit` applies ------
+
+
+def _with_pattern(task_id: str, pattern: str) -> Task:
+    check = TextContainsCheck(name="says", path="out/report.md", pattern=pattern)
+    return Task(task_id=task_id, prompt="p", reference_checks=[check])
+
+
+REFUSED_AT_SUBMIT = {
+    "look-behind": _with_pattern("t1", r"(?<=total: )\d+"),
+    "negative look-behind": _with_pattern("t2", r"(?<!not )significant"),
+    "look-ahead": _with_pattern("t3", r"growth(?= rate)"),
+    "backreference": _with_pattern("t4", r"(\w+) \1"),
+    "path escaping the workspace": Task(
+        task_id="t5", prompt="p", attachments=[ref(b"x\n1\n", "../../etc/data.csv")]
+    ),
+    "absolute path": Task(task_id="t6", prompt="p", attachments=[ref(b"x\n1\n", "/etc/passwd")]),
+    "names differing in case": Task(
+        task_id="t7", prompt="p", attachments=[ref(b"x\n1\n", "Data.csv"), ref(b"x\n1\n")]
+    ),
+}
+
+
+async def test_a_task_assay_submit_refuses_is_refused_on_the_bus(
+    bus: Bus, settings: Settings
+) -> None:
+    """RE2 cannot run look-arounds or backreferences: a publisher's task carrying one was
+    accepted and every run then failed its rule judge. Paths and case-twins likewise."""
+    store = LocalBlobStore(settings.blob_dir)
+    store.put_bytes(b"x\n1\n")
+    events = {name: submission("c1", task) for name, task in REFUSED_AT_SUBMIT.items()}
+    async with services(settings, store, names=("runner",)):
+        await start_campaign(bus)
+        for event in events.values():
+            await bus.publish(event)
+        log = await wait_for_events(bus, answered(len(events)))
+    by_submission = {a.submission: a for a in answers(log)}
+    for name, event in events.items():
+        rejected = by_submission[event.event_id]
+        assert isinstance(rejected, TaskRejected), name
+        assert rejected.reason == "invalid" and rejected.task_id == event.task.task_id, name
+    assert not [e for e in log if isinstance(e, RunRequested)]
+
+
+UNDECODABLE = {
+    "not JSON": b"task: t1\nprompt: p\n",
+    "not UTF-8": b'{"event_type": "TaskSubmitted", "task": {"task_id": "t1", "prompt": "\xff\xfe"}}',
+    "truncated JSON": b'{"event_type": "TaskSubmitted", "event_id": "',
+    "JSON of the wrong shape": b'[{"event_type": "TaskSubmitted"}]',
+    "empty": b"",
+}
+
+
+async def test_every_undecodable_submission_is_answered_under_its_message_id(
+    bus: Bus, settings: Settings
+) -> None:
+    """A body that cannot name itself still has the Nats-Msg-Id its publisher set."""
+    subject = bus.subjects.event("TaskSubmitted", "c1", "-")
+    ids = {name: f"outside-{i}" for i, name in enumerate(UNDECODABLE)}
+    async with services(settings, LocalBlobStore(settings.blob_dir), names=("runner",)):
+        for name, body in UNDECODABLE.items():
+            await bus.js.publish(subject, body, headers={"Nats-Msg-Id": ids[name]})
+        log = await wait_for_events(bus, answered(len(UNDECODABLE)))
+    by_submission = {a.submission: a for a in answers(log)}
+    for name, msg_id in ids.items():
+        rejected = by_submission.get(msg_id)
+        assert isinstance(rejected, TaskRejected), name
+        assert rejected.reason == "invalid" and rejected.campaign_id == "c1", name
+        assert rejected.causation_id == msg_id and rejected.detail, name

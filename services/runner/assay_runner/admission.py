@@ -76,9 +76,12 @@ class Admission:
     """Whose signatures count (None: signatures are not checked), as for the aggregator."""
 
     async def refusal(
-        self, event: TaskSubmitted, campaign: CampaignSpec | None, stored: Stored
+        self, event: TaskSubmitted, campaign: CampaignSpec | None, stored: Stored | int
     ) -> TaskRejected | None:
-        """Why this submission is refused, or None when its runs may be scheduled."""
+        """Why this submission is refused, or None when its runs may be scheduled (a bare
+        sequence stands for a message with no headers: unsigned)."""
+        if isinstance(stored, int):
+            stored = Stored(stored, self.bus.subjects.of(event), b"", {})
         sequence = stored.sequence
         if self.trust is not None:
             verdict = self.trust.verify(stored.subject, stored.data, stored.headers, event)
