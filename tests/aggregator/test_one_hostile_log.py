@@ -106,7 +106,9 @@ async def _attack(attacker: Attacker, events: list[Event]) -> str:
     await attacker.write(ten.model_copy(update={"event_id": "second"}), "judge-judge_a")
     await attacker.write(ten.model_copy(update={"event_id": "unsigned"}), None)
     await attacker.write(ten.model_copy(update={"event_id": "wrong-role"}), "runner")
-    await attacker.write(ten.model_copy(update={"event_id": "altered"}), "judge-judge_a", alter=True)
+    await attacker.write(
+        ten.model_copy(update={"event_id": "altered"}), "judge-judge_a", alter=True
+    )
     # Finding 15: verdicts that are not whole, each on a sample nobody rated yet.
     dims = sorted(other.scores)
     partial_scores = {k: other.scores[k] for k in dims[1:]}

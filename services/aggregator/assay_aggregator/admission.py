@@ -61,11 +61,6 @@ def _samples(state: State, e: JudgmentRecorded | JudgmentFailed) -> int | None:
 
 def _verdict(state: State, sequence: int, e: JudgmentRecorded) -> str | None:
     where = f"verdict for run {e.run_id}, judge {e.judge_id}, sample {e.sample}"
-    old = state.verdicts.get(f"{e.run_id}/{e.judge_id}/{e.sample}")
-    if old is not None and old.sequence < sequence:
-        # A verdict is evidence: the first one for a sample stands. Changing a judgment
-        # means a new judge version (rejudge), never a second event for the same sample.
-        return f"second {where} (the first is at seq {old.sequence})"
     if e.judge_id == RULES_JUDGE_ID:
         if e.scores:
             return f"{where} scores dimensions; the rule judge records checks only"
@@ -80,7 +75,15 @@ def _verdict(state: State, sequence: int, e: JudgmentRecorded) -> str | None:
             missing = sorted(keys - set(e.scores))
             if missing:
                 return f"{where} leaves rubric dimensions unscored: {', '.join(missing)}"
-    return _sample_problem(state, e)
+    problem = _sample_problem(state, e)
+    if problem is not None:
+        return problem
+    old = state.verdicts.get(f"{e.run_id}/{e.judge_id}/{e.sample}")
+    if old is not None and old.sequence < sequence:
+        # A verdict is evidence: the first one for a sample stands. Changing a judgment
+        # means a new judge version (rejudge), never a second event for the same sample.
+        return f"second {where} (the first is at seq {old.sequence})"
+    return None
 
 
 def _sample_problem(state: State, e: JudgmentRecorded | JudgmentFailed) -> str | None:
