@@ -227,3 +227,50 @@ async def test_every_undecodable_submission_is_answered_under_its_message_id(
         assert isinstance(rejected, TaskRejected), name
         assert rejected.reason == "invalid" and rejected.campaign_id == "c1", name
         assert rejected.causation_id == msg_id and rejected.detail, name
+
+
+async def test_with_signatures_on_the_door_refuses_what_the_aggregator_would(
+    bus: Bus, settings: Settings
+) -> None:
+    """Issue #24, finding 8 and its class: the runner scheduled an unsigned submission the
+    aggregator then refused. Unsigned, signed with another role's key, by the publisher of
+    another campaign, or altered after signing: rejected, nothing scheduled."""
+    from assay.security.signing import ensure_operator, signer_for
+
+    ensure_operator(settings)
+
+    async def send(event: TaskSubmitted, signer: str | None, *, alter: bool = False) -> None:
+        subject = bus.subjects.of(event)
+        data = event.model_dump_json().encode()
+        headers = {"Nats-Msg-Id": event.event_id}
+        if signer is not None:
+            key = signer_for(settings, signer)
+            assert key is not None
+            headers.update(key.headers(subject, data))
+        if alter:
+            data = data.replace(b'"prompt":"p"', b'"prompt":"q"')
+        await bus.js.publish(subject, data, headers=headers)
+
+    cases = {
+        "unsigned": (None, False),
+        "runner may not write TaskSubmitted": ("runner", False),
+        "publisher of c2 wrote to campaign c1": ("publisher-c2", False),
+        "bad signature": ("publisher-c1", True),
+    }
+    events = {
+        why: submission("c1", Task(task_id=f"t{i}", prompt="p")) for i, why in enumerate(cases)
+    }
+    good = submission("c1", Task(task_id="good", prompt="p"))
+    async with services(settings, LocalBlobStore(settings.blob_dir), names=("runner",)):
+        await start_campaign(bus)
+        for why, (signer, alter) in cases.items():
+            await send(events[why], signer, alter=alter)
+        await send(good, "publisher-c1")
+        log = await wait_for_events(bus, answered(len(cases) + 1))
+    by_submission = {a.submission: a for a in answers(log)}
+    for why, event in events.items():
+        rejected = by_submission[event.event_id]
+        assert isinstance(rejected, TaskRejected) and rejected.reason == "invalid", why
+        assert why in rejected.detail, (why, rejected.detail)
+    assert isinstance(by_submission[good.event_id], TaskAccepted)
+    assert {e.task_id for e in log if isinstance(e, RunRequested)} == {"good"}
