@@ -3,7 +3,8 @@
 A signed synthetic campaign is published, then the attacks of issue #24 land on the same
 log: an outside publisher's unsigned task with runs, steps and a verdict written for it
 by genuine services (finding 8); a second verdict for a sample signed by the judge's own
-key (finding 9) and its class (unsigned, another role's key, altered bytes); incomplete
+key (finding 9) and its class (unsigned, another role's key, altered bytes, a reused
+event id); incomplete
 verdicts (finding 15: a rubric dimension unscored, no scores at all, a rule verdict with
 scores, a sample past the judge's `sampling_times`, a failure past it). The live
 aggregator, `assay report` (its snapshot caught up), `assay replay` (a fresh fold),
@@ -78,7 +79,8 @@ class Attacker:
     async def write(self, event: Event, signer: str | None, *, alter: bool = False) -> None:
         subject = self.bus.subjects.of(event)
         data = event.model_dump_json().encode()
-        headers = {"Nats-Msg-Id": event.event_id}
+        # Its own message id: JetStream would drop a repeated one before it is stored.
+        headers = {"Nats-Msg-Id": f"attack-{len(self.sequences)}"}
         if signer is not None:
             key = signer_for(self.settings, signer)
             assert key is not None
@@ -109,6 +111,9 @@ async def _attack(attacker: Attacker, events: list[Event]) -> str:
     await attacker.write(
         ten.model_copy(update={"event_id": "altered"}), "judge-judge_a", alter=True
     )
+    # ... and a whole verdict on a sample nobody rated, under an id the log holds already.
+    reused = other.model_copy(update={"event_id": first.event_id, "judge_id": "judge_c"})
+    await attacker.write(reused, "judge-judge_c")
     # Finding 15: verdicts that are not whole, each on a sample nobody rated yet.
     dims = sorted(other.scores)
     partial_scores = {k: other.scores[k] for k in dims[1:]}

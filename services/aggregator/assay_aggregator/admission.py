@@ -9,6 +9,7 @@ consumer), so they cannot disagree on what counts. An event is refused when:
   a path outside /workspace, two attachment names that differ only in case);
 - it belongs to a run whose submission was refused: the task, its runs, their steps and
   verdicts count nowhere;
+- it repeats the id of an event folded from another message;
 - it is a verdict that is not whole: a second one for a sample (the first stands), one
   scoring dimensions outside the rubric or missing some, an LLM verdict with no scores,
   a rule verdict with scores, or a sample index past the judge's ``sampling_times``.
@@ -121,17 +122,23 @@ def admit(
     state: State, sequence: int, subject: str, event: Event, signature: Verdict | None = None
 ) -> bool:
     """Whether the event may be folded in. `signature` is its signature check (None when
-    signatures are not checked). A refusal is recorded with its why; an event id applied
-    before is a redelivery, skipped without one."""
-    reason = signature.reason if signature is not None and not signature.ok else None
-    if reason is None:
-        if event.event_id in state.seen:
-            return False
-        reason = refusal(state, sequence, event)
-        if reason is None:
+    signatures are not checked). A refusal is recorded with its why; the message an event
+    was folded from, delivered again, is skipped without one."""
+    first = state.seen.get(event.event_id)
+    if signature is not None and not signature.ok:
+        reason = signature.reason
+    elif first == sequence:
+        return False  # a redelivery of what was folded already
+    elif first is not None:
+        # Skipping it silently would leave a reader of one run (the audit) to count it.
+        reason = f"repeat of event {event.event_id} (first stored at seq {first})"
+    else:
+        found = refusal(state, sequence, event)
+        if found is None:
             if isinstance(event, TaskSubmitted):
                 state.refused_submissions.discard(event.event_id)
             return True
+        reason = found
         if isinstance(event, RunRequested) and event.run_id:
             # Only a genuine request (its signature held) condemns its run: a forged one
             # aimed at a real run must not take the real run's events down with it.

@@ -266,7 +266,7 @@ def apply(
     handler = _HANDLERS.get(type(event))
     if handler is not None:
         handler(state, event, sequence)
-    state.seen.add(event.event_id)
+    state.seen[event.event_id] = sequence
     state.last_sequence = max(state.last_sequence, sequence)
     state.applied += 1
     state.version += 1

@@ -167,8 +167,9 @@ class State:
     last_sequence: int = 0
     """Highest stream sequence applied."""
     applied: int = 0
-    seen: set[str] = field(default_factory=set)
-    """Event ids applied (idempotence beyond JetStream's dedupe window)."""
+    seen: dict[str, int] = field(default_factory=dict)
+    """Event id applied → its stream sequence (idempotence beyond JetStream's dedupe
+    window: the same sequence again is a redelivery, another one a refused repeat)."""
     campaigns: dict[str, dict[str, Any]] = field(default_factory=dict)
     """campaign_id → CampaignSpec as JSON-mode dict."""
     tasks: dict[str, TaskRecord] = field(default_factory=dict)
@@ -216,7 +217,7 @@ def state_to_json(state: State) -> dict[str, Any]:
         "snapshot_version": SNAPSHOT_VERSION,
         "last_sequence": state.last_sequence,
         "applied": state.applied,
-        "seen": sorted(state.seen),
+        "seen": dict(sorted(state.seen.items())),
         "campaigns": state.campaigns,
         "tasks": {k: asdict(v) for k, v in state.tasks.items()},
         "runs": {k: asdict(v) for k, v in state.runs.items()},
@@ -241,7 +242,7 @@ def state_from_json(data: dict[str, Any]) -> State:
     return State(
         last_sequence=int(data["last_sequence"]),
         applied=int(data["applied"]),
-        seen=set(data["seen"]),
+        seen={str(k): int(v) for k, v in data["seen"].items()},
         campaigns=dict(data["campaigns"]),
         tasks=_records(data["tasks"], TaskRecord),
         runs=_records(data["runs"], RunRecord),
