@@ -189,13 +189,13 @@ async def test_audit_and_report_decide_from_one_admission(bus: Bus, published: P
     """Finding 9 without signatures: a second verdict scoring all tens is refused by the
     report and shown as refused by the audit, whose score stays the first verdict's."""
     v = _llm(published.events)
-    logged, signers = await load_run_events(bus, v.run_id)
+    logged, signers = await load_run_events(bus, v.run_id or "")
     before = audit_run(logged, published.store, signers=signers).contribution
     second = v.model_copy(
         update={"event_id": "second", "scores": {k: DimensionScore(score=10) for k in v.scores}}
     )
     await bus.publish(second)
-    logged, signers = await load_run_events(bus, v.run_id)
+    logged, signers = await load_run_events(bus, v.run_id or "")
     audit = audit_run(logged, published.store, signers=signers)
     assert audit.contribution == before
     [(seq, why)] = [(s, w) for s, w in signers.items() if w]
