@@ -21,6 +21,7 @@ from assay_schemas import (
     TaskAccepted,
     TaskRejected,
     TaskSubmitted,
+    TextContainsCheck,
     new_event,
 )
 from tests.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
@@ -155,3 +156,121 @@ async def test_uploaded_blobs_are_imported_verified(bus: Bus, settings: Settings
     assert isinstance(rejected, TaskRejected) and rejected.reason == "blob_mismatch"
     assert store.get_bytes(ref(data).sha256) == data
     assert not store.exists(forged.sha256)
+
+
+# --- issue #24, finding 10: the bus door applies every check `assay submit` applies ------
+
+
+def _with_pattern(task_id: str, pattern: str) -> Task:
+    check = TextContainsCheck(name="says", path="out/report.md", pattern=pattern)
+    return Task(task_id=task_id, prompt="p", reference_checks=[check])
+
+
+REFUSED_AT_SUBMIT = {
+    "look-behind": _with_pattern("t1", r"(?<=total: )\d+"),
+    "negative look-behind": _with_pattern("t2", r"(?<!not )significant"),
+    "look-ahead": _with_pattern("t3", r"growth(?= rate)"),
+    "backreference": _with_pattern("t4", r"(\w+) \1"),
+    "path escaping the workspace": Task(
+        task_id="t5", prompt="p", attachments=[ref(b"x\n1\n", "../../etc/data.csv")]
+    ),
+    "absolute path": Task(task_id="t6", prompt="p", attachments=[ref(b"x\n1\n", "/etc/passwd")]),
+    "names differing in case": Task(
+        task_id="t7", prompt="p", attachments=[ref(b"x\n1\n", "Data.csv"), ref(b"x\n1\n")]
+    ),
+}
+
+
+async def test_a_task_assay_submit_refuses_is_refused_on_the_bus(
+    bus: Bus, settings: Settings
+) -> None:
+    """RE2 cannot run look-arounds or backreferences: a publisher's task carrying one was
+    accepted and every run then failed its rule judge. Paths and case-twins likewise."""
+    store = LocalBlobStore(settings.blob_dir)
+    store.put_bytes(b"x\n1\n")
+    events = {name: submission("c1", task) for name, task in REFUSED_AT_SUBMIT.items()}
+    async with services(settings, store, names=("runner",)):
+        await start_campaign(bus)
+        for event in events.values():
+            await bus.publish(event)
+        log = await wait_for_events(bus, answered(len(events)))
+    by_submission = {a.submission: a for a in answers(log)}
+    for name, event in events.items():
+        rejected = by_submission[event.event_id]
+        assert isinstance(rejected, TaskRejected), name
+        assert rejected.reason == "invalid" and rejected.task_id == event.task.task_id, name
+    assert not [e for e in log if isinstance(e, RunRequested)]
+
+
+UNDECODABLE = {
+    "not JSON": b"task: t1\nprompt: p\n",
+    "not UTF-8": b'{"event_type": "TaskSubmitted", "task": {"task_id": "t1", "prompt": "\xff\xfe"}}',
+    "truncated JSON": b'{"event_type": "TaskSubmitted", "event_id": "',
+    "JSON of the wrong shape": b'[{"event_type": "TaskSubmitted"}]',
+    "empty": b"",
+}
+
+
+async def test_every_undecodable_submission_is_answered_under_its_message_id(
+    bus: Bus, settings: Settings
+) -> None:
+    """A body that cannot name itself still has the Nats-Msg-Id its publisher set."""
+    subject = bus.subjects.event("TaskSubmitted", "c1", "-")
+    ids = {name: f"outside-{i}" for i, name in enumerate(UNDECODABLE)}
+    async with services(settings, LocalBlobStore(settings.blob_dir), names=("runner",)):
+        for name, body in UNDECODABLE.items():
+            await bus.js.publish(subject, body, headers={"Nats-Msg-Id": ids[name]})
+        log = await wait_for_events(bus, answered(len(UNDECODABLE)))
+    by_submission = {a.submission: a for a in answers(log)}
+    for name, msg_id in ids.items():
+        rejected = by_submission.get(msg_id)
+        assert isinstance(rejected, TaskRejected), name
+        assert rejected.reason == "invalid" and rejected.campaign_id == "c1", name
+        assert rejected.causation_id == msg_id and rejected.detail, name
+
+
+async def test_with_signatures_on_the_door_refuses_what_the_aggregator_would(
+    bus: Bus, settings: Settings
+) -> None:
+    """Issue #24, finding 8 and its class: the runner scheduled an unsigned submission the
+    aggregator then refused. Unsigned, signed with another role's key, by the publisher of
+    another campaign, or altered after signing: rejected, nothing scheduled."""
+    from assay.security.signing import ensure_operator, signer_for
+
+    ensure_operator(settings)
+
+    async def send(event: TaskSubmitted, signer: str | None, *, alter: bool = False) -> None:
+        subject = bus.subjects.of(event)
+        data = event.model_dump_json().encode()
+        headers = {"Nats-Msg-Id": event.event_id}
+        if signer is not None:
+            key = signer_for(settings, signer)
+            assert key is not None
+            headers.update(key.headers(subject, data))
+        if alter:
+            data = data.replace(b'"prompt":"p"', b'"prompt":"q"')
+        await bus.js.publish(subject, data, headers=headers)
+
+    cases = {
+        "unsigned": (None, False),
+        "runner may not write TaskSubmitted": ("runner", False),
+        "publisher of c2 wrote to campaign c1": ("publisher-c2", False),
+        "bad signature": ("publisher-c1", True),
+    }
+    events = {
+        why: submission("c1", Task(task_id=f"t{i}", prompt="p")) for i, why in enumerate(cases)
+    }
+    good = submission("c1", Task(task_id="good", prompt="p"))
+    async with services(settings, LocalBlobStore(settings.blob_dir), names=("runner",)):
+        await start_campaign(bus)
+        for why, (signer, alter) in cases.items():
+            await send(events[why], signer, alter=alter)
+        await send(good, "publisher-c1")
+        log = await wait_for_events(bus, answered(len(cases) + 1))
+    by_submission = {a.submission: a for a in answers(log)}
+    for why, event in events.items():
+        rejected = by_submission[event.event_id]
+        assert isinstance(rejected, TaskRejected) and rejected.reason == "invalid", why
+        assert why in rejected.detail, (why, rejected.detail)
+    assert isinstance(by_submission[good.event_id], TaskAccepted)
+    assert {e.task_id for e in log if isinstance(e, RunRequested)} == {"good"}

@@ -24,14 +24,23 @@ from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.security.signing import ensure_operator, signer_for, trust_for
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_aggregator.audit import REFUSED, load_run_events
+from assay_aggregator.audit import REFUSED, audit_run, load_run_events
 from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.report import build_report
 from assay_aggregator.service import AggregatorService
 from assay_aggregator.service import build as build_aggregator
 from assay_judge.service import build_rules
-from assay_schemas import JudgmentRecorded, parse_event
+from assay_schemas import (
+    JudgmentRecorded,
+    Producer,
+    RunRequested,
+    Task,
+    TaskRejected,
+    TaskSubmitted,
+    new_event,
+    parse_event,
+)
 from tests.judge.cases import judge_spec, reading_judge, verdict
 from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, wait_for_events, write_task
 
@@ -307,3 +316,70 @@ async def test_signing_keys_reach_no_event_blob_or_log(done: Done) -> None:
         for path in files:
             data = path.read_bytes()
             assert not any(seed in data for seed in seeds), f"a signing seed is in {path}"
+
+
+async def test_a_second_verdict_scores_nothing_in_the_audit_either(done: Done) -> None:
+    """Issue #24, finding 9: `assay audit` showed the refused second verdict (signed by the
+    judge's own key) as the run's score, "mean 10.00 → PASS", while the report kept the
+    first. Both now take the fold's admission."""
+    subject, data, _ = next(
+        v
+        for v in done.verdicts
+        if parse_event(v[1]).judge_id == "j1"  # type: ignore[attr-defined]
+    )
+    run = subject.rsplit(".", 1)[-1]
+    trust = trust_for(done.secure.base)
+    store = LocalBlobStore(done.secure.base.blob_dir)
+    logged, signers = await load_run_events(done.cli, run, trust)
+    before = audit_run(logged, store, signers=signers).contribution
+    assert before.scored and before.run_score < 10
+    body = json.loads(data)
+    body["event_id"] = "second-verdict-audited"
+    for dimension in body["scores"].values():
+        dimension["score"] = 10
+    second = json.dumps(body).encode()
+    signer = signer_for(done.secure.base, "judge-j1")
+    assert signer is not None
+    nc = await _nats(done.secure, "judge")
+    try:
+        await _publish(nc, subject, second, signer.headers(subject, second))
+    finally:
+        await nc.close()
+    assert await done.figures_now() == done.figures
+    logged, signers = await load_run_events(done.cli, run, trust)
+    audit = audit_run(logged, store, signers=signers)
+    assert audit.contribution == before
+    assert signers[logged[-1].sequence].startswith(REFUSED + "JudgmentRecorded: second verdict")
+    assert [v.scores for v in audit.verdicts if v.judge_id == "j1"] != [
+        {k: 10 for k in body["scores"]}
+    ]
+
+
+async def test_an_unsigned_outside_task_is_rejected_and_runs_nowhere(done: Done) -> None:
+    """Issue #24, finding 8: an outside publisher's unsigned TaskSubmitted was listed as
+    refused, yet the runner ran it and its task reached the leaderboard's task count and
+    the per-task check tables. Now the runner's door refuses it as the fold does."""
+    task = Task(task_id="outside", prompt="count the rows of nothing")
+    event = new_event(
+        TaskSubmitted, key=("outside",), campaign_id=CAMPAIGN, task_id=task.task_id,
+        task=task, producer=Producer(service="outside", version="1"),
+    )  # fmt: skip
+    subject = done.subject("TaskSubmitted", "-")
+    publisher = await _nats(done.secure, f"publisher-{CAMPAIGN}")
+    try:
+        await _publish(publisher, subject, event.model_dump_json().encode(), {})
+    finally:
+        await publisher.close()
+    answers = await wait_for_events(
+        done.cli,
+        lambda evs: any(
+            isinstance(e, TaskRejected) and e.submission == event.event_id for e in evs
+        ),
+        timeout=30,
+    )
+    [rejected] = [e for e in answers if isinstance(e, TaskRejected)]
+    assert rejected.reason == "invalid" and "unsigned" in rejected.detail
+    assert not [e for e in answers if isinstance(e, RunRequested) and e.task_id == "outside"]
+    assert await done.figures_now() == done.figures
+    [refused] = done.refused()
+    assert "unsigned" in done.aggregator.state.refused[refused].reason

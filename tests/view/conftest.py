@@ -34,8 +34,9 @@ HOSTILE = "evil-run"
 SCRIPT = "<script>document.title='PWNED'</script>"
 IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
 PAYLOAD = f"{SCRIPT}{IMG}"
-REPAIRED_SAMPLE = 7
-"""The sample of the hostile run's judgment that failed (raw output kept)."""
+REPAIRED_SAMPLE = 1
+"""The sample of the hostile run's judgment that failed (raw output kept): one the judge
+takes (admission refuses a sample past its `sampling_times`), its verdict left out."""
 
 
 def _hostile_run(published: Published) -> list[Event]:
@@ -62,6 +63,11 @@ def _hostile_run(published: Published) -> list[Event]:
     for e in published.events:
         if e.run_id != seal.run_id:
             continue
+        if isinstance(e, JudgmentRecorded) and (e.judge_id, e.sample) == (
+            repaired,
+            REPAIRED_SAMPLE,
+        ):
+            continue  # that sample failed instead
         update: dict[str, object] = {"run_id": HOSTILE, "event_id": f"evil-{e.event_id}"}
         if isinstance(e, ArtifactsSealed):
             update |= {"files": files, "final_message": PAYLOAD, "manifest": None, "excluded": []}

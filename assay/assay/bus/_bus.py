@@ -266,7 +266,10 @@ class Bus:
             reason = str(e) if isinstance(e, InvalidEvent) else f"{type(e).__name__}: {e}"
             await self._dead_letter(msg, durable, reason)
             if on_refused is not None:
-                await on_refused(Refusal(meta.sequence.stream, raw.subject, reason, raw.data))
+                headers = dict(raw.headers or {})
+                await on_refused(
+                    Refusal(meta.sequence.stream, raw.subject, reason, raw.data, headers)
+                )
             return
         ctx = extract_context(raw.headers)
         span_name = f"{durable} handle {event.event_type}"

@@ -35,6 +35,8 @@ class Refusal(NamedTuple):
     reason: str
     data: bytes = b""
     """The refused message's bytes (to answer its sender, never to act on)."""
+    headers: Mapping[str, str] = MappingProxyType({})
+    """Its headers (`Nats-Msg-Id` names a body too broken to name itself)."""
 
 
 RefusalSink = Callable[[Refusal], Awaitable[None]]

@@ -8,9 +8,11 @@ import json
 import signal
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 import typer
+from rich.markup import escape
 
 from assay.bus import ASYNCAPI_FILE, Bus, Skipped, describe_skipped, render_asyncapi
 from assay.campaign import load_campaign, submit_campaign
@@ -22,6 +24,9 @@ from assay_schemas import AssayError, Event, export_schemas
 
 from ._app import app, console, err_console, run_async, schemas_app
 from ._home import HOME_HELP, home_settings
+
+if TYPE_CHECKING:
+    from assay_aggregator.state import State
 
 
 @app.command()
@@ -156,6 +161,22 @@ def _summary(event: Event) -> str:
     return text if len(text) <= 100 else text[:97] + "..."
 
 
+def _row(sequence: int, ev: Event, state: State, agents: dict[str, str]) -> str:
+    """One event as `assay events` prints it: its run's agent, REFUSED when it counts nowhere."""
+    rid = ev.run_id or ""
+    named = getattr(getattr(ev, "agent", None), "agent_id", "") or getattr(ev, "agent_id", "")
+    if rid and named:
+        agents[rid] = str(named)  # a refused run is in no fold: its request still names it
+    run = state.runs.get(rid)
+    agent = run.agent_id if run is not None and run.agent_id else agents.get(rid, "-")
+    refused = state.refused.get(sequence)
+    mark = f" [red]REFUSED: {escape(refused.reason)}[/red]" if refused is not None else ""
+    return (
+        f"[dim]{sequence:>6}[/dim] {ev.occurred_at:%H:%M:%S} [bold]{ev.event_type:<17}[/bold] "
+        f"{ev.campaign_id} {rid or '-'} {agent}{mark} [dim]{escape(_summary(ev))}[/dim]"
+    )
+
+
 @app.command()
 def events(
     run: str = typer.Option("*", "--run", help="Only this run's events."),
@@ -168,25 +189,28 @@ def events(
 ) -> None:
     """Print the event log in order."""
 
+    from assay.security.signing import trust_for
+    from assay_aggregator.audit import admitted_until
+
     skipped: list[Skipped] = []
 
     async def main(settings: Settings) -> None:
+        trust = trust_for(settings)
         async with Bus(settings, service="cli") as bus:
             subject = bus.subjects.event(event_type, campaign, run)
             replay = bus.replay(start=start, subject=subject, follow=follow, skipped=skipped)
+            state = None
+            agents: dict[str, str] = {}
             async for logged in replay:
                 ev = logged.event
                 if as_json:
                     print(ev.model_dump_json())
                     continue
-                console.print(
-                    f"[dim]{logged.sequence:>6}[/dim] {ev.occurred_at:%H:%M:%S} "
-                    f"[bold]{ev.event_type:<17}[/bold] {ev.campaign_id} {ev.run_id or '-'} "
-                    f"[dim]{_summary(ev)}[/dim]",
-                    highlight=False,
-                    markup=True,
-                    soft_wrap=True,
-                )
+                # Admission's decision, as the report takes it: one fold of the whole log,
+                # caught up again only when following past its end.
+                state = await admitted_until(bus, logged.sequence, trust, state)
+                console.print(_row(logged.sequence, ev, state, agents), highlight=False,
+                              markup=True, soft_wrap=True)  # fmt: skip
 
     with contextlib.suppress(KeyboardInterrupt), home_settings(home) as settings:
         run_async(main(settings))

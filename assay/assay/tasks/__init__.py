@@ -1,6 +1,6 @@
 """Loading tasks from folders, JSONL and ASI-Bench JSON, with hostile input refused."""
 
-from ._draft import AttachmentSource, TaskDraft, build_task, check_attachment
+from ._draft import AttachmentSource, TaskDraft, build_task, check_attachment, check_task
 from ._loaders import load_asi_task, load_jsonl, load_task_dir, load_tasks
 from ._patterns import PatternError, TaskPattern, compile_pattern
 
@@ -11,6 +11,7 @@ __all__ = [
     "TaskPattern",
     "build_task",
     "check_attachment",
+    "check_task",
     "compile_pattern",
     "load_asi_task",
     "load_jsonl",

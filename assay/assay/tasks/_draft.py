@@ -21,6 +21,7 @@ __all__ = [
     "build_task",
     "check_attachment",
     "check_patterns",
+    "check_task",
     "check_task_file",
     "check_unique",
 ]
@@ -77,6 +78,32 @@ def check_patterns(task: Task) -> None:
             raise TaskInputError(f"{where} {pattern!r} is {e}") from e
         if isinstance(check, NumberNearCheck) and regex.groups < 1:
             raise TaskInputError(f"{where} {pattern!r} needs a group capturing the number")
+
+
+def check_task(task: Task, *, max_bytes: int | None = None) -> None:
+    """Every check `assay submit` makes on a task, for a task that arrives built (a
+    publisher's TaskSubmitted): patterns RE2 can run, attachment paths inside /workspace,
+    no two names that differ only in case, and (given `max_bytes`) no attachment over it.
+    Raises TaskInputError naming the task and field."""
+    check_patterns(task)
+    seen: dict[str, str] = {}
+    for i, ref in enumerate(task.attachments):
+        field = f"attachments[{i}]"
+        if check_workspace_path(task.task_id, field, ref.path) != ref.path:
+            raise TaskInputError(
+                f"task {task.task_id}: {field}: path {ref.path!r} is not in normal form"
+            )
+        if max_bytes is not None and ref.size > max_bytes:
+            raise TaskInputError(
+                f"task {task.task_id}: {field}: attachment {ref.path!r} is {ref.size} bytes, "
+                f"over the limit of {max_bytes}"
+            )
+        key = ref.path.lower()
+        if key in seen:
+            raise TaskInputError(
+                f"task {task.task_id}: attachments: duplicate name {ref.path!r} (also {seen[key]!r})"
+            )
+        seen[key] = ref.path
 
 
 def check_workspace_path(task_id: str, field: str, path: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import tempfile
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -38,6 +38,9 @@ from assay_schemas import (
     parse_event,
 )
 
+from .rebuild import fold_stream
+from .snapshot import load_snapshot
+from .state import State
 from .summaries import summarize
 
 __all__ = [
@@ -46,6 +49,7 @@ __all__ = [
     "Contribution",
     "RunAudit",
     "VerdictView",
+    "admitted_until",
     "audit_document",
     "audit_run",
     "load_run_events",
@@ -123,6 +127,8 @@ class RunAudit(NamedTuple):
     verdicts: list[VerdictView]
     failures: list[str]
     contribution: Contribution
+    refused: str = ""
+    """Why the whole run counts nowhere (its submission was refused); '' when it counts."""
 
     @property
     def corrupted(self) -> list[BlobCheck]:
@@ -213,7 +219,8 @@ def audit_run(
     """Audit one run from its events (in log order) and the blob store.
 
     `signers` (sequence → signer, from `load_run_events`) marks refused events: they are
-    listed in the chain but count in no verdict, blob check or contribution.
+    listed in the chain but count in no verdict, blob check or contribution. A run whose
+    every request was refused counts nowhere, and the audit says why (`RunAudit.refused`).
     """
     signers = signers or {}
     accepted = [i for i in logged if not signers.get(i.sequence, "").startswith(REFUSED)]
@@ -250,10 +257,19 @@ def audit_run(
         run_id=first.run_id or "", campaign_id=first.campaign_id, task_id=first.task_id or "",
         agent_id=agent, chain=chain, blobs=blobs, verdicts=verdicts, failures=failures,
         contribution=_contribution(history, verdicts, anchor),
+        refused=_refused_run(logged, signers),
     )  # fmt: skip
 
 
 REFUSED = "REFUSED: "
+
+
+def _refused_run(logged: list[LoggedEvent], signers: Mapping[int, str]) -> str:
+    """Why a run counts nowhere: its request was refused and no other one counts."""
+    requests = [signers.get(i.sequence, "") for i in logged if isinstance(i.event, RunRequested)]
+    if requests and all(who.startswith(REFUSED) for who in requests):
+        return requests[0].removeprefix(REFUSED)
+    return ""
 
 
 def audit_document(audit: RunAudit) -> dict[str, Any]:
@@ -268,17 +284,45 @@ def audit_document(audit: RunAudit) -> dict[str, Any]:
         "agent_id": audit.agent_id, "chain": [c._asdict() for c in audit.chain],
         "blobs": [b._asdict() for b in audit.blobs], "verdicts": verdicts,
         "failures": audit.failures, "contribution": audit.contribution._asdict(),
-        "n_corrupted": len(audit.corrupted),
+        "n_corrupted": len(audit.corrupted), "refused": audit.refused,
     }  # fmt: skip
 
 
+async def admitted_until(
+    bus: Bus,
+    sequence: int,
+    trust: TrustList | None,
+    state: State | None = None,
+    load: Callable[[str], bytes] | None = None,
+) -> State:
+    """The fold that holds admission's decisions up to at least `sequence`: `state` when
+    given, else the aggregator's snapshot (if checked against the same trust), else a new
+    one; caught up to the end of the log when it stops short of `sequence`."""
+    if state is None:
+        root = trust.operator_key if trust is not None else ""
+        snapshot = load_snapshot(bus.settings)
+        state = snapshot if snapshot is not None and snapshot.trust_root == root else State()
+    if state.last_sequence < sequence:
+        await fold_stream(
+            bus.js, bus.stream.name, bus.subjects.events, state=state, trust=trust, load=load
+        )
+    return state
+
+
 async def load_run_events(
-    bus: Bus, run_id: str, trust: TrustList | None = None
+    bus: Bus,
+    run_id: str,
+    trust: TrustList | None = None,
+    state: State | None = None,
+    load: Callable[[str], bytes] | None = None,
 ) -> tuple[list[LoggedEvent], dict[int, str]]:
     """Every event of one run in log order (any campaign), and who signed each.
 
-    With `trust`, each event's signature is checked as the aggregator checks it (by chain,
-    see `verify_history`); the signer is `REFUSED: <why>` for one that counts for nothing.
+    Which events count is the admission's decision (`admission.admit`) as the fold of the
+    whole log took it: `state` when given (caught up here to the run's last event), else
+    the aggregator's snapshot caught up, else a fresh fold. The signer of a refused event
+    is `REFUSED: <why>`; with `trust`, that of a counted one is who signed it (else '').
+    `load` reads large seal manifests while catching `state` up (see `fold_stream`).
     """
     subject = bus.subjects.event("*", "*", run_id)
     stored: list[tuple[RawMessage, Event]] = []
@@ -288,8 +332,15 @@ async def load_run_events(
         except InvalidEvent:
             continue  # not an event at all: `assay dlq` and the report list it
     events = [LoggedEvent(raw.sequence, event) for raw, event in stored]
+    if not events:
+        return events, {}
+    state = await admitted_until(bus, events[-1].sequence, trust, state, load)
     signers: dict[int, str] = {}
     if trust is not None:
         for (raw, _), verdict in zip(stored, verify_history(trust, stored), strict=True):
-            signers[raw.sequence] = verdict.signer if verdict.ok else REFUSED + verdict.reason
+            signers[raw.sequence] = verdict.signer
+    for item in events:
+        refusal = state.refused.get(item.sequence)
+        if refusal is not None:
+            signers[item.sequence] = REFUSED + refusal.reason
     return events, signers

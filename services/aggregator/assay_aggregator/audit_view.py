@@ -41,6 +41,8 @@ def print_audit(audit: RunAudit, console: Console) -> None:
     console.print(Text(f"run {audit.run_id}", style="bold"), Text(
         f"campaign {audit.campaign_id}, task {audit.task_id}, agent {audit.agent_id}"
     ))  # fmt: skip
+    if audit.refused:
+        console.print(Text(f"REFUSED: this run counts in no figure: {audit.refused}", style="red"))
     chain = [
         [str(c.sequence), c.occurred_at, c.event_type, c.signer or "(not checked)", c.summary]
         for c in audit.chain

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from assay.security.signing import TrustList, Verdict
+from assay.security.signing import TrustList
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -30,6 +30,7 @@ from assay_schemas import (
     TaskSubmitted,
 )
 
+from .admission import admit
 from .state import (
     ArtifactRecord,
     FailureRecord,
@@ -40,7 +41,7 @@ from .state import (
     VerdictRecord,
 )
 
-__all__ = ["apply", "fold"]
+__all__ = ["admitted", "apply", "fold"]
 
 
 def _run(state: State, event: Event, sequence: int) -> RunRecord:
@@ -60,6 +61,7 @@ def _task(state: State, campaign_id: str, task: Task) -> None:
     key = f"{campaign_id}/{task.task_id}"
     if key in state.tasks:
         return
+    state.task_samples[key] = task.judge.sampling_times
     state.tasks[key] = TaskRecord(
         campaign_id=campaign_id,
         task_id=task.task_id,
@@ -88,6 +90,7 @@ def _campaign_started(state: State, e: CampaignStarted, seq: int) -> None:
     for spec in e.campaign.judges:
         judge = _judge(state, spec.judge_id, e.campaign_id)
         judge.family, judge.model = spec.family, spec.model
+        state.judge_samples[f"{e.campaign_id}/{spec.judge_id}"] = spec.sampling_times
 
 
 def _task_submitted(state: State, e: TaskSubmitted, seq: int) -> None:
@@ -158,19 +161,6 @@ def _sealed(state: State, e: ArtifactsSealed, seq: int) -> None:
     ]
 
 
-def _outside_rubric(state: State, e: JudgmentRecorded) -> list[str]:
-    """Scored dimensions the run's rubric lacks (the task's own, else the campaign's; none
-    when both are unknown): they would be averaged into run scores as if they belonged."""
-    task = state.tasks.get(f"{e.campaign_id}/{e.task_id}")
-    if task is not None and task.rubric_keys:
-        return sorted(set(e.scores) - set(task.rubric_keys))
-    campaign = state.campaigns.get(e.campaign_id)
-    if campaign is None:
-        return []
-    keys = {d["key"] for d in campaign.get("rubric", {}).get("dimensions", [])}
-    return sorted(set(e.scores) - keys)
-
-
 def _sample(
     e: JudgmentRecorded | JudgmentFailed, run: RunRecord, seq: int
 ) -> tuple[str, str, str, int, int]:
@@ -181,21 +171,12 @@ def _sample(
 def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
     key = f"{e.run_id}/{e.judge_id}/{e.sample}"
     old = state.verdicts.get(key)
-    if old is not None and old.sequence != seq:
-        # A verdict is evidence: the first one for a sample stands. Changing a judgment
-        # means a new judge version (rejudge), never a second event for the same sample.
-        first, second = sorted((old.sequence, seq))
-        state.refuse(second, "JudgmentRecorded",
-                     f"second verdict for run {e.run_id}, judge {e.judge_id}, sample {e.sample} "
-                     f"(the first is at seq {first})")  # fmt: skip
-        if old.sequence < seq:
-            return
-    unknown = _outside_rubric(state, e)
-    if unknown:
-        state.refuse(seq, "JudgmentRecorded",
-                     f"verdict for run {e.run_id}, judge {e.judge_id}, sample {e.sample} scores "
-                     f"dimensions outside the campaign's rubric: {', '.join(unknown)}")  # fmt: skip
-        return
+    if old is not None and old.sequence > seq:
+        # Admission refuses a later verdict for a sample; one that arrives after a later
+        # one (out of log order) takes its place, and the later one is refused instead.
+        state.refuse(old.sequence, "JudgmentRecorded",
+                     f"JudgmentRecorded: second verdict for run {e.run_id}, judge {e.judge_id}, "
+                     f"sample {e.sample} (the first is at seq {seq})")  # fmt: skip
     run = _run(state, e, seq)
     state.verdicts[key] = VerdictRecord(
         *_sample(e, run, seq),
@@ -237,6 +218,7 @@ def _judgment_failed(state: State, e: JudgmentFailed, seq: int) -> None:
 def _judge_registered(state: State, e: JudgeRegistered, seq: int) -> None:
     judge = _judge(state, e.judge.judge_id, e.campaign_id)
     judge.family, judge.model = e.judge.family, e.judge.model
+    state.judge_samples[f"{e.campaign_id}/{e.judge.judge_id}"] = e.judge.sampling_times
 
 
 _HANDLERS: dict[type[Event], Callable[[State, Any, int], None]] = {
@@ -263,18 +245,10 @@ def admitted(
     headers: Mapping[str, str],
     event: Event,
 ) -> bool:
-    """Whether a stored event may count: without a trust list every decoded event does;
-    with one, only those its signature ties to the operator key (refusals are recorded)."""
-    if trust is None:
-        return True
-    return checked(state, sequence, subject, event, trust.verify(subject, data, headers, event))
-
-
-def checked(state: State, sequence: int, subject: str, event: Event, verdict: Verdict) -> bool:
-    """Whether a signature check lets the event count; a refusal is recorded with its why."""
-    if not verdict.ok:
-        state.refuse(sequence, subject, f"{event.event_type}: {verdict.reason}")
-    return verdict.ok
+    """Whether a delivered event may count (`admission.admit`): without a trust list its
+    signature is not checked; with one, it must tie to the operator key."""
+    signature = None if trust is None else trust.verify(subject, data, headers, event)
+    return admit(state, sequence, subject, event, signature)
 
 
 def apply(
@@ -292,7 +266,7 @@ def apply(
     handler = _HANDLERS.get(type(event))
     if handler is not None:
         handler(state, event, sequence)
-    state.seen.add(event.event_id)
+    state.seen[event.event_id] = sequence
     state.last_sequence = max(state.last_sequence, sequence)
     state.applied += 1
     state.version += 1
@@ -302,8 +276,15 @@ def apply(
 def fold(
     events: Any, state: State | None = None, load: Callable[[str], bytes] | None = None
 ) -> State:
-    """Fold ``(sequence, event)`` pairs into a (new) state."""
+    """Fold ``(sequence, event)`` pairs into a (new) state, through admission (signatures
+    unchecked; each event's subject is the one it would be published on)."""
     out = state if state is not None else State()
     for sequence, event in events:
-        apply(out, sequence, event, load)
+        if admit(out, sequence, _subject(event), event):
+            apply(out, sequence, event, load)
     return out
+
+
+def _subject(event: Event) -> str:
+    """The subject's event tokens (the prefix belongs to a deployment, not to the fold)."""
+    return f"ev.{event.event_type}.{event.campaign_id}.{event.run_id or '-'}"

@@ -20,7 +20,8 @@ from assay.security.chain import check_signatures
 from assay.security.signing import Enrollment, TrustList
 from assay_schemas import Event, InvalidEvent, parse_event
 
-from .fold import apply, checked
+from .admission import admit
+from .fold import apply
 from .state import State
 
 __all__ = ["fold_stream", "head_sequence"]
@@ -118,7 +119,7 @@ def _fold_batch(
         return
     for raw in batch:
         event = _decode(state, raw)
-        if event is not None:
+        if event is not None and admit(state, raw.sequence, raw.subject, event):
             apply(state, raw.sequence, event, load)
 
 
@@ -129,7 +130,8 @@ def _fold_checked(
     load: Callable[[str], bytes] | None,
 ) -> None:
     """Fold a batch in log order, each event only if its signature holds (checked by chain:
-    one Ed25519 check per linked run of a producer's events) and its signer may write it.
+    one Ed25519 check per linked run of a producer's events), its signer may write it and
+    admission lets it count.
 
     Events are decoded only here, one at a time: a batch of decoded events would live
     long enough to make the garbage collector sweep the whole state again and again.
@@ -139,5 +141,5 @@ def _fold_checked(
         if event is None:
             continue
         verdict = trust.authorize(signer, event) if isinstance(signer, Enrollment) else signer
-        if checked(state, raw.sequence, raw.subject, event, verdict):
+        if admit(state, raw.sequence, raw.subject, event, verdict):
             apply(state, raw.sequence, event, load)

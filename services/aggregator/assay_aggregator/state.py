@@ -25,7 +25,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 2
+SNAPSHOT_VERSION = 3
 
 
 @dataclass(slots=True)
@@ -167,8 +167,9 @@ class State:
     last_sequence: int = 0
     """Highest stream sequence applied."""
     applied: int = 0
-    seen: set[str] = field(default_factory=set)
-    """Event ids applied (idempotence beyond JetStream's dedupe window)."""
+    seen: dict[str, int] = field(default_factory=dict)
+    """Event id applied → its stream sequence (idempotence beyond JetStream's dedupe
+    window: the same sequence again is a redelivery, another one a refused repeat)."""
     campaigns: dict[str, dict[str, Any]] = field(default_factory=dict)
     """campaign_id → CampaignSpec as JSON-mode dict."""
     tasks: dict[str, TaskRecord] = field(default_factory=dict)
@@ -186,6 +187,15 @@ class State:
     signatures were not checked)."""
     refused: dict[int, RefusedRecord] = field(default_factory=dict)
     """sequence → message that was refused, with the reason."""
+    refused_submissions: set[str] = field(default_factory=set)
+    """Event ids of refused TaskSubmitted messages no admitted one shares: their runs
+    count for nothing (see `admission`)."""
+    refused_runs: dict[str, str] = field(default_factory=dict)
+    """run_id → why the run counts for nothing (its submission was refused)."""
+    task_samples: dict[str, int] = field(default_factory=dict)
+    """'campaign_id/task_id' → the task's own `sampling_times`."""
+    judge_samples: dict[str, int] = field(default_factory=dict)
+    """'campaign_id/judge_id' → the judge spec's `sampling_times` (campaign or registration)."""
     version: int = 0
     """Bumped on every applied event; invalidates cached frames."""
 
@@ -207,7 +217,7 @@ def state_to_json(state: State) -> dict[str, Any]:
         "snapshot_version": SNAPSHOT_VERSION,
         "last_sequence": state.last_sequence,
         "applied": state.applied,
-        "seen": sorted(state.seen),
+        "seen": dict(sorted(state.seen.items())),
         "campaigns": state.campaigns,
         "tasks": {k: asdict(v) for k, v in state.tasks.items()},
         "runs": {k: asdict(v) for k, v in state.runs.items()},
@@ -218,6 +228,10 @@ def state_to_json(state: State) -> dict[str, Any]:
         "judges": {k: asdict(v) for k, v in state.judges.items()},
         "trust_root": state.trust_root,
         "refused": [asdict(r) for r in state.refused.values()],
+        "refused_submissions": sorted(state.refused_submissions),
+        "refused_runs": state.refused_runs,
+        "task_samples": state.task_samples,
+        "judge_samples": state.judge_samples,
     }
 
 
@@ -228,7 +242,7 @@ def state_from_json(data: dict[str, Any]) -> State:
     return State(
         last_sequence=int(data["last_sequence"]),
         applied=int(data["applied"]),
-        seen=set(data["seen"]),
+        seen={str(k): int(v) for k, v in data["seen"].items()},
         campaigns=dict(data["campaigns"]),
         tasks=_records(data["tasks"], TaskRecord),
         runs=_records(data["runs"], RunRecord),
@@ -239,4 +253,8 @@ def state_from_json(data: dict[str, Any]) -> State:
         judges=_records(data["judges"], JudgeRecord),
         trust_root=str(data["trust_root"]),
         refused={int(r["sequence"]): RefusedRecord(**r) for r in data["refused"]},
+        refused_submissions=set(data["refused_submissions"]),
+        refused_runs={str(k): str(v) for k, v in data["refused_runs"].items()},
+        task_samples={str(k): int(v) for k, v in data["task_samples"].items()},
+        judge_samples={str(k): int(v) for k, v in data["judge_samples"].items()},
     )

@@ -1,8 +1,10 @@
 """Admission: every submitted task is answered with TaskAccepted or TaskRejected.
 
-What can be refused at the door is refused here (unknown campaign, a missing or
-mismatched blob, a task id already taken by another task, a message that is no valid
-TaskSubmitted), so it never turns into an infrastructure failure of its runs later.
+What can be refused at the door is refused here (a signature that does not tie the
+submission to the operator key, a task `assay submit` would refuse, unknown campaign, a
+missing or mismatched blob, a task id already taken by another task, a message that is
+no valid TaskSubmitted), so it never turns into an infrastructure failure of its runs
+later, nor into runs the aggregator then counts nowhere.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ import asyncio
 import json
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from assay.bus import Bus, Refusal
+from assay.security.signing import TrustList
 from assay.store import BlobStore, import_upload, upload_bucket
+from assay.tasks import check_task
 from assay_schemas import (
     ID_PATTERN,
     BlobCorrupted,
@@ -26,13 +31,14 @@ from assay_schemas import (
     RejectionReason,
     RunRequested,
     StoreError,
+    TaskInputError,
     TaskRejected,
     TaskSubmitted,
     new_event,
     run_id_for,
 )
 
-__all__ = ["Admission", "answering"]
+__all__ = ["Admission", "Stored", "answering"]
 
 log = logging.getLogger(__name__)
 
@@ -51,17 +57,41 @@ def answering(event: TaskSubmitted, producer: Producer) -> dict[str, Any]:
     }
 
 
+class Stored(NamedTuple):
+    """A submission as stored: what its signature covers."""
+
+    sequence: int
+    subject: str
+    data: bytes
+    headers: Mapping[str, str]
+
+
 @dataclass(kw_only=True)
 class Admission:
     """The runner's door: checks one submission against the campaign, store and log."""
 
     bus: Bus
     store: BlobStore
+    trust: TrustList | None = None
+    """Whose signatures count (None: signatures are not checked), as for the aggregator."""
 
     async def refusal(
-        self, event: TaskSubmitted, campaign: CampaignSpec | None, sequence: int
+        self, event: TaskSubmitted, campaign: CampaignSpec | None, stored: Stored | int
     ) -> TaskRejected | None:
-        """Why this submission is refused, or None when its runs may be scheduled."""
+        """Why this submission is refused, or None when its runs may be scheduled (a bare
+        sequence stands for a message with no headers: unsigned)."""
+        if isinstance(stored, int):
+            stored = Stored(stored, self.bus.subjects.of(event), b"", {})
+        sequence = stored.sequence
+        if self.trust is not None:
+            verdict = self.trust.verify(stored.subject, stored.data, stored.headers, event)
+            if not verdict.ok:
+                # The aggregator refuses it too: runs scheduled from it would count nowhere.
+                return self._rejected(event, sequence, "invalid", f"not admitted: {verdict.reason}")
+        try:
+            check_task(event.task, max_bytes=self.bus.settings.max_attachment_bytes)
+        except TaskInputError as e:
+            return self._rejected(event, sequence, "invalid", str(e))
         if campaign is None:
             return self._rejected(
                 event, sequence, "unknown_campaign", f"no campaign {event.campaign_id!r}"
@@ -134,7 +164,9 @@ class Admission:
         if not _ID.match(campaign_id):
             return  # no campaign to answer on: the dead letter is all there is
         fields = _loose_fields(refusal.data)
-        event_id = fields.get("event_id")
+        # A body too broken to name itself is still answered: the publisher set its
+        # Nats-Msg-Id to the event id it meant.
+        event_id = fields.get("event_id") or _msg_id(refusal.headers)
         task_id = fields.get("task_id")
         await self.bus.publish(
             new_event(
@@ -150,6 +182,11 @@ class Admission:
                 producer=self.bus.producer,
             )
         )
+
+
+def _msg_id(headers: Mapping[str, str]) -> str | None:
+    value = headers.get("Nats-Msg-Id", "")
+    return value[:128] if value else None
 
 
 def _loose_fields(data: bytes) -> dict[str, str]:

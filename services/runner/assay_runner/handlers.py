@@ -10,7 +10,7 @@ from pathlib import Path
 from opentelemetry import trace
 from opentelemetry.context import Context
 
-from assay.bus import Bus, Delivery, Refusal
+from assay.bus import Bus, Delivery, Refusal, read_raw
 from assay.providers import (
     DEFAULT_PRICES,
     ModelProvider,
@@ -20,6 +20,7 @@ from assay.providers import (
     provider_for,
 )
 from assay.sandbox_client import SandboxClient, SandboxGone
+from assay.security.signing import TrustList, trust_for
 from assay.store import BlobStore
 from assay.telemetry import meter, tracer
 from assay_schemas import (
@@ -28,6 +29,7 @@ from assay_schemas import (
     CampaignSpec,
     CampaignStarted,
     Event,
+    InvalidEvent,
     RunFailed,
     RunHistory,
     RunRequested,
@@ -36,10 +38,11 @@ from assay_schemas import (
     TaskRejected,
     TaskSubmitted,
     new_event,
+    parse_event,
     same_run,
 )
 
-from .admission import Admission, answering
+from .admission import Admission, Stored, answering
 from .agent import AgentRun
 from .program import ProgramFailed, ProgramRun
 from .scheduler import plan_runs
@@ -69,6 +72,9 @@ class RunnerService:
     gateway_root: Path | None = None
     """Where program runs' gateway folders are made (a host path sandboxes can traverse)."""
 
+    trust: TrustList | None = None
+    """Whose signatures count on submissions; None: this deployment's (`trust_for`)."""
+
     _providers: dict[str, ModelProvider] = field(default_factory=dict)
     _scheduling: set[str] = field(default_factory=set)
     """Run ids this process is publishing now: the campaign and the task handler may both
@@ -77,7 +83,9 @@ class RunnerService:
     @property
     def admission(self) -> Admission:
         """The door every submitted task passes."""
-        return Admission(bus=self.bus, store=self.store)
+        if self.trust is None:
+            self.trust = trust_for(self.bus.settings)
+        return Admission(bus=self.bus, store=self.store, trust=self.trust)
 
     def model_provider(self, agent: AgentSpec) -> ModelProvider:
         """One provider (one HTTP client) per agent spec, shared by all its runs."""
@@ -138,10 +146,10 @@ class RunnerService:
             await self.bus.publish(run)
 
     async def _admit(
-        self, campaign: CampaignSpec | None, event: TaskSubmitted, sequence: int
+        self, campaign: CampaignSpec | None, event: TaskSubmitted, stored: Stored
     ) -> None:
         """Answer a submission: refuse it, or accept it and schedule its runs."""
-        rejected = await self.admission.refusal(event, campaign, sequence)
+        rejected = await self.admission.refusal(event, campaign, stored)
         if rejected is not None or campaign is None:
             if rejected is not None:
                 log.info("task %s refused: %s", event.task.task_id, rejected.detail)
@@ -165,7 +173,9 @@ class RunnerService:
 
     async def on_task_submitted(self, event: TaskSubmitted, delivery: Delivery) -> None:
         """Admit a task and schedule its runs; a task for no known campaign is refused."""
-        await self._admit(await self._campaign(event.campaign_id), event, delivery.sequence)
+        d = delivery
+        stored = Stored(d.sequence, d.subject, d.data, d.headers)
+        await self._admit(await self._campaign(event.campaign_id), event, stored)
 
     async def on_task_refused(self, refusal: Refusal) -> None:
         """Answer a message on a TaskSubmitted subject that is no valid TaskSubmitted."""
@@ -180,9 +190,15 @@ class RunnerService:
             if isinstance(logged.event, TaskRejected)
         }
         subject = self.bus.subjects.event("TaskSubmitted", event.campaign_id, "-")
-        async for logged in self.bus.replay(subject=subject):
-            if isinstance(logged.event, TaskSubmitted) and logged.event.event_id not in refused:
-                await self._admit(event.campaign, logged.event, logged.sequence)
+        # Raw messages: admission checks each submission's signature over its stored bytes.
+        async for raw in read_raw(self.bus.js, self.bus.stream.name, subject=subject):
+            try:
+                task = parse_event(raw.data, subject=raw.subject)
+            except InvalidEvent:  # the live consumer answers what does not parse
+                continue
+            if isinstance(task, TaskSubmitted) and task.event_id not in refused:
+                stored = Stored(raw.sequence, raw.subject, raw.data, raw.headers)
+                await self._admit(event.campaign, task, stored)
 
     # --- running ------------------------------------------------------------------------
 

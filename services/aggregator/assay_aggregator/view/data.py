@@ -123,7 +123,12 @@ class Source:
     async def run(self, run_id: str) -> RunView | None:
         """One run's events audited as `assay audit` does (None for an unknown run)."""
         bus = await self.bus()
-        events, signers = await load_run_events(bus, run_id, trust_for(self.settings))
+        # The page's fold decides which events count, as it does for every other page.
+        await self.projections()
+        async with self._lock:
+            events, signers = await load_run_events(
+                bus, run_id, trust_for(self.settings), self._state, self.store.get_bytes
+            )
         if not events:
             return None
         anchor = ANCHOR

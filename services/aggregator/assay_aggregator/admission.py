@@ -1,0 +1,149 @@
+"""Admission: the one decision on which stored events count, for every reader of the log.
+
+The aggregator, `assay report`, `replay`, `audit`, `events`, the viewer and the Parquet
+export all fold the log through :func:`admit` (via ``rebuild.fold_stream`` or the live
+consumer), so they cannot disagree on what counts. An event is refused when:
+
+- its signature check failed (unsigned, forged, a role that may not write it);
+- it is a TaskSubmitted that `assay submit` would have refused (an RE2-invalid pattern,
+  a path outside /workspace, two attachment names that differ only in case);
+- it belongs to a run whose submission was refused: the task, its runs, their steps and
+  verdicts count nowhere;
+- it repeats the id of an event folded from another message;
+- it is a verdict that is not whole: a second one for a sample (the first stands), one
+  scoring dimensions outside the rubric or missing some, an LLM verdict with no scores,
+  a rule verdict with scores, or a sample index past the judge's ``sampling_times``.
+
+:func:`refusal` is pure (it reads what the log held before the event); :func:`admit`
+records the refusal in the state, which is how every reader learns of it.
+"""
+
+from __future__ import annotations
+
+from assay.security.signing import Verdict
+from assay.tasks import check_task
+from assay_schemas import (
+    RULES_JUDGE_ID,
+    Event,
+    JudgmentFailed,
+    JudgmentRecorded,
+    RunRequested,
+    TaskInputError,
+    TaskSubmitted,
+)
+
+from .state import State
+
+__all__ = ["admit", "refusal"]
+
+
+def _rubric_keys(state: State, e: JudgmentRecorded) -> set[str] | None:
+    """Dimension keys the verdict must score: the task's own rubric, else the campaign's
+    (None when neither is known: then only the other checks apply)."""
+    task = state.tasks.get(f"{e.campaign_id}/{e.task_id}")
+    if task is not None and task.rubric_keys:
+        return set(task.rubric_keys)
+    campaign = state.campaigns.get(e.campaign_id)
+    if campaign is None:
+        return None
+    return {d["key"] for d in campaign.get("rubric", {}).get("dimensions", [])}
+
+
+def _samples(state: State, e: JudgmentRecorded | JudgmentFailed) -> int | None:
+    """Samples the judge takes of this run: the larger of its spec's and the task's
+    `sampling_times`, as the judge does (1 for the rule judge; None when unknown)."""
+    if e.judge_id == RULES_JUDGE_ID:
+        return 1
+    judge = state.judge_samples.get(f"{e.campaign_id}/{e.judge_id}")
+    if judge is None:
+        return None
+    return max(judge, state.task_samples.get(f"{e.campaign_id}/{e.task_id}", 1))
+
+
+def _verdict(state: State, sequence: int, e: JudgmentRecorded) -> str | None:
+    where = f"verdict for run {e.run_id}, judge {e.judge_id}, sample {e.sample}"
+    if e.judge_id == RULES_JUDGE_ID:
+        if e.scores:
+            return f"{where} scores dimensions; the rule judge records checks only"
+    elif not e.scores:
+        return f"{where} scores no dimension"
+    else:
+        keys = _rubric_keys(state, e)
+        if keys is not None:
+            outside = sorted(set(e.scores) - keys)
+            if outside:
+                return f"{where} scores dimensions outside the rubric: {', '.join(outside)}"
+            missing = sorted(keys - set(e.scores))
+            if missing:
+                return f"{where} leaves rubric dimensions unscored: {', '.join(missing)}"
+    problem = _sample_problem(state, e)
+    if problem is not None:
+        return problem
+    old = state.verdicts.get(f"{e.run_id}/{e.judge_id}/{e.sample}")
+    if old is not None and old.sequence < sequence:
+        # A verdict is evidence: the first one for a sample stands. Changing a judgment
+        # means a new judge version (rejudge), never a second event for the same sample.
+        return f"second {where} (the first is at seq {old.sequence})"
+    return None
+
+
+def _sample_problem(state: State, e: JudgmentRecorded | JudgmentFailed) -> str | None:
+    limit = _samples(state, e)
+    if limit is not None and e.sample >= limit:
+        return (
+            f"sample {e.sample} of judge {e.judge_id} on run {e.run_id} is past the "
+            f"{limit} sample(s) it takes"
+        )
+    return None
+
+
+def refusal(state: State, sequence: int, event: Event) -> str | None:
+    """Why `event`, stored at `sequence`, must count for nothing given what the log held
+    before it (signatures aside); None when it counts. Reads the state, changes nothing."""
+    if event.run_id and event.run_id in state.refused_runs:
+        return state.refused_runs[event.run_id]
+    if isinstance(event, TaskSubmitted):
+        try:
+            check_task(event.task)
+        except TaskInputError as e:
+            return str(e)
+    elif isinstance(event, RunRequested):
+        cause = event.causation_id or ""
+        if cause in state.refused_submissions:
+            return f"run {event.run_id} of refused submission {cause}: counted nowhere"
+    elif isinstance(event, JudgmentRecorded):
+        return _verdict(state, sequence, event)
+    elif isinstance(event, JudgmentFailed):
+        return _sample_problem(state, event)
+    return None
+
+
+def admit(
+    state: State, sequence: int, subject: str, event: Event, signature: Verdict | None = None
+) -> bool:
+    """Whether the event may be folded in. `signature` is its signature check (None when
+    signatures are not checked). A refusal is recorded with its why; the message an event
+    was folded from, delivered again, is skipped without one."""
+    first = state.seen.get(event.event_id)
+    if signature is not None and not signature.ok:
+        reason = signature.reason
+    elif first == sequence:
+        return False  # a redelivery of what was folded already
+    elif first is not None:
+        # Skipping it silently would leave a reader of one run (the audit) to count it.
+        reason = f"repeat of event {event.event_id} (first stored at seq {first})"
+    else:
+        found = refusal(state, sequence, event)
+        if found is None:
+            if isinstance(event, TaskSubmitted):
+                state.refused_submissions.discard(event.event_id)
+            return True
+        reason = found
+        if isinstance(event, RunRequested) and event.run_id:
+            # Only a genuine request (its signature held) condemns its run: a forged one
+            # aimed at a real run must not take the real run's events down with it.
+            state.refused_runs.setdefault(event.run_id, reason)
+    if isinstance(event, TaskSubmitted) and event.event_id not in state.seen:
+        state.refused_submissions.add(event.event_id)
+    state.refuse(sequence, subject, f"{event.event_type}: {reason}")
+    return False
