@@ -199,7 +199,8 @@ def _panel(ctx: Context) -> list[StatisticsWarning]:
 
 
 def _self_preference(ctx: Context) -> list[StatisticsWarning]:
-    """Families whose judges' self-preference the data do not identify (no coefficient)."""
+    """Families whose judges' self-preference the data do not identify, and judges with no
+    own-family run (no coefficient either way)."""
     p = ctx.panel
     if len(p.judge_ids) == 0:
         return []
@@ -227,6 +228,13 @@ def _self_preference(ctx: Context) -> list[StatisticsWarning]:
         out.append(_warn(ctx.group, "self_preference_not_identified", fam, "self-preference "
                          f"of family {fam} (judges {names}) is not identified: {reason}; "
                          "no coefficient is reported", ("self_preference",)))  # fmt: skip
+    # A judge that scored runs but none of its own family (n_own = 0) has nothing to prefer.
+    for j in range(len(p.judge_ids)):
+        if scored[:, j].any() and not scored[fam_of_run == jfam[j], j].any():
+            out.append(_warn(ctx.group, "self_preference_without_own_family", p.judge_ids[j],
+                             f"judge {p.judge_ids[j]} (family {jfam[j]}) scored no run of an "
+                             "agent of its own family: no self-preference coefficient",
+                             ("self_preference",)))  # fmt: skip
     return out
 
 
