@@ -270,6 +270,12 @@ def context_warnings(ctx: Context) -> list[StatisticsWarning]:
     return _panel(ctx) + _self_preference(ctx) + _rank_resamples(ctx)
 
 
+def _unpriced(models: Mapping[str, Sequence[str]]) -> list[StatisticsWarning]:
+    return [_warn(None, "model_without_price", m, f"cost of model {m} is unknown (no price in "
+                  "the default table or the campaign's prices); its cost figures count it as 0",
+                  models[m]) for m in sorted(models)]  # fmt: skip
+
+
 def warning_rows(
     tables: Tables,
     computed: Mapping[str, Sequence[Row]],
@@ -278,8 +284,12 @@ def warning_rows(
     declared_agents: Sequence[str] = (),
     declared_judges: Sequence[str] = (),
     tasks_without_checks: Sequence[str] = (),
+    unpriced_models: Mapping[str, Sequence[str]] | None = None,
 ) -> list[StatisticsWarning]:
-    """Every warning the data calls for; ``computed`` maps table names to their rows."""
+    """Every warning the data calls for; ``computed`` maps table names to their rows.
+
+    ``unpriced_models`` (from :func:`unpriced_models`) maps a model logged at $0 for want
+    of a price to the cost tables it affects."""
     out: list[StatisticsWarning] = []
     for group, sub in split_tables(tables, group_by):
         out += _few_tasks(group, sub)
@@ -291,4 +301,5 @@ def warning_rows(
     out += _absent(tables, declared_agents, declared_judges)
     out += _infrastructure(tables)
     out += _unchecked(tasks_without_checks)
+    out += _unpriced(unpriced_models or {})
     return out
