@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+import polars as pl
+import pytest
+
 from assay_aggregator import Projections, build_report, fold
 from assay_aggregator.report import Report
+from assay_aggregator.statistics import USED_MODELS_SCHEMA, StatisticsInputError, unpriced_models
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -31,7 +35,9 @@ def _free(prices: dict[str, Price] | None = None) -> Callable[[Event], Event]:
 
     def edit(e: Event) -> Event:
         if isinstance(e, CampaignStarted) and prices:
-            return e.model_copy(update={"campaign": e.campaign.model_copy(update={"prices": prices})})
+            return e.model_copy(
+                update={"campaign": e.campaign.model_copy(update={"prices": prices})}
+            )
         if isinstance(e, AgentStepLogged | AgentFinished):
             return e.model_copy(update={"cost_usd": 0.0})
         if isinstance(e, JudgmentRecorded) and e.judge_id == "judge_a":
@@ -78,3 +84,15 @@ def test_a_model_the_service_charged_for_is_not_named() -> None:
 def test_a_scripted_campaign_is_silent() -> None:
     scripted = LogSpec(campaign_id="priced", n_tasks=3, n_agents=2, rules=False, scripted=True)
     assert _priced(_report(scripted, _free())) == {}
+
+
+def test_used_models_with_wrong_columns_or_roles_are_refused() -> None:
+    good = pl.DataFrame(
+        {"campaign_id": ["c"], "role": ["agent"], "model": ["m"], "tokens": [5], "cost_usd": [0.0]},
+        schema=USED_MODELS_SCHEMA,
+    )
+    assert unpriced_models(good, {}) == {"m": ("run_costs", "agent_costs")}
+    with pytest.raises(StatisticsInputError, match="columns"):
+        unpriced_models(good.drop("tokens"), {})
+    with pytest.raises(StatisticsInputError, match=r"unknown roles.*'tool'"):
+        unpriced_models(good.with_columns(role=pl.lit("tool")), {})

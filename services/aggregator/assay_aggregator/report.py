@@ -22,6 +22,7 @@ from .projections import Projections
 from .statistics import (
     ANCHOR,
     DEFAULT_RESAMPLES,
+    USED_MODELS_SCHEMA,
     InfrastructureFailures,
     JudgeCost,
     ReferenceCheckCell,
@@ -29,7 +30,6 @@ from .statistics import (
     Row,
     RuleTagRate,
     RunStateCount,
-    USED_MODELS_SCHEMA,
     Settings,
     StatisticsReport,
     TaskAttribute,

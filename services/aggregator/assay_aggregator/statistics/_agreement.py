@@ -177,7 +177,9 @@ def agreement_rows(ctx: Context) -> list[JudgeAgreement]:
         JudgeAgreement(
             group=ctx.group,
             judges=tuple(ctx.panel.judge_ids),
-            left_out=tuple(j for j, kept in zip(ctx.panel.judge_ids, keep, strict=True) if not kept),
+            left_out=tuple(
+                j for j, kept in zip(ctx.panel.judge_ids, keep, strict=True) if not kept
+            ),
             n_runs=int(((~np.isnan(s)).sum(axis=1) >= 2).sum()),
             n_complete_runs=int(x.shape[0]),
             krippendorff_alpha=krippendorff_alpha_interval(s),

@@ -19,13 +19,15 @@ from ._tables import StatisticsInputError
 
 __all__ = ["COST_TABLES", "USED_MODELS_SCHEMA", "unpriced_models"]
 
-USED_MODELS_SCHEMA = {
-    "campaign_id": pl.String,
-    "role": pl.String,
-    "model": pl.String,
-    "tokens": pl.Int64,
-    "cost_usd": pl.Float64,
-}
+USED_MODELS_SCHEMA = pl.Schema(
+    {
+        "campaign_id": pl.String,
+        "role": pl.String,
+        "model": pl.String,
+        "tokens": pl.Int64,
+        "cost_usd": pl.Float64,
+    }
+)
 """One row per run (role ``agent``) or verdict (role ``judge``) with its model's usage."""
 
 COST_TABLES: Mapping[str, tuple[str, ...]] = {
@@ -40,8 +42,8 @@ def unpriced_models(
 ) -> dict[str, tuple[str, ...]]:
     """Each model with no price whose logged cost is 0 despite tokens, with the tables it
     affects; ``prices`` maps a campaign id to its pinned prices (absent: none pinned)."""
-    if dict(used.schema) != USED_MODELS_SCHEMA:
-        raise StatisticsInputError(f"used models need the columns {USED_MODELS_SCHEMA}")
+    if dict(used.schema) != dict(USED_MODELS_SCHEMA):
+        raise StatisticsInputError(f"used models need the columns {dict(USED_MODELS_SCHEMA)}")
     unknown = set(used["role"].unique().to_list()) - set(COST_TABLES)
     if unknown:
         raise StatisticsInputError(f"unknown roles in used models: {sorted(unknown)}")
