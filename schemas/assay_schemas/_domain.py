@@ -166,9 +166,9 @@ class Price(Frozen):
 class Usage(Frozen):
     """Token counts for one call or a whole run."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cached_tokens: int = Field(default=0, ge=0)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(

@@ -141,7 +141,7 @@ class ListedFile(BaseModel):
 
     path: str
     kind: str
-    size: int
+    size: int = Field(ge=0)
 
 
 class SandboxReply(BaseModel):

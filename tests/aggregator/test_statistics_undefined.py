@@ -365,3 +365,42 @@ def test_resamples_without_a_sparse_agent_are_counted_and_named() -> None:
         "hold for the resamples that drew them"
     )
     assert sum(r.p_rank_1 for r in rep.agent_ranks) == pytest.approx(1.0, abs=1e-12)
+
+
+# --- round two: a judge with no own-family run, judges left out of the panel ------------
+
+
+def test_a_judge_without_own_family_runs_is_named_once() -> None:
+    """judge_c's family has no agent: its coefficient is NaN and one warning says why."""
+    t = synthetic_tables(
+        n_tasks=12,
+        n_agents=2,
+        judges=[("judge_a", "fam_x"), ("judge_b", "fam_y"), ("judge_c", "fam_z")],
+        agent_families=["fam_x", "fam_y"],
+        seed=5,
+    )
+    rep = _report(t)
+    row = next(r for r in rep.self_preference if r.judge_id == "judge_c")
+    assert row.n_own == 0 and math.isnan(row.coefficient)
+    mine = [w for w in rep.warnings if w.subject in ("judge_c", "fam_z")]
+    assert [(w.kind, w.message) for w in mine] == [
+        (
+            "self_preference_without_own_family",
+            "judge judge_c (family fam_z) scored no run of an agent of its own family: "
+            "no self-preference coefficient",
+        )
+    ]
+    assert mine[0].affects == ("self_preference",)
+
+
+def test_every_judge_with_own_family_runs_gets_no_such_warning() -> None:
+    rep = _report(synthetic_tables(n_tasks=12, n_agents=3, seed=2))
+    assert not [w for w in rep.warnings if w.kind == "self_preference_without_own_family"]
+
+
+def test_judge_agreement_names_the_judges_left_out_of_the_panel(flaky: st.Tables) -> None:
+    [agree] = _report(flaky).judge_agreement
+    assert agree.judges == ("judge_a", "judge_b", "judge_c")
+    assert agree.left_out == ("judge_c",)
+    [complete] = _report(synthetic_tables(n_tasks=12, n_agents=3, seed=2)).judge_agreement
+    assert complete.left_out == ()

@@ -89,3 +89,56 @@ def test_events_on_the_wire_with_bad_costs_are_invalid(literal: str) -> None:
     body = body.replace('"cost_usd": 0.0', f'"cost_usd": {literal}')
     with pytest.raises(InvalidEvent, match="cost_usd"):
         parse_event(body.encode(), subject="assay.ev.c.r")
+
+
+# --- round two: token counts (and every other count) are never negative ----------------
+
+COUNTS = [
+    (Usage, "input_tokens"),
+    (Usage, "output_tokens"),
+    (Usage, "cached_tokens"),
+    (AgentStepLogged, "step"),
+    (AgentFinished, "steps"),
+]
+
+
+@pytest.mark.parametrize("model, field", COUNTS)
+def test_negative_counts_are_refused(model: type[BaseModel], field: str) -> None:
+    base = BASE.get(model, {})
+    with pytest.raises(ValidationError, match=rf"(?m)^{field}$") as err:
+        model.model_validate({**base, field: -1})
+    assert err.value.error_count() == 1
+    assert getattr(model.model_validate({**base, field: 0}), field) == 0
+
+
+def test_an_event_on_the_wire_with_negative_tokens_is_invalid() -> None:
+    body = json.dumps({**ENVELOPE, "event_type": "AgentFinished", "stop_reason": "submitted",
+                       "final_message": "", "steps": 0, "cost_usd": 0.0,
+                       "usage": {"input_tokens": 10, "output_tokens": -5}})  # fmt: skip
+    with pytest.raises(InvalidEvent, match="output_tokens"):
+        parse_event(body.encode(), subject="assay.ev.c.r")
+
+
+def _non_negative(bound: object) -> bool:
+    import annotated_types
+
+    low = getattr(bound, "ge", None) if isinstance(bound, annotated_types.Ge) else None
+    low = getattr(bound, "gt", None) if isinstance(bound, annotated_types.Gt) else low
+    return isinstance(low, int | float) and low >= 0
+
+
+def test_every_count_field_is_non_negative() -> None:
+    """Class: any int field named like a count (tokens, steps, size, n_…, …count) has ge ≥ 0."""
+    import assay_schemas
+
+    named = ("tokens", "step", "size", "count", "n_")
+    missing = sorted(
+        (cls.__name__, name)
+        for cls in vars(assay_schemas).values()
+        if isinstance(cls, type) and issubclass(cls, BaseModel)
+        for name, info in cls.model_fields.items()
+        if any(name.startswith(n) if n == "n_" else n in name for n in named)
+        and "int" in str(info.annotation) and "float" not in str(info.annotation)
+        and not any(_non_negative(m) for m in info.metadata)
+    )  # fmt: skip
+    assert not missing, missing

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from assay.providers import DEFAULT_PRICES, Price, Usage, cost, pinned_prices, price_for
+from assay.providers import (
+    DEFAULT_PRICES,
+    Price,
+    Usage,
+    cost,
+    has_price,
+    pinned_prices,
+    price_for,
+)
 
 TABLE = {
     "big": Price(input_per_mtok=10.0, output_per_mtok=30.0, cached_input_per_mtok=1.0),
@@ -93,3 +101,12 @@ def test_cached_tokens_above_input_are_clamped_in_the_cost() -> None:
     """The cost clamps cached tokens to input tokens (the statistics show them clamped)."""
     usage = Usage(input_tokens=100, cached_tokens=250)
     assert cost(usage, "big", TABLE) == pytest.approx(100 * 1.0 / 1_000_000)
+
+
+def test_has_price_tells_an_unknown_model_from_a_free_one() -> None:
+    """Class: an unknown model costs 0 like a model priced at 0; only has_price tells them apart."""
+    table = {**TABLE, "local": Price()}
+    assert has_price("big", table) and has_price("big-2025-01-01", table)
+    assert has_price("local", table) and cost(Usage(input_tokens=9), "local", table) == 0.0
+    assert not has_price("scripted-agent", table) and not has_price("bigger", table)
+    assert not has_price("big-mini-2", TABLE) and has_price("gpt-4o-2024-08-06")

@@ -14,7 +14,15 @@ from collections.abc import Mapping
 
 from assay_schemas import Price, Usage
 
-__all__ = ["DEFAULT_PRICES", "Price", "PriceTable", "cost", "pinned_prices", "price_for"]
+__all__ = [
+    "DEFAULT_PRICES",
+    "Price",
+    "PriceTable",
+    "cost",
+    "has_price",
+    "pinned_prices",
+    "price_for",
+]
 
 
 PriceTable = Mapping[str, Price]
@@ -61,13 +69,27 @@ def _snapshot_of(model: str) -> str | None:
     return m["base"] if m else None
 
 
-def price_for(model: str, prices: PriceTable = DEFAULT_PRICES) -> Price:
-    """The model's own price, else that of the model it is a snapshot of; unknown: free."""
+def _lookup(model: str, prices: PriceTable) -> Price | None:
     exact = prices.get(model)
     if exact is not None:
         return exact
     base = _snapshot_of(model)
-    return prices.get(base, _FREE) if base is not None else _FREE
+    return prices.get(base) if base is not None else None
+
+
+def price_for(model: str, prices: PriceTable = DEFAULT_PRICES) -> Price:
+    """The model's own price, else that of the model it is a snapshot of; unknown: free."""
+    found = _lookup(model, prices)
+    return _FREE if found is None else found
+
+
+def has_price(model: str, prices: PriceTable = DEFAULT_PRICES) -> bool:
+    """Whether ``prices`` price ``model`` (or the model it is a snapshot of).
+
+    An unknown model costs 0 like one priced at 0 (a local model); only this tells them
+    apart, so a report can say which costs it does not know.
+    """
+    return _lookup(model, prices) is not None
 
 
 def pinned_prices(configured: PriceTable, pinned: PriceTable) -> dict[str, Price]:

@@ -15,13 +15,14 @@ import hashlib
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
-from assay_schemas import RULES_JUDGE_ID
+from assay_schemas import RULES_JUDGE_ID, Price
 
 from .canonical import canonical_json
 from .projections import Projections
 from .statistics import (
     ANCHOR,
     DEFAULT_RESAMPLES,
+    USED_MODELS_SCHEMA,
     InfrastructureFailures,
     JudgeCost,
     ReferenceCheckCell,
@@ -36,6 +37,7 @@ from .statistics import (
     frames_of,
     judge_cost_rows,
     plain_counts,
+    unpriced_models,
 )
 
 __all__ = [
@@ -243,6 +245,33 @@ def _tasks_without_checks(p: Projections, ids: list[str]) -> tuple[str, ...]:
     return tuple(sorted(set(tasks["task_id"].to_list())))
 
 
+def _unpriced_models(p: Projections, ids: list[str]) -> dict[str, tuple[str, ...]]:
+    """Models of non-scripted campaigns logged at $0 for want of a price (scripted
+    stand-ins are served by the scripted server: nothing is billed, 0 is their cost)."""
+    real = [c for c in ids if not p.state.campaigns.get(c, {}).get("scripted", False)]
+    tokens = pl.col("input_tokens") + pl.col("output_tokens")
+    runs = p.table("runs").filter(pl.col("campaign_id").is_in(real))
+    verdicts = p.table("verdicts").filter(
+        pl.col("campaign_id").is_in(real) & (pl.col("judge_id") != RULES_JUDGE_ID)
+    )
+    judges = p.table("judges").select("judge_id", "model")
+    used = pl.concat(
+        [
+            runs.select("campaign_id", role=pl.lit("agent"), model="agent_model",
+                        tokens=tokens, cost_usd="cost_usd"),
+            verdicts.join(judges, on="judge_id", how="left").select(
+                "campaign_id", role=pl.lit("judge"), model=pl.col("model").fill_null(""),
+                tokens=tokens, cost_usd="cost_usd"),
+        ]
+    )  # fmt: skip
+    pinned = {
+        c: {m: Price.model_validate(v) for m, v in p.state.campaigns[c].get("prices", {}).items()}
+        for c in real
+        if c in p.state.campaigns
+    }
+    return unpriced_models(used.cast(USED_MODELS_SCHEMA), pinned)
+
+
 def rubric_anchor(p: Projections, ids: list[str]) -> int:
     """The pass threshold of the first campaign's rubric (the default anchor without one)."""
     for cid in ids:
@@ -274,6 +303,7 @@ def build_report(
         declared_agents=_declared(p, ids, "agent"),
         declared_judges=_declared(p, ids, "judge"),
         tasks_without_checks=_tasks_without_checks(p, ids),
+        unpriced_models=_unpriced_models(p, ids),
     )
     counts = p.count_tables(ids)
     campaigns = _campaigns(p, ids)

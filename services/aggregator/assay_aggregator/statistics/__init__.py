@@ -29,6 +29,7 @@ from ._counts import (
 from ._definitions import DEFINITIONS, definitions_markdown
 from ._failures import empty_artifact_rows, tag_rate_rows
 from ._operations import accounting_rows, agent_cost_rows, cost_rows, epoch_spread_rows
+from ._prices import COST_TABLES, USED_MODELS_SCHEMA, unpriced_models
 from ._ranking import pairwise_rows, rank_rows
 
 # The result types are listed once, in ``_results.__all__``.
@@ -61,6 +62,7 @@ from ._warnings import warning_rows
 
 __all__ = [
     "ANCHOR",
+    "COST_TABLES",
     "DEFAULT_RESAMPLES",
     "DEFINITIONS",
     "RATINGS_SCHEMA",
@@ -68,6 +70,7 @@ __all__ = [
     "RUNS_SCHEMA",
     "TAGS_SCHEMA",
     "TASK_ATTRIBUTES",
+    "USED_MODELS_SCHEMA",
     "AgentRow",
     "Context",
     "CountTables",
@@ -112,6 +115,7 @@ __all__ = [
     "tag_rate_rows",
     "to_frame",
     "unpassed_task_rows",
+    "unpriced_models",
     "validate_table",
     "warning_rows",
 ]

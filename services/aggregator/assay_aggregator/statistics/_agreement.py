@@ -166,7 +166,7 @@ def _complete(ctx: Context) -> tuple[F64, npt.NDArray[np.bool_]]:
 def agreement_rows(ctx: Context) -> list[JudgeAgreement]:
     """One agreement summary for the panel of judges (ICC and k_eff over :func:`judge_panel`)."""
     s = ctx.panel.judge_score
-    x, _ = _complete(ctx)
+    x, keep = _complete(ctx)
     k = x.shape[1]
     one, many = icc2(x)
     enough = x.shape[0] >= 2 and k >= 2
@@ -177,6 +177,9 @@ def agreement_rows(ctx: Context) -> list[JudgeAgreement]:
         JudgeAgreement(
             group=ctx.group,
             judges=tuple(ctx.panel.judge_ids),
+            left_out=tuple(
+                j for j, kept in zip(ctx.panel.judge_ids, keep, strict=True) if not kept
+            ),
             n_runs=int(((~np.isnan(s)).sum(axis=1) >= 2).sum()),
             n_complete_runs=int(x.shape[0]),
             krippendorff_alpha=krippendorff_alpha_interval(s),

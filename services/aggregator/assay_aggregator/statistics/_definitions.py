@@ -74,7 +74,8 @@ DEFINITIONS: dict[str, str] = {
         "While fewer than 10 runs are scored by every judge, a judge that scored under half "
         "the runs (or any judge, if fewer than 2 such runs are left) is left out of ICC, "
         "k_eff and the correlations when that adds complete runs, fewest scored runs "
-        "first; the warnings name it and its correlation pairs are NaN on 0 runs."
+        "first; the warnings name it, judge_agreement.left_out lists it and its "
+        "correlation pairs are NaN on 0 runs."
     ),
     "deviation_correlation": (
         "Pearson correlation between two judges of their deviations from the run's panel "
@@ -97,7 +98,9 @@ DEFINITIONS: dict[str, str] = {
         "sandwich over tasks; CI: task bootstrap (refit per resample). Reported only where "
         "the data identify γ_i (it lies in the row space of the within-run design, a test "
         "independent of judge names and order); otherwise NaN with a warning naming the "
-        "family (e.g. two judges of one family and no other family's judge on its runs)."
+        "family (e.g. two judges of one family and no other family's judge on its runs). "
+        "A judge that scored no run of its own family (n_own = 0) has no coefficient "
+        "either; a warning names it."
     ),
     "leniency": (
         "The judge's fixed effect β_j, centred so judges average 0; NaN where the data do "
@@ -140,8 +143,11 @@ DEFINITIONS: dict[str, str] = {
         "alpha undefined or below 0.667; declared agents or judges with no scored run; runs "
         "excluded as infrastructure failures; tasks without reference checks; a judge left "
         "out of ICC, k_eff and the correlations for too few common runs (or why they stay "
-        "undefined); self-preference not identified for a family; task resamples left out "
-        "of the rank distribution because they drew no scored task of some agent."
+        "undefined); self-preference not identified for a family, or a judge with no "
+        "own-family run; task resamples left out of the rank distribution because they "
+        "drew no scored task of some agent; a model of a campaign that is not scripted "
+        "which used tokens, has no price in the default table or the campaign's prices and "
+        "was logged at $0 (its cost figures count it as 0)."
     ),
     "grouping": (
         "group_by=domain|phase|difficulty splits the tasks by that attribute and computes "

@@ -157,10 +157,14 @@ class JudgeAgreement(Row):
 
     group: str | None
     judges: tuple[str, ...]
+    """Every judge that scored a run (Krippendorff's alpha uses them all)."""
+    left_out: tuple[str, ...]
+    """Judges left out of ICC, k_eff and the correlations for scoring few runs (the
+    warnings say why); empty for a complete panel."""
     n_runs: int
     """Runs scored by at least two judges (used by Krippendorff's alpha)."""
     n_complete_runs: int
-    """Runs scored by every judge (used by ICC and the correlations)."""
+    """Runs scored by every judge not left out (used by ICC and the correlations)."""
     krippendorff_alpha: float
     """Krippendorff's alpha, interval metric, over runs with ≥ 2 judges."""
     icc2_1: float

@@ -7,7 +7,7 @@ all come from the same resampled task sets.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 import polars as pl
@@ -89,11 +89,13 @@ def compute_statistics(
     declared_agents: tuple[str, ...] = (),
     declared_judges: tuple[str, ...] = (),
     tasks_without_checks: tuple[str, ...] = (),
+    unpriced_models: Mapping[str, tuple[str, ...]] | None = None,
 ) -> StatisticsReport:
     """Compute every statistic; same inputs and seed give a byte-identical report.
 
-    The declared agents and judges (and the tasks lacking reference checks) only feed
-    the warnings: those of them with no scored run are named there.
+    The declared agents and judges (and the tasks lacking reference checks, and the
+    models logged at $0 for want of a price) only feed the warnings: those of them with
+    no scored run are named there.
     """
     checked = make_tables(*tables)
     acc: dict[str, list[Row]] = {
@@ -114,6 +116,7 @@ def compute_statistics(
         declared_agents=declared_agents,
         declared_judges=declared_judges,
         tasks_without_checks=tasks_without_checks,
+        unpriced_models=unpriced_models,
     )
     acc["warnings"] += late
     return StatisticsReport.model_validate(

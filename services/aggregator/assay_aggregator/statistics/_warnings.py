@@ -199,7 +199,8 @@ def _panel(ctx: Context) -> list[StatisticsWarning]:
 
 
 def _self_preference(ctx: Context) -> list[StatisticsWarning]:
-    """Families whose judges' self-preference the data do not identify (no coefficient)."""
+    """Families whose judges' self-preference the data do not identify, and judges with no
+    own-family run (no coefficient either way)."""
     p = ctx.panel
     if len(p.judge_ids) == 0:
         return []
@@ -227,6 +228,13 @@ def _self_preference(ctx: Context) -> list[StatisticsWarning]:
         out.append(_warn(ctx.group, "self_preference_not_identified", fam, "self-preference "
                          f"of family {fam} (judges {names}) is not identified: {reason}; "
                          "no coefficient is reported", ("self_preference",)))  # fmt: skip
+    # A judge that scored runs but none of its own family (n_own = 0) has nothing to prefer.
+    for j in range(len(p.judge_ids)):
+        if scored[:, j].any() and not scored[fam_of_run == jfam[j], j].any():
+            out.append(_warn(ctx.group, "self_preference_without_own_family", p.judge_ids[j],
+                             f"judge {p.judge_ids[j]} (family {jfam[j]}) scored no run of an "
+                             "agent of its own family: no self-preference coefficient",
+                             ("self_preference",)))  # fmt: skip
     return out
 
 
@@ -262,6 +270,12 @@ def context_warnings(ctx: Context) -> list[StatisticsWarning]:
     return _panel(ctx) + _self_preference(ctx) + _rank_resamples(ctx)
 
 
+def _unpriced(models: Mapping[str, Sequence[str]]) -> list[StatisticsWarning]:
+    return [_warn(None, "model_without_price", m, f"cost of model {m} is unknown (no price in "
+                  "the default table or the campaign's prices); its cost figures count it as 0",
+                  models[m]) for m in sorted(models)]  # fmt: skip
+
+
 def warning_rows(
     tables: Tables,
     computed: Mapping[str, Sequence[Row]],
@@ -270,8 +284,12 @@ def warning_rows(
     declared_agents: Sequence[str] = (),
     declared_judges: Sequence[str] = (),
     tasks_without_checks: Sequence[str] = (),
+    unpriced_models: Mapping[str, Sequence[str]] | None = None,
 ) -> list[StatisticsWarning]:
-    """Every warning the data calls for; ``computed`` maps table names to their rows."""
+    """Every warning the data calls for; ``computed`` maps table names to their rows.
+
+    ``unpriced_models`` (from :func:`unpriced_models`) maps a model logged at $0 for want
+    of a price to the cost tables it affects."""
     out: list[StatisticsWarning] = []
     for group, sub in split_tables(tables, group_by):
         out += _few_tasks(group, sub)
@@ -283,4 +301,5 @@ def warning_rows(
     out += _absent(tables, declared_agents, declared_judges)
     out += _infrastructure(tables)
     out += _unchecked(tasks_without_checks)
+    out += _unpriced(unpriced_models or {})
     return out
