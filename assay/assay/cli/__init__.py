@@ -10,14 +10,18 @@ from . import (  # noqa: F401  (register commands)
     _retry,
     _run,
     _serve,
+    _up,
     _view,
     _watch,
 )
-from ._app import app
+from ._app import app, fail
 
 __all__ = ["app", "main"]
 
 
 def main() -> None:
     """Entry point of the `assay` console script."""
-    app()
+    try:
+        app()
+    except Exception as e:  # what no command turned into a message: still one line
+        raise SystemExit(fail(e, 1).exit_code) from e

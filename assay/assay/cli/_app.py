@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+import traceback
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -12,9 +14,12 @@ from rich.console import Console
 
 from assay_schemas import AssayError
 
-__all__ = ["app", "console", "run_async"]
+__all__ = ["CONNECT_TIMEOUT_S", "app", "console", "fail", "run_async"]
 
 T = TypeVar("T")
+
+CONNECT_TIMEOUT_S = 5.0
+"""How long a command waits for NATS before it says why it cannot connect."""
 
 app = typer.Typer(
     name="assay",
@@ -27,6 +32,17 @@ app.add_typer(schemas_app, name="schemas")
 
 console = Console()
 err_console = Console(stderr=True)
+_verbose = False
+
+
+def fail(error: BaseException, code: int = 2) -> typer.Exit:
+    """Print `error` as one line (with its traceback under -v); the Exit to raise."""
+    if _verbose:
+        err_console.print("".join(traceback.format_exception(error)), markup=False, highlight=False)
+    text = str(error) if isinstance(error, AssayError) else f"{type(error).__name__}: {error}"
+    hint = "" if _verbose or isinstance(error, AssayError) else " (assay -v shows the traceback)"
+    err_console.print(f"[red]error:[/red] {text}{hint}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
@@ -34,13 +50,24 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     try:
         return asyncio.run(coro)
     except AssayError as e:
-        err_console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        raise fail(e) from e
+
+
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, so what a command started is stopped and removed."""
+    raise KeyboardInterrupt
 
 
 @app.callback()
 def _root(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug output.")) -> None:
+    global _verbose
+    _verbose = verbose
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from assay.bus import Bus
+
+    # A command needs its NATS now: a wrong address or a stopped stack is said in seconds.
+    Bus.connect_timeout = CONNECT_TIMEOUT_S
+    signal.signal(signal.SIGTERM, _terminate)

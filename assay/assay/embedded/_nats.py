@@ -85,7 +85,8 @@ class NatsServer(Startable):
         elif _port_in_use(self.host, self.port):
             raise ConfigError(
                 f"port {self.port} on {self.host} is already in use by another process; "
-                "stop it or choose another port (--port / ASSAY_NATS_PORT)"
+                "stop it or choose another port (`assay up --port N`, or the port in "
+                "ASSAY_NATS_URL=nats://127.0.0.1:N)"
             )
         self.data_dir.mkdir(parents=True, exist_ok=True)
         args = [str(nats_server_binary())]
