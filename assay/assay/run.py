@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +25,7 @@ from assay.stack import Stack
 from assay.tasks import load_tasks
 from assay_schemas import CampaignSpec, ConfigError, TaskInputError
 
-__all__ = ["RunOutcome", "run_campaign", "scripted_campaign"]
+__all__ = ["RunOutcome", "assay_command", "run_campaign", "scripted_campaign"]
 
 SCRIPTED_KEY_ENV = "ASSAY_SCRIPTED_API_KEY"
 BANNER = (
@@ -144,16 +146,36 @@ def write_reports(
     return json_path, html_path
 
 
+def assay_command(path: str | None = None) -> str:
+    """`assay` as a command that runs as printed: the bare name when the PATH (`path`,
+    default $PATH) finds this installation's script, else that script's full path
+    (`make run` leaves `.venv/bin` off the PATH)."""
+    # The venv's bin folder, not the interpreter it links to: that is where pip put `assay`.
+    script = Path(sys.executable).parent / "assay"
+    if not script.is_file():
+        return f"{sys.executable} -m assay"
+    found = shutil.which("assay", path=path)
+    if found is not None and Path(found).resolve() == script.resolve():
+        return "assay"
+    return str(script.absolute())
+
+
 def print_next_steps(workdir: Path, console: Console) -> None:
-    """The commands that look further into this run directory."""
+    """The commands that look further into this run directory, each runnable as printed."""
     home = f"--home {workdir}"
+    assay = assay_command()
+    hint = ""
+    if assay != "assay":
+        bin_dir = Path(sys.executable).parent.absolute()
+        hint = f"\n(to type just `assay`: export PATH={bin_dir}:$PATH)"
     console.print(
         "\nlook further (each reopens the run directory by itself):\n"
-        f"  assay view {workdir}      (every run, transcript, file and verdict in the browser)\n"
-        f"  assay report {home} --group-by domain\n"
-        f"  assay events {home}\n"
-        f"  assay audit <run id> {home}\n"
-        f"  assay export {home} --parquet <folder>",
+        f"  {assay} view {workdir}      (every run, transcript, file and verdict in the browser)\n"
+        f"  {assay} report {home} --group-by domain\n"
+        f"  {assay} events {home}\n"
+        f"  {assay} replay --verify {home}\n"
+        f"  {assay} audit <run id> {home}\n"
+        f"  {assay} export {home} --parquet <folder>{hint}",
         highlight=False,
         soft_wrap=True,
     )
