@@ -147,8 +147,9 @@ def test_view_stopped_by_a_signal_stops_its_server_and_removes_its_folder(
     deadline = time.monotonic() + 10
     while Path(f"/proc/{server}").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
-    alive = Path(f"/proc/{server}/stat").exists() and " Z " not in (
-        Path(f"/proc/{server}/stat").read_text().rsplit(")", 1)[1][:3]
+    alive = (
+        Path(f"/proc/{server}/stat").exists()
+        and " Z " not in (Path(f"/proc/{server}/stat").read_text().rsplit(")", 1)[1][:3])
     )
     assert not alive, "the private nats-server outlived assay view"
     assert not scratch.exists(), "the temporary home folder was left behind"

@@ -124,15 +124,16 @@ def _serve_all(settings: Settings, secured: EmbeddedAuth | None) -> None:
 
     With users, each service connects as its own (the split stack's least privilege):
     a fault in one service cannot publish another's events or pull its work."""
-    from assay.service import EMBEDDED_SERVICES, build_service, run_until_signal
+    from assay.service import EMBEDDED_SERVICES, run_until_signal
+    from assay.stack import Stack
     from assay.store import open_store
 
-    store = open_store(settings)
-
-    def own(name: str) -> Settings:
-        return secured.service_settings(name, settings) if secured and secured.users else settings
-
-    services = [build_service(name, own(name), store=store) for name in EMBEDDED_SERVICES]
-    users = f" (NATS users: {', '.join(own(n).nats_user or '-' for n in EMBEDDED_SERVICES)})"
-    console.print(f"services: {', '.join(EMBEDDED_SERVICES)}{users if secured else ''}")
+    stack = Stack(settings=settings, store=open_store(settings), auth=secured)
+    services = [stack.build(name) for name in EMBEDDED_SERVICES]
+    users = ", ".join(stack.settings_of(n).nats_user or "-" for n in EMBEDDED_SERVICES)
+    console.print(
+        f"services: {', '.join(EMBEDDED_SERVICES)}"
+        + (f" (NATS users: {users})" if secured and secured.users else ""),
+        highlight=False,
+    )
     run_async(run_until_signal(services))
