@@ -103,3 +103,17 @@ def test_port_conflict_names_options_that_exist(nats_server: NatsServer, tmp_pat
     assert f"port {nats_server.port}" in line and "already in use" in line
     assert "--port" in line and "ASSAY_NATS_URL" in line
     assert "ASSAY_NATS_PORT" not in line
+
+
+def test_keys_enroll_names_and_takes_publisher_keys(tmp_path: Path) -> None:
+    help_text = _assay(["keys", "enroll", "--help"], tmp_path).stdout
+    assert "publisher-<campaign>" in " ".join(help_text.split())
+    out = _assay(["keys", "enroll", "publisher-c1", "--out", str(tmp_path / "keys")], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "keys" / "publisher-c1.seed").stat().st_mode & 0o777 == 0o600
+    for bad in ("publisher-a.b", "publisher-*", "judge-../x"):
+        refused = _assay(["keys", "enroll", bad], tmp_path)
+        assert refused.returncode == 2, (bad, refused.stdout)
+        [line] = refused.stderr.strip().splitlines()
+        assert "is not an id" in line
+    assert not list((tmp_path / "home" / "keys").glob("publisher-a*"))

@@ -36,7 +36,9 @@ def operator() -> None:
 @keys_app.command("enroll")
 def enroll(
     service: str = typer.Argument(
-        ..., help="runner, sandbox-manager, cli, or judge-<judge id> (a judge's own key)."
+        ...,
+        help="runner, sandbox-manager, cli, judge-<judge id> (a judge's own key), or "
+        "publisher-<campaign> (an outside system submitting tasks to that campaign).",
     ),
     out: Path = typer.Option(
         None, "--out", help="Also copy the seed and enrollment here (for another machine's home)."
@@ -45,8 +47,21 @@ def enroll(
     """Enroll a service's signing key with the operator key of this home (run where the
     operator seed is); a service started with this home signs with it from then on."""
     settings = Settings()
-    if role_of(service) is None:
-        err_console.print(f"[red]error:[/red] {service!r} publishes no events; nothing to enroll")
+    identity = role_of(service)
+    if identity is None:
+        err_console.print(
+            f"[red]error:[/red] {service!r} publishes no events; nothing to enroll (runner, "
+            "sandbox-manager, cli, judge-<judge id> or publisher-<campaign>)",
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
+    if identity[0] in ("judge", "publisher") and not re.match(ID_PATTERN, identity[1]):
+        # The name becomes a key file name and the scope of what the key may sign.
+        err_console.print(
+            f"[red]error:[/red] {identity[1]!r} in {service!r} is not an id (letters, digits, "
+            "'-' and '_', starting with a letter or digit)",
+            soft_wrap=True,
+        )
         raise typer.Exit(2)
     ensure_operator(settings)
     signer = signer_for(settings, service)
