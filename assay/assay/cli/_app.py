@@ -46,11 +46,27 @@ def fail(error: BaseException, code: int = 2) -> typer.Exit:
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine; Assay errors become one clear line and exit code 2."""
+    """Run a coroutine; Assay and NATS errors become one clear line and exit code 2."""
+    from nats.errors import Error as NatsError
+
     try:
         return asyncio.run(coro)
     except AssayError as e:
         raise fail(e) from e
+    except NatsError as e:
+        # A request the user's permissions refuse is dropped by the server: the client
+        # only sees a timeout, so name that cause first.
+        from assay.config import Settings
+
+        user = Settings().nats_user
+        who = f"NATS user {user!r}" if user else "this client"
+        raise fail(
+            AssayError(
+                f"NATS refused or did not answer a request ({type(e).__name__}: {e}): "
+                f"{who} may lack a permission this command needs (reading commands need the "
+                "cli user: `set -a; . <home>/nats/cli.env`), or the server is overloaded"
+            )
+        ) from e
 
 
 def _terminate(signum: int, frame: object) -> None:
