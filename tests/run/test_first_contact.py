@@ -153,3 +153,36 @@ def test_view_stopped_by_a_signal_stops_its_server_and_removes_its_folder(
     )
     assert not alive, "the private nats-server outlived assay view"
     assert not scratch.exists(), "the temporary home folder was left behind"
+
+
+def test_run_stopped_by_sigterm_stops_its_server(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay", "run", "examples/tasks", "--skip-checks"],
+        cwd=ROOT,
+        env=env(
+            ASSAY_HOME=str(tmp_path / "home"),
+            ASSAY_STATE_DIR=str(tmp_path / "state"),
+            ASSAY_SANDBOX_CACHE=str(tmp_path / "no-runtime"),
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        line = ""
+        while "log and files under" not in line and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            assert line or proc.poll() is None, "run exited before its stack was up"
+        [server] = [p for p in _children(proc.pid) if "nats-server" in " ".join(_cmdline(p))]
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{server}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not Path(f"/proc/{server}").exists(), "the run's nats-server outlived it"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
