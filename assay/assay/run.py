@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -16,6 +15,7 @@ from rich.console import Console
 
 from assay.bus import Bus
 from assay.campaign import load_campaign, submit_campaign
+from assay.command import assay_command
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.problems import Problems, problems_of
@@ -25,7 +25,7 @@ from assay.stack import Stack
 from assay.tasks import load_tasks
 from assay_schemas import CampaignSpec, ConfigError, TaskInputError
 
-__all__ = ["RunOutcome", "assay_command", "run_campaign", "scripted_campaign"]
+__all__ = ["RunOutcome", "run_campaign", "scripted_campaign"]
 
 SCRIPTED_KEY_ENV = "ASSAY_SCRIPTED_API_KEY"
 BANNER = (
@@ -105,7 +105,7 @@ def require(backend: str, console: Console) -> None:
         print_checks(failed, console)
         raise ConfigError(
             f"this machine cannot run the campaign ({len(failed)} problem(s) above); "
-            "`assay doctor` checks everything"
+            f"`{assay_command()} doctor` checks everything"
         )
 
 
@@ -144,20 +144,6 @@ def write_reports(
         page = page.replace("</h1>", "</h1>" + problems.html(), 1)
     html_path.write_text(page, encoding="utf-8")
     return json_path, html_path
-
-
-def assay_command(path: str | None = None) -> str:
-    """`assay` as a command that runs as printed: the bare name when the PATH (`path`,
-    default $PATH) finds this installation's script, else that script's full path
-    (`make run` leaves `.venv/bin` off the PATH)."""
-    # The venv's bin folder, not the interpreter it links to: that is where pip put `assay`.
-    script = Path(sys.executable).parent / "assay"
-    if not script.is_file():
-        return f"{sys.executable} -m assay"
-    found = shutil.which("assay", path=path)
-    if found is not None and Path(found).resolve() == script.resolve():
-        return "assay"
-    return str(script.absolute())
 
 
 def print_next_steps(workdir: Path, console: Console) -> None:

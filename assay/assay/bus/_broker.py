@@ -101,21 +101,24 @@ def _probe(url: str) -> str:
 
 def connect_error(settings: Settings, error: BaseException, timeout: float | None) -> BusError:
     """One line for people: why connecting to NATS failed, and what to do about it."""
+    from assay.command import assay_command
+
     url = settings.nats_url
     user = settings.nats_user
+    assay = assay_command()
     text = str(error)
     if "authorization violation" in text.lower() or "authentication" in text.lower():
         who = f"user {user!r} with this password" if user else "a client without credentials"
         return BusError(
             f"NATS at {url} refused {who} (Authorization Violation): set ASSAY_NATS_USER and "
-            "ASSAY_NATS_PASSWORD, e.g. `set -a; . <home>/nats/cli.env` from `assay up --auth`"
+            f"ASSAY_NATS_PASSWORD, e.g. `set -a; . <home>/nats/cli.env` from `{assay} up --auth`"
         )
     if isinstance(error, TimeoutError) and timeout is not None:
         servers = [u.strip() for u in url.split(",") if u.strip()]
         why = "; ".join(f"{u}: {r}" for u in servers if (r := _probe(u))) or "no answer"
         return BusError(
             f"cannot reach NATS at {url} within {timeout:g}s ({why}): start the stack "
-            "(`assay up`), look at a finished run with --home RUN_DIR, or set ASSAY_NATS_URL "
+            f"(`{assay} up`), look at a finished run with --home RUN_DIR, or set ASSAY_NATS_URL "
             "to the server's address"
         )
     as_user = f" as {user!r}" if user else ""
