@@ -14,13 +14,14 @@ from . import (  # noqa: F401  (register commands)
     _view,
     _watch,
 )
-from ._app import app, fail
+from ._app import app, as_command, fail
 
 __all__ = ["app", "main"]
 
 
 def main() -> None:
     """Entry point of the `assay` console script."""
+    as_command()
     try:
         app()
     except Exception as e:  # what no command turned into a message: still one line

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from assay_schemas import AssayError
 
-__all__ = ["CONNECT_TIMEOUT_S", "app", "console", "fail", "run_async"]
+__all__ = ["CONNECT_TIMEOUT_S", "app", "as_command", "console", "fail", "run_async"]
 
 T = TypeVar("T")
 
@@ -70,8 +70,18 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def _terminate(signum: int, frame: object) -> None:
-    """SIGTERM unwinds like Ctrl-C, so what a command started is stopped and removed."""
     raise KeyboardInterrupt
+
+
+def as_command() -> None:
+    """What the `assay` process (not a test invoking the app) sets before any command:
+    SIGTERM unwinds like Ctrl-C, so what a command started is stopped and removed; and
+    a command needs its NATS now, so a wrong address or a stopped stack is said within
+    seconds (services started by `serve` and `judge` keep waiting for theirs)."""
+    from assay.bus import Bus
+
+    Bus.connect_timeout = CONNECT_TIMEOUT_S
+    signal.signal(signal.SIGTERM, _terminate)
 
 
 @app.callback()
@@ -82,8 +92,3 @@ def _root(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug
         level=logging.DEBUG if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    from assay.bus import Bus
-
-    # A command needs its NATS now: a wrong address or a stopped stack is said in seconds.
-    Bus.connect_timeout = CONNECT_TIMEOUT_S
-    signal.signal(signal.SIGTERM, _terminate)
