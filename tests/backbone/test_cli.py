@@ -82,7 +82,8 @@ def _assay(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedP
 
 def test_unreachable_nats_is_said_in_one_line_within_seconds(tmp_path: Path) -> None:
     url = f"nats://127.0.0.1:{find_free_port()}"
-    for command in (["events"], ["report"], ["dlq", "list"], ["watch", "--exit"]):
+    view = ["view", "--port", str(find_free_port())]
+    for command in (["events"], ["report"], ["dlq", "list"], ["watch", "--exit"], view):
         started = time.monotonic()
         out = _assay(command, tmp_path, ASSAY_NATS_URL=url)
         took = time.monotonic() - started

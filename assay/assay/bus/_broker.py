@@ -99,8 +99,11 @@ def _probe(url: str) -> str:
         return e.strerror or type(e).__name__
 
 
-def connect_error(settings: Settings, error: BaseException, timeout: float | None) -> BusError:
-    """One line for people: why connecting to NATS failed, and what to do about it."""
+def connect_error(
+    settings: Settings, error: BaseException, timeout: float | None, *, streams: bool = False
+) -> BusError:
+    """One line for people: why connecting to NATS (or, with `streams`, looking up the
+    streams right after) failed, and what to do about it."""
     from assay.command import assay_command
 
     url = settings.nats_url
@@ -113,12 +116,16 @@ def connect_error(settings: Settings, error: BaseException, timeout: float | Non
             f"NATS at {url} refused {who} (Authorization Violation): set ASSAY_NATS_USER and "
             f"ASSAY_NATS_PASSWORD, e.g. `set -a; . <home>/nats/cli.env` from `{assay} up --auth`"
         )
-    if isinstance(error, TimeoutError) and timeout is not None:
+    if not streams:
         servers = [u.strip() for u in url.split(",") if u.strip()]
-        why = "; ".join(f"{u}: {r}" for u in servers if (r := _probe(u))) or "no answer"
+        why = "; ".join(f"{u}: {r}" for u in servers if (r := _probe(u)))
+        if not isinstance(error, TimeoutError):
+            why = f"{type(error).__name__}: {text}"
+        within = f" within {timeout:g}s" if timeout is not None else ""
         return BusError(
-            f"cannot reach NATS at {url} within {timeout:g}s ({why}): start the stack "
-            f"(`{assay} up`), look at a finished run with --home RUN_DIR, or set ASSAY_NATS_URL "
+            f"cannot reach NATS at {url}{within} ({why or 'no answer'}): start the stack "
+            f"(`{assay} up`), open a finished run directory instead (--home RUN_DIR; "
+            f"`{assay} view RUN_DIR`), or set ASSAY_NATS_URL "
             "to the server's address"
         )
     as_user = f" as {user!r}" if user else ""

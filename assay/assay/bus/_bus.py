@@ -100,7 +100,7 @@ class Bus:
         except (NatsError, TimeoutError) as e:
             with contextlib.suppress(Exception):
                 await self.broker.stop()
-            raise connect_error(self.settings, e, None) from e
+            raise connect_error(self.settings, e, None, streams=True) from e
         self._connected = True
 
     async def start(self) -> None:

@@ -7,8 +7,18 @@ from pathlib import Path
 
 import typer
 
-from ._app import app, console, err_console
+from assay.config import Settings
+
+from ._app import app, console, err_console, run_async
 from ._home import home_settings
+
+
+async def _reachable(settings: Settings) -> None:
+    from assay.bus import Bus
+
+    bus = Bus(settings, service="cli")
+    await bus.connect()
+    await bus.stop()
 
 
 @app.command()
@@ -34,6 +44,8 @@ def view(
             f"[yellow]serving on {host}: anyone who reaches it reads every run[/yellow]"
         )
     with home_settings(run_dir) as settings:
+        # Say now, in one line, when the log cannot be reached, not on every page load.
+        run_async(_reachable(settings))
         page = f"/campaign/{campaign}" if campaign else "/"
         console.print(f"assay view on http://{host}:{port}{page} (Ctrl-C to stop)")
         source = Source(settings, resamples=resamples)
