@@ -206,3 +206,38 @@ async def test_wrong_or_missing_credentials_are_one_line(
         [line] = out.stderr.strip().splitlines()
         assert who in line, line
         assert "cli.env" in line and "Traceback" not in out.stderr
+
+
+def test_up_all_with_auth_starts_each_service_as_its_own_user(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay", "up", "--all", "--auth", "--port", str(find_free_port())],
+        env=dict(
+            os.environ,
+            ASSAY_HOME=str(home),
+            ASSAY_STATE_DIR=str(tmp_path / "state"),
+            COLUMNS="250",
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        out = ""
+        deadline = time.monotonic() + 30
+        while "services:" not in out and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            assert line or proc.poll() is None, out
+            out += line
+        assert "NATS users: sandbox-manager, runner, judge, judge, aggregator" in out, out
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=30)
+        assert "stopped" in rest and "Traceback" not in rest, rest
+        # Every service connected and left: nothing was refused on the way.
+        log = (home / "nats" / "nats-server.log").read_text()
+        assert "Authorization Violation" not in log and "Permissions Violation" not in log
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
