@@ -9,16 +9,8 @@ import typer
 
 from assay.config import Settings
 
-from ._app import app, console, err_console, run_async
+from ._app import app, console, err_console
 from ._home import home_settings
-
-
-async def _reachable(settings: Settings) -> None:
-    from assay.bus import Bus
-
-    bus = Bus(settings, service="cli")
-    await bus.connect()
-    await bus.stop()
 
 
 @app.command()
@@ -44,8 +36,7 @@ def view(
             f"[yellow]serving on {host}: anyone who reaches it reads every run[/yellow]"
         )
     with home_settings(run_dir) as settings:
-        # Say now, in one line, when the log cannot be reached, not on every page load.
-        run_async(_reachable(settings))
+        _check_reachable(settings)
         page = f"/campaign/{campaign}" if campaign else "/"
         console.print(f"assay view on http://{host}:{port}{page} (Ctrl-C to stop)")
         source = Source(settings, resamples=resamples)
@@ -55,3 +46,17 @@ def view(
             create_app(source), host=host, port=port, log_level="warning",
             timeout_graceful_shutdown=2,
         )  # fmt: skip
+
+
+def _check_reachable(settings: Settings) -> None:
+    """Say now, in one line, when the log cannot be reached, not on every page load."""
+    from assay.bus import Bus
+
+    from ._app import run_async
+
+    async def connect() -> None:
+        bus = Bus(settings, service="cli")
+        await bus.connect()
+        await bus.stop()
+
+    run_async(connect())
