@@ -10,7 +10,6 @@ from . import (  # noqa: F401  (register commands)
     _retry,
     _run,
     _serve,
-    _up,
     _view,
     _watch,
 )

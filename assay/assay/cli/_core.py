@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
+from urllib.parse import urlparse
 
 import typer
 
@@ -16,6 +17,29 @@ from assay_schemas import Event, export_schemas
 
 from ._app import app, console, err_console, run_async, schemas_app
 from ._home import HOME_HELP, home_settings
+
+
+@app.command()
+def up(
+    port: int = typer.Option(None, help="NATS port (default: the port in ASSAY_NATS_URL, 4222)."),
+    all_services: bool = typer.Option(
+        False, "--all", help="Also run every service in this process (one-machine use)."
+    ),
+    auth: bool = typer.Option(
+        False, "--auth", help="One NATS user per service, least privilege (ASSAY_NATS_AUTH=1)."
+    ),
+    publisher: list[str] = typer.Option(
+        [],
+        "--publisher",
+        help="With --auth: a user that may only submit tasks to this campaign (repeatable).",
+    ),
+) -> None:
+    """Start the embedded stack: nats-server with JetStream on .assay/, until Ctrl-C."""
+    from ._up import start_up
+
+    settings = Settings()
+    port = port or urlparse(settings.nats_url).port or 4222
+    start_up(settings, port, all_services=all_services, auth=auth, publisher=publisher)
 
 
 @app.command()

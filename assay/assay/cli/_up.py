@@ -1,4 +1,4 @@
-"""`assay up`: the embedded stack (nats-server, optionally every service) until stopped."""
+"""What `assay up` does: nats-server (optionally every service) until SIGINT or SIGTERM."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import re
 import signal
 import time
 from typing import TYPE_CHECKING
-from urllib.parse import urlparse
 
 import typer
 
@@ -16,7 +15,7 @@ from assay.embedded import NatsServer
 from assay.security.signing import ensure_operator
 from assay_schemas import ID_PATTERN, AssayError
 
-from ._app import app, console, fail, run_async
+from ._app import console, fail, run_async
 
 if TYPE_CHECKING:
     from assay.security import EmbeddedAuth
@@ -33,26 +32,13 @@ def _check_campaigns(campaigns: list[str]) -> None:
             )
 
 
-@app.command()
-def up(
-    port: int = typer.Option(None, help="NATS port (default: the port in ASSAY_NATS_URL, 4222)."),
-    all_services: bool = typer.Option(
-        False, "--all", help="Also run every service in this process (one-machine use)."
-    ),
-    auth: bool = typer.Option(
-        False, "--auth", help="One NATS user per service, least privilege (ASSAY_NATS_AUTH=1)."
-    ),
-    publisher: list[str] = typer.Option(
-        [],
-        "--publisher",
-        help="With --auth: a user that may only submit tasks to this campaign (repeatable).",
-    ),
+def start_up(
+    settings: Settings, port: int, *, all_services: bool, auth: bool, publisher: list[str]
 ) -> None:
-    """Start the embedded stack: nats-server with JetStream on .assay/, until Ctrl-C."""
+    """`assay up`: nats-server on `port` (with every service when `all_services`; with
+    per-service users when `auth`) until SIGINT or SIGTERM."""
     from assay.security import create_streams, prepare_embedded, write_env_files
 
-    settings = Settings()
-    port = port or urlparse(settings.nats_url).port or 4222
     if publisher and not (auth or settings.nats_auth):
         raise typer.BadParameter("--publisher needs --auth (users exist only with auth on)")
     _check_campaigns(publisher)
