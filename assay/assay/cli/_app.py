@@ -45,12 +45,28 @@ def fail(error: BaseException, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run, with the loop built while SIGINT and SIGTERM wait: a signal that lands
+    inside the loop's construction leaves a half-made loop that fails again at exit."""
+    runner = asyncio.Runner()
+    try:
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            runner.get_loop()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a waiting signal lands here
+        return runner.run(coro)
+    finally:
+        runner.close()
+        coro.close()  # never started when a signal came first: no "never awaited" warning
+
+
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine; Assay and NATS errors become one clear line and exit code 2."""
     from nats.errors import Error as NatsError
 
     try:
-        return asyncio.run(coro)
+        return _run(coro)
     except AssayError as e:
         raise fail(e) from e
     except NatsError as e:
