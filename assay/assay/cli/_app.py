@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import threading
 import traceback
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -30,6 +31,8 @@ app = typer.Typer(
 schemas_app = typer.Typer(help="Event and domain contracts.", no_args_is_help=True)
 app.add_typer(schemas_app, name="schemas")
 
+STOPS = (signal.SIGINT, signal.SIGTERM)
+
 console = Console()
 err_console = Console(stderr=True)
 _verbose = False
@@ -46,15 +49,21 @@ def fail(error: BaseException, code: int = 2) -> typer.Exit:
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
-    """asyncio.run, with the loop built while SIGINT and SIGTERM wait: a signal that lands
-    inside the loop's construction leaves a half-made loop that fails again at exit."""
+    """asyncio.run, with a SIGINT or SIGTERM that lands while the loop is being built held
+    until it is whole: raised inside its construction, it left a half-made loop whose
+    finaliser printed a traceback at exit."""
     runner = asyncio.Runner()
     try:
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
-            runner.get_loop()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a waiting signal lands here
+        if threading.current_thread() is threading.main_thread():
+            held: list[int] = []
+            before = {s: signal.signal(s, lambda n, _: held.append(n)) for s in STOPS}
+            try:
+                runner.get_loop()
+            finally:
+                for s, handler in before.items():
+                    signal.signal(s, handler)
+            if held:
+                raise KeyboardInterrupt
         return runner.run(coro)
     finally:
         runner.close()
