@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-__all__ = ["Check", "checks_for", "print_checks", "run_checks"]
+__all__ = ["Check", "DockerSeen", "checks_for", "docker_check", "print_checks", "run_checks"]
 
 GIB = 1024**3
 APT = "apt-get install -y --no-install-recommends"
@@ -97,17 +97,78 @@ def check_runtime() -> Check:
     )  # fmt: skip
 
 
-def check_docker(optional: bool) -> Check:
-    """A Docker engine answers."""
-    if shutil.which("docker") is None:
-        return Check("docker", False, "docker CLI not on PATH", _sudo(f"{APT} docker.io"), optional)
+@dataclass(frozen=True)
+class DockerSeen:
+    """What this machine shows of Docker: the client, the engine binary, the endpoint the
+    client talks to, and whether an engine answered there."""
+
+    client: str | None
+    dockerd: str | None
+    endpoint: str | None
+    """`DOCKER_HOST`, else the current context's endpoint (unix:///var/run/docker.sock)."""
+    version: str | None
+    """The engine's version when it answered."""
+    error: str = ""
+    """What `docker info` said when no engine answered."""
+
+    @property
+    def remote(self) -> bool:
+        """The client talks to an engine on another machine (tcp://, ssh://)."""
+        return self.endpoint is not None and not self.endpoint.startswith(("unix://", "npipe://"))
+
+
+def docker_seen() -> DockerSeen:
+    """Look at the client, the engine binary and the endpoint; ask the engine once."""
+    client, dockerd = shutil.which("docker"), shutil.which("dockerd")
+    if client is None:
+        return DockerSeen(None, dockerd, os.environ.get("DOCKER_HOST"), None)
+    endpoint = os.environ.get("DOCKER_HOST")
+    if not endpoint:
+        done = _run(["docker", "context", "inspect", "--format", "{{.Endpoints.docker.Host}}"], 5)
+        endpoint = done.stdout.strip() or None if done and done.returncode == 0 else None
     done = _run(["docker", "info", "--format", "{{.ServerVersion}}"])
-    if done is not None and done.returncode == 0:
-        return Check("docker", True, f"engine {done.stdout.strip()}", optional=optional)
+    if done is not None and done.returncode == 0 and done.stdout.strip():
+        return DockerSeen(client, dockerd, endpoint, done.stdout.strip())
+    error = "docker info did not finish in 20s" if done is None else done.stderr.strip()
+    return DockerSeen(client, dockerd, endpoint, None, error.splitlines()[-1] if error else "")
+
+
+def docker_check(seen: DockerSeen, optional: bool) -> Check:
+    """Which of the Docker cases this machine is in, and the fix of each."""
+    install = _sudo(f"{APT} docker.io") + " (engine and client)"
+    where = f" at {seen.endpoint}" if seen.endpoint else ""
+    if seen.version is not None:
+        kind = f"remote context{where}: sandboxes run on that machine" if seen.remote else "local"
+        return Check("docker", True, f"engine {seen.version} answering ({kind})", optional=optional)
+    if seen.remote:
+        return Check(
+            "docker", False, f"remote context{where}: its engine does not answer ({seen.error})",
+            "start the engine on that machine, or `docker context use default` (or unset "
+            "DOCKER_HOST) to use this one", optional,
+        )  # fmt: skip
+    if seen.client is None and seen.dockerd is None:
+        return Check("docker", False, "no Docker: no client, no engine", install, optional)
+    if seen.client is None:
+        return Check(
+            "docker", False, f"engine installed ({seen.dockerd}) but no docker client on PATH",
+            _sudo(f"{APT} docker.io") + " (or put the docker client on PATH)", optional,
+        )  # fmt: skip
+    if seen.dockerd is None:
+        return Check(
+            "docker", False, f"client only ({seen.client}): no engine on this machine",
+            f"{install}; or point the client at a remote engine (docker context / DOCKER_HOST)",
+            optional,
+        )  # fmt: skip
     return Check(
-        "docker", False, "no Docker engine answers",
-        _sudo("dockerd >/var/log/dockerd.log 2>&1 &") + " (or: systemctl start docker)", optional,
+        "docker", False, f"engine installed but not answering{where} ({seen.error or 'no answer'})",
+        _sudo("dockerd >/var/log/dockerd.log 2>&1 &") + " (or: systemctl start docker); "
+        "permission denied: add yourself to the docker group", optional,
     )  # fmt: skip
+
+
+def check_docker(optional: bool) -> Check:
+    """A Docker engine answers; else which case this machine is in."""
+    return docker_check(docker_seen(), optional)
 
 
 def check_nats_server() -> Check:

@@ -69,7 +69,10 @@ class Problems(BaseModel):
             for c in self.causes:
                 table.add_row(c.stage, c.error_class, c.first_message, str(c.count))
             console.print(table)
-            console.print("run `assay doctor` to check this machine's prerequisites")
+            from assay.command import assay_command
+
+            doctor = f"{assay_command()} doctor"
+            console.print(f"run `{doctor}` to check this machine's prerequisites", highlight=False)
 
     def html(self) -> str:
         """An HTML section to put at the top of the report (empty when all went well)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +15,7 @@ from rich.console import Console
 
 from assay.bus import Bus
 from assay.campaign import load_campaign, submit_campaign
+from assay.command import assay_command
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.problems import Problems, problems_of
@@ -103,7 +105,7 @@ def require(backend: str, console: Console) -> None:
         print_checks(failed, console)
         raise ConfigError(
             f"this machine cannot run the campaign ({len(failed)} problem(s) above); "
-            "`assay doctor` checks everything"
+            f"`{assay_command()} doctor` checks everything"
         )
 
 
@@ -145,15 +147,21 @@ def write_reports(
 
 
 def print_next_steps(workdir: Path, console: Console) -> None:
-    """The commands that look further into this run directory."""
+    """The commands that look further into this run directory, each runnable as printed."""
     home = f"--home {workdir}"
+    assay = assay_command()
+    hint = ""
+    if assay != "assay":
+        bin_dir = Path(sys.executable).parent.absolute()
+        hint = f"\n(to type just `assay`: export PATH={bin_dir}:$PATH)"
     console.print(
         "\nlook further (each reopens the run directory by itself):\n"
-        f"  assay view {workdir}      (every run, transcript, file and verdict in the browser)\n"
-        f"  assay report {home} --group-by domain\n"
-        f"  assay events {home}\n"
-        f"  assay audit <run id> {home}\n"
-        f"  assay export {home} --parquet <folder>",
+        f"  {assay} view {workdir}      (every run, transcript, file and verdict in the browser)\n"
+        f"  {assay} report {home} --group-by domain\n"
+        f"  {assay} events {home}\n"
+        f"  {assay} replay --verify {home}\n"
+        f"  {assay} audit <run id> {home}\n"
+        f"  {assay} export {home} --parquet <folder>{hint}",
         highlight=False,
         soft_wrap=True,
     )

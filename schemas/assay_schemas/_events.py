@@ -92,7 +92,10 @@ class TaskAccepted(Event):
     scheduled its runs. Publishers subscribe to it for their campaign."""
 
     event_type: Literal["TaskAccepted"] = "TaskAccepted"
-    submission: str
+    submission: str = Field(
+        description="The event_id of the TaskSubmitted this answers: a publisher matches "
+        "its answer by it."
+    )
     """event_id of the TaskSubmitted this answers."""
     run_ids: list[str] = Field(default_factory=list)
     """The runs scheduled for the task (one per agent and epoch)."""
@@ -102,7 +105,11 @@ class TaskRejected(Event):
     """A submitted task was refused at the door, before any run was scheduled."""
 
     event_type: Literal["TaskRejected"] = "TaskRejected"
-    submission: str | None = None
+    submission: str | None = Field(
+        default=None,
+        description="The event_id of the TaskSubmitted this answers (null when the refused "
+        "message had none): a publisher matches its answer by it.",
+    )
     """event_id of the TaskSubmitted this answers (None when the message had none)."""
     sequence: int = Field(default=0, ge=0)
     """Stream sequence of the refused message."""

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import base64
+import json
+from pathlib import Path
 from typing import Any
 
+import nacl.signing
 import yaml
 
 from assay.bus import ASYNCAPI_FILE, Subjects, asyncapi_document, render_asyncapi
+from assay.config import Settings
+from assay.security.signing import (
+    CHAIN,
+    ENROLLMENT,
+    SIGNATURE,
+    SIGNER,
+    ensure_operator,
+    signer_for,
+)
 from assay_schemas import EVENT_TYPES, SCHEMA_DIR
 
 
@@ -57,3 +70,39 @@ def test_a_prefix_moves_every_address() -> None:
     assert all(
         c["address"] is None or c["address"].startswith("lab.") for c in doc["channels"].values()
     )
+
+
+def test_signing_headers_are_described_as_signers_send_them(tmp_path: Path) -> None:
+    """An outside publisher learns from the document which headers make its event count,
+    and what the signature covers: checked against a real signer's headers."""
+    doc = yaml.safe_load(render_asyncapi())
+    for name in EVENT_TYPES:
+        headers = doc["components"]["messages"][name]["headers"]["properties"]
+        assert {"Nats-Msg-Id", SIGNER, SIGNATURE, ENROLLMENT, CHAIN} <= set(headers)
+        assert all(h.get("description") for h in headers.values())
+    described = doc["components"]["messages"]["TaskSubmitted"]["headers"]["properties"]
+    assert (
+        "assay-chain:<Assay-Chain>\\n<subject>\\n<payload bytes>"
+        in described[SIGNATURE]["description"]
+    )
+    settings = Settings(home=tmp_path)
+    ensure_operator(settings)
+    signer = signer_for(settings, "publisher-c1")
+    assert signer is not None
+    subject, data = "assay.ev.TaskSubmitted.c1.-", b'{"x": 1}'
+    sent = signer.headers(subject, data)
+    signed = f"assay-chain:{sent[CHAIN]}\n{subject}\n".encode() + data
+    pad = "=" * (-len(sent[SIGNATURE]) % 4)
+    signature = base64.urlsafe_b64decode(sent[SIGNATURE] + pad)
+    # nkeys public key: base32 of a prefix byte, the 32-byte Ed25519 key and a checksum.
+    raw = base64.b32decode(sent[SIGNER] + "=" * (-len(sent[SIGNER]) % 8))
+    nacl.signing.VerifyKey(raw[1:33]).verify(signed, signature)  # raises when it does not hold
+    statement = sent[ENROLLMENT].split(".")[0]
+    enrolled = json.loads(base64.urlsafe_b64decode(statement + "=" * (-len(statement) % 4)))
+    assert set(enrolled) == {"key", "name", "role"}
+
+
+def test_answer_events_describe_their_submission_field() -> None:
+    for name in ("TaskAccepted", "TaskRejected"):
+        schema = json.loads((SCHEMA_DIR / f"{name}.json").read_text())
+        assert "TaskSubmitted" in schema["properties"]["submission"]["description"]

@@ -17,6 +17,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -405,3 +406,34 @@ def test_a_minio_key_gets_the_put_only_policy(monkeypatch: pytest.MonkeyPatch) -
         "Resource": "arn:aws:s3:::b/sha256/*",
     }
     assert len(key.secret_key) >= 32
+
+
+def test_the_command_writes_the_secret_to_a_private_file_not_the_terminal(
+    enforcing_s3: EnforcingS3, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    # Its own campaign: IAM allows two keys per user, and the module's IAM is shared.
+    bucket = f"blobs-{uuid.uuid4().hex[:8]}"
+    env = enforcing_s3.settings(bucket)
+    for name, value in {
+        "ASSAY_HOME": str(tmp_path / "home"),
+        "ASSAY_STORE": "s3",
+        "ASSAY_S3_ENDPOINT": env.s3_endpoint,
+        "ASSAY_S3_ACCESS_KEY": env.s3_access_key,
+        "ASSAY_S3_SECRET_KEY": env.s3_secret_key,
+        "ASSAY_S3_BUCKET": bucket,
+    }.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(app, ["keys", "s3-publisher", "--campaign", "c-file"])
+    assert result.exit_code == 0, result.output
+    [path] = list((tmp_path / "home" / "keys").glob("s3-publisher-c-file-*.json"))
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert str(path) in " ".join(result.output.split())
+    body = json.loads(path.read_text())
+    assert body["secret_key"] not in result.output
+    body.pop("endpoint_url")
+    key = PublisherKey(**body)
+    put_new(s3_as(key), key, hashlib.sha256(b"x").hexdigest(), b"x")  # the file's key works

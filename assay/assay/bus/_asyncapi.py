@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 from pydantic import TypeAdapter
 
+from assay.security.signing import CHAIN, ENROLLMENT, SIGNATURE, SIGNER
 from assay_schemas import EVENT_TYPES, NO_RUN, SandboxReply, SandboxRequest, current_version
 
 from ._dead_letters import DEAD_DELIVERIES, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT
@@ -28,6 +29,34 @@ _INFO = """Assay's event log on NATS JetStream. Every event is published on
 system publishes `TaskSubmitted` and is answered by `TaskAccepted` or `TaskRejected` on its
 campaign's subjects. Attachments are uploaded first into the campaign's JetStream object
 store bucket `<stream>_UP_<campaign_id>`, each object named by its sha256."""
+
+
+EVENT_HEADERS: dict[str, dict[str, Any]] = {
+    "Nats-Msg-Id": {"type": "string", "description": "The event's `event_id` (stored once)."},
+    SIGNER: {
+        "type": "string",
+        "description": "The signer's Ed25519 public key, NATS nkeys format (`U...`).",
+    },
+    SIGNATURE: {
+        "type": "string",
+        "description": "Ed25519 signature (base64url, no padding) of the signed bytes: "
+        "`<subject>\\n<payload bytes>`, or with `Assay-Chain` "
+        "`assay-chain:<Assay-Chain>\\n<subject>\\n<payload bytes>`.",
+    },
+    ENROLLMENT: {
+        "type": "string",
+        "description": "The operator's enrollment of the signer: `<statement>.<signature>`, "
+        "both base64url; the statement is compact JSON `{key, name, role}` (sorted keys) signed "
+        "by the operator key (`assay keys enroll`; `assay keys operator` prints that key).",
+    },
+    CHAIN: {
+        "type": "string",
+        "description": "Optional: `<chain id>.<index>.<digest of the previous link>` of the "
+        "signer's hash chain; Assay's services send it, an outside client may leave it out.",
+    },
+}
+"""Headers of an event message. An event counts only when signed by a key the operator
+enrolled for a role that may write its type; an unsigned one is stored but refused."""
 
 
 def _parameter(description: str) -> dict[str, Any]:
@@ -54,7 +83,8 @@ def _event_parts(subjects: Subjects) -> tuple[dict[str, Any], dict[str, Any], di
             "contentType": "application/json",
             "headers": {
                 "type": "object",
-                "properties": {"Nats-Msg-Id": {"type": "string", "description": "event_id"}},
+                "properties": {k: dict(v) for k, v in EVENT_HEADERS.items()},
+                "required": ["Nats-Msg-Id"],
             },
             "payload": {"$ref": f"./{name}.json"},
             "x-schema-version": current_version(name),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import socket
 import ssl
+from urllib.parse import urlparse
 
 from faststream.nats import NatsBroker
 from faststream.nats.security import NatsSecurity, NatsUserPassword
@@ -12,10 +14,11 @@ from nats.js.errors import NotFoundError
 
 from assay.config import Settings
 from assay.security.permissions import inbox_prefix
+from assay_schemas import BusError
 
 from ._subjects import Subjects
 
-__all__ = ["dlq_stream", "ensure_streams", "event_stream", "make_broker"]
+__all__ = ["connect_error", "dlq_stream", "ensure_streams", "event_stream", "make_broker"]
 
 
 def event_stream(settings: Settings) -> StreamConfig:
@@ -84,3 +87,50 @@ async def ensure_streams(js: JetStreamContext, settings: Settings) -> None:
             await js.stream_info(config.name or "")
         except NotFoundError:
             await js.add_stream(config=config)
+
+
+def _probe(url: str) -> str:
+    """Why a TCP connection to `url` fails, or '' when something accepts it."""
+    parsed = urlparse(url if "://" in url else f"nats://{url}")
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or 4222), 1):
+            return ""
+    except OSError as e:
+        return e.strerror or type(e).__name__
+
+
+def connect_error(
+    settings: Settings, error: BaseException, timeout: float | None, *, streams: bool = False
+) -> BusError:
+    """One line for people: why connecting to NATS (or, with `streams`, looking up the
+    streams right after) failed, and what to do about it."""
+    from assay.command import assay_command
+
+    url = settings.nats_url
+    user = settings.nats_user
+    assay = assay_command()
+    text = str(error)
+    if "authorization violation" in text.lower() or "authentication" in text.lower():
+        who = f"user {user!r} with this password" if user else "a client without credentials"
+        return BusError(
+            f"NATS at {url} refused {who} (Authorization Violation): set ASSAY_NATS_USER and "
+            f"ASSAY_NATS_PASSWORD, e.g. `set -a; . <home>/nats/cli.env` from `{assay} up --auth`"
+        )
+    if not streams:
+        servers = [u.strip() for u in url.split(",") if u.strip()]
+        why = "; ".join(f"{u}: {r}" for u in servers if (r := _probe(u)))
+        if not isinstance(error, TimeoutError):
+            why = f"{type(error).__name__}: {text}"
+        within = f" within {timeout:g}s" if timeout is not None else ""
+        return BusError(
+            f"cannot reach NATS at {url}{within} ({why or 'no answer'}): start the stack "
+            f"(`{assay} up`), open a finished run directory instead (--home RUN_DIR; "
+            f"`{assay} view RUN_DIR`), or set ASSAY_NATS_URL "
+            "to the server's address"
+        )
+    as_user = f" as {user!r}" if user else ""
+    return BusError(
+        f"NATS at {url} did not let this client{as_user} use its JetStream API "
+        f"({type(error).__name__}: {text or 'timeout'}): the user may lack the permission, "
+        "or JetStream is off on that server"
+    )

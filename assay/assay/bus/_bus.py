@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from faststream import AckPolicy
 from faststream.nats import ConsumerConfig, DeliverPolicy, JStream, NatsMessage, PullSub
@@ -30,7 +31,7 @@ from assay_schemas import (
     parse_event,
 )
 
-from ._broker import ensure_streams, inbox_of, make_broker
+from ._broker import connect_error, ensure_streams, inbox_of, make_broker
 from ._dead_letters import dead_letter, read_dead_letters
 from ._lag import LagWatch
 from ._records import Delivery, Published, Refusal, RefusalSink
@@ -54,6 +55,11 @@ Handler = Callable[[E, Delivery], Awaitable[None]]
 
 class Bus:
     """The event log as services see it: typed publish, durable typed consumers."""
+
+    connect_timeout: ClassVar[float | None] = None
+    """Seconds the first connection may take before `connect` fails with a BusError
+    naming the cause. None: keep trying, as a service started before its NATS should;
+    the command line sets a few seconds so that a wrong address is said at once."""
 
     def __init__(self, settings: Settings, *, service: str, version: str = "0.1.0") -> None:
         self.settings = settings
@@ -81,10 +87,21 @@ class Bus:
 
     async def connect(self) -> None:
         """Connect and make sure the streams exist, without consuming yet."""
-        if not self._connected:
-            await self.broker.connect()
+        if self._connected:
+            return
+        try:
+            await asyncio.wait_for(self.broker.connect(), self.connect_timeout)
+        except (NatsError, OSError, TimeoutError) as e:
+            with contextlib.suppress(Exception):  # half-made connection: its error is below
+                await self.broker.stop()
+            raise connect_error(self.settings, e, self.connect_timeout) from e
+        try:
             await ensure_streams(self.js, self.settings)
-            self._connected = True
+        except (NatsError, TimeoutError) as e:
+            with contextlib.suppress(Exception):
+                await self.broker.stop()
+            raise connect_error(self.settings, e, None, streams=True) from e
+        self._connected = True
 
     async def start(self) -> None:
         """Connect, then start every registered consumer."""
@@ -131,8 +148,11 @@ class Bus:
                 timeout=timeout,
             )
         except Exception as e:  # nats-py raises several unrelated types here
+            # A publish the user's permissions refuse goes unanswered: say so.
+            user = self.settings.nats_user
+            why = f" (may NATS user {user!r} publish {event.event_type}?)" if user else ""
             raise BusError(
-                f"publish of {event.event_type} {event.event_id} to {subject} failed: {e}"
+                f"publish of {event.event_type} {event.event_id} to {subject} failed: {e}{why}"
             ) from e
         if ack is None:
             raise BusError(f"publish of {event.event_id} to {subject}: no PubAck")

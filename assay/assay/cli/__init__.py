@@ -13,11 +13,15 @@ from . import (  # noqa: F401  (register commands)
     _view,
     _watch,
 )
-from ._app import app
+from ._app import app, as_command, fail
 
 __all__ = ["app", "main"]
 
 
 def main() -> None:
     """Entry point of the `assay` console script."""
-    app()
+    as_command()
+    try:
+        app()
+    except Exception as e:  # what no command turned into a message: still one line
+        raise SystemExit(fail(e, 1).exit_code) from e

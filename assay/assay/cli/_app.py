@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+import threading
+import traceback
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -12,9 +15,12 @@ from rich.console import Console
 
 from assay_schemas import AssayError
 
-__all__ = ["app", "console", "run_async"]
+__all__ = ["CONNECT_TIMEOUT_S", "app", "as_command", "console", "fail", "run_async"]
 
 T = TypeVar("T")
+
+CONNECT_TIMEOUT_S = 5.0
+"""How long a command waits for NATS before it says why it cannot connect."""
 
 app = typer.Typer(
     name="assay",
@@ -25,21 +31,88 @@ app = typer.Typer(
 schemas_app = typer.Typer(help="Event and domain contracts.", no_args_is_help=True)
 app.add_typer(schemas_app, name="schemas")
 
+STOPS = (signal.SIGINT, signal.SIGTERM)
+
 console = Console()
 err_console = Console(stderr=True)
+_verbose = False
+
+
+def fail(error: BaseException, code: int = 2) -> typer.Exit:
+    """Print `error` as one line (with its traceback under -v); the Exit to raise."""
+    if _verbose:
+        err_console.print("".join(traceback.format_exception(error)), markup=False, highlight=False)
+    text = str(error) if isinstance(error, AssayError) else f"{type(error).__name__}: {error}"
+    hint = "" if _verbose or isinstance(error, AssayError) else " (assay -v shows the traceback)"
+    err_console.print(f"[red]error:[/red] {text}{hint}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run, with a SIGINT or SIGTERM that lands while the loop is being built held
+    until it is whole: raised inside its construction, it left a half-made loop whose
+    finaliser printed a traceback at exit."""
+    runner = asyncio.Runner()
+    try:
+        if threading.current_thread() is threading.main_thread():
+            held: list[int] = []
+            before = {s: signal.signal(s, lambda n, _: held.append(n)) for s in STOPS}
+            try:
+                runner.get_loop()
+            finally:
+                for s, handler in before.items():
+                    signal.signal(s, handler)
+            if held:
+                raise KeyboardInterrupt
+        return runner.run(coro)
+    finally:
+        runner.close()
+        coro.close()  # never started when a signal came first: no "never awaited" warning
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine; Assay errors become one clear line and exit code 2."""
+    """Run a coroutine; Assay and NATS errors become one clear line and exit code 2."""
+    from nats.errors import Error as NatsError
+
     try:
-        return asyncio.run(coro)
+        return _run(coro)
     except AssayError as e:
-        err_console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        raise fail(e) from e
+    except NatsError as e:
+        # A request the user's permissions refuse is dropped by the server: the client
+        # only sees a timeout, so name that cause first.
+        from assay.config import Settings
+
+        user = Settings().nats_user
+        who = f"NATS user {user!r}" if user else "this client"
+        raise fail(
+            AssayError(
+                f"NATS refused or did not answer a request ({type(e).__name__}: {e}): "
+                f"{who} may lack a permission this command needs (reading commands need the "
+                "cli user: `set -a; . <home>/nats/cli.env`), or the server is overloaded"
+            )
+        ) from e
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def as_command() -> None:
+    """What the `assay` process (not a test invoking the app) sets before any command:
+    SIGTERM unwinds like Ctrl-C, so what a command started is stopped and removed; and
+    a command needs its NATS now, so a wrong address or a stopped stack is said within
+    seconds (services started by `serve` and `judge` keep waiting for theirs)."""
+    from assay.bus import Bus
+
+    Bus.connect_timeout = CONNECT_TIMEOUT_S
+    signal.signal(signal.SIGTERM, _terminate)
 
 
 @app.callback()
 def _root(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug output.")) -> None:
+    global _verbose
+    _verbose = verbose
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

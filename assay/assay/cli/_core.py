@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import signal
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
@@ -17,10 +14,8 @@ from rich.markup import escape
 from assay.bus import ASYNCAPI_FILE, Bus, Skipped, describe_skipped, render_asyncapi
 from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
-from assay.embedded import NatsServer
-from assay.security.signing import ensure_operator
 from assay.store import open_store
-from assay_schemas import AssayError, Event, export_schemas
+from assay_schemas import Event, export_schemas
 
 from ._app import app, console, err_console, run_async, schemas_app
 from ._home import HOME_HELP, home_settings
@@ -45,74 +40,11 @@ def up(
     ),
 ) -> None:
     """Start the embedded stack: nats-server with JetStream on .assay/, until Ctrl-C."""
-    from assay.security import create_streams, prepare_embedded, write_env_files
+    from ._up import start_up
 
     settings = Settings()
     port = port or urlparse(settings.nats_url).port or 4222
-    if publisher and not (auth or settings.nats_auth):
-        raise typer.BadParameter("--publisher needs --auth (users exist only with auth on)")
-    secured = prepare_embedded(
-        settings, auth=auth or settings.nats_auth, publisher_campaigns=tuple(publisher)
-    )
-    config = secured.config_file if secured else None
-    operator = ensure_operator(settings)
-    server = NatsServer(settings.home / "nats", port=port, config_file=config)
-    try:
-        server.start()
-        if secured and secured.users:
-            settings = settings.model_copy(update={"nats_url": server.url})
-            # Services may only look the streams up: the admin creates them now.
-            admin = secured.settings_for("admin", settings)
-            asyncio.run(create_streams(admin, upload_campaigns=tuple(publisher)))
-    except AssayError as e:
-        server.stop()
-        err_console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
-    console.print(
-        f"[green]nats-server[/green] with JetStream on {server.url} (data: {server.data_dir})"
-    )
-    if secured and secured.users:
-        write_env_files(secured, settings)
-        console.print(f"per-service users (env files in {settings.home / 'nats'}, mode 0600):")
-        for user in secured.users:
-            line = " ".join(secured.env_lines(user, settings))
-            console.print(f"  # {user}\n  {line}", soft_wrap=True, highlight=False, markup=False)
-        # One process cannot hold one user per service: --all connects as the admin.
-        settings = secured.settings_for("admin", settings)
-    console.print(f"operator key (verifies every signed event): {operator}")
-    console.print(f"blob store: {settings.blob_dir}   —   Ctrl-C to stop")
-    if all_services:
-        try:
-            _serve_all(settings.model_copy(update={"nats_url": server.url}))
-        finally:
-            server.stop()
-            console.print("stopped")
-        return
-    stop = False
-
-    def _stop(*_: object) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGINT, _stop)
-    signal.signal(signal.SIGTERM, _stop)
-    try:
-        while not stop and server.process is not None and server.process.poll() is None:
-            time.sleep(0.2)
-    finally:
-        server.stop()
-        console.print("stopped")
-
-
-def _serve_all(settings: Settings) -> None:
-    """Every service in this process until SIGINT/SIGTERM (judges start per campaign)."""
-    from assay.service import EMBEDDED_SERVICES, build_service, run_until_signal
-    from assay.store import open_store
-
-    store = open_store(settings)
-    services = [build_service(name, settings, store=store) for name in EMBEDDED_SERVICES]
-    console.print(f"services: {', '.join(EMBEDDED_SERVICES)}")
-    run_async(run_until_signal(services))
+    start_up(settings, port, all_services=all_services, auth=auth, publisher=publisher)
 
 
 @app.command()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 
+from assay.bus import Bus
 from assay.config import Settings
 from assay.service import run_until_signal
 from assay.telemetry import setup_tracing
@@ -40,6 +41,7 @@ def judge(
     ),
 ) -> None:
     """Start one judge against the configured NATS until Ctrl-C (settings from ASSAY_*)."""
+    Bus.connect_timeout = None  # a service started before its NATS waits for it
     settings = Settings()
     setup_tracing("assay-judge")
     run_async(_run(settings, spec, campaign))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -36,7 +37,9 @@ def operator() -> None:
 @keys_app.command("enroll")
 def enroll(
     service: str = typer.Argument(
-        ..., help="runner, sandbox-manager, cli, or judge-<judge id> (a judge's own key)."
+        ...,
+        help="runner, sandbox-manager, cli, judge-<judge id> (a judge's own key), or "
+        "publisher-<campaign> (an outside system submitting tasks to that campaign).",
     ),
     out: Path = typer.Option(
         None, "--out", help="Also copy the seed and enrollment here (for another machine's home)."
@@ -45,8 +48,21 @@ def enroll(
     """Enroll a service's signing key with the operator key of this home (run where the
     operator seed is); a service started with this home signs with it from then on."""
     settings = Settings()
-    if role_of(service) is None:
-        err_console.print(f"[red]error:[/red] {service!r} publishes no events; nothing to enroll")
+    identity = role_of(service)
+    if identity is None:
+        err_console.print(
+            f"[red]error:[/red] {service!r} publishes no events; nothing to enroll (runner, "
+            "sandbox-manager, cli, judge-<judge id> or publisher-<campaign>)",
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
+    if identity[0] in ("judge", "publisher") and not re.match(ID_PATTERN, identity[1]):
+        # The name becomes a key file name and the scope of what the key may sign.
+        err_console.print(
+            f"[red]error:[/red] {identity[1]!r} in {service!r} is not an id (letters, digits, "
+            "'-' and '_', starting with a letter or digit)",
+            soft_wrap=True,
+        )
         raise typer.Exit(2)
     ensure_operator(settings)
     signer = signer_for(settings, service)
@@ -66,11 +82,14 @@ def s3_publisher(
     campaign: str = typer.Option(
         ..., "--campaign", "-c", help="The campaign whose outside publisher gets the key."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the key as one JSON object."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the key, secret included, as one JSON object (scripts)."
+    ),
 ) -> None:
     """Create, on the S3 store the settings name (ASSAY_S3_*, with the operator's key), a key
     that may only put new blobs under the store's sha256/ prefix (no read, list or delete,
-    no other prefix or bucket), and print it once for the outside system."""
+    no other prefix or bucket); write it to <home>/keys/s3-publisher-<campaign>-<user>.json
+    (mode 0600) for the outside system, and print where."""
     settings = Settings()
     if settings.store != "s3":
         err_console.print(
@@ -87,9 +106,13 @@ def s3_publisher(
     except AssayError as e:
         err_console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
+    body = json.dumps({**dataclasses.asdict(key), "endpoint_url": key.endpoint_url})
     if as_json:
-        print(json.dumps({**dataclasses.asdict(key), "endpoint_url": key.endpoint_url}))
+        print(body)
         return
+    # The secret goes to a file only its owner reads, never to the terminal.
+    path = settings.home / "keys" / f"s3-publisher-{campaign}-{key.user}.json"
+    _write_private(path, body + "\n")
     console.print(
         f"S3 publisher key for campaign {campaign} (user {key.user}): it may only put new "
         "blobs, each as object <prefix><first 2 hex digits>/<sha256> with If-None-Match: *",
@@ -101,6 +124,14 @@ def s3_publisher(
         ("bucket", key.bucket),
         ("prefix", key.prefix),
         ("access key", key.access_key),
-        ("secret key", key.secret_key),
+        ("secret key", f"in {path} (mode 0600; give the file to the publisher)"),
     ):
-        console.print(f"  {label:<11}{value}", highlight=False)
+        console.print(f"  {label:<11}{value}", highlight=False, soft_wrap=True)
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    path.chmod(0o600)

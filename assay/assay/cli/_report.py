@@ -107,14 +107,15 @@ def replay(
         False, "--verify", help="Compare a fresh rebuild with the live aggregator."
     ),
     json_out: Path = typer.Option(None, "--json", help=JSON_HELP),
+    home: Path = typer.Option(None, "--home", help=HOME_HELP),
 ) -> None:
     """Rebuild every projection and the report from sequence 1."""
     from assay_aggregator.report import build_report, report_json
     from assay_aggregator.verify import verify as run_verify
 
-    settings = Settings()
     if verify:
-        results = run_async(run_verify(settings))
+        with home_settings(home) as settings:
+            results = run_async(run_verify(settings))
         bad = [r for r in results if not r.identical]
         for r in bad:
             console.print(f"[red]differs:[/red] {r.name}")
@@ -127,7 +128,8 @@ def replay(
         )
         return
     t0 = time.perf_counter()
-    p = run_async(_projections(settings, fresh=True))
+    with home_settings(home) as settings:
+        p = run_async(_projections(settings, fresh=True))
     took = time.perf_counter() - t0
     (err_console if str(json_out) == "-" else console).print(
         f"rebuilt {p.state.applied} events up to sequence {p.state.last_sequence} in {took:.2f}s: "

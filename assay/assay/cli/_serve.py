@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from assay.bus import Bus
 from assay.config import Settings
 from assay.service import build_service, run_until_signal, service_names
 from assay.telemetry import setup_tracing, shutdown_telemetry
@@ -27,6 +28,7 @@ def serve(
         raise typer.BadParameter(
             f"unknown service {name!r}; installed: {', '.join(service_names())}"
         )
+    Bus.connect_timeout = None  # a service started before its NATS waits for it
     settings = Settings()
     if judge is not None:
         settings = settings.model_copy(update={"judge_spec": judge})

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import typer
 
+from assay.config import Settings
+
 from ._app import app, console, err_console
 from ._home import home_settings
 
@@ -51,6 +53,7 @@ def view(
             f"[yellow]serving on {host}: anyone who reaches it reads every run[/yellow]"
         )
     with home_settings(run_dir) as settings:
+        _check_reachable(settings)
         page = f"/campaign/{campaign}" if campaign else "/"
         console.print(f"assay view on http://{host}:{port}{page} (Ctrl-C to stop)")
         source = Source(settings, resamples=resamples)
@@ -61,3 +64,17 @@ def view(
             create_app(source, hosts=names), host=host, port=port, log_level="warning",
             timeout_graceful_shutdown=2,
         )  # fmt: skip
+
+
+def _check_reachable(settings: Settings) -> None:
+    """Say now, in one line, when the log cannot be reached, not on every page load."""
+    from assay.bus import Bus
+
+    from ._app import run_async
+
+    async def connect() -> None:
+        bus = Bus(settings, service="cli")
+        await bus.connect()
+        await bus.stop()
+
+    run_async(connect())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import typer
 from rich.live import Live
@@ -14,6 +15,7 @@ from assay.config import Settings
 from assay.progress import Progress
 
 from ._app import app, console, err_console, run_async
+from ._home import HOME_HELP, home_settings
 
 __all__ = ["log_head", "print_pending", "progress_table", "watch_log"]
 
@@ -95,12 +97,12 @@ def watch(
         False, "--exit", help="Return once the campaign is complete (non-zero on timeout)."
     ),
     timeout: float = typer.Option(None, help="With --exit: give up after this many seconds."),
+    home: Path = typer.Option(None, "--home", help=HOME_HELP),
 ) -> None:
     """Live progress bars: runs by state, steps, judgments, failures, cost so far."""
-    settings = Settings()
     progress = Progress(campaign_id=campaign)
 
-    async def main() -> None:
+    async def main(settings: Settings) -> None:
         async with Bus(settings, service="cli") as bus:
             head = await log_head(bus)
             await asyncio.wait_for(
@@ -108,7 +110,8 @@ def watch(
             )
 
     try:
-        run_async(main())
+        with home_settings(home) as settings:
+            run_async(main(settings))
     except KeyboardInterrupt:
         return
     except TimeoutError:

@@ -83,9 +83,12 @@ class NatsServer(Startable):
         if self.port is None:
             self.port = find_free_port(self.host)
         elif _port_in_use(self.host, self.port):
+            from assay.command import assay_command
+
             raise ConfigError(
                 f"port {self.port} on {self.host} is already in use by another process; "
-                "stop it or choose another port (--port / ASSAY_NATS_PORT)"
+                f"stop it or choose another port (`{assay_command()} up --port N`, or the port in "
+                "ASSAY_NATS_URL=nats://127.0.0.1:N)"
             )
         self.data_dir.mkdir(parents=True, exist_ok=True)
         args = [str(nats_server_binary())]

@@ -17,12 +17,24 @@ from .nats_config import ServerTls, password_env_name, render_config
 from .permissions import Permissions, permission_map
 
 __all__ = [
+    "SERVICE_USERS",
     "EmbeddedAuth",
     "create_streams",
     "load_passwords",
     "prepare_embedded",
     "write_env_files",
 ]
+
+
+SERVICE_USERS: dict[str, str] = {
+    "sandbox-manager": "sandbox-manager",
+    "runner": "runner",
+    "rules": "judge",
+    "jury": "judge",
+    "aggregator": "aggregator",
+}
+"""The NATS user each in-process service (`assay up --all --auth`) connects as: the same
+least-privilege users the split stack's services use."""
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -76,6 +88,12 @@ class EmbeddedAuth:
         return settings.model_copy(
             update={"nats_user": user, "nats_password": self.passwords[user]}
         )
+
+    def service_settings(self, service: str, settings: Settings) -> Settings:
+        """`settings` of the in-process service `service`, connecting as its own user."""
+        if service not in SERVICE_USERS:
+            raise BusError(f"no NATS user for the service {service!r} in the embedded stack")
+        return self.settings_for(SERVICE_USERS[service], settings)
 
 
 def prepare_embedded(
