@@ -1,0 +1,184 @@
+"""Finding 1 (issue #24): agent text is hostile input to every pattern the judge runs.
+
+A long final answer or artifact must not freeze the rule judge (quadratic regexes under
+the GIL), a check over its time budget ends in JudgmentFailed naming the check, and a
+stuck check neither starves the other services of the process nor blocks shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.store import LocalBlobStore
+from assay_judge import build_rules
+from assay_judge.delimit import artifact_block, fold, one_line, quote_name
+from assay_judge.rules.checks import claimed_files, evaluate, find_injection
+from assay_schemas import (
+    AgentStepLogged,
+    FileRef,
+    JudgmentFailed,
+    Task,
+    ToolCallRecord,
+)
+
+from . import stalls
+from .cases import judgments, running, seal_run, wait_log
+
+pytestmark = pytest.mark.timeout(120)
+
+N = 200_000
+"""Long enough that a quadratic pattern takes minutes; a linear one, milliseconds."""
+
+SHAPES = {
+    "word run (the issue's final answer)": "A" * N,
+    "url-like run": "a" * N + "://",
+    "path segments": "a/" * (N // 2),
+    "dotted name": "a." * (N // 2),
+    "dashes and dots": "-." * (N // 2),
+    "digits": "1" * N,
+    "decimal runs": "1." * (N // 2),
+    "percent-less numbers": "1 " * (N // 2),
+    "p-values": "p<" * (N // 2),
+    "spaces after a bracket": "<" + " " * N,
+    "brackets and slashes": "< / " * (N // 4),
+    "ignore without a target": "ignore " + "x" * N,
+    "many ignores": "ignore " * (N // 7),
+    "many gives": "give " * (N // 5),
+    "grader words": "grader " * (N // 7),
+    "previous instructions": "previous instructions " * (N // 22),
+    "as the": "as the " * (N // 7),
+    "imports": "import " * (N // 7),
+    "non-ascii word run": "é" * N,
+    "invisible characters": "\u200b" * N,
+    "combining marks": "a" + "\u0301" * N,
+}
+
+
+def _steps(text: str) -> list[AgentStepLogged]:
+    calls = [
+        ToolCallRecord(call_id="w", name="write_file", arguments=json.dumps({"path": "run.py"})),
+        ToolCallRecord(call_id="b", name="bash", arguments=json.dumps({"cmd": text})),
+    ]
+    return [
+        AgentStepLogged(
+            run_id="r", campaign_id="c", task_id="t", step=0, tool_calls=calls, producer="test"
+        )
+    ]
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_every_rule_is_linear_in_agent_text(shape: str) -> None:
+    text = SHAPES[shape]
+    data = text.encode()
+    files = [
+        FileRef(path="notes.md", sha256="1" * 64, size=len(data)),
+        FileRef(path="run.py", sha256="2" * 64, size=len(data)),
+    ]
+    started = time.monotonic()
+    evaluate(
+        task=Task(task_id="t", prompt=text),
+        files=files,
+        contents={"notes.md": data, "run.py": data},
+        final_message=text,
+        steps=_steps(text),
+    )
+    claimed_files(text)
+    find_injection({"x": text})
+    artifact_block("notes.md", "0" * 64, text)
+    quote_name(text[:5000])
+    one_line(text)
+    fold(text)
+    assert time.monotonic() - started < 3.0, shape
+
+
+@pytest.mark.parametrize("size", [1_000_000, 10_000_000])
+def test_a_huge_final_answer_is_checked_within_the_budget(size: int) -> None:
+    text = "A" * size
+    started = time.monotonic()
+    verdict = evaluate(
+        task=Task(task_id="t", prompt="p"), files=[], contents={}, final_message=text, steps=[]
+    )
+    assert time.monotonic() - started < 5.0
+    assert {c.name for c in verdict.checks} >= {"claimed_files_exist", "no_prompt_injection"}
+
+
+async def test_a_check_over_its_budget_ends_in_judgment_failed_naming_it(
+    bus: Bus, settings: Settings, store: LocalBlobStore
+) -> None:
+    rules = build_rules(settings.model_copy(update={"judge_check_budget_s": 1.0}), store=store)
+    rules.evaluator = stalls.stuck
+    started = time.monotonic()
+    async with running(rules):
+        await seal_run(
+            bus, store, campaign_id="c1", run_id="stuck", files={"a.md": b"x"}, final_message="x"
+        )
+        events = await wait_log(bus, lambda evs: any(isinstance(e, JudgmentFailed) for e in evs))
+    [failed] = [e for e in events if isinstance(e, JudgmentFailed)]
+    assert failed.judge_id == "rules" and "stuck_check" in failed.error
+    assert "1" in failed.error and "budget" in failed.error
+    assert time.monotonic() - started < 20
+
+
+async def test_a_check_that_kills_its_worker_ends_in_judgment_failed(
+    bus: Bus, settings: Settings, store: LocalBlobStore
+) -> None:
+    rules = build_rules(settings, store=store)
+    rules.evaluator = stalls.crashing
+    async with running(rules):
+        await seal_run(
+            bus, store, campaign_id="c1", run_id="crash", files={"a.md": b"x"}, final_message="x"
+        )
+        events = await wait_log(bus, lambda evs: any(isinstance(e, JudgmentFailed) for e in evs))
+    [failed] = [e for e in events if isinstance(e, JudgmentFailed)]
+    assert "crash_check" in failed.error
+
+
+async def test_a_stuck_check_starves_nothing_and_does_not_block_shutdown(
+    bus: Bus, settings: Settings, store: LocalBlobStore
+) -> None:
+    rules = build_rules(settings.model_copy(update={"judge_check_budget_s": 300.0}), store=store)
+    rules.evaluator = stalls.stuck
+    await rules.start()
+    try:
+        await seal_run(
+            bus, store, campaign_id="c1", run_id="stuck", files={"a.md": b"x"}, final_message="x"
+        )
+        await asyncio.sleep(2.0)  # the check is running now
+        # The event loop (every service of a one-process stack) keeps answering.
+        lags = []
+        for _ in range(20):
+            t = time.monotonic()
+            await asyncio.sleep(0.05)
+            lags.append(time.monotonic() - t - 0.05)
+        assert max(lags) < 0.5
+    finally:
+        started = time.monotonic()
+        await rules.stop()
+        assert time.monotonic() - started < 5.0
+
+
+async def test_a_long_final_answer_leaves_the_loop_free_and_is_judged(
+    bus: Bus, settings: Settings, store: LocalBlobStore
+) -> None:
+    # As large as the bus carries in one event (NATS' default payload limit is 1 MiB).
+    answer = "A" * 900_000
+    async with running(build_rules(settings, store=store)):
+        await seal_run(
+            bus, store, campaign_id="c1", run_id="long", files={"a.md": b"x"}, final_message=answer
+        )
+        lags = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            t = time.monotonic()
+            await asyncio.sleep(0.05)
+            lags.append(time.monotonic() - t - 0.05)
+            events = [e.event async for e in bus.replay()]
+            if judgments(events) or any(isinstance(e, JudgmentFailed) for e in events):
+                break
+    assert judgments(events), [e.event_type for e in events]
+    assert max(lags) < 1.0
