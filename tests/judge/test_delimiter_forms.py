@@ -13,6 +13,7 @@ import unicodedata
 import pytest
 
 from assay_judge.delimit import (
+    BRACKET_FORMS,
     artifact_block,
     escape_delimiters,
     final_message_block,
@@ -65,6 +66,8 @@ def _no_bracket(text: str) -> None:
 
 def test_the_attack_set_has_every_bracket_form() -> None:
     assert {"<", ">", "＜", "＞", "﹤", "﹥", "≮", "≯"} <= set(BRACKETS)
+    # The escaper's own list is this Python's Unicode database's, not a hand-picked one.
+    assert set(BRACKETS) <= set(BRACKET_FORMS)
 
 
 @pytest.mark.parametrize("mark", BETWEEN, ids=ascii)
