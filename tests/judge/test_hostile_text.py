@@ -22,8 +22,10 @@ from assay_schemas import (
     AgentStepLogged,
     FileRef,
     JudgmentFailed,
+    Producer,
     Task,
     ToolCallRecord,
+    new_event,
 )
 
 from . import stalls
@@ -64,11 +66,9 @@ def _steps(text: str) -> list[AgentStepLogged]:
         ToolCallRecord(call_id="w", name="write_file", arguments=json.dumps({"path": "run.py"})),
         ToolCallRecord(call_id="b", name="bash", arguments=json.dumps({"cmd": text})),
     ]
-    return [
-        AgentStepLogged(
-            run_id="r", campaign_id="c", task_id="t", step=0, tool_calls=calls, producer="test"
-        )
-    ]
+    producer = Producer(service="test", version="0")
+    ids = {"campaign_id": "c", "run_id": "r", "task_id": "t", "producer": producer}
+    return [new_event(AgentStepLogged, key=("r", 0), step=0, tool_calls=calls, **ids)]
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
