@@ -105,9 +105,9 @@ def quote_name(name: str) -> str:
     """A file name as a judge may see it: unchanged when plain; otherwise quoted, with line
     breaks and invisible characters as `\\uXXXX` and brackets and `&` as entities, so a
     name can neither start a new line of the prompt nor pass for a delimiter."""
-    if fold(name) == name and escape_delimiters(name) == name:
-        if all(ch not in '"\\' and _visible(ch) == ch for ch in name):
-            return name
+    plain = all(ch not in '"\\' and _visible(ch) == ch for ch in name)
+    if plain and fold(name) == name and escape_delimiters(name) == name:
+        return name
     out = "".join("\\" + ch if ch in '"\\' else _visible(ch) for ch in name)
     return '"' + escape_delimiters(out) + '"'
 

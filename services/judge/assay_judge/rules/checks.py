@@ -259,9 +259,7 @@ def evaluate(
     add(
         "claimed_files_exist",
         not missing,
-        f"missing: {_listed(missing)}"
-        if missing
-        else f"{len(claims)} claimed file(s) all present",
+        f"missing: {_listed(missing)}" if missing else f"{len(claims)} claimed file(s) all present",
         "claimed_file_missing",
     )
     missing_results = [m for m in missing if not m.lower().endswith(_SCRIPT_EXT)]
