@@ -19,6 +19,7 @@ from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay_judge import build_rules
 from assay_schemas import (
+    AgentSpec,
     ArtifactsSealed,
     Event,
     JudgmentFailed,
@@ -45,7 +46,7 @@ ANSWERS = {
 }
 
 
-def _agent(answer: str) -> object:
+def _agent(answer: str) -> AgentSpec:
     code = f"open('answer.txt', 'w').write({answer})"
     program = ProgramSpec(command=["python3", "-c", code], answer_file="answer.txt")
     return scripted_agent("big", "none", "http://127.0.0.1:9/v1", kind="program", program=program)
