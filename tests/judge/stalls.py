@@ -26,3 +26,11 @@ def crashing(*, on_check: Callable[[str], None], **_: Any) -> RuleVerdict:
 
     on_check("crash_check")
     os._exit(3)
+
+
+def slow_document(data: bytes, path: str) -> str:
+    """A parser stuck on a hostile file, burning CPU (under the GIL, were it a thread)."""
+    end = time.monotonic() + 5.0
+    while time.monotonic() < end:
+        sum(range(1000))
+    return "late"

@@ -26,6 +26,7 @@ from assay_schemas import ArtifactsSealed, CampaignSpec, FileRef, JudgeSpec, Tas
 
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
 from ..files import SealedFiles
+from ..killable import Killable
 from .agent import JudgeOutcome, judge_sample
 
 __all__ = ["JudgeService", "ProviderFactory", "sampling_times"]
@@ -53,6 +54,8 @@ class JudgeService(SealedRunJudge):
     prices: PriceTable = field(default_factory=lambda: dict(DEFAULT_PRICES))
     _provider: ModelProvider | None = None
     _registered: set[str] = field(default_factory=set)
+    processes: Killable = field(default_factory=Killable)
+    """Where this judge's tools parse documents; killed on stop."""
 
     def accepts(self, campaign_id: str, campaign: CampaignSpec | None) -> bool:
         """Whether this judge judges runs of the campaign."""
@@ -93,7 +96,8 @@ class JudgeService(SealedRunJudge):
         return self._provider
 
     async def stop(self) -> None:
-        """Stop consuming and release the provider's connections."""
+        """Kill running parses, stop consuming and release the provider's connections."""
+        self.processes.close()
         await self.bus.stop()
         await self.aclose()
 
@@ -131,6 +135,7 @@ class JudgeService(SealedRunJudge):
                 files=files,
                 rubric=ctx.rubric,
                 sample=sample,
+                processes=self.processes,
             )
         except ProviderError as e:
             # The provider already retried; a judge outage is the platform's failure.
