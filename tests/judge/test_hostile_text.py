@@ -7,6 +7,7 @@ stuck check neither starves the other services of the process nor blocks shutdow
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 
@@ -182,3 +183,47 @@ async def test_a_long_final_answer_leaves_the_loop_free_and_is_judged(
                 break
     assert judgments(events), [e.event_type for e in events]
     assert max(lags) < 1.0
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a reaper may be slow to collect it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def test_a_worker_does_not_outlive_its_service() -> None:
+    # SIGKILL of the service ends its forkserver; a worker stuck in a check then exits too.
+    import multiprocessing.forkserver
+    import os
+    import signal
+
+    from assay_judge.killable import Killable
+
+    processes = Killable()
+    call = asyncio.create_task(processes.call(stalls.stuck, {}, seconds=60, steps=True))
+    try:
+        deadline = time.monotonic() + 30  # the first call launches the forkserver
+        while time.monotonic() < deadline:
+            live = list(processes._live)
+            if live and live[0].pid is not None:
+                break
+            await asyncio.sleep(0.05)
+        [worker] = live
+        pid = worker.pid
+        assert pid is not None
+        await asyncio.sleep(0.5)  # stuck in its check now
+        assert _running(pid)
+        server = getattr(multiprocessing.forkserver._forkserver, "_forkserver_pid", None)
+        assert server is not None
+        os.kill(server, signal.SIGKILL)
+        gone = time.monotonic() + 5
+        while _running(pid) and time.monotonic() < gone:
+            await asyncio.sleep(0.1)
+        assert not _running(pid), "the worker outlived its forkserver"
+    finally:
+        processes.close()
+        with contextlib.suppress(Exception):
+            await call

@@ -5,13 +5,15 @@ a one-process stack (`assay up`) needs; a process can be killed. Each call runs 
 process forked from a forkserver (a few milliseconds), so nothing the agent wrote shares
 the service's interpreter. A call may report steps (`steps=True`: the function gets
 `on_step`); each step restarts the clock and is named when time runs out. `close` kills
-every process at once, so a stuck call never holds up shutdown.
+every process at once, so a stuck call never holds up shutdown; a process whose service
+was killed outright notices that its forkserver is gone and exits.
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -59,9 +61,18 @@ class Raised(Exception):
         self.error = error
 
 
+def _orphan_watch(parent: int) -> None:
+    # The process is the forkserver's child: if the service is killed (SIGKILL gives it
+    # no chance to kill us), the forkserver exits and this process must not live on.
+    while os.getppid() == parent:
+        time.sleep(_POLL_S * 5)
+    os._exit(70)
+
+
 def _child(
     conn: Connection, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> None:
+    threading.Thread(target=_orphan_watch, args=(os.getppid(),), daemon=True).start()
     conn.send(("step", "(running)"))  # started: the clock of the call itself begins
     try:
         result = fn(*args, **kwargs)
