@@ -29,7 +29,9 @@ _PHRASES = [
     for p in (
         r"\bignore\b.{0,40}\b(rubric|instructions|criteria|grading|previous|above)",
         r"\bdisregard\b.{0,40}\b(rubric|instructions|criteria|grading)",
-        r"\bgive\b.{0,30}\b(10|ten|full marks|perfect|maximum)\b",
+        # A command ("Grader: give ...", "please give ..."), not a report ("we give ...").
+        r"(?:^|[^\w\s]|\b(?:please|kindly|to|you|and|must|should|now|just|simply))\s*"
+        r"give\b.{0,30}\b(10|ten|full marks|perfect|maximum)\b",
         r"\b(score|rate|grade|mark)\s+(this|it|the \w+)\s+(a |as )?(10|ten|perfect|highly)\b",
         r"\bas (the|an?) (grader|judge|evaluator|reviewer|assessor)\b",
         r"\b(dear|attention|note (to|for) the|hey|hello)\s+(llm\s+)?(grader|judge|evaluator|reviewer)\b",
@@ -50,20 +52,39 @@ _WORDS = {
     "dimensions criterion criteria category categories verdict",
     _TOP: "highest maximum maximal max top full perfect best flawless outstanding greatest "
     "excellent",
-    _DIRECTIVE: "give assign award grant record set enter put receive receives deserve "
-    "deserves should must expected ensure rate you grader graders judge judges evaluator "
-    "evaluators reviewer reviewers assessor assessors whoever",
+    # The grader addressed: a directive wherever it stands.
+    _DIRECTIVE: "you grader graders judge judges evaluator evaluators reviewer reviewers "
+    "assessor assessors whoever",
 }
+_VERBS = {
+    *("give", "assign", "award", "grant", "record", "set", "enter", "put", "rate"),
+    *("receive", "receives", "deserve", "deserves", "get", "gets"),
+}
+"""Verbs that set a score: a directive only as a command (see `_COMMANDED`)."""
+_COMMANDED = {
+    *(".", "please", "kindly", "to", "must", "should", "shall", "will", "would", "can"),
+    *("could", "just", "simply", "now", "sure", "ensure", "and"),
+    *("this", "it", "run", "submission", "work", "answer", "report", "analysis", "agent"),
+}
+"""What may precede a verb used as a command: a clause break (`.`), a politeness or
+modal word, `to`, or the work itself as subject ("this run deserves ...")."""
 _KIND = {word: kind for kind, words in _WORDS.items() for word in words.split()}
-_WINDOW = 10
-"""Words within which the three kinds must meet."""
+_ANY = [rx(rf"\b(?:{'|'.join(words.split())})\b", ignore_case=True) for words in _WORDS.values()]
+_ANY[_DIRECTIVE] = rx(
+    rf"\b(?:{'|'.join([*_WORDS[_DIRECTIVE].split(), *_VERBS])})\b", ignore_case=True
+)
+"""One RE2 per kind: text lacking any word of a kind (most data files) is not split."""
+_WINDOW = 12
+"""Words (and sentence breaks) within which the three kinds must meet."""
 
 
-class _Breaks(dict[int, int]):
-    """`str.translate` table: letters and digits kept, anything else a space (cached)."""
+class _Breaks(dict[int, int | str]):
+    """`str.translate` table: letters and digits kept, clause breaks as ` . `, anything
+    else a space (cached)."""
 
-    def __missing__(self, cp: int) -> int:
-        value = cp if chr(cp).isalnum() else 32
+    def __missing__(self, cp: int) -> int | str:
+        ch = chr(cp)
+        value: int | str = cp if ch.isalnum() else " . " if ch in ".!?;:,\n" else 32
         if len(self) < 65_536:
             self[cp] = value
         return value
@@ -79,16 +100,20 @@ def _words(text: str) -> list[str]:
 
 def score_request(text: str) -> str | None:
     """The words of the first request for top scores in folded `text`, or None."""
-    words = _words(text)
+    if not all(kind.search(text) for kind in _ANY):
+        return None
+    words = [".", *_words(text)]
     last = [-_WINDOW] * 3
     for i, word in enumerate(words):
         kind = _KIND.get(word)
+        if kind is None and word in _VERBS and words[i - 1] in _COMMANDED:
+            kind = _DIRECTIVE
         if kind is None:
             continue
         last[kind] = i
         start = min(last)
         if i - start < _WINDOW:
-            return " ".join(words[start : i + 1])
+            return " ".join(w for w in words[start : i + 1] if w != ".")
     return None
 
 
