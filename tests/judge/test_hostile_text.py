@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -227,3 +228,16 @@ async def test_a_worker_does_not_outlive_its_service() -> None:
         processes.close()
         with contextlib.suppress(Exception):
             await call
+
+
+def test_the_llm_judge_sees_a_bounded_final_message() -> None:
+    from assay.store import LocalBlobStore as Store
+    from assay_judge.files import SealedFiles
+    from assay_judge.llm.prompts import FINAL_MESSAGE_CHARS, case_prompt
+    from assay_schemas import default_rubric
+
+    answer = "A" * 10_000_000
+    files = SealedFiles(files=[], store=Store(Path("/nonexistent")))
+    prompt = case_prompt(Task(task_id="t", prompt="p"), answer, files, default_rubric())
+    assert len(prompt) < FINAL_MESSAGE_CHARS + 20_000
+    assert "(truncated: 10000000 characters, the first 50000 shown)" in prompt
