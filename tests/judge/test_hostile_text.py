@@ -241,3 +241,12 @@ def test_the_llm_judge_sees_a_bounded_final_message() -> None:
     prompt = case_prompt(Task(task_id="t", prompt="p"), answer, files, default_rubric())
     assert len(prompt) < FINAL_MESSAGE_CHARS + 20_000
     assert "(truncated: 10000000 characters, the first 50000 shown)" in prompt
+
+
+async def test_a_call_that_cannot_start_fails_at_once_and_leaves_nothing() -> None:
+    from assay_judge.killable import Killable
+
+    processes = Killable()
+    with pytest.raises(Exception, match="pickle|Pickl"):
+        await processes.call(lambda: None, {}, seconds=1)
+    assert not processes._live

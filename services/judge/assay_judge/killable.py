@@ -151,10 +151,15 @@ class Killable:
         receive, send = ctx.Pipe(duplex=False)
         target = _with_steps if steps else _child
         proc = ctx.Process(target=target, args=(send, fn, args, kwargs), daemon=True)
+        try:
+            proc.start()  # a call whose arguments do not pickle fails here
+        except BaseException:
+            receive.close()
+            send.close()
+            raise
         with self._lock:
             self._live.add(proc)
         try:
-            proc.start()
             send.close()
             return self._wait(proc, receive, seconds)
         finally:
