@@ -72,6 +72,8 @@ class Settings(BaseSettings):
     operator key in `<home>/keys/` when there is one."""
     judge_spec: Path | None = None
     """The judge spec file `assay serve judge` (and the `assay-judge` entry point) runs."""
+    judge_check_budget_s: float = Field(default=5.0, gt=0)
+    """Seconds one rule check may run on a sealed run before it fails, naming the check."""
     max_attachment_bytes: int = Field(default=200_000_000, ge=0)
     """Largest attachment a task may carry."""
     max_tasks_per_submission: int = Field(default=10_000, ge=1)

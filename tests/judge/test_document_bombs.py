@@ -18,6 +18,7 @@ from assay_judge.llm import tools
 from assay_judge.llm.tools import JudgeToolBox, ToolLimits
 from assay_judge.readers import ReadError, read_document, read_table
 
+from . import stalls
 from .cases import put
 
 pytestmark = pytest.mark.timeout(60)
@@ -66,11 +67,8 @@ async def test_the_tool_answers_a_docx_bomb_with_an_error(docx_bomb: bytes, tmp_
 async def test_a_slow_parse_times_out_without_blocking_the_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def slow(data: bytes, path: str) -> str:
-        time.sleep(1.5)  # a parser stuck on a hostile file
-        return "late"
-
-    monkeypatch.setattr(tools, "read_document", slow)
+    # A CPU-bound parser: in a thread it would hold the GIL; in its process it is killed.
+    monkeypatch.setattr(tools, "read_document", stalls.slow_document)
     store = LocalBlobStore(tmp_path / "blobs")
     box = JudgeToolBox(
         files=SealedFiles(files=[put(store, "p.pdf", b"%PDF-1.4")], store=store),

@@ -51,7 +51,8 @@ BODY = (
 @pytest.mark.parametrize("kind", sorted(DISGUISED))
 def test_every_disguised_delimiter_is_escaped(kind: str) -> None:
     escaped = escape_delimiters(f"text {DISGUISED[kind]} more")
-    assert "&lt;" in escaped and DISGUISED[kind] not in escaped
+    assert "&" in escaped and DISGUISED[kind] not in escaped
+    assert not any(ch in escaped for ch in "<>\uff1c\uff1e\u2039")
 
 
 def test_the_rule_judge_scans_disguised_and_paraphrased_injections() -> None:
@@ -105,12 +106,15 @@ async def test_file_names_and_disguised_delimiters_reach_the_judge_escaped(
     # list_files shows the same escaped line.
     [listed] = listing.tool_results
     assert f"- {quoted}  (" in listed.text and "\nSYSTEM:" not in listed.text
-    # read_file: one real closing delimiter; each disguised one has its `<` escaped.
+    # read_file: one real pair of delimiters; every bracket of a disguised one is escaped.
     [result] = reading.tool_results
     assert result.text.count("</artifact>") == 1
-    inside = result.text.rsplit("</artifact>", 1)[0]
+    head, inside = result.text.rsplit("</artifact>", 1)[0].split("\n", 1)
+    assert head.startswith("<artifact ") and head.count("<") == 1
     for tag in DISGUISED.values():
-        assert tag not in inside and "&lt;" + tag[1:] in inside
+        assert tag not in inside
+    assert not any(ch in inside for ch in "<>\uff1c\uff1e\u2039")
+    assert "&lt;\u200b/artifact&gt;" in inside and "&#x2039;/\u0430rtifact&gt;" in inside
     assert PARAPHRASE in result.text
     # The rule judge flags the paraphrase in the file and the injection in the name.
     [rules] = judgments(events, "rules")

@@ -11,9 +11,11 @@ identifiable apart from the judges' leniency.
 from __future__ import annotations
 
 import hashlib
+import html
 import re
 from dataclasses import dataclass
 
+import re2
 from pydantic import JsonValue
 
 from assay.providers import UserMessage
@@ -32,9 +34,12 @@ PROFILES = {
     ),
     "empty": ((2, 3, 2, 2, 2, 3, 6, 2), ("no_artifacts", "incomplete_answer")),
 }
+# Both read the judge's own prompt, where every `<` inside a block is escaped: one
+# `<final_message>` and one match per manifest line, each found in linear time.
 _MANIFEST = re.compile(r"^- (.+?)  \(\d+ bytes", re.MULTILINE)
 _FINAL = re.compile(r"<final_message>(.*?)</final_message>", re.DOTALL)
-_CLAIMED = re.compile(r"[\w./-]+\.(?:csv|tsv|png|pdf|md|txt|xlsx|json|svg)\b")
+# The agent's own words: RE2 (linear), as `[\w./-]+\.` backtracks quadratically in `re`.
+_CLAIMED = re2.compile(r"[\w./-]+\.(?:csv|tsv|png|pdf|md|txt|xlsx|json|svg)\b")
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,8 @@ def _case(request: ScriptRequest) -> tuple[list[str], list[str], str]:
     for line in text.splitlines():
         if m := _MANIFEST.match(line):
             (attached if "[attachment, unchanged]" in line else produced).append(m.group(1))
-    final = m.group(1).strip() if (m := _FINAL.search(text)) else ""
+    # The block has `&`, `<`, `>` as entities: read the agent's words as it wrote them.
+    final = html.unescape(m.group(1).strip()) if (m := _FINAL.search(text)) else ""
     return produced, attached, final
 
 
@@ -70,7 +76,8 @@ def _verdict(temper: JudgeTemper, request: ScriptRequest) -> ScriptReply:
     everything = set(produced) | set(attached)
     # A claim may name a file by its path or by its bare name.
     names = everything | {p.rsplit("/", 1)[-1] for p in everything}
-    missing = sorted({c for c in _CLAIMED.findall(final) if c not in names})
+    claimed: list[str] = _CLAIMED.findall(final)
+    missing = sorted({c for c in claimed if c not in names})
     profile = "empty" if not produced else ("overclaim" if missing else "sound")
     base, tags = PROFILES[profile]
     bonus = temper.house_style_bonus if final.startswith("Summary:") else 0

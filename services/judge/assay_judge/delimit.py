@@ -1,21 +1,24 @@
 """Untrusted text as delimited data: artifacts and the agent's words never read as instructions.
 
 Everything a judge sees that the agent produced (file contents, file names, the final
-message) is wrapped in a tag the system prompt names as data, or escaped. A file cannot
-close the tag early or open a fake one: anything that reads as `<artifact`, `</artifact`,
-`<final_message` or `</final_message` has its `<` escaped to `&lt;`, so the only real
-delimiters are ours. "Reads as" is decided on folded text (NFKC, zero-width characters
-dropped, look-alike letters and brackets mapped to ASCII): `<\\u200b/artifact>`,
-`＜/artifact＞` and `‹/аrtifact>` (Cyrillic а) are caught as well as the plain form.
+message) is wrapped in a tag the system prompt names as data, or escaped. Safety is by
+construction, not by recognising disguises: inside a block every character that is `<`
+or `>` under any Unicode normalisation (`<`, `＜`, `﹤`, `≮` = `<` + U+0338, ...) and every
+bracket look-alike becomes an entity, and `&` becomes `&amp;` so entities read back
+unambiguously. Whatever invisible mark an agent puts after a bracket, no `<` is left to
+open or close a tag; the only brackets in a block are ours.
+
+`fold` (NFKC, invisible and combining marks dropped, look-alike letters mapped to ASCII)
+is only a *signal* for the injection check: it says how text reads, it guards nothing.
 """
 
 from __future__ import annotations
 
-import re
 import unicodedata
 
 __all__ = [
     "ARTIFACT_TAG",
+    "BRACKET_FORMS",
     "FINAL_TAG",
     "artifact_block",
     "escape_delimiters",
@@ -28,10 +31,22 @@ __all__ = [
 ARTIFACT_TAG = "artifact"
 FINAL_TAG = "final_message"
 
-_DELIMITER = re.compile(r"<(\s*/?\s*)(artifact|final_message)", re.IGNORECASE)
+BRACKET_FORMS = "<>\u226e\u226f\ufe64\ufe65\uff1c\uff1e"
+"""Every code point that is `<` or `>` under NFC, NFD, NFKC or NFKD (the tests re-derive
+this from the running Python's Unicode database)."""
+_BRACKET_LOOK_ALIKES = "‹〈⟨❮❬˂ᐸ〈⧼≺⋖›〉⟩❯❭˃ᐳ〉⧽≻⋗"
+"""Brackets a model may read as `<`/`>` although no normalisation makes them one."""
 
-_LOOK_ALIKES = str.maketrans(
-    {
+_ESCAPES: dict[int, str] = {
+    **{ord(ch): f"&#x{ord(ch):x};" for ch in BRACKET_FORMS + _BRACKET_LOOK_ALIKES},
+    ord("&"): "&amp;",
+    ord("<"): "&lt;",
+    ord(">"): "&gt;",
+}
+
+_LOOK_ALIKES = {
+    ord(k): v
+    for k, v in {
         # brackets a model may read as `<` or `>`
         "‹": "<", "〈": "<", "⟨": "<", "❮": "<", "❬": "<", "˂": "<", "ᐸ": "<",
         "›": ">", "〉": ">", "⟩": ">", "❯": ">", "❭": ">", "˃": ">", "ᐳ": ">",
@@ -43,45 +58,41 @@ _LOOK_ALIKES = str.maketrans(
         "М": "M", "Т": "T", "Н": "H", "В": "B", "Ѕ": "S", "Ј": "J",
         "α": "a", "ε": "e", "ι": "i", "ο": "o", "ρ": "p", "τ": "t", "κ": "k", "ν": "v",
         "Α": "A", "Ε": "E", "Ι": "I", "Ο": "O", "Ρ": "P", "Τ": "T", "Κ": "K", "Ν": "N",
-    }
-)  # fmt: skip
+    }.items()
+}  # fmt: skip
+
+_SILENT = {"Cf", "Mn", "Me"}
+"""Format characters (zero-width, bidi) and combining marks, variation selectors included:
+dropped when reading text for the injection signal."""
 
 
-def _fold_char(ch: str) -> str:
-    if ch.isascii():
-        return ch
-    if unicodedata.category(ch) == "Cf":  # zero-width and other invisible format characters
-        return ""
-    return unicodedata.normalize("NFKC", ch).translate(_LOOK_ALIKES)
+class _FoldTable(dict[int, int | str | None]):
+    """`str.translate` table computed per code point on first sight (a bounded cache)."""
+
+    def __missing__(self, cp: int) -> int | str | None:
+        ch = chr(cp)
+        value: int | str | None = cp
+        if unicodedata.category(ch) in _SILENT:
+            value = None
+        if len(self) < 65_536:
+            self[cp] = value
+        return value
 
 
-_INVISIBLE = re.compile(
-    "[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
-    "\ufff9-\ufffb\U000e0001\U000e0020-\U000e007f]"
-)
+_FOLD = _FoldTable(_LOOK_ALIKES)
 
 
 def fold(text: str) -> str:
-    """`text` as it reads: NFKC, invisible characters dropped, look-alikes mapped to ASCII."""
+    """`text` as it reads: NFKC, invisible and combining marks dropped, look-alikes mapped
+    to ASCII. A detection signal only; escaping never relies on it."""
     if text.isascii():
         return text
-    return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)).translate(_LOOK_ALIKES)
+    return unicodedata.normalize("NFKC", text).translate(_FOLD)
 
 
 def escape_delimiters(text: str) -> str:
-    """Escape anything inside `text` that could pass for one of our delimiters."""
-    if text.isascii():
-        return _DELIMITER.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
-    # Fold character by character, remembering where each folded character came from, so
-    # the `<` of a disguised delimiter is escaped in the original text.
-    folded: list[str] = []
-    origin: list[int] = []
-    for i, ch in enumerate(text):
-        piece = _fold_char(ch)
-        folded.append(piece)
-        origin.extend([i] * len(piece))
-    starts = {origin[m.start()] for m in _DELIMITER.finditer("".join(folded))}
-    return "".join("&lt;" if i in starts else ch for i, ch in enumerate(text))
+    """`text` with `&` and every form of `<`, `>` (and their look-alikes) as entities."""
+    return text.translate(_ESCAPES)
 
 
 def _visible(ch: str) -> str:
@@ -92,32 +103,29 @@ def _visible(ch: str) -> str:
 
 def quote_name(name: str) -> str:
     """A file name as a judge may see it: unchanged when plain; otherwise quoted, with line
-    breaks and invisible characters as `\\uXXXX` and `<`, `>`, `&` as entities, so a name
-    can neither start a new line of the prompt nor pass for a delimiter."""
-    if all(ch not in '<>&"\\' and _visible(ch) == ch for ch in name) and fold(name) == name:
+    breaks and invisible characters as `\\uXXXX` and brackets and `&` as entities, so a
+    name can neither start a new line of the prompt nor pass for a delimiter."""
+    plain = all(ch not in '"\\' and _visible(ch) == ch for ch in name)
+    if plain and fold(name) == name and escape_delimiters(name) == name:
         return name
     out = "".join("\\" + ch if ch in '"\\' else _visible(ch) for ch in name)
-    return '"' + escape_delimiters(_entities(out)) + '"'
+    return '"' + escape_delimiters(out) + '"'
 
 
 def one_line(text: str) -> str:
     """Text that may quote agent-chosen names (an error message) on one line, escaped:
-    line breaks and invisible characters as `\\uXXXX`, delimiters as `&lt;`."""
+    line breaks and invisible characters as `\\uXXXX`, brackets and `&` as entities."""
     return escape_delimiters("".join(_visible(ch) for ch in text))
-
-
-def _entities(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _attr(value: str) -> str:
     # Paths are chosen by the agent too: keep them from breaking out of the attribute.
     visible = "".join(_visible(ch) for ch in value)
-    return escape_delimiters(_entities(visible).replace('"', "&quot;"))
+    return escape_delimiters(visible).replace('"', "&quot;")
 
 
 def artifact_block(path: str, sha256: str, body: str, **attrs: str | int) -> str:
-    """`<artifact path=... sha256=...>body</artifact>` with the body's delimiters escaped."""
+    """`<artifact path=... sha256=...>body</artifact>` with the body's brackets escaped."""
     extra = "".join(f' {k}="{_attr(str(v))}"' for k, v in attrs.items())
     head = f'<{ARTIFACT_TAG} path="{_attr(path)}" sha256="{sha256}"{extra}>'
     return f"{head}\n{escape_delimiters(body)}\n</{ARTIFACT_TAG}>"

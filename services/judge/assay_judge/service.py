@@ -72,7 +72,12 @@ def build_rules(
 ) -> RulesService:
     """The rule judge with its consumer registered (not started); it checks every campaign."""
     bus = Bus(settings, service=f"{SERVICE}-{RULES_JUDGE_ID}")
-    service = RulesService(bus=bus, store=store or open_store(settings), campaigns=campaigns)
+    service = RulesService(
+        bus=bus,
+        store=store or open_store(settings),
+        campaigns=campaigns,
+        check_budget_s=settings.judge_check_budget_s,
+    )
     bus.consume_event(
         ArtifactsSealed,
         service.on_sealed,

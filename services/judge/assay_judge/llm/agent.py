@@ -26,6 +26,7 @@ from assay.telemetry import tracer
 from assay_schemas import JudgeSpec, Rubric, Task
 
 from ..files import SealedFiles
+from ..killable import Killable
 from .prompts import case_prompt, repair_prompt, step_budget_prompt, system_prompt
 from .tools import READ_TOOLS, JudgeToolBox
 from .verdict import SUBMIT_VERDICT, Verdict, check_verdict, verdict_tool
@@ -77,9 +78,15 @@ async def judge_sample(
     files: SealedFiles,
     rubric: Rubric,
     sample: int,
+    processes: Killable | None = None,
 ) -> JudgeOutcome:
-    """Run one judge conversation to a verdict (or to failure). Provider errors propagate."""
-    toolbox = JudgeToolBox(files=files, multimodal=bool(spec.params.get("multimodal", True)))
+    """Run one judge conversation to a verdict (or to failure). Provider errors propagate.
+    Documents are parsed in `processes` (the service's, so that stopping it kills them)."""
+    toolbox = JudgeToolBox(
+        files=files,
+        multimodal=bool(spec.params.get("multimodal", True)),
+        processes=processes or Killable(),
+    )
     tools = [*READ_TOOLS, verdict_tool(rubric)]
     manifest = {f.path for f in files.files}
     params = sample_params(spec, sample)

@@ -27,6 +27,7 @@ from assay_schemas import ArtifactsSealed, CampaignSpec, FileRef, JudgeSpec, Tas
 
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
 from ..files import SealedFiles
+from ..killable import Killable
 from .agent import JudgeOutcome, judge_sample
 
 __all__ = ["JudgeService", "ProviderFactory", "sampling_times"]
@@ -54,6 +55,8 @@ class JudgeService(SealedRunJudge):
     prices: PriceTable = field(default_factory=lambda: dict(DEFAULT_PRICES))
     _provider: ModelProvider | None = None
     _registered: set[str] = field(default_factory=set)
+    processes: Killable = field(default_factory=Killable)
+    """Where this judge's tools parse documents; killed on stop."""
 
     def accepts(self, campaign_id: str, campaign: CampaignSpec | None) -> bool:
         """Whether this judge judges runs of the campaign."""
@@ -94,7 +97,8 @@ class JudgeService(SealedRunJudge):
         return self._provider
 
     async def stop(self) -> None:
-        """Stop consuming and release the provider's connections."""
+        """Kill running parses, stop consuming and release the provider's connections."""
+        self.processes.close()
         await self.bus.stop()
         await self.aclose()
 
@@ -132,6 +136,7 @@ class JudgeService(SealedRunJudge):
                 files=files,
                 rubric=ctx.rubric,
                 sample=sample,
+                processes=self.processes,
             )
         except ProviderError as e:
             # The provider already retried; a judge outage is the platform's failure.

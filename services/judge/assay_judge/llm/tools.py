@@ -10,10 +10,9 @@ thread finishes on its own: the readers' size caps bound how long that can be).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any
 
 from assay.providers import (
     ImageMediaType,
@@ -27,11 +26,11 @@ from assay_schemas import BlobCorrupted, BlobNotFound, FileRef
 
 from ..delimit import artifact_block, one_line
 from ..files import SealedFiles
+from ..killable import Died, Killable, OverTime, Raised
 from ..readers import ReadError, image_info, read_document, read_table, text_page
 
 __all__ = ["READ_TOOLS", "JudgeToolBox", "ToolLimits"]
 
-_T = TypeVar("_T")
 
 Content = str | tuple[TextPart | ImagePart, ...]
 """A tool result: text, or text and image parts."""
@@ -101,6 +100,9 @@ class JudgeToolBox:
     files: SealedFiles
     multimodal: bool = True
     limits: ToolLimits = ToolLimits()
+    processes: Killable = field(default_factory=Killable)
+    """Where tables and documents are parsed: pure-Python parsers (pypdf, openpyxl) on a
+    hostile file burn CPU under the GIL, so they run in a process killed at the limit."""
 
     async def run(self, call: ToolCall) -> ToolResultMessage:
         """Execute one call; problems come back as error results the model can read."""
@@ -140,13 +142,18 @@ class JudgeToolBox:
             )
         return await handlers[name](ref, args)
 
-    async def _parse(self, ref: FileRef, parse: Callable[[], _T]) -> _T:
+    async def _parse(self, ref: FileRef, parse: Callable[..., str], **kwargs: Any) -> str:
         try:
-            return await asyncio.wait_for(asyncio.to_thread(parse), self.limits.parse_seconds)
-        except TimeoutError as e:
+            text: str = await self.processes.call(parse, kwargs, seconds=self.limits.parse_seconds)
+        except OverTime as e:
             raise ReadError(
                 f"{ref.path} took over {self.limits.parse_seconds:g} s to parse; not read"
             ) from e
+        except Died as e:
+            raise ReadError(f"{ref.path}: its parser died; not read") from e
+        except Raised as e:
+            raise e.error from None
+        return text
 
     async def _read_file(self, ref: FileRef, args: dict[str, Any]) -> str:
         data = await self.files.read(ref)
@@ -170,13 +177,18 @@ class JudgeToolBox:
         sheet = args.get("sheet")
         head = int(args.get("head", 10))
         text = await self._parse(
-            ref, lambda: read_table(data, ref.path, head=head, sheet=str(sheet) if sheet else None)
+            ref,
+            read_table,
+            data=data,
+            path=ref.path,
+            head=head,
+            sheet=str(sheet) if sheet else None,
         )
         return artifact_block(ref.path, ref.sha256, text[: self.limits.text_chars], view="table")
 
     async def _read_document(self, ref: FileRef, args: dict[str, Any]) -> str:
         data = await self.files.read(ref)
-        text = await self._parse(ref, lambda: read_document(data, ref.path))
+        text = await self._parse(ref, read_document, data=data, path=ref.path)
         offset = max(0, int(args.get("offset", 0)))
         limit = min(max(1, int(args.get("limit", self.limits.text_chars))), self.limits.text_chars)
         chunk = text[offset : offset + limit]

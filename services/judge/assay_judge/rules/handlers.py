@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from assay.bus import Delivery
 from assay_schemas import RULES_JUDGE_ID, ArtifactsSealed, CampaignSpec, FileRef, JudgeSpec, Task
@@ -12,6 +12,7 @@ from assay_schemas import RULES_JUDGE_ID, ArtifactsSealed, CampaignSpec, FileRef
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
 from ..files import normalize_path
 from .checks import RuleVerdict, evaluate
+from .worker import CheckFailed, Evaluator, RuleWorkers
 
 __all__ = ["RULES_SPEC", "RulesService"]
 
@@ -36,7 +37,18 @@ def _wanted(ref: FileRef, task: Task, produced: bool) -> bool:
 
 @dataclass(kw_only=True)
 class RulesService(SealedRunJudge):
-    """The deterministic rule judge over every sealed run in its scope (default: all)."""
+    """The deterministic rule judge over every sealed run in its scope (default: all).
+
+    The checks run in worker processes (`RuleWorkers`), each check within
+    `check_budget_s`; `evaluator` is swappable for tests of that machinery."""
+
+    check_budget_s: float = 5.0
+    evaluator: Evaluator = evaluate
+    workers: RuleWorkers = field(init=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.workers = RuleWorkers(self.check_budget_s)
 
     def accepts(self, campaign_id: str, campaign: CampaignSpec | None) -> bool:
         """Whether runs of this campaign are checked: with no scope (None) or
@@ -44,7 +56,8 @@ class RulesService(SealedRunJudge):
         return self.campaigns in (None, ALL_CAMPAIGNS) or campaign_id in (self.campaigns or ())
 
     async def stop(self) -> None:
-        """Stop consuming."""
+        """Kill running checks, then stop consuming (their messages are redelivered)."""
+        self.workers.close()
         await self.bus.stop()
 
     async def register(self) -> None:
@@ -63,17 +76,16 @@ class RulesService(SealedRunJudge):
             if _wanted(ref, ctx.task, (ref.path, ref.sha256) not in attached):
                 contents[ref.path] = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
         try:
-            # Off the event loop: a task's pattern on an agent's file may be slow.
-            verdict = await asyncio.to_thread(
-                evaluate,
+            verdict = await self.workers.run(
+                self.evaluator,
                 task=ctx.task,
                 files=sealed.files,
                 contents=contents,
                 final_message=sealed.final_message,
                 steps=ctx.history.steps,
             )
-        except Exception as e:  # a bad check is the task's fault: say so, never retry
-            error = f"rule check failed: {type(e).__name__}: {e}"
+        except CheckFailed as e:  # a check that raises or runs out is final: never retried
+            error = f"rule check failed: {e}"
             await self.publish_failed(ctx, RULES_JUDGE_ID, 0, error=error, attempts=1)
             return
         await self._record(ctx, verdict)
