@@ -14,8 +14,8 @@ import yaml
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.scripted import ScriptedModelServer
 from assay.store import LocalBlobStore
+from assay_cli.scripted import ScriptedModelServer
 from assay_judge import load_judge_spec
 from assay_schemas import ConfigError, JudgeRegistered
 

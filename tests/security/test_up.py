@@ -23,8 +23,8 @@ from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
 from assay.security import EmbeddedAuth
 from assay.service import EMBEDDED_SERVICES
-from assay.stack import Stack
 from assay.store import open_store, upload_bucket
+from assay_cli.stack import Stack
 
 pytestmark = pytest.mark.timeout(40)
 

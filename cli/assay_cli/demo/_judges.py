@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pydantic import JsonValue
 
 from assay.providers import UserMessage
-from assay.scripted import ScriptReply, ScriptRequest
+from assay_cli.scripted import ScriptReply, ScriptRequest
 from assay_schemas import default_rubric
 
 __all__ = ["JudgeTemper", "judge_script", "judge_scripts"]
