@@ -236,7 +236,7 @@ class ServiceSet:
             # One log per service, appended across restarts: read it when a test fails.
             with (self.settings.home / f"{name}.log").open("ab") as log:
                 self.procs[name] = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "assay", "serve", *self._args(name),
+                    sys.executable, "-m", "assay_cli", "serve", *self._args(name),
                     env=env, stdout=log, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
                 )  # fmt: skip
 
