@@ -237,7 +237,10 @@ async def _run(base: Path, runs: int, timeout_s: float) -> list[Row]:
             ScriptReply.call("submit", {"answer": "The answer is 42; see result.txt."}),
         ]
     )
-    scripts: dict[str, Script] = {AGENT_MODEL: agent, JUDGE_MODEL: judge_script(JudgeTemper(JUDGE_ID, 0))}
+    scripts: dict[str, Script] = {
+        AGENT_MODEL: agent,
+        JUDGE_MODEL: judge_script(JudgeTemper(JUDGE_ID, 0)),
+    }
     with ScriptedModelServer(scripts) as scripted, NatsServer(base / "nats") as server:
         settings = Settings(
             nats_url=server.url, home=base, state_dir=base / "state", instance="bench"

@@ -211,7 +211,16 @@ async def test_wrong_or_missing_credentials_are_one_line(
 def test_up_all_with_auth_starts_each_service_as_its_own_user(tmp_path: Path) -> None:
     home = tmp_path / "home"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "assay_cli", "up", "--all", "--auth", "--port", str(find_free_port())],
+        [
+            sys.executable,
+            "-m",
+            "assay_cli",
+            "up",
+            "--all",
+            "--auth",
+            "--port",
+            str(find_free_port()),
+        ],
         env=dict(
             os.environ,
             ASSAY_HOME=str(home),
