@@ -114,7 +114,7 @@ async def _start(settings: Settings, judge_file: Path) -> list[_Proc]:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "assay",
+            "assay_cli",
             "serve",
             *args,
             *extra,

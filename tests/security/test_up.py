@@ -42,7 +42,7 @@ async def test_up_with_auth_serves_restricted_users(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "assay",
+            "assay_cli",
             "up",
             "--auth",
             "--port",
