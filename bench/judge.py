@@ -18,8 +18,8 @@ from pydantic import JsonValue
 from assay.bus import Bus, Delivery
 from assay.config import Settings
 from assay.embedded import NatsServer
-from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
+from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_judge.files import CountingStore
 from assay_judge.service import build, build_rules
 from assay_schemas import (

@@ -28,13 +28,13 @@ import yaml
 from nats.aio.msg import Msg
 
 from assay.bus import Bus
-from assay.campaign import submit_campaign
 from assay.config import Settings
-from assay.demo import JudgeTemper, judge_script
 from assay.embedded import NatsServer
-from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import TaskDraft
+from assay_cli.campaign import submit_campaign
+from assay_cli.demo import JudgeTemper, judge_script
+from assay_cli.scripted import Script, ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_schemas import (
     RULES_JUDGE_ID,
     AgentSpec,
@@ -114,7 +114,7 @@ async def _start(settings: Settings, judge_file: Path) -> list[_Proc]:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "assay",
+            "assay_cli",
             "serve",
             *args,
             *extra,
@@ -237,7 +237,10 @@ async def _run(base: Path, runs: int, timeout_s: float) -> list[Row]:
             ScriptReply.call("submit", {"answer": "The answer is 42; see result.txt."}),
         ]
     )
-    scripts = {AGENT_MODEL: agent, JUDGE_MODEL: judge_script(JudgeTemper(JUDGE_ID, 0))}
+    scripts: dict[str, Script] = {
+        AGENT_MODEL: agent,
+        JUDGE_MODEL: judge_script(JudgeTemper(JUDGE_ID, 0)),
+    }
     with ScriptedModelServer(scripts) as scripted, NatsServer(base / "nats") as server:
         settings = Settings(
             nats_url=server.url, home=base, state_dir=base / "state", instance="bench"

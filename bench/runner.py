@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from assay.bus import Bus
-from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.providers import (
@@ -38,9 +37,10 @@ from assay.providers import (
     ToolResultMessage,
     provider_for,
 )
-from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import TaskDraft
+from assay_cli.campaign import submit_campaign
+from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_runner.conversation import initial_messages
 from assay_runner.tools import TOOLS
 from assay_sandbox_manager.backends import SandboxSpec as BackendSpec

@@ -142,7 +142,7 @@ async def _nats_exec(n: int, base: Path) -> list[Row]:
             },
         }
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "assay", "serve", "sandbox-manager", env=env,
+            sys.executable, "-m", "assay_cli", "serve", "sandbox-manager", env=env,
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
         direct_backend = BubblewrapBackend(base / "bw2", base / "snap2", rootfs=default_rootfs())

@@ -5,9 +5,9 @@
 #   image (Dockerfile target)          packages                         runs
 #   assay-runner (runner)              schemas, assay, runner           assay-runner
 #   assay-sandbox-manager (...)        schemas, assay, sandbox-manager  assay-sandbox-manager
-#   assay-judge (judge)                schemas, assay, judge            assay-judge (rules: assay serve rules)
+#   assay-judge (judge)                schemas, assay, judge            assay-judge (rules: assay-rules)
 #   assay-aggregator (aggregator)      schemas, assay, aggregator       assay-aggregator
-#   assay (assay)                      all of them                      assay CLI, nats-server
+#   assay (assay)                      all of them, and cli             assay CLI, nats-server
 #
 # Each is tagged IMAGE:<version>-<hash>, IMAGE:<version> and IMAGE:latest.
 #
@@ -40,7 +40,7 @@ fi
 
 # Targets in Dockerfile order (the classic builder builds every stage before its target).
 TARGETS=(sandbox-manager runner judge aggregator assay)
-PACKAGES=(schemas assay services/runner services/sandbox-manager services/judge services/aggregator)
+PACKAGES=(schemas assay services/runner services/sandbox-manager services/judge services/aggregator cli)
 RECIPE=(deploy/docker deploy/build-images.sh deploy/sandbox/build-rootfs.sh)
 
 image_of() { if [[ "$1" == assay ]]; then echo assay; else echo "assay-$1"; fi; }
@@ -59,7 +59,7 @@ packages_of() {
 # What pip resolves for a target: its packages with their third-party dependencies.
 requirement_of() {
   if [[ "$1" == assay ]]; then
-    echo "assay[providers,aws] assay-runner assay-sandbox-manager assay-judge assay-aggregator"
+    echo "assay[providers,aws] assay-runner assay-sandbox-manager assay-judge assay-aggregator[view] assay-cli"
   else
     echo "assay-$1"
   fi

@@ -162,7 +162,7 @@ async def service_process(
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "assay",
+        "assay_cli",
         "serve",
         name,
         *extra,

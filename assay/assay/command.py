@@ -16,7 +16,7 @@ def assay_command(path: str | None = None) -> str:
     # The venv's bin folder, not the interpreter it links to: that is where pip put `assay`.
     script = Path(sys.executable).parent / "assay"
     if not script.is_file():
-        return f"{sys.executable} -m assay"
+        return f"{sys.executable} -m assay_cli"
     found = shutil.which("assay", path=path)
     if found is not None and Path(found).resolve() == script.resolve():
         return "assay"

@@ -59,7 +59,7 @@ async def published(bus: Bus, settings: Settings) -> Published:
 
 
 def run_cli(args: list[str], settings: Settings, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`python -m assay ARGS` with this test's settings in the environment."""
+    """`python -m assay_cli ARGS` with this test's settings in the environment."""
     env = {
         **os.environ,
         "ASSAY_NATS_URL": settings.nats_url,
@@ -69,7 +69,7 @@ def run_cli(args: list[str], settings: Settings, cwd: Path) -> subprocess.Comple
         "COLUMNS": "200",
     }
     return subprocess.run(
-        [sys.executable, "-m", "assay", *args],
+        [sys.executable, "-m", "assay_cli", *args],
         capture_output=True,
         text=True,
         env=env,

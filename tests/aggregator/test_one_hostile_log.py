@@ -22,7 +22,6 @@ from typing import Any
 import polars as pl
 
 from assay.bus import Bus
-from assay.cli._report import _projections
 from assay.config import Settings
 from assay.security.signing import ensure_operator, signer_for, trust_for
 from assay.store import LocalBlobStore
@@ -33,6 +32,7 @@ from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.report import build_report
 from assay_aggregator.service import build as build_aggregator
 from assay_aggregator.view.data import Source
+from assay_cli.commands._report import _projections
 from assay_schemas import (
     RULES_JUDGE_ID,
     AgentFinished,

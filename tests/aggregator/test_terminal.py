@@ -137,7 +137,7 @@ REASON = (
 
 
 def test_dead_letters_at_80_columns_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    from assay.cli._dlq import print_dead_letters
+    from assay_cli.commands._dlq import print_dead_letters
 
     monkeypatch.delenv("COLUMNS", raising=False)
     rows: list[dict[str, str | int]] = [

@@ -12,7 +12,7 @@ from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
 from tests.pipeline import settings_env
 
-ASSAY = [sys.executable, "-m", "assay"]
+ASSAY = [sys.executable, "-m", "assay_cli"]
 
 
 def run_cli(args: list[str], settings: Settings, cwd: Path) -> subprocess.CompletedProcess[str]:

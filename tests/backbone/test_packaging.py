@@ -15,7 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 # import name -> (folder, distribution, modules it must NOT pull in when installed alone)
 PACKAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "assay_schemas": ("schemas", "assay-schemas", ("nats", "faststream", "docker", "openai")),
-    "assay": ("assay", "assay", ("docker", "openai", "anthropic", "polars", "boto3")),
+    "assay": (
+        "assay",
+        "assay",
+        ("docker", "openai", "anthropic", "polars", "boto3", "typer", "rich"),
+    ),
     "assay_runner": ("services/runner", "assay-runner", ("docker", "polars")),
     "assay_sandbox_manager": (
         "services/sandbox-manager",
@@ -24,6 +28,8 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     ),
     "assay_judge": ("services/judge", "assay-judge", ("docker",)),
     "assay_aggregator": ("services/aggregator", "assay-aggregator", ("docker", "openai")),
+    # Above the services: it drives all of them, so nothing is foreign to it.
+    "assay_cli": ("cli", "assay-cli", ()),
 }
 # What each distribution needs from this repository besides itself.
 LOCAL_DEPS = {
@@ -33,6 +39,14 @@ LOCAL_DEPS = {
     "assay-sandbox-manager": ("schemas", "assay"),
     "assay-judge": ("schemas", "assay"),
     "assay-aggregator": ("schemas", "assay"),
+    "assay-cli": (
+        "schemas",
+        "assay",
+        "services/runner",
+        "services/sandbox-manager",
+        "services/judge",
+        "services/aggregator",
+    ),
 }
 
 

@@ -43,7 +43,7 @@ FOREIGN = {
     "assay-judge": {"docker", "scipy"},
     "assay-aggregator": {"openai", "anthropic", "docker"},
 }
-WORKSPACE = {"assay-schemas", "assay", *FOREIGN}
+WORKSPACE = {"assay-schemas", "assay", "assay-cli", *FOREIGN}
 
 
 def _build() -> subprocess.CompletedProcess[str]:

@@ -57,7 +57,7 @@ def test_assay_run_reports_every_task_agent_and_judge(settings: Settings, tmp_pa
         [
             sys.executable,
             "-m",
-            "assay",
+            "assay_cli",
             "run",
             "examples/tasks",
             "--campaign",

@@ -43,7 +43,7 @@ def assay_run(
     settings: Settings, tasks: Path, campaign: Path, *args: str, **env: str
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "assay", "run", str(tasks), "--campaign", str(campaign), *args],
+        [sys.executable, "-m", "assay_cli", "run", str(tasks), "--campaign", str(campaign), *args],
         cwd=ROOT,
         env={
             **os.environ,
@@ -109,7 +109,7 @@ def test_task_sampling_above_the_judges_is_waited_for(settings: Settings, tmp_pa
 
 def assay(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "assay", *args],
+        [sys.executable, "-m", "assay_cli", *args],
         cwd=ROOT,
         env={**os.environ, "COLUMNS": "200"},
         capture_output=True,

@@ -30,10 +30,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from assay.bus import Bus
-from assay.campaign import submit_campaign
 from assay.config import Settings
-from assay.demo import JudgeTemper, judge_script
-from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import BlobStore
 from assay.tasks import TaskDraft, load_tasks
 from assay_aggregator.canonical import canonical_json
@@ -41,6 +38,9 @@ from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.report import build_report
 from assay_aggregator.snapshot import paths_for
+from assay_cli.campaign import submit_campaign
+from assay_cli.demo import JudgeTemper, judge_script
+from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_schemas import (
     AgentFinished,
     AgentSpec,
@@ -236,7 +236,7 @@ class ServiceSet:
             # One log per service, appended across restarts: read it when a test fails.
             with (self.settings.home / f"{name}.log").open("ab") as log:
                 self.procs[name] = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "assay", "serve", *self._args(name),
+                    sys.executable, "-m", "assay_cli", "serve", *self._args(name),
                     env=env, stdout=log, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
                 )  # fmt: skip
 

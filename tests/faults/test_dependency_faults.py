@@ -11,7 +11,7 @@ import pytest
 from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import find_free_port
-from assay.scripted import Fault
+from assay_cli.scripted import Fault
 from assay_schemas import AgentFinished, Event
 
 from .harness import (

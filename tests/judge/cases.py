@@ -10,8 +10,8 @@ from typing import Any
 
 from assay.bus import Bus
 from assay.providers import ModelProvider, RetryPolicy, make_provider
-from assay.scripted import ScriptedSequence, ScriptReply
 from assay.store import BlobStore, media_type_of
+from assay_cli.scripted import ScriptedSequence, ScriptReply
 from assay_judge import JudgeService, RulesService
 from assay_schemas import (
     AgentSpec,

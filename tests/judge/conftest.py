@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from assay.config import Settings
-from assay.scripted import ScriptedModelServer
 from assay.store import LocalBlobStore
+from assay_cli.scripted import ScriptedModelServer
 
 from .cases import SCRIPTED_KEY
 

@@ -11,10 +11,10 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.scripted import ScriptedModelServer
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay_aggregator import Projections, fold
+from assay_cli.scripted import ScriptedModelServer
 from assay_judge import build, build_rules
 from assay_judge.files import SealedFiles
 from assay_judge.llm.prompts import case_prompt

@@ -14,8 +14,8 @@ import yaml
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.scripted import ScriptedModelServer
 from assay.store import LocalBlobStore
+from assay_cli.scripted import ScriptedModelServer
 from assay_judge import load_judge_spec
 from assay_schemas import ConfigError, JudgeRegistered
 
@@ -73,7 +73,7 @@ async def test_cli_judge_backfills_until_interrupted(
         "ASSAY_HOME": str(settings.home),
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "assay", "judge", "--spec", str(spec), "--campaign", "c1"],
+        [sys.executable, "-m", "assay_cli", "judge", "--spec", str(spec), "--campaign", "c1"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

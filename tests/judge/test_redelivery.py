@@ -12,8 +12,8 @@ import pytest
 
 from assay.bus import Bus, Published
 from assay.config import Settings
-from assay.scripted import ScriptedModelServer
 from assay.store import LocalBlobStore
+from assay_cli.scripted import ScriptedModelServer
 from assay_judge import build
 from assay_schemas import Event, JudgmentRecorded
 

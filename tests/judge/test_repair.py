@@ -9,14 +9,14 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.scripted import (
+from assay.store import LocalBlobStore
+from assay_cli.scripted import (
     Fault,
     ScriptedModelServer,
     ScriptedSequence,
     ScriptedToolCall,
     ScriptReply,
 )
-from assay.store import LocalBlobStore
 from assay_judge import build
 from assay_schemas import JudgmentFailed, Price, Usage
 

@@ -9,8 +9,8 @@ import pytest
 from assay.bus import Bus
 from assay.config import Settings
 from assay.providers import AssistantMessage
-from assay.scripted import ScriptedModelServer
 from assay.store import LocalBlobStore
+from assay_cli.scripted import ScriptedModelServer
 from assay_judge import build
 
 from .cases import (

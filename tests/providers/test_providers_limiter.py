@@ -13,7 +13,13 @@ from assay.providers import (
     RetryPolicy,
     UserMessage,
 )
-from assay.scripted import Fault, ScriptedModelServer, ScriptedSequence, ScriptReply, ScriptRequest
+from assay_cli.scripted import (
+    Fault,
+    ScriptedModelServer,
+    ScriptedSequence,
+    ScriptReply,
+    ScriptRequest,
+)
 
 from .conftest import MakeProvider
 

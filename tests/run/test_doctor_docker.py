@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.doctor import DockerSeen, check_docker, docker_check, docker_seen
 from assay.embedded import find_free_port
+from assay_cli.doctor import DockerSeen, check_docker, docker_check, docker_seen
 
 SOCK = "unix:///var/run/docker.sock"
 

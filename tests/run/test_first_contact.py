@@ -82,7 +82,7 @@ def test_replay_and_verify_reopen_a_run_directory(finished: tuple[Path, str]) ->
     run_dir, _ = finished
     for args in (["replay"], ["replay", "--verify"]):
         out = subprocess.run(
-            [sys.executable, "-m", "assay", *args, "--home", str(run_dir)],
+            [sys.executable, "-m", "assay_cli", *args, "--home", str(run_dir)],
             # Nothing listens here: only the run directory can answer.
             env=env(ASSAY_NATS_URL=f"nats://127.0.0.1:{find_free_port()}"),
             capture_output=True,
@@ -116,7 +116,7 @@ def _cmdline(pid: int) -> list[str]:
 def view(finished: tuple[Path, str]) -> Iterator[subprocess.Popen[str]]:
     run_dir, _ = finished
     proc = subprocess.Popen(
-        [sys.executable, "-m", "assay", "view", str(run_dir), "--port", str(find_free_port())],
+        [sys.executable, "-m", "assay_cli", "view", str(run_dir), "--port", str(find_free_port())],
         env=env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -157,7 +157,7 @@ def test_view_stopped_by_a_signal_stops_its_server_and_removes_its_folder(
 
 def test_run_stopped_by_sigterm_stops_its_server(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "assay", "run", "examples/tasks", "--skip-checks"],
+        [sys.executable, "-m", "assay_cli", "run", "examples/tasks", "--skip-checks"],
         cwd=ROOT,
         env=env(
             ASSAY_HOME=str(tmp_path / "home"),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.problems import problems_of
-from assay.progress import Progress
+from assay_cli.problems import problems_of
+from assay_cli.progress import Progress
 from assay_schemas import (
     AgentSpec,
     ArtifactsSealed,

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from assay.scripted import ScriptedModelServer, ScriptedSequence
 from assay.store import LocalBlobStore
+from assay_cli.scripted import ScriptedModelServer, ScriptedSequence
 from assay_runner.gateway import SOCKET_NAME, Gateway
 from assay_schemas import AgentSpec, AgentStepLogged, Limits
 

@@ -16,8 +16,8 @@ import pytest
 from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
-from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
+from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_runner.gateway import SOCKET_NAME
 from assay_schemas import AgentSpec
 from tests.gateways import recording, serving

@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from assay.providers import ToolResultMessage, Usage
-from assay.scripted import (
+from assay_cli.scripted import (
     Fault,
     ScriptedModelServer,
     ScriptedSequence,

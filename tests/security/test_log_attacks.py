@@ -19,8 +19,6 @@ import pytest
 from nats.aio.client import Client
 
 from assay.bus import Bus, Skipped
-from assay.campaign import submit_campaign
-from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.security.signing import ensure_operator, signer_for, trust_for
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
@@ -30,6 +28,8 @@ from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.report import build_report
 from assay_aggregator.service import AggregatorService
 from assay_aggregator.service import build as build_aggregator
+from assay_cli.campaign import submit_campaign
+from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_judge.service import build_rules
 from assay_schemas import (
     JudgmentRecorded,

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus
-from assay.campaign import submit_campaign
-from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
+from assay_cli.campaign import submit_campaign
+from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_schemas import ArtifactsSealed, JudgmentRecorded, TaskRejected
 from tests.judge.cases import judge_spec, reading_judge, verdict
 from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, wait_for_events, write_task

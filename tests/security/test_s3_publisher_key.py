@@ -166,7 +166,7 @@ def refused(call: Callable[[], object]) -> str:
 def key_from_cli(s3: EnforcingS3, bucket: str, monkeypatch: pytest.MonkeyPatch) -> PublisherKey:
     from typer.testing import CliRunner
 
-    from assay.cli import app
+    from assay_cli import app
 
     env = s3.settings(bucket)
     for name, value in {
@@ -362,7 +362,7 @@ async def test_a_runner_that_may_not_delete_still_refuses_wrong_bytes(
 def test_the_command_refuses_a_local_store(monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from assay.cli import app
+    from assay_cli import app
 
     monkeypatch.setenv("ASSAY_STORE", "local")
     result = CliRunner().invoke(app, ["keys", "s3-publisher", "--campaign", "c1"])
@@ -413,7 +413,7 @@ def test_the_command_writes_the_secret_to_a_private_file_not_the_terminal(
 ) -> None:
     from typer.testing import CliRunner
 
-    from assay.cli import app
+    from assay_cli import app
 
     # Its own campaign: IAM allows two keys per user, and the module's IAM is shared.
     bucket = f"blobs-{uuid.uuid4().hex[:8]}"

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus, read_raw
-from assay.campaign import submit_campaign
-from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
+from assay_cli.campaign import submit_campaign
+from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_schemas import AgentSpec, AgentStepLogged, JudgeSpec, JudgmentRecorded
 from tests.judge.cases import reading_judge, verdict
 from tests.pipeline import campaign, wait_for_events, write_task

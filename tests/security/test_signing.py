@@ -127,7 +127,7 @@ def test_a_judge_on_another_machine_signs_with_a_key_enrolled_here(
     other machine's home, whose judge then signs verdicts the operator's trust list accepts."""
     from typer.testing import CliRunner
 
-    from assay.cli import app
+    from assay_cli import app
 
     monkeypatch.setenv("ASSAY_HOME", str(home.home))
     carried = tmp_path / "carried"

@@ -23,8 +23,8 @@ from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
 from assay.security import EmbeddedAuth
 from assay.service import EMBEDDED_SERVICES
-from assay.stack import Stack
 from assay.store import open_store, upload_bucket
+from assay_cli.stack import Stack
 
 pytestmark = pytest.mark.timeout(40)
 
@@ -42,7 +42,7 @@ async def test_up_with_auth_serves_restricted_users(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "assay",
+            "assay_cli",
             "up",
             "--auth",
             "--port",
@@ -108,7 +108,7 @@ async def test_up_with_auth_serves_restricted_users(tmp_path: Path) -> None:
 
 def _up(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "assay", "up", *args],
+        [sys.executable, "-m", "assay_cli", "up", *args],
         env=dict(os.environ, ASSAY_HOME=str(home), COLUMNS="200"),
         capture_output=True,
         text=True,
@@ -195,7 +195,7 @@ async def test_wrong_or_missing_credentials_are_one_line(
     ):
         started = time.monotonic()
         out = subprocess.run(
-            [sys.executable, "-m", "assay", "events"],
+            [sys.executable, "-m", "assay_cli", "events"],
             env={**base, **extra},
             capture_output=True,
             text=True,
@@ -211,7 +211,16 @@ async def test_wrong_or_missing_credentials_are_one_line(
 def test_up_all_with_auth_starts_each_service_as_its_own_user(tmp_path: Path) -> None:
     home = tmp_path / "home"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "assay", "up", "--all", "--auth", "--port", str(find_free_port())],
+        [
+            sys.executable,
+            "-m",
+            "assay_cli",
+            "up",
+            "--all",
+            "--auth",
+            "--port",
+            str(find_free_port()),
+        ],
         env=dict(
             os.environ,
             ASSAY_HOME=str(home),

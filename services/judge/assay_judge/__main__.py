@@ -1,4 +1,4 @@
-"""`assay-judge` / `python -m assay_judge`: the judge service alone, until SIGINT/SIGTERM. The judge spec comes from ``ASSAY_JUDGE_SPEC``."""
+"""`assay-judge` / `python -m assay_judge`: the judge service alone, until SIGINT/SIGTERM. The judge spec comes from ``ASSAY_JUDGE_SPEC``. `assay-rules`: the rule judge alone."""
 
 from assay.service import serve_alone
 
@@ -6,6 +6,11 @@ from assay.service import serve_alone
 def main() -> None:
     """Run the service with settings from ``ASSAY_*`` (as `assay serve judge` does)."""
     serve_alone("judge")
+
+
+def rules() -> None:
+    """Run the rule judge with settings from ``ASSAY_*`` (as `assay serve rules` does)."""
+    serve_alone("rules")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,11 @@ from pathlib import Path
 
 from rich.console import Console
 
+from assay.config import Settings
+from assay.embedded import nats_server_binary
+from assay_sandbox_manager.runtime import default_rootfs, recipe_hash, sandbox_cache
+from assay_schemas import ConfigError
+
 __all__ = ["Check", "DockerSeen", "checks_for", "docker_check", "print_checks", "run_checks"]
 
 GIB = 1024**3
@@ -77,8 +82,6 @@ def check_user_namespaces() -> Check:
 
 def check_runtime() -> Check:
     """The sandbox rootfs of the current recipe is built."""
-    from assay_sandbox_manager.runtime import default_rootfs, recipe_hash, sandbox_cache
-
     try:
         root = default_rootfs()
     except OSError as e:
@@ -173,9 +176,6 @@ def check_docker(optional: bool) -> Check:
 
 def check_nats_server() -> Check:
     """The pinned nats-server binary is installed."""
-    from assay.embedded import nats_server_binary
-    from assay_schemas import ConfigError
-
     try:
         return Check("nats-server", True, str(nats_server_binary()))
     except ConfigError as e:
@@ -228,9 +228,6 @@ def check_cgroups() -> Check:
 
 def checks_for(purpose: str, backend: str = "bubblewrap") -> list[Callable[[], Check]]:
     """The checks a purpose needs: `run` (a campaign on `backend`) or `all`."""
-    from assay.config import Settings
-    from assay_sandbox_manager.runtime import sandbox_cache
-
     home = Settings().home
     checks: list[Callable[[], Check]] = [check_nats_server, lambda: check_disk(home, 1, "runs")]
     if purpose == "all" or backend == "bubblewrap":

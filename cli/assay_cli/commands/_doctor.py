@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from assay_cli.doctor import checks_for, print_checks, run_checks
+
 from ._app import app, console
 
 
@@ -15,8 +17,6 @@ def doctor(
 ) -> None:
     """Check bubblewrap, user namespaces, the sandbox runtime, Docker, nats-server, ports,
     disk and cgroups; print each problem with its fix. Exits 1 when a needed one fails."""
-    from assay.doctor import checks_for, print_checks, run_checks
-
     results = run_checks(checks_for("run" if backend else "all", backend or "bubblewrap"))
     print_checks(results, console)
     if any(not c.ok and not c.optional for c in results):

@@ -1,6 +1,7 @@
-"""Command line: `assay up | submit | events | schemas export | ...`."""
+"""Command line: `assay up | submit | events | schemas export | ...`, the layer above the
+services: it drives them in one process (`assay run`, `assay up --all`) or one at a time."""
 
-from . import (  # noqa: F401  (register commands)
+from .commands import (  # noqa: F401  (register commands)
     _core,
     _dlq,
     _doctor,
@@ -13,7 +14,7 @@ from . import (  # noqa: F401  (register commands)
     _view,
     _watch,
 )
-from ._app import app, as_command, fail
+from .commands._app import app, as_command, fail
 
 __all__ = ["app", "main"]
 

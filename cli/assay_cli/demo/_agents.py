@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from assay.scripted import ScriptedSequence, ScriptReply, ScriptRequest
+from assay_cli.scripted import ScriptedSequence, ScriptReply, ScriptRequest
 
 __all__ = ["agent_scripts", "task_id_of"]
 

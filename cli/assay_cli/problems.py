@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.table import Table
 
-from assay.progress import Progress
+from assay_cli.progress import Progress
 
 __all__ = ["Cause", "Problems", "problems_of"]
 

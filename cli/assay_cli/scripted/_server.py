@@ -14,8 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from ..http11 import HttpRequest, HttpResponse, serve_connection
-from ..lifecycle import Startable
+from assay.http11 import HttpRequest, HttpResponse, serve_connection
+from assay.lifecycle import Startable
+
 from ._faults import Fault
 from ._records import RecordedRequest
 from ._script import Api, Script, estimate_usage

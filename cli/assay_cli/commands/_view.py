@@ -46,6 +46,8 @@ def view(
         raise typer.Exit(2)
     import uvicorn
 
+    # Here, not at the top: assay_aggregator loads polars and scipy (about 2 s), which
+    # `assay --help` and the other commands need not wait for.
     from assay_aggregator.view import Source, create_app
 
     if host not in ("127.0.0.1", "localhost", "::1"):

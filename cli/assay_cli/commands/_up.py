@@ -111,8 +111,8 @@ def _serve_all(settings: Settings, secured: EmbeddedAuth | None) -> None:
     With users, each service connects as its own (the split stack's least privilege):
     a fault in one service cannot publish another's events or pull its work."""
     from assay.service import EMBEDDED_SERVICES, run_until_signal
-    from assay.stack import Stack
     from assay.store import open_store
+    from assay_cli.stack import Stack
 
     stack = Stack(settings=settings, store=open_store(settings), auth=secured)
     services = [stack.build(name) for name in EMBEDDED_SERVICES]

@@ -28,7 +28,9 @@ def run_command(
     """Run a campaign end to end on a fresh embedded stack and print the report.
 
     Exits 1 when a run failed for the platform's sake or anything expected is missing."""
-    from assay.run import run_campaign
+    # run.py drives every service, the aggregator (polars, scipy: about 2 s) among them:
+    # imported here so that `assay --help` and the other commands start without it.
+    from assay_cli.run import run_campaign
 
     paths = tasks or [Path("examples/tasks")]
     try:

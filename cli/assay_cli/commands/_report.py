@@ -6,7 +6,7 @@ import sys
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -19,8 +19,12 @@ from assay_schemas import ANCHOR, AssayError, CampaignStarted
 from ._app import app, console, err_console, run_async
 from ._home import HOME_HELP, home_settings
 
+# assay_aggregator and assay_judge load polars, scipy and numpy (about 2 s): imported
+# inside the commands that use them, so that `assay --help` and every other command
+# start without them; the names are imported here for the type checker only.
 if TYPE_CHECKING:
     from assay_aggregator.projections import Projections
+    from assay_aggregator.state import RefusedRecord
 
 
 JSON_HELP = "Write canonical JSON to this file ('-': standard output, for scripts)."
@@ -64,7 +68,7 @@ async def _projections(settings: Settings, *, fresh: bool = False) -> Projection
     return Projections(state)
 
 
-def describe_refused(refused: list[Any]) -> str:
+def describe_refused(refused: list[RefusedRecord]) -> str:
     """One line for people: how many stored messages reached no number, and where to look."""
     return (
         f"refused {messages_at(refused)} (undecodable, forged or repeated); "

@@ -19,7 +19,7 @@ import re2
 from pydantic import JsonValue
 
 from assay.providers import UserMessage
-from assay.scripted import ScriptReply, ScriptRequest
+from assay_cli.scripted import Script, ScriptReply, ScriptRequest
 from assay_schemas import default_rubric
 
 __all__ = ["JudgeTemper", "judge_script", "judge_scripts"]
@@ -114,7 +114,7 @@ def _opener(path: str) -> ScriptReply:
     return ScriptReply.call(tool, {"path": path})
 
 
-def judge_script(temper: JudgeTemper):  # type: ignore[no-untyped-def]
+def judge_script(temper: JudgeTemper) -> Script:
     """list_files → open the first produced output (if any) → submit_verdict."""
 
     def script(request: ScriptRequest) -> ScriptReply:
@@ -129,7 +129,7 @@ def judge_script(temper: JudgeTemper):  # type: ignore[no-untyped-def]
     return script
 
 
-def judge_scripts() -> dict[str, object]:
+def judge_scripts() -> dict[str, Script]:
     """Scripts by model name for the demo's three judges."""
     return {
         "scripted-judge-strict": judge_script(JudgeTemper("judge-strict", shift=-1)),

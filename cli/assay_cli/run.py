@@ -9,20 +9,29 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from rich.console import Console
 
 from assay.bus import Bus
-from assay.campaign import load_campaign, submit_campaign
 from assay.command import assay_command
 from assay.config import Settings
 from assay.embedded import NatsServer
-from assay.problems import Problems, problems_of
-from assay.progress import Progress
 from assay.security.signing import ensure_operator
-from assay.stack import Stack
-from assay.tasks import load_tasks
+from assay.tasks import TaskDraft, load_tasks
+from assay_aggregator.canonical import canonical_json
+from assay_aggregator.html import render_html
+from assay_aggregator.report import Report, build_report, report_json
+from assay_aggregator.service import AggregatorService
+from assay_aggregator.terminal import print_report
+from assay_cli.campaign import load_campaign, submit_campaign
+from assay_cli.commands._watch import log_head, print_pending, watch_log
+from assay_cli.demo import agent_scripts, judge_scripts
+from assay_cli.doctor import checks_for, print_checks, run_checks
+from assay_cli.problems import Problems, problems_of
+from assay_cli.progress import Progress
+from assay_cli.scripted import Script, ScriptedModelServer
+from assay_cli.stack import Stack
 from assay_schemas import CampaignSpec, ConfigError, TaskInputError
 
 __all__ = ["RunOutcome", "run_campaign", "scripted_campaign"]
@@ -59,20 +68,19 @@ def scripted_campaign(spec: CampaignSpec, base_url: str) -> CampaignSpec:
     return spec.model_copy(update={"agents": agents, "judges": judges, "scripted": True})
 
 
-def _scripted_server(solutions: Path) -> Any:
-    from assay.demo import agent_scripts, judge_scripts
-    from assay.scripted import ScriptedModelServer
-
-    scripts: dict[str, Any] = {**agent_scripts(solutions), **judge_scripts()}
+def _scripted_server(solutions: Path) -> ScriptedModelServer:
+    scripts: dict[str, Script] = {**agent_scripts(solutions), **judge_scripts()}
     return ScriptedModelServer(scripts)
 
 
 async def _drive(
-    settings: Settings, spec: CampaignSpec, drafts: list[Any], progress: Progress, timeout_s: float
-) -> Any:
+    settings: Settings,
+    spec: CampaignSpec,
+    drafts: list[TaskDraft],
+    progress: Progress,
+    timeout_s: float,
+) -> AggregatorService:
     """Run the campaign until the log says it is complete (or the timeout); the aggregator."""
-    from assay.cli._watch import log_head, print_pending, watch_log
-
     stack = Stack.for_settings(settings)
     await stack.start()
     try:
@@ -86,8 +94,6 @@ async def _drive(
             except TimeoutError:
                 print_pending(progress)
             head = await log_head(bus)
-        from assay_aggregator.service import AggregatorService
-
         aggregator = stack.started["aggregator"]
         assert isinstance(aggregator, AggregatorService)
         await aggregator.wait_for(head, timeout=60)
@@ -98,8 +104,6 @@ async def _drive(
 
 def require(backend: str, console: Console) -> None:
     """Refuse to start when a prerequisite of the sandbox backend is missing."""
-    from assay.doctor import checks_for, print_checks, run_checks
-
     failed = [c for c in run_checks(checks_for("run", backend)) if not c.ok and not c.optional]
     if failed:
         print_checks(failed, console)
@@ -109,10 +113,10 @@ def require(backend: str, console: Console) -> None:
         )
 
 
-def load_drafts(tasks: Sequence[Path], max_bytes: int, max_tasks: int = 10_000) -> list[Any]:
+def load_drafts(tasks: Sequence[Path], max_bytes: int, max_tasks: int = 10_000) -> list[TaskDraft]:
     """Task drafts from every path, in order; a task id given twice, or more than
     `max_tasks` tasks, is an error."""
-    drafts: list[Any] = []
+    drafts: list[TaskDraft] = []
     for path in tasks:
         drafts.extend(load_tasks(path, max_bytes=max_bytes))
         if len(drafts) > max_tasks:
@@ -128,13 +132,9 @@ def load_drafts(tasks: Sequence[Path], max_bytes: int, max_tasks: int = 10_000) 
 
 
 def write_reports(
-    report: Any, problems: Problems, workdir: Path, html: Path | None
+    report: Report, problems: Problems, workdir: Path, html: Path | None
 ) -> tuple[Path, Path]:
     """report.json (with the problems section) and the HTML (problems on top)."""
-    from assay_aggregator.canonical import canonical_json
-    from assay_aggregator.html import render_html
-    from assay_aggregator.report import report_json
-
     json_path = workdir / "report.json"
     body = json.loads(report_json(report))
     json_path.write_bytes(canonical_json({**body, "problems": problems.model_dump()}))
@@ -181,9 +181,6 @@ def run_campaign(
 
     With `check`, the prerequisites of the campaign's sandbox backend are checked first and
     a campaign that cannot succeed is refused (ConfigError) before anything starts."""
-    from assay_aggregator.report import build_report
-    from assay_aggregator.terminal import print_report
-
     console = console or Console()
     base = settings or Settings()
     paths = [tasks] if isinstance(tasks, Path) else list(tasks)

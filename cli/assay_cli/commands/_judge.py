@@ -21,6 +21,8 @@ __all__ = ["judge"]
 
 
 async def _run(settings: Settings, spec_path: Path, campaigns: list[str]) -> None:
+    # Here, not at the top: assay_judge loads polars and the document readers (about 2 s),
+    # which `assay --help` and the other commands need not wait for.
     from assay_judge import ALL_CAMPAIGNS, build, load_judge_spec
 
     spec = load_judge_spec(spec_path)

@@ -1,5 +1,0 @@
-"""`python -m assay` runs the CLI."""
-
-from assay.cli import main
-
-main()

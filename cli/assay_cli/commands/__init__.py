@@ -1,0 +1,1 @@
+"""The `assay` subcommands, one module each; importing a module registers its commands."""
