@@ -18,7 +18,9 @@ Errors name the task, run, field, blob or subject they concern and chain their c
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 __all__ = [
     "AssayError",
@@ -26,6 +28,8 @@ __all__ = [
     "BlobNotFound",
     "BusError",
     "ConfigError",
+    "ErrorInfo",
+    "FailureStage",
     "InvalidEvent",
     "InvalidInput",
     "JudgingError",
@@ -86,6 +90,32 @@ class ProviderError(AssayError):
 
 class JudgingError(AssayError):
     """A judge could not produce a valid verdict."""
+
+
+FailureStage = Literal["sandbox", "agent", "seal", "judge"]
+"""Where a run failed (`RunFailed.stage`)."""
+
+
+class ErrorInfo(BaseModel):
+    """A failure as data, on `RunFailed` and `JudgmentFailed`: read it, never parse `error`.
+
+    Optional on those events: ones logged before it existed carry only the flat `error`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    error_class: str | None = None
+    """The exception's class name; None when no exception was raised (e.g. no valid verdict)."""
+    message: str
+
+    @classmethod
+    def of(cls, error: BaseException) -> ErrorInfo:
+        """The class and message of an exception."""
+        return cls(error_class=type(error).__name__, message=str(error))
+
+    @property
+    def text(self) -> str:
+        """The flat form events carry in `error`: `Class: message`, or the message alone."""
+        return f"{self.error_class}: {self.message}" if self.error_class else self.message
 
 
 def describe_validation(error: ValidationError) -> str:

@@ -21,7 +21,6 @@ from assay_schemas import (
     default_rubric,
     derive_id,
     load_rubric,
-    new_event,
     parse_event,
     render_schemas,
     run_id_for,
@@ -32,8 +31,11 @@ PRODUCER = Producer(service="test", version="0")
 
 def test_every_event_type_is_in_the_union_and_round_trips() -> None:
     campaign = CampaignSpec(campaign_id="c1", agents=[AgentSpec(agent_id="a1", model="m")])
-    event = new_event(
-        CampaignStarted, key=("c1",), campaign_id="c1", campaign=campaign, producer=PRODUCER
+    event = CampaignStarted(
+        event_id=CampaignStarted.id_for("c1"),
+        campaign_id="c1",
+        campaign=campaign,
+        producer=PRODUCER,
     )
     again = parse_event(event.model_dump_json())
     assert again == event
@@ -53,8 +55,12 @@ def test_every_event_type_is_in_the_union_and_round_trips() -> None:
 
 
 def test_events_are_frozen_and_utc() -> None:
-    event = new_event(
-        AgentStepLogged, key=("r1", 0), campaign_id="c1", run_id="r1", step=0, producer=PRODUCER
+    event = AgentStepLogged(
+        event_id=AgentStepLogged.id_for("r1", 0),
+        campaign_id="c1",
+        run_id="r1",
+        step=0,
+        producer=PRODUCER,
     )
     with pytest.raises(Exception, match="frozen"):
         event.step = 3  # type: ignore[misc]
@@ -63,14 +69,26 @@ def test_events_are_frozen_and_utc() -> None:
 
 
 def test_ids_are_derived_from_the_cause() -> None:
-    a = new_event(
-        AgentStepLogged, key=("r1", 3), campaign_id="c1", run_id="r1", step=3, producer=PRODUCER
+    a = AgentStepLogged(
+        event_id=AgentStepLogged.id_for("r1", 3),
+        campaign_id="c1",
+        run_id="r1",
+        step=3,
+        producer=PRODUCER,
     )
-    b = new_event(
-        AgentStepLogged, key=("r1", 3), campaign_id="c1", run_id="r1", step=3, producer=PRODUCER
+    b = AgentStepLogged(
+        event_id=AgentStepLogged.id_for("r1", 3),
+        campaign_id="c1",
+        run_id="r1",
+        step=3,
+        producer=PRODUCER,
     )
-    c = new_event(
-        AgentStepLogged, key=("r1", 4), campaign_id="c1", run_id="r1", step=4, producer=PRODUCER
+    c = AgentStepLogged(
+        event_id=AgentStepLogged.id_for("r1", 4),
+        campaign_id="c1",
+        run_id="r1",
+        step=4,
+        producer=PRODUCER,
     )
     assert a.event_id == b.event_id != c.event_id
     assert run_id_for("c1", "t1", "a1", 0) == run_id_for("c1", "t1", "a1", 0)

@@ -20,13 +20,12 @@ from assay_schemas import (
     RunRequested,
     SandboxError,
     SandboxReady,
-    new_event,
     same_run,
     unb64,
 )
 
 from .agent import publish_finished
-from .gateway import GATEWAY_PORT, Gateway
+from .gateway import GATEWAY_PORT, Gateway, ModelCall
 
 __all__ = ["PROMPT_FILE", "ProgramFailed", "ProgramRun"]
 
@@ -174,11 +173,10 @@ class ProgramRun:
         except SandboxError:
             return ""  # no answer left: judged as such
 
-    async def _log_step(self, fields: dict[str, object]) -> AgentStepLogged:
+    async def _log_step(self, fields: ModelCall) -> AgentStepLogged:
         index, self._logged = self._logged, self._logged + 1
-        step = new_event(
-            AgentStepLogged,
-            key=(self.request.run_id, index),
+        step = AgentStepLogged(
+            event_id=AgentStepLogged.id_for(self.request.run_id, index),
             **same_run(self.request, cause=self.ready),
             step=index,
             producer=self.bus.producer,

@@ -7,7 +7,17 @@ import fnmatch
 from dataclasses import dataclass, field
 
 from assay.bus import Delivery
-from assay_schemas import RULES_JUDGE_ID, ArtifactsSealed, CampaignSpec, FileRef, JudgeSpec, Task
+from assay_schemas import (
+    RULES_JUDGE_ID,
+    ArtifactsSealed,
+    CampaignSpec,
+    ErrorInfo,
+    FileRef,
+    JudgeSpec,
+    JudgmentFailed,
+    JudgmentRecorded,
+    Task,
+)
 
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
 from ..files import normalize_path
@@ -85,8 +95,13 @@ class RulesService(SealedRunJudge):
                 steps=ctx.history.steps,
             )
         except CheckFailed as e:  # a check that raises or runs out is final: never retried
-            error = f"rule check failed: {e}"
-            await self.publish_failed(ctx, RULES_JUDGE_ID, 0, error=error, attempts=1)
+            failed = JudgmentFailed(
+                **self.envelope(JudgmentFailed, ctx, RULES_JUDGE_ID, 0),
+                error=f"rule check failed: {e}",
+                error_info=ErrorInfo.of(e),
+                attempts=1,
+            )
+            await self.bus.publish(failed)
             return
         await self._record(ctx, verdict)
 
@@ -97,10 +112,8 @@ class RulesService(SealedRunJudge):
             if failed
             else f"all {len(verdict.checks)} checks passed"
         )
-        await self.publish_recorded(
-            ctx,
-            RULES_JUDGE_ID,
-            0,
+        recorded = JudgmentRecorded(
+            **self.envelope(JudgmentRecorded, ctx, RULES_JUDGE_ID, 0),
             judge_family=RULES_SPEC.family,
             judge_model=RULES_SPEC.model,
             rubric_id=ctx.rubric.rubric_id,
@@ -110,3 +123,4 @@ class RulesService(SealedRunJudge):
             files_opened=verdict.files_read,
             checks=verdict.checks,
         )
+        await self.bus.publish(recorded)
