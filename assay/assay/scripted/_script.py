@@ -19,6 +19,7 @@ from assay.providers import (
     Usage,
     UserMessage,
 )
+from assay_schemas import AssayError
 
 __all__ = [
     "Script",
@@ -119,7 +120,7 @@ Script = Callable[[ScriptRequest], ScriptReply | Awaitable[ScriptReply]]
 """A scripted model: may be sync or async; runs on the server's thread."""
 
 
-class ScriptExhausted(RuntimeError):
+class ScriptExhausted(AssayError, RuntimeError):
     """A `ScriptedSequence` was asked for a turn it has no reply for."""
 
 

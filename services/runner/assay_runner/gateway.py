@@ -33,7 +33,15 @@ import httpx
 from assay.http11 import HttpRequest, HttpResponse, Upstream, UpstreamError, serve_connection
 from assay.providers import DEFAULT_KEY_ENV, PriceTable, cost
 from assay.store import BlobStore
-from assay_schemas import AgentSpec, AgentStepLogged, Limits, StopReason, ToolCallRecord, Usage
+from assay_schemas import (
+    AgentSpec,
+    AgentStepLogged,
+    AssayError,
+    Limits,
+    StopReason,
+    ToolCallRecord,
+    Usage,
+)
 
 from .agent import Spend, limit_reached
 from .gateway_wire import Wire, error_body, parse_answer, provider_of, sse_body
@@ -85,7 +93,9 @@ StepLogger = Callable[[ModelCall], Awaitable[AgentStepLogged]]
 """Publishes one model call as the next AgentStepLogged (given its fields)."""
 
 
-class _Refused(Exception):
+class _Refused(AssayError):
+    """A model call the gateway answers with an error of its own (`status`, `kind`)."""
+
     def __init__(self, status: int, kind: str, message: str) -> None:
         super().__init__(message)
         self.status, self.kind = status, kind

@@ -15,6 +15,7 @@ from assay.sandbox_client import SandboxClient
 from assay.store import BlobStore
 from assay_schemas import (
     AgentStepLogged,
+    AssayError,
     ExecOutcome,
     ProgramSpec,
     RunRequested,
@@ -35,7 +36,7 @@ _DUMMY_KEY = "assay-gateway"
 """SDKs insist on a key; the gateway ignores it and sends the real one upstream."""
 
 
-class ProgramFailed(Exception):
+class ProgramFailed(AssayError):
     """The run could not end with AgentFinished (see `infrastructure`)."""
 
     def __init__(self, error: str, *, infrastructure: bool, output_sha256: str | None) -> None:
