@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 from assay.providers import (
     AssistantMessage,
     Message,
-    StopReason,
+    ModelStopReason,
     SystemMessage,
     ToolDefinition,
     ToolResultMessage,
@@ -94,7 +94,7 @@ class ScriptReply(BaseModel):
     tool_calls: tuple[ScriptedToolCall, ...] = ()
     usage: Usage | None = None
     """Reported usage; None means a deterministic estimate (about 4 characters a token)."""
-    stop_reason: StopReason | None = None
+    stop_reason: ModelStopReason | None = None
     """None means `tool_use` when there are tool calls, else `end_turn`."""
 
     @classmethod
