@@ -18,6 +18,7 @@ from assay_schemas import (
     InvalidInput,
     Producer,
     Rubric,
+    RunFailed,
     default_rubric,
     derive_id,
     load_rubric,
@@ -179,3 +180,10 @@ def test_rubric_loads_from_yaml_and_toml(tmp_path: Path) -> None:
     )
     with pytest.raises(InvalidInput, match=r"bad\.yaml.*anchors must define 8"):
         load_rubric(tmp_path / "bad.yaml")
+
+
+def test_an_events_id_is_derived_from_its_type_and_cause_as_it_always_was() -> None:
+    """Ids stay byte-identical: a replayed or retried publish dedupes against old logs."""
+    for event_type, cls in EVENT_TYPES.items():
+        assert cls.id_for("c", "r", 2) == derive_id(event_type, "c", "r", 2)
+    assert RunFailed.id_for("r1", "agent") == derive_id("RunFailed", "r1", "agent")
