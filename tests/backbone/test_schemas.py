@@ -56,41 +56,25 @@ def test_every_event_type_is_in_the_union_and_round_trips() -> None:
 
 
 def test_events_are_frozen_and_utc() -> None:
-    event = AgentStepLogged(
-        event_id=AgentStepLogged.id_for("r1", 0),
-        campaign_id="c1",
-        run_id="r1",
-        step=0,
-        producer=PRODUCER,
-    )
+    event = _step(0)
     with pytest.raises(Exception, match="frozen"):
         event.step = 3  # type: ignore[misc]
     assert event.occurred_at.utcoffset() is not None
     assert event.occurred_at.utcoffset().total_seconds() == 0  # type: ignore[union-attr]
 
 
+def _step(n: int) -> AgentStepLogged:
+    return AgentStepLogged(
+        event_id=AgentStepLogged.id_for("r1", n),
+        campaign_id="c1",
+        run_id="r1",
+        step=n,
+        producer=PRODUCER,
+    )
+
+
 def test_ids_are_derived_from_the_cause() -> None:
-    a = AgentStepLogged(
-        event_id=AgentStepLogged.id_for("r1", 3),
-        campaign_id="c1",
-        run_id="r1",
-        step=3,
-        producer=PRODUCER,
-    )
-    b = AgentStepLogged(
-        event_id=AgentStepLogged.id_for("r1", 3),
-        campaign_id="c1",
-        run_id="r1",
-        step=3,
-        producer=PRODUCER,
-    )
-    c = AgentStepLogged(
-        event_id=AgentStepLogged.id_for("r1", 4),
-        campaign_id="c1",
-        run_id="r1",
-        step=4,
-        producer=PRODUCER,
-    )
+    a, b, c = _step(3), _step(3), _step(4)
     assert a.event_id == b.event_id != c.event_id
     assert run_id_for("c1", "t1", "a1", 0) == run_id_for("c1", "t1", "a1", 0)
     assert run_id_for("c1", "t1", "a1", 0) != run_id_for("c1", "t1", "a1", 1)

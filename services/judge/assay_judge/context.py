@@ -13,6 +13,8 @@ from assay_schemas import (
     ArtifactsSealed,
     CampaignSpec,
     CampaignStarted,
+    ErrorInfo,
+    FileRef,
     JudgeRegistered,
     JudgeSpec,
     JudgmentFailed,
@@ -225,3 +227,28 @@ class SealedRunJudge:
     ) -> VerdictEnvelope:
         """Id and envelope of one judge's verdict (`kind`) on one sample of the run."""
         return verdict_envelope(kind, ctx.sealed, ctx.task, judge_id, sample, self.bus.producer)
+
+    async def publish_failed(
+        self,
+        ctx: RunContext,
+        judge_id: str,
+        sample: int,
+        info: ErrorInfo | Exception,
+        *,
+        error: str | None = None,
+        attempts: int,
+        raw_output: FileRef | None = None,
+        infrastructure: bool = False,
+    ) -> None:
+        """Publish that one judge gave no verdict on one sample of the run, and why (an
+        exception or its ErrorInfo); `error` is the flat text (default: `info`'s)."""
+        info = info if isinstance(info, ErrorInfo) else ErrorInfo.of(info)
+        failed = JudgmentFailed(
+            **self.envelope(JudgmentFailed, ctx, judge_id, sample),
+            error=info.text if error is None else error,
+            error_info=info,
+            attempts=attempts,
+            raw_output=raw_output,
+            infrastructure=infrastructure,
+        )
+        await self.bus.publish(failed)

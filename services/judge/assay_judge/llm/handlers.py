@@ -29,7 +29,6 @@ from assay_schemas import (
     ErrorInfo,
     FileRef,
     JudgeSpec,
-    JudgmentFailed,
     JudgmentRecorded,
     Task,
 )
@@ -213,12 +212,13 @@ class JudgeService(SealedRunJudge):
         *,
         infrastructure: bool,
     ) -> None:
-        failed = JudgmentFailed(
-            **self.envelope(JudgmentFailed, ctx, self.spec.judge_id, sample),
+        await self.publish_failed(
+            ctx,
+            self.spec.judge_id,
+            sample,
+            ErrorInfo(error_class=error.error_class, message=error.message[:4000]),
             error=error.text[:4000],
-            error_info=ErrorInfo(error_class=error.error_class, message=error.message[:4000]),
             attempts=max(1, attempts),
             raw_output=raw,
             infrastructure=infrastructure,
         )
-        await self.bus.publish(failed)

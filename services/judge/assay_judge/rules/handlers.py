@@ -11,10 +11,8 @@ from assay_schemas import (
     RULES_JUDGE_ID,
     ArtifactsSealed,
     CampaignSpec,
-    ErrorInfo,
     FileRef,
     JudgeSpec,
-    JudgmentFailed,
     JudgmentRecorded,
     Task,
 )
@@ -95,13 +93,8 @@ class RulesService(SealedRunJudge):
                 steps=ctx.history.steps,
             )
         except CheckFailed as e:  # a check that raises or runs out is final: never retried
-            failed = JudgmentFailed(
-                **self.envelope(JudgmentFailed, ctx, RULES_JUDGE_ID, 0),
-                error=f"rule check failed: {e}",
-                error_info=ErrorInfo.of(e),
-                attempts=1,
-            )
-            await self.bus.publish(failed)
+            error = f"rule check failed: {e}"
+            await self.publish_failed(ctx, RULES_JUDGE_ID, 0, e, error=error, attempts=1)
             return
         await self._record(ctx, verdict)
 
