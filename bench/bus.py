@@ -13,7 +13,7 @@ from nats.js.api import AckPolicy, ConsumerConfig
 from assay.bus import Bus, Delivery, read_raw
 from assay.config import Settings
 from assay.embedded import NatsServer
-from assay_schemas import AgentStepLogged, Event, Producer, ToolCallRecord, Usage, new_event
+from assay_schemas import AgentStepLogged, Event, Producer, ToolCallRecord, Usage
 
 from .table import Row
 
@@ -25,9 +25,8 @@ PRODUCER = Producer(service="bench", version="0")
 def _events(n: int, run: str, campaign: str = "bench") -> list[AgentStepLogged]:
     call = ToolCallRecord(call_id="c", name="bash", arguments='{"cmd": "python3 analysis.py"}')
     return [
-        new_event(
-            AgentStepLogged,
-            key=(campaign, run, i),
+        AgentStepLogged(
+            event_id=AgentStepLogged.id_for(campaign, run, i),
             campaign_id=campaign,
             run_id=run,
             step=i,

@@ -29,8 +29,8 @@ from openai import AsyncOpenAI
 
 from assay.store import LocalBlobStore
 from assay_cli.scripted import ScriptedModelServer, ScriptedSequence
-from assay_runner.gateway import SOCKET_NAME, Gateway
-from assay_schemas import AgentSpec, AgentStepLogged, Limits
+from assay_runner.gateway import SOCKET_NAME, Gateway, ModelCall
+from assay_schemas import AgentSpec, AgentStepLogged, Limits, Producer
 
 from .scripted import _paired_p50
 from .table import Row
@@ -40,8 +40,14 @@ __all__ = ["bench_gateway"]
 _ROOT = Path(__file__).resolve().parents[1]
 
 
-async def _stub_step(fields: dict[str, Any]) -> AgentStepLogged:
-    return AgentStepLogged.model_construct(**fields)
+_BENCH = Producer(service="bench", version="0")
+
+
+async def _stub_step(fields: ModelCall) -> AgentStepLogged:
+    # Unvalidated on purpose: the bench times the gateway, not pydantic.
+    return AgentStepLogged.model_construct(
+        event_id="bench", campaign_id="bench", step=0, producer=_BENCH, **fields
+    )
 
 
 def _provider() -> None:

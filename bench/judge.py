@@ -33,11 +33,11 @@ from assay_schemas import (
     JudgeSpec,
     JudgmentRecorded,
     Limits,
+    RunEnvelope,
     RunRequested,
     SandboxSpec,
     Task,
     default_rubric,
-    new_event,
 )
 from bench.table import Row
 
@@ -79,29 +79,29 @@ def _runs(bus: Bus, store: LocalBlobStore, n: int) -> tuple[list[Event], int]:
             refs.append(FileRef(path=path, sha256=info.sha256, size=info.size))
         sealed_bytes += sum(r.size for r in refs)
         run = f"run{i}"
-        common = {"campaign_id": "bench", "run_id": run, "task_id": "t", "producer": bus.producer}
+        common = RunEnvelope(campaign_id="bench", run_id=run, task_id="t", causation_id=None)
         task = Task(task_id="t", prompt="Count genes and summarise.")
         events.append(
-            new_event(
-                RunRequested,
-                key=(run,),
+            RunRequested(
+                event_id=RunRequested.id_for(run),
                 task=task,
                 agent=AGENT,
                 epoch=0,
                 limits=Limits(),
                 sandbox=SandboxSpec(),
                 **common,
+                producer=bus.producer,
             )
         )
         events.append(
-            new_event(
-                ArtifactsSealed,
-                key=(run,),
+            ArtifactsSealed(
+                event_id=ArtifactsSealed.id_for(run),
                 files=refs,
                 final_message="Counts are in results/table.csv; mean 499.5.",
                 agent_id=AGENT.agent_id,
                 epoch=0,
                 **common,
+                producer=bus.producer,
             )
         )
     return events, sealed_bytes
@@ -148,9 +148,8 @@ async def _run(n: int, concurrency: int) -> list[Row]:
         campaign = CampaignSpec(campaign_id="bench", agents=[AGENT], judges=[spec])
         async with Bus(settings, service="bench") as bus:
             await bus.publish(
-                new_event(
-                    CampaignStarted,
-                    key=("bench",),
+                CampaignStarted(
+                    event_id=CampaignStarted.id_for("bench"),
                     campaign_id="bench",
                     campaign=campaign,
                     producer=bus.producer,

@@ -128,7 +128,7 @@ async def _nats_exec(n: int, base: Path) -> list[Row]:
     from assay.config import Settings
     from assay.embedded import NatsServer
     from assay.sandbox_client import SandboxClient
-    from assay_schemas import AgentSpec, Limits, RunHistory, RunRequested, Task, new_event
+    from assay_schemas import AgentSpec, Limits, RunHistory, RunRequested, Task
 
     with NatsServer(base / "nats") as server:
         settings = Settings(
@@ -149,8 +149,7 @@ async def _nats_exec(n: int, base: Path) -> list[Row]:
         direct_backend.create(SandboxSpec(), "benchdirect", {})
         try:
             async with Bus(settings, service="bench") as bus:
-                request = new_event(
-                    RunRequested, key=("benchrun",), campaign_id="bench", run_id="benchrun",
+                request = RunRequested(event_id=RunRequested.id_for("benchrun"), campaign_id="bench", run_id="benchrun",
                     task=Task(task_id="t", prompt="p"), agent=AgentSpec(agent_id="a", model="m"),
                     epoch=0, limits=Limits(), sandbox=SandboxSpec(), producer=bus.producer,
                 )  # fmt: skip

@@ -10,7 +10,7 @@ import time
 from typing import NamedTuple
 
 from assay_aggregator.statistics._bootstrap import ratio, resample_counts
-from assay_aggregator.statistics._context import Settings
+from assay_aggregator.statistics._context import AnalysisSettings
 from assay_aggregator.statistics._panel import cell_means, prepare
 from assay_aggregator.statistics._suite import compute_statistics
 
@@ -65,7 +65,9 @@ def bench_statistics(
         BenchRow(
             "full_suite",
             _best(
-                lambda: compute_statistics(tables, Settings(seed=seed, n_resamples=n_resamples)),
+                lambda: compute_statistics(
+                    tables, AnalysisSettings(seed=seed, n_resamples=n_resamples)
+                ),
                 repeats,
             ),
             f"compute_statistics, {n_resamples} resamples",
@@ -74,7 +76,7 @@ def bench_statistics(
             "full_suite_by_domain",
             _best(
                 lambda: compute_statistics(
-                    tables, Settings(seed=seed, n_resamples=n_resamples, group_by="domain")
+                    tables, AnalysisSettings(seed=seed, n_resamples=n_resamples, group_by="domain")
                 ),
                 repeats,
             ),

@@ -54,7 +54,6 @@ from assay_schemas import (
     ToolResultRecord,
     Usage,
     default_rubric,
-    new_event,
     run_id_for,
 )
 
@@ -173,19 +172,16 @@ def synthetic_events(
     ]
     campaign = _campaign(spec, agents)
     dims = default_rubric().dimension_keys
-    yield new_event(
-        CampaignStarted, key=(cid,), campaign_id=cid, campaign=campaign,
+    yield CampaignStarted(event_id=CampaignStarted.id_for(cid), campaign_id=cid, campaign=campaign,
         producer=PRODUCER, occurred_at=clock(),
     )  # fmt: skip
     for judge in campaign.judges:
-        yield new_event(
-            JudgeRegistered, key=(cid, judge.judge_id), campaign_id=cid, judge=judge,
+        yield JudgeRegistered(event_id=JudgeRegistered.id_for(cid, judge.judge_id), campaign_id=cid, judge=judge,
             producer=PRODUCER, occurred_at=clock(),
         )  # fmt: skip
     tasks = _tasks(spec, store)
     for task in tasks:
-        yield new_event(
-            TaskSubmitted, key=(cid, task.task_id), campaign_id=cid, task_id=task.task_id,
+        yield TaskSubmitted(event_id=TaskSubmitted.id_for(cid, task.task_id), campaign_id=cid, task_id=task.task_id,
             task=task, producer=PRODUCER, occurred_at=clock(),
         )  # fmt: skip
     skill = np.asarray(
@@ -215,18 +211,15 @@ def _run(
     env: dict[str, Any] = {
         "campaign_id": cid, "run_id": rid, "task_id": task.task_id, "producer": PRODUCER,
     }  # fmt: skip
-    yield new_event(
-        RunRequested, key=(rid,), task=task, agent=agent, epoch=epoch, limits=Limits(),
+    yield RunRequested(event_id=RunRequested.id_for(rid), task=task, agent=agent, epoch=epoch, limits=Limits(),
         sandbox=SandboxSpec(), scripted=spec.scripted, occurred_at=clock(), **env,
     )  # fmt: skip
     if rng.random() < spec.infrastructure_failure_rate:
-        yield new_event(
-            RunFailed, key=(rid, "sandbox"), stage="sandbox", error="sandbox host unreachable",
+        yield RunFailed(event_id=RunFailed.id_for(rid, "sandbox"), stage="sandbox", error="sandbox host unreachable",
             infrastructure=True, occurred_at=clock(), **env,
         )  # fmt: skip
         return
-    yield new_event(
-        SandboxReady, key=(rid,), sandbox_id=f"sb-{rid}", backend="bubblewrap",
+    yield SandboxReady(event_id=SandboxReady.id_for(rid), sandbox_id=f"sb-{rid}", backend="bubblewrap",
         instance="local", image_digest="sha256:" + "0" * 64, workspace=task.attachments,
         occurred_at=clock(), **env,
     )  # fmt: skip
@@ -250,14 +243,12 @@ def _run(
             call_id=f"c{step}", name="bash", output="estimate = 2.01\n", exit_code=0,
             truncated=blob is not None, output_blob=blob, duration_ms=350.0,
         )  # fmt: skip
-        yield new_event(
-            AgentStepLogged, key=(rid, step), step=step, model_output=text, tool_calls=[call],
+        yield AgentStepLogged(event_id=AgentStepLogged.id_for(rid, step), step=step, model_output=text, tool_calls=[call],
             tool_results=[result], usage=usage, latency_ms=float(rng.lognormal(7.0, 0.3)),
             cost_usd=step_cost, occurred_at=clock(), **env,
         )  # fmt: skip
     final = "Done: estimate = 2.01, see report.md and results.csv."
-    yield new_event(
-        AgentFinished, key=(rid,), stop_reason="submitted", final_message=final,
+    yield AgentFinished(event_id=AgentFinished.id_for(rid), stop_reason="submitted", final_message=final,
         steps=spec.steps_per_run, usage=total, cost_usd=cost,
         duration_s=float(rng.lognormal(4.0, 0.4)), occurred_at=clock(), **env,
     )  # fmt: skip
@@ -266,8 +257,7 @@ def _run(
     if not empty:
         for path in ("analysis.py", "results.csv", "report.md"):
             files.append(_ref(path, f"{rid} {path}\nestimate = 2.01\n".encode(), store))
-    sealed = new_event(
-        ArtifactsSealed, key=(rid,), files=files, final_message=final, agent_id=agent.agent_id,
+    sealed = ArtifactsSealed(event_id=ArtifactsSealed.id_for(rid), files=files, final_message=final, agent_id=agent.agent_id,
         epoch=epoch, sandbox_id=f"sb-{rid}", occurred_at=clock(), **env,
     )  # fmt: skip
     yield sealed
@@ -308,8 +298,7 @@ def _judgments(
             tags = ["no_artifacts"] if empty else []
             if rng.random() < spec.overclaim_rate.get(agent.agent_id, 0.1):
                 tags.insert(0, "overclaiming")
-            yield new_event(
-                JudgmentRecorded, key=(rid, judge_id, sample), judge_id=judge_id,
+            yield JudgmentRecorded(event_id=JudgmentRecorded.id_for(rid, judge_id, sample), judge_id=judge_id,
                 judge_family=family, judge_model=f"model-{judge_id}", sample=sample,
                 rubric_id="assay-default", rubric_version=1, scores=scores, failure_tags=tags,
                 rationale="Checked the report against results.csv.", files_cited=paths[-2:],
@@ -324,8 +313,7 @@ def _judgments(
         tags = ["no_artifacts"] if empty else []
         if not empty and rng.random() < 0.05:
             tags.append("claimed_file_missing")
-        yield new_event(
-            JudgmentRecorded, key=(rid, RULES_JUDGE_ID, 0), judge_id=RULES_JUDGE_ID, judge_family="rules",
+        yield JudgmentRecorded(event_id=JudgmentRecorded.id_for(rid, RULES_JUDGE_ID, 0), judge_id=RULES_JUDGE_ID, judge_family="rules",
             judge_model="rules", sample=0, rubric_id="assay-default", rubric_version=1,
             failure_tags=tags, checks=checks, causation_id=cause, occurred_at=clock(), **env,
         )  # fmt: skip

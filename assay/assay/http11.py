@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 
 import h11
 
+from assay_schemas import AssayError, InvalidInput
+
 __all__ = [
     "MAX_HEAD",
     "HttpRequest",
@@ -71,7 +73,7 @@ Handler = Callable[[HttpRequest], Awaitable[HttpResponse | None]]
 """Answers a request; None means hang up without answering (a simulated dead upstream)."""
 
 
-class _Refused(Exception):
+class _Refused(InvalidInput):
     """A request this server will not read: answered with `status`, then the connection ends."""
 
     def __init__(self, status: int, message: str) -> None:
@@ -162,7 +164,7 @@ async def serve_connection(
             await writer.wait_closed()
 
 
-class UpstreamError(Exception):
+class UpstreamError(AssayError):
     """The upstream could not be reached or broke the exchange; the connection is dropped."""
 
 

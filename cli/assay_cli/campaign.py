@@ -24,7 +24,6 @@ from assay_schemas import (
     TaskSubmitted,
     describe_validation,
     load_rubric,
-    new_event,
     read_structured_file,
 )
 
@@ -103,9 +102,8 @@ async def _task_events(
     events = []
     for draft in drafts:
         task = await asyncio.to_thread(draft.to_task, store)
-        event = new_event(
-            TaskSubmitted,
-            key=(campaign_id, task.task_id, _task_digest(task)),
+        event = TaskSubmitted(
+            event_id=TaskSubmitted.id_for(campaign_id, task.task_id, _task_digest(task)),
             campaign_id=campaign_id,
             task_id=task.task_id,
             task=task,
@@ -137,9 +135,8 @@ async def submit_campaign(
     is bad."""
     events = await _task_events(bus, store, campaign.campaign_id, drafts)
     campaign = await asyncio.to_thread(store_bundles, store, campaign)
-    started = new_event(
-        CampaignStarted,
-        key=(campaign.campaign_id,),
+    started = CampaignStarted(
+        event_id=CampaignStarted.id_for(campaign.campaign_id),
         campaign_id=campaign.campaign_id,
         campaign=campaign,
         producer=bus.producer,

@@ -13,11 +13,12 @@ from rich.console import Console
 from rich.table import Table
 
 from assay_cli.progress import Progress
+from assay_schemas import JudgmentFailed, RunFailed
 
 __all__ = ["Cause", "Problems", "problems_of"]
 
 _CLASS = re.compile(r"^([A-Z][\w.]*): ")
-"""Errors on the log read `ClassName: message`."""
+"""Events logged before `error_info` existed carry only `error`: `ClassName: message`."""
 
 
 class Cause(BaseModel):
@@ -96,7 +97,11 @@ class Problems(BaseModel):
         )
 
 
-def _split(error: str) -> tuple[str, str]:
+def _split(event: RunFailed | JudgmentFailed) -> tuple[str, str]:
+    """Error class (or "") and message of a failure: structured, else parsed from old text."""
+    if event.error_info is not None:
+        return event.error_info.error_class or "", event.error_info.message
+    error = event.error
     match = _CLASS.match(error)
     if match is None:
         return "", error
@@ -108,11 +113,11 @@ def problems_of(progress: Progress) -> Problems:
     grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
     for failure in progress.failures.values():
         if failure.infrastructure:
-            error_class, message = _split(failure.error)
+            error_class, message = _split(failure)
             grouped[(failure.stage, error_class)].append(message)
     for judged in progress.judge_failures.values():
         if judged.infrastructure:
-            error_class, message = _split(judged.error)
+            error_class, message = _split(judged)
             grouped[("judge", error_class)].append(message)
     causes = tuple(
         Cause(stage=stage, error_class=cls or "-", first_message=messages[0], count=len(messages))

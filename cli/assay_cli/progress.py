@@ -29,10 +29,10 @@ from assay_schemas import (
     run_id_for,
 )
 
-__all__ = ["Progress", "Verdict"]
+__all__ = ["Progress", "VerdictKey"]
 
-Verdict = tuple[str, str, int]
-"""(run id, judge id, sample)."""
+VerdictKey = tuple[str, str, int]
+"""(run id, judge id, sample): one verdict owed or given."""
 
 
 @dataclass
@@ -54,9 +54,9 @@ class Progress:
     ended: set[str] = field(default_factory=set)
     """Runs that will not move on: sealed (either outcome) or failed."""
     expected: set[str] = field(default_factory=set)
-    owed: set[Verdict] = field(default_factory=set)
-    judged: set[Verdict] = field(default_factory=set)
-    judge_failures: dict[Verdict, JudgmentFailed] = field(default_factory=dict)
+    owed: set[VerdictKey] = field(default_factory=set)
+    judged: set[VerdictKey] = field(default_factory=set)
+    judge_failures: dict[VerdictKey, JudgmentFailed] = field(default_factory=dict)
     steps: int = 0
     cost_usd: float = 0.0
     scripted: bool = False
@@ -131,11 +131,11 @@ class Progress:
             }
         return runs
 
-    def owed_verdicts(self) -> set[Verdict]:
+    def owed_verdicts(self) -> set[VerdictKey]:
         """Every verdict owed on the runs sealed so far (LLM judges' samples and the rules')."""
         return self.owed
 
-    def _owed_on(self, run: str) -> set[Verdict]:
+    def _owed_on(self, run: str) -> set[VerdictKey]:
         campaign_id, task_id = self.run_task.get(run, ("", ""))
         spec = self.campaigns.get(campaign_id)
         task = self.tasks.get((campaign_id, task_id))
@@ -146,7 +146,7 @@ class Progress:
             owed |= {(run, judge.judge_id, s) for s in range(samples)}
         return owed
 
-    def given_verdicts(self) -> set[Verdict]:
+    def given_verdicts(self) -> set[VerdictKey]:
         """Verdicts given or given up on."""
         return self.judged | set(self.judge_failures)
 
@@ -169,7 +169,7 @@ class Progress:
         """Expected runs that have not ended."""
         return self.expected_runs() - self.ended
 
-    def pending_verdicts(self) -> set[Verdict]:
+    def pending_verdicts(self) -> set[VerdictKey]:
         """Owed verdicts not given yet."""
         return self.owed_verdicts() - self.given_verdicts()
 

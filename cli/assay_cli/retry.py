@@ -8,7 +8,7 @@ attempt of each (task, agent, epoch) and its accounting counts every attempt.
 from __future__ import annotations
 
 from assay.bus import Bus
-from assay_schemas import RunFailed, RunRequested, new_event, run_id_for
+from assay_schemas import RunFailed, RunRequested, run_id_for
 
 __all__ = ["retry_failed", "why_none_retried"]
 
@@ -52,9 +52,8 @@ async def retry_failed(
             exclude={"event_id", "occurred_at", "run_id", "attempt", "causation_id", "producer"}
         )
         retries.append(
-            new_event(
-                RunRequested,
-                key=(run_id,),
+            RunRequested(
+                event_id=RunRequested.id_for(run_id),
                 **fields,
                 run_id=run_id,
                 attempt=attempt,

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TypedDict
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from ._ids import Identifier, derive_id
 
-__all__ = ["NO_RUN", "Event", "Producer", "new_event", "run_id_for", "same_run"]
+__all__ = ["NO_RUN", "Event", "Producer", "RunEnvelope", "run_id_for", "same_run"]
 
 NO_RUN = "-"
 """Subject token for events that belong to no run."""
@@ -46,6 +46,12 @@ class Event(BaseModel):
     """event_id of the event that caused this one."""
     producer: Producer
 
+    @classmethod
+    def id_for(cls, *key: object) -> str:
+        """The deterministic id of this event type caused by `key`: a retried publish of
+        the same cause gets the same id, so the bus dedupes it."""
+        return derive_id(cls.model_fields["event_type"].default, *key)
+
     @field_validator("occurred_at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
@@ -62,21 +68,22 @@ def run_id_for(campaign_id: str, task_id: str, agent_id: str, epoch: int, attemp
     return "r" + derive_id("run", *parts)[:24]
 
 
-E = TypeVar("E", bound=Event)
+class RunEnvelope(TypedDict):
+    """Envelope fields of an event about a run, as `same_run` gives them (typed, so that
+    `Event(**same_run(e), ...)` is checked like any other keyword)."""
+
+    campaign_id: str
+    run_id: str | None
+    task_id: str | None
+    causation_id: str | None
 
 
-def new_event(cls: type[E], *, key: tuple[object, ...], **fields: Any) -> E:
-    """Build an event whose id is derived from its type and `key` (the cause)."""
-    event_type = cls.model_fields["event_type"].default
-    return cls(event_id=derive_id(event_type, *key), **fields)
-
-
-def same_run(event: Event, *, cause: Event | None = None) -> dict[str, Any]:
+def same_run(event: Event, *, cause: Event | None = None) -> RunEnvelope:
     """Envelope fields of an event about the same run as `event`, caused by `cause`
     (default: `event` itself): campaign, run, task and causation."""
-    return {
-        "campaign_id": event.campaign_id,
-        "run_id": event.run_id,
-        "task_id": event.task_id,
-        "causation_id": (cause or event).event_id,
-    }
+    return RunEnvelope(
+        campaign_id=event.campaign_id,
+        run_id=event.run_id,
+        task_id=event.task_id,
+        causation_id=(cause or event).event_id,
+    )

@@ -1,24 +1,41 @@
-"""The exception tree shared by every Assay service.
+"""The exception tree shared by every Assay service: every exception Assay raises on
+purpose is in it (the classes outside this package are named with their module).
 
     AssayError
     ├── InvalidInput            bad user or external input (tasks, campaigns, rubrics)
     │   ├── TaskInputError      a task file or attachment is malformed or hostile
-    │   └── InvalidEvent        a message on an event subject does not parse or validate
+    │   │   └── RuleCheckError          assay_judge.rules.checks: a reference check cannot run
+    │   ├── InvalidEvent        a message on an event subject does not parse or validate
+    │   ├── PatternError                assay.tasks: a pattern RE2 cannot compile
+    │   ├── _Refused                    assay.http11: a request the server will not read
+    │   ├── ToolArgumentError           assay_runner.tools: a tool called with bad arguments
+    │   ├── ReadError                   assay_judge.readers: a file cannot be read as asked
+    │   ├── RequestRefused              assay_aggregator.view.hosts: another host or origin
+    │   └── _Refused                    assay_aggregator.view.documents: a file over a bound
     ├── ConfigError             settings or environment are wrong
     ├── BusError                NATS / JetStream failures (publish not acked, stream missing)
     ├── StoreError              blob store failures
     │   ├── BlobNotFound
     │   └── BlobCorrupted       stored bytes do not match their sha256
-    ├── SandboxError            sandbox backends (see assay_sandbox_manager.backends)
-    ├── ProviderError           model providers (see assay.providers)
-    └── JudgingError            a judge could not produce a valid verdict
+    ├── SandboxError            sandboxes (subclasses: assay_sandbox_manager.backends)
+    │   └── ExtensionBuildFailed        assay_sandbox_manager.extension: pip could not build
+    ├── ProviderError           model providers (subclasses: assay.providers)
+    ├── JudgingError            a judge could not produce a verdict
+    │   └── CheckFailed                 assay_judge.rules.worker: a rule check failed
+    ├── ProgramFailed                   assay_runner.program: a program run cannot finish
+    ├── _Refused                        assay_runner.gateway: a model call refused
+    ├── UpstreamError                   assay.http11: the upstream broke the exchange
+    ├── ScriptExhausted                 assay.scripted: a scripted model has no reply left
+    └── OverTime, Died, Closed, Raised  assay_judge.killable: a killable call's ends
 
 Errors name the task, run, field, blob or subject they concern and chain their cause.
 """
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 __all__ = [
     "AssayError",
@@ -26,6 +43,8 @@ __all__ = [
     "BlobNotFound",
     "BusError",
     "ConfigError",
+    "ErrorInfo",
+    "FailureStage",
     "InvalidEvent",
     "InvalidInput",
     "JudgingError",
@@ -77,15 +96,52 @@ class BlobCorrupted(StoreError):
 
 
 class SandboxError(AssayError):
-    """A sandbox backend failed or refused."""
+    """A sandbox failed or refused (the backends' errors derive from it; so does what the
+    sandbox client raises for an error reply)."""
 
 
 class ProviderError(AssayError):
-    """A model provider failed."""
+    """A model provider failed; names the provider and the model (subclasses: assay.providers)."""
+
+    infrastructure: bool = False
+    """True when the failure is the platform's (endpoint, credentials), never the agent's."""
+
+    def __init__(self, message: str, *, provider: str, model: str) -> None:
+        super().__init__(f"{provider} model {model!r}: {message}")
+        self.provider = provider
+        self.model = model
+        self.detail = message
+        """The message without the provider/model prefix."""
 
 
 class JudgingError(AssayError):
-    """A judge could not produce a valid verdict."""
+    """A judge could not produce a verdict (e.g. a rule check failed)."""
+
+
+FailureStage = Literal["sandbox", "agent", "seal", "judge"]
+"""Where a run failed (`RunFailed.stage`)."""
+
+
+class ErrorInfo(BaseModel):
+    """A failure as data, on `RunFailed` and `JudgmentFailed`: read it, never parse `error`.
+
+    Optional on those events: ones logged before it existed carry only the flat `error`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    error_class: str | None = None
+    """The exception's class name; None when no exception was raised (e.g. no valid verdict)."""
+    message: str
+
+    @classmethod
+    def of(cls, error: BaseException) -> ErrorInfo:
+        """The class and message of an exception."""
+        return cls(error_class=type(error).__name__, message=str(error))
+
+    @property
+    def text(self) -> str:
+        """The flat form events carry in `error`: `Class: message`, or the message alone."""
+        return f"{self.error_class}: {self.message}" if self.error_class else self.message
 
 
 def describe_validation(error: ValidationError) -> str:

@@ -19,6 +19,7 @@ from ._domain import (
     Usage,
 )
 from ._envelope import Event
+from ._errors import ErrorInfo, FailureStage
 from ._ids import Identifier
 
 __all__ = [
@@ -206,8 +207,10 @@ class RunFailed(Event):
     """A run could not complete. Infrastructure failures are never scored."""
 
     event_type: Literal["RunFailed"] = "RunFailed"
-    stage: Literal["sandbox", "agent", "seal", "judge"]
+    stage: FailureStage
     error: str
+    error_info: ErrorInfo | None = None
+    """The error as data (None on events logged before it existed)."""
     infrastructure: bool
     output_sha256: str | None = None
     """A program agent's stdout and stderr (a blob), when it ran."""
@@ -337,6 +340,8 @@ class JudgmentFailed(Event):
     judge_id: Identifier
     sample: int = Field(ge=0)
     error: str
+    error_info: ErrorInfo | None = None
+    """The error as data (None on events logged before it existed)."""
     attempts: int = Field(ge=1)
     raw_output: FileRef | None = None
     """The last raw output, kept as a blob for inspection."""

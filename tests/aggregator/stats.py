@@ -13,7 +13,9 @@ R = TypeVar("R", bound=st.Row)
 def rows_of(
     statistic: Callable[[st.Context], list[R]], tables: st.Tables, **settings: Any
 ) -> tuple[R, ...]:
-    """The statistic's rows over every context of ``tables`` (``settings``: the fields of Settings)."""
+    """The statistic's rows over every context of ``tables`` (``settings``: the fields of AnalysisSettings)."""
     return tuple(
-        row for ctx in st.contexts(tables, st.Settings(**settings)) for row in statistic(ctx)
+        row
+        for ctx in st.contexts(tables, st.AnalysisSettings(**settings))
+        for row in statistic(ctx)
     )

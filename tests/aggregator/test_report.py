@@ -18,7 +18,7 @@ from assay_aggregator import (
 )
 from assay_aggregator.html import plots, render_html
 from assay_aggregator.pages import render_chart
-from assay_aggregator.statistics import DEFINITIONS, Settings, compute_statistics
+from assay_aggregator.statistics import DEFINITIONS, AnalysisSettings, compute_statistics
 from bench.synthetic_log import synthetic_events
 
 from .conftest import SPEC
@@ -35,7 +35,7 @@ def test_report_equals_the_statistics_on_the_same_tables(projections: Projection
     report = build_report(projections, campaign="camp", n_resamples=RESAMPLES)
     direct = compute_statistics(
         projections.statistics_tables(["camp"]),
-        Settings(seed=report_seed(["camp"]), n_resamples=RESAMPLES),
+        AnalysisSettings(seed=report_seed(["camp"]), n_resamples=RESAMPLES),
     )
     assert canonical_json(report.statistics) == canonical_json(direct)
     assert report.statistics.seed == report_seed(["camp"]) != report_seed(["other"])

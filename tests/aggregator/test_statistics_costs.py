@@ -17,7 +17,9 @@ def test_cost_per_passed_task_by_hand() -> None:
     passing = pl.col("task_id").is_in(["task_0000", "task_0001"])
     ratings = t.ratings.with_columns(score=pl.when(passing).then(9).otherwise(3))
     runs = t.runs.with_columns(cost_usd=pl.lit(0.25), input_tokens=pl.lit(1000))
-    rep = st.compute_statistics(st.make_tables(ratings, runs), st.Settings(seed=0, n_resamples=20))
+    rep = st.compute_statistics(
+        st.make_tables(ratings, runs), st.AnalysisSettings(seed=0, n_resamples=20)
+    )
     [cost] = rep.agent_costs
     assert cost.n_runs == 8 and cost.n_passed_tasks == 2
     assert cost.cost_usd == pytest.approx(2.0) and cost.cost_per_passed_task == pytest.approx(1.0)
@@ -32,7 +34,7 @@ def test_no_passed_task_gives_nan_cost_per_pass() -> None:
     t = synthetic_tables(n_tasks=3, n_agents=1, seed=3)
     rep = st.compute_statistics(
         st.make_tables(t.ratings.with_columns(score=pl.lit(2, pl.Int64)), t.runs),
-        st.Settings(seed=0, n_resamples=20),
+        st.AnalysisSettings(seed=0, n_resamples=20),
     )
     assert rep.agent_costs[0].n_passed_tasks == 0
     assert math.isnan(rep.agent_costs[0].cost_per_passed_task)

@@ -21,7 +21,7 @@ with warnings.catch_warnings():  # third-party imports may warn on newer pandas/
 
 
 def _context(tables: st.Tables, seed: int = 0, n_resamples: int = 50) -> st.Context:
-    return next(st.contexts(tables, st.Settings(seed=seed, n_resamples=n_resamples)))
+    return next(st.contexts(tables, st.AnalysisSettings(seed=seed, n_resamples=n_resamples)))
 
 
 @pytest.fixture(scope="module")

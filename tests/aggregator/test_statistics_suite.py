@@ -37,9 +37,9 @@ def test_exports() -> None:
 
 
 def test_same_seed_is_byte_identical_other_seed_is_not(tables: st.Tables) -> None:
-    a = st.compute_statistics(tables, st.Settings(seed=5, n_resamples=500))
-    b = st.compute_statistics(tables, st.Settings(seed=5, n_resamples=500))
-    c = st.compute_statistics(tables, st.Settings(seed=6, n_resamples=500))
+    a = st.compute_statistics(tables, st.AnalysisSettings(seed=5, n_resamples=500))
+    b = st.compute_statistics(tables, st.AnalysisSettings(seed=5, n_resamples=500))
+    c = st.compute_statistics(tables, st.AnalysisSettings(seed=6, n_resamples=500))
     assert a.model_dump_json() == b.model_dump_json()
     assert a.model_dump_json() != c.model_dump_json()
     # Point estimates do not depend on the seed; intervals do.
@@ -48,7 +48,7 @@ def test_same_seed_is_byte_identical_other_seed_is_not(tables: st.Tables) -> Non
 
 
 def test_suite_matches_single_functions(tables: st.Tables) -> None:
-    rep = st.compute_statistics(tables, st.Settings(seed=3, n_resamples=300))
+    rep = st.compute_statistics(tables, st.AnalysisSettings(seed=3, n_resamples=300))
     kw = {"seed": 3, "n_resamples": 300}
     assert rep.agent_scores == rows_of(st.overall_score_rows, tables, **kw)
     assert rep.self_preference == rows_of(st.self_preference_rows, tables, **kw)
@@ -78,7 +78,7 @@ def test_group_by_equals_analysing_each_group(tables: st.Tables) -> None:
             r for r in grouped if r.group == g
         ]
     diff = st.compute_statistics(
-        tables, st.Settings(seed=2, n_resamples=100, group_by="difficulty")
+        tables, st.AnalysisSettings(seed=2, n_resamples=100, group_by="difficulty")
     )
     assert {r.group for r in diff.agent_scores} == {"", "easy", "hard", "medium"}
 
@@ -197,16 +197,16 @@ def test_to_frame_and_definitions() -> None:
 def test_degenerate_inputs_give_nan_not_errors() -> None:
     t = synthetic_tables(n_tasks=3, n_agents=2, seed=1)
     one_judge = st.make_tables(t.ratings.filter(pl.col("judge_id") == "judge_a"), t.runs)
-    rep = st.compute_statistics(one_judge, st.Settings(seed=0, n_resamples=50))
+    rep = st.compute_statistics(one_judge, st.AnalysisSettings(seed=0, n_resamples=50))
     assert np.isnan(rep.self_preference[0].coefficient)
     assert np.isnan(rep.judge_agreement[0].krippendorff_alpha)
     agent_1_failed = t.runs.with_columns(infrastructure_failure=pl.col("agent_id") == "agent_1")
     rep = st.compute_statistics(
-        st.make_tables(t.ratings, agent_1_failed), st.Settings(seed=0, n_resamples=50)
+        st.make_tables(t.ratings, agent_1_failed), st.AnalysisSettings(seed=0, n_resamples=50)
     )
     assert np.isnan(rep.agent_scores[1].estimate) and np.isnan(rep.agent_scores[1].se)
     assert rep.agent_ranks[0].p_rank_1 == 1.0 and np.isnan(rep.agent_ranks[1].rank)
     assert rep.run_accounting[1].n_infrastructure_failures == 3
     nothing = st.make_tables(t.ratings.head(0), t.runs)
-    rep = st.compute_statistics(nothing, st.Settings(seed=0, n_resamples=50))
+    rep = st.compute_statistics(nothing, st.AnalysisSettings(seed=0, n_resamples=50))
     assert len(rep.unpassed_tasks) == 3 and rep.run_accounting[0].n_unscored == 3

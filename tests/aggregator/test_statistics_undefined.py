@@ -27,7 +27,7 @@ with warnings.catch_warnings():  # third-party imports may warn on newer pandas/
 
 
 def _report(tables: st.Tables, **kw: object) -> st.StatisticsReport:
-    return st.compute_statistics(tables, st.Settings(seed=1, n_resamples=200, **kw))  # type: ignore[arg-type]
+    return st.compute_statistics(tables, st.AnalysisSettings(seed=1, n_resamples=200, **kw))  # type: ignore[arg-type]
 
 
 def _warnings(rep: st.StatisticsReport) -> dict[tuple[str, str], st.StatisticsWarning]:
@@ -65,7 +65,7 @@ def flaky() -> st.Tables:
 def test_flaky_judge_is_dropped_from_icc_and_correlations_and_named(flaky: st.Tables) -> None:
     rep = _report(flaky)
     [agree] = rep.judge_agreement
-    ctx = next(st.contexts(flaky, st.Settings(seed=1)))
+    ctx = next(st.contexts(flaky, st.AnalysisSettings(seed=1)))
     x = ctx.panel.judge_score[:, :2]  # judge_a and judge_b scored every run
     assert not np.isnan(x).any() and x.shape[0] == 90
     one, many = _pingouin_icc(x)
@@ -215,7 +215,7 @@ def test_identified_coefficients_match_statsmodels_and_do_not_depend_on_names() 
         judge_leniency={"judge_c": 0.5},
         seed=6,
     )
-    ctx = next(st.contexts(t, st.Settings(seed=1)))
+    ctx = next(st.contexts(t, st.AnalysisSettings(seed=1)))
     p = ctx.panel
     r_idx, j_idx = np.nonzero(~np.isnan(p.judge_score))
     fam = np.array(p.agent_families)[p.run_agent[r_idx]]
@@ -256,7 +256,7 @@ def test_two_agent_families_for_two_judge_families_identify_no_gamma() -> None:
         "leniency in these data; no coefficient is reported"
     )
     assert ("self_preference_not_identified", "fam_x") in w
-    ctx = next(st.contexts(t, st.Settings(seed=1)))
+    ctx = next(st.contexts(t, st.AnalysisSettings(seed=1)))
     p = ctx.panel
     r_idx, j_idx = np.nonzero(~np.isnan(p.judge_score))
     own = np.array(p.agent_families)[p.run_agent[r_idx]] == np.array(p.judge_families)[j_idx]
@@ -297,7 +297,7 @@ def test_tied_top_agents_share_p_rank_1_and_the_column_sums_to_one() -> None:
     assert ranks["agent_0"].p_rank_1 == 0.5 and ranks["agent_1"].p_rank_1 == 0.5
     assert sum(r.p_rank_1 for r in ranks.values()) == pytest.approx(1.0, abs=1e-12)
     # scipy: average ranks put both twins at 1.5 in every resample.
-    ctx = next(st.contexts(tables, st.Settings(seed=1, n_resamples=300)))
+    ctx = next(st.contexts(tables, st.AnalysisSettings(seed=1, n_resamples=300)))
     draws = ctx.overall.draws
     avg = sps.rankdata(-draws, axis=1, method="average")
     assert (avg[:, 0] == 1.5).all() and (avg[:, 1] == 1.5).all()
@@ -355,7 +355,7 @@ def test_resamples_without_a_sparse_agent_are_counted_and_named() -> None:
     sparse = (pl.col("agent_id") == "agent_2") & (pl.col("task_id") != "task_0000")
     tables = st.make_tables(t.ratings.filter(~sparse), t.runs, t.tags)
     rep = _report(tables)
-    ctx = next(st.contexts(tables, st.Settings(seed=1, n_resamples=200)))
+    ctx = next(st.contexts(tables, st.AnalysisSettings(seed=1, n_resamples=200)))
     lost = int((ctx.counts[:, 0] == 0).sum())  # resamples that never drew task_0000
     assert 0 < lost < 200
     w = _warnings(rep)[("rank_resamples_left_out", "")]

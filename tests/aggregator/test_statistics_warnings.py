@@ -10,7 +10,7 @@ from bench.synthetic_tables import synthetic_tables
 
 
 def _warnings(tables: st.Tables, **kw: object) -> dict[tuple[str, str], st.StatisticsWarning]:
-    rep = st.compute_statistics(tables, st.Settings(seed=1, n_resamples=100), **kw)  # type: ignore[arg-type]
+    rep = st.compute_statistics(tables, st.AnalysisSettings(seed=1, n_resamples=100), **kw)  # type: ignore[arg-type]
     return {(w.kind, w.subject): w for w in rep.warnings}
 
 
@@ -74,6 +74,6 @@ def test_single_judge_agreement_is_undefined() -> None:
 @pytest.mark.parametrize("group_by", ["domain"])
 def test_warnings_per_group(group_by: str) -> None:
     t = synthetic_tables(n_tasks=12, n_agents=2, seed=2)
-    rep = st.compute_statistics(t, st.Settings(seed=1, n_resamples=100, group_by="domain"))
+    rep = st.compute_statistics(t, st.AnalysisSettings(seed=1, n_resamples=100, group_by="domain"))
     few = [w for w in rep.warnings if w.kind == "few_tasks"]
     assert sorted(w.group or "" for w in few) == ["biology", "chemistry", "physics"]

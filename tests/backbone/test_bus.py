@@ -9,14 +9,18 @@ from nats.js.errors import APIError
 
 from assay.bus import DEAD_REASON, Bus, Delivery
 from assay.config import Settings
-from assay_schemas import AgentStepLogged, Event, Producer, new_event
+from assay_schemas import AgentStepLogged, Event, Producer
 
 PRODUCER = Producer(service="test", version="0")
 
 
 def step(run: str, n: int) -> AgentStepLogged:
-    return new_event(
-        AgentStepLogged, key=(run, n), campaign_id="c1", run_id=run, step=n, producer=PRODUCER
+    return AgentStepLogged(
+        event_id=AgentStepLogged.id_for(run, n),
+        campaign_id="c1",
+        run_id=run,
+        step=n,
+        producer=PRODUCER,
     )
 
 

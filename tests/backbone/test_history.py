@@ -27,7 +27,6 @@ from assay_schemas import (
     SandboxSpec,
     Task,
     Usage,
-    new_event,
 )
 
 PRODUCER = Producer(service="test", version="0")
@@ -35,7 +34,7 @@ RUN = {"campaign_id": "c1", "run_id": "r1", "task_id": "t1", "producer": PRODUCE
 
 
 def _event(cls: type[Event], key: tuple[object, ...], **fields: Any) -> Any:
-    return new_event(cls, key=key, **RUN, **fields)
+    return cls(event_id=cls.id_for(*key), **RUN, **fields)
 
 
 def requested(agent: str = "a1") -> RunRequested:
@@ -184,7 +183,10 @@ def test_apply_folds_one_event_at_a_time_and_twice_changes_nothing() -> None:
 
 def test_events_about_no_run_are_ignored() -> None:
     campaign = CampaignSpec(campaign_id="c1", agents=[AgentSpec(agent_id="a1", model="m")])
-    start = new_event(
-        CampaignStarted, key=("c1",), campaign_id="c1", campaign=campaign, producer=PRODUCER
+    start = CampaignStarted(
+        event_id=CampaignStarted.id_for("c1"),
+        campaign_id="c1",
+        campaign=campaign,
+        producer=PRODUCER,
     )
     assert RunHistory.fold([start]) == RunHistory()

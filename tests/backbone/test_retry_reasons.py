@@ -8,7 +8,7 @@ from pathlib import Path
 from assay.bus import Bus
 from assay.config import Settings
 from assay_cli.retry import retry_failed, why_none_retried
-from assay_schemas import RunFailed, RunRequested, new_event, same_run
+from assay_schemas import RunFailed, RunRequested, same_run
 from bench.synthetic_log import LogSpec, synthetic_events
 from tests.backbone.test_cli import run_cli
 
@@ -16,8 +16,7 @@ from tests.backbone.test_cli import run_cli
 def _failed(request: RunRequested, *, infrastructure: bool) -> RunFailed:
     stage = "sandbox" if infrastructure else "agent"
     error = "sandbox host unreachable" if infrastructure else "agent exited 1"
-    return new_event(
-        RunFailed, key=(request.run_id, stage), stage=stage, error=error,
+    return RunFailed(event_id=RunFailed.id_for(request.run_id, stage), stage=stage, error=error,
         infrastructure=infrastructure, producer=request.producer, **same_run(request),
     )  # fmt: skip
 

@@ -18,10 +18,10 @@ from assay_schemas import (
     InvalidInput,
     Producer,
     Rubric,
+    RunFailed,
     default_rubric,
     derive_id,
     load_rubric,
-    new_event,
     parse_event,
     render_schemas,
     run_id_for,
@@ -32,8 +32,11 @@ PRODUCER = Producer(service="test", version="0")
 
 def test_every_event_type_is_in_the_union_and_round_trips() -> None:
     campaign = CampaignSpec(campaign_id="c1", agents=[AgentSpec(agent_id="a1", model="m")])
-    event = new_event(
-        CampaignStarted, key=("c1",), campaign_id="c1", campaign=campaign, producer=PRODUCER
+    event = CampaignStarted(
+        event_id=CampaignStarted.id_for("c1"),
+        campaign_id="c1",
+        campaign=campaign,
+        producer=PRODUCER,
     )
     again = parse_event(event.model_dump_json())
     assert again == event
@@ -53,25 +56,25 @@ def test_every_event_type_is_in_the_union_and_round_trips() -> None:
 
 
 def test_events_are_frozen_and_utc() -> None:
-    event = new_event(
-        AgentStepLogged, key=("r1", 0), campaign_id="c1", run_id="r1", step=0, producer=PRODUCER
-    )
+    event = _step(0)
     with pytest.raises(Exception, match="frozen"):
         event.step = 3  # type: ignore[misc]
     assert event.occurred_at.utcoffset() is not None
     assert event.occurred_at.utcoffset().total_seconds() == 0  # type: ignore[union-attr]
 
 
+def _step(n: int) -> AgentStepLogged:
+    return AgentStepLogged(
+        event_id=AgentStepLogged.id_for("r1", n),
+        campaign_id="c1",
+        run_id="r1",
+        step=n,
+        producer=PRODUCER,
+    )
+
+
 def test_ids_are_derived_from_the_cause() -> None:
-    a = new_event(
-        AgentStepLogged, key=("r1", 3), campaign_id="c1", run_id="r1", step=3, producer=PRODUCER
-    )
-    b = new_event(
-        AgentStepLogged, key=("r1", 3), campaign_id="c1", run_id="r1", step=3, producer=PRODUCER
-    )
-    c = new_event(
-        AgentStepLogged, key=("r1", 4), campaign_id="c1", run_id="r1", step=4, producer=PRODUCER
-    )
+    a, b, c = _step(3), _step(3), _step(4)
     assert a.event_id == b.event_id != c.event_id
     assert run_id_for("c1", "t1", "a1", 0) == run_id_for("c1", "t1", "a1", 0)
     assert run_id_for("c1", "t1", "a1", 0) != run_id_for("c1", "t1", "a1", 1)
@@ -161,3 +164,10 @@ def test_rubric_loads_from_yaml_and_toml(tmp_path: Path) -> None:
     )
     with pytest.raises(InvalidInput, match=r"bad\.yaml.*anchors must define 8"):
         load_rubric(tmp_path / "bad.yaml")
+
+
+def test_an_events_id_is_derived_from_its_type_and_cause_as_it_always_was() -> None:
+    """Ids stay byte-identical: a replayed or retried publish dedupes against old logs."""
+    for event_type, cls in EVENT_TYPES.items():
+        assert cls.id_for("c", "r", 2) == derive_id(event_type, "c", "r", 2)
+    assert RunFailed.id_for("r1", "agent") == derive_id("RunFailed", "r1", "agent")

@@ -25,7 +25,7 @@ from assay.security.permissions import publisher_user
 from assay.security.signing import ensure_operator, signer_for, trust_for
 from assay.store import LocalBlobStore, ensure_upload_bucket, upload_bucket
 from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
-from assay_schemas import CampaignStarted, JudgmentRecorded, Producer, TaskSubmitted, new_event
+from assay_schemas import CampaignStarted, JudgmentRecorded, Producer, TaskSubmitted
 from tests.judge.cases import judge_spec, reading_judge, verdict
 from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, wait_for_events
 from tests.security.conftest import CAMPAIGN, SecureNats
@@ -159,7 +159,7 @@ async def start_campaign(cli: Bus, scripted: ScriptedModelServer) -> None:
     )
     producer = Producer(service="cli", version="1")
     await cli.publish(
-        new_event(CampaignStarted, key=(CAMPAIGN,), campaign_id=CAMPAIGN, campaign=spec,
+        CampaignStarted(event_id=CampaignStarted.id_for(CAMPAIGN), campaign_id=CAMPAIGN, campaign=spec,
                   producer=producer)
     )  # fmt: skip
 

@@ -33,7 +33,6 @@ from assay_schemas import (
     TaskJudgeConfig,
     ToolCallRecord,
     default_rubric,
-    new_event,
 )
 
 SCRIPTED_KEY = "ASSAY_TEST_SCRIPTED_KEY"
@@ -79,9 +78,8 @@ async def start_campaign(
         campaign_id=campaign_id, agents=[AGENT], judges=list(judges), prices=prices or {}
     )
     await bus.publish(
-        new_event(
-            CampaignStarted,
-            key=(campaign_id,),
+        CampaignStarted(
+            event_id=CampaignStarted.id_for(campaign_id),
             campaign_id=campaign_id,
             campaign=spec,
             producer=bus.producer,
@@ -129,9 +127,8 @@ async def seal_run(
         "producer": bus.producer,
     }
     await bus.publish(
-        new_event(
-            RunRequested,
-            key=(run_id,),
+        RunRequested(
+            event_id=RunRequested.id_for(run_id),
             task=task,
             agent=AGENT,
             epoch=0,
@@ -146,11 +143,12 @@ async def seal_run(
             for j, (n, a) in enumerate(calls)
         ]
         await bus.publish(
-            new_event(AgentStepLogged, key=(run_id, i), step=i, tool_calls=records, **common)
+            AgentStepLogged(
+                event_id=AgentStepLogged.id_for(run_id, i), step=i, tool_calls=records, **common
+            )
         )
-    sealed = new_event(
-        ArtifactsSealed,
-        key=(run_id,),
+    sealed = ArtifactsSealed(
+        event_id=ArtifactsSealed.id_for(run_id),
         files=[*attached, *(put(store, p, d) for p, d in files.items())],
         final_message=final_message,
         agent_id=AGENT.agent_id,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from assay.demo import JudgeTemper, judge_script
 from assay.providers import UserMessage
-from assay.scripted import ScriptRequest
+from assay_cli.demo import JudgeTemper, judge_script
+from assay_cli.scripted import ScriptRequest
 from assay_judge.delimit import final_message_block
 
 

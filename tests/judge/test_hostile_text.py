@@ -27,7 +27,6 @@ from assay_schemas import (
     Producer,
     Task,
     ToolCallRecord,
-    new_event,
 )
 
 from . import stalls
@@ -70,7 +69,9 @@ def _steps(text: str) -> list[AgentStepLogged]:
     ]
     producer = Producer(service="test", version="0")
     ids = {"campaign_id": "c", "run_id": "r", "task_id": "t", "producer": producer}
-    return [new_event(AgentStepLogged, key=("r", 0), step=0, tool_calls=calls, **ids)]
+    return [
+        AgentStepLogged(event_id=AgentStepLogged.id_for("r", 0), step=0, tool_calls=calls, **ids)
+    ]
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))

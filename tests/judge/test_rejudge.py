@@ -17,7 +17,6 @@ from assay_schemas import (
     JudgeSpec,
     JudgmentRecorded,
     default_rubric,
-    new_event,
 )
 from tests.aggregator.conftest import Published, published  # noqa: F401 (fixture)
 
@@ -33,8 +32,7 @@ class FakeJudge:
     async def start(self) -> None:
         bus = self.bus
         await bus.connect()
-        await bus.publish(new_event(
-            JudgeRegistered, key=("camp", NEW.judge_id), campaign_id="camp", judge=NEW,
+        await bus.publish(JudgeRegistered(event_id=JudgeRegistered.id_for("camp", NEW.judge_id), campaign_id="camp", judge=NEW,
             producer=bus.producer,
         ))  # fmt: skip
         await bus.start()
@@ -55,8 +53,7 @@ class FakeJudgeBuilder:
 
         async def on_sealed(event: ArtifactsSealed, delivery: Delivery) -> None:
             scores = {d: DimensionScore(score=9) for d in default_rubric().dimension_keys}
-            await bus.publish(new_event(
-                JudgmentRecorded, key=(event.run_id, judge.judge_id, 0), campaign_id=event.campaign_id,
+            await bus.publish(JudgmentRecorded(event_id=JudgmentRecorded.id_for(event.run_id, judge.judge_id, 0), campaign_id=event.campaign_id,
                 run_id=event.run_id, task_id=event.task_id, judge_id=judge.judge_id,
                 judge_family=judge.family, judge_model=judge.model, sample=0,
                 rubric_id="assay-default", rubric_version=1, scores=scores, producer=bus.producer,

@@ -17,7 +17,6 @@ from assay_schemas import (
     Task,
     TextContainsCheck,
     ToolCallRecord,
-    new_event,
 )
 
 from .cases import judgments, running, seal_run, wait_log
@@ -28,9 +27,8 @@ DATA = {"growth.csv": b"strain,od\nA,0.1\nB,0.5\n"}
 
 
 def _step(i: int, *calls: tuple[str, str]) -> AgentStepLogged:
-    return new_event(
-        AgentStepLogged,
-        key=("r", i),
+    return AgentStepLogged(
+        event_id=AgentStepLogged.id_for("r", i),
         campaign_id="c",
         run_id="r",
         step=i,

@@ -11,6 +11,7 @@ from assay_schemas import (
     ArtifactsSealed,
     CampaignSpec,
     CampaignStarted,
+    ErrorInfo,
     Event,
     JudgeSpec,
     JudgmentRecorded,
@@ -19,6 +20,7 @@ from assay_schemas import (
     Task,
     TaskJudgeConfig,
     TaskSubmitted,
+    parse_event,
     run_id_for,
 )
 
@@ -95,3 +97,34 @@ def test_infrastructure_failures_are_grouped_by_stage_and_class() -> None:
     )
     assert cause.first_message == "no runtime rootfs (t1)"
     assert "no runtime rootfs (t1)" in problems.html()
+
+
+def test_failures_are_grouped_by_their_structured_error_not_by_parsing_its_text() -> None:
+    p = Progress(campaign_id=C)
+    p.apply(_ev(CampaignStarted, 1, campaign=SPEC))
+    for n, t in enumerate(("t1", "t2")):
+        p.apply(_ev(TaskSubmitted, 10 + n, task=_task(t, samples=1)))
+    # The flat text names no class the old parse could find; the structured field does.
+    gone = ErrorInfo(error_class="SandboxGone", message="Looks: like a class")
+    p.apply(
+        _ev(RunFailed, 20, run_id=run_id_for(C, "t1", "a", 0), stage="agent",
+            error="sandbox disappeared: Looks: like a class", error_info=gone, infrastructure=True)
+    )  # fmt: skip
+    # An event logged before `error_info` existed still decodes, and its text is parsed.
+    old = _ev(RunFailed, 21, run_id=run_id_for(C, "t2", "a", 0), stage="agent",
+              error="ProviderError: 503", infrastructure=True)  # fmt: skip
+    payload = old.model_dump(mode="json", exclude={"error_info"})
+    decoded = parse_event(payload)
+    assert isinstance(decoded, RunFailed) and decoded.error_info is None
+    p.apply(decoded)
+    causes = {(c.stage, c.error_class): c.first_message for c in problems_of(p).causes}
+    assert causes == {
+        ("agent", "SandboxGone"): "Looks: like a class",
+        ("agent", "ProviderError"): "503",
+    }
+
+
+def test_error_info_keeps_the_flat_text_events_always_carried() -> None:
+    info = ErrorInfo.of(KeyError("k"))
+    assert (info.error_class, info.text) == ("KeyError", "KeyError: 'k'")
+    assert ErrorInfo(message="no valid verdict: x").text == "no valid verdict: x"

@@ -22,7 +22,6 @@ from assay_schemas import (
     TaskRejected,
     TaskSubmitted,
     TextContainsCheck,
-    new_event,
 )
 from tests.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
 
@@ -30,9 +29,8 @@ OUTSIDE = Producer(service="outside", version="1")
 
 
 def submission(campaign_id: str, task: Task, tag: str = "") -> TaskSubmitted:
-    return new_event(
-        TaskSubmitted,
-        key=(campaign_id, task.task_id, tag),
+    return TaskSubmitted(
+        event_id=TaskSubmitted.id_for(campaign_id, task.task_id, tag),
         campaign_id=campaign_id,
         task_id=task.task_id,
         task=task,
@@ -55,7 +53,9 @@ def ref(data: bytes, path: str = "data.csv") -> FileRef:
 async def start_campaign(bus: Bus) -> None:
     spec = campaign("c1", [scripted_agent("a1", "m", "http://127.0.0.1:9")], epochs=2)
     await bus.publish(
-        new_event(CampaignStarted, key=("c1",), campaign_id="c1", campaign=spec, producer=OUTSIDE)
+        CampaignStarted(
+            event_id=CampaignStarted.id_for("c1"), campaign_id="c1", campaign=spec, producer=OUTSIDE
+        )
     )
 
 

@@ -23,7 +23,6 @@ from assay_schemas import (
     SandboxSpec,
     Task,
     Usage,
-    new_event,
 )
 from tests.pipeline import wait_for_events
 
@@ -31,9 +30,8 @@ SPEC = SandboxSpec(memory_mb=512, exec_timeout_s=20)
 
 
 def run_requested(bus: Bus, run_id: str, task: Task) -> RunRequested:
-    return new_event(
-        RunRequested,
-        key=(run_id,),
+    return RunRequested(
+        event_id=RunRequested.id_for(run_id),
         campaign_id="c1",
         run_id=run_id,
         task_id=task.task_id,
@@ -47,9 +45,8 @@ def run_requested(bus: Bus, run_id: str, task: Task) -> RunRequested:
 
 
 def finished(bus: Bus, run_id: str) -> AgentFinished:
-    return new_event(
-        AgentFinished,
-        key=(run_id,),
+    return AgentFinished(
+        event_id=AgentFinished.id_for(run_id),
         campaign_id="c1",
         run_id=run_id,
         stop_reason="submitted",

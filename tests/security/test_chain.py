@@ -19,9 +19,9 @@ from assay.security.chain import parse_link, verify_history
 from assay.security.signing import (
     CHAIN,
     SIGNATURE,
+    SignatureCheck,
     Signer,
     TrustList,
-    Verdict,
     ensure_operator,
     signed_bytes,
     signer_for,
@@ -94,7 +94,7 @@ class Counted:
         monkeypatch.setattr(trust, "signature_holds", counted)
 
 
-def _judged(trust: TrustList, log: list[RawMessage]) -> list[Verdict]:
+def _judged(trust: TrustList, log: list[RawMessage]) -> list[SignatureCheck]:
     """The chain's verdicts, checked against those of every message on its own."""
     batch = _events(log)
     by_chain = verify_history(trust, batch)
@@ -103,7 +103,7 @@ def _judged(trust: TrustList, log: list[RawMessage]) -> list[Verdict]:
     return by_chain
 
 
-def _refused(verdicts: list[Verdict]) -> list[tuple[int, str]]:
+def _refused(verdicts: list[SignatureCheck]) -> list[tuple[int, str]]:
     return [(i, v.reason) for i, v in enumerate(verdicts) if not v.ok]
 
 

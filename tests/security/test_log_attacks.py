@@ -38,7 +38,6 @@ from assay_schemas import (
     Task,
     TaskRejected,
     TaskSubmitted,
-    new_event,
     parse_event,
 )
 from tests.judge.cases import judge_spec, reading_judge, verdict
@@ -360,8 +359,7 @@ async def test_an_unsigned_outside_task_is_rejected_and_runs_nowhere(done: Done)
     refused, yet the runner ran it and its task reached the leaderboard's task count and
     the per-task check tables. Now the runner's door refuses it as the fold does."""
     task = Task(task_id="outside", prompt="count the rows of nothing")
-    event = new_event(
-        TaskSubmitted, key=("outside",), campaign_id=CAMPAIGN, task_id=task.task_id,
+    event = TaskSubmitted(event_id=TaskSubmitted.id_for("outside"), campaign_id=CAMPAIGN, task_id=task.task_id,
         task=task, producer=Producer(service="outside", version="1"),
     )  # fmt: skip
     subject = done.subject("TaskSubmitted", "-")

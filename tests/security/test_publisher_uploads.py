@@ -20,7 +20,6 @@ from assay_schemas import (
     Producer,
     Task,
     TaskSubmitted,
-    new_event,
 )
 from tests.pipeline import campaign, scripted_agent
 
@@ -40,7 +39,7 @@ async def test_publisher_uploads_submits_and_hears_back_on_its_campaign_only(
     spec = campaign(CAMPAIGN, [scripted_agent("a1", "m", "http://127.0.0.1:9")])
     producer = Producer(service="outside", version="1")
     await admin_bus.publish(
-        new_event(CampaignStarted, key=(CAMPAIGN,), campaign_id=CAMPAIGN, campaign=spec,
+        CampaignStarted(event_id=CampaignStarted.id_for(CAMPAIGN), campaign_id=CAMPAIGN, campaign=spec,
                   producer=producer)
     )  # fmt: skip
     user = publisher_user(CAMPAIGN)
@@ -81,7 +80,7 @@ async def test_publisher_uploads_submits_and_hears_back_on_its_campaign_only(
             ("t2", FileRef(path="d.csv", sha256=missing, size=1)),
         ):
             task = Task(task_id=task_id, prompt="p", attachments=[ref])
-            event = new_event(TaskSubmitted, key=(task_id,), campaign_id=CAMPAIGN,
+            event = TaskSubmitted(event_id=TaskSubmitted.id_for(task_id), campaign_id=CAMPAIGN,
                               task_id=task_id, task=task, producer=producer)  # fmt: skip
             await js.publish(
                 f"{base.subject_prefix}.ev.TaskSubmitted.{CAMPAIGN}.-",

@@ -41,7 +41,6 @@ from assay_schemas import (
     Task,
     TaskAccepted,
     TaskRejected,
-    new_event,
 )
 from tests.pipeline import campaign, scripted_agent, services, wait_for_events
 from tests.runner.test_admission import OUTSIDE, answered, answers, ref, submission
@@ -289,8 +288,11 @@ async def test_wrong_bytes_are_refused_at_admission_and_the_right_ones_then_acce
     spec = campaign("c1", [scripted_agent("a1", "m", "http://127.0.0.1:9")], epochs=2)
     async with services(settings, store, names=("runner",)):
         await bus.publish(
-            new_event(
-                CampaignStarted, key=("c1",), campaign_id="c1", campaign=spec, producer=OUTSIDE
+            CampaignStarted(
+                event_id=CampaignStarted.id_for("c1"),
+                campaign_id="c1",
+                campaign=spec,
+                producer=OUTSIDE,
             )
         )
         ok = submission("c1", Task(task_id="t1", prompt="p", attachments=[ref(data)]))

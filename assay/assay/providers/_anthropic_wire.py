@@ -18,7 +18,7 @@ from ._models import (
     ContentPart,
     ImagePart,
     Message,
-    StopReason,
+    ModelStopReason,
     SystemMessage,
     TextPart,
     ToolCall,
@@ -38,7 +38,7 @@ __all__ = [
     "to_anthropic_tools",
 ]
 
-ANTHROPIC_STOP_REASONS: dict[str, StopReason] = {
+ANTHROPIC_STOP_REASONS: dict[str, ModelStopReason] = {
     "end_turn": "end_turn",
     "tool_use": "tool_use",
     "max_tokens": "max_tokens",

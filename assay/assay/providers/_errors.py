@@ -9,7 +9,7 @@ ProviderError                      (base; `infrastructure` says who is to blame)
 ```
 
 Every message names the provider and the model, so a line in a log is enough to know which
-endpoint misbehaved. The lead re-parents `ProviderError` onto the project-wide `AssayError`.
+endpoint misbehaved. `ProviderError` is the one in the project-wide `AssayError` tree.
 """
 
 from __future__ import annotations
@@ -25,24 +25,11 @@ __all__ = [
     "TransientKind",
 ]
 
-from assay_schemas import ProviderError as _AssayProviderError
+# One class, not a namesake: the tree's ProviderError carries the provider and the model.
+from assay_schemas import ProviderError
 
 TransientKind = Literal["rate_limit", "server_error", "timeout", "connection", "malformed"]
 """Why an attempt failed in a way that may succeed when tried again."""
-
-
-class ProviderError(_AssayProviderError):
-    """Base of every provider-layer error; names the provider and the model."""
-
-    infrastructure: bool = False
-    """True when the failure is the platform's (endpoint, credentials), never the agent's."""
-
-    def __init__(self, message: str, *, provider: str, model: str) -> None:
-        super().__init__(f"{provider} model {model!r}: {message}")
-        self.provider = provider
-        self.model = model
-        self.detail = message
-        """The message without the provider/model prefix."""
 
 
 class ProviderConfigError(ProviderError):

@@ -25,7 +25,7 @@ __all__ = [
     "ImageMediaType",
     "ImagePart",
     "Message",
-    "StopReason",
+    "ModelStopReason",
     "SystemMessage",
     "TextPart",
     "ToolCall",
@@ -203,7 +203,7 @@ class GenerationParams(_Frozen):
     """Provider-specific body fields, passed through untouched."""
 
 
-StopReason = Literal[
+ModelStopReason = Literal[
     "end_turn", "tool_use", "max_tokens", "stop_sequence", "content_filter", "other"
 ]
 """Why the model stopped, normalized across APIs."""
@@ -217,7 +217,7 @@ class Completion(_Frozen):
     """The model name the endpoint reported (falls back to the requested one)."""
     text: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
-    stop_reason: StopReason = "end_turn"
+    stop_reason: ModelStopReason = "end_turn"
     usage: Usage = Usage()
     latency_ms: float = 0.0
     """Wall time of the successful HTTP attempt."""

@@ -18,7 +18,7 @@ from ._models import (
     ContentPart,
     ImagePart,
     Message,
-    StopReason,
+    ModelStopReason,
     SystemMessage,
     TextPart,
     ToolCall,
@@ -37,7 +37,7 @@ __all__ = [
     "to_openai_tools",
 ]
 
-OPENAI_STOP_REASONS: dict[str, StopReason] = {
+OPENAI_STOP_REASONS: dict[str, ModelStopReason] = {
     "stop": "end_turn",
     "length": "max_tokens",
     "tool_calls": "tool_use",

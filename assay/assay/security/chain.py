@@ -22,8 +22,8 @@ from .signing import (
     CHAIN,
     SIGNATURE,
     Enrollment,
+    SignatureCheck,
     TrustList,
-    Verdict,
     bad_signature,
     link_digest,
     signed_bytes,
@@ -70,16 +70,18 @@ class _Linked(NamedTuple):
     """Where the message is in the batch."""
 
 
-def check_signatures(trust: TrustList, batch: Sequence[Message]) -> list[Enrollment | Verdict]:
+def check_signatures(
+    trust: TrustList, batch: Sequence[Message]
+) -> list[Enrollment | SignatureCheck]:
     """Per stored message of `batch`: its enrolled signer when its signature holds, else
     the refusal, with one Ed25519 check per linked run of a chain instead of one per
     message. What the signer may write is left to `TrustList.authorize`."""
-    found: list[Enrollment | Verdict] = []
+    found: list[Enrollment | SignatureCheck] = []
     chains: dict[tuple[str, str], list[_Linked]] = {}
     for position, message in enumerate(batch):
         enrolled = trust.signer_of(message.headers)
         if isinstance(enrolled, str):
-            found.append(Verdict(False, "", enrolled))
+            found.append(SignatureCheck(False, "", enrolled))
             continue
         found.append(enrolled)
         link = parse_link(message.headers.get(CHAIN, ""))
@@ -98,7 +100,9 @@ def check_signatures(trust: TrustList, batch: Sequence[Message]) -> list[Enrollm
     return found
 
 
-def verify_history(trust: TrustList, batch: Sequence[tuple[Message, Event]]) -> list[Verdict]:
+def verify_history(
+    trust: TrustList, batch: Sequence[tuple[Message, Event]]
+) -> list[SignatureCheck]:
     """The verdict on each stored message of `batch`, as `TrustList.verify` gives it, with
     signatures checked by chain (`check_signatures`)."""
     signers = check_signatures(trust, [message for message, _ in batch])

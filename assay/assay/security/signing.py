@@ -42,9 +42,9 @@ __all__ = [
     "CHAIN",
     "SIGNATURE",
     "Enrollment",
+    "SignatureCheck",
     "Signer",
     "TrustList",
-    "Verdict",
     "bad_signature",
     "ensure_operator",
     "link_digest",
@@ -157,7 +157,7 @@ class Signer:
         }
 
 
-class Verdict(NamedTuple):
+class SignatureCheck(NamedTuple):
     """Whether a stored message is signed by an enrolled key allowed to write it."""
 
     ok: bool
@@ -222,38 +222,38 @@ class TrustList:
             return False
         return True
 
-    def authorize(self, enrolled: Enrollment, event: Event) -> Verdict:
+    def authorize(self, enrolled: Enrollment, event: Event) -> SignatureCheck:
         """Whether the enrolled signer of a genuine message may write this event."""
         allowed = EVENTS_BY_ROLE.get(enrolled.role, ())  # type: ignore[call-overload]
         if event.event_type not in allowed:
-            return Verdict(
+            return SignatureCheck(
                 False, "", f"{enrolled.role}/{enrolled.name} may not write {event.event_type}"
             )
         if enrolled.role == "publisher" and event.campaign_id != enrolled.name:
-            return Verdict(
+            return SignatureCheck(
                 False, "", f"publisher of {enrolled.name} wrote to campaign {event.campaign_id}"
             )
         if enrolled.role == "judge" and _judge_of(event) not in (None, enrolled.name):
-            return Verdict(
+            return SignatureCheck(
                 False, "", f"judge {enrolled.name} wrote a verdict as judge {_judge_of(event)}"
             )
-        return Verdict(True, f"{enrolled.role}/{enrolled.name} ({enrolled.key[:12]}…)", "")
+        return SignatureCheck(True, f"{enrolled.role}/{enrolled.name} ({enrolled.key[:12]}…)", "")
 
     def verify(
         self, subject: str, data: bytes, headers: Mapping[str, str], event: Event
-    ) -> Verdict:
+    ) -> SignatureCheck:
         """Accept the message only if every link from the operator key to its bytes holds."""
         enrolled = self.signer_of(headers)
         if isinstance(enrolled, str):
-            return Verdict(False, "", enrolled)
+            return SignatureCheck(False, "", enrolled)
         if not self.signature_holds(subject, data, headers):
             return bad_signature(enrolled)
         return self.authorize(enrolled, event)
 
 
-def bad_signature(enrolled: Enrollment) -> Verdict:
+def bad_signature(enrolled: Enrollment) -> SignatureCheck:
     """The refusal of a message whose signature does not hold."""
-    return Verdict(False, "", f"bad signature by {enrolled.role}/{enrolled.name}")
+    return SignatureCheck(False, "", f"bad signature by {enrolled.role}/{enrolled.name}")
 
 
 def _judge_of(event: Event) -> str | None:

@@ -8,10 +8,12 @@ from typing import Protocol
 
 import re2
 
+from assay_schemas import InvalidInput
+
 __all__ = ["PatternError", "TaskPattern", "compile_pattern"]
 
 
-class PatternError(ValueError):
+class PatternError(InvalidInput):
     """A pattern RE2 cannot compile (syntax errors, backreferences, look-arounds)."""
 
 

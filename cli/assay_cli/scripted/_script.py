@@ -12,13 +12,14 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 from assay.providers import (
     AssistantMessage,
     Message,
-    StopReason,
+    ModelStopReason,
     SystemMessage,
     ToolDefinition,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
+from assay_schemas import AssayError
 
 __all__ = [
     "Script",
@@ -93,7 +94,7 @@ class ScriptReply(BaseModel):
     tool_calls: tuple[ScriptedToolCall, ...] = ()
     usage: Usage | None = None
     """Reported usage; None means a deterministic estimate (about 4 characters a token)."""
-    stop_reason: StopReason | None = None
+    stop_reason: ModelStopReason | None = None
     """None means `tool_use` when there are tool calls, else `end_turn`."""
 
     @classmethod
@@ -119,7 +120,7 @@ Script = Callable[[ScriptRequest], ScriptReply | Awaitable[ScriptReply]]
 """A scripted model: may be sync or async; runs on the server's thread."""
 
 
-class ScriptExhausted(RuntimeError):
+class ScriptExhausted(AssayError, RuntimeError):
     """A `ScriptedSequence` was asked for a turn it has no reply for."""
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from assay.providers import (
     AssistantMessage,
-    StopReason,
+    ModelStopReason,
     Usage,
     from_anthropic_messages,
     from_anthropic_tools,
@@ -20,7 +20,7 @@ from ._script import Api, ScriptReply, ScriptRequest
 
 __all__ = ["error_body", "malformed_body", "parse_request", "reply_body"]
 
-_OPENAI_FINISH: dict[StopReason, str] = {
+_OPENAI_FINISH: dict[ModelStopReason, str] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "tool_use": "tool_calls",
@@ -28,7 +28,7 @@ _OPENAI_FINISH: dict[StopReason, str] = {
     "content_filter": "content_filter",
     "other": "stop",
 }
-_ANTHROPIC_STOP: dict[StopReason, str] = {
+_ANTHROPIC_STOP: dict[ModelStopReason, str] = {
     "end_turn": "end_turn",
     "stop_sequence": "stop_sequence",
     "tool_use": "tool_use",
@@ -76,7 +76,7 @@ def reply_body(
     request: ScriptRequest, reply: ScriptReply, usage: Usage, response_id: str
 ) -> dict[str, Any]:
     """A successful response in the request's API format."""
-    stop: StopReason = reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn")
+    stop: ModelStopReason = reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn")
     if request.api == "openai":
         calls = [
             {

@@ -20,7 +20,7 @@ records the refusal in the state, which is how every reader learns of it.
 
 from __future__ import annotations
 
-from assay.security.signing import Verdict
+from assay.security.signing import SignatureCheck
 from assay.tasks import check_task
 from assay_schemas import (
     RULES_JUDGE_ID,
@@ -119,7 +119,7 @@ def refusal(state: State, sequence: int, event: Event) -> str | None:
 
 
 def admit(
-    state: State, sequence: int, subject: str, event: Event, signature: Verdict | None = None
+    state: State, sequence: int, subject: str, event: Event, signature: SignatureCheck | None = None
 ) -> bool:
     """Whether the event may be folded in. `signature` is its signature check (None when
     signatures are not checked). A refusal is recorded with its why; the message an event

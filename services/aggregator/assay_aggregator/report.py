@@ -23,6 +23,7 @@ from .statistics import (
     ANCHOR,
     DEFAULT_RESAMPLES,
     USED_MODELS_SCHEMA,
+    AnalysisSettings,
     InfrastructureFailures,
     JudgeCost,
     ReferenceCheckCell,
@@ -30,7 +31,6 @@ from .statistics import (
     Row,
     RuleTagRate,
     RunStateCount,
-    Settings,
     StatisticsReport,
     TaskAttribute,
     compute_statistics,
@@ -299,7 +299,9 @@ def build_report(
     tables = p.statistics_tables(ids)
     stats = compute_statistics(
         tables,
-        Settings(seed=report_seed(ids), n_resamples=n_resamples, group_by=group_by, anchor=anchor),
+        AnalysisSettings(
+            seed=report_seed(ids), n_resamples=n_resamples, group_by=group_by, anchor=anchor
+        ),
         declared_agents=_declared(p, ids, "agent"),
         declared_judges=_declared(p, ids, "judge"),
         tasks_without_checks=_tasks_without_checks(p, ids),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypedDict
 
 from assay.bus import Bus
 from assay.store import BlobStore
@@ -13,6 +13,8 @@ from assay_schemas import (
     ArtifactsSealed,
     CampaignSpec,
     CampaignStarted,
+    ErrorInfo,
+    FileRef,
     JudgeRegistered,
     JudgeSpec,
     JudgmentFailed,
@@ -23,8 +25,6 @@ from assay_schemas import (
     Task,
     TaskSubmitted,
     default_rubric,
-    new_event,
-    same_run,
 )
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "LogReader",
     "RunContext",
     "SealedRunJudge",
+    "VerdictEnvelope",
     "registration",
     "spec_hash",
     "task_rubric",
@@ -59,27 +60,47 @@ def spec_hash(spec: JudgeSpec) -> str:
 
 def registration(spec: JudgeSpec, campaign_id: str, producer: Producer) -> JudgeRegistered:
     """A judge's JudgeRegistered for one campaign (or `JURY_TOKEN`), once per spec version."""
-    return new_event(
-        JudgeRegistered,
-        key=(spec.judge_id, spec_hash(spec), campaign_id),
+    return JudgeRegistered(
+        event_id=JudgeRegistered.id_for(spec.judge_id, spec_hash(spec), campaign_id),
         campaign_id=campaign_id,
         judge=spec,
         producer=producer,
     )
 
 
+class VerdictEnvelope(TypedDict):
+    """Id, envelope and identity of one judge's verdict (or failure) on one sample of a
+    run: every field but the verdict's own, checked where the event is built."""
+
+    event_id: str
+    campaign_id: str
+    run_id: str | None
+    task_id: str
+    causation_id: str
+    judge_id: str
+    sample: int
+    producer: Producer
+
+
 def verdict_envelope(
-    sealed: ArtifactsSealed, task: Task, judge_id: str, sample: int, producer: Producer
-) -> dict[str, Any]:
+    kind: type[JudgmentRecorded | JudgmentFailed],
+    sealed: ArtifactsSealed,
+    task: Task,
+    judge_id: str,
+    sample: int,
+    producer: Producer,
+) -> VerdictEnvelope:
     """Id, envelope and identity of one judge's verdict (or failure) on one sample of a run."""
-    return {
-        "key": (sealed.run_id, judge_id, sample),
-        **same_run(sealed),
-        "task_id": sealed.task_id or task.task_id,
-        "judge_id": judge_id,
-        "sample": sample,
-        "producer": producer,
-    }
+    return VerdictEnvelope(
+        event_id=kind.id_for(sealed.run_id, judge_id, sample),
+        campaign_id=sealed.campaign_id,
+        run_id=sealed.run_id,
+        task_id=sealed.task_id or task.task_id,
+        causation_id=sealed.event_id,
+        judge_id=judge_id,
+        sample=sample,
+        producer=producer,
+    )
 
 
 def task_rubric(task: Task, campaign: CampaignSpec | None) -> Rubric:
@@ -197,25 +218,37 @@ class SealedRunJudge:
             return None
         return await self.reader.context(sealed, campaign)
 
-    async def publish_recorded(
-        self, ctx: RunContext, judge_id: str, sample: int, **fields: Any
-    ) -> None:
-        """Publish one judge's verdict on one sample of the run."""
-        await self._publish(JudgmentRecorded, ctx, judge_id, sample, fields)
-
-    async def publish_failed(
-        self, ctx: RunContext, judge_id: str, sample: int, **fields: Any
-    ) -> None:
-        """Publish that one judge gave no verdict on one sample of the run."""
-        await self._publish(JudgmentFailed, ctx, judge_id, sample, fields)
-
-    async def _publish(
+    def envelope(
         self,
         kind: type[JudgmentRecorded | JudgmentFailed],
         ctx: RunContext,
         judge_id: str,
         sample: int,
-        fields: dict[str, Any],
+    ) -> VerdictEnvelope:
+        """Id and envelope of one judge's verdict (`kind`) on one sample of the run."""
+        return verdict_envelope(kind, ctx.sealed, ctx.task, judge_id, sample, self.bus.producer)
+
+    async def publish_failed(
+        self,
+        ctx: RunContext,
+        judge_id: str,
+        sample: int,
+        info: ErrorInfo | Exception,
+        *,
+        error: str | None = None,
+        attempts: int,
+        raw_output: FileRef | None = None,
+        infrastructure: bool = False,
     ) -> None:
-        envelope = verdict_envelope(ctx.sealed, ctx.task, judge_id, sample, self.bus.producer)
-        await self.bus.publish(new_event(kind, **envelope, **fields))
+        """Publish that one judge gave no verdict on one sample of the run, and why (an
+        exception or its ErrorInfo); `error` is the flat text (default: `info`'s)."""
+        info = info if isinstance(info, ErrorInfo) else ErrorInfo.of(info)
+        failed = JudgmentFailed(
+            **self.envelope(JudgmentFailed, ctx, judge_id, sample),
+            error=info.text if error is None else error,
+            error_info=info,
+            attempts=attempts,
+            raw_output=raw_output,
+            infrastructure=infrastructure,
+        )
+        await self.bus.publish(failed)

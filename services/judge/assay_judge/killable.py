@@ -22,6 +22,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from assay_schemas import AssayError
+
 __all__ = ["Closed", "Died", "Killable", "OverTime", "Raised"]
 
 START_S = 30.0
@@ -32,7 +34,7 @@ _PRELOAD = ["assay_judge.rules.checks"]
 """Imported once by the forkserver, so that rule workers start ready."""
 
 
-class OverTime(Exception):
+class OverTime(AssayError):
     """The call (at `step`) ran past its time."""
 
     def __init__(self, step: str, seconds: float) -> None:
@@ -41,7 +43,7 @@ class OverTime(Exception):
         self.seconds = seconds
 
 
-class Died(Exception):
+class Died(AssayError):
     """The process ended without an answer (at `step`)."""
 
     def __init__(self, step: str, exitcode: int | None) -> None:
@@ -49,11 +51,11 @@ class Died(Exception):
         self.step = step
 
 
-class Closed(Exception):
+class Closed(AssayError):
     """The service is stopping: the call was abandoned."""
 
 
-class Raised(Exception):
+class Raised(AssayError):
     """The function raised `error` (kept apart from the machinery's own failures)."""
 
     def __init__(self, error: Exception) -> None:

@@ -16,6 +16,8 @@ from typing import NamedTuple
 
 import polars as pl
 
+from assay_schemas import InvalidInput
+
 __all__ = [
     "DOCUMENT_SUFFIXES",
     "IMAGE_SUFFIXES",
@@ -40,7 +42,7 @@ MAX_UNPACKED_BYTES = 64_000_000
 _MAX_MEMBERS = 10_000
 
 
-class ReadError(ValueError):
+class ReadError(InvalidInput):
     """A file cannot be read the way the tool was asked to."""
 
 

@@ -15,7 +15,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypedDict
 
 from assay.bus import Bus, Refusal
 from assay.security.signing import TrustList
@@ -34,7 +34,6 @@ from assay_schemas import (
     TaskInputError,
     TaskRejected,
     TaskSubmitted,
-    new_event,
     run_id_for,
 )
 
@@ -45,16 +44,26 @@ log = logging.getLogger(__name__)
 _ID = re.compile(ID_PATTERN)
 
 
-def answering(event: TaskSubmitted, producer: Producer) -> dict[str, Any]:
-    """Id and envelope of the one answer (TaskAccepted or TaskRejected) to a submission."""
-    return {
-        "key": (event.event_id,),
-        "campaign_id": event.campaign_id,
-        "task_id": event.task.task_id,
-        "causation_id": event.event_id,
-        "submission": event.event_id,
-        "producer": producer,
-    }
+class Answer(TypedDict):
+    """Envelope and submission of the one answer (TaskAccepted or TaskRejected) to a
+    submission (its id derives from the submission's event id)."""
+
+    campaign_id: str
+    task_id: str
+    causation_id: str
+    submission: str
+    producer: Producer
+
+
+def answering(event: TaskSubmitted, producer: Producer) -> Answer:
+    """Envelope of the one answer (TaskAccepted or TaskRejected) to a submission."""
+    return Answer(
+        campaign_id=event.campaign_id,
+        task_id=event.task.task_id,
+        causation_id=event.event_id,
+        submission=event.event_id,
+        producer=producer,
+    )
 
 
 class Stored(NamedTuple):
@@ -150,8 +159,8 @@ class Admission:
     def _rejected(
         self, event: TaskSubmitted, sequence: int, reason: RejectionReason, detail: str
     ) -> TaskRejected:
-        return new_event(
-            TaskRejected,
+        return TaskRejected(
+            event_id=TaskRejected.id_for(event.event_id),
             **answering(event, self.bus.producer),
             sequence=sequence,
             reason=reason,
@@ -169,9 +178,8 @@ class Admission:
         event_id = fields.get("event_id") or _msg_id(refusal.headers)
         task_id = fields.get("task_id")
         await self.bus.publish(
-            new_event(
-                TaskRejected,
-                key=("invalid", refusal.subject, refusal.sequence),
+            TaskRejected(
+                event_id=TaskRejected.id_for("invalid", refusal.subject, refusal.sequence),
                 campaign_id=campaign_id,
                 task_id=task_id if task_id and _ID.match(task_id) else None,
                 causation_id=event_id,

@@ -23,7 +23,6 @@ from assay_schemas import (
     StopReason,
     ToolCallRecord,
     Usage,
-    new_event,
     same_run,
 )
 
@@ -120,9 +119,8 @@ class AgentRun:
             if outcome.submitted is not None and answer is None:
                 answer = outcome.submitted
         usage = completion.usage
-        step = new_event(
-            AgentStepLogged,
-            key=(self.request.run_id, index),
+        step = AgentStepLogged(
+            event_id=AgentStepLogged.id_for(self.request.run_id, index),
             **same_run(self.request, cause=self.ready),
             step=index,
             model_output=completion.text or "",
@@ -202,9 +200,8 @@ async def publish_finished(
     output_sha256: str | None = None,
 ) -> AgentFinished:
     """Publish the run's AgentFinished, totals summed over its steps."""
-    finished = new_event(
-        AgentFinished,
-        key=(request.run_id,),
+    finished = AgentFinished(
+        event_id=AgentFinished.id_for(request.run_id),
         **same_run(request, cause=ready),
         stop_reason=stop,
         final_message=final,

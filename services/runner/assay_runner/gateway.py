@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple, NotRequired, TypedDict
 from urllib.parse import urlsplit
 
 import httpcore
@@ -33,12 +33,20 @@ import httpx
 from assay.http11 import HttpRequest, HttpResponse, Upstream, UpstreamError, serve_connection
 from assay.providers import DEFAULT_KEY_ENV, PriceTable, cost
 from assay.store import BlobStore
-from assay_schemas import AgentSpec, AgentStepLogged, Limits, StopReason
+from assay_schemas import (
+    AgentSpec,
+    AgentStepLogged,
+    AssayError,
+    Limits,
+    StopReason,
+    ToolCallRecord,
+    Usage,
+)
 
 from .agent import Spend, limit_reached
 from .gateway_wire import Wire, error_body, parse_answer, provider_of, sse_body
 
-__all__ = ["GATEWAY_PORT", "SOCKET_NAME", "Gateway", "StepLogger"]
+__all__ = ["GATEWAY_PORT", "SOCKET_NAME", "Gateway", "ModelCall", "StepLogger"]
 
 GATEWAY_PORT = 18080
 """The loopback port inside the sandbox (PORT in the sandbox-manager's _gateway_inside.py)."""
@@ -68,11 +76,26 @@ _UPSTREAM_PATH: dict[Wire, str] = {
     "messages": "/v1/messages",
 }
 
-StepLogger = Callable[[dict[str, Any]], Awaitable[AgentStepLogged]]
+
+class ModelCall(TypedDict):
+    """One model call through the gateway: the fields of the AgentStepLogged it becomes."""
+
+    model_output: str
+    tool_calls: list[ToolCallRecord]
+    usage: Usage
+    latency_ms: float
+    cost_usd: float
+    request_sha256: NotRequired[str]
+    response_sha256: NotRequired[str]
+
+
+StepLogger = Callable[[ModelCall], Awaitable[AgentStepLogged]]
 """Publishes one model call as the next AgentStepLogged (given its fields)."""
 
 
-class _Refused(Exception):
+class _Refused(AssayError):
+    """A model call the gateway answers with an error of its own (`status`, `kind`)."""
+
     def __init__(self, status: int, kind: str, message: str) -> None:
         super().__init__(message)
         self.status, self.kind = status, kind
@@ -191,13 +214,13 @@ class Gateway:
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             self.fault = f"upstream answered an unreadable body: {e}"
             raise _Refused(502, "upstream_error", self.fault) from e
-        fields = {
-            "model_output": text,
-            "tool_calls": calls,
-            "usage": usage,
-            "latency_ms": latency_ms,
-            "cost_usd": cost(usage, self.agent.model, self.prices),
-        }
+        fields = ModelCall(
+            model_output=text,
+            tool_calls=calls,
+            usage=usage,
+            latency_ms=latency_ms,
+            cost_usd=cost(usage, self.agent.model, self.prices),
+        )
         # The program need not wait for the log: the next call (or close) waits for it.
         self._logging = asyncio.create_task(self._log(fields, sent, response.content))
         if streamed:
@@ -208,18 +231,14 @@ class Gateway:
             )
         return HttpResponse(200, response.content)
 
-    async def _log(self, fields: dict[str, Any], sent: bytes, answer: bytes) -> None:
+    async def _log(self, fields: ModelCall, sent: bytes, answer: bytes) -> None:
         """Store the call's request and answer, then log it as the run's next step."""
         request_blob, response_blob = await asyncio.to_thread(
             lambda: (self.store.put_bytes(sent), self.store.put_bytes(answer))
         )
-        step = await self.log_step(
-            {
-                **fields,
-                "request_sha256": request_blob.sha256,
-                "response_sha256": response_blob.sha256,
-            }
-        )
+        fields["request_sha256"] = request_blob.sha256
+        fields["response_sha256"] = response_blob.sha256
+        step = await self.log_step(fields)
         self.steps.append(step)
         self.spend.add(step)
 

@@ -28,7 +28,9 @@ from assay_schemas import (
     AgentStepLogged,
     CampaignSpec,
     CampaignStarted,
+    ErrorInfo,
     Event,
+    FailureStage,
     InvalidEvent,
     RunFailed,
     RunHistory,
@@ -37,7 +39,6 @@ from assay_schemas import (
     TaskAccepted,
     TaskRejected,
     TaskSubmitted,
-    new_event,
     parse_event,
     same_run,
 )
@@ -163,8 +164,8 @@ class RunnerService:
             gateway_root=self.gateway_root,
         )
         await self.bus.publish(
-            new_event(
-                TaskAccepted,
+            TaskAccepted(
+                event_id=TaskAccepted.id_for(event.event_id),
                 **answering(event, self.bus.producer),
                 run_ids=[r.run_id or "" for r in runs],
             )
@@ -230,18 +231,22 @@ class RunnerService:
                 await self._agent_run(request, event, sandbox, steps).run(steps)
         except SandboxGone as e:
             await self._fail(
-                request, event, "agent", f"sandbox disappeared: {e}", infrastructure=True
+                request,
+                event,
+                "agent",
+                ErrorInfo.of(e),
+                error=f"sandbox disappeared: {e}",
+                infrastructure=True,
             )
         except ProviderError as e:
-            await self._fail(
-                request, event, "agent", f"{type(e).__name__}: {e}", infrastructure=True
-            )
+            await self._fail(request, event, "agent", ErrorInfo.of(e), infrastructure=True)
         except ProgramFailed as e:
             await self._fail(
                 request,
                 event,
                 "agent",
-                str(e),
+                ErrorInfo.of(e),
+                error=str(e),
                 infrastructure=e.infrastructure,
                 output_sha256=e.output_sha256,
             )
@@ -287,20 +292,23 @@ class RunnerService:
         self,
         request: RunRequested,
         cause: Event,
-        stage: str,
-        error: str,
+        stage: FailureStage,
+        info: ErrorInfo,
         *,
+        error: str | None = None,
         infrastructure: bool,
         output_sha256: str | None = None,
     ) -> None:
+        """Publish the run's RunFailed; `error` is its flat text (default: `info`'s)."""
+        error = info.text if error is None else error
         log.warning("run %s failed at %s: %s", request.run_id, stage, error)
         await self.bus.publish(
-            new_event(
-                RunFailed,
-                key=(request.run_id, stage),
+            RunFailed(
+                event_id=RunFailed.id_for(request.run_id, stage),
                 **same_run(request, cause=cause),
                 stage=stage,
                 error=error,
+                error_info=info,
                 infrastructure=infrastructure,
                 output_sha256=output_sha256,
                 producer=self.bus.producer,

@@ -15,18 +15,18 @@ from assay.sandbox_client import SandboxClient
 from assay.store import BlobStore
 from assay_schemas import (
     AgentStepLogged,
+    AssayError,
     ExecOutcome,
     ProgramSpec,
     RunRequested,
     SandboxError,
     SandboxReady,
-    new_event,
     same_run,
     unb64,
 )
 
 from .agent import publish_finished
-from .gateway import GATEWAY_PORT, Gateway
+from .gateway import GATEWAY_PORT, Gateway, ModelCall
 
 __all__ = ["PROMPT_FILE", "ProgramFailed", "ProgramRun"]
 
@@ -36,7 +36,7 @@ _DUMMY_KEY = "assay-gateway"
 """SDKs insist on a key; the gateway ignores it and sends the real one upstream."""
 
 
-class ProgramFailed(Exception):
+class ProgramFailed(AssayError):
     """The run could not end with AgentFinished (see `infrastructure`)."""
 
     def __init__(self, error: str, *, infrastructure: bool, output_sha256: str | None) -> None:
@@ -174,11 +174,10 @@ class ProgramRun:
         except SandboxError:
             return ""  # no answer left: judged as such
 
-    async def _log_step(self, fields: dict[str, object]) -> AgentStepLogged:
+    async def _log_step(self, fields: ModelCall) -> AgentStepLogged:
         index, self._logged = self._logged, self._logged + 1
-        step = new_event(
-            AgentStepLogged,
-            key=(self.request.run_id, index),
+        step = AgentStepLogged(
+            event_id=AgentStepLogged.id_for(self.request.run_id, index),
             **same_run(self.request, cause=self.ready),
             step=index,
             producer=self.bus.producer,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from assay_schemas import CampaignSpec, Producer, RunRequested, Task, new_event, run_id_for
+from assay_schemas import CampaignSpec, Producer, RunRequested, Task, run_id_for
 
 __all__ = ["plan_runs"]
 
@@ -41,9 +41,8 @@ def plan_runs(
                     }
                 )
             runs.append(
-                new_event(
-                    RunRequested,
-                    key=(run_id,),
+                RunRequested(
+                    event_id=RunRequested.id_for(run_id),
                     campaign_id=campaign.campaign_id,
                     run_id=run_id,
                     task_id=task.task_id,

@@ -13,7 +13,7 @@ from pydantic import JsonValue
 from assay.providers import ToolCall, ToolDefinition
 from assay.sandbox_client import SandboxClient
 from assay.store import BlobStore
-from assay_schemas import FileRef, Limits, SandboxError, ToolResultRecord, unb64
+from assay_schemas import FileRef, InvalidInput, Limits, SandboxError, ToolResultRecord, unb64
 
 from .web import WebProvider
 
@@ -65,7 +65,7 @@ class ToolOutcome(NamedTuple):
     submitted: str | None = None
 
 
-class ToolArgumentError(ValueError):
+class ToolArgumentError(InvalidInput):
     """The model called a tool with arguments that do not fit it."""
 
 

@@ -17,6 +17,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from assay_schemas import SandboxError
+
 from .runtime import cache_entry, recipe_hash, sandbox_cache
 
 __all__ = [
@@ -40,7 +42,7 @@ _COMPLETE = ".assay-extension-complete"
 _BUILD_TIMEOUT_S = 1800
 
 
-class ExtensionBuildFailed(Exception):
+class ExtensionBuildFailed(SandboxError):
     """pip could not build the extension (a bad name, no network, no wheel ...)."""
 
 

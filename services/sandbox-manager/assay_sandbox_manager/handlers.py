@@ -19,6 +19,7 @@ from assay_schemas import (
     AgentFinished,
     ArtifactsSealed,
     BlobCommand,
+    ErrorInfo,
     Event,
     Exclusion,
     ExecCommand,
@@ -37,7 +38,6 @@ from assay_schemas import (
     SandboxSpec,
     WriteFile,
     b64,
-    new_event,
     same_run,
     unb64,
 )
@@ -129,21 +129,20 @@ class SandboxService:
             log.exception("sandbox for run %s failed", event.run_id)
             await self._destroy(sandbox_id)
             await self.bus.publish(
-                new_event(
-                    RunFailed,
-                    key=(event.run_id, "sandbox"),
+                RunFailed(
+                    event_id=RunFailed.id_for(event.run_id, "sandbox"),
                     **same_run(event),
                     stage="sandbox",
-                    error=f"{type(e).__name__}: {e}",
+                    error=ErrorInfo.of(e).text,
+                    error_info=ErrorInfo.of(e),
                     infrastructure=True,
                     producer=self.bus.producer,
                 )
             )
             return
         await self.bus.publish(
-            new_event(
-                SandboxReady,
-                key=(event.run_id,),
+            SandboxReady(
+                event_id=SandboxReady.id_for(event.run_id),
                 **same_run(event),
                 sandbox_id=sandbox_id,
                 backend=backend.name,
@@ -181,9 +180,8 @@ class SandboxService:
             seal = await self._blocking(seal_snapshot, snapshot, self.store)
         fields = await self._blocking(seal_fields, seal, self.store)
         await self.bus.publish(
-            new_event(
-                ArtifactsSealed,
-                key=(request.run_id,),
+            ArtifactsSealed(
+                event_id=ArtifactsSealed.id_for(request.run_id),
                 **same_run(request, cause=ended),
                 **fields,
                 final_message=final,

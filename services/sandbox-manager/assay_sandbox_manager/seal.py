@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple, NotRequired, TypedDict
 
 from assay.store import BlobStore
 from assay_schemas import SEAL_INLINE_BYTES, Exclusion, FileRef, SealManifest
@@ -73,18 +73,27 @@ def store_plan(root: Path, plan: SealPlan, store: BlobStore) -> Seal:
     return Seal(files, list(plan.excluded))
 
 
-def seal_fields(seal: Seal, store: BlobStore) -> dict[str, Any]:
+class SealFields(TypedDict):
+    """The fields of ArtifactsSealed that describe what was sealed."""
+
+    files: list[FileRef]
+    excluded: list[Exclusion]
+    manifest: NotRequired[FileRef]
+    file_count: NotRequired[int]
+
+
+def seal_fields(seal: Seal, store: BlobStore) -> SealFields:
     """The ArtifactsSealed fields for a seal: inline when small, else a manifest blob, so
     the event stays small however many files an agent leaves."""
     manifest = SealManifest(files=seal.files, excluded=seal.excluded)
     data = manifest.model_dump_json().encode()
     if len(data) <= SEAL_INLINE_BYTES:
-        return {"files": seal.files, "excluded": seal.excluded}
+        return SealFields(files=seal.files, excluded=seal.excluded)
     info = store.put_bytes(data)
     ref = FileRef(
         path="seal-manifest.json", sha256=info.sha256, size=info.size, media_type="application/json"
     )
-    return {"files": [], "excluded": [], "manifest": ref, "file_count": len(seal.files)}
+    return SealFields(files=[], excluded=[], manifest=ref, file_count=len(seal.files))
 
 
 def seal_snapshot(snapshot: Snapshot, store: BlobStore) -> Seal:

@@ -1,7 +1,7 @@
 """Statistics of a campaign: pure, seeded, vectorized functions over polars tables.
 
 Build validated inputs with :func:`make_tables` (schemas in ``RATINGS_SCHEMA``,
-``RUNS_SCHEMA``, ``TAGS_SCHEMA``) and choose :class:`Settings`, then call
+``RUNS_SCHEMA``, ``TAGS_SCHEMA``) and choose :class:`AnalysisSettings`, then call
 :func:`compute_statistics` for all of them, or one statistic (``*_rows``) on each
 :func:`contexts` item. Every function returns frozen rows; ``RowType.to_frame(rows)``
 or :func:`to_frame` gives a polars table. ``DEFINITIONS`` says precisely what each
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from . import _results
 from ._agreement import agreement_rows, correlation_rows, icc2, krippendorff_alpha_interval
-from ._context import ANCHOR, DEFAULT_RESAMPLES, Context, Settings, contexts
+from ._context import ANCHOR, DEFAULT_RESAMPLES, AnalysisSettings, Context, contexts
 from ._counts import (
     RULE_CHECKS,
     CountTables,
@@ -72,11 +72,11 @@ __all__ = [
     "TASK_ATTRIBUTES",
     "USED_MODELS_SCHEMA",
     "AgentRow",
+    "AnalysisSettings",
     "Context",
     "CountTables",
     "PlainCounts",
     "Row",
-    "Settings",
     "StatisticsInputError",
     "StatisticsReport",
     "Tables",

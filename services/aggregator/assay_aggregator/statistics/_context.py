@@ -14,21 +14,21 @@ from functools import cached_property
 
 import polars as pl
 
+from assay_schemas import ANCHOR
+
 from ._bootstrap import Estimate, ratio, resample_counts
 from ._panel import F64, Panel, cell_means, prepare
 from ._rows import AgentKey
 from ._tables import StatisticsInputError, Tables, TaskAttribute
 
-__all__ = ["ANCHOR", "DEFAULT_RESAMPLES", "Context", "Settings", "contexts", "split_tables"]
+__all__ = ["ANCHOR", "DEFAULT_RESAMPLES", "AnalysisSettings", "Context", "contexts", "split_tables"]
 
-ANCHOR = 8
-"""Default anchor: 8 = a domain scientist would accept the work with minor edits."""
 DEFAULT_RESAMPLES = 10_000
 """Default number of task-cluster bootstrap resamples."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class Settings:
+class AnalysisSettings:
     """How to analyse the tables: bootstrap seed, resample count, confidence, grouping, anchor."""
 
     seed: int
@@ -45,7 +45,7 @@ class Context:
     panel: Panel
     tables: Tables
     group: str | None
-    settings: Settings
+    settings: AnalysisSettings
 
     @property
     def confidence(self) -> float:
@@ -101,7 +101,7 @@ def split_tables(tables: Tables, group_by: TaskAttribute | None) -> list[tuple[s
     return out
 
 
-def contexts(tables: Tables, settings: Settings) -> Iterator[Context]:
+def contexts(tables: Tables, settings: AnalysisSettings) -> Iterator[Context]:
     """One context per group (or one for everything when ``settings.group_by`` is None).
 
     Every statistic is a function of one context returning its rows; ``tables`` come

@@ -14,7 +14,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from . import _agreement, _failures, _operations, _ranking, _scores, _self_preference, _warnings
-from ._context import Context, Settings, contexts
+from ._context import AnalysisSettings, Context, contexts
 from ._results import (
     AgentCost,
     AgentRank,
@@ -80,7 +80,7 @@ class StatisticsReport(BaseModel):
 
 def compute_statistics(
     tables: Tables,
-    settings: Settings,
+    settings: AnalysisSettings,
     *,
     communication: str = "communication",
     scientific_accuracy: str = "scientific_accuracy",

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mutabl
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
-from .hosts import Refusal, check_request
+from .hosts import RequestRefused, check_request
 
 __all__ = ["CSP", "Request", "Response", "Route", "Stream", "asgi_app"]
 
@@ -130,7 +130,7 @@ def asgi_app(
             return
         try:
             check_request(dict(scope), names)
-        except Refusal as e:
+        except RequestRefused as e:
             await _send_whole(send, Response(f"{e}\n".encode(), "text/plain", e.status))
             return
         if scope["method"] not in ("GET", "HEAD"):

@@ -15,6 +15,8 @@ import zipfile
 from collections.abc import Callable
 from typing import NamedTuple
 
+from assay_schemas import InvalidInput
+
 __all__ = [
     "MAX_DOCUMENT_BYTES",
     "MAX_UNPACKED_BYTES",
@@ -45,7 +47,7 @@ class Office(NamedTuple):
     """Why the file could not be read ("" when it was)."""
 
 
-class _Refused(ValueError):
+class _Refused(InvalidInput):
     """The file is over a bound; its message says which."""
 
 

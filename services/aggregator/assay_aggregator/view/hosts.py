@@ -15,12 +15,14 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["Refusal", "check_request"]
+from assay_schemas import InvalidInput
+
+__all__ = ["RequestRefused", "check_request"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 
 
-class Refusal(Exception):
+class RequestRefused(InvalidInput):
     """A request for another host or from another origin: status and message."""
 
     def __init__(self, status: int, message: str) -> None:
@@ -102,7 +104,7 @@ def check_request(scope: dict[str, Any], names: Iterable[str] = ()) -> None:
     if not path.startswith("/"):  # absolute-form: its authority is the host asked for
         host = urlsplit(path).netloc or None
     if host is None or not _allowed(host, scope, allowed):
-        raise Refusal(
+        raise RequestRefused(
             421,
             f"this viewer answers only to its own address ({expected}, port {port}); "
             f"the request was for {host or 'no host'!r}. A web page reaching it under "
@@ -114,7 +116,7 @@ def check_request(scope: dict[str, Any], names: Iterable[str] = ()) -> None:
         return
     url = urlsplit(origin)
     if url.scheme not in ("http", "https") or not _allowed(url.netloc, scope, allowed):
-        raise Refusal(
+        raise RequestRefused(
             403,
             f"a page from origin {origin!r} may not use this viewer; only its own pages "
             f"({expected}, port {port}) may.",

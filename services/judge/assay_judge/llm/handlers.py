@@ -23,7 +23,15 @@ from assay.providers import (
     pinned_prices,
     provider_for,
 )
-from assay_schemas import ArtifactsSealed, CampaignSpec, FileRef, JudgeSpec, Task
+from assay_schemas import (
+    ArtifactsSealed,
+    CampaignSpec,
+    ErrorInfo,
+    FileRef,
+    JudgeSpec,
+    JudgmentRecorded,
+    Task,
+)
 
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
 from ..files import SealedFiles
@@ -141,13 +149,11 @@ class JudgeService(SealedRunJudge):
         except ProviderError as e:
             # The provider already retried; a judge outage is the platform's failure.
             log.warning("judge %s on run %s: %s", self.spec.judge_id, sealed.run_id, e)
-            await self._failed(
-                ctx, sample, f"{type(e).__name__}: {e}", 1, None, infrastructure=True
-            )
+            await self._failed(ctx, sample, ErrorInfo.of(e), 1, None, infrastructure=True)
             return
         if outcome.verdict is None:
             raw = await self._store_raw(ctx, sample, outcome)
-            error = "no valid verdict: " + "; ".join(outcome.problems)
+            error = ErrorInfo(message="no valid verdict: " + "; ".join(outcome.problems))
             await self._failed(
                 ctx, sample, error, len(outcome.invalid_outputs), raw, infrastructure=False
             )
@@ -169,10 +175,8 @@ class JudgeService(SealedRunJudge):
     ) -> None:
         verdict = outcome.verdict
         assert verdict is not None
-        await self.publish_recorded(
-            ctx,
-            self.spec.judge_id,
-            sample,
+        recorded = JudgmentRecorded(
+            **self.envelope(JudgmentRecorded, ctx, self.spec.judge_id, sample),
             judge_family=self.spec.family,
             judge_model=outcome.model or self.spec.model,
             rubric_id=ctx.rubric.rubric_id,
@@ -187,6 +191,7 @@ class JudgeService(SealedRunJudge):
             attempts=len(outcome.invalid_outputs) + 1,
             rejected_outputs=rejected,
         )
+        await self.bus.publish(recorded)
 
     async def _store_raw(self, ctx: RunContext, sample: int, outcome: JudgeOutcome) -> FileRef:
         data = json.dumps(
@@ -201,7 +206,7 @@ class JudgeService(SealedRunJudge):
         self,
         ctx: RunContext,
         sample: int,
-        error: str,
+        error: ErrorInfo,
         attempts: int,
         raw: FileRef | None,
         *,
@@ -211,7 +216,8 @@ class JudgeService(SealedRunJudge):
             ctx,
             self.spec.judge_id,
             sample,
-            error=error[:4000],
+            ErrorInfo(error_class=error.error_class, message=error.message[:4000]),
+            error=error.text[:4000],
             attempts=max(1, attempts),
             raw_output=raw,
             infrastructure=infrastructure,

@@ -38,6 +38,7 @@ from assay_schemas import (
     NumberNearCheck,
     ReferenceCheck,
     Task,
+    TaskInputError,
     TextContainsCheck,
 )
 
@@ -76,7 +77,7 @@ _SCAN_BYTES = 2_000_000
 """Only the first bytes of each artifact are scanned for injections and reference checks."""
 
 
-class RuleCheckError(ValueError):
+class RuleCheckError(TaskInputError):
     """A task's reference check cannot be run (e.g. its pattern does not compile)."""
 
 

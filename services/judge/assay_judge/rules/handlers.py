@@ -7,7 +7,15 @@ import fnmatch
 from dataclasses import dataclass, field
 
 from assay.bus import Delivery
-from assay_schemas import RULES_JUDGE_ID, ArtifactsSealed, CampaignSpec, FileRef, JudgeSpec, Task
+from assay_schemas import (
+    RULES_JUDGE_ID,
+    ArtifactsSealed,
+    CampaignSpec,
+    FileRef,
+    JudgeSpec,
+    JudgmentRecorded,
+    Task,
+)
 
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
 from ..files import normalize_path
@@ -86,7 +94,7 @@ class RulesService(SealedRunJudge):
             )
         except CheckFailed as e:  # a check that raises or runs out is final: never retried
             error = f"rule check failed: {e}"
-            await self.publish_failed(ctx, RULES_JUDGE_ID, 0, error=error, attempts=1)
+            await self.publish_failed(ctx, RULES_JUDGE_ID, 0, e, error=error, attempts=1)
             return
         await self._record(ctx, verdict)
 
@@ -97,10 +105,8 @@ class RulesService(SealedRunJudge):
             if failed
             else f"all {len(verdict.checks)} checks passed"
         )
-        await self.publish_recorded(
-            ctx,
-            RULES_JUDGE_ID,
-            0,
+        recorded = JudgmentRecorded(
+            **self.envelope(JudgmentRecorded, ctx, RULES_JUDGE_ID, 0),
             judge_family=RULES_SPEC.family,
             judge_model=RULES_SPEC.model,
             rubric_id=ctx.rubric.rubric_id,
@@ -110,3 +116,4 @@ class RulesService(SealedRunJudge):
             files_opened=verdict.files_read,
             checks=verdict.checks,
         )
+        await self.bus.publish(recorded)

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay_schemas import JudgingError
+
 from ..killable import Died, Killable, OverTime, Raised
 from .checks import RuleVerdict
 
@@ -22,7 +24,7 @@ Evaluator = Callable[..., RuleVerdict]
 imports it by name)."""
 
 
-class CheckFailed(Exception):
+class CheckFailed(JudgingError):
     """A check ran past its budget, raised, or ended its worker; the message says which."""
 
 

@@ -1,6 +1,6 @@
 """Errors raised by sandbox backends.
 
-The tree (the lead re-parents ``SandboxError`` onto the project-wide ``AssayError``)::
+The tree (``SandboxError`` is the one in the project-wide ``AssayError`` tree)::
 
     SandboxError
     ├── SandboxNotFound            no live sandbox with that id
@@ -24,11 +24,8 @@ __all__ = [
 ]
 
 
-from assay_schemas import SandboxError as _AssaySandboxError
-
-
-class SandboxError(_AssaySandboxError):
-    """Base of every sandbox backend error."""
+# One class, not a namesake: the base is the tree's SandboxError itself.
+from assay_schemas import SandboxError
 
 
 class SandboxNotFound(SandboxError):
