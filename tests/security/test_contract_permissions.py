@@ -1,0 +1,93 @@
+"""The permissions derived from the services' contracts allow exactly what the
+hand-written map allowed before (captured in `data/permission_map_before.json`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.config import Settings
+from assay.contract import Consumer, ServiceContract, fill, service_contracts
+from assay.security import permission_map
+from assay.security.permissions import events_by_role
+from assay_schemas import ArtifactsSealed
+
+BEFORE = json.loads((Path(__file__).parent / "data" / "permission_map_before.json").read_text())
+
+
+def _variants() -> dict[str, dict[str, Any]]:
+    s = Settings(instance="vm")
+    return {
+        "default": permission_map(s),
+        "embedded": permission_map(s, publisher_campaigns=("c1",), instances=("vm",)),
+        "narrowed": permission_map(
+            s, publisher_campaigns=("c1", "c2"), judge_ids=("j1", "j2"), instances=("a", "b")
+        ),
+    }
+
+
+def _matches(pattern: str, subject: str) -> bool:
+    """NATS subject matching: `*` is one whole token, a final `>` one or more."""
+    p, s = pattern.split("."), subject.split(".")
+    for i, token in enumerate(p):
+        if token == ">":
+            return len(s) > i
+        if i >= len(s) or (token != "*" and token != s[i]):
+            return False
+    return len(p) == len(s)
+
+
+@pytest.mark.parametrize("variant", ["default", "embedded", "narrowed"])
+def test_derived_map_allows_exactly_what_the_hand_written_one_did(variant: str) -> None:
+    derived = _variants()[variant]
+    before = BEFORE[variant]
+    assert list(derived) == list(before), "same users, same order"
+    for user, old in before.items():
+        new = derived[user]
+        assert new.allow_responses == old["allow_responses"], user
+        assert list(new.subscribe) == old["subscribe"], user
+        if user != "judge":
+            assert list(new.publish) == old["publish"], user
+            continue
+        # The shared judge user may pull any durable (`*`): the derived list also names
+        # the rule judge's and the jury's durables, which that wildcard already allows.
+        assert set(old["publish"]) <= set(new.publish)
+        for extra in set(new.publish) - set(old["publish"]):
+            assert any(_matches(o, extra) for o in old["publish"]), extra
+
+
+def test_roles_sign_what_their_services_publish() -> None:
+    by_role = events_by_role()
+    assert by_role["runner"] == (
+        "TaskAccepted", "TaskRejected", "RunRequested", "AgentStepLogged", "AgentFinished",
+        "RunFailed",
+    )  # fmt: skip
+    assert by_role["sandbox-manager"] == ("SandboxReady", "ArtifactsSealed", "RunFailed")
+    assert by_role["judge"] == ("JudgeRegistered", "JudgmentRecorded", "JudgmentFailed")
+    assert not by_role.get("aggregator") and "admin" not in by_role
+
+
+def test_every_installed_service_has_its_contract() -> None:
+    from importlib.metadata import entry_points
+
+    services = {ep.name for ep in entry_points(group="assay.services")}
+    assert services == set(service_contracts())
+
+
+def test_an_unfilled_placeholder_widens_one_token_only() -> None:
+    assert fill("sandbox.{instance}", {}) == "sandbox.*"
+    assert fill("sandbox-manager-{instance}-failed", {}) == "*"
+    assert fill("judge-{judge_id}", {"judge_id": "j1"}) == "judge-j1"
+
+
+def test_a_contract_refuses_unknown_placeholders_roles_and_twice_declared_durables() -> None:
+    with pytest.raises(ValueError, match="placeholders"):
+        Consumer("judge-{who}", ArtifactsSealed)
+    with pytest.raises(ValueError, match="role"):
+        ServiceContract(service="x", role="root")  # type: ignore[arg-type]
+    twice = Consumer("x", ArtifactsSealed)
+    with pytest.raises(ValueError, match="twice"):
+        ServiceContract(service="x", role="judge", consumes=(twice, twice))
