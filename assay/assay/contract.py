@@ -41,6 +41,9 @@ __all__ = [
     "Role",
     "ServiceContract",
     "fill",
+    "is_open",
+    "of_role",
+    "rpc_subject",
     "service_contracts",
     "subscribe",
 ]
@@ -77,6 +80,11 @@ def fill(template: str, values: Mapping[str, str]) -> str:
         else:
             out.append(token.format(**{n: values[n] for n in names}) if names else token)
     return ".".join(out)
+
+
+def rpc_subject(prefix: str, template: str, values: Mapping[str, str]) -> str:
+    """The NATS subject of an RPC subject template (`serves`/`calls`) under `prefix`."""
+    return f"{prefix}.rpc.{fill(template, values)}"
 
 
 def is_open(template: str) -> bool:

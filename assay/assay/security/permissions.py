@@ -30,7 +30,16 @@ from functools import cache
 from typing import NamedTuple
 
 from assay.config import Settings
-from assay.contract import ROLES, Role, ServiceContract, fill, is_open, service_contracts
+from assay.contract import (
+    ROLES,
+    Role,
+    ServiceContract,
+    fill,
+    is_open,
+    of_role,
+    rpc_subject,
+    service_contracts,
+)
 from assay.store import upload_bucket_name
 
 __all__ = [
@@ -204,7 +213,7 @@ def role_permissions(
             ),
             subscribe=(inbox,),
         )
-    contracts = [c for c in service_contracts().values() if c.role == role]
+    contracts = of_role(service_contracts().values(), role)
     if not contracts:
         known = ", ".join(ROLES)
         raise ValueError(f"unknown role {role!r} or none of its services installed; roles: {known}")
@@ -238,10 +247,12 @@ def _service_permissions(
     durables = [c.durable for k in contracts for c in k.consumes if not is_open(c.durable)]
     serves = [s for k in contracts for s in k.serves if not is_open(s)]
     for each in fills:
-        durables += [fill(c.durable, each) for k in contracts for c in k.consumes if is_open(c.durable)]
+        durables += [
+            fill(c.durable, each) for k in contracts for c in k.consumes if is_open(c.durable)
+        ]
         serves += [fill(s, each) for k in contracts for s in k.serves if is_open(s)]
     published = _dedupe(t for k in contracts for t in k.published_types)
-    calls = _dedupe(f"{prefix}.rpc.{fill(s, values)}" for k in contracts for s in k.calls)
+    calls = _dedupe(rpc_subject(prefix, s, values) for k in contracts for s in k.calls)
     uploads = any(k.reads_uploads for k in contracts)
     return Permissions(
         publish=_dedupe(
@@ -258,10 +269,6 @@ def _service_permissions(
         subscribe=_dedupe([inbox, *(f"{prefix}.rpc.{s}" for s in serves)]),
         allow_responses=bool(serves),
     )
-
-
-def _has_service(role: Role) -> bool:
-    return any(c.role == role for c in service_contracts().values())
 
 
 def publisher_user(campaign: str) -> str:
@@ -294,7 +301,7 @@ def permission_map(
             upload_campaigns=publisher_campaigns,
         )
         for role in ROLES
-        if role in ("admin", "cli") or _has_service(role)
+        if role in ("admin", "cli") or of_role(service_contracts().values(), role)
     }
     for judge_id in judge_ids:
         users[f"judge-{judge_id}"] = role_permissions(
