@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -362,20 +362,7 @@ AnyEvent = Annotated[
 """Decodes any event by its `event_type` tag."""
 
 EVENT_TYPES: dict[str, type[Event]] = {
-    cls.model_fields["event_type"].default: cls
-    for cls in (
-        CampaignStarted,
-        TaskSubmitted,
-        TaskAccepted,
-        TaskRejected,
-        RunRequested,
-        SandboxReady,
-        AgentStepLogged,
-        AgentFinished,
-        RunFailed,
-        ArtifactsSealed,
-        JudgeRegistered,
-        JudgmentRecorded,
-        JudgmentFailed,
-    )
+    cls.model_fields["event_type"].default: cls for cls in get_args(get_args(AnyEvent)[0])
 }
+"""Every event model by its `event_type`, in the union's order (derived from `AnyEvent`, so
+a new event type is listed once)."""
