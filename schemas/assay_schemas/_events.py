@@ -55,6 +55,7 @@ class CampaignStarted(Event):
     """A campaign was declared: agents, judges, rubric, epochs, limits, sandbox."""
 
     event_type: Literal["CampaignStarted"] = "CampaignStarted"
+    written_by = ("cli",)
     campaign: CampaignSpec
 
 
@@ -62,6 +63,7 @@ class TaskSubmitted(Event):
     """A task joined a campaign. Attachments are already in the blob store."""
 
     event_type: Literal["TaskSubmitted"] = "TaskSubmitted"
+    written_by = ("cli", "publisher")
     task: Task
 
 
@@ -69,6 +71,7 @@ class RunRequested(Event):
     """One (task, agent, epoch) should be run. Self-contained so workers need no fold."""
 
     event_type: Literal["RunRequested"] = "RunRequested"
+    written_by = ("cli", "runner")
     task: Task
     agent: AgentSpec
     epoch: int = Field(ge=0)
@@ -92,6 +95,7 @@ class TaskAccepted(Event):
     scheduled its runs. Publishers subscribe to it for their campaign."""
 
     event_type: Literal["TaskAccepted"] = "TaskAccepted"
+    written_by = ("runner",)
     submission: str = Field(
         description="The event_id of the TaskSubmitted this answers: a publisher matches "
         "its answer by it."
@@ -105,6 +109,7 @@ class TaskRejected(Event):
     """A submitted task was refused at the door, before any run was scheduled."""
 
     event_type: Literal["TaskRejected"] = "TaskRejected"
+    written_by = ("runner",)
     submission: str | None = Field(
         default=None,
         description="The event_id of the TaskSubmitted this answers (null when the refused "
@@ -124,6 +129,7 @@ class SandboxReady(Event):
     """A fresh sandbox holds the task's attachments under /workspace."""
 
     event_type: Literal["SandboxReady"] = "SandboxReady"
+    written_by = ("sandbox-manager",)
     sandbox_id: str
     backend: str
     instance: str
@@ -168,6 +174,7 @@ class AgentStepLogged(Event):
     """One model turn with its tool calls and their results."""
 
     event_type: Literal["AgentStepLogged"] = "AgentStepLogged"
+    written_by = ("runner",)
     schema_version: int = 2
     step: int = Field(ge=0)
     model_output: str = ""
@@ -192,6 +199,7 @@ class AgentFinished(Event):
     """The agent stopped; the reason is always recorded."""
 
     event_type: Literal["AgentFinished"] = "AgentFinished"
+    written_by = ("runner",)
     stop_reason: StopReason
     final_message: str
     steps: int = Field(ge=0)
@@ -206,6 +214,7 @@ class RunFailed(Event):
     """A run could not complete. Infrastructure failures are never scored."""
 
     event_type: Literal["RunFailed"] = "RunFailed"
+    written_by = ("runner", "sandbox-manager")
     stage: Literal["sandbox", "agent", "seal", "judge"]
     error: str
     infrastructure: bool
@@ -247,6 +256,7 @@ class ArtifactsSealed(Event):
     """
 
     event_type: Literal["ArtifactsSealed"] = "ArtifactsSealed"
+    written_by = ("sandbox-manager",)
     files: list[FileRef]
     excluded: list[Exclusion] = Field(default_factory=list)
     manifest: FileRef | None = None
@@ -279,6 +289,7 @@ class JudgeRegistered(Event):
     """A judge joined (or re-joined) the jury."""
 
     event_type: Literal["JudgeRegistered"] = "JudgeRegistered"
+    written_by = ("judge",)
     judge: JudgeSpec
 
 
@@ -307,6 +318,7 @@ class JudgmentRecorded(Event):
     """One sample of one judge's verdict on one sealed run."""
 
     event_type: Literal["JudgmentRecorded"] = "JudgmentRecorded"
+    written_by = ("judge",)
     judge_id: Identifier
     judge_family: str = ""
     judge_model: str = ""
@@ -334,6 +346,7 @@ class JudgmentFailed(Event):
     """A judge gave no valid verdict after its repairs."""
 
     event_type: Literal["JudgmentFailed"] = "JudgmentFailed"
+    written_by = ("judge",)
     judge_id: Identifier
     sample: int = Field(ge=0)
     error: str

@@ -41,10 +41,9 @@ from assay.contract import (
     service_contracts,
 )
 from assay.store import upload_bucket_name
+from assay_schemas import EVENT_TYPES
 
 __all__ = [
-    "CLI_EVENTS",
-    "PUBLISHER_EVENTS",
     "ROLES",
     "Permissions",
     "Role",
@@ -55,20 +54,17 @@ __all__ = [
     "role_permissions",
 ]
 
-CLI_EVENTS = ("CampaignStarted", "TaskSubmitted", "RunRequested")
-"""What the cli writes; RunRequested only for `assay retry` (a new attempt of an
-infrastructure-failed run). The cli, the publisher and the admin are no service, so
-their rules live here; every service role's come from its services' contracts."""
-PUBLISHER_EVENTS = ("TaskSubmitted",)
-
-
 @cache
-def events_by_role() -> Mapping[Role, tuple[str, ...]]:
-    """The event types each role writes: its NATS publish rights and, for signed events,
-    what its enrolled key may sign. The admin and the aggregator write no events."""
-    out: dict[Role, tuple[str, ...]] = {"cli": CLI_EVENTS, "publisher": PUBLISHER_EVENTS}
-    for contract in service_contracts().values():
-        out[contract.role] = _dedupe([*out.get(contract.role, ()), *contract.published_types])
+def events_by_role() -> Mapping[str, tuple[str, ...]]:
+    """The event types each role writes, from each event model's `written_by`: what its
+    enrolled key may sign and, for the cli, its NATS publish rights (the service roles'
+    come from their contracts, which must agree). The admin and the aggregator write none.
+    Read from the schemas, not the contracts: every verifier needs all of it, and an
+    image installs only its own service."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name, cls in EVENT_TYPES.items():
+        for role in cls.written_by:
+            out[role] = (*out.get(role, ()), name)
     return out
 
 
@@ -200,7 +196,7 @@ def role_permissions(
         return Permissions(
             publish=_dedupe(
                 [
-                    *_events(prefix, CLI_EVENTS),
+                    *_events(prefix, events_by_role()["cli"]),
                     *_reader(stream),
                     f"$JS.API.STREAM.CREATE.{stream}",
                     f"$JS.API.STREAM.CREATE.{stream}_DLQ",

@@ -224,7 +224,7 @@ class TrustList:
 
     def authorize(self, enrolled: Enrollment, event: Event) -> Verdict:
         """Whether the enrolled signer of a genuine message may write this event."""
-        allowed = events_by_role().get(enrolled.role, ())  # type: ignore[call-overload]
+        allowed = events_by_role().get(enrolled.role, ())
         if event.event_type not in allowed:
             return Verdict(
                 False, "", f"{enrolled.role}/{enrolled.name} may not write {event.event_type}"
