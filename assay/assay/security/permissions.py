@@ -54,6 +54,7 @@ __all__ = [
     "role_permissions",
 ]
 
+
 @cache
 def events_by_role() -> Mapping[str, tuple[str, ...]]:
     """The event types each role writes, from each event model's `written_by`: what its
