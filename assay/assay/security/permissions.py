@@ -1,8 +1,9 @@
 """Which NATS subjects each role may publish to and subscribe on.
 
-Derived from the code paths of each service (its `bus.consume` durables, the events it
-publishes, its replays, its sandbox requests) and checked against a real nats-server by
-`tests/security`. A service may read the whole log (replays rebuild state), but it
+A service role's rights are derived from the contracts of its services
+(`assay.contract`: their durables, the events they publish, the RPC subjects they serve
+and call; replays need only read rights), the cli's and publisher's are written here,
+and all are checked against a real nats-server by `tests/security`. A service may read the whole log (replays rebuild state), but it
 publishes only the events it produces, acks only its own durables' messages, and
 creates or pulls only its own durable consumers.
 
