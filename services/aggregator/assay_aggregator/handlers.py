@@ -30,9 +30,9 @@ from .snapshot import load_snapshot, paths_for, save_snapshot, write_atomic
 from .state import State
 from .statistics import DEFAULT_RESAMPLES
 
-__all__ = ["AggregatorService"]
-
 log = logging.getLogger("assay.aggregator")
+
+__all__ = ["AggregatorService"]
 
 
 @dataclass(kw_only=True)

@@ -15,25 +15,22 @@ from assay_schemas import (
     TaskSubmitted,
 )
 
-__all__ = ["CAMPAIGNS", "CONTRACT", "RUNS", "TASKS"]
+__all__ = ["ANSWERS", "CAMPAIGNS", "CONTRACT", "RUNS", "RUN_EVENTS", "TASKS"]
 
 CAMPAIGNS = Consumer("runner-campaigns", CampaignStarted)
 TASKS = Consumer("runner-tasks", TaskSubmitted)
 RUNS = Consumer("runner-runs", SandboxReady)
 """Instances share every durable: each message is handled by one runner."""
 
+ANSWERS = (TaskAccepted, TaskRejected)
+"""A submission's answer, published on the submitter's campaign."""
+RUN_EVENTS = (RunRequested, AgentStepLogged, AgentFinished, RunFailed)
+
 CONTRACT = ServiceContract(
     service="runner",
     role="runner",
     consumes=(CAMPAIGNS, TASKS, RUNS),
-    publishes=(
-        TaskAccepted,
-        TaskRejected,
-        RunRequested,
-        AgentStepLogged,
-        AgentFinished,
-        RunFailed,
-    ),
-    calls=("sandbox.*",),
-    reads_uploads=True,
+    publishes=(*ANSWERS, *RUN_EVENTS),
+    calls=("sandbox.*",),  # any instance: a run's sandbox lives where it was opened
+    reads_uploads=True,  # a publisher's attachments, imported into the blob store
 )
