@@ -24,14 +24,14 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args
 
 from assay_schemas import ConfigError, Event
 
 if TYPE_CHECKING:  # only for annotations: the bus imports security, which imports this
     from faststream.nats.subscriber.usecases.basic import LogicSubscriber
 
-    from assay.bus import Bus
+    from assay.bus import Bus, Delivery
 
 __all__ = [
     "CONTRACT_GROUP",
@@ -92,14 +92,17 @@ def is_open(template: str) -> bool:
     return bool(_placeholders(template))
 
 
+E = TypeVar("E", bound=Event)
+
+
 @dataclass(frozen=True)
-class Consumer:
+class Consumer(Generic[E]):
     """One durable pull consumer: its name and the event type it filters on."""
 
     durable: str
     """Durable name; may hold `{instance}` / `{judge_id}`."""
-    event: type[Event] | None
-    """The one event type it takes (its filter subject); None: every event."""
+    event: type[E]
+    """The one event type it takes (its filter subject); `Event` itself: every event."""
 
     def __post_init__(self) -> None:
         _check_template(self.durable)
@@ -107,7 +110,7 @@ class Consumer:
     @property
     def event_type(self) -> str | None:
         """The event type's name, as on its subject."""
-        return None if self.event is None else _event_name(self.event)
+        return None if self.event is Event else _event_name(self.event)
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ class ServiceContract:
     """Its name, as `assay serve` takes it (the `assay.services` entry point)."""
     role: Role
     """The NATS user it connects as and the role its signing key is enrolled for."""
-    consumes: tuple[Consumer, ...] = ()
+    consumes: tuple[Consumer[Any], ...] = ()
     publishes: tuple[type[Event], ...] = ()
     serves: tuple[str, ...] = ()
     """RPC subjects (after `<prefix>.rpc.`) it answers, e.g. ``sandbox.{instance}``."""
@@ -141,7 +144,7 @@ class ServiceContract:
         """Names of the event types it publishes, in declaration order."""
         return tuple(_event_name(e) for e in self.publishes)
 
-    def consumer(self, durable: str) -> Consumer:
+    def consumer(self, durable: str) -> Consumer[Any]:
         """Its consumer declared under `durable` (the template, placeholders unfilled)."""
         for c in self.consumes:
             if c.durable == durable:
@@ -173,16 +176,16 @@ def of_role(contracts: Iterable[ServiceContract], role: Role) -> list[ServiceCon
 
 def subscribe(
     bus: Bus,
-    consumer: Consumer,
-    handler: Callable[[Any, Any], Awaitable[None]],
+    consumer: Consumer[E],
+    handler: Callable[[E, Delivery], Awaitable[None]],
     values: Mapping[str, str] | None = None,
     **options: Any,
 ) -> LogicSubscriber[Any]:
     """Register `consumer` on `bus` with `handler`: the filter subject and durable name come
     from the contract, `values` fill its placeholders, `options` go to `Bus.consume`."""
-    if is_open(consumer.durable) and fill(consumer.durable, values or {}) == "*":
-        raise ValueError(f"durable {consumer.durable!r} needs {sorted(PLACEHOLDERS)} values")
     durable = fill(consumer.durable, values or {})
-    if consumer.event is None:
+    if durable == "*":
+        raise ConfigError(f"durable {consumer.durable!r} needs a value for each placeholder")
+    if consumer.event is Event:
         return bus.consume(bus.subjects.events, handler, durable=durable, **options)
     return bus.consume_event(consumer.event, handler, durable=durable, **options)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from assay.contract import Consumer, ServiceContract
+from assay_schemas import Event
 
 __all__ = ["CONTRACT", "EVERYTHING"]
 
-EVERYTHING = Consumer("aggregator", None)
+EVERYTHING = Consumer("aggregator", Event)
+"""Every event, folded in log order."""
 
 CONTRACT = ServiceContract(service="aggregator", role="aggregator", consumes=(EVERYTHING,))

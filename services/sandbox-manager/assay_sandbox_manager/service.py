@@ -54,8 +54,8 @@ def build(
     workers = settings.sandbox_concurrency
     subscribe(bus, RUNS, service.on_run_requested, mine, max_workers=workers)
     # Each instance sees every end of run and seals only its own sandboxes.
-    for ended in (FINISHED, FAILED):
-        subscribe(bus, ended, service.on_run_ended, mine, max_workers=workers)
+    subscribe(bus, FINISHED, service.on_run_ended, mine, max_workers=workers)
+    subscribe(bus, FAILED, service.on_run_ended, mine, max_workers=workers)
     for rpc in CONTRACT.serves:
         subject = rpc_subject(bus.subjects.prefix, rpc, mine)
         bus.serve_requests(RequestServer(subject, service.handle_command, max_workers=16))
