@@ -40,6 +40,11 @@ def _matches(pattern: str, subject: str) -> bool:
     return len(p) == len(s)
 
 
+REDUNDANT = {("default", "sandbox-manager")}
+"""Where the hand-written lists named a durable next to the `*` that already allowed it (the
+derived lists say only `*` then): same rights, fewer lines."""
+
+
 @pytest.mark.parametrize("variant", ["default", "embedded", "narrowed"])
 def test_derived_map_allows_exactly_what_the_hand_written_one_did(variant: str) -> None:
     derived = _variants()[variant]
@@ -49,14 +54,12 @@ def test_derived_map_allows_exactly_what_the_hand_written_one_did(variant: str) 
         new = derived[user]
         assert new.allow_responses == old["allow_responses"], user
         assert list(new.subscribe) == old["subscribe"], user
-        if user != "judge":
+        if (variant, user) not in REDUNDANT:
             assert list(new.publish) == old["publish"], user
             continue
-        # The shared judge user may pull any durable (`*`): the derived list also names
-        # the rule judge's and the jury's durables, which that wildcard already allows.
-        assert set(old["publish"]) <= set(new.publish)
-        for extra in set(new.publish) - set(old["publish"]):
-            assert any(_matches(o, extra) for o in old["publish"]), extra
+        # As strict: each side's every right is allowed by the other side's rights.
+        assert all(any(_matches(n, o) for n in new.publish) for o in old["publish"])
+        assert set(new.publish) <= set(old["publish"])
 
 
 def test_the_schemas_writers_agree_with_the_services_contracts() -> None:

@@ -228,6 +228,11 @@ def role_permissions(
     )
 
 
+def _fewest(durables: Sequence[str]) -> list[str]:
+    """`durables` without repeats; only `*` when one of them is open (it covers the rest)."""
+    return ["*"] if "*" in durables else list(_dedupe(durables))
+
+
 def _service_permissions(
     contracts: Sequence[ServiceContract],
     *,
@@ -257,7 +262,7 @@ def _service_permissions(
             [
                 *_events(prefix, published),
                 *_reader(stream),
-                *_durables(stream, prefix, list(_dedupe(durables))),
+                *_durables(stream, prefix, _fewest(durables)),
                 *calls,
                 *(p for c in upload_campaigns if uploads for p in _upload_reader(stream, c)),
             ]
