@@ -4,7 +4,9 @@ A contract names the NATS role the service connects and signs as, the durable co
 it registers (each with the event it filters on), the events it publishes and the RPC
 subjects it serves and calls. Everything that used to repeat a service's wiring is
 derived from it: the NATS permissions of its role (`assay.security.permissions`), the
-AsyncAPI document (`assay.bus`) and the service's own subscriptions (`subscribe`).
+AsyncAPI document (`assay.bus`) and the service's own subscriptions (`subscribe`). Who
+may *sign* an event type is not read from here but from the event model (`written_by`):
+every verifier needs all of it, and an image installs only its own service.
 
 Each service package exposes ``CONTRACT`` in ``<package>/contract.py`` and registers it
 under the ``assay.contracts`` entry-point group, by the same name as its factory in
