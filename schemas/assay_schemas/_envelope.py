@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TypedDict
+from typing import ClassVar, TypedDict
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
@@ -32,6 +32,11 @@ class Event(BaseModel):
     """The envelope every event carries."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    written_by: ClassVar[tuple[str, ...]] = ()
+    """The roles whose enrolled keys may sign this type (`assay.security.signing`). It lives
+    on the schema because every verifier needs it, whichever services its image installs;
+    the publishing services' contracts must agree (a test checks)."""
 
     event_id: str
     """Deterministic: derived from the cause, so retried publishes dedupe."""

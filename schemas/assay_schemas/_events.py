@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -56,6 +56,7 @@ class CampaignStarted(Event):
     """A campaign was declared: agents, judges, rubric, epochs, limits, sandbox."""
 
     event_type: Literal["CampaignStarted"] = "CampaignStarted"
+    written_by = ("cli",)
     campaign: CampaignSpec
 
 
@@ -63,6 +64,7 @@ class TaskSubmitted(Event):
     """A task joined a campaign. Attachments are already in the blob store."""
 
     event_type: Literal["TaskSubmitted"] = "TaskSubmitted"
+    written_by = ("cli", "publisher")
     task: Task
 
 
@@ -70,6 +72,7 @@ class RunRequested(Event):
     """One (task, agent, epoch) should be run. Self-contained so workers need no fold."""
 
     event_type: Literal["RunRequested"] = "RunRequested"
+    written_by = ("cli", "runner")
     task: Task
     agent: AgentSpec
     epoch: int = Field(ge=0)
@@ -93,6 +96,7 @@ class TaskAccepted(Event):
     scheduled its runs. Publishers subscribe to it for their campaign."""
 
     event_type: Literal["TaskAccepted"] = "TaskAccepted"
+    written_by = ("runner",)
     submission: str = Field(
         description="The event_id of the TaskSubmitted this answers: a publisher matches "
         "its answer by it."
@@ -106,6 +110,7 @@ class TaskRejected(Event):
     """A submitted task was refused at the door, before any run was scheduled."""
 
     event_type: Literal["TaskRejected"] = "TaskRejected"
+    written_by = ("runner",)
     submission: str | None = Field(
         default=None,
         description="The event_id of the TaskSubmitted this answers (null when the refused "
@@ -125,6 +130,7 @@ class SandboxReady(Event):
     """A fresh sandbox holds the task's attachments under /workspace."""
 
     event_type: Literal["SandboxReady"] = "SandboxReady"
+    written_by = ("sandbox-manager",)
     sandbox_id: str
     backend: str
     instance: str
@@ -169,6 +175,7 @@ class AgentStepLogged(Event):
     """One model turn with its tool calls and their results."""
 
     event_type: Literal["AgentStepLogged"] = "AgentStepLogged"
+    written_by = ("runner",)
     schema_version: int = 2
     step: int = Field(ge=0)
     model_output: str = ""
@@ -193,6 +200,7 @@ class AgentFinished(Event):
     """The agent stopped; the reason is always recorded."""
 
     event_type: Literal["AgentFinished"] = "AgentFinished"
+    written_by = ("runner",)
     stop_reason: StopReason
     final_message: str
     steps: int = Field(ge=0)
@@ -207,6 +215,7 @@ class RunFailed(Event):
     """A run could not complete. Infrastructure failures are never scored."""
 
     event_type: Literal["RunFailed"] = "RunFailed"
+    written_by = ("runner", "sandbox-manager")
     stage: FailureStage
     error: str
     error_info: ErrorInfo | None = None
@@ -250,6 +259,7 @@ class ArtifactsSealed(Event):
     """
 
     event_type: Literal["ArtifactsSealed"] = "ArtifactsSealed"
+    written_by = ("sandbox-manager",)
     files: list[FileRef]
     excluded: list[Exclusion] = Field(default_factory=list)
     manifest: FileRef | None = None
@@ -282,6 +292,7 @@ class JudgeRegistered(Event):
     """A judge joined (or re-joined) the jury."""
 
     event_type: Literal["JudgeRegistered"] = "JudgeRegistered"
+    written_by = ("judge",)
     judge: JudgeSpec
 
 
@@ -310,6 +321,7 @@ class JudgmentRecorded(Event):
     """One sample of one judge's verdict on one sealed run."""
 
     event_type: Literal["JudgmentRecorded"] = "JudgmentRecorded"
+    written_by = ("judge",)
     judge_id: Identifier
     judge_family: str = ""
     judge_model: str = ""
@@ -337,6 +349,7 @@ class JudgmentFailed(Event):
     """A judge gave no valid verdict after its repairs."""
 
     event_type: Literal["JudgmentFailed"] = "JudgmentFailed"
+    written_by = ("judge",)
     judge_id: Identifier
     sample: int = Field(ge=0)
     error: str
@@ -367,20 +380,7 @@ AnyEvent = Annotated[
 """Decodes any event by its `event_type` tag."""
 
 EVENT_TYPES: dict[str, type[Event]] = {
-    cls.model_fields["event_type"].default: cls
-    for cls in (
-        CampaignStarted,
-        TaskSubmitted,
-        TaskAccepted,
-        TaskRejected,
-        RunRequested,
-        SandboxReady,
-        AgentStepLogged,
-        AgentFinished,
-        RunFailed,
-        ArtifactsSealed,
-        JudgeRegistered,
-        JudgmentRecorded,
-        JudgmentFailed,
-    )
+    cls.model_fields["event_type"].default: cls for cls in get_args(get_args(AnyEvent)[0])
 }
+"""Every event model by its `event_type`, in the union's order (derived from `AnyEvent`, so
+a new event type is listed once)."""

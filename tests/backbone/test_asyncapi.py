@@ -106,3 +106,21 @@ def test_answer_events_describe_their_submission_field() -> None:
     for name in ("TaskAccepted", "TaskRejected"):
         schema = json.loads((SCHEMA_DIR / f"{name}.json").read_text())
         assert "TaskSubmitted" in schema["properties"]["submission"]["description"]
+
+
+def test_channels_name_their_writers_and_consumers_from_the_contracts() -> None:
+    from assay.contract import service_contracts
+    from assay.security.permissions import events_by_role
+
+    doc = asyncapi_document()
+    for role, types in events_by_role().items():
+        for name in types:
+            assert role in doc["channels"][name]["x-assay-writers"]
+    for contract in service_contracts().values():
+        for consumer in contract.consumes:
+            names = [consumer.event_type] if consumer.event_type else list(EVENT_TYPES)
+            for name in names:
+                entry = {"service": contract.service, "durable": consumer.durable}
+                assert entry in doc["channels"][name]["x-assay-consumers"]
+    assert doc["channels"]["sandboxRpc"]["x-assay-servers"] == ["sandbox-manager"]
+    assert doc["channels"]["sandboxRpc"]["x-assay-callers"] == ["runner"]

@@ -1,7 +1,9 @@
 """An AsyncAPI 3.0 document of every subject and event, for publishers in other languages.
 
-Built from the event models and the subject layout, so it cannot drift from either; each
-event's payload points at its JSON Schema exported beside it in `schemas/json/`.
+Built from the event models, the subject layout and the installed services' contracts, so
+it cannot drift from any of them; each event's payload points at its JSON Schema exported
+beside it in `schemas/json/`. Each channel says which roles may write its events and which
+durable consumers read them (`x-assay-writers`, `x-assay-consumers`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from typing import Any
 import yaml
 from pydantic import TypeAdapter
 
+from assay.contract import service_contracts
+from assay.security.permissions import events_by_role
 from assay.security.signing import CHAIN, ENROLLMENT, SIGNATURE, SIGNER
 from assay_schemas import EVENT_TYPES, NO_RUN, SandboxReply, SandboxRequest, current_version
 
@@ -71,7 +75,18 @@ def _summary(cls: type) -> str:
     return (inspect.getdoc(cls) or cls.__name__).splitlines()[0]
 
 
+def _consumers(event_type: str) -> list[dict[str, str]]:
+    """The durable consumers (templates, from the contracts) that read `event_type`."""
+    return [
+        {"service": contract.service, "durable": consumer.durable}
+        for contract in service_contracts().values()
+        for consumer in contract.consumes
+        if consumer.event_type in (None, event_type)
+    ]
+
+
 def _event_parts(subjects: Subjects) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    writers = events_by_role()
     channels: dict[str, Any] = {}
     operations: dict[str, Any] = {}
     messages: dict[str, Any] = {}
@@ -93,6 +108,8 @@ def _event_parts(subjects: Subjects) -> tuple[dict[str, Any], dict[str, Any], di
             "address": subjects.event(name, "{campaign_id}", "{run_id}"),
             "messages": {name: {"$ref": f"#/components/messages/{name}"}},
             "parameters": {"campaign_id": dict(_CAMPAIGN), "run_id": dict(_RUN)},
+            "x-assay-writers": [role for role, types in writers.items() if name in types],
+            "x-assay-consumers": _consumers(name),
         }
         for action in ("send", "receive"):
             operations[f"{action}{name}"] = {
@@ -118,6 +135,15 @@ def _hoisted(schema: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
     schema = rewrite(schema)
     shared.update(schema.pop("$defs", {}))
     return dict(schema)
+
+
+def _rpc(service: str, *, serving: bool) -> list[str]:
+    """The services that serve (or call) RPC subjects of `service` (`sandbox.`)."""
+    return [
+        c.service
+        for c in service_contracts().values()
+        if any(s.startswith(service) for s in (c.serves if serving else c.calls))
+    ]
 
 
 def _other_parts(
@@ -158,6 +184,8 @@ def _other_parts(
             "address": subjects.rpc("sandbox", "{instance}"),
             "messages": {"SandboxRequest": {"$ref": "#/components/messages/SandboxRequest"}},
             "parameters": {"instance": _parameter("The sandbox-manager instance.")},
+            "x-assay-servers": _rpc("sandbox.", serving=True),
+            "x-assay-callers": _rpc("sandbox.", serving=False),
         },
         "sandboxReplies": {
             "address": None,

@@ -11,30 +11,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assay.config import Settings
+from assay.contract import service_contracts
 from assay_schemas import BusError
 
 from .nats_config import ServerTls, password_env_name, render_config
 from .permissions import Permissions, permission_map
 
 __all__ = [
-    "SERVICE_USERS",
     "EmbeddedAuth",
     "create_streams",
     "load_passwords",
     "prepare_embedded",
+    "service_user",
     "write_env_files",
 ]
 
 
-SERVICE_USERS: dict[str, str] = {
-    "sandbox-manager": "sandbox-manager",
-    "runner": "runner",
-    "rules": "judge",
-    "jury": "judge",
-    "aggregator": "aggregator",
-}
-"""The NATS user each in-process service (`assay up --all --auth`) connects as: the same
-least-privilege users the split stack's services use."""
+def service_user(service: str) -> str:
+    """The NATS user the in-process service `service` (`assay up --all --auth`) connects as:
+    its contract's role, the same least-privilege user the split stack's service uses."""
+    contract = service_contracts().get(service)
+    if contract is None:
+        raise BusError(f"no NATS user for the service {service!r} in the embedded stack")
+    return contract.role
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -91,9 +90,7 @@ class EmbeddedAuth:
 
     def service_settings(self, service: str, settings: Settings) -> Settings:
         """`settings` of the in-process service `service`, connecting as its own user."""
-        if service not in SERVICE_USERS:
-            raise BusError(f"no NATS user for the service {service!r} in the embedded stack")
-        return self.settings_for(SERVICE_USERS[service], settings)
+        return self.settings_for(service_user(service), settings)
 
 
 def prepare_embedded(

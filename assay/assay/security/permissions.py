@@ -1,8 +1,9 @@
 """Which NATS subjects each role may publish to and subscribe on.
 
-Derived from the code paths of each service (its `bus.consume` durables, the events it
-publishes, its replays, its sandbox requests) and checked against a real nats-server by
-`tests/security`. A service may read the whole log (replays rebuild state), but it
+A service role's rights are derived from the contracts of its services
+(`assay.contract`: their durables, the events they publish, the RPC subjects they serve
+and call; replays need only read rights), the cli's and publisher's are written here,
+and all are checked against a real nats-server by `tests/security`. A service may read the whole log (replays rebuild state), but it
 publishes only the events it produces, acks only its own durables' messages, and
 creates or pulls only its own durable consumers.
 
@@ -25,43 +26,49 @@ JetStream API subjects used through nats-py (per stream S, durable D):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Literal, NamedTuple, get_args
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from typing import NamedTuple
 
 from assay.config import Settings
+from assay.contract import (
+    ROLES,
+    Role,
+    ServiceContract,
+    fill,
+    is_open,
+    of_role,
+    rpc_subject,
+    service_contracts,
+)
 from assay.store import upload_bucket_name
+from assay_schemas import EVENT_TYPES
 
 __all__ = [
-    "EVENTS_BY_ROLE",
     "ROLES",
     "Permissions",
     "Role",
+    "events_by_role",
     "inbox_prefix",
     "permission_map",
     "publisher_user",
     "role_permissions",
 ]
 
-Role = Literal["admin", "cli", "runner", "sandbox-manager", "judge", "aggregator", "publisher"]
-ROLES: tuple[Role, ...] = get_args(Role)
 
-EVENTS_BY_ROLE: dict[Role, tuple[str, ...]] = {
-    "cli": ("CampaignStarted", "TaskSubmitted", "RunRequested"),
-    "publisher": ("TaskSubmitted",),
-    "runner": (
-        "TaskAccepted",
-        "TaskRejected",
-        "RunRequested",
-        "AgentStepLogged",
-        "AgentFinished",
-        "RunFailed",
-    ),
-    "sandbox-manager": ("SandboxReady", "ArtifactsSealed", "RunFailed"),
-    "judge": ("JudgeRegistered", "JudgmentRecorded", "JudgmentFailed"),
-}
-"""The event types each role writes: its NATS publish rights and, for signed events, what
-its enrolled key may sign. The admin and the aggregator write no events. The cli writes
-RunRequested only for `assay retry` (a new attempt of an infrastructure-failed run)."""
+@cache
+def events_by_role() -> Mapping[str, tuple[str, ...]]:
+    """The event types each role writes, from each event model's `written_by`: what its
+    enrolled key may sign and, for the cli, its NATS publish rights (the service roles'
+    come from their contracts, which must agree). The admin and the aggregator write none.
+    Read from the schemas, not the contracts: every verifier needs all of it, and an
+    image installs only its own service."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name, cls in EVENT_TYPES.items():
+        for role in cls.written_by:
+            out[role] = (*out.get(role, ()), name)
+    return out
+
 
 PUBLISHER_FEEDBACK = ("TaskAccepted", "TaskRejected")
 """The runner's answers to a submission, which a publisher may read for its campaign."""
@@ -191,7 +198,7 @@ def role_permissions(
         return Permissions(
             publish=_dedupe(
                 [
-                    *_events(prefix, EVENTS_BY_ROLE["cli"]),
+                    *_events(prefix, events_by_role()["cli"]),
                     *_reader(stream),
                     f"$JS.API.STREAM.CREATE.{stream}",
                     f"$JS.API.STREAM.CREATE.{stream}_DLQ",
@@ -204,59 +211,67 @@ def role_permissions(
             ),
             subscribe=(inbox,),
         )
-    if role == "runner":
-        durables = ["runner-campaigns", "runner-tasks", "runner-runs"]
-        return Permissions(
-            publish=_dedupe(
-                [
-                    *_events(prefix, EVENTS_BY_ROLE["runner"]),
-                    *_reader(stream),
-                    *_durables(stream, prefix, durables),
-                    f"{prefix}.rpc.sandbox.*",
-                    *(p for c in upload_campaigns for p in _upload_reader(stream, c)),
-                ]
-            ),
-            subscribe=(inbox,),
-        )
-    if role == "sandbox-manager":
-        durables = ["sandbox-manager-runs"]
-        for inst in instances or ["*"]:
-            if instances:
-                durables += [f"sandbox-manager-{inst}-finished", f"sandbox-manager-{inst}-failed"]
-            else:
-                durables += ["*"]
-        rpc = [f"{prefix}.rpc.sandbox.{inst}" for inst in instances or ["*"]]
-        return Permissions(
-            publish=_dedupe(
-                [
-                    *_events(prefix, EVENTS_BY_ROLE["sandbox-manager"]),
-                    *_reader(stream),
-                    *_durables(stream, prefix, durables),
-                ]
-            ),
-            # Replies to the runner's sandbox requests go to its inbox: allowed as
-            # responses only, so the manager cannot publish into other inboxes.
-            subscribe=_dedupe([inbox, *rpc]),
-            allow_responses=True,
-        )
-    if role == "judge":
-        durable = f"judge-{judge_id}" if judge_id else "*"
-        return Permissions(
-            publish=_dedupe(
-                [
-                    *_events(prefix, EVENTS_BY_ROLE["judge"]),
-                    *_reader(stream),
-                    *_durables(stream, prefix, [durable]),
-                ]
-            ),
-            subscribe=(inbox,),
-        )
-    if role == "aggregator":
-        return Permissions(
-            publish=_dedupe([*_reader(stream), *_durables(stream, prefix, ["aggregator"])]),
-            subscribe=(inbox,),
-        )
-    raise ValueError(f"unknown role {role!r}; known roles: {', '.join(ROLES)}")
+    contracts = of_role(service_contracts().values(), role)
+    if not contracts:
+        known = ", ".join(ROLES)
+        raise ValueError(f"unknown role {role!r} or none of its services installed; roles: {known}")
+    if judge_id:  # the user of one named judge: only the judge service, narrowed to its id
+        contracts = [c for c in contracts if any("{judge_id}" in d.durable for d in c.consumes)]
+    return _service_permissions(
+        contracts,
+        stream=stream,
+        prefix=prefix,
+        inbox=inbox,
+        values={"judge_id": judge_id} if judge_id else {},
+        instances=instances,
+        upload_campaigns=upload_campaigns,
+    )
+
+
+def _fewest(durables: Sequence[str]) -> list[str]:
+    """`durables` without repeats; only `*` when one of them is open (it covers the rest)."""
+    return ["*"] if "*" in durables else list(_dedupe(durables))
+
+
+def _service_permissions(
+    contracts: Sequence[ServiceContract],
+    *,
+    stream: str,
+    prefix: str,
+    inbox: str,
+    values: Mapping[str, str],
+    instances: Sequence[str],
+    upload_campaigns: Sequence[str],
+) -> Permissions:
+    """The allow-lists of a user that runs the services `contracts` (one role)."""
+    # Per instance: the durables and RPC subjects with an `{instance}` placeholder, after
+    # the shared ones; with no instance fixed, a placeholder allows any (`*`).
+    fills = [{**values, "instance": i} for i in instances] or [dict(values)]
+    durables = [c.durable for k in contracts for c in k.consumes if not is_open(c.durable)]
+    serves = [s for k in contracts for s in k.serves if not is_open(s)]
+    for each in fills:
+        durables += [
+            fill(c.durable, each) for k in contracts for c in k.consumes if is_open(c.durable)
+        ]
+        serves += [fill(s, each) for k in contracts for s in k.serves if is_open(s)]
+    published = _dedupe(t for k in contracts for t in k.published_types)
+    calls = _dedupe(rpc_subject(prefix, s, values) for k in contracts for s in k.calls)
+    uploads = any(k.reads_uploads for k in contracts)
+    return Permissions(
+        publish=_dedupe(
+            [
+                *_events(prefix, published),
+                *_reader(stream),
+                *_durables(stream, prefix, _fewest(durables)),
+                *calls,
+                *(p for c in upload_campaigns if uploads for p in _upload_reader(stream, c)),
+            ]
+        ),
+        # A service that serves RPC replies to the requester's inbox: allowed as responses
+        # only, so it cannot publish into other inboxes.
+        subscribe=_dedupe([inbox, *(f"{prefix}.rpc.{s}" for s in serves)]),
+        allow_responses=bool(serves),
+    )
 
 
 def publisher_user(campaign: str) -> str:
@@ -289,7 +304,7 @@ def permission_map(
             upload_campaigns=publisher_campaigns,
         )
         for role in ROLES
-        if role != "publisher"
+        if role in ("admin", "cli") or of_role(service_contracts().values(), role)
     }
     for judge_id in judge_ids:
         users[f"judge-{judge_id}"] = role_permissions(

@@ -36,7 +36,7 @@ import nkeys
 from assay.config import Settings
 from assay_schemas import ConfigError, Event
 
-from .permissions import EVENTS_BY_ROLE, Role
+from .permissions import Role, events_by_role
 
 __all__ = [
     "CHAIN",
@@ -224,7 +224,7 @@ class TrustList:
 
     def authorize(self, enrolled: Enrollment, event: Event) -> SignatureCheck:
         """Whether the enrolled signer of a genuine message may write this event."""
-        allowed = EVENTS_BY_ROLE.get(enrolled.role, ())  # type: ignore[call-overload]
+        allowed = events_by_role().get(enrolled.role, ())
         if event.event_type not in allowed:
             return SignatureCheck(
                 False, "", f"{enrolled.role}/{enrolled.name} may not write {event.event_type}"

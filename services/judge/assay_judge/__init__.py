@@ -7,11 +7,9 @@ await service.start()   # JudgeRegistered, then judges every sealed run in scope
 """
 
 from .context import ALL_CAMPAIGNS, CampaignScope
-from .jury import JurySupervisor
-from .llm.handlers import JudgeService, ProviderFactory, sampling_times
+from .handlers import JudgeService, JurySupervisor, ProviderFactory, RulesService, sampling_times
 from .llm.verdict import Verdict, check_verdict
-from .rules.handlers import RulesService
-from .service import build, build_rules, durable_name
+from .service import build, build_jury, build_rules, durable_name
 from .spec import load_judge_spec
 
 __all__ = [
@@ -23,6 +21,7 @@ __all__ = [
     "RulesService",
     "Verdict",
     "build",
+    "build_jury",
     "build_rules",
     "check_verdict",
     "durable_name",

@@ -1,4 +1,5 @@
-"""The judge services: one durable consumer per judge id, plus the rule judge.
+"""The judge services, each built from its contract and settings: one durable consumer per
+judge id, the rule judge, and the jury that starts the judges a campaign names.
 
 Each judge consumes `ArtifactsSealed` on its own durable `judge-<judge_id>` with
 deliver-all, so a judge started late back-fills every sealed run on the log while new
@@ -9,23 +10,24 @@ from __future__ import annotations
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.contract import fill, subscribe
 from assay.providers import provider_for
 from assay.store import BlobStore, open_store
-from assay_schemas import RULES_JUDGE_ID, ArtifactsSealed, ConfigError, JudgeSpec
+from assay_schemas import RULES_JUDGE_ID, ConfigError, JudgeSpec, safe_token
 
 from .context import CampaignScope
-from .llm.handlers import JudgeService, ProviderFactory
-from .rules.handlers import RulesService
+from .contract import CONTRACT, JURY, JURY_CAMPAIGNS, RULES_SEALED, SEALED
+from .handlers import JudgeService, JurySupervisor, ProviderFactory, RulesService
 from .spec import load_judge_spec
 
-__all__ = ["SERVICE", "build", "build_rules", "durable_name"]
+__all__ = ["SERVICE", "build", "build_jury", "build_rules", "durable_name"]
 
-SERVICE = "judge"
+SERVICE = CONTRACT.service
 
 
 def durable_name(judge_id: str) -> str:
     """The durable consumer of one judge."""
-    return f"judge-{judge_id}"
+    return fill(SEALED.durable, {"judge_id": judge_id})
 
 
 def build(
@@ -54,12 +56,8 @@ def build(
         providers=providers,
         campaigns=campaigns,
     )
-    bus.consume_event(
-        ArtifactsSealed,
-        service.on_sealed,
-        durable=durable_name(judge.judge_id),
-        max_workers=judge.max_concurrency,
-    )
+    mine = {"judge_id": judge.judge_id}
+    subscribe(bus, SEALED, service.on_sealed, mine, max_workers=judge.max_concurrency)
     return service
 
 
@@ -78,10 +76,20 @@ def build_rules(
         campaigns=campaigns,
         check_budget_s=settings.judge_check_budget_s,
     )
-    bus.consume_event(
-        ArtifactsSealed,
-        service.on_sealed,
-        durable=durable_name(RULES_JUDGE_ID),
-        max_workers=concurrency,
-    )
+    subscribe(bus, RULES_SEALED, service.on_sealed, max_workers=concurrency)
     return service
+
+
+def _judge_of(settings: Settings, spec: JudgeSpec, store: BlobStore) -> JudgeService:
+    return build(settings, spec, store=store)
+
+
+def build_jury(settings: Settings, *, store: BlobStore | None = None) -> JurySupervisor:
+    """The jury with its `CampaignStarted` consumer registered (not started)."""
+    bus = Bus(settings, service=JURY.service)
+    jury = JurySupervisor(
+        settings=settings, store=store or open_store(settings), bus=bus, build_judge=_judge_of
+    )
+    mine = {"instance": safe_token(settings.instance)}
+    subscribe(bus, JURY_CAMPAIGNS, jury.on_campaign, mine)
+    return jury

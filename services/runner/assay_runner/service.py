@@ -1,18 +1,19 @@
-"""The runner service: wiring of handlers to the bus."""
+"""The runner service: built from its contract and settings, its handlers wired to the bus."""
 
 from __future__ import annotations
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.contract import subscribe
 from assay.providers import provider_for
 from assay.store import BlobStore, open_store
-from assay_schemas import CampaignStarted, SandboxReady, TaskSubmitted
 
+from .contract import CAMPAIGNS, CONTRACT, RUNS, TASKS
 from .handlers import ProviderFactory, RunnerService
 
 __all__ = ["SERVICE", "build"]
 
-SERVICE = "runner"
+SERVICE = CONTRACT.service
 
 
 def build(
@@ -30,21 +31,9 @@ def build(
         providers=providers,
         gateway_root=settings.state_dir / "gateways",
     )
-    bus.consume_event(
-        CampaignStarted,
-        service.on_campaign_started,
-        durable="runner-campaigns",
-    )
-    bus.consume_event(
-        TaskSubmitted,
-        service.on_task_submitted,
-        durable="runner-tasks",
-        on_refused=service.on_task_refused,
-    )
-    bus.consume_event(
-        SandboxReady,
-        service.on_sandbox_ready,
-        durable="runner-runs",
-        max_workers=concurrency or settings.runner_concurrency,
+    subscribe(bus, CAMPAIGNS, service.on_campaign_started)
+    subscribe(bus, TASKS, service.on_task_submitted, on_refused=service.on_task_refused)
+    subscribe(
+        bus, RUNS, service.on_sandbox_ready, max_workers=concurrency or settings.runner_concurrency
     )
     return service

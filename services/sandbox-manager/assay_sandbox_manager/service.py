@@ -1,4 +1,5 @@
-"""The sandbox-manager service: wiring of handlers to the bus."""
+"""The sandbox-manager service: built from its contract and settings, its handlers wired to
+the bus."""
 
 from __future__ import annotations
 
@@ -6,15 +7,17 @@ import logging
 
 from assay.bus import Bus, RequestServer
 from assay.config import Settings
+from assay.contract import rpc_subject, subscribe
 from assay.store import BlobStore, open_store
-from assay_schemas import AgentFinished, RunFailed, RunRequested, safe_token
+from assay_schemas import safe_token
 
 from .backends import BubblewrapBackend, DockerBackend, SandboxBackend, SandboxBackendUnavailable
+from .contract import CONTRACT, FAILED, FINISHED, RUNS
 from .handlers import SandboxService
 
 __all__ = ["SERVICE", "build", "make_backends"]
 
-SERVICE = "sandbox-manager"
+SERVICE = CONTRACT.service
 log = logging.getLogger("assay.sandbox_manager")
 
 
@@ -47,22 +50,13 @@ def build(
         backends=backends if backends is not None else make_backends(settings),
         instance=instance,
     )
-    subjects = bus.subjects
-    bus.consume_event(
-        RunRequested,
-        service.on_run_requested,
-        durable="sandbox-manager-runs",
-        max_workers=settings.sandbox_concurrency,
-    )
+    mine = {"instance": instance}
+    workers = settings.sandbox_concurrency
+    subscribe(bus, RUNS, service.on_run_requested, mine, max_workers=workers)
     # Each instance sees every end of run and seals only its own sandboxes.
-    for ended, suffix in ((AgentFinished, "finished"), (RunFailed, "failed")):
-        bus.consume_event(
-            ended,
-            service.on_run_ended,
-            durable=f"sandbox-manager-{instance}-{suffix}",
-            max_workers=settings.sandbox_concurrency,
-        )
-    bus.serve_requests(
-        RequestServer(subjects.rpc("sandbox", instance), service.handle_command, max_workers=16)
-    )
+    subscribe(bus, FINISHED, service.on_run_ended, mine, max_workers=workers)
+    subscribe(bus, FAILED, service.on_run_ended, mine, max_workers=workers)
+    for rpc in CONTRACT.serves:
+        subject = rpc_subject(bus.subjects.prefix, rpc, mine)
+        bus.serve_requests(RequestServer(subject, service.handle_command, max_workers=16))
     return service

@@ -36,7 +36,7 @@ from assay_schemas import (
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
 from ..files import SealedFiles
 from ..killable import Killable
-from .agent import JudgeOutcome, judge_sample
+from ..llm.agent import JudgeOutcome, judge_sample
 
 __all__ = ["JudgeService", "ProviderFactory", "sampling_times"]
 

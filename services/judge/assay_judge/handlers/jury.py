@@ -7,17 +7,20 @@ machine the jury watches `CampaignStarted` and starts the judges each campaign n
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from assay.bus import Bus, Delivery
 from assay.config import Settings
-from assay.store import BlobStore, open_store
-from assay_schemas import CampaignStarted, JudgeSpec, safe_token
+from assay.store import BlobStore
+from assay_schemas import CampaignStarted, JudgeSpec
 
-from .llm.handlers import JudgeService
-from .service import build as build_judge
+from .llm import JudgeService
 
-__all__ = ["JurySupervisor", "build"]
+__all__ = ["JudgeFactory", "JurySupervisor"]
+
+JudgeFactory = Callable[[Settings, JudgeSpec, BlobStore], JudgeService]
+"""Builds a judge service (wired, not started) for one spec: `assay_judge.service.build`."""
 
 log = logging.getLogger("assay.judge.jury")
 
@@ -29,6 +32,7 @@ class JurySupervisor:
     settings: Settings
     store: BlobStore
     bus: Bus
+    build_judge: JudgeFactory
     judges: dict[str, JudgeService] = field(default_factory=dict)
 
     async def on_campaign(self, event: CampaignStarted, delivery: Delivery) -> None:
@@ -40,7 +44,7 @@ class JurySupervisor:
         """Run `spec`'s judge here unless a judge with its id already runs."""
         if spec.judge_id in self.judges:
             return
-        service = build_judge(self.settings, spec, store=self.store)
+        service = self.build_judge(self.settings, spec, self.store)
         await service.start()
         self.judges[spec.judge_id] = service
         log.info("judge %s started", spec.judge_id)
@@ -55,15 +59,3 @@ class JurySupervisor:
         for service in self.judges.values():
             await service.stop()
         self.judges.clear()
-
-
-def build(settings: Settings, *, store: BlobStore | None = None) -> JurySupervisor:
-    """The jury with its `CampaignStarted` consumer registered (not started)."""
-    bus = Bus(settings, service="jury")
-    jury = JurySupervisor(settings=settings, store=store or open_store(settings), bus=bus)
-    bus.consume_event(
-        CampaignStarted,
-        jury.on_campaign,
-        durable=f"jury-{safe_token(settings.instance)}",
-    )
-    return jury

@@ -19,8 +19,8 @@ from assay_schemas import (
 
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
 from ..files import normalize_path
-from .checks import RuleVerdict, evaluate
-from .worker import CheckFailed, Evaluator, RuleWorkers
+from ..rules.checks import RuleVerdict, evaluate
+from ..rules.worker import CheckFailed, Evaluator, RuleWorkers
 
 __all__ = ["RULES_SPEC", "RulesService"]
 

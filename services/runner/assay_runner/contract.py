@@ -1,0 +1,36 @@
+"""The runner's contract: what it consumes, publishes and calls on the bus (see `assay.contract`)."""
+
+from __future__ import annotations
+
+from assay.contract import Consumer, ServiceContract
+from assay_schemas import (
+    AgentFinished,
+    AgentStepLogged,
+    CampaignStarted,
+    RunFailed,
+    RunRequested,
+    SandboxReady,
+    TaskAccepted,
+    TaskRejected,
+    TaskSubmitted,
+)
+
+__all__ = ["ANSWERS", "CAMPAIGNS", "CONTRACT", "RUNS", "RUN_EVENTS", "TASKS"]
+
+CAMPAIGNS = Consumer("runner-campaigns", CampaignStarted)
+TASKS = Consumer("runner-tasks", TaskSubmitted)
+RUNS = Consumer("runner-runs", SandboxReady)
+"""Instances share every durable: each message is handled by one runner."""
+
+ANSWERS = (TaskAccepted, TaskRejected)
+"""A submission's answer, published on the submitter's campaign."""
+RUN_EVENTS = (RunRequested, AgentStepLogged, AgentFinished, RunFailed)
+
+CONTRACT = ServiceContract(
+    service="runner",
+    role="runner",
+    consumes=(CAMPAIGNS, TASKS, RUNS),
+    publishes=(*ANSWERS, *RUN_EVENTS),
+    calls=("sandbox.*",),  # any instance: a run's sandbox lives where it was opened
+    reads_uploads=True,  # a publisher's attachments, imported into the blob store
+)

@@ -1,0 +1,97 @@
+"""The permissions derived from the services' contracts allow exactly what the
+hand-written map allowed before (captured in `data/permission_map_before.json`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.config import Settings
+from assay.contract import Consumer, ServiceContract, fill, service_contracts
+from assay.security import permission_map
+from assay.security.permissions import events_by_role
+from assay_schemas import ArtifactsSealed
+
+BEFORE = json.loads((Path(__file__).parent / "data" / "permission_map_before.json").read_text())
+
+
+def _variants() -> dict[str, dict[str, Any]]:
+    s = Settings(instance="vm")
+    return {
+        "default": permission_map(s),
+        "embedded": permission_map(s, publisher_campaigns=("c1",), instances=("vm",)),
+        "narrowed": permission_map(
+            s, publisher_campaigns=("c1", "c2"), judge_ids=("j1", "j2"), instances=("a", "b")
+        ),
+    }
+
+
+def _matches(pattern: str, subject: str) -> bool:
+    """NATS subject matching: `*` is one whole token, a final `>` one or more."""
+    p, s = pattern.split("."), subject.split(".")
+    for i, token in enumerate(p):
+        if token == ">":
+            return len(s) > i
+        if i >= len(s) or (token != "*" and token != s[i]):
+            return False
+    return len(p) == len(s)
+
+
+REDUNDANT = {("default", "sandbox-manager")}
+"""Where the hand-written lists named a durable next to the `*` that already allowed it (the
+derived lists say only `*` then): same rights, fewer lines."""
+
+
+@pytest.mark.parametrize("variant", ["default", "embedded", "narrowed"])
+def test_derived_map_allows_exactly_what_the_hand_written_one_did(variant: str) -> None:
+    derived = _variants()[variant]
+    before = BEFORE[variant]
+    assert list(derived) == list(before), "same users, same order"
+    for user, old in before.items():
+        new = derived[user]
+        assert new.allow_responses == old["allow_responses"], user
+        assert list(new.subscribe) == old["subscribe"], user
+        if (variant, user) not in REDUNDANT:
+            assert list(new.publish) == old["publish"], user
+            continue
+        # As strict: each side's every right is allowed by the other side's rights.
+        assert all(any(_matches(n, o) for n in new.publish) for o in old["publish"])
+        assert set(new.publish) <= set(old["publish"])
+
+
+def test_the_schemas_writers_agree_with_the_services_contracts() -> None:
+    """Signing reads who writes what from the event models; permissions from contracts."""
+    by_role = events_by_role()
+    assert by_role["cli"] == ("CampaignStarted", "TaskSubmitted", "RunRequested")
+    assert by_role["publisher"] == ("TaskSubmitted",)
+    contracts = service_contracts().values()
+    for role in {c.role for c in contracts}:
+        published = {t for c in contracts if c.role == role for t in c.published_types}
+        assert published == set(by_role.get(role, ())), role
+    assert "aggregator" not in by_role and "admin" not in by_role
+
+
+def test_every_installed_service_has_its_contract() -> None:
+    from importlib.metadata import entry_points
+
+    services = {ep.name for ep in entry_points(group="assay.services")}
+    assert services == set(service_contracts())
+
+
+def test_an_unfilled_placeholder_widens_one_token_only() -> None:
+    assert fill("sandbox.{instance}", {}) == "sandbox.*"
+    assert fill("sandbox-manager-{instance}-failed", {}) == "*"
+    assert fill("judge-{judge_id}", {"judge_id": "j1"}) == "judge-j1"
+
+
+def test_a_contract_refuses_unknown_placeholders_roles_and_twice_declared_durables() -> None:
+    with pytest.raises(ValueError, match="placeholders"):
+        Consumer("judge-{who}", ArtifactsSealed)
+    with pytest.raises(ValueError, match="role"):
+        ServiceContract(service="x", role="root")  # type: ignore[arg-type]
+    twice = Consumer("x", ArtifactsSealed)
+    with pytest.raises(ValueError, match="twice"):
+        ServiceContract(service="x", role="judge", consumes=(twice, twice))
