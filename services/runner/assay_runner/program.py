@@ -14,6 +14,7 @@ from assay.providers import PriceTable
 from assay.sandbox_client import SandboxClient
 from assay.store import BlobStore
 from assay_schemas import (
+    GATEWAY_PORT,
     AgentStepLogged,
     ExecOutcome,
     ProgramSpec,
@@ -26,7 +27,7 @@ from assay_schemas import (
 )
 
 from .agent import publish_finished
-from .gateway import GATEWAY_PORT, Gateway
+from .gateway import Gateway
 
 __all__ = ["PROMPT_FILE", "ProgramFailed", "ProgramRun"]
 
