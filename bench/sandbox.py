@@ -181,7 +181,7 @@ async def _nats_exec(n: int, base: Path) -> list[Row]:
             from assay_sandbox_manager.backends import BubblewrapBackend as Cleanup
 
             leftover = Cleanup(
-                settings.instance_state / "bwrap", settings.instance_state / "snapshots"
+                settings.instance_state / "bwrap", settings.instance_state / "seals"
             )
             for info in leftover.list_live():
                 leftover.destroy(info.sandbox_id)
