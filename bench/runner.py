@@ -142,7 +142,7 @@ class _Stack:
 
         state = self.settings.instance_state
         self.backend = timed_backend(
-            BubblewrapBackend(state / "bwrap", state / "snapshots", rootfs=default_rootfs()),
+            BubblewrapBackend(state / "bwrap", state / "seals", rootfs=default_rootfs()),
             self.execs,
         )
         self.sm = build_sandbox(

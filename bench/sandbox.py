@@ -179,9 +179,7 @@ async def _nats_exec(n: int, base: Path) -> list[Row]:
             await proc.wait()
             from assay_sandbox_manager.backends import BubblewrapBackend as Cleanup
 
-            leftover = Cleanup(
-                settings.instance_state / "bwrap", settings.instance_state / "snapshots"
-            )
+            leftover = Cleanup(settings.instance_state / "bwrap", settings.instance_state / "seals")
             for info in leftover.list_live():
                 leftover.destroy(info.sandbox_id)
     d50, r50 = _pct(direct, 50), _pct(remote, 50)

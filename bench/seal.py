@@ -18,10 +18,9 @@ from assay_sandbox_manager.backends import (
     BubblewrapBackend,
     SandboxBackendUnavailable,
     SandboxSpec,
-    SnapshotCaps,
 )
-from assay_sandbox_manager.backends._snapshot import plan_tree
 from assay_sandbox_manager.runtime import default_rootfs
+from assay_sandbox_manager.seal import SealCaps, plan_seal
 from bench.table import Row
 
 __all__ = ["bench_seal"]
@@ -44,14 +43,14 @@ def _ms(t0: float) -> float:
 def _seal_rows(be: BubblewrapBackend, sid: str, what: str, scratch: Path) -> list[Row]:
     """Best of three: the seal, its measuring walk alone, and `cp -a` of the same tree."""
     ws = be.dirs.workspace(sid)
-    caps = SnapshotCaps(max_files=20_000, max_total_bytes=600 << 20)
+    caps = SealCaps(max_files=20_000, max_total_bytes=600 << 20)
     seal, walk, copy = [], [], []
     for n in range(3):
         t0 = time.perf_counter()
-        plan_tree(ws, caps)
+        plan_seal(ws, caps)
         walk.append(_ms(t0))
         t0 = time.perf_counter()
-        snap = be.snapshot(sid, caps)
+        snap = be.copy_for_seal(sid, caps)
         seal.append(_ms(t0))
         assert not snap.plan.excluded, snap.plan.excluded[:3]
         shutil.rmtree(snap.path)

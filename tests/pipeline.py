@@ -102,10 +102,10 @@ async def services(
         if "sandbox-manager" in names:
             state = settings.instance_state
             backends: dict[str, Any] = {
-                "bubblewrap": BubblewrapBackend(state / "bwrap", state / "snapshots")
+                "bubblewrap": BubblewrapBackend(state / "bwrap", state / "seals")
             }
             if docker:
-                backends["docker"] = DockerBackend(state / "docker", state / "snapshots")
+                backends["docker"] = DockerBackend(state / "docker", state / "seals")
             sm = build_sandbox(settings, store=store, backends=backends)
             await sm.start()
             started["sandbox-manager"] = sm

@@ -10,6 +10,9 @@ from ._ids import Identifier
 from ._rubric import Rubric, default_rubric
 
 __all__ = [
+    "GATEWAY_MOUNT",
+    "GATEWAY_PORT",
+    "GATEWAY_SOCKET",
     "RULES_JUDGE_ID",
     "AgentSpec",
     "CampaignSpec",
@@ -33,6 +36,13 @@ __all__ = [
 
 RULES_JUDGE_ID = "rules"
 """The judge id of the deterministic rule judge; no campaign may name a judge so."""
+
+GATEWAY_PORT = 18080
+"""The loopback port where a program in a sandbox reaches its run's model gateway."""
+GATEWAY_MOUNT = "/run/gateway"
+"""Where a sandbox sees the host folder of its run's model gateway (`gateway_dir`)."""
+GATEWAY_SOCKET = "model.sock"
+"""The gateway's unix socket in that folder: the sandbox forwards GATEWAY_PORT to it."""
 
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
@@ -287,7 +297,7 @@ class SandboxSpec(Frozen):
     max_artifact_bytes: int = Field(default=200_000_000, ge=0)
     max_artifact_files: int = Field(default=2_000, ge=0)
     gateway_dir: str | None = None
-    """Host folder holding the run's model gateway socket, bound read-only at /run/gateway
+    """Host folder holding the run's model gateway socket, bound read-only at GATEWAY_MOUNT
     (set by the runner for program agents; both services share the host)."""
     packages: list[PipRequirement] = Field(default_factory=list)
     """A runtime extension's pip requirements, on PYTHONPATH at /opt/assay-ext (copied by

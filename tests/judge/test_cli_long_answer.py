@@ -54,7 +54,16 @@ def test_assay_run_returns_on_a_huge_final_answer(settings: Settings, tmp_path: 
     )
     started = time.monotonic()
     out = subprocess.run(
-        [sys.executable, "-m", "assay_cli", "run", str(tasks), "--campaign", str(campaign), *TIMEOUT],
+        [
+            sys.executable,
+            "-m",
+            "assay_cli",
+            "run",
+            str(tasks),
+            "--campaign",
+            str(campaign),
+            *TIMEOUT,
+        ],
         cwd=ROOT,
         env={
             **os.environ,

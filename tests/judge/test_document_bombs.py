@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from assay.providers import ToolCall
+from assay.sealed import ReadError, read_document
+from assay.sealed.tables import read_table
 from assay.store import LocalBlobStore
 from assay_judge.files import SealedFiles
 from assay_judge.llm import tools
 from assay_judge.llm.tools import JudgeToolBox, ToolLimits
-from assay_judge.readers import ReadError, read_document, read_table
 
 from . import stalls
 from .cases import put

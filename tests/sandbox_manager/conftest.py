@@ -24,7 +24,7 @@ from assay_sandbox_manager.runtime import ensure_image, ensure_rootfs
 
 @pytest.fixture(scope="session")
 def host_dirs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """State/snapshot root; pytest's 0700 tmp dirs on purpose (bwrap mounts by fd)."""
+    """State/seal-copy root; pytest's 0700 tmp dirs on purpose (bwrap mounts by fd)."""
     return tmp_path_factory.mktemp("sandboxes")
 
 
@@ -49,7 +49,7 @@ def docker_image() -> str:
 @pytest.fixture(scope="session")
 def bubblewrap_backend(host_dirs: Path, rootfs: Path) -> Iterator[BubblewrapBackend]:
     """The bubblewrap backend over a test state dir."""
-    be = BubblewrapBackend(host_dirs / "bw-state", host_dirs / "snapshots", rootfs=rootfs)
+    be = BubblewrapBackend(host_dirs / "bw-state", host_dirs / "seals", rootfs=rootfs)
     yield be
     _drop_mount_root(be)
 
@@ -57,7 +57,7 @@ def bubblewrap_backend(host_dirs: Path, rootfs: Path) -> Iterator[BubblewrapBack
 @pytest.fixture(scope="session")
 def docker_backend(host_dirs: Path, docker_image: str) -> Iterator[DockerBackend]:
     """The Docker backend over a test state dir."""
-    be = DockerBackend(host_dirs / "docker-state", host_dirs / "snapshots")
+    be = DockerBackend(host_dirs / "docker-state", host_dirs / "seals")
     yield be
     _drop_mount_root(be)
 

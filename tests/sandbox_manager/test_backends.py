@@ -20,10 +20,9 @@ from assay_sandbox_manager.backends import (
     SandboxNotFound,
     SandboxPathError,
     SandboxSpec,
-    SnapshotCaps,
     truncation_marker,
 )
-from assay_sandbox_manager.seal import plan_seal, store_plan
+from assay_sandbox_manager.seal import SealCaps, plan_seal, store_plan
 
 MakeSandbox = Callable[..., str]
 
@@ -247,7 +246,7 @@ def test_lifecycle_and_reconciliation(backend: SandboxBackend, spec: SandboxSpec
         backend.create(spec, sid, {})
     # A fresh backend object over the same state (a restarted service) sees the sandbox.
     assert isinstance(backend, BubblewrapBackend | DockerBackend)
-    reborn: SandboxBackend = type(backend)(backend.dirs.state_dir, backend.dirs.snapshot_dir)
+    reborn: SandboxBackend = type(backend)(backend.dirs.state_dir, backend.dirs.seal_dir)
     live = {s.sandbox_id: s for s in reborn.list_live()}
     assert live[sid].labels["assay.run_id"] == "run"
     reborn.destroy(sid)
@@ -261,7 +260,7 @@ def test_lifecycle_and_reconciliation(backend: SandboxBackend, spec: SandboxSpec
             call()
 
 
-def test_snapshot_and_seal(
+def test_copy_for_seal_and_store(
     backend: SandboxBackend, make_sandbox: MakeSandbox, tmp_path: Path
 ) -> None:
     sid, other = make_sandbox(), make_sandbox()
@@ -277,11 +276,11 @@ def test_snapshot_and_seal(
         "os.mkfifo('pipe')\n"
     )
     assert backend.exec(sid, ["python3", "-c", script]).exit_code == 0
-    snapshot = backend.snapshot(sid, SnapshotCaps())
+    copy = backend.copy_for_seal(sid, SealCaps())
     backend.destroy(sid)
-    snap = snapshot.path
+    snap = copy.path
     assert snap.is_dir()
-    plan = snapshot.plan
+    plan = copy.plan
     # Only the planned files were copied: no link, no FIFO reaches the host.
     assert plan_seal(snap) == plan._replace(excluded=[])
     by_path = {f.path: f for f in plan.files}

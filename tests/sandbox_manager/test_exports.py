@@ -20,7 +20,7 @@ def test_backends_satisfy_protocol() -> None:
             "read_file",
             "write_file",
             "list_files",
-            "snapshot",
+            "copy_for_seal",
             "destroy",
             "list_live",
         ):

@@ -75,7 +75,7 @@ def test_a_resident_that_cannot_start_is_the_platforms_failure(tmp_path: Path) -
     dead = tmp_path / "bwrap-that-fails"
     dead.write_text("#!/bin/sh\necho 'bwrap: Can't mount proc on /newroot/proc' >&2\nexit 1\n")
     dead.chmod(0o755)
-    backend = BubblewrapBackend(tmp_path / "state", tmp_path / "snapshots")
+    backend = BubblewrapBackend(tmp_path / "state", tmp_path / "seals")
     backend.create(SandboxSpec(), "broken", {})
     backend._bwrap = str(dead)  # the next resident start goes through the failing bwrap
     backend._drop_resident("broken")
@@ -108,7 +108,7 @@ def test_a_resident_gone_once_on_start_is_started_again(
         f'#!/bin/sh\nif [ ! -e {marker} ]; then touch {marker}; exit 1; fi\nexec {real} "$@"\n'
     )
     once.chmod(0o755)
-    backend = BubblewrapBackend(tmp_path / "state", tmp_path / "snapshots")
+    backend = BubblewrapBackend(tmp_path / "state", tmp_path / "seals")
     backend.create(SandboxSpec(), "flaky", {})
     backend._bwrap = str(once)
     backend._drop_resident("flaky")

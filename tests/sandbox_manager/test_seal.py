@@ -11,8 +11,14 @@ from typing import Any
 import pytest
 
 from assay.store import BlobInfo, LocalBlobStore
-from assay_sandbox_manager.backends import Snapshot
-from assay_sandbox_manager.seal import display_path, plan_seal, seal_snapshot, store_plan
+from assay_sandbox_manager.seal import (
+    SealCaps,
+    SealCopy,
+    display_path,
+    plan_seal,
+    store_copy,
+    store_plan,
+)
 from assay_schemas import Exclusion
 
 
@@ -61,13 +67,13 @@ def test_symlinks_and_special_files_excluded(tmp_path: Path) -> None:
 def test_caps_become_exclusions(tmp_path: Path) -> None:
     for i in range(5):
         (tmp_path / f"f{i}").write_bytes(b"x" * 10)
-    plan = plan_seal(tmp_path, max_files=3)
+    plan = plan_seal(tmp_path, SealCaps(max_files=3))
     assert len(plan.files) == 3
     assert [e.reason for e in plan.excluded] == ["over artifact count cap"] * 2
-    plan = plan_seal(tmp_path, max_total_bytes=25)
+    plan = plan_seal(tmp_path, SealCaps(max_total_bytes=25))
     assert len(plan.files) == 2
     assert {e.reason for e in plan.excluded} == {"over artifact size cap"}
-    plan = plan_seal(tmp_path, max_file_bytes=5)
+    plan = plan_seal(tmp_path, SealCaps(max_file_bytes=5))
     assert {e.reason for e in plan.excluded} == {"over artifact file size cap"}
 
 
@@ -129,11 +135,11 @@ def test_each_file_is_read_and_hashed_once(tmp_path: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(hashlib, "sha256", counting_sha256)
     monkeypatch.setattr(Path, "open", counting_open)
-    seal = seal_snapshot(Snapshot(ws, plan_seal(ws)), store)
+    seal = store_copy(SealCopy(ws, plan_seal(ws)), store)
     monkeypatch.undo()
     assert sorted(f.path for f in seal.files) == sorted(contents)
     assert seal.excluded == [Exclusion(path="link", reason="symlink")]
     assert store.puts == Counter({ws / name: 1 for name in contents})
     assert opened == Counter(dict.fromkeys(contents, 1))
     assert hashes["sha256"] == len(contents)
-    assert not ws.exists()  # the snapshot is removed once sealed
+    assert not ws.exists()  # the copy is removed once stored

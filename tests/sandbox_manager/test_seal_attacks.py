@@ -6,8 +6,8 @@ import os
 import uuid
 from pathlib import Path
 
-from assay_sandbox_manager.backends import SandboxBackend, SandboxSpec, SnapshotCaps
-from assay_sandbox_manager.backends._snapshot import copy_planned, plan_tree
+from assay_sandbox_manager.backends import SandboxBackend, SandboxSpec
+from assay_sandbox_manager.seal import SealCaps, copy_planned, plan_seal
 
 
 def _bytes_under(root: Path) -> int:
@@ -22,15 +22,15 @@ def test_sparse_files_never_reach_the_host(backend: SandboxBackend, spec: Sandbo
         res = backend.exec(sid, "for i in 1 2 3 4; do truncate -s 500M /workspace/s$i; done")
         assert res.exit_code == 0, res
         backend.write_file(sid, "ok.txt", b"fine")
-        caps = SnapshotCaps(max_files=100, max_total_bytes=10 << 30)  # the size caps allow it
-        snapshot = backend.snapshot(sid, caps)
+        caps = SealCaps(max_files=100, max_total_bytes=10 << 30)  # the size caps allow it
+        copy = backend.copy_for_seal(sid, caps)
     finally:
         backend.destroy(sid)
-    assert [f.path for f in snapshot.plan.files] == ["ok.txt"]
-    assert {(e.path, e.reason) for e in snapshot.plan.excluded} == {
+    assert [f.path for f in copy.plan.files] == ["ok.txt"]
+    assert {(e.path, e.reason) for e in copy.plan.excluded} == {
         (f"s{i}", "sparse file") for i in range(1, 5)
     }
-    assert _bytes_under(snapshot.path) < 1 << 20
+    assert _bytes_under(copy.path) < 1 << 20
 
 
 def test_caps_checked_before_copying(tmp_path: Path) -> None:
@@ -39,7 +39,7 @@ def test_caps_checked_before_copying(tmp_path: Path) -> None:
     for i in range(50):
         (ws / f"f{i:02}").write_bytes(b"x" * 1000)
     (ws / "big").write_bytes(os.urandom(5 << 20))
-    plan = plan_tree(ws, SnapshotCaps(max_files=10, max_total_bytes=20_000))
+    plan = plan_seal(ws, SealCaps(max_files=10, max_total_bytes=20_000))
     kept = copy_planned(ws, tmp_path / "snap", plan)
     assert len(kept.files) == 10 and kept.total_bytes == 10_000
     assert ("big", "over artifact size cap") in {(e.path, e.reason) for e in kept.excluded}
@@ -52,7 +52,7 @@ def test_a_file_grown_after_the_plan_is_copied_only_to_its_planned_size(tmp_path
     ws.mkdir()
     (ws / "log").write_bytes(b"a" * 100)
     (ws / "gone").write_bytes(b"b")
-    plan = plan_tree(ws, SnapshotCaps(max_total_bytes=101))
+    plan = plan_seal(ws, SealCaps(max_total_bytes=101))
     with open(ws / "log", "ab") as f:  # a process still running keeps writing
         f.write(b"z" * (1 << 20))
     (ws / "gone").unlink()
@@ -72,7 +72,7 @@ def test_deep_and_wide_trees_are_bounded(tmp_path: Path) -> None:
     (deep / "bottom").write_text("x")
     for i in range(30):
         (ws / f"w{i:02}").write_text("y")
-    plan = plan_tree(ws, SnapshotCaps(max_depth=5, max_entries=25))
+    plan = plan_seal(ws, SealCaps(max_depth=5, max_entries=25))
     reasons = [e.reason for e in plan.excluded]
     assert reasons[0] == "over directory depth cap"
     assert reasons[-1].startswith("over entry count cap")

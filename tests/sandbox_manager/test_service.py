@@ -73,7 +73,7 @@ def make_task(store: LocalBlobStore, tmp_path: Path) -> Task:
 
 def backends(settings: Settings) -> dict[str, BubblewrapBackend]:
     state = settings.instance_state
-    return {"bubblewrap": BubblewrapBackend(state / "bwrap", state / "snapshots")}
+    return {"bubblewrap": BubblewrapBackend(state / "bwrap", state / "seals")}
 
 
 def ready_of(events: list, run_id: str) -> SandboxReady:  # type: ignore[type-arg]

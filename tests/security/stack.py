@@ -36,7 +36,7 @@ async def restricted_services(
     try:
         sm_settings = settings_of("sandbox-manager")
         state = sm_settings.instance_state
-        backends = {"bubblewrap": BubblewrapBackend(state / "bwrap", state / "snapshots")}
+        backends = {"bubblewrap": BubblewrapBackend(state / "bwrap", state / "seals")}
         sm = build_sandbox(sm_settings, store=store, backends=backends)  # type: ignore[arg-type]
         await sm.start()
         stops.append(sm.stop)

@@ -3,6 +3,7 @@
 from ._asyncapi import ASYNCAPI_FILE, asyncapi_document, render_asyncapi
 from ._broker import dlq_stream, ensure_streams, event_stream, make_broker
 from ._bus import Bus
+from ._campaigns import read_campaign
 from ._dead_letters import DEAD_DELIVERIES, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT
 from ._records import Delivery, Published, Refusal, RefusalSink
 from ._replay import (
@@ -41,6 +42,7 @@ __all__ = [
     "event_stream",
     "make_broker",
     "messages_at",
+    "read_campaign",
     "read_raw",
     "render_asyncapi",
 ]

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from assay.bus import Bus, LoggedEvent, messages_at
+from assay.bus import Bus, LoggedEvent, messages_at, read_campaign
 from assay.config import Settings
 from assay.security.signing import trust_for
 from assay.store import open_store
-from assay_schemas import ANCHOR, AssayError, CampaignStarted
+from assay_schemas import ANCHOR, AssayError
 
 from ._app import app, console, err_console, run_async
 from ._home import HOME_HELP, home_settings
@@ -159,11 +159,8 @@ def audit(
         async with Bus(settings, service="cli") as bus:
             events, signers = await load_run_events(bus, run_id, trust_for(settings))
             anchor = ANCHOR
-            if events:
-                subject = bus.subjects.event("CampaignStarted", events[0].event.campaign_id, "-")
-                async for item in bus.replay(subject=subject):
-                    if isinstance(item.event, CampaignStarted):
-                        anchor = item.event.campaign.rubric.pass_threshold
+            if events and (campaign := await read_campaign(bus, events[0].event.campaign_id)):
+                anchor = campaign.rubric.pass_threshold
             return events, signers, anchor
 
     with home_settings(home) as settings:

@@ -7,7 +7,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypedDict
 
-from assay.bus import Bus
+from assay.bus import Bus, read_campaign
 from assay.store import BlobStore
 from assay_schemas import (
     ArtifactsSealed,
@@ -133,13 +133,10 @@ class LogReader:
         """The campaign's spec, or None when it was never declared on the log."""
         if campaign_id in self._campaigns:
             return self._campaigns[campaign_id]
-        subject = self.bus.subjects.event("CampaignStarted", campaign_id, "-")
-        async for logged in self.bus.replay(subject=subject):
-            if isinstance(logged.event, CampaignStarted):
-                # Only found campaigns are cached: a missing one may be declared later.
-                self._campaigns[campaign_id] = logged.event.campaign
-                return logged.event.campaign
-        return None
+        spec = await read_campaign(self.bus, campaign_id)
+        if spec is not None:  # only found campaigns are cached: one may be declared later
+            self._campaigns[campaign_id] = spec
+        return spec
 
     async def campaign_ids(self) -> list[str]:
         """Every campaign declared on the log so far, in log order (specs cached)."""

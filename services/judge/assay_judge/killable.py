@@ -30,8 +30,8 @@ START_S = 30.0
 """Extra time a process has to start (the first start launches the forkserver)."""
 _POLL_S = 0.1
 """How often a waiting thread looks at the clock and at `close`."""
-_PRELOAD = ["assay_judge.rules.checks"]
-"""Imported once by the forkserver, so that rule workers start ready."""
+_PRELOAD = ["assay_judge.rules.checks", "assay.sealed.tables"]
+"""Imported once by the forkserver, so that rule and table workers start ready."""
 
 
 class OverTime(AssayError):

@@ -2,9 +2,8 @@
 
 An OpenAI-compatible (POST /v1/chat/completions and /v1/responses) and
 Anthropic-compatible (POST /v1/messages) endpoint on a unix socket in the run's gateway
-folder, which the sandbox sees at /run/gateway (and its resident forwards to
-127.0.0.1:GATEWAY_PORT). Each call is
-checked against the run's limits, sent upstream with the real key (never in the sandbox),
+folder, which the sandbox sees at GATEWAY_MOUNT (and its resident forwards to
+127.0.0.1:GATEWAY_PORT; both in `assay_schemas`). Each call is checked against the run's limits, sent upstream with the real key (never in the sandbox),
 and logged in order as an AgentStepLogged with its request and response as blobs.
 
 A streamed call (`stream: true`) is made upstream as one plain call and its answer is
@@ -34,6 +33,7 @@ from assay.http11 import HttpRequest, HttpResponse, Upstream, UpstreamError, ser
 from assay.providers import DEFAULT_KEY_ENV, PriceTable, cost
 from assay.store import BlobStore
 from assay_schemas import (
+    GATEWAY_SOCKET,
     AgentSpec,
     AgentStepLogged,
     AssayError,
@@ -46,11 +46,9 @@ from assay_schemas import (
 from .agent import Spend, limit_reached
 from .gateway_wire import Wire, error_body, parse_answer, provider_of, sse_body
 
-__all__ = ["GATEWAY_PORT", "SOCKET_NAME", "Gateway", "ModelCall", "StepLogger"]
+__all__ = ["SOCKET_NAME", "Gateway", "ModelCall", "StepLogger"]
 
-GATEWAY_PORT = 18080
-"""The loopback port inside the sandbox (PORT in the sandbox-manager's _gateway_inside.py)."""
-SOCKET_NAME = "model.sock"
+SOCKET_NAME = GATEWAY_SOCKET
 _MAX_BODY = 16 * 1024 * 1024
 _DEFAULT_UPSTREAM = {
     "openai": "https://api.openai.com/v1",
@@ -126,7 +124,7 @@ class Gateway:
     _proxied: httpcore.AsyncConnectionPool | None = None
 
     async def start(self, folder: Path) -> None:
-        """Listen on folder/model.sock (a stale socket of a previous runner is replaced)."""
+        """Listen on folder/SOCKET_NAME (a stale socket of a previous runner is replaced)."""
         path = folder / SOCKET_NAME
         with contextlib.suppress(FileNotFoundError):
             path.unlink()

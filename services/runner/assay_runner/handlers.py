@@ -10,7 +10,7 @@ from pathlib import Path
 from opentelemetry import trace
 from opentelemetry.context import Context
 
-from assay.bus import Bus, Delivery, Refusal, read_raw
+from assay.bus import Bus, Delivery, Refusal, read_campaign, read_raw
 from assay.providers import (
     DEFAULT_PRICES,
     ModelProvider,
@@ -112,13 +112,6 @@ class RunnerService:
 
     # --- scheduling ---------------------------------------------------------------------
 
-    async def _campaign(self, campaign_id: str) -> CampaignSpec | None:
-        subject = self.bus.subjects.event("CampaignStarted", campaign_id, "-")
-        async for logged in self.bus.replay(subject=subject):
-            if isinstance(logged.event, CampaignStarted):
-                return logged.event.campaign
-        return None
-
     async def _schedule(self, runs: list[RunRequested]) -> None:
         task_span = trace.get_current_span().get_span_context()
         for run in runs:
@@ -176,7 +169,7 @@ class RunnerService:
         """Admit a task and schedule its runs; a task for no known campaign is refused."""
         d = delivery
         stored = Stored(d.sequence, d.subject, d.data, d.headers)
-        await self._admit(await self._campaign(event.campaign_id), event, stored)
+        await self._admit(await read_campaign(self.bus, event.campaign_id), event, stored)
 
     async def on_task_refused(self, refusal: Refusal) -> None:
         """Answer a message on a TaskSubmitted subject that is no valid TaskSubmitted."""

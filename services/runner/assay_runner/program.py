@@ -14,6 +14,7 @@ from assay.providers import PriceTable
 from assay.sandbox_client import SandboxClient
 from assay.store import BlobStore
 from assay_schemas import (
+    GATEWAY_PORT,
     AgentStepLogged,
     AssayError,
     ExecOutcome,
@@ -26,7 +27,7 @@ from assay_schemas import (
 )
 
 from .agent import publish_finished
-from .gateway import GATEWAY_PORT, Gateway, ModelCall
+from .gateway import Gateway, ModelCall
 
 __all__ = ["PROMPT_FILE", "ProgramFailed", "ProgramRun"]
 

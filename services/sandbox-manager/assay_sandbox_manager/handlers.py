@@ -50,12 +50,11 @@ from .backends import (
     SandboxLimitExceeded,
     SandboxNotFound,
     SandboxPathError,
-    SnapshotCaps,
 )
 from .bundles import ensure_bundle
 from .extension import extension_hash
 from .runtime import recipe_hash
-from .seal import Seal, seal_fields, seal_snapshot
+from .seal import Seal, SealCaps, seal_fields, store_copy
 
 __all__ = ["SandboxService"]
 
@@ -168,16 +167,16 @@ class SandboxService:
         await self.seal(request, ready, event)
 
     async def seal(self, request: RunRequested, ready: SandboxReady, ended: Event) -> None:
-        """Snapshot, store and announce the run's files; then destroy the sandbox."""
+        """Copy, store and announce the run's files; then destroy the sandbox."""
         backend = self.backend_for(request.sandbox)
         final = ended.final_message if isinstance(ended, AgentFinished) else ""
         try:
-            caps = SnapshotCaps.of(request.sandbox)
-            snapshot = await self._blocking(backend.snapshot, ready.sandbox_id, caps)
+            caps = SealCaps.of(request.sandbox)
+            copy = await self._blocking(backend.copy_for_seal, ready.sandbox_id, caps)
         except SandboxNotFound:
             seal = Seal([], [_lost()])
         else:
-            seal = await self._blocking(seal_snapshot, snapshot, self.store)
+            seal = await self._blocking(store_copy, copy, self.store)
         fields = await self._blocking(seal_fields, seal, self.store)
         await self.bus.publish(
             ArtifactsSealed(

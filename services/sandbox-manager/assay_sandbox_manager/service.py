@@ -25,11 +25,11 @@ def make_backends(settings: Settings, *, docker: bool = True) -> dict[str, Sandb
     """Bubblewrap always; Docker when an engine is reachable."""
     state = settings.instance_state
     backends: dict[str, SandboxBackend] = {
-        "bubblewrap": BubblewrapBackend(state / "bwrap", state / "snapshots"),
+        "bubblewrap": BubblewrapBackend(state / "bwrap", state / "seals"),
     }
     if docker:
         try:
-            backends["docker"] = DockerBackend(state / "docker", state / "snapshots")
+            backends["docker"] = DockerBackend(state / "docker", state / "seals")
         except SandboxBackendUnavailable as e:
             log.info("docker backend disabled: %s", e)
     return backends

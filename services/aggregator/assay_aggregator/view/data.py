@@ -13,11 +13,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from assay.bus import Bus
+from assay.bus import Bus, read_campaign
 from assay.config import Settings
 from assay.security.signing import trust_for
 from assay.store import BlobStore, open_store
-from assay_schemas import ANCHOR, ArtifactsSealed, CampaignStarted, FileRef, RunHistory
+from assay_schemas import ANCHOR, ArtifactsSealed, FileRef, RunHistory
 
 from ..audit import REFUSED, RunAudit, audit_run, load_run_events
 from ..projections import Projections
@@ -131,11 +131,8 @@ class Source:
             )
         if not events:
             return None
-        anchor = ANCHOR
-        subject = bus.subjects.event("CampaignStarted", events[0].event.campaign_id, "-")
-        async for item in bus.replay(subject=subject):
-            if isinstance(item.event, CampaignStarted):
-                anchor = item.event.campaign.rubric.pass_threshold
+        campaign = await read_campaign(bus, events[0].event.campaign_id)
+        anchor = campaign.rubric.pass_threshold if campaign is not None else ANCHOR
         audit = await asyncio.to_thread(
             audit_run, events, self.store, anchor=anchor, signers=signers
         )

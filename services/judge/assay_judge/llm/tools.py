@@ -22,12 +22,13 @@ from assay.providers import (
     ToolDefinition,
     ToolResultMessage,
 )
+from assay.sealed import ReadError, image_info, read_document, text_page
+from assay.sealed.tables import read_table
 from assay_schemas import BlobCorrupted, BlobNotFound, FileRef
 
 from ..delimit import artifact_block, one_line
 from ..files import SealedFiles
 from ..killable import Died, Killable, OverTime, Raised
-from ..readers import ReadError, image_info, read_document, read_table, text_page
 
 __all__ = ["READ_TOOLS", "JudgeToolBox", "ToolLimits"]
 

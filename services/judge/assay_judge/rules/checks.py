@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
+from assay.sealed import is_binary
 from assay.tasks import PatternError, compile_pattern
 from assay_schemas import (
     AgentStepLogged,
@@ -43,7 +44,6 @@ from assay_schemas import (
 )
 
 from ..files import normalize_path
-from ..readers import is_binary
 from .injection import SCAN_CHARS, find_injection
 from .patterns import WORD, escape, rx
 

@@ -1,5 +1,6 @@
 """Sandbox backends: one Protocol, a bubblewrap and a Docker implementation."""
 
+from ..seal import SealCaps, SealCopy, SealPlan
 from ._bubblewrap import BubblewrapBackend
 from ._capture import truncation_marker
 from ._docker import DockerBackend
@@ -14,7 +15,6 @@ from ._errors import (
 from ._models import ExecResult, FileEntry, PythonResult, SandboxInfo, SandboxSpec
 from ._protocol import SandboxBackend
 from ._resident import ResidentUnavailable
-from ._snapshot import SealPlan, Snapshot, SnapshotCaps
 
 __all__ = [
     "BubblewrapBackend",
@@ -32,8 +32,8 @@ __all__ = [
     "SandboxNotFound",
     "SandboxPathError",
     "SandboxSpec",
+    "SealCaps",
+    "SealCopy",
     "SealPlan",
-    "Snapshot",
-    "SnapshotCaps",
     "truncation_marker",
 ]

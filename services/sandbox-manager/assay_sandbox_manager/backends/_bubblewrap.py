@@ -92,13 +92,13 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
 
     name = "bubblewrap"
 
-    def __init__(self, state_dir: Path, snapshot_dir: Path, rootfs: Path | None = None) -> None:
+    def __init__(self, state_dir: Path, seal_dir: Path, rootfs: Path | None = None) -> None:
         """rootfs: the read-only root; None means the cached rootfs of the current recipe."""
         self._bwrap = shutil.which("bwrap")
         self._prlimit = shutil.which("prlimit")
         if not self._bwrap or not self._prlimit:
             raise SandboxBackendUnavailable("sandbox backend bubblewrap: bwrap or prlimit missing")
-        self.dirs = HostDirs(state_dir, snapshot_dir)
+        self.dirs = HostDirs(state_dir, seal_dir)
         self._rootfs = rootfs
         self._uids = UidRegistry()
         self._init_residents()

@@ -4,7 +4,7 @@ its resident process (one `docker exec`, started on first use, see _resident.py)
 The container has no network, a read-only root (the imported runtime image), no
 capabilities, no-new-privileges, uid 1000, cgroup memory/CPU/pids limits. /workspace and
 /tmp are binds of the same per-sandbox host tmpfs the bubblewrap backend uses, so the
-disk quota, file access and snapshots are host-side and identical on both backends. A
+disk quota, file access and the copies for a seal are host-side and identical on both backends. A
 program agent's gateway folder, runtime extension and bundle are bound read-only as on bubblewrap
 (see _mounts.py): the resident forwards the container's own loopback to the gateway socket.
 """
@@ -54,7 +54,7 @@ class DockerBackend(WorkspaceFiles, ResidentExec):
     name = "docker"
 
     def __init__(
-        self, state_dir: Path, snapshot_dir: Path, client: docker.DockerClient | None = None
+        self, state_dir: Path, seal_dir: Path, client: docker.DockerClient | None = None
     ) -> None:
         try:
             self.client = client or docker.from_env(timeout=30)
@@ -63,7 +63,7 @@ class DockerBackend(WorkspaceFiles, ResidentExec):
             raise SandboxBackendUnavailable(
                 f"sandbox backend docker: dockerd unreachable: {e}"
             ) from e
-        self.dirs = HostDirs(state_dir, snapshot_dir)
+        self.dirs = HostDirs(state_dir, seal_dir)
         self._init_residents()
 
     def _container(self, sandbox_id: str) -> Any:

@@ -1,9 +1,11 @@
-"""Loopback forwarder inside a sandbox: 127.0.0.1:PORT to the run's model gateway socket.
+"""Loopback forwarder inside a sandbox: 127.0.0.1:port to the run's model gateway socket.
 
 The sandbox has no network, only its own loopback; the runner's gateway listens on a unix
-socket in a host folder bind-mounted read-only at /run/gateway. The resident (PID 1, never
+socket in a host folder bind-mounted read-only in the sandbox. The resident (PID 1, never
 killed by a command's timeout sweep) runs this on one thread, standard library only, so
-that OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 works for any program in the sandbox.
+that OPENAI_BASE_URL=http://127.0.0.1:port/v1 works for any program in the sandbox. The
+port and the socket's path are `assay_schemas`' GATEWAY_* (this file cannot import them:
+the host passes them on the resident's command line).
 """
 
 from __future__ import annotations
@@ -13,12 +15,8 @@ import selectors
 import socket
 import threading
 
-PORT = 18080
-"""Also GATEWAY_PORT on the host side (the runner's environment for the program)."""
-SOCKET = "/run/gateway/model.sock"
 
-
-def start(port: int = PORT, path: str = SOCKET) -> None:
+def start(port: int, path: str) -> None:
     """Listen now (so the first program finds the port open), forward on a daemon thread."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

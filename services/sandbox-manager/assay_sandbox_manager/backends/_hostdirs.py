@@ -14,8 +14,8 @@ path, while the state dir may sit under a private home (/root is 0700): so the m
 under ``<ASSAY_SANDBOX_MOUNTS or /run/assay/sandboxes>/<hash of the state dir>``, every
 level 0711. Without root the mounts sit under the state dir.
 
-Snapshots go to ``<snapshots>/<sandbox_id>-<n>`` and survive destroy; they hold only what
-the seal caps let in (see ``_snapshot``).
+Copies for a seal go to ``<seals>/<sandbox_id>-<n>`` and survive destroy; they hold only
+what the seal caps let in (see ``..seal``).
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ..seal import SealCaps, SealCopy, copy_planned, plan_seal
 from . import _fs
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxExists, SandboxNotFound
 from ._models import FileEntry, SandboxInfo, SandboxSpec
 from ._quota import mount_quota, unmount_quota
-from ._snapshot import Snapshot, SnapshotCaps, copy_planned, plan_tree
 
 __all__ = ["HostDirs", "SandboxMeta", "check_sandbox_id", "check_traversable"]
 
@@ -83,12 +83,12 @@ class SandboxMeta(BaseModel):
 class HostDirs:
     """Creates, reads and removes the per-sandbox host directories."""
 
-    def __init__(self, state_dir: Path, snapshot_dir: Path, mount_root: Path | None = None) -> None:
+    def __init__(self, state_dir: Path, seal_dir: Path, mount_root: Path | None = None) -> None:
         self.state_dir = state_dir
-        self.snapshot_dir = snapshot_dir
+        self.seal_dir = seal_dir
         self.mount_root = mount_root or _default_mount_root(state_dir)
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        snapshot_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        seal_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
 
     def _ensure_mount_root(self, sandbox_id: str) -> None:
         """Create the mount root on demand (0711 levels: reach your mount, list nothing)."""
@@ -197,16 +197,16 @@ class HostDirs:
         with contextlib.suppress(OSError):
             self.mount_root.rmdir()
 
-    def snapshot(self, sandbox_id: str, caps: SnapshotCaps) -> Snapshot:
+    def copy_for_seal(self, sandbox_id: str, caps: SealCaps) -> SealCopy:
         """Measure /workspace against the caps, then copy what fits to a fresh folder."""
         self.meta(sandbox_id)
         ws = self.workspace(sandbox_id)
-        plan = plan_tree(ws, caps)
+        plan = plan_seal(ws, caps)
         n = 0
         while True:
-            dst = self.snapshot_dir / f"{sandbox_id}-{n}"
+            dst = self.seal_dir / f"{sandbox_id}-{n}"
             try:
-                return Snapshot(dst, copy_planned(ws, dst, plan))
+                return SealCopy(dst, copy_planned(ws, dst, plan))
             except FileExistsError:
                 if dst.exists() and n < 100_000:
                     n += 1
@@ -246,6 +246,6 @@ class WorkspaceFiles:
         """List /workspace."""
         return self.dirs.list_files(sandbox_id)
 
-    def snapshot(self, sandbox_id: str, caps: SnapshotCaps) -> Snapshot:
+    def copy_for_seal(self, sandbox_id: str, caps: SealCaps) -> SealCopy:
         """Copy what of /workspace fits the caps to a host folder that outlives the sandbox."""
-        return self.dirs.snapshot(sandbox_id, caps)
+        return self.dirs.copy_for_seal(sandbox_id, caps)

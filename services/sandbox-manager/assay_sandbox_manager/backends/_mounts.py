@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from assay.bundle import BUNDLE_MOUNT
+from assay_schemas import GATEWAY_MOUNT
 
 from ..bundles import bundle_folder, is_unpacked
 from ..extension import EXTENSION_MOUNT, ExtensionBuildFailed, ensure_extension
@@ -15,9 +16,6 @@ from ._hostdirs import check_traversable
 from ._models import SandboxSpec
 
 __all__ = ["GATEWAY_MOUNT", "extension_folder", "gateway_folder", "opt_binds"]
-
-GATEWAY_MOUNT = "/run/gateway"
-"""Where the gateway folder is bound; the resident forwards 127.0.0.1:18080 to its socket."""
 
 
 def gateway_folder(sandbox_id: str, spec: SandboxSpec, *, foreign_uid: bool) -> Path | None:

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
+from ..seal import SealCaps, SealCopy
 from ._models import ExecResult, FileEntry, PythonResult, SandboxInfo, SandboxSpec
-from ._snapshot import Snapshot, SnapshotCaps
 
 __all__ = ["SandboxBackend"]
 
 
 @runtime_checkable
 class SandboxBackend(Protocol):
-    """Create, run commands in, read/write, snapshot and destroy isolated sandboxes.
+    """Create, run commands in, read/write, copy out for a seal and destroy isolated sandboxes.
 
     Calls block (they spawn processes or talk to dockerd); async callers wrap them in
     ``asyncio.to_thread``. Paths are relative to /workspace or absolute under it.
@@ -63,7 +63,7 @@ class SandboxBackend(Protocol):
         """List every entry under /workspace, symlinks unfollowed."""
         ...
 
-    def snapshot(self, sandbox_id: str, caps: SnapshotCaps) -> Snapshot:
+    def copy_for_seal(self, sandbox_id: str, caps: SealCaps) -> SealCopy:
         """Measure /workspace against the caps (reading no contents), then copy only what
         fits, each file bounded by its measured size, to a host directory that outlives the
         sandbox."""

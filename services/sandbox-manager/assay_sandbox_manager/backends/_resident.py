@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from assay_schemas import GATEWAY_MOUNT, GATEWAY_PORT, GATEWAY_SOCKET
+
 from ._capture import truncation_marker
 from ._errors import SandboxError
 from ._hostdirs import HostDirs, SandboxMeta
@@ -44,7 +46,14 @@ log = logging.getLogger("assay_sandbox_manager.resident")
 
 RESIDENT_DIR = "/run/assay"
 """Where the scripts are mounted (read-only) inside every sandbox."""
-RESIDENT_ARGV = ["python3", "-I", f"{RESIDENT_DIR}/resident.py"]
+RESIDENT_ARGV = [
+    "python3",
+    "-I",
+    f"{RESIDENT_DIR}/resident.py",
+    str(GATEWAY_PORT),
+    f"{GATEWAY_MOUNT}/{GATEWAY_SOCKET}",
+]
+"""The resident and where it forwards the model gateway (it cannot import assay_schemas)."""
 _SCRIPTS = {
     "resident.py": "_resident_inside.py",
     "kernel.py": "_kernel_inside.py",

@@ -356,7 +356,9 @@ def _text(s: str, cap: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    """Entry point: serve the sandbox-manager on fds 0/1."""
+    """Entry point: serve the sandbox-manager on fds 0/1. Arguments: the model gateway's
+    loopback port and its socket's path (forwarded when the socket's folder is bound)."""
+    port, gateway_socket = int(sys.argv[1]), sys.argv[2]
     # The channel moves to fds 3/4; 0-2 become /dev/null so that nothing stray corrupts it.
     os.dup2(0, _CTL_IN)
     os.dup2(1, _CTL_OUT)
@@ -366,15 +368,15 @@ def main() -> None:
     os.close(null)
     os.set_inheritable(_CTL_IN, False)
     os.set_inheritable(_CTL_OUT, False)
-    if os.path.isdir("/run/gateway"):
-        _start_gateway_forwarder()
+    if os.path.isdir(os.path.dirname(gateway_socket)):
+        _start_gateway_forwarder(port, gateway_socket)
     resident = Resident()
     # Before reading anything: a host that never sees this knows no request ran here.
     _send(_CTL_OUT, {"ready": True})
     resident.serve()
 
 
-def _start_gateway_forwarder() -> None:
+def _start_gateway_forwarder(port: int, path: str) -> None:
     """Run gateway.py's loopback forwarder on a thread of this process (PID 1 survives
     every command's timeout sweep). -I keeps this folder off sys.path: load it by path."""
     import importlib.util
@@ -385,7 +387,7 @@ def _start_gateway_forwarder() -> None:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.start()
+    module.start(port, path)
 
 
 if __name__ == "__main__":
