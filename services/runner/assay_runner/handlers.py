@@ -43,7 +43,7 @@ from assay_schemas import (
 )
 
 from .admission import Admission, Stored, answering
-from .agent import AgentRun
+from .agent import AgentRun, AnswerNotStored, StepTooLarge
 from .program import ProgramFailed, ProgramRun
 from .scheduler import plan_runs
 from .tools import ToolBox
@@ -236,6 +236,10 @@ class RunnerService:
             await self._fail(
                 request, event, "agent", f"{type(e).__name__}: {e}", infrastructure=True
             )
+        except AnswerNotStored as e:
+            await self._fail(request, event, "agent", str(e), infrastructure=True)
+        except StepTooLarge as e:  # the agent's own output: scored as its failure
+            await self._fail(request, event, "agent", str(e), infrastructure=False)
         except ProgramFailed as e:
             await self._fail(
                 request,

@@ -25,7 +25,7 @@ from assay_schemas import (
     unb64,
 )
 
-from .agent import publish_finished
+from .agent import AnswerNotStored, publish_finished
 from .gateway import GATEWAY_PORT, Gateway
 
 __all__ = ["PROMPT_FILE", "ProgramFailed", "ProgramRun"]
@@ -124,15 +124,19 @@ class ProgramRun:
                 output_sha256=blob.sha256,
             )
         final = await self._answer(stdout)
-        await publish_finished(
-            self.bus,
-            self.request,
-            self.ready,
-            stop or "submitted",
-            final,
-            gateway.steps,
-            blob.sha256,
-        )
+        try:
+            await publish_finished(
+                self.bus,
+                self.store,
+                self.request,
+                self.ready,
+                stop or "submitted",
+                final,
+                gateway.steps,
+                blob.sha256,
+            )
+        except AnswerNotStored as e:
+            raise ProgramFailed(str(e), infrastructure=True, output_sha256=blob.sha256) from e
 
     async def _execute(self) -> ExecOutcome:
         """The prompt file, then the program with the task's environment."""

@@ -171,7 +171,16 @@ class SandboxService:
     async def seal(self, request: RunRequested, ready: SandboxReady, ended: Event) -> None:
         """Snapshot, store and announce the run's files; then destroy the sandbox."""
         backend = self.backend_for(request.sandbox)
-        final = ended.final_message if isinstance(ended, AgentFinished) else ""
+        # The answer as the runner bounded it: its start inline, the whole in its blob.
+        answer = (
+            {
+                "final_message": ended.final_message,
+                "final_message_truncated": ended.final_message_truncated,
+                "final_message_blob": ended.final_message_blob,
+            }
+            if isinstance(ended, AgentFinished)
+            else {}
+        )
         try:
             caps = SnapshotCaps.of(request.sandbox)
             snapshot = await self._blocking(backend.snapshot, ready.sandbox_id, caps)
@@ -186,7 +195,7 @@ class SandboxService:
                 key=(request.run_id,),
                 **same_run(request, cause=ended),
                 **fields,
-                final_message=final,
+                **answer,
                 agent_id=request.agent.agent_id,
                 epoch=request.epoch,
                 sandbox_id=ready.sandbox_id,

@@ -25,10 +25,12 @@ from assay.providers import (
 )
 from assay_schemas import ArtifactsSealed, CampaignSpec, FileRef, JudgeSpec, Task
 
+from ..answer import final_answer
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
 from ..files import SealedFiles
 from ..killable import Killable
 from .agent import JudgeOutcome, judge_sample
+from .prompts import FINAL_MESSAGE_CHARS
 
 __all__ = ["JudgeService", "ProviderFactory", "sampling_times"]
 
@@ -132,7 +134,8 @@ class JudgeService(SealedRunJudge):
                 spec=self.spec,
                 provider=self.provider(),
                 task=ctx.task,
-                final_message=sealed.final_message,
+                final_message=await final_answer(sealed, self.store, FINAL_MESSAGE_CHARS),
+                final_message_bytes=blob.size if (blob := sealed.final_message_blob) else None,
                 files=files,
                 rubric=ctx.rubric,
                 sample=sample,

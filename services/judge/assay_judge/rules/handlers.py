@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from assay.bus import Delivery
 from assay_schemas import RULES_JUDGE_ID, ArtifactsSealed, CampaignSpec, FileRef, JudgeSpec, Task
 
+from ..answer import final_answer
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
 from ..files import normalize_path
 from .checks import RuleVerdict, evaluate
+from .injection import SCAN_CHARS
 from .worker import CheckFailed, Evaluator, RuleWorkers
 
 __all__ = ["RULES_SPEC", "RulesService"]
@@ -75,13 +77,14 @@ class RulesService(SealedRunJudge):
         for ref in sealed.files:
             if _wanted(ref, ctx.task, (ref.path, ref.sha256) not in attached):
                 contents[ref.path] = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
+        answer = await final_answer(sealed, self.store, SCAN_CHARS)
         try:
             verdict = await self.workers.run(
                 self.evaluator,
                 task=ctx.task,
                 files=sealed.files,
                 contents=contents,
-                final_message=sealed.final_message,
+                final_message=answer,
                 steps=ctx.history.steps,
             )
         except CheckFailed as e:  # a check that raises or runs out is final: never retried
