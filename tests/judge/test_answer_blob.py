@@ -71,4 +71,6 @@ def test_the_llm_judge_is_told_how_long_the_whole_answer_is(tmp_path: Path) -> N
     shown = "A" * FINAL_MESSAGE_CHARS
     prompt = case_prompt(Task(task_id="t", prompt="p"), shown, files, default_rubric(), 10**7)
     assert f"(truncated: {10**7} bytes, the first {FINAL_MESSAGE_CHARS} characters shown)" in prompt
-    assert "truncated" not in case_prompt(Task(task_id="t", prompt="p"), "ok", files, default_rubric())
+    assert "truncated" not in case_prompt(
+        Task(task_id="t", prompt="p"), "ok", files, default_rubric()
+    )

@@ -18,6 +18,7 @@ from assay.config import Settings
 from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import BlobInfo, LocalBlobStore
 from assay.tasks import load_tasks
+from assay_aggregator.audit import audit_run, load_run_events
 from assay_judge import build_rules
 from assay_schemas import (
     FINAL_MESSAGE_INLINE_CHARS,
@@ -105,6 +106,17 @@ async def test_a_long_model_answer_is_judged_whole_from_its_blob(
         assert store.get_bytes(event.final_message_blob.sha256).decode() == LONG
     [judged] = [e for e in events if isinstance(e, JudgmentRecorded)]
     assert judged.judge_id == "rules" and judged.run_id == finished.run_id
+    # The audit re-verifies the answer's blob like every other blob the run references.
+    ref = finished.final_message_blob
+    assert ref is not None
+    logged, _ = await load_run_events(bus, finished.run_id or "")
+    checks = [b for b in audit_run(logged, store).blobs if b.role == "final_message"]
+    assert [(b.sha256, b.status) for b in checks] == [(ref.sha256, "ok")] * 2
+    path = store.path_of(ref.sha256)
+    path.chmod(0o644)
+    path.write_bytes(b"tampered")
+    checks = [b for b in audit_run(logged, store).blobs if b.role == "final_message"]
+    assert {b.status for b in checks} == {"corrupted"}
 
 
 async def test_a_model_turn_larger_than_any_event_fails_the_run_saying_so(

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from opentelemetry import trace
 
 from assay.bus import Bus
-from assay.store import BlobStore
 from assay.providers import GenerationParams, Message, ModelProvider, PriceTable, cost
+from assay.store import BlobStore
 from assay.telemetry import meter, tracer
 from assay_schemas import (
     FINAL_MESSAGE_INLINE_CHARS,
