@@ -69,6 +69,8 @@ class AgentRun:
     provider: ModelProvider
     tools: ToolBox
     prices: PriceTable
+    store: BlobStore
+    """Where an answer too long to inline goes."""
 
     def _params(self) -> GenerationParams:
         p = self.request.agent.params
@@ -178,7 +180,7 @@ class AgentRun:
         self, stop: StopReason, final: str, steps: Sequence[AgentStepLogged]
     ) -> AgentFinished:
         return await publish_finished(
-            self.bus, self.tools.store, self.request, self.ready, stop, final, steps
+            self.bus, self.store, self.request, self.ready, stop, final, steps
         )
 
 

@@ -272,6 +272,7 @@ class RunnerService:
             provider=self.model_provider(request.agent),
             tools=tools,
             prices=pinned_prices(self.prices, request.prices),
+            store=self.store,
         )
 
     def _program_run(
