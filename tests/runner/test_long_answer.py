@@ -26,6 +26,7 @@ from assay_schemas import (
     AgentFinished,
     ArtifactsSealed,
     Event,
+    JudgmentFailed,
     JudgmentRecorded,
     RunFailed,
 )
@@ -68,16 +69,22 @@ class FullDisk(LocalBlobStore):
 
 
 def _ended(events: list[Event]) -> bool:
-    return any(isinstance(e, JudgmentRecorded | RunFailed) for e in events)
+    return any(isinstance(e, JudgmentRecorded | JudgmentFailed | RunFailed) for e in events)
 
 
 async def _run(
-    bus: Bus, settings: Settings, store: LocalBlobStore, tmp_path: Path, url: str, model: str
+    bus: Bus,
+    settings: Settings,
+    store: LocalBlobStore,
+    tmp_path: Path,
+    url: str,
+    model: str,
+    judge_store: LocalBlobStore | None = None,
 ) -> list[Event]:
     folder = write_task(tmp_path / "t", "t1", "Say a lot.", {"a.csv": "x\n1\n"})
     spec = campaign("c1", [scripted_agent("a1", model, url)])
     async with services(settings, store):
-        rules = build_rules(settings, store=store)
+        rules = build_rules(settings, store=judge_store or store)
         await rules.start()
         try:
             await submit_campaign(bus, store, spec, load_tasks(folder, max_bytes=10_000))
@@ -142,3 +149,15 @@ async def test_an_answer_the_store_refuses_fails_the_run_saying_so(
     assert "final answer" in failed.error and "could not be stored" in failed.error
     assert "No space left" in failed.error
     assert not [e for e in events if isinstance(e, AgentFinished | JudgmentRecorded)]
+
+
+async def test_a_lost_answer_blob_fails_the_judgment_saying_so(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
+    store = LocalBlobStore(settings.blob_dir)
+    lost = LocalBlobStore(tmp_path / "elsewhere")  # the judge's store never got the answer
+    events = await _run(bus, settings, store, tmp_path, scripted.openai_base_url, "says", lost)
+    [failed] = [e for e in events if isinstance(e, JudgmentFailed)]
+    assert failed.judge_id == "rules" and failed.infrastructure
+    assert "the final answer cannot be read" in failed.error, failed.error
+    assert not [e for e in events if isinstance(e, JudgmentRecorded)]

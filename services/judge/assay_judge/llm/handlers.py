@@ -23,7 +23,7 @@ from assay.providers import (
     pinned_prices,
     provider_for,
 )
-from assay_schemas import ArtifactsSealed, CampaignSpec, FileRef, JudgeSpec, Task
+from assay_schemas import ArtifactsSealed, CampaignSpec, FileRef, JudgeSpec, StoreError, Task
 
 from ..answer import final_answer
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
@@ -130,11 +130,17 @@ class JudgeService(SealedRunJudge):
             attachments={(a.path, a.sha256) for a in ctx.task.attachments},
         )
         try:
+            answer = await final_answer(sealed, self.store, FINAL_MESSAGE_CHARS)
+        except StoreError as e:  # the platform lost the answer: never judge only its start
+            error = f"the final answer cannot be read: {e}"
+            await self._failed(ctx, sample, error, 1, None, infrastructure=True)
+            return
+        try:
             outcome = await judge_sample(
                 spec=self.spec,
                 provider=self.provider(),
                 task=ctx.task,
-                final_message=await final_answer(sealed, self.store, FINAL_MESSAGE_CHARS),
+                final_message=answer,
                 final_message_bytes=blob.size if (blob := sealed.final_message_blob) else None,
                 files=files,
                 rubric=ctx.rubric,

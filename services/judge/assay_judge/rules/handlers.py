@@ -7,7 +7,15 @@ import fnmatch
 from dataclasses import dataclass, field
 
 from assay.bus import Delivery
-from assay_schemas import RULES_JUDGE_ID, ArtifactsSealed, CampaignSpec, FileRef, JudgeSpec, Task
+from assay_schemas import (
+    RULES_JUDGE_ID,
+    ArtifactsSealed,
+    CampaignSpec,
+    FileRef,
+    JudgeSpec,
+    StoreError,
+    Task,
+)
 
 from ..answer import final_answer
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
@@ -77,7 +85,14 @@ class RulesService(SealedRunJudge):
         for ref in sealed.files:
             if _wanted(ref, ctx.task, (ref.path, ref.sha256) not in attached):
                 contents[ref.path] = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
-        answer = await final_answer(sealed, self.store, SCAN_CHARS)
+        try:
+            answer = await final_answer(sealed, self.store, SCAN_CHARS)
+        except StoreError as e:  # the platform lost the answer: never judge only its start
+            error = f"the final answer cannot be read: {e}"
+            await self.publish_failed(
+                ctx, RULES_JUDGE_ID, 0, error=error, attempts=1, infrastructure=True
+            )
+            return
         try:
             verdict = await self.workers.run(
                 self.evaluator,
