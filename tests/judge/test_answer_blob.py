@@ -3,11 +3,16 @@ whole from its blob, bounded, and never the inline prefix in its place."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from assay.bus import Bus
+from assay.config import Settings
+from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
+from assay_judge import build
 from assay_judge.answer import final_answer
 from assay_judge.files import SealedFiles
 from assay_judge.llm.prompts import FINAL_MESSAGE_CHARS, case_prompt
@@ -15,11 +20,26 @@ from assay_schemas import (
     ArtifactsSealed,
     BlobNotFound,
     FileRef,
+    JudgmentFailed,
     Producer,
     Task,
     default_rubric,
     new_event,
 )
+
+from .cases import (
+    fast_provider,
+    judge_spec,
+    judgments,
+    of_type,
+    running,
+    seal_run,
+    start_campaign,
+    verdict,
+    wait_log,
+)
+
+pytestmark = pytest.mark.timeout(60)
 
 
 def _sealed(inline: str, blob: FileRef | None) -> ArtifactsSealed:
@@ -74,3 +94,52 @@ def test_the_llm_judge_is_told_how_long_the_whole_answer_is(tmp_path: Path) -> N
     assert "truncated" not in case_prompt(
         Task(task_id="t", prompt="p"), "ok", files, default_rubric()
     )
+
+
+async def test_the_llm_judge_sees_the_start_of_the_whole_answer_and_its_size(
+    bus: Bus, settings: Settings, store: LocalBlobStore, server: ScriptedModelServer
+) -> None:
+    server.add_script("reader", ScriptedSequence([ScriptReply.call("submit_verdict", verdict())]))
+    spec = judge_spec("j1", "reader", server.openai_base_url)
+    whole = "B" * 40_000 + "C" * 60_000  # the inline start holds no C
+    ref = _put(store, whole)
+    await start_campaign(bus, "c1", [spec])
+    async with running(build(settings, spec, store=store, providers=fast_provider)):
+        await seal_run(
+            bus,
+            store,
+            campaign_id="c1",
+            run_id="r1",
+            files={"o.txt": b"x"},
+            final_message=whole[:100],
+            final_message_blob=ref,
+        )
+        await wait_log(bus, lambda evs: len(judgments(evs)) == 1)
+    [request] = server.requests("reader")
+    prompt = json.dumps(request.body)
+    shown = whole[:FINAL_MESSAGE_CHARS]
+    assert shown in prompt and whole[: FINAL_MESSAGE_CHARS + 1] not in prompt
+    assert f"(truncated: {ref.size} bytes, the first {FINAL_MESSAGE_CHARS} characters" in prompt
+
+
+async def test_the_llm_judge_fails_saying_so_when_the_answer_blob_is_lost(
+    bus: Bus, settings: Settings, store: LocalBlobStore, server: ScriptedModelServer
+) -> None:
+    server.add_script("never", ScriptedSequence([ScriptReply.call("submit_verdict", verdict())]))
+    spec = judge_spec("j1", "never", server.openai_base_url)
+    lost = FileRef(path="final-message.txt", sha256="1" * 64, size=10)
+    await start_campaign(bus, "c1", [spec])
+    async with running(build(settings, spec, store=store, providers=fast_provider)):
+        await seal_run(
+            bus,
+            store,
+            campaign_id="c1",
+            run_id="r1",
+            files={"o.txt": b"x"},
+            final_message="the start",
+            final_message_blob=lost,
+        )
+        events = await wait_log(bus, lambda evs: bool(of_type(evs, JudgmentFailed)))
+    [failed] = of_type(events, JudgmentFailed)
+    assert failed.infrastructure and "the final answer cannot be read" in failed.error
+    assert not server.requests("never")  # no judging of the start alone
