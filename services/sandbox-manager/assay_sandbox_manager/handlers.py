@@ -55,7 +55,7 @@ from .backends import (
 from .bundles import ensure_bundle
 from .extension import extension_hash
 from .runtime import recipe_hash
-from .seal import Seal, seal_fields, seal_snapshot
+from .seal import Seal, answer_fields, seal_fields, seal_snapshot
 
 __all__ = ["SandboxService"]
 
@@ -171,16 +171,6 @@ class SandboxService:
     async def seal(self, request: RunRequested, ready: SandboxReady, ended: Event) -> None:
         """Snapshot, store and announce the run's files; then destroy the sandbox."""
         backend = self.backend_for(request.sandbox)
-        # The answer as the runner bounded it: its start inline, the whole in its blob.
-        answer = (
-            {
-                "final_message": ended.final_message,
-                "final_message_truncated": ended.final_message_truncated,
-                "final_message_blob": ended.final_message_blob,
-            }
-            if isinstance(ended, AgentFinished)
-            else {}
-        )
         try:
             caps = SnapshotCaps.of(request.sandbox)
             snapshot = await self._blocking(backend.snapshot, ready.sandbox_id, caps)
@@ -189,6 +179,7 @@ class SandboxService:
         else:
             seal = await self._blocking(seal_snapshot, snapshot, self.store)
         fields = await self._blocking(seal_fields, seal, self.store)
+        answer = await self._blocking(answer_fields, ended, self.store)
         await self.bus.publish(
             new_event(
                 ArtifactsSealed,

@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from assay.store import BlobStore
-from assay_schemas import SEAL_INLINE_BYTES, Exclusion, FileRef, SealManifest
+from assay_schemas import (
+    FINAL_MESSAGE_INLINE_CHARS,
+    SEAL_INLINE_BYTES,
+    AgentFinished,
+    Event,
+    Exclusion,
+    FileRef,
+    SealManifest,
+)
 
 from .backends._snapshot import (
     PlannedFile,
@@ -31,6 +39,7 @@ __all__ = [
     "PlannedFile",
     "Seal",
     "SealPlan",
+    "answer_fields",
     "display_path",
     "plan_seal",
     "seal_fields",
@@ -85,6 +94,25 @@ def seal_fields(seal: Seal, store: BlobStore) -> dict[str, Any]:
         path="seal-manifest.json", sha256=info.sha256, size=info.size, media_type="application/json"
     )
     return {"files": [], "excluded": [], "manifest": ref, "file_count": len(seal.files)}
+
+
+def answer_fields(ended: Event, store: BlobStore) -> dict[str, Any]:
+    """The ArtifactsSealed fields of the run's final answer, as the runner bounded it. An
+    AgentFinished logged before answers were bounded may inline a long one: bounded here, so
+    that the seal still fits one event."""
+    if not isinstance(ended, AgentFinished):
+        return {}
+    text, ref = ended.final_message, ended.final_message_blob
+    if ref is None and len(text) > FINAL_MESSAGE_INLINE_CHARS:
+        info = store.put_bytes(text.encode(errors="replace"))
+        ref = FileRef(
+            path="final-message.txt", sha256=info.sha256, size=info.size, media_type="text/plain"
+        )
+    return {
+        "final_message": text[:FINAL_MESSAGE_INLINE_CHARS],
+        "final_message_truncated": ref is not None,
+        "final_message_blob": ref,
+    }
 
 
 def seal_snapshot(snapshot: Snapshot, store: BlobStore) -> Seal:
