@@ -24,6 +24,7 @@ from ._ids import Identifier
 
 __all__ = [
     "EVENT_TYPES",
+    "FINAL_MESSAGE_INLINE_CHARS",
     "SEAL_INLINE_BYTES",
     "AgentFinished",
     "AgentStepLogged",
@@ -196,6 +197,11 @@ StopReason = Literal[
 ]
 
 
+FINAL_MESSAGE_INLINE_CHARS = 64 * 1024
+"""An agent decides how long its answer is, and no event may exceed ``MAX_EVENT_BYTES``: a
+longer final message is inlined as its prefix, the whole text stored as a blob."""
+
+
 class AgentFinished(Event):
     """The agent stopped; the reason is always recorded."""
 
@@ -203,6 +209,10 @@ class AgentFinished(Event):
     written_by = ("runner",)
     stop_reason: StopReason
     final_message: str
+    final_message_truncated: bool = False
+    """``final_message`` is only the start of the answer: the whole is ``final_message_blob``."""
+    final_message_blob: FileRef | None = None
+    """The whole final message (UTF-8), when it was too long to inline."""
     steps: int = Field(ge=0)
     usage: Usage
     cost_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False)
@@ -267,6 +277,10 @@ class ArtifactsSealed(Event):
     file_count: int | None = Field(default=None, ge=0)
     """How many files the seal holds (set with ``manifest``; else ``len(files)``)."""
     final_message: str = ""
+    final_message_truncated: bool = False
+    """Copied from AgentFinished: ``final_message`` is a prefix of ``final_message_blob``."""
+    final_message_blob: FileRef | None = None
+    """Copied from AgentFinished: the whole final message, when too long to inline."""
     agent_id: Identifier
     epoch: int = Field(ge=0)
     sandbox_id: str = ""

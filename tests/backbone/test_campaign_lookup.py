@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from assay.bus import Bus, read_campaign
 from assay.config import Settings
-from assay_schemas import CampaignSpec, CampaignStarted, new_event
+from assay_schemas import CampaignSpec, CampaignStarted
 from tests.pipeline import campaign, scripted_agent
 
 
@@ -15,9 +15,8 @@ def _spec(campaign_id: str, name: str) -> CampaignSpec:
 
 async def _declare(bus: Bus, spec: CampaignSpec) -> None:
     await bus.publish(
-        new_event(
-            CampaignStarted,
-            key=(spec.campaign_id, spec.name),
+        CampaignStarted(
+            event_id=CampaignStarted.id_for(spec.campaign_id, spec.name),
             campaign_id=spec.campaign_id,
             campaign=spec,
             producer=bus.producer,

@@ -103,6 +103,7 @@ async def seal_run(
     steps: Sequence[list[tuple[str, dict[str, Any]]]] = (),
     outcome: str = "finished",
     task: Task | None = None,
+    final_message_blob: FileRef | None = None,
 ) -> ArtifactsSealed:
     """Publish a run as the runner and sandbox-manager would: request, steps, seal.
 
@@ -151,6 +152,8 @@ async def seal_run(
         event_id=ArtifactsSealed.id_for(run_id),
         files=[*attached, *(put(store, p, d) for p, d in files.items())],
         final_message=final_message,
+        final_message_truncated=final_message_blob is not None,
+        final_message_blob=final_message_blob,
         agent_id=AGENT.agent_id,
         epoch=0,
         outcome=outcome,

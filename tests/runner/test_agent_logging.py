@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from assay.providers import Completion, ToolCall
+from assay.store import LocalBlobStore
 from assay_runner.agent import AgentRun
 from assay_runner.tools import ToolOutcome
 from assay_schemas import (
@@ -112,6 +115,7 @@ def _run(log: _Log, bus: _Bus, tool_steps: int) -> AgentRun:
         provider=_Provider(log, tool_steps),
         tools=_Tools(log),  # type: ignore[arg-type]
         prices={},
+        store=LocalBlobStore(Path(tempfile.mkdtemp(prefix="answers-"))),  # short answers: unused
     )
 
 

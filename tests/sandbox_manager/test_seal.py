@@ -14,12 +14,21 @@ from assay.store import BlobInfo, LocalBlobStore
 from assay_sandbox_manager.seal import (
     SealCaps,
     SealCopy,
+    answer_fields,
     display_path,
     plan_seal,
     store_copy,
     store_plan,
 )
-from assay_schemas import Exclusion
+from assay_schemas import (
+    FINAL_MESSAGE_INLINE_CHARS,
+    AgentFinished,
+    Exclusion,
+    FileRef,
+    Producer,
+    RunFailed,
+    Usage,
+)
 
 
 def test_files_planned_typed_and_stored_by_hash(tmp_path: Path) -> None:
@@ -143,3 +152,52 @@ def test_each_file_is_read_and_hashed_once(tmp_path: Path, monkeypatch: pytest.M
     assert opened == Counter(dict.fromkeys(contents, 1))
     assert hashes["sha256"] == len(contents)
     assert not ws.exists()  # the copy is removed once stored
+
+
+def _finished(text: str, blob: FileRef | None = None) -> AgentFinished:
+    return AgentFinished(
+        event_id=AgentFinished.id_for("r1"),
+        campaign_id="c1",
+        run_id="r1",
+        producer=Producer(service="test", version="0"),
+        stop_reason="submitted",
+        final_message=text,
+        final_message_truncated=blob is not None,
+        final_message_blob=blob,
+        steps=1,
+        usage=Usage(),
+    )
+
+
+def test_the_seal_carries_the_answer_as_the_runner_bounded_it(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path / "blobs")
+    info = store.put_bytes(b"x" * 100_000)
+    ref = FileRef(path="final-message.txt", sha256=info.sha256, size=info.size)
+    start = "x" * FINAL_MESSAGE_INLINE_CHARS
+    assert answer_fields(_finished(start, ref), store) == {
+        "final_message": start,
+        "final_message_truncated": True,
+        "final_message_blob": ref,
+    }
+    assert answer_fields(_finished("short"), store)["final_message_blob"] is None
+    failed = RunFailed(
+        event_id=RunFailed.id_for("r1"),
+        campaign_id="c1",
+        run_id="r1",
+        producer=Producer(service="test", version="0"),
+        stage="agent",
+        error="boom",
+        infrastructure=False,
+    )
+    assert answer_fields(failed, store) == {}
+
+
+def test_a_long_answer_logged_before_answers_were_bounded_is_bounded_at_the_seal(
+    tmp_path: Path,
+) -> None:
+    store = LocalBlobStore(tmp_path / "blobs")
+    whole = "é" * 300_000  # an older AgentFinished inlined it whole
+    fields = answer_fields(_finished(whole), store)
+    assert fields["final_message"] == whole[:FINAL_MESSAGE_INLINE_CHARS]
+    assert fields["final_message_truncated"]
+    assert store.get_bytes(fields["final_message_blob"].sha256).decode() == whole

@@ -23,6 +23,7 @@ from assay.store import BlobStore
 from assay_schemas import (
     ANCHOR,
     RULES_JUDGE_ID,
+    AgentFinished,
     AgentStepLogged,
     ArtifactsSealed,
     BlobCorrupted,
@@ -143,9 +144,12 @@ def _refs(event: Event) -> list[tuple[str, FileRef]]:
         return [("workspace", f) for f in event.workspace]
     if isinstance(event, AgentStepLogged):
         return [("tool_output", r.output_blob) for r in event.tool_results if r.output_blob]
+    if isinstance(event, AgentFinished) and event.final_message_blob is not None:
+        return [("final_message", event.final_message_blob)]
     if isinstance(event, ArtifactsSealed):
         manifest = [("seal_manifest", event.manifest)] if event.manifest is not None else []
-        return manifest + [("artifact", f) for f in event.files]
+        answer = [("final_message", event.final_message_blob)] if event.final_message_blob else []
+        return manifest + answer + [("artifact", f) for f in event.files]
     if isinstance(event, JudgmentFailed) and event.raw_output is not None:
         return [("judge_raw_output", event.raw_output)]
     return []

@@ -13,10 +13,14 @@ from opentelemetry import trace
 
 from assay.bus import Bus
 from assay.providers import GenerationParams, Message, ModelProvider, PriceTable, cost
+from assay.store import BlobStore
 from assay.telemetry import meter, tracer
 from assay_schemas import (
+    FINAL_MESSAGE_INLINE_CHARS,
+    MAX_EVENT_BYTES,
     AgentFinished,
     AgentStepLogged,
+    FileRef,
     Limits,
     RunRequested,
     SandboxReady,
@@ -29,7 +33,14 @@ from assay_schemas import (
 from .conversation import rebuild, step_messages
 from .tools import TOOLS, ToolBox
 
-__all__ = ["AgentRun", "Spend", "limit_reached", "publish_finished"]
+__all__ = [
+    "AgentRun",
+    "AnswerNotStored",
+    "Spend",
+    "StepTooLarge",
+    "limit_reached",
+    "publish_finished",
+]
 
 TOKENS = meter("assay.runner").create_counter(
     "assay.tokens", unit="{token}", description="Model tokens used by agents"
@@ -37,6 +48,14 @@ TOKENS = meter("assay.runner").create_counter(
 COST = meter("assay.runner").create_counter(
     "assay.cost", unit="USD", description="Model cost of agent steps"
 )
+
+
+class AnswerNotStored(Exception):
+    """A final answer too long to inline could not be stored as a blob."""
+
+
+class StepTooLarge(Exception):
+    """A model turn does not fit in one event: the run cannot be logged as it happened."""
 
 
 @dataclass(kw_only=True)
@@ -49,6 +68,8 @@ class AgentRun:
     provider: ModelProvider
     tools: ToolBox
     prices: PriceTable
+    store: BlobStore
+    """Where an answer too long to inline goes."""
 
     def _params(self) -> GenerationParams:
         p = self.request.agent.params
@@ -138,6 +159,14 @@ class AgentRun:
 
     async def _log(self, step: AgentStepLogged) -> None:
         """Append the step to the log, then count its tokens and cost."""
+        # Measured here so that the run fails saying why, not as an unanswered publish
+        # redelivered until it looks like a runner crash.
+        size = len(step.model_dump_json().encode())
+        if size > MAX_EVENT_BYTES:
+            raise StepTooLarge(
+                f"model turn {step.step} is {size} bytes as an event, over the "
+                f"{MAX_EVENT_BYTES} byte limit ({len(step.model_output)} characters of text)"
+            )
         await self.bus.publish(step)
         agent = self.request.agent
         labels = {"gen_ai.request.model": agent.model, "assay.agent_id": agent.agent_id}
@@ -148,7 +177,9 @@ class AgentRun:
     async def _finish(
         self, stop: StopReason, final: str, steps: Sequence[AgentStepLogged]
     ) -> AgentFinished:
-        return await publish_finished(self.bus, self.request, self.ready, stop, final, steps)
+        return await publish_finished(
+            self.bus, self.store, self.request, self.ready, stop, final, steps
+        )
 
 
 @dataclass
@@ -192,6 +223,7 @@ def limit_reached(limits: Limits, spend: Spend, since: datetime) -> StopReason |
 
 async def publish_finished(
     bus: Bus,
+    store: BlobStore,
     request: RunRequested,
     ready: SandboxReady,
     stop: StopReason,
@@ -199,12 +231,16 @@ async def publish_finished(
     steps: Sequence[AgentStepLogged],
     output_sha256: str | None = None,
 ) -> AgentFinished:
-    """Publish the run's AgentFinished, totals summed over its steps."""
+    """Publish the run's AgentFinished, totals summed over its steps; a final message over
+    FINAL_MESSAGE_INLINE_CHARS is inlined as its start and stored whole as a blob."""
+    blob = await _store_answer(store, final) if len(final) > FINAL_MESSAGE_INLINE_CHARS else None
     finished = AgentFinished(
         event_id=AgentFinished.id_for(request.run_id),
         **same_run(request, cause=ready),
         stop_reason=stop,
-        final_message=final,
+        final_message=final[:FINAL_MESSAGE_INLINE_CHARS],
+        final_message_truncated=blob is not None,
+        final_message_blob=blob,
         steps=len(steps),
         usage=sum((s.usage for s in steps), Usage()),
         cost_usd=sum(s.cost_usd for s in steps),
@@ -214,6 +250,20 @@ async def publish_finished(
     )
     await bus.publish(finished)
     return finished
+
+
+async def _store_answer(store: BlobStore, final: str) -> FileRef:
+    """The whole answer as a blob; AnswerNotStored says why it could not be."""
+    data = final.encode(errors="replace")  # a lone surrogate is no reason to lose it
+    try:
+        info = await asyncio.to_thread(store.put_bytes, data)
+    except Exception as e:  # local disk or S3: each raises its own types
+        raise AnswerNotStored(
+            f"the final answer ({len(data)} bytes) could not be stored: {type(e).__name__}: {e}"
+        ) from e
+    return FileRef(
+        path="final-message.txt", sha256=info.sha256, size=info.size, media_type="text/plain"
+    )
 
 
 def _submitted(steps: Sequence[AgentStepLogged]) -> str | None:

@@ -44,7 +44,7 @@ from assay_schemas import (
 )
 
 from .admission import Admission, Stored, answering
-from .agent import AgentRun
+from .agent import AgentRun, AnswerNotStored, StepTooLarge
 from .program import ProgramFailed, ProgramRun
 from .scheduler import plan_runs
 from .tools import ToolBox
@@ -233,6 +233,14 @@ class RunnerService:
             )
         except ProviderError as e:
             await self._fail(request, event, "agent", ErrorInfo.of(e), infrastructure=True)
+        except AnswerNotStored as e:
+            await self._fail(
+                request, event, "agent", ErrorInfo.of(e), error=str(e), infrastructure=True
+            )
+        except StepTooLarge as e:  # the agent's own output: scored as its failure
+            await self._fail(
+                request, event, "agent", ErrorInfo.of(e), error=str(e), infrastructure=False
+            )
         except ProgramFailed as e:
             await self._fail(
                 request,
@@ -266,6 +274,7 @@ class RunnerService:
             provider=self.model_provider(request.agent),
             tools=tools,
             prices=pinned_prices(self.prices, request.prices),
+            store=self.store,
         )
 
     def _program_run(

@@ -26,7 +26,7 @@ from assay_schemas import (
     unb64,
 )
 
-from .agent import publish_finished
+from .agent import AnswerNotStored, publish_finished
 from .gateway import Gateway, ModelCall
 
 __all__ = ["PROMPT_FILE", "ProgramFailed", "ProgramRun"]
@@ -125,15 +125,19 @@ class ProgramRun:
                 output_sha256=blob.sha256,
             )
         final = await self._answer(stdout)
-        await publish_finished(
-            self.bus,
-            self.request,
-            self.ready,
-            stop or "submitted",
-            final,
-            gateway.steps,
-            blob.sha256,
-        )
+        try:
+            await publish_finished(
+                self.bus,
+                self.store,
+                self.request,
+                self.ready,
+                stop or "submitted",
+                final,
+                gateway.steps,
+                blob.sha256,
+            )
+        except AnswerNotStored as e:
+            raise ProgramFailed(str(e), infrastructure=True, output_sha256=blob.sha256) from e
 
     async def _execute(self) -> ExecOutcome:
         """The prompt file, then the program with the task's environment."""

@@ -54,7 +54,7 @@ from .backends import (
 from .bundles import ensure_bundle
 from .extension import extension_hash
 from .runtime import recipe_hash
-from .seal import Seal, SealCaps, seal_fields, store_copy
+from .seal import Seal, SealCaps, answer_fields, seal_fields, store_copy
 
 __all__ = ["SandboxService"]
 
@@ -169,7 +169,6 @@ class SandboxService:
     async def seal(self, request: RunRequested, ready: SandboxReady, ended: Event) -> None:
         """Copy, store and announce the run's files; then destroy the sandbox."""
         backend = self.backend_for(request.sandbox)
-        final = ended.final_message if isinstance(ended, AgentFinished) else ""
         try:
             caps = SealCaps.of(request.sandbox)
             copy = await self._blocking(backend.copy_for_seal, ready.sandbox_id, caps)
@@ -178,12 +177,13 @@ class SandboxService:
         else:
             seal = await self._blocking(store_copy, copy, self.store)
         fields = await self._blocking(seal_fields, seal, self.store)
+        answer = await self._blocking(answer_fields, ended, self.store)
         await self.bus.publish(
             ArtifactsSealed(
                 event_id=ArtifactsSealed.id_for(request.run_id),
                 **same_run(request, cause=ended),
                 **fields,
-                final_message=final,
+                **answer,
                 agent_id=request.agent.agent_id,
                 epoch=request.epoch,
                 sandbox_id=ready.sandbox_id,

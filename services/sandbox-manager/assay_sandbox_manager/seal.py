@@ -31,7 +31,16 @@ from pathlib import Path
 from typing import NamedTuple, NotRequired, TypedDict
 
 from assay.store import BlobStore, media_type_of
-from assay_schemas import SEAL_INLINE_BYTES, Exclusion, FileRef, SandboxSpec, SealManifest
+from assay_schemas import (
+    FINAL_MESSAGE_INLINE_CHARS,
+    SEAL_INLINE_BYTES,
+    AgentFinished,
+    Event,
+    Exclusion,
+    FileRef,
+    SandboxSpec,
+    SealManifest,
+)
 
 __all__ = [
     "PlannedFile",
@@ -39,6 +48,7 @@ __all__ = [
     "SealCaps",
     "SealCopy",
     "SealPlan",
+    "answer_fields",
     "copy_planned",
     "display_path",
     "plan_seal",
@@ -283,6 +293,33 @@ def seal_fields(seal: Seal, store: BlobStore) -> SealFields:
         path="seal-manifest.json", sha256=info.sha256, size=info.size, media_type="application/json"
     )
     return SealFields(files=[], excluded=[], manifest=ref, file_count=len(seal.files))
+
+
+class AnswerFields(TypedDict, total=False):
+    """The ArtifactsSealed fields of the run's final answer (none when it did not finish)."""
+
+    final_message: str
+    final_message_truncated: bool
+    final_message_blob: FileRef | None
+
+
+def answer_fields(ended: Event, store: BlobStore) -> AnswerFields:
+    """The ArtifactsSealed fields of the run's final answer, as the runner bounded it. An
+    AgentFinished logged before answers were bounded may inline a long one: bounded here, so
+    that the seal still fits one event."""
+    if not isinstance(ended, AgentFinished):
+        return AnswerFields()
+    text, ref = ended.final_message, ended.final_message_blob
+    if ref is None and len(text) > FINAL_MESSAGE_INLINE_CHARS:
+        info = store.put_bytes(text.encode(errors="replace"))
+        ref = FileRef(
+            path="final-message.txt", sha256=info.sha256, size=info.size, media_type="text/plain"
+        )
+    return AnswerFields(
+        final_message=text[:FINAL_MESSAGE_INLINE_CHARS],
+        final_message_truncated=ref is not None,
+        final_message_blob=ref,
+    )
 
 
 def store_copy(copy: SealCopy, store: BlobStore) -> Seal:

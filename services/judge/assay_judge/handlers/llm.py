@@ -30,13 +30,16 @@ from assay_schemas import (
     FileRef,
     JudgeSpec,
     JudgmentRecorded,
+    StoreError,
     Task,
 )
 
+from ..answer import final_answer
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
 from ..files import SealedFiles
 from ..killable import Killable
 from ..llm.agent import JudgeOutcome, judge_sample
+from ..llm.prompts import FINAL_MESSAGE_CHARS
 
 __all__ = ["JudgeService", "ProviderFactory", "sampling_times"]
 
@@ -136,11 +139,18 @@ class JudgeService(SealedRunJudge):
             attachments={(a.path, a.sha256) for a in ctx.task.attachments},
         )
         try:
+            answer = await final_answer(sealed, self.store, FINAL_MESSAGE_CHARS)
+        except StoreError as e:  # the platform lost the answer: never judge only its start
+            error = f"the final answer cannot be read: {e}"
+            await self._failed(ctx, sample, error, 1, None, infrastructure=True)
+            return
+        try:
             outcome = await judge_sample(
                 spec=self.spec,
                 provider=self.provider(),
                 task=ctx.task,
-                final_message=sealed.final_message,
+                final_message=answer,
+                final_message_bytes=blob.size if (blob := sealed.final_message_blob) else None,
                 files=files,
                 rubric=ctx.rubric,
                 sample=sample,

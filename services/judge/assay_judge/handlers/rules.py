@@ -14,12 +14,15 @@ from assay_schemas import (
     FileRef,
     JudgeSpec,
     JudgmentRecorded,
+    StoreError,
     Task,
 )
 
+from ..answer import final_answer
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
 from ..files import normalize_path
 from ..rules.checks import RuleVerdict, evaluate
+from ..rules.injection import SCAN_CHARS
 from ..rules.worker import CheckFailed, Evaluator, RuleWorkers
 
 __all__ = ["RULES_SPEC", "RulesService"]
@@ -84,12 +87,20 @@ class RulesService(SealedRunJudge):
             if _wanted(ref, ctx.task, (ref.path, ref.sha256) not in attached):
                 contents[ref.path] = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
         try:
+            answer = await final_answer(sealed, self.store, SCAN_CHARS)
+        except StoreError as e:  # the platform lost the answer: never judge only its start
+            error = f"the final answer cannot be read: {e}"
+            await self.publish_failed(
+                ctx, RULES_JUDGE_ID, 0, error=error, attempts=1, infrastructure=True
+            )
+            return
+        try:
             verdict = await self.workers.run(
                 self.evaluator,
                 task=ctx.task,
                 files=sealed.files,
                 contents=contents,
-                final_message=sealed.final_message,
+                final_message=answer,
                 steps=ctx.history.steps,
             )
         except CheckFailed as e:  # a check that raises or runs out is final: never retried

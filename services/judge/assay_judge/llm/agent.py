@@ -79,9 +79,11 @@ async def judge_sample(
     rubric: Rubric,
     sample: int,
     processes: Killable | None = None,
+    final_message_bytes: int | None = None,
 ) -> JudgeOutcome:
     """Run one judge conversation to a verdict (or to failure). Provider errors propagate.
-    Documents are parsed in `processes` (the service's, so that stopping it kills them)."""
+    Documents are parsed in `processes` (the service's, so that stopping it kills them).
+    `final_message_bytes`: the whole answer's size, when `final_message` is only its start."""
     toolbox = JudgeToolBox(
         files=files,
         multimodal=bool(spec.params.get("multimodal", True)),
@@ -92,7 +94,7 @@ async def judge_sample(
     params = sample_params(spec, sample)
     messages: list[Message] = [
         SystemMessage(text=system_prompt(task)),
-        UserMessage(content=case_prompt(task, final_message, files, rubric)),
+        UserMessage(content=case_prompt(task, final_message, files, rubric, final_message_bytes)),
     ]
     outcome = JudgeOutcome(verdict=None, model=spec.model)
     steps = 0
