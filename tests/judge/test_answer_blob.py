@@ -10,8 +10,8 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay.store import LocalBlobStore
+from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_judge import build
 from assay_judge.answer import final_answer
 from assay_judge.files import SealedFiles
