@@ -7,6 +7,10 @@ done = await provider.complete([SystemMessage(text="..."), UserMessage(content="
 """
 
 # Each module lists its public names once, in its own ``__all__``; the package's is their sum.
+# Prices live in the core (`assay.pricing`, no SDK needed: the aggregator reads them too).
+from assay import pricing
+from assay.pricing import *  # noqa: F403
+
 from . import (
     _anthropic,
     _anthropic_wire,
@@ -17,7 +21,6 @@ from . import (
     _models,
     _openai,
     _openai_wire,
-    _pricing,
     _protocol,
     _retry,
 )
@@ -30,7 +33,6 @@ from ._limiter import *  # noqa: F403
 from ._models import *  # noqa: F403
 from ._openai import *  # noqa: F403
 from ._openai_wire import *  # noqa: F403
-from ._pricing import *  # noqa: F403
 from ._protocol import *  # noqa: F403
 from ._retry import *  # noqa: F403
 
@@ -44,7 +46,7 @@ __all__ = [
     *_models.__all__,
     *_openai.__all__,
     *_openai_wire.__all__,
-    *_pricing.__all__,
+    *pricing.__all__,
     *_protocol.__all__,
     *_retry.__all__,
 ]

@@ -61,7 +61,7 @@ def epoch_spread_rows(ctx: Context) -> list[EpochSpread]:
 
 
 def clamp_cached(frame: pl.DataFrame) -> pl.DataFrame:
-    """Cached tokens never above input tokens, as :func:`assay.providers.cost` prices them."""
+    """Cached tokens never above input tokens, as :func:`assay.pricing.cost` prices them."""
     return frame.with_columns(
         pl.min_horizontal("cached_tokens", "input_tokens").alias("cached_tokens")
     )

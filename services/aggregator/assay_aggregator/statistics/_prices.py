@@ -1,7 +1,7 @@
 """Models whose cost a report does not know: used tokens, have no price, were logged at $0.
 
 The runner and the judge price a completion with the default table overridden by the
-campaign's pinned prices (:func:`assay.providers.pinned_prices`); a model in neither
+campaign's pinned prices (:func:`assay.pricing.pinned_prices`); a model in neither
 costs 0 without a word. The same lookup here tells which models that was. A model the
 service did charge for (its own configured table priced it) is not named, nor one that
 used no tokens: for those the report's 0 (or figure) is right.
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from assay.providers import DEFAULT_PRICES, PriceTable, has_price, pinned_prices
+from assay.pricing import DEFAULT_PRICES, PriceTable, has_price, pinned_prices
 
 from ._tables import StatisticsInputError
 
