@@ -141,8 +141,10 @@ class JudgeService(SealedRunJudge):
         try:
             answer = await final_answer(sealed, self.store, FINAL_MESSAGE_CHARS)
         except StoreError as e:  # the platform lost the answer: never judge only its start
-            error = f"the final answer cannot be read: {e}"
-            await self._failed(ctx, sample, error, 1, None, infrastructure=True)
+            lost = ErrorInfo(
+                error_class=type(e).__name__, message=f"the final answer cannot be read: {e}"
+            )
+            await self._failed(ctx, sample, lost, 1, None, infrastructure=True)
             return
         try:
             outcome = await judge_sample(

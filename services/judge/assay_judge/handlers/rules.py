@@ -11,6 +11,7 @@ from assay_schemas import (
     RULES_JUDGE_ID,
     ArtifactsSealed,
     CampaignSpec,
+    ErrorInfo,
     FileRef,
     JudgeSpec,
     JudgmentRecorded,
@@ -89,9 +90,11 @@ class RulesService(SealedRunJudge):
         try:
             answer = await final_answer(sealed, self.store, SCAN_CHARS)
         except StoreError as e:  # the platform lost the answer: never judge only its start
-            error = f"the final answer cannot be read: {e}"
+            info = ErrorInfo(
+                error_class=type(e).__name__, message=f"the final answer cannot be read: {e}"
+            )
             await self.publish_failed(
-                ctx, RULES_JUDGE_ID, 0, error=error, attempts=1, infrastructure=True
+                ctx, RULES_JUDGE_ID, 0, info, error=info.message, attempts=1, infrastructure=True
             )
             return
         try:
