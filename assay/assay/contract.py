@@ -4,7 +4,7 @@ A contract names the NATS role the service connects and signs as, the durable co
 it registers (each with the event it filters on), the events it publishes and the RPC
 subjects it serves and calls. Everything that used to repeat a service's wiring is
 derived from it: the NATS permissions of its role (`assay.security.permissions`), the
-AsyncAPI document (`assay.bus`) and the service's own subscriptions (`subscribe`). Who
+AsyncAPI document (`assay.bus`) and the service's own subscriptions (`assay.bus.subscribe`). Who
 may *sign* an event type is not read from here but from the event model (`written_by`):
 every verifier needs all of it, and an image installs only its own service.
 
@@ -22,18 +22,13 @@ only, so ``judge-*`` cannot be written).
 from __future__ import annotations
 
 import string
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args
+from typing import Any, Generic, Literal, TypeVar, get_args
 
 from assay_schemas import ConfigError, Event
-
-if TYPE_CHECKING:  # only for annotations: the bus imports security, which imports this
-    from faststream.nats.subscriber.usecases.basic import LogicSubscriber
-
-    from assay.bus import Bus, Delivery
 
 __all__ = [
     "CONTRACT_GROUP",
@@ -47,7 +42,6 @@ __all__ = [
     "of_role",
     "rpc_subject",
     "service_contracts",
-    "subscribe",
 ]
 
 CONTRACT_GROUP = "assay.contracts"
@@ -174,20 +168,3 @@ def service_contracts() -> Mapping[str, ServiceContract]:
 def of_role(contracts: Iterable[ServiceContract], role: Role) -> list[ServiceContract]:
     """The contracts of the services that connect as `role`."""
     return [c for c in contracts if c.role == role]
-
-
-def subscribe(
-    bus: Bus,
-    consumer: Consumer[E],
-    handler: Callable[[E, Delivery], Awaitable[None]],
-    values: Mapping[str, str] | None = None,
-    **options: Any,
-) -> LogicSubscriber[Any]:
-    """Register `consumer` on `bus` with `handler`: the filter subject and durable name come
-    from the contract, `values` fill its placeholders, `options` go to `Bus.consume`."""
-    durable = fill(consumer.durable, values or {})
-    if durable == "*":
-        raise ConfigError(f"durable {consumer.durable!r} needs a value for each placeholder")
-    if consumer.event is Event:
-        return bus.consume(bus.subjects.events, handler, durable=durable, **options)
-    return bus.consume_event(consumer.event, handler, durable=durable, **options)

@@ -17,6 +17,7 @@ from ._replay import (
 )
 from ._requests import RequestServer
 from ._subjects import Subjects
+from ._subscribe import subscribe
 
 __all__ = [
     "ASYNCAPI_FILE",
@@ -45,4 +46,5 @@ __all__ = [
     "read_campaign",
     "read_raw",
     "render_asyncapi",
+    "subscribe",
 ]

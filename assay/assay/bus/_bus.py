@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, ClassVar, TypeVar
 
@@ -34,6 +33,7 @@ from assay_schemas import (
 from ._broker import connect_error, ensure_streams, inbox_of, make_broker
 from ._dead_letters import dead_letter, read_dead_letters
 from ._lag import LagWatch
+from ._pacing import backoff, keep_alive, whole_message
 from ._records import Delivery, Published, Refusal, RefusalSink
 from ._replay import LoggedEvent, Skipped, decode_log, read_raw
 from ._requests import RequestServer
@@ -249,7 +249,7 @@ class Bus:
             config=config,
             ack_policy=AckPolicy.MANUAL,
             max_workers=max_workers,
-            decoder=_whole_message,
+            decoder=whole_message,
             # Pull batches arrive on an inbox faststream names itself: keep it private too.
             inbox_prefix=f"{inbox_of(self.settings)}.".encode(),
         )
@@ -296,7 +296,7 @@ class Bus:
         with tracer("assay.bus").start_as_current_span(span_name, context=ctx) as span:
             span.set_attribute("assay.event_id", event.event_id)
             span.set_attribute("assay.run_id", event.run_id or "")
-            heartbeat = asyncio.create_task(self._keep_alive(msg))
+            heartbeat = asyncio.create_task(keep_alive(msg, self.settings.ack_wait_s))
             try:
                 await self._through_outages(
                     handler,
@@ -327,7 +327,7 @@ class Bus:
                     log.warning(
                         "%s: attempt %d on %s failed: %s", durable, attempt, event.event_id, reason
                     )
-                    await msg.nack(delay=_backoff(attempt))
+                    await msg.nack(delay=backoff(attempt))
                 return
             finally:
                 heartbeat.cancel()
@@ -379,16 +379,6 @@ class Bus:
             raise BusError(f"request on {subject} failed: {type(e).__name__}: {e}") from e
         return bytes(msg.data)
 
-    async def _keep_alive(self, msg: NatsMessage) -> None:
-        """Tell JetStream we are still working, so long handlers are not redelivered."""
-        interval = max(0.5, self.settings.ack_wait_s / 3)
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await msg.in_progress()
-            except Exception:  # the connection may be reconnecting; redelivery is the fallback
-                log.debug("in_progress failed", exc_info=True)
-
     async def _dead_letter(self, msg: NatsMessage, durable: str, reason: str) -> None:
         """Move a message to the dead-letter stream with its reason, then ack it."""
         await dead_letter(
@@ -398,15 +388,3 @@ class Bus:
     async def dead_letters(self, durable: str) -> list[tuple[bytes, dict[str, str]]]:
         """Every dead letter of a consumer so far: (payload, headers)."""
         return await read_dead_letters(self.js, self.subjects.dlq(durable), self._dlq.name)
-
-
-async def _whole_message(msg: Any) -> Any:
-    """Hand the handler faststream's message itself: parsing, acks and dead letters happen
-    in one place (`_deliver`), and no dependency injection runs per message (apply_types
-    is off on our broker: resolving it cost more than the rest of the delivery)."""
-    return msg
-
-
-def _backoff(attempt: int) -> float:
-    """Redelivery delay: exponential with jitter, capped."""
-    return float(min(30.0, 0.2 * (2 ** (attempt - 1))) * (0.5 + random.random() / 2))

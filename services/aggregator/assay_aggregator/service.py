@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from assay.bus import Bus
+from assay.bus import Bus, subscribe
 from assay.config import Settings
-from assay.contract import subscribe
 from assay.security.signing import trust_for
 from assay.store import BlobStore
 

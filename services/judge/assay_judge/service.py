@@ -8,9 +8,9 @@ runs keep flowing, and several instances of one judge share its work.
 
 from __future__ import annotations
 
-from assay.bus import Bus
+from assay.bus import Bus, subscribe
 from assay.config import Settings
-from assay.contract import fill, subscribe
+from assay.contract import fill
 from assay.providers import provider_for
 from assay.store import BlobStore, open_store
 from assay_schemas import RULES_JUDGE_ID, ConfigError, JudgeSpec, safe_token

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import logging
 
-from assay.bus import Bus, RequestServer
+from assay.bus import Bus, RequestServer, subscribe
 from assay.config import Settings
-from assay.contract import rpc_subject, subscribe
+from assay.contract import rpc_subject
 from assay.store import BlobStore, open_store
 from assay_schemas import safe_token
 
