@@ -6,15 +6,16 @@ purpose is in it (the classes outside this package are named with their module).
     │   ├── TaskInputError      a task file or attachment is malformed or hostile
     │   │   └── RuleCheckError          assay_judge.rules.checks: a reference check cannot run
     │   ├── InvalidEvent        a message on an event subject does not parse or validate
+    │   ├── StepTooLarge                assay_runner.agent: a model turn over one event's size
     │   ├── PatternError                assay.tasks: a pattern RE2 cannot compile
     │   ├── _Refused                    assay.http11: a request the server will not read
     │   ├── ToolArgumentError           assay_runner.tools: a tool called with bad arguments
-    │   ├── ReadError                   assay_judge.readers: a file cannot be read as asked
-    │   ├── RequestRefused              assay_aggregator.view.hosts: another host or origin
-    │   └── _Refused                    assay_aggregator.view.documents: a file over a bound
+    │   ├── ReadError                   assay.sealed: a sealed file cannot be read as asked
+    │   └── RequestRefused              assay_aggregator.view.hosts: another host or origin
     ├── ConfigError             settings or environment are wrong
     ├── BusError                NATS / JetStream failures (publish not acked, stream missing)
     ├── StoreError              blob store failures
+    │   ├── AnswerNotStored             assay_runner.agent: a long final answer not stored
     │   ├── BlobNotFound
     │   └── BlobCorrupted       stored bytes do not match their sha256
     ├── SandboxError            sandboxes (subclasses: assay_sandbox_manager.backends)
@@ -25,7 +26,7 @@ purpose is in it (the classes outside this package are named with their module).
     ├── ProgramFailed                   assay_runner.program: a program run cannot finish
     ├── _Refused                        assay_runner.gateway: a model call refused
     ├── UpstreamError                   assay.http11: the upstream broke the exchange
-    ├── ScriptExhausted                 assay.scripted: a scripted model has no reply left
+    ├── ScriptExhausted                 assay_cli.scripted: a scripted model has no reply left
     └── OverTime, Died, Closed, Raised  assay_judge.killable: a killable call's ends
 
 Errors name the task, run, field, blob or subject they concern and chain their cause.

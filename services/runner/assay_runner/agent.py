@@ -21,10 +21,12 @@ from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
     FileRef,
+    InvalidInput,
     Limits,
     RunRequested,
     SandboxReady,
     StopReason,
+    StoreError,
     ToolCallRecord,
     Usage,
     same_run,
@@ -50,11 +52,11 @@ COST = meter("assay.runner").create_counter(
 )
 
 
-class AnswerNotStored(Exception):
+class AnswerNotStored(StoreError):
     """A final answer too long to inline could not be stored as a blob."""
 
 
-class StepTooLarge(Exception):
+class StepTooLarge(InvalidInput):
     """A model turn does not fit in one event: the run cannot be logged as it happened."""
 
 
