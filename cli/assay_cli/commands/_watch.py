@@ -12,6 +12,7 @@ from rich.table import Table
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay_cli.problems import problems_of
 from assay_cli.progress import Progress
 
 from ._app import app, console, err_console, run_async
@@ -83,8 +84,6 @@ async def log_head(bus: Bus) -> int:
 
 def print_pending(progress: Progress) -> None:
     """Name what the log still owes (after a timeout)."""
-    from assay_cli.problems import problems_of
-
     err_console.print("[red]timed out[/red] with work pending:")
     for line in problems_of(progress).lines() or ["no task submitted yet"]:
         err_console.print(f"  • {line}")
