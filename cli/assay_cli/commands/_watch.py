@@ -29,7 +29,7 @@ def progress_table(p: Progress) -> Table:
     table.add_column("what")
     table.add_column("progress", justify="right")
     table.add_column("", min_width=32)
-    total = max(len(p.expected_runs()), 1)
+    total = max(len(p.expected), 1)
 
     def bar(n: int, of: int) -> str:
         width = 30
@@ -45,7 +45,7 @@ def progress_table(p: Progress) -> Table:
         f"{p.verdicts}/{p.expected_judgments}",
         bar(p.verdicts, p.expected_judgments or 1),
     )
-    table.add_row("judge failures", str(len(p.judge_failures)), "")
+    table.add_row("judge failures", str(len(p.judgment_failures)), "")
     table.add_row("cost so far", f"${p.cost_usd:,.4f}", "")
     return table
 
