@@ -236,7 +236,9 @@ def print_problems(problems: Problems, c: Console) -> None:
     print_table(c, "Infrastructure failures by cause (never scored)", ["stage", "error class", "first message", "count"],
            [[x.stage, x.error_class, x.first_message, str(x.count)] for x in problems.causes])  # fmt: skip
     if problems.causes:
-        c.print(f"run `{assay_command()} doctor` to check this machine's prerequisites", highlight=False)
+        c.print(
+            f"run `{assay_command()} doctor` to check this machine's prerequisites", highlight=False
+        )
 
 
 def _check_matrix(c: Console, report: Report) -> None:
