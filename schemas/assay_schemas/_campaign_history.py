@@ -22,20 +22,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_serializer
 
+from . import _events as ev
 from ._domain import RULES_JUDGE_ID, CampaignSpec, Task
 from ._envelope import Event, run_id_for
-from ._events import (
-    AgentFinished,
-    AgentStepLogged,
-    ArtifactsSealed,
-    CampaignStarted,
-    JudgmentFailed,
-    JudgmentRecorded,
-    RunFailed,
-    RunRequested,
-    SandboxReady,
-    TaskSubmitted,
-)
 
 __all__ = ["CampaignHistory", "VerdictKey"]
 
@@ -60,7 +49,7 @@ class CampaignHistory(BaseModel):
     requested: set[str] = set()
     ready: set[str] = set()
     finished: set[str] = set()
-    failures: dict[str, RunFailed] = {}
+    failures: dict[str, ev.RunFailed] = {}
     """run id -> its last RunFailed."""
     sealed: set[str] = set()
     """Runs sealed as finished: the ones the jury owes verdicts on."""
@@ -69,7 +58,7 @@ class CampaignHistory(BaseModel):
     expected: set[str] = set()
     owed: set[VerdictKey] = set()
     judged: set[VerdictKey] = set()
-    judgment_failures: dict[str, JudgmentFailed] = {}
+    judgment_failures: dict[str, ev.JudgmentFailed] = {}
     """'run id/judge id/sample' -> the judge's last failure on that sample."""
     steps: int = 0
     cost_usd: float = 0.0
@@ -85,36 +74,36 @@ class CampaignHistory(BaseModel):
         if self.campaign_id is not None and event.campaign_id != self.campaign_id:
             return
         run = event.run_id or ""
-        if isinstance(event, CampaignStarted):
+        if isinstance(event, ev.CampaignStarted):
             self.campaigns[event.campaign_id] = event.campaign
             self.scripted = self.scripted or event.campaign.scripted
             self._reindex()
-        elif isinstance(event, TaskSubmitted):
+        elif isinstance(event, ev.TaskSubmitted):
             self.tasks[f"{event.campaign_id}/{event.task.task_id}"] = event.task
             self._reindex()
-        elif isinstance(event, RunRequested):
+        elif isinstance(event, ev.RunRequested):
             self.requested.add(run)
             self.expected.add(run)
             self.run_task[run] = f"{event.campaign_id}/{event.task.task_id}"
-        elif isinstance(event, SandboxReady):
+        elif isinstance(event, ev.SandboxReady):
             self.ready.add(run)
-        elif isinstance(event, AgentStepLogged):
+        elif isinstance(event, ev.AgentStepLogged):
             self.steps += 1
             self.cost_usd += event.cost_usd
-        elif isinstance(event, AgentFinished):
+        elif isinstance(event, ev.AgentFinished):
             self.finished.add(run)
-        elif isinstance(event, RunFailed):
+        elif isinstance(event, ev.RunFailed):
             self.failures[run] = event
             self.ended.add(run)
-        elif isinstance(event, ArtifactsSealed):
+        elif isinstance(event, ev.ArtifactsSealed):
             self._sealed(event)
-        elif isinstance(event, JudgmentRecorded):
+        elif isinstance(event, ev.JudgmentRecorded):
             self.judged.add((run, event.judge_id, event.sample))
             self.cost_usd += event.cost_usd
-        elif isinstance(event, JudgmentFailed):
+        elif isinstance(event, ev.JudgmentFailed):
             self.judgment_failures[f"{run}/{event.judge_id}/{event.sample}"] = event
 
-    def _sealed(self, event: ArtifactsSealed) -> None:
+    def _sealed(self, event: ev.ArtifactsSealed) -> None:
         run = event.run_id or ""
         self.ended.add(run)
         if run not in self.run_task and event.task_id:

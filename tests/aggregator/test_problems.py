@@ -6,6 +6,7 @@ event counts in none of them, and a fresh replay rebuilds the same problems sect
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from rich.console import Console
 
@@ -31,18 +32,12 @@ from assay_schemas import (
     RunFailed,
     RunRequested,
 )
-from bench.synthetic_log import LogSpec, publish_events, synthetic_events
+from bench.synthetic_log import publish_events, synthetic_events
 
-SPEC = LogSpec(
-    campaign_id="camp",
-    n_tasks=3,
-    n_agents=2,
-    n_samples=1,
-    steps_per_run=1,
-    infrastructure_failure_rate=0.0,
-    empty_artifact_rate=0.0,
-    seed=3,
-)
+from .conftest import SPEC as BASE
+
+# The fixtures' campaign (3 agents), smaller and with nothing failing but what is planted.
+SPEC = replace(BASE, n_tasks=3, n_samples=1, steps_per_run=1, infrastructure_failure_rate=0.0)
 RUNNER = Producer(service="runner", version="0")
 _AFTER_SANDBOX = (AgentStepLogged, AgentFinished, ArtifactsSealed, JudgmentRecorded)
 
@@ -116,7 +111,7 @@ async def test_the_fold_progress_and_report_agree_on_what_went_wrong(bus: Bus) -
             history.apply(e)
             progress.apply(e)
     counts = history.state_counts()
-    assert (counts["expected"], counts["sealed"]) == (6, 4)
+    assert (counts["expected"], counts["sealed"]) == (9, 7)
     assert (counts["failed (infra)"], counts["failed (agent)"]) == (1, 1)
     problems = problems_of(history)
     assert {(c.stage, c.error_class, c.count) for c in problems.causes} == {
