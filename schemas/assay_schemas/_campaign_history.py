@@ -79,8 +79,7 @@ class CampaignHistory(BaseModel):
             self.scripted = self.scripted or event.campaign.scripted
             self._reindex()
         elif isinstance(event, ev.TaskSubmitted):
-            self.tasks[f"{event.campaign_id}/{event.task.task_id}"] = event.task
-            self._reindex()
+            self._task(event)
         elif isinstance(event, ev.RunRequested):
             self.requested.add(run)
             self.expected.add(run)
@@ -112,24 +111,35 @@ class CampaignHistory(BaseModel):
             self.sealed.add(run)
             self.owed |= self._owed_on(run)
 
+    def _task(self, event: ev.TaskSubmitted) -> None:
+        """A task adds its runs; its sampling can only raise what its sealed runs owe.
+        (Incremental: a campaign of many tasks must not recount them all per task.)"""
+        key = f"{event.campaign_id}/{event.task.task_id}"
+        self.tasks[key] = event.task
+        self.expected |= self._runs_of(key)
+        for run in self.sealed:
+            if self.run_task.get(run) == key:
+                self.owed |= self._owed_on(run)
+
     def _reindex(self) -> None:
         """Recompute what is expected (a campaign or task seen: rare, so done in full)."""
         self.expected = self._expected_runs()
         self.owed = set().union(*(self._owed_on(run) for run in self.sealed))
 
     def _expected_runs(self) -> set[str]:
-        runs = set(self.requested)
-        for key in self.tasks:
-            campaign_id, task_id = key.split("/", 1)
-            spec = self.campaigns.get(campaign_id)
-            if spec is None:
-                continue
-            runs |= {
-                run_id_for(campaign_id, task_id, a.agent_id, epoch)
-                for a in spec.agents
-                for epoch in range(spec.epochs)
-            }
-        return runs
+        return set(self.requested).union(*(self._runs_of(key) for key in self.tasks))
+
+    def _runs_of(self, key: str) -> set[str]:
+        """The runs a submitted task asks for: the campaign's agents × epochs."""
+        campaign_id, task_id = key.split("/", 1)
+        spec = self.campaigns.get(campaign_id)
+        if spec is None:
+            return set()
+        return {
+            run_id_for(campaign_id, task_id, a.agent_id, epoch)
+            for a in spec.agents
+            for epoch in range(spec.epochs)
+        }
 
     def _owed_on(self, run: str) -> set[VerdictKey]:
         key = self.run_task.get(run, "/")
