@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -19,7 +18,6 @@ from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.security.signing import ensure_operator
 from assay.tasks import TaskDraft, load_tasks
-from assay_aggregator.canonical import canonical_json
 from assay_aggregator.html import render_html
 from assay_aggregator.report import Report, build_report, report_json
 from assay_aggregator.service import AggregatorService
@@ -28,11 +26,10 @@ from assay_cli.campaign import load_campaign, submit_campaign
 from assay_cli.commands._watch import log_head, print_pending, watch_log
 from assay_cli.demo import agent_scripts, judge_scripts
 from assay_cli.doctor import checks_for, print_checks, run_checks
-from assay_cli.problems import Problems, problems_of
 from assay_cli.progress import Progress
 from assay_cli.scripted import Script, ScriptedModelServer
 from assay_cli.stack import Stack
-from assay_schemas import CampaignSpec, ConfigError, TaskInputError
+from assay_schemas import CampaignSpec, ConfigError, Problems, TaskInputError
 
 __all__ = ["RunOutcome", "run_campaign", "scripted_campaign"]
 
@@ -53,6 +50,7 @@ class RunOutcome(NamedTuple):
     report_html: Path
     progress: Progress
     problems: Problems
+    """The report's problems section: `assay run` exits 1 unless it is `ok`."""
 
 
 def scripted_campaign(spec: CampaignSpec, base_url: str) -> CampaignSpec:
@@ -83,6 +81,11 @@ async def _drive(
     """Run the campaign until the log says it is complete (or the timeout); the aggregator."""
     stack = Stack.for_settings(settings)
     await stack.start()
+    aggregator = stack.started["aggregator"]
+    assert isinstance(aggregator, AggregatorService)
+    # One report.json per campaign: the run directory's, written below from this
+    # aggregator's state; its own live report file would be a second copy of it.
+    aggregator.write_report = False
     try:
         async with Bus(settings, service="cli") as bus:
             await submit_campaign(bus, stack.store, spec, drafts)
@@ -94,8 +97,6 @@ async def _drive(
             except TimeoutError:
                 print_pending(progress)
             head = await log_head(bus)
-        aggregator = stack.started["aggregator"]
-        assert isinstance(aggregator, AggregatorService)
         await aggregator.wait_for(head, timeout=60)
         return aggregator
     finally:
@@ -131,18 +132,13 @@ def load_drafts(tasks: Sequence[Path], max_bytes: int, max_tasks: int = 10_000) 
     return drafts
 
 
-def write_reports(
-    report: Report, problems: Problems, workdir: Path, html: Path | None
-) -> tuple[Path, Path]:
-    """report.json (with the problems section) and the HTML (problems on top)."""
+def write_reports(report: Report, workdir: Path, html: Path | None) -> tuple[Path, Path]:
+    """report.json and the HTML: the report as the aggregator builds it, problems included
+    (the same bytes a replay rebuilds)."""
     json_path = workdir / "report.json"
-    body = json.loads(report_json(report))
-    json_path.write_bytes(canonical_json({**body, "problems": problems.model_dump()}))
+    json_path.write_bytes(report_json(report))
     html_path = (html or workdir / "report.html").resolve()
-    page = render_html(report)
-    if not problems.ok:
-        page = page.replace("</h1>", "</h1>" + problems.html(), 1)
-    html_path.write_text(page, encoding="utf-8")
+    html_path.write_text(render_html(report), encoding="utf-8")
     return json_path, html_path
 
 
@@ -213,13 +209,11 @@ def run_campaign(
         if server is not None:
             server.stop()
     report = build_report(aggregator.projections, campaign=spec.campaign_id)
-    problems = problems_of(progress)
-    json_path, html_path = write_reports(report, problems, workdir, html)
+    json_path, html_path = write_reports(report, workdir, html)
     if report.scripted:
         console.print()
         console.print(BANNER)
-    print_report(report, console)
-    problems.print(console)
+    print_report(report, console)  # problems last, where they are seen
     console.print(f"\nreport: {html_path}\n        {json_path}")
     print_next_steps(workdir, console)
-    return RunOutcome(workdir, json_path, html_path, progress, problems)
+    return RunOutcome(workdir, json_path, html_path, progress, report.problems)

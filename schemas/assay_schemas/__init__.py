@@ -6,6 +6,7 @@ next to this package (`assay schemas export`).
 
 # Each module lists its public names once, in its own ``__all__``; the package's is their sum.
 from . import (
+    _campaign_history,
     _codec,
     _domain,
     _envelope,
@@ -15,9 +16,11 @@ from . import (
     _files,
     _history,
     _ids,
+    _problems,
     _rpc,
     _rubric,
 )
+from ._campaign_history import *  # noqa: F403
 from ._codec import *  # noqa: F403
 from ._domain import *  # noqa: F403
 from ._envelope import *  # noqa: F403
@@ -27,10 +30,12 @@ from ._export import *  # noqa: F403
 from ._files import *  # noqa: F403
 from ._history import *  # noqa: F403
 from ._ids import *  # noqa: F403
+from ._problems import *  # noqa: F403
 from ._rpc import *  # noqa: F403
 from ._rubric import *  # noqa: F403
 
 __all__ = [
+    *_campaign_history.__all__,
     *_codec.__all__,
     *_domain.__all__,
     *_envelope.__all__,
@@ -40,6 +45,7 @@ __all__ = [
     *_files.__all__,
     *_history.__all__,
     *_ids.__all__,
+    *_problems.__all__,
     *_rpc.__all__,
     *_rubric.__all__,
 ]

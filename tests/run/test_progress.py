@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay_cli.problems import problems_of
+from assay_aggregator.pages import environment
+from assay_cli.problems import Problems, problems_of
 from assay_cli.progress import Progress
 from assay_schemas import (
     AgentSpec,
@@ -48,12 +49,18 @@ def _verdict(n: int, run: str, judge: str, sample: int) -> Event:
     )  # fmt: skip
 
 
+def render_problems(problems: Problems) -> str:
+    """The report's HTML problems section alone."""
+    macro = environment().get_template("problems.html.j2").module.problems  # type: ignore[attr-defined]
+    return str(macro(problems))
+
+
 def test_task_sampling_above_the_judges_is_waited_for() -> None:
     p = Progress(campaign_id=C)
     run = run_id_for(C, "t", "a", 0)
     p.apply(_ev(CampaignStarted, 1, campaign=SPEC))
     p.apply(_ev(TaskSubmitted, 2, task=_task("t", samples=3)))
-    assert p.expected_runs() == {run} and not p.complete
+    assert p.expected == {run} and not p.complete
     p.apply(_ev(ArtifactsSealed, 3, run_id=run, task_id="t", files=[], agent_id="a", epoch=0))
     p.apply(_verdict(4, run, "j", 0))
     p.apply(_verdict(5, run, "rules", 0))
@@ -96,7 +103,7 @@ def test_infrastructure_failures_are_grouped_by_stage_and_class() -> None:
         3,
     )
     assert cause.first_message == "no runtime rootfs (t1)"
-    assert "no runtime rootfs (t1)" in problems.html()
+    assert "no runtime rootfs (t1)" in render_problems(problems)
 
 
 def test_failures_are_grouped_by_their_structured_error_not_by_parsing_its_text() -> None:

@@ -28,6 +28,8 @@ async def test_click_through_from_campaign_to_a_step_and_a_sealed_file(
     assert page.status_code == 200
     assert "Leaderboard: mean run score" in page.text and "<svg" in page.text
     assert "Judge strictness" in page.text
+    # The report's problems section (the synthetic campaign plants infrastructure failures).
+    assert "This campaign did not go as planned" in page.text
     task = await client.get(_links(page.text, "/campaign/camp/task/")[0])
     assert task.status_code == 200 and "Prompt" in task.text and "Runs side by side" in task.text
     run_url = next(u for u in _links(page.text, "/run/") if HOSTILE not in u)

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay_cli.problems import problems_of
 from assay_cli.progress import Progress
 
 from ._app import app, console, err_console, run_async
@@ -28,7 +29,7 @@ def progress_table(p: Progress) -> Table:
     table.add_column("what")
     table.add_column("progress", justify="right")
     table.add_column("", min_width=32)
-    total = max(len(p.expected_runs()), 1)
+    total = max(len(p.expected), 1)
 
     def bar(n: int, of: int) -> str:
         width = 30
@@ -44,7 +45,7 @@ def progress_table(p: Progress) -> Table:
         f"{p.verdicts}/{p.expected_judgments}",
         bar(p.verdicts, p.expected_judgments or 1),
     )
-    table.add_row("judge failures", str(len(p.judge_failures)), "")
+    table.add_row("judge failures", str(len(p.judgment_failures)), "")
     table.add_row("cost so far", f"${p.cost_usd:,.4f}", "")
     return table
 
@@ -83,8 +84,6 @@ async def log_head(bus: Bus) -> int:
 
 def print_pending(progress: Progress) -> None:
     """Name what the log still owes (after a timeout)."""
-    from assay_cli.problems import problems_of
-
     err_console.print("[red]timed out[/red] with work pending:")
     for line in problems_of(progress).lines() or ["no task submitted yet"]:
         err_console.print(f"  • {line}")

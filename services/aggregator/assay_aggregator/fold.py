@@ -18,6 +18,7 @@ from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
     ArtifactsSealed,
+    CampaignHistory,
     CampaignStarted,
     Event,
     JudgeRegistered,
@@ -266,6 +267,12 @@ def apply(
     handler = _HANDLERS.get(type(event))
     if handler is not None:
         handler(state, event, sequence)
+    history = state.histories.get(event.campaign_id)
+    if history is None:
+        history = state.histories[event.campaign_id] = CampaignHistory(
+            campaign_id=event.campaign_id
+        )
+    history.apply(event)
     state.seen[event.event_id] = sequence
     state.last_sequence = max(state.last_sequence, sequence)
     state.applied += 1

@@ -15,7 +15,7 @@ import hashlib
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
-from assay_schemas import RULES_JUDGE_ID, Price
+from assay_schemas import RULES_JUDGE_ID, Price, Problems, problems_of
 
 from .canonical import canonical_json
 from .projections import Projections
@@ -143,6 +143,8 @@ class Report(BaseModel):
     refused: tuple[RefusedMessage, ...]
     """Messages of the report's campaigns (or undecodable ones) that count for nothing."""
     statistics: StatisticsReport
+    problems: Problems
+    """What did not go as planned: failures by cause, runs and verdicts never in."""
 
 
 def report_seed(campaign_ids: list[str]) -> int:
@@ -326,6 +328,7 @@ def build_report(
         trust_root=p.state.trust_root,
         refused=_refused(p, {c.campaign_id for c in campaigns}),
         statistics=stats,
+        problems=problems_of(p.state.histories[c] for c in ids if c in p.state.histories),
     )
 
 

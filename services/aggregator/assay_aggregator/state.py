@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from assay_schemas import CampaignHistory
+
 __all__ = [
     "ArtifactRecord",
     "FailureRecord",
@@ -25,7 +27,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 3
+SNAPSHOT_VERSION = 4
 
 
 @dataclass(slots=True)
@@ -196,6 +198,9 @@ class State:
     """'campaign_id/task_id' → the task's own `sampling_times`."""
     judge_samples: dict[str, int] = field(default_factory=dict)
     """'campaign_id/judge_id' → the judge spec's `sampling_times` (campaign or registration)."""
+    histories: dict[str, CampaignHistory] = field(default_factory=dict)
+    """campaign_id → the campaign's history, folded from admitted events only (what the
+    report's problems section reads: expected runs, owed verdicts, failures by cause)."""
     version: int = 0
     """Bumped on every applied event; invalidates cached frames."""
 
@@ -232,6 +237,7 @@ def state_to_json(state: State) -> dict[str, Any]:
         "refused_runs": state.refused_runs,
         "task_samples": state.task_samples,
         "judge_samples": state.judge_samples,
+        "histories": {k: h.model_dump(mode="json") for k, h in sorted(state.histories.items())},
     }
 
 
@@ -257,4 +263,5 @@ def state_from_json(data: dict[str, Any]) -> State:
         refused_runs={str(k): str(v) for k, v in data["refused_runs"].items()},
         task_samples={str(k): int(v) for k, v in data["task_samples"].items()},
         judge_samples={str(k): int(v) for k, v in data["judge_samples"].items()},
+        histories={k: CampaignHistory.model_validate(h) for k, h in data["histories"].items()},
     )

@@ -19,9 +19,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from assay.command import assay_command
+from assay_schemas import Problems
+
 from .report import Report
 
-__all__ = ["print_report", "print_table"]
+__all__ = ["print_problems", "print_report", "print_table"]
 
 
 def _f(x: float | None, digits: int = 2) -> str:
@@ -38,7 +41,7 @@ def _pct(x: float) -> str:
 
 _KEYS = {"group", "agent", "judge", "judges", "tag"}
 """Columns that name what a row is about: the heading of a row in the stacked layout."""
-_TEXT = {"stage", "kind", "family", "model"}
+_TEXT = {"stage", "kind", "family", "model", "error class", "first message"}
 
 
 def print_table(
@@ -220,6 +223,22 @@ def print_report(report: Report, console: Console | None = None) -> None:
            [[j.judge_id, j.kind, j.family, j.model, str(j.n_verdicts), str(j.n_runs), str(j.n_failures),
              str(j.n_repaired), _pct(j.repair_rate), _pct(j.failure_rate)] for j in report.judges])  # fmt: skip
     _costs(c, report, gcol)
+    print_problems(report.problems, c)
+
+
+def print_problems(problems: Problems, c: Console) -> None:
+    """What did not go as planned, as lines and a table (nothing when all went well)."""
+    if problems.ok:
+        return
+    c.print("\n[bold red]This campaign did not go as planned.[/bold red]")
+    for line in problems.lines():
+        c.print(f"  [red]•[/red] {line}")
+    print_table(c, "Infrastructure failures by cause (never scored)", ["stage", "error class", "first message", "count"],
+           [[x.stage, x.error_class, x.first_message, str(x.count)] for x in problems.causes])  # fmt: skip
+    if problems.causes:
+        c.print(
+            f"run `{assay_command()} doctor` to check this machine's prerequisites", highlight=False
+        )
 
 
 def _check_matrix(c: Console, report: Report) -> None:

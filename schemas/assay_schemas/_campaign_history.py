@@ -1,0 +1,211 @@
+"""One campaign's history: its events folded, in log order, into what is expected of it.
+
+`RunHistory` answers for one run; `CampaignHistory` answers for the whole campaign: which
+runs the log asks for, where they stand, which verdicts the jury owes, and what failed
+and why. `assay watch` and `assay run` show it live, `assay run` decides its exit code
+from it, and the aggregator folds the same history (admitted events only) for the
+report's problems section, so all of them agree.
+
+What is *expected* comes from the log itself: runs per task × agent × epoch (TaskSubmitted,
+CampaignStarted), and for every run sealed as finished one verdict per judge × sample, the
+samples being the larger of the judge's and the task's `sampling_times` (as the judge does
+it), plus the rule judge's one. Counting verdicts against exactly that set is what keeps a
+task that asks for more samples from ending the wait early.
+
+Pure and JSON-serializable (the aggregator snapshots it). Feed each event once, in log
+order: the caller dedupes (the aggregator by event id, a log reader by sequence).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, field_serializer
+
+from . import _events as ev
+from ._domain import RULES_JUDGE_ID, CampaignSpec, Task
+from ._envelope import Event, run_id_for
+
+__all__ = ["CampaignHistory", "VerdictKey"]
+
+VerdictKey = tuple[str, str, int]
+"""(run id, judge id, sample): one verdict owed or given."""
+
+_SETS = ("requested", "ready", "finished", "sealed", "ended", "expected", "owed", "judged")
+
+
+class CampaignHistory(BaseModel):
+    """Counts and failures of one campaign (or of every campaign in the log when
+    `campaign_id` is None), rebuilt from the log; `complete` says when nothing is pending."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    campaign_id: str | None = None
+    campaigns: dict[str, CampaignSpec] = {}
+    tasks: dict[str, Task] = {}
+    """'campaign id/task id' -> task."""
+    run_task: dict[str, str] = {}
+    """run id -> 'campaign id/task id'."""
+    requested: set[str] = set()
+    ready: set[str] = set()
+    finished: set[str] = set()
+    failures: dict[str, ev.RunFailed] = {}
+    """run id -> its last RunFailed."""
+    sealed: set[str] = set()
+    """Runs sealed as finished: the ones the jury owes verdicts on."""
+    ended: set[str] = set()
+    """Runs that will not move on: sealed (either outcome) or failed."""
+    expected: set[str] = set()
+    owed: set[VerdictKey] = set()
+    judged: set[VerdictKey] = set()
+    judgment_failures: dict[str, ev.JudgmentFailed] = {}
+    """'run id/judge id/sample' -> the judge's last failure on that sample."""
+    steps: int = 0
+    cost_usd: float = 0.0
+    scripted: bool = False
+
+    @field_serializer(*_SETS)
+    def _sorted(self, value: set[Any]) -> list[Any]:
+        # Sorted, so that a snapshot of the same history is the same bytes.
+        return sorted(value)
+
+    def apply(self, event: Event) -> None:
+        """Fold one event in (events of other campaigns are ignored when one is chosen)."""
+        if self.campaign_id is not None and event.campaign_id != self.campaign_id:
+            return
+        run = event.run_id or ""
+        if isinstance(event, ev.CampaignStarted):
+            self.campaigns[event.campaign_id] = event.campaign
+            self.scripted = self.scripted or event.campaign.scripted
+            self._reindex()
+        elif isinstance(event, ev.TaskSubmitted):
+            self._task(event)
+        elif isinstance(event, ev.RunRequested):
+            self.requested.add(run)
+            self.expected.add(run)
+            self.run_task[run] = f"{event.campaign_id}/{event.task.task_id}"
+        elif isinstance(event, ev.SandboxReady):
+            self.ready.add(run)
+        elif isinstance(event, ev.AgentStepLogged):
+            self.steps += 1
+            self.cost_usd += event.cost_usd
+        elif isinstance(event, ev.AgentFinished):
+            self.finished.add(run)
+        elif isinstance(event, ev.RunFailed):
+            self.failures[run] = event
+            self.ended.add(run)
+        elif isinstance(event, ev.ArtifactsSealed):
+            self._sealed(event)
+        elif isinstance(event, ev.JudgmentRecorded):
+            self.judged.add((run, event.judge_id, event.sample))
+            self.cost_usd += event.cost_usd
+        elif isinstance(event, ev.JudgmentFailed):
+            self.judgment_failures[f"{run}/{event.judge_id}/{event.sample}"] = event
+
+    def _sealed(self, event: ev.ArtifactsSealed) -> None:
+        run = event.run_id or ""
+        self.ended.add(run)
+        if run not in self.run_task and event.task_id:
+            self.run_task[run] = f"{event.campaign_id}/{event.task_id}"
+        if event.outcome == "finished":
+            self.sealed.add(run)
+            self.owed |= self._owed_on(run)
+
+    def _task(self, event: ev.TaskSubmitted) -> None:
+        """A task adds its runs; its sampling can only raise what its sealed runs owe.
+        (Incremental: a campaign of many tasks must not recount them all per task.)"""
+        key = f"{event.campaign_id}/{event.task.task_id}"
+        self.tasks[key] = event.task
+        self.expected |= self._runs_of(key)
+        for run in self.sealed:
+            if self.run_task.get(run) == key:
+                self.owed |= self._owed_on(run)
+
+    def _reindex(self) -> None:
+        """Recompute what is expected (a campaign or task seen: rare, so done in full)."""
+        self.expected = self._expected_runs()
+        self.owed = set().union(*(self._owed_on(run) for run in self.sealed))
+
+    def _expected_runs(self) -> set[str]:
+        return set(self.requested).union(*(self._runs_of(key) for key in self.tasks))
+
+    def _runs_of(self, key: str) -> set[str]:
+        """The runs a submitted task asks for: the campaign's agents × epochs."""
+        campaign_id, task_id = key.split("/", 1)
+        spec = self.campaigns.get(campaign_id)
+        if spec is None:
+            return set()
+        return {
+            run_id_for(campaign_id, task_id, a.agent_id, epoch)
+            for a in spec.agents
+            for epoch in range(spec.epochs)
+        }
+
+    def _owed_on(self, run: str) -> set[VerdictKey]:
+        key = self.run_task.get(run, "/")
+        spec = self.campaigns.get(key.split("/", 1)[0])
+        task = self.tasks.get(key)
+        task_samples = task.judge.sampling_times if task is not None else 1
+        owed = {(run, RULES_JUDGE_ID, 0)}
+        for judge in spec.judges if spec is not None else []:
+            samples = max(judge.sampling_times, task_samples)
+            owed |= {(run, judge.judge_id, s) for s in range(samples)}
+        return owed
+
+    @property
+    def failed(self) -> dict[str, bool]:
+        """run id -> infrastructure failure?"""
+        return {r: f.infrastructure for r, f in self.failures.items()}
+
+    def given_verdicts(self) -> set[VerdictKey]:
+        """Verdicts given or given up on."""
+        failed = {(f.run_id or "", f.judge_id, f.sample) for f in self.judgment_failures.values()}
+        return self.judged | failed
+
+    @property
+    def expected_judgments(self) -> int:
+        """Verdicts owed so far."""
+        return len(self.owed)
+
+    @property
+    def verdicts(self) -> int:
+        """Owed verdicts given or given up on (extra ones are not counted)."""
+        return len(self.owed & self.given_verdicts())
+
+    @property
+    def runs_done(self) -> int:
+        """Expected runs that ended."""
+        return len(self.expected & self.ended)
+
+    def pending_runs(self) -> set[str]:
+        """Expected runs that have not ended."""
+        return self.expected - self.ended
+
+    def pending_verdicts(self) -> set[VerdictKey]:
+        """Owed verdicts not given yet."""
+        return self.owed - self.given_verdicts()
+
+    @property
+    def complete(self) -> bool:
+        """Every expected run ended and every owed verdict is in."""
+        # The counts first: the set checks only when they could pass (cheap on long logs).
+        return (
+            bool(self.expected)
+            and len(self.ended) >= len(self.expected)
+            and len(self.judged) + len(self.judgment_failures) >= len(self.owed)
+            and self.expected <= self.ended
+            and not self.pending_verdicts()
+        )
+
+    def state_counts(self) -> dict[str, int]:
+        """Runs by their furthest state."""
+        infra = {r for r, f in self.failures.items() if f.infrastructure}
+        return {
+            "expected": len(self.expected),
+            "requested": len(self.requested),
+            "running": len(self.ready - self.finished - set(self.failures)),
+            "finished": len(self.finished),
+            "sealed": len(self.sealed),
+            "failed (infra)": len(infra),
+            "failed (agent)": len(set(self.failures) - infra),
+        }
