@@ -339,3 +339,20 @@ def test_bad_settings_runs_and_ratings_are_refused() -> None:
                         "score": [-1.0]})  # fmt: skip
     with pytest.raises(st.StatisticsInputError, match="table 'humans': column 'score' must lie"):
         st.human_agreement_rows(bad.with_columns(score=pl.lit(5.0)), bad, SETTINGS)
+
+
+def test_empty_tables_give_undefined_rows_and_a_warning_not_an_error() -> None:
+    def empty(schema: dict[str, str]) -> pl.DataFrame:
+        return pl.DataFrame(schema={k: pl.String if v == "str" else pl.Float64 for k, v in schema.items()})  # fmt: skip
+
+    c = empty(st.CONTROLS_SCHEMA)
+    rows = st.control_rate_rows(c, SETTINGS)
+    assert [(r.judge_id, r.measure, r.n_runs) for r in rows] == [
+        (None, "sensitivity", 0),
+        (None, "specificity", 0),
+    ]
+    assert all(math.isnan(r.estimate) and math.isnan(r.ci_low) for r in rows)
+    assert [w.kind for w in st.validity_warnings(rows)] == ["few_controls"] * 2
+    assert st.corrected_pass_rows(empty(st.SCORED_RUNS_SCHEMA), c, SETTINGS) == ()
+    h = empty(st.RATER_SCHEMA)
+    assert st.human_agreement_rows(h, h, SETTINGS) == ((), ())

@@ -143,11 +143,13 @@ class HumanBias(Row):
     subject: str
     dimension: str | None
     """Dimension key, or None for the run score (mean of all ratings)."""
+    n_runs: int
+    """Verdict pairs behind the figure."""
+    n_tasks: int
     estimate: float
     """Mean over verdict pairs of subject score − human score (first − second for humans)."""
-    n_tasks: int
-    n_runs: int
     se: float
+    """Cluster-robust (CR1) standard error over tasks."""
     ci_low: float
     ci_high: float
 
