@@ -7,6 +7,9 @@ Build validated inputs with :func:`make_tables` (schemas in ``RATINGS_SCHEMA``,
 or :func:`to_frame` gives a polars table. ``DEFINITIONS`` says precisely what each
 number is. The plain counts that need no ratings (runs per state, infrastructure
 failures, the rule judge's checks and tags) take :class:`CountTables` instead.
+Judge validity (controls, human verdicts, corrected pass shares) takes its own tables
+(``CONTROLS_SCHEMA``, ``RATER_SCHEMA``, ``SCORED_RUNS_SCHEMA``): :func:`control_rate_rows`,
+:func:`human_agreement_rows`, :func:`corrected_pass_rows`, :func:`validity_warnings`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ._counts import (
 )
 from ._definitions import DEFINITIONS, definitions_markdown
 from ._failures import empty_artifact_rows, tag_rate_rows
+from ._human import human_agreement_rows, kappa, spearman
 from ._operations import accounting_rows, agent_cost_rows, cost_rows, epoch_spread_rows
 from ._prices import COST_TABLES, USED_MODELS_SCHEMA, unpriced_models
 from ._ranking import pairwise_rows, rank_rows
@@ -58,23 +62,53 @@ from ._tables import (
     make_tables,
     validate_table,
 )
+from ._validity import control_rate_rows, corrected_pass_rows, rogan_gladen
+from ._validity_rows import (
+    BINS,
+    CONTROLS_SCHEMA,
+    MIN_CONTROL_RUNS,
+    MIN_CONTROL_TASKS,
+    MIN_HUMAN_RUNS,
+    MIN_HUMAN_TASKS,
+    RATER_SCHEMA,
+    SCORED_RUNS_SCHEMA,
+    VALIDITY_DEFINITIONS,
+    ControlRate,
+    CorrectedPassShare,
+    HumanAgreement,
+    HumanBias,
+)
+from ._validity_warnings import validity_warnings
 from ._warnings import warning_rows
 
 __all__ = [
     "ANCHOR",
+    "BINS",
+    "CONTROLS_SCHEMA",
     "COST_TABLES",
     "DEFAULT_RESAMPLES",
     "DEFINITIONS",
+    "MIN_CONTROL_RUNS",
+    "MIN_CONTROL_TASKS",
+    "MIN_HUMAN_RUNS",
+    "MIN_HUMAN_TASKS",
+    "RATER_SCHEMA",
     "RATINGS_SCHEMA",
     "RULE_CHECKS",
     "RUNS_SCHEMA",
+    "SCORED_RUNS_SCHEMA",
     "TAGS_SCHEMA",
     "TASK_ATTRIBUTES",
     "USED_MODELS_SCHEMA",
+    "VALIDITY_DEFINITIONS",
     "AgentRow",
     "AnalysisSettings",
     "Context",
+    "ControlRate",
+    "CorrectedPassShare",
     "CountTables",
+    "HumanAgreement",
+    "HumanBias",
     "PlainCounts",
     "Row",
     "StatisticsInputError",
@@ -88,6 +122,8 @@ __all__ = [
     "communication_gap_rows",
     "compute_statistics",
     "contexts",
+    "control_rate_rows",
+    "corrected_pass_rows",
     "correlation_rows",
     "cost_rows",
     "definitions_markdown",
@@ -96,10 +132,12 @@ __all__ = [
     "epoch_spread_rows",
     "filter_campaign",
     "frames_of",
+    "human_agreement_rows",
     "icc2",
     "infrastructure_failure_counts",
     "judge_cost_rows",
     "judge_score_rows",
+    "kappa",
     "krippendorff_alpha_interval",
     "make_tables",
     "overall_score_rows",
@@ -109,14 +147,17 @@ __all__ = [
     "rank_rows",
     "reference_check_matrix",
     "reference_check_rates",
+    "rogan_gladen",
     "rule_tag_rates",
     "run_state_counts",
     "self_preference_rows",
+    "spearman",
     "tag_rate_rows",
     "to_frame",
     "unpassed_task_rows",
     "unpriced_models",
     "validate_table",
+    "validity_warnings",
     "warning_rows",
 ]
 __all__ += _results.__all__

@@ -1,0 +1,207 @@
+"""Judge error rates on control runs, and pass shares corrected for them (Rogan–Gladen).
+
+A control is a run whose right verdict is known: known-good (expected "pass") or
+known-bad (expected "fail"). Se and Sp are pooled shares over control runs, so each is
+the ratio estimator ``Σ_t right_t / Σ_t runs_t`` of :mod:`._bootstrap`, resampled by
+task like every other statistic here. The corrected pass share needs q, Se and Sp from
+the same resample so its interval carries all three uncertainties at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import polars as pl
+
+from ._bootstrap import F64, Estimate, percentile_interval, ratio, resample_counts
+from ._context import AnalysisSettings
+from ._tables import StatisticsInputError
+from ._validity_rows import (
+    CONTROLS_SCHEMA,
+    SCORED_RUNS_SCHEMA,
+    ControlRate,
+    CorrectedPassShare,
+    Measure,
+)
+
+__all__ = ["check_settings", "control_rate_rows", "corrected_pass_rows", "validated"]
+
+_DTYPES = {"str": pl.String, "float": pl.Float64}
+_CLASS: dict[str, Measure] = {"pass": "sensitivity", "fail": "specificity"}
+
+
+def check_settings(settings: AnalysisSettings) -> None:
+    """The bootstrap settings' own checks (as :func:`contexts` makes them)."""
+    if not 0.0 < settings.confidence < 1.0:
+        raise StatisticsInputError(f"confidence must lie in (0, 1): {settings.confidence}")
+    if settings.n_resamples < 1:
+        raise StatisticsInputError(f"n_resamples must be positive: {settings.n_resamples}")
+
+
+def validated(df: pl.DataFrame, name: str, schema: Mapping[str, str], key: tuple[str, ...]) -> pl.DataFrame:  # fmt: skip
+    """``df`` with canonical dtypes, or :class:`StatisticsInputError` naming the first fault:
+    a missing or mistyped column, a null, a score outside 0-10 or not finite, a repeated
+    ``key``, or a run filed under two tasks."""
+    missing = [c for c in schema if c not in df.columns]
+    if missing:
+        raise StatisticsInputError(f"table {name!r} is missing column(s) {', '.join(missing)}")
+    for col, kind in schema.items():
+        dtype = df.schema[col]
+        ok = dtype == pl.String if kind == "str" else dtype.is_numeric()
+        if not ok:
+            raise StatisticsInputError(f"table {name!r}: column {col!r} has dtype {dtype}, "
+                                       f"expected {kind}")  # fmt: skip
+        if df[col].null_count():
+            raise StatisticsInputError(f"table {name!r}: column {col!r} has null(s)")
+    out = df.select([pl.col(c).cast(_DTYPES[k]) for c, k in schema.items()])
+    bad = out.filter(~pl.col("score").is_finite() | (pl.col("score") < 0) | (pl.col("score") > 10))
+    if bad.height:
+        raise StatisticsInputError(f"table {name!r}: column 'score' must lie in 0-10, found "
+                                   f"{bad['score'][0]!r}")  # fmt: skip
+    if key and out.select(key).is_duplicated().any():
+        raise StatisticsInputError(f"table {name!r}: repeated {', '.join(key)}")
+    split = out.group_by("run_id").agg(pl.col("task_id").n_unique()).filter(pl.col("task_id") > 1)
+    if split.height:
+        raise StatisticsInputError(f"table {name!r}: run {split['run_id'][0]!r} has several tasks")
+    return out
+
+
+def _controls(controls: pl.DataFrame) -> pl.DataFrame:
+    c = validated(controls, "controls", CONTROLS_SCHEMA, ("run_id", "judge_id"))
+    wrong = c.filter(~pl.col("expected").is_in(["pass", "fail"]))
+    if wrong.height:
+        raise StatisticsInputError(f"table 'controls': expected must be 'pass' or 'fail', "
+                                   f"found {wrong['expected'][0]!r}")  # fmt: skip
+    for col in ("variant", "expected"):
+        mixed = c.group_by("run_id").agg(pl.col(col).n_unique()).filter(pl.col(col) > 1)
+        if mixed.height:
+            raise StatisticsInputError(f"table 'controls': run {mixed['run_id'][0]!r} has "
+                                       f"several {col} values")  # fmt: skip
+    mixed = c.group_by("variant").agg(pl.col("expected").n_unique()).filter(pl.col("expected") > 1)
+    if mixed.height:
+        raise StatisticsInputError(f"table 'controls': variant {mixed['variant'][0]!r} is both "
+                                   "known-good and known-bad")  # fmt: skip
+    return c
+
+
+def _with_jury(c: pl.DataFrame) -> pl.DataFrame:
+    """The judges' rows plus the jury's mean run score per run (judge_id null)."""
+    jury = c.group_by("task_id", "run_id", "variant", "expected").agg(pl.col("score").mean())
+    jury = jury.with_columns(pl.lit(None, pl.String).alias("judge_id")).select(c.columns)
+    return pl.concat([c, jury])
+
+
+_Key = tuple[str | None, str | None, Measure]
+
+
+def _rate_matrix(c: pl.DataFrame, tasks: list[str], anchor: int) -> tuple[list[_Key], F64, F64]:
+    """Columns (judge, variant, measure) with per-task right counts and control counts."""
+    t_of = {t: i for i, t in enumerate(tasks)}
+    t_idx = np.array([t_of[t] for t in c["task_id"]], dtype=np.int64)
+    score = c["score"].to_numpy()
+    expected = c["expected"].to_numpy()
+    right = np.where(expected == "pass", score >= anchor, score < anchor).astype(np.float64)
+    judges = c["judge_id"].to_list()
+    variants = c["variant"].to_numpy()
+    keys: list[_Key] = []
+    nums: list[F64] = []
+    dens: list[F64] = []
+    kinds = sorted(set(zip(c["variant"].to_list(), expected.tolist(), strict=True)))
+    for judge in [*sorted({j for j in judges if j is not None}), None]:
+        mine = np.array([j == judge for j in judges], dtype=bool)
+        cols = [(None, e, mine & (expected == e)) for e in ("pass", "fail")]
+        cols += [(v, e, mine & (variants == v)) for v, e in kinds]
+        for variant, e, mask in cols:
+            keys.append((judge, variant, _CLASS[e]))
+            nums.append(np.bincount(t_idx[mask], right[mask], len(tasks)).astype(np.float64))
+            dens.append(np.bincount(t_idx[mask], minlength=len(tasks)).astype(np.float64))
+    t_n = len(tasks)
+    num = np.stack(nums, axis=1) if nums else np.zeros((t_n, 0))
+    den = np.stack(dens, axis=1) if dens else np.zeros((t_n, 0))
+    return keys, num, den
+
+
+def control_rate_rows(controls: pl.DataFrame, settings: AnalysisSettings) -> tuple[ControlRate, ...]:  # fmt: skip
+    """Se and Sp at ``settings.anchor`` per judge and for the jury (judge_id None), over all
+    controls of a class (variant None) and per variant; tasks resampled with
+    ``settings.seed`` (``group_by`` does not apply). See ``CONTROLS_SCHEMA``."""
+    check_settings(settings)
+    c = _with_jury(_controls(controls))
+    tasks = sorted(set(c["task_id"].to_list()))
+    keys, num, den = _rate_matrix(c, tasks, settings.anchor)
+    counts = resample_counts(settings.seed, settings.n_resamples, len(tasks))
+    est = ratio(num, den, counts, settings.confidence)
+    return tuple(
+        ControlRate(
+            judge_id=j, variant=v, measure=m, estimate=float(est.estimate[k]),
+            n_tasks=int(est.n_clusters[k]), n_runs=int(den[:, k].sum()),
+            n_right=int(num[:, k].sum()), **est.interval(k),
+        )
+        for k, (j, v, m) in enumerate(keys)
+    )  # fmt: skip
+
+
+def rogan_gladen(q: F64, se: F64, sp: F64) -> tuple[F64, F64]:
+    """(unclipped, clipped) corrected shares; NaN where Se + Sp ≤ 1 or an input is NaN."""
+    youden = se + sp - 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        raw = np.where(youden > 0, (q + sp - 1.0) / youden, np.nan)
+    return raw, np.clip(raw, 0.0, 1.0)
+
+
+def _pass_matrix(runs: pl.DataFrame, tasks: list[str], anchor: int) -> tuple[list[str], F64, F64]:
+    """Per agent: per-task pass share (numerator) and task presence (denominator)."""
+    per = runs.group_by("agent_id", "task_id").agg((pl.col("score") >= anchor).mean().alias("s"))
+    agents = sorted(set(runs["agent_id"].to_list()))
+    num = np.zeros((len(tasks), len(agents)))
+    den = np.zeros_like(num)
+    t_of = {t: i for i, t in enumerate(tasks)}
+    a_of = {a: i for i, a in enumerate(agents)}
+    for a, t, s in per.iter_rows():
+        num[t_of[t], a_of[a]] = s
+        den[t_of[t], a_of[a]] = 1.0
+    return agents, num, den
+
+
+def corrected_pass_rows(runs: pl.DataFrame, controls: pl.DataFrame, settings: AnalysisSettings, *, judge_id: str | None = None) -> tuple[CorrectedPassShare, ...]:  # fmt: skip
+    """Each agent's Rogan–Gladen pass share from ``runs`` (``SCORED_RUNS_SCHEMA``, scored by
+    ``judge_id`` or by the jury's mean when None) and that judge's Se, Sp on ``controls``.
+
+    One bootstrap resamples the union of both tables' tasks: a drawn task brings its runs
+    and its controls, so q, Se and Sp of a resample come from the same draw."""
+    check_settings(settings)
+    r = validated(runs, "runs", SCORED_RUNS_SCHEMA, ("run_id",))
+    c = _with_jury(_controls(controls))
+    if judge_id is not None and judge_id not in set(c["judge_id"].drop_nulls().to_list()):
+        raise StatisticsInputError(f"table 'controls': no control verdict of judge {judge_id!r}")
+    c = c.filter(pl.col("judge_id").is_null() if judge_id is None else pl.col("judge_id") == judge_id)  # fmt: skip
+    tasks = sorted(set(c["task_id"].to_list()) | set(r["task_id"].to_list()))
+    keys, c_num, c_den = _rate_matrix(c, tasks, settings.anchor)
+    agents, q_num, q_den = _pass_matrix(r, tasks, settings.anchor)
+    i_se = keys.index((judge_id, None, "sensitivity"))
+    i_sp = keys.index((judge_id, None, "specificity"))
+    counts = resample_counts(settings.seed, settings.n_resamples, len(tasks))
+    q = ratio(q_num, q_den, counts, settings.confidence)
+    rates = ratio(c_num[:, [i_se, i_sp]], c_den[:, [i_se, i_sp]], counts, settings.confidence)
+    return _corrected(agents, q, rates, r, judge_id, settings.confidence)
+
+
+def _corrected(agents: list[str], q: Estimate, rates: Estimate, r: pl.DataFrame, judge_id: str | None, confidence: float) -> tuple[CorrectedPassShare, ...]:  # fmt: skip
+    se, sp = rates.estimate
+    unclipped, est = rogan_gladen(q.estimate, np.full_like(q.estimate, se), np.full_like(q.estimate, sp))  # fmt: skip
+    se_d, sp_d = rates.draws[:, :1], rates.draws[:, 1:]
+    _, draws = rogan_gladen(q.draws, se_d, sp_d)
+    undefined = (np.isnan(draws) & ~np.isnan(q.draws)).sum(axis=0)
+    low, high = percentile_interval(draws, confidence)
+    n_runs = dict(r.group_by("agent_id").agg(pl.len()).iter_rows())
+    return tuple(
+        CorrectedPassShare(
+            agent_id=a, judge_id=judge_id, raw_share=float(q.estimate[k]),
+            raw_ci_low=float(q.low[k]), raw_ci_high=float(q.high[k]), sensitivity=float(se),
+            specificity=float(sp), unclipped=float(unclipped[k]), estimate=float(est[k]),
+            ci_low=float(low[k]), ci_high=float(high[k]), n_tasks=int(q.n_clusters[k]),
+            n_runs=int(n_runs[a]), undefined_resamples=int(undefined[k]),
+        )
+        for k, a in enumerate(agents)
+    )  # fmt: skip
