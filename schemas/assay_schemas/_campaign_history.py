@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from . import _events as ev
 from ._domain import RULES_JUDGE_ID, CampaignSpec, Task
@@ -60,8 +60,8 @@ class CampaignHistory(BaseModel):
     judged: set[VerdictKey] = set()
     judgment_failures: dict[str, ev.JudgmentFailed] = {}
     """'run id/judge id/sample' -> the judge's last failure on that sample."""
-    steps: int = 0
-    cost_usd: float = 0.0
+    steps: int = Field(default=0, ge=0)
+    cost_usd: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     scripted: bool = False
 
     @field_serializer(*_SETS)

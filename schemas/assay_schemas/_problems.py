@@ -9,7 +9,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ._campaign_history import CampaignHistory
 from ._events import JudgmentFailed, RunFailed
@@ -28,7 +28,7 @@ class Cause(BaseModel):
     stage: str
     error_class: str
     first_message: str
-    count: int
+    count: int = Field(ge=1)
 
 
 class Problems(BaseModel):

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
+    CampaignHistory,
     ExecOutcome,
     InvalidEvent,
     JudgmentRecorded,
@@ -29,6 +30,7 @@ from assay_schemas import (
 ENVELOPE: dict[str, Any] = {"event_id": "e", "campaign_id": "c", "run_id": "r", "task_id": "t",
                             "producer": {"service": "test", "version": "0"}}  # fmt: skip
 BASE: dict[type[BaseModel], dict[str, Any]] = {
+    CampaignHistory: {},
     AgentStepLogged: {**ENVELOPE, "step": 0},
     AgentFinished: {**ENVELOPE, "stop_reason": "submitted", "final_message": "", "steps": 0,
                     "usage": Usage()},
@@ -51,6 +53,7 @@ FIELDS = [
     (Price, "output_per_mtok"),
     (Price, "cached_input_per_mtok"),
     (Limits, "cost_budget_usd"),
+    (CampaignHistory, "cost_usd"),
 ]
 BAD = [float("nan"), float("inf"), float("-inf"), -0.5]
 
