@@ -88,11 +88,11 @@ async def run_until_signal(services: Sequence[Service]) -> None:
 def serve_alone(name: str) -> None:
     """Run the installed service `name` in this process until a signal stops it: what each
     service's own console entry point (`assay-runner`, ...) does. Settings from ``ASSAY_*``."""
-    from assay.telemetry import setup_tracing, shutdown_telemetry
+    from assay.telemetry import traced
 
     settings = Settings()
-    setup_tracing(f"assay-{name}")
     try:
-        asyncio.run(run_until_signal([build_service(name, settings)]))
-    finally:
-        shutdown_telemetry()
+        with traced(f"assay-{name}", instance=settings.instance):
+            asyncio.run(run_until_signal([build_service(name, settings)]))
+    except ConfigError as e:  # e.g. an OTEL_* exporter that is not installed: one line
+        raise SystemExit(f"error: {e}") from e

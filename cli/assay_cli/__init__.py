@@ -11,6 +11,7 @@ from .commands import (  # noqa: F401  (register commands)
     _retry,
     _run,
     _serve,
+    _trace,
     _view,
     _watch,
 )

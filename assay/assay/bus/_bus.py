@@ -18,7 +18,7 @@ from opentelemetry import trace
 
 from assay.config import Settings
 from assay.security.signing import signer_for
-from assay.telemetry import extract_context, inject_headers, tracer
+from assay.telemetry import extract_context, inject_headers, serving, tracer
 from assay_schemas import (
     BlobCorrupted,
     BlobNotFound,
@@ -293,7 +293,10 @@ class Bus:
             return
         ctx = extract_context(raw.headers)
         span_name = f"{durable} handle {event.event_type}"
-        with tracer("assay.bus").start_as_current_span(span_name, context=ctx) as span:
+        with (
+            serving(self.producer.service),
+            tracer("assay.bus").start_as_current_span(span_name, context=ctx) as span,
+        ):
             span.set_attribute("assay.event_id", event.event_id)
             span.set_attribute("assay.run_id", event.run_id or "")
             heartbeat = asyncio.create_task(keep_alive(msg, self.settings.ack_wait_s))
@@ -366,6 +369,7 @@ class Bus:
     def serve_requests(self, server: RequestServer) -> RequestServer:
         """Answer `server`'s core-NATS requests (sandbox commands) from `start` to `stop`;
         not part of the log."""
+        server.service = self.producer.service
         self._request_servers.append(server)
         return server
 

@@ -16,7 +16,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
-from assay.telemetry import extract_context, tracer
+from assay.telemetry import extract_context, serving, tracer
 
 __all__ = ["RequestServer"]
 
@@ -35,6 +35,8 @@ class RequestServer:
         max_workers: int = 8,
     ) -> None:
         self.subject, self.queue = subject, queue
+        self.service = ""
+        """The service answering (set by `Bus.serve_requests`): its spans carry its name."""
         self._handler = handler
         self._max_workers = max_workers
         self._slots = asyncio.Semaphore(max_workers)
@@ -70,7 +72,10 @@ class RequestServer:
 
     async def _answer(self, msg: Msg) -> None:
         ctx = extract_context(msg.headers)
-        with tracer("assay.bus").start_as_current_span(f"request {self.subject}", context=ctx):
+        with (
+            serving(self.service),
+            tracer("assay.bus").start_as_current_span(f"request {self.subject}", context=ctx),
+        ):
             try:
                 reply = await self._handler(msg.data)
             except Exception:  # the requester times out; this server keeps serving

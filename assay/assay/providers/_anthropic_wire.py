@@ -222,6 +222,7 @@ def completion_from_anthropic(resp: AnthropicMessage, *, provider: str, model: s
         text="".join(texts) if texts else None,
         tool_calls=tuple(calls),
         stop_reason=ANTHROPIC_STOP_REASONS.get(str(resp.stop_reason), "other"),
+        finish_reason=str(resp.stop_reason or "")[:64],
         usage=usage,
         response_id=resp.id,
     )

@@ -13,6 +13,7 @@ from ._errors import ProviderError, ProviderRequestError, ProviderTransientError
 from ._limiter import AdaptiveLimiter, LimiterKey, default_registry
 from ._models import Completion, GenerationParams, Message, ToolDefinition
 from ._retry import RetryEvent, RetryPolicy, monotonic_ms, parse_retry_after, run_with_retries
+from ._tracing import model_call_span, record_completion
 
 __all__ = ["SdkErrors", "SdkProvider", "classify_sdk_error"]
 
@@ -133,10 +134,23 @@ class SdkProvider(ABC):
         tools: Sequence[ToolDefinition] = (),
         params: GenerationParams | None = None,
     ) -> Completion:
-        """One model turn with retries; see `ModelProvider.complete`."""
+        """One model turn with retries, traced as one GenAI span; see
+        `ModelProvider.complete`."""
+        params = params or GenerationParams()
+        with model_call_span(self.kind_name, self._model, self.base_url, params) as span:
+            completion = await self._complete(messages, tools, params)
+            record_completion(span, completion)
+            return completion
+
+    async def _complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        params: GenerationParams,
+    ) -> Completion:
         started = monotonic_ms()
         # Translate once: the same request body is replayed on every attempt.
-        request = self._build(messages, tools, params or GenerationParams())
+        request = self._build(messages, tools, params)
         latency = 0.0
 
         async def attempt() -> Completion:

@@ -218,6 +218,8 @@ class Completion(_Frozen):
     text: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     stop_reason: ModelStopReason = "end_turn"
+    finish_reason: str = Field(default="", max_length=64)
+    """Why the model stopped, as the API said it (``stop``, ``tool_calls``, ``end_turn``...)."""
     usage: Usage = Usage()
     latency_ms: float = 0.0
     """Wall time of the successful HTTP attempt."""

@@ -223,6 +223,7 @@ def completion_from_openai(resp: ChatCompletion, *, provider: str, model: str) -
         text=message.content,
         tool_calls=tuple(calls),
         stop_reason=stop,
+        finish_reason=str(choice.finish_reason or "")[:64],
         usage=normalized,
         response_id=resp.id,
     )

@@ -13,9 +13,10 @@ import typer
 from assay.bus import Bus
 from assay.config import Settings
 from assay.service import run_until_signal
-from assay.telemetry import setup_tracing
+from assay.telemetry import traced
+from assay_schemas import ConfigError
 
-from ._app import app, console, run_async
+from ._app import app, console, fail, run_async
 
 __all__ = ["judge"]
 
@@ -45,5 +46,8 @@ def judge(
     """Start one judge against the configured NATS until Ctrl-C (settings from ASSAY_*)."""
     Bus.connect_timeout = None  # a service started before its NATS waits for it
     settings = Settings()
-    setup_tracing("assay-judge")
-    run_async(_run(settings, spec, campaign))
+    try:
+        with traced("assay-judge", instance=settings.instance):
+            run_async(_run(settings, spec, campaign))
+    except ConfigError as e:  # a bad OTEL_* exporter name: one line, not a traceback
+        raise fail(e) from e

@@ -30,13 +30,22 @@ def run_command(
     Exits 1 when a run failed for the platform's sake or anything expected is missing."""
     # run.py drives every service, the aggregator (polars, scipy: about 2 s) among them:
     # imported here so that `assay --help` and the other commands start without it.
+    from assay.config import Settings
+    from assay.telemetry import traced
     from assay_cli.run import run_campaign
 
     paths = tasks or [Path("examples/tasks")]
     try:
-        outcome = run_campaign(
-            paths, campaign, html=html, console=console, timeout_s=timeout, check=not skip_checks
-        )
+        # Every service of the one-process stack traces under its own service.name.
+        with traced("assay", instance=Settings().instance):
+            outcome = run_campaign(
+                paths,
+                campaign,
+                html=html,
+                console=console,
+                timeout_s=timeout,
+                check=not skip_checks,
+            )
     except AssayError as e:
         err_console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e

@@ -10,8 +10,9 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.service import build_service, run_until_signal, service_names
 from assay.telemetry import setup_tracing, shutdown_telemetry
+from assay_schemas import ConfigError
 
-from ._app import app, console, run_async
+from ._app import app, console, fail, run_async
 
 
 @app.command()
@@ -32,7 +33,10 @@ def serve(
     settings = Settings()
     if judge is not None:
         settings = settings.model_copy(update={"judge_spec": judge})
-    setup_tracing(f"assay-{name}")
+    try:
+        setup_tracing(f"assay-{name}", instance=settings.instance)
+    except ConfigError as e:
+        raise fail(e) from e
     console.print(
         f"[green]{name}[/green] serving on {settings.nats_url} (instance {settings.instance})"
     )

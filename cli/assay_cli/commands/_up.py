@@ -112,6 +112,7 @@ def _serve_all(settings: Settings, secured: EmbeddedAuth | None) -> None:
     a fault in one service cannot publish another's events or pull its work."""
     from assay.service import EMBEDDED_SERVICES, run_until_signal
     from assay.store import open_store
+    from assay.telemetry import traced
     from assay_cli.stack import Stack
 
     stack = Stack(settings=settings, store=open_store(settings), auth=secured)
@@ -122,4 +123,8 @@ def _serve_all(settings: Settings, secured: EmbeddedAuth | None) -> None:
         + (f" (NATS users: {users})" if secured and secured.users else ""),
         highlight=False,
     )
-    run_async(run_until_signal(services))
+    try:
+        with traced("assay", instance=settings.instance):
+            run_async(run_until_signal(services))
+    except AssayError as e:  # a bad OTEL_* exporter name: one line, not a traceback
+        raise fail(e) from e

@@ -45,6 +45,7 @@ from .state import State
 from .summaries import summarize
 
 __all__ = [
+    "REFUSED",
     "BlobCheck",
     "ChainLine",
     "Contribution",

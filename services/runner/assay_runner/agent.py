@@ -116,15 +116,9 @@ class AgentRun:
         """One model turn and its tools; `previous` (the last step's publish) is awaited
         between them, so nothing runs in the sandbox before every earlier step is logged."""
         agent = self.request.agent
-        with tracer("assay.runner").start_as_current_span(f"chat {agent.model}") as span:
-            span.set_attribute("gen_ai.operation.name", "chat")
-            span.set_attribute("gen_ai.system", agent.provider)
-            span.set_attribute("gen_ai.request.model", agent.model)
-            started = time.perf_counter()
-            completion = await self.provider.complete(tuple(messages), TOOLS, self._params())
-            span.set_attribute("gen_ai.response.model", completion.model)
-            span.set_attribute("gen_ai.usage.input_tokens", completion.usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", completion.usage.output_tokens)
+        started = time.perf_counter()
+        # The provider traces the call as a GenAI span (model, tokens, finish reason).
+        completion = await self.provider.complete(tuple(messages), TOOLS, self._params())
         if previous is not None:
             await previous
         results = []

@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry import trace
-
 from assay.providers import (
     Completion,
     GenerationParams,
@@ -148,16 +146,8 @@ async def _complete(
     tools: list[Any],
     params: GenerationParams,
 ) -> Completion:
-    with tracer("assay.judge").start_as_current_span(f"chat {spec.model}") as span:
-        span.set_attribute("gen_ai.operation.name", "chat")
-        span.set_attribute("gen_ai.system", spec.provider)
-        span.set_attribute("gen_ai.request.model", spec.model)
+    # The provider traces the call as a GenAI span (model, tokens, finish reason), a child
+    # of this judge turn.
+    with tracer("assay.judge").start_as_current_span(f"judge turn {spec.judge_id}") as span:
         span.set_attribute("assay.judge_id", spec.judge_id)
-        try:
-            completion = await provider.complete(messages, tools, params)
-        except Exception as e:
-            span.set_status(trace.Status(trace.StatusCode.ERROR, str(e)[:200]))
-            raise
-        span.set_attribute("gen_ai.usage.input_tokens", completion.usage.input_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", completion.usage.output_tokens)
-        return completion
+        return await provider.complete(messages, tools, params)

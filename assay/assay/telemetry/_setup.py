@@ -1,0 +1,185 @@
+"""Tracer and meter providers for a process, one tracer provider per service in it.
+
+Deployed, a process is one service. In the one-process stack (`assay run`, `assay up
+--all`) every service shares the process, yet a collector should still see spans of
+``assay-runner``, ``assay-sandbox-manager``, ``assay-judge-<id>``...: the bus marks what it
+does on a service's behalf (`serving`), and `tracer` hands out tracers that start spans
+on that service's provider. All providers feed the same span processors, so the
+exporters are built once per process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from contextvars import ContextVar
+from importlib.metadata import PackageNotFoundError, entry_points, version
+from typing import Any
+
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+from ._exporters import ExporterChoice, Signal, exporter_choices
+
+__all__ = [
+    "current_service",
+    "meter",
+    "serving",
+    "setup_tracing",
+    "shutdown_telemetry",
+    "traced",
+    "tracer",
+]
+
+_service: ContextVar[str | None] = ContextVar("assay_service", default=None)
+_lock = threading.Lock()
+
+
+class _Telemetry:
+    """What `setup_tracing` installed in this process."""
+
+    def __init__(self, service: str, instance: str) -> None:
+        self.service = service
+        self.instance = instance
+        self.processors = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]
+        self.providers: dict[str, TracerProvider] = {}
+        self.meter_provider: Any = None
+
+    def resource(self, service: str) -> Resource:
+        return Resource.create(
+            {
+                "service.name": service,
+                "service.namespace": "assay",
+                "service.version": _version(),
+                "service.instance.id": self.instance,
+            }
+        )
+
+    def provider(self, service: str) -> TracerProvider:
+        with _lock:
+            found = self.providers.get(service)
+            if found is None:
+                found = TracerProvider(
+                    resource=self.resource(service),
+                    shutdown_on_exit=False,
+                    active_span_processor=self.processors,
+                )
+                self.providers[service] = found
+            return found
+
+
+_installed: _Telemetry | None = None
+
+
+def _version() -> str:
+    try:
+        return version("assay")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        return "0.0.0"
+
+
+def _build(choice: ExporterChoice, signal: Signal) -> Any:
+    group = f"opentelemetry_{signal}_exporter"
+    found = entry_points(group=group, name=choice.entry_point)
+    return next(iter(found)).load()()
+
+
+def setup_tracing(service: str, *, instance: str | None = None) -> None:
+    """Install tracing and metrics for a process running as `service` (e.g. ``assay-runner``,
+    or ``assay`` for the one-process stack), exporting as the ``OTEL_*`` variables say
+    (see `_exporters`). Raises ConfigError for an exporter name that is not installed,
+    before anything is installed. A second call does nothing."""
+    global _installed
+    if _installed is not None:
+        return
+    span_choices = exporter_choices("traces")
+    metric_choices = exporter_choices("metrics")
+    host = instance or os.uname().nodename.split(".")[0] or "local"
+    state = _Telemetry(service, f"{host}-{os.getpid()}")
+    for choice in span_choices:
+        exporter: SpanExporter = _build(choice, "traces")
+        state.processors.add_span_processor(BatchSpanProcessor(exporter))
+    trace.set_tracer_provider(state.provider(service))
+    if metric_choices:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+        readers = [PeriodicExportingMetricReader(_build(c, "metrics")) for c in metric_choices]
+        state.meter_provider = MeterProvider(
+            resource=state.resource(service), metric_readers=readers, shutdown_on_exit=False
+        )
+        metrics.set_meter_provider(state.meter_provider)
+    _installed = state
+
+
+def shutdown_telemetry() -> None:
+    """Flush and stop the exporters (spans and metrics still buffered are sent)."""
+    state = _installed
+    if state is None:
+        return
+    state.processors.shutdown()
+    if state.meter_provider is not None:
+        state.meter_provider.shutdown()
+
+
+@contextlib.contextmanager
+def traced(service: str, *, instance: str | None = None) -> Iterator[None]:
+    """`setup_tracing` for the block, and the exporters flushed when it ends."""
+    setup_tracing(service, instance=instance)
+    try:
+        yield
+    finally:
+        shutdown_telemetry()
+
+
+@contextlib.contextmanager
+def serving(service: str) -> Iterator[None]:
+    """Spans started inside (and in tasks created inside) belong to ``assay-<service>``;
+    an empty name changes nothing."""
+    if not service:
+        yield
+        return
+    token = _service.set(service)
+    try:
+        yield
+    finally:
+        _service.reset(token)
+
+
+def current_service() -> str | None:
+    """The service the current work is done for (`serving`), if any."""
+    return _service.get()
+
+
+class _RoutingTracer(trace.Tracer):
+    """A tracer that starts each span on the provider of the service doing the work."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def _target(self) -> trace.Tracer:
+        state, service = _installed, _service.get()
+        if state is None:
+            return trace.get_tracer(self._name)
+        name = state.service if service is None else f"assay-{service}"
+        return state.provider(name).get_tracer(self._name)
+
+    def start_span(self, *args: Any, **kwargs: Any) -> trace.Span:
+        return self._target().start_span(*args, **kwargs)
+
+    def start_as_current_span(self, *args: Any, **kwargs: Any) -> Any:
+        return self._target().start_as_current_span(*args, **kwargs)
+
+
+def tracer(name: str = "assay") -> trace.Tracer:
+    """The tracer for a component; its spans go to the service the work is done for."""
+    return _RoutingTracer(name)
+
+
+def meter(name: str = "assay") -> metrics.Meter:
+    """The meter for a component (no-op unless `setup_tracing` installed an exporter)."""
+    return metrics.get_meter(name)
