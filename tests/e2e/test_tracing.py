@@ -1,4 +1,5 @@
-"""One trace per run across four service processes, carried in NATS headers, exported by OTLP."""
+"""One trace per run across four service processes, carried in NATS headers, exported by
+OTLP/HTTP to the endpoint alone (no OTEL_TRACES_EXPORTER: an endpoint means OTLP)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from tests.pipeline import (
 
 from .otlp_receiver import OtlpReceiver
 
-SERVICES = ("assay-sandbox-manager", "assay-runner", "assay-judge", "assay-aggregator")
+# A judge traces under its own name (assay-judge-<judge id>), so a trace shows every juror.
+SERVICES = ("assay-sandbox-manager", "assay-runner", "assay-judge-j1", "assay-aggregator")
 
 
 @pytest.fixture
