@@ -157,6 +157,7 @@ def print_next_steps(workdir: Path, console: Console) -> None:
         f"  {assay} events {home}\n"
         f"  {assay} replay --verify {home}\n"
         f"  {assay} audit <run id> {home}\n"
+        f"  {assay} trace <run id> {home}      (where the run spent its time)\n"
         f"  {assay} export {home} --parquet <folder>{hint}",
         highlight=False,
         soft_wrap=True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 from datetime import timedelta
 
 import pytest
@@ -36,7 +37,7 @@ def test_top_rows_tile_the_run_and_children_sit_in_their_step() -> None:
     assert w.wall_ms == pytest.approx((max(times) - min(times)).total_seconds() * 1000)
     top = [r for r in w.rows if r.depth == 0]
     assert w.covered_ms == pytest.approx(w.wall_ms)
-    for before, after in zip(top, top[1:], strict=False):
+    for before, after in itertools.pairwise(top):
         assert after.start_ms == pytest.approx(before.start_ms + before.duration_ms)
     steps = [r for r in top if r.kind == "step"]
     assert len(steps) == 3

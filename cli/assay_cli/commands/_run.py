@@ -27,7 +27,7 @@ def run_command(
 ) -> None:
     """Run a campaign end to end on a fresh embedded stack and print the report.
 
-    Exits 1 when a run failed for the platform's sake or anything expected is missing."""
+    Traces go where OTEL_TRACES_EXPORTER says (console, otlp, none, or a list). Exits 1 when a run failed for the platform's sake or anything expected is missing."""
     # run.py drives every service, the aggregator (polars, scipy: about 2 s) among them:
     # imported here so that `assay --help` and the other commands start without it.
     from assay.config import Settings
