@@ -45,7 +45,12 @@ SCRIPT = textwrap.dedent(
 def test_each_model_call_is_a_genai_span_on_both_apis() -> None:
     env = {**os.environ, "OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "none"}
     out = subprocess.run(
-        [sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", SCRIPT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     spans = {s.attributes["gen_ai.provider.name"]: s for s in console_spans(out.stdout)}
