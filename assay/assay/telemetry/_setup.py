@@ -47,6 +47,7 @@ class _Telemetry:
         self.instance = instance
         self.processors = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]
         self.providers: dict[str, TracerProvider] = {}
+        self.tracers: dict[tuple[str, str], trace.Tracer] = {}
         self.meter_provider: Any = None
 
     def resource(self, service: str) -> Resource:
@@ -70,6 +71,13 @@ class _Telemetry:
                 )
                 self.providers[service] = found
             return found
+
+    def tracer(self, service: str, scope: str) -> trace.Tracer:
+        """The tracer of instrumentation `scope` on `service`'s provider (made once)."""
+        found = self.tracers.get((service, scope))
+        if found is None:
+            found = self.tracers[(service, scope)] = self.provider(service).get_tracer(scope)
+        return found
 
 
 _installed: _Telemetry | None = None
@@ -166,7 +174,7 @@ class _RoutingTracer(trace.Tracer):
         if state is None:
             return trace.get_tracer(self._name)
         name = state.service if service is None else f"assay-{service}"
-        return state.provider(name).get_tracer(self._name)
+        return state.tracer(name, self._name)
 
     def start_span(self, *args: Any, **kwargs: Any) -> trace.Span:
         return self._target().start_span(*args, **kwargs)
