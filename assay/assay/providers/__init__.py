@@ -23,6 +23,7 @@ from . import (
     _openai_wire,
     _protocol,
     _retry,
+    _tracing,
 )
 from ._anthropic import *  # noqa: F403
 from ._anthropic_wire import *  # noqa: F403
@@ -35,6 +36,7 @@ from ._openai import *  # noqa: F403
 from ._openai_wire import *  # noqa: F403
 from ._protocol import *  # noqa: F403
 from ._retry import *  # noqa: F403
+from ._tracing import *  # noqa: F403
 
 __all__ = [
     *_anthropic.__all__,
@@ -49,4 +51,5 @@ __all__ = [
     *pricing.__all__,
     *_protocol.__all__,
     *_retry.__all__,
+    *_tracing.__all__,
 ]

@@ -28,10 +28,13 @@ from urllib.parse import urlsplit
 
 import httpcore
 import httpx
+from opentelemetry import context as otel_context
+from opentelemetry import trace
 
 from assay.http11 import HttpRequest, HttpResponse, Upstream, UpstreamError, serve_connection
-from assay.providers import DEFAULT_KEY_ENV, PriceTable, cost
+from assay.providers import DEFAULT_KEY_ENV, PriceTable, cost, model_call_span, record_answer
 from assay.store import BlobStore
+from assay.telemetry import current_service, serving
 from assay_schemas import (
     GATEWAY_SOCKET,
     AgentSpec,
@@ -44,7 +47,7 @@ from assay_schemas import (
 )
 
 from .agent import Spend, limit_reached
-from .gateway_wire import Wire, error_body, parse_answer, provider_of, sse_body
+from .gateway_wire import Wire, error_body, finish_reason_of, parse_answer, provider_of, sse_body
 
 __all__ = ["SOCKET_NAME", "Gateway", "ModelCall", "StepLogger"]
 
@@ -122,6 +125,9 @@ class Gateway:
     _server: asyncio.AbstractServer | None = None
     _direct: Upstream | None = None
     _proxied: httpcore.AsyncConnectionPool | None = None
+    _trace: otel_context.Context | None = None
+    """The run's trace context: calls arrive on connections of their own, outside it."""
+    _service: str = ""
 
     async def start(self, folder: Path) -> None:
         """Listen on folder/SOCKET_NAME (a stale socket of a previous runner is replaced)."""
@@ -132,6 +138,7 @@ class Gateway:
         # upstream is one kept-alive h11 connection, the cheapest hop for calls made one at
         # a time; httpcore (under httpx) speaks to a proxy. Loading the CAs takes tens of
         # milliseconds per run, so a plain-http upstream skips it.
+        self._trace, self._service = otel_context.get_current(), current_service() or ""
         base = self._base_url()
         tls = httpx.create_ssl_context() if urlsplit(base).scheme == "https" else None
         if (proxy := _proxy_for(base)) is not None:
@@ -201,17 +208,33 @@ class Gateway:
             )
         payload["model"] = self.agent.model  # the campaign's model, whatever the program asks
         sent = json.dumps(payload).encode()
-        started = time.perf_counter()
-        response = await self._upstream(wire, headers, sent)
-        latency_ms = (time.perf_counter() - started) * 1000
-        if response.status != 200:
-            return HttpResponse(response.status, response.content)
-        try:
-            answer = json.loads(response.content)
-            usage, text, calls = parse_answer(wire, answer)
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
-            self.fault = f"upstream answered an unreadable body: {e}"
-            raise _Refused(502, "upstream_error", self.fault) from e
+        with (
+            serving(self._service),
+            model_call_span(
+                self.agent.provider, self.agent.model, self._base_url(), context=self._trace
+            ) as span,
+        ):
+            started = time.perf_counter()
+            response = await self._upstream(wire, headers, sent)
+            latency_ms = (time.perf_counter() - started) * 1000
+            if response.status != 200:
+                span.set_attribute("error.type", str(response.status))
+                span.set_status(trace.Status(trace.StatusCode.ERROR, f"HTTP {response.status}"))
+                return HttpResponse(response.status, response.content)
+            try:
+                answer = json.loads(response.content)
+                usage, text, calls = parse_answer(wire, answer)
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                self.fault = f"upstream answered an unreadable body: {e}"
+                raise _Refused(502, "upstream_error", self.fault) from e
+            model, answer_id = answer.get("model"), answer.get("id")
+            record_answer(
+                span,
+                model=model if isinstance(model, str) else self.agent.model,
+                usage=usage,
+                finish_reason=finish_reason_of(wire, answer),
+                response_id=answer_id if isinstance(answer_id, str) else None,
+            )
         fields = ModelCall(
             model_output=text,
             tool_calls=calls,

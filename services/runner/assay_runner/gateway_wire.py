@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from assay_schemas import ToolCallRecord, Usage
 
-__all__ = ["Wire", "error_body", "parse_answer", "provider_of", "sse_body"]
+__all__ = ["Wire", "error_body", "finish_reason_of", "parse_answer", "provider_of", "sse_body"]
 
 Wire = Literal["chat", "responses", "messages"]
 """OpenAI's chat completions and responses, Anthropic's messages."""
@@ -18,6 +18,17 @@ Wire = Literal["chat", "responses", "messages"]
 def provider_of(wire: Wire) -> str:
     """The provider whose API a wire format is."""
     return "anthropic" if wire == "messages" else "openai"
+
+
+def finish_reason_of(wire: Wire, answer: dict[str, Any]) -> str:
+    """Why the model stopped, in the API's own word ('' when the answer does not say)."""
+    if wire == "chat":
+        choices = answer.get("choices")
+        first = choices[0] if isinstance(choices, list) and choices else None
+        value = first.get("finish_reason") if isinstance(first, dict) else None
+    else:
+        value = answer.get("status" if wire == "responses" else "stop_reason")
+    return value[:64] if isinstance(value, str) else ""
 
 
 def parse_answer(wire: Wire, answer: dict[str, Any]) -> tuple[Usage, str, list[ToolCallRecord]]:
