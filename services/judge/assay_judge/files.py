@@ -133,6 +133,10 @@ class SealedFiles:
             for r in sorted(self.files, key=lambda f: f.path)
         ]
 
+    def source_names(self) -> list[str]:
+        """The names a judge opens and cites the run's web sources by."""
+        return [f"{SOURCE_PREFIX}{n}" for n in range(1, len(self.sources) + 1)]
+
     def source_lines(self) -> list[str]:
         """One line per web source: its name for read_file, what was asked, the answer's
         URL, status, type and hash (URLs and queries are the agent's: quoted when not plain)."""
