@@ -13,6 +13,7 @@ from .commands import (  # noqa: F401  (register commands)
     _serve,
     _view,
     _watch,
+    _web,
 )
 from .commands._app import app, as_command, fail
 

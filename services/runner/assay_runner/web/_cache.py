@@ -34,6 +34,7 @@ __all__ = [
     "index_from_snapshot",
     "normalise_url",
     "search_key",
+    "snapshot_bytes",
 ]
 
 MISS_PREFIX = "not in this campaign's web"
@@ -113,7 +114,8 @@ async def index_from_snapshot(store: BlobStore, sha256: str) -> WebIndex:
     return index
 
 
-def _snapshot_bytes(index: WebIndex) -> bytes:
+def snapshot_bytes(index: WebIndex) -> bytes:
+    """A cache as a snapshot: its sources as one JSON list, in key order (one cache, one blob)."""
     ordered = sorted(index.values(), key=lambda s: s.key)
     return _SOURCES.dump_json(ordered)
 
@@ -121,7 +123,7 @@ def _snapshot_bytes(index: WebIndex) -> bytes:
 async def freeze(bus: Bus, store: BlobStore, campaign_id: str) -> tuple[str, int]:
     """Store the campaign's cache as a snapshot blob: (its sha256, how many sources)."""
     index = await index_from_log(bus, campaign_id)
-    info = await asyncio.to_thread(store.put_bytes, _snapshot_bytes(index))
+    info = await asyncio.to_thread(store.put_bytes, snapshot_bytes(index))
     return info.sha256, len(index)
 
 
@@ -129,10 +131,10 @@ def _blobs(source: WebSource) -> list[str]:
     return [s for s in (source.body_sha256, source.text_sha256) if s]
 
 
-def export_snapshot(store: BlobStore, sha256: str, dest: Path) -> int:
-    """Write a snapshot and every blob it names as a tar (`snapshot.json`, `blobs/<sha>`)."""
-    data = store.get_bytes(sha256)
-    sources = _parse_snapshot(data, sha256[:12])
+def export_snapshot(store: BlobStore, data: bytes, dest: Path) -> int:
+    """Write a snapshot and every blob it names as a tar (`snapshot.json`, `blobs/<sha>`);
+    how many sources it holds."""
+    sources = _parse_snapshot(data, str(dest))
     with tarfile.open(dest, "w") as tar:
         _add_member(tar, "snapshot.json", data)
         for sha in sorted({b for s in sources for b in _blobs(s)}):
