@@ -19,7 +19,6 @@ from typing import Literal, NamedTuple, TypeVar
 
 from ._domain import Task
 from ._envelope import Event
-from ._web import WebSource
 from ._events import (
     AgentFinished,
     AgentStepLogged,
@@ -30,6 +29,7 @@ from ._events import (
     RunRequested,
     SandboxReady,
 )
+from ._web import WebSource
 
 __all__ = ["RunHistory", "RunStage", "SampleKey"]
 

@@ -58,7 +58,9 @@ class SearchBackend(_Frozen):
         if self.kind == "brave" and not self.api_key_env:
             raise ValueError("web.search: a brave backend needs `api_key_env` (a variable name)")
         if self.kind == "brave" and self.url:
-            raise ValueError("web.search: a brave backend takes no `url` (its key goes to Brave only)")
+            raise ValueError(
+                "web.search: a brave backend takes no `url` (its key goes to Brave only)"
+            )
         return self
 
 

@@ -121,7 +121,9 @@ def test_a_hostile_snapshot_tar_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="is not a file"):
         import_snapshot(store, _tar(tmp_path / "l.tar", [], link="blobs/x"))
     with pytest.raises(InvalidInput, match="over 10 bytes"):
-        import_snapshot(store, _tar(tmp_path / "b.tar", [("snapshot.json", b"[]" * 10)]), max_bytes=10)
+        import_snapshot(
+            store, _tar(tmp_path / "b.tar", [("snapshot.json", b"[]" * 10)]), max_bytes=10
+        )
     (tmp_path / "junk.tar").write_bytes(b"not a tar")
     with pytest.raises(InvalidInput, match="not a readable tar"):
         import_snapshot(store, tmp_path / "junk.tar")

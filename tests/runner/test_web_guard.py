@@ -171,9 +171,7 @@ async def test_an_oversized_or_endless_body_is_cut_at_the_cap(
         assert source.truncated and source.body_size == 100_000
 
 
-async def test_a_slow_drip_body_stops_at_the_deadline(
-    tmp_path: Path, stand_in: WebStandIn
-) -> None:
+async def test_a_slow_drip_body_stops_at_the_deadline(tmp_path: Path, stand_in: WebStandIn) -> None:
     async def drip() -> AsyncIterator[bytes]:
         while True:
             yield b"."

@@ -34,7 +34,14 @@ from assay_schemas import (
     WebSpec,
 )
 from tests.judge.cases import judge_spec, reading_judge, verdict
-from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, services, wait_for_events, write_task
+from tests.pipeline import (
+    SCRIPTED_KEY,
+    campaign,
+    scripted_agent,
+    services,
+    wait_for_events,
+    write_task,
+)
 from tests.webstand import WebStandIn, html_page, searxng_results
 
 STAND_IN = "127.0.0.2"
@@ -121,7 +128,9 @@ async def test_search_fetch_record_then_replay_gives_the_same_bytes_to_agents_an
     scripted.add_script("agent", _agent(page_url))
     scripted.add_script(
         "judge",
-        reading_judge([("read_file", {"path": "web-source:2"})], verdict(8, files=["web-source:2"])),
+        reading_judge(
+            [("read_file", {"path": "web-source:2"})], verdict(8, files=["web-source:2"])
+        ),
     )
     judge = judge_spec("j1", "judge", scripted.openai_base_url)
     agent = scripted_agent("a1", "agent", scripted.openai_base_url)

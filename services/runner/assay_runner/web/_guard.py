@@ -169,7 +169,6 @@ class NetPolicy:
                 )
         return addresses[0].split("%")[0]
 
-
     def _test_address(self, ip: IPAddress) -> bool:
         return ip.is_loopback and str(ip) in self.test_addresses
 
