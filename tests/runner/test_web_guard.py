@@ -288,3 +288,42 @@ async def test_no_engine_and_off_say_so(tmp_path: Path) -> None:
 
     assert "no search engine configured" in (await web(tmp_path).search("x")).text
     assert "web access is off" in (await OfflineWeb().fetch("https://example.org")).text
+
+
+async def test_a_pdf_is_read_as_its_page_text(tmp_path: Path, stand_in: WebStandIn) -> None:
+    from tests.view.documents import pdf_bytes
+
+    stand_in.routes["/paper.pdf"] = Route(
+        200, {"Content-Type": "application/pdf"}, pdf_bytes("Doubling time 20 min", "Methods")
+    )
+    answer = await web(tmp_path).fetch(f"{stand_in.base}/paper.pdf")
+    assert "HTTP 200 · application/pdf" in answer.text
+    assert "[page 1]" in answer.text and "Doubling time 20 min" in answer.text
+    assert "[page 2]" in answer.text and "Methods" in answer.text
+
+
+async def test_trusted_hosts_open_private_addresses_to_search_only(
+    tmp_path: Path, stand_in: WebStandIn
+) -> None:
+    stand_in.routes["/search"] = searxng_results(("A", "https://example.org/a", "s"))
+    stand_in.routes["/p"] = html_page("P", "<p>x</p>")
+    trusted = NetPolicy(trusted_hosts=frozenset({STAND_IN}))
+    w = web(tmp_path, trusted, search={"kind": "searxng", "url": stand_in.base})
+    assert "1. A" in (await w.search("a")).text
+    assert "loopback address" in (await w.fetch(f"{stand_in.base}/p")).text
+
+
+def test_no_campaign_or_setting_opens_the_test_door(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import ValidationError
+
+    from assay.config import Settings
+    from assay_runner.service import build
+
+    for door in ("test_addresses", "allow_loopback", "trusted_hosts", "resolver"):
+        with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+            WebSpec.model_validate({"mode": "live", door: ["127.0.0.1"]})
+    monkeypatch.setenv("ASSAY_WEB_TEST_ADDRESSES", '["127.0.0.1"]')
+    monkeypatch.setenv("ASSAY_TEST_ADDRESSES", '["127.0.0.1"]')
+    runner = build(Settings())
+    assert runner.web_net.test_addresses == frozenset()
+    assert runner.web_net.resolver.__name__ == "system_resolver"

@@ -21,6 +21,8 @@ from urllib.parse import SplitResult, urlsplit
 
 import httpcore
 
+from assay_schemas import InvalidInput
+
 __all__ = [
     "IPAddress",
     "NetPolicy",
@@ -41,7 +43,7 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _COMPAT = ipaddress.ip_network("::/96")
 
 
-class WebRefused(Exception):
+class WebRefused(InvalidInput):
     """A request the guard will not send; the message is for the agent."""
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 
+from assay_schemas import InvalidInput
+
 __all__ = ["HTML_TYPES", "READABLE_TYPES", "ReadRefused", "readable_text"]
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -34,7 +36,7 @@ READABLE_TYPES = HTML_TYPES | PDF_TYPES | TEXT_TYPES
 PARSE_TIME_S = 10.0
 
 
-class ReadRefused(Exception):
+class ReadRefused(InvalidInput):
     """A body that cannot be read as text; the message is for the agent."""
 
 

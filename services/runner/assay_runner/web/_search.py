@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from assay_schemas import SearchBackend
+from assay_schemas import InvalidInput, SearchBackend
 
 __all__ = ["BRAVE_URL", "SearchRefused", "SearchRequest", "format_results", "search_request"]
 
@@ -24,7 +24,7 @@ _TAG = re.compile(r"<[^<>]{0,200}>")
 MAX_QUERY_CHARS = 400
 
 
-class SearchRefused(Exception):
+class SearchRefused(InvalidInput):
     """A search that cannot be made or read; the message is for the agent."""
 
 
