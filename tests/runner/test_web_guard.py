@@ -209,7 +209,9 @@ async def test_unreadable_types_urls_and_lists_are_refused_with_reasons(
     tmp_path: Path, stand_in: WebStandIn
 ) -> None:
     stand_in.routes["/img"] = Route(200, {"Content-Type": "image/png"}, b"\x89PNG" * 10)
+    stand_in.routes["/gz"] = Route(200, {"Content-Type": "text/html", "Content-Encoding": "gzip"})
     w = web(tmp_path)
+    assert "gzip-encoded body" in (await w.fetch(f"{stand_in.base}/gz")).text
     assert "image/png is not readable by web_fetch" in (await w.fetch(f"{stand_in.base}/img")).text
     assert "only http and https" in (await w.fetch("file:///etc/passwd")).text
     assert "credentials" in (await w.fetch(f"http://u:p@{STAND_IN}:{stand_in.port}/")).text
@@ -217,7 +219,7 @@ async def test_unreadable_types_urls_and_lists_are_refused_with_reasons(
     assert "deny-list" in (await denied.fetch(f"{stand_in.base}/img")).text
     listed = web(tmp_path, allow_hosts=["example.org"])
     assert "not on this campaign's allow-list" in (await listed.fetch(f"{stand_in.base}/")).text
-    assert stand_in.seen[0].path == "/img" and len(stand_in.seen) == 1
+    assert [s.path for s in stand_in.seen] == ["/gz", "/img"]
 
 
 async def test_without_the_test_door_loopback_is_refused(

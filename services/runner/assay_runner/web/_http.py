@@ -147,6 +147,9 @@ async def guarded_get(
             current = urljoin(current, location.strip())
             extra = {}
             continue
+        encoding = (_header(answer_headers, b"content-encoding") or "identity").strip().lower()
+        if encoding != "identity":  # asked for identity: a compressed body is not unpacked
+            raise WebRefused(f"not read: {current} sent a {encoding[:40]}-encoded body")
         media, charset = _content_type(_header(answer_headers, b"content-type"))
         return Fetched(current, status, media, charset, body, cut)
     raise WebRefused(f"refused: more than {max_redirects} redirects from {url}")
