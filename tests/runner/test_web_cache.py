@@ -127,3 +127,30 @@ def test_a_hostile_snapshot_tar_is_refused(tmp_path: Path) -> None:
     (tmp_path / "junk.tar").write_bytes(b"not a tar")
     with pytest.raises(InvalidInput, match="not a readable tar"):
         import_snapshot(store, tmp_path / "junk.tar")
+
+
+@pytest.mark.parametrize("mode", ["off", "live", "record", "replay"])
+async def test_every_web_provider_answers_both_tools_with_text_and_sources(
+    tmp_path: Path, mode: str
+) -> None:
+    """The shared case of the WebProvider role, for each implementation and mode."""
+    from assay_runner.web import OfflineWeb, WebAnswer, WebProvider
+
+    store = LocalBlobStore(tmp_path)
+
+    async def nowhere(host: str, port: int) -> list[str]:
+        raise OSError("no such host")
+
+    provider: WebProvider = (
+        OfflineWeb()
+        if mode == "off"
+        else CampaignWeb(
+            spec=WebSpec(mode=mode),  # type: ignore[arg-type]
+            store=store,
+            policy=NetPolicy(resolver=nowhere),
+        )
+    )
+    for answer in (await provider.search("q"), await provider.fetch("https://nowhere.example/")):
+        assert isinstance(answer, WebAnswer) and answer.text
+        for source in answer.sources:
+            assert store.get_bytes(source.text_sha256).decode() == answer.text

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ from assay.tasks import load_tasks
 from assay_aggregator.audit import audit_run, load_run_events
 from assay_cli.campaign import submit_campaign
 from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
-from assay_runner.web import NetPolicy
+from assay_runner.web import NetPolicy, import_snapshot, index_from_log, index_from_snapshot
 from assay_schemas import (
     AgentStepLogged,
     CampaignSpec,
@@ -39,6 +41,7 @@ from tests.pipeline import (
     campaign,
     scripted_agent,
     services,
+    settings_env,
     wait_for_events,
     write_task,
 )
@@ -111,6 +114,20 @@ async def _run(
         return await wait_for_events(bus, judged, timeout=120)
 
 
+async def _travels(bus: Bus, settings: Settings, tmp_path: Path) -> None:
+    """`assay web export` writes the recorded web; imported elsewhere, it is the same cache."""
+    tar = tmp_path / "web.tar"
+    cli = [sys.executable, "-m", "assay_cli", "web", "export", "--campaign", "rec", "--out"]
+    done = subprocess.run(
+        [*cli, str(tar)], env=settings_env(settings), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "wrote 2 web answers" in done.stdout
+    elsewhere = LocalBlobStore(tmp_path / "elsewhere")
+    sha = import_snapshot(elsewhere, tar)
+    assert await index_from_snapshot(elsewhere, sha) == await index_from_log(bus, "rec")
+
+
 async def test_search_fetch_record_then_replay_gives_the_same_bytes_to_agents_and_judges(
     bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
 ) -> None:
@@ -152,6 +169,8 @@ async def test_search_fetch_record_then_replay_gives_the_same_bytes_to_agents_an
     assert any("doubles about every 20 minutes" in turn for turn in record_judge)
     [judged] = [e for e in events if isinstance(e, JudgmentRecorded)]
     assert "web-source:2" in judged.files_opened
+
+    await _travels(bus, settings, tmp_path)
 
     scripted.clear_requests()
     replayed = campaign(

@@ -22,6 +22,10 @@ SOURCE_PREFIX = "web-source:"
 looked up among the run's sources, never the workspace."""
 
 
+MAX_SOURCE_LINES = 200
+"""Web sources listed one by one in a judge's case (the rest are counted, still readable)."""
+
+
 def source_ref(number: int, source: WebSource) -> FileRef:
     """A web source as a readable file: the whole text the agent was given."""
     return FileRef(
@@ -141,7 +145,7 @@ class SealedFiles:
         """One line per web source: its name for read_file, what was asked, the answer's
         URL, status, type and hash (URLs and queries are the agent's: quoted when not plain)."""
         lines = []
-        for number, s in enumerate(self.sources, 1):
+        for number, s in enumerate(self.sources[:MAX_SOURCE_LINES], 1):
             answer = f"HTTP {s.status}" if s.status is not None else "no response"
             kind = f"{s.media_type}, " if s.media_type else ""
             url = f" -> {quote_name(s.url)}" if s.url and s.url != s.request else ""
@@ -150,5 +154,10 @@ class SealedFiles:
                 f"- {SOURCE_PREFIX}{number}  {s.kind} {quote_name(s.request)}{url}  ({answer}, "
                 f"{kind}fetched {s.fetched_at:%Y-%m-%d %H:%M}Z, {s.text_size} bytes of text, "
                 f"sha256 {s.text_sha256[:12]}{problem})"
+            )
+        if len(self.sources) > MAX_SOURCE_LINES:
+            lines.append(
+                f"- ({len(self.sources) - MAX_SOURCE_LINES} more web sources, "
+                f"{SOURCE_PREFIX}{MAX_SOURCE_LINES + 1} to {SOURCE_PREFIX}{len(self.sources)})"
             )
         return lines
