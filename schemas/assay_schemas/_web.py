@@ -99,16 +99,16 @@ class WebSource(_Frozen):
     url: str = Field(default="", max_length=8192)
     """The URL that answered (after redirects; for a search, the engine's URL without key)."""
     fetched_at: datetime
-    status: int | None = None
+    status: int | None = Field(default=None, ge=100, le=999)
     """The final HTTP status; None when no response came (refused, unreachable, timeout)."""
     media_type: str = Field(default="", max_length=256)
     body_sha256: _Sha256 | None = None
     """The bytes received (up to the campaign's cap), as a blob."""
-    body_size: int = Field(default=0, ge=0)
+    body_size: int = Field(default=0, ge=0, le=2**40)
     truncated: bool = False
     """The body was cut at the size cap or the deadline."""
     text_sha256: _Sha256
     """The whole answer the agent was given (readable text, or the refusal), as a blob."""
-    text_size: int = Field(default=0, ge=0)
+    text_size: int = Field(default=0, ge=0, le=2**40)
     error: str | None = Field(default=None, max_length=2000)
     """Why there is no (whole) page: refused, unreachable, over a cap, not in the cache."""
