@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -20,7 +21,9 @@ from assay_runner.web import (
     USER_AGENT,
     CampaignWeb,
     NetPolicy,
+    SearchRefused,
     address_refusal,
+    format_results,
     search_request,
 )
 from assay_schemas import SearchBackend, WebSpec
@@ -283,6 +286,20 @@ def test_a_brave_key_goes_in_a_header_to_brave_only(monkeypatch: pytest.MonkeyPa
     assert req.headers["X-Subscription-Token"] == "secret-key-123"
     with pytest.raises(ValueError, match="takes no `url`"):
         SearchBackend(kind="brave", api_key_env="K", url="https://attacker.example/")
+    answer = {
+        "web": {
+            "results": [
+                {"title": "<strong>E. coli</strong>", "url": "https://x.org/e", "description": "d"}
+            ]
+        }
+    }
+    text = format_results(backend, "growth", json.dumps(answer).encode())
+    assert text.splitlines()[1:4] == ["1. E. coli", "   https://x.org/e", "   d"]
+    with pytest.raises(SearchRefused, match="could not be read"):
+        format_results(backend, "growth", b"<html>rate limited</html>")
+    monkeypatch.delenv("ASSAY_TEST_BRAVE_KEY")
+    with pytest.raises(SearchRefused, match="key is not set"):
+        search_request(backend, "growth")
 
 
 async def test_no_engine_and_off_say_so(tmp_path: Path) -> None:
@@ -329,3 +346,23 @@ def test_no_campaign_or_setting_opens_the_test_door(monkeypatch: pytest.MonkeyPa
     runner = build(Settings())
     assert runner.web_net.test_addresses == frozenset()
     assert runner.web_net.resolver.__name__ == "system_resolver"
+
+
+async def test_a_brave_search_keeps_no_trace_of_its_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASSAY_TEST_BRAVE_KEY", "planted-secret-9f8e7d")
+
+    async def inner(host: str, port: int) -> list[str]:
+        return ["10.9.8.7"]
+
+    w = web(
+        tmp_path,
+        NetPolicy(resolver=inner),
+        search={"kind": "brave", "api_key_env": "ASSAY_TEST_BRAVE_KEY"},
+    )
+    answer = await w.search("growth")
+    [source] = answer.sources
+    assert "private address" in answer.text
+    kept = source.model_dump_json() + w.store.get_bytes(source.text_sha256).decode()
+    assert "planted-secret" not in kept and source.url.startswith("https://api.search.brave.com/")
