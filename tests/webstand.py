@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
+import subprocess
 import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Self
 
 Body = bytes | Callable[[], AsyncIterator[bytes]]
@@ -38,9 +41,15 @@ class WebStandIn:
     """An HTTP/1.1 server on 127.0.0.1 (or ::1) answering routes by path (query included,
     else path alone); a route may be set or replaced while it runs."""
 
-    def __init__(self, routes: dict[str, Route] | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        routes: dict[str, Route] | None = None,
+        host: str = "127.0.0.1",
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.routes = dict(routes or {})
         self.host = host
+        self.tls = tls
         self.seen: list[Seen] = []
         self._loop = asyncio.new_event_loop()
         self._server: asyncio.Server | None = None
@@ -67,7 +76,7 @@ class WebStandIn:
         self._server = None
 
     async def _start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, self.host, 0)
+        self._server = await asyncio.start_server(self._handle, self.host, 0, ssl=self.tls)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def _stop(self) -> None:
@@ -81,7 +90,7 @@ class WebStandIn:
     def base(self) -> str:
         """The stand-in's URL prefix."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -108,7 +117,7 @@ class WebStandIn:
                 async for chunk in route.body():
                     writer.write(chunk)
                     await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+        except (ConnectionError, ssl.SSLError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass
         finally:
             writer.close()
@@ -126,3 +135,18 @@ def searxng_results(*hits: tuple[str, str, str]) -> Route:
     return Route(
         200, {"Content-Type": "application/json"}, json.dumps({"results": results}).encode()
     )
+
+
+def self_signed(tmp: Path, name: str) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A server context with a certificate for `name`, and a client context trusting only it."""
+    cert, key = tmp / "cert.pem", tmp / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", f"/CN={name}", "-addext", f"subjectAltName=DNS:{name}",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(cert, key)
+    client = ssl.create_default_context(cafile=str(cert))
+    return server, client

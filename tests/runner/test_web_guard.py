@@ -366,3 +366,21 @@ async def test_a_brave_search_keeps_no_trace_of_its_key(
     assert "private address" in answer.text
     kept = source.model_dump_json() + w.store.get_bytes(source.text_sha256).decode()
     assert "planted-secret" not in kept and source.url.startswith("https://api.search.brave.com/")
+
+
+async def test_https_connects_to_the_pinned_address_and_verifies_the_name(tmp_path: Path) -> None:
+    from tests.webstand import self_signed
+
+    server_tls, client_tls = self_signed(tmp_path, "pinned.example")
+
+    async def to_stand_in(host: str, port: int) -> list[str]:
+        return [STAND_IN]
+
+    policy = NetPolicy(test_addresses=frozenset({STAND_IN}), resolver=to_stand_in, tls=client_tls)
+    with WebStandIn(host=STAND_IN, tls=server_tls) as server:
+        server.routes["/p"] = html_page("Secure", "<p>served over TLS to the checked name</p>")
+        ok = await web(tmp_path, policy).fetch(f"https://pinned.example:{server.port}/p")
+        assert "served over TLS to the checked name" in ok.text
+        wrong = await web(tmp_path, policy).fetch(f"https://other.example:{server.port}/p")
+        assert "certificate verify failed: Hostname mismatch" in wrong.text
+        assert wrong.sources[0].status is None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -103,6 +104,9 @@ class NetPolicy:
     test_addresses: frozenset[str] = frozenset()
     """Test-only: these loopback addresses (the tests' stand-ins) are reachable. Set in
     code only, never from configuration; any other address named here is ignored."""
+    tls: ssl.SSLContext | None = None
+    """How servers' certificates are verified (None: the system's CAs); tests trust their
+    own CA here. Set in code only."""
     trusted_hosts: frozenset[str] = frozenset()
     """Hosts the operator trusts to be private (a self-hosted search engine); used for
     search backends only, never for web_fetch."""
@@ -114,6 +118,7 @@ class NetPolicy:
             deny_hosts=list(deny),
             resolver=self.resolver,
             test_addresses=self.test_addresses,
+            tls=self.tls,
             trusted_hosts=self.trusted_hosts,
         )
 

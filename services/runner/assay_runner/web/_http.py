@@ -58,7 +58,11 @@ def _content_type(value: str | None) -> tuple[str, str | None]:
 
 
 async def _one(
-    target: Target, extra: dict[str, str], max_bytes: int, readable: frozenset[str] | None
+    target: Target,
+    tls: ssl.SSLContext,
+    extra: dict[str, str],
+    max_bytes: int,
+    readable: frozenset[str] | None,
 ) -> tuple[int, list[tuple[bytes, bytes]], bytes, bool]:
     """One hop to the pinned address; a body only for a readable type, cut at max_bytes."""
     path = target.parts.path or "/"
@@ -82,7 +86,7 @@ async def _one(
     timeouts = {"connect": _CHUNK_WAIT_S, "read": _CHUNK_WAIT_S, "write": _CHUNK_WAIT_S}
     async with (
         httpcore.AsyncConnectionPool(
-            ssl_context=ssl.create_default_context(),
+            ssl_context=tls,
             network_backend=PinnedBackend(target.address),
             max_connections=1,
             retries=0,
@@ -121,6 +125,7 @@ async def guarded_get(
     WebRefused (the guard's reasons, and network failures) with a message for the agent.
     """
     deadline = time.monotonic() + timeout_s
+    tls = policy.tls or ssl.create_default_context()
     extra = dict(headers or {})
     current = url
     for hop in range(max_redirects + 1):
@@ -129,7 +134,9 @@ async def guarded_get(
         )
         try:
             async with asyncio.timeout(max(0.01, deadline - time.monotonic())):
-                status, answer_headers, body, cut = await _one(target, extra, max_bytes, readable)
+                status, answer_headers, body, cut = await _one(
+                    target, tls, extra, max_bytes, readable
+                )
         except TimeoutError as e:
             raise WebRefused(
                 f"fetch of {current} stopped: no complete answer within {timeout_s:g} s"
