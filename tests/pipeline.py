@@ -89,9 +89,11 @@ async def services(
     providers: Callable[[AgentSpec], ModelProvider] = fast_providers,
     judges: Sequence[JudgeSpec] = (),
     docker: bool = False,
+    web_net: Any = None,
 ) -> AsyncIterator[dict[str, Any]]:
     """Start the named services (and a judge service per judge) in this process, each on
-    its own connection; docker adds the Docker backend beside bubblewrap."""
+    its own connection; docker adds the Docker backend beside bubblewrap; web_net: the
+    runner's network policy for web tools (a NetPolicy reaching the tests' stand-ins)."""
     from assay_judge.service import build as build_judge
     from assay_runner.service import build as build_runner
     from assay_sandbox_manager.backends import BubblewrapBackend, DockerBackend
@@ -110,7 +112,7 @@ async def services(
             await sm.start()
             started["sandbox-manager"] = sm
         if "runner" in names:
-            runner = build_runner(settings, store=store, providers=providers)
+            runner = build_runner(settings, store=store, providers=providers, web_net=web_net)
             await runner.start()
             started["runner"] = runner
         for spec in judges:

@@ -64,6 +64,9 @@ class Settings(BaseSettings):
 
     runner_concurrency: int = Field(default=8, ge=1)
     """Agent runs one runner instance drives at once."""
+    web_trusted_hosts: list[str] = Field(default_factory=list)
+    """Search engine hosts this deployment runs on a private network (a self-hosted
+    SearXNG): web_search may reach their private addresses; web_fetch never may."""
     sandbox_concurrency: int = Field(default=8, ge=1)
     """Sandbox creations and seals one sandbox-manager instance works on at once."""
 

@@ -14,6 +14,7 @@ from .commands import (  # noqa: F401  (register commands)
     _trace,
     _view,
     _watch,
+    _web,
 )
 from .commands._app import app, as_command, fail
 

@@ -19,6 +19,8 @@ from . import (
     _problems,
     _rpc,
     _rubric,
+    _steps,
+    _web,
 )
 from ._campaign_history import *  # noqa: F403
 from ._codec import *  # noqa: F403
@@ -33,6 +35,8 @@ from ._ids import *  # noqa: F403
 from ._problems import *  # noqa: F403
 from ._rpc import *  # noqa: F403
 from ._rubric import *  # noqa: F403
+from ._steps import *  # noqa: F403
+from ._web import *  # noqa: F403
 
 __all__ = [
     *_campaign_history.__all__,
@@ -48,4 +52,6 @@ __all__ = [
     *_problems.__all__,
     *_rpc.__all__,
     *_rubric.__all__,
+    *_steps.__all__,
+    *_web.__all__,
 ]

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._ids import Identifier
 from ._rubric import Rubric, default_rubric
+from ._web import WebSpec
 
 __all__ = [
     "GATEWAY_MOUNT",
@@ -322,6 +323,8 @@ class CampaignSpec(Frozen):
     """Price overrides per model name; falls back to the configured table."""
     scripted: bool = False
     """True when agents and judges are scripted stand-ins, not real models."""
+    web: WebSpec = Field(default_factory=WebSpec)
+    """How the agents' web tools reach the web (default: off)."""
 
     @model_validator(mode="after")
     def _unique_ids(self) -> CampaignSpec:

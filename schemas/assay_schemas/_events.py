@@ -21,6 +21,8 @@ from ._domain import (
 from ._envelope import Event
 from ._errors import ErrorInfo, FailureStage
 from ._ids import Identifier
+from ._steps import ToolCallRecord, ToolResultRecord
+from ._web import WebSpec
 
 __all__ = [
     "EVENT_TYPES",
@@ -46,8 +48,6 @@ __all__ = [
     "TaskAccepted",
     "TaskRejected",
     "TaskSubmitted",
-    "ToolCallRecord",
-    "ToolResultRecord",
 ]
 
 # --- campaign and tasks ---------------------------------------------------------------
@@ -85,6 +85,8 @@ class RunRequested(Event):
     scripted: bool = False
     prices: dict[str, Price] = Field(default_factory=dict)
     """The campaign's price overrides (model name or prefix -> USD per million tokens)."""
+    web: WebSpec = Field(default_factory=WebSpec)
+    """The campaign's web (its `web:` section) for this run's web tools."""
 
 
 RejectionReason = Literal[
@@ -142,34 +144,6 @@ class SandboxReady(Event):
 
 
 # --- agent ------------------------------------------------------------------------------
-
-
-class ToolCallRecord(BaseModel):
-    """A tool call as the model made it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    call_id: str
-    name: str
-    arguments: str
-    """Raw JSON arguments as the model wrote them (may be invalid)."""
-
-
-class ToolResultRecord(BaseModel):
-    """What a tool call returned to the model."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    call_id: str
-    name: str
-    output: str
-    """Output as shown to the model (possibly truncated with a marker)."""
-    is_error: bool = False
-    truncated: bool = False
-    output_blob: FileRef | None = None
-    """The whole output, when it was truncated for the model."""
-    duration_ms: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    exit_code: int | None = None
 
 
 class AgentStepLogged(Event):

@@ -29,6 +29,7 @@ from ._events import (
     RunRequested,
     SandboxReady,
 )
+from ._web import WebSource
 
 __all__ = ["RunHistory", "RunStage", "SampleKey"]
 
@@ -111,6 +112,19 @@ class RunHistory:
     def steps(self) -> list[AgentStepLogged]:
         """The agent's steps by step number; a step logged twice counts once (the last)."""
         return [self._steps[n] for n in sorted(self._steps)]
+
+    @property
+    def sources(self) -> list[WebSource]:
+        """The web answers the agent received (its sources), in step order, each page once."""
+        seen: set[str] = set()
+        found: list[WebSource] = []
+        for step in self.steps:
+            for result in step.tool_results:
+                for source in result.sources:
+                    if source.text_sha256 not in seen:
+                        seen.add(source.text_sha256)
+                        found.append(source)
+        return found
 
     @property
     def stage(self) -> RunStage:

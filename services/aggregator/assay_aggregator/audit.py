@@ -2,7 +2,7 @@
 
 ``audit_run`` is a pure function of the run's events and the blob store: it lists the
 chain in log order, re-hashes every blob the chain references (attachments, the
-workspace, full tool outputs, sealed artifacts, raw judge outputs), shows each judge's
+workspace, full tool outputs, web sources, sealed artifacts, raw judge outputs), shows each judge's
 verdict with its evidence, and recomputes the run's contribution to the report (run
 score as defined in the statistics definitions, pass/fail at the anchor, tags).
 """
@@ -36,6 +36,7 @@ from assay_schemas import (
     RunRequested,
     SandboxReady,
     StoreError,
+    WebSource,
     parse_event,
 )
 
@@ -73,7 +74,8 @@ class BlobCheck(NamedTuple):
     """One referenced blob and whether its bytes still match their address."""
 
     role: str
-    """attachment, workspace, tool_output, artifact or judge_raw_output."""
+    """attachment, workspace, tool_output, web_text, web_body (a web source's text and
+    bytes), artifact or judge_raw_output."""
     path: str
     sha256: str
     size: int
@@ -144,7 +146,8 @@ def _refs(event: Event) -> list[tuple[str, FileRef]]:
     if isinstance(event, SandboxReady):
         return [("workspace", f) for f in event.workspace]
     if isinstance(event, AgentStepLogged):
-        return [("tool_output", r.output_blob) for r in event.tool_results if r.output_blob]
+        outputs = [("tool_output", r.output_blob) for r in event.tool_results if r.output_blob]
+        return outputs + [w for r in event.tool_results for w in _web_refs(r.sources)]
     if isinstance(event, AgentFinished) and event.final_message_blob is not None:
         return [("final_message", event.final_message_blob)]
     if isinstance(event, ArtifactsSealed):
@@ -154,6 +157,17 @@ def _refs(event: Event) -> list[tuple[str, FileRef]]:
     if isinstance(event, JudgmentFailed) and event.raw_output is not None:
         return [("judge_raw_output", event.raw_output)]
     return []
+
+
+def _web_refs(sources: list[WebSource]) -> list[tuple[str, FileRef]]:
+    """A web answer's blobs: the text the agent read and the bytes received."""
+    refs = []
+    for s in sources:
+        name = s.url or s.request
+        refs.append(("web_text", FileRef(path=name, sha256=s.text_sha256, size=s.text_size)))
+        if s.body_sha256 is not None:
+            refs.append(("web_body", FileRef(path=name, sha256=s.body_sha256, size=s.body_size)))
+    return refs
 
 
 def _check(store: BlobStore, sha: str, scratch: Path) -> tuple[str, str]:

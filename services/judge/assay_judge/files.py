@@ -11,11 +11,29 @@ import threading
 from dataclasses import dataclass, field
 
 from assay.store import BlobInfo, BlobStore
-from assay_schemas import FileRef, StoreError
+from assay_schemas import FileRef, StoreError, WebSource
 
 from .delimit import quote_name
 
-__all__ = ["CountingStore", "SealedFiles", "normalize_path"]
+__all__ = ["SOURCE_PREFIX", "CountingStore", "SealedFiles", "normalize_path", "source_ref"]
+
+SOURCE_PREFIX = "web-source:"
+"""How a judge names a web source the agent read (`web-source:1`): a name read_file opens,
+looked up among the run's sources, never the workspace."""
+
+
+MAX_SOURCE_LINES = 200
+"""Web sources listed one by one in a judge's case (the rest are counted, still readable)."""
+
+
+def source_ref(number: int, source: WebSource) -> FileRef:
+    """A web source as a readable file: the whole text the agent was given."""
+    return FileRef(
+        path=f"{SOURCE_PREFIX}{number}",
+        sha256=source.text_sha256,
+        size=source.text_size,
+        media_type="text/markdown",
+    )
 
 
 def normalize_path(path: str) -> str:
@@ -73,6 +91,8 @@ class SealedFiles:
     store: BlobStore
     attachments: set[tuple[str, str]] = field(default_factory=set)
     """(path, sha256) of the task's attachments, to mark them in listings."""
+    sources: list[WebSource] = field(default_factory=list)
+    """The web answers the agent received, in order (`web-source:N` is the N-th)."""
     opened: list[str] = field(default_factory=list)
     """Paths opened through a tool, in first-open order (the observed evidence)."""
     _cache: dict[str, bytes] = field(default_factory=dict, repr=False)
@@ -80,6 +100,11 @@ class SealedFiles:
     def ref(self, path: str) -> FileRef:
         """The manifest entry for `path` (leading `/workspace/` and `./` are ignored)."""
         wanted = normalize_path(path)
+        if wanted.startswith(SOURCE_PREFIX):
+            for number, source in enumerate(self.sources, 1):
+                if wanted == f"{SOURCE_PREFIX}{number}":
+                    return source_ref(number, source)
+            raise KeyError(f"no web source {path!r}; the case lists the run's web sources")
         for ref in self.files:
             if ref.path == wanted:
                 return ref
@@ -111,3 +136,28 @@ class SealedFiles:
             + ("  [attachment, unchanged]" if self.is_attachment(r) else "")
             for r in sorted(self.files, key=lambda f: f.path)
         ]
+
+    def source_names(self) -> list[str]:
+        """The names a judge opens and cites the run's web sources by."""
+        return [f"{SOURCE_PREFIX}{n}" for n in range(1, len(self.sources) + 1)]
+
+    def source_lines(self) -> list[str]:
+        """One line per web source: its name for read_file, what was asked, the answer's
+        URL, status, type and hash (URLs and queries are the agent's: quoted when not plain)."""
+        lines = []
+        for number, s in enumerate(self.sources[:MAX_SOURCE_LINES], 1):
+            answer = f"HTTP {s.status}" if s.status is not None else "no response"
+            kind = f"{s.media_type}, " if s.media_type else ""
+            url = f" -> {quote_name(s.url)}" if s.url and s.url != s.request else ""
+            problem = f"; {quote_name(s.error[:200])}" if s.error else ""
+            lines.append(
+                f"- {SOURCE_PREFIX}{number}  {s.kind} {quote_name(s.request)}{url}  ({answer}, "
+                f"{kind}fetched {s.fetched_at:%Y-%m-%d %H:%M}Z, {s.text_size} bytes of text, "
+                f"sha256 {s.text_sha256[:12]}{problem})"
+            )
+        if len(self.sources) > MAX_SOURCE_LINES:
+            lines.append(
+                f"- ({len(self.sources) - MAX_SOURCE_LINES} more web sources, "
+                f"{SOURCE_PREFIX}{MAX_SOURCE_LINES + 1} to {SOURCE_PREFIX}{len(self.sources)})"
+            )
+        return lines

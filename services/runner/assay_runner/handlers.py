@@ -48,7 +48,7 @@ from .agent import AgentRun, AnswerNotStored, StepTooLarge
 from .program import ProgramFailed, ProgramRun
 from .scheduler import plan_runs
 from .tools import ToolBox
-from .web import OfflineWeb, WebProvider
+from .web import NetPolicy, WebCacheUnreadable, WebProvider, web_for
 
 __all__ = ["ProviderFactory", "RunnerService"]
 
@@ -68,7 +68,9 @@ class RunnerService:
     bus: Bus
     store: BlobStore
     providers: ProviderFactory = provider_for
-    web: WebProvider = field(default_factory=OfflineWeb)
+    web_net: NetPolicy = field(default_factory=NetPolicy)
+    """How web tools reach the network (resolver, test-only loopback); each campaign's
+    `web:` section adds its lists and mode per run."""
     prices: PriceTable = field(default_factory=lambda: dict(DEFAULT_PRICES))
     gateway_root: Path | None = None
     """Where program runs' gateway folders are made (a host path sandboxes can traverse)."""
@@ -221,7 +223,12 @@ class RunnerService:
             if request.agent.kind == "program":
                 await self._program_run(request, event, sandbox).run(steps, attempt)
             else:
-                await self._agent_run(request, event, sandbox, steps).run(steps)
+                web = await web_for(request, bus=self.bus, store=self.store, net=self.web_net)
+                await self._agent_run(request, event, sandbox, steps, web).run(steps)
+        except WebCacheUnreadable as e:
+            await self._fail(
+                request, event, "agent", ErrorInfo.of(e), error=str(e), infrastructure=True
+            )
         except SandboxGone as e:
             await self._fail(
                 request,
@@ -258,11 +265,12 @@ class RunnerService:
         event: SandboxReady,
         sandbox: SandboxClient,
         steps: list[AgentStepLogged],
+        web: WebProvider,
     ) -> AgentRun:
         """The model-driven run; building its provider may fail with ProviderError."""
         tools = ToolBox(
             sandbox=sandbox,
-            web=self.web,
+            web=web,
             store=self.store,
             limits=request.limits,
             resumed_python=any(c.name == "python" for s in steps for c in s.tool_calls),

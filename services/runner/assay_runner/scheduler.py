@@ -54,6 +54,7 @@ def plan_runs(
                     sandbox=sandbox,
                     scripted=campaign.scripted,
                     prices=campaign.prices,
+                    web=campaign.web,
                     producer=producer,
                 )
             )

@@ -9,6 +9,7 @@ from assay.store import BlobStore, open_store
 
 from .contract import CAMPAIGNS, CONTRACT, RUNS, TASKS
 from .handlers import ProviderFactory, RunnerService
+from .web import NetPolicy
 
 __all__ = ["SERVICE", "build"]
 
@@ -21,14 +22,18 @@ def build(
     store: BlobStore | None = None,
     providers: ProviderFactory = provider_for,
     concurrency: int | None = None,
+    web_net: NetPolicy | None = None,
 ) -> RunnerService:
-    """A runner with its consumers registered (not started). Instances share the durables."""
+    """A runner with its consumers registered (not started). Instances share the durables.
+
+    `web_net`: how web tools reach the network; tests pass one that reaches loopback."""
     bus = Bus(settings, service=SERVICE)
     service = RunnerService(
         bus=bus,
         store=store or open_store(settings),
         providers=providers,
         gateway_root=settings.state_dir / "gateways",
+        web_net=web_net or NetPolicy(trusted_hosts=frozenset(settings.web_trusted_hosts)),
     )
     subscribe(bus, CAMPAIGNS, service.on_campaign_started)
     subscribe(bus, TASKS, service.on_task_submitted, on_refused=service.on_task_refused)

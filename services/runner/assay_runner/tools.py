@@ -13,7 +13,15 @@ from pydantic import JsonValue
 from assay.providers import ToolCall, ToolDefinition
 from assay.sandbox_client import SandboxClient
 from assay.store import BlobStore
-from assay_schemas import FileRef, InvalidInput, Limits, SandboxError, ToolResultRecord, unb64
+from assay_schemas import (
+    FileRef,
+    InvalidInput,
+    Limits,
+    SandboxError,
+    ToolResultRecord,
+    WebSource,
+    unb64,
+)
 
 from .web import WebProvider
 
@@ -48,8 +56,8 @@ _DESCRIPTIONS = {
     "read_file": "Read a text file under /workspace.",
     "write_file": "Write a text file under /workspace (parent folders are created).",
     "list_files": "List every file under /workspace with its size.",
-    "web_search": "Search the web.",
-    "web_fetch": "Fetch a web page's text.",
+    "web_search": "Search the web: a numbered list of results (title, URL, snippet).",
+    "web_fetch": "Fetch a web page (http/https) as readable text; HTML as Markdown, PDFs as page text.",
     "submit": "Finish: submit your final answer to the scientist. Call once, at the end.",
 }
 TOOLS: list[ToolDefinition] = [
@@ -128,11 +136,19 @@ class ToolBox:
         started = time.perf_counter()
         exit_code: int | None = None
         submitted: str | None = None
+        sources: list[WebSource] = []
         try:
             args = _arguments(call)
             if call.name == "submit":
                 submitted = str(args["answer"])
                 text, is_error = "answer submitted", False
+            elif call.name in ("web_search", "web_fetch"):
+                answer = await (
+                    self.web.search(args["query"])
+                    if call.name == "web_search"
+                    else self.web.fetch(args["url"])
+                )
+                text, sources, is_error = answer.text, list(answer.sources), False
             else:
                 text, exit_code = await self._dispatch(call.name, args)
                 is_error = False
@@ -152,6 +168,7 @@ class ToolBox:
             output_blob=blob,
             exit_code=exit_code,
             duration_ms=(time.perf_counter() - started) * 1000,
+            sources=sources,
         )
         return ToolOutcome(record, submitted)
 
@@ -181,9 +198,7 @@ class ToolBox:
             return "\n".join(
                 f"{f.kind:<7} {f.size:>10}  {f.path}" for f in files
             ) or "(empty)", None
-        if name == "web_search":
-            return await self.web.search(args["query"]), None
-        return await self.web.fetch(args["url"]), None
+        raise ToolArgumentError(f"unknown tool {name!r}")
 
     async def _python(self, code: str, *, reset: bool) -> tuple[str, int | None]:
         known = self._kernel_id

@@ -137,6 +137,7 @@ class JudgeService(SealedRunJudge):
             files=list(sealed.files),
             store=self.store,
             attachments={(a.path, a.sha256) for a in ctx.task.attachments},
+            sources=ctx.history.sources,
         )
         try:
             answer = await final_answer(sealed, self.store, FINAL_MESSAGE_CHARS)

@@ -88,7 +88,7 @@ async def judge_sample(
         processes=processes or Killable(),
     )
     tools = [*READ_TOOLS, verdict_tool(rubric)]
-    manifest = {f.path for f in files.files}
+    manifest = {f.path for f in files.files} | set(files.source_names())
     params = sample_params(spec, sample)
     messages: list[Message] = [
         SystemMessage(text=system_prompt(task)),
