@@ -27,7 +27,12 @@ async def test_click_through_from_campaign_to_a_step_and_a_sealed_file(
     page = await client.get("/campaign/camp")
     assert page.status_code == 200
     assert "Leaderboard: mean run score" in page.text and "<svg" in page.text
-    assert "Judge strictness" in page.text
+    # The answer first: problems, leaderboard, then the runs; every table one click away.
+    assert page.text.index("Leaderboard") < page.text.index('<table class="runs">')
+    assert "Judge strictness" not in page.text
+    report = await client.get(_links(page.text, "/campaign/camp/report")[0])
+    assert report.status_code == 200 and "Judge strictness" in report.text
+    assert 'href="/campaign/camp"' in report.text  # the way back
     # The report's problems section (the synthetic campaign plants infrastructure failures).
     assert "This campaign did not go as planned" in page.text
     task = await client.get(_links(page.text, "/campaign/camp/task/")[0])
