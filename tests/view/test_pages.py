@@ -66,9 +66,9 @@ async def test_agent_markup_is_shown_as_text_everywhere(client: httpx.AsyncClien
     assert len(pages) == 9
     for html in pages:
         assert "<script>document" not in html and "<img src=x" not in html
-        assert 'onerror="' not in html and "javascript:alert" not in html.replace(
-            "[link](javascript:alert(1))", ""
-        )
+        # No element carries a handler (highlighted code keeps `onerror="` as text).
+        assert not re.search(r"<[a-z]+[^>]*\son[a-z]+=", html)
+        assert "javascript:alert" not in html.replace("[link](javascript:alert(1))", "")
     assert "&lt;script&gt;" in run.text and "&lt;img" in run.text
     # Documents are previewed as their text, workbooks as tables, escaped like the rest.
     assert sorted(documents) == ["docx", "pdf", "xlsx"]
