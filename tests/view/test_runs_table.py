@@ -28,6 +28,8 @@ from assay_schemas import (
     RunRequested,
 )
 
+from bench.synthetic_log import publish_events
+
 from .conftest import DISPUTED, HOSTILE, PAYLOAD, PYTHON_CODE, SCRIPT, SEARCHED, Published
 
 
@@ -201,3 +203,22 @@ async def test_audit_prints_a_repaired_verdict(bus: Bus, hostile: Published, wid
     text = buf.getvalue()
     assert "repaired: 3 attempts, 2 output(s) rejected; rejected outputs in blob" in text
     assert "raw output blob" in text
+
+
+async def test_retried_and_refused_runs_are_flagged_and_filtered(
+    client: httpx.AsyncClient, bus: Bus, hostile: Published
+) -> None:
+    x = _expected(hostile)
+    failed = sorted(x.infra)[0]
+    request = next(e for e in hostile.events if isinstance(e, RunRequested) and e.run_id == failed)
+    retry = request.model_copy(update={"run_id": "retry-run", "event_id": "retry-req", "attempt": 1})
+    await publish_events(bus.js, bus.subjects, bus.stream.name, [retry])
+    assert set((await _runs(client, flag="retried"))[0]) == {failed, "retry-run"}
+    # The same event id again with other content is a refused repeat (no dedupe header, so
+    # the stream keeps it): the run it names is flagged.
+    victim = next(e for e in hostile.events if isinstance(e, JudgmentRecorded) and e.run_id == DISPUTED)
+    forged = victim.model_copy(update={"rationale": "a second opinion"})
+    await bus.js.publish(bus.subjects.of(forged), forged.model_dump_json().encode(),
+                         stream=bus.stream.name)  # fmt: skip
+    rows, html = await _runs(client, flag="refused")
+    assert rows == [DISPUTED] and '<span class="bad">refused</span>' in html

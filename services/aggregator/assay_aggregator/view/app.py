@@ -123,13 +123,13 @@ def create_app(source: Source, *, hosts: Iterable[str] = ()) -> Any:
             heads.clear()
             heads[key] = _head(source.report(p, cid), cid, facets(source.rows(p, cid)))
         query, notes = RunQuery.parse(req.query)
-        hits = None
+        found = None
         if query.q and terms(query.q):
-            hits = await source.search(p, cid, query.q)
+            found = await source.search(p, cid, query.q)
         elif query.q:
             notes.append("q: no words to search for (ignored)")
-        rows = source.rows(p, cid)
-        chosen = select(rows, query, set(hits) if hits is not None else None)
+        chosen = select(source.rows(p, cid), query, found)
+        hits = source.snippets(cid, query.q, chosen.rows) if found is not None else None
         return _page("campaign.html.j2", campaign=cid, head=heads[key].html, sections=[],
                      facets=heads[key].facets, q=query, notes=notes, sel=chosen, hits=hits,
                      sequence=p.state.last_sequence)  # fmt: skip

@@ -131,13 +131,17 @@ class Source:
             self._rows = {key: run_rows(p, campaign, self.run_scores(p, campaign))}
         return self._rows[key]
 
-    async def search(self, p: Projections, campaign: str, query: str) -> dict[str, Hit]:
-        """Run id → where `query`'s words occur in its prompt, final message or transcript."""
+    async def search(self, p: Projections, campaign: str, query: str) -> set[str]:
+        """The runs whose prompt, final message or a step holds every word of `query`."""
         await self.index.catch_up(await self.bus(), p.state)
         runs_of: dict[str, list[str]] = {}
         for r in self.rows(p, campaign):
             runs_of.setdefault(r.task_id, []).append(r.run_id)
-        return self.index.search(campaign, query, runs_of)
+        return self.index.matches(campaign, query, runs_of)
+
+    def snippets(self, campaign: str, query: str, rows: list[RunRow]) -> dict[str, Hit]:
+        """Where `query` matched in each of `rows` (after `search`), as marked text."""
+        return self.index.snippets(campaign, query, {r.run_id: r.task_id for r in rows})
 
     async def run(self, run_id: str) -> RunView | None:
         """One run's events audited as `assay audit` does (None for an unknown run)."""

@@ -54,7 +54,7 @@ class RunRow(NamedTuple):
     refused: bool
     """Its submission was refused, or a message about it was."""
     retried: bool
-    """A later attempt of an infrastructure-failed run, or a run that has one."""
+    """A later attempt of an infrastructure-failed run, or such a run that has one."""
 
 
 Sort = Literal["task", "score", "spread", "cost", "steps", "latency"]
@@ -155,7 +155,8 @@ def run_rows(p: Projections, campaign: str, scores: Mapping[str, float]) -> list
             tags=frozenset(tags.get(r.run_id, ())), failed_checks=frozenset(failed.get(r.run_id, ())),
             judges=frozenset(judges.get(r.run_id, ())), infrastructure_failure=r.infrastructure_failure,
             refused=r.run_id in refused,
-            retried=r.attempt > 0 or slots[(r.task_id, r.agent_id, r.epoch)] > 1,
+            retried=r.attempt > 0
+            or (r.infrastructure_failure and slots[(r.task_id, r.agent_id, r.epoch)] > 1),
         ))  # fmt: skip
     rows.sort(key=lambda x: (x.task_id, x.agent_id, x.epoch, x.run_id))
     return rows

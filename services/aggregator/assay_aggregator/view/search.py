@@ -29,7 +29,6 @@ DOC_CHARS = 100_000
 """Characters of one document (a step, a prompt, a final message) that are indexed."""
 MAX_TERMS = 12
 TERM_CHARS = 64
-HITS = 5_000
 _WORD = re.compile(r"\w+")
 _OPEN, _CLOSE = "\x02", "\x03"
 _MARKS = re.compile(f"[{_OPEN}{_CLOSE}]")
@@ -119,24 +118,45 @@ class SearchIndex:
                 "INSERT INTO docs (body, campaign, run, task, place) VALUES (?, ?, ?, ?, ?)", rows
             )
 
-    def search(self, campaign: str, query: str, runs_of: dict[str, list[str]]) -> dict[str, Hit]:
-        """Run id → its best hit for the words of `query` in `campaign` (a prompt's hit
-        counts for every run of its task, `runs_of`: task id → run ids)."""
-        words = terms(query)
-        if not words:
-            return {}
-        match = " ".join('"' + w.replace('"', "") + '"' for w in words)
+    def matches(self, campaign: str, query: str, runs_of: dict[str, list[str]]) -> set[str]:
+        """Every run of `campaign` where all words of `query` occur in one document (a
+        prompt's match counts for every run of its task, `runs_of`: task id → run ids)."""
+        match = _match(query)
+        if not match:
+            return set()
+        found: set[str] = set()
         rows = self._db.execute(
-            f"SELECT run, task, place, snippet(docs, 0, '{_OPEN}', '{_CLOSE}', '…', 16) "
-            "FROM docs WHERE docs MATCH ? AND campaign = ? ORDER BY rank LIMIT ?",
-            (match, campaign, HITS),
+            "SELECT DISTINCT run, task FROM docs WHERE docs MATCH ? AND campaign = ?",
+            (match, campaign),
+        )
+        for run, task in rows:
+            found.update([run] if run else runs_of.get(task, []))
+        return found
+
+    def snippets(self, campaign: str, query: str, runs: dict[str, str]) -> dict[str, Hit]:
+        """Run id → its best-ranked hit, for the runs shown (`runs`: run id → task id)."""
+        match = _match(query)
+        if not match or not runs:
+            return {}
+        ids, tasks = list(runs), sorted(set(runs.values()))
+        marks = ", ".join("?" * len(ids)), ", ".join("?" * len(tasks))
+        rows = self._db.execute(
+            f"SELECT run, task, place, snippet(docs, 0, '{_OPEN}', '{_CLOSE}', '…', 16) FROM docs "
+            f"WHERE docs MATCH ? AND campaign = ? AND (run IN ({marks[0]}) "
+            f"OR (run = '' AND task IN ({marks[1]}))) ORDER BY rank",
+            (match, campaign, *ids, *tasks),
         ).fetchall()
         hits: dict[str, Hit] = {}
         for run, task, place, snippet in rows:
             hit = Hit(place, _pieces(snippet))
-            for rid in [run] if run else runs_of.get(task, []):
+            for rid in [run] if run else [r for r, t in runs.items() if t == task]:
                 hits.setdefault(rid, hit)
         return hits
+
+
+def _match(query: str) -> str:
+    """An FTS5 query of quoted words only: every word must occur ("" when there are none)."""
+    return " ".join('"' + w.replace('"', "") + '"' for w in terms(query))
 
 
 async def _upto(raws: AsyncIterator[RawMessage], until: int) -> AsyncIterator[RawMessage]:
