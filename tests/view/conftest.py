@@ -19,11 +19,20 @@ from assay_aggregator.view import Source, create_app
 from assay_schemas import (
     AgentStepLogged,
     ArtifactsSealed,
+    Criterion,
+    Dimension,
+    DimensionScore,
     Event,
+    FailureTag,
     FileRef,
     JudgmentFailed,
-    DimensionScore,
     JudgmentRecorded,
+    Rubric,
+    RunRequested,
+    Task,
+    TaskJudgeConfig,
+    TaskSubmitted,
+    TextContainsCheck,
     ToolCallRecord,
     ToolResultRecord,
     same_run,
@@ -41,6 +50,8 @@ DISPUTED = "disputed-run"
 """A run its two LLM judges rate 10 and 0 on every dimension: the widest spread there is."""
 SEARCHED = "quokkaspectrum"
 """A word written in one step of the disputed run, and nowhere else in the log."""
+EVIL_TASK = "evil-task"
+"""A task whose author wrote markup into everything the agent and the judges are given."""
 PYTHON_CODE = "import numpy as np\nvalues = np.array([1.5, 2.5])\nprint(values.mean())\n"
 REPAIRED_SAMPLE = 1
 """The sample of the hostile run's judgment that failed (raw output kept): one the judge
@@ -132,13 +143,32 @@ def _disputed_run(published: Published) -> list[Event]:
     return out
 
 
+def _hostile_task(published: Published) -> list[Event]:
+    """A task with markup in every field the task page shows, and one run requested on it."""
+    request = next(e for e in published.events if isinstance(e, RunRequested))
+    dimension = Dimension(key="evil", name=SCRIPT, description=PAYLOAD, anchors={8: PAYLOAD})
+    rubric = Rubric(dimensions=[dimension], failure_tags=[FailureTag(key="evil", definition=IMG)])
+    task = Task(
+        task_id=EVIL_TASK, prompt=PAYLOAD, constraints=[PAYLOAD], expected_output=PAYLOAD,
+        notes=PAYLOAD, notes_to_judges=True, source=IMG,
+        reference_checks=[TextContainsCheck(name=SCRIPT, path=IMG, pattern=PAYLOAD)],
+        judge=TaskJudgeConfig(method=SCRIPT, criteria=[Criterion(text=PAYLOAD)],
+                              system_prompt=PAYLOAD, dimensions=[IMG], rubric=rubric),
+    )  # fmt: skip
+    env = {"campaign_id": request.campaign_id, "task_id": EVIL_TASK, "producer": request.producer}
+    submitted = TaskSubmitted(event_id="evil-task-submitted", task=task, **env)
+    run = request.model_copy(update={"event_id": "evil-task-run", "run_id": "evil-task-run",
+                                     "task_id": EVIL_TASK, "task": task})  # fmt: skip
+    return [submitted, run]
+
+
 @pytest.fixture
 async def hostile(bus: Bus, settings: Settings) -> Published:
     """The aggregator tests' synthetic campaign and, after it, the hostile agent's run and
     the disputed run (`events` holds all of them, in log order)."""
     store = LocalBlobStore(settings.blob_dir)
     published = Published(await publish(bus, SPEC, store), store, 0)
-    events = _hostile_run(published) + _disputed_run(published)
+    events = _hostile_run(published) + _disputed_run(published) + _hostile_task(published)
     await publish_events(bus.js, bus.subjects, bus.stream.name, events)
     everything = [*published.events, *events]
     return published._replace(events=everything, head=len(everything))

@@ -35,9 +35,11 @@ async def test_click_through_from_campaign_to_a_step_and_a_sealed_file(
     assert 'href="/campaign/camp"' in report.text  # the way back
     # The report's problems section (the synthetic campaign plants infrastructure failures).
     assert "This campaign did not go as planned" in page.text
-    task = await client.get(_links(page.text, "/campaign/camp/task/")[0])
+    task = await client.get(
+        next(u for u in _links(page.text, "/campaign/camp/task/") if "evil" not in u)
+    )
     assert task.status_code == 200 and "Prompt" in task.text and "Runs side by side" in task.text
-    run_url = next(u for u in _links(page.text, "/run/") if HOSTILE not in u)
+    run_url = next(u for u in _links(page.text, "/run/") if HOSTILE not in u and "evil" not in u)
     run = await client.get(run_url)
     assert run.status_code == 200
     for heading in ("Transcript", "Sealed files", "Verdicts", "Event chain", "step 0"):

@@ -106,7 +106,11 @@ async def test_every_page_kind_is_screenshotted_into_the_report(
     await p.goto(f"/run/{HOSTILE}")
     file_link = (await _hrefs(p, f'ul.tree a[href^="/run/{HOSTILE}/file"]'))[0]
     await p.goto("/campaign/camp")
-    other = next(h for h in await _hrefs(p, 'table.runs a[href^="/run/"]') if HOSTILE not in h)
+    other = next(
+        h
+        for h in await _hrefs(p, 'table.runs a[href^="/run/"]')
+        if HOSTILE not in h and "evil" not in h
+    )
     task = (await _hrefs(p, 'table.runs a[href^="/campaign/camp/task/"]'))[0]
     pages = {"campaign": ("/campaign/camp", "Campaign camp"),
              "filtered": (f"/campaign/camp?sort=spread&order=desc&q={SEARCHED}", "1 run(s) selected"),

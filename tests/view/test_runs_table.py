@@ -26,11 +26,12 @@ from assay_schemas import (
     JudgmentRecorded,
     RunFailed,
     RunRequested,
+    TaskSubmitted,
 )
-
 from bench.synthetic_log import publish_events
+from tests.aggregator.conftest import Published
 
-from .conftest import DISPUTED, HOSTILE, PAYLOAD, PYTHON_CODE, SCRIPT, SEARCHED, Published
+from .conftest import DISPUTED, EVIL_TASK, HOSTILE, PAYLOAD, PYTHON_CODE, SCRIPT, SEARCHED
 
 
 class Expected(NamedTuple):
@@ -128,8 +129,13 @@ async def test_search_finds_a_word_in_one_transcript_and_in_prompts(
     assert found == [DISPUTED]
     assert f"<mark>{SEARCHED}</mark>" in html and "step 1:" in html
     # A prompt's word matches every run of the task; a word nowhere matches nothing.
-    every = set(_expected(hostile).agent)
-    assert set((await _runs(client, q="analyse estimate"))[0]) == every
+    tasks = {e.task_id for e in hostile.events if isinstance(e, TaskSubmitted)
+             and {"analyse", "estimate"} <= set(re.findall(r"\w+", e.task.prompt))}  # fmt: skip
+    of_tasks = {
+        e.run_id for e in hostile.events if isinstance(e, RunRequested) and e.task_id in tasks
+    }
+    assert len(tasks) == 10 and len(of_tasks) > 30
+    assert set((await _runs(client, q="analyse estimate"))[0]) == of_tasks
     assert (await _runs(client, q="nowhereword"))[0] == []
     # Agent markup found by search comes back as escaped text in the snippet.
     found, html = await _runs(client, q="PWNED")
@@ -166,7 +172,7 @@ async def test_a_run_page_reads_as_a_transcript(client: httpx.AsyncClient) -> No
     call = html.split('data-tool="python"', 1)[1].split("</div>", 2)
     assert '<div class="highlight">' in call[0] + call[1]
     assert '<span class="kn">import</span>' in html and "\\n" not in call[0]
-    assert "<h2>Timeline</h2>" in html and "<svg class=\"timeline\"" in html
+    assert "<h2>Timeline</h2>" in html and '<svg class="timeline"' in html
     assert html.count('<g class="step">') == 5 and '<g class="judge">' in html
     # Hostile calls: code, a written file's name and content, a read, broken JSON: all text.
     evil = (await client.get(f"/run/{HOSTILE}")).text
@@ -211,14 +217,29 @@ async def test_retried_and_refused_runs_are_flagged_and_filtered(
     x = _expected(hostile)
     failed = sorted(x.infra)[0]
     request = next(e for e in hostile.events if isinstance(e, RunRequested) and e.run_id == failed)
-    retry = request.model_copy(update={"run_id": "retry-run", "event_id": "retry-req", "attempt": 1})
+    retry = request.model_copy(
+        update={"run_id": "retry-run", "event_id": "retry-req", "attempt": 1}
+    )
     await publish_events(bus.js, bus.subjects, bus.stream.name, [retry])
     assert set((await _runs(client, flag="retried"))[0]) == {failed, "retry-run"}
     # The same event id again with other content is a refused repeat (no dedupe header, so
     # the stream keeps it): the run it names is flagged.
-    victim = next(e for e in hostile.events if isinstance(e, JudgmentRecorded) and e.run_id == DISPUTED)
+    victim = next(
+        e for e in hostile.events if isinstance(e, JudgmentRecorded) and e.run_id == DISPUTED
+    )
     forged = victim.model_copy(update={"rationale": "a second opinion"})
     await bus.js.publish(bus.subjects.of(forged), forged.model_dump_json().encode(),
                          stream=bus.stream.name)  # fmt: skip
     rows, html = await _runs(client, flag="refused")
     assert rows == [DISPUTED] and '<span class="bad">refused</span>' in html
+
+
+async def test_a_hostile_task_is_shown_as_text(client: httpx.AsyncClient) -> None:
+    html = (await client.get(f"/campaign/camp/task/{EVIL_TASK}")).text
+    for heading in ("Constraints", "Expected output", "Rubric (the task&#39;s own)",
+                    "Grading criteria", "Instructions added", "Reference checks",
+                    "Notes (shown to the judges)"):  # fmt: skip
+        assert heading in html.replace("task's own", "task&#39;s own"), heading
+    assert html.count("&lt;script&gt;document") >= 10
+    assert "<script>document" not in html and "<img src=x" not in html
+    assert not re.search(r"<[a-z]+[^>]*\son[a-z]+=", html)

@@ -128,8 +128,8 @@ def create_app(source: Source, *, hosts: Iterable[str] = ()) -> Any:
             found = await source.search(p, cid, query.q)
         elif query.q:
             notes.append("q: no words to search for (ignored)")
-        chosen = select(source.rows(p, cid), query, found)
-        hits = source.snippets(cid, query.q, chosen.rows) if found is not None else None
+        chosen = select(source.rows(p, cid), query, set(found) if found is not None else None)
+        hits = source.snippets(query.q, found, chosen.rows) if found is not None else None
         return _page("campaign.html.j2", campaign=cid, head=heads[key].html, sections=[],
                      facets=heads[key].facets, q=query, notes=notes, sel=chosen, hits=hits,
                      sequence=p.state.last_sequence)  # fmt: skip
@@ -227,8 +227,11 @@ def create_app(source: Source, *, hosts: Iterable[str] = ()) -> Any:
         views = [await source.run(i) if re.fullmatch(_ID, i) else None for i in ids]
         if any(v is None for v in views):
             return _missing("both runs to compare (?a=RUN&b=RUN)")
-        return _page("compare.html.j2", views=views,
-                     transcripts=[transcript(v.history.steps) for v in views if v is not None])
+        return _page(
+            "compare.html.j2",
+            views=views,
+            transcripts=[transcript(v.history.steps) for v in views if v is not None],
+        )
 
     async def judges(req: Request) -> Response:
         cid = req.match["campaign"]

@@ -131,17 +131,18 @@ class Source:
             self._rows = {key: run_rows(p, campaign, self.run_scores(p, campaign))}
         return self._rows[key]
 
-    async def search(self, p: Projections, campaign: str, query: str) -> set[str]:
-        """The runs whose prompt, final message or a step holds every word of `query`."""
+    async def search(self, p: Projections, campaign: str, query: str) -> dict[str, int]:
+        """The runs whose prompt, final message or a step holds every word of `query`
+        (each with its first such document, for `snippets`)."""
         await self.index.catch_up(await self.bus(), p.state)
         runs_of: dict[str, list[str]] = {}
         for r in self.rows(p, campaign):
             runs_of.setdefault(r.task_id, []).append(r.run_id)
-        return self.index.matches(campaign, query, runs_of)
+        return self.index.search(campaign, query, runs_of)
 
-    def snippets(self, campaign: str, query: str, rows: list[RunRow]) -> dict[str, Hit]:
-        """Where `query` matched in each of `rows` (after `search`), as marked text."""
-        return self.index.snippets(campaign, query, {r.run_id: r.task_id for r in rows})
+    def snippets(self, query: str, found: dict[str, int], rows: list[RunRow]) -> dict[str, Hit]:
+        """Where `query` matched in each of `rows` (`found`: what `search` returned)."""
+        return self.index.snippets(query, {r.run_id: found[r.run_id] for r in rows})
 
     async def run(self, run_id: str) -> RunView | None:
         """One run's events audited as `assay audit` does (None for an unknown run)."""

@@ -140,7 +140,9 @@ def run_rows(p: Projections, campaign: str, scores: Mapping[str, float]) -> list
             acc = sums.setdefault(v.run_id, {}).setdefault(v.judge_id, [0, 0])
             acc[0] += sum(v.scores.values())
             acc[1] += len(v.scores)
-    refused = set(state.refused_runs) | {r.subject.rsplit(".", 1)[-1] for r in state.refused.values()}
+    refused = set(state.refused_runs) | {
+        r.subject.rsplit(".", 1)[-1] for r in state.refused.values()
+    }
     slots = Counter((r.task_id, r.agent_id, r.epoch) for r in runs)
     rows = []
     for r in runs:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from assay.bus import Bus, LoggedEvent, RawMessage, decode_log, read_raw
 from assay_schemas import AgentFinished, AgentStepLogged, ArtifactsSealed, TaskSubmitted
@@ -71,15 +71,26 @@ def _pieces(snippet: str) -> tuple[tuple[str, bool], ...]:
     return tuple(out)
 
 
+class _Doc(NamedTuple):
+    campaign: str
+    run: str
+    task: str
+    place: str
+
+
 class SearchIndex:
-    """The index of one log, caught up on demand."""
+    """The index of one log, caught up on demand.
+
+    FTS5 holds only the text; which campaign, run and place a document belongs to is kept
+    here by rowid, so a search over a whole K-Bench campaign reads rowids alone and the
+    snippets are cut only for the page of runs shown.
+    """
 
     def __init__(self) -> None:
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
-        self._db.execute(
-            "CREATE VIRTUAL TABLE docs USING fts5(body, campaign UNINDEXED, run UNINDEXED, "
-            "task UNINDEXED, place UNINDEXED, tokenize='unicode61')"
-        )
+        self._db.execute("CREATE VIRTUAL TABLE docs USING fts5(body, tokenize='unicode61')")
+        self._docs: list[_Doc] = []
+        """rowid - 1 → what the document is."""
         self.sequence = 0
         """The last log sequence looked at."""
         self._lock = asyncio.Lock()
@@ -90,7 +101,8 @@ class SearchIndex:
             until = state.last_sequence
             if until <= self.sequence:
                 return
-            rows: list[tuple[str, str, str, str, str]] = []
+            texts: list[str] = []
+            docs: list[_Doc] = []
             for kind in _TYPES:
                 async with aclosing(self._read(bus, kind, until)) as events:
                     async for item in events:
@@ -100,57 +112,69 @@ class SearchIndex:
                         if got is None or not got[1]:
                             continue
                         e = item.event
-                        body = _MARKS.sub(" ", got[1][:DOC_CHARS])
-                        rows.append((body, e.campaign_id, e.run_id or "", e.task_id or "", got[0]))
-            await asyncio.to_thread(self._insert, rows)
+                        texts.append(_MARKS.sub(" ", got[1][:DOC_CHARS]))
+                        docs.append(_Doc(e.campaign_id, e.run_id or "", e.task_id or "", got[0]))
+            await asyncio.to_thread(self._insert, texts)
+            self._docs += docs
             self.sequence = until
 
-    async def _read(self, bus: Bus, kind: str, until: int) -> AsyncIterator[LoggedEvent]:
+    async def _read(self, bus: Bus, kind: str, until: int) -> AsyncGenerator[LoggedEvent, None]:
         subject = bus.subjects.event(kind)
-        raws = read_raw(bus.js, bus.stream.name, start=self.sequence + 1, subject=subject)
+        raws = cast(
+            AsyncGenerator[RawMessage, None],
+            read_raw(bus.js, bus.stream.name, start=self.sequence + 1, subject=subject),
+        )
         async with aclosing(raws) as stream:
             async for item in decode_log(_upto(stream, until)):
                 yield item
 
-    def _insert(self, rows: list[tuple[str, str, str, str, str]]) -> None:
+    def _insert(self, texts: list[str]) -> None:
+        first = len(self._docs) + 1
         with self._db:
             self._db.executemany(
-                "INSERT INTO docs (body, campaign, run, task, place) VALUES (?, ?, ?, ?, ?)", rows
+                "INSERT INTO docs (rowid, body) VALUES (?, ?)",
+                ((first + i, text) for i, text in enumerate(texts)),
             )
 
-    def matches(self, campaign: str, query: str, runs_of: dict[str, list[str]]) -> set[str]:
-        """Every run of `campaign` where all words of `query` occur in one document (a
-        prompt's match counts for every run of its task, `runs_of`: task id → run ids)."""
+    def search(self, campaign: str, query: str, runs_of: dict[str, list[str]]) -> dict[str, int]:
+        """Run id → the first document of it holding every word of `query`, for each run of
+        `campaign` that has one (a prompt counts for every run of its task, `runs_of`:
+        task id → run ids; a run's own text is preferred to its prompt)."""
         match = _match(query)
         if not match:
-            return set()
-        found: set[str] = set()
-        rows = self._db.execute(
-            "SELECT DISTINCT run, task FROM docs WHERE docs MATCH ? AND campaign = ?",
-            (match, campaign),
-        )
-        for run, task in rows:
-            found.update([run] if run else runs_of.get(task, []))
+            return {}
+        found: dict[str, int] = {}
+        prompts: dict[str, int] = {}
+        for (rowid,) in self._db.execute(
+            "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY rowid", (match,)
+        ):
+            doc = self._docs[rowid - 1]
+            if doc.campaign != campaign:
+                continue
+            if doc.run:
+                found.setdefault(doc.run, rowid)
+            else:
+                prompts.setdefault(doc.task, rowid)
+        for task, rowid in prompts.items():
+            for run in runs_of.get(task, []):
+                found.setdefault(run, rowid)
         return found
 
-    def snippets(self, campaign: str, query: str, runs: dict[str, str]) -> dict[str, Hit]:
-        """Run id → its best-ranked hit, for the runs shown (`runs`: run id → task id)."""
+    def snippets(self, query: str, docs: dict[str, int]) -> dict[str, Hit]:
+        """Run id → the text around the match in its document (`docs`: run id → rowid, as
+        `search` found them, for the runs shown)."""
         match = _match(query)
-        if not match or not runs:
-            return {}
-        ids, tasks = list(runs), sorted(set(runs.values()))
-        marks = ", ".join("?" * len(ids)), ", ".join("?" * len(tasks))
-        rows = self._db.execute(
-            f"SELECT run, task, place, snippet(docs, 0, '{_OPEN}', '{_CLOSE}', '…', 16) FROM docs "
-            f"WHERE docs MATCH ? AND campaign = ? AND (run IN ({marks[0]}) "
-            f"OR (run = '' AND task IN ({marks[1]}))) ORDER BY rank",
-            (match, campaign, *ids, *tasks),
-        ).fetchall()
         hits: dict[str, Hit] = {}
-        for run, task, place, snippet in rows:
-            hit = Hit(place, _pieces(snippet))
-            for rid in [run] if run else [r for r, t in runs.items() if t == task]:
-                hits.setdefault(rid, hit)
+        cut: dict[int, str] = {}
+        for run, rowid in docs.items():
+            if rowid not in cut:
+                got = self._db.execute(
+                    f"SELECT snippet(docs, 0, '{_OPEN}', '{_CLOSE}', '…', 16) FROM docs "
+                    "WHERE docs MATCH ? AND rowid = ?",
+                    (match, rowid),
+                ).fetchone()
+                cut[rowid] = got[0] if got else ""
+            hits[run] = Hit(self._docs[rowid - 1].place, _pieces(cut[rowid]))
         return hits
 
 

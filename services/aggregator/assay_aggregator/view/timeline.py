@@ -77,7 +77,9 @@ def timeline(chain: list[ChainLine], steps: list[AgentStepLogged]) -> Timeline:
             step = int(label.split()[-1]) if label.split()[-1].isdigit() else -1
             spans.append((label, prev, t, latency.get(step, 0.0), title, "step"))
         else:
-            spans.append((_LABELS.get(c.event_type, c.event_type[:40]), prev, t, 0.0, title, "mark"))
+            spans.append(
+                (_LABELS.get(c.event_type, c.event_type[:40]), prev, t, 0.0, title, "mark")
+            )
         if c.event_type == "ArtifactsSealed":
             sealed_at = t
         prev = max(prev, t)
