@@ -70,10 +70,15 @@ class StepView(NamedTuple):
     cost_usd: float
 
 
+_FORMATTER = HtmlFormatter()
+"""One formatter for every call: building one builds its style sheet, most of the cost."""
+_PYTHON, _SHELL = PythonLexer(stripnl=False), BashLexer(stripnl=False)
+
+
 def _code(text: str, lexer: Lexer) -> Markup:
     if len(text) > CODE_CHARS:
         lexer = TextLexer()
-    return Markup(highlight(text, lexer, HtmlFormatter()))
+    return Markup(highlight(text, lexer, _FORMATTER))
 
 
 def _arguments(raw: str) -> dict[str, Any] | None:
@@ -110,9 +115,9 @@ def _call(call: ToolCallRecord, results: list[ResultView]) -> CallView:
         command = _text(args, "command", "cmd")
         content = _text(args, "content")
         if code is not None and name != "bash":
-            return CallView(name, "code", "", _code(code, PythonLexer(stripnl=False)), "", results)
+            return CallView(name, "code", "", _code(code, _PYTHON), "", results)
         if command is not None:
-            return CallView(name, "code", "", _code(command, BashLexer(stripnl=False)), "", results)
+            return CallView(name, "code", "", _code(command, _SHELL), "", results)
         if content is not None and path:
             return CallView(name, "file", path, _code(content, _file_lexer(path)), "", results)
         if name.startswith("read") and path:
