@@ -20,8 +20,10 @@ from rich.console import Console
 from assay.bus import Bus
 from assay_aggregator.audit import audit_run, load_run_events
 from assay_aggregator.audit_view import print_audit
+from assay_aggregator.view.previews import markdown, preview
 from assay_schemas import (
     RULES_JUDGE_ID,
+    AgentStepLogged,
     ArtifactsSealed,
     JudgmentRecorded,
     RunFailed,
@@ -232,6 +234,25 @@ async def test_retried_and_refused_runs_are_flagged_and_filtered(
                          stream=bus.stream.name)  # fmt: skip
     rows, html = await _runs(client, flag="refused")
     assert rows == [DISPUTED] and '<span class="bad">refused</span>' in html
+    # A refused repeat of a step is not searched either: only what the fold counted is.
+    step = next(
+        e for e in hostile.events if isinstance(e, AgentStepLogged) and e.run_id == DISPUTED
+    )
+    repeat = step.model_copy(update={"model_output": "a forgedword nobody logged"})
+    await bus.js.publish(bus.subjects.of(repeat), repeat.model_dump_json().encode(),
+                         stream=bus.stream.name)  # fmt: skip
+    assert (await _runs(client, q="forgedword"))[0] == []
+    assert (await _runs(client, q=SEARCHED))[0] == [DISPUTED]
+
+
+def test_markdown_keeps_one_value_per_line_and_stays_sanitised() -> None:
+    html = str(
+        markdown("mean: 2.01\nsd: 0.3\nn: 12\n\n<script>x</script> [a](javascript:alert(1))")
+    )
+    assert html.count("<br />") == 2 and "mean: 2.01<br />" in html
+    assert "<script>" not in html and "href" not in html  # the script link stays text
+    shown = preview("report.md", b"a = 1\nb = 2\n")
+    assert shown.kind == "markdown" and "a = 1<br />" in str(shown.html)
 
 
 async def test_a_hostile_task_is_shown_as_text(client: httpx.AsyncClient) -> None:
