@@ -125,7 +125,7 @@ def create_app(source: Source, *, hosts: Iterable[str] = ()) -> Any:
         query, notes = RunQuery.parse(req.query)
         found = None
         if query.q and terms(query.q):
-            found = await source.search(p, cid, query.q)
+            found = source.search(p, cid, query.q)
         elif query.q:
             notes.append("q: no words to search for (ignored)")
         chosen = select(source.rows(p, cid), query, set(found) if found is not None else None)

@@ -101,7 +101,7 @@ class Source:
             bus = await self.bus()
             await fold_stream(
                 bus.js, bus.stream.name, bus.subjects.events, state=self._state,
-                trust=trust_for(self.settings), load=self.store.get_bytes,
+                trust=trust_for(self.settings), load=self.store.get_bytes, observe=self.index.observe,
             )  # fmt: skip
         return self._projections
 
@@ -131,10 +131,9 @@ class Source:
             self._rows = {key: run_rows(p, campaign, self.run_scores(p, campaign))}
         return self._rows[key]
 
-    async def search(self, p: Projections, campaign: str, query: str) -> dict[str, int]:
+    def search(self, p: Projections, campaign: str, query: str) -> dict[str, int]:
         """The runs whose prompt, final message or a step holds every word of `query`
         (each with its first such document, for `snippets`)."""
-        await self.index.catch_up(await self.bus(), p.state)
         runs_of: dict[str, list[str]] = {}
         for r in self.rows(p, campaign):
             runs_of.setdefault(r.task_id, []).append(r.run_id)

@@ -1,8 +1,9 @@
 """Full-text search over a campaign's prompts, final messages and transcripts.
 
-An SQLite FTS5 index in memory (the standard library's sqlite3; no service), built from
-the log beside the projections and caught up to the fold's position before each search:
-only events the fold admitted are indexed (`State.seen` holds each one's sequence).
+An SQLite FTS5 index in memory (the standard library's sqlite3; no service), fed by the
+same fold that builds the projections (`fold_stream(observe=...)`), batch by batch, so the
+log is read once: only events the fold admitted are indexed (`State.seen` holds each
+one's sequence).
 Everything indexed is agent- or publisher-written, so it is bounded: each document is cut
 at `DOC_CHARS`; a query is reduced to at most `MAX_TERMS` words of letters and digits,
 each quoted, so no FTS5 syntax from a URL ever reaches the parser. Snippets come back as
@@ -11,15 +12,12 @@ plain strings with the matched words marked apart; the template escapes both.
 
 from __future__ import annotations
 
-import asyncio
+import json
 import re
 import sqlite3
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple
 
-from assay.bus import Bus, LoggedEvent, RawMessage, decode_log, read_raw
-from assay_schemas import AgentFinished, AgentStepLogged, ArtifactsSealed, TaskSubmitted
+from assay.bus import RawMessage
 
 from ..state import State
 
@@ -49,17 +47,28 @@ def terms(query: str) -> list[str]:
     return [w[:TERM_CHARS] for w in _WORD.findall(query)[:MAX_TERMS]]
 
 
-def _doc(e: object) -> tuple[str, str] | None:
-    """(place, text) of an event worth searching, None for the rest."""
-    if isinstance(e, TaskSubmitted):
-        return "prompt", e.task.prompt
-    if isinstance(e, AgentFinished | ArtifactsSealed):
-        return "final message", e.final_message
-    if isinstance(e, AgentStepLogged):
-        parts = [e.model_output]
-        parts += [f"{c.name} {c.arguments}" for c in e.tool_calls]
-        parts += [r.output for r in e.tool_results]
-        return f"step {e.step}", "\n".join(parts)
+def _str(d: object, key: str) -> str:
+    value = d.get(key) if isinstance(d, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def _strings(items: object, *keys: str) -> list[str]:
+    if not isinstance(items, list):
+        return []
+    return [_str(i, k) for i in items for k in keys]
+
+
+def _doc(kind: str, d: dict[str, Any]) -> tuple[str, str] | None:
+    """(place, text) of an event worth searching, from its JSON; None for the rest."""
+    if kind == "TaskSubmitted":
+        return "prompt", _str(d.get("task"), "prompt")
+    if kind in ("AgentFinished", "ArtifactsSealed"):
+        return "final message", _str(d, "final_message")
+    if kind == "AgentStepLogged":
+        parts = [_str(d, "model_output"), *_strings(d.get("tool_calls"), "name", "arguments")]
+        parts += _strings(d.get("tool_results"), "output")
+        step = d.get("step")
+        return f"step {step if isinstance(step, int) else '?'}", "\n".join(p for p in parts if p)
     return None
 
 
@@ -91,42 +100,30 @@ class SearchIndex:
         self._db.execute("CREATE VIRTUAL TABLE docs USING fts5(body, tokenize='unicode61')")
         self._docs: list[_Doc] = []
         """rowid - 1 → what the document is."""
-        self.sequence = 0
-        """The last log sequence looked at."""
-        self._lock = asyncio.Lock()
 
-    async def catch_up(self, bus: Bus, state: State) -> None:
-        """Index the admitted events logged after `sequence`, up to the fold's position."""
-        async with self._lock:
-            until = state.last_sequence
-            if until <= self.sequence:
-                return
-            texts: list[str] = []
-            docs: list[_Doc] = []
-            for kind in _TYPES:
-                async with aclosing(self._read(bus, kind, until)) as events:
-                    async for item in events:
-                        if state.seen.get(item.event.event_id) != item.sequence:
-                            continue  # refused, or a repeat: the fold did not count it
-                        got = _doc(item.event)
-                        if got is None or not got[1]:
-                            continue
-                        e = item.event
-                        texts.append(_MARKS.sub(" ", got[1][:DOC_CHARS]))
-                        docs.append(_Doc(e.campaign_id, e.run_id or "", e.task_id or "", got[0]))
-            await asyncio.to_thread(self._insert, texts)
+    def observe(self, state: State, batch: list[RawMessage]) -> None:
+        """Index the text of a batch the fold has just folded (`fold_stream`'s `observe`):
+        only messages it admitted, read as plain JSON (the fold validated them)."""
+        texts: list[str] = []
+        docs: list[_Doc] = []
+        for raw in batch:
+            kind = raw.subject.rsplit(".", 3)[-3] if raw.subject.count(".") >= 3 else ""
+            if kind not in _TYPES or raw.sequence in state.refused:
+                continue  # a refused message is never parsed here (it may be oversized)
+            try:
+                d = json.loads(raw.data)
+            except ValueError:
+                continue
+            if not isinstance(d, dict) or state.seen.get(str(d.get("event_id"))) != raw.sequence:
+                continue  # refused, or a repeat: the fold did not count it
+            got = _doc(kind, d)
+            if got is None or not got[1]:
+                continue
+            texts.append(_MARKS.sub(" ", got[1][:DOC_CHARS]))
+            docs.append(_Doc(_str(d, "campaign_id"), _str(d, "run_id"), _str(d, "task_id"), got[0]))
+        if texts:
+            self._insert(texts)
             self._docs += docs
-            self.sequence = until
-
-    async def _read(self, bus: Bus, kind: str, until: int) -> AsyncGenerator[LoggedEvent, None]:
-        subject = bus.subjects.event(kind)
-        raws = cast(
-            AsyncGenerator[RawMessage, None],
-            read_raw(bus.js, bus.stream.name, start=self.sequence + 1, subject=subject),
-        )
-        async with aclosing(raws) as stream:
-            async for item in decode_log(_upto(stream, until)):
-                yield item
 
     def _insert(self, texts: list[str]) -> None:
         first = len(self._docs) + 1
@@ -181,10 +178,3 @@ class SearchIndex:
 def _match(query: str) -> str:
     """An FTS5 query of quoted words only: every word must occur ("" when there are none)."""
     return " ".join('"' + w.replace('"', "") + '"' for w in terms(query))
-
-
-async def _upto(raws: AsyncIterator[RawMessage], until: int) -> AsyncIterator[RawMessage]:
-    async for raw in raws:
-        if raw.sequence > until:
-            return
-        yield raw
