@@ -6,7 +6,8 @@ transport, as its tests drive it. Each page is loaded once to warm up (the first
 page builds the report with 10,000 resamples, then `Source` keeps it for that log
 version), then timed as the median of several loads, against the static CSS served by the
 same app in the same run. The runs table is timed filtered and sorted (the URL's state), and
-searched (the first search indexes the log's prompts, answers and transcripts; timed apart).
+searched (the fold indexes prompts, answers and transcripts as it goes; the first search is
+timed apart).
 ``python -m bench.view``.
 """
 
@@ -75,7 +76,7 @@ async def _measure(settings: Settings, n_events: int) -> list[Row]:
             campaign_ms = await _median_ms(client, campaign_url)
             filtered_ms = await _median_ms(client, campaign_url + FILTERED)
             t0 = time.perf_counter()
-            await client.get(campaign_url + SEARCH)  # indexes the log
+            await client.get(campaign_url + SEARCH)  # the fold has indexed the log already
             index_ms = (time.perf_counter() - t0) * 1000
             search_ms = await _median_ms(client, campaign_url + SEARCH)
             run_ms = await _median_ms(client, f"/run/{run_id}")
@@ -84,13 +85,13 @@ async def _measure(settings: Settings, n_events: int) -> list[Row]:
     runs = KBENCH.n_tasks * KBENCH.n_agents * KBENCH.n_epochs
     base = "GET /static/view.css, same app"
     return [
-        Row("view", f"K-Bench: first campaign page ({n_events} events folded, report built)",
+        Row("view", f"K-Bench: first campaign page ({n_events} events folded and indexed, report built)",
             cold_ms, "ms"),
         Row("view", f"K-Bench: campaign page, {runs:,} runs (warm, median of {LOADS})",
             campaign_ms, "ms", css_ms, base, TARGET),
         Row("view", f"K-Bench: campaign page filtered and sorted ({FILTERED}, warm)",
             filtered_ms, "ms", css_ms, base, TARGET),
-        Row("view", f"K-Bench: first search (indexes {n_events} events' text)", index_ms, "ms"),
+        Row("view", "K-Bench: first search (the fold built the index)", index_ms, "ms"),
         Row("view", f"K-Bench: campaign page searched ({SEARCH}, warm)", search_ms, "ms",
             css_ms, base, TARGET),
         Row("view", f"K-Bench: run page, {KBENCH.steps_per_run} steps (warm, median of {LOADS})",
