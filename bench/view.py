@@ -1,11 +1,14 @@
-"""Viewer bench: campaign and run page loads for a K-Bench campaign (1,602 runs).
+"""Viewer bench: campaign, runs-table and run page loads for a K-Bench campaign (1,602 runs).
 
 The K-Bench log (bench.aggregator's KBENCH, its blobs in the store) is published to a
 real nats-server in a temp dir; the viewer app is driven in-process through httpx's ASGI
 transport, as its tests drive it. Each page is loaded once to warm up (the first campaign
 page builds the report with 10,000 resamples, then `Source` keeps it for that log
 version), then timed as the median of several loads, against the static CSS served by the
-same app in the same run. ``python -m bench.view``.
+same app in the same run. The runs table is timed filtered and sorted (the URL's state), and
+searched (the fold indexes prompts, answers and transcripts as it goes; the first search is
+timed apart).
+``python -m bench.view``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ __all__ = ["bench_view"]
 
 LOADS = 7
 TARGET = "< 300 ms"
+FILTERED = "?agent=agent_3&tag=overclaiming&min=4&sort=spread&order=desc"
+SEARCH = "?q=estimate+results&sort=cost&order=desc&page=2"
 
 
 async def _publish(settings: Settings) -> int:
@@ -69,16 +74,26 @@ async def _measure(settings: Settings, n_events: int) -> list[Row]:
             await client.get(f"/run/{run_id}")
             css_ms = await _median_ms(client, "/static/view.css")
             campaign_ms = await _median_ms(client, campaign_url)
+            filtered_ms = await _median_ms(client, campaign_url + FILTERED)
+            t0 = time.perf_counter()
+            await client.get(campaign_url + SEARCH)  # the fold has indexed the log already
+            index_ms = (time.perf_counter() - t0) * 1000
+            search_ms = await _median_ms(client, campaign_url + SEARCH)
             run_ms = await _median_ms(client, f"/run/{run_id}")
     finally:
         await source.close()
     runs = KBENCH.n_tasks * KBENCH.n_agents * KBENCH.n_epochs
     base = "GET /static/view.css, same app"
     return [
-        Row("view", f"K-Bench: first campaign page ({n_events} events folded, report built)",
+        Row("view", f"K-Bench: first campaign page ({n_events} events folded and indexed, report built)",
             cold_ms, "ms"),
         Row("view", f"K-Bench: campaign page, {runs:,} runs (warm, median of {LOADS})",
             campaign_ms, "ms", css_ms, base, TARGET),
+        Row("view", f"K-Bench: campaign page filtered and sorted ({FILTERED}, warm)",
+            filtered_ms, "ms", css_ms, base, TARGET),
+        Row("view", "K-Bench: first search (the fold built the index)", index_ms, "ms"),
+        Row("view", f"K-Bench: campaign page searched ({SEARCH}, warm)", search_ms, "ms",
+            css_ms, base, TARGET),
         Row("view", f"K-Bench: run page, {KBENCH.steps_per_run} steps (warm, median of {LOADS})",
             run_ms, "ms", css_ms, base, TARGET),
     ]  # fmt: skip

@@ -27,12 +27,19 @@ async def test_click_through_from_campaign_to_a_step_and_a_sealed_file(
     page = await client.get("/campaign/camp")
     assert page.status_code == 200
     assert "Leaderboard: mean run score" in page.text and "<svg" in page.text
-    assert "Judge strictness" in page.text
+    # The answer first: problems, leaderboard, then the runs; every table one click away.
+    assert page.text.index("Leaderboard") < page.text.index('<table class="runs">')
+    assert "Judge strictness" not in page.text
+    report = await client.get(_links(page.text, "/campaign/camp/report")[0])
+    assert report.status_code == 200 and "Judge strictness" in report.text
+    assert 'href="/campaign/camp"' in report.text  # the way back
     # The report's problems section (the synthetic campaign plants infrastructure failures).
     assert "This campaign did not go as planned" in page.text
-    task = await client.get(_links(page.text, "/campaign/camp/task/")[0])
+    task = await client.get(
+        next(u for u in _links(page.text, "/campaign/camp/task/") if "evil" not in u)
+    )
     assert task.status_code == 200 and "Prompt" in task.text and "Runs side by side" in task.text
-    run_url = next(u for u in _links(page.text, "/run/") if HOSTILE not in u)
+    run_url = next(u for u in _links(page.text, "/run/") if HOSTILE not in u and "evil" not in u)
     run = await client.get(run_url)
     assert run.status_code == 200
     for heading in ("Transcript", "Sealed files", "Verdicts", "Event chain", "step 0"):
@@ -61,9 +68,9 @@ async def test_agent_markup_is_shown_as_text_everywhere(client: httpx.AsyncClien
     assert len(pages) == 9
     for html in pages:
         assert "<script>document" not in html and "<img src=x" not in html
-        assert 'onerror="' not in html and "javascript:alert" not in html.replace(
-            "[link](javascript:alert(1))", ""
-        )
+        # No element carries a handler (highlighted code keeps `onerror="` as text).
+        assert not re.search(r"<[a-z]+[^>]*\son[a-z]+=", html)
+        assert "javascript:alert" not in html.replace("[link](javascript:alert(1))", "")
     assert "&lt;script&gt;" in run.text and "&lt;img" in run.text
     # Documents are previewed as their text, workbooks as tables, escaped like the rest.
     assert sorted(documents) == ["docx", "pdf", "xlsx"]

@@ -7,14 +7,15 @@ import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlencode
 
 import pytest
 
 from assay.bus import Bus
-from assay_schemas import AgentStepLogged
+from assay_schemas import AgentStepLogged, JudgmentRecorded, RunRequested
 from bench.synthetic_log import publish_events
 
-from .conftest import HOSTILE, PAYLOAD, Published
+from .conftest import DISPUTED, HOSTILE, IMG, PAYLOAD, PYTHON_CODE, SCRIPT, SEARCHED, Published
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, ConsoleMessage, Dialog, Page
@@ -95,6 +96,9 @@ async def _hrefs(page: Page, selector: str) -> list[str]:
     )
 
 
+WIDTHS = (1280, 800)
+
+
 async def test_every_page_kind_is_screenshotted_into_the_report(
     page: Watched, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -102,27 +106,121 @@ async def test_every_page_kind_is_screenshotted_into_the_report(
     await p.goto(f"/run/{HOSTILE}")
     file_link = (await _hrefs(p, f'ul.tree a[href^="/run/{HOSTILE}/file"]'))[0]
     await p.goto("/campaign/camp")
-    other = next(h for h in await _hrefs(p, 'table.runs a[href^="/run/"]') if HOSTILE not in h)
+    other = next(
+        h
+        for h in await _hrefs(p, 'table.runs a[href^="/run/"]')
+        if HOSTILE not in h and "evil" not in h
+    )
     task = (await _hrefs(p, 'table.runs a[href^="/campaign/camp/task/"]'))[0]
     pages = {"campaign": ("/campaign/camp", "Campaign camp"),
+             "filtered": (f"/campaign/camp?sort=spread&order=desc&q={SEARCHED}", "1 run(s) selected"),
+             "report": ("/campaign/camp/report", "Full report of camp"),
              "task": (task, "Runs side by side"),
-             "run": (f"/run/{HOSTILE}", f"Run {HOSTILE}"),
+             "run": (f"/run/{DISPUTED}", "Timeline"),
+             "hostile-run": (f"/run/{HOSTILE}", "Transcript"),
              "file": (file_link, "sha256"),
              "compare": (f"/compare?a={HOSTILE}&b={other.removeprefix('/run/')}", "Transcript"),
              "judges": ("/campaign/camp/judges", "Where judges disagree most")}  # fmt: skip
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    for name, (url, expected) in pages.items():
-        response = await p.goto(url)
-        assert response is not None and response.ok, name
-        await async_api.expect(p.locator("body")).to_contain_text(expected)
-        png = shots / f"{name}.png"
-        await p.screenshot(path=str(png), full_page=True)
-        assert png.stat().st_size > 5_000, name
-        # Attached to the report: junitxml writes these as <property>, any reporter sees them.
-        request.node.user_properties.append((f"screenshot:{name}", str(png)))
-        await page.assert_no_script_ran(name)
+    for width in WIDTHS:
+        await p.set_viewport_size({"width": width, "height": 900})
+        for name, (url, expected) in pages.items():
+            response = await p.goto(url)
+            assert response is not None and response.ok, name
+            await async_api.expect(p.locator("body")).to_contain_text(expected)
+            # Tables wrap their text at any width: nothing runs off the side of the page.
+            wide = await p.evaluate("() => document.documentElement.scrollWidth")
+            assert wide <= width, (name, width, wide)
+            png = shots / f"{name}-{width}.png"
+            await p.screenshot(path=str(png), full_page=True)
+            assert png.stat().st_size > 5_000, name
+            # Attached to the report: junitxml writes these as <property>, any reporter sees them.
+            request.node.user_properties.append((f"screenshot:{name}-{width}", str(png)))
+            await page.assert_no_script_ran(f"{name} at {width}")
     print(f"screenshots: {shots}")
+
+
+async def _shown_runs(p: Page) -> list[str]:
+    return list(
+        await p.locator("table.runs tr[data-run]").evaluate_all(
+            "(rows) => rows.map((r) => r.dataset.run)"
+        )
+    )
+
+
+async def test_filter_sort_and_search_in_the_form_and_the_url_brings_the_view_back(
+    page: Watched, browser: Browser, served: str, hostile: Published
+) -> None:
+    p = page.page
+    await p.goto("/campaign/camp")
+    # Filter to a planted set: agent_0's runs a judge tagged overclaiming.
+    planted = {e.run_id for e in hostile.events if isinstance(e, JudgmentRecorded)
+               and "overclaiming" in e.failure_tags and e.run_id in _runs_of(hostile, "agent_0")}  # fmt: skip
+    assert planted
+    await p.select_option('form.filters select[name="agent"]', "agent_0")
+    await p.select_option('form.filters select[name="tag"]', "overclaiming")
+    await p.click('form.filters button[type="submit"]')
+    await async_api.expect(p).to_have_url(re.compile(r"agent=agent_0.*tag=overclaiming"))
+    assert set(await _shown_runs(p)) == planted
+    # Sort by judge disagreement: the planted most-disputed run comes first.
+    await p.goto("/campaign/camp")
+    await p.select_option('form.filters select[name="sort"]', "spread")
+    await p.select_option('form.filters select[name="order"]', "desc")
+    await p.click('form.filters button[type="submit"]')
+    assert (await _shown_runs(p))[0] == DISPUTED
+    # Clicking the sorted header again turns the order round; the planted run goes last
+    # among the runs two judges rated.
+    await p.locator("table.runs th a.sort.on").click()
+    await async_api.expect(p).to_have_url(re.compile(r"\?sort=spread#runs$"))  # asc: the default
+    assert (await _shown_runs(p))[0] != DISPUTED
+    # Search a word that occurs in one transcript.
+    await p.fill('form.filters input[name="q"]', SEARCHED)
+    await p.click('form.filters button[type="submit"]')
+    assert await _shown_runs(p) == [DISPUTED]
+    await async_api.expect(p.locator("td.match mark")).to_have_text(SEARCHED)
+    # The URL alone reproduces the view, in a fresh browser context.
+    url = p.url
+    shown = await _shown_runs(p)
+    fresh = await browser.new_context(base_url=served, viewport={"width": 800, "height": 900})
+    again = await fresh.new_page()
+    await again.goto(url)
+    assert await _shown_runs(again) == shown
+    assert await again.input_value('form.filters input[name="q"]') == SEARCHED
+    assert await again.input_value('form.filters select[name="sort"]') == "spread"
+    await fresh.close()
+    await page.assert_no_script_ran("runs table")
+
+
+def _runs_of(published: Published, agent: str) -> set[str]:
+    return {e.run_id or "" for e in published.events
+            if isinstance(e, RunRequested) and e.agent.agent_id == agent}  # fmt: skip
+
+
+async def test_a_python_call_is_drawn_as_highlighted_code(page: Watched) -> None:
+    p = page.page
+    await p.goto(f"/run/{DISPUTED}")
+    await async_api.expect(p).to_have_title(re.compile(r"^agent_\d · task_\d{4} · epoch 0$"))
+    code = p.locator('#live-steps .call.code[data-tool="python"] .highlight pre')
+    await async_api.expect(code).to_have_count(1)
+    assert await code.inner_text() == PYTHON_CODE
+    # Highlighted: the keyword is its own element, not one escaped line of JSON.
+    await async_api.expect(code.locator("span.kn").first).to_have_text("import")
+    assert "\\n" not in await code.inner_html()
+    await async_api.expect(p.locator("svg.timeline g.step")).to_have_count(5)
+    await page.assert_no_script_ran("python call")
+
+
+async def test_query_strings_with_markup_run_nowhere(page: Watched) -> None:
+    p = page.page
+    query = urlencode({"q": PAYLOAD, "agent": PAYLOAD[:190], "tag": SCRIPT, "sort": IMG[:50]})
+    await p.goto(f"/campaign/camp?{query}#runs")
+    assert await p.input_value('form.filters input[name="q"]') == PAYLOAD
+    await async_api.expect(p.locator("ul.notes")).to_contain_text("sort:")
+    await page.assert_no_script_ran("echoed query")
+    await p.goto("/campaign/camp?q=PWNED")
+    await async_api.expect(p.locator(f'tr[data-run="{HOSTILE}"] td.match')).to_contain_text("PWNED")
+    await page.assert_no_script_ran("search snippet")
 
 
 async def test_click_through_from_the_runs_table_to_a_step_and_a_sealed_file(
@@ -141,7 +239,7 @@ async def test_click_through_from_the_runs_table_to_a_step_and_a_sealed_file(
     run_url = served + str(await run_link.get_attribute("href"))
     await run_link.click()
     await async_api.expect(p).to_have_url(run_url)
-    await async_api.expect(p.locator("h1")).to_contain_text("Run ")
+    await async_api.expect(p.locator("h1")).to_contain_text(" · epoch ")
     await p.locator('#live-steps a[href="#step-0"]').click()
     await async_api.expect(p).to_have_url(f"{run_url}#step-0")
     step = p.locator("#step-0")

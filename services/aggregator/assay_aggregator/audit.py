@@ -32,6 +32,7 @@ from assay_schemas import (
     FileRef,
     InvalidEvent,
     JudgmentFailed,
+    JudgmentRecorded,
     RunHistory,
     RunRequested,
     SandboxReady,
@@ -101,6 +102,10 @@ class VerdictView(NamedTuple):
     cited_not_opened: list[str]
     opened_not_sealed: list[str]
     checks: list[tuple[str, bool, str]]
+    attempts: int = 1
+    """Outputs the judge produced for this verdict: 1 + the rejected ones it repaired."""
+    rejected_outputs: str = ""
+    """sha256 of the blob holding the rejected outputs ('' when none were kept)."""
 
 
 class Contribution(NamedTuple):
@@ -156,6 +161,8 @@ def _refs(event: Event) -> list[tuple[str, FileRef]]:
         return manifest + answer + [("artifact", f) for f in event.files]
     if isinstance(event, JudgmentFailed) and event.raw_output is not None:
         return [("judge_raw_output", event.raw_output)]
+    if isinstance(event, JudgmentRecorded) and event.rejected_outputs is not None:
+        return [("judge_rejected_outputs", event.rejected_outputs)]
     return []
 
 
@@ -195,7 +202,8 @@ def _verdicts(history: RunHistory, sealed: set[str]) -> list[VerdictView]:
             files_opened=list(e.files_opened), files_cited=list(e.files_cited),
             cited_not_opened=sorted(set(e.files_cited) - set(e.files_opened)),
             opened_not_sealed=sorted(set(e.files_opened) - sealed),
-            checks=[(c.name, c.passed, c.detail) for c in e.checks],
+            checks=[(c.name, c.passed, c.detail) for c in e.checks], attempts=e.attempts,
+            rejected_outputs=e.rejected_outputs.sha256 if e.rejected_outputs is not None else "",
         ))  # fmt: skip
     return out
 
@@ -269,7 +277,8 @@ def audit_run(
     sealed_paths = {f.path for f in history.seal.files} if history.seal is not None else set()
     verdicts = _verdicts(history, sealed_paths)
     failures = [
-        f"{e.judge_id}#{e.sample}: {e.error} ({e.attempts} attempts)"
+        f"{e.judge_id}#{e.sample}: {e.error} ({e.attempts} attempts"
+        + (f"; raw output blob {e.raw_output.sha256})" if e.raw_output is not None else ")")
         for e in history.judgment_failures.values()
     ]
     return RunAudit(

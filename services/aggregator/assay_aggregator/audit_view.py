@@ -30,6 +30,11 @@ def _verdict(console: Console, v: VerdictView) -> None:
         lines.append(f"  cited but never opened: {', '.join(v.cited_not_opened)}")
     if v.opened_not_sealed:
         lines.append(f"  opened but not sealed: {', '.join(v.opened_not_sealed)}")
+    if v.attempts > 1:
+        kept = f"; rejected outputs in blob {v.rejected_outputs}" if v.rejected_outputs else ""
+        lines.append(
+            f"  repaired: {v.attempts} attempts, {v.attempts - 1} output(s) rejected{kept}"
+        )
     if v.rationale:
         lines.append(f"  rationale: {v.rationale[:300]}")
     for line in lines:

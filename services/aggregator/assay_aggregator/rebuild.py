@@ -48,12 +48,14 @@ async def fold_stream(
     until: int | None = None,
     trust: TrustList | None = None,
     load: Callable[[str], bytes] | None = None,
+    observe: Callable[[State, list[RawMessage]], None] | None = None,
 ) -> State:
     """Fold events after ``state.last_sequence`` (from 1 for a new state) up to ``until``.
 
     Without ``until`` it stops at the end of the log as it stood when reading began. With
     ``trust``, only events signed by an enrolled key allowed to write them count; ``load``
-    reads the manifests of seals too large to inline.
+    reads the manifests of seals too large to inline; ``observe`` sees each batch after it
+    is folded (the viewer's search index reads the text of the events that counted).
     """
     out = state if state is not None else State()
     if trust is not None:
@@ -74,8 +76,12 @@ async def fold_stream(
                 batch.append(raw)
                 if len(batch) >= BATCH:
                     _fold_batch(out, trust, batch, load)
+                    if observe is not None:
+                        observe(out, batch)
                     batch = []
             _fold_batch(out, trust, batch, load)
+            if observe is not None:
+                observe(out, batch)
     return out
 
 

@@ -10,18 +10,26 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from importlib.resources import files
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
-from assay_schemas import ID_PATTERN, AssayError, BlobNotFound, StoreError
+from markupsafe import Markup
+
+from assay_schemas import ID_PATTERN, AssayError, BlobNotFound, Rubric, StoreError
 
 from ..html import plots, tables
 from ..pages import render_page
+from ..report import Report
+from ..state import State
 from .asgi import Request, Response, Route, Stream, asgi_app
-from .data import Source, file_tree
+from .data import RunView, Source, file_tree
 from .judges import disagreements
 from .live import events
 from .previews import IMAGE_TYPES, preview_file, pygments_css
+from .runs import Facets, RunQuery, facets, select
+from .search import terms
+from .timeline import timeline
+from .transcript import transcript
 
 __all__ = ["create_app"]
 
@@ -62,10 +70,40 @@ def _blob_headers(name: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     )
 
 
+class _Head(NamedTuple):
+    """What the campaign page draws once per log version: the answer, the filter choices."""
+
+    html: Markup
+    facets: Facets
+
+
+def _head(report: Report, campaign: str, choices: Facets) -> _Head:
+    board = [c for s in plots(report) for c in s.charts if c.title.startswith("Leaderboard")]
+    warnings = next((t for t in tables(report) if t.title.startswith("Warnings") and t.rows), None)
+    html = render_page("view/campaign_head.html.j2", campaign=campaign, report=report,
+                       leaderboard=board, warnings=warnings)  # fmt: skip
+    return _Head(Markup(html), choices)
+
+
+def _known(state: State, campaign: str) -> bool:
+    return campaign in state.campaigns or any(
+        r.campaign_id == campaign for r in state.runs.values()
+    )
+
+
+def _title(view: RunView) -> str:
+    """agent · task · epoch, as far as the log says them."""
+    h = view.history
+    epoch = h.request.epoch if h.request else h.seal.epoch if h.seal else None
+    parts = [view.audit.agent_id or "unknown agent", view.audit.task_id or "unknown task"]
+    return " · ".join(parts + ([f"epoch {epoch}"] if epoch is not None else []))
+
+
 def create_app(source: Source, *, hosts: Iterable[str] = ()) -> Any:
     """The viewer over one log and blob store, as an ASGI callable answering only to its
     own address and `hosts` (names it is served as besides loopback)."""
     drawn: dict[tuple[str, int, int], Response] = {}
+    heads: dict[tuple[str, int, int], _Head] = {}
 
     async def index(req: Request) -> Response:
         p = await source.projections()
@@ -75,21 +113,38 @@ def create_app(source: Source, *, hosts: Iterable[str] = ()) -> Any:
     async def campaign(req: Request) -> Response:
         cid = req.match["campaign"]
         p = await source.projections()
-        if cid not in p.state.campaigns and not any(
-            r.campaign_id == cid for r in p.state.runs.values()
-        ):
+        if not _known(p.state, cid):
             return _missing(f"campaign {cid}")
-        # The page is a pure function of the log: drawn once per log version (a K-Bench
-        # campaign's tables and 1,602 rows take longer to draw than the 300 ms budget).
+        # The answer (report, leaderboard, warnings) is drawn once per log version (a
+        # K-Bench report takes longer than the 300 ms budget); the runs table per request,
+        # from rows also kept per version: the URL's filters, sort and page select them.
+        key = (cid, p.state.version, p.state.last_sequence)
+        if key not in heads:
+            heads.clear()
+            heads[key] = _head(source.report(p, cid), cid, facets(source.rows(p, cid)))
+        query, notes = RunQuery.parse(req.query)
+        found = None
+        if query.q and terms(query.q):
+            found = source.search(p, cid, query.q)
+        elif query.q:
+            notes.append("q: no words to search for (ignored)")
+        chosen = select(source.rows(p, cid), query, set(found) if found is not None else None)
+        hits = source.snippets(query.q, found, chosen.rows) if found is not None else None
+        return _page("campaign.html.j2", campaign=cid, head=heads[key].html, sections=[],
+                     facets=heads[key].facets, q=query, notes=notes, sel=chosen, hits=hits,
+                     sequence=p.state.last_sequence)  # fmt: skip
+
+    async def full_report(req: Request) -> Response:
+        cid = req.match["campaign"]
+        p = await source.projections()
+        if not _known(p.state, cid):
+            return _missing(f"campaign {cid}")
         key = (cid, p.state.version, p.state.last_sequence)
         if key not in drawn:
             report = source.report(p, cid)
-            runs = sorted((r for r in p.state.runs.values() if r.campaign_id == cid),
-                          key=lambda r: (r.task_id, r.agent_id, r.epoch))  # fmt: skip
             drawn.clear()
-            drawn[key] = _page("campaign.html.j2", campaign=cid, report=report, plots=plots(report),
-                               tables=tables(report), runs=runs, scores=source.run_scores(p, cid),
-                               sequence=p.state.last_sequence)  # fmt: skip
+            drawn[key] = _page("report.html.j2", campaign=cid, plots=plots(report),
+                               tables=tables(report), sequence=p.state.last_sequence)  # fmt: skip
         return drawn[key]
 
     async def task(req: Request) -> Response:
@@ -109,7 +164,15 @@ def create_app(source: Source, *, hosts: Iterable[str] = ()) -> Any:
             r.run_id: sorted({t for v in verdicts if v.run_id == r.run_id for t in v.tags})
             for r in runs
         }
-        return _page("task.html.j2", campaign=cid, task_id=tid, task=spec, runs=runs,
+        rubric = spec.judge.rubric if spec is not None else None
+        if rubric is None and cid in p.state.campaigns:
+            rubric = Rubric.model_validate(p.state.campaigns[cid].get("rubric") or {})
+        given = [
+            (c.name, c.kind, "; ".join(f"{k} = {v}" for k, v in c.model_dump(exclude={"name", "kind"}).items()))
+            for c in (spec.reference_checks if spec is not None else [])
+        ]  # fmt: skip
+        return _page("task.html.j2", campaign=cid, task_id=tid, task=spec, runs=runs, rubric=rubric,
+                     given_checks=given,
                      scores=source.run_scores(p, cid), checks=checks, tags=tags,
                      anchor=first.audit.contribution.anchor if first else 8,
                      sequence=p.state.last_sequence)  # fmt: skip
@@ -119,7 +182,8 @@ def create_app(source: Source, *, hosts: Iterable[str] = ()) -> Any:
         if view is None:
             return _missing(f"run {req.match['run']}")
         seal = view.seal
-        return _page("run.html.j2", v=view, a=view.audit, steps=view.history.steps,
+        return _page("run.html.j2", v=view, a=view.audit, steps=transcript(view.history.steps),
+                     title=_title(view), spans=timeline(view.audit.chain, view.history.steps),
                      tree=file_tree(list(seal.files)) if seal else [],
                      sequence=view.audit.chain[-1].sequence)  # fmt: skip
 
@@ -163,7 +227,11 @@ def create_app(source: Source, *, hosts: Iterable[str] = ()) -> Any:
         views = [await source.run(i) if re.fullmatch(_ID, i) else None for i in ids]
         if any(v is None for v in views):
             return _missing("both runs to compare (?a=RUN&b=RUN)")
-        return _page("compare.html.j2", views=views)
+        return _page(
+            "compare.html.j2",
+            views=views,
+            transcripts=[transcript(v.history.steps) for v in views if v is not None],
+        )
 
     async def judges(req: Request) -> Response:
         cid = req.match["campaign"]
@@ -192,6 +260,7 @@ def create_app(source: Source, *, hosts: Iterable[str] = ()) -> Any:
 
     routes = [
         ("/", index), (f"/campaign/(?P<campaign>{_ID})", campaign),
+        (f"/campaign/(?P<campaign>{_ID})/report", full_report),
         (f"/campaign/(?P<campaign>{_ID})/judges", judges),
         (f"/campaign/(?P<campaign>{_ID})/task/(?P<task>{_ID})", task),
         (f"/run/(?P<run>{_ID})", run), (f"/run/(?P<run>{_ID})/file", sealed_file),

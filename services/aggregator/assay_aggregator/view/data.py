@@ -26,6 +26,8 @@ from ..report import Report, build_report
 from ..state import State
 from ..statistics._panel import prepare
 from .outputs import JudgeOutputs, judge_outputs
+from .runs import RunRow, run_rows
+from .search import Hit, SearchIndex
 
 __all__ = ["FileRow", "RunView", "Source", "file_tree"]
 
@@ -79,6 +81,8 @@ class Source:
         self._bus: Bus | None = None
         self._reports: dict[tuple[str, int], Report] = {}
         self._scores: dict[tuple[str, int], dict[str, float]] = {}
+        self._rows: dict[tuple[str, int], list[RunRow]] = {}
+        self.index = SearchIndex()
 
     async def bus(self) -> Bus:
         """The one connection, opened on first use (in the server's event loop)."""
@@ -97,7 +101,7 @@ class Source:
             bus = await self.bus()
             await fold_stream(
                 bus.js, bus.stream.name, bus.subjects.events, state=self._state,
-                trust=trust_for(self.settings), load=self.store.get_bytes,
+                trust=trust_for(self.settings), load=self.store.get_bytes, observe=self.index.observe,
             )  # fmt: skip
         return self._projections
 
@@ -119,6 +123,25 @@ class Source:
                 scores = {}
             self._scores = {key: {r: s for r, s in scores.items() if not math.isnan(s)}}
         return self._scores[key]
+
+    def rows(self, p: Projections, campaign: str) -> list[RunRow]:
+        """The runs table's rows of one campaign (cached per log version)."""
+        key = (campaign, p.state.version)
+        if key not in self._rows:
+            self._rows = {key: run_rows(p, campaign, self.run_scores(p, campaign))}
+        return self._rows[key]
+
+    def search(self, p: Projections, campaign: str, query: str) -> dict[str, int]:
+        """The runs whose prompt, final message or a step holds every word of `query`
+        (each with its first such document, for `snippets`)."""
+        runs_of: dict[str, list[str]] = {}
+        for r in self.rows(p, campaign):
+            runs_of.setdefault(r.task_id, []).append(r.run_id)
+        return self.index.search(campaign, query, runs_of)
+
+    def snippets(self, query: str, found: dict[str, int], rows: list[RunRow]) -> dict[str, Hit]:
+        """Where `query` matched in each of `rows` (`found`: what `search` returned)."""
+        return self.index.snippets(query, {r.run_id: found[r.run_id] for r in rows})
 
     async def run(self, run_id: str) -> RunView | None:
         """One run's events audited as `assay audit` does (None for an unknown run)."""

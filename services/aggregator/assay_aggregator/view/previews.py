@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+from functools import cache
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
@@ -22,7 +23,7 @@ from pygments.util import ClassNotFound
 
 from .documents import OFFICE_SUFFIXES, read_office
 
-__all__ = ["IMAGE_TYPES", "Preview", "preview", "preview_file", "pygments_css"]
+__all__ = ["IMAGE_TYPES", "Preview", "markdown", "preview", "preview_file", "pygments_css"]
 
 PREVIEW_BYTES = 512 * 1024
 """Larger files are previewed from their first bytes (the whole file is a download)."""
@@ -47,10 +48,17 @@ class Preview(NamedTuple):
     note: str = ""
 
 
+@cache
 def _markdown() -> MarkdownIt:
     # "html": False turns raw HTML in the file into escaped text; markdown-it also refuses
-    # javascript:, vbscript: and data: links.
-    return MarkdownIt("commonmark", {"html": False, "linkify": False})
+    # javascript:, vbscript: and data: links. "breaks": a line break stays one, so a
+    # value per line is not run together into one paragraph.
+    return MarkdownIt("commonmark", {"html": False, "linkify": False, "breaks": True})
+
+
+def markdown(text: str) -> Markup:
+    """Markdown as sanitised HTML (raw HTML escaped, script links refused)."""
+    return Markup(_markdown().render(text))
 
 
 def _decode(data: bytes) -> str | None:
@@ -79,7 +87,7 @@ def preview(path: str, data: bytes) -> Preview:
             "table", rows=tuple(rows[:TABLE_ROWS]), truncated=cut or len(rows) > TABLE_ROWS
         )
     if suffix in (".md", ".markdown"):
-        return Preview("markdown", html=Markup(_markdown().render(text)), truncated=cut)
+        return Preview("markdown", html=markdown(text), truncated=cut)
     if suffix in _CODE:
         try:
             lexer = get_lexer_for_filename(path, stripnl=False)
