@@ -7,17 +7,8 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._domain import (
-    AgentSpec,
-    CampaignSpec,
-    FileRef,
-    JudgeSpec,
-    Limits,
-    Price,
-    SandboxSpec,
-    Task,
-    Usage,
-)
+from ._controls import ControlDeclared
+from ._domain import AgentSpec, CampaignSpec, FileRef, JudgeSpec, Limits, Price, SandboxSpec, Task, Usage  # fmt: skip
 from ._envelope import Event
 from ._errors import ErrorInfo, FailureStage
 from ._ids import Identifier
@@ -388,7 +379,8 @@ AnyEvent = Annotated[
     | ArtifactsSealed
     | JudgeRegistered
     | JudgmentRecorded
-    | JudgmentFailed,
+    | JudgmentFailed
+    | ControlDeclared,
     Field(discriminator="event_type"),
 ]
 """Decodes any event by its `event_type` tag."""
