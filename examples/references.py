@@ -3,8 +3,10 @@
 
     python examples/references.py     # (re)writes examples/references/<task_id>/
 
-Each reference is what the careful solution leaves in a workspace: solve.py and every
-file it writes, plus message.md, its final message (solutions/<task_id>/answer.md).
+Each reference is what the careful agent of the demo leaves and says: solve.py and every
+file it writes, plus message.md, its final message (solutions/<task_id>/answer.md under
+the "Summary:" opening that agent's model family writes), so a known-good control is a
+known-good run.
 """
 
 from __future__ import annotations
@@ -45,7 +47,10 @@ def build(task_id: str, out: Path) -> None:
             if p.is_file() and rel not in inputs and "__pycache__" not in rel.parts:
                 (out / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(p, out / rel)
-    shutil.copyfile(solution / "answer.md", out / "message.md")
+    answer = (solution / "answer.md").read_text(encoding="utf-8")
+    if not answer.startswith("Summary:"):
+        answer = "Summary:\n\n" + answer
+    (out / "message.md").write_text(answer, encoding="utf-8")
 
 
 def main() -> None:

@@ -51,13 +51,26 @@ def _reference(campaign: CampaignSpec, draft: TaskDraft) -> Path | None:
     return Path(references) / draft.task_id if references else None
 
 
-def _plan(store: BlobStore, answer: ControlAnswer) -> str:
+def _plan(store: BlobStore, answer: ControlAnswer) -> tuple[str, int]:
+    """The stored plan's hash and its number of steps before the answer."""
     files = []
     for path, data in sorted(answer.answer.files.items()):
         info = store.put_bytes(data)
-        files.append(ControlFile(path=path, sha256=info.sha256, size=info.size))
+        files.append(
+            ControlFile(path=path, sha256=info.sha256, size=info.size, text=_is_text(data))
+        )
     plan = ControlPlan(files=files, message=answer.answer.message)
-    return store.put_bytes(plan.model_dump_json().encode()).sha256
+    return store.put_bytes(plan.model_dump_json().encode()).sha256, len(plan.actions())
+
+
+def _is_text(data: bytes) -> bool:
+    if b"\x00" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def plan_controls(
@@ -85,12 +98,12 @@ def plan_controls(
             max_bytes=MAX_CONTROL_FILE_BYTES,
         )
         for answer in answers:
-            plan = _plan(store, answer)
+            plan, n_actions = _plan(store, answer)
             kind = answer.variant or f"author:{answer.folder}"
             agent_id = "a" + derive_id("control", campaign.campaign_id, task.task_id, kind)[:15]
             agent = AgentSpec(agent_id=agent_id, kind="control", model="control", control_plan=plan)
-            # One step per file and one to answer, whatever the campaign's step limit.
-            steps = max(campaign.limits.max_steps, len(answer.answer.files) + 1)
+            # Its writes and its answer, whatever the campaign's step limit.
+            steps = max(campaign.limits.max_steps, n_actions + 1)
             limits = campaign.limits.model_copy(update={"max_steps": steps})
             for epoch in range(spec.epochs):
                 run_id = run_id_for(campaign.campaign_id, task.task_id, agent_id, epoch)

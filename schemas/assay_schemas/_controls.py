@@ -10,7 +10,7 @@ the status of a control lives only there, where the aggregator folds it.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -18,7 +18,9 @@ from ._envelope import Event
 from ._ids import Identifier
 
 __all__ = [
+    "CONTROL_CHUNK_BYTES",
     "CONTROL_MESSAGE_CHARS",
+    "ControlAction",
     "DERIVED_VARIANTS",
     "KNOWN_GOOD",
     "ControlDeclared",
@@ -37,6 +39,9 @@ tolerances (files kept), claimed files removed, outputs removed but code and mes
 kept, the message alone."""
 CONTROL_MESSAGE_CHARS = 50_000
 """Most characters of a control's final message."""
+CONTROL_CHUNK_BYTES = 60_000
+"""Bytes of a binary file written per step (base64 in one shell argument stays far under
+Linux's 128 KiB limit on one argument)."""
 
 ControlVariant = Literal["reference", "altered_numbers", "files_removed", "not_executed", "prose_only"]  # fmt: skip
 Expectation = Literal["pass", "fail"]
@@ -68,6 +73,16 @@ class ControlFile(_Frozen):
     path: str = Field(min_length=1, max_length=512)
     sha256: _Sha256
     size: int = Field(ge=0)
+    text: bool
+    """UTF-8 text without NUL (written whole with write_file); else bytes, in chunks."""
+
+
+class ControlAction(NamedTuple):
+    """One step of a control: write ``size`` bytes of file ``index`` from ``offset``."""
+
+    index: int
+    offset: int
+    size: int
 
 
 class ControlPlan(_Frozen):
@@ -75,6 +90,17 @@ class ControlPlan(_Frozen):
 
     files: list[ControlFile] = Field(default_factory=list, max_length=256)
     message: str = Field(max_length=CONTROL_MESSAGE_CHARS)
+
+    def actions(self) -> list[ControlAction]:
+        """The plan's steps before its answer: one per text file, one per chunk of bytes."""
+        out = []
+        for i, f in enumerate(self.files):
+            if f.text or f.size == 0:
+                out.append(ControlAction(i, 0, f.size))
+                continue
+            for offset in range(0, f.size, CONTROL_CHUNK_BYTES):
+                out.append(ControlAction(i, offset, min(CONTROL_CHUNK_BYTES, f.size - offset)))
+        return out
 
 
 class ControlDeclared(Event):

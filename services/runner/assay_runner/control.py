@@ -32,26 +32,17 @@ __all__ = ["ControlProvider", "control_call"]
 _HEREDOC = "ASSAY_CONTROL_B64"
 
 
-def _as_text(data: bytes) -> str | None:
-    if b"\x00" in data:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def control_call(turn: int, path: str, data: bytes) -> ToolCall:
-    """The tool call that writes one file of a plan."""
-    text = _as_text(data)
-    if text is not None:
-        arguments = {"path": path, "content": text}
+def control_call(turn: int, path: str, data: bytes, *, text: bool, append: bool) -> ToolCall:
+    """The tool call that writes one file of a plan (or, for bytes, one chunk of it)."""
+    if text:
+        arguments = {"path": path, "content": data.decode("utf-8")}
         return ToolCall(id=f"call_{turn}", name="write_file", arguments=json.dumps(arguments))
     folder = str(PurePosixPath(path).parent)
     encoded = base64.b64encode(data).decode()
+    into = ">>" if append else ">"
     command = (
-        f"mkdir -p {shlex.quote(folder)} && base64 -d > {shlex.quote(path)} <<'{_HEREDOC}'\n"
-        f"{encoded}\n{_HEREDOC}"
+        f"mkdir -p {shlex.quote(folder)} && base64 -d {into} {shlex.quote(path)} "
+        f"<<'{_HEREDOC}'\n{encoded}\n{_HEREDOC}"
     )
     return ToolCall(id=f"call_{turn}", name="bash", arguments=json.dumps({"command": command}))
 
@@ -95,11 +86,15 @@ class ControlProvider:
     ) -> Completion:
         """The plan's next tool call."""
         plan = await self._load()
+        actions = plan.actions()
         turn = sum(isinstance(m, AssistantMessage) for m in messages)
-        if turn < len(plan.files):
-            ref = plan.files[turn]
+        if turn < len(actions):
+            index, offset, size = actions[turn]
+            ref = plan.files[index]
             data = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
-            call = control_call(turn, ref.path, data)
+            call = control_call(
+                turn, ref.path, data[offset : offset + size], text=ref.text, append=offset > 0
+            )
         else:
             call = ToolCall(
                 id=f"call_{turn}", name="submit", arguments=json.dumps({"answer": plan.message})
