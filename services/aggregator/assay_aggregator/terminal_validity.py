@@ -38,8 +38,13 @@ def print_validity(v: JudgeValidity | None, c: Console) -> None:
         return
     c.print(f"[bold]Judge validity[/bold]: {v.n_control_runs} control run(s) judged blind "
             "(sensitivity: known-good passed; specificity: known-bad failed)")  # fmt: skip
+    # One line per kind of warning (the HTML and JSON list every one).
+    kinds: dict[str, list[str]] = {}
     for w in v.warnings:
-        c.print(f"  warning ({w.kind}) {w.subject}: {w.message}")
+        kinds.setdefault(w.kind, []).append(w.message)
+    for kind, messages in kinds.items():
+        more = f" (and {len(messages) - 1} more like it)" if len(messages) > 1 else ""
+        c.print(f"  warning ({kind}): {messages[0]}{more}", highlight=False)
     header, rows = _by_judge(v.control_rates)
     print_table(c, "Judges on control runs", header, rows)
     header, rows = _by_judge(v.rule_rates)
