@@ -10,7 +10,6 @@ the requests go out in a seeded shuffled order.
 
 from __future__ import annotations
 
-import asyncio
 import random
 from pathlib import Path
 from typing import NamedTuple
@@ -128,9 +127,9 @@ def plan_controls(
                     task_id=task.task_id,
                     causation_id=event.event_id,
                     control_run_id=run_id,
-                    variant=answer.variant,  # type: ignore[arg-type]
+                    variant=answer.variant,
                     folder=answer.folder,
-                    expected=answer.expected,  # type: ignore[arg-type]
+                    expected=answer.expected,
                     plan_sha256=plan,
                     producer=producer,
                 )

@@ -20,9 +20,9 @@ from ._ids import Identifier
 __all__ = [
     "CONTROL_CHUNK_BYTES",
     "CONTROL_MESSAGE_CHARS",
-    "ControlAction",
     "DERIVED_VARIANTS",
     "KNOWN_GOOD",
+    "ControlAction",
     "ControlDeclared",
     "ControlFile",
     "ControlPlan",
@@ -49,6 +49,10 @@ _Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 _Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
 
 
+def _every_variant() -> list[ControlVariant]:
+    return ["reference", "altered_numbers", "files_removed", "not_executed", "prose_only"]
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
@@ -56,9 +60,7 @@ class _Frozen(BaseModel):
 class ControlsSpec(_Frozen):
     """A campaign's ``controls:``: which control runs to make from tasks' references."""
 
-    variants: list[ControlVariant] = Field(
-        default_factory=lambda: [KNOWN_GOOD, *DERIVED_VARIANTS], min_length=1
-    )
+    variants: list[ControlVariant] = Field(default_factory=lambda: _every_variant(), min_length=1)
     """The variants to run (default: every one); author folders always run."""
     epochs: int = Field(default=1, ge=1, le=20)
     """Runs of each control (more runs: tighter error rates of sampled judges)."""
@@ -78,9 +80,10 @@ class ControlFile(_Frozen):
 
 
 class ControlAction(NamedTuple):
-    """One step of a control: write ``size`` bytes of file ``index`` from ``offset``."""
+    """One step of a control: write ``size`` bytes of the plan's file ``file`` (its index)
+    from ``offset``."""
 
-    index: int
+    file: int
     offset: int
     size: int
 

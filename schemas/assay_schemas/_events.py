@@ -8,7 +8,17 @@ from typing import Annotated, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._controls import ControlDeclared
-from ._domain import AgentSpec, CampaignSpec, FileRef, JudgeSpec, Limits, Price, SandboxSpec, Task, Usage  # fmt: skip
+from ._domain import (  # fmt: skip
+    AgentSpec,
+    CampaignSpec,
+    FileRef,
+    JudgeSpec,
+    Limits,
+    Price,
+    SandboxSpec,
+    Task,
+    Usage,
+)
 from ._envelope import Event
 from ._errors import ErrorInfo, FailureStage
 from ._ids import Identifier
@@ -41,7 +51,7 @@ __all__ = [
     "ToolResultRecord",
 ]
 
-# --- campaign and tasks ---------------------------------------------------------------
+# --- campaign, tasks and sandboxes -----------------------------------------------------
 
 
 class CampaignStarted(Event):
@@ -113,9 +123,6 @@ class TaskRejected(Event):
     """Stream sequence of the refused message."""
     reason: RejectionReason
     detail: str
-
-
-# --- sandbox ----------------------------------------------------------------------------
 
 
 class SandboxReady(Event):

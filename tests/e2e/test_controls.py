@@ -89,9 +89,9 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Finished]:
     campaign = yaml.safe_load((ROOT / "examples" / "campaign.yaml").read_text())
     campaign["campaign_id"] = "controls"
     campaign["controls"] = {"references": str(ROOT / "examples" / "references")}
-    campaign["judges"] = [
-        j for j in campaign["judges"] if j["judge_id"] == "judge-balanced"
-    ] + [{"judge_id": "judge-planted", "provider": "openai", "model": "scripted-judge-planted"}]
+    campaign["judges"] = [j for j in campaign["judges"] if j["judge_id"] == "judge-balanced"] + [
+        {"judge_id": "judge-planted", "provider": "openai", "model": "scripted-judge-planted"}
+    ]
     path = tmp / "campaign.yaml"
     path.write_text(yaml.safe_dump(campaign))
     server = ScriptedModelServer(
@@ -131,9 +131,9 @@ def test_controls_run_and_stay_out_of_agent_statistics(finished: Finished) -> No
     assert all(state.runs[run].sealed for run in controls)
     assert r["run_states"] == [{"n_runs": len(TASKS) * len(AGENTS), "state": "judged"}]
     assert {a["agent_id"] for a in r["agents"]} == set(AGENTS)
-    assert {(s["agent_id"], s["n_tasks"], s["n_runs"]) for s in r["statistics"]["agent_scores"]} == {
-        (a, len(TASKS), len(TASKS)) for a in AGENTS
-    }
+    assert {
+        (s["agent_id"], s["n_tasks"], s["n_runs"]) for s in r["statistics"]["agent_scores"]
+    } == {(a, len(TASKS), len(TASKS)) for a in AGENTS}
     assert all(j["n_runs"] == len(TASKS) * len(AGENTS) for j in r["judges"])
     assert "Judge validity" in finished.stdout
 
@@ -225,7 +225,10 @@ def test_judge_requests_cannot_tell_controls_from_agents_runs(finished: Finished
         for rec in requests:
             text = json.dumps(rec.body)
             for marker in (*_MARKERS, *control_agents, *run_ids):
-                assert marker not in text, f"{marker!r} reaches a judge"
+                # Whole words: the rubric's tag 'analysis_not_executed' is no marker.
+                assert not re.search(rf"\b{re.escape(marker)}\b", text), (
+                    f"{marker!r} reaches a judge"
+                )
             case = next(m for m in rec.body["messages"] if m["role"] == "user")
             seen = frozenset(re.findall(r"sha256 ([0-9a-f]{12})", json.dumps(case)))
             kind = kinds.get(seen, {"?"})

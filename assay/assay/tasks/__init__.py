@@ -15,11 +15,9 @@ from ._patterns import PatternError, TaskPattern, compile_pattern
 __all__ = [
     "CONTROL_FOLDERS",
     "MESSAGE_FILE",
+    "AttachmentSource",
     "ControlAnswer",
     "ControlFolder",
-    "control_answers",
-    "read_control_folder",
-    "AttachmentSource",
     "PatternError",
     "TaskDraft",
     "TaskPattern",
@@ -27,8 +25,10 @@ __all__ = [
     "check_attachment",
     "check_task",
     "compile_pattern",
+    "control_answers",
     "load_asi_task",
     "load_jsonl",
     "load_task_dir",
     "load_tasks",
+    "read_control_folder",
 ]

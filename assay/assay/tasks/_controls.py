@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path, PurePosixPath
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import re2
 
@@ -26,8 +26,8 @@ from assay_schemas import (
 from ._draft import check_attachment, check_task_file
 
 __all__ = [
-    "CONTROL_FOLDERS",
     "CODE_SUFFIXES",
+    "CONTROL_FOLDERS",
     "MAX_CONTROL_BYTES",
     "MAX_CONTROL_FILES",
     "MESSAGE_FILE",
@@ -120,22 +120,22 @@ def _shift(task: Task) -> float:
 def _altered(text: str, factor: float, shift: float) -> str:
     """Every free-standing number moved out of tolerance, printed as precisely as before."""
 
-    def one(match: re2._Match[str]) -> str:
-        lead, token = match.group(1), match.group(2)
+    def one(match: Any) -> str:
+        lead, token = str(match.group(1)), str(match.group(2))
         try:
             value = float(token)
         except ValueError:
-            return match.group(0)
+            return str(match.group(0))
         new = value * factor if abs(value) > 2 * shift else value + shift
         if not math.isfinite(new):
-            return match.group(0)
+            return str(match.group(0))
         if "e" in token.lower():
             return lead + f"{new:.3e}"
         decimals = len(token.split(".", 1)[1]) if "." in token else 0
         shown = f"{new:.{decimals}f}" if decimals else str(round(new))
         return lead + (shown if shown != token else f"{new:.{decimals + 3}f}")
 
-    return _NUMBER.sub(one, text)
+    return str(_NUMBER.sub(one, text))
 
 
 def _is_text(path: str, data: bytes) -> bool:

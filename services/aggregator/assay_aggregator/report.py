@@ -19,7 +19,6 @@ from assay_schemas import RULES_JUDGE_ID, Price, Problems, problems_of
 
 from .canonical import canonical_json
 from .projections import Projections
-from .validity import JudgeValidity, judge_validity
 from .statistics import (
     ANCHOR,
     DEFAULT_RESAMPLES,
@@ -40,6 +39,7 @@ from .statistics import (
     plain_counts,
     unpriced_models,
 )
+from .validity import JudgeValidity, judge_validity
 
 __all__ = [
     "REPORT_FORMAT",

@@ -5,12 +5,15 @@ from __future__ import annotations
 from rich.console import Console
 
 from .statistics import ControlRate
+from .statistics._validity_rows import Measure
 from .terminal import _ci as ci
 from .terminal import _pct as pct
 from .terminal import print_table
 from .validity import JudgeValidity
 
 __all__ = ["print_validity"]
+
+MEASURES: tuple[Measure, ...] = ("sensitivity", "specificity")
 
 
 def _by_judge(rates: tuple[ControlRate, ...]) -> tuple[list[str], list[list[str]]]:
@@ -21,8 +24,8 @@ def _by_judge(rates: tuple[ControlRate, ...]) -> tuple[list[str], list[list[str]
     rows = []
     for j in judges:
         row = [j if j is not None else "jury (mean)"]
-        for variant, measure in [(None, "sensitivity"), (None, "specificity")]:
-            r = cell.get((j, variant, measure))
+        for measure in MEASURES:
+            r = cell.get((j, None, measure))
             row += [pct(r.estimate), ci(100 * r.ci_low, 100 * r.ci_high, 0), f"{r.n_right}/{r.n_runs}"] if r else ["–", "–", "–"]  # fmt: skip
         for v in variants:
             r = cell.get((j, v, "specificity"))

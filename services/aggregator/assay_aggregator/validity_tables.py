@@ -30,11 +30,13 @@ def validity_tables(v: JudgeValidity) -> list[Table]:
         {**r.model_dump(), "judge": r.judge_id if r.judge_id is not None else "jury (mean)"}
         for r in v.corrected_pass_shares
     ]
-    humans = [
-        {**r.model_dump(), "subject": r.subject or r.subject_kind} for r in v.human_agreement
-    ]
+    humans = [{**r.model_dump(), "subject": r.subject or r.subject_kind} for r in v.human_agreement]
     bias = [
-        {**r.model_dump(), "subject": r.subject or r.subject_kind, "dimension": r.dimension or "run score"}  # fmt: skip
+        {
+            **r.model_dump(),
+            "subject": r.subject or r.subject_kind,
+            "dimension": r.dimension or "run score",
+        }
         for r in v.human_bias
     ]
     listed = [
