@@ -139,7 +139,7 @@ def test_hostile_reference_folders_are_refused(tmp_path: Path) -> None:
 def test_a_reference_without_message_or_linked_is_refused(tmp_path: Path) -> None:
     ref = tmp_path / "reference"
     ref.mkdir()
-    with pytest.raises(TaskInputError, match="message.md"):
+    with pytest.raises(TaskInputError, match=r"message\.md"):
         read_control_folder("t", ref, max_bytes=1000)
     (ref / "message.md").write_text("x" * 300_000)
     with pytest.raises(TaskInputError, match="over"):
