@@ -194,7 +194,9 @@ def test_careful_solution_passes_every_check(task_id: str, solved: dict[str, Any
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
-def test_reference_is_what_the_solution_leaves_and_says(task_id: str, solved: dict[str, Any]) -> None:
+def test_reference_is_what_the_solution_leaves_and_says(
+    task_id: str, solved: dict[str, Any]
+) -> None:
     """references/<task_id>/ (the known-good control) is current: solve.py, the text files
     it writes (figures are compared by name: their bytes follow the plotting library) and
     the careful agent's final message; `python examples/references.py` rebuilds it."""
