@@ -39,8 +39,14 @@ def validity_tables(v: JudgeValidity) -> list[Table]:
         }
         for r in v.human_bias
     ]
+    kinds: dict[str, list[str]] = {}
+    for w in v.warnings:
+        kinds.setdefault(w.kind, []).append(w.message)
+    warnings = [
+        {"kind": k, "count": len(m), "first": m[0]} for k, m in kinds.items()
+    ]  # the JSON report lists every one
     listed = [
-        ("Validity warnings", [w.model_dump() for w in v.warnings], ["kind", "subject", "message"]),
+        ("Validity warnings (by kind; the JSON report lists each)", warnings, ["kind", "count", "first"]),
         ("Judges on control runs (sensitivity: known-good passed; specificity: known-bad failed)", _rates(v.control_rates), _RATE),
         ("Rule checks on control runs", _rates(v.rule_rates), _RATE),
         ("Pass share corrected for the judges' error rates (Rogan–Gladen)", corrected, ["agent_id", "judge", "raw_share", "raw_ci_low", "raw_ci_high", "estimate", "ci_low", "ci_high", "sensitivity", "specificity", "n_tasks", "n_runs"]),
