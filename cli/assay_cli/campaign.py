@@ -12,6 +12,7 @@ from assay.bundle import BundleRefused, pack_bundle
 from assay.bus import Bus
 from assay.store import BlobStore
 from assay.tasks import TaskDraft, build_task
+from assay_cli.controls import plan_controls, publish_controls
 from assay_schemas import (
     MAX_EVENT_BYTES,
     CampaignSpec,
@@ -46,7 +47,11 @@ def load_campaign(path: Path) -> CampaignSpec:
 
 
 def _resolve_bundles(data: dict[str, object], folder: Path) -> None:
-    """A program's bundle path is relative to the campaign file."""
+    """A program's bundle path and the controls' references are relative to the campaign
+    file."""
+    controls = data.get("controls")
+    if isinstance(controls, dict) and isinstance(controls.get("references"), str):
+        controls["references"] = str(folder / controls["references"])
     agents = data.get("agents")
     for agent in agents if isinstance(agents, list) else []:
         program = agent.get("program") if isinstance(agent, dict) else None
@@ -134,6 +139,7 @@ async def submit_campaign(
     """Publish CampaignStarted, then the campaign's tasks; nothing when any task or bundle
     is bad."""
     events = await _task_events(bus, store, campaign.campaign_id, drafts)
+    controls = await asyncio.to_thread(plan_controls, store, campaign, drafts, events, bus.producer)
     campaign = await asyncio.to_thread(store_bundles, store, campaign)
     started = CampaignStarted(
         event_id=CampaignStarted.id_for(campaign.campaign_id),
@@ -145,4 +151,5 @@ async def submit_campaign(
     await bus.publish(started)
     for event in events:
         await bus.publish(event)
+    await publish_controls(bus, controls)
     return [e.task for e in events]

@@ -173,11 +173,14 @@ def run_campaign(
     console: Console | None = None,
     timeout_s: float = 1800.0,
     check: bool = True,
+    scripted_server: ScriptedModelServer | None = None,
 ) -> RunOutcome:
     """Run a campaign end to end on a fresh embedded stack under `.assay/runs/`.
 
     With `check`, the prerequisites of the campaign's sandbox backend are checked first and
-    a campaign that cannot succeed is refused (ConfigError) before anything starts."""
+    a campaign that cannot succeed is refused (ConfigError) before anything starts.
+    `scripted_server`: the started server a scripted campaign uses instead of the demo
+    cast's (the caller keeps it running and reads what it received)."""
     console = console or Console()
     base = settings or Settings()
     paths = [tasks] if isinstance(tasks, Path) else list(tasks)
@@ -190,9 +193,11 @@ def run_campaign(
     server = None
     if spec.scripted:
         console.print(BANNER)
-        server = _scripted_server(paths[0].parent / "solutions").start()
+        if scripted_server is None:
+            server = _scripted_server(paths[0].parent / "solutions").start()
         os.environ.setdefault(SCRIPTED_KEY_ENV, "scripted")
-        spec = scripted_campaign(spec, server.openai_base_url)
+        url = (server or scripted_server).openai_base_url  # type: ignore[union-attr]
+        spec = scripted_campaign(spec, url)
     progress = Progress(campaign_id=spec.campaign_id)
     try:
         with NatsServer(workdir / "nats") as nats:

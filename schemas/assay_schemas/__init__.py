@@ -8,6 +8,7 @@ next to this package (`assay schemas export`).
 from . import (
     _campaign_history,
     _codec,
+    _controls,
     _domain,
     _envelope,
     _errors,
@@ -24,6 +25,7 @@ from . import (
 )
 from ._campaign_history import *  # noqa: F403
 from ._codec import *  # noqa: F403
+from ._controls import *  # noqa: F403
 from ._domain import *  # noqa: F403
 from ._envelope import *  # noqa: F403
 from ._errors import *  # noqa: F403
@@ -41,6 +43,7 @@ from ._web import *  # noqa: F403
 __all__ = [
     *_campaign_history.__all__,
     *_codec.__all__,
+    *_controls.__all__,
     *_domain.__all__,
     *_envelope.__all__,
     *_errors.__all__,

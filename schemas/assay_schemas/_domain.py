@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._controls import ControlsSpec
 from ._ids import Identifier
 from ._rubric import Rubric, default_rubric
 from ._web import WebSpec
@@ -255,9 +256,12 @@ class AgentSpec(ModelSpec):
     """An agent under evaluation: Assay's own loop (kind model) or a program of yours."""
 
     agent_id: Identifier
-    kind: Literal["model", "program"] = "model"
+    kind: Literal["model", "program", "control"] = "model"
     program: ProgramSpec | None = None
     """The command run when kind is program; the model fields name the upstream model."""
+    control_plan: Sha256 | None = None
+    """The stored control plan a control agent carries out (kind control; made by the
+    submitter from a campaign's ``controls:``, never declared in a campaign file)."""
     system_prompt: str | None = None
     limits: Limits | None = None
     """Overrides the campaign's limits for this agent."""
@@ -266,6 +270,8 @@ class AgentSpec(ModelSpec):
     def _program_iff_kind(self) -> AgentSpec:
         if (self.kind == "program") != (self.program is not None):
             raise ValueError("an agent has a program exactly when its kind is program")
+        if (self.kind == "control") != (self.control_plan is not None):
+            raise ValueError("an agent has a control plan exactly when its kind is control")
         return self
 
 
@@ -325,6 +331,8 @@ class CampaignSpec(Frozen):
     """True when agents and judges are scripted stand-ins, not real models."""
     web: WebSpec = Field(default_factory=WebSpec)
     """How the agents' web tools reach the web (default: off)."""
+    controls: ControlsSpec | None = None
+    """Control runs judged blind beside the real ones, from tasks' reference folders."""
 
     @model_validator(mode="after")
     def _unique_ids(self) -> CampaignSpec:
@@ -337,6 +345,8 @@ class CampaignSpec(Frozen):
                 raise ValueError(
                     f"campaign {self.campaign_id}: duplicate {kind} ids {sorted(dupes)}"
                 )
+        if any(a.kind == "control" for a in self.agents):
+            raise ValueError("control agents come from `controls:`, not from `agents:`")
         if any(j.judge_id == RULES_JUDGE_ID for j in self.judges):
             raise ValueError(
                 f"judge id {RULES_JUDGE_ID!r} is reserved for the deterministic rule judge"

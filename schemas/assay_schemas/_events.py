@@ -7,7 +7,8 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._domain import (
+from ._controls import ControlDeclared
+from ._domain import (  # fmt: skip
     AgentSpec,
     CampaignSpec,
     FileRef,
@@ -50,7 +51,7 @@ __all__ = [
     "TaskSubmitted",
 ]
 
-# --- campaign and tasks ---------------------------------------------------------------
+# --- campaign, tasks and sandboxes -----------------------------------------------------
 
 
 class CampaignStarted(Event):
@@ -124,9 +125,6 @@ class TaskRejected(Event):
     """Stream sequence of the refused message."""
     reason: RejectionReason
     detail: str
-
-
-# --- sandbox ----------------------------------------------------------------------------
 
 
 class SandboxReady(Event):
@@ -362,7 +360,8 @@ AnyEvent = Annotated[
     | ArtifactsSealed
     | JudgeRegistered
     | JudgmentRecorded
-    | JudgmentFailed,
+    | JudgmentFailed
+    | ControlDeclared,
     Field(discriminator="event_type"),
 ]
 """Decodes any event by its `event_type` tag."""

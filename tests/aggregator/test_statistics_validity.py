@@ -127,6 +127,24 @@ def test_corrected_share_recovers_the_planted_pass_rate_the_raw_share_misses() -
     assert abs(row.estimate - 0.4) < abs(row.raw_share - 0.4) / 3
 
 
+def test_corrected_interval_covers_the_planted_pass_rate_over_seeds() -> None:
+    """A judge with Se 0.9, Sp 0.7 grading an agent whose true pass rate is 0.4: over
+    repeated seeds the corrected interval holds 0.4 about as often as it claims, the raw
+    interval (around 0.54) seldom."""
+    truth = {"reference": 0.9, "altered_numbers": 0.3, "prose_only": 0.3}
+    corrected = raw = 0
+    seeds = range(60)
+    for seed in seeds:
+        rng = np.random.default_rng(1000 + seed)
+        c = _controls(rng, 40, truth, per_variant=2)
+        runs = _runs(rng, 40, {"a": 0.4}, 0.9, 0.7)
+        (row,) = st.corrected_pass_rows(runs, c, st.AnalysisSettings(seed=seed, n_resamples=300))
+        corrected += row.ci_low <= 0.4 <= row.ci_high
+        raw += row.raw_ci_low <= 0.4 <= row.raw_ci_high
+    assert corrected >= 0.85 * len(seeds), corrected
+    assert raw <= 0.3 * len(seeds), raw
+
+
 # --- agreement with humans ------------------------------------------------------------
 
 
@@ -268,10 +286,12 @@ def test_clipped_correction_and_undefined_resamples_warn() -> None:
     (row,) = st.corrected_pass_rows(runs, c, SETTINGS)
     w = _kinds(st.validity_warnings(corrected=[row]))
     assert row.unclipped < 0 and row.estimate == 0.0 and row.undefined_resamples > 0
-    assert w[("correction_clipped", "a")].startswith("the corrected pass share of agent a (-")
+    assert w[("correction_clipped", "a")].startswith(
+        "the corrected pass share of agent a from the jury's mean (-"
+    )
     assert w[("correction_resamples_undefined", "a")] == (
         f"{row.undefined_resamples} resamples have Se + Sp ≤ 1 and are left out of the "
-        "interval of agent a's corrected pass share"
+        "interval of agent a's corrected pass share from the jury's mean"
     )
 
 

@@ -112,6 +112,20 @@ def test_assay_run_reports_every_task_agent_and_judge(settings: Settings, tmp_pa
     assert preference["judge-strict"]["ci_low"] <= 0 <= preference["judge-strict"]["ci_high"]
     checks = {r["agent_id"]: r["pass_rate"] for r in report["reference_checks"]}
     assert checks["careful"] == 1.0 and checks["overclaimer"] < 0.5
+    # Judge validity: every task's reference and its four known-bad variants ran as blind
+    # controls (counted in none of the figures above); the lenient judge passes the
+    # controls whose numbers were altered, the rule judge's reference checks catch them.
+    validity = report["validity"]
+    assert validity["n_control_runs"] == len(TASKS) * 5
+    assert "Judge validity" in out.stdout
+    rates = {(r["judge_id"], r["variant"], r["measure"]): r for r in validity["control_rates"]}
+    assert rates[("judge-lenient", "altered_numbers", "specificity")]["estimate"] < 0.5
+    assert rates[("judge-lenient", "reference", "sensitivity")]["estimate"] > 0.5
+    rules = {(r["judge_id"], r["variant"]): r["estimate"] for r in validity["rule_rates"]}
+    assert rules[("rules:reference_checks", "altered_numbers")] == 1.0
+    assert rules[("rules:reference_checks", "reference")] == 1.0
+    jury = {r["agent_id"]: r for r in validity["corrected_pass_shares"] if r["judge_id"] is None}
+    assert set(jury) == AGENTS
 
     png = tmp_path / "report.png"
     screenshot(html, png, tmp_path)

@@ -194,6 +194,27 @@ def test_careful_solution_passes_every_check(task_id: str, solved: dict[str, Any
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
+def test_reference_is_what_the_solution_leaves_and_says(
+    task_id: str, solved: dict[str, Any]
+) -> None:
+    """references/<task_id>/ (the known-good control) is current: solve.py, the text files
+    it writes (figures are compared by name: their bytes follow the plotting library) and
+    the careful agent's final message; `python examples/references.py` rebuilds it."""
+    ws, _ = solved[task_id]
+    ref = EXAMPLES / "references" / task_id
+    inputs = {p.relative_to(EXAMPLES / "tasks" / task_id) for p in (EXAMPLES / "tasks" / task_id).rglob("*")}  # fmt: skip
+    made = {p.relative_to(ws) for p in ws.rglob("*") if p.is_file()} - inputs
+    kept = {p.relative_to(ref) for p in ref.rglob("*") if p.is_file()}
+    assert kept == made | {Path("solve.py"), Path("message.md")}
+    for rel in made:
+        if rel.suffix != ".png":
+            assert (ref / rel).read_bytes() == (ws / rel).read_bytes(), rel
+    assert (ref / "solve.py").read_bytes() == (EXAMPLES / "solutions" / task_id / "solve.py").read_bytes()  # fmt: skip
+    answer = (EXAMPLES / "solutions" / task_id / "answer.md").read_text(encoding="utf-8")
+    assert (ref / "message.md").read_text(encoding="utf-8") == "Summary:\n\n" + answer
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
 def test_answer_and_overclaim_messages(task_id: str, solved: dict[str, Any]) -> None:
     ws, _ = solved[task_id]
     sol = EXAMPLES / "solutions" / task_id

@@ -1,11 +1,23 @@
 """Loading tasks from folders, JSONL and ASI-Bench JSON, with hostile input refused."""
 
+from ._controls import (
+    CONTROL_FOLDERS,
+    MESSAGE_FILE,
+    ControlAnswer,
+    ControlFolder,
+    control_answers,
+    read_control_folder,
+)
 from ._draft import AttachmentSource, TaskDraft, build_task, check_attachment, check_task
 from ._loaders import load_asi_task, load_jsonl, load_task_dir, load_tasks
 from ._patterns import PatternError, TaskPattern, compile_pattern
 
 __all__ = [
+    "CONTROL_FOLDERS",
+    "MESSAGE_FILE",
     "AttachmentSource",
+    "ControlAnswer",
+    "ControlFolder",
     "PatternError",
     "TaskDraft",
     "TaskPattern",
@@ -13,8 +25,10 @@ __all__ = [
     "check_attachment",
     "check_task",
     "compile_pattern",
+    "control_answers",
     "load_asi_task",
     "load_jsonl",
     "load_task_dir",
     "load_tasks",
+    "read_control_folder",
 ]

@@ -41,6 +41,8 @@ class TaskDraft(NamedTuple):
     attachments: list[AttachmentSource]
     warnings: tuple[str, ...] = ()
     """What the source asked for that Assay does not do (logged at load, shown at submit)."""
+    folder: Path | None = None
+    """The task folder it was read from (where its reference and controls are), if any."""
 
     @property
     def task_id(self) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from assay_schemas import TaskInputError, read_structured_file, safe_token
 
 from ._asi import is_asi_task, load_asi_task
+from ._controls import CONTROL_FOLDERS, MESSAGE_FILE
 from ._draft import (
     LINKS_REFUSED,
     AttachmentSource,
@@ -44,6 +45,20 @@ def _read_meta(folder: Path) -> dict[str, Any]:
     return {}
 
 
+def _control_folders(folder: Path) -> set[str]:
+    """``reference/`` and ``controls/`` when they hold control answers (a ``message.md``);
+    a task whose data lives in a folder of that name keeps it as attachments."""
+    found = set()
+    for name in CONTROL_FOLDERS:
+        sub = folder / name
+        if sub.is_symlink() or not sub.is_dir():
+            continue
+        answers = [sub] if name == "reference" else [c for c in sub.iterdir() if c.is_dir()]
+        if any(os.path.lexists(a / MESSAGE_FILE) for a in answers):
+            found.add(name)
+    return found
+
+
 def load_task_dir(folder: Path, *, max_bytes: int) -> TaskDraft:
     """A folder holding a prompt file, optional task.yaml/toml, and attachments."""
     meta = _read_meta(folder)
@@ -60,17 +75,20 @@ def load_task_dir(folder: Path, *, max_bytes: int) -> TaskDraft:
     if not prompt:
         raise TaskInputError(f"task {task_id}: prompt: no {'/'.join(PROMPT_FILES)} in {folder}")
     skip = {*PROMPT_FILES, *META_FILES}
+    controls = _control_folders(folder)
     attachments: list[AttachmentSource] = []
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
         if rel in skip or (path.is_dir() and not path.is_symlink()):
+            continue
+        if rel.split("/", 1)[0] in controls:  # answers of judges' controls, not inputs
             continue
         attachments.append(
             check_attachment(task_id, "attachments", rel, path, max_bytes, root=folder)
         )
     fields = {k: v for k, v in meta.items() if k not in {"attachments", "prompt"}}
     fields.update(task_id=task_id, prompt=prompt.strip(), source=f"folder:{folder.name}")
-    return TaskDraft(fields, check_unique(task_id, attachments))
+    return TaskDraft(fields, check_unique(task_id, attachments), folder=folder)
 
 
 def _from_record(record: dict[str, Any], base: Path, *, source: str, max_bytes: int) -> TaskDraft:

@@ -20,6 +20,7 @@ from assay_schemas import (
     ArtifactsSealed,
     CampaignHistory,
     CampaignStarted,
+    ControlDeclared,
     Event,
     JudgeRegistered,
     JudgmentFailed,
@@ -34,6 +35,7 @@ from assay_schemas import (
 from .admission import admit
 from .state import (
     ArtifactRecord,
+    ControlRecord,
     FailureRecord,
     JudgeRecord,
     RunRecord,
@@ -107,6 +109,17 @@ def _run_requested(state: State, e: RunRequested, seq: int) -> None:
     run.agent_model = e.agent.model
     run.epoch = e.epoch
     run.attempt = e.attempt
+    run.control_plan = e.agent.control_plan or ""
+
+
+def _control_declared(state: State, e: ControlDeclared, seq: int) -> None:
+    # The first declaration of a run counts; whether it names a control agent's run
+    # (the same plan) is checked where controls are read, when both events are in.
+    if e.control_run_id not in state.controls:
+        state.controls[e.control_run_id] = ControlRecord(
+            e.campaign_id, e.task_id or "", e.control_run_id, e.kind, e.expected,
+            e.plan_sha256, seq,
+        )  # fmt: skip
 
 
 def _sandbox_ready(state: State, e: SandboxReady, seq: int) -> None:
@@ -234,6 +247,7 @@ _HANDLERS: dict[type[Event], Callable[[State, Any, int], None]] = {
     JudgmentRecorded: _judgment,
     JudgmentFailed: _judgment_failed,
     JudgeRegistered: _judge_registered,
+    ControlDeclared: _control_declared,
 }
 
 

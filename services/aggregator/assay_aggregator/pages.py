@@ -48,6 +48,9 @@ def environment() -> jinja2.Environment:
     )
     env.filters["cell"] = format_cell
     env.globals["blue"] = BLUE
+    from .validity_tables import validity_tables  # the tables import this module
+
+    env.globals["validity_tables"] = validity_tables
     return env
 
 

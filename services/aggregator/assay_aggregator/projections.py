@@ -347,10 +347,16 @@ class Projections:
         rated = ratings.join(attrs, on="run_id", how="inner")
         return make_tables(rated, runs, tags.join(runs.select("run_id"), on="run_id", how="semi"))
 
+    def control_runs(self) -> list[str]:
+        """Runs of control agents: judged like any run, never in an agent's statistics."""
+        return sorted(r.run_id for r in self.state.runs.values() if r.control_plan)
+
     def _latest_runs(self) -> pl.DataFrame:
-        """Runs that are the latest attempt of their (task, agent, epoch): what statistics
-        see. Earlier attempts stay in the `runs` table, where accounting counts them."""
-        return self.table("runs").filter(~pl.col("superseded")).drop("attempt", "superseded")
+        """Agents' runs that are the latest attempt of their (task, agent, epoch): what
+        statistics see. Earlier attempts stay in the `runs` table, where accounting counts
+        them; control runs stay there too, and only judge validity reads them."""
+        runs = self.table("runs").filter(~pl.col("superseded")).drop("attempt", "superseded")
+        return runs.filter(~pl.col("run_id").is_in(self.control_runs()))
 
     def count_tables(self, campaigns: list[str]) -> CountTables:
         """The inputs of the statistics library's plain counts for some campaigns.

@@ -39,6 +39,7 @@ from .statistics import (
     plain_counts,
     unpriced_models,
 )
+from .validity import JudgeValidity, judge_validity
 
 __all__ = [
     "REPORT_FORMAT",
@@ -145,6 +146,8 @@ class Report(BaseModel):
     statistics: StatisticsReport
     problems: Problems
     """What did not go as planned: failures by cause, runs and verdicts never in."""
+    validity: JudgeValidity | None = None
+    """Judge validity (controls, human verdicts); None when the campaigns have neither."""
 
 
 def report_seed(campaign_ids: list[str]) -> int:
@@ -179,8 +182,9 @@ def _campaigns(p: Projections, ids: list[str]) -> tuple[CampaignInfo, ...]:
 
 
 def _judges(p: Projections, ids: list[str]) -> tuple[JudgeInfo, ...]:
-    verdicts = p.table("verdicts").filter(pl.col("campaign_id").is_in(ids))
-    failures = p.table("judgment_failures").filter(pl.col("campaign_id").is_in(ids))
+    agents_runs = pl.col("campaign_id").is_in(ids) & ~pl.col("run_id").is_in(p.control_runs())
+    verdicts = p.table("verdicts").filter(agents_runs)
+    failures = p.table("judgment_failures").filter(agents_runs)
     out = []
     for j in sorted(p.state.judges.values(), key=lambda j: j.judge_id):
         mine = verdicts.filter(pl.col("judge_id") == j.judge_id)
@@ -216,7 +220,9 @@ def _declared(p: Projections, ids: list[str], kind: str) -> tuple[str, ...]:
 
 
 def _agents(p: Projections, ids: list[str], stats: StatisticsReport) -> tuple[AgentInfo, ...]:
-    runs = p.table("runs").filter(pl.col("campaign_id").is_in(ids))
+    runs = p.table("runs").filter(
+        pl.col("campaign_id").is_in(ids) & ~pl.col("run_id").is_in(p.control_runs())
+    )
     specs = {
         a["agent_id"]: a for cid in ids for a in p.state.campaigns.get(cid, {}).get("agents", [])
     }
@@ -311,6 +317,7 @@ def build_report(
     )
     counts = p.count_tables(ids)
     campaigns = _campaigns(p, ids)
+    settings = AnalysisSettings(seed=report_seed(ids), n_resamples=n_resamples, anchor=anchor)
     return Report(
         campaigns=campaigns,
         scripted=any(c.scripted for c in campaigns),
@@ -329,6 +336,7 @@ def build_report(
         refused=_refused(p, {c.campaign_id for c in campaigns}),
         statistics=stats,
         problems=problems_of(p.state.histories[c] for c in ids if c in p.state.histories),
+        validity=judge_validity(p, ids, settings),
     )
 
 
@@ -350,4 +358,9 @@ def report_json(report: Report) -> bytes:
 
 def report_frames(report: Report) -> dict[str, pl.DataFrame]:
     """Every table of the report as a polars frame (statistics and the added sections)."""
-    return {**frames_of(report.statistics), **frames_of(report)}
+    validity = frames_of(report.validity) if report.validity is not None else {}
+    return {
+        **frames_of(report.statistics),
+        **frames_of(report),
+        **{f"validity_{k}": v for k, v in validity.items()},
+    }

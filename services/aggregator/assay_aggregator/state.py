@@ -15,6 +15,7 @@ from assay_schemas import CampaignHistory
 
 __all__ = [
     "ArtifactRecord",
+    "ControlRecord",
     "FailureRecord",
     "JudgeRecord",
     "JudgeSampleRecord",
@@ -27,7 +28,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 4
+SNAPSHOT_VERSION = 5
 
 
 @dataclass(slots=True)
@@ -71,6 +72,23 @@ class RunRecord:
     step_output_tokens: int = 0
     first_sequence: int = 0
     last_sequence: int = 0
+    control_plan: str = ""
+    """The control plan a control agent's run carries out ('' for an agent's run)."""
+
+
+@dataclass(slots=True)
+class ControlRecord:
+    """A control run's declaration: what it is and the verdict it deserves."""
+
+    campaign_id: str
+    task_id: str
+    run_id: str
+    kind: str
+    """The variant (e.g. 'reference', 'altered_numbers') or 'author:<folder>'."""
+    expected: str
+    """'pass' (known-good) or 'fail' (known-bad)."""
+    plan_sha256: str
+    sequence: int
 
 
 @dataclass(slots=True)
@@ -198,6 +216,8 @@ class State:
     """'campaign_id/task_id' → the task's own `sampling_times`."""
     judge_samples: dict[str, int] = field(default_factory=dict)
     """'campaign_id/judge_id' → the judge spec's `sampling_times` (campaign or registration)."""
+    controls: dict[str, ControlRecord] = field(default_factory=dict)
+    """Control declarations by control run id (the first declaration of a run counts)."""
     histories: dict[str, CampaignHistory] = field(default_factory=dict)
     """campaign_id → the campaign's history, folded from admitted events only (what the
     report's problems section reads: expected runs, owed verdicts, failures by cause)."""
@@ -237,6 +257,7 @@ def state_to_json(state: State) -> dict[str, Any]:
         "refused_runs": state.refused_runs,
         "task_samples": state.task_samples,
         "judge_samples": state.judge_samples,
+        "controls": {k: asdict(v) for k, v in sorted(state.controls.items())},
         "histories": {k: h.model_dump(mode="json") for k, h in sorted(state.histories.items())},
     }
 
@@ -263,5 +284,6 @@ def state_from_json(data: dict[str, Any]) -> State:
         refused_runs={str(k): str(v) for k, v in data["refused_runs"].items()},
         task_samples={str(k): int(v) for k, v in data["task_samples"].items()},
         judge_samples={str(k): int(v) for k, v in data["judge_samples"].items()},
+        controls=_records(data["controls"], ControlRecord),
         histories={k: CampaignHistory.model_validate(h) for k, h in data["histories"].items()},
     )

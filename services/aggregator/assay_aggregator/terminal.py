@@ -223,6 +223,9 @@ def print_report(report: Report, console: Console | None = None) -> None:
            [[j.judge_id, j.kind, j.family, j.model, str(j.n_verdicts), str(j.n_runs), str(j.n_failures),
              str(j.n_repaired), _pct(j.repair_rate), _pct(j.failure_rate)] for j in report.judges])  # fmt: skip
     _costs(c, report, gcol)
+    from .terminal_validity import print_validity  # it draws with this module's tables
+
+    print_validity(report.validity, c)
     print_problems(report.problems, c)
 
 

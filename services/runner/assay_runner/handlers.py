@@ -45,6 +45,7 @@ from assay_schemas import (
 
 from .admission import Admission, Stored, answering
 from .agent import AgentRun, AnswerNotStored, StepTooLarge
+from .control import ControlProvider
 from .program import ProgramFailed, ProgramRun
 from .scheduler import plan_runs
 from .tools import ToolBox
@@ -275,11 +276,14 @@ class RunnerService:
             limits=request.limits,
             resumed_python=any(c.name == "python" for s in steps for c in s.tool_calls),
         )
+        plan = request.agent.control_plan
         return AgentRun(
             bus=self.bus,
             request=request,
             ready=event,
-            provider=self.model_provider(request.agent),
+            provider=self.model_provider(request.agent)
+            if plan is None
+            else ControlProvider(plan_sha256=plan, store=self.store),
             tools=tools,
             prices=pinned_prices(self.prices, request.prices),
             store=self.store,

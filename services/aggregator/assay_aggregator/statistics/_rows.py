@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Sequence
-from typing import Any, Self, TypedDict, Union, get_args, get_origin
+from typing import Any, Literal, Self, TypedDict, Union, get_args, get_origin
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict
@@ -32,6 +32,8 @@ def _dtype(annotation: Any) -> pl.DataType:
         return _dtype(inner[0])
     if origin is tuple:
         return pl.List(_dtype(get_args(annotation)[0]))
+    if origin is Literal:  # a closed set of names: stored as their type (str)
+        return _SCALARS[type(get_args(annotation)[0])]
     return _SCALARS[annotation]
 
 

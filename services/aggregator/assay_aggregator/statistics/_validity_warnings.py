@@ -62,13 +62,15 @@ def _correction(rows: Sequence[CorrectedPassShare]) -> list[StatisticsWarning]:
                              _CORRECTED))  # fmt: skip
         elif not 0.0 <= r.unclipped <= 1.0 and not math.isnan(r.unclipped):
             out.append(_warn(None, "correction_clipped", r.agent_id, f"the corrected pass share "
-                             f"of agent {r.agent_id} ({r.unclipped:.3f}) lies outside [0, 1] and "
+                             f"of agent {r.agent_id} from {_judge(r.judge_id)} "
+                             f"({r.unclipped:.3f}) lies outside [0, 1] and "
                              "is clipped: the raw share and the error rates disagree",
                              _CORRECTED))  # fmt: skip
         if r.undefined_resamples and not math.isnan(r.unclipped):
             out.append(_warn(None, "correction_resamples_undefined", r.agent_id,
                              f"{r.undefined_resamples} resamples have Se + Sp ≤ 1 and are left "
-                             f"out of the interval of agent {r.agent_id}'s corrected pass share",
+                             f"out of the interval of agent {r.agent_id}'s corrected pass share "
+                             f"from {_judge(r.judge_id)}",
                              _CORRECTED))  # fmt: skip
     return out
 

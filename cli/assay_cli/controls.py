@@ -1,0 +1,148 @@
+"""A campaign's control runs: derived, stored and requested like any other run.
+
+For each task with a reference, every control answer (:func:`assay.tasks.control_answers`)
+becomes a stored :class:`ControlPlan`, one :class:`ControlDeclared` (read by the
+aggregator only) and one ordinary ``RunRequested`` of a control agent. Nothing a judge
+reads tells a control apart: the agent id is opaque and the same kind of hash as any
+run id is derived from it, the plan holds the answer and nothing about its status, and
+the requests go out in a seeded shuffled order.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import NamedTuple
+
+from assay.bus import Bus
+from assay.store import BlobStore
+from assay.tasks import ControlAnswer, TaskDraft, control_answers
+from assay_schemas import (
+    AgentSpec,
+    CampaignSpec,
+    ControlDeclared,
+    ControlFile,
+    ControlPlan,
+    Producer,
+    RunRequested,
+    TaskSubmitted,
+    derive_id,
+    run_id_for,
+)
+
+__all__ = ["ControlRun", "plan_controls", "publish_controls"]
+
+MAX_CONTROL_FILE_BYTES = 256_000
+"""Most bytes of one control file: it is written in one logged step (events ≤ 1 MiB)."""
+
+
+class ControlRun(NamedTuple):
+    """One control: its declaration (aggregator only) and its run request."""
+
+    declared: ControlDeclared
+    request: RunRequested
+
+
+def _reference(campaign: CampaignSpec, draft: TaskDraft) -> Path | None:
+    if draft.folder is not None and (draft.folder / "reference").exists():
+        return draft.folder / "reference"
+    references = campaign.controls.references if campaign.controls else None
+    return Path(references) / draft.task_id if references else None
+
+
+def _plan(store: BlobStore, answer: ControlAnswer) -> tuple[str, int]:
+    """The stored plan's hash and its number of steps before the answer."""
+    files = []
+    for path, data in sorted(answer.answer.files.items()):
+        info = store.put_bytes(data)
+        files.append(
+            ControlFile(path=path, sha256=info.sha256, size=info.size, text=_is_text(data))
+        )
+    plan = ControlPlan(files=files, message=answer.answer.message)
+    return store.put_bytes(plan.model_dump_json().encode()).sha256, len(plan.actions())
+
+
+def _is_text(data: bytes) -> bool:
+    if b"\x00" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def plan_controls(
+    store: BlobStore,
+    campaign: CampaignSpec,
+    drafts: list[TaskDraft],
+    tasks: list[TaskSubmitted],
+    producer: Producer,
+) -> list[ControlRun]:
+    """Every control run of the campaign (none without ``controls:``), files stored."""
+    spec = campaign.controls
+    if spec is None:
+        return []
+    submitted = {t.task.task_id: t for t in tasks}
+    runs: list[ControlRun] = []
+    for draft in drafts:
+        event = submitted[draft.task_id]
+        task = event.task
+        authors = draft.folder / "controls" if draft.folder is not None else None
+        answers = control_answers(
+            task,
+            list(spec.variants),
+            reference=_reference(campaign, draft),
+            authors=authors,
+            max_bytes=MAX_CONTROL_FILE_BYTES,
+        )
+        for answer in answers:
+            plan, n_actions = _plan(store, answer)
+            kind = answer.variant or f"author:{answer.folder}"
+            agent_id = "a" + derive_id("control", campaign.campaign_id, task.task_id, kind)[:15]
+            agent = AgentSpec(agent_id=agent_id, kind="control", model="control", control_plan=plan)
+            # Its writes and its answer, whatever the campaign's step limit.
+            steps = max(campaign.limits.max_steps, n_actions + 1)
+            limits = campaign.limits.model_copy(update={"max_steps": steps})
+            for epoch in range(spec.epochs):
+                run_id = run_id_for(campaign.campaign_id, task.task_id, agent_id, epoch)
+                request = RunRequested(
+                    event_id=RunRequested.id_for(run_id),
+                    campaign_id=campaign.campaign_id,
+                    run_id=run_id,
+                    task_id=task.task_id,
+                    causation_id=event.event_id,
+                    task=task,
+                    agent=agent,
+                    epoch=epoch,
+                    limits=limits,
+                    sandbox=campaign.sandbox,
+                    scripted=campaign.scripted,
+                    prices=campaign.prices,
+                    producer=producer,
+                )
+                declared = ControlDeclared(
+                    event_id=ControlDeclared.id_for(run_id),
+                    campaign_id=campaign.campaign_id,
+                    task_id=task.task_id,
+                    causation_id=event.event_id,
+                    control_run_id=run_id,
+                    variant=answer.variant,
+                    folder=answer.folder,
+                    expected=answer.expected,
+                    plan_sha256=plan,
+                    producer=producer,
+                )
+                runs.append(ControlRun(declared, request))
+    # Seeded: a rerun requests the same runs in the same order, and no variant always
+    # comes first or last.
+    random.Random(campaign.campaign_id).shuffle(runs)
+    return runs
+
+
+async def publish_controls(bus: Bus, runs: list[ControlRun]) -> None:
+    """Declare every control (all declarations first), then request the control runs."""
+    for run in runs:
+        await bus.publish(run.declared)
+    for run in runs:
+        await bus.publish(run.request)

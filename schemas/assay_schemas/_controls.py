@@ -1,0 +1,142 @@
+"""Control runs: runs whose right verdict is known, judged blind beside the real ones.
+
+A campaign's ``controls:`` asks for them; for every task with a reference folder the
+submitter derives a known-good control (the reference itself) and known-bad variants,
+stores each as a :class:`ControlPlan` blob and publishes one :class:`ControlDeclared`
+(what the control is and the verdict it deserves) and one ordinary ``RunRequested`` of a
+control agent. Judges read run requests, seals and tasks, never ``ControlDeclared``:
+the status of a control lives only there, where the aggregator folds it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ._envelope import Event
+from ._ids import Identifier
+
+__all__ = [
+    "CONTROL_CHUNK_BYTES",
+    "CONTROL_MESSAGE_CHARS",
+    "DERIVED_VARIANTS",
+    "KNOWN_GOOD",
+    "ControlAction",
+    "ControlDeclared",
+    "ControlFile",
+    "ControlPlan",
+    "ControlVariant",
+    "ControlsSpec",
+    "Expectation",
+]
+
+KNOWN_GOOD = "reference"
+"""The variant of the known-good control: the reference answer itself."""
+DERIVED_VARIANTS = ("altered_numbers", "files_removed", "not_executed", "prose_only")
+"""Known-bad variants Assay derives from a reference: numbers altered beyond the task's
+tolerances (files kept), claimed files removed, outputs removed but code and message
+kept, the message alone."""
+CONTROL_MESSAGE_CHARS = 50_000
+"""Most characters of a control's final message."""
+CONTROL_CHUNK_BYTES = 60_000
+"""Bytes of a binary file written per step (base64 in one shell argument stays far under
+Linux's 128 KiB limit on one argument)."""
+
+ControlVariant = Literal["reference", "altered_numbers", "files_removed", "not_executed", "prose_only"]  # fmt: skip
+Expectation = Literal["pass", "fail"]
+_Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+_Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
+
+
+def _every_variant() -> list[ControlVariant]:
+    return ["reference", "altered_numbers", "files_removed", "not_executed", "prose_only"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class ControlsSpec(_Frozen):
+    """A campaign's ``controls:``: which control runs to make from tasks' references."""
+
+    variants: list[ControlVariant] = Field(default_factory=lambda: _every_variant(), min_length=1)
+    """The variants to run (default: every one); author folders always run."""
+    epochs: int = Field(default=1, ge=1, le=20)
+    """Runs of each control (more runs: tighter error rates of sampled judges)."""
+    references: str | None = Field(default=None, max_length=4096)
+    """A folder of ``<task_id>/`` reference folders (relative to the campaign file), for
+    tasks whose own folder has no ``reference/``."""
+
+
+class ControlFile(_Frozen):
+    """One file a control leaves in the workspace."""
+
+    path: str = Field(min_length=1, max_length=512)
+    sha256: _Sha256
+    size: int = Field(ge=0)
+    text: bool
+    """UTF-8 text without NUL (written whole with write_file); else bytes, in chunks."""
+
+
+class ControlAction(NamedTuple):
+    """One step of a control: write ``size`` bytes of the plan's file ``file`` (its index)
+    from ``offset``."""
+
+    file: int
+    offset: int
+    size: int
+
+
+class ControlPlan(_Frozen):
+    """What a control agent does (stored as a blob): write these files, then answer."""
+
+    files: list[ControlFile] = Field(default_factory=list, max_length=256)
+    message: str = Field(max_length=CONTROL_MESSAGE_CHARS)
+
+    def actions(self) -> list[ControlAction]:
+        """The plan's steps before its answer: one per text file, one per chunk of bytes."""
+        out = []
+        for i, f in enumerate(self.files):
+            if f.text or f.size == 0:
+                out.append(ControlAction(i, 0, f.size))
+                continue
+            for offset in range(0, f.size, CONTROL_CHUNK_BYTES):
+                out.append(ControlAction(i, offset, min(CONTROL_CHUNK_BYTES, f.size - offset)))
+        return out
+
+
+class ControlDeclared(Event):
+    """A run of the campaign is a control: its kind and the verdict it deserves.
+
+    Only the aggregator reads it. It names the run in ``control_run_id``, not in the
+    envelope's ``run_id``, so it is on no subject of the run: a judge reading the run's
+    events never meets it."""
+
+    event_type: Literal["ControlDeclared"] = "ControlDeclared"
+    written_by = ("cli",)
+    control_run_id: Identifier
+    """The control's run."""
+    variant: ControlVariant | None = None
+    """The derived variant, or None for an author's known-bad folder (see ``folder``)."""
+    folder: _Name | None = None
+    """The author's known-bad folder under the task's ``controls/`` (None when derived)."""
+    expected: Expectation
+    """'pass' for the known-good control, 'fail' for every known-bad one."""
+    plan_sha256: _Sha256
+    """The stored :class:`ControlPlan` the run carries out."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ControlDeclared:
+        if (self.variant is None) == (self.folder is None):
+            raise ValueError("a control is a derived variant or an author's folder, not both")
+        if self.run_id is not None:
+            raise ValueError("a ControlDeclared names its run in control_run_id, never run_id")
+        if (self.variant == KNOWN_GOOD) != (self.expected == "pass"):
+            raise ValueError("only the reference control is expected to pass")
+        return self
+
+    @property
+    def kind(self) -> str:
+        """The variant's name in the statistics (an author folder: ``author:<name>``)."""
+        return self.variant or f"author:{self.folder}"

@@ -1,0 +1,193 @@
+"""Judge validity from the log: control runs and human verdicts against the jury.
+
+Control runs are the runs of control agents whose ``ControlDeclared`` names the same
+plan (a declaration cannot relabel an agent's run). Each LLM judge's run score on them,
+each rule check (10 passed, 0 failed) and the jury's mean give sensitivity and
+specificity; the jury's and each judge's rates correct every agent's pass share
+(Rogan–Gladen). Human verdicts are the JudgmentRecorded of human judges
+(:func:`is_human_judge`); where some are in, each judge's agreement with them is shown.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict
+
+from assay_schemas import RULES_JUDGE_ID
+
+from .projections import Projections
+from .statistics import (
+    RULE_CHECKS,
+    AnalysisSettings,
+    ControlRate,
+    CorrectedPassShare,
+    HumanAgreement,
+    HumanBias,
+    StatisticsInputError,
+    StatisticsWarning,
+    control_rate_rows,
+    corrected_pass_rows,
+    human_agreement_rows,
+    validity_warnings,
+)
+
+__all__ = [
+    "HUMAN_JUDGE_PREFIX",
+    "NOT_ON_CONTROLS",
+    "REFERENCE_CHECKS",
+    "JudgeValidity",
+    "control_frame",
+    "is_human_judge",
+    "judge_validity",
+]
+
+HUMAN_JUDGE_PREFIX = "reviewer-"
+"""The hook for human verdicts until the schema names a human judge kind: a verdict whose
+judge id starts with this (``assay keys enroll reviewer-<name>``) is a human's."""
+REFERENCE_CHECKS = "rules:reference_checks"
+"""The rule judge's pseudo-judge 'every reference check of the task passed'."""
+NOT_ON_CONTROLS = frozenset({"scripts_executed"})
+"""Rule checks that measure nothing on controls: a control writes its files, it never
+runs them, so every control fails 'scripts_executed' by construction."""
+
+
+def is_human_judge(judge_id: str) -> bool:
+    """Whether a verdict's judge is a human reviewer (see ``HUMAN_JUDGE_PREFIX``)."""
+    return judge_id.startswith(HUMAN_JUDGE_PREFIX)
+
+
+class JudgeValidity(BaseModel):
+    """The report's "Judge validity" section."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    n_control_runs: int
+    """Declared control runs of the report's campaigns with at least one verdict."""
+    control_rates: tuple[ControlRate, ...]
+    """Se/Sp per LLM judge and for the jury's mean (judge_id None), overall and per variant."""
+    rule_rates: tuple[ControlRate, ...]
+    """Se/Sp of each rule check ('rules:<check>') and of the reference checks together."""
+    corrected_pass_shares: tuple[CorrectedPassShare, ...]
+    """Each agent's pass share corrected by the jury's (judge_id None) and each judge's rates."""
+    human_agreement: tuple[HumanAgreement, ...]
+    human_bias: tuple[HumanBias, ...]
+    warnings: tuple[StatisticsWarning, ...]
+
+
+def _judge_scores(p: Projections, campaigns: list[str]) -> pl.DataFrame:
+    """One row per run × judge: the judge run score (mean over samples and dimensions)."""
+    j = p.table("judgments").filter(pl.col("campaign_id").is_in(campaigns))
+    j = j.filter(pl.col("judge_id") != RULES_JUDGE_ID)
+    return j.group_by("task_id", "run_id", "agent_id", "judge_id").agg(
+        pl.col("score").cast(pl.Float64).mean()
+    )
+
+
+def _controls(p: Projections, campaigns: list[str]) -> pl.DataFrame:
+    """Valid control runs: run id, task, variant, expected."""
+    rows = [
+        (c.run_id, c.task_id, c.kind, c.expected)
+        for c in p.state.controls.values()
+        if c.campaign_id in campaigns
+        and (run := p.state.runs.get(c.run_id)) is not None
+        and run.control_plan == c.plan_sha256
+        and run.task_id == c.task_id
+    ]
+    schema = {"run_id": pl.String, "task_id": pl.String, "variant": pl.String, "expected": pl.String}  # fmt: skip
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def control_frame(p: Projections, campaigns: list[str]) -> pl.DataFrame:
+    """Control verdicts of the LLM judges (``CONTROLS_SCHEMA``)."""
+    scores = _judge_scores(p, campaigns).filter(
+        ~pl.col("judge_id").map_elements(is_human_judge, return_dtype=pl.Boolean)
+    )
+    c = _controls(p, campaigns)
+    return scores.join(c.drop("task_id"), on="run_id", how="inner").select(
+        "task_id", "run_id", "judge_id", "variant", "expected", "score"
+    )
+
+
+def _rule_frame(p: Projections, campaigns: list[str]) -> pl.DataFrame:
+    """Control verdicts of each built-in rule check and of the reference checks together."""
+    checks = p.table("checks").filter(
+        pl.col("campaign_id").is_in(campaigns) & (pl.col("judge_id") == RULES_JUDGE_ID)
+    )
+    checks = checks.join(_controls(p, campaigns).drop("task_id"), on="run_id", how="inner")
+    shown = [c for c in RULE_CHECKS if c not in NOT_ON_CONTROLS]
+    builtin = checks.filter(pl.col("name").is_in(shown)).with_columns(
+        judge_id=pl.lit("rules:") + pl.col("name")
+    )
+    reference = (
+        checks.filter(~pl.col("name").is_in(list(RULE_CHECKS)))
+        .group_by("task_id", "run_id", "variant", "expected")
+        .agg(pl.col("passed").all())
+        .with_columns(judge_id=pl.lit(REFERENCE_CHECKS))
+    )
+    cols = ["task_id", "run_id", "judge_id", "variant", "expected", "passed"]
+    both = pl.concat([builtin.select(cols), reference.select(cols)])
+    both = both.group_by("task_id", "run_id", "judge_id", "variant", "expected").agg(
+        pl.col("passed").all()
+    )
+    return both.with_columns(score=pl.when(pl.col("passed")).then(10.0).otherwise(0.0)).drop(
+        "passed"
+    )
+
+
+def _scored_runs(p: Projections, campaigns: list[str], judge_id: str | None) -> pl.DataFrame:
+    """Agents' runs (no control, latest attempts) scored by one judge or the jury's mean."""
+    real = p.statistics_tables(campaigns).runs.select("run_id")
+    s = _judge_scores(p, campaigns).join(real, on="run_id", how="semi")
+    s = s.filter(~pl.col("judge_id").map_elements(is_human_judge, return_dtype=pl.Boolean))
+    s = s.filter(pl.col("judge_id") == judge_id) if judge_id is not None else s
+    return s.group_by("task_id", "run_id", "agent_id").agg(pl.col("score").mean())
+
+
+def _raters(p: Projections, campaigns: list[str], human: bool) -> pl.DataFrame:
+    j = p.table("judgments").filter(
+        pl.col("campaign_id").is_in(campaigns) & (pl.col("judge_id") != RULES_JUDGE_ID)
+    )
+    mine = j["judge_id"].map_elements(is_human_judge, return_dtype=pl.Boolean) == human
+    return j.filter(mine).select(
+        "task_id", "run_id", pl.col("judge_id").alias("rater_id"), "dimension",
+        pl.col("score").cast(pl.Float64),
+    )  # fmt: skip
+
+
+def judge_validity(
+    p: Projections, campaigns: list[str], settings: AnalysisSettings
+) -> JudgeValidity | None:
+    """The section for some campaigns; None when they have neither controls nor humans."""
+    controls = control_frame(p, campaigns)
+    humans = _raters(p, campaigns, human=True)
+    if controls.height == 0 and humans.height == 0:
+        return None
+    rates: tuple[ControlRate, ...] = ()
+    rules: tuple[ControlRate, ...] = ()
+    corrected: list[CorrectedPassShare] = []
+    if controls.height:
+        rates = control_rate_rows(controls, settings)
+        rule_frame = _rule_frame(p, campaigns)
+        if rule_frame.height:
+            rules = tuple(r for r in control_rate_rows(rule_frame, settings) if r.judge_id)
+        for judge in [None, *sorted(set(controls["judge_id"].to_list()))]:
+            runs = _scored_runs(p, campaigns, judge)
+            if runs.height == 0:
+                continue
+            try:
+                corrected += corrected_pass_rows(runs, controls, settings, judge_id=judge)
+            except StatisticsInputError:
+                continue  # a judge with no control verdict: its rates are missing above
+    agreement: tuple[HumanAgreement, ...] = ()
+    bias: tuple[HumanBias, ...] = ()
+    if humans.height:
+        agreement, bias = human_agreement_rows(_raters(p, campaigns, human=False), humans, settings)
+    return JudgeValidity(
+        n_control_runs=controls["run_id"].n_unique(),
+        control_rates=rates,
+        rule_rates=rules,
+        corrected_pass_shares=tuple(corrected),
+        human_agreement=agreement,
+        human_bias=bias,
+        warnings=tuple(validity_warnings(rates, corrected, agreement)),
+    )

@@ -1,0 +1,169 @@
+"""Control runs in the aggregator: folded from their declarations, kept out of agent
+statistics, measured in the Judge validity section; human verdicts join through the hook."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import polars as pl
+
+from assay_aggregator import Projections, fold
+from assay_aggregator.html import render_html
+from assay_aggregator.report import build_report, report_frames
+from assay_aggregator.state import state_from_json, state_to_json
+from assay_aggregator.statistics import AnalysisSettings
+from assay_aggregator.validity import control_frame, judge_validity
+from assay_schemas import (
+    AgentSpec,
+    ArtifactsSealed,
+    CampaignSpec,
+    CampaignStarted,
+    ControlDeclared,
+    ControlsSpec,
+    DimensionScore,
+    Event,
+    FileRef,
+    JudgeSpec,
+    JudgmentRecorded,
+    Limits,
+    Producer,
+    RunRequested,
+    SandboxSpec,
+    Task,
+    TaskSubmitted,
+    default_rubric,
+    run_id_for,
+)
+
+P = Producer(service="test", version="0")
+C = "c1"
+DIMS = [d.key for d in default_rubric().dimensions]
+PLAN = {"good": "a" * 64, "bad": "b" * 64}
+SPEC = CampaignSpec(
+    campaign_id=C,
+    agents=[AgentSpec(agent_id="agent", model="m")],
+    judges=[JudgeSpec(judge_id="j1", model="m1"), JudgeSpec(judge_id="j2", model="m2")],
+    controls=ControlsSpec(),
+)
+
+
+def _run(task: str, agent: AgentSpec) -> RunRequested:
+    rid = run_id_for(C, task, agent.agent_id, 0)
+    return RunRequested(
+        event_id=RunRequested.id_for(rid), campaign_id=C, run_id=rid, task_id=task,
+        task=Task(task_id=task, prompt="p"), agent=agent, epoch=0, limits=Limits(),
+        sandbox=SandboxSpec(), producer=P,
+    )  # fmt: skip
+
+
+def _sealed(r: RunRequested) -> ArtifactsSealed:
+    f = FileRef(path="results/a.csv", sha256="c" * 64, size=1)
+    return ArtifactsSealed(
+        event_id=ArtifactsSealed.id_for(r.run_id), campaign_id=C, run_id=r.run_id,
+        task_id=r.task_id, files=[f], agent_id=r.agent.agent_id, epoch=0, producer=P,
+    )  # fmt: skip
+
+
+def _verdict(r: RunRequested, judge: str, score: int) -> JudgmentRecorded:
+    return JudgmentRecorded(
+        event_id=JudgmentRecorded.id_for(r.run_id, judge, 0), campaign_id=C, run_id=r.run_id,
+        task_id=r.task_id, judge_id=judge, sample=0, rubric_id="default", rubric_version=1,
+        scores={d: DimensionScore(score=score) for d in DIMS}, producer=P,
+    )  # fmt: skip
+
+
+def _declared(r: RunRequested, kind: str, plan: str) -> ControlDeclared:
+    return ControlDeclared(
+        event_id=ControlDeclared.id_for(r.run_id, kind, plan), campaign_id=C, task_id=r.task_id,
+        control_run_id=r.run_id or "", variant=kind, expected="pass" if kind == "reference" else "fail",  # type: ignore[arg-type]
+        plan_sha256=plan, producer=P,
+    )  # fmt: skip
+
+
+def _log(n_tasks: int = 6, humans: bool = False) -> tuple[list[Event], dict[str, Any]]:
+    """Per task: one agent run, a known-good and a known-bad control; j1 passes everything,
+    j2 passes only good work (the agent's run is good on even tasks)."""
+    events: list[Event] = [CampaignStarted(event_id="cs", campaign_id=C, campaign=SPEC, producer=P)]
+    ids: dict[str, Any] = {"controls": set(), "agent": set()}
+    for t in range(n_tasks):
+        task = f"t{t}"
+        events.append(TaskSubmitted(event_id=f"ts{t}", campaign_id=C, task_id=task,
+                                    task=Task(task_id=task, prompt="p"), producer=P))  # fmt: skip
+        agent = _run(task, SPEC.agents[0])
+        good = _run(task, AgentSpec(agent_id=f"g{t}", kind="control", model="control", control_plan=PLAN["good"]))  # fmt: skip
+        bad = _run(task, AgentSpec(agent_id=f"b{t}", kind="control", model="control", control_plan=PLAN["bad"]))  # fmt: skip
+        events += [
+            _declared(good, "reference", PLAN["good"]),
+            _declared(bad, "altered_numbers", PLAN["bad"]),
+        ]
+        # Forged relabelling: a declaration naming the agent's own run, and a second,
+        # contradicting declaration of a control: neither counts.
+        events += [
+            _declared(agent, "prose_only", PLAN["bad"]),
+            _declared(good, "prose_only", PLAN["good"]),
+        ]
+        for r, quality in ((agent, t % 2 == 0), (good, True), (bad, False)):
+            events += [r, _sealed(r), _verdict(r, "j1", 9), _verdict(r, "j2", 9 if quality else 3)]
+            if humans:
+                events.append(_verdict(r, "reviewer-ann", 9 if quality else 2))
+        ids["controls"] |= {good.run_id, bad.run_id}
+        ids["agent"].add(agent.run_id)
+    return events, ids
+
+
+def test_controls_are_folded_and_measured_but_never_counted_for_agents() -> None:
+    events, ids = _log()
+    p = Projections(fold(enumerate(events, 1)))
+    assert set(p.control_runs()) == ids["controls"]
+    assert set(p.statistics_tables([C]).runs["run_id"]) == ids["agent"]
+    frame = control_frame(p, [C])
+    assert set(frame["run_id"]) == ids["controls"], "a declaration never relabels an agent's run"
+    assert set(frame.filter(pl.col("expected") == "pass")["variant"]) == {"reference"}
+    report = build_report(p, campaign=C, n_resamples=200)
+    assert [a.agent_id for a in report.agents] == ["agent"]
+    assert all(j.n_runs == 6 for j in report.judges if j.judge_id != "rules")
+    v = report.validity
+    assert v is not None and v.n_control_runs == 12
+    rates = {(r.judge_id, r.variant, r.measure): r.estimate for r in v.control_rates}
+    assert rates[("j1", None, "sensitivity")] == 1.0 and rates[("j1", None, "specificity")] == 0.0
+    assert rates[("j2", None, "sensitivity")] == 1.0 and rates[("j2", None, "specificity")] == 1.0
+    assert rates[(None, None, "specificity")] == 1.0  # the jury mean (9 + 3)/2 = 6 fails it
+    corrected = {(r.agent_id, r.judge_id): r for r in v.corrected_pass_shares}
+    # j2 is perfect: its corrected share is its raw share (half the tasks are good).
+    assert corrected[("agent", "j2")].raw_share == 0.5 == corrected[("agent", "j2")].estimate
+    # j1 passes everything: Se + Sp = 1, no correction is possible, and a warning says so.
+    assert math.isnan(corrected[("agent", "j1")].unclipped)
+    assert any(w.kind == "correction_undefined" and w.subject == "j1" for w in v.warnings)
+    assert v.human_agreement == ()
+    assert "validity_control_rates" in report_frames(report)
+    html = render_html(report)
+    assert "Judge validity" in html and "Rogan" in html
+    # The declarations survive a snapshot.
+    state = state_from_json(state_to_json(p.state))
+    assert state.controls == p.state.controls
+
+
+def test_a_campaign_without_controls_or_humans_has_no_section() -> None:
+    events, _ = _log()
+    plain = [e for e in events if not isinstance(e, ControlDeclared)]
+    p = Projections(fold(enumerate(plain, 1)))
+    assert judge_validity(p, [C], AnalysisSettings(seed=1, n_resamples=50)) is None
+    assert "Judge validity" not in render_html(build_report(p, campaign=C, n_resamples=50))
+
+
+def test_human_verdicts_join_through_the_reviewer_hook() -> None:
+    events, _ = _log(humans=True)
+    p = Projections(fold(enumerate(events, 1)))
+    v = judge_validity(p, [C], AnalysisSettings(seed=1, n_resamples=100))
+    assert v is not None
+    subjects = {(r.subject_kind, r.subject): r for r in v.human_agreement}
+    assert set(subjects) == {("judge", "j1"), ("judge", "j2"), ("jury", "")}
+    assert subjects[("judge", "j2")].kappa == 1.0
+    # Good work: 3 agent runs (even tasks) and 6 known-good controls; bad work likewise.
+    assert subjects[("judge", "j2")].both_pass == 9 == subjects[("judge", "j2")].both_fail
+    # The reviewer is no LLM judge: never in the controls' judges, never in agent scores.
+    assert "reviewer-ann" not in set(control_frame(p, [C])["judge_id"])
+    assert "Agreement with human verdicts" in render_html(
+        build_report(p, campaign=C, n_resamples=50)
+    )

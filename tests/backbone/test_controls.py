@@ -1,0 +1,243 @@
+"""Control answers: the reference and its known-bad variants, from hostile folders too."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from assay.tasks import build_task, control_answers, load_task_dir, load_tasks, read_control_folder
+from assay.tasks._controls import MAX_CONTROL_FILES, derive
+from assay_schemas import (
+    DERIVED_VARIANTS,
+    KNOWN_GOOD,
+    AgentSpec,
+    CampaignSpec,
+    ControlDeclared,
+    ControlPlan,
+    ControlsSpec,
+    NumberNearCheck,
+    Producer,
+    TaskInputError,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCES = ROOT / "examples" / "references"
+VARIANTS = [KNOWN_GOOD, *DERIVED_VARIANTS]
+PRODUCER = Producer(service="test", version="0")
+
+
+def _bundled(task_id: str):  # type: ignore[no-untyped-def]
+    draft = next(d for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000) if d.task_id == task_id)  # fmt: skip
+    return build_task(draft.fields, [])
+
+
+def _answers(task_id: str) -> dict[str, object]:
+    task = _bundled(task_id)
+    got = control_answers(task, VARIANTS, reference=REFERENCES / task_id, authors=None, max_bytes=1_000_000)  # fmt: skip
+    return {a.variant or "": a for a in got}
+
+
+@pytest.mark.parametrize("task_id", sorted(p.name for p in REFERENCES.iterdir()))
+def test_every_bundled_reference_makes_every_variant(task_id: str) -> None:
+    answers = _answers(task_id)
+    assert sorted(answers) == sorted(VARIANTS)
+    ref = answers[KNOWN_GOOD].answer  # type: ignore[attr-defined]
+    assert ref.message == (REFERENCES / task_id / "message.md").read_text()
+    assert answers[KNOWN_GOOD].expected == "pass"  # type: ignore[attr-defined]
+    assert all(a.expected == "fail" for v, a in answers.items() if v != KNOWN_GOOD)  # type: ignore[attr-defined]
+    assert answers["prose_only"].answer.files == {}  # type: ignore[attr-defined]
+    kept = answers["not_executed"].answer.files  # type: ignore[attr-defined]
+    assert kept and all(p.endswith(".py") for p in kept)
+    removed = set(ref.files) - set(answers["files_removed"].answer.files)  # type: ignore[attr-defined]
+    assert removed and all(p in ref.message or p.rsplit("/", 1)[-1] in ref.message for p in removed)
+    # Deterministic: derived again, byte for byte the same.
+    assert _answers(task_id) == answers
+
+
+@pytest.mark.parametrize("task_id", sorted(p.name for p in REFERENCES.iterdir()))
+def test_altered_numbers_leave_every_number_check_the_reference_passes(task_id: str) -> None:
+    task = _bundled(task_id)
+    answers = _answers(task_id)
+    ref, alt = answers[KNOWN_GOOD].answer, answers["altered_numbers"].answer  # type: ignore[attr-defined]
+    assert set(alt.files) == set(ref.files), "files kept, so the claims look backed"
+    assert alt.message != ref.message
+    checked = 0
+    for check in task.reference_checks:
+        if not isinstance(check, NumberNearCheck) or check.path not in ref.files:
+            continue
+        before = re.search(check.pattern, ref.files[check.path].decode())
+        after = re.search(check.pattern, alt.files[check.path].decode())
+        if before is None or abs(float(before.group(1)) - check.expected) > check.tolerance:
+            continue
+        checked += 1
+        assert after is not None
+        assert abs(float(after.group(1)) - check.expected) > check.tolerance, check.name
+    assert checked or not any(isinstance(c, NumberNearCheck) for c in task.reference_checks)
+
+
+def test_numbers_inside_names_are_kept() -> None:
+    task = _bundled("qpcr_ddct")
+    ref = read_control_folder("qpcr_ddct", REFERENCES / "qpcr_ddct", max_bytes=1_000_000)
+    alt = derive(task, ref._replace(message="IL6 and log2FC x_1: 8.62, n = 3"), "altered_numbers")
+    assert alt is not None
+    assert alt.message.startswith("IL6 and log2FC x_1: ") and "8.62" not in alt.message
+    assert alt.message.endswith("n = " + alt.message.rsplit("n = ", 1)[1]) and not alt.message.endswith("n = 3")  # fmt: skip
+
+
+def test_a_variant_the_reference_cannot_make_is_left_out(tmp_path: Path) -> None:
+    ref = tmp_path / "reference"
+    ref.mkdir()
+    (ref / "message.md").write_text("No files, no numbers.")
+    task = _bundled("protocol_review")
+    got = control_answers(task, VARIANTS, reference=ref, authors=None, max_bytes=1000)
+    assert [a.variant for a in got] == [KNOWN_GOOD]
+
+
+def test_author_folders_are_known_bad_controls(tmp_path: Path) -> None:
+    authors = tmp_path / "controls"
+    (authors / "wrong_gene").mkdir(parents=True)
+    (authors / "wrong_gene" / "message.md").write_text("MYC is up 40-fold.")
+    (authors / "wrong_gene" / "results").mkdir()
+    (authors / "wrong_gene" / "results" / "summary.md").write_text("MYC: fold change = 40")
+    got = control_answers(_bundled("qpcr_ddct"), VARIANTS, reference=None, authors=authors, max_bytes=1000)  # fmt: skip
+    assert [(a.variant, a.folder, a.expected) for a in got] == [(None, "wrong_gene", "fail")]
+    assert got[0].answer.files == {"results/summary.md": b"MYC: fold change = 40"}
+
+
+def _folder(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    ref = tmp_path / "reference"
+    ref.mkdir()
+    (ref / "message.md").write_text("see results/")
+    for name, data in files.items():
+        (ref / name).parent.mkdir(parents=True, exist_ok=True)
+        (ref / name).write_bytes(data)
+    return ref
+
+
+def test_hostile_reference_folders_are_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("host secret")
+    ref = _folder(tmp_path, {"results/a.csv": b"1,2"})
+    os.symlink(outside, ref / "results" / "leak.txt")
+    with pytest.raises(TaskInputError, match="symbolic link"):
+        read_control_folder("t", ref, max_bytes=1000)
+    (ref / "results" / "leak.txt").unlink()
+    (ref / "big.bin").write_bytes(b"x" * 2000)
+    with pytest.raises(TaskInputError, match="over the limit"):
+        read_control_folder("t", ref, max_bytes=1000)
+    (ref / "big.bin").unlink()
+    for i in range(MAX_CONTROL_FILES + 1):
+        (ref / f"f{i}.txt").write_text("1")
+    with pytest.raises(TaskInputError, match="more than"):
+        read_control_folder("t", ref, max_bytes=1000)
+
+
+def test_a_reference_without_message_or_linked_is_refused(tmp_path: Path) -> None:
+    ref = tmp_path / "reference"
+    ref.mkdir()
+    with pytest.raises(TaskInputError, match=r"message\.md"):
+        read_control_folder("t", ref, max_bytes=1000)
+    (ref / "message.md").write_text("x" * 300_000)
+    with pytest.raises(TaskInputError, match="over"):
+        read_control_folder("t", ref, max_bytes=1000)
+    os.symlink(ref, tmp_path / "linked")
+    with pytest.raises(TaskInputError, match="links"):
+        read_control_folder("t", tmp_path / "linked", max_bytes=1000)
+    authors = tmp_path / "controls"
+    (authors / "bad name!").mkdir(parents=True)
+    with pytest.raises(TaskInputError, match="bad name"):
+        control_answers(_bundled("qpcr_ddct"), VARIANTS, reference=None, authors=authors, max_bytes=1000)  # fmt: skip
+
+
+def test_altering_numbers_is_linear_on_hostile_text(tmp_path: Path) -> None:
+    task = _bundled("qpcr_ddct")
+    for text in ("1." * 200_000, "1" * 400_000 + "a", "-1e-1e-1e" * 40_000, "9" * 300 + ".5e999"):
+        ref = read_control_folder("qpcr_ddct", REFERENCES / "qpcr_ddct", max_bytes=1_000_000)
+        started = time.perf_counter()
+        alt = derive(task, ref._replace(message=text), "altered_numbers")
+        assert time.perf_counter() - started < 5.0
+        assert alt is not None
+    # The claims a message makes, at its longest (50,000 characters), on a loaded machine.
+    ref = read_control_folder("qpcr_ddct", REFERENCES / "qpcr_ddct", max_bytes=1_000_000)
+    for text in ("a.bc " * 10_000, "a." * 25_000, "/" * 50_000):
+        started = time.perf_counter()
+        derive(task, ref._replace(message=text), "files_removed")
+        assert time.perf_counter() - started < 5.0
+
+
+def test_task_folders_keep_control_answers_out_of_attachments(tmp_path: Path) -> None:
+    task = tmp_path / "t1"
+    (task / "reference" / "results").mkdir(parents=True)
+    (task / "prompt.md").write_text("Analyse the data.")
+    (task / "data.csv").write_text("a\n1\n")
+    (task / "reference" / "message.md").write_text("done")
+    (task / "reference" / "results" / "out.csv").write_text("x")
+    (task / "controls" / "bad").mkdir(parents=True)
+    (task / "controls" / "bad" / "message.md").write_text("made up")
+    draft = load_task_dir(task, max_bytes=1000)
+    assert [a.path for a in draft.attachments] == ["data.csv"]
+    assert draft.folder == task
+    # A data folder that happens to be called reference/ (no message.md) stays an input.
+    (task / "reference" / "message.md").unlink()
+    draft = load_task_dir(task, max_bytes=1000)
+    assert [a.path for a in draft.attachments] == ["data.csv", "reference/results/out.csv"]
+
+
+# --- the contracts ----------------------------------------------------------------------
+
+
+def _declared(**fields: object) -> ControlDeclared:
+    base: dict[str, object] = {
+        "event_id": "e1", "campaign_id": "c", "task_id": "t", "control_run_id": "r1",
+        "variant": "altered_numbers", "expected": "fail", "plan_sha256": "a" * 64,
+        "producer": PRODUCER,
+    }  # fmt: skip
+    return ControlDeclared.model_validate({**base, **fields})
+
+
+def test_a_control_declaration_is_on_no_run_subject_and_consistent() -> None:
+    assert _declared().run_id is None and _declared().kind == "altered_numbers"
+    assert _declared(variant=None, folder="mine").kind == "author:mine"
+    for bad in (
+        {"run_id": "r1"},
+        {"variant": None},
+        {"folder": "mine"},
+        {"variant": "reference", "expected": "fail"},
+        {"expected": "pass"},
+        {"folder": "../x", "variant": None},
+        {"plan_sha256": "zz"},
+    ):
+        with pytest.raises(ValueError):
+            _declared(**bad)
+
+
+def test_control_agents_come_only_from_controls() -> None:
+    agent = AgentSpec(agent_id="a", kind="control", model="control", control_plan="b" * 64)
+    with pytest.raises(ValueError, match="control agents come from"):
+        CampaignSpec(campaign_id="c", agents=[agent])
+    with pytest.raises(ValueError, match="control plan"):
+        AgentSpec(agent_id="a", kind="control", model="control")
+    with pytest.raises(ValueError, match="control plan"):
+        AgentSpec(agent_id="a", model="m", control_plan="b" * 64)
+    spec = CampaignSpec(campaign_id="c", agents=[AgentSpec(agent_id="a", model="m")], controls=ControlsSpec())  # fmt: skip
+    assert spec.controls is not None and spec.controls.variants == VARIANTS
+    with pytest.raises(ValueError):
+        ControlsSpec(variants=["made_up"])  # type: ignore[list-item]
+
+
+def test_a_plan_writes_bytes_in_chunks_under_the_argument_limit() -> None:
+    plan = ControlPlan.model_validate({
+        "message": "m",
+        "files": [
+            {"path": "a.txt", "sha256": "a" * 64, "size": 500_000, "text": True},
+            {"path": "b.png", "sha256": "b" * 64, "size": 130_001, "text": False},
+            {"path": "c.bin", "sha256": "c" * 64, "size": 0, "text": False},
+        ],
+    })  # fmt: skip
+    assert [tuple(a) for a in plan.actions()] == [
+        (0, 0, 500_000), (1, 0, 60_000), (1, 60_000, 60_000), (1, 120_000, 10_001), (2, 0, 0),
+    ]  # fmt: skip
