@@ -17,6 +17,7 @@ from . import (
     _history,
     _ids,
     _problems,
+    _review,
     _rpc,
     _rubric,
 )
@@ -31,6 +32,7 @@ from ._files import *  # noqa: F403
 from ._history import *  # noqa: F403
 from ._ids import *  # noqa: F403
 from ._problems import *  # noqa: F403
+from ._review import *  # noqa: F403
 from ._rpc import *  # noqa: F403
 from ._rubric import *  # noqa: F403
 
@@ -46,6 +48,7 @@ __all__ = [
     *_history.__all__,
     *_ids.__all__,
     *_problems.__all__,
+    *_review.__all__,
     *_rpc.__all__,
     *_rubric.__all__,
 ]
