@@ -45,10 +45,16 @@ def enroll(
     out: Path = typer.Option(
         None, "--out", help="Also copy the seed and enrollment here (for another machine's home)."
     ),
+    home: Path = typer.Option(
+        None,
+        "--home",
+        help="The home whose operator enrolls the key (default: ASSAY_HOME), "
+        "e.g. a run directory whose log a reviewer grades.",
+    ),
 ) -> None:
     """Enroll a service's signing key with the operator key of this home (run where the
     operator seed is); a service started with this home signs with it from then on."""
-    settings = Settings()
+    settings = Settings() if home is None else Settings(home=home.resolve())
     identity = role_of(service)
     if identity is None:
         err_console.print(
@@ -57,9 +63,7 @@ def enroll(
             soft_wrap=True,
         )
         raise typer.Exit(2)
-    if identity[0] in ("judge", "publisher", "reviewer") and not re.match(
-        ID_PATTERN, identity[1]
-    ):
+    if identity[0] in ("judge", "publisher", "reviewer") and not re.match(ID_PATTERN, identity[1]):
         # The name becomes a key file name and the scope of what the key may sign.
         err_console.print(
             f"[red]error:[/red] {identity[1]!r} in {service!r} is not an id (letters, digits, "

@@ -38,16 +38,16 @@ from assay_schemas import (
 
 from .state import State
 
-__all__ = ["admit", "refusal"]
+__all__ = ["admit", "refusal", "rubric_keys"]
 
 
-def _rubric_keys(state: State, e: JudgmentRecorded) -> set[str] | None:
-    """Dimension keys the verdict must score: the task's own rubric, else the campaign's
-    (None when neither is known: then only the other checks apply)."""
-    task = state.tasks.get(f"{e.campaign_id}/{e.task_id}")
+def rubric_keys(state: State, campaign_id: str, task_id: str | None) -> set[str] | None:
+    """Dimension keys a verdict on the task must score: the task's own rubric, else the
+    campaign's (None when neither is known: then only the other checks apply)."""
+    task = state.tasks.get(f"{campaign_id}/{task_id}")
     if task is not None and task.rubric_keys:
         return set(task.rubric_keys)
-    campaign = state.campaigns.get(e.campaign_id)
+    campaign = state.campaigns.get(campaign_id)
     if campaign is None:
         return None
     return {d["key"] for d in campaign.get("rubric", {}).get("dimensions", [])}
@@ -96,7 +96,7 @@ def _verdict(state: State, sequence: int, e: JudgmentRecorded) -> str | None:
     elif not e.scores:
         return f"{where} scores no dimension"
     else:
-        keys = _rubric_keys(state, e)
+        keys = rubric_keys(state, e.campaign_id, e.task_id)
         if keys is not None:
             outside = sorted(set(e.scores) - keys)
             if outside:

@@ -44,7 +44,7 @@ _RATER = {"task_id": pl.String, "run_id": pl.String, "rater_id": pl.String,
 
 
 def default_stratum(run: RunRecord) -> str:
-    """"control" for a run the fold marks as a control (a `control` attribute, when the
+    """ "control" for a run the fold marks as a control (a `control` attribute, when the
     record has one), else "real"."""
     return "control" if getattr(run, "control", None) else "real"
 
@@ -126,6 +126,4 @@ def review_queue(
         for _, runs in sorted(strata.items(), key=lambda kv: _rank(reviewer, kv[0]))
     ]
     turns = (r for row in zip_longest(*ordered) for r in row if r is not None)
-    return [
-        ReviewItem(i, r.run_id, r.task_id, stratum(r)) for i, r in enumerate(turns, start=1)
-    ]
+    return [ReviewItem(i, r.run_id, r.task_id, stratum(r)) for i, r in enumerate(turns, start=1)]
