@@ -82,7 +82,9 @@ async def test_only_the_enrolled_reviewers_own_signed_verdict_counts(
     attacks[seq] = "bad signature by reviewer/alice"
 
     # The genuine one, through the same path the viewer and the import use.
-    [counted] = await publish_verdicts(settings, "reviewer-alice", [verdict(p, "reviewer-alice", run, 7)])
+    [counted] = await publish_verdicts(
+        settings, "reviewer-alice", [verdict(p, "reviewer-alice", run, 7)]
+    )
     # A second verdict of alice on the same run (another id, genuinely signed).
     second = verdict(p, "reviewer-alice", run, 1).model_copy(update={"event_id": "second"})
     attacks[await _raw(bus, second, "reviewer-alice", settings)] = "second human verdict"
@@ -127,5 +129,7 @@ async def test_a_reviewer_without_an_enrolled_key_cannot_publish(
 ) -> None:
     p = await projections(bus, settings)
     with pytest.raises(ConfigError, match="assay keys enroll reviewer-nobody"):
-        await publish_verdicts(settings, "reviewer-nobody", [verdict(p, "reviewer-nobody", signed.sealed[0], 5)])
+        await publish_verdicts(
+            settings, "reviewer-nobody", [verdict(p, "reviewer-nobody", signed.sealed[0], 5)]
+        )
     assert not (settings.home / "keys" / "reviewer-nobody.seed").exists()
