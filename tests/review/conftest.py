@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
+import uvicorn
 
 from assay.bus import Bus
 from assay.config import Settings
@@ -38,12 +43,25 @@ class Signed(NamedTuple):
     store: LocalBlobStore
 
 
+PAYLOAD = (
+    "<script>document.title='PWNED'</script><img src=x onerror=\"document.body.dataset.pwned='1'\">"
+)
+"""Agent-written markup in every final message: a review page shows it as text."""
+
+
+def _hostile(e: Event) -> Event:
+    if isinstance(e, ArtifactsSealed):
+        return e.model_copy(update={"final_message": f"{PAYLOAD} {e.final_message}"})
+    return e
+
+
 @pytest.fixture
 async def signed(bus: Bus, settings: Settings) -> Signed:
-    """SPEC published with every event signed by the service that writes it."""
+    """SPEC published with every event signed by the service that writes it (each final
+    message led by agent-written markup)."""
     ensure_operator(settings)
     store = LocalBlobStore(settings.blob_dir)
-    events = list(synthetic_events(SPEC, store=store))
+    events = [_hostile(e) for e in synthetic_events(SPEC, store=store)]
     await publish_events(
         bus.js, bus.subjects, bus.stream.name, events, signers=partial(signer_for, settings)
     )
@@ -57,6 +75,28 @@ async def projections(bus: Bus, settings: Settings) -> Projections:
         bus.js, bus.stream.name, bus.subjects.events, trust=trust_for(settings)
     )
     return Projections(state)
+
+
+@asynccontextmanager
+async def serve(app: Any) -> AsyncIterator[str]:
+    """`app` served by uvicorn on a free loopback port; its base URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                           timeout_graceful_shutdown=2))  # fmt: skip
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        try:
+            await asyncio.wait_for(task, 15)
+        except TimeoutError:
+            server.force_exit = True
+            task.cancel()
 
 
 def enroll(settings: Settings, name: str) -> Signer:

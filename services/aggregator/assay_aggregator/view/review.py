@@ -105,8 +105,14 @@ def _finite(value: object) -> object:
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
+_SAME_ORIGIN = (("referrer-policy", "same-origin"),)
+"""Review pages' own policy: under the viewer's default "no-referrer", a browser sends a
+form's POST with `Origin: null`, which the origin check rightly refuses."""
+
+
 def _page(template: str, status: int = 200, **context: Any) -> Response:
-    return Response(render_page(f"view/{template}", **context).encode(), status=status)
+    body = render_page(f"view/{template}", **context).encode()
+    return Response(body, status=status, headers=_SAME_ORIGIN)
 
 
 def _rubric(p: Projections, campaign: str, task: Task | None) -> Rubric:
