@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,13 @@ from .conftest import Signed, enroll, foreign_reviewer, projections, rubric_scor
 
 
 def _csv(dims: list[str], rows: list[list[object]]) -> str:
-    return "\n".join(",".join(str(c) for c in r) for r in [["run_id", *dims, "note"], *rows]) + "\n"
+    table: list[list[object]] = [["run_id", *dims, "note"], *rows]
+    return "\n".join(",".join(str(c) for c in r) for r in table) + "\n"
 
 
-async def _import(settings: Settings, tmp: Path, name: str, text: str | bytes, reviewer: str = "alice"):  # type: ignore[no-untyped-def]  # fmt: skip
+async def _import(
+    settings: Settings, tmp: Path, name: str, text: str | bytes, reviewer: str = "alice"
+) -> subprocess.CompletedProcess[str]:
     path = tmp / name
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
     return await asyncio.to_thread(

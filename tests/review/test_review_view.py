@@ -57,7 +57,7 @@ async def _first(review: httpx.AsyncClient) -> str:
     assert page.status_code == 200
     links = re.findall(r'href="(/review/camp/run/[0-9a-f]{32})"', page.text)
     assert links
-    return links[0]
+    return str(links[0])
 
 
 def test_a_reviewer_without_an_enrolled_key_cannot_open_a_desk(settings: Settings) -> None:
