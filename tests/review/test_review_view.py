@@ -134,6 +134,7 @@ async def test_the_form_refuses_what_its_own_page_did_not_send(
         ({**good, "csrf": "0" * 32}, {}, 403),
         ({k: v for k, v in good.items() if k != "csrf"}, {}, 403),
         (good, {"origin": "http://evil.example"}, 403),
+        (good, {"origin": "null"}, 403),  # a sandboxed frame's or a data: page's form
         (good, {"host": "evil.example"}, 421),
         ({**good, next(iter(scores)): "11"}, {}, 400),
         ({**good, next(iter(scores)): "-1"}, {}, 400),

@@ -80,38 +80,30 @@ class Route(NamedTuple):
     post: bool = False
 
 
-class FormRefused(Exception):
-    """A posted body that is not a small url-encoded form (its status and why)."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-
-
 async def _read_form(scope: Scope, receive: Receive) -> dict[str, str]:
     """The url-encoded form of a POST, read within `MAX_FORM_BYTES`."""
     headers = {bytes(k).lower(): bytes(v) for k, v in scope.get("headers", [])}
     kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
     if kind != b"application/x-www-form-urlencoded":
-        raise FormRefused(415, "a form must be sent as application/x-www-form-urlencoded")
+        raise RequestRefused(415, "a form must be sent as application/x-www-form-urlencoded")
     declared = headers.get(b"content-length", b"0")
     if not declared.isdigit() or int(declared) > MAX_FORM_BYTES:
-        raise FormRefused(413, f"a form may hold at most {MAX_FORM_BYTES} bytes")
+        raise RequestRefused(413, f"a form may hold at most {MAX_FORM_BYTES} bytes")
     body = b""
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            raise FormRefused(400, "the client went away")
+            raise RequestRefused(400, "the client went away")
         body += message.get("body", b"")
         if len(body) > MAX_FORM_BYTES:
-            raise FormRefused(413, f"a form may hold at most {MAX_FORM_BYTES} bytes")
+            raise RequestRefused(413, f"a form may hold at most {MAX_FORM_BYTES} bytes")
         if not message.get("more_body"):
             break
     try:
         text = body.decode("utf-8")
         pairs = parse_qsl(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS)
     except (UnicodeDecodeError, ValueError) as e:
-        raise FormRefused(400, f"not a url-encoded form: {e}") from e
+        raise RequestRefused(400, f"not a url-encoded form: {e}") from e
     return dict(pairs)
 
 
@@ -197,7 +189,7 @@ def asgi_app(
                         return
                     try:
                         form = await _read_form(scope, receive)
-                    except FormRefused as e:
+                    except RequestRefused as e:
                         await _send_whole(send, Response(f"{e}\n".encode(), "text/plain", e.status))
                         return
                 result = await route.handler(Request(path, m.groupdict(), query, method, form))
