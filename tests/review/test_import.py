@@ -141,3 +141,20 @@ async def test_imported_verdicts_are_signed_replayed_and_audited(
 async def test_an_unknown_format_is_a_usage_error(settings: Settings, tmp_path: Path, name: str) -> None:  # fmt: skip
     out = await _import(settings, tmp_path, name, "run_id\n")
     assert out.returncode == 2 and ".csv or .jsonl" in out.stderr
+
+
+async def test_view_review_needs_an_enrolled_reviewer(
+    settings: Settings, signed: Signed, tmp_path: Path
+) -> None:
+    alone = await asyncio.to_thread(run_cli, ["view", "--review"], settings, tmp_path)
+    assert alone.returncode == 2 and "go together" in alone.stderr
+    nobody = await asyncio.to_thread(
+        run_cli, ["view", "--review", "--reviewer", "nobody", "--port", "0"], settings, tmp_path
+    )
+    assert nobody.returncode == 2, nobody.stdout + nobody.stderr
+    assert "assay keys enroll reviewer-nobody" in nobody.stderr
+    enrolled = await asyncio.to_thread(
+        run_cli, ["keys", "enroll", "reviewer-carol"], settings, tmp_path
+    )
+    assert enrolled.returncode == 0, enrolled.stderr
+    assert (settings.home / "keys" / "reviewer-carol.enrollment").exists()
