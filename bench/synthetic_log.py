@@ -337,6 +337,8 @@ def writer_of(event: Event) -> str:
         return _WRITERS[event.event_type]
     judge = getattr(event, "judge", None)
     judge_id = judge.judge_id if judge is not None else getattr(event, "judge_id", "")
+    if getattr(event, "judge_kind", "machine") == "human":
+        return str(judge_id)  # a reviewer signs as reviewer-<name>, which is its judge id
     return f"judge-{judge_id}"
 
 

@@ -9,6 +9,7 @@ from .commands import (  # noqa: F401  (register commands)
     _keys,
     _report,
     _retry,
+    _review,
     _run,
     _serve,
     _trace,

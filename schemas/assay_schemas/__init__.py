@@ -18,6 +18,7 @@ from . import (
     _history,
     _ids,
     _problems,
+    _review,
     _rpc,
     _rubric,
     _steps,
@@ -35,6 +36,7 @@ from ._files import *  # noqa: F403
 from ._history import *  # noqa: F403
 from ._ids import *  # noqa: F403
 from ._problems import *  # noqa: F403
+from ._review import *  # noqa: F403
 from ._rpc import *  # noqa: F403
 from ._rubric import *  # noqa: F403
 from ._steps import *  # noqa: F403
@@ -53,6 +55,7 @@ __all__ = [
     *_history.__all__,
     *_ids.__all__,
     *_problems.__all__,
+    *_review.__all__,
     *_rpc.__all__,
     *_rubric.__all__,
     *_steps.__all__,

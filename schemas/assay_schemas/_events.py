@@ -22,6 +22,7 @@ from ._domain import (  # fmt: skip
 from ._envelope import Event
 from ._errors import ErrorInfo, FailureStage
 from ._ids import Identifier
+from ._review import JudgeKind
 from ._steps import ToolCallRecord, ToolResultRecord
 from ._web import WebSpec
 
@@ -105,7 +106,6 @@ class TaskAccepted(Event):
         description="The event_id of the TaskSubmitted this answers: a publisher matches "
         "its answer by it."
     )
-    """event_id of the TaskSubmitted this answers."""
     run_ids: list[str] = Field(default_factory=list)
     """The runs scheduled for the task (one per agent and epoch)."""
 
@@ -120,7 +120,6 @@ class TaskRejected(Event):
         description="The event_id of the TaskSubmitted this answers (null when the refused "
         "message had none): a publisher matches its answer by it.",
     )
-    """event_id of the TaskSubmitted this answers (None when the message had none)."""
     sequence: int = Field(default=0, ge=0)
     """Stream sequence of the refused message."""
     reason: RejectionReason
@@ -307,8 +306,9 @@ class JudgmentRecorded(Event):
     """One sample of one judge's verdict on one sealed run."""
 
     event_type: Literal["JudgmentRecorded"] = "JudgmentRecorded"
-    written_by = ("judge",)
+    written_by = ("judge", "reviewer")
     judge_id: Identifier
+    judge_kind: JudgeKind = "machine"
     judge_family: str = ""
     judge_model: str = ""
     sample: int = Field(ge=0)

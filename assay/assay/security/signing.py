@@ -27,14 +27,14 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import nacl.exceptions
 import nacl.signing
 import nkeys
 
 from assay.config import Settings
-from assay_schemas import ConfigError, Event
+from assay_schemas import REVIEWER_PREFIX, ConfigError, Event, reviewer_judge_id
 
 from .permissions import Role, events_by_role
 
@@ -237,6 +237,18 @@ class TrustList:
             return SignatureCheck(
                 False, "", f"judge {enrolled.name} wrote a verdict as judge {_judge_of(event)}"
             )
+        human = getattr(event, "judge_kind", "machine") == "human"
+        if human != (enrolled.role == "reviewer"):
+            # A human verdict is a reference the jury is measured against: a judge's key
+            # cannot pass its own output off as one, nor a reviewer's key write a juror's.
+            kind = "a human" if human else "a machine"
+            return SignatureCheck(
+                False, "", f"{enrolled.role}/{enrolled.name} may not write {kind} verdict"
+            )
+        if human and _judge_of(event) != reviewer_judge_id(enrolled.name):
+            return SignatureCheck(
+                False, "", f"reviewer {enrolled.name} wrote a verdict as {_judge_of(event)}"
+            )
         return SignatureCheck(True, f"{enrolled.role}/{enrolled.name} ({enrolled.key[:12]}…)", "")
 
     def verify(
@@ -291,8 +303,15 @@ def ensure_operator(settings: Settings) -> str:
     return public
 
 
-def role_of(service: str) -> tuple[Role, str] | None:
+SigningRole = Role | Literal["reviewer"]
+"""Who may sign what: the NATS users' roles, and reviewers (people grading runs, who
+publish over the cli's connection and have no NATS user of their own)."""
+
+
+def role_of(service: str) -> tuple[SigningRole, str] | None:
     """The role and name a bus of `service` signs as (None: it publishes nothing)."""
+    if service.startswith(REVIEWER_PREFIX):
+        return "reviewer", service.removeprefix(REVIEWER_PREFIX)
     if service.startswith("judge-"):
         return "judge", service.removeprefix("judge-")
     if service.startswith("publisher-"):
@@ -303,16 +322,26 @@ def role_of(service: str) -> tuple[Role, str] | None:
     return None
 
 
-def signer_for(settings: Settings, service: str) -> Signer | None:
+def signer_for(settings: Settings, service: str, *, enroll: bool = False) -> Signer | None:
     """The signer of `service`: its enrolled key from `<home>/keys/`, enrolled now by the
-    operator seed when this home holds it; None when neither exists (unsigned)."""
+    operator seed when this home holds it; None when neither exists (unsigned).
+
+    A reviewer is a person, not a service: their key is enrolled only when asked
+    (`enroll`, as `assay keys enroll` does), and a reviewer without one is an error, never
+    an unsigned or silently enrolled publisher."""
     identity = role_of(service)
     if identity is None:
         return None
     role, name = identity
     folder = _keys_dir(settings)
     seed_file, token_file = folder / f"{service}.seed", folder / f"{service}.enrollment"
-    if not (seed_file.exists() and token_file.exists()):
+    missing = not (seed_file.exists() and token_file.exists())
+    if missing and role == "reviewer" and not enroll:
+        raise ConfigError(
+            f"reviewer {name!r} has no enrolled key in {folder}: the operator enrolls it "
+            f"with `assay keys enroll {service}`"
+        )
+    if missing:
         operator_seed = folder / "operator.seed"
         if not operator_seed.exists():
             return None

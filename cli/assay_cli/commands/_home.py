@@ -24,11 +24,12 @@ HOME_HELP = (
 
 
 @contextmanager
-def home_settings(home: Path | None) -> Iterator[Settings]:
+def home_settings(home: Path | None, *, writable: bool = False) -> Iterator[Settings]:
     """Settings of the running stack, or of a run directory reopened for this command.
 
     The log is served from a copy so the run directory is never written to; the copy and
-    the server go away when the command ends.
+    the server go away when the command ends. `writable` (human review: verdicts are
+    appended to the run's own log) serves the run directory's log itself instead.
     """
     if home is None:
         yield Settings()
@@ -37,6 +38,10 @@ def home_settings(home: Path | None) -> Iterator[Settings]:
     if not log.is_dir():
         err_console.print(f"[red]error:[/red] {home} holds no log (no {log}): not a run directory")
         raise typer.Exit(2)
+    if writable:
+        with NatsServer(home / "nats") as server:
+            yield Settings(home=home.resolve(), nats_url=server.url)
+        return
     with tempfile.TemporaryDirectory(prefix="assay-home-") as scratch:
         shutil.copytree(log, Path(scratch) / "js")
         with NatsServer(Path(scratch)) as server:

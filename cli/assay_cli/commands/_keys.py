@@ -38,25 +38,32 @@ def operator() -> None:
 def enroll(
     service: str = typer.Argument(
         ...,
-        help="runner, sandbox-manager, cli, judge-<judge id> (a judge's own key), or "
-        "publisher-<campaign> (an outside system submitting tasks to that campaign).",
+        help="runner, sandbox-manager, cli, judge-<judge id> (a judge's own key), "
+        "publisher-<campaign> (an outside system submitting tasks to that campaign), or "
+        "reviewer-<name> (a person grading runs in `assay view --review`).",
     ),
     out: Path = typer.Option(
         None, "--out", help="Also copy the seed and enrollment here (for another machine's home)."
     ),
+    home: Path = typer.Option(
+        None,
+        "--home",
+        help="The home whose operator enrolls the key (default: ASSAY_HOME), "
+        "e.g. a run directory whose log a reviewer grades.",
+    ),
 ) -> None:
     """Enroll a service's signing key with the operator key of this home (run where the
     operator seed is); a service started with this home signs with it from then on."""
-    settings = Settings()
+    settings = Settings() if home is None else Settings(home=home.resolve())
     identity = role_of(service)
     if identity is None:
         err_console.print(
             f"[red]error:[/red] {service!r} publishes no events; nothing to enroll (runner, "
-            "sandbox-manager, cli, judge-<judge id> or publisher-<campaign>)",
+            "sandbox-manager, cli, judge-<judge id>, publisher-<campaign> or reviewer-<name>)",
             soft_wrap=True,
         )
         raise typer.Exit(2)
-    if identity[0] in ("judge", "publisher") and not re.match(ID_PATTERN, identity[1]):
+    if identity[0] in ("judge", "publisher", "reviewer") and not re.match(ID_PATTERN, identity[1]):
         # The name becomes a key file name and the scope of what the key may sign.
         err_console.print(
             f"[red]error:[/red] {identity[1]!r} in {service!r} is not an id (letters, digits, "
@@ -65,7 +72,7 @@ def enroll(
         )
         raise typer.Exit(2)
     ensure_operator(settings)
-    signer = signer_for(settings, service)
+    signer = signer_for(settings, service, enroll=True)
     assert signer is not None  # the operator seed is here: enrollment cannot fail
     console.print(f"{service}: {signer.public_key}", highlight=False)
     if out is not None:

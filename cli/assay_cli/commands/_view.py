@@ -9,8 +9,9 @@ from pathlib import Path
 import typer
 
 from assay.config import Settings
+from assay_schemas import AssayError
 
-from ._app import app, console, err_console
+from ._app import app, console, err_console, fail
 from ._home import home_settings
 
 
@@ -33,6 +34,16 @@ def view(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback unless told)."),
     port: int = typer.Option(8765, "--port", min=0, max=65535),
     resamples: int = typer.Option(10_000, "--resamples", min=1, help="Bootstrap resamples."),
+    review: bool = typer.Option(
+        False,
+        "--review",
+        help="Serve only the blind review queue of --reviewer: grades "
+        "are published as verdicts signed with the reviewer's enrolled key (to a run "
+        "directory's own log when one is given).",
+    ),
+    reviewer: str = typer.Option(
+        None, "--reviewer", help="The reviewer grading (`assay keys enroll reviewer-NAME`)."
+    ),
     allow_host: list[str] = typer.Option(
         [],
         "--allow-host",
@@ -49,21 +60,37 @@ def view(
     # Here, not at the top: assay_aggregator loads polars and scipy (about 2 s), which
     # `assay --help` and the other commands need not wait for.
     from assay_aggregator.view import Source, create_app
+    from assay_aggregator.view.review import ReviewDesk
+
+    from ._review import check_reviewer
+
+    if review != (reviewer is not None):
+        raise typer.BadParameter("--review and --reviewer NAME go together", param_hint="--review")
+    if reviewer is not None:
+        check_reviewer(reviewer)
 
     if host not in ("127.0.0.1", "localhost", "::1"):
         err_console.print(
             f"[yellow]serving on {host}: anyone who reaches it reads every run[/yellow]"
         )
-    with home_settings(run_dir) as settings:
+    with home_settings(run_dir, writable=review) as settings:
         _check_reachable(settings)
+        desk = None
+        if reviewer is not None:
+            try:
+                desk = ReviewDesk(settings, reviewer)
+            except AssayError as e:
+                raise fail(e) from e
         page = f"/campaign/{campaign}" if campaign else "/"
+        if desk is not None:
+            page = f"/review/{campaign}" if campaign else "/review"
         console.print(f"assay view on http://{host}:{port}{page} (Ctrl-C to stop)")
         source = Source(settings, resamples=resamples)
         names = [*allow_host, *([] if _is_address(host) else [host])]
         # Live pages hold event streams open: on Ctrl-C, close them after a moment rather
         # than wait for every browser tab to go away.
         uvicorn.run(
-            create_app(source, hosts=names), host=host, port=port, log_level="warning",
+            create_app(source, hosts=names, review=desk), host=host, port=port, log_level="warning",
             timeout_graceful_shutdown=2,
         )  # fmt: skip
 

@@ -12,7 +12,9 @@ consumer), so they cannot disagree on what counts. An event is refused when:
 - it repeats the id of an event folded from another message;
 - it is a verdict that is not whole: a second one for a sample (the first stands), one
   scoring dimensions outside the rubric or missing some, an LLM verdict with no scores,
-  a rule verdict with scores, or a sample index past the judge's ``sampling_times``.
+  a rule verdict with scores, or a sample index past the judge's ``sampling_times``;
+- it is a human verdict that is not a reviewer's grade of a sealed run (see `_human`),
+  or a machine verdict under a reviewer's judge id.
 
 :func:`refusal` is pure (it reads what the log held before the event); :func:`admit`
 records the refusal in the state, which is how every reader learns of it.
@@ -23,6 +25,7 @@ from __future__ import annotations
 from assay.security.signing import SignatureCheck
 from assay.tasks import check_task
 from assay_schemas import (
+    HUMAN_SAMPLE,
     RULES_JUDGE_ID,
     Event,
     JudgmentFailed,
@@ -30,20 +33,21 @@ from assay_schemas import (
     RunRequested,
     TaskInputError,
     TaskSubmitted,
+    is_reviewer_id,
 )
 
 from .state import State
 
-__all__ = ["admit", "refusal"]
+__all__ = ["admit", "refusal", "rubric_keys"]
 
 
-def _rubric_keys(state: State, e: JudgmentRecorded) -> set[str] | None:
-    """Dimension keys the verdict must score: the task's own rubric, else the campaign's
-    (None when neither is known: then only the other checks apply)."""
-    task = state.tasks.get(f"{e.campaign_id}/{e.task_id}")
+def rubric_keys(state: State, campaign_id: str, task_id: str | None) -> set[str] | None:
+    """Dimension keys a verdict on the task must score: the task's own rubric, else the
+    campaign's (None when neither is known: then only the other checks apply)."""
+    task = state.tasks.get(f"{campaign_id}/{task_id}")
     if task is not None and task.rubric_keys:
         return set(task.rubric_keys)
-    campaign = state.campaigns.get(e.campaign_id)
+    campaign = state.campaigns.get(campaign_id)
     if campaign is None:
         return None
     return {d["key"] for d in campaign.get("rubric", {}).get("dimensions", [])}
@@ -60,15 +64,39 @@ def _samples(state: State, e: JudgmentRecorded | JudgmentFailed) -> int | None:
     return max(judge, state.task_samples.get(f"{e.campaign_id}/{e.task_id}", 1))
 
 
+def _human(state: State, e: JudgmentRecorded, where: str) -> str | None:
+    """A human verdict counts when a reviewer graded a sealed run once, every rubric
+    dimension and nothing else (no checks: those are the rule judge's)."""
+    if not is_reviewer_id(e.judge_id):
+        return f"human {where}: a human judge's id is reviewer-<name>"
+    if e.sample != HUMAN_SAMPLE:
+        return f"human {where}: a reviewer grades a run once (sample {HUMAN_SAMPLE})"
+    run = state.runs.get(e.run_id or "")
+    if run is None or not run.sealed:
+        return f"human {where}: the run was never sealed"
+    if e.checks:
+        return f"human {where} records rule checks"
+    old = state.human_verdicts.get(f"{e.run_id}/{e.judge_id}/{e.sample}")
+    if old is not None:
+        return f"second human {where} (the first is at seq {old.sequence})"
+    return None
+
+
 def _verdict(state: State, sequence: int, e: JudgmentRecorded) -> str | None:
     where = f"verdict for run {e.run_id}, judge {e.judge_id}, sample {e.sample}"
+    if e.judge_kind == "human":
+        problem = _human(state, e, where)
+        if problem is not None:
+            return problem
+    elif is_reviewer_id(e.judge_id):
+        return f"machine {where}: reviewer-<name> ids are reserved for human verdicts"
     if e.judge_id == RULES_JUDGE_ID:
         if e.scores:
             return f"{where} scores dimensions; the rule judge records checks only"
     elif not e.scores:
         return f"{where} scores no dimension"
     else:
-        keys = _rubric_keys(state, e)
+        keys = rubric_keys(state, e.campaign_id, e.task_id)
         if keys is not None:
             outside = sorted(set(e.scores) - keys)
             if outside:
@@ -76,7 +104,7 @@ def _verdict(state: State, sequence: int, e: JudgmentRecorded) -> str | None:
             missing = sorted(keys - set(e.scores))
             if missing:
                 return f"{where} leaves rubric dimensions unscored: {', '.join(missing)}"
-    problem = _sample_problem(state, e)
+    problem = None if e.judge_kind == "human" else _sample_problem(state, e)
     if problem is not None:
         return problem
     old = state.verdicts.get(f"{e.run_id}/{e.judge_id}/{e.sample}")

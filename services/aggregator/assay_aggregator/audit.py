@@ -38,6 +38,7 @@ from assay_schemas import (
     SandboxReady,
     StoreError,
     WebSource,
+    is_reviewer_id,
     parse_event,
 )
 
@@ -212,7 +213,8 @@ def _contribution(history: RunHistory, verdicts: list[VerdictView], anchor: int)
     infra = history.infrastructure_failure
     sums: dict[str, list[float]] = {}
     for v in verdicts:
-        if v.judge_id != RULES_JUDGE_ID and v.scores:
+        # A reviewer's verdict is a reference, not a juror: it never moves the run score.
+        if v.judge_id != RULES_JUDGE_ID and v.scores and not is_reviewer_id(v.judge_id):
             acc = sums.setdefault(v.judge_id, [0.0, 0.0])
             acc[0] += sum(v.scores.values())
             acc[1] += len(v.scores)

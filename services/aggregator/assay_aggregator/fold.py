@@ -184,6 +184,9 @@ def _sample(
 
 def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
     key = f"{e.run_id}/{e.judge_id}/{e.sample}"
+    if e.judge_kind == "human":
+        _human_judgment(state, e, seq, key)
+        return
     old = state.verdicts.get(key)
     if old is not None and old.sequence > seq:
         # Admission refuses a later verdict for a sample; one that arrives after a later
@@ -211,6 +214,17 @@ def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
     judge = _judge(state, e.judge_id, e.campaign_id)
     judge.family = judge.family or e.judge_family
     judge.model = judge.model or e.judge_model
+
+
+def _human_judgment(state: State, e: JudgmentRecorded, seq: int, key: str) -> None:
+    """A reviewer's verdict: a reference, so it touches no run, judge or jury record."""
+    old = state.human_verdicts.get(key)
+    if old is not None and old.sequence < seq:
+        return
+    state.human_verdicts[key] = VerdictRecord(
+        e.campaign_id, e.run_id or "", e.judge_id, e.sample, seq,
+        scores={k: v.score for k, v in e.scores.items()},
+    )  # fmt: skip
 
 
 def _judgment_failed(state: State, e: JudgmentFailed, seq: int) -> None:

@@ -200,6 +200,9 @@ class State:
     seal_sequence: dict[str, int] = field(default_factory=dict)
     verdicts: dict[str, VerdictRecord] = field(default_factory=dict)
     """'run_id/judge_id/sample' → verdict (the first one stands; later ones are refused)."""
+    human_verdicts: dict[str, VerdictRecord] = field(default_factory=dict)
+    """'run_id/judge_id/sample' → a reviewer's verdict: kept apart from `verdicts`, so no
+    jury figure can count it; it only measures the jury (`review.human_frames`)."""
     failures: dict[str, FailureRecord] = field(default_factory=dict)
     judges: dict[str, JudgeRecord] = field(default_factory=dict)
     trust_root: str = ""
@@ -249,6 +252,7 @@ def state_to_json(state: State) -> dict[str, Any]:
         "artifacts": {k: [asdict(a) for a in v] for k, v in state.artifacts.items()},
         "seal_sequence": state.seal_sequence,
         "verdicts": {k: asdict(v) for k, v in state.verdicts.items()},
+        "human_verdicts": {k: asdict(v) for k, v in state.human_verdicts.items()},
         "failures": {k: asdict(v) for k, v in state.failures.items()},
         "judges": {k: asdict(v) for k, v in state.judges.items()},
         "trust_root": state.trust_root,
@@ -276,6 +280,7 @@ def state_from_json(data: dict[str, Any]) -> State:
         artifacts={k: [ArtifactRecord(**a) for a in v] for k, v in data["artifacts"].items()},
         seal_sequence={k: int(v) for k, v in data["seal_sequence"].items()},
         verdicts=_records(data["verdicts"], VerdictRecord),
+        human_verdicts=_records(data.get("human_verdicts", {}), VerdictRecord),
         failures=_records(data["failures"], FailureRecord),
         judges=_records(data["judges"], JudgeRecord),
         trust_root=str(data["trust_root"]),

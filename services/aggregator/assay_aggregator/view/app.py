@@ -7,6 +7,7 @@ environment, so every agent-written string reaches the page as escaped text.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from importlib.resources import files
@@ -26,6 +27,7 @@ from .data import RunView, Source, file_tree
 from .judges import disagreements
 from .live import events
 from .previews import IMAGE_TYPES, preview_file, pygments_css
+from .review import ReviewDesk, ValidityTable, review_routes
 from .runs import Facets, RunQuery, facets, select
 from .search import terms
 from .timeline import timeline
@@ -99,11 +101,13 @@ def _title(view: RunView) -> str:
     return " · ".join(parts + ([f"epoch {epoch}"] if epoch is not None else []))
 
 
-def create_app(source: Source, *, hosts: Iterable[str] = ()) -> Any:
+def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk | None = None) -> Any:  # fmt: skip
     """The viewer over one log and blob store, as an ASGI callable answering only to its
-    own address and `hosts` (names it is served as besides loopback)."""
+    own address and `hosts` (names it is served as besides loopback). With `review`, it
+    serves only that reviewer's blind review pages (`review.py`)."""
     drawn: dict[tuple[str, int, int], Response] = {}
     heads: dict[tuple[str, int, int], _Head] = {}
+    validity = ValidityTable(source)
 
     async def index(req: Request) -> Response:
         p = await source.projections()
@@ -243,7 +247,13 @@ def create_app(source: Source, *, hosts: Iterable[str] = ()) -> Any:
         ]
         return _page("judges.html.j2", campaign=cid, charts=judge_plots,
                      tables=[t for t in tables(report) if t.title in wanted],
-                     worst=disagreements(p, cid), sequence=p.state.last_sequence)  # fmt: skip
+                     worst=disagreements(p, cid), human=validity.rows(p, cid),
+                     sequence=p.state.last_sequence)  # fmt: skip
+
+    async def human_validity(req: Request) -> Response:
+        p = await source.projections()
+        body = json.dumps(validity.rows(p, req.match["campaign"]), allow_nan=False, default=str)
+        return Response(body.encode(), "application/json")
 
     async def live(req: Request) -> Response | Stream:
         run_id, cid = req.query.get("run", "*"), req.query.get("campaign", "*")
@@ -258,14 +268,25 @@ def create_app(source: Source, *, hosts: Iterable[str] = ()) -> Any:
     async def script(req: Request) -> Response:
         return Response(_static("live.js"), "text/javascript; charset=utf-8")
 
+    async def validity_script(req: Request) -> Response:
+        return Response(_static("validity.js"), "text/javascript; charset=utf-8")
+
+    assets = [("/static/view.css", css), ("/static/live.js", script),
+              ("/static/validity.js", validity_script), ("/blob/(?P<sha>[0-9a-f]{64})", blob)]  # fmt: skip
+    if review is not None:
+        return asgi_app(
+            [*review_routes(source, review), *(Route(re.compile(p), h) for p, h in assets)],
+            lambda path: _missing(path), hosts,
+        )  # fmt: skip
+
     routes = [
         ("/", index), (f"/campaign/(?P<campaign>{_ID})", campaign),
         (f"/campaign/(?P<campaign>{_ID})/report", full_report),
         (f"/campaign/(?P<campaign>{_ID})/judges", judges),
+        (f"/campaign/(?P<campaign>{_ID})/validity.json", human_validity),
         (f"/campaign/(?P<campaign>{_ID})/task/(?P<task>{_ID})", task),
         (f"/run/(?P<run>{_ID})", run), (f"/run/(?P<run>{_ID})/file", sealed_file),
-        ("/blob/(?P<sha>[0-9a-f]{64})", blob), ("/compare", compare), ("/live", live),
-        ("/static/view.css", css), ("/static/live.js", script),
+        ("/compare", compare), ("/live", live), *assets,
     ]  # fmt: skip
     return asgi_app(
         [Route(re.compile(p), h) for p, h in routes], lambda path: _missing(path), hosts

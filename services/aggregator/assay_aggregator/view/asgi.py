@@ -1,7 +1,8 @@
 """The viewer as one plain ASGI callable: a route table, safe headers, streamed events.
 
 Any ASGI server runs it (`assay view` uses uvicorn); tests drive it through
-`httpx.ASGITransport`. Every response carries a strict Content-Security-Policy: scripts,
+`httpx.ASGITransport`. Routes answer GET and HEAD; a route may also take a POST of a small
+url-encoded form (human review), its body bounded before it is read whole. Every response carries a strict Content-Security-Policy: scripts,
 styles and images come from the viewer itself, nothing inline, nothing framed. A request
 for another host or from another origin is refused first (`hosts`: DNS rebinding).
 """
@@ -36,12 +37,20 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
+MAX_FORM_BYTES = 64 * 1024
+"""A posted form larger than this is refused (413) before it is read whole."""
+MAX_FORM_FIELDS = 200
+
+
 class Request(NamedTuple):
-    """What a page handler sees: the path's named parts and the query parameters."""
+    """What a page handler sees: the path's named parts, the query parameters, and (for a
+    POST) the form's fields."""
 
     path: str
     match: dict[str, str]
     query: dict[str, str]
+    method: str = "GET"
+    form: dict[str, str] = {}  # noqa: RUF012  (a NamedTuple default, never mutated)
 
 
 class Response(NamedTuple):
@@ -64,10 +73,38 @@ Handler = Callable[[Request], Awaitable[Response | Stream]]
 
 
 class Route(NamedTuple):
-    """A GET path pattern (named groups) and its handler."""
+    """A path pattern (named groups) and its handler; `post`: it takes a posted form too."""
 
     pattern: re.Pattern[str]
     handler: Handler
+    post: bool = False
+
+
+async def _read_form(scope: Scope, receive: Receive) -> dict[str, str]:
+    """The url-encoded form of a POST, read within `MAX_FORM_BYTES`."""
+    headers = {bytes(k).lower(): bytes(v) for k, v in scope.get("headers", [])}
+    kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+    if kind != b"application/x-www-form-urlencoded":
+        raise RequestRefused(415, "a form must be sent as application/x-www-form-urlencoded")
+    declared = headers.get(b"content-length", b"0")
+    if not declared.isdigit() or int(declared) > MAX_FORM_BYTES:
+        raise RequestRefused(413, f"a form may hold at most {MAX_FORM_BYTES} bytes")
+    body = b""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise RequestRefused(400, "the client went away")
+        body += message.get("body", b"")
+        if len(body) > MAX_FORM_BYTES:
+            raise RequestRefused(413, f"a form may hold at most {MAX_FORM_BYTES} bytes")
+        if not message.get("more_body"):
+            break
+    try:
+        text = body.decode("utf-8")
+        pairs = parse_qsl(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise RequestRefused(400, f"not a url-encoded form: {e}") from e
+    return dict(pairs)
 
 
 def _head(status: int, content_type: str, extra: tuple[tuple[str, str], ...] = ()) -> Message:
@@ -116,8 +153,8 @@ async def _disconnected(receive: Receive) -> None:
 def asgi_app(
     routes: list[Route], not_found: Callable[[str], Response], hosts: Iterable[str] = ()
 ) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
-    """An ASGI callable serving `routes` (GET and HEAD only) to its own address and
-    `hosts` (further names it is served as)."""
+    """An ASGI callable serving `routes` (GET and HEAD; POST where a route takes a form)
+    to its own address and `hosts` (further names it is served as)."""
     names = tuple(hosts)
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
@@ -133,7 +170,8 @@ def asgi_app(
         except RequestRefused as e:
             await _send_whole(send, Response(f"{e}\n".encode(), "text/plain", e.status))
             return
-        if scope["method"] not in ("GET", "HEAD"):
+        method = scope["method"]
+        if method not in ("GET", "HEAD", "POST"):
             await _send_whole(send, Response(b"method not allowed\n", "text/plain", 405))
             return
         path: str = scope["path"]
@@ -142,7 +180,19 @@ def asgi_app(
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         for route in routes:
             if m := route.pattern.fullmatch(path):
-                result = await route.handler(Request(path, m.groupdict(), query))
+                form: dict[str, str] = {}
+                if method == "POST":
+                    if not route.post:
+                        await _send_whole(
+                            send, Response(b"method not allowed\n", "text/plain", 405)
+                        )
+                        return
+                    try:
+                        form = await _read_form(scope, receive)
+                    except RequestRefused as e:
+                        await _send_whole(send, Response(f"{e}\n".encode(), "text/plain", e.status))
+                        return
+                result = await route.handler(Request(path, m.groupdict(), query, method, form))
                 if isinstance(result, Stream):
                     await _send_stream(send, receive, result)
                 else:

@@ -1,0 +1,129 @@
+"""Human review on the read side: the blind queue, and the frames that measure the jury.
+
+Human verdicts are folded into `State.human_verdicts`, apart from the jury's, so no jury
+figure counts them. Here they become the statistics library's rater frames
+(`RATER_SCHEMA`, one for the LLM judges and one for the humans), which feed only the
+"Judge validity (human)" rows (`human_agreement_rows`).
+
+The review queue is blind: it names a run and its task, never its agent, its verdicts or
+whether it is a control. Its order is a pure function of the reviewer and the run ids
+(a keyed hash), so it is random to the reviewer yet the same on every page load, and it
+interleaves the strata (controls and real runs) so a short session samples both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from itertools import zip_longest
+from typing import NamedTuple
+
+import polars as pl
+
+from assay_schemas import RULES_JUDGE_ID, is_reviewer_id
+
+from .projections import Projections
+from .state import RunRecord
+from .statistics import AnalysisSettings, HumanAgreement, HumanBias, human_agreement_rows
+
+__all__ = [
+    "RaterFrames",
+    "ReviewItem",
+    "Stratum",
+    "default_stratum",
+    "human_validity",
+    "rater_frames",
+    "review_queue",
+]
+
+Stratum = Callable[[RunRecord], str]
+"""A run's stratum in the review queue ("real", "control", ...)."""
+
+_RATER = {"task_id": pl.String, "run_id": pl.String, "rater_id": pl.String,
+          "dimension": pl.String, "score": pl.Float64}  # fmt: skip
+
+
+def default_stratum(run: RunRecord) -> str:
+    """ "control" for a run the fold marks as a control (a `control` attribute, when the
+    record has one), else "real"."""
+    return "control" if getattr(run, "control", None) else "real"
+
+
+class RaterFrames(NamedTuple):
+    """The LLM judges' and the humans' ratings of one campaign, in `RATER_SCHEMA`."""
+
+    judges: pl.DataFrame
+    humans: pl.DataFrame
+
+
+def rater_frames(p: Projections, campaign: str) -> RaterFrames:
+    """Ratings of the campaign's latest run attempts: each LLM judge's (every sample) and
+    each reviewer's, one row per run × rater × dimension."""
+    runs = p.table("runs").filter((pl.col("campaign_id") == campaign) & ~pl.col("superseded"))
+    judged = p.table("judgments").filter(
+        (pl.col("campaign_id") == campaign) & (pl.col("judge_id") != RULES_JUDGE_ID)
+    )
+    judges = judged.join(runs.select("run_id"), on="run_id", how="semi").select(
+        "task_id", "run_id", pl.col("judge_id").alias("rater_id"), "dimension",
+        pl.col("score").cast(pl.Float64),
+    )  # fmt: skip
+    latest = set(runs["run_id"].to_list())
+    rows = [
+        (p.state.runs[v.run_id].task_id, v.run_id, v.judge_id, dim, float(score))
+        for _, v in sorted(p.state.human_verdicts.items())
+        if v.campaign_id == campaign and v.run_id in latest
+        for dim, score in sorted(v.scores.items())
+    ]
+    humans = pl.DataFrame(rows, schema=_RATER, orient="row")
+    return RaterFrames(judges, humans)
+
+
+def human_validity(
+    p: Projections, campaign: str, settings: AnalysisSettings
+) -> tuple[tuple[HumanAgreement, ...], tuple[HumanBias, ...]]:
+    """Each LLM judge's, the jury's and human-human agreement and bias against the
+    campaign's human verdicts (no rows before the first one)."""
+    frames = rater_frames(p, campaign)
+    if frames.humans.height == 0 or frames.judges.height == 0:
+        return (), ()
+    return human_agreement_rows(frames.judges, frames.humans, settings)
+
+
+class ReviewItem(NamedTuple):
+    """One run in a reviewer's queue: what a blind reviewer may see of it."""
+
+    position: int
+    run_id: str
+    task_id: str
+    stratum: str
+    """Used to interleave; never shown to the reviewer."""
+
+
+def _rank(reviewer: str, run_id: str) -> str:
+    return hashlib.sha256(f"assay-review\x1f{reviewer}\x1f{run_id}".encode()).hexdigest()
+
+
+def review_queue(
+    p: Projections, campaign: str, reviewer: str, *, stratum: Stratum = default_stratum
+) -> list[ReviewItem]:
+    """The sealed, latest-attempt runs of a campaign that `reviewer` (a judge id,
+    ``reviewer-<name>``) has not graded: each stratum in the reviewer's own random
+    order, the strata taken in turn."""
+    if not is_reviewer_id(reviewer):
+        raise ValueError(f"not a reviewer's judge id: {reviewer!r}")
+    graded = {v.run_id for v in p.state.human_verdicts.values() if v.judge_id == reviewer}
+    latest = set(
+        p.table("runs")
+        .filter((pl.col("campaign_id") == campaign) & ~pl.col("superseded"))["run_id"]
+        .to_list()
+    )
+    strata: dict[str, list[RunRecord]] = {}
+    for run in p.state.runs.values():
+        if run.run_id in latest and run.sealed and run.run_id not in graded:
+            strata.setdefault(stratum(run), []).append(run)
+    ordered = [
+        sorted(runs, key=lambda r: _rank(reviewer, r.run_id))
+        for _, runs in sorted(strata.items(), key=lambda kv: _rank(reviewer, kv[0]))
+    ]
+    turns = (r for row in zip_longest(*ordered) for r in row if r is not None)
+    return [ReviewItem(i, r.run_id, r.task_id, stratum(r)) for i, r in enumerate(turns, start=1)]

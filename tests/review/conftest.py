@@ -1,0 +1,128 @@
+"""Human review fixtures: a signed synthetic campaign, an enrolled reviewer, a foreign one."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+import uvicorn
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.security.signing import Signer, ensure_operator, signer_for, trust_for
+from assay.store import LocalBlobStore
+from assay_aggregator.grading import Grade, human_verdict
+from assay_aggregator.projections import Projections
+from assay_aggregator.rebuild import fold_stream
+from assay_schemas import ArtifactsSealed, Event, JudgmentRecorded
+from bench.synthetic_log import LogSpec, publish_events, synthetic_events
+
+SPEC = LogSpec(
+    campaign_id="camp",
+    n_tasks=6,
+    n_agents=2,
+    n_samples=1,
+    steps_per_run=2,
+    infrastructure_failure_rate=0.0,
+    empty_artifact_rate=0.0,
+    seed=5,
+)
+
+
+class Signed(NamedTuple):
+    """A signed campaign on the log: its events, its sealed run ids, its blob store."""
+
+    events: list[Event]
+    sealed: list[str]
+    store: LocalBlobStore
+
+
+PAYLOAD = (
+    "<script>document.title='PWNED'</script><img src=x onerror=\"document.body.dataset.pwned='1'\">"
+)
+"""Agent-written markup in every final message: a review page shows it as text."""
+
+
+def _hostile(e: Event) -> Event:
+    if isinstance(e, ArtifactsSealed):
+        return e.model_copy(update={"final_message": f"{PAYLOAD} {e.final_message}"})
+    return e
+
+
+@pytest.fixture
+async def signed(bus: Bus, settings: Settings) -> Signed:
+    """SPEC published with every event signed by the service that writes it (each final
+    message led by agent-written markup)."""
+    ensure_operator(settings)
+    store = LocalBlobStore(settings.blob_dir)
+    events = [_hostile(e) for e in synthetic_events(SPEC, store=store)]
+    await publish_events(
+        bus.js, bus.subjects, bus.stream.name, events, signers=partial(signer_for, settings)
+    )
+    sealed = sorted({e.run_id or "" for e in events if isinstance(e, ArtifactsSealed)})
+    return Signed(events, sealed, store)
+
+
+async def projections(bus: Bus, settings: Settings) -> Projections:
+    """A fresh fold of the whole log, signatures checked as every reader checks them."""
+    state = await fold_stream(
+        bus.js, bus.stream.name, bus.subjects.events, trust=trust_for(settings)
+    )
+    return Projections(state)
+
+
+@asynccontextmanager
+async def serve(app: Any) -> AsyncIterator[str]:
+    """`app` served by uvicorn on a free loopback port; its base URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                           timeout_graceful_shutdown=2))  # fmt: skip
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        try:
+            await asyncio.wait_for(task, 15)
+        except TimeoutError:
+            server.force_exit = True
+            task.cancel()
+
+
+def enroll(settings: Settings, name: str) -> Signer:
+    """`assay keys enroll reviewer-<name>` in this home."""
+    signer = signer_for(settings, f"reviewer-{name}", enroll=True)
+    assert signer is not None
+    return signer
+
+
+def foreign_reviewer(settings: Settings, tmp: Path, name: str) -> None:
+    """A reviewer key enrolled by another home's operator, copied into this home's keys."""
+    other = settings.model_copy(update={"home": tmp / "other-home"})
+    ensure_operator(other)
+    enroll(other, name)
+    for suffix in (".seed", ".enrollment"):
+        src = other.home / "keys" / f"reviewer-{name}{suffix}"
+        (settings.home / "keys" / src.name).write_bytes(src.read_bytes())
+
+
+def rubric_scores(p: Projections, score: int) -> dict[str, int]:
+    """Every dimension of the campaign's rubric, scored `score`."""
+    dims = p.state.campaigns["camp"]["rubric"]["dimensions"]
+    return {d["key"]: score for d in dims}
+
+
+def verdict(p: Projections, reviewer: str, run_id: str, score: int) -> JudgmentRecorded:
+    """A well-formed human verdict of `reviewer` (a judge id) on a run."""
+    grade = Grade(run_id=run_id, scores=rubric_scores(p, score), note="checked by hand")
+    return human_verdict(p, reviewer, grade, service=reviewer)

@@ -1,0 +1,169 @@
+"""`assay view --review` in-process: a blind queue, a grading page, a form that only its
+own page can submit (CSRF, origin, size, type, range), and the validity table's data."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay_aggregator.review import review_queue
+from assay_aggregator.view import Source, create_app
+from assay_aggregator.view.asgi import MAX_FORM_BYTES
+from assay_aggregator.view.review import ReviewDesk
+from assay_schemas import ConfigError
+
+from .conftest import SPEC, Signed, enroll, projections, rubric_scores
+
+BASE = "http://127.0.0.1"
+
+
+@pytest.fixture
+async def desk(settings: Settings, signed: Signed) -> ReviewDesk:
+    enroll(settings, "alice")
+    return ReviewDesk(settings, "alice")
+
+
+@pytest.fixture
+async def review(settings: Settings, desk: ReviewDesk) -> AsyncIterator[httpx.AsyncClient]:
+    source = Source(settings, resamples=200)
+    transport = httpx.ASGITransport(app=create_app(source, review=desk))
+    async with httpx.AsyncClient(transport=transport, base_url=BASE) as c:
+        yield c
+    await source.close()
+
+
+@pytest.fixture
+async def viewer(settings: Settings, signed: Signed) -> AsyncIterator[httpx.AsyncClient]:
+    source = Source(settings, resamples=200)
+    transport = httpx.ASGITransport(app=create_app(source))
+    async with httpx.AsyncClient(transport=transport, base_url=BASE) as c:
+        yield c
+    await source.close()
+
+
+def _secrets(signed: Signed) -> set[str]:
+    """What a blind page must never show: agents, judges, run ids."""
+    agents = {f"agent_{i}" for i in range(SPEC.n_agents)}
+    return agents | {"judge_a", "judge_b", "rules"} | set(signed.sealed)
+
+
+async def _first(review: httpx.AsyncClient) -> str:
+    page = await review.get(f"/review/{SPEC.campaign_id}")
+    assert page.status_code == 200
+    links = re.findall(r'href="(/review/camp/run/[0-9a-f]{32})"', page.text)
+    assert links
+    return str(links[0])
+
+
+def test_a_reviewer_without_an_enrolled_key_cannot_open_a_desk(settings: Settings) -> None:
+    with pytest.raises(ConfigError, match="assay keys enroll reviewer-nobody"):
+        ReviewDesk(settings, "nobody")
+
+
+async def test_the_queue_is_blind_seeded_per_reviewer_and_stratified(
+    bus: Bus, settings: Settings, signed: Signed, review: httpx.AsyncClient
+) -> None:
+    page = await review.get("/review/camp")
+    assert page.status_code == 200
+    assert len(re.findall(r'class="grade"', page.text)) == len(signed.sealed)
+    for secret in _secrets(signed):
+        assert secret not in page.text, secret
+    p = await projections(bus, settings)
+    alice = [i.run_id for i in review_queue(p, "camp", "reviewer-alice")]
+    bob = [i.run_id for i in review_queue(p, "camp", "reviewer-bob")]
+    assert sorted(alice) == sorted(bob) == signed.sealed and alice != bob
+    assert alice == [i.run_id for i in review_queue(p, "camp", "reviewer-alice")]
+
+    def stratum(run: object) -> str:  # one in three runs a control
+        return "control" if signed.sealed.index(run.run_id) % 3 == 0 else "real"  # type: ignore[attr-defined]
+
+    drawn = [i.stratum for i in review_queue(p, "camp", "reviewer-alice", stratum=stratum)]
+    # Both strata within the first two runs, then in turn while both last.
+    assert set(drawn[:2]) == {"control", "real"}
+    assert drawn.count("control") == len(signed.sealed[::3])
+    for regular in (
+        "/",
+        "/campaign/camp",
+        "/campaign/camp/judges",
+        f"/run/{signed.sealed[0]}",
+        "/live",
+    ):
+        assert (await review.get(regular)).status_code in (200, 404), regular
+        assert "agent_0" not in (await review.get(regular)).text
+
+
+async def test_grading_page_shows_rubric_anchors_files_and_transcript_blind(
+    signed: Signed, review: httpx.AsyncClient
+) -> None:
+    page = await review.get(await _first(review))
+    assert page.status_code == 200
+    assert 'name="csrf"' in page.text and 'name="score_' in page.text
+    assert "<dt>8</dt>" in page.text and "Transcript" in page.text and "Sealed files" in page.text
+    for secret in _secrets(signed):
+        assert secret not in page.text, secret
+    file_link = re.search(r'href="(/review/camp/run/[0-9a-f]{32}/file\?path=[^"]+)"', page.text)
+    assert file_link is not None
+    shown = await review.get(file_link.group(1).replace("&amp;", "&"))
+    assert shown.status_code == 200
+
+
+async def test_the_form_refuses_what_its_own_page_did_not_send(
+    bus: Bus,
+    settings: Settings,
+    signed: Signed,
+    review: httpx.AsyncClient,
+    viewer: httpx.AsyncClient,
+) -> None:
+    url = await _first(review)
+    page = await review.get(url)
+    csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page.text)
+    assert csrf is not None
+    p = await projections(bus, settings)
+    scores = {f"score_{k}": str(v) for k, v in rubric_scores(p, 9).items()}
+    good = {"csrf": csrf.group(1), **scores, "note": "<script>alert(1)</script>"}
+    before = (await viewer.get("/campaign/camp/validity.json")).json()
+    assert before["human_verdicts"] == 0 and before["rows"] == []
+
+    cases = [
+        ({**good, "csrf": ""}, {}, 403),
+        ({**good, "csrf": "0" * 32}, {}, 403),
+        ({k: v for k, v in good.items() if k != "csrf"}, {}, 403),
+        (good, {"origin": "http://evil.example"}, 403),
+        (good, {"origin": "null"}, 403),  # a sandboxed frame's or a data: page's form
+        (good, {"host": "evil.example"}, 421),
+        ({**good, next(iter(scores)): "11"}, {}, 400),
+        ({**good, next(iter(scores)): "-1"}, {}, 400),
+        ({**good, next(iter(scores)): "7.5"}, {}, 400),
+        ({**good, "score_invented": "5"}, {}, 400),
+        ({k: v for k, v in good.items() if k != next(iter(scores))}, {}, 400),
+        ({**good, "note": "x" * 5000}, {}, 400),
+    ]
+    for form, headers, status in cases:
+        got = await review.post(url, data=form, headers=headers)
+        assert got.status_code == status, (form, headers, got.text[:300])
+    huge = await review.post(url, content=b"a=" + b"x" * MAX_FORM_BYTES,
+                             headers={"content-type": "application/x-www-form-urlencoded"})  # fmt: skip
+    assert huge.status_code == 413
+    as_json = await review.post(url, json=good)
+    assert as_json.status_code == 415
+    assert (await projections(bus, settings)).state.human_verdicts == {}
+    assert (await viewer.post("/campaign/camp", data=good)).status_code == 405
+
+    done = await review.post(url, data=good)
+    assert done.status_code == 200, done.text
+    assert "Verdict recorded" in done.text and "signed by reviewer-alice" in done.text
+    again = await review.post(url, data=good)
+    assert again.status_code in (400, 404) and "already graded" in again.text
+    after = await projections(bus, settings)
+    [v] = after.state.human_verdicts.values()
+    assert v.judge_id == "reviewer-alice" and set(v.scores.values()) == {9}
+    now = (await viewer.get("/campaign/camp/validity.json")).json()
+    assert now["human_verdicts"] == 1 and {r["subject_kind"] for r in now["rows"]} >= {"jury"}
+    assert any("too few" in w or "fewer" in w or "human" in w for w in now["warnings"])
+    judges = await viewer.get("/campaign/camp/judges")
+    assert "Judge validity (human)" in judges.text and 'id="human-rows"' in judges.text
