@@ -1,5 +1,5 @@
 """Control runs in the aggregator: folded from their declarations, kept out of agent
-statistics, measured in the Judge validity section; human verdicts join through the hook."""
+statistics, measured in the Judge validity section; human verdicts (judge kind "human") join them."""
 
 from __future__ import annotations
 
@@ -70,6 +70,7 @@ def _verdict(r: RunRequested, judge: str, score: int) -> JudgmentRecorded:
         event_id=JudgmentRecorded.id_for(r.run_id, judge, 0), campaign_id=C, run_id=r.run_id,
         task_id=r.task_id, judge_id=judge, sample=0, rubric_id="default", rubric_version=1,
         scores={d: DimensionScore(score=score) for d in DIMS}, producer=P,
+        judge_kind="human" if judge.startswith("reviewer-") else "machine",
     )  # fmt: skip
 
 
@@ -152,7 +153,7 @@ def test_a_campaign_without_controls_or_humans_has_no_section() -> None:
     assert "Judge validity" not in render_html(build_report(p, campaign=C, n_resamples=50))
 
 
-def test_human_verdicts_join_through_the_reviewer_hook() -> None:
+def test_human_verdicts_are_measured_against_each_judge_and_the_jury() -> None:
     events, _ = _log(humans=True)
     p = Projections(fold(enumerate(events, 1)))
     v = judge_validity(p, [C], AnalysisSettings(seed=1, n_resamples=100))

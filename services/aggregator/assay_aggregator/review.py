@@ -44,9 +44,8 @@ _RATER = {"task_id": pl.String, "run_id": pl.String, "rater_id": pl.String,
 
 
 def default_stratum(run: RunRecord) -> str:
-    """ "control" for a run the fold marks as a control (a `control` attribute, when the
-    record has one), else "real"."""
-    return "control" if getattr(run, "control", None) else "real"
+    """ "control" for a control agent's run (it carries a control plan), else "real"."""
+    return "control" if run.control_plan else "real"
 
 
 class RaterFrames(NamedTuple):

@@ -4,8 +4,8 @@ Control runs are the runs of control agents whose ``ControlDeclared`` names the 
 plan (a declaration cannot relabel an agent's run). Each LLM judge's run score on them,
 each rule check (10 passed, 0 failed) and the jury's mean give sensitivity and
 specificity; the jury's and each judge's rates correct every agent's pass share
-(Rogan–Gladen). Human verdicts are the JudgmentRecorded of human judges
-(:func:`is_human_judge`); where some are in, each judge's agreement with them is shown.
+(Rogan–Gladen). Human verdicts (judge kind "human", folded apart from the jury's: see
+:mod:`.review`) give each judge's agreement with them, where some are in.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from assay_schemas import RULES_JUDGE_ID
 
 from .projections import Projections
+from .review import RaterFrames, rater_frames
 from .statistics import (
     RULE_CHECKS,
     AnalysisSettings,
@@ -32,28 +33,18 @@ from .statistics import (
 )
 
 __all__ = [
-    "HUMAN_JUDGE_PREFIX",
     "NOT_ON_CONTROLS",
     "REFERENCE_CHECKS",
     "JudgeValidity",
     "control_frame",
-    "is_human_judge",
     "judge_validity",
 ]
 
-HUMAN_JUDGE_PREFIX = "reviewer-"
-"""The hook for human verdicts until the schema names a human judge kind: a verdict whose
-judge id starts with this (``assay keys enroll reviewer-<name>``) is a human's."""
 REFERENCE_CHECKS = "rules:reference_checks"
 """The rule judge's pseudo-judge 'every reference check of the task passed'."""
 NOT_ON_CONTROLS = frozenset({"scripts_executed"})
 """Rule checks that measure nothing on controls: a control writes its files, it never
 runs them, so every control fails 'scripts_executed' by construction."""
-
-
-def is_human_judge(judge_id: str) -> bool:
-    """Whether a verdict's judge is a human reviewer (see ``HUMAN_JUDGE_PREFIX``)."""
-    return judge_id.startswith(HUMAN_JUDGE_PREFIX)
 
 
 class JudgeValidity(BaseModel):
@@ -99,9 +90,7 @@ def _controls(p: Projections, campaigns: list[str]) -> pl.DataFrame:
 
 def control_frame(p: Projections, campaigns: list[str]) -> pl.DataFrame:
     """Control verdicts of the LLM judges (``CONTROLS_SCHEMA``)."""
-    scores = _judge_scores(p, campaigns).filter(
-        ~pl.col("judge_id").map_elements(is_human_judge, return_dtype=pl.Boolean)
-    )
+    scores = _judge_scores(p, campaigns)
     c = _controls(p, campaigns)
     return scores.join(c.drop("task_id"), on="run_id", how="inner").select(
         "task_id", "run_id", "judge_id", "variant", "expected", "score"
@@ -138,20 +127,14 @@ def _scored_runs(p: Projections, campaigns: list[str], judge_id: str | None) -> 
     """Agents' runs (no control, latest attempts) scored by one judge or the jury's mean."""
     real = p.statistics_tables(campaigns).runs.select("run_id")
     s = _judge_scores(p, campaigns).join(real, on="run_id", how="semi")
-    s = s.filter(~pl.col("judge_id").map_elements(is_human_judge, return_dtype=pl.Boolean))
     s = s.filter(pl.col("judge_id") == judge_id) if judge_id is not None else s
     return s.group_by("task_id", "run_id", "agent_id").agg(pl.col("score").mean())
 
 
-def _raters(p: Projections, campaigns: list[str], human: bool) -> pl.DataFrame:
-    j = p.table("judgments").filter(
-        pl.col("campaign_id").is_in(campaigns) & (pl.col("judge_id") != RULES_JUDGE_ID)
-    )
-    mine = j["judge_id"].map_elements(is_human_judge, return_dtype=pl.Boolean) == human
-    return j.filter(mine).select(
-        "task_id", "run_id", pl.col("judge_id").alias("rater_id"), "dimension",
-        pl.col("score").cast(pl.Float64),
-    )  # fmt: skip
+def _raters(p: Projections, campaigns: list[str]) -> RaterFrames:
+    """The LLM judges' and the reviewers' ratings of the campaigns' latest attempts."""
+    frames = [rater_frames(p, c) for c in campaigns]
+    return RaterFrames(pl.concat([f.judges for f in frames]), pl.concat([f.humans for f in frames]))
 
 
 def judge_validity(
@@ -159,7 +142,8 @@ def judge_validity(
 ) -> JudgeValidity | None:
     """The section for some campaigns; None when they have neither controls nor humans."""
     controls = control_frame(p, campaigns)
-    humans = _raters(p, campaigns, human=True)
+    raters = _raters(p, campaigns)
+    humans = raters.humans
     if controls.height == 0 and humans.height == 0:
         return None
     rates: tuple[ControlRate, ...] = ()
@@ -180,8 +164,8 @@ def judge_validity(
                 continue  # a judge with no control verdict: its rates are missing above
     agreement: tuple[HumanAgreement, ...] = ()
     bias: tuple[HumanBias, ...] = ()
-    if humans.height:
-        agreement, bias = human_agreement_rows(_raters(p, campaigns, human=False), humans, settings)
+    if humans.height and raters.judges.height:
+        agreement, bias = human_agreement_rows(raters.judges, humans, settings)
     return JudgeValidity(
         n_control_runs=controls["run_id"].n_unique(),
         control_rates=rates,
