@@ -86,7 +86,9 @@ async def refused(nc: Client, subject: str) -> bool:
         ("judge", ["RunRequested", "ArtifactsSealed", "CampaignStarted", "AgentFinished"]),
         ("aggregator", ["JudgmentRecorded", "CampaignStarted", "TaskSubmitted", "RunFailed"]),
         # The cli may request runs: `assay retry` asks for a new attempt (signed as the cli).
-        ("cli", ["SandboxReady", "JudgmentRecorded", "ArtifactsSealed"]),
+        # It may carry reviewers' verdicts (JudgmentRecorded), which count only when signed
+        # by an enrolled reviewer (tests/review/test_human_attacks.py).
+        ("cli", ["SandboxReady", "ArtifactsSealed", "AgentFinished", "JudgeRegistered"]),
     ],
 )
 async def test_services_cannot_publish_other_services_events(

@@ -194,11 +194,15 @@ def role_permissions(
         )
     if role == "cli":
         # `assay submit` creates the streams when missing and publishes the campaign;
-        # `assay events/report/replay/audit` read the log and the dead letters.
+        # `assay events/report/replay/audit` read the log and the dead letters. Reviewers
+        # have no NATS user: `assay view --review` and `assay review import` publish their
+        # verdicts over the cli's connection, and only an enrolled reviewer's signature
+        # makes one count (the aggregator's admission).
         return Permissions(
             publish=_dedupe(
                 [
                     *_events(prefix, events_by_role()["cli"]),
+                    *_events(prefix, events_by_role().get("reviewer", ())),
                     *_reader(stream),
                     f"$JS.API.STREAM.CREATE.{stream}",
                     f"$JS.API.STREAM.CREATE.{stream}_DLQ",
