@@ -285,7 +285,9 @@ def state_from_json(data: dict[str, Any]) -> State:
         failures=_from_columns(data["failures"], FailureRecord),
         judges=_from_columns(data["judges"], JudgeRecord),
         trust_root=str(data["trust_root"]),
-        refused={int(r[0]): RefusedRecord(int(r[0]), str(r[1]), str(r[2])) for r in data["refused"]},
+        refused={
+            int(r[0]): RefusedRecord(int(r[0]), str(r[1]), str(r[2])) for r in data["refused"]
+        },
         refused_submissions=set(data["refused_submissions"]),
         refused_runs={str(k): str(v) for k, v in data["refused_runs"].items()},
         task_samples={str(k): int(v) for k, v in data["task_samples"].items()},
