@@ -275,7 +275,8 @@ def state_from_json(data: dict[str, Any]) -> State:
         last_sequence=int(data["last_sequence"]),
         applied=int(data["applied"]),
         stream_created=str(data["stream_created"]),
-        seen={str(k): int(v) for k, v in data["seen"].items()},
+        # The file's hash vouches for what was written: no per-entry copy of the largest map.
+        seen=data["seen"],
         campaigns=dict(data["campaigns"]),
         tasks=_from_columns(data["tasks"], TaskRecord),
         runs=_from_columns(data["runs"], RunRecord),
