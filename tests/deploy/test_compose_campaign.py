@@ -155,13 +155,17 @@ async def _until_judged(
 
 def _comparable(figures: bytes, retried: bool) -> dict[str, Any]:
     """The report without what a failed-and-retried attempt rightly adds: its row in the
-    run accounting and its cause among the problems (statistics use the latest attempt)."""
+    run accounting (runs, states, infrastructure failures, their causes among the
+    problems and warnings). Every score, interval, rate and verdict figure stays: the
+    statistics use each slot's latest attempt."""
     doc: dict[str, Any] = json.loads(figures)
     if retried:
         for key in ("run_states", "infrastructure_failures", "problems"):
-            doc.pop(key, None)
+            doc.pop(key)
+        for agent in doc["agents"]:
+            del agent["n_runs"], agent["n_infrastructure_failures"]
         stats = doc["statistics"]
-        stats["run_accounting"] = []
+        del stats["run_accounting"]
         stats["warnings"] = [w for w in stats["warnings"] if "infrastructure" not in str(w)]
     return doc
 
