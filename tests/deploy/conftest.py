@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -25,7 +26,9 @@ def build_images() -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=840,
-        env={**os.environ, "ASSAY_IMAGE_KEEP": "1"},
+        # The pins come from the Python that runs the tests (a checkout without .venv/
+        # would otherwise pin the system Python's packages and rebuild every image).
+        env={"PYTHON": sys.executable, **os.environ, "ASSAY_IMAGE_KEEP": "1"},
     )
 
 
