@@ -7,7 +7,9 @@ volumes, user, privileges, restart policy, replicas) and run it with `docker run
 --network host`, changing only what the network needs: the NATS URL (every node's
 loopback port), the S3 endpoint (the test's), no trace exporter (no Jaeger image can be
 pulled here), and ASSAY_INSTANCE per replica (on the host network every container has
-the host's hostname, which compose would have made distinct).
+the host's hostname, which compose would have made distinct). Where the host's Docker
+cannot grant `privileged: true` (an engine inside a container), the sandbox-manager gets
+what its bubblewrap sandboxes need instead (see `Deployment._privileges`).
 """
 
 from __future__ import annotations
@@ -122,6 +124,22 @@ class Deployment:
     """Environment every Assay service gets on top of the compose file's."""
     prefix: str = field(default_factory=lambda: f"assay-compose-{uuid.uuid4().hex[:8]}")
     containers: list[Container] = field(default_factory=list)
+    privileged: bool | None = None
+    """Whether this host grants `--privileged` (probed on first need)."""
+
+    def _privileges(self, spec: ServiceSpec) -> list[str]:
+        """`--privileged`, or where this host cannot grant it (a Docker engine that itself
+        runs in a container without every capability cannot give them all to a root
+        process), what bubblewrap sandboxes need: no seccomp filter on the user-namespace
+        calls."""
+        if self.privileged is None:
+            user = ["--user", spec.user] if spec.user else []
+            probe = docker("run", "--rm", "--network", "none", "--privileged", *user,
+                           self._image(spec.image), "true")  # fmt: skip
+            self.privileged = probe.returncode == 0
+        if self.privileged:
+            return ["--privileged"]
+        return ["--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined"]
 
     def _image(self, image: str) -> str:
         repository = image.rsplit("/", 1)[-1].split(":")[0]
@@ -139,7 +157,7 @@ class Deployment:
         name = f"{self.prefix}-{spec.name}-{replica}"
         args = ["run", "-d", "--name", name, "--network", "host", "--restart", spec.restart]
         if spec.privileged:
-            args.append("--privileged")
+            args += self._privileges(spec)
         if spec.user:
             args += ["--user", spec.user]
         for volume in spec.volumes:
