@@ -130,8 +130,8 @@ class Deployment:
     def _privileges(self, spec: ServiceSpec) -> list[str]:
         """`--privileged`, or where this host cannot grant it (a Docker engine that itself
         runs in a container without every capability cannot give them all to a root
-        process), what bubblewrap sandboxes need: no seccomp filter on the user-namespace
-        calls."""
+        process), what the sandboxes need: mounts (SYS_ADMIN) and no seccomp filter on
+        bubblewrap's user-namespace calls."""
         if self.privileged is None:
             user = ["--user", spec.user] if spec.user else []
             probe = docker("run", "--rm", "--network", "none", "--privileged", *user,
@@ -139,7 +139,10 @@ class Deployment:
             self.privileged = probe.returncode == 0
         if self.privileged:
             return ["--privileged"]
-        return ["--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined"]
+        return [
+            "--cap-add", "SYS_ADMIN",  # the per-sandbox tmpfs disk quota is a mount
+            "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+        ]  # fmt: skip
 
     def _image(self, image: str) -> str:
         repository = image.rsplit("/", 1)[-1].split(":")[0]
