@@ -94,8 +94,14 @@ class Container:
         return (out.stdout + out.stderr)[-chars:]
 
     def kill(self) -> None:
-        """SIGKILL, as a machine losing power would; its restart policy then applies."""
+        """SIGKILL, as a machine losing power would (Docker counts it as a manual stop:
+        the restart policy does not bring it back; `start` does)."""
         out = docker("kill", self.name)
+        assert out.returncode == 0, out.stderr
+
+    def start(self) -> None:
+        """Start it again with the same settings (its instance name, its sandboxes)."""
+        out = docker("start", self.name)
         assert out.returncode == 0, out.stderr
 
 
@@ -130,8 +136,8 @@ class Deployment:
     def _privileges(self, spec: ServiceSpec) -> list[str]:
         """`--privileged`, or where this host cannot grant it (a Docker engine that itself
         runs in a container without every capability cannot give them all to a root
-        process), what the sandboxes need: mounts (SYS_ADMIN) and no seccomp filter on
-        bubblewrap's user-namespace calls."""
+        process), what the sandboxes need: mounts (SYS_ADMIN), no seccomp filter on
+        bubblewrap's user-namespace calls and an unmasked /proc."""
         if self.privileged is None:
             user = ["--user", spec.user] if spec.user else []
             probe = docker("run", "--rm", "--network", "none", "--privileged", *user,
@@ -142,6 +148,8 @@ class Deployment:
         return [
             "--cap-add", "SYS_ADMIN",  # the per-sandbox tmpfs disk quota is a mount
             "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+            # bwrap mounts a /proc for the sandbox: refused while Docker masks /proc paths.
+            "--security-opt", "systempaths=unconfined",
         ]  # fmt: skip
 
     def _image(self, image: str) -> str:
