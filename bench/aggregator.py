@@ -4,7 +4,7 @@ K-Bench scale: 178 tasks × 9 agents = 1,602 runs, 20 steps each, 3 judges × 8
 dimensions (+ the rule judge), published to a real nats-server in a temp dir. Then a true
 10×: 1,780 tasks × 9 agents with the same 20 steps per run; its rebuild and report run in
 a child process whose peak RSS is the aggregator's memory figure, beside the nats-server's
-own peak. ``python -m bench.aggregator [--no-10x]``.
+own peak; then the report after 1% new events from a snapshot (``bench.incremental``). ``python -m bench.aggregator [--no-10x]``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from assay_aggregator.statistics._bootstrap import ratio, resample_counts
 from assay_aggregator.statistics._panel import cell_means, prepare
 from bench.table import Row
 
+from .incremental import bench_incremental
 from .procs import memory
 from .synthetic_log import LogSpec, publish_events, synthetic_events
 
@@ -183,6 +184,8 @@ def bench_aggregator(*, tenx: bool = True) -> list[Row]:
             rows += [Row(*r) for r in doc["rows"]]
             rows.append(Row("aggregator", "10×: peak RSS of rebuild + report (child process)",
                             doc["rss"] / 2**30, "GiB", target="< 1 GiB"))  # fmt: skip
+            # A report after 1% new events from a snapshot, against this full rebuild.
+            rows += bench_incremental(big.model_copy(update={"home": Path(tmp) / "incr"}))
             rows.append(_nats_peak(server))
     return rows
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import subprocess
 import time
 import urllib.request
 import uuid
@@ -27,7 +25,8 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import find_free_port
 
-from ._files import COMPOSE, DEPLOY, NATS_CONF, image_repository, load_compose, served_service
+from ._files import COMPOSE, NATS_CONF, image_repository, load_compose, served_service
+from .conftest import FOREIGN, build_images, container_logs, docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
@@ -36,46 +35,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 testcontainers_config.ryuk_disabled = True
 
 
-# Service image -> third-party packages it must not carry (they belong to other services).
-FOREIGN = {
-    "assay-runner": {"docker", "polars", "scipy"},
-    "assay-sandbox-manager": {"openai", "anthropic", "polars", "scipy"},
-    "assay-judge": {"docker", "scipy"},
-    "assay-aggregator": {"openai", "anthropic", "docker"},
-}
 WORKSPACE = {"assay-schemas", "assay", "assay-cli", *FOREIGN}
-
-
-def _build() -> subprocess.CompletedProcess[str]:
-    """Run deploy/build-images.sh; earlier tags are kept (other tests may still use them)."""
-    return subprocess.run(
-        ["bash", str(DEPLOY / "build-images.sh")],
-        capture_output=True,
-        text=True,
-        timeout=840,
-        env={**os.environ, "ASSAY_IMAGE_KEEP": "1"},
-    )
-
-
-def _docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
-
-
-def _logs(name: str) -> str:
-    out = _docker("logs", name)
-    return (out.stdout + out.stderr)[-3000:]
-
-
-@pytest.fixture(scope="session")
-def images() -> dict[str, str]:
-    """Image name -> IMAGE:<version>-<input hash>, each built unless that tag exists."""
-    if _docker("info", timeout=30).returncode != 0:
-        pytest.fail("docker tests need a running dockerd (or deselect -m 'not docker')")
-    out = _build()
-    assert out.returncode == 0, out.stderr[-4000:]
-    tags = {tag.split(":")[0]: tag for tag in out.stdout.split()}
-    assert set(tags) == {"assay", *FOREIGN}, out.stdout
-    return tags
 
 
 @pytest.fixture(scope="session")
@@ -109,14 +69,14 @@ def _container(
 
 
 def test_image_runs_the_cli_without_network(assay_image: str) -> None:
-    out = _docker("run", "--rm", "--network", "none", assay_image, "assay", "--help")
+    out = docker("run", "--rm", "--network", "none", assay_image, "assay", "--help")
     assert out.returncode == 0, out.stderr
     assert "serve" in out.stdout
     # Without a command on PATH, arguments go to `assay serve` (the entry point).
-    out = _docker("run", "--rm", "--network", "none", assay_image, "runner", "--help")
+    out = docker("run", "--rm", "--network", "none", assay_image, "runner", "--help")
     assert out.returncode == 0, out.stderr
     assert "assay serve" in out.stdout
-    out = _docker("run", "--rm", "--network", "none", assay_image, "nats-server", "--version")
+    out = docker("run", "--rm", "--network", "none", assay_image, "nats-server", "--version")
     assert out.returncode == 0 and "v2." in out.stdout
 
 
@@ -126,10 +86,10 @@ _LIST_DISTRIBUTIONS = "import importlib.metadata as m, json; print(json.dumps([d
 @pytest.mark.parametrize("image", sorted(FOREIGN))
 def test_service_image_holds_only_its_packages(images: dict[str, str], image: str) -> None:
     config = json.loads(
-        _docker("image", "inspect", "--format", "{{json .Config}}", images[image]).stdout
+        docker("image", "inspect", "--format", "{{json .Config}}", images[image]).stdout
     )
     assert config["Cmd"] == [image], "the service's own console script is the default"
-    out = _docker(
+    out = docker(
         "run", "--rm", "--network", "none", images[image], "python", "-c", _LIST_DISTRIBUTIONS
     )
     assert out.returncode == 0, out.stderr
@@ -140,7 +100,7 @@ def test_service_image_holds_only_its_packages(images: dict[str, str], image: st
 
 def test_images_are_cached_by_input_hash(images: dict[str, str]) -> None:
     started = time.monotonic()
-    out = _build()
+    out = build_images()
     assert out.returncode == 0, out.stderr
     if set(out.stdout.split()) == set(images.values()):  # inputs unchanged since the fixture
         assert out.stderr.count("cached") == len(images)
@@ -185,11 +145,11 @@ async def test_sandbox_manager_container_joins_the_bus(
                 settings.nats_url, settings.stream, "sandbox-manager-deploy-test-finished", 10
             )
         except Exception:
-            pytest.fail(f"sandbox-manager never consumed: {_logs(name)}")
-        stopped = _docker("stop", "--time", "20", name, timeout=60)
+            pytest.fail(f"sandbox-manager never consumed: {container_logs(name)}")
+        stopped = docker("stop", "--time", "20", name, timeout=60)
         assert stopped.returncode == 0
-        state = _docker("inspect", "--format", "{{.State.ExitCode}}", name)
-        assert state.stdout.strip() == "0", _logs(name)
+        state = docker("inspect", "--format", "{{.State.ExitCode}}", name)
+        assert state.stdout.strip() == "0", container_logs(name)
 
 
 # A durable each compose service registers once it consumes.
@@ -219,11 +179,11 @@ async def test_compose_service_runs_from_its_image(
         try:
             await _wait_for_consumer(settings.nats_url, settings.stream, DURABLES[service], 60)
         except Exception:
-            pytest.fail(f"{service} never consumed: {_logs(name)}")
-        stopped = _docker("stop", "--time", "20", name, timeout=60)
+            pytest.fail(f"{service} never consumed: {container_logs(name)}")
+        stopped = docker("stop", "--time", "20", name, timeout=60)
         assert stopped.returncode == 0
-        state = _docker("inspect", "--format", "{{.State.ExitCode}}", name)
-        assert state.stdout.strip() == "0", _logs(name)
+        state = docker("inspect", "--format", "{{.State.ExitCode}}", name)
+        assert state.stdout.strip() == "0", container_logs(name)
 
 
 @contextlib.contextmanager
@@ -251,7 +211,7 @@ def _wait_healthy(name: str, monitor: int, timeout: float = 60) -> None:
                 return
         except OSError:
             if time.monotonic() > deadline:
-                pytest.fail(f"{name} never healthy: {_logs(name)}")
+                pytest.fail(f"{name} never healthy: {container_logs(name)}")
             time.sleep(0.5)
 
 

@@ -51,10 +51,10 @@ async def _projections(settings: Settings, *, fresh: bool = False) -> Projection
     """Projections of the whole log: the live snapshot caught up (or a fresh fold)."""
     from assay_aggregator.projections import Projections
     from assay_aggregator.rebuild import fold_stream
-    from assay_aggregator.snapshot import load_snapshot
+    from assay_aggregator.snapshot import resume_state
 
     async with Bus(settings, service="cli") as bus:
-        state = None if fresh else load_snapshot(settings)
+        state = None if fresh else await resume_state(bus.js, settings)
         state = await fold_stream(
             bus.js,
             bus.stream.name,

@@ -43,7 +43,7 @@ from assay_schemas import (
 )
 
 from .rebuild import fold_stream
-from .snapshot import load_snapshot
+from .snapshot import resume_state
 from .state import State
 from .summaries import summarize
 
@@ -330,7 +330,7 @@ async def admitted_until(
     one; caught up to the end of the log when it stops short of `sequence`."""
     if state is None:
         root = trust.operator_key if trust is not None else ""
-        snapshot = load_snapshot(bus.settings)
+        snapshot = await resume_state(bus.js, bus.settings)
         state = snapshot if snapshot is not None and snapshot.trust_root == root else State()
     if state.last_sequence < sequence:
         await fold_stream(

@@ -24,9 +24,9 @@ from assay_schemas import Event
 
 from .fold import admitted, apply
 from .projections import Projections
-from .rebuild import fold_stream, head_sequence
+from .rebuild import fold_stream
 from .report import build_report, report_json
-from .snapshot import load_snapshot, paths_for, save_snapshot, write_atomic
+from .snapshot import paths_for, resume_state, save_snapshot, write_atomic
 from .state import State
 from .statistics import DEFAULT_RESAMPLES
 
@@ -72,13 +72,7 @@ class AggregatorService:
     async def catch_up(self) -> None:
         """Load the snapshot and fold what the log holds after it."""
         await self.bus.connect()
-        head = await head_sequence(self.bus.js, self.bus.stream.name)
-        snap = load_snapshot(self.settings)
-        if snap is not None and snap.last_sequence > head:
-            log.warning(
-                "snapshot is ahead of the stream (%d > %d): rebuilding", snap.last_sequence, head
-            )
-            snap = None
+        snap = await resume_state(self.bus.js, self.settings)
         self.state = snap or State()
         self._saved_version = self.state.version if snap else -1
         await fold_stream(

@@ -126,12 +126,14 @@ class Projections:
     def __init__(self, state: State) -> None:
         self.state = state
         self._cache: dict[str, pl.DataFrame] = {}
+        self._verdicts: list[Any] | None = None
         self._version = -1
 
     def table(self, name: str) -> pl.DataFrame:
         """One projection table by name (see ``TABLE_NAMES``)."""
         if self._version != self.state.version:
             self._cache.clear()
+            self._verdicts = None
             self._version = self.state.version
         if name not in self._cache:
             build: Callable[[], list[tuple[Any, ...]]] = getattr(self, f"_{name}_rows")
@@ -239,17 +241,24 @@ class Projections:
         return rows
 
     def _verdicts_sorted(self) -> list[Any]:
-        return sorted(self.state.verdicts.values(), key=lambda v: (v.run_id, v.judge_id, v.sample))
+        # Four tables walk the verdicts in this order: sorted once per state version.
+        if self._verdicts is None:
+            self._verdicts = sorted(
+                self.state.verdicts.values(), key=attrgetter("run_id", "judge_id", "sample")
+            )
+        return self._verdicts
 
     def _judgments_rows(self) -> list[tuple[Any, ...]]:
         rows = []
         for v in self._verdicts_sorted():
+            if not v.scores:
+                continue
             run = self.state.runs[v.run_id]
+            family = self._judge_family(v.judge_id, v.judge_family)
             for dim in sorted(v.scores):
                 rows.append((
-                    v.campaign_id, run.task_id, v.run_id, run.agent_id, v.judge_id,
-                    self._judge_family(v.judge_id, v.judge_family), v.judge_model, v.sample,
-                    dim, v.scores[dim], v.sequence,
+                    v.campaign_id, run.task_id, v.run_id, run.agent_id, v.judge_id, family,
+                    v.judge_model, v.sample, dim, v.scores[dim], v.sequence,
                 ))  # fmt: skip
         return rows
 

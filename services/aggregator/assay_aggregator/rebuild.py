@@ -24,7 +24,7 @@ from .admission import admit
 from .fold import apply
 from .state import State
 
-__all__ = ["fold_stream", "head_sequence"]
+__all__ = ["fold_stream", "head_sequence", "stream_created"]
 
 log = logging.getLogger("assay_aggregator.rebuild")
 
@@ -37,6 +37,13 @@ async def head_sequence(js: JetStreamContext, stream: str) -> int:
     """Last sequence currently in the stream."""
     info = await js.stream_info(stream)
     return int(info.state.last_seq)
+
+
+async def stream_created(js: JetStreamContext, stream: str) -> str:
+    """When the stream was created, as JetStream says: what tells a stream made again under
+    the same name from the one a snapshot folded."""
+    info = await js.stream_info(stream)
+    return str(info.created or "")
 
 
 async def fold_stream(
@@ -58,6 +65,8 @@ async def fold_stream(
     is folded (the viewer's search index reads the text of the events that counted).
     """
     out = state if state is not None else State()
+    if not out.stream_created:
+        out.stream_created = await stream_created(js, stream)
     if trust is not None:
         out.trust_root = trust.operator_key
     start = out.last_sequence + 1

@@ -1,28 +1,50 @@
 """Snapshots of the folded state under ``<home>/aggregator/``, written atomically.
 
-A snapshot records which stream and subject prefix it folded, the last applied
-sequence and the state itself; a restart loads it and continues from the next
-sequence. A snapshot of another stream (or an unreadable one) is ignored: a full
-rebuild from sequence 1 is always possible.
+A snapshot file is one header line and the state's JSON. The header names the layout
+version, the stream (name, subject prefix, creation time) and the last sequence the
+state covers, and the SHA-256 and length of the state bytes after it. A reader loads the
+state and folds only the events after that sequence, so a report after N new events
+costs N events of folding plus the statistics.
+
+A snapshot is a cache, never evidence: one of another version, another stream (or the
+same name made again), ahead of the stream, damaged (its bytes no longer match the
+hash) or checked against another trust root is ignored with a warning, and the state is
+rebuilt from sequence 1, which is always possible. `assay replay --verify` always
+rebuilds from sequence 1 and compares.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from nats.js import JetStreamContext
 
 from assay.config import Settings
 from assay.security.signing import trust_for
 
-from .state import State, state_from_json, state_to_json
+from .rebuild import head_sequence, stream_created
+from .state import SNAPSHOT_VERSION, State, state_from_json, state_to_json
 
-__all__ = ["AggregatorPaths", "load_snapshot", "paths_for", "save_snapshot", "write_atomic"]
+__all__ = [
+    "AggregatorPaths",
+    "load_snapshot",
+    "paths_for",
+    "resume_state",
+    "save_snapshot",
+    "write_atomic",
+]
 
 log = logging.getLogger("assay.aggregator.snapshot")
+
+FORMAT = "assay-aggregator-snapshot"
+MAX_HEADER = 4096
+"""Bytes the header line may take; a longer first line is not a snapshot of ours."""
 
 
 class AggregatorPaths(NamedTuple):
@@ -38,7 +60,7 @@ def paths_for(settings: Settings) -> AggregatorPaths:
     """The aggregator's files for these settings (one set per stream and prefix)."""
     folder = settings.home / "aggregator"
     stem = f"{settings.stream}.{settings.subject_prefix}"
-    return AggregatorPaths(folder, folder / f"{stem}.snapshot.json", folder / f"{stem}.report.json")
+    return AggregatorPaths(folder, folder / f"{stem}.snapshot", folder / f"{stem}.report.json")
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -55,37 +77,106 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def save_snapshot(settings: Settings, state: State) -> Path:
-    """Write the state with the stream it belongs to; return the path."""
-    doc = {
+    """Write the state with the stream it covers and its hash; return the path."""
+    body = json.dumps(state_to_json(state), separators=(",", ":")).encode()
+    header = {
+        "format": FORMAT,
+        "snapshot_version": SNAPSHOT_VERSION,
         "stream": settings.stream,
         "subject_prefix": settings.subject_prefix,
-        "state": state_to_json(state),
+        "stream_created": state.stream_created,
+        "last_sequence": state.last_sequence,
+        "sha256": hashlib.sha256(body).hexdigest(),
+        "size": len(body),
     }
     path = paths_for(settings).snapshot
-    write_atomic(path, json.dumps(doc, separators=(",", ":")).encode())
+    write_atomic(path, json.dumps(header, separators=(",", ":")).encode() + b"\n" + body)
     return path
 
 
+def _header(path: Path, data: bytes) -> tuple[dict[str, Any], bytes] | None:
+    end = data.find(b"\n", 0, MAX_HEADER)
+    if end < 0:
+        log.warning("ignoring aggregator snapshot %s: no header line", path)
+        return None
+    try:
+        header = json.loads(data[:end])
+    except ValueError as e:
+        log.warning("ignoring aggregator snapshot %s: unreadable header: %s", path, e)
+        return None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        log.warning("ignoring aggregator snapshot %s: not a snapshot", path)
+        return None
+    return header, data[end + 1 :]
+
+
 def load_snapshot(settings: Settings) -> State | None:
-    """The snapshot's state, or None when there is none usable for this stream."""
+    """The snapshot's state, or None when there is none usable for this stream.
+
+    Checks everything the file itself can tell (version, stream, hash, trust root);
+    :func:`resume_state` also checks it against the stream as it stands.
+    """
     path = paths_for(settings).snapshot
     try:
-        doc = json.loads(path.read_bytes())
+        data = path.read_bytes()
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as e:
+    except OSError as e:
         log.warning("ignoring unreadable aggregator snapshot %s: %s", path, e)
         return None
-    if doc.get("stream") != settings.stream or doc.get("subject_prefix") != settings.subject_prefix:
+    parts = _header(path, data)
+    if parts is None:
+        return None
+    header, body = parts
+    if header.get("snapshot_version") != SNAPSHOT_VERSION:
+        log.warning(
+            "ignoring aggregator snapshot %s of version %r (this aggregator writes %d)",
+            path, header.get("snapshot_version"), SNAPSHOT_VERSION,
+        )  # fmt: skip
+        return None
+    if header.get("stream") != settings.stream or header.get("subject_prefix") != (
+        settings.subject_prefix
+    ):
         log.warning("ignoring snapshot %s of another stream", path)
         return None
+    if header.get("size") != len(body) or header.get("sha256") != hashlib.sha256(body).hexdigest():
+        log.warning("ignoring aggregator snapshot %s: its bytes do not match its hash", path)
+        return None
     try:
-        state = state_from_json(doc["state"])
+        state = state_from_json(json.loads(body))
     except (KeyError, TypeError, ValueError) as e:
         log.warning("ignoring incompatible aggregator snapshot %s: %s", path, e)
+        return None
+    if state.last_sequence != header.get("last_sequence") or state.stream_created != header.get(
+        "stream_created"
+    ):
+        log.warning("ignoring aggregator snapshot %s: header and state disagree", path)
         return None
     trust = trust_for(settings)
     if state.trust_root != (trust.operator_key if trust else ""):
         log.warning("ignoring snapshot %s checked against another trust root", path)
+        return None
+    return state
+
+
+async def resume_state(js: JetStreamContext, settings: Settings) -> State | None:
+    """The snapshot's state if it fits the stream as it stands now, else None.
+
+    It fits when it was folded from this very stream (same creation time) and covers no
+    sequence the stream does not hold.
+    """
+    state = load_snapshot(settings)
+    if state is None:
+        return None
+    created = await stream_created(js, settings.stream)
+    head = await head_sequence(js, settings.stream)
+    if state.stream_created != created:
+        log.warning("ignoring aggregator snapshot: stream %s was made again", settings.stream)
+        return None
+    if state.last_sequence > head:
+        log.warning(
+            "ignoring aggregator snapshot: it is ahead of the stream (%d > %d)",
+            state.last_sequence, head,
+        )  # fmt: skip
         return None
     return state

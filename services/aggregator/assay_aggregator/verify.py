@@ -29,7 +29,7 @@ from assay.security.signing import trust_for
 from .projections import Projections
 from .rebuild import fold_stream, head_sequence
 from .report import build_report, report_json
-from .snapshot import load_snapshot, paths_for
+from .snapshot import paths_for, resume_state
 from .state import State
 from .statistics import DEFAULT_RESAMPLES, TaskAttribute
 
@@ -136,7 +136,7 @@ async def verify(settings: Settings, params: ReportParams | None = None) -> list
     params = params or (live_file[2] if live_file else ReportParams())
     async with Bus(settings, service="verify") as bus:
         head = await head_sequence(bus.js, bus.stream.name)
-        state = load_snapshot(settings) or State()
+        state = await resume_state(bus.js, settings) or State()
         await fold_stream(
             bus.js, bus.stream.name, bus.subjects.events, state=state, until=head,
             trust=trust_for(settings),

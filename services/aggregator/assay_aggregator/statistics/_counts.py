@@ -134,16 +134,21 @@ def reference_check_matrix(tables: CountTables) -> tuple[ReferenceCheckCell, ...
     ok = tables.runs.filter(~pl.col("infrastructure_failure")).select("run_id", "task_id")
     checks = _of_kind(tables.checks, "reference").drop("task_id", strict=False)
     rows = checks.join(ok, on="run_id", how="inner").sort("task_id", "agent_id", "run_id", "name")
-    out = []
-    for (task, agent), cell in rows.group_by("task_id", "agent_id", maintain_order=True):
-        failed = cell.filter(~pl.col("passed"))
-        n, k = cell.height, int(cell["passed"].sum())
-        out.append(ReferenceCheckCell(
-            task_id=str(task), agent_id=str(agent), n_runs=cell["run_id"].n_unique(),
-            n_checks=n, n_passed=k, pass_rate=k / n,
-            failed=tuple(f"{r}: {c} — {d}" for r, c, d in failed.select("run_id", "name", "detail").iter_rows()),
-        ))  # fmt: skip
-    return tuple(out)
+    # One grouped pass: a filter per cell made this a third of a 10x report's time.
+    failed = pl.format("{}: {} — {}", "run_id", "name", pl.col("detail").fill_null("None"))
+    cells = rows.group_by("task_id", "agent_id", maintain_order=True).agg(
+        pl.col("run_id").n_unique().alias("n_runs"),
+        pl.len().alias("n_checks"),
+        pl.col("passed").sum().alias("n_passed"),
+        failed.filter(~pl.col("passed")).alias("failed"),
+    )
+    return tuple(
+        ReferenceCheckCell(
+            task_id=str(task), agent_id=str(agent), n_runs=n_runs, n_checks=n, n_passed=k,
+            pass_rate=k / n, failed=tuple(bad),
+        )
+        for task, agent, n_runs, n, k, bad in cells.iter_rows()
+    )  # fmt: skip
 
 
 def rule_tag_rates(
