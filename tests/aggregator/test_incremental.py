@@ -17,7 +17,7 @@ from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.report import build_report, report_json
 from assay_aggregator.snapshot import load_snapshot, paths_for, resume_state, save_snapshot
-from assay_aggregator.state import State, state_to_json
+from assay_aggregator.state import SNAPSHOT_VERSION, State, state_to_json
 from assay_schemas import (
     DimensionScore,
     Event,
@@ -139,7 +139,8 @@ async def test_a_snapshot_that_does_not_fit_is_ignored(
     assert load_snapshot(settings) is None and "do not match its hash" in caplog.text
     # Another layout version, even with a matching hash.
     save_snapshot(settings, state)
-    _rewrite(settings, b'"snapshot_version":5', b'"snapshot_version":4', header=True)
+    current = f'"snapshot_version":{SNAPSHOT_VERSION}'.encode()
+    _rewrite(settings, current, b'"snapshot_version":4', header=True)
     assert load_snapshot(settings) is None and "of version 4" in caplog.text
     # Not a snapshot at all, and a truncated one.
     paths_for(settings).snapshot.write_bytes(b"{" * 10_000)
