@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from dataclasses import dataclass, field
 
 from assay.bus import Bus, Delivery, Refusal
@@ -31,6 +32,9 @@ from .state import State
 from .statistics import DEFAULT_RESAMPLES
 
 log = logging.getLogger("assay.aggregator")
+SNAPSHOT_SHARE = 0.05
+"""At most this share of a busy aggregator's time goes to snapshots: they only shorten a
+restart's catch-up, the log is the record (the last one is written when it stops)."""
 
 __all__ = ["AggregatorService"]
 
@@ -50,6 +54,7 @@ class AggregatorService:
     write_report: bool = True
     n_resamples: int = DEFAULT_RESAMPLES
     _saved_version: int = -1
+    _next_snapshot: float = 0.0
     _reported_version: int = -1
     _flusher: asyncio.Task[None] | None = None
 
@@ -100,11 +105,15 @@ class AggregatorService:
         await self.bus.stop()
         self.flush(report=self.write_report)
 
-    def flush(self, *, report: bool) -> None:
-        """Write the snapshot if the state changed, and the report if asked and stale."""
-        if self.state.version != self._saved_version:
+    def flush(self, *, report: bool, paced: bool = False) -> None:
+        """Write the snapshot if the state changed, and the report if asked and stale.
+        `paced`: skip the snapshot until SNAPSHOT_SHARE of the time since the last one
+        covers its cost (a 10x campaign's takes tens of seconds of the event loop)."""
+        now = time.monotonic()
+        if self.state.version != self._saved_version and not (paced and now < self._next_snapshot):
             save_snapshot(self.settings, self.state)
             self._saved_version = self.state.version
+            self._next_snapshot = now + (time.monotonic() - now) / SNAPSHOT_SHARE
         if report and self.state.version != self._reported_version:
             self.write_report_file()
 
@@ -124,7 +133,7 @@ class AggregatorService:
             try:
                 # Snapshots are cheap and written whenever the state moved; the report
                 # (a full bootstrap) only once the log has been quiet for an interval.
-                self.flush(report=self.write_report and quiet)
+                self.flush(report=self.write_report and quiet, paced=not quiet)
             except Exception:  # a full disk must not stop the consumer; retried next tick
                 log.exception("aggregator: writing snapshot/report failed")
 
