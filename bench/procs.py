@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["Memory", "cpu_s", "memory", "self_cpu"]
+__all__ = ["Memory", "Stat", "all_stats", "cpu_s", "memory", "pss_mb", "self_cpu", "stat"]
 
 
 class Memory(NamedTuple):
@@ -42,3 +42,59 @@ def self_cpu() -> float:
     """CPU seconds of this process (the scripted model server's thread included)."""
     t = os.times()
     return t.user + t.system
+
+
+class Stat(NamedTuple):
+    """One process as /proc/<pid>/stat shows it."""
+
+    pid: int
+    ppid: int
+    comm: str
+    own_s: float
+    """utime + stime: this process only."""
+    reaped_s: float
+    """cutime + cstime: its children it has waited for."""
+    rss_mb: float
+
+
+def stat(pid: int) -> Stat | None:
+    """/proc/<pid>/stat of one process; None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    head, tail = text.rsplit(")", 1)
+    fields = tail.split()
+    tck = os.sysconf("SC_CLK_TCK")
+    page_mb = os.sysconf("SC_PAGE_SIZE") / (1024 * 1024)
+    return Stat(
+        pid,
+        int(fields[1]),
+        head.split("(", 1)[1],
+        (int(fields[11]) + int(fields[12])) / tck,
+        (int(fields[13]) + int(fields[14])) / tck,
+        int(fields[21]) * page_mb,
+    )
+
+
+def all_stats() -> dict[int, Stat]:
+    """Every process on the host, by pid."""
+    out = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            s = stat(int(entry.name))
+            if s is not None:
+                out[s.pid] = s
+    return out
+
+
+def pss_mb(pid: int) -> float:
+    """Proportional set size (shared pages split among their users), in MiB; 0 when gone."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0.0
+    for line in text.splitlines():
+        if line.startswith("Pss:"):
+            return float(line.split()[1]) / 1024
+    return 0.0

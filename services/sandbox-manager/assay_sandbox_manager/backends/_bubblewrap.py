@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from assay.service import raise_open_files_limit
+
 from ..extension import EXTENSION_ENV, EXTENSION_MOUNT
 from ..runtime import default_rootfs
 from ._cgroups import JOIN_FAILED, SandboxCgroups, host_cgroups
@@ -102,6 +104,8 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         self._rootfs = rootfs
         self._uids = UidRegistry()
         self._init_residents()
+        # Two pipes per live sandbox: the backend may outlive a soft limit of 1024.
+        raise_open_files_limit()
 
     def _reserve_uid(self, sandbox_id: str) -> int:
         """A host uid of the sandbox's own (root), or the service's uid."""
