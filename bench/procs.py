@@ -55,6 +55,8 @@ class Stat(NamedTuple):
     reaped_s: float
     """cutime + cstime: its children it has waited for."""
     rss_mb: float
+    sys_s: float
+    """stime: the part of own_s spent in the kernel."""
 
 
 def stat(pid: int) -> Stat | None:
@@ -74,6 +76,7 @@ def stat(pid: int) -> Stat | None:
         (int(fields[11]) + int(fields[12])) / tck,
         (int(fields[13]) + int(fields[14])) / tck,
         int(fields[21]) * page_mb,
+        int(fields[12]) / tck,
     )
 
 

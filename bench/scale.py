@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import math
 import os
@@ -38,6 +39,7 @@ from assay_schemas import AgentSpec
 from bench.load import _Proc, _start_services, _stop, _wait_durables
 from bench.peer import peer_python, run_inspect, scripted_process
 from bench.procs import all_stats, pss_mb, stat
+from bench.pyspy import profiled
 from bench.runner import KEY_ENV, MODEL, _campaign, _drafts
 from bench.table import Row, percentile, print_rows
 
@@ -82,7 +84,9 @@ class _Sampler:
         self.parent = sandbox_parent
         self.interval = interval
         self.start_cpu = {k: self._own(p) for k, p in services.items()}
-        self.start_reaped = _reaped(sandbox_parent)
+        self.start_sys = {k: self._sys(p) for k, p in services.items()}
+        self.sys_s: dict[str, float] = {}
+        """Of each service's CPU seconds, those in the kernel."""
         self.last_own: dict[int, tuple[str, float]] = {}
         """Each sandbox process seen: its kind and its own CPU seconds when last seen."""
         self.peak_live = 0
@@ -98,6 +102,11 @@ class _Sampler:
         s = stat(pid)
         return s.own_s if s else 0.0
 
+    @staticmethod
+    def _sys(pid: int) -> float:
+        s = stat(pid)
+        return s.sys_s if s else 0.0
+
     def start(self) -> None:
         self._thread.start()
 
@@ -107,11 +116,9 @@ class _Sampler:
         self._thread.join()
         self._sample()
         cpu = {k: self._own(p) - self.start_cpu[k] for k, p in self.services.items()}
+        self.sys_s = {k: self._sys(p) - self.start_sys[k] for k, p in self.services.items()}
         for kind in ("bwrap", "resident"):
             cpu[f"sandboxes: {kind}"] = sum(s for k, s in self.last_own.values() if k == kind)
-        cpu["sandboxes: whole trees (agent commands included)"] = (
-            _reaped(self.parent) - self.start_reaped
-        )
         return cpu
 
     def _loop(self) -> None:
@@ -163,11 +170,6 @@ def _kind(pid: int, comm: str) -> str:
     return ""
 
 
-def _reaped(pid: int) -> float:
-    s = stat(pid)
-    return s.reaped_s if s else 0.0
-
-
 class _Ends:
     """Runs ended (sealed or failed) on the live subjects, and when the last one did."""
 
@@ -204,7 +206,9 @@ async def _aggregator_seq(bus: Bus) -> tuple[int, int]:
     return int(info.ack_floor.stream_seq if info.ack_floor else 0), int(info.num_pending or 0)
 
 
-async def _assay(base: Path, base_url: str, size: Size, timeout_s: float) -> _Result:
+async def _assay(
+    base: Path, base_url: str, size: Size, timeout_s: float, profile: Path | None
+) -> _Result:
     with NatsServer(base / "nats") as server:
         settings = Settings(
             nats_url=server.url, home=base, state_dir=base / "state", instance="scale",
@@ -215,7 +219,15 @@ async def _assay(base: Path, base_url: str, size: Size, timeout_s: float) -> _Re
         async with Bus(settings, service="bench-scale") as bus:
             procs = await _start_services(settings, SERVICES)
             try:
-                return await _measure(bus, store, server, procs, base_url, size, timeout_s)
+                await _wait_durables(
+                    bus, procs, ("sandbox-manager-runs", "runner-runs", "aggregator")
+                )
+                pids = {p.label: p.proc.pid for p in procs}
+                if server.process is not None:
+                    pids["nats-server"] = server.process.pid
+                spying = profiled(pids, profile) if profile else contextlib.nullcontext()
+                with spying:
+                    return await _measure(bus, store, pids, procs, base_url, size, timeout_s)
             finally:
                 await _stop(procs)
 
@@ -223,13 +235,12 @@ async def _assay(base: Path, base_url: str, size: Size, timeout_s: float) -> _Re
 async def _measure(
     bus: Bus,
     store: LocalBlobStore,
-    server: NatsServer,
+    pids: dict[str, int],
     procs: list[_Proc],
     base_url: str,
     size: Size,
     timeout_s: float,
 ) -> _Result:
-    await _wait_durables(bus, procs, ("sandbox-manager-runs", "runner-runs", "aggregator"))
     ends = _Ends(size.runs)
     nc = bus.broker.connection
     subs = [
@@ -246,10 +257,12 @@ async def _measure(
         await nc.subscribe(bus.subjects.event("AgentStepLogged", CAMPAIGN, "*"), cb=on_step)
     )
     await nc.flush()
-    pids = {p.label: p.proc.pid for p in procs}
-    nats_pid = server.process.pid if server.process is not None else 0
-    sampler = _Sampler({**pids, "nats-server": nats_pid}, pids["sandbox-manager"])
-    agent = AgentSpec(agent_id="scale", model=MODEL, base_url=base_url)
+    sampler = _Sampler(pids, pids["sandbox-manager"])
+    # The model endpoint's own limit (8 by default) would cap the calls in flight below the
+    # runs in flight: a team that raises the one raises the other.
+    agent = AgentSpec(
+        agent_id="scale", model=MODEL, base_url=base_url, max_concurrency=size.concurrency
+    )
     spec = _campaign(CAMPAIGN, [agent], size.steps + 2)
     seq0, _ = await _aggregator_seq(bus)
     sampler.start()
@@ -270,7 +283,7 @@ async def _measure(
     cpu = sampler.stop()
     for sub in subs:
         await sub.unsubscribe()
-    nats = stat(nats_pid)
+    nats = stat(pids.get("nats-server", 0))
     return _Result(
         end - t0, len(ends.sealed), len(ends.failed | (set() if ends.done.is_set() else {"?"})),
         steps, cpu, sampler, nats.rss_mb if nats else float("nan"), (seq1 - seq0) / live_s,
@@ -283,8 +296,7 @@ def _rows(size: Size, r: _Result, inspect: tuple[float, int, str] | None) -> lis
     what = f"{size.runs} × {size.steps} `bash true`, concurrency {size.concurrency}, "
     what += f"model latency {size.latency_s:g} s, bubblewrap"
     unfinished = size.runs - r.sealed - (r.failed if r.failed else 0)
-    platform = {k: v for k, v in r.cpu.items() if "whole trees" not in k}
-    per_step = sum(platform.values()) / max(1, r.steps) * 1000
+    per_step = sum(r.cpu.values()) / max(1, r.steps) * 1000
     rows = [
         Row(g, f"Assay, {what}: wall", r.wall_s, "s", size.ideal_s, "ideal (model time)",
             "≤ 1.25× ideal"),
@@ -296,7 +308,9 @@ def _rows(size: Size, r: _Result, inspect: tuple[float, int, str] | None) -> lis
             "resident", per_step, "ms", target="≤ 4 ms"),
     ]  # fmt: skip
     for part, seconds in r.cpu.items():
-        rows.append(Row(g, f"    {part}", seconds / max(1, r.steps) * 1000, "ms/step"))
+        kernel = r.sampler.sys_s.get(part)
+        of_which = f" (in the kernel: {kernel / max(1, r.steps) * 1000:.2f})" if kernel else ""
+        rows.append(Row(g, f"    {part}{of_which}", seconds / max(1, r.steps) * 1000, "ms/step"))
     s = r.sampler
     rows += [
         Row(g, f"  RSS per live sandbox p50 (bwrap + resident; {s.peak_live} live)",
@@ -324,7 +338,11 @@ def _rows(size: Size, r: _Result, inspect: tuple[float, int, str] | None) -> lis
 
 
 def bench_scale(
-    size: Size | None = None, *, peer: bool = False, timeout_s: float = 900.0
+    size: Size | None = None,
+    *,
+    peer: bool = False,
+    timeout_s: float = 900.0,
+    profile: Path | None = None,
 ) -> list[Row]:
     """The scale rows; Inspect AI beside them when peer (its venv built once, cached)."""
     size = size or Size.parse(os.environ.get(SIZE_ENV, DEFAULT_SIZE))
@@ -334,7 +352,7 @@ def bench_scale(
         with tempfile.TemporaryDirectory(prefix="assay-scale-", dir="/var/tmp") as tmp:
             base = Path(tmp)
             base.chmod(0o711)  # sandbox uids must traverse to their workspace mounts
-            result = asyncio.run(_assay(base, base_url, size, timeout_s))
+            result = asyncio.run(_assay(base, base_url, size, timeout_s, profile))
         if peer:
             side, version = run_inspect(peer_python(), base_url, size.runs, size.concurrency)
             inspect = (side.wall_s, side.failed, version)
@@ -352,10 +370,11 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=1.0, help="model latency, seconds")
     parser.add_argument("--peer", action="store_true", help="Inspect AI beside it")
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--profile", type=Path, help="py-spy each service; raw profiles here")
     args = parser.parse_args()  # fmt: skip
     logging.basicConfig(level=logging.ERROR)
     size = Size.parse(args.size, args.latency)
-    print_rows(bench_scale(size, peer=args.peer, timeout_s=args.timeout))
+    print_rows(bench_scale(size, peer=args.peer, timeout_s=args.timeout, profile=args.profile))
 
 
 if __name__ == "__main__":

@@ -129,13 +129,16 @@ class Bus:
 
     # --- publishing ---------------------------------------------------------------------
 
-    async def publish(self, event: Event, *, timeout: float = 10.0) -> Published:
+    async def publish(
+        self, event: Event, *, timeout: float = 10.0, encoded: bytes | None = None
+    ) -> Published:
         """Append an event to the log and wait for JetStream's acknowledgement.
 
-        `Nats-Msg-Id` is the event id, so a retried publish is stored once.
+        `Nats-Msg-Id` is the event id, so a retried publish is stored once. `encoded`:
+        the event's JSON where the caller made it already (to measure it), not made again.
         """
         subject = self.subjects.of(event)
-        data = event.model_dump_json().encode()
+        data = encoded if encoded is not None else event.model_dump_json().encode()
         headers = inject_headers({"Nats-Msg-Id": event.event_id})
         if self._signer is not None:
             headers.update(self._signer.headers(subject, data))
@@ -220,6 +223,7 @@ class Bus:
         event_type: type[Event] | tuple[type[Event], ...] = Event,
         max_deliver: int | None = None,
         max_workers: int = 1,
+        batch_size: int | None = None,
         deliver_policy: DeliverPolicy = DeliverPolicy.ALL,
         on_refused: RefusalSink | None = None,
     ) -> LogicSubscriber[Any]:
@@ -229,7 +233,9 @@ class Bus:
         `max_deliver`, then dead-lettered with its reason; messages that do not parse
         (or are not `event_type`, or disagree with their subject) are dead-lettered at
         once and reported to `on_refused`. The consumer never stops for one bad message.
-        Instances that share `durable` share the work.
+        Instances that share `durable` share the work. Each pull asks for up to
+        `batch_size` messages (default: one per worker); a one-worker consumer that keeps up
+        with a busy log pulls many at a time and still handles them in order.
         """
         limit = max_deliver or self.settings.max_deliver
         self._durables.append(durable)
@@ -245,7 +251,7 @@ class Bus:
             subject,
             stream=self.stream,
             durable=durable,
-            pull_sub=PullSub(batch_size=max(1, max_workers), timeout=1.0),
+            pull_sub=PullSub(batch_size=batch_size or max(1, max_workers), timeout=1.0),
             config=config,
             ack_policy=AckPolicy.MANUAL,
             max_workers=max_workers,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from dataclasses import dataclass, field
 
 from assay.bus import Bus, Delivery, Refusal
@@ -31,6 +32,9 @@ from .state import State
 from .statistics import DEFAULT_RESAMPLES
 
 log = logging.getLogger("assay.aggregator")
+
+SNAPSHOT_SHARE = 0.05
+"""At most this share of the aggregator's time goes to snapshots while the log is busy."""
 
 __all__ = ["AggregatorService"]
 
@@ -50,6 +54,9 @@ class AggregatorService:
     write_report: bool = True
     n_resamples: int = DEFAULT_RESAMPLES
     _saved_version: int = -1
+    _saved_at: float = 0.0
+    _save_cost_s: float = 0.0
+    """How long the last snapshot took to write: a whole state's dump grows with the log."""
     _reported_version: int = -1
     _flusher: asyncio.Task[None] | None = None
 
@@ -106,11 +113,19 @@ class AggregatorService:
         await self.bus.stop()
         self.flush(report=self.write_report)
 
-    def flush(self, *, report: bool) -> None:
-        """Write the snapshot if the state changed, and the report if asked and stale."""
-        if self.state.version != self._saved_version:
+    def flush(self, *, report: bool, live: bool = False) -> None:
+        """Write the snapshot if the state changed, and the report if asked and stale.
+
+        live: while events stream in, a snapshot is written only once SNAPSHOT_SHARE of the
+        time since the last one pays for it (a dump of the whole state every second would
+        cost more than folding the events as the log grows); a restart folds the rest."""
+        now = time.monotonic()
+        due = not live or now - self._saved_at >= self._save_cost_s / SNAPSHOT_SHARE
+        if self.state.version != self._saved_version and due:
             save_snapshot(self.settings, self.state)
             self._saved_version = self.state.version
+            self._saved_at = time.monotonic()
+            self._save_cost_s = self._saved_at - now
         if report and self.state.version != self._reported_version:
             self.write_report_file()
 
@@ -128,9 +143,9 @@ class AggregatorService:
             quiet = self.state.version == last
             last = self.state.version
             try:
-                # Snapshots are cheap and written whenever the state moved; the report
+                # Snapshots are written whenever the state moved (paced while busy); the report
                 # (a full bootstrap) only once the log has been quiet for an interval.
-                self.flush(report=self.write_report and quiet)
+                self.flush(report=self.write_report and quiet, live=not quiet)
             except Exception:  # a full disk must not stop the consumer; retried next tick
                 log.exception("aggregator: writing snapshot/report failed")
 

@@ -45,6 +45,7 @@ from assay_schemas import (
 
 from .admission import Admission, Stored, answering
 from .agent import AgentRun, AnswerNotStored, StepTooLarge
+from .clients import ModelClients
 from .program import ProgramFailed, ProgramRun
 from .scheduler import plan_runs
 from .tools import ToolBox
@@ -76,7 +77,7 @@ class RunnerService:
     trust: TrustList | None = None
     """Whose signatures count on submissions; None: this deployment's (`trust_for`)."""
 
-    _providers: dict[str, ModelProvider] = field(default_factory=dict)
+    _clients: ModelClients | None = None
     _scheduling: set[str] = field(default_factory=set)
     """Run ids this process is publishing now: the campaign and the task handler may both
     schedule a task's runs at once, and each run must start one trace, not two."""
@@ -88,12 +89,12 @@ class RunnerService:
             self.trust = trust_for(self.bus.settings)
         return Admission(bus=self.bus, store=self.store, trust=self.trust)
 
-    def model_provider(self, agent: AgentSpec) -> ModelProvider:
-        """One provider (one HTTP client) per agent spec, shared by all its runs."""
-        key = agent.model_dump_json()
-        if key not in self._providers:
-            self._providers[key] = self.providers(agent)
-        return self._providers[key]
+    @property
+    def clients(self) -> ModelClients:
+        """The model clients leased to runs (made on first use from `providers`)."""
+        if self._clients is None:
+            self._clients = ModelClients(self.providers)
+        return self._clients
 
     async def start(self) -> None:
         """Start consuming campaigns, tasks and ready sandboxes."""
@@ -106,9 +107,8 @@ class RunnerService:
 
     async def aclose(self) -> None:
         """Close every provider's HTTP client."""
-        for provider in self._providers.values():
-            await provider.aclose()
-        self._providers.clear()
+        if self._clients is not None:
+            await self._clients.aclose()
 
     # --- scheduling ---------------------------------------------------------------------
 
@@ -221,7 +221,8 @@ class RunnerService:
             if request.agent.kind == "program":
                 await self._program_run(request, event, sandbox).run(steps, attempt)
             else:
-                await self._agent_run(request, event, sandbox, steps).run(steps)
+                with self.clients.lease(request.agent) as provider:
+                    await self._agent_run(request, event, sandbox, steps, provider).run(steps)
         except SandboxGone as e:
             await self._fail(
                 request,
@@ -258,8 +259,9 @@ class RunnerService:
         event: SandboxReady,
         sandbox: SandboxClient,
         steps: list[AgentStepLogged],
+        provider: ModelProvider,
     ) -> AgentRun:
-        """The model-driven run; building its provider may fail with ProviderError."""
+        """The model-driven run, on the model client leased to it."""
         tools = ToolBox(
             sandbox=sandbox,
             web=self.web,
@@ -271,7 +273,7 @@ class RunnerService:
             bus=self.bus,
             request=request,
             ready=event,
-            provider=self.model_provider(request.agent),
+            provider=provider,
             tools=tools,
             prices=pinned_prices(self.prices, request.prices),
             store=self.store,
