@@ -78,7 +78,11 @@ def scripted_process(steps: int, latency_s: float = 0.0) -> Iterator[str]:
     finally:
         assert child.stdin is not None
         child.stdin.close()
-        child.wait(10)
+        try:
+            child.wait(30)
+        except subprocess.TimeoutExpired:  # hundreds of connections closing on a busy host
+            child.kill()
+            child.wait()
 
 
 # --- Inspect AI -----------------------------------------------------------------------------

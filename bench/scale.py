@@ -223,9 +223,9 @@ async def _assay(
                     bus, procs, ("sandbox-manager-runs", "runner-runs", "aggregator")
                 )
                 pids = {p.label: p.proc.pid for p in procs}
+                spying = profiled(dict(pids), profile) if profile else contextlib.nullcontext()
                 if server.process is not None:
                     pids["nats-server"] = server.process.pid
-                spying = profiled(pids, profile) if profile else contextlib.nullcontext()
                 with spying:
                     return await _measure(bus, store, pids, procs, base_url, size, timeout_s)
             finally:
