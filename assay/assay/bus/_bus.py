@@ -200,10 +200,22 @@ class Bus:
             return None
         return parse_event(msg.data or b"", subject=subject)
 
-    async def run_events(self, campaign_id: str, run_id: str) -> list[Event]:
-        """Every event of one run so far, in order (used to rebuild state after a crash)."""
+    async def run_events(
+        self, campaign_id: str, run_id: str, *, types: tuple[type[Event], ...] | None = None
+    ) -> list[Event]:
+        """Every event of one run so far, in order (used to rebuild state after a crash).
+
+        `types`: only events of these types; the others are told by their subject and never
+        decoded (a run's steps are most of its events, and most readers need none of them).
+        """
         subject = self.subjects.event("*", campaign_id, run_id)
-        return [logged.event async for logged in self.replay(subject=subject)]
+        if types is None:
+            return [logged.event async for logged in self.replay(subject=subject)]
+        names = {t.__name__ for t in types}
+        kind = self.subjects.prefix.count(".") + 2  # the type's token: <prefix>.ev.<type>
+        raws = read_raw(self.js, self.stream.name, subject=subject)
+        wanted = (raw async for raw in raws if raw.subject.split(".")[kind] in names)
+        return [logged.event async for logged in decode_log(wanted)]
 
     # --- consuming ----------------------------------------------------------------------
 
