@@ -94,8 +94,11 @@ def peer_python() -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
-def run_inspect(python: str, base_url: str, runs: int, concurrency: int) -> tuple[Side, str]:
-    """Inspect AI's timed eval against the scripted model at base_url; its side and version."""
+def run_inspect(
+    python: str, base_url: str, runs: int, concurrency: int, timeout_s: float | None = None
+) -> tuple[Side, str]:
+    """Inspect AI's timed eval against the scripted model at base_url; its side and version
+    (subprocess.TimeoutExpired past timeout_s)."""
     args = [python, str(INSPECT_EVAL), "--base-url", base_url, "--model", MODEL]
     args += ["--runs", str(runs), "--concurrency", str(concurrency)]
     # Inspect's venv alone: none of this workspace's packages on its path. An empty HOME:
@@ -104,7 +107,9 @@ def run_inspect(python: str, base_url: str, runs: int, concurrency: int) -> tupl
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     with tempfile.TemporaryDirectory(prefix="assay-peer-home-") as home:
         env["HOME"] = home
-        out = subprocess.run(args, capture_output=True, text=True, cwd=home, env=env)
+        out = subprocess.run(
+            args, capture_output=True, text=True, cwd=home, env=env, timeout=timeout_s
+        )
     if out.returncode != 0:
         raise RuntimeError(f"Inspect AI's eval failed ({out.returncode}):\n{out.stderr[-4000:]}")
     doc = json.loads(out.stdout.strip().splitlines()[-1])

@@ -22,9 +22,11 @@ import logging
 import math
 import os
 import re
+import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -285,22 +287,22 @@ async def _measure(
         await sub.unsubscribe()
     nats = stat(pids.get("nats-server", 0))
     return _Result(
-        end - t0, len(ends.sealed), len(ends.failed | (set() if ends.done.is_set() else {"?"})),
+        end - t0, len(ends.sealed), len(ends.failed),
         steps, cpu, sampler, nats.rss_mb if nats else float("nan"), (seq1 - seq0) / live_s,
         max_lag,
     )  # fmt: skip
 
 
-def _rows(size: Size, r: _Result, inspect: tuple[float, int, str] | None) -> list[Row]:
+def _rows(size: Size, r: _Result) -> list[Row]:
     g = "scale"
     what = f"{size.runs} × {size.steps} `bash true`, concurrency {size.concurrency}, "
     what += f"model latency {size.latency_s:g} s, bubblewrap"
-    unfinished = size.runs - r.sealed - (r.failed if r.failed else 0)
+    unfinished = max(0, size.runs - r.sealed - r.failed)
     per_step = sum(r.cpu.values()) / max(1, r.steps) * 1000
     rows = [
         Row(g, f"Assay, {what}: wall", r.wall_s, "s", size.ideal_s, "ideal (model time)",
             "≤ 1.25× ideal"),
-        Row(g, "  runs failed or unfinished", float(r.failed + max(0, unfinished)), "runs",
+        Row(g, f"  runs failed ({unfinished} more unfinished)", float(r.failed + unfinished), "runs",
             target="0"),
         Row(g, "  agent steps logged (tool steps + submit)", float(r.steps), "steps",
             float(size.runs * (size.steps + 1)), "expected"),
@@ -325,16 +327,26 @@ def _rows(size: Size, r: _Result, inspect: tuple[float, int, str] | None) -> lis
         Row(g, "  events/s through the aggregator while live", r.events_per_s, "events/s"),
         Row(g, "  aggregator's max pending (lag)", float(r.max_lag), "msgs"),
     ]
-    if inspect is not None:
-        wall, failed, version = inspect
-        rows += [
-            Row(g, f"Inspect AI {version}, {what.replace('bubblewrap', 'local sandbox')}: wall",
-                wall, "s", size.ideal_s, "ideal (model time)"),
-            Row(g, "  Assay's wall against Inspect AI's", r.wall_s, "s", wall,
-                "Inspect AI's wall", "< 1× Inspect AI"),
-            Row(g, "  Inspect AI runs failed", float(failed), "runs"),
-        ]  # fmt: skip
     return rows
+
+
+def _peer_rows(
+    size: Size, assay_wall_s: float, inspect: tuple[float, int, str] | None
+) -> list[Row]:
+    g = "scale"
+    what = f"{size.runs} × {size.steps} `bash true`, concurrency {size.concurrency}, "
+    what += f"model latency {size.latency_s:g} s, local sandbox"
+    if inspect is None:
+        return [Row(g, f"Inspect AI, {what}: did not finish within its timeout", float("nan"),
+                    "s", target="Assay ahead")]  # fmt: skip
+    wall, failed, version = inspect
+    return [
+        Row(g, f"Inspect AI {version}, {what}: wall", wall, "s", size.ideal_s,
+            "ideal (model time)"),
+        Row(g, "  Assay's wall against Inspect AI's", assay_wall_s, "s", wall,
+            "Inspect AI's wall", "< 1× Inspect AI"),
+        Row(g, "  Inspect AI runs failed", float(failed), "runs"),
+    ]  # fmt: skip
 
 
 def bench_scale(
@@ -343,20 +355,34 @@ def bench_scale(
     peer: bool = False,
     timeout_s: float = 900.0,
     profile: Path | None = None,
+    show: Callable[[list[Row]], None] | None = None,
 ) -> list[Row]:
-    """The scale rows; Inspect AI beside them when peer (its venv built once, cached)."""
+    """The scale rows; Inspect AI beside them when peer (its venv built once, cached).
+    `show` gets Assay's rows as soon as they are measured, Inspect AI's after."""
     size = size or Size.parse(os.environ.get(SIZE_ENV, DEFAULT_SIZE))
     os.environ.setdefault(KEY_ENV, "scripted")
-    inspect = None
     with scripted_process(size.steps, size.latency_s) as base_url:
         with tempfile.TemporaryDirectory(prefix="assay-scale-", dir="/var/tmp") as tmp:
             base = Path(tmp)
             base.chmod(0o711)  # sandbox uids must traverse to their workspace mounts
             result = asyncio.run(_assay(base, base_url, size, timeout_s, profile))
+        rows = _rows(size, result)
+        if show is not None:
+            show(rows)
         if peer:
-            side, version = run_inspect(peer_python(), base_url, size.runs, size.concurrency)
-            inspect = (side.wall_s, side.failed, version)
-    return _rows(size, result, inspect)
+            python = peer_python()
+            try:
+                side, version = run_inspect(
+                    python, base_url, size.runs, size.concurrency, timeout_s=timeout_s
+                )
+                inspect: tuple[float, int, str] | None = (side.wall_s, side.failed, version)
+            except subprocess.TimeoutExpired:
+                inspect = None
+            more = _peer_rows(size, result.wall_s, inspect)
+            if show is not None:
+                show(more)
+            rows += more
+    return rows
 
 
 def main() -> None:
@@ -369,12 +395,12 @@ def main() -> None:
     )
     parser.add_argument("--latency", type=float, default=1.0, help="model latency, seconds")
     parser.add_argument("--peer", action="store_true", help="Inspect AI beside it")
-    parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--timeout", type=float, default=900.0, help="per side, seconds")
     parser.add_argument("--profile", type=Path, help="py-spy each service; raw profiles here")
     args = parser.parse_args()  # fmt: skip
     logging.basicConfig(level=logging.ERROR)
     size = Size.parse(args.size, args.latency)
-    print_rows(bench_scale(size, peer=args.peer, timeout_s=args.timeout, profile=args.profile))
+    bench_scale(size, peer=args.peer, timeout_s=args.timeout, profile=args.profile, show=print_rows)
 
 
 if __name__ == "__main__":
