@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 ASSAY := $(VENV)/bin/assay
 STAMP := $(VENV)/.installed
 
-.PHONY: install setup-run setup-test run test test-fast lint bench bench-peer sandbox-rootfs sandbox-image local-model schemas clean
+.PHONY: install setup-run setup-test run test test-fast lint bench bench-peer bench-scale sandbox-rootfs sandbox-image local-model schemas clean
 
 # The workspace's packages, each with its own pyproject.toml, installed editable together.
 PACKAGES := schemas assay services/runner services/sandbox-manager services/judge services/aggregator cli
@@ -42,8 +42,17 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy $(addprefix -p ,$(TYPED))
 
+## The scale rows' size in `make bench` (RUNSxSTEPS@CONCURRENCY, 1 s model): small enough for CI.
+BENCH_SCALE ?= 100x10@50
+
 bench: install
-	$(PY) -m bench
+	ASSAY_BENCH_SCALE=$(BENCH_SCALE) $(PY) -m bench
+
+## Hundreds of live runs on one machine, Inspect AI beside it (SCALE=300x5@100 for another size).
+SCALE ?= 1000x10@500
+
+bench-scale: install
+	$(PY) -m bench.scale --size $(SCALE) --peer
 
 ## Assay beside Inspect AI on the same workload, same run (Inspect in its own cached venv).
 bench-peer: install

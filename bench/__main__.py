@@ -13,6 +13,7 @@ from bench.judge import bench_judge
 from bench.load import bench_load
 from bench.runner import bench_runner
 from bench.sandbox import bench_sandbox
+from bench.scale import bench_scale
 from bench.scripted import bench_scripted
 from bench.seal import bench_seal
 from bench.table import Row, print_rows
@@ -30,6 +31,7 @@ SUITES: dict[str, Callable[[], list[Row]]] = {
     "gateway": bench_gateway,
     "runner": bench_runner,
     "load": bench_load,
+    "scale": bench_scale,
 }
 
 

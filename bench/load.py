@@ -106,10 +106,15 @@ def _env(settings: Settings, instance: str) -> dict[str, str]:
     return env
 
 
-async def _start(settings: Settings, judge_file: Path) -> list[_Proc]:
+async def _start_services(
+    settings: Settings, services: tuple[str, ...], judge_file: Path | None = None
+) -> list[_Proc]:
+    """One `assay serve` process per entry of services (a label, or a PROCESSES label)."""
+    known = dict(PROCESSES)
     procs = []
-    for label, args in PROCESSES:
-        extra = ("--judge", str(judge_file)) if args[0] == "judge" else ()
+    for label in services:
+        args = known.get(label, (label,))
+        extra = ("--judge", str(judge_file)) if args[0] == "judge" and judge_file else ()
         log = (settings.home / f"{label}.log").open("ab")
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -142,9 +147,11 @@ async def _stop(procs: list[_Proc]) -> None:
             await p.proc.wait()
 
 
-async def _wait_durables(bus: Bus, procs: list[_Proc], timeout: float = 60) -> None:
+async def _wait_durables(
+    bus: Bus, procs: list[_Proc], durables: tuple[str, ...] = DURABLES, timeout: float = 60
+) -> None:
     deadline = time.monotonic() + timeout
-    missing = list(DURABLES)
+    missing = list(durables)
     while missing:
         for p in procs:
             if p.proc.returncode is not None:
@@ -251,7 +258,7 @@ async def _run(base: Path, runs: int, timeout_s: float) -> list[Row]:
         judge_file.write_text(yaml.safe_dump(judge.model_dump(mode="json")))
         store = LocalBlobStore(settings.blob_dir)
         async with Bus(settings, service="bench-load") as bus:
-            procs = await _start(settings, judge_file)
+            procs = await _start_services(settings, tuple(p[0] for p in PROCESSES), judge_file)
             try:
                 await _wait_durables(bus, procs)
                 watch = _Watch(procs, expected)

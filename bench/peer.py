@@ -39,7 +39,7 @@ from assay_schemas import AgentFinished, AgentSpec, AgentStepLogged, RunFailed
 from bench.runner import KEY_ENV, MODEL, _campaign, _drafts, _script, _Stack, _wait_done
 from bench.table import Row, percentile, print_rows
 
-__all__ = ["bench_peer"]
+__all__ = ["bench_peer", "peer_python", "run_inspect", "scripted_process"]
 
 ROOT = Path(__file__).resolve().parent.parent
 INSPECT_EVAL = ROOT / "scripts" / "peer" / "inspect_eval.py"
@@ -59,16 +59,18 @@ class Side(NamedTuple):
 # --- the scripted model, in a process of its own ----------------------------------------------
 
 
-def _serve(steps: int) -> None:
+def _serve(steps: int, latency_s: float = 0.0) -> None:
     """Child: serve the script until stdin closes; the first stdout line is the base URL."""
-    with ScriptedModelServer({MODEL: _script(steps, "true")}) as server:
+    with ScriptedModelServer({MODEL: _script(steps, "true")}, latency_s=latency_s) as server:
         print(server.openai_base_url, flush=True)
         sys.stdin.read()
 
 
 @contextmanager
-def _scripted(steps: int) -> Iterator[str]:
+def scripted_process(steps: int, latency_s: float = 0.0) -> Iterator[str]:
+    """The scripted model in a process of its own, answering after latency_s; its base URL."""
     args = [sys.executable, "-m", "bench.peer", "--serve", "--steps", str(steps)]
+    args += ["--latency", str(latency_s)]
     child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None
@@ -76,19 +78,27 @@ def _scripted(steps: int) -> Iterator[str]:
     finally:
         assert child.stdin is not None
         child.stdin.close()
-        child.wait(10)
+        try:
+            child.wait(30)
+        except subprocess.TimeoutExpired:  # hundreds of connections closing on a busy host
+            child.kill()
+            child.wait()
 
 
 # --- Inspect AI -----------------------------------------------------------------------------
 
 
-def _inspect_python() -> str:
+def peer_python() -> str:
     """Inspect's venv (built once, then cached) and its interpreter."""
     out = subprocess.run(["bash", str(PEER_VENV)], check=True, capture_output=True, text=True)
     return out.stdout.strip().splitlines()[-1]
 
 
-def _inspect(python: str, base_url: str, runs: int, concurrency: int) -> tuple[Side, str]:
+def run_inspect(
+    python: str, base_url: str, runs: int, concurrency: int, timeout_s: float | None = None
+) -> tuple[Side, str]:
+    """Inspect AI's timed eval against the scripted model at base_url; its side and version
+    (subprocess.TimeoutExpired past timeout_s)."""
     args = [python, str(INSPECT_EVAL), "--base-url", base_url, "--model", MODEL]
     args += ["--runs", str(runs), "--concurrency", str(concurrency)]
     # Inspect's venv alone: none of this workspace's packages on its path. An empty HOME:
@@ -97,7 +107,9 @@ def _inspect(python: str, base_url: str, runs: int, concurrency: int) -> tuple[S
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     with tempfile.TemporaryDirectory(prefix="assay-peer-home-") as home:
         env["HOME"] = home
-        out = subprocess.run(args, capture_output=True, text=True, cwd=home, env=env)
+        out = subprocess.run(
+            args, capture_output=True, text=True, cwd=home, env=env, timeout=timeout_s
+        )
     if out.returncode != 0:
         raise RuntimeError(f"Inspect AI's eval failed ({out.returncode}):\n{out.stderr[-4000:]}")
     doc = json.loads(out.stdout.strip().splitlines()[-1])
@@ -204,12 +216,12 @@ def bench_peer(
     inspect_python: str | None = None,
 ) -> list[Row]:
     """Assay and Inspect AI on the same workload, one after the other at each concurrency."""
-    python = inspect_python or _inspect_python()
+    python = inspect_python or peer_python()
     rows: list[Row] = []
-    with _scripted(steps) as base_url:
+    with scripted_process(steps) as base_url:
         for concurrency in concurrencies:
             print(f"  Inspect AI, concurrency {concurrency} ...", flush=True)
-            inspect, version = _inspect(python, base_url, runs, concurrency)
+            inspect, version = run_inspect(python, base_url, runs, concurrency)
             print(f"  Assay, concurrency {concurrency} ...", flush=True)
             assay = _assay_side(base_url, runs, steps, concurrency)
             rows += _rows(concurrency, steps, inspect, assay, version)
@@ -224,9 +236,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[10, 1])
     parser.add_argument("--inspect-python", help="Inspect's venv python (default: build/find it)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--latency", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        _serve(args.steps)
+        _serve(args.steps, args.latency)
         return
     logging.basicConfig(level=logging.ERROR)
     print_rows(bench_peer(args.runs, args.steps, tuple(args.concurrency), args.inspect_python))

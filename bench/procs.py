@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["Memory", "cpu_s", "memory", "self_cpu"]
+__all__ = [
+    "Memory",
+    "Sampler",
+    "Stat",
+    "all_stats",
+    "cpu_s",
+    "memory",
+    "pss_mb",
+    "self_cpu",
+    "stat",
+]
 
 
 class Memory(NamedTuple):
@@ -42,3 +53,157 @@ def self_cpu() -> float:
     """CPU seconds of this process (the scripted model server's thread included)."""
     t = os.times()
     return t.user + t.system
+
+
+class Stat(NamedTuple):
+    """One process as /proc/<pid>/stat shows it."""
+
+    pid: int
+    ppid: int
+    comm: str
+    own_s: float
+    """utime + stime: this process only."""
+    reaped_s: float
+    """cutime + cstime: its children it has waited for."""
+    rss_mb: float
+    sys_s: float
+    """stime: the part of own_s spent in the kernel."""
+
+
+def stat(pid: int) -> Stat | None:
+    """/proc/<pid>/stat of one process; None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    head, tail = text.rsplit(")", 1)
+    fields = tail.split()
+    tck = os.sysconf("SC_CLK_TCK")
+    page_mb = os.sysconf("SC_PAGE_SIZE") / (1024 * 1024)
+    return Stat(
+        pid,
+        int(fields[1]),
+        head.split("(", 1)[1],
+        (int(fields[11]) + int(fields[12])) / tck,
+        (int(fields[13]) + int(fields[14])) / tck,
+        int(fields[21]) * page_mb,
+        int(fields[12]) / tck,
+    )
+
+
+def all_stats() -> dict[int, Stat]:
+    """Every process on the host, by pid."""
+    out = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            s = stat(int(entry.name))
+            if s is not None:
+                out[s.pid] = s
+    return out
+
+
+def pss_mb(pid: int) -> float:
+    """Proportional set size (shared pages split among their users), in MiB; 0 when gone."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0.0
+    for line in text.splitlines():
+        if line.startswith("Pss:"):
+            return float(line.split()[1]) / 1024
+    return 0.0
+
+
+class Sampler:
+    """Samples /proc every interval on a thread: services' CPU and memory, and the live
+    sandboxes under one parent (bwrap and the resident; an agent's commands are left out)."""
+
+    def __init__(self, services: dict[str, int], sandbox_parent: int, interval: float = 1.0):
+        self.services = services
+        self.parent = sandbox_parent
+        self.interval = interval
+        self.start_cpu = {k: self._own(p) for k, p in services.items()}
+        self.start_sys = {k: self._sys(p) for k, p in services.items()}
+        self.sys_s: dict[str, float] = {}
+        """Of each service's CPU seconds, those in the kernel."""
+        self.last_own: dict[int, tuple[str, float]] = {}
+        """Each sandbox process seen: its kind and its own CPU seconds when last seen."""
+        self.peak_live = 0
+        self.sandbox_rss: list[float] = []
+        self.sandbox_pss: list[float] = []
+        """Per live sandbox (bwrap + resident), in the sample with the most live sandboxes."""
+        self.service_rss: dict[str, float] = dict.fromkeys(services, 0.0)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    @staticmethod
+    def _own(pid: int) -> float:
+        s = stat(pid)
+        return s.own_s if s else 0.0
+
+    @staticmethod
+    def _sys(pid: int) -> float:
+        s = stat(pid)
+        return s.sys_s if s else 0.0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> dict[str, float]:
+        """Stop sampling; CPU seconds since start by part."""
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        cpu = {k: self._own(p) - self.start_cpu[k] for k, p in self.services.items()}
+        self.sys_s = {k: self._sys(p) - self.start_sys[k] for k, p in self.services.items()}
+        for kind in ("bwrap", "resident"):
+            cpu[f"sandboxes: {kind}"] = sum(s for k, s in self.last_own.values() if k == kind)
+        return cpu
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def _sample(self) -> None:
+        procs = all_stats()
+        for label, pid in self.services.items():
+            s = procs.get(pid)
+            if s is not None:
+                self.service_rss[label] = max(self.service_rss[label], s.rss_mb)
+        children: dict[int, list[int]] = {}
+        for s in procs.values():
+            children.setdefault(s.ppid, []).append(s.pid)
+        trees = []
+        for top in children.get(self.parent, []):
+            tree, todo = [], [top]
+            while todo:
+                pid = todo.pop()
+                tree.append(pid)
+                todo += children.get(pid, [])
+            trees.append(tree)
+        rss, pss = [], []
+        for tree in trees:
+            kept = []
+            for pid in tree:
+                kind = _kind(pid, procs[pid].comm)
+                if kind:
+                    self.last_own[pid] = (kind, procs[pid].own_s)
+                    kept.append(pid)
+            if any(self.last_own[p][0] == "resident" for p in kept):
+                rss.append(sum(procs[p].rss_mb for p in kept))
+                pss.append(sum(pss_mb(p) for p in kept))
+        if len(rss) >= self.peak_live:
+            self.peak_live, self.sandbox_rss, self.sandbox_pss = len(rss), rss, pss
+
+
+def _kind(pid: int, comm: str) -> str:
+    """bwrap, resident, or "" (an agent's command, or a start not yet exec'd)."""
+    if comm == "bwrap":
+        return "bwrap"
+    if comm.startswith("python"):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return ""
+        return "resident" if b"/run/assay/resident.py" in cmdline else ""
+    return ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import resource
 import signal
 from collections.abc import Sequence
 from importlib.metadata import entry_points
@@ -24,6 +25,7 @@ __all__ = [
     "Service",
     "ServiceFactory",
     "build_service",
+    "raise_open_files_limit",
     "run_until_signal",
     "serve_alone",
     "service_names",
@@ -67,8 +69,23 @@ def build_service(name: str, settings: Settings, *, store: BlobStore | None = No
     return factory(settings, store=store)
 
 
+def raise_open_files_limit() -> int:
+    """Raise this process's soft limit on open files to its hard limit; the new soft limit.
+
+    A sandbox-manager holds two pipes per live sandbox and every service a socket per
+    connection: at hundreds of live runs the usual soft limit of 1024 runs out first."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # An unlimited hard limit still has the kernel's ceiling (nr_open, 1M by default).
+    target = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    if soft != resource.RLIM_INFINITY and soft < target:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
 async def run_until_signal(services: Sequence[Service]) -> None:
     """Start `services` in order, run until SIGINT/SIGTERM or cancellation, stop in reverse."""
+    raise_open_files_limit()
     started: list[Service] = []
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -37,6 +37,9 @@ def _eval(model: str, base_url: str, runs: int, concurrency: int, log_dir: str) 
         max_samples=concurrency,
         max_connections=concurrency,
         max_sandboxes=concurrency,
+        # Its local sandbox runs at most this many commands at once (default: the CPU
+        # count): at the same concurrency as Assay, every run's command may run at once.
+        max_subprocesses=concurrency,
         log_dir=log_dir,
         display="none",
         log_samples=True,

@@ -9,7 +9,7 @@ from nats.js.errors import APIError
 
 from assay.bus import DEAD_REASON, Bus, Delivery
 from assay.config import Settings
-from assay_schemas import AgentStepLogged, Event, Producer
+from assay_schemas import AgentStepLogged, Event, Producer, RunFailed, RunRequested
 
 PRODUCER = Producer(service="test", version="0")
 
@@ -126,6 +126,22 @@ async def test_replay_returns_every_event_in_order_as_typed_models(bus: Bus) -> 
     assert from_seq == [8, 9, 10]
     only_r2 = await bus.run_events("c1", "r2")
     assert [e.step for e in only_r2] == list(range(5))  # type: ignore[attr-defined]
+
+
+async def test_run_events_of_some_types_leave_the_others_undecoded(bus: Bus) -> None:
+    for n in range(3):
+        await bus.publish(step("r1", n))
+    failed = RunFailed(
+        event_id=RunFailed.id_for("r1", "agent"), campaign_id="c1", run_id="r1",
+        stage="agent", error="model gone", infrastructure=True, producer=PRODUCER,
+    )  # fmt: skip
+    await bus.publish(failed)
+    # Not an event at all, on a step's subject: a reader of other types never parses it.
+    await bus.js.publish(bus.subjects.event("AgentStepLogged", "c1", "r1"), b"{not json")
+    assert await bus.run_events("c1", "r1", types=(RunFailed,)) == [failed]
+    assert await bus.run_events("c1", "r1", types=(RunRequested,)) == []
+    every = await bus.run_events("c1", "r1")
+    assert [type(e) for e in every] == [AgentStepLogged] * 3 + [RunFailed]
 
 
 async def test_replay_of_an_empty_filter_ends(bus: Bus) -> None:

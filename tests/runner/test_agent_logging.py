@@ -47,7 +47,9 @@ class _Bus:
         self.log, self.fail_step = log, fail_step
         self.published: list[Event] = []
 
-    async def publish(self, event: Event) -> None:
+    async def publish(self, event: Event, *, encoded: bytes | None = None) -> None:
+        if encoded is not None:  # the runner measured the event's JSON: the same bytes
+            assert encoded == event.model_dump_json().encode()
         name = f"step {event.step}" if isinstance(event, AgentStepLogged) else event.event_type
         self.log.entries.append(f"publish {name}")
         await asyncio.sleep(0.02)  # the PubAck takes a while: the next model call overlaps

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import pytest
 
+from assay.service import raise_open_files_limit
 from assay_sandbox_manager.backends import SandboxBackend
 
 
@@ -129,3 +131,24 @@ def test_a_resident_gone_once_on_start_is_started_again(
     finally:
         backend.destroy("flaky")
         shutil.rmtree(shared)
+
+
+def test_commands_run_with_descriptors_past_fd_setsize(
+    backend: SandboxBackend, make_sandbox: object
+) -> None:
+    """Hundreds of live sandboxes hold thousands of descriptors: a sandbox whose pipes are
+    numbered past 1024 (select()'s FD_SETSIZE) starts and runs commands."""
+    if raise_open_files_limit() < 1400:
+        pytest.skip("the hard limit on open files is under 1400 on this host")
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        assert max(held) > 1024
+        assert callable(make_sandbox)
+        sid = make_sandbox()
+        result = backend.exec(sid, "echo past-fd-setsize")
+        assert (result.exit_code, result.stdout) == (0, b"past-fd-setsize\n")
+        again = backend.exec(sid, ["true"])
+        assert again.exit_code == 0
+    finally:
+        for fd in held:
+            os.close(fd)

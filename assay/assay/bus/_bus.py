@@ -129,13 +129,16 @@ class Bus:
 
     # --- publishing ---------------------------------------------------------------------
 
-    async def publish(self, event: Event, *, timeout: float = 10.0) -> Published:
+    async def publish(
+        self, event: Event, *, timeout: float = 10.0, encoded: bytes | None = None
+    ) -> Published:
         """Append an event to the log and wait for JetStream's acknowledgement.
 
-        `Nats-Msg-Id` is the event id, so a retried publish is stored once.
+        `Nats-Msg-Id` is the event id, so a retried publish is stored once. `encoded`:
+        the event's JSON where the caller made it already (to measure it), not made again.
         """
         subject = self.subjects.of(event)
-        data = event.model_dump_json().encode()
+        data = encoded if encoded is not None else event.model_dump_json().encode()
         headers = inject_headers({"Nats-Msg-Id": event.event_id})
         if self._signer is not None:
             headers.update(self._signer.headers(subject, data))
@@ -197,10 +200,22 @@ class Bus:
             return None
         return parse_event(msg.data or b"", subject=subject)
 
-    async def run_events(self, campaign_id: str, run_id: str) -> list[Event]:
-        """Every event of one run so far, in order (used to rebuild state after a crash)."""
+    async def run_events(
+        self, campaign_id: str, run_id: str, *, types: tuple[type[Event], ...] | None = None
+    ) -> list[Event]:
+        """Every event of one run so far, in order (used to rebuild state after a crash).
+
+        `types`: only events of these types; the others are told by their subject and never
+        decoded (a run's steps are most of its events, and most readers need none of them).
+        """
         subject = self.subjects.event("*", campaign_id, run_id)
-        return [logged.event async for logged in self.replay(subject=subject)]
+        if types is None:
+            return [logged.event async for logged in self.replay(subject=subject)]
+        names = {t.__name__ for t in types}
+        kind = self.subjects.prefix.count(".") + 2  # the type's token: <prefix>.ev.<type>
+        raws = read_raw(self.js, self.stream.name, subject=subject)
+        wanted = (raw async for raw in raws if raw.subject.split(".")[kind] in names)
+        return [logged.event async for logged in decode_log(wanted)]
 
     # --- consuming ----------------------------------------------------------------------
 
@@ -220,6 +235,7 @@ class Bus:
         event_type: type[Event] | tuple[type[Event], ...] = Event,
         max_deliver: int | None = None,
         max_workers: int = 1,
+        batch_size: int | None = None,
         deliver_policy: DeliverPolicy = DeliverPolicy.ALL,
         on_refused: RefusalSink | None = None,
     ) -> LogicSubscriber[Any]:
@@ -229,7 +245,9 @@ class Bus:
         `max_deliver`, then dead-lettered with its reason; messages that do not parse
         (or are not `event_type`, or disagree with their subject) are dead-lettered at
         once and reported to `on_refused`. The consumer never stops for one bad message.
-        Instances that share `durable` share the work.
+        Instances that share `durable` share the work. Each pull asks for up to
+        `batch_size` messages (default: one per worker); a one-worker consumer that keeps up
+        with a busy log pulls many at a time and still handles them in order.
         """
         limit = max_deliver or self.settings.max_deliver
         self._durables.append(durable)
@@ -245,7 +263,7 @@ class Bus:
             subject,
             stream=self.stream,
             durable=durable,
-            pull_sub=PullSub(batch_size=max(1, max_workers), timeout=1.0),
+            pull_sub=PullSub(batch_size=batch_size or max(1, max_workers), timeout=1.0),
             config=config,
             ack_policy=AckPolicy.MANUAL,
             max_workers=max_workers,

@@ -25,16 +25,16 @@ from assay_schemas import Event
 
 from .fold import admitted, apply
 from .projections import Projections
-from .rebuild import fold_stream
+from .rebuild import fold_stream, head_sequence
 from .report import build_report, report_json
-from .snapshot import paths_for, resume_state, save_snapshot, write_atomic
+from .snapshot import load_snapshot, paths_for, save_snapshot, write_atomic
 from .state import State
 from .statistics import DEFAULT_RESAMPLES
 
 log = logging.getLogger("assay.aggregator")
+
 SNAPSHOT_SHARE = 0.05
-"""At most this share of a busy aggregator's time goes to snapshots: they only shorten a
-restart's catch-up, the log is the record (the last one is written when it stops)."""
+"""At most this share of the aggregator's time goes to snapshots while the log is busy."""
 
 __all__ = ["AggregatorService"]
 
@@ -54,7 +54,9 @@ class AggregatorService:
     write_report: bool = True
     n_resamples: int = DEFAULT_RESAMPLES
     _saved_version: int = -1
-    _next_snapshot: float = 0.0
+    _saved_at: float = 0.0
+    _save_cost_s: float = 0.0
+    """How long the last snapshot took to write: a whole state's dump grows with the log."""
     _reported_version: int = -1
     _flusher: asyncio.Task[None] | None = None
 
@@ -77,7 +79,13 @@ class AggregatorService:
     async def catch_up(self) -> None:
         """Load the snapshot and fold what the log holds after it."""
         await self.bus.connect()
-        snap = await resume_state(self.bus.js, self.settings)
+        head = await head_sequence(self.bus.js, self.bus.stream.name)
+        snap = load_snapshot(self.settings)
+        if snap is not None and snap.last_sequence > head:
+            log.warning(
+                "snapshot is ahead of the stream (%d > %d): rebuilding", snap.last_sequence, head
+            )
+            snap = None
         self.state = snap or State()
         self._saved_version = self.state.version if snap else -1
         await fold_stream(
@@ -105,15 +113,19 @@ class AggregatorService:
         await self.bus.stop()
         self.flush(report=self.write_report)
 
-    def flush(self, *, report: bool, paced: bool = False) -> None:
+    def flush(self, *, report: bool, live: bool = False) -> None:
         """Write the snapshot if the state changed, and the report if asked and stale.
-        `paced`: skip the snapshot until SNAPSHOT_SHARE of the time since the last one
-        covers its cost (a 10x campaign's takes tens of seconds of the event loop)."""
+
+        live: while events stream in, a snapshot is written only once SNAPSHOT_SHARE of the
+        time since the last one pays for it (a dump of the whole state every second would
+        cost more than folding the events as the log grows); a restart folds the rest."""
         now = time.monotonic()
-        if self.state.version != self._saved_version and not (paced and now < self._next_snapshot):
+        due = not live or now - self._saved_at >= self._save_cost_s / SNAPSHOT_SHARE
+        if self.state.version != self._saved_version and due:
             save_snapshot(self.settings, self.state)
             self._saved_version = self.state.version
-            self._next_snapshot = now + (time.monotonic() - now) / SNAPSHOT_SHARE
+            self._saved_at = time.monotonic()
+            self._save_cost_s = self._saved_at - now
         if report and self.state.version != self._reported_version:
             self.write_report_file()
 
@@ -131,9 +143,9 @@ class AggregatorService:
             quiet = self.state.version == last
             last = self.state.version
             try:
-                # Snapshots are cheap and written whenever the state moved; the report
+                # Snapshots are written whenever the state moved (paced while busy); the report
                 # (a full bootstrap) only once the log has been quiet for an interval.
-                self.flush(report=self.write_report and quiet, paced=not quiet)
+                self.flush(report=self.write_report and quiet, live=not quiet)
             except Exception:  # a full disk must not stop the consumer; retried next tick
                 log.exception("aggregator: writing snapshot/report failed")
 

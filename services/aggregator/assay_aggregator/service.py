@@ -15,6 +15,7 @@ from .statistics import DEFAULT_RESAMPLES
 __all__ = ["DURABLE", "SERVICE", "AggregatorService", "build"]
 
 SERVICE = CONTRACT.service
+PULL_BATCH = 256
 DURABLE = EVERYTHING.durable
 
 
@@ -36,6 +37,10 @@ def build(
         trust=trust_for(settings),
         store=store,
     )
-    # One worker: events are folded in log order, and the fold is cheap.
-    subscribe(bus, EVERYTHING, service.on_event, max_workers=1, on_refused=service.on_refused)
+    # One worker: events are folded in log order, and the fold is cheap; pulled in batches,
+    # so that a busy log costs one fetch per batch, not one per event.
+    subscribe(
+        bus, EVERYTHING, service.on_event, max_workers=1, batch_size=PULL_BATCH,
+        on_refused=service.on_refused,
+    )  # fmt: skip
     return service

@@ -157,13 +157,14 @@ class AgentRun:
         """Append the step to the log, then count its tokens and cost."""
         # Measured here so that the run fails saying why, not as an unanswered publish
         # redelivered until it looks like a runner crash.
-        size = len(step.model_dump_json().encode())
+        data = step.model_dump_json().encode()
+        size = len(data)
         if size > MAX_EVENT_BYTES:
             raise StepTooLarge(
                 f"model turn {step.step} is {size} bytes as an event, over the "
                 f"{MAX_EVENT_BYTES} byte limit ({len(step.model_output)} characters of text)"
             )
-        await self.bus.publish(step)
+        await self.bus.publish(step, encoded=data)
         agent = self.request.agent
         labels = {"gen_ai.request.model": agent.model, "assay.agent_id": agent.agent_id}
         TOKENS.add(step.usage.input_tokens, {**labels, "gen_ai.token.type": "input"})

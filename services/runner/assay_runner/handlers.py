@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +46,7 @@ from assay_schemas import (
 
 from .admission import Admission, Stored, answering
 from .agent import AgentRun, AnswerNotStored, StepTooLarge
+from .clients import ModelClients
 from .control import ControlProvider
 from .program import ProgramFailed, ProgramRun
 from .scheduler import plan_runs
@@ -79,7 +81,7 @@ class RunnerService:
     trust: TrustList | None = None
     """Whose signatures count on submissions; None: this deployment's (`trust_for`)."""
 
-    _providers: dict[str, ModelProvider] = field(default_factory=dict)
+    _clients: ModelClients | None = None
     _scheduling: set[str] = field(default_factory=set)
     """Run ids this process is publishing now: the campaign and the task handler may both
     schedule a task's runs at once, and each run must start one trace, not two."""
@@ -91,12 +93,12 @@ class RunnerService:
             self.trust = trust_for(self.bus.settings)
         return Admission(bus=self.bus, store=self.store, trust=self.trust)
 
-    def model_provider(self, agent: AgentSpec) -> ModelProvider:
-        """One provider (one HTTP client) per agent spec, shared by all its runs."""
-        key = agent.model_dump_json()
-        if key not in self._providers:
-            self._providers[key] = self.providers(agent)
-        return self._providers[key]
+    @property
+    def clients(self) -> ModelClients:
+        """The model clients leased to runs (made on first use from `providers`)."""
+        if self._clients is None:
+            self._clients = ModelClients(self.providers)
+        return self._clients
 
     async def start(self) -> None:
         """Start consuming campaigns, tasks and ready sandboxes."""
@@ -109,9 +111,8 @@ class RunnerService:
 
     async def aclose(self) -> None:
         """Close every provider's HTTP client."""
-        for provider in self._providers.values():
-            await provider.aclose()
-        self._providers.clear()
+        if self._clients is not None:
+            await self._clients.aclose()
 
     # --- scheduling ---------------------------------------------------------------------
 
@@ -225,7 +226,9 @@ class RunnerService:
                 await self._program_run(request, event, sandbox).run(steps, attempt)
             else:
                 web = await web_for(request, bus=self.bus, store=self.store, net=self.web_net)
-                await self._agent_run(request, event, sandbox, steps, web).run(steps)
+                with self._provider(request) as provider:
+                    run = self._agent_run(request, event, sandbox, steps, web, provider)
+                    await run.run(steps)
         except WebCacheUnreadable as e:
             await self._fail(
                 request, event, "agent", ErrorInfo.of(e), error=str(e), infrastructure=True
@@ -260,6 +263,13 @@ class RunnerService:
                 output_sha256=e.output_sha256,
             )
 
+    def _provider(self, request: RunRequested) -> AbstractContextManager[ModelProvider]:
+        """A control agent's scripted plan, or a model client leased for the run."""
+        plan = request.agent.control_plan
+        if plan is not None:
+            return nullcontext(ControlProvider(plan_sha256=plan, store=self.store))
+        return self.clients.lease(request.agent)
+
     def _agent_run(
         self,
         request: RunRequested,
@@ -267,8 +277,9 @@ class RunnerService:
         sandbox: SandboxClient,
         steps: list[AgentStepLogged],
         web: WebProvider,
+        provider: ModelProvider,
     ) -> AgentRun:
-        """The model-driven run; building its provider may fail with ProviderError."""
+        """The model-driven run, on the model client leased to it."""
         tools = ToolBox(
             sandbox=sandbox,
             web=web,
@@ -276,14 +287,11 @@ class RunnerService:
             limits=request.limits,
             resumed_python=any(c.name == "python" for s in steps for c in s.tool_calls),
         )
-        plan = request.agent.control_plan
         return AgentRun(
             bus=self.bus,
             request=request,
             ready=event,
-            provider=self.model_provider(request.agent)
-            if plan is None
-            else ControlProvider(plan_sha256=plan, store=self.store),
+            provider=provider,
             tools=tools,
             prices=pinned_prices(self.prices, request.prices),
             store=self.store,

@@ -63,6 +63,8 @@ log = logging.getLogger("assay.sandbox_manager")
 T = TypeVar("T")
 
 _COMMAND: TypeAdapter[SandboxCommand] = TypeAdapter(SandboxCommand)
+_SEAL_NEEDS = (RunRequested, SandboxReady, ArtifactsSealed)
+"""What sealing reads of a run's history: not its steps."""
 _REQUEST: TypeAdapter[SandboxRequest] = TypeAdapter(SandboxRequest)
 
 
@@ -155,7 +157,8 @@ class SandboxService:
     async def on_run_ended(self, event: Event, delivery: Delivery) -> None:
         """Seal what the run left (AgentFinished or RunFailed), then destroy its sandbox."""
         assert isinstance(event, AgentFinished | RunFailed) and event.run_id is not None
-        history = RunHistory.fold(await self.bus.run_events(event.campaign_id, event.run_id))
+        events = await self.bus.run_events(event.campaign_id, event.run_id, types=_SEAL_NEEDS)
+        history = RunHistory.fold(events)
         ready = history.sandbox
         if ready is None or ready.instance != self.instance:
             return  # not ours (or never created): the owner seals it

@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from assay.service import raise_open_files_limit
+
 from ..extension import EXTENSION_ENV, EXTENSION_MOUNT
 from ..runtime import default_rootfs
 from ._cgroups import JOIN_FAILED, SandboxCgroups, host_cgroups
@@ -102,6 +104,8 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         self._rootfs = rootfs
         self._uids = UidRegistry()
         self._init_residents()
+        # Two pipes per live sandbox: the backend may outlive a soft limit of 1024.
+        raise_open_files_limit()
 
     def _reserve_uid(self, sandbox_id: str) -> int:
         """A host uid of the sandbox's own (root), or the service's uid."""
@@ -262,12 +266,12 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             uid = None  # half-made: no process can have started
         self._drop_resident(sandbox_id)
         cgroups = self._cgroups(uid) if uid is not None else None
-        if cgroups:
-            cgroups.kill()
-        if uid is not None and uid >= UID_BASE:
+        # Every process of a sandbox is in its groups, which none can leave (joined as root
+        # before the uid was dropped): emptied, they need no sweep of the host's processes,
+        # whose cost per destroy grows with the number of live sandboxes.
+        emptied = cgroups.remove() if cgroups else False
+        if not emptied and uid is not None and uid >= UID_BASE:
             kill_uid_processes(uid)
-        if cgroups:
-            cgroups.remove()
         self.dirs.remove(sandbox_id)
         if uid is not None:
             self._release_uid(sandbox_id, uid)

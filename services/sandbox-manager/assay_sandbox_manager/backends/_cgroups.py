@@ -54,16 +54,18 @@ class SandboxCgroups:
                     with contextlib.suppress(OSError):
                         os.kill(int(pid), signal.SIGKILL)
 
-    def remove(self) -> None:
-        """Kill what is left and remove the groups (a group with members cannot go)."""
+    def remove(self) -> bool:
+        """Kill what is left and remove the groups (a group with members cannot go);
+        whether they are gone."""
         for _ in range(50):
             self.kill()
             for folder in self.folders:
                 with contextlib.suppress(OSError):  # gone already, or still busy
                     folder.rmdir()
             if not any(f.exists() for f in self.folders):
-                return
+                return True
             time.sleep(0.02)
+        return False
 
 
 @dataclass(frozen=True)

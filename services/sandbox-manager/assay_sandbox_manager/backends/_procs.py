@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from pathlib import Path
 from typing import Literal
 
 __all__ = ["exit_status", "kill_uid_processes", "limit_from_status"]
@@ -28,11 +27,12 @@ def limit_from_status(status: int) -> Literal["cpu", "file_size", "memory"] | No
 def kill_uid_processes(uid: int) -> int:
     """SIGKILL every host process whose real uid is uid; returns how many were signalled."""
     n = 0
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            if p.stat().st_uid == uid:
-                os.kill(int(p.name), signal.SIGKILL)
-                n += 1
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_uid == uid:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    n += 1
     return n

@@ -11,6 +11,7 @@ import base64
 import contextlib
 import json
 import logging
+import math
 import os
 import select
 import shutil
@@ -112,6 +113,10 @@ class PipeChannel:
         self._explain = explain
         """Why the process exited with a status, where the backend can tell (else "")."""
         self._in, self._out = proc.stdin.fileno(), proc.stdout.fileno()
+        # poll, not select: with hundreds of live sandboxes the pipes' descriptors pass
+        # FD_SETSIZE (1024), which select() cannot take.
+        self._readable = select.poll()
+        self._readable.register(self._out, select.POLLIN)
 
     def write(self, data: bytes) -> None:
         try:
@@ -133,7 +138,7 @@ class PipeChannel:
         buf = bytearray()
         while len(buf) < n:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self._out], [], [], left)[0]:
+            if left <= 0 or not self._readable.poll(math.ceil(left * 1000)):
                 raise ResidentLost("resident did not answer in time")
             chunk = os.read(self._out, n - len(buf))
             if not chunk:
