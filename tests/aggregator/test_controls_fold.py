@@ -123,6 +123,7 @@ def test_controls_are_folded_and_measured_but_never_counted_for_agents() -> None
     assert set(frame.filter(pl.col("expected") == "pass")["variant"]) == {"reference"}
     report = build_report(p, campaign=C, n_resamples=200)
     assert [a.agent_id for a in report.agents] == ["agent"]
+    assert [c.n_agents for c in report.campaigns] == [1], "control agents are no campaign agents"
     assert all(j.n_runs == 6 for j in report.judges if j.judge_id != "rules")
     v = report.validity
     assert v is not None and v.n_control_runs == 12

@@ -161,7 +161,10 @@ def _campaigns(p: Projections, ids: list[str]) -> tuple[CampaignInfo, ...]:
     out = []
     for cid in ids:
         spec = p.state.campaigns.get(cid, {})
-        mine = runs.filter(pl.col("campaign_id") == cid)
+        # Control agents (opaque ids, one per control) are no agents of the campaign.
+        mine = runs.filter(
+            (pl.col("campaign_id") == cid) & ~pl.col("run_id").is_in(p.control_runs())
+        )
         rubric = spec.get("rubric", {})
         out.append(
             CampaignInfo(
