@@ -208,7 +208,12 @@ def run_campaign(
             console.print(
                 f"campaign [bold]{spec.campaign_id}[/bold]: {len(drafts)} tasks × {len(spec.agents)} agents × "
                 f"{spec.epochs} epoch(s); jury: {', '.join(j.judge_id for j in spec.judges)} + rules\n"
-                f"log and files under {workdir}"
+                + (
+                    "plus control runs of known-good and known-bad answers, judged blind beside them (runs expected counts them; only Judge validity uses them)\n"
+                    if spec.controls
+                    else ""
+                )
+                + f"log and files under {workdir}"
             )
             aggregator = asyncio.run(_drive(settings, spec, drafts, progress, timeout_s))
     finally:
