@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from .audit import RunAudit, VerdictView
-from .terminal import print_table
+from .terminal_table import print_table
 
 __all__ = ["print_audit"]
 

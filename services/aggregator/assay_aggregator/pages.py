@@ -9,21 +9,15 @@ from __future__ import annotations
 
 import math
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
 import jinja2
 
 from .charts import BLUE, Chart
+from .table import Table
+from .validity_tables import validity_tables
 
 __all__ = ["Table", "environment", "format_cell", "render_chart", "render_page"]
-
-
-class Table(NamedTuple):
-    """One titled table: rows as dicts, shown in `columns` order."""
-
-    title: str
-    rows: list[dict[str, Any]]
-    columns: list[str]
 
 
 def format_cell(x: object) -> str:
@@ -48,8 +42,6 @@ def environment() -> jinja2.Environment:
     )
     env.filters["cell"] = format_cell
     env.globals["blue"] = BLUE
-    from .validity_tables import validity_tables  # the tables import this module
-
     env.globals["validity_tables"] = validity_tables
     return env
 

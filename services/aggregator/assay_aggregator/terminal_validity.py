@@ -6,9 +6,7 @@ from rich.console import Console
 
 from .statistics import ControlRate
 from .statistics._validity_rows import Measure
-from .terminal import _ci as ci
-from .terminal import _pct as pct
-from .terminal import print_table
+from .terminal_table import ci, pct, print_table
 from .validity import JudgeValidity
 
 __all__ = ["print_validity"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .pages import Table
 from .statistics import ControlRate
+from .table import Table
 from .validity import JudgeValidity
 
 __all__ = ["validity_tables"]
