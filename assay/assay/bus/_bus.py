@@ -20,19 +20,17 @@ from assay.config import Settings
 from assay.security.signing import signer_for
 from assay.telemetry import extract_context, inject_headers, serving, tracer
 from assay_schemas import (
-    BlobCorrupted,
-    BlobNotFound,
     BusError,
     Event,
     InvalidEvent,
     Producer,
-    StoreError,
     parse_event,
 )
 
 from ._broker import connect_error, ensure_streams, inbox_of, make_broker
 from ._dead_letters import dead_letter, read_dead_letters
 from ._lag import LagWatch
+from ._outages import through_outages
 from ._pacing import backoff, keep_alive, whole_message
 from ._records import Delivery, Published, Refusal, RefusalSink
 from ._replay import LoggedEvent, Skipped, decode_log, read_raw
@@ -44,10 +42,6 @@ __all__ = ["Bus"]
 log = logging.getLogger("assay.bus")
 
 E = TypeVar("E", bound=Event)
-
-OUTAGE_RETRY_S = 60.0
-"""How long a handler is run again while the bus fails, before the failure counts as a
-delivery attempt."""
 
 
 Handler = Callable[[E, Delivery], Awaitable[None]]
@@ -319,7 +313,7 @@ class Bus:
             span.set_attribute("assay.run_id", event.run_id or "")
             heartbeat = asyncio.create_task(keep_alive(msg, self.settings.ack_wait_s))
             try:
-                await self._through_outages(
+                await through_outages(
                     handler,
                     event,
                     Delivery(
@@ -353,34 +347,6 @@ class Bus:
             finally:
                 heartbeat.cancel()
         await msg.ack()
-
-    async def _through_outages(
-        self, handler: Handler[Any], event: Event, delivery: Delivery, durable: str
-    ) -> None:
-        """Run a handler; while the bus or blob store fails (a restart, a leader election, an
-        S3 outage), run it again.
-
-        Such failures are not the message's fault and must not use up its deliveries: a
-        message dead-lettered because the log was down for seconds would be lost. Handlers
-        are idempotent (they read the log before acting), so running one again is safe.
-        """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + OUTAGE_RETRY_S
-        delay = 0.5
-        while True:
-            try:
-                await handler(event, delivery)
-                return
-            except (BusError, NatsError, StoreError) as e:
-                # A missing or corrupted blob is a fact about the data, not an outage.
-                if isinstance(e, BlobNotFound | BlobCorrupted) or loop.time() + delay > deadline:
-                    raise
-                log.warning(
-                    "%s: bus unavailable while handling %s (%s: %s); retrying in %.1fs",
-                    durable, event.event_id, type(e).__name__, e, delay,
-                )  # fmt: skip
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
 
     # --- request-reply (outside the log) -------------------------------------------------
 
