@@ -28,6 +28,7 @@ from assay_schemas import (
     JudgmentRecorded,
     Limits,
     Producer,
+    RunFailed,
     RunRequested,
     SandboxSpec,
     Task,
@@ -169,3 +170,22 @@ def test_human_verdicts_are_measured_against_each_judge_and_the_jury() -> None:
     assert "Agreement with human verdicts" in render_html(
         build_report(p, campaign=C, n_resamples=50)
     )
+
+
+def test_a_retried_control_is_measured_on_its_latest_attempt() -> None:
+    """`assay retry` reruns an infrastructure-failed control as attempt 1 (a new run id);
+    the declaration names attempt 0, and validity follows it to the attempt judged."""
+    events, _ = _log(n_tasks=1)
+    good = next(e for e in events if isinstance(e, RunRequested) and e.agent.agent_id == "g0")
+    # Attempt 0 failed before any verdict: drop its seal and verdicts, fail it, retry it.
+    events = [e for e in events if not (e.run_id == good.run_id and e is not good and not isinstance(e, ControlDeclared))]  # fmt: skip
+    events.append(RunFailed(event_id="rf", campaign_id=C, run_id=good.run_id, task_id="t0",
+                            stage="sandbox", error="node lost", infrastructure=True, producer=P))  # fmt: skip
+    rid = run_id_for(C, "t0", good.agent.agent_id, 0, 1)
+    retry = good.model_copy(update={"event_id": RunRequested.id_for(rid), "run_id": rid, "attempt": 1})  # fmt: skip
+    events += [retry, _sealed(retry), _verdict(retry, "j1", 9), _verdict(retry, "j2", 9)]
+    p = Projections(fold(enumerate(events, 1)))
+    frame = control_frame(p, [C])
+    assert rid in set(frame["run_id"]) and good.run_id not in set(frame["run_id"])
+    assert set(frame.filter(pl.col("run_id") == rid)["variant"]) == {"reference"}
+    assert rid not in set(p.statistics_tables([C]).runs["run_id"]), "still no agent's run"

@@ -75,15 +75,22 @@ def _judge_scores(p: Projections, campaigns: list[str]) -> pl.DataFrame:
 
 
 def _controls(p: Projections, campaigns: list[str]) -> pl.DataFrame:
-    """Valid control runs: run id, task, variant, expected."""
-    rows = [
-        (c.run_id, c.task_id, c.kind, c.expected)
-        for c in p.state.controls.values()
-        if c.campaign_id in campaigns
-        and (run := p.state.runs.get(c.run_id)) is not None
-        and run.control_plan == c.plan_sha256
-        and run.task_id == c.task_id
-    ]
+    """Valid control runs: run id, task, variant, expected. A declaration names the first
+    attempt; `assay retry` makes later ones of the same (task, agent, epoch) and plan,
+    and the latest attempt is the one measured, as for agents' runs."""
+    declared = {}
+    for c in p.state.controls.values():
+        run = p.state.runs.get(c.run_id)
+        if c.campaign_id not in campaigns or run is None:
+            continue
+        if run.control_plan != c.plan_sha256 or run.task_id != c.task_id:
+            continue  # a declaration never relabels an agent's run
+        declared[(run.campaign_id, run.task_id, run.agent_id, run.epoch, c.plan_sha256)] = c
+    latest: dict[tuple[str, str, str, int, str], str] = {}
+    for r in sorted(p.state.runs.values(), key=lambda r: r.attempt):
+        if (key := (r.campaign_id, r.task_id, r.agent_id, r.epoch, r.control_plan)) in declared:
+            latest[key] = r.run_id
+    rows = [(latest[k], c.task_id, c.kind, c.expected) for k, c in declared.items()]
     schema = {"run_id": pl.String, "task_id": pl.String, "variant": pl.String, "expected": pl.String}  # fmt: skip
     return pl.DataFrame(rows, schema=schema, orient="row")
 
