@@ -53,7 +53,9 @@ if [[ "$MODE" == test ]] && ! docker info >/dev/null 2>&1; then
   say "starting the Docker engine"
   # overlay2 where the kernel allows; vfs is the slow but universal fallback.
   for driver in overlay2 vfs; do
-    (dockerd --storage-driver="$driver" >/var/log/dockerd-assay.log 2>&1 &)
+    # Its own session: stopping the command that started it (Ctrl-C on `make test`)
+    # must not take the engine, and every container on it, down too.
+    (setsid dockerd --storage-driver="$driver" >/var/log/dockerd-assay.log 2>&1 < /dev/null &)
     for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
     docker info >/dev/null 2>&1 && break
     pkill -x dockerd || true; sleep 1
