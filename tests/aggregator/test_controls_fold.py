@@ -189,3 +189,10 @@ def test_a_retried_control_is_measured_on_its_latest_attempt() -> None:
     assert rid in set(frame["run_id"]) and good.run_id not in set(frame["run_id"])
     assert set(frame.filter(pl.col("run_id") == rid)["variant"]) == {"reference"}
     assert rid not in set(p.statistics_tables([C]).runs["run_id"]), "still no agent's run"
+
+
+def test_an_empty_log_has_no_section() -> None:
+    """The aggregator reports before any campaign is in (a fresh deployment)."""
+    p = Projections(fold(enumerate([], 1)))
+    assert judge_validity(p, [], AnalysisSettings(seed=1, n_resamples=10)) is None
+    assert build_report(p, n_resamples=10).validity is None

@@ -148,6 +148,8 @@ def judge_validity(
     p: Projections, campaigns: list[str], settings: AnalysisSettings
 ) -> JudgeValidity | None:
     """The section for some campaigns; None when they have neither controls nor humans."""
+    if not campaigns:
+        return None  # an empty log: nothing measured yet
     controls = control_frame(p, campaigns)
     raters = _raters(p, campaigns)
     humans = raters.humans
