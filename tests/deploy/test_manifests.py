@@ -115,12 +115,14 @@ def test_compose_assay_services_run_real_serve_commands() -> None:
     served = set()
     for name, svc in _assay_services(load_compose()).items():
         service = served_service(svc["command"])
-        assert service in SERVICES, f"{name}: unknown service {service}"
+        # One Docker host may also run the campaign's jury in one process (the bundled
+        # campaign's judges are declared in the campaign, not deployed one by one).
+        assert service in SERVICES | {"jury"}, f"{name}: unknown service {service}"
         served.add(service)
         # Each service runs from the image of the package that provides it.
         assert image_repository(svc["image"]) == service_image(service), name
         _check_assay_env(svc["environment"], f"compose {name}")
-    assert served == set(SERVICES)
+    assert served - {"jury"} == set(SERVICES)
 
 
 def test_compose_nats_nodes_run_from_the_full_image() -> None:
