@@ -196,3 +196,11 @@ def test_an_empty_log_has_no_section() -> None:
     p = Projections(fold(enumerate([], 1)))
     assert judge_validity(p, [], AnalysisSettings(seed=1, n_resamples=10)) is None
     assert build_report(p, n_resamples=10).validity is None
+
+
+def test_human_verdicts_and_controls_survive_a_snapshot() -> None:
+    events, _ = _log(n_tasks=2, humans=True)
+    state = Projections(fold(enumerate(events, 1))).state
+    again = state_from_json(state_to_json(state))
+    assert again.human_verdicts == state.human_verdicts and len(state.human_verdicts) == 6
+    assert again.controls == state.controls

@@ -308,6 +308,7 @@ def state_from_json(data: dict[str, Any]) -> State:
         artifacts={k: [ArtifactRecord(*a) for a in v] for k, v in artifacts["rows"].items()},
         seal_sequence={k: int(v) for k, v in data["seal_sequence"].items()},
         verdicts=_from_columns(data["verdicts"], VerdictRecord),
+        human_verdicts=_from_columns(data["human_verdicts"], VerdictRecord),
         failures=_from_columns(data["failures"], FailureRecord),
         judges=_from_columns(data["judges"], JudgeRecord),
         trust_root=str(data["trust_root"]),
