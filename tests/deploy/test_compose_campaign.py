@@ -45,6 +45,7 @@ from assay_schemas import (
     RULES_JUDGE_ID,
     ArtifactsSealed,
     CampaignSpec,
+    ControlDeclared,
     Event,
     JudgmentRecorded,
     RunFailed,
@@ -98,9 +99,12 @@ class Progress:
         self.sealed = {e.run_id for e in events if isinstance(e, ArtifactsSealed)}
         self.latest = {r.run_id for r in latest.values()}
         self.judged = {r for r in self.latest if all((r, j) in judged for j in campaign.judges)}
-        self.complete = len(latest) == campaign.n_slots and self.judged == self.latest
+        # The campaign declares controls: each is one more slot (declared at submission).
+        controls = {e.control_run_id for e in events if isinstance(e, ControlDeclared)}
+        n_slots = campaign.n_slots + len(controls)
+        self.complete = len(latest) == n_slots and self.judged == self.latest
         # Settled: nothing more will happen without a retry.
-        self.settled = len(latest) == campaign.n_slots and all(
+        self.settled = len(latest) == n_slots and all(
             r in self.judged or r in self.infra_failed for r in self.latest
         )
 
