@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from assay.bus import Bus
 from assay.store import BlobStore
-from assay.tasks import ControlAnswer, TaskDraft, control_answers
+from assay.tasks import ControlAnswer, TaskDraft, control_answers, utf8_text
 from assay_schemas import (
     AgentSpec,
     CampaignSpec,
@@ -56,20 +56,10 @@ def _plan(store: BlobStore, answer: ControlAnswer) -> tuple[str, int]:
     for path, data in sorted(answer.answer.files.items()):
         info = store.put_bytes(data)
         files.append(
-            ControlFile(path=path, sha256=info.sha256, size=info.size, text=_is_text(data))
+            ControlFile(path=path, sha256=info.sha256, size=info.size, text=utf8_text(data))
         )
     plan = ControlPlan(files=files, message=answer.answer.message)
     return store.put_bytes(plan.model_dump_json().encode()).sha256, len(plan.actions())
-
-
-def _is_text(data: bytes) -> bool:
-    if b"\x00" in data:
-        return False
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def plan_controls(

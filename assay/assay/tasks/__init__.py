@@ -7,6 +7,7 @@ from ._controls import (
     ControlFolder,
     control_answers,
     read_control_folder,
+    utf8_text,
 )
 from ._draft import AttachmentSource, TaskDraft, build_task, check_attachment, check_task
 from ._loaders import load_asi_task, load_jsonl, load_task_dir, load_tasks
@@ -31,4 +32,5 @@ __all__ = [
     "load_task_dir",
     "load_tasks",
     "read_control_folder",
+    "utf8_text",
 ]

@@ -36,6 +36,7 @@ __all__ = [
     "ControlFolder",
     "control_answers",
     "read_control_folder",
+    "utf8_text",
 ]
 
 MESSAGE_FILE = "message.md"
@@ -147,10 +148,6 @@ def _altered(text: str, factor: float, shift: float) -> str:
     return str(_RUN.sub(one, text))
 
 
-def _is_text(path: str, data: bytes) -> bool:
-    return PurePosixPath(path).suffix.lower() in _TEXT_SUFFIXES and b"\x00" not in data
-
-
 def _claimed(files: dict[str, bytes], message: str) -> set[str]:
     """Files the message names, by path or by bare name."""
     named = set(_CLAIM.findall(message))
@@ -183,14 +180,19 @@ def derive(task: Task, reference: ControlFolder, variant: str) -> ControlFolder 
     raise ValueError(f"unknown control variant {variant!r}")
 
 
-def _text(path: str, data: bytes) -> bool:
-    if not _is_text(path, data):
+def utf8_text(data: bytes) -> bool:
+    """Whether bytes are UTF-8 text without NULs (a control writes them as text)."""
+    if b"\x00" in data:
         return False
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
         return False
     return True
+
+
+def _text(path: str, data: bytes) -> bool:
+    return PurePosixPath(path).suffix.lower() in _TEXT_SUFFIXES and utf8_text(data)
 
 
 def control_answers(
