@@ -229,10 +229,6 @@ class RunnerService:
                 with self._provider(request) as provider:
                     run = self._agent_run(request, event, sandbox, steps, web, provider)
                     await run.run(steps)
-        except WebCacheUnreadable as e:
-            await self._fail(
-                request, event, "agent", ErrorInfo.of(e), error=str(e), infrastructure=True
-            )
         except SandboxGone as e:
             await self._fail(
                 request,
@@ -244,7 +240,7 @@ class RunnerService:
             )
         except ProviderError as e:
             await self._fail(request, event, "agent", ErrorInfo.of(e), infrastructure=True)
-        except AnswerNotStored as e:
+        except (AnswerNotStored, WebCacheUnreadable) as e:  # the store's fault, not the agent's
             await self._fail(
                 request, event, "agent", ErrorInfo.of(e), error=str(e), infrastructure=True
             )
