@@ -53,6 +53,7 @@ from .backends import (
 )
 from .bundles import ensure_bundle
 from .extension import extension_hash
+from .failover import SealWatch, seal_declared_lost
 from .runtime import recipe_hash
 from .seal import Seal, SealCaps, answer_fields, seal_fields, store_copy
 
@@ -63,7 +64,7 @@ log = logging.getLogger("assay.sandbox_manager")
 T = TypeVar("T")
 
 _COMMAND: TypeAdapter[SandboxCommand] = TypeAdapter(SandboxCommand)
-_SEAL_NEEDS = (RunRequested, SandboxReady, ArtifactsSealed)
+_SEAL_NEEDS = (RunRequested, SandboxReady, RunFailed, ArtifactsSealed)
 """What sealing reads of a run's history: not its steps."""
 _REQUEST: TypeAdapter[SandboxRequest] = TypeAdapter(SandboxRequest)
 
@@ -77,6 +78,8 @@ class SandboxService:
     backends: dict[str, SandboxBackend]
     instance: str
     destroyed: set[str] = field(default_factory=set)
+    seal_watch: SealWatch | None = None
+    """Watches other instances' seals (see failover); None: this instance watches none."""
     _owned: dict[str, str] = field(default_factory=dict)
     """sandbox id -> backend name, for sandboxes this instance holds."""
     _threads: ThreadPoolExecutor = field(
@@ -161,8 +164,10 @@ class SandboxService:
         history = RunHistory.fold(events)
         ready = history.sandbox
         if ready is None or ready.instance != self.instance:
+            if self.seal_watch is not None:
+                self.seal_watch.watch(history, event)  # in case the owner is gone for good
             return  # not ours (or never created): the owner seals it
-        if history.seal is not None:
+        if history.seal is not None or seal_declared_lost(history):
             await self._destroy(ready.sandbox_id)
             return
         request = history.request
@@ -213,9 +218,13 @@ class SandboxService:
         await self.bus.connect()
         await self.reconcile()
         await self.bus.start()
+        if self.seal_watch is not None:
+            self.seal_watch.start()
 
     async def stop(self) -> None:
         """Stop consuming and serving commands; live sandboxes stay for the next life."""
+        if self.seal_watch is not None:
+            await self.seal_watch.stop()
         await self.bus.stop()
 
     async def reconcile(self) -> int:
@@ -244,7 +253,7 @@ class SandboxService:
             if ended is None:
                 self._owned[sandbox_id] = backend.name  # still running: the runner resumes it
                 return False
-            if history.seal is None:
+            if history.seal is None and not seal_declared_lost(history):
                 self._owned[sandbox_id] = backend.name
                 await self.seal(request, ready, ended)
                 return True

@@ -13,6 +13,7 @@ from assay_schemas import safe_token
 
 from .backends import BubblewrapBackend, DockerBackend, SandboxBackend, SandboxBackendUnavailable
 from .contract import CONTRACT, FAILED, FINISHED, RUNS
+from .failover import SealWatch
 from .handlers import SandboxService
 
 __all__ = ["SERVICE", "build", "make_backends"]
@@ -35,6 +36,10 @@ def make_backends(settings: Settings, *, docker: bool = True) -> dict[str, Sandb
     return backends
 
 
+async def _alive(_: bytes) -> bytes:
+    return b"alive"
+
+
 def build(
     settings: Settings,
     *,
@@ -49,6 +54,7 @@ def build(
         store=store or open_store(settings),
         backends=backends if backends is not None else make_backends(settings),
         instance=instance,
+        seal_watch=SealWatch(bus, instance),
     )
     mine = {"instance": instance}
     workers = settings.sandbox_concurrency
@@ -56,7 +62,9 @@ def build(
     # Each instance sees every end of run and seals only its own sandboxes.
     subscribe(bus, FINISHED, service.on_run_ended, mine, max_workers=workers)
     subscribe(bus, FAILED, service.on_run_ended, mine, max_workers=workers)
-    for rpc in CONTRACT.serves:
-        subject = rpc_subject(bus.subjects.prefix, rpc, mine)
-        bus.serve_requests(RequestServer(subject, service.handle_command, max_workers=16))
+    command, alive = CONTRACT.serves
+    subject = rpc_subject(bus.subjects.prefix, command, mine)
+    bus.serve_requests(RequestServer(subject, service.handle_command, max_workers=16))
+    subject = rpc_subject(bus.subjects.prefix, alive, mine)
+    bus.serve_requests(RequestServer(subject, _alive, max_workers=1))
     return service

@@ -1,0 +1,91 @@
+"""A sandbox-manager that dies for good: the run that ended in its sandbox is declared an
+infrastructure failure at the seal by the surviving instance (never while the owner lives),
+once, and the owner, should it come back after all, does not seal it any more."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.store import LocalBlobStore
+from assay_sandbox_manager.handlers import SandboxService
+from assay_sandbox_manager.service import build
+from assay_schemas import ArtifactsSealed, RunFailed, RunHistory, SandboxReady
+from tests.pipeline import wait_for_events
+from tests.sandbox_manager.test_service import (
+    backends,
+    finished,
+    make_task,
+    ready_of,
+    run_requested,
+    sandbox_processes,
+)
+
+
+def _instance(settings: Settings, name: str, store: LocalBlobStore) -> SandboxService:
+    mine = settings.model_copy(update={"instance": name})
+    service = build(mine, store=store, backends=backends(mine))  # type: ignore[arg-type]
+    assert service.seal_watch is not None
+    service.seal_watch.interval_s, service.seal_watch.grace_s = 0.2, 1.5
+    return service
+
+
+def _seal_failures(events: list) -> list[RunFailed]:  # type: ignore[type-arg]
+    return [e for e in events if isinstance(e, RunFailed) and e.stage == "seal"]
+
+
+async def test_a_seal_owed_by_a_gone_instance_is_declared_lost_once(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> None:
+    store = LocalBlobStore(settings.blob_dir)
+    task = make_task(store, tmp_path)
+    services = {name: _instance(settings, name, store) for name in ("a", "b")}
+    for service in services.values():
+        await service.start()
+    stopped: set[str] = set()
+    try:
+        await bus.publish(run_requested(bus, "r1", task))
+        events = await wait_for_events(
+            bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs)
+        )
+        owner = ready_of(events, "r1").instance
+        [survivor] = [n for n in services if n != owner]
+        watch = services[survivor].seal_watch
+        assert watch is not None
+
+        # Alive, the owner is never declared: watched past the grace period, nothing.
+        history = RunHistory.fold(await bus.run_events("c1", "r1"))
+        watch.watch(history, finished(bus, "r1"))
+        assert await watch.alive(owner)
+        for _ in range(3):
+            assert await watch.sweep() == []
+        assert watch.owed == 1
+
+        await services[owner].stop()  # gone for good, its sandbox still on its disk
+        stopped.add(owner)
+        assert not await watch.alive(owner)
+        await bus.publish(finished(bus, "r1"))
+        events = await wait_for_events(bus, lambda evs: bool(_seal_failures(evs)), timeout=30)
+        [lost] = _seal_failures(events)
+        assert lost.infrastructure and lost.run_id == "r1"
+        assert f"sandbox-manager {owner}" in lost.error and survivor in lost.error
+        assert not any(isinstance(e, ArtifactsSealed) for e in events)
+        assert watch.owed == 0
+
+        watch.watch(RunHistory.fold(await bus.run_events("c1", "r1")), finished(bus, "r1"))
+        assert watch.owed == 0, "a run already declared lost is not watched again"
+
+        # The owner comes back after all: it destroys the sandbox and seals nothing.
+        services[owner] = _instance(settings, owner, store)
+        await services[owner].start()
+        stopped.discard(owner)
+        assert services[owner].backends["bubblewrap"].list_live() == []
+        events = [e.event async for e in bus.replay()]
+        assert len(_seal_failures(events)) == 1
+        assert not any(isinstance(e, ArtifactsSealed) for e in events)
+        assert sandbox_processes(settings) == 0
+    finally:
+        for name, service in services.items():
+            if name not in stopped:
+                await service.stop()
