@@ -58,6 +58,7 @@ ADDED_SUBSCRIBE = {
 def _not_added(rights: list[str] | tuple[str, ...], added: tuple[str, ...]) -> list[str]:
     return [r for r in rights if not any(_matches(a, r) for a in added)]
 
+
 REDUNDANT = {("default", "sandbox-manager")}
 """Where the hand-written lists named a durable next to the `*` that already allowed it (the
 derived lists say only `*` then): same rights, fewer lines."""
