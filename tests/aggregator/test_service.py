@@ -87,15 +87,15 @@ async def test_replay_verify_cli_reports_a_difference(
 async def test_live_snapshots_are_paced_by_what_they_cost(
     settings: Settings, published: Published
 ) -> None:
-    """While events stream in, a snapshot is not dumped again until the time since the last
-    one is many times what that one took; a quiet log (or a stop) writes it at once."""
+    """While events stream in, a snapshot is not dumped again until the CPU spent since the
+    last one is many times what that one took; a quiet log (or a stop) writes it at once."""
     service = build(settings, n_resamples=RESAMPLES, write_report=False)
     await service.catch_up()
     try:
         service.flush(report=False, live=True)  # never written yet: due
         snap = load_snapshot(settings)
         assert snap is not None and snap.last_sequence == published.head
-        service._save_cost_s = 3600.0  # as if dumping the state had taken an hour
+        service._save_cost_s = 3600.0  # as if dumping the state had taken an hour of CPU
         service.state.refuse(published.head + 1, "assay.ev.x", "a later event")
         service.flush(report=False, live=True)
         snap = load_snapshot(settings)

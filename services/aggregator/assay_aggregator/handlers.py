@@ -34,7 +34,8 @@ from .statistics import DEFAULT_RESAMPLES
 log = logging.getLogger("assay.aggregator")
 
 SNAPSHOT_SHARE = 0.05
-"""At most this share of the aggregator's time goes to snapshots while the log is busy."""
+"""At most this share of the aggregator's CPU goes to snapshots while the log is busy (CPU,
+not wall time: on a busy machine a dump's wall time counts the other processes' turns)."""
 
 __all__ = ["AggregatorService"]
 
@@ -55,8 +56,9 @@ class AggregatorService:
     n_resamples: int = DEFAULT_RESAMPLES
     _saved_version: int = -1
     _saved_at: float = 0.0
+    """This process's CPU seconds when the last snapshot was written."""
     _save_cost_s: float = 0.0
-    """How long the last snapshot took to write: a whole state's dump grows with the log."""
+    """CPU seconds the last snapshot took to write: a whole state's dump grows with the log."""
     _reported_version: int = -1
     _flusher: asyncio.Task[None] | None = None
 
@@ -117,14 +119,14 @@ class AggregatorService:
         """Write the snapshot if the state changed, and the report if asked and stale.
 
         live: while events stream in, a snapshot is written only once SNAPSHOT_SHARE of the
-        time since the last one pays for it (a dump of the whole state every second would
+        CPU spent since the last one pays for it (a dump of the whole state every second would
         cost more than folding the events as the log grows); a restart folds the rest."""
-        now = time.monotonic()
+        now = time.process_time()
         due = not live or now - self._saved_at >= self._save_cost_s / SNAPSHOT_SHARE
         if self.state.version != self._saved_version and due:
             save_snapshot(self.settings, self.state)
             self._saved_version = self.state.version
-            self._saved_at = time.monotonic()
+            self._saved_at = time.process_time()
             self._save_cost_s = self._saved_at - now
         if report and self.state.version != self._reported_version:
             self.write_report_file()
