@@ -1,7 +1,8 @@
 """The resident: one process inside each sandbox that runs commands and Python cells.
 
 Runs with the sandbox's own python3 and the standard library only; the sandbox-manager
-bind-mounts this file read-only and holds its stdin/stdout. Each message is a 4-byte
+bind-mounts this file read-only (as resident_serve.py, started by resident.py) and holds
+its stdin/stdout. Each message is a 4-byte
 big-endian length and a JSON object (bytes travel base64). It first says
 ``{"ready": true}``, then serves requests one at a
 time. A command runs in a session of its own; it ends when it exits, or at its timeout,
@@ -10,22 +11,31 @@ in the background by a command that exited keep running.
 
 Python cells go to kernel.py (_kernel_inside.py on the host), one long-lived interpreter
 started on first use.
+
+Lean on purpose: one starts per sandbox and serves few commands, so its start is most of
+its cost. It imports only modules that are built in or load without others (json's,
+signal's and threading's C halves, binascii: json, re, enum, typing and socket cost more
+CPU at each start than the commands it then runs), and it sleeps until a request or a
+child's exit (SIGCHLD through a wakeup pipe), never on a timer.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import json
+import _thread
 import os
 import select
-import signal
-import socket
-import struct
 import sys
-import threading
 import time
-from typing import Any
+from _json import encode_basestring_ascii, make_encoder, make_scanner
+from binascii import a2b_base64, b2a_base64
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal
+    import socket
+    from typing import Any
+else:
+    import _signal as signal  # loaded at start already; signal.py would import enum
 
 _GRACE_S = 0.05
 """How long a cell's output is still read after the kernel answers while a process the
@@ -36,12 +46,50 @@ _CTL_IN, _CTL_OUT = 3, 4
 _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 
 
+class _Syntax:
+    """What json's C scanner reads from its context: json.loads's defaults."""
+
+    strict = True
+    object_hook = object_pairs_hook = None
+    parse_float, parse_int = float, int
+    parse_constant = float  # NaN, Infinity, -Infinity
+
+
+_SCAN = make_scanner(_Syntax())  # type: ignore[arg-type]
+
+
+def _unencodable(value: object) -> object:
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+_ENCODE = make_encoder(
+    None, _unencodable, encode_basestring_ascii, None, ": ", ", ", False, False, True
+)
+
+
+def _loads(text: bytes) -> Any:
+    """json.loads of one document without importing json."""
+    s = text.decode()
+    try:
+        value, end = _SCAN(s, 0)
+    except StopIteration as e:
+        raise ValueError(f"invalid JSON at {e.value}") from None
+    if s[end:].strip():
+        raise ValueError(f"extra data after JSON at {end}")
+    return value
+
+
+def _dumps(value: Any) -> str:
+    """json.dumps (ASCII, the default separators) without importing json."""
+    return "".join(_ENCODE(value, 0))
+
+
 def _recv(fd: int) -> dict[str, Any] | None:
     head = _read_exact(fd, 4)
     if head is None:
         return None
-    body = _read_exact(fd, struct.unpack(">I", head)[0])
-    return None if body is None else dict(json.loads(body))
+    body = _read_exact(fd, int.from_bytes(head, "big"))
+    return None if body is None else dict(_loads(body))
 
 
 def _read_exact(fd: int, n: int) -> bytes | None:
@@ -55,8 +103,8 @@ def _read_exact(fd: int, n: int) -> bytes | None:
 
 
 def _send(fd: int, msg: dict[str, Any]) -> None:
-    body = json.dumps(msg).encode()
-    view = memoryview(struct.pack(">I", len(body)) + body)
+    body = _dumps(msg).encode()
+    view = memoryview(len(body).to_bytes(4, "big") + body)
     while view:
         view = view[os.write(fd, view) :]
 
@@ -74,14 +122,39 @@ class _Capped:
         self.dropped += max(0, len(data) - max(room, 0))
 
     def result(self) -> dict[str, Any]:
-        return {"data": base64.b64encode(bytes(self.kept)).decode(), "dropped": self.dropped}
+        return {"data": b2a_base64(self.kept, newline=False).decode(), "dropped": self.dropped}
 
 
 class _Children:
-    """Reaps every child (orphans too, when this is PID 1), remembering exit statuses."""
+    """Reaps every child (orphans too, when this is PID 1), remembering exit statuses.
+
+    ``wake`` becomes readable when a child exits (SIGCHLD, through the signal module's
+    wakeup fd): a poll on it replaces polling waitpid on a timer.
+    """
 
     def __init__(self) -> None:
         self.exited: dict[int, int] = {}
+        self.wake, w = os.pipe()
+        os.set_blocking(self.wake, False)
+        os.set_blocking(w, False)
+        signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        # A Python handler (one that does nothing) is what makes the wakeup fd hear SIGCHLD.
+        signal.signal(signal.SIGCHLD, lambda _sig, _frame: None)
+
+    def woken(self) -> None:
+        """Empty the wakeup pipe, then reap."""
+        try:
+            while os.read(self.wake, 4096):
+                pass
+        except BlockingIOError:
+            pass
+        self.reap()
+
+    def wait_for(self, pid: int) -> None:
+        """Block until pid (a child sent SIGKILL) has exited, reaping any other child too."""
+        while pid not in self.exited:
+            got, status = os.waitpid(-1, 0)
+            self.exited[got] = os.waitstatus_to_exitcode(status)
 
     def reap(self) -> None:
         while True:
@@ -105,7 +178,7 @@ def _drain_forever(fd: int) -> None:
             os.close(fd)
 
     try:
-        threading.Thread(target=run, daemon=True).start()
+        _thread.start_new_thread(run, ())
     except RuntimeError:  # no thread to spare (the process limit): the writer gets EPIPE
         os.close(fd)
 
@@ -126,8 +199,7 @@ def _pump(
     open_fds = dict(outputs)
     for fd in open_fds:
         poll.register(fd, select.POLLIN)
-    pidfd = os.pidfd_open(pid)
-    poll.register(pidfd, select.POLLIN)
+    poll.register(children.wake, select.POLLIN)
     if done_fd is not None:
         poll.register(done_fd, select.POLLIN)
     if feed is not None:
@@ -144,10 +216,11 @@ def _pump(
             if finished_at is not None and done_fd is not None and now >= finished_at + _GRACE_S:
                 break
             limit = deadline if finished_at is None or done_fd is None else finished_at + _GRACE_S
-            # Orphans are reaped between polls: a short wait while a command runs.
-            wait_s = max(0.0, min(limit - now, 0.02))
-            for fd, _ev in poll.poll(wait_s * 1000 + 1):
-                if fd in open_fds:
+            # Until output, a child's exit (pid's, or an orphan's to reap) or the limit.
+            for fd, _ev in poll.poll(int(max(0.0, limit - now) * 1000) + 1):
+                if fd == children.wake:
+                    children.woken()
+                elif fd in open_fds:
                     chunk = os.read(fd, 65536)
                     if chunk:
                         open_fds[fd].feed(chunk)
@@ -165,19 +238,15 @@ def _pump(
                         poll.unregister(fd)
                         os.close(fd)
                         feed = None
-                elif fd == pidfd:
-                    poll.unregister(pidfd)
                 elif fd == done_fd and finished_at is None:
                     reply = os.read(fd, 1 << 20)
                     finished_at = time.monotonic()
-            children.reap()
             if finished_at is None and pid in children.exited:
                 if done_fd is not None:
                     return True, b""  # the kernel died mid-cell
                 finished_at = time.monotonic()
         return True, reply
     finally:
-        os.close(pidfd)
         if feed is not None:
             os.close(feed[0])
         for fd in open_fds:
@@ -215,8 +284,10 @@ def _spawn(
 
 def _kill_all() -> None:
     """SIGKILL every process this one may signal: all of the sandbox but PID 1 and itself."""
-    with contextlib.suppress(ProcessLookupError):
+    try:  # noqa: SIM105 (contextlib would be one more import at every start)
         os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 class Resident:
@@ -244,13 +315,13 @@ class Resident:
             return {"exit_code": 127, "stdout": out.result(), "stderr": _text(f"{e}\n", req["cap"])}
         for fd in (out_w, err_w, in_r):
             os.close(fd)
-        feed = (in_w, base64.b64decode(stdin)) if stdin is not None else None
+        feed = (in_w, a2b_base64(stdin)) if stdin is not None else None
         finished, _ = _pump(
             self.children, pid, {out_r: out, err_r: err}, feed, time.monotonic() + req["timeout"]
         )
         if not finished:
             _kill_all()
-            self._await(pid)
+            self.children.wait_for(pid)
         code = self.children.exited.pop(pid)
         code = -signal.SIGKILL if not finished else code
         return {
@@ -259,11 +330,6 @@ class Resident:
             "stdout": out.result(),
             "stderr": err.result(),
         }
-
-    def _await(self, pid: int) -> None:
-        while pid not in self.children.exited:
-            time.sleep(0.002)
-            self.children.reap()
 
     def python(self, req: dict[str, Any]) -> dict[str, Any]:
         restarted = ""
@@ -283,7 +349,9 @@ class Resident:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         self.cells += 1
-        socket.send_fds(sock, [json.dumps({"cell": self.cells}).encode()], [code_r, out_w, err_w])
+        import socket  # Python cells only: a kernel's start costs far more
+
+        socket.send_fds(sock, [_dumps({"cell": self.cells}).encode()], [code_r, out_w, err_w])
         for fd in (code_r, out_w, err_w):
             os.close(fd)
         feed = (code_w, req["code"].encode())
@@ -297,7 +365,7 @@ class Resident:
         )
         result: dict[str, Any] = {"stdout": out.result(), "stderr": err.result()}
         if finished and reply:
-            done = json.loads(reply)
+            done = _loads(reply)
             result.update(exit_code=done["exit_code"], figures=done["figures"])
         else:
             self._stop_kernel()
@@ -306,6 +374,8 @@ class Resident:
         return {**result, "kernel_id": kernel_id if self.kernel else "", "restarted": restarted}
 
     def _start_kernel(self) -> None:
+        import socket
+
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         null = os.open(os.devnull, os.O_RDWR)
         try:
@@ -328,16 +398,23 @@ class Resident:
         pid, sock, _ = self.kernel
         self.kernel = None
         sock.close()
-        with contextlib.suppress(ProcessLookupError):
+        try:  # noqa: SIM105 (as in _kill_all)
             os.killpg(pid, signal.SIGKILL)
-        self._await(pid)
+        except ProcessLookupError:
+            pass
+        self.children.wait_for(pid)
         self.children.exited.pop(pid, None)
 
     def serve(self) -> None:
+        poll = select.poll()
+        poll.register(_CTL_IN, select.POLLIN)
+        poll.register(self.children.wake, select.POLLIN)
         while True:
-            self.children.reap()
-            ready, _, _ = select.select([_CTL_IN], [], [], 1.0)
-            if not ready:
+            # No timeout: a request, or a child's exit (an orphan to reap as PID 1).
+            ready = dict(poll.poll())
+            if self.children.wake in ready:
+                self.children.woken()
+            if _CTL_IN not in ready:
                 continue
             req = _recv(_CTL_IN)
             if req is None:
@@ -378,16 +455,10 @@ def main() -> None:
 
 def _start_gateway_forwarder(port: int, path: str) -> None:
     """Run gateway.py's loopback forwarder on a thread of this process (PID 1 survives
-    every command's timeout sweep). -I keeps this folder off sys.path: load it by path."""
-    import importlib.util
+    every command's timeout sweep). resident.py put this folder on sys.path."""
+    import gateway  # type: ignore[import-not-found]
 
-    spec = importlib.util.spec_from_file_location(
-        "gateway", os.path.join(os.path.dirname(__file__), "gateway.py")
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.start(port, path)
+    gateway.start(port, path)
 
 
 if __name__ == "__main__":
