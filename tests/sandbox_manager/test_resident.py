@@ -152,3 +152,41 @@ def test_commands_run_with_descriptors_past_fd_setsize(
     finally:
         for fd in held:
             os.close(fd)
+
+
+def test_text_and_bytes_cross_the_channel_unchanged(backend: SandboxBackend, sandbox: str) -> None:
+    # The resident parses requests with json's C scanner (no json import): non-ASCII text
+    # arrives \u-escaped, bytes as base64, and both come back as they were.
+    every_byte = bytes(range(256)) * 4
+    res = backend.exec(
+        sandbox,
+        ["sh", "-c", 'printf "%s|%s|" "$1" "$MOT"; cat', "sh", 'héllo ✓ "q" \\ \U0001f600'],
+        env={"MOT": "ünï\tcödé"},
+        stdin=every_byte,
+    )
+    assert res.exit_code == 0, res
+    head = 'héllo ✓ "q" \\ \U0001f600|ünï\tcödé|'.encode()
+    assert res.stdout == head + every_byte
+
+
+def _ticks(stat: bytes) -> int:
+    fields = stat.rsplit(b")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def test_idle_resident_sleeps_and_still_reaps_orphans(
+    backend: SandboxBackend, sandbox: str
+) -> None:
+    if backend.name != "bubblewrap":
+        pytest.skip("the resident is the sandbox's PID 1 (the orphans' parent) on bubblewrap")
+    # Orphans that exit while no command runs: the resident, woken by SIGCHLD, reaps them.
+    res = backend.exec(sandbox, "for i in 1 2 3 4 5; do (sleep 0.2 &) ; done >/dev/null 2>&1")
+    assert res.exit_code == 0, res
+    before = backend.exec(sandbox, "cat /proc/1/stat").stdout
+    time.sleep(1.5)
+    after = backend.exec(sandbox, "cat /proc/1/stat").stdout
+    states = backend.exec(sandbox, "cat /proc/[0-9]*/stat").stdout
+    zombies = [line for line in states.splitlines() if line.rsplit(b")", 1)[1].split()[0] == b"Z"]
+    assert not zombies, zombies
+    # Asleep in between (no timer, no busy loop): at most a few clock ticks in 1.5 s.
+    assert _ticks(after) - _ticks(before) <= 5, (before, after)

@@ -14,15 +14,15 @@ started on first use.
 
 Lean on purpose: one starts per sandbox and serves few commands, so its start is most of
 its cost. It imports only modules that are built in or load without others (json's,
-signal's and threading's C halves, binascii: json, re, enum, typing and socket cost more
-CPU at each start than the commands it then runs), and it sleeps until a request or a
-child's exit (SIGCHLD through a wakeup pipe), never on a timer.
+signal's, threading's and os's C halves, binascii: json, re, enum, typing, socket and
+even os cost more CPU at each start than the commands it then runs), and it sleeps until
+a request or a child's exit (SIGCHLD through a wakeup pipe), never on a timer.
 """
 
 from __future__ import annotations
 
 import _thread
-import os
+import posix
 import select
 import sys
 import time
@@ -44,6 +44,13 @@ never blocks. A command, as before, ends only when its output closes: a backgrou
 process must redirect its output to outlive the command."""
 _CTL_IN, _CTL_OUT = 3, 4
 _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
+_DEVNULL = "/dev/null"
+_HERE = __file__.rpartition("/")[0]
+_ENVIRON = {
+    k.decode(errors="surrogateescape"): v.decode(errors="surrogateescape")
+    for k, v in posix.environ.items()
+}
+"""os.environ, as os would decode it (the sandbox's locale is C.UTF-8)."""
 
 
 class _Syntax:
@@ -95,7 +102,7 @@ def _recv(fd: int) -> dict[str, Any] | None:
 def _read_exact(fd: int, n: int) -> bytes | None:
     buf = b""
     while len(buf) < n:
-        chunk = os.read(fd, n - len(buf))
+        chunk = posix.read(fd, n - len(buf))
         if not chunk:
             return None
         buf += chunk
@@ -106,7 +113,7 @@ def _send(fd: int, msg: dict[str, Any]) -> None:
     body = _dumps(msg).encode()
     view = memoryview(len(body).to_bytes(4, "big") + body)
     while view:
-        view = view[os.write(fd, view) :]
+        view = view[posix.write(fd, view) :]
 
 
 class _Capped:
@@ -134,9 +141,9 @@ class _Children:
 
     def __init__(self) -> None:
         self.exited: dict[int, int] = {}
-        self.wake, w = os.pipe()
-        os.set_blocking(self.wake, False)
-        os.set_blocking(w, False)
+        self.wake, w = posix.pipe()
+        posix.set_blocking(self.wake, False)
+        posix.set_blocking(w, False)
         signal.set_wakeup_fd(w, warn_on_full_buffer=False)
         # A Python handler (one that does nothing) is what makes the wakeup fd hear SIGCHLD.
         signal.signal(signal.SIGCHLD, lambda _sig, _frame: None)
@@ -144,7 +151,7 @@ class _Children:
     def woken(self) -> None:
         """Empty the wakeup pipe, then reap."""
         try:
-            while os.read(self.wake, 4096):
+            while posix.read(self.wake, 4096):
                 pass
         except BlockingIOError:
             pass
@@ -153,18 +160,28 @@ class _Children:
     def wait_for(self, pid: int) -> None:
         """Block until pid (a child sent SIGKILL) has exited, reaping any other child too."""
         while pid not in self.exited:
-            got, status = os.waitpid(-1, 0)
-            self.exited[got] = os.waitstatus_to_exitcode(status)
+            got, status = posix.waitpid(-1, 0)
+            self.exited[got] = posix.waitstatus_to_exitcode(status)
+
+    def wait_all(self) -> None:
+        """Block until no child is left (after SIGKILL to all): the killed processes no
+        longer count against the process limit when the next command starts."""
+        while True:
+            try:
+                got, status = posix.waitpid(-1, 0)
+            except ChildProcessError:
+                return
+            self.exited[got] = posix.waitstatus_to_exitcode(status)
 
     def reap(self) -> None:
         while True:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status = posix.waitpid(-1, posix.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
-            self.exited[pid] = os.waitstatus_to_exitcode(status)
+            self.exited[pid] = posix.waitstatus_to_exitcode(status)
 
 
 def _drain_forever(fd: int) -> None:
@@ -172,15 +189,15 @@ def _drain_forever(fd: int) -> None:
 
     def run() -> None:
         try:
-            while os.read(fd, 65536):
+            while posix.read(fd, 65536):
                 pass
         finally:
-            os.close(fd)
+            posix.close(fd)
 
     try:
         _thread.start_new_thread(run, ())
     except RuntimeError:  # no thread to spare (the process limit): the writer gets EPIPE
-        os.close(fd)
+        posix.close(fd)
 
 
 def _pump(
@@ -203,7 +220,7 @@ def _pump(
     if done_fd is not None:
         poll.register(done_fd, select.POLLIN)
     if feed is not None:
-        os.set_blocking(feed[0], False)
+        posix.set_blocking(feed[0], False)
         poll.register(feed[0], select.POLLOUT)
     pending = memoryview(feed[1]) if feed else memoryview(b"")
     finished_at: float | None = None
@@ -221,7 +238,7 @@ def _pump(
                 if fd == children.wake:
                     children.woken()
                 elif fd in open_fds:
-                    chunk = os.read(fd, 65536)
+                    chunk = posix.read(fd, 65536)
                     if chunk:
                         open_fds[fd].feed(chunk)
                     else:
@@ -229,17 +246,17 @@ def _pump(
                         del open_fds[fd]
                 elif feed is not None and fd == feed[0]:
                     try:
-                        pending = pending[os.write(fd, pending) :]
+                        pending = pending[posix.write(fd, pending) :]
                     except BrokenPipeError:
                         pending = memoryview(b"")
                     except BlockingIOError:
                         pass
                     if not pending:
                         poll.unregister(fd)
-                        os.close(fd)
+                        posix.close(fd)
                         feed = None
                 elif fd == done_fd and finished_at is None:
-                    reply = os.read(fd, 1 << 20)
+                    reply = posix.read(fd, 1 << 20)
                     finished_at = time.monotonic()
             if finished_at is None and pid in children.exited:
                 if done_fd is not None:
@@ -248,7 +265,7 @@ def _pump(
         return True, reply
     finally:
         if feed is not None:
-            os.close(feed[0])
+            posix.close(feed[0])
         for fd in open_fds:
             _drain_forever(fd)
 
@@ -257,35 +274,43 @@ def _which(name: str, env: dict[str, str]) -> str:
     if "/" in name:
         return name
     for d in env.get("PATH", "/usr/bin:/bin").split(":"):
-        path = os.path.join(d or ".", name)
-        if os.access(path, os.X_OK) and not os.path.isdir(path):
+        path = f"{d.rstrip('/') if d else '.'}/{name}"
+        if posix.access(path, posix.X_OK) and not _isdir(path):
             return path
     raise FileNotFoundError(f"{name}: command not found")
+
+
+def _isdir(path: str) -> bool:
+    """os.path.isdir."""
+    try:
+        return posix.stat(path).st_mode & 0o170000 == 0o040000
+    except (OSError, ValueError):
+        return False
 
 
 def _spawn(
     argv: list[str], env: dict[str, str], cwd: str, fds: tuple[int, int, int], extra: int = -1
 ) -> int:
     """posix_spawn in a new session with fds as 0, 1, 2 (and extra as 3)."""
-    actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(fds)]
+    actions = [(posix.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(fds)]
     if extra >= 0:
-        actions.append((os.POSIX_SPAWN_DUP2, extra, 3))
+        actions.append((posix.POSIX_SPAWN_DUP2, extra, 3))
     path = _which(argv[0], env)
-    os.chdir(cwd)
+    posix.chdir(cwd)
     try:
         # Python ignores SIGPIPE and SIGXFSZ; a command gets the defaults back (the file
         # size limit must kill it, as it would outside).
-        return os.posix_spawn(
+        return posix.posix_spawn(
             path, argv, env, file_actions=actions, setsid=True, setsigdef=_DEFAULT_SIGNALS
         )
     finally:
-        os.chdir("/")
+        posix.chdir("/")
 
 
 def _kill_all() -> None:
     """SIGKILL every process this one may signal: all of the sandbox but PID 1 and itself."""
     try:  # noqa: SIM105 (contextlib would be one more import at every start)
-        os.kill(-1, signal.SIGKILL)
+        posix.kill(-1, signal.SIGKILL)
     except ProcessLookupError:
         pass
 
@@ -300,28 +325,30 @@ class Resident:
         self.cells = 0
 
     def exec(self, req: dict[str, Any]) -> dict[str, Any]:
-        env = {**os.environ, **req.get("env", {})}
+        env = {**_ENVIRON, **req.get("env", {})}
         out, err = _Capped(req["cap"]), _Capped(req["cap"])
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
+        out_r, out_w = posix.pipe()
+        err_r, err_w = posix.pipe()
         stdin = req.get("stdin")
-        in_r, in_w = os.pipe() if stdin is not None else (os.open(os.devnull, os.O_RDONLY), -1)
+        in_r, in_w = (
+            posix.pipe() if stdin is not None else (posix.open(_DEVNULL, posix.O_RDONLY), -1)
+        )
         try:
             pid = _spawn(req["argv"], env, req.get("cwd") or "/workspace", (in_r, out_w, err_w))
         except OSError as e:
             for fd in (out_r, out_w, err_r, err_w, in_r, in_w):
                 if fd >= 0:
-                    os.close(fd)
+                    posix.close(fd)
             return {"exit_code": 127, "stdout": out.result(), "stderr": _text(f"{e}\n", req["cap"])}
         for fd in (out_w, err_w, in_r):
-            os.close(fd)
+            posix.close(fd)
         feed = (in_w, a2b_base64(stdin)) if stdin is not None else None
         finished, _ = _pump(
             self.children, pid, {out_r: out, err_r: err}, feed, time.monotonic() + req["timeout"]
         )
         if not finished:
             _kill_all()
-            self.children.wait_for(pid)
+            self.children.wait_all()
         code = self.children.exited.pop(pid)
         code = -signal.SIGKILL if not finished else code
         return {
@@ -345,15 +372,15 @@ class Resident:
         assert self.kernel is not None
         pid, sock, kernel_id = self.kernel
         out, err = _Capped(req["cap"]), _Capped(req["cap"])
-        code_r, code_w = os.pipe()
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
+        code_r, code_w = posix.pipe()
+        out_r, out_w = posix.pipe()
+        err_r, err_w = posix.pipe()
         self.cells += 1
         import socket  # Python cells only: a kernel's start costs far more
 
         socket.send_fds(sock, [_dumps({"cell": self.cells}).encode()], [code_r, out_w, err_w])
         for fd in (code_r, out_w, err_w):
-            os.close(fd)
+            posix.close(fd)
         feed = (code_w, req["code"].encode())
         finished, reply = _pump(
             self.children,
@@ -377,17 +404,17 @@ class Resident:
         import socket
 
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        null = os.open(os.devnull, os.O_RDWR)
+        null = posix.open(_DEVNULL, posix.O_RDWR)
         try:
             pid = _spawn(
-                [sys.executable, os.path.join(os.path.dirname(__file__), "kernel.py")],
-                dict(os.environ),
+                [sys.executable, f"{_HERE}/kernel.py"],
+                dict(_ENVIRON),
                 "/workspace",
                 (null, null, null),
                 extra=theirs.fileno(),
             )
         finally:
-            os.close(null)
+            posix.close(null)
             theirs.close()
         self.kernel = (pid, mine, f"k{pid}-{time.monotonic_ns()}")
         self.kernel_lost = ""
@@ -399,7 +426,7 @@ class Resident:
         self.kernel = None
         sock.close()
         try:  # noqa: SIM105 (as in _kill_all)
-            os.killpg(pid, signal.SIGKILL)
+            posix.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         self.children.wait_for(pid)
@@ -437,15 +464,15 @@ def main() -> None:
     loopback port and its socket's path (forwarded when the socket's folder is bound)."""
     port, gateway_socket = int(sys.argv[1]), sys.argv[2]
     # The channel moves to fds 3/4; 0-2 become /dev/null so that nothing stray corrupts it.
-    os.dup2(0, _CTL_IN)
-    os.dup2(1, _CTL_OUT)
-    null = os.open(os.devnull, os.O_RDWR)
+    posix.dup2(0, _CTL_IN)
+    posix.dup2(1, _CTL_OUT)
+    null = posix.open(_DEVNULL, posix.O_RDWR)
     for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
-    os.set_inheritable(_CTL_IN, False)
-    os.set_inheritable(_CTL_OUT, False)
-    if os.path.isdir(os.path.dirname(gateway_socket)):
+        posix.dup2(null, fd)
+    posix.close(null)
+    posix.set_inheritable(_CTL_IN, False)
+    posix.set_inheritable(_CTL_OUT, False)
+    if _isdir(gateway_socket.rpartition("/")[0]):
         _start_gateway_forwarder(port, gateway_socket)
     resident = Resident()
     # Before reading anything: a host that never sees this knows no request ran here.
