@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import importlib.util
 import json
 import logging
@@ -20,6 +21,7 @@ import shutil
 import socket
 import struct
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -91,9 +93,9 @@ def install_scripts(mount: Path) -> Path:
     """Copy the resident's scripts into a sandbox's host folder; returns the folder to
     mount read-only at RESIDENT_DIR.
 
-    The modules the resident imports get their bytecode compiled here, in __pycache__
-    under this Python's tag: a sandbox whose python3 has the same version loads it instead
-    of compiling the source at every start (the resident's largest cost after the
+    The modules the resident imports get their bytecode beside them, in __pycache__ under
+    this Python's tag: a sandbox whose python3 has the same version loads it instead of
+    compiling the source at every start (the resident's largest cost after the
     interpreter's own start); another version ignores it and compiles, as before.
     """
     folder = mount / "resident"
@@ -106,15 +108,25 @@ def install_scripts(mount: Path) -> Path:
     for name in _MODULES:
         cached = Path(importlib.util.cache_from_source(str(folder / name)))
         if not cached.exists():
-            py_compile.compile(
-                str(folder / name),
-                cfile=str(cached),
-                doraise=True,
-                invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP,
-            )
+            cached.parent.mkdir(mode=0o755, exist_ok=True)
+            cached.write_bytes(_bytecode(_SCRIPTS[name]))
             cached.chmod(0o444)
-            cached.parent.chmod(0o755)
     return folder
+
+
+@functools.cache
+def _bytecode(source: str) -> bytes:
+    """A module's .pyc, compiled once per process: unchecked-hash, so that it holds for
+    every copy of the source (each with its own mtime) without a check at each start."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "module.pyc"
+        py_compile.compile(
+            str(Path(__file__).with_name(source)),
+            cfile=str(out),
+            doraise=True,
+            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+        )
+        return out.read_bytes()
 
 
 class Channel(Protocol):
