@@ -9,23 +9,17 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import functools
-import importlib.util
 import json
 import logging
 import math
 import os
-import py_compile
 import select
-import shutil
 import socket
 import struct
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, Protocol
 
 from assay_schemas import GATEWAY_MOUNT, GATEWAY_PORT, GATEWAY_SOCKET
@@ -35,6 +29,7 @@ from ._errors import SandboxError
 from ._hostdirs import HostDirs, SandboxMeta
 from ._models import ExecResult, PythonResult
 from ._procs import limit_from_status
+from ._resident_scripts import install_scripts
 
 __all__ = [
     "RESIDENT_ARGV",
@@ -60,14 +55,6 @@ RESIDENT_ARGV = [
     f"{GATEWAY_MOUNT}/{GATEWAY_SOCKET}",
 ]
 """The resident and where it forwards the model gateway (it cannot import assay_schemas)."""
-_SCRIPTS = {
-    "resident.py": "_resident_entry_inside.py",
-    "resident_serve.py": "_resident_inside.py",
-    "kernel.py": "_kernel_inside.py",
-    "gateway.py": "_gateway_inside.py",
-}
-_MODULES = ("resident_serve.py", "gateway.py")
-"""Imported by the resident: their bytecode is cached beside them (see install_scripts)."""
 _GRACE_S = 5.0
 """How long past a command's timeout the resident may take to answer before the host
 kills it (and with it, on bubblewrap, the whole sandbox)."""
@@ -87,46 +74,6 @@ class ResidentGone(ResidentLost):
 class ResidentUnavailable(SandboxError):
     """A new resident died before its first answer: the sandbox cannot run commands here
     (a platform fault, e.g. a container that forbids mounting /proc), not the agent's."""
-
-
-def install_scripts(mount: Path) -> Path:
-    """Copy the resident's scripts into a sandbox's host folder; returns the folder to
-    mount read-only at RESIDENT_DIR.
-
-    The modules the resident imports get their bytecode beside them, in __pycache__ under
-    this Python's tag: a sandbox whose python3 has the same version loads it instead of
-    compiling the source at every start (the resident's largest cost after the
-    interpreter's own start); another version ignores it and compiles, as before.
-    """
-    folder = mount / "resident"
-    folder.mkdir(mode=0o755, exist_ok=True)
-    for name, source in _SCRIPTS.items():
-        target = folder / name
-        if not target.exists():
-            shutil.copyfile(Path(__file__).with_name(source), target)
-            target.chmod(0o444)
-    for name in _MODULES:
-        cached = Path(importlib.util.cache_from_source(str(folder / name)))
-        if not cached.exists():
-            cached.parent.mkdir(mode=0o755, exist_ok=True)
-            cached.write_bytes(_bytecode(_SCRIPTS[name]))
-            cached.chmod(0o444)
-    return folder
-
-
-@functools.cache
-def _bytecode(source: str) -> bytes:
-    """A module's .pyc, compiled once per process: unchecked-hash, so that it holds for
-    every copy of the source (each with its own mtime) without a check at each start."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "module.pyc"
-        py_compile.compile(
-            str(Path(__file__).with_name(source)),
-            cfile=str(out),
-            doraise=True,
-            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
-        )
-        return out.read_bytes()
 
 
 class Channel(Protocol):

@@ -2,40 +2,39 @@
 
 Runs with the sandbox's own python3 and the standard library only; the sandbox-manager
 bind-mounts this file read-only (as resident_serve.py, started by resident.py) and holds
-its stdin/stdout. Each message is a 4-byte
-big-endian length and a JSON object (bytes travel base64). It first says
-``{"ready": true}``, then serves requests one at a
-time. A command runs in a session of its own; it ends when it exits, or at its timeout,
-when every process in the sandbox but this one is killed (SIGKILL to -1). Processes left
-in the background by a command that exited keep running.
-
+its stdin/stdout (messages as in resident_wire.py). It first says ``{"ready": true}``,
+then serves requests one at a time. A command runs in a session of its own; it ends when
+it exits, or at its timeout, when every process in the sandbox but this one is killed
+(SIGKILL to -1). Processes left in the background by a command that exited keep running.
 Python cells go to kernel.py (_kernel_inside.py on the host), one long-lived interpreter
 started on first use.
 
 Lean on purpose: one starts per sandbox and serves few commands, so its start is most of
-its cost. It imports only modules that are built in or load without others (json's,
-signal's, threading's and os's C halves, binascii: json, re, enum, typing, socket and
-even os cost more CPU at each start than the commands it then runs), and it sleeps until
-a request or a child's exit (SIGCHLD through a wakeup pipe), never on a timer.
+its cost. It imports only modules built in or loading no others (the C halves of os,
+signal, threading and json: the modules themselves, with typing and socket, cost more CPU
+at each start than the commands it then runs), and it sleeps until a request or a child's
+exit (SIGCHLD through a wakeup pipe), never on a timer.
 """
 
 from __future__ import annotations
 
-import _thread
 import posix
 import select
 import sys
 import time
-from _json import encode_basestring_ascii, make_encoder, make_scanner
-from binascii import a2b_base64, b2a_base64
+from binascii import a2b_base64
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import signal
     import socket
     from typing import Any
+
+    from ._resident_wire_inside import Capped, drain_forever, dumps, loads, recv, send, text
 else:
     import _signal as signal  # loaded at start already; signal.py would import enum
+
+    from resident_wire import Capped, drain_forever, dumps, loads, recv, send, text
 
 _GRACE_S = 0.05
 """How long a cell's output is still read after the kernel answers while a process the
@@ -51,85 +50,6 @@ _ENVIRON = {
     for k, v in posix.environ.items()
 }
 """os.environ, as os would decode it (the sandbox's locale is C.UTF-8)."""
-
-
-class _Syntax:
-    """What json's C scanner reads from its context: json.loads's defaults."""
-
-    strict = True
-    object_hook = object_pairs_hook = None
-    parse_float, parse_int = float, int
-    parse_constant = float  # NaN, Infinity, -Infinity
-
-
-_SCAN = make_scanner(_Syntax())  # type: ignore[arg-type]
-
-
-def _unencodable(value: object) -> object:
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-_ENCODE = make_encoder(
-    None, _unencodable, encode_basestring_ascii, None, ": ", ", ", False, False, True
-)
-
-
-def _loads(text: bytes) -> Any:
-    """json.loads of one document without importing json."""
-    s = text.decode()
-    try:
-        value, end = _SCAN(s, 0)
-    except StopIteration as e:
-        raise ValueError(f"invalid JSON at {e.value}") from None
-    if s[end:].strip():
-        raise ValueError(f"extra data after JSON at {end}")
-    return value
-
-
-def _dumps(value: Any) -> str:
-    """json.dumps (ASCII, the default separators) without importing json."""
-    return "".join(_ENCODE(value, 0))
-
-
-def _recv(fd: int) -> dict[str, Any] | None:
-    head = _read_exact(fd, 4)
-    if head is None:
-        return None
-    body = _read_exact(fd, int.from_bytes(head, "big"))
-    return None if body is None else dict(_loads(body))
-
-
-def _read_exact(fd: int, n: int) -> bytes | None:
-    buf = b""
-    while len(buf) < n:
-        chunk = posix.read(fd, n - len(buf))
-        if not chunk:
-            return None
-        buf += chunk
-    return buf
-
-
-def _send(fd: int, msg: dict[str, Any]) -> None:
-    body = _dumps(msg).encode()
-    view = memoryview(len(body).to_bytes(4, "big") + body)
-    while view:
-        view = view[posix.write(fd, view) :]
-
-
-class _Capped:
-    """The first ``cap`` bytes of a stream, and how many more were dropped."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap, self.kept, self.dropped = cap, bytearray(), 0
-
-    def feed(self, data: bytes) -> None:
-        room = self.cap - len(self.kept)
-        if room > 0:
-            self.kept += data[:room]
-        self.dropped += max(0, len(data) - max(room, 0))
-
-    def result(self) -> dict[str, Any]:
-        return {"data": b2a_base64(self.kept, newline=False).decode(), "dropped": self.dropped}
 
 
 class _Children:
@@ -159,51 +79,34 @@ class _Children:
 
     def wait_for(self, pid: int) -> None:
         """Block until pid (a child sent SIGKILL) has exited, reaping any other child too."""
-        while pid not in self.exited:
-            got, status = posix.waitpid(-1, 0)
-            self.exited[got] = posix.waitstatus_to_exitcode(status)
+        while pid not in self.exited and self._collect(0):
+            pass
 
     def wait_all(self) -> None:
         """Block until no child is left (after SIGKILL to all): the killed processes no
         longer count against the process limit when the next command starts."""
-        while True:
-            try:
-                got, status = posix.waitpid(-1, 0)
-            except ChildProcessError:
-                return
-            self.exited[got] = posix.waitstatus_to_exitcode(status)
+        while self._collect(0):
+            pass
 
     def reap(self) -> None:
-        while True:
-            try:
-                pid, status = posix.waitpid(-1, posix.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            self.exited[pid] = posix.waitstatus_to_exitcode(status)
+        while self._collect(posix.WNOHANG):
+            pass
 
-
-def _drain_forever(fd: int) -> None:
-    """Read and drop whatever a background process still writes, on a daemon thread."""
-
-    def run() -> None:
+    def _collect(self, options: int) -> bool:
+        """One waitpid(-1); False when no child is left or (WNOHANG) none has exited."""
         try:
-            while posix.read(fd, 65536):
-                pass
-        finally:
-            posix.close(fd)
-
-    try:
-        _thread.start_new_thread(run, ())
-    except RuntimeError:  # no thread to spare (the process limit): the writer gets EPIPE
-        posix.close(fd)
+            pid, status = posix.waitpid(-1, options)
+        except ChildProcessError:
+            return False
+        if pid:
+            self.exited[pid] = posix.waitstatus_to_exitcode(status)
+        return pid != 0
 
 
 def _pump(
     children: _Children,
     pid: int,
-    outputs: dict[int, _Capped],
+    outputs: dict[int, Capped],
     feed: tuple[int, bytes] | None,
     deadline: float,
     done_fd: int | None = None,
@@ -267,7 +170,7 @@ def _pump(
         if feed is not None:
             posix.close(feed[0])
         for fd in open_fds:
-            _drain_forever(fd)
+            drain_forever(fd)
 
 
 def _which(name: str, env: dict[str, str]) -> str:
@@ -326,7 +229,7 @@ class Resident:
 
     def exec(self, req: dict[str, Any]) -> dict[str, Any]:
         env = {**_ENVIRON, **req.get("env", {})}
-        out, err = _Capped(req["cap"]), _Capped(req["cap"])
+        out, err = Capped(req["cap"]), Capped(req["cap"])
         out_r, out_w = posix.pipe()
         err_r, err_w = posix.pipe()
         stdin = req.get("stdin")
@@ -339,7 +242,7 @@ class Resident:
             for fd in (out_r, out_w, err_r, err_w, in_r, in_w):
                 if fd >= 0:
                     posix.close(fd)
-            return {"exit_code": 127, "stdout": out.result(), "stderr": _text(f"{e}\n", req["cap"])}
+            return {"exit_code": 127, "stdout": out.result(), "stderr": text(f"{e}\n", req["cap"])}
         for fd in (out_w, err_w, in_r):
             posix.close(fd)
         feed = (in_w, a2b_base64(stdin)) if stdin is not None else None
@@ -371,14 +274,14 @@ class Resident:
             self._start_kernel()
         assert self.kernel is not None
         pid, sock, kernel_id = self.kernel
-        out, err = _Capped(req["cap"]), _Capped(req["cap"])
+        out, err = Capped(req["cap"]), Capped(req["cap"])
         code_r, code_w = posix.pipe()
         out_r, out_w = posix.pipe()
         err_r, err_w = posix.pipe()
         self.cells += 1
         import socket  # Python cells only: a kernel's start costs far more
 
-        socket.send_fds(sock, [_dumps({"cell": self.cells}).encode()], [code_r, out_w, err_w])
+        socket.send_fds(sock, [dumps({"cell": self.cells}).encode()], [code_r, out_w, err_w])
         for fd in (code_r, out_w, err_w):
             posix.close(fd)
         feed = (code_w, req["code"].encode())
@@ -392,7 +295,7 @@ class Resident:
         )
         result: dict[str, Any] = {"stdout": out.result(), "stderr": err.result()}
         if finished and reply:
-            done = _loads(reply)
+            done = loads(reply)
             result.update(exit_code=done["exit_code"], figures=done["figures"])
         else:
             self._stop_kernel()
@@ -443,20 +346,14 @@ class Resident:
                 self.children.woken()
             if _CTL_IN not in ready:
                 continue
-            req = _recv(_CTL_IN)
+            req = recv(_CTL_IN)
             if req is None:
                 return
             try:
                 reply = self.exec(req) if req["op"] == "exec" else self.python(req)
             except Exception as e:  # a bad request must not end the sandbox
-                reply = {"exit_code": 126, "stderr": _text(f"resident: {e!r}\n", 4096)}
-            _send(_CTL_OUT, reply)
-
-
-def _text(s: str, cap: int) -> dict[str, Any]:
-    c = _Capped(cap)
-    c.feed(s.encode())
-    return c.result()
+                reply = {"exit_code": 126, "stderr": text(f"resident: {e!r}\n", 4096)}
+            send(_CTL_OUT, reply)
 
 
 def main() -> None:
@@ -476,7 +373,7 @@ def main() -> None:
         _start_gateway_forwarder(port, gateway_socket)
     resident = Resident()
     # Before reading anything: a host that never sees this knows no request ran here.
-    _send(_CTL_OUT, {"ready": True})
+    send(_CTL_OUT, {"ready": True})
     resident.serve()
 
 
