@@ -190,3 +190,30 @@ def test_idle_resident_sleeps_and_still_reaps_orphans(
     assert not zombies, zombies
     # Asleep in between (no timer, no busy loop): at most a few clock ticks in 1.5 s.
     assert _ticks(after) - _ticks(before) <= 5, (before, after)
+
+
+def test_a_kernel_dying_mid_cell_is_said_at_once(backend: SandboxBackend, sandbox: str) -> None:
+    # The resident hears the kernel's exit (SIGCHLD), not the cell's timeout.
+    t0 = time.monotonic()
+    res = backend.python(sandbox, "import os\nos.kill(os.getpid(), 9)", timeout_s=60)
+    assert (res.exit_code, res.timed_out) == (137, False), res
+    assert time.monotonic() - t0 < 30, "waited for the timeout"
+    again = backend.python(sandbox, "1 + 1", kernel_id=res.kernel_id or None)
+    assert (again.exit_code, again.stdout, again.restarted) == (0, b"2\n", "crashed"), again
+
+
+def test_the_resident_loads_its_bytecode(backend: SandboxBackend, sandbox: str) -> None:
+    import sys
+
+    tag = backend.exec(
+        sandbox, ["python3", "-c", "import sys; print(sys.implementation.cache_tag)"]
+    )
+    if tag.stdout.decode().strip() != sys.implementation.cache_tag:
+        pytest.skip("the sandbox's python3 is another version: it compiles the source")
+    probe = "import sys; sys.path.append('/run/assay'); import resident_serve"
+    res = backend.exec(
+        sandbox, f'python3 -I -S -v -c "{probe}" 2>&1 | grep "code object from .*resident"'
+    )
+    assert res.exit_code == 0, res
+    for module in ("resident_serve", "resident_wire"):
+        assert f"code object from '/run/assay/__pycache__/{module}.".encode() in res.stdout, res
