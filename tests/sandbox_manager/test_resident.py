@@ -152,3 +152,68 @@ def test_commands_run_with_descriptors_past_fd_setsize(
     finally:
         for fd in held:
             os.close(fd)
+
+
+def test_text_and_bytes_cross_the_channel_unchanged(backend: SandboxBackend, sandbox: str) -> None:
+    # The resident parses requests with json's C scanner (no json import): non-ASCII text
+    # arrives \u-escaped, bytes as base64, and both come back as they were.
+    every_byte = bytes(range(256)) * 4
+    res = backend.exec(
+        sandbox,
+        ["sh", "-c", 'printf "%s|%s|" "$1" "$MOT"; cat', "sh", 'héllo ✓ "q" \\ \U0001f600'],
+        env={"MOT": "ünï\tcödé"},
+        stdin=every_byte,
+    )
+    assert res.exit_code == 0, res
+    head = 'héllo ✓ "q" \\ \U0001f600|ünï\tcödé|'.encode()
+    assert res.stdout == head + every_byte
+
+
+def _ticks(stat: bytes) -> int:
+    fields = stat.rsplit(b")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def test_idle_resident_sleeps_and_still_reaps_orphans(
+    backend: SandboxBackend, sandbox: str
+) -> None:
+    if backend.name != "bubblewrap":
+        pytest.skip("the resident is the sandbox's PID 1 (the orphans' parent) on bubblewrap")
+    # Orphans that exit while no command runs: the resident, woken by SIGCHLD, reaps them.
+    res = backend.exec(sandbox, "for i in 1 2 3 4 5; do (sleep 0.2 &) ; done >/dev/null 2>&1")
+    assert res.exit_code == 0, res
+    before = backend.exec(sandbox, "cat /proc/1/stat").stdout
+    time.sleep(1.5)
+    after = backend.exec(sandbox, "cat /proc/1/stat").stdout
+    states = backend.exec(sandbox, "cat /proc/[0-9]*/stat").stdout
+    zombies = [line for line in states.splitlines() if line.rsplit(b")", 1)[1].split()[0] == b"Z"]
+    assert not zombies, zombies
+    # Asleep in between (no timer, no busy loop): at most a few clock ticks in 1.5 s.
+    assert _ticks(after) - _ticks(before) <= 5, (before, after)
+
+
+def test_a_kernel_dying_mid_cell_is_said_at_once(backend: SandboxBackend, sandbox: str) -> None:
+    # The resident hears the kernel's exit (SIGCHLD), not the cell's timeout.
+    t0 = time.monotonic()
+    res = backend.python(sandbox, "import os\nos.kill(os.getpid(), 9)", timeout_s=60)
+    assert (res.exit_code, res.timed_out) == (137, False), res
+    assert time.monotonic() - t0 < 30, "waited for the timeout"
+    again = backend.python(sandbox, "1 + 1", kernel_id=res.kernel_id or None)
+    assert (again.exit_code, again.stdout, again.restarted) == (0, b"2\n", "crashed"), again
+
+
+def test_the_resident_loads_its_bytecode(backend: SandboxBackend, sandbox: str) -> None:
+    import sys
+
+    tag = backend.exec(
+        sandbox, ["python3", "-c", "import sys; print(sys.implementation.cache_tag)"]
+    )
+    if tag.stdout.decode().strip() != sys.implementation.cache_tag:
+        pytest.skip("the sandbox's python3 is another version: it compiles the source")
+    probe = "import sys; sys.path.append('/run/assay'); import resident_serve"
+    res = backend.exec(
+        sandbox, f'python3 -I -S -v -c "{probe}" 2>&1 | grep "code object from .*resident"'
+    )
+    assert res.exit_code == 0, res
+    for module in ("resident_serve", "resident_wire"):
+        assert f"code object from '/run/assay/__pycache__/{module}.".encode() in res.stdout, res

@@ -14,14 +14,12 @@ import logging
 import math
 import os
 import select
-import shutil
 import socket
 import struct
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, Protocol
 
 from assay_schemas import GATEWAY_MOUNT, GATEWAY_PORT, GATEWAY_SOCKET
@@ -31,6 +29,7 @@ from ._errors import SandboxError
 from ._hostdirs import HostDirs, SandboxMeta
 from ._models import ExecResult, PythonResult
 from ._procs import limit_from_status
+from ._resident_scripts import install_scripts
 
 __all__ = [
     "RESIDENT_ARGV",
@@ -50,16 +49,12 @@ RESIDENT_DIR = "/run/assay"
 RESIDENT_ARGV = [
     "python3",
     "-I",
+    "-S",  # no site: the resident needs only the standard library
     f"{RESIDENT_DIR}/resident.py",
     str(GATEWAY_PORT),
     f"{GATEWAY_MOUNT}/{GATEWAY_SOCKET}",
 ]
 """The resident and where it forwards the model gateway (it cannot import assay_schemas)."""
-_SCRIPTS = {
-    "resident.py": "_resident_inside.py",
-    "kernel.py": "_kernel_inside.py",
-    "gateway.py": "_gateway_inside.py",
-}
 _GRACE_S = 5.0
 """How long past a command's timeout the resident may take to answer before the host
 kills it (and with it, on bubblewrap, the whole sandbox)."""
@@ -79,19 +74,6 @@ class ResidentGone(ResidentLost):
 class ResidentUnavailable(SandboxError):
     """A new resident died before its first answer: the sandbox cannot run commands here
     (a platform fault, e.g. a container that forbids mounting /proc), not the agent's."""
-
-
-def install_scripts(mount: Path) -> Path:
-    """Copy the resident's scripts into a sandbox's host folder; returns the folder to
-    mount read-only at RESIDENT_DIR."""
-    folder = mount / "resident"
-    folder.mkdir(mode=0o755, exist_ok=True)
-    for name, source in _SCRIPTS.items():
-        target = folder / name
-        if not target.exists():
-            shutil.copyfile(Path(__file__).with_name(source), target)
-            target.chmod(0o444)
-    return folder
 
 
 class Channel(Protocol):

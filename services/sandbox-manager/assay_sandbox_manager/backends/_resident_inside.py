@@ -1,31 +1,40 @@
 """The resident: one process inside each sandbox that runs commands and Python cells.
 
 Runs with the sandbox's own python3 and the standard library only; the sandbox-manager
-bind-mounts this file read-only and holds its stdin/stdout. Each message is a 4-byte
-big-endian length and a JSON object (bytes travel base64). It first says
-``{"ready": true}``, then serves requests one at a
-time. A command runs in a session of its own; it ends when it exits, or at its timeout,
-when every process in the sandbox but this one is killed (SIGKILL to -1). Processes left
-in the background by a command that exited keep running.
-
+bind-mounts this file read-only (as resident_serve.py, started by resident.py) and holds
+its stdin/stdout (messages as in resident_wire.py). It first says ``{"ready": true}``,
+then serves requests one at a time. A command runs in a session of its own; it ends when
+it exits, or at its timeout, when every process in the sandbox but this one is killed
+(SIGKILL to -1). Processes left in the background by a command that exited keep running.
 Python cells go to kernel.py (_kernel_inside.py on the host), one long-lived interpreter
 started on first use.
+
+Lean on purpose: one starts per sandbox and serves few commands, so its start is most of
+its cost. It imports only modules built in or loading no others (the C halves of os,
+signal, threading and json: the modules themselves, with typing and socket, cost more CPU
+at each start than the commands it then runs), and it sleeps until a request or a child's
+exit (SIGCHLD through a wakeup pipe), never on a timer.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import json
-import os
+import posix
 import select
-import signal
-import socket
-import struct
 import sys
-import threading
 import time
-from typing import Any
+from binascii import a2b_base64
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal
+    import socket
+    from typing import Any
+
+    from ._resident_wire_inside import Capped, drain_forever, dumps, loads, recv, send, text
+else:
+    import _signal as signal  # loaded at start already; signal.py would import enum
+
+    from resident_wire import Capped, drain_forever, dumps, loads, recv, send, text
 
 _GRACE_S = 0.05
 """How long a cell's output is still read after the kernel answers while a process the
@@ -34,86 +43,70 @@ never blocks. A command, as before, ends only when its output closes: a backgrou
 process must redirect its output to outlive the command."""
 _CTL_IN, _CTL_OUT = 3, 4
 _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
-
-
-def _recv(fd: int) -> dict[str, Any] | None:
-    head = _read_exact(fd, 4)
-    if head is None:
-        return None
-    body = _read_exact(fd, struct.unpack(">I", head)[0])
-    return None if body is None else dict(json.loads(body))
-
-
-def _read_exact(fd: int, n: int) -> bytes | None:
-    buf = b""
-    while len(buf) < n:
-        chunk = os.read(fd, n - len(buf))
-        if not chunk:
-            return None
-        buf += chunk
-    return buf
-
-
-def _send(fd: int, msg: dict[str, Any]) -> None:
-    body = json.dumps(msg).encode()
-    view = memoryview(struct.pack(">I", len(body)) + body)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-class _Capped:
-    """The first ``cap`` bytes of a stream, and how many more were dropped."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap, self.kept, self.dropped = cap, bytearray(), 0
-
-    def feed(self, data: bytes) -> None:
-        room = self.cap - len(self.kept)
-        if room > 0:
-            self.kept += data[:room]
-        self.dropped += max(0, len(data) - max(room, 0))
-
-    def result(self) -> dict[str, Any]:
-        return {"data": base64.b64encode(bytes(self.kept)).decode(), "dropped": self.dropped}
+_DEVNULL = "/dev/null"
+_HERE = __file__.rpartition("/")[0]
+_ENVIRON = {
+    k.decode(errors="surrogateescape"): v.decode(errors="surrogateescape")
+    for k, v in posix.environ.items()
+}
+"""os.environ, as os would decode it (the sandbox's locale is C.UTF-8)."""
 
 
 class _Children:
-    """Reaps every child (orphans too, when this is PID 1), remembering exit statuses."""
+    """Reaps every child (orphans too, when this is PID 1), remembering exit statuses.
+
+    ``wake`` becomes readable when a child exits (SIGCHLD, through the signal module's
+    wakeup fd): a poll on it replaces polling waitpid on a timer.
+    """
 
     def __init__(self) -> None:
         self.exited: dict[int, int] = {}
+        self.wake, w = posix.pipe()
+        posix.set_blocking(self.wake, False)
+        posix.set_blocking(w, False)
+        signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        # A Python handler (one that does nothing) is what makes the wakeup fd hear SIGCHLD.
+        signal.signal(signal.SIGCHLD, lambda _sig, _frame: None)
+
+    def woken(self) -> None:
+        """Empty the wakeup pipe, then reap."""
+        try:
+            while posix.read(self.wake, 4096):
+                pass
+        except BlockingIOError:
+            pass
+        self.reap()
+
+    def wait_for(self, pid: int) -> None:
+        """Block until pid (a child sent SIGKILL) has exited, reaping any other child too."""
+        while pid not in self.exited and self._collect(0):
+            pass
+
+    def wait_all(self) -> None:
+        """Block until no child is left (after SIGKILL to all): the killed processes no
+        longer count against the process limit when the next command starts."""
+        while self._collect(0):
+            pass
 
     def reap(self) -> None:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            self.exited[pid] = os.waitstatus_to_exitcode(status)
+        while self._collect(posix.WNOHANG):
+            pass
 
-
-def _drain_forever(fd: int) -> None:
-    """Read and drop whatever a background process still writes, on a daemon thread."""
-
-    def run() -> None:
+    def _collect(self, options: int) -> bool:
+        """One waitpid(-1); False when no child is left or (WNOHANG) none has exited."""
         try:
-            while os.read(fd, 65536):
-                pass
-        finally:
-            os.close(fd)
-
-    try:
-        threading.Thread(target=run, daemon=True).start()
-    except RuntimeError:  # no thread to spare (the process limit): the writer gets EPIPE
-        os.close(fd)
+            pid, status = posix.waitpid(-1, options)
+        except ChildProcessError:
+            return False
+        if pid:
+            self.exited[pid] = posix.waitstatus_to_exitcode(status)
+        return pid != 0
 
 
 def _pump(
     children: _Children,
     pid: int,
-    outputs: dict[int, _Capped],
+    outputs: dict[int, Capped],
     feed: tuple[int, bytes] | None,
     deadline: float,
     done_fd: int | None = None,
@@ -126,12 +119,11 @@ def _pump(
     open_fds = dict(outputs)
     for fd in open_fds:
         poll.register(fd, select.POLLIN)
-    pidfd = os.pidfd_open(pid)
-    poll.register(pidfd, select.POLLIN)
+    poll.register(children.wake, select.POLLIN)
     if done_fd is not None:
         poll.register(done_fd, select.POLLIN)
     if feed is not None:
-        os.set_blocking(feed[0], False)
+        posix.set_blocking(feed[0], False)
         poll.register(feed[0], select.POLLOUT)
     pending = memoryview(feed[1]) if feed else memoryview(b"")
     finished_at: float | None = None
@@ -144,11 +136,12 @@ def _pump(
             if finished_at is not None and done_fd is not None and now >= finished_at + _GRACE_S:
                 break
             limit = deadline if finished_at is None or done_fd is None else finished_at + _GRACE_S
-            # Orphans are reaped between polls: a short wait while a command runs.
-            wait_s = max(0.0, min(limit - now, 0.02))
-            for fd, _ev in poll.poll(wait_s * 1000 + 1):
-                if fd in open_fds:
-                    chunk = os.read(fd, 65536)
+            # Until output, a child's exit (pid's, or an orphan's to reap) or the limit.
+            for fd, _ev in poll.poll(int(max(0.0, limit - now) * 1000) + 1):
+                if fd == children.wake:
+                    children.woken()
+                elif fd in open_fds:
+                    chunk = posix.read(fd, 65536)
                     if chunk:
                         open_fds[fd].feed(chunk)
                     else:
@@ -156,67 +149,73 @@ def _pump(
                         del open_fds[fd]
                 elif feed is not None and fd == feed[0]:
                     try:
-                        pending = pending[os.write(fd, pending) :]
+                        pending = pending[posix.write(fd, pending) :]
                     except BrokenPipeError:
                         pending = memoryview(b"")
                     except BlockingIOError:
                         pass
                     if not pending:
                         poll.unregister(fd)
-                        os.close(fd)
+                        posix.close(fd)
                         feed = None
-                elif fd == pidfd:
-                    poll.unregister(pidfd)
                 elif fd == done_fd and finished_at is None:
-                    reply = os.read(fd, 1 << 20)
+                    reply = posix.read(fd, 1 << 20)
                     finished_at = time.monotonic()
-            children.reap()
             if finished_at is None and pid in children.exited:
                 if done_fd is not None:
                     return True, b""  # the kernel died mid-cell
                 finished_at = time.monotonic()
         return True, reply
     finally:
-        os.close(pidfd)
         if feed is not None:
-            os.close(feed[0])
+            posix.close(feed[0])
         for fd in open_fds:
-            _drain_forever(fd)
+            drain_forever(fd)
 
 
 def _which(name: str, env: dict[str, str]) -> str:
     if "/" in name:
         return name
     for d in env.get("PATH", "/usr/bin:/bin").split(":"):
-        path = os.path.join(d or ".", name)
-        if os.access(path, os.X_OK) and not os.path.isdir(path):
+        path = f"{d.rstrip('/') if d else '.'}/{name}"
+        if posix.access(path, posix.X_OK) and not _isdir(path):
             return path
     raise FileNotFoundError(f"{name}: command not found")
+
+
+def _isdir(path: str) -> bool:
+    """os.path.isdir."""
+    try:
+        return posix.stat(path).st_mode & 0o170000 == 0o040000
+    except (OSError, ValueError):
+        return False
 
 
 def _spawn(
     argv: list[str], env: dict[str, str], cwd: str, fds: tuple[int, int, int], extra: int = -1
 ) -> int:
     """posix_spawn in a new session with fds as 0, 1, 2 (and extra as 3)."""
-    actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(fds)]
+    actions = [(posix.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(fds)]
     if extra >= 0:
-        actions.append((os.POSIX_SPAWN_DUP2, extra, 3))
+        actions.append((posix.POSIX_SPAWN_DUP2, extra, 3))
     path = _which(argv[0], env)
-    os.chdir(cwd)
+    posix.chdir(cwd)
     try:
         # Python ignores SIGPIPE and SIGXFSZ; a command gets the defaults back (the file
         # size limit must kill it, as it would outside).
-        return os.posix_spawn(
+        return posix.posix_spawn(
             path, argv, env, file_actions=actions, setsid=True, setsigdef=_DEFAULT_SIGNALS
         )
     finally:
-        os.chdir("/")
+        posix.chdir("/")
 
 
 def _kill_all() -> None:
     """SIGKILL every process this one may signal: all of the sandbox but PID 1 and itself."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(-1, signal.SIGKILL)
+    try:  # noqa: SIM105 (contextlib would be one more import at every start)
+        posix.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 class Resident:
@@ -229,28 +228,30 @@ class Resident:
         self.cells = 0
 
     def exec(self, req: dict[str, Any]) -> dict[str, Any]:
-        env = {**os.environ, **req.get("env", {})}
-        out, err = _Capped(req["cap"]), _Capped(req["cap"])
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
+        env = {**_ENVIRON, **req.get("env", {})}
+        out, err = Capped(req["cap"]), Capped(req["cap"])
+        out_r, out_w = posix.pipe()
+        err_r, err_w = posix.pipe()
         stdin = req.get("stdin")
-        in_r, in_w = os.pipe() if stdin is not None else (os.open(os.devnull, os.O_RDONLY), -1)
+        in_r, in_w = (
+            posix.pipe() if stdin is not None else (posix.open(_DEVNULL, posix.O_RDONLY), -1)
+        )
         try:
             pid = _spawn(req["argv"], env, req.get("cwd") or "/workspace", (in_r, out_w, err_w))
         except OSError as e:
             for fd in (out_r, out_w, err_r, err_w, in_r, in_w):
                 if fd >= 0:
-                    os.close(fd)
-            return {"exit_code": 127, "stdout": out.result(), "stderr": _text(f"{e}\n", req["cap"])}
+                    posix.close(fd)
+            return {"exit_code": 127, "stdout": out.result(), "stderr": text(f"{e}\n", req["cap"])}
         for fd in (out_w, err_w, in_r):
-            os.close(fd)
-        feed = (in_w, base64.b64decode(stdin)) if stdin is not None else None
+            posix.close(fd)
+        feed = (in_w, a2b_base64(stdin)) if stdin is not None else None
         finished, _ = _pump(
             self.children, pid, {out_r: out, err_r: err}, feed, time.monotonic() + req["timeout"]
         )
         if not finished:
             _kill_all()
-            self._await(pid)
+            self.children.wait_all()
         code = self.children.exited.pop(pid)
         code = -signal.SIGKILL if not finished else code
         return {
@@ -259,11 +260,6 @@ class Resident:
             "stdout": out.result(),
             "stderr": err.result(),
         }
-
-    def _await(self, pid: int) -> None:
-        while pid not in self.children.exited:
-            time.sleep(0.002)
-            self.children.reap()
 
     def python(self, req: dict[str, Any]) -> dict[str, Any]:
         restarted = ""
@@ -278,14 +274,16 @@ class Resident:
             self._start_kernel()
         assert self.kernel is not None
         pid, sock, kernel_id = self.kernel
-        out, err = _Capped(req["cap"]), _Capped(req["cap"])
-        code_r, code_w = os.pipe()
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
+        out, err = Capped(req["cap"]), Capped(req["cap"])
+        code_r, code_w = posix.pipe()
+        out_r, out_w = posix.pipe()
+        err_r, err_w = posix.pipe()
         self.cells += 1
-        socket.send_fds(sock, [json.dumps({"cell": self.cells}).encode()], [code_r, out_w, err_w])
+        import socket  # Python cells only: a kernel's start costs far more
+
+        socket.send_fds(sock, [dumps({"cell": self.cells}).encode()], [code_r, out_w, err_w])
         for fd in (code_r, out_w, err_w):
-            os.close(fd)
+            posix.close(fd)
         feed = (code_w, req["code"].encode())
         finished, reply = _pump(
             self.children,
@@ -297,7 +295,7 @@ class Resident:
         )
         result: dict[str, Any] = {"stdout": out.result(), "stderr": err.result()}
         if finished and reply:
-            done = json.loads(reply)
+            done = loads(reply)
             result.update(exit_code=done["exit_code"], figures=done["figures"])
         else:
             self._stop_kernel()
@@ -306,18 +304,20 @@ class Resident:
         return {**result, "kernel_id": kernel_id if self.kernel else "", "restarted": restarted}
 
     def _start_kernel(self) -> None:
+        import socket
+
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        null = os.open(os.devnull, os.O_RDWR)
+        null = posix.open(_DEVNULL, posix.O_RDWR)
         try:
             pid = _spawn(
-                [sys.executable, os.path.join(os.path.dirname(__file__), "kernel.py")],
-                dict(os.environ),
+                [sys.executable, f"{_HERE}/kernel.py"],
+                dict(_ENVIRON),
                 "/workspace",
                 (null, null, null),
                 extra=theirs.fileno(),
             )
         finally:
-            os.close(null)
+            posix.close(null)
             theirs.close()
         self.kernel = (pid, mine, f"k{pid}-{time.monotonic_ns()}")
         self.kernel_lost = ""
@@ -328,31 +328,32 @@ class Resident:
         pid, sock, _ = self.kernel
         self.kernel = None
         sock.close()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-        self._await(pid)
+        try:  # noqa: SIM105 (as in _kill_all)
+            posix.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.children.wait_for(pid)
         self.children.exited.pop(pid, None)
 
     def serve(self) -> None:
+        poll = select.poll()
+        poll.register(_CTL_IN, select.POLLIN)
+        poll.register(self.children.wake, select.POLLIN)
         while True:
-            self.children.reap()
-            ready, _, _ = select.select([_CTL_IN], [], [], 1.0)
-            if not ready:
+            # No timeout: a request, or a child's exit (an orphan to reap as PID 1).
+            ready = dict(poll.poll())
+            if self.children.wake in ready:
+                self.children.woken()
+            if _CTL_IN not in ready:
                 continue
-            req = _recv(_CTL_IN)
+            req = recv(_CTL_IN)
             if req is None:
                 return
             try:
                 reply = self.exec(req) if req["op"] == "exec" else self.python(req)
             except Exception as e:  # a bad request must not end the sandbox
-                reply = {"exit_code": 126, "stderr": _text(f"resident: {e!r}\n", 4096)}
-            _send(_CTL_OUT, reply)
-
-
-def _text(s: str, cap: int) -> dict[str, Any]:
-    c = _Capped(cap)
-    c.feed(s.encode())
-    return c.result()
+                reply = {"exit_code": 126, "stderr": text(f"resident: {e!r}\n", 4096)}
+            send(_CTL_OUT, reply)
 
 
 def main() -> None:
@@ -360,34 +361,28 @@ def main() -> None:
     loopback port and its socket's path (forwarded when the socket's folder is bound)."""
     port, gateway_socket = int(sys.argv[1]), sys.argv[2]
     # The channel moves to fds 3/4; 0-2 become /dev/null so that nothing stray corrupts it.
-    os.dup2(0, _CTL_IN)
-    os.dup2(1, _CTL_OUT)
-    null = os.open(os.devnull, os.O_RDWR)
+    posix.dup2(0, _CTL_IN)
+    posix.dup2(1, _CTL_OUT)
+    null = posix.open(_DEVNULL, posix.O_RDWR)
     for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
-    os.set_inheritable(_CTL_IN, False)
-    os.set_inheritable(_CTL_OUT, False)
-    if os.path.isdir(os.path.dirname(gateway_socket)):
+        posix.dup2(null, fd)
+    posix.close(null)
+    posix.set_inheritable(_CTL_IN, False)
+    posix.set_inheritable(_CTL_OUT, False)
+    if _isdir(gateway_socket.rpartition("/")[0]):
         _start_gateway_forwarder(port, gateway_socket)
     resident = Resident()
     # Before reading anything: a host that never sees this knows no request ran here.
-    _send(_CTL_OUT, {"ready": True})
+    send(_CTL_OUT, {"ready": True})
     resident.serve()
 
 
 def _start_gateway_forwarder(port: int, path: str) -> None:
     """Run gateway.py's loopback forwarder on a thread of this process (PID 1 survives
-    every command's timeout sweep). -I keeps this folder off sys.path: load it by path."""
-    import importlib.util
+    every command's timeout sweep). resident.py put this folder on sys.path."""
+    import gateway  # type: ignore[import-not-found]
 
-    spec = importlib.util.spec_from_file_location(
-        "gateway", os.path.join(os.path.dirname(__file__), "gateway.py")
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.start(port, path)
+    gateway.start(port, path)
 
 
 if __name__ == "__main__":
