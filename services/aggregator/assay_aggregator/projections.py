@@ -26,6 +26,7 @@ import polars as pl
 
 from assay_schemas import RULES_JUDGE_ID
 
+from .judgments_frame import judgments_frame
 from .state import RunRecord, State
 from .statistics import CountTables, Tables, make_tables
 
@@ -136,9 +137,12 @@ class Projections:
             self._verdicts = None
             self._version = self.state.version
         if name not in self._cache:
-            build: Callable[[], list[tuple[Any, ...]]] = getattr(self, f"_{name}_rows")
-            schema = _SCHEMAS[name]
-            self._cache[name] = pl.DataFrame(build(), schema=schema, orient="row")
+            frame: Callable[[], pl.DataFrame] | None = getattr(self, f"_{name}_frame", None)
+            if frame is not None:
+                self._cache[name] = frame()
+            else:
+                build: Callable[[], list[tuple[Any, ...]]] = getattr(self, f"_{name}_rows")
+                self._cache[name] = pl.DataFrame(build(), schema=_SCHEMAS[name], orient="row")
         return self._cache[name]
 
     def tables(self) -> dict[str, pl.DataFrame]:
@@ -248,19 +252,10 @@ class Projections:
             )
         return self._verdicts
 
-    def _judgments_rows(self) -> list[tuple[Any, ...]]:
-        rows = []
-        for v in self._verdicts_sorted():
-            if not v.scores:
-                continue
-            run = self.state.runs[v.run_id]
-            family = self._judge_family(v.judge_id, v.judge_family)
-            for dim in sorted(v.scores):
-                rows.append((
-                    v.campaign_id, run.task_id, v.run_id, run.agent_id, v.judge_id, family,
-                    v.judge_model, v.sample, dim, v.scores[dim], v.sequence,
-                ))  # fmt: skip
-        return rows
+    def _judgments_frame(self) -> pl.DataFrame:
+        return judgments_frame(
+            self._verdicts_sorted(), self.state.runs, self._judge_family, _SCHEMAS["judgments"]
+        )
 
     def _judge_family(self, judge_id: str, fallback: str) -> str:
         # One family per judge (the statistics require it): the registered one wins.
