@@ -128,6 +128,7 @@ class Projections:
         self.state = state
         self._cache: dict[str, pl.DataFrame] = {}
         self._verdicts: list[Any] | None = None
+        self._inputs: dict[str, set[tuple[str, str]]] = {}
         self._version = -1
 
     def table(self, name: str) -> pl.DataFrame:
@@ -135,6 +136,7 @@ class Projections:
         if self._version != self.state.version:
             self._cache.clear()
             self._verdicts = None
+            self._inputs = {}
             self._version = self.state.version
         if name not in self._cache:
             frame: Callable[[], pl.DataFrame] | None = getattr(self, f"_{name}_frame", None)
@@ -156,8 +158,14 @@ class Projections:
         return (task.domain, task.phase, task.difficulty) if task else ("", "", "")
 
     def _attachments(self, run: RunRecord) -> set[tuple[str, str]]:
-        task = self.state.tasks.get(f"{run.campaign_id}/{run.task_id}")
-        return {(p, s) for p, s in task.attachments} if task else set()
+        # One set per task, not per run (read-only; dropped with the frames).
+        key = f"{run.campaign_id}/{run.task_id}"
+        inputs = self._inputs.get(key)
+        if inputs is None:
+            task = self.state.tasks.get(key)
+            inputs = {(p, s) for p, s in task.attachments} if task else set()
+            self._inputs[key] = inputs
+        return inputs
 
     def _n_artifacts(self, run: RunRecord) -> int:
         inputs = self._attachments(run)
