@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import polars as pl
 
@@ -77,3 +78,27 @@ def test_empty_state_has_typed_empty_tables() -> None:
     for name, df in p.tables().items():
         assert df.height == 0, name
     assert p.table("runs").schema["infrastructure_failure"] == pl.Boolean
+
+
+def test_judgments_are_every_scored_verdict_by_dimension(published: Published) -> None:
+    """The judgments table (built by columns) against a plain row per score: every
+    scored verdict in (run, judge, sample) order, its dimensions sorted, the run's task
+    and agent, the judge's registered family; unscored verdicts give no row."""
+    state = fold(list(enumerate(published.events, 1)))
+    key = next(k for k, v in state.verdicts.items() if v.scores and v.judge_id != RULES_JUDGE_ID)
+    state.verdicts[key] = replace(state.verdicts[key], scores={})  # no scores, no rows
+    p = Projections(state)
+    want = []
+    for v in sorted(state.verdicts.values(), key=lambda v: (v.run_id, v.judge_id, v.sample)):
+        run = state.runs[v.run_id]
+        family = state.judges[v.judge_id].family or v.judge_family
+        for dim in sorted(v.scores):
+            want.append((v.campaign_id, run.task_id, v.run_id, run.agent_id, v.judge_id,
+                         family, v.judge_model, v.sample, dim, v.scores[dim], v.sequence))  # fmt: skip
+    got = p.table("judgments")
+    assert got.rows() == want and len(want) > 0
+    assert got.schema["score"] == pl.Int64 and got.schema["dimension"] == pl.String
+    run_id, judge_id, sample = key.split("/")
+    assert (run_id, judge_id, int(sample)) not in set(
+        got.select("run_id", "judge_id", "sample").rows()
+    )

@@ -321,3 +321,18 @@ def test_infrastructure_failures_do_not_score(planted: st.Tables) -> None:
     a = rows_of(st.overall_score_rows, planted, seed=1, n_resamples=100)
     b = rows_of(st.overall_score_rows, noisy, seed=1, n_resamples=100)
     assert a == b
+
+
+@pytest.mark.parametrize(("b", "t"), [(50_000, 3), (5, 70_000), (1, 1), (4, 0)])
+def test_resample_counts_are_one_draw_of_t_indices_per_resample(b: int, t: int) -> None:
+    """By hand: resample b draws T task indices (the generator's next T), counted.
+
+    The shapes span several of the function's blocks of rows (many short rows, rows
+    longer than a block) and the degenerate ones."""
+    rng = np.random.Generator(np.random.PCG64(11))
+    want = np.zeros((b, t))
+    if t:
+        for row in range(b):
+            want[row] = np.bincount(rng.integers(0, t, size=t), minlength=t)
+    got = resample_counts(11, b, t)
+    assert got.dtype == np.float64 and np.array_equal(got, want)

@@ -26,6 +26,7 @@ import polars as pl
 
 from assay_schemas import RULES_JUDGE_ID
 
+from .judgments_frame import judgments_frame
 from .state import RunRecord, State
 from .statistics import CountTables, Tables, make_tables
 
@@ -127,6 +128,7 @@ class Projections:
         self.state = state
         self._cache: dict[str, pl.DataFrame] = {}
         self._verdicts: list[Any] | None = None
+        self._inputs: dict[str, set[tuple[str, str]]] = {}
         self._version = -1
 
     def table(self, name: str) -> pl.DataFrame:
@@ -134,11 +136,15 @@ class Projections:
         if self._version != self.state.version:
             self._cache.clear()
             self._verdicts = None
+            self._inputs = {}
             self._version = self.state.version
         if name not in self._cache:
-            build: Callable[[], list[tuple[Any, ...]]] = getattr(self, f"_{name}_rows")
-            schema = _SCHEMAS[name]
-            self._cache[name] = pl.DataFrame(build(), schema=schema, orient="row")
+            frame: Callable[[], pl.DataFrame] | None = getattr(self, f"_{name}_frame", None)
+            if frame is not None:
+                self._cache[name] = frame()
+            else:
+                build: Callable[[], list[tuple[Any, ...]]] = getattr(self, f"_{name}_rows")
+                self._cache[name] = pl.DataFrame(build(), schema=_SCHEMAS[name], orient="row")
         return self._cache[name]
 
     def tables(self) -> dict[str, pl.DataFrame]:
@@ -152,8 +158,14 @@ class Projections:
         return (task.domain, task.phase, task.difficulty) if task else ("", "", "")
 
     def _attachments(self, run: RunRecord) -> set[tuple[str, str]]:
-        task = self.state.tasks.get(f"{run.campaign_id}/{run.task_id}")
-        return {(p, s) for p, s in task.attachments} if task else set()
+        # One set per task, not per run (read-only; dropped with the frames).
+        key = f"{run.campaign_id}/{run.task_id}"
+        inputs = self._inputs.get(key)
+        if inputs is None:
+            task = self.state.tasks.get(key)
+            inputs = {(p, s) for p, s in task.attachments} if task else set()
+            self._inputs[key] = inputs
+        return inputs
 
     def _n_artifacts(self, run: RunRecord) -> int:
         inputs = self._attachments(run)
@@ -248,19 +260,10 @@ class Projections:
             )
         return self._verdicts
 
-    def _judgments_rows(self) -> list[tuple[Any, ...]]:
-        rows = []
-        for v in self._verdicts_sorted():
-            if not v.scores:
-                continue
-            run = self.state.runs[v.run_id]
-            family = self._judge_family(v.judge_id, v.judge_family)
-            for dim in sorted(v.scores):
-                rows.append((
-                    v.campaign_id, run.task_id, v.run_id, run.agent_id, v.judge_id, family,
-                    v.judge_model, v.sample, dim, v.scores[dim], v.sequence,
-                ))  # fmt: skip
-        return rows
+    def _judgments_frame(self) -> pl.DataFrame:
+        return judgments_frame(
+            self._verdicts_sorted(), self.state.runs, self._judge_family, _SCHEMAS["judgments"]
+        )
 
     def _judge_family(self, judge_id: str, fallback: str) -> str:
         # One family per judge (the statistics require it): the registered one wins.

@@ -15,6 +15,7 @@ rebuilds from sequence 1 and compares.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import logging
@@ -23,6 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import orjson
 from nats.js import JetStreamContext
 
 from assay.config import Settings
@@ -110,6 +112,28 @@ def _header(path: Path, data: bytes) -> tuple[dict[str, Any], bytes] | None:
     return header, data[end + 1 :]
 
 
+def _decode(body: bytes) -> State:
+    """The state in a snapshot's body.
+
+    orjson reads what ``json.dumps`` wrote in about half the time; the few things it
+    refuses (NaN, integers past 64 bits, lone surrogates) fall back to ``json``, which
+    reads every snapshot this module writes. The collector is off meanwhile: the body is
+    millions of new containers, none of them garbage, and its passes over them took a
+    third of the load.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            data = json.loads(body)
+        return state_from_json(data)
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def load_snapshot(settings: Settings) -> State | None:
     """The snapshot's state, or None when there is none usable for this stream.
 
@@ -143,7 +167,7 @@ def load_snapshot(settings: Settings) -> State | None:
         log.warning("ignoring aggregator snapshot %s: its bytes do not match its hash", path)
         return None
     try:
-        state = state_from_json(json.loads(body))
+        state = _decode(body)
     except (KeyError, TypeError, ValueError) as e:
         log.warning("ignoring incompatible aggregator snapshot %s: %s", path, e)
         return None
