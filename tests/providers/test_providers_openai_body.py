@@ -101,7 +101,7 @@ BODIES: list[dict[str, Any]] = [
             "completion_tokens": 3,
             "prompt_tokens_details": {"cached_tokens": 2},
         },
-    },  # fmt: skip
+    },
     {
         "id": "r2",
         "choices": [{"finish_reason": "length", "message": {"content": "cut"}}],
