@@ -144,6 +144,28 @@ async def test_run_events_of_some_types_leave_the_others_undecoded(bus: Bus) -> 
     assert [type(e) for e in every] == [AgentStepLogged] * 3 + [RunFailed]
 
 
+async def test_lookups_then_a_consumer_read_the_same_messages(bus: Bus) -> None:
+    """Direct lookups first, the consumer for the rest: every count of each gives the
+    same messages in the same order, and an undecodable one is skipped either way."""
+    for run, n in (("r1", 0), ("r2", 0), ("r1", 1), ("r1", 2), ("r2", 1), ("r1", 3)):
+        await bus.publish(step(run, n))
+    await bus.js.publish(bus.subjects.event("AgentStepLogged", "c1", "r1"), b"{not json")
+    await bus.publish(step("r1", 4))
+    subject = bus.subjects.event("*", "c1", "r1")
+    plain = [(e.sequence, e.event) async for e in bus.replay(subject=subject)]
+    assert [e.step for _, e in plain] == [0, 1, 2, 3, 4]  # type: ignore[attr-defined]
+    for lookups in (1, 2, 5, 6, 7, 20):
+        looked = [(e.sequence, e.event) async for e in bus.replay(subject=subject, lookups=lookups)]
+        assert looked == plain, lookups
+        later = [e.sequence async for e in bus.replay(start=5, subject=subject, lookups=lookups)]
+        assert later == [s for s, _ in plain if s >= 5]
+    none = bus.subjects.event("*", "c1", "nobody")
+    assert [e async for e in bus.replay(subject=none, lookups=3)] == []
+    assert [e.step for e in await bus.run_events("c1", "r2")] == [0, 1]  # type: ignore[attr-defined]
+    typed = await bus.run_events("c1", "r1", types=(RunFailed, AgentStepLogged))
+    assert typed == [e for _, e in plain]
+
+
 async def test_replay_of_an_empty_filter_ends(bus: Bus) -> None:
     assert [e async for e in bus.replay(subject=bus.subjects.event("RunFailed"))] == []
 

@@ -46,6 +46,10 @@ E = TypeVar("E", bound=Event)
 
 Handler = Callable[[E, Delivery], Awaitable[None]]
 
+_RUN_LOOKUPS = 3
+"""A run's history read by direct lookups before a consumer is made: its request and
+SandboxReady (and one more), what the runner and the sandbox-manager read of a live run."""
+
 
 class Bus:
     """The event log as services see it: typed publish, durable typed consumers."""
@@ -162,15 +166,18 @@ class Bus:
         subject: str | None = None,
         follow: bool = False,
         skipped: list[Skipped] | None = None,
+        lookups: int = 0,
     ) -> AsyncIterator[LoggedEvent]:
         """Typed events in log order from `start` (all events unless `subject` filters);
-        messages that are not valid events are skipped and, if given, listed in `skipped`."""
+        messages that are not valid events are skipped and, if given, listed in `skipped`.
+        `lookups`: read that many first messages by direct lookups (see `read_raw`)."""
         raws = read_raw(
             self.js,
             self.stream.name,
             start=start,
             subject=subject or self.subjects.events,
             follow=follow,
+            lookups=lookups,
         )
         return decode_log(raws, skipped)
 
@@ -199,17 +206,26 @@ class Bus:
     ) -> list[Event]:
         """Every event of one run so far, in order (used to rebuild state after a crash).
 
-        `types`: only events of these types; the others are told by their subject and never
-        decoded (a run's steps are most of its events, and most readers need none of them).
+        `types`: only events of these types, each type read on its own subject (a run's
+        steps are most of its events, and most readers need none of them), merged back
+        into log order. Short histories are read by direct lookups (see `read_raw`).
         """
-        subject = self.subjects.event("*", campaign_id, run_id)
         if types is None:
-            return [logged.event async for logged in self.replay(subject=subject)]
-        names = {t.__name__ for t in types}
-        kind = self.subjects.prefix.count(".") + 2  # the type's token: <prefix>.ev.<type>
-        raws = read_raw(self.js, self.stream.name, subject=subject)
-        wanted = (raw async for raw in raws if raw.subject.split(".")[kind] in names)
-        return [logged.event async for logged in decode_log(wanted)]
+            subjects = [self.subjects.event("*", campaign_id, run_id)]
+        else:
+            subjects = [self.subjects.event(t.__name__, campaign_id, run_id) for t in types]
+        reads = [
+            self._read_list(subject, lookups=_RUN_LOOKUPS if types is None else 2)
+            for subject in subjects
+        ]
+        logged = [item for part in await asyncio.gather(*reads) for item in part]
+        if len(subjects) > 1:
+            logged.sort(key=lambda item: item.sequence)
+        return [item.event for item in logged]
+
+    async def _read_list(self, subject: str, *, lookups: int) -> list[LoggedEvent]:
+        raws = read_raw(self.js, self.stream.name, subject=subject, lookups=lookups)
+        return [item async for item in decode_log(raws)]
 
     # --- consuming ----------------------------------------------------------------------
 

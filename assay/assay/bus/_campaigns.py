@@ -17,7 +17,7 @@ async def read_campaign(bus: Bus, campaign_id: str) -> CampaignSpec | None:
     message that is not a valid event, as every other reader of the log does."""
     spec: CampaignSpec | None = None
     subject = bus.subjects.event(CampaignStarted.__name__, campaign_id, NO_RUN)
-    async for logged in bus.replay(subject=subject):
+    async for logged in bus.replay(subject=subject, lookups=2):
         if isinstance(logged.event, CampaignStarted):
             spec = logged.event.campaign
     return spec

@@ -9,6 +9,7 @@ from typing import NamedTuple, Protocol
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
 
 from assay_schemas import Event, InvalidEvent, parse_event
 
@@ -75,13 +76,31 @@ async def read_raw(
     start: int = 1,
     subject: str,
     follow: bool = False,
+    lookups: int = 0,
 ) -> AsyncIterator[RawMessage]:
     """Yield stored messages in log order from `start`.
 
     An ordered push consumer (flow-controlled, no acks) streams the log several times
     faster than pull fetches. Without `follow` it stops at the message that had nothing
     pending after it when delivered; with `follow` it keeps waiting for new messages.
+
+    `lookups` (without `follow`): the first messages are read by that many direct lookups
+    (next message on the subject) before a consumer is made, and none is made when they
+    reach the end. A run's history is a few messages read by every service on every run:
+    an ephemeral consumer (create, info, deliveries, delete) cost nats-server and the
+    reader far more than a lookup each. Headers come through the lookup's own parser:
+    not for readers that check signatures over them.
     """
+    if lookups > 0 and not follow:
+        seq = max(1, start)
+        for _ in range(lookups):
+            try:
+                m = await js.get_msg(stream, seq=seq, subject=subject, next=True)
+            except NotFoundError:
+                return
+            yield RawMessage(m.seq, m.subject or "", m.data or b"", dict(m.headers or {}))
+            seq = m.seq + 1
+        start = seq
     config = ConsumerConfig(
         deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(1, start)
     )
