@@ -21,6 +21,7 @@ from assay.security.signing import signer_for
 from assay.telemetry import extract_context, inject_headers, serving, tracer
 from assay_schemas import (
     BusError,
+    CampaignSpec,
     Event,
     InvalidEvent,
     Producer,
@@ -72,6 +73,8 @@ class Bus:
         self._request_servers: list[RequestServer] = []
         self._signer = signer_for(settings, service)
         self._lag = LagWatch(settings.stream)
+        self.campaigns: dict[str, tuple[int, CampaignSpec | None]] = {}
+        """`read_campaign`'s answers by subject, with the sequence they were read up to."""
 
     @property
     def lag(self) -> dict[str, int]:

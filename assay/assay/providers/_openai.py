@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import httpx2
 import openai
+from pydantic_core import to_json
 
 from ._base import SdkErrors, SdkProvider
 from ._models import Completion, GenerationParams, Message, ToolDefinition
@@ -77,7 +77,7 @@ class OpenAIProvider(SdkProvider):
         # the body as the SDK merges `extra_json` (shallowly, its keys winning).
         body = {k: v for k, v in request.items() if k != "extra_body"}
         body.update(request.get("extra_body") or {})
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        data = to_json(body)  # the JSON json.dumps makes (compact, UTF-8), ~3x faster
         return await self._client.post(
             "/chat/completions",
             content=data,
