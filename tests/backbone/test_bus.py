@@ -166,6 +166,31 @@ async def test_lookups_then_a_consumer_read_the_same_messages(bus: Bus) -> None:
     assert typed == [e for _, e in plain]
 
 
+async def test_first_event_skips_what_is_no_valid_event_of_its_type(bus: Bus) -> None:
+    """The first valid event of the type on the subject, as a fold's first one."""
+    subject = bus.subjects.event("RunFailed", "c1", "r1")
+    assert await bus.first_event(subject, RunFailed) is None
+    await bus.js.publish(subject, b"{not json")
+    await bus.js.publish(subject, step("r1", 0).model_dump_json().encode())  # wrong subject
+    assert await bus.first_event(subject, RunFailed) is None
+    failed = [
+        RunFailed(
+            event_id=RunFailed.id_for("r1", stage),
+            campaign_id="c1",
+            run_id="r1",
+            stage=stage,
+            error="x",
+            infrastructure=True,
+            producer=PRODUCER,
+        )
+        for stage in ("sandbox", "agent")
+    ]
+    for event in failed:
+        await bus.publish(event)
+    assert await bus.first_event(subject, RunFailed) == failed[0]
+    assert await bus.first_event(subject, RunRequested) is None
+
+
 async def test_replay_of_an_empty_filter_ends(bus: Bus) -> None:
     assert [e async for e in bus.replay(subject=bus.subjects.event("RunFailed"))] == []
 

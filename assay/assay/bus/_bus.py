@@ -204,6 +204,16 @@ class Bus:
             return None
         return parse_event(msg.data or b"", subject=subject)
 
+    async def first_event(self, subject: str, event_type: type[E]) -> E | None:
+        """The first valid `event_type` stored on exactly `subject`, or None: one direct
+        lookup when it is the subject's first message; messages that are not valid events
+        of that type are skipped, as a replay skips them."""
+        raws = read_raw(self.js, self.stream.name, subject=subject, lookups=1)
+        async for logged in decode_log(raws):
+            if isinstance(logged.event, event_type):
+                return logged.event
+        return None
+
     async def run_events(
         self, campaign_id: str, run_id: str, *, types: tuple[type[Event], ...] | None = None
     ) -> list[Event]:

@@ -95,11 +95,12 @@ async def read_raw(
         seq = max(1, start)
         for _ in range(lookups):
             try:
-                m = await js.get_msg(stream, seq=seq, subject=subject, next=True)
+                got = await js.get_msg(stream, seq=seq, subject=subject, next=True)
             except NotFoundError:
                 return
-            yield RawMessage(m.seq, m.subject or "", m.data or b"", dict(m.headers or {}))
-            seq = m.seq + 1
+            at = got.seq or seq
+            yield RawMessage(at, got.subject or "", got.data or b"", dict(got.headers or {}))
+            seq = at + 1
         start = seq
     config = ConsumerConfig(
         deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(1, start)

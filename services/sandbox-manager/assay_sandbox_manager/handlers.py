@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -61,10 +61,9 @@ __all__ = ["SandboxService"]
 log = logging.getLogger("assay.sandbox_manager")
 
 T = TypeVar("T")
+E = TypeVar("E", bound=Event)
 
 _COMMAND: TypeAdapter[SandboxCommand] = TypeAdapter(SandboxCommand)
-_SEAL_NEEDS = (RunRequested, SandboxReady, ArtifactsSealed)
-"""What sealing reads of a run's history: not its steps."""
 _REQUEST: TypeAdapter[SandboxRequest] = TypeAdapter(SandboxRequest)
 
 
@@ -157,15 +156,22 @@ class SandboxService:
     async def on_run_ended(self, event: Event, delivery: Delivery) -> None:
         """Seal what the run left (AgentFinished or RunFailed), then destroy its sandbox."""
         assert isinstance(event, AgentFinished | RunFailed) and event.run_id is not None
-        events = await self.bus.run_events(event.campaign_id, event.run_id, types=_SEAL_NEEDS)
-        history = RunHistory.fold(events)
-        ready = history.sandbox
+
+        campaign, run = event.campaign_id, event.run_id
+
+        # What sealing needs of the run's history, not its steps: one lookup each.
+        def first(kind: type[E]) -> Awaitable[E | None]:
+            subject = self.bus.subjects.event(kind.__name__, campaign, run)
+            return self.bus.first_event(subject, kind)
+
+        request, ready, seal = await asyncio.gather(
+            first(RunRequested), first(SandboxReady), first(ArtifactsSealed)
+        )
         if ready is None or ready.instance != self.instance:
             return  # not ours (or never created): the owner seals it
-        if history.seal is not None:
+        if seal is not None:
             await self._destroy(ready.sandbox_id)
             return
-        request = history.request
         assert request is not None, f"run {event.run_id} has SandboxReady but no RunRequested"
         await self.seal(request, ready, event)
 
