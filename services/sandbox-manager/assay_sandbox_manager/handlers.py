@@ -77,6 +77,10 @@ class SandboxService:
     instance: str
     destroyed: set[str] = field(default_factory=set)
     _owned: dict[str, str] = field(default_factory=dict)
+    _live: dict[str, tuple[RunRequested, SandboxReady]] = field(default_factory=dict)
+    """run id -> its request and the SandboxReady this process announced (or found live on
+    reconcile), until sealed: what sealing needs, known without reading the log again (a
+    run's sandbox is this instance's alone, and no seal precedes its SandboxReady)."""
     """sandbox id -> backend name, for sandboxes this instance holds."""
     _threads: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(max_workers=64, thread_name_prefix="sandbox")
@@ -140,24 +144,28 @@ class SandboxService:
                 )
             )
             return
-        await self.bus.publish(
-            SandboxReady(
-                event_id=SandboxReady.id_for(event.run_id),
-                **same_run(event),
-                sandbox_id=sandbox_id,
-                backend=backend.name,
-                instance=self.instance,
-                image_digest=runtime_digest(backend.name, event.sandbox),
-                workspace=list(event.task.attachments),
-                producer=self.bus.producer,
-            )
+        ready = SandboxReady(
+            event_id=SandboxReady.id_for(event.run_id),
+            **same_run(event),
+            sandbox_id=sandbox_id,
+            backend=backend.name,
+            instance=self.instance,
+            image_digest=runtime_digest(backend.name, event.sandbox),
+            workspace=list(event.task.attachments),
+            producer=self.bus.producer,
         )
+        await self.bus.publish(ready)
+        self._live[event.run_id] = (event, ready)
 
     async def on_run_ended(self, event: Event, delivery: Delivery) -> None:
         """Seal what the run left (AgentFinished or RunFailed), then destroy its sandbox."""
         assert isinstance(event, AgentFinished | RunFailed) and event.run_id is not None
 
         campaign, run = event.campaign_id, event.run_id
+        known = self._live.get(run)
+        if known is not None:
+            await self.seal(*known, event)
+            return
 
         # What sealing needs of the run's history, not its steps: one lookup each.
         def first(kind: type[E]) -> Awaitable[E | None]:
@@ -200,6 +208,7 @@ class SandboxService:
                 producer=self.bus.producer,
             )
         )
+        self._live.pop(request.run_id or "", None)
         await self._destroy(ready.sandbox_id)
 
     async def _destroy(self, sandbox_id: str) -> None:
@@ -249,6 +258,7 @@ class SandboxService:
         if request is not None and ready is not None and ready.sandbox_id == sandbox_id:
             if ended is None:
                 self._owned[sandbox_id] = backend.name  # still running: the runner resumes it
+                self._live[ready.run_id or ""] = (request, ready)
                 return False
             if history.seal is None:
                 self._owned[sandbox_id] = backend.name
