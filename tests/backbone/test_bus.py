@@ -164,6 +164,10 @@ async def test_lookups_then_a_consumer_read_the_same_messages(bus: Bus) -> None:
     assert [e.step for e in await bus.run_events("c1", "r2")] == [0, 1]  # type: ignore[attr-defined]
     typed = await bus.run_events("c1", "r1", types=(RunFailed, AgentStepLogged))
     assert typed == [e for _, e in plain]
+    # An event the reader holds already (its delivery) is taken as it is, not decoded again.
+    held = {plain[1][0]: plain[1][1]}
+    again = await bus.run_events("c1", "r1", known=held)
+    assert again == [e for _, e in plain] and again[1] is plain[1][1]
 
 
 async def test_first_event_skips_what_is_no_valid_event_of_its_type(bus: Bus) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from faststream import AckPolicy
@@ -215,20 +215,27 @@ class Bus:
         return None
 
     async def run_events(
-        self, campaign_id: str, run_id: str, *, types: tuple[type[Event], ...] | None = None
+        self,
+        campaign_id: str,
+        run_id: str,
+        *,
+        types: tuple[type[Event], ...] | None = None,
+        known: Mapping[int, Event] | None = None,
     ) -> list[Event]:
         """Every event of one run so far, in order (used to rebuild state after a crash).
 
         `types`: only events of these types, each type read on its own subject (a run's
         steps are most of its events, and most readers need none of them), merged back
         into log order. Short histories are read by direct lookups (see `read_raw`).
+        `known`: events of the run decoded already, by sequence (the one being handled),
+        not decoded again.
         """
         if types is None:
             subjects = [self.subjects.event("*", campaign_id, run_id)]
         else:
             subjects = [self.subjects.event(t.__name__, campaign_id, run_id) for t in types]
         reads = [
-            self._read_list(subject, lookups=_RUN_LOOKUPS if types is None else 2)
+            self._read_list(subject, lookups=_RUN_LOOKUPS if types is None else 2, known=known)
             for subject in subjects
         ]
         logged = [item for part in await asyncio.gather(*reads) for item in part]
@@ -236,9 +243,11 @@ class Bus:
             logged.sort(key=lambda item: item.sequence)
         return [item.event for item in logged]
 
-    async def _read_list(self, subject: str, *, lookups: int) -> list[LoggedEvent]:
+    async def _read_list(
+        self, subject: str, *, lookups: int, known: Mapping[int, Event] | None = None
+    ) -> list[LoggedEvent]:
         raws = read_raw(self.js, self.stream.name, subject=subject, lookups=lookups)
-        return [item async for item in decode_log(raws)]
+        return [item async for item in decode_log(raws, known=known)]
 
     # --- consuming ----------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from nats.errors import TimeoutError as NatsTimeout
@@ -140,15 +140,21 @@ async def read_raw(
 
 
 async def decode_log(
-    raws: AsyncIterable[RawMessage], skipped: list[Skipped] | None = None
+    raws: AsyncIterable[RawMessage],
+    skipped: list[Skipped] | None = None,
+    known: Mapping[int, Event] | None = None,
 ) -> AsyncIterator[LoggedEvent]:
     """Typed events from stored messages (e.g. `read_raw`'s), in their order; messages
     that are not valid events are skipped (and appended to `skipped` when given).
 
     Skipped messages were dead-lettered by the live consumers; a replay must not
-    stop on them either.
+    stop on them either. `known`: events the reader decoded already, by sequence (the
+    one it was delivered): the log is never rewritten, so they are not decoded again.
     """
     async for raw in raws:
+        if known is not None and (event := known.get(raw.sequence)) is not None:
+            yield LoggedEvent(raw.sequence, event)
+            continue
         try:
             event = parse_event(raw.data, subject=raw.subject)
         except InvalidEvent as e:

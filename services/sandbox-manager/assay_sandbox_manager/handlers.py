@@ -106,7 +106,10 @@ class SandboxService:
     async def on_run_requested(self, event: RunRequested, delivery: Delivery) -> None:
         """Create the run's sandbox, copy the attachments in, announce SandboxReady."""
         assert event.run_id is not None
-        history = RunHistory.fold(await self.bus.run_events(event.campaign_id, event.run_id))
+        events = await self.bus.run_events(
+            event.campaign_id, event.run_id, known={delivery.sequence: event}
+        )
+        history = RunHistory.fold(events)
         if history.stage not in ("unknown", "requested"):
             return  # already done (redelivery, or another instance won)
         backend = self.backend_for(event.sandbox)
