@@ -144,12 +144,10 @@ class Bus:
         if self._signer is not None:
             headers.update(self._signer.headers(subject, data))
         try:
-            ack = await self.broker.publish(
-                data,
-                subject,
-                headers=headers,
-                stream=self.stream.name,
-                timeout=timeout,
+            # nats-py's JetStream publish itself, as faststream's broker would call it,
+            # without its layers (middlewares, a command object, a correlation id per event).
+            ack = await self.js.publish(
+                subject, data, timeout=timeout, stream=self.stream.name, headers=headers
             )
         except Exception as e:  # nats-py raises several unrelated types here
             # A publish the user's permissions refuse goes unanswered: say so.
