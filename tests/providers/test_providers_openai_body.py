@@ -124,7 +124,7 @@ def test_the_lean_parse_reads_what_the_sdk_models_read() -> None:
     from assay.providers._openai_wire import completion_from_openai, completion_from_openai_json
 
     for body in BODIES:
-        sdk = completion_from_openai(ChatCompletion.construct(**body), provider="openai", model="m")  # type: ignore[arg-type]
+        sdk = completion_from_openai(ChatCompletion.construct(**body), provider="openai", model="m")
         lean = completion_from_openai_json(json.dumps(body).encode(), provider="openai", model="m")
         assert lean == sdk
 
