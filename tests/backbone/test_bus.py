@@ -195,6 +195,30 @@ async def test_first_event_skips_what_is_no_valid_event_of_its_type(bus: Bus) ->
     assert await bus.first_event(subject, RunRequested) is None
 
 
+async def test_a_handler_longer_than_the_ack_wait_keeps_its_message(settings: Settings) -> None:
+    """The heartbeat tells JetStream the handler is at work: no redelivery meanwhile."""
+    quick = settings.model_copy(update={"ack_wait_s": 1.5})
+    attempts: list[int] = []
+
+    async def slow(event: Event, delivery: Delivery) -> None:
+        attempts.append(delivery.attempt)
+        await asyncio.sleep(4.0)  # over twice the ack wait
+
+    async with Bus(quick, service="test") as publisher:
+        consumer = Bus(quick, service="consumer")
+        consumer.consume(
+            consumer.subjects.events, slow, durable="slow", max_deliver=5, max_workers=2
+        )
+        await consumer.start()
+        try:
+            await publisher.publish(step("r1", 0))
+            await wait_for(lambda: len(attempts) >= 1)
+            await asyncio.sleep(5.0)
+            assert attempts == [1]
+        finally:
+            await consumer.stop()
+
+
 async def test_replay_of_an_empty_filter_ends(bus: Bus) -> None:
     assert [e async for e in bus.replay(subject=bus.subjects.event("RunFailed"))] == []
 

@@ -32,7 +32,7 @@ from ._broker import connect_error, ensure_streams, inbox_of, make_broker
 from ._dead_letters import dead_letter, read_dead_letters
 from ._lag import LagWatch
 from ._outages import through_outages
-from ._pacing import backoff, keep_alive, whole_message
+from ._pacing import KeepAlive, backoff, whole_message
 from ._records import Delivery, Published, Refusal, RefusalSink
 from ._replay import LoggedEvent, Skipped, decode_log, read_raw
 from ._requests import RequestServer
@@ -347,7 +347,7 @@ class Bus:
         ):
             span.set_attribute("assay.event_id", event.event_id)
             span.set_attribute("assay.run_id", event.run_id or "")
-            heartbeat = asyncio.create_task(keep_alive(msg, self.settings.ack_wait_s))
+            heartbeat = KeepAlive(msg, self.settings.ack_wait_s)
             try:
                 await through_outages(
                     handler,
