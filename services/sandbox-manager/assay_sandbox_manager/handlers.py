@@ -78,9 +78,8 @@ class SandboxService:
     destroyed: set[str] = field(default_factory=set)
     _owned: dict[str, str] = field(default_factory=dict)
     _live: dict[str, tuple[RunRequested, SandboxReady]] = field(default_factory=dict)
-    """run id -> its request and the SandboxReady this process announced (or found live on
-    reconcile), until sealed: what sealing needs, known without reading the log again (a
-    run's sandbox is this instance's alone, and no seal precedes its SandboxReady)."""
+    """run id -> request and SandboxReady announced (or found live) here, until sealed: what
+    sealing needs without reading the log (a run's sandbox is this instance's alone)."""
     """sandbox id -> backend name, for sandboxes this instance holds."""
     _threads: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(max_workers=64, thread_name_prefix="sandbox")
@@ -165,10 +164,8 @@ class SandboxService:
         assert isinstance(event, AgentFinished | RunFailed) and event.run_id is not None
 
         campaign, run = event.campaign_id, event.run_id
-        known = self._live.get(run)
-        if known is not None:
-            await self.seal(*known, event)
-            return
+        if (known := self._live.get(run)) is not None:
+            return await self.seal(*known, event)
 
         # What sealing needs of the run's history, not its steps: one lookup each.
         def first(kind: type[E]) -> Awaitable[E | None]:
