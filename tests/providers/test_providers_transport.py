@@ -196,3 +196,22 @@ def test_a_proxy_in_the_environment_leaves_the_sdk_its_own_client(monkeypatch) -
     assert lean_client() is not None
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     assert lean_client() is None
+
+
+async def test_a_server_that_never_reads_is_a_write_timeout() -> None:
+    async def deaf(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(5)
+        writer.close()
+
+    server = await asyncio.start_server(deaf, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with httpx2.AsyncClient(transport=LeanTransport()) as client:
+            with pytest.raises(httpx2.WriteTimeout):
+                await client.post(
+                    f"http://127.0.0.1:{port}/v1/x",
+                    content=b"x" * (64 << 20),  # more than the socket buffers hold
+                    timeout=httpx2.Timeout(5.0, write=0.3),
+                )
+    finally:
+        server.close()

@@ -45,10 +45,10 @@ class _Conn:
         self.writer.close()
 
 
-def _timeouts(request: httpx2.Request) -> tuple[float | None, float | None]:
-    """(connect, read) seconds from the request's httpx timeout extension."""
+def _timeouts(request: httpx2.Request) -> tuple[float | None, float | None, float | None]:
+    """(connect, write, read) seconds from the request's httpx timeout extension."""
     t: dict[str, float | None] = request.extensions.get("timeout") or {}
-    return t.get("connect"), t.get("read")
+    return t.get("connect"), t.get("write"), t.get("read")
 
 
 class LeanTransport(httpx2.AsyncBaseTransport):
@@ -65,13 +65,13 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         """Send one request and read its whole answer."""
         url = request.url
         origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
-        connect_s, read_s = _timeouts(request)
+        connect_s, write_s, read_s = _timeouts(request)
         body = request.content if isinstance(request.stream, httpx2.ByteStream) else None
         if body is None:
             body = await request.aread()
         conn = self._take(origin) or await self._open(origin, connect_s, request)
         try:
-            response = await self._exchange(conn, request, body, read_s)
+            response = await self._exchange(conn, request, body, (write_s, read_s))
         except BaseException:
             conn.close()  # cancelled or broken mid-exchange: its state is unknown
             raise
@@ -122,9 +122,13 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         return _Conn(reader, writer)
 
     async def _exchange(
-        self, conn: _Conn, request: httpx2.Request, body: bytes, read_s: float | None
+        self,
+        conn: _Conn,
+        request: httpx2.Request,
+        body: bytes,
+        timeouts: tuple[float | None, float | None],
     ) -> httpx2.Response:
-        state = conn.h11
+        state, (write_s, read_s) = conn.h11, timeouts
         try:
             head = h11.Request(
                 method=request.method, target=request.url.raw_path, headers=request.headers.raw
@@ -134,9 +138,14 @@ class LeanTransport(httpx2.AsyncBaseTransport):
                 out += state.send(h11.Data(data=body)) or b""
             out += state.send(h11.EndOfMessage()) or b""
             conn.writer.write(out)
-            await conn.writer.drain()
+            async with asyncio.timeout(write_s):
+                await conn.writer.drain()
         except h11.LocalProtocolError as e:
             raise httpx2.LocalProtocolError(str(e), request=request) from e
+        except TimeoutError as e:
+            raise httpx2.WriteTimeout(
+                "the request could not be sent in time", request=request
+            ) from e
         except OSError as e:
             raise httpx2.WriteError(f"{type(e).__name__}: {e}", request=request) from e
         answer: h11.Response | None = None
