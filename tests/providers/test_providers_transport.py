@@ -192,7 +192,10 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused(serve) ->
 def test_a_proxy_in_the_environment_leaves_the_sdk_its_own_client(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("all_proxy", raising=False)
+    for name in ("all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert lean_client() is not None
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")  # nothing proxied: still lean
     assert lean_client() is not None
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     assert lean_client() is None

@@ -214,6 +214,6 @@ def lean_client(**defaults: Any) -> httpx2.AsyncClient | None:
     redirects), or None where the environment names an HTTP proxy: then the SDK's own
     client (which honours proxies as httpx does) is the one to use."""
     with contextlib.suppress(Exception):  # an unreadable proxy setting: the SDK's client
-        if not get_environment_proxies():
+        if not any(get_environment_proxies().values()):  # NO_PROXY alone routes nothing
             return httpx2.AsyncClient(transport=LeanTransport(), **defaults)
     return None
