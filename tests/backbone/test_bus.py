@@ -144,6 +144,81 @@ async def test_run_events_of_some_types_leave_the_others_undecoded(bus: Bus) -> 
     assert [type(e) for e in every] == [AgentStepLogged] * 3 + [RunFailed]
 
 
+async def test_lookups_then_a_consumer_read_the_same_messages(bus: Bus) -> None:
+    """Direct lookups first, the consumer for the rest: every count of each gives the
+    same messages in the same order, and an undecodable one is skipped either way."""
+    for run, n in (("r1", 0), ("r2", 0), ("r1", 1), ("r1", 2), ("r2", 1), ("r1", 3)):
+        await bus.publish(step(run, n))
+    await bus.js.publish(bus.subjects.event("AgentStepLogged", "c1", "r1"), b"{not json")
+    await bus.publish(step("r1", 4))
+    subject = bus.subjects.event("*", "c1", "r1")
+    plain = [(e.sequence, e.event) async for e in bus.replay(subject=subject)]
+    assert [e.step for _, e in plain] == [0, 1, 2, 3, 4]  # type: ignore[attr-defined]
+    for lookups in (1, 2, 5, 6, 7, 20):
+        looked = [(e.sequence, e.event) async for e in bus.replay(subject=subject, lookups=lookups)]
+        assert looked == plain, lookups
+        later = [e.sequence async for e in bus.replay(start=5, subject=subject, lookups=lookups)]
+        assert later == [s for s, _ in plain if s >= 5]
+    none = bus.subjects.event("*", "c1", "nobody")
+    assert [e async for e in bus.replay(subject=none, lookups=3)] == []
+    assert [e.step for e in await bus.run_events("c1", "r2")] == [0, 1]  # type: ignore[attr-defined]
+    typed = await bus.run_events("c1", "r1", types=(RunFailed, AgentStepLogged))
+    assert typed == [e for _, e in plain]
+    # An event the reader holds already (its delivery) is taken as it is, not decoded again.
+    held = {plain[1][0]: plain[1][1]}
+    again = await bus.run_events("c1", "r1", known=held)
+    assert again == [e for _, e in plain] and again[1] is plain[1][1]
+
+
+async def test_first_event_skips_what_is_no_valid_event_of_its_type(bus: Bus) -> None:
+    """The first valid event of the type on the subject, as a fold's first one."""
+    subject = bus.subjects.event("RunFailed", "c1", "r1")
+    assert await bus.first_event(subject, RunFailed) is None
+    await bus.js.publish(subject, b"{not json")
+    await bus.js.publish(subject, step("r1", 0).model_dump_json().encode())  # wrong subject
+    assert await bus.first_event(subject, RunFailed) is None
+    failed = [
+        RunFailed(
+            event_id=RunFailed.id_for("r1", stage),
+            campaign_id="c1",
+            run_id="r1",
+            stage=stage,
+            error="x",
+            infrastructure=True,
+            producer=PRODUCER,
+        )
+        for stage in ("sandbox", "agent")
+    ]
+    for event in failed:
+        await bus.publish(event)
+    assert await bus.first_event(subject, RunFailed) == failed[0]
+    assert await bus.first_event(subject, RunRequested) is None
+
+
+async def test_a_handler_longer_than_the_ack_wait_keeps_its_message(settings: Settings) -> None:
+    """The heartbeat tells JetStream the handler is at work: no redelivery meanwhile."""
+    quick = settings.model_copy(update={"ack_wait_s": 1.5})
+    attempts: list[int] = []
+
+    async def slow(event: Event, delivery: Delivery) -> None:
+        attempts.append(delivery.attempt)
+        await asyncio.sleep(4.0)  # over twice the ack wait
+
+    async with Bus(quick, service="test") as publisher:
+        consumer = Bus(quick, service="consumer")
+        consumer.consume(
+            consumer.subjects.events, slow, durable="slow", max_deliver=5, max_workers=2
+        )
+        await consumer.start()
+        try:
+            await publisher.publish(step("r1", 0))
+            await wait_for(lambda: len(attempts) >= 1)
+            await asyncio.sleep(5.0)
+            assert attempts == [1]
+        finally:
+            await consumer.stop()
+
+
 async def test_replay_of_an_empty_filter_ends(bus: Bus) -> None:
     assert [e async for e in bus.replay(subject=bus.subjects.event("RunFailed"))] == []
 

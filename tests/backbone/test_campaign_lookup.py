@@ -41,3 +41,14 @@ async def test_the_last_declaration_wins_and_garbage_on_the_subject_is_skipped(
     await bus.broker.publish(b'{"event_type": "CampaignStarted"}', subject, stream=settings.stream)
     found = await read_campaign(bus, "c1")
     assert found is not None and found.name == "second"
+
+
+async def test_the_answer_is_kept_until_the_subject_changes(bus: Bus) -> None:
+    """A second read with nothing new stored is the kept answer; a new declaration is seen."""
+    await _declare(bus, _spec("c1", "first"))
+    found = await read_campaign(bus, "c1")
+    assert found is not None and await read_campaign(bus, "c1") is found
+    await _declare(bus, _spec("c1", "third"))
+    again = await read_campaign(bus, "c1")
+    assert again is not None and again.name == "third"
+    assert await read_campaign(bus, "c1") is again

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 from openai._utils import maybe_transform
@@ -72,3 +73,74 @@ async def test_extra_body_and_sampling_fields_reach_the_server(
     assert body["temperature"] == 0.5 and body["top_p"] == 0.9
     if kind == "openai":
         assert body["seed"] == 3 and body["max_completion_tokens"] == 9
+
+
+BODIES: list[dict[str, Any]] = [
+    {
+        "id": "r1",
+        "model": "served",
+        "choices": [
+            {
+                "finish_reason": "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "bash", "arguments": '{"command": "ls"}'},
+                        },
+                        {"id": "c2", "type": "custom", "custom": {"name": "x", "input": ""}},
+                    ],
+                },
+            }
+        ],
+        "usage": {
+            "prompt_tokens": 7,
+            "completion_tokens": 3,
+            "prompt_tokens_details": {"cached_tokens": 2},
+        },
+    },
+    {
+        "id": "r2",
+        "choices": [{"finish_reason": "length", "message": {"content": "cut"}}],
+    },
+    {
+        "id": "r3",
+        "model": "",
+        "choices": [
+            {"finish_reason": None, "message": {"content": "hi"}},
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "prompt_tokens_details": None},
+    },
+]
+
+
+def test_the_lean_parse_reads_what_the_sdk_models_read() -> None:
+    """The raw body, read without the SDK's models, normalizes as the SDK's object does."""
+    from openai.types.chat import ChatCompletion
+
+    from assay.providers._openai_wire import completion_from_openai, completion_from_openai_json
+
+    for body in BODIES:
+        sdk = completion_from_openai(ChatCompletion.construct(**body), provider="openai", model="m")
+        lean = completion_from_openai_json(json.dumps(body).encode(), provider="openai", model="m")
+        assert lean == sdk
+
+
+def test_the_lean_parse_refuses_malformed_bodies() -> None:
+    """Missing fields and wrong types raise what the provider maps to 'malformed'."""
+    import pytest
+
+    from assay.providers._openai_wire import completion_from_openai_json
+
+    bad = [b"not json", b"[]", b"{}", b'{"id": "x", "choices": []}',
+           b'{"choices": [{"message": {"content": "a"}}]}',
+           b'{"id": 3, "choices": [{"message": {"content": "a"}}]}',
+           b'{"id": "x", "choices": [{"message": {"content": ["a"]}}]}',
+           b'{"id": "x", "choices": [{"message": {"tool_calls": [{"id": "c", "function": {}}]}}]}',
+           b'{"id": "x", "choices": [{"message": {}}], "usage": {"prompt_tokens": "many"}}']  # fmt: skip
+    for body in bad:
+        with pytest.raises((ValueError, KeyError, TypeError, AttributeError, IndexError)):
+            completion_from_openai_json(body, provider="openai", model="m")

@@ -11,7 +11,7 @@ from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay_sandbox_manager.handlers import SandboxService
 from assay_sandbox_manager.service import build
-from assay_schemas import ArtifactsSealed, RunFailed, RunHistory, SandboxReady
+from assay_schemas import ArtifactsSealed, RunFailed, SandboxReady
 from tests.pipeline import wait_for_events
 from tests.sandbox_manager.test_service import (
     backends,
@@ -55,8 +55,7 @@ async def test_a_seal_owed_by_a_gone_instance_is_declared_lost_once(
         assert watch is not None
 
         # Alive, the owner is never declared: watched past the grace period, nothing.
-        history = RunHistory.fold(await bus.run_events("c1", "r1"))
-        watch.watch(history, finished(bus, "r1"))
+        watch.watch(ready_of(events, "r1"), finished(bus, "r1"))
         assert await watch.alive(owner)
         for _ in range(3):
             assert await watch.sweep() == []
@@ -73,8 +72,8 @@ async def test_a_seal_owed_by_a_gone_instance_is_declared_lost_once(
         assert not any(isinstance(e, ArtifactsSealed) for e in events)
         assert watch.owed == 0
 
-        watch.watch(RunHistory.fold(await bus.run_events("c1", "r1")), finished(bus, "r1"))
-        assert watch.owed == 0, "a run already declared lost is not watched again"
+        watch.watch(ready_of(events, "r1"), finished(bus, "r1"))
+        assert await watch.sweep() == [] and watch.owed == 0, "settled: dropped, not declared"
 
         # The owner comes back after all: it destroys the sandbox and seals nothing.
         services[owner] = _instance(settings, owner, store)

@@ -21,6 +21,7 @@ from assay.security.signing import signer_for
 from assay.telemetry import extract_context, inject_headers, serving, tracer
 from assay_schemas import (
     BusError,
+    CampaignSpec,
     Event,
     InvalidEvent,
     Producer,
@@ -31,7 +32,8 @@ from ._broker import connect_error, ensure_streams, inbox_of, make_broker
 from ._dead_letters import dead_letter, read_dead_letters
 from ._lag import LagWatch
 from ._outages import through_outages
-from ._pacing import backoff, keep_alive, whole_message
+from ._pacing import KeepAlive, backoff, whole_message
+from ._reads import LogReads
 from ._records import Delivery, Published, Refusal, RefusalSink
 from ._replay import LoggedEvent, Skipped, decode_log, read_raw
 from ._requests import RequestServer
@@ -47,7 +49,7 @@ E = TypeVar("E", bound=Event)
 Handler = Callable[[E, Delivery], Awaitable[None]]
 
 
-class Bus:
+class Bus(LogReads):
     """The event log as services see it: typed publish, durable typed consumers."""
 
     connect_timeout: ClassVar[float | None] = None
@@ -68,6 +70,8 @@ class Bus:
         self._request_servers: list[RequestServer] = []
         self._signer = signer_for(settings, service)
         self._lag = LagWatch(settings.stream)
+        self.campaigns: dict[str, tuple[int, CampaignSpec | None]] = {}
+        """`read_campaign`'s answers by subject, with the sequence they were read up to."""
 
     @property
     def lag(self) -> dict[str, int]:
@@ -137,12 +141,10 @@ class Bus:
         if self._signer is not None:
             headers.update(self._signer.headers(subject, data))
         try:
-            ack = await self.broker.publish(
-                data,
-                subject,
-                headers=headers,
-                stream=self.stream.name,
-                timeout=timeout,
+            # nats-py's JetStream publish itself, as faststream's broker would call it,
+            # without its layers (middlewares, a command object, a correlation id per event).
+            ack = await self.js.publish(
+                subject, data, timeout=timeout, stream=self.stream.name, headers=headers
             )
         except Exception as e:  # nats-py raises several unrelated types here
             # A publish the user's permissions refuse goes unanswered: say so.
@@ -162,54 +164,20 @@ class Bus:
         subject: str | None = None,
         follow: bool = False,
         skipped: list[Skipped] | None = None,
+        lookups: int = 0,
     ) -> AsyncIterator[LoggedEvent]:
         """Typed events in log order from `start` (all events unless `subject` filters);
-        messages that are not valid events are skipped and, if given, listed in `skipped`."""
+        messages that are not valid events are skipped and, if given, listed in `skipped`.
+        `lookups`: read that many first messages by direct lookups (see `read_raw`)."""
         raws = read_raw(
             self.js,
             self.stream.name,
             start=start,
             subject=subject or self.subjects.events,
             follow=follow,
+            lookups=lookups,
         )
         return decode_log(raws, skipped)
-
-    async def has_event(self, subject: str) -> bool:
-        """Whether any event was stored on exactly this subject (one direct lookup)."""
-        from nats.js.errors import NotFoundError
-
-        try:
-            await self.js.get_last_msg(self.stream.name, subject)
-        except NotFoundError:
-            return False
-        return True
-
-    async def last_event(self, subject: str) -> Event | None:
-        """The last event stored on exactly this subject, or None (one direct lookup)."""
-        from nats.js.errors import NotFoundError
-
-        try:
-            msg = await self.js.get_last_msg(self.stream.name, subject)
-        except NotFoundError:
-            return None
-        return parse_event(msg.data or b"", subject=subject)
-
-    async def run_events(
-        self, campaign_id: str, run_id: str, *, types: tuple[type[Event], ...] | None = None
-    ) -> list[Event]:
-        """Every event of one run so far, in order (used to rebuild state after a crash).
-
-        `types`: only events of these types; the others are told by their subject and never
-        decoded (a run's steps are most of its events, and most readers need none of them).
-        """
-        subject = self.subjects.event("*", campaign_id, run_id)
-        if types is None:
-            return [logged.event async for logged in self.replay(subject=subject)]
-        names = {t.__name__ for t in types}
-        kind = self.subjects.prefix.count(".") + 2  # the type's token: <prefix>.ev.<type>
-        raws = read_raw(self.js, self.stream.name, subject=subject)
-        wanted = (raw async for raw in raws if raw.subject.split(".")[kind] in names)
-        return [logged.event async for logged in decode_log(wanted)]
 
     # --- consuming ----------------------------------------------------------------------
 
@@ -311,7 +279,7 @@ class Bus:
         ):
             span.set_attribute("assay.event_id", event.event_id)
             span.set_attribute("assay.run_id", event.run_id or "")
-            heartbeat = asyncio.create_task(keep_alive(msg, self.settings.ack_wait_s))
+            heartbeat = KeepAlive(msg, self.settings.ack_wait_s)
             try:
                 await through_outages(
                     handler,

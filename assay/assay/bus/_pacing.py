@@ -9,20 +9,39 @@ from typing import Any
 
 from faststream.nats.message import NatsMessage
 
-__all__ = ["backoff", "keep_alive", "whole_message"]
+__all__ = ["KeepAlive", "backoff", "whole_message"]
 
 log = logging.getLogger("assay.bus")
 
 
-async def keep_alive(msg: NatsMessage, ack_wait_s: float) -> None:
-    """Tell JetStream we are still working, so long handlers are not redelivered."""
-    interval = max(0.5, ack_wait_s / 3)
-    while True:
-        await asyncio.sleep(interval)
+class KeepAlive:
+    """Tells JetStream we are still working on `msg`, every third of the ack wait, until
+    `cancel`: a timer, not a task per message (most handlers end long before the first
+    beat, and a task made and cancelled per delivery cost more than the delivery)."""
+
+    def __init__(self, msg: NatsMessage, ack_wait_s: float) -> None:
+        self._msg = msg
+        self._interval = max(0.5, ack_wait_s / 3)
+        self._loop = asyncio.get_running_loop()
+        self._timer = self._loop.call_later(self._interval, self._beat)
+        self._sending: asyncio.Task[None] | None = None
+
+    def _beat(self) -> None:
+        if self._sending is None or self._sending.done():
+            self._sending = self._loop.create_task(self._send())
+        self._timer = self._loop.call_later(self._interval, self._beat)
+
+    async def _send(self) -> None:
         try:
-            await msg.in_progress()
+            await self._msg.in_progress()
         except Exception:  # the connection may be reconnecting; redelivery is the fallback
             log.debug("in_progress failed", exc_info=True)
+
+    def cancel(self) -> None:
+        """Stop beating (the handler is done)."""
+        self._timer.cancel()
+        if self._sending is not None:
+            self._sending.cancel()
 
 
 async def whole_message(msg: Any) -> Any:

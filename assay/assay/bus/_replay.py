@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
 
 from assay_schemas import Event, InvalidEvent, parse_event
 
@@ -75,13 +76,32 @@ async def read_raw(
     start: int = 1,
     subject: str,
     follow: bool = False,
+    lookups: int = 0,
 ) -> AsyncIterator[RawMessage]:
     """Yield stored messages in log order from `start`.
 
     An ordered push consumer (flow-controlled, no acks) streams the log several times
     faster than pull fetches. Without `follow` it stops at the message that had nothing
     pending after it when delivered; with `follow` it keeps waiting for new messages.
+
+    `lookups` (without `follow`): the first messages are read by that many direct lookups
+    (next message on the subject) before a consumer is made, and none is made when they
+    reach the end. A run's history is a few messages read by every service on every run:
+    an ephemeral consumer (create, info, deliveries, delete) cost nats-server and the
+    reader far more than a lookup each. Headers come through the lookup's own parser:
+    not for readers that check signatures over them.
     """
+    if lookups > 0 and not follow:
+        seq = max(1, start)
+        for _ in range(lookups):
+            try:
+                got = await js.get_msg(stream, seq=seq, subject=subject, next=True)
+            except NotFoundError:
+                return
+            at = got.seq or seq
+            yield RawMessage(at, got.subject or "", got.data or b"", dict(got.headers or {}))
+            seq = at + 1
+        start = seq
     config = ConsumerConfig(
         deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(1, start)
     )
@@ -120,15 +140,21 @@ async def read_raw(
 
 
 async def decode_log(
-    raws: AsyncIterable[RawMessage], skipped: list[Skipped] | None = None
+    raws: AsyncIterable[RawMessage],
+    skipped: list[Skipped] | None = None,
+    known: Mapping[int, Event] | None = None,
 ) -> AsyncIterator[LoggedEvent]:
     """Typed events from stored messages (e.g. `read_raw`'s), in their order; messages
     that are not valid events are skipped (and appended to `skipped` when given).
 
     Skipped messages were dead-lettered by the live consumers; a replay must not
-    stop on them either.
+    stop on them either. `known`: events the reader decoded already, by sequence (the
+    one it was delivered): the log is never rewritten, so they are not decoded again.
     """
     async for raw in raws:
+        if known is not None and (event := known.get(raw.sequence)) is not None:
+            yield LoggedEvent(raw.sequence, event)
+            continue
         try:
             event = parse_event(raw.data, subject=raw.subject)
         except InvalidEvent as e:

@@ -14,6 +14,7 @@ from ._limiter import AdaptiveLimiter, LimiterKey, default_registry
 from ._models import Completion, GenerationParams, Message, ToolDefinition
 from ._retry import RetryEvent, RetryPolicy, monotonic_ms, parse_retry_after, run_with_retries
 from ._tracing import model_call_span, record_completion
+from ._transport import lean_client
 
 __all__ = ["SdkErrors", "SdkProvider", "classify_sdk_error"]
 
@@ -101,8 +102,13 @@ class SdkProvider(ABC):
         on_retry: Callable[[RetryEvent], None] | None = None,
     ) -> None:
         # max_retries=0: the retry policy is ours (see _retry.py), not the SDK's.
+        http = lean_client(timeout=timeout_s, follow_redirects=True)
         self._client = self.sdk_client(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=0,
+            **({} if http is None else {"http_client": http}),
         )
         self._model = model
         self.base_url = str(self._client.base_url)

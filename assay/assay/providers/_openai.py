@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+import httpx2
 import openai
-from openai.types.chat import ChatCompletion
+from pydantic_core import to_json
 
 from ._base import SdkErrors, SdkProvider
 from ._models import Completion, GenerationParams, Message, ToolDefinition
-from ._openai_wire import completion_from_openai, to_openai_messages, to_openai_tools
+from ._openai_wire import completion_from_openai_json, to_openai_messages, to_openai_tools
 
 __all__ = ["OpenAIProvider"]
 
@@ -31,6 +32,14 @@ class OpenAIProvider(SdkProvider):
         super().__init__(**kwargs)
         self._max_tokens_field = max_tokens_field
         """Newer OpenAI models reject `max_tokens`; some compatible servers want it."""
+        self._tools: tuple[Sequence[ToolDefinition], list[dict[str, Any]]] | None = None
+        """The last tool list and its wire form: a run offers the same list every turn."""
+
+    def _wire_tools(self, tools: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
+        # By identity: the cache holds the list, so its id cannot be reused by another.
+        if self._tools is None or self._tools[0] is not tools:
+            self._tools = (tools, to_openai_tools(tools))
+        return self._tools[1]
 
     def _build(
         self,
@@ -44,7 +53,7 @@ class OpenAIProvider(SdkProvider):
             self._max_tokens_field: params.max_tokens,
         }
         if tools:
-            request["tools"] = to_openai_tools(tools)
+            request["tools"] = self._wire_tools(tools)
             request["tool_choice"] = params.tool_choice
         if params.temperature is not None:
             request["temperature"] = params.temperature
@@ -61,15 +70,20 @@ class OpenAIProvider(SdkProvider):
     async def _send(self, request: dict[str, Any]) -> Any:
         # `chat.completions.create` walks the whole body against the SDK's TypedDicts on
         # every call (~5 ms at ten steps of history, growing with it) only to hand back the
-        # same plain JSON we built; the client's public `post` sends it as it is, with the
-        # same auth, timeout, error mapping and response type.
+        # same plain JSON we built, and builds its response models field by field; the
+        # client's public `post` sends our bytes as they are (same auth, timeout, error
+        # mapping: a non-2xx answer still raises the SDK's errors) and hands back the raw
+        # response, read lean by `completion_from_openai_json`. `extra_body` is merged over
+        # the body as the SDK merges `extra_json` (shallowly, its keys winning).
         body = {k: v for k, v in request.items() if k != "extra_body"}
-        options: dict[str, Any] = {"security": {"bearer_auth": True}}
-        if "extra_body" in request:
-            options["extra_json"] = request["extra_body"]
+        body.update(request.get("extra_body") or {})
+        data = to_json(body)  # the JSON json.dumps makes (compact, UTF-8), ~3x faster
         return await self._client.post(
-            "/chat/completions", body=body, options=options, cast_to=ChatCompletion
+            "/chat/completions",
+            content=data,
+            options={"security": {"bearer_auth": True}},
+            cast_to=httpx2.Response,
         )
 
     def _normalize(self, raw: Any) -> Completion:
-        return completion_from_openai(raw, provider=self.kind_name, model=self.model)
+        return completion_from_openai_json(raw.content, provider=self.kind_name, model=self.model)

@@ -6,6 +6,7 @@ scripted server (and anyone rebuilding a conversation from raw requests) the `fr
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any, cast
@@ -31,6 +32,7 @@ from ._models import (
 __all__ = [
     "OPENAI_STOP_REASONS",
     "completion_from_openai",
+    "completion_from_openai_json",
     "from_openai_messages",
     "from_openai_tools",
     "to_openai_messages",
@@ -226,4 +228,48 @@ def completion_from_openai(resp: ChatCompletion, *, provider: str, model: str) -
         finish_reason=str(choice.finish_reason or "")[:64],
         usage=normalized,
         response_id=resp.id,
+    )
+
+
+def completion_from_openai_json(body: bytes, *, provider: str, model: str) -> Completion:
+    """Normalize a chat completion's raw JSON body, as `completion_from_openai` does the
+    SDK's object (same fields, same defaults), without building the SDK's models.
+
+    A body of the wrong shape raises ValueError/KeyError/TypeError/AttributeError/
+    IndexError (field types are checked by our models); the caller treats those as
+    malformed.
+    """
+    resp = json.loads(body)
+    choice = resp["choices"][0]
+    message = choice["message"]
+    calls: list[ToolCall] = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function")
+        if function is None:  # custom (non-function) tool calls are not offered by us
+            continue
+        calls.append(
+            ToolCall(id=call["id"], name=function["name"], arguments=function["arguments"])
+        )
+    usage = resp.get("usage")
+    details = usage.get("prompt_tokens_details") if usage is not None else None
+    normalized = Usage(
+        input_tokens=usage["prompt_tokens"] if usage is not None else 0,
+        output_tokens=usage["completion_tokens"] if usage is not None else 0,
+        cached_tokens=(details.get("cached_tokens") or 0) if details is not None else 0,
+    )
+    finish = choice.get("finish_reason")
+    stop = OPENAI_STOP_REASONS.get(str(finish), "other")
+    if calls and stop == "end_turn":
+        stop = "tool_use"  # some compatible servers say "stop" even when calling tools
+    if not isinstance(resp.get("id"), str):
+        raise TypeError("response id is missing")
+    return Completion(
+        provider=provider,
+        model=resp.get("model") or model,
+        text=message.get("content"),
+        tool_calls=tuple(calls),
+        stop_reason=stop,
+        finish_reason=str(finish or "")[:64],
+        usage=normalized,
+        response_id=resp["id"],
     )

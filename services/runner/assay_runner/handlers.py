@@ -204,13 +204,16 @@ class RunnerService:
         """Run (or resume) the agent of a run whose sandbox is ready."""
         RUNS_IN_FLIGHT.add(1)
         try:
-            await self._run(event, delivery.attempt)
+            await self._run(event, delivery)
         finally:
             RUNS_IN_FLIGHT.add(-1)
 
-    async def _run(self, event: SandboxReady, attempt: int) -> None:
+    async def _run(self, event: SandboxReady, delivery: Delivery) -> None:
         assert event.run_id is not None
-        history = RunHistory.fold(await self.bus.run_events(event.campaign_id, event.run_id))
+        events = await self.bus.run_events(
+            event.campaign_id, event.run_id, known={delivery.sequence: event}
+        )
+        history = RunHistory.fold(events)
         if history.ended is not None:
             return
         request = history.request
@@ -223,7 +226,7 @@ class RunnerService:
         )
         try:
             if request.agent.kind == "program":
-                await self._program_run(request, event, sandbox).run(steps, attempt)
+                await self._program_run(request, event, sandbox).run(steps, delivery.attempt)
             else:
                 web = await web_for(request, bus=self.bus, store=self.store, net=self.web_net)
                 with self._provider(request) as provider:

@@ -20,12 +20,22 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from assay.bus import Bus
 from assay.contract import rpc_subject
-from assay_schemas import BusError, ErrorInfo, Event, RunFailed, RunHistory, same_run
+from assay_schemas import (
+    ArtifactsSealed,
+    BusError,
+    ErrorInfo,
+    Event,
+    RunFailed,
+    RunHistory,
+    SandboxReady,
+    same_run,
+)
 
 from .contract import ALIVE
 
@@ -34,12 +44,16 @@ __all__ = ["SealWatch", "seal_declared_lost"]
 log = logging.getLogger("assay.sandbox_manager")
 
 _PING_TIMEOUT_S = 2.0
+_SETTLES = (RunFailed, ArtifactsSealed)
+"""What of a watched run's history says it is settled (sealed, or declared lost)."""
 
 
-def seal_declared_lost(history: RunHistory) -> bool:
-    """Whether another instance declared the run's seal lost (its owner must not seal it
-    after all: the run already counts as an infrastructure failure)."""
-    return any(f.stage == "seal" and f.infrastructure for f in history.failures)
+def seal_declared_lost(failures: Iterable[Event]) -> bool:
+    """Whether, among a run's RunFailed events, another instance declared its seal lost
+    (its owner must not seal it after all: the run counts as an infrastructure failure)."""
+    return any(
+        isinstance(f, RunFailed) and f.stage == "seal" and f.infrastructure for f in failures
+    )
 
 
 class _Owed(NamedTuple):
@@ -67,12 +81,10 @@ class SealWatch:
         """How many runs are being watched."""
         return len(self._owed)
 
-    def watch(self, history: RunHistory, ended: Event) -> None:
-        """Watch a run that ended in another instance's sandbox, unless already settled."""
-        ready = history.sandbox
+    def watch(self, ready: SandboxReady | None, ended: Event) -> None:
+        """Watch a run (not sealed, not declared lost) that ended in another instance's
+        sandbox."""
         if ready is None or ended.run_id is None or ready.instance == self.instance:
-            return
-        if history.seal is not None or seal_declared_lost(history):
             return
         self._owed.setdefault(ended.run_id, _Owed(ended.campaign_id, ready.instance, ended))
 
@@ -97,8 +109,10 @@ class SealWatch:
                 self._down_since.setdefault(owner, now)
         lost = []
         for run_id, owed in list(self._owed.items()):
-            history = RunHistory.fold(await self.bus.run_events(owed.campaign_id, run_id))
-            if history.seal is not None or seal_declared_lost(history):
+            history = RunHistory.fold(
+                await self.bus.run_events(owed.campaign_id, run_id, types=_SETTLES)
+            )
+            if history.seal is not None or seal_declared_lost(history.failures):
                 del self._owed[run_id]
                 continue
             down = self._down_since.get(owed.owner)

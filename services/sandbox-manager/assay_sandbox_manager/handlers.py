@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -22,28 +22,18 @@ from assay_schemas import (
     ErrorInfo,
     Event,
     Exclusion,
-    ExecCommand,
-    ExecOutcome,
-    ListedFile,
-    PythonOutcome,
-    ReadFile,
     RunFailed,
     RunHistory,
-    RunPython,
     RunRequested,
     SandboxCommand,
     SandboxReady,
     SandboxReply,
     SandboxRequest,
     SandboxSpec,
-    WriteFile,
-    b64,
     same_run,
-    unb64,
 )
 
 from .backends import (
-    ExecResult,
     ResidentUnavailable,
     SandboxBackend,
     SandboxExists,
@@ -52,6 +42,7 @@ from .backends import (
     SandboxPathError,
 )
 from .bundles import ensure_bundle
+from .commands import error_reply, run_command
 from .extension import extension_hash
 from .failover import SealWatch, seal_declared_lost
 from .runtime import recipe_hash
@@ -62,10 +53,9 @@ __all__ = ["SandboxService"]
 log = logging.getLogger("assay.sandbox_manager")
 
 T = TypeVar("T")
+E = TypeVar("E", bound=Event)
 
 _COMMAND: TypeAdapter[SandboxCommand] = TypeAdapter(SandboxCommand)
-_SEAL_NEEDS = (RunRequested, SandboxReady, RunFailed, ArtifactsSealed)
-"""What sealing reads of a run's history: not its steps."""
 _REQUEST: TypeAdapter[SandboxRequest] = TypeAdapter(SandboxRequest)
 
 
@@ -81,6 +71,9 @@ class SandboxService:
     seal_watch: SealWatch | None = None
     """Watches other instances' seals (see failover); None: this instance watches none."""
     _owned: dict[str, str] = field(default_factory=dict)
+    _live: dict[str, tuple[RunRequested, SandboxReady]] = field(default_factory=dict)
+    """run id -> request and SandboxReady announced (or found live) here, until sealed: what
+    sealing needs without reading the log (a run's sandbox is this instance's alone)."""
     """sandbox id -> backend name, for sandboxes this instance holds."""
     _threads: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(max_workers=64, thread_name_prefix="sandbox")
@@ -106,7 +99,10 @@ class SandboxService:
     async def on_run_requested(self, event: RunRequested, delivery: Delivery) -> None:
         """Create the run's sandbox, copy the attachments in, announce SandboxReady."""
         assert event.run_id is not None
-        history = RunHistory.fold(await self.bus.run_events(event.campaign_id, event.run_id))
+        events = await self.bus.run_events(
+            event.campaign_id, event.run_id, known={delivery.sequence: event}
+        )
+        history = RunHistory.fold(events)
         if history.stage not in ("unknown", "requested"):
             return  # already done (redelivery, or another instance won)
         backend = self.backend_for(event.sandbox)
@@ -144,33 +140,47 @@ class SandboxService:
                 )
             )
             return
-        await self.bus.publish(
-            SandboxReady(
-                event_id=SandboxReady.id_for(event.run_id),
-                **same_run(event),
-                sandbox_id=sandbox_id,
-                backend=backend.name,
-                instance=self.instance,
-                image_digest=runtime_digest(backend.name, event.sandbox),
-                workspace=list(event.task.attachments),
-                producer=self.bus.producer,
-            )
+        ready = SandboxReady(
+            event_id=SandboxReady.id_for(event.run_id),
+            **same_run(event),
+            sandbox_id=sandbox_id,
+            backend=backend.name,
+            instance=self.instance,
+            image_digest=runtime_digest(backend.name, event.sandbox),
+            workspace=list(event.task.attachments),
+            producer=self.bus.producer,
         )
+        await self.bus.publish(ready)
+        self._live[event.run_id] = (event, ready)
 
     async def on_run_ended(self, event: Event, delivery: Delivery) -> None:
         """Seal what the run left (AgentFinished or RunFailed), then destroy its sandbox."""
         assert isinstance(event, AgentFinished | RunFailed) and event.run_id is not None
-        events = await self.bus.run_events(event.campaign_id, event.run_id, types=_SEAL_NEEDS)
-        history = RunHistory.fold(events)
-        ready = history.sandbox
+
+        campaign, run = event.campaign_id, event.run_id
+        if (known := self._live.get(run)) is not None:
+            if seal_declared_lost([event]):  # this instance was unreachable for too long
+                self._live.pop(run, None)
+                return await self._destroy(known[1].sandbox_id)
+            return await self.seal(*known, event)
+
+        # What sealing needs of the run's history, not its steps: one lookup each.
+        def first(kind: type[E]) -> Awaitable[E | None]:
+            subject = self.bus.subjects.event(kind.__name__, campaign, run)
+            return self.bus.first_event(subject, kind)
+
+        request, ready, seal, failures = await asyncio.gather(
+            first(RunRequested), first(SandboxReady), first(ArtifactsSealed),
+            self.bus.run_events(campaign, run, types=(RunFailed,)),
+        )  # fmt: skip
+        lost = seal_declared_lost(failures)
         if ready is None or ready.instance != self.instance:
-            if self.seal_watch is not None:
-                self.seal_watch.watch(history, event)  # in case the owner is gone for good
+            if self.seal_watch is not None and seal is None and not lost:
+                self.seal_watch.watch(ready, event)  # in case the owner is gone for good
             return  # not ours (or never created): the owner seals it
-        if history.seal is not None or seal_declared_lost(history):
+        if seal is not None or lost:
             await self._destroy(ready.sandbox_id)
             return
-        request = history.request
         assert request is not None, f"run {event.run_id} has SandboxReady but no RunRequested"
         await self.seal(request, ready, event)
 
@@ -199,6 +209,7 @@ class SandboxService:
                 producer=self.bus.producer,
             )
         )
+        self._live.pop(request.run_id or "", None)
         await self._destroy(ready.sandbox_id)
 
     async def _destroy(self, sandbox_id: str) -> None:
@@ -252,8 +263,9 @@ class SandboxService:
         if request is not None and ready is not None and ready.sandbox_id == sandbox_id:
             if ended is None:
                 self._owned[sandbox_id] = backend.name  # still running: the runner resumes it
+                self._live[ready.run_id or ""] = (request, ready)
                 return False
-            if history.seal is None and not seal_declared_lost(history):
+            if history.seal is None and not seal_declared_lost(history.failures):
                 self._owned[sandbox_id] = backend.name
                 await self.seal(request, ready, ended)
                 return True
@@ -269,31 +281,33 @@ class SandboxService:
             request = _REQUEST.validate_json(body)
             command = await self._unwrap(request)
         except ValidationError as e:
-            return _error("internal", f"malformed sandbox command: {e}")
+            return error_reply("internal", f"malformed sandbox command: {e}")
         except Exception as e:
-            return _error("internal", f"sandbox command blob unreadable: {type(e).__name__}: {e}")
+            return error_reply(
+                "internal", f"sandbox command blob unreadable: {type(e).__name__}: {e}"
+            )
         sid = command.sandbox_id
         if sid not in self._owned:
             kind = "destroyed" if sid in self.destroyed else "not_found"
-            return _error(
+            return error_reply(
                 kind,
                 f"sandbox {sid}: {'destroyed' if kind == 'destroyed' else 'unknown'} on instance {self.instance}",
             )
         backend = self.backends[self._owned[sid]]
         try:
-            reply = await self._blocking(_run_command, backend, command)
+            reply = await self._blocking(run_command, backend, command)
         except SandboxNotFound as e:
             self._owned.pop(sid, None)
-            return _error("not_found", str(e))
+            return error_reply("not_found", str(e))
         except SandboxPathError as e:
-            return _error("path", str(e))
+            return error_reply("path", str(e))
         except SandboxLimitExceeded as e:
-            return _error("limit", str(e))
+            return error_reply("limit", str(e))
         except ResidentUnavailable as e:
-            return _error("broken", str(e))
+            return error_reply("broken", str(e))
         except Exception as e:
             log.exception("sandbox command failed")
-            return _error("internal", f"sandbox {sid}: {type(e).__name__}: {e}")
+            return error_reply("internal", f"sandbox {sid}: {type(e).__name__}: {e}")
         return await self._encode(reply)
 
     async def _unwrap(self, request: SandboxRequest) -> SandboxCommand:
@@ -313,71 +327,6 @@ class SandboxService:
             return body
         info = await self._blocking(self.store.put_bytes, body)
         return SandboxReply(ok=True, reply_blob=info.sha256).model_dump_json().encode()
-
-
-def _run_command(backend: SandboxBackend, command: SandboxCommand) -> SandboxReply:
-    sid = command.sandbox_id
-    if isinstance(command, RunPython):
-        p = backend.python(
-            sid,
-            command.code,
-            timeout_s=command.timeout_s,
-            reset=command.reset,
-            kernel_id=command.kernel_id,
-        )
-        return SandboxReply(
-            ok=True,
-            python=PythonOutcome(
-                **_outcome(p).model_dump(),
-                kernel_id=p.kernel_id,
-                restarted=p.restarted,
-                figures=p.figures,
-            ),
-        )
-    if isinstance(command, ExecCommand):
-        r = backend.exec(
-            sid,
-            command.command,
-            timeout_s=command.timeout_s,
-            stdin=unb64(command.stdin_b64) if command.stdin_b64 else None,
-            env=command.env or None,
-            cwd=command.cwd,
-        )
-        return SandboxReply(ok=True, exec=_outcome(r))
-    if isinstance(command, ReadFile):
-        return SandboxReply(ok=True, data_b64=b64(backend.read_file(sid, command.path)))
-    if isinstance(command, WriteFile):
-        backend.write_file(sid, command.path, unb64(command.data_b64))
-        return SandboxReply(ok=True)
-    entries = backend.list_files(sid)
-    return SandboxReply(
-        ok=True,
-        files=[
-            ListedFile(
-                path=e.path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"),
-                kind=e.kind,
-                size=e.size,
-            )
-            for e in entries
-        ],
-    )
-
-
-def _outcome(r: ExecResult) -> ExecOutcome:
-    return ExecOutcome(
-        exit_code=r.exit_code,
-        stdout_b64=b64(r.stdout),
-        stderr_b64=b64(r.stderr),
-        timed_out=r.timed_out,
-        truncated=r.stdout_truncated or r.stderr_truncated,
-        limit=r.limit,
-        duration_ms=r.duration_ms,
-    )
-
-
-def _error(kind: str, message: str) -> bytes:
-    reply = SandboxReply.model_validate({"ok": False, "error_kind": kind, "error": message})
-    return reply.model_dump_json().encode()
 
 
 def _lost() -> Exclusion:

@@ -223,8 +223,9 @@ class ResidentExec:
         self._residents, self._locks, self._guard = {}, {}, threading.Lock()
         self._ready = set()
 
-    def _request(self, sandbox_id: str, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
-        meta = self.dirs.meta(sandbox_id)
+    def _request(
+        self, sandbox_id: str, meta: SandboxMeta, msg: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
         with self._guard:
             lock = self._locks.setdefault(sandbox_id, threading.Lock())
         with lock:
@@ -289,15 +290,16 @@ class ResidentExec:
         cwd: str | None = None,
     ) -> ExecResult:
         """Run one command through the sandbox's resident."""
-        timeout = (
-            timeout_s if timeout_s is not None else self.dirs.meta(sandbox_id).spec.exec_timeout_s
-        )
+        # Read once per command (a file and a validation): a sandbox's meta never changes.
+        meta = self.dirs.meta(sandbox_id)
+        timeout = timeout_s if timeout_s is not None else meta.spec.exec_timeout_s
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         if not argv:
             raise SandboxError(f"sandbox {sandbox_id}: empty command")
         t0 = time.monotonic()
         reply = self._request(
             sandbox_id,
+            meta,
             {
                 "op": "exec",
                 "argv": argv,
@@ -308,7 +310,7 @@ class ResidentExec:
             },
             timeout,
         )
-        return ExecResult(**_fields(reply, self.dirs.meta(sandbox_id).spec.output_cap_bytes, t0))
+        return ExecResult(**_fields(reply, meta.spec.output_cap_bytes, t0))
 
     def python(
         self,
@@ -320,9 +322,8 @@ class ResidentExec:
         kernel_id: str | None = None,
     ) -> PythonResult:
         """Run a cell in the sandbox's Python kernel (a new one if reset or kernel_id differs)."""
-        timeout = (
-            timeout_s if timeout_s is not None else self.dirs.meta(sandbox_id).spec.exec_timeout_s
-        )
+        meta = self.dirs.meta(sandbox_id)
+        timeout = timeout_s if timeout_s is not None else meta.spec.exec_timeout_s
         t0 = time.monotonic()
         msg = {
             "op": "python",
@@ -331,9 +332,9 @@ class ResidentExec:
             "reset": reset,
             "kernel_id": kernel_id,
         }
-        reply = self._request(sandbox_id, msg, timeout)
+        reply = self._request(sandbox_id, meta, msg, timeout)
         return PythonResult(
-            **_fields(reply, self.dirs.meta(sandbox_id).spec.output_cap_bytes, t0),
+            **_fields(reply, meta.spec.output_cap_bytes, t0),
             kernel_id=reply.get("kernel_id", ""),
             restarted=reply.get("restarted", ""),
             figures=list(reply.get("figures", [])),
