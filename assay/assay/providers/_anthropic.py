@@ -22,6 +22,7 @@ class AnthropicProvider(SdkProvider):
     kind_name = "anthropic"
     sdk_errors = SdkErrors.of(anthropic)
     sdk_client = anthropic.AsyncAnthropic
+    sdk_http_client = anthropic.DefaultAioHttpClient
 
     def _build(
         self,

@@ -9,12 +9,13 @@ from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
 
+import aiohttp
+
 from ._errors import ProviderError, ProviderRequestError, ProviderTransientError
 from ._limiter import AdaptiveLimiter, LimiterKey, default_registry
 from ._models import Completion, GenerationParams, Message, ToolDefinition
 from ._retry import RetryEvent, RetryPolicy, monotonic_ms, parse_retry_after, run_with_retries
 from ._tracing import model_call_span, record_completion
-from ._transport import lean_client
 
 __all__ = ["SdkErrors", "SdkProvider", "classify_sdk_error"]
 
@@ -42,11 +43,28 @@ class SdkErrors(NamedTuple):
         )
 
 
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a timeout the SDK reports was one: aiohttp's bridge to httpx reports every
+    connection failure (refused, reset, garbage) as a connect timeout; its causes tell."""
+    cause: BaseException | None = exc
+    for _ in range(8):  # a chain of causes is short; a cycle must not hang this
+        cause = cause.__cause__ or cause.__context__ if cause is not None else None
+        if cause is None or isinstance(cause, TimeoutError | aiohttp.ServerTimeoutError):
+            return True
+        if isinstance(cause, aiohttp.ClientConnectionError | ConnectionError):
+            return False
+    return True
+
+
 def classify_sdk_error(
     exc: BaseException, errors: SdkErrors, *, provider: str, model: str
 ) -> ProviderError | None:
     """Translate an SDK exception to our tree; None when it is not an SDK failure."""
-    if isinstance(exc, errors.timeout):  # before `connection`: it is a subclass there
+    if isinstance(exc, aiohttp.ClientError):  # what the SDKs' bridge to aiohttp passes on
+        return ProviderTransientError(
+            f"connection failed: {exc}", provider=provider, model=model, kind="connection"
+        )
+    if isinstance(exc, errors.timeout) and _timed_out(exc):  # a subclass of `connection`
         return ProviderTransientError(
             "request timed out", provider=provider, model=model, kind="timeout"
         )
@@ -88,6 +106,9 @@ class SdkProvider(ABC):
     sdk_errors: SdkErrors
     sdk_client: Callable[..., Any]
     """The SDK's async client class (`openai.AsyncOpenAI`, `anthropic.AsyncAnthropic`)."""
+    sdk_http_client: Callable[[], Any]
+    """The SDK's HTTP client on aiohttp (`openai.DefaultAioHttpClient`, the `aiohttp`
+    extra), with the SDK's own defaults (limits, redirects, proxies from the environment)."""
 
     def __init__(
         self,
@@ -101,14 +122,15 @@ class SdkProvider(ABC):
         max_concurrency: int = 8,
         on_retry: Callable[[RetryEvent], None] | None = None,
     ) -> None:
-        # max_retries=0: the retry policy is ours (see _retry.py), not the SDK's.
-        http = lean_client(timeout=timeout_s, follow_redirects=True)
+        # max_retries=0: the retry policy is ours (see _retry.py), not the SDK's. The SDK's
+        # aiohttp client: its default (httpcore's pool on anyio) was a third of the runner's
+        # CPU per agent step with hundreds of runs in flight; aiohttp's costs half as much.
         self._client = self.sdk_client(
             api_key=api_key,
             base_url=base_url,
             timeout=timeout_s,
             max_retries=0,
-            **({} if http is None else {"http_client": http}),
+            http_client=self.sdk_http_client(),
         )
         self._model = model
         self.base_url = str(self._client.base_url)

@@ -22,6 +22,7 @@ class OpenAIProvider(SdkProvider):
     kind_name = "openai"
     sdk_errors = SdkErrors.of(openai)
     sdk_client = openai.AsyncOpenAI
+    sdk_http_client = openai.DefaultAioHttpClient
 
     def __init__(
         self,

@@ -13,8 +13,8 @@ from assay_schemas import AgentSpec
 __all__ = ["RUNS_PER_CLIENT", "ModelClients"]
 
 RUNS_PER_CLIENT = 32
-"""httpx's connection pool walks every connection of its client on each request and each
-release: with hundreds of runs on one client that walk costs more than the request. Past
+"""A client's connection pool is searched on each request and release (httpx's walked every
+connection; aiohttp's, now under the SDKs, is cheaper but still grows with the pool). Past
 this many runs in flight a spec gets another client (its model's concurrency limiter is
 shared by all of them, see `assay.providers`)."""
 
