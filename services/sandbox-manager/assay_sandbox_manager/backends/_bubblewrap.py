@@ -9,7 +9,7 @@ _uids.py), so RLIMIT_NPROC counts that sandbox only, and an escaped process owns
 the host; where the host lets the service make cgroups, the sandbox's whole tree also has one
 memory and one process limit (see _cgroups.py). /dev is read-only and /dev/shm is a folder
 of the sandbox's disk quota, so neither is free space. As root, bwrap is forked in a private
-mount namespace holding that sandbox's quota only (see _mountview.py): its setup cost does
+mount namespace holding no other sandbox's quota (see _mountview.py): its setup cost does
 not grow with the number of live sandboxes.
 """
 
@@ -171,8 +171,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             views = meta.uid >= UID_BASE and host_namespace()
         except ViewFailed as e:
             raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: {e}") from e
-        view = MountView(own, self.dirs.view_dir, self.dirs.mount_root) if views else None
-        seen = view.path if view else (lambda p: p)
+        view = MountView(own) if views else None
         extension, extension_env = _opt(sandbox_id, spec)
         mb = 1024 * 1024
         # bwrap's helpers, the resident, its gateway forwarder thread and the Python kernel
@@ -205,22 +204,22 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             "--dev",
             "/dev",
             "--bind",
-            str(seen(self.dirs.workspace(sandbox_id))),
+            str(self.dirs.workspace(sandbox_id)),
             "/workspace",
             "--bind",
-            str(seen(self.dirs.tmp(sandbox_id))),
+            str(self.dirs.tmp(sandbox_id)),
             "/tmp",
             "--tmpfs",
             "/run",
             "--ro-bind",
-            str(seen(scripts)),
+            str(scripts),
             RESIDENT_DIR,
             *_gateway_mount(sandbox_id, spec),
             *extension,
             # bwrap's /dev is an unbounded tmpfs: shared memory goes to the disk quota
             # instead, and /dev itself is read-only (its devices stay usable).
             "--bind",
-            str(seen(self.dirs.shm(sandbox_id))),
+            str(self.dirs.shm(sandbox_id)),
             "/dev/shm",
             "--remount-ro",
             "/dev",

@@ -1,19 +1,19 @@
-"""A sandbox's bwrap starts from a mount namespace that holds its own quota only.
+"""A sandbox's bwrap starts from a mount namespace without the other sandboxes' quotas.
 
 bwrap reads the whole mount table (/proc/self/mountinfo) once per mount it makes (a dozen
 per start), and the table it starts from is the one it is forked in: the host's, which
 holds one quota tmpfs per live sandbox, so every start got slower as more sandboxes were
 live. Instead, the one thread that forks bwrap (see _bubblewrap._SPAWNER) enters, for each
-start, a private copy of the host's mount namespace (nothing done in it reaches the host),
-binds the sandbox's own quota on the (empty) view folder, lazily unmounts the mount root
-(a bind onto itself, see _quota.bind_self) with every quota under it, forks bwrap there
-and goes back to the host's namespace. Only syscalls, no helper process: the start's cost
-no longer depends on how many sandboxes are live, and a sandbox's namespaces never even
-hold the other sandboxes' quotas.
+start, a private copy of the host's mount namespace, lazily unmounts there every quota
+under the mount root but the sandbox's own, forks bwrap and goes back to the host's
+namespace. Syscalls only, no helper process: the kernel's copy and unmounts cost
+microseconds per live sandbox where bwrap's reads of the table cost tens, and a sandbox's
+namespaces never even hold the other sandboxes' quotas.
 
-Root only (the service is root when quotas are mounts at all). Where the mount root is not
-a mount (a previous version's sandboxes under it), the unmount fails and bwrap sees the
-other quotas as before: slower, not less isolated (its own namespace hides them anyway).
+Private first, so nothing done in the copy reaches the host: where the mount root sits
+under a shared mount (systemd hosts; the compose and Kubernetes deployments share
+/var/tmp/assay with dockerd), an unmount in a peer would unmount the host's quota too.
+The host's namespace and its propagation are left exactly as they were.
 """
 
 from __future__ import annotations
@@ -31,9 +31,8 @@ from ._quota import libc
 __all__ = ["MountView", "ViewFailed", "host_namespace"]
 
 _CLONE_NEWNS = 0x00020000
-_MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
-_MNT_DETACH = 2
-_EINVAL = 22
+_MS_REC, _MS_PRIVATE = 16384, 1 << 18
+_MNT_DETACH, _UMOUNT_NOFOLLOW = 2, 8
 
 
 class ViewFailed(SandboxError):
@@ -47,7 +46,7 @@ def _check(rc: int, what: str) -> None:
 
 
 class _Host:
-    """The host's mount namespace, to go back to; None where this service cannot leave it."""
+    """The host's mount namespace, to go back to after each start."""
 
     def __init__(self) -> None:
         self.fd: int | None = None
@@ -56,8 +55,8 @@ class _Host:
 
     def usable(self) -> bool:
         if self.broken:
-            # The forking thread may be stuck in a view: a start without one would bind
-            # plain folders where the quotas are not mounted.
+            # The forking thread may be stuck in a view: a start without one would fork
+            # bwrap there, where other quotas are missing and its own may be too.
             raise ViewFailed("mount view: the spawner could not go back to the host namespace")
         if os.geteuid() != 0:
             return False
@@ -70,45 +69,35 @@ _HOST = _Host()
 
 
 def host_namespace() -> bool:
-    """Whether starts can be given a view (root); ViewFailed after a failure to go back."""
+    """Whether starts get a view (root); ViewFailed after a failure to go back."""
     with _HOST.lock:
         return _HOST.usable()
 
 
 class MountView:
-    """One sandbox's start: its own quota seen at view_dir, no other quota mounted."""
+    """One sandbox's start: the host's mounts less the other quotas beside its own."""
 
-    def __init__(self, own: Path, view_dir: Path, mount_root: Path) -> None:
-        self.own, self.view_dir, self.mount_root = own, view_dir, mount_root
-
-    def path(self, host: Path) -> Path:
-        """Where a host path under the sandbox's quota is seen from the view."""
-        return self.view_dir / host.relative_to(self.own)
+    def __init__(self, own: Path) -> None:
+        self.own = own
 
     @contextlib.contextmanager
     def entered(self) -> Iterator[None]:
         """Run the body (a fork) in the view; the calling thread's namespace only.
 
         unshare(CLONE_NEWNS) also unshares the thread's filesystem context, so the rest of
-        the process keeps the host's namespace throughout. If going back fails, the thread
-        must not fork anything again: every later view is refused.
+        the process keeps the host's namespace throughout. If going back fails, that thread
+        must not fork anything again: every later start is refused.
         """
         with _HOST.lock:
             if not _HOST.usable():
                 raise ViewFailed("mount view: needs root")
-            dev = os.stat(self.own).st_dev
+            others = [e.path for e in os.scandir(self.own.parent) if e.name != self.own.name]
             _check(libc.unshare(_CLONE_NEWNS), "unshare")
             try:
-                # Private first: mounts copied from shared host mounts are peers of them,
-                # and the bind and unmount below must not propagate to the host.
                 _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "private")
-                own, view = os.fsencode(self.own), os.fsencode(self.view_dir)
-                _check(libc.mount(own, view, None, _MS_BIND, None), "bind")
-                detached = libc.umount2(os.fsencode(self.mount_root), _MNT_DETACH) == 0
-                if not detached and ctypes.get_errno() != _EINVAL:  # EINVAL: not a mount
-                    _check(-1, "detach")
-                if os.stat(self.view_dir).st_dev != dev:
-                    raise ViewFailed("mount view: the view is not the sandbox's quota")
+                for path in others:
+                    # EINVAL: not a mount (a half-made or half-removed sandbox's folder).
+                    libc.umount2(os.fsencode(path), _MNT_DETACH | _UMOUNT_NOFOLLOW)
                 yield
             finally:
                 if libc.setns(_HOST.fd, _CLONE_NEWNS) != 0:

@@ -12,10 +12,10 @@ import ctypes.util
 import os
 from pathlib import Path
 
-__all__ = ["bind_self", "libc", "mount_quota", "unbind_self", "unmount_quota"]
+__all__ = ["libc", "mount_quota", "unmount_quota"]
 
 libc = _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-_MS_NOSUID, _MS_NODEV, _MS_BIND = 2, 4, 4096
+_MS_NOSUID, _MS_NODEV = 2, 4
 _MNT_DETACH = 2
 
 
@@ -38,28 +38,3 @@ def unmount_quota(target: Path) -> None:
     if os.path.ismount(target) and _libc.umount2(os.fsencode(target), _MNT_DETACH) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"umount {target}: {os.strerror(err)}")
-
-
-def bind_self(folder: Path) -> bool:
-    """Make an empty folder a mount of its own (a bind onto itself), so one lazy unmount
-    of it detaches every quota later mounted under it (see _mountview.py); False if not
-    root. A bind left by a previous service is replaced, not stacked on."""
-    if os.geteuid() != 0:
-        return False
-    unbind_self(folder)
-    if _libc.mount(os.fsencode(folder), os.fsencode(folder), None, _MS_BIND, None) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"bind {folder} onto itself: {os.strerror(err)}")
-    return True
-
-
-def unbind_self(folder: Path) -> None:
-    """Undo bind_self, unless a quota is still mounted under folder (EBUSY: kept).
-
-    os.path.ismount cannot tell a bind of a folder onto itself (same device): unmount
-    until the kernel says it is not a mount (EINVAL) or is busy."""
-    if os.geteuid() != 0:
-        return
-    for _ in range(8):
-        if _libc.umount2(os.fsencode(folder), 0) != 0:
-            return
