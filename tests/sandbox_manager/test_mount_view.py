@@ -53,10 +53,11 @@ def test_bwrap_starts_without_other_quotas(host_dirs: Path, rootfs: Path) -> Non
         last = made[-1]
         seen = _mountpoints(_bwrap_pid(be, last))
         host = _mountpoints("self")
-        # Under the mount root, the sandbox's own quota only.
-        assert [m for m in seen if m.startswith(root + "/")] == [str(be.dirs.mount(last))]
+        # No quota (own or other) in the mount root; the own one at the view folder.
+        assert not [m for m in seen if m.startswith(root + "/") or m == root], seen
+        assert seen.count(str(be.dirs.view_dir)) == 1
         # Otherwise the host's mounts (other tenants of this machine may add theirs since).
-        assert set(seen) <= set(host)
+        assert set(seen) - {str(be.dirs.view_dir)} <= set(host)
         # The sandbox works on its own quota: a file written inside is on the host's path.
         be.exec(last, ["sh", "-c", "echo hi > /workspace/f"], timeout_s=30)
         assert (be.dirs.workspace(last) / "f").read_text() == "hi\n"
@@ -64,7 +65,8 @@ def test_bwrap_starts_without_other_quotas(host_dirs: Path, rootfs: Path) -> Non
         # Nothing reached the host's namespace: every quota is there, the view folder is
         # no mount, and no thread of this process was left in a view.
         host = _mountpoints("self")
-        assert all(str(be.dirs.mount(s)) in host for s in made)
+        assert all(host.count(str(be.dirs.mount(s))) == 1 for s in made)
+        assert str(be.dirs.view_dir) not in host
         for tid in os.listdir("/proc/self/task"):
             assert os.readlink(f"/proc/self/task/{tid}/ns/mnt") == ns_before
         assert os.readlink("/proc/self/ns/mnt") == ns_before
@@ -113,12 +115,15 @@ def test_view_does_not_propagate_to_a_shared_host(
                 _make(be, made)
             root = str(be.dirs.mount_root)
             seen = _mountpoints(_bwrap_pid(be, made[-1]))
-            assert [m for m in seen if m.startswith(root + "/")] == [str(be.dirs.mount(made[-1]))]
+            assert not [m for m in seen if m.startswith(root + "/") or m == root], seen
+            assert seen.count(str(be.dirs.view_dir)) == 1
             # Every quota is still mounted on the host once (the unmounts did not propagate).
             host = _mountpoints("self")
             assert sorted(m for m in host if m.startswith(root + "/")) == sorted(
                 str(be.dirs.mount(s)) for s in made
             )
+            assert host.count(root) == 1
+            assert str(be.dirs.view_dir) not in host
             for s in made:
                 assert be.exec(s, ["true"], timeout_s=30).exit_code == 0
                 be.write_file(s, "x", b"still there")

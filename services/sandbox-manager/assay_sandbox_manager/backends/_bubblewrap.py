@@ -103,7 +103,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         self._prlimit = shutil.which("prlimit")
         if not self._bwrap or not self._prlimit:
             raise SandboxBackendUnavailable("sandbox backend bubblewrap: bwrap or prlimit missing")
-        self.dirs = HostDirs(state_dir, seal_dir)
+        self.dirs = HostDirs(state_dir, seal_dir, own_root=True)
         self._rootfs = rootfs
         self._uids = UidRegistry()
         self._init_residents()
@@ -171,7 +171,11 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             views = meta.uid >= UID_BASE and host_namespace()
         except ViewFailed as e:
             raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: {e}") from e
-        view = MountView(own) if views else None
+        if views and os.path.ismount(self.dirs.mount_root):
+            view = MountView(own, self.dirs.view_dir, self.dirs.mount_root)
+        else:
+            view = None  # not root, or a previous version's quotas in a plain folder
+        seen = view.path if view else (lambda p: p)
         extension, extension_env = _opt(sandbox_id, spec)
         mb = 1024 * 1024
         # bwrap's helpers, the resident, its gateway forwarder thread and the Python kernel
@@ -204,22 +208,22 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             "--dev",
             "/dev",
             "--bind",
-            str(self.dirs.workspace(sandbox_id)),
+            str(seen(self.dirs.workspace(sandbox_id))),
             "/workspace",
             "--bind",
-            str(self.dirs.tmp(sandbox_id)),
+            str(seen(self.dirs.tmp(sandbox_id))),
             "/tmp",
             "--tmpfs",
             "/run",
             "--ro-bind",
-            str(scripts),
+            str(seen(scripts)),
             RESIDENT_DIR,
             *_gateway_mount(sandbox_id, spec),
             *extension,
             # bwrap's /dev is an unbounded tmpfs: shared memory goes to the disk quota
             # instead, and /dev itself is read-only (its devices stay usable).
             "--bind",
-            str(self.dirs.shm(sandbox_id)),
+            str(seen(self.dirs.shm(sandbox_id))),
             "/dev/shm",
             "--remount-ro",
             "/dev",

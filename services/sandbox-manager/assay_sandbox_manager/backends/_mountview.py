@@ -4,16 +4,16 @@ bwrap reads the whole mount table (/proc/self/mountinfo) once per mount it makes
 per start), and the table it starts from is the one it is forked in: the host's, which
 holds one quota tmpfs per live sandbox, so every start got slower as more sandboxes were
 live. Instead, the one thread that forks bwrap (see _bubblewrap._SPAWNER) enters, for each
-start, a private copy of the host's mount namespace, lazily unmounts there every quota
-under the mount root but the sandbox's own, forks bwrap and goes back to the host's
-namespace. Syscalls only, no helper process: the kernel's copy and unmounts cost
-microseconds per live sandbox where bwrap's reads of the table cost tens, and a sandbox's
-namespaces never even hold the other sandboxes' quotas.
+start, a private copy of the host's mount namespace, binds there the sandbox's own quota
+on the (empty) view folder, lazily unmounts the mount root (a tmpfs of its own, see
+_quota.mount_root_fs) with every quota in it, forks bwrap and goes back to the host's
+namespace. Syscalls only, no helper process; one unmount, not one per quota (each costs
+an RCU grace period). A sandbox's namespaces never even hold the other sandboxes' quotas.
 
 Private first, so nothing done in the copy reaches the host: where the mount root sits
 under a shared mount (systemd hosts; the compose and Kubernetes deployments share
-/var/tmp/assay with dockerd), an unmount in a peer would unmount the host's quota too.
-The host's namespace and its propagation are left exactly as they were.
+/var/tmp/assay with dockerd), an unmount in a peer would unmount the host's quotas too.
+The host's namespace and its propagation are left as they were.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ._quota import libc
 __all__ = ["MountView", "ViewFailed", "host_namespace"]
 
 _CLONE_NEWNS = 0x00020000
-_MS_REC, _MS_PRIVATE = 16384, 1 << 18
+_MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
 _MNT_DETACH, _UMOUNT_NOFOLLOW = 2, 8
 
 
@@ -75,10 +75,14 @@ def host_namespace() -> bool:
 
 
 class MountView:
-    """One sandbox's start: the host's mounts less the other quotas beside its own."""
+    """One sandbox's start: its own quota seen at view_dir, no quota in the mount root."""
 
-    def __init__(self, own: Path) -> None:
-        self.own = own
+    def __init__(self, own: Path, view_dir: Path, mount_root: Path) -> None:
+        self.own, self.view_dir, self.mount_root = own, view_dir, mount_root
+
+    def path(self, host: Path) -> Path:
+        """Where a host path in the sandbox's quota is seen from the view."""
+        return self.view_dir / host.relative_to(self.own)
 
     @contextlib.contextmanager
     def entered(self) -> Iterator[None]:
@@ -91,13 +95,16 @@ class MountView:
         with _HOST.lock:
             if not _HOST.usable():
                 raise ViewFailed("mount view: needs root")
-            others = [e.path for e in os.scandir(self.own.parent) if e.name != self.own.name]
+            dev = os.stat(self.own).st_dev
             _check(libc.unshare(_CLONE_NEWNS), "unshare")
             try:
                 _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "private")
-                for path in others:
-                    # EINVAL: not a mount (a half-made or half-removed sandbox's folder).
-                    libc.umount2(os.fsencode(path), _MNT_DETACH | _UMOUNT_NOFOLLOW)
+                own, view = os.fsencode(self.own), os.fsencode(self.view_dir)
+                _check(libc.mount(own, view, None, _MS_BIND, None), "bind")
+                root = os.fsencode(self.mount_root)
+                _check(libc.umount2(root, _MNT_DETACH | _UMOUNT_NOFOLLOW), "detach")
+                if os.stat(self.view_dir).st_dev != dev:
+                    raise ViewFailed("mount view: the view is not the sandbox's quota")
                 yield
             finally:
                 if libc.setns(_HOST.fd, _CLONE_NEWNS) != 0:
