@@ -229,7 +229,7 @@ class HostDirs:
                 unmount_root_fs(self.mount_root)
             with contextlib.suppress(OSError):
                 self.mount_root.rmdir()
-            with contextlib.suppress(OSError):
+                # Only with the root: a live sandbox's next start binds its quota there.
                 self.view_dir.rmdir()
 
     def copy_for_seal(self, sandbox_id: str, caps: SealCaps) -> SealCopy:
