@@ -8,7 +8,9 @@ is root, bwrap runs as a host uid of its own per sandbox (200000+, unique on the
 _uids.py), so RLIMIT_NPROC counts that sandbox only, and an escaped process owns nothing on
 the host; where the host lets the service make cgroups, the sandbox's whole tree also has one
 memory and one process limit (see _cgroups.py). /dev is read-only and /dev/shm is a folder
-of the sandbox's disk quota, so neither is free space.
+of the sandbox's disk quota, so neither is free space. As root, bwrap is forked in a private
+mount namespace holding no other sandbox's quota (see _mountview.py): its setup cost does
+not grow with the number of live sandboxes.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
 from ._hostdirs import HostDirs, SandboxMeta, WorkspaceFiles, check_sandbox_id, check_traversable
 from ._models import SandboxInfo, SandboxSpec
 from ._mounts import GATEWAY_MOUNT, gateway_folder, opt_binds
+from ._mountview import MountView, ViewFailed, host_namespace
 from ._procs import kill_uid_processes
 from ._resident import (
     RESIDENT_ARGV,
@@ -100,7 +103,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         self._prlimit = shutil.which("prlimit")
         if not self._bwrap or not self._prlimit:
             raise SandboxBackendUnavailable("sandbox backend bubblewrap: bwrap or prlimit missing")
-        self.dirs = HostDirs(state_dir, seal_dir)
+        self.dirs = HostDirs(state_dir, seal_dir, own_root=True)
         self._rootfs = rootfs
         self._uids = UidRegistry()
         self._init_residents()
@@ -161,7 +164,18 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
     def _start_resident(self, sandbox_id: str, meta: SandboxMeta) -> Channel:
         """Start bwrap with the resident as the namespace's PID 1 (its death ends the sandbox)."""
         spec = meta.spec
-        scripts = install_scripts(self.dirs.mount(sandbox_id))
+        own = self.dirs.mount(sandbox_id)
+        scripts = install_scripts(own)
+        root = os.geteuid() == 0
+        try:
+            views = meta.uid >= UID_BASE and host_namespace()
+        except ViewFailed as e:
+            raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: {e}") from e
+        if views and os.path.ismount(self.dirs.mount_root):
+            view = MountView(own, self.dirs.view_dir, self.dirs.mount_root)
+        else:
+            view = None  # not root, or a previous version's quotas in a plain folder
+        seen = view.path if view else (lambda p: p)
         extension, extension_env = _opt(sandbox_id, spec)
         mb = 1024 * 1024
         # bwrap's helpers, the resident, its gateway forwarder thread and the Python kernel
@@ -194,22 +208,22 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             "--dev",
             "/dev",
             "--bind",
-            str(self.dirs.workspace(sandbox_id)),
+            str(seen(self.dirs.workspace(sandbox_id))),
             "/workspace",
             "--bind",
-            str(self.dirs.tmp(sandbox_id)),
+            str(seen(self.dirs.tmp(sandbox_id))),
             "/tmp",
             "--tmpfs",
             "/run",
             "--ro-bind",
-            str(scripts),
+            str(seen(scripts)),
             RESIDENT_DIR,
             *_gateway_mount(sandbox_id, spec),
             *extension,
             # bwrap's /dev is an unbounded tmpfs: shared memory goes to the disk quota
             # instead, and /dev itself is read-only (its devices stay usable).
             "--bind",
-            str(self.dirs.shm(sandbox_id)),
+            str(seen(self.dirs.shm(sandbox_id))),
             "/dev/shm",
             "--remount-ro",
             "/dev",
@@ -220,7 +234,6 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         for k, v in {**SANDBOX_ENV, **extension_env}.items():
             bw += ["--setenv", k, v]
         bw += ["--chdir", "/workspace", "--", *RESIDENT_ARGV]
-        root = os.geteuid() == 0
         argv = [self._prlimit or "prlimit", *limits, "--", *bw]
         try:
             # Made again at each start: a group that went since (a host clean-up) comes back.
@@ -234,7 +247,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             argv = [*cgroups.join_argv(join_errors), *drop, "--", *argv]
         as_user = root and not cgroups
 
-        def spawn() -> subprocess.Popen[bytes]:
+        def fork() -> subprocess.Popen[bytes]:
             return subprocess.Popen(
                 argv,
                 stdin=subprocess.PIPE,
@@ -247,10 +260,16 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
                 start_new_session=True,
             )
 
+        def spawn() -> subprocess.Popen[bytes]:
+            if view is None:
+                return fork()
+            with view.entered():
+                return fork()
+
         try:
             # --die-with-parent watches the thread that forks bwrap: a long-lived one.
             proc = _SPAWNER.submit(spawn).result()
-        except OSError as e:
+        except (OSError, ViewFailed) as e:
             raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: cannot start bwrap: {e}") from e
         return PipeChannel(proc, explain=lambda status: _join_failure(status, join_errors))
 

@@ -12,7 +12,9 @@ orphans)::
 When the service is root, bwrap runs as a per-sandbox uid that must reach its mount by
 path, while the state dir may sit under a private home (/root is 0700): so the mounts live
 under ``<ASSAY_SANDBOX_MOUNTS or /run/assay/sandboxes>/<hash of the state dir>``, every
-level 0711. Without root the mounts sit under the state dir.
+level 0711. For bubblewrap (``own_root``), the mount root is a small tmpfs of its own,
+and ``<mount root>.view`` an empty folder where a start's private mount namespace binds
+that sandbox's quota (see _mountview.py). Without root the mounts sit under the state dir.
 
 Copies for a seal go to ``<seals>/<sandbox_id>-<n>`` and survive destroy; they hold only
 what the seal caps let in (see ``..seal``).
@@ -25,6 +27,7 @@ import hashlib
 import os
 import re
 import shutil
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -35,7 +38,7 @@ from ..seal import SealCaps, SealCopy, copy_planned, plan_seal
 from . import _fs
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxExists, SandboxNotFound
 from ._models import FileEntry, SandboxInfo, SandboxSpec
-from ._quota import mount_quota, unmount_quota
+from ._quota import mount_quota, mount_root_fs, unmount_quota, unmount_root_fs
 
 __all__ = ["HostDirs", "SandboxMeta", "check_sandbox_id", "check_traversable"]
 
@@ -83,10 +86,23 @@ class SandboxMeta(BaseModel):
 class HostDirs:
     """Creates, reads and removes the per-sandbox host directories."""
 
-    def __init__(self, state_dir: Path, seal_dir: Path, mount_root: Path | None = None) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        seal_dir: Path,
+        mount_root: Path | None = None,
+        *,
+        own_root: bool = False,
+    ) -> None:
+        """own_root: the mount root is a filesystem of its own (root only), so one lazy
+        unmount of it detaches every quota (see _mountview.py)."""
         self.state_dir = state_dir
+        self.own_root = own_root and os.geteuid() == 0
         self.seal_dir = seal_dir
         self.mount_root = mount_root or _default_mount_root(state_dir)
+        # The mount root's own filesystem is unmounted when the last sandbox goes: not while
+        # a prepare is mounting a new quota in it.
+        self._root_lock = threading.Lock()
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         seal_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
 
@@ -99,6 +115,19 @@ class HostDirs:
                 p.chmod(0o711)
         if os.geteuid() == 0:
             check_traversable(sandbox_id, self.mount_root)
+        # Only over an empty root: a mount would hide quotas already under it (a previous
+        # version's). Without it sandboxes start as before, just slower.
+        if self.own_root:
+            with contextlib.suppress(FileExistsError):
+                self.view_dir.mkdir(mode=0o711)
+            if not os.path.ismount(self.mount_root) and not any(self.mount_root.iterdir()):
+                mount_root_fs(self.mount_root)
+
+    @property
+    def view_dir(self) -> Path:
+        """An empty host folder, next to the mount root, where a sandbox's private mount
+        namespace binds that sandbox's own quota (see _mountview.py)."""
+        return self.mount_root.with_name(self.mount_root.name + ".view")
 
     def root(self, sandbox_id: str) -> Path:
         """The sandbox's state folder."""
@@ -148,9 +177,10 @@ class HostDirs:
             rootfs=str(rootfs) if rootfs else None,
         )
         try:
-            self._ensure_mount_root(sandbox_id)
             mnt = self.mount(sandbox_id)
-            mount_quota(mnt, spec.disk_mb, uid, gid)
+            with self._root_lock:
+                self._ensure_mount_root(sandbox_id)
+                mount_quota(mnt, spec.disk_mb, uid, gid)
             for sub, mode in (("workspace", 0o755), ("tmp", 0o1777), ("shm", 0o1777)):
                 (mnt / sub).mkdir()
                 os.chmod(mnt / sub, mode)
@@ -194,8 +224,13 @@ class HostDirs:
         shutil.rmtree(mnt, ignore_errors=True)
         shutil.rmtree(self.root(sandbox_id), ignore_errors=True)
         # The last sandbox out removes the (per state dir) mount root; ENOTEMPTY otherwise.
-        with contextlib.suppress(OSError):
-            self.mount_root.rmdir()
+        with self._root_lock:
+            if self.own_root:
+                unmount_root_fs(self.mount_root)
+            with contextlib.suppress(OSError):
+                self.mount_root.rmdir()
+                # Only with the root: a live sandbox's next start binds its quota there.
+                self.view_dir.rmdir()
 
     def copy_for_seal(self, sandbox_id: str, caps: SealCaps) -> SealCopy:
         """Measure /workspace against the caps, then copy what fits to a fresh folder."""

@@ -12,9 +12,9 @@ import ctypes.util
 import os
 from pathlib import Path
 
-__all__ = ["mount_quota", "unmount_quota"]
+__all__ = ["libc", "mount_quota", "mount_root_fs", "unmount_quota", "unmount_root_fs"]
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+libc = _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _MS_NOSUID, _MS_NODEV = 2, 4
 _MNT_DETACH = 2
 
@@ -38,3 +38,21 @@ def unmount_quota(target: Path) -> None:
     if os.path.ismount(target) and _libc.umount2(os.fsencode(target), _MNT_DETACH) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"umount {target}: {os.strerror(err)}")
+
+
+def mount_root_fs(folder: Path) -> None:
+    """Mount a small tmpfs of its own on an (empty) mount root: quotas mounted in it can be
+    detached together (see _mountview.py). Not a bind onto itself: under a shared parent
+    that would join the parent's peer group and every quota would be mounted twice."""
+    # It holds only the quotas' mount points (empty folders).
+    opts = b"size=1m,nr_inodes=1048576,mode=0711"
+    rc = _libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts)
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount tmpfs on {folder}: {os.strerror(err)}")
+
+
+def unmount_root_fs(folder: Path) -> None:
+    """Unmount the mount root's tmpfs unless a quota is still in it (EBUSY: kept)."""
+    if os.path.ismount(folder):
+        _libc.umount2(os.fsencode(folder), 0)
