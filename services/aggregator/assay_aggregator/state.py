@@ -14,6 +14,8 @@ from typing import Any
 
 from assay_schemas import CampaignHistory
 
+from .event_ids import EventIds
+
 __all__ = [
     "ArtifactRecord",
     "ControlRecord",
@@ -29,7 +31,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 6
+SNAPSHOT_VERSION = 7
 """Bumped whenever a record or the layout changes: a snapshot of another version is
 ignored and the state rebuilt from the log."""
 
@@ -190,7 +192,7 @@ class State:
     last_sequence: int = 0
     """Highest stream sequence applied."""
     applied: int = 0
-    seen: dict[str, int] = field(default_factory=dict)
+    seen: EventIds = field(default_factory=EventIds)
     """Event id applied → its stream sequence (idempotence beyond JetStream's dedupe
     window: the same sequence again is a redelivery, another one a refused repeat)."""
     campaigns: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -265,7 +267,7 @@ def state_to_json(state: State) -> dict[str, Any]:
         "last_sequence": state.last_sequence,
         "applied": state.applied,
         "stream_created": state.stream_created,
-        "seen": dict(sorted(state.seen.items())),
+        "seen": EventIds.to_json(state.seen),
         "campaigns": state.campaigns,
         "tasks": _columns(state.tasks, TaskRecord),
         "runs": _columns(state.runs, RunRecord),
@@ -300,8 +302,7 @@ def state_from_json(data: dict[str, Any]) -> State:
         last_sequence=int(data["last_sequence"]),
         applied=int(data["applied"]),
         stream_created=str(data["stream_created"]),
-        # The file's hash vouches for what was written: no per-entry copy of the largest map.
-        seen=data["seen"],
+        seen=EventIds.from_json(data["seen"]),
         campaigns=dict(data["campaigns"]),
         tasks=_from_columns(data["tasks"], TaskRecord),
         runs=_from_columns(data["runs"], RunRecord),
