@@ -33,7 +33,7 @@ def _text(values: list[int]) -> str:
 class EventIds(MutableMapping[str, int]):
     """Event id -> the stream sequence it was applied at (a dict's behaviour)."""
 
-    __slots__ = ("_blob", "_ends", "_seqs", "_added")
+    __slots__ = ("_added", "_blob", "_ends", "_seqs")
 
     def __init__(self, items: Mapping[str, int] | None = None) -> None:
         self._blob = ""
