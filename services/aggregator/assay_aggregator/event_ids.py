@@ -33,16 +33,20 @@ def _text(values: list[int]) -> str:
 class EventIds(MutableMapping[str, int]):
     """Event id -> the stream sequence it was applied at (a dict's behaviour)."""
 
-    __slots__ = ("_added", "_blob", "_ends", "_seqs")
+    __slots__ = ("_added", "_blob", "_ends", "_miss", "_seqs")
 
     def __init__(self, items: Mapping[str, int] | None = None) -> None:
         self._blob = ""
         self._ends: list[int] = []
         self._seqs: list[int] = []
         self._added: dict[str, int] = dict(items or {})
+        self._miss: str | None = None
+        """The last id not found: admission asks, then the fold asks again."""
 
     def _find(self, key: str) -> int:
         """Index of `key` among the loaded ids, or -1."""
+        if key == self._miss:
+            return -1
         blob, ends = self._blob, self._ends
         lo, hi = 0, len(ends)
         while lo < hi:
@@ -54,6 +58,7 @@ class EventIds(MutableMapping[str, int]):
                 hi = mid
         if lo < len(ends) and blob[(ends[lo - 1] if lo else 0) : ends[lo]] == key:
             return lo
+        self._miss = key
         return -1
 
     def __getitem__(self, key: str) -> int:
