@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay_schemas import CampaignHistory
 
 from .event_ids import EventIds
+
+if TYPE_CHECKING:
+    from .frame_cache import FrameCache
 
 __all__ = [
     "ArtifactRecord",
@@ -234,6 +237,9 @@ class State:
     stream deleted and made again under the same name does not fit the new one."""
     version: int = 0
     """Bumped on every applied event; invalidates cached frames."""
+    frame_cache: FrameCache | None = field(default=None, compare=False, repr=False)
+    """The verdict tables as of the snapshot this state was loaded from (`frame_cache`):
+    a cache beside the state, never part of it."""
 
     def refuse(self, sequence: int, subject: str, reason: str) -> None:
         """Record a message that must not count, once per sequence."""
