@@ -4,7 +4,9 @@ A snapshot file is one header line and the state's JSON. The header names the la
 version, the stream (name, subject prefix, creation time) and the last sequence the
 state covers, and the SHA-256 and length of the state bytes after it. A reader loads the
 state and folds only the events after that sequence, so a report after N new events
-costs N events of folding plus the statistics.
+costs N events of folding plus the statistics. Beside it, ``<stem>.frames`` holds the
+state's verdict tables (`frame_cache`), named by their SHA-256 in the header, so that
+report rebuilds only the runs the N events touched of those tables.
 
 A snapshot is a cache, never evidence: one of another version, another stream (or the
 same name made again), ahead of the stream, damaged (its bytes no longer match the
