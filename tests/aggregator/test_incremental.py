@@ -105,6 +105,7 @@ async def test_a_report_from_any_snapshot_equals_the_full_rebuild(
             bus.js, bus.stream.name, bus.subjects.events, until=cut))  # fmt: skip
         resumed = await resume_state(bus.js, settings)
         assert resumed is not None and resumed.last_sequence == cut
+        assert resumed.frame_cache is not None, "the verdict tables load with the snapshot"
         caught_up = await fold_stream(bus.js, bus.stream.name, bus.subjects.events, state=resumed)
         assert caught_up.applied == full.applied, cut
         assert state_to_json(caught_up) == state_to_json(full), cut

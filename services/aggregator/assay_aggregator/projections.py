@@ -26,8 +26,9 @@ import polars as pl
 
 from assay_schemas import RULES_JUDGE_ID
 
+from .frame_cache import VERDICT_TABLES, dirty_runs, spliced
 from .judgments_frame import judgments_frame
-from .state import RunRecord, State
+from .state import RunRecord, State, VerdictRecord
 from .statistics import CountTables, Tables, make_tables
 
 __all__ = ["TABLE_NAMES", "Projections", "run_state"]
@@ -108,6 +109,11 @@ def _as_rows(name: str, records: Iterable[Any]) -> list[tuple[Any, ...]]:
     return [get(r) for r in records]
 
 
+def _by_sample(verdicts: Iterable[VerdictRecord]) -> list[VerdictRecord]:
+    """Verdicts in the order the verdict tables list them."""
+    return sorted(verdicts, key=attrgetter("run_id", "judge_id", "sample"))
+
+
 def run_state(run: RunRecord, judged: bool) -> str:
     """Lifecycle state of a run: failed, judged, sealed, finished, sandbox_ready, requested."""
     if run.failed and not run.sealed:
@@ -129,6 +135,7 @@ class Projections:
         self._cache: dict[str, pl.DataFrame] = {}
         self._verdicts: list[Any] | None = None
         self._inputs: dict[str, set[tuple[str, str]]] = {}
+        self._dirty: set[str] | None = None
         self._version = -1
 
     def table(self, name: str) -> pl.DataFrame:
@@ -137,10 +144,20 @@ class Projections:
             self._cache.clear()
             self._verdicts = None
             self._inputs = {}
+            self._dirty = None
             self._version = self.state.version
         if name not in self._cache:
             frame: Callable[[], pl.DataFrame] | None = getattr(self, f"_{name}_frame", None)
-            if frame is not None:
+            cache = self.state.frame_cache
+            found = None
+            if cache is not None and name in VERDICT_TABLES:
+                if self._dirty is None:
+                    self._dirty = dirty_runs(cache, self.state)
+                found = spliced(cache, self.state, self._dirty, name, _SCHEMAS[name],
+                                lambda vs: self._verdict_table(name, vs), _by_sample)  # fmt: skip
+            if found is not None:
+                self._cache[name] = found
+            elif frame is not None:
                 self._cache[name] = frame()
             else:
                 build: Callable[[], list[tuple[Any, ...]]] = getattr(self, f"_{name}_rows")
@@ -255,22 +272,28 @@ class Projections:
     def _verdicts_sorted(self) -> list[Any]:
         # Four tables walk the verdicts in this order: sorted once per state version.
         if self._verdicts is None:
-            self._verdicts = sorted(
-                self.state.verdicts.values(), key=attrgetter("run_id", "judge_id", "sample")
-            )
+            self._verdicts = _by_sample(self.state.verdicts.values())
         return self._verdicts
 
-    def _judgments_frame(self) -> pl.DataFrame:
+    def _verdict_table(self, name: str, verdicts: list[VerdictRecord]) -> pl.DataFrame:
+        """Table `name` of these verdicts only (in the order given)."""
+        if name == "judgments":
+            return self._judgments_frame(verdicts)
+        rows: list[tuple[Any, ...]] = getattr(self, f"_{name}_rows")(verdicts)
+        return pl.DataFrame(rows, schema=_SCHEMAS[name], orient="row")
+
+    def _judgments_frame(self, verdicts: list[VerdictRecord] | None = None) -> pl.DataFrame:
         return judgments_frame(
-            self._verdicts_sorted(), self.state.runs, self._judge_family, _SCHEMAS["judgments"]
-        )
+            self._verdicts_sorted() if verdicts is None else verdicts,
+            self.state.runs, self._judge_family, _SCHEMAS["judgments"],
+        )  # fmt: skip
 
     def _judge_family(self, judge_id: str, fallback: str) -> str:
         # One family per judge (the statistics require it): the registered one wins.
         judge = self.state.judges.get(judge_id)
         return (judge.family if judge and judge.family else fallback) or ""
 
-    def _verdicts_rows(self) -> list[tuple[Any, ...]]:
+    def _verdicts_rows(self, verdicts: list[VerdictRecord] | None = None) -> list[tuple[Any, ...]]:
         return [
             (
                 v.campaign_id,
@@ -292,12 +315,12 @@ class Projections:
                 v.rejected_sha256,
                 v.sequence,
             )
-            for v in self._verdicts_sorted()
+            for v in (self._verdicts_sorted() if verdicts is None else verdicts)
         ]
 
-    def _tags_rows(self) -> list[tuple[Any, ...]]:
+    def _tags_rows(self, verdicts: list[VerdictRecord] | None = None) -> list[tuple[Any, ...]]:
         rows = []
-        for v in self._verdicts_sorted():
+        for v in self._verdicts_sorted() if verdicts is None else verdicts:
             run = self.state.runs[v.run_id]
             for tag in sorted(set(v.tags)):
                 rows.append((
@@ -305,9 +328,9 @@ class Projections:
                 ))  # fmt: skip
         return rows
 
-    def _checks_rows(self) -> list[tuple[Any, ...]]:
+    def _checks_rows(self, verdicts: list[VerdictRecord] | None = None) -> list[tuple[Any, ...]]:
         rows = []
-        for v in self._verdicts_sorted():
+        for v in self._verdicts_sorted() if verdicts is None else verdicts:
             run = self.state.runs[v.run_id]
             for name, passed, weight, detail in sorted(v.checks, key=lambda c: str(c[0])):
                 rows.append((

@@ -4,7 +4,9 @@ A snapshot file is one header line and the state's JSON. The header names the la
 version, the stream (name, subject prefix, creation time) and the last sequence the
 state covers, and the SHA-256 and length of the state bytes after it. A reader loads the
 state and folds only the events after that sequence, so a report after N new events
-costs N events of folding plus the statistics.
+costs N events of folding plus the statistics. Beside it, ``<stem>.frames`` holds the
+state's verdict tables (`frame_cache`), named by their SHA-256 in the header, so that
+report rebuilds only the runs the N events touched of those tables.
 
 A snapshot is a cache, never evidence: one of another version, another stream (or the
 same name made again), ahead of the stream, damaged (its bytes no longer match the
@@ -30,6 +32,8 @@ from nats.js import JetStreamContext
 from assay.config import Settings
 from assay.security.signing import trust_for
 
+from .frame_cache import FrameCache
+from .projections import Projections
 from .rebuild import head_sequence, stream_created
 from .state import SNAPSHOT_VERSION, State, state_from_json, state_to_json
 
@@ -56,13 +60,18 @@ class AggregatorPaths(NamedTuple):
     snapshot: Path
     report: Path
     """The live aggregator's latest report (canonical JSON)."""
+    frames: Path
+    """The snapshot's verdict tables (`frame_cache`), named by hash in its header."""
 
 
 def paths_for(settings: Settings) -> AggregatorPaths:
     """The aggregator's files for these settings (one set per stream and prefix)."""
     folder = settings.home / "aggregator"
     stem = f"{settings.stream}.{settings.subject_prefix}"
-    return AggregatorPaths(folder, folder / f"{stem}.snapshot", folder / f"{stem}.report.json")
+    return AggregatorPaths(
+        folder, folder / f"{stem}.snapshot", folder / f"{stem}.report.json",
+        folder / f"{stem}.frames",
+    )  # fmt: skip
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -79,8 +88,14 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def save_snapshot(settings: Settings, state: State) -> Path:
-    """Write the state with the stream it covers and its hash; return the path."""
+    """Write the state with the stream it covers and its hash; return the path.
+
+    The verdict tables go beside it first (their hash in the header), so a snapshot
+    never names tables that are not there yet."""
     body = json.dumps(state_to_json(state), separators=(",", ":")).encode()
+    paths = paths_for(settings)
+    frames = FrameCache.of(state, Projections(state).table).to_bytes()
+    write_atomic(paths.frames, frames)
     header = {
         "format": FORMAT,
         "snapshot_version": SNAPSHOT_VERSION,
@@ -90,8 +105,9 @@ def save_snapshot(settings: Settings, state: State) -> Path:
         "last_sequence": state.last_sequence,
         "sha256": hashlib.sha256(body).hexdigest(),
         "size": len(body),
+        "frames_sha256": hashlib.sha256(frames).hexdigest(),
     }
-    path = paths_for(settings).snapshot
+    path = paths.snapshot
     write_atomic(path, json.dumps(header, separators=(",", ":")).encode() + b"\n" + body)
     return path
 
@@ -180,7 +196,25 @@ def load_snapshot(settings: Settings) -> State | None:
     if state.trust_root != (trust.operator_key if trust else ""):
         log.warning("ignoring snapshot %s checked against another trust root", path)
         return None
+    state.frame_cache = _frames(paths_for(settings).frames, header.get("frames_sha256"))
     return state
+
+
+def _frames(path: Path, sha256: object) -> FrameCache | None:
+    """The snapshot's verdict tables if their file is the one its header names."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        log.warning("no verdict tables beside the snapshot (%s): they are built in full", e)
+        return None
+    if sha256 != hashlib.sha256(data).hexdigest():
+        log.warning("ignoring verdict tables %s: not the ones the snapshot names", path)
+        return None
+    try:
+        return FrameCache.from_bytes(data)
+    except ValueError as e:
+        log.warning("ignoring verdict tables %s: %s", path, e)
+        return None
 
 
 async def resume_state(js: JetStreamContext, settings: Settings) -> State | None:

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay_schemas import CampaignHistory
+
+from .event_ids import EventIds
+
+if TYPE_CHECKING:
+    from .frame_cache import FrameCache
 
 __all__ = [
     "ArtifactRecord",
@@ -29,7 +34,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 6
+SNAPSHOT_VERSION = 7
 """Bumped whenever a record or the layout changes: a snapshot of another version is
 ignored and the state rebuilt from the log."""
 
@@ -190,7 +195,7 @@ class State:
     last_sequence: int = 0
     """Highest stream sequence applied."""
     applied: int = 0
-    seen: dict[str, int] = field(default_factory=dict)
+    seen: EventIds = field(default_factory=EventIds)
     """Event id applied → its stream sequence (idempotence beyond JetStream's dedupe
     window: the same sequence again is a redelivery, another one a refused repeat)."""
     campaigns: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -232,6 +237,9 @@ class State:
     stream deleted and made again under the same name does not fit the new one."""
     version: int = 0
     """Bumped on every applied event; invalidates cached frames."""
+    frame_cache: FrameCache | None = field(default=None, compare=False, repr=False)
+    """The verdict tables as of the snapshot this state was loaded from (`frame_cache`):
+    a cache beside the state, never part of it."""
 
     def refuse(self, sequence: int, subject: str, reason: str) -> None:
         """Record a message that must not count, once per sequence."""
@@ -265,7 +273,7 @@ def state_to_json(state: State) -> dict[str, Any]:
         "last_sequence": state.last_sequence,
         "applied": state.applied,
         "stream_created": state.stream_created,
-        "seen": dict(sorted(state.seen.items())),
+        "seen": EventIds.to_json(state.seen),
         "campaigns": state.campaigns,
         "tasks": _columns(state.tasks, TaskRecord),
         "runs": _columns(state.runs, RunRecord),
@@ -300,8 +308,7 @@ def state_from_json(data: dict[str, Any]) -> State:
         last_sequence=int(data["last_sequence"]),
         applied=int(data["applied"]),
         stream_created=str(data["stream_created"]),
-        # The file's hash vouches for what was written: no per-entry copy of the largest map.
-        seen=data["seen"],
+        seen=EventIds.from_json(data["seen"]),
         campaigns=dict(data["campaigns"]),
         tasks=_from_columns(data["tasks"], TaskRecord),
         runs=_from_columns(data["runs"], RunRecord),
