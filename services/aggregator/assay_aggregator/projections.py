@@ -30,82 +30,14 @@ from .frame_cache import VERDICT_TABLES, dirty_runs, spliced
 from .judgments_frame import judgments_frame
 from .state import RunRecord, State, VerdictRecord
 from .statistics import CountTables, Tables, make_tables
+from .table_schemas import SCHEMAS, TABLE_NAMES
 
 __all__ = ["TABLE_NAMES", "Projections", "run_state"]
-
-TABLE_NAMES = (
-    "runs",
-    "steps",
-    "artifacts",
-    "judgments",
-    "verdicts",
-    "tags",
-    "checks",
-    "judgment_failures",
-    "judges",
-    "tasks",
-    "campaigns",
-)
-
-S, I64, F, B = pl.String, pl.Int64, pl.Float64, pl.Boolean
-
-_SCHEMAS: dict[str, dict[str, Any]] = {
-    "runs": {
-        "campaign_id": S, "task_id": S, "run_id": S, "agent_id": S, "agent_family": S,
-        "agent_model": S, "epoch": I64, "domain": S, "phase": S, "difficulty": S, "state": S,
-        "stop_reason": S, "infrastructure_failure": B, "failure_stage": S, "failure_error": S,
-        "sealed": B, "n_files": I64, "n_artifacts": I64, "empty_artifacts": B, "latency_s": F,
-        "cost_usd": F, "steps": I64, "input_tokens": I64, "output_tokens": I64, "cached_tokens": I64,
-        "n_verdicts": I64, "first_sequence": I64, "last_sequence": I64, "attempt": I64,
-        "superseded": B,
-    },
-    "steps": {
-        "campaign_id": S, "run_id": S, "agent_id": S, "n_steps": I64, "max_step": I64,
-        "tool_calls": I64, "tool_errors": I64, "truncated_outputs": I64, "latency_ms_total": F,
-        "latency_ms_mean": F, "cost_usd": F, "input_tokens": I64, "output_tokens": I64,
-    },
-    "artifacts": {
-        "campaign_id": S, "run_id": S, "task_id": S, "agent_id": S, "path": S, "sha256": S,
-        "size": I64, "media_type": S, "is_attachment": B,
-    },
-    "judgments": {
-        "campaign_id": S, "task_id": S, "run_id": S, "agent_id": S, "judge_id": S,
-        "judge_family": S, "judge_model": S, "sample": I64, "dimension": S, "score": I64,
-        "sequence": I64,
-    },
-    "verdicts": {
-        "campaign_id": S, "run_id": S, "agent_id": S, "judge_id": S, "sample": I64,
-        "n_scores": I64, "n_tags": I64, "n_checks": I64, "n_files_opened": I64, "n_files_cited": I64,
-        "n_cited_not_opened": I64, "cost_usd": F, "input_tokens": I64, "output_tokens": I64,
-        "cached_tokens": I64, "attempts": I64, "rejected_sha256": S, "sequence": I64,
-    },
-    "tags": {
-        "campaign_id": S, "task_id": S, "run_id": S, "agent_id": S, "judge_id": S,
-        "sample": I64, "tag": S,
-    },
-    "checks": {
-        "campaign_id": S, "task_id": S, "run_id": S, "agent_id": S, "judge_id": S,
-        "sample": I64, "name": S, "passed": B, "weight": F, "detail": S,
-    },
-    "judgment_failures": {
-        "campaign_id": S, "run_id": S, "judge_id": S, "sample": I64, "error": S, "attempts": I64,
-        "infrastructure": B, "raw_output_sha256": S, "sequence": I64,
-    },
-    "judges": {"judge_id": S, "family": S, "model": S, "campaigns": pl.List(S)},
-    "tasks": {
-        "campaign_id": S, "task_id": S, "domain": S, "phase": S, "difficulty": S,
-        "n_attachments": I64, "n_reference_checks": I64,
-    },
-    "campaigns": {
-        "campaign_id": S, "name": S, "scripted": B, "epochs": I64, "n_agents": I64,
-        "n_judges": I64, "rubric_id": S, "rubric_version": I64,
-    },
-}  # fmt: skip
 
 
 def _as_rows(name: str, records: Iterable[Any]) -> list[tuple[Any, ...]]:
     """Rows of a table whose columns are fields of the records, under the same names."""
-    get = attrgetter(*_SCHEMAS[name])
+    get = attrgetter(*SCHEMAS[name])
     return [get(r) for r in records]
 
 
@@ -153,7 +85,7 @@ class Projections:
             if cache is not None and name in VERDICT_TABLES:
                 if self._dirty is None:
                     self._dirty = dirty_runs(cache, self.state)
-                found = spliced(cache, self.state, self._dirty, name, _SCHEMAS[name],
+                found = spliced(cache, self.state, self._dirty, name, SCHEMAS[name],
                                 lambda vs: self._verdict_table(name, vs), _by_sample)  # fmt: skip
             if found is not None:
                 self._cache[name] = found
@@ -161,7 +93,7 @@ class Projections:
                 self._cache[name] = frame()
             else:
                 build: Callable[[], list[tuple[Any, ...]]] = getattr(self, f"_{name}_rows")
-                self._cache[name] = pl.DataFrame(build(), schema=_SCHEMAS[name], orient="row")
+                self._cache[name] = pl.DataFrame(build(), schema=SCHEMAS[name], orient="row")
         return self._cache[name]
 
     def tables(self) -> dict[str, pl.DataFrame]:
@@ -280,12 +212,12 @@ class Projections:
         if name == "judgments":
             return self._judgments_frame(verdicts)
         rows: list[tuple[Any, ...]] = getattr(self, f"_{name}_rows")(verdicts)
-        return pl.DataFrame(rows, schema=_SCHEMAS[name], orient="row")
+        return pl.DataFrame(rows, schema=SCHEMAS[name], orient="row")
 
     def _judgments_frame(self, verdicts: list[VerdictRecord] | None = None) -> pl.DataFrame:
         return judgments_frame(
             self._verdicts_sorted() if verdicts is None else verdicts,
-            self.state.runs, self._judge_family, _SCHEMAS["judgments"],
+            self.state.runs, self._judge_family, SCHEMAS["judgments"],
         )  # fmt: skip
 
     def _judge_family(self, judge_id: str, fallback: str) -> str:
