@@ -83,10 +83,23 @@ CHAT = (
 )
 
 
+_MADE: list[OpenAIProvider | AnthropicProvider] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_clients() -> AsyncIterator[None]:
+    """Each provider's aiohttp session is closed at the end of its test."""
+    yield
+    while _MADE:
+        await _MADE.pop().aclose()
+
+
 def _openai(url: str, timeout_s: float = 5.0) -> OpenAIProvider:
-    return OpenAIProvider(
+    provider = OpenAIProvider(
         model="m", api_key="k", base_url=f"{url}/v1", timeout_s=timeout_s, retry=ONE_TRY
     )
+    _MADE.append(provider)
+    return provider
 
 
 async def _ask(provider: OpenAIProvider | AnthropicProvider) -> str:
@@ -101,7 +114,8 @@ async def _fails(provider: OpenAIProvider | AnthropicProvider, kind: str) -> Non
 
 
 async def test_the_sdks_move_bytes_with_aiohttp() -> None:
-    for provider in (_openai("http://127.0.0.1:9"), AnthropicProvider(model="m", api_key="k")):
+    _MADE.append(AnthropicProvider(model="m", api_key="k"))
+    for provider in (_openai("http://127.0.0.1:9"), _MADE[-1]):
         transport = provider._client._client._transport
         assert type(transport).__name__ == "AiohttpTransport"
 
