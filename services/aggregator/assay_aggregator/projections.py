@@ -26,7 +26,7 @@ import polars as pl
 
 from assay_schemas import RULES_JUDGE_ID
 
-from .frame_cache import VERDICT_TABLES, dirty_runs, spliced
+from .frame_cache import VERDICT_TABLES, FrameCache, dirty_runs, spliced
 from .judgments_frame import judgments_frame
 from .state import RunRecord, State, VerdictRecord
 from .statistics import CountTables, Tables, make_tables
@@ -82,7 +82,7 @@ class Projections:
             frame: Callable[[], pl.DataFrame] | None = getattr(self, f"_{name}_frame", None)
             cache = self.state.frame_cache
             found = None
-            if cache is not None and name in VERDICT_TABLES:
+            if isinstance(cache, FrameCache) and name in VERDICT_TABLES:
                 if self._dirty is None:
                     self._dirty = dirty_runs(cache, self.state)
                 found = spliced(cache, self.state, self._dirty, name, SCHEMAS[name],

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assay_schemas import CampaignHistory
 
 from .event_ids import EventIds
-
-if TYPE_CHECKING:
-    from .frame_cache import FrameCache
 
 __all__ = [
     "ArtifactRecord",
@@ -237,9 +234,10 @@ class State:
     stream deleted and made again under the same name does not fit the new one."""
     version: int = 0
     """Bumped on every applied event; invalidates cached frames."""
-    frame_cache: FrameCache | None = field(default=None, compare=False, repr=False)
-    """The verdict tables as of the snapshot this state was loaded from (`frame_cache`):
-    a cache beside the state, never part of it."""
+    frame_cache: object | None = field(default=None, compare=False, repr=False)
+    """The verdict tables as of the snapshot this state was loaded from (a
+    `frame_cache.FrameCache`, which reads states: typed loosely so that the state does not
+    depend on its cache): beside the state, never part of it."""
 
     def refuse(self, sequence: int, subject: str, reason: str) -> None:
         """Record a message that must not count, once per sequence."""
