@@ -163,6 +163,10 @@ def _comparable(figures: bytes, retried: bool) -> dict[str, Any]:
     problems and warnings). Every score, interval, rate and verdict figure stays: the
     statistics use each slot's latest attempt."""
     doc: dict[str, Any] = json.loads(figures)
+    # What a judge read costs tokens: a command that met the outage leaves its error in the
+    # transcript the judge reads (one run's prompt came out 385 tokens longer), while every
+    # verdict and score must still be the one-process run's.
+    doc.pop("judge_costs", None)
     if retried:
         for key in ("run_states", "infrastructure_failures", "problems"):
             doc.pop(key)
