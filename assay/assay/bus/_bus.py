@@ -68,6 +68,9 @@ class Bus(LogReads):
         self._connected = False
         self._durables: list[str] = []
         self._request_servers: list[RequestServer] = []
+        self._handling: dict[tuple[str, int], asyncio.Future[bool]] = {}
+        """Deliveries being handled, by durable and stream sequence; each settles to
+        whether its message was acked (see `_deliver`)."""
         self._signer = signer_for(settings, service)
         self._lag = LagWatch(settings.stream)
         self.campaigns: dict[str, tuple[int, CampaignSpec | None]] = {}
@@ -253,6 +256,34 @@ class Bus(LogReads):
         limit: int,
         on_refused: RefusalSink | None = None,
     ) -> None:
+        key = (durable, msg.raw_message.metadata.sequence.stream)
+        first = self._handling.get(key)
+        if first is not None:
+            # A redelivery of a message this process still handles: a heartbeat came late
+            # (the event loop was busy) and JetStream handed the message out again. A second
+            # handler would race the first (two agent loops on one sandbox, a sandbox opened
+            # twice); this delivery waits, then settles its message as the first did.
+            if await asyncio.shield(first):
+                await msg.ack()
+            return
+        self._handling[key] = settled = asyncio.get_running_loop().create_future()
+        acked = False
+        try:
+            acked = await self._handle(msg, handler, durable, event_type, limit, on_refused)
+        finally:
+            del self._handling[key]
+            settled.set_result(acked)
+
+    async def _handle(
+        self,
+        msg: NatsMessage,
+        handler: Handler[Any],
+        durable: str,
+        event_type: type[Event] | tuple[type[Event], ...],
+        limit: int,
+        on_refused: RefusalSink | None,
+    ) -> bool:
+        """Parse, handle and settle one delivery; True when it was acked."""
         raw = msg.raw_message
         meta = raw.metadata
         attempt = meta.num_delivered
@@ -270,7 +301,7 @@ class Bus(LogReads):
                 await on_refused(
                     Refusal(meta.sequence.stream, raw.subject, reason, raw.data, headers)
                 )
-            return
+            return False
         ctx = extract_context(raw.headers)
         span_name = f"{durable} handle {event.event_type}"
         with (
@@ -311,10 +342,11 @@ class Bus(LogReads):
                         "%s: attempt %d on %s failed: %s", durable, attempt, event.event_id, reason
                     )
                     await msg.nack(delay=backoff(attempt))
-                return
+                return False
             finally:
                 heartbeat.cancel()
         await msg.ack()
+        return True
 
     # --- request-reply (outside the log) -------------------------------------------------
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -86,8 +85,6 @@ class RunnerService:
     _scheduling: set[str] = field(default_factory=set)
     """Run ids this process is publishing now: the campaign and the task handler may both
     schedule a task's runs at once, and each run must start one trace, not two."""
-    _driving: dict[str, asyncio.Event] = field(default_factory=dict)
-    """Runs this process is driving now, each set when its driving ends."""
 
     @property
     def admission(self) -> Admission:
@@ -205,22 +202,14 @@ class RunnerService:
 
     async def on_sandbox_ready(self, event: SandboxReady, delivery: Delivery) -> None:
         """Run (or resume) the agent of a run whose sandbox is ready."""
-        assert event.run_id is not None
-        driving = self._driving.get(event.run_id)
-        if driving is not None:
-            # A redelivery (the event loop was late with a heartbeat) while this process
-            # still drives the run: a second agent loop would race the first on one
-            # sandbox. This delivery waits for the first, keeping its message meanwhile.
-            await driving.wait()
-            return
-        self._driving[event.run_id] = done = asyncio.Event()
+        # A redelivery while this process still drives the run waits in the bus (one
+        # delivery of a message at a time per process): a second agent loop would race
+        # the first on one sandbox.
         RUNS_IN_FLIGHT.add(1)
         try:
             await self._run(event, delivery)
         finally:
             RUNS_IN_FLIGHT.add(-1)
-            del self._driving[event.run_id]
-            done.set()
 
     async def _run(self, event: SandboxReady, delivery: Delivery) -> None:
         assert event.run_id is not None

@@ -68,8 +68,6 @@ class SandboxService:
     backends: dict[str, SandboxBackend]
     instance: str
     destroyed: set[str] = field(default_factory=set)
-    _opening: dict[str, asyncio.Event] = field(default_factory=dict)
-    """Runs whose sandbox this process is opening now, each set when that ends."""
     seal_watch: SealWatch | None = None
     """Watches other instances' seals (see failover); None: this instance watches none."""
     _owned: dict[str, str] = field(default_factory=dict)
@@ -101,19 +99,12 @@ class SandboxService:
     async def on_run_requested(self, event: RunRequested, delivery: Delivery) -> None:
         """Create the run's sandbox, copy the attachments in, announce SandboxReady."""
         assert event.run_id is not None
-        opening = self._opening.get(event.run_id)
-        if event.run_id in self._live or opening is not None:
-            # A redelivery while this process opens (or has opened) the sandbox: opening it
-            # again would destroy the one being made, or used, as "half-made".
-            if opening is not None:
-                await opening.wait()
+        if event.run_id in self._live:
+            # Opened here already (a redelivery after SandboxReady's publish, before the
+            # ack): opening it again would destroy the one in use as "half-made". One
+            # still being opened holds the redelivery in the bus until it is done.
             return
-        self._opening[event.run_id] = done = asyncio.Event()
-        try:
-            await self._open(event, delivery)
-        finally:
-            del self._opening[event.run_id]
-            done.set()
+        await self._open(event, delivery)
 
     async def _open(self, event: RunRequested, delivery: Delivery) -> None:
         assert event.run_id is not None
