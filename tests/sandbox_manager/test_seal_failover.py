@@ -4,11 +4,13 @@ once, and the owner, should it come back after all, does not seal it any more.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
+from assay_sandbox_manager.failover import SealWatch
 from assay_sandbox_manager.handlers import SandboxService
 from assay_sandbox_manager.service import build
 from assay_schemas import ArtifactsSealed, RunFailed, SandboxReady
@@ -88,3 +90,53 @@ async def test_a_seal_owed_by_a_gone_instance_is_declared_lost_once(
         for name, service in services.items():
             if name not in stopped:
                 await service.stop()
+
+
+def _ready_on(bus: Bus, instance: str, run_id: str) -> SandboxReady:
+    return SandboxReady(
+        event_id=SandboxReady.id_for(run_id), campaign_id="c1", run_id=run_id, task_id="t1",
+        sandbox_id=run_id, backend="bubblewrap", instance=instance, image_digest="d",
+        workspace=[], producer=bus.producer,
+    )  # fmt: skip
+
+
+async def test_a_restarted_watcher_still_watches_what_it_watched(bus: Bus, tmp_path: Path) -> None:
+    kept = tmp_path / "state" / "seal-watch.json"
+    first = SealWatch(bus, "b", interval_s=0.2, grace_s=1.0, path=kept)
+    first.start()
+    first.watch(_ready_on(bus, "gone", "r1"), finished(bus, "r1"))
+    await first.stop()  # before any sweep could declare it: only the kept file knows
+    assert kept.is_file()
+
+    again = SealWatch(bus, "b", interval_s=0.2, grace_s=1.0, path=kept)
+    again.start()
+    try:
+        assert again.owed == 1
+        events = await wait_for_events(bus, lambda evs: bool(_seal_failures(evs)), timeout=30)
+        [lost] = _seal_failures(events)
+        assert lost.run_id == "r1" and "sandbox-manager gone" in lost.error
+    finally:
+        await again.stop()
+    assert again.owed == 0
+    # What was settled is not kept: a restart after it watches nothing.
+    reread = SealWatch(bus, "b", path=kept)
+    reread.load()
+    assert reread.owed == 0
+
+
+async def test_a_damaged_watch_file_costs_only_what_does_not_read(bus: Bus, tmp_path: Path) -> None:
+    kept = tmp_path / "seal-watch.json"
+    kept.write_text("{not json")
+    watch = SealWatch(bus, "b", path=kept)
+    watch.load()  # a warning, not a crash
+    assert watch.owed == 0
+
+    good = SealWatch(bus, "b", path=kept)
+    good.watch(_ready_on(bus, "gone", "r2"), finished(bus, "r2"))
+    good.save()
+    entries = json.loads(kept.read_text())
+    entries += [{"ended": {"event_type": "Nonsense"}, "campaign_id": "c1", "owner": "x"}, 7]
+    kept.write_text(json.dumps(entries))
+    watch = SealWatch(bus, "b", path=kept)
+    watch.load()
+    assert watch.owed == 1

@@ -10,18 +10,22 @@ ends they do not own until the seal appears; when the owner stays unreachable fo
 fixed by the run, so watchers that declare it together log it once.
 
 The owner answers a liveness request on its own subject (`ALIVE`); "no responders" from
-NATS means no process of that instance is connected. The watch lives in memory: a watcher
-that restarts forgets it, which leaves a run unsealed only when the owner is also gone.
+NATS means no process of that instance is connected. The watch is kept in the instance's
+state folder at every sweep that changed it and at stop, and read back at start: a watcher
+that restarts still watches what it watched (a crash loses at most one interval's new runs).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import NamedTuple
 
 from assay.bus import Bus
@@ -34,6 +38,7 @@ from assay_schemas import (
     RunFailed,
     RunHistory,
     SandboxReady,
+    parse_event,
     same_run,
 )
 
@@ -72,7 +77,10 @@ class SealWatch:
     grace_s: float = 60.0
     """How long an owner must stay unreachable before its seals are declared lost: longer
     than a NATS node's failover, so a reconnecting owner is not taken for dead."""
+    path: Path | None = None
+    """Where the watch is kept across restarts; None: in memory only."""
     _owed: dict[str, _Owed] = field(default_factory=dict)
+    _changed: bool = False
     _down_since: dict[str, float] = field(default_factory=dict)
     _task: asyncio.Task[None] | None = None
 
@@ -86,7 +94,9 @@ class SealWatch:
         sandbox."""
         if ready is None or ended.run_id is None or ready.instance == self.instance:
             return
-        self._owed.setdefault(ended.run_id, _Owed(ended.campaign_id, ready.instance, ended))
+        if ended.run_id not in self._owed:
+            self._owed[ended.run_id] = _Owed(ended.campaign_id, ready.instance, ended)
+            self._changed = True
 
     async def alive(self, owner: str) -> bool:
         """Whether some process of instance `owner` answers on the bus now."""
@@ -114,13 +124,58 @@ class SealWatch:
             )
             if history.seal is not None or seal_declared_lost(history.failures):
                 del self._owed[run_id]
+                self._changed = True
                 continue
             down = self._down_since.get(owed.owner)
             if down is not None and now - down >= self.grace_s:
                 await self._declare_lost(owed, now - down)
                 del self._owed[run_id]
+                self._changed = True
                 lost.append(run_id)
+        self.save()
         return lost
+
+    def save(self) -> None:
+        """Keep the watch in `path` if it changed since last kept (written whole, then
+        renamed in: a crash mid-write leaves the previous copy)."""
+        if self.path is None or not self._changed:
+            return
+        owed = [
+            {
+                "campaign_id": o.campaign_id,
+                "owner": o.owner,
+                "ended": o.ended.model_dump(mode="json"),
+            }
+            for o in self._owed.values()
+        ]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        staging = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        staging.write_text(json.dumps(owed))
+        staging.replace(self.path)
+        self._changed = False
+
+    def load(self) -> None:
+        """Watch again what `path` kept. An entry that does not read is dropped with a
+        warning (the file is this instance's own; a damaged one must not stop the service)."""
+        if self.path is None or not self.path.is_file():
+            return
+        try:
+            entries = json.loads(self.path.read_text())
+            if not isinstance(entries, list):
+                raise ValueError("not a list")
+        except (OSError, ValueError) as e:
+            log.warning("seal watch: %s does not read (%s); starting empty", self.path, e)
+            return
+        for entry in entries:
+            try:
+                ended = parse_event(entry["ended"])
+                if ended.run_id is None:
+                    raise ValueError("an end of run without a run")
+                owed = _Owed(str(entry["campaign_id"]), str(entry["owner"]), ended)
+            except Exception as e:  # any damage: that entry only
+                log.warning("seal watch: an entry of %s does not read: %s", self.path, e)
+                continue
+            self._owed.setdefault(ended.run_id, owed)
 
     async def _declare_lost(self, owed: _Owed, down_s: float) -> None:
         assert owed.ended.run_id is not None
@@ -143,16 +198,18 @@ class SealWatch:
         )
 
     def start(self) -> None:
-        """Sweep every interval_s on the running loop until `stop`."""
+        """Watch what was kept, then sweep every interval_s on the running loop until `stop`."""
+        self.load()
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
     async def stop(self) -> None:
-        """Stop sweeping."""
+        """Stop sweeping; keep the watch."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        self.save()
 
     async def _loop(self) -> None:
         while True:

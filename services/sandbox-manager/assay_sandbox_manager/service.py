@@ -54,7 +54,7 @@ def build(
         store=store or open_store(settings),
         backends=backends if backends is not None else make_backends(settings),
         instance=instance,
-        seal_watch=SealWatch(bus, instance),
+        seal_watch=SealWatch(bus, instance, path=settings.instance_state / "seal-watch.json"),
     )
     mine = {"instance": instance}
     workers = settings.sandbox_concurrency
