@@ -56,7 +56,13 @@ def _frame(body: bytes) -> bytes:
 
 def test_a_well_formed_reply_decodes() -> None:
     r = wire.parse_reply(_reply_body(3, b"out", b"err", b"new", b"k1-2"), 4096)
-    assert (r.exit_code, r.stdout, r.stderr, r.restarted, r.kernel_id) == (3, b"out", b"err", "new", "k1-2")
+    assert (r.exit_code, r.stdout, r.stderr, r.restarted, r.kernel_id) == (
+        3,
+        b"out",
+        b"err",
+        "new",
+        "k1-2",
+    )
 
 
 @pytest.mark.parametrize(
@@ -78,9 +84,18 @@ def test_malformed_replies_are_a_lost_resident(body: bytes, says: str) -> None:
         wire.parse_reply(body, 4096)
 
 
-@pytest.mark.parametrize("raw", [b"", b"[]", b"{", b'{"exit_code": "0", "figures": []}',
-                                 b'{"exit_code": true, "figures": []}', b'{"exit_code": 0, "figures": [1]}',
-                                 b"[" * 100000])  # fmt: skip
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"[]",
+        b"{",
+        b'{"exit_code": "0", "figures": []}',
+        b'{"exit_code": true, "figures": []}',
+        b'{"exit_code": 0, "figures": [1]}',
+        b"[" * 100000,
+    ],
+)
 def test_a_malformed_kernel_answer_is_refused(raw: bytes) -> None:
     assert wire.kernel_answer(raw) is None
 
@@ -141,13 +156,16 @@ class _Hostile(ResidentExec):
 def test_a_resident_of_another_version_is_named(tmp_path: Path) -> None:
     other = struct.pack(">I", 8) + b"ASRS" + struct.pack(">I", 99)
     be = _Hostile(tmp_path, [other])
-    with pytest.raises(ResidentUnavailable, match=f"protocol version 99, this sandbox-manager version {wire.PROTO_VERSION}"):
+    with pytest.raises(
+        ResidentUnavailable,
+        match=f"protocol version 99, this sandbox-manager version {wire.PROTO_VERSION}",
+    ):
         be.exec("sb", "true")
     assert "sb" not in be._residents
 
 
 def test_a_resident_without_a_hello_is_unavailable(tmp_path: Path) -> None:
-    be = _Hostile(tmp_path, [_frame(b"{\"ready\": true}")])
+    be = _Hostile(tmp_path, [_frame(b'{"ready": true}')])
     with pytest.raises(ResidentUnavailable, match="no hello"):
         be.exec("sb", "true")
 
@@ -160,7 +178,9 @@ def test_a_resident_without_a_hello_is_unavailable(tmp_path: Path) -> None:
         (_frame(b"\x00garbage"), "malformed reply"),
     ],
 )
-def test_a_hostile_reply_loses_the_resident_and_says_why(tmp_path: Path, bad: bytes, says: str) -> None:
+def test_a_hostile_reply_loses_the_resident_and_says_why(
+    tmp_path: Path, bad: bytes, says: str
+) -> None:
     be = _Hostile(tmp_path, [HELLO, _frame(_reply_body(0, b"fine\n")), bad])
     first = be.exec("sb", "true")
     assert (first.exit_code, first.stdout) == (0, b"fine\n")
@@ -192,13 +212,21 @@ def test_the_resident_survives_malformed_requests(rootfs: Path) -> None:
     # In a PID namespace of its own, as in a sandbox: a timeout's kill(-1) must not reach
     # the host's processes.
     proc = subprocess.Popen(
-        ["unshare", "--pid", "--fork", "--kill-child", str(binary), "18080",
-         "/nonexistent/gateway.sock", "/nonexistent/kernel.py"],
+        [
+            "unshare",
+            "--pid",
+            "--fork",
+            "--kill-child",
+            str(binary),
+            "18080",
+            "/nonexistent/gateway.sock",
+            "/nonexistent/kernel.py",
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         cwd="/",
         start_new_session=True,
-    )  # fmt: skip
+    )
     chan = PipeChannel(proc)
     deadline = time.monotonic() + 30
 
@@ -215,12 +243,31 @@ def test_the_resident_survives_malformed_requests(rootfs: Path) -> None:
             _frame(b""),  # no op at all
             _frame(struct.pack(">BII", 9, 4096, 1000)),  # unknown op
             _frame(head + b"\x00" + _blob(b"") + struct.pack(">I", 0xFFFFFFFF)),  # argc 4G
-            _frame(head + b"\x00" + _blob(b"") + struct.pack(">I", 1) + struct.pack(">I", 0x7FFFFFFF)),
+            _frame(
+                head + b"\x00" + _blob(b"") + struct.pack(">I", 1) + struct.pack(">I", 0x7FFFFFFF)
+            ),
             _frame(head + b"\x00" + _blob(b"") + struct.pack(">I", 1) + _blob(b"ec\x00ho")),  # NUL
-            _frame(head + b"\x00" + _blob(b"") + struct.pack(">I", 1) + _blob(b"true")
-                   + struct.pack(">I", 1) + _blob(b"A=B") + _blob(b"v") + _blob(b"")),  # fmt: skip
-            _frame(head + b"\x00" + _blob(b"") + struct.pack(">I", 1) + _blob(b"true")
-                   + struct.pack(">I", 0) + _blob(b"") + b"trailing"),  # fmt: skip
+            _frame(
+                head
+                + b"\x00"
+                + _blob(b"")
+                + struct.pack(">I", 1)
+                + _blob(b"true")
+                + struct.pack(">I", 1)
+                + _blob(b"A=B")
+                + _blob(b"v")
+                + _blob(b"")
+            ),
+            _frame(
+                head
+                + b"\x00"
+                + _blob(b"")
+                + struct.pack(">I", 1)
+                + _blob(b"true")
+                + struct.pack(">I", 0)
+                + _blob(b"")
+                + b"trailing"
+            ),
             _frame(struct.pack(">BII", 2, 4096, 1000) + b"\x00" + struct.pack(">I", 0xFFFFFFF0)),
         ]
         for attack in attacks:

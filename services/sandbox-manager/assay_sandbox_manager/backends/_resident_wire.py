@@ -186,7 +186,9 @@ class _Reader:
     def blob(self, limit: int, what: str) -> bytes:
         n = self.num(">I", what)
         if n > limit:
-            raise ResidentLost(f"malformed reply from the resident: {what} of {n} bytes (max {limit})")
+            raise ResidentLost(
+                f"malformed reply from the resident: {what} of {n} bytes (max {limit})"
+            )
         return self.take(n, what)
 
     def text(self, limit: int, what: str) -> str:
@@ -208,9 +210,13 @@ def parse_reply(body: bytes, cap: int) -> Reply:
     kernel_id = r.text(64, "kernel id")
     kernel_reply = r.blob(_MAX_KERNEL_REPLY, "kernel reply")
     if r.pos != len(body):
-        raise ResidentLost(f"malformed reply from the resident: {len(body) - r.pos} bytes past its end")
+        raise ResidentLost(
+            f"malformed reply from the resident: {len(body) - r.pos} bytes past its end"
+        )
     if flags & ~1 or restarted not in _RESTARTED:
-        raise ResidentLost(f"malformed reply from the resident: flags {flags}, restarted {restarted!r}")
+        raise ResidentLost(
+            f"malformed reply from the resident: flags {flags}, restarted {restarted!r}"
+        )
     return Reply(exit_code, bool(flags & 1), out, out_dropped, err, err_dropped, restarted,
                  kernel_id, kernel_reply)  # fmt: skip
 
