@@ -378,6 +378,11 @@ static const char *which(const char *name, char *const envp[], char *buf, size_t
     }
 }
 
+/* Between requests the resident sits in "/": no folder of the workspace is kept busy. */
+static void back_to_root(void) {
+    if (chdir("/")) die("chdir /");
+}
+
 /* posix_spawn in a new session with fds as 0, 1, 2 (and extra as 3), default signals. */
 static int spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], const int fds[3], int extra) {
     posix_spawn_file_actions_t fa;
@@ -493,8 +498,9 @@ static char **merged_env(struct cursor *c, struct arena *a) {
     char **env = calloc(own + envc + 1, sizeof *env), **extra = env + own;
     if (!env) return NULL;
     for (uint32_t i = 0; i < envc; i++) {
-        char *key = get_str(c, a), *value = get_str(c, a);
-        if (c->bad || !*key || strchr(key, '=')) {
+        char *key = get_str(c, a);
+        bool has_value = get_str(c, a) != NULL; /* copied right after the key */
+        if (!has_value || !*key || strchr(key, '=')) {
             c->bad = true; /* "a=b" as a name would set another variable */
             free(env);
             return NULL;
@@ -502,7 +508,6 @@ static char **merged_env(struct cursor *c, struct arena *a) {
         /* key and value sit side by side in the arena: the NUL between becomes '='. */
         key[strlen(key)] = '=';
         extra[i] = key;
-        (void)value;
     }
     size_t n = 0;
     for (size_t i = 0; i < own; i++) {
@@ -537,6 +542,13 @@ static void finish_exec(struct request *rq, pid_t pid, int out_r, int err_r, int
     send_reply(&r);
 }
 
+/* A pipe for the stdin the request gives, else /dev/null; nonzero on failure (errno). */
+static int open_stdin(bool given, int in[2]) {
+    if (given) return pipe2(in, O_CLOEXEC);
+    in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return in[0] < 0;
+}
+
 static void do_exec(struct request *rq, struct arena *a) {
     struct cursor *c = &rq->c;
     uint8_t flags = get_u8(c);
@@ -558,18 +570,16 @@ static void do_exec(struct request *rq, struct arena *a) {
     const char *path = which(argv[0], env, found, sizeof found);
     int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1};
     pid_t pid = 0;
-    int rc = ENOENT;
-    if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) rc = errno;
-    else if (flags & 1 ? pipe2(in, O_CLOEXEC) : (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) rc = errno;
+    int rc;
+    if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || open_stdin(flags & 1, in)) rc = errno;
     else if (!path) rc = -1;
     else if (chdir(*cwd ? cwd : "/workspace")) {
+        /* chdir here, not in the child: a missing folder is said as such, not as the program. */
         rc = errno;
         path = *cwd ? cwd : "/workspace";
     } else {
-        /* chdir here, not in the child: a missing folder is said as such, not as the program. */
         rc = spawn(&pid, path, argv, env, (int[3]){in[0], out[1], err[1]}, -1);
-        if (chdir("/")) {
-        }
+        back_to_root();
     }
     close_fd(&out[1]), close_fd(&err[1]), close_fd(&in[0]);
     if (rc) {
@@ -610,8 +620,7 @@ static int start_kernel(void) {
     char *argv[] = {(char *)python, (char *)kernel_script, NULL};
     pid_t pid;
     int rc = chdir("/workspace") ? errno : spawn(&pid, python, argv, environ, (int[3]){null, null, null}, sv[1]);
-    if (chdir("/")) {
-    }
+    back_to_root();
     close(null);
     close(sv[1]);
     if (rc) {
