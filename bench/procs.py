@@ -185,7 +185,7 @@ class Sampler:
         for tree in trees:
             kept = []
             for pid in tree:
-                kind = _kind(pid, procs[pid].comm)
+                kind = _kind(procs[pid].comm)
                 if kind:
                     self.last_own[pid] = (kind, procs[pid].own_s)
                     kept.append(pid)
@@ -196,14 +196,8 @@ class Sampler:
             self.peak_live, self.sandbox_rss, self.sandbox_pss = len(rss), rss, pss
 
 
-def _kind(pid: int, comm: str) -> str:
+def _kind(comm: str) -> str:
     """bwrap, resident, or "" (an agent's command, or a start not yet exec'd)."""
-    if comm == "bwrap":
-        return "bwrap"
-    if comm.startswith("python"):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return ""
-        return "resident" if b"/run/assay/resident.py" in cmdline else ""
+    if comm in ("bwrap", "resident"):
+        return comm
     return ""

@@ -2,7 +2,7 @@
 # What `make run` and `make test` need from this machine, set up when missing; quick when
 # everything is already there (each step checks first and says what it does).
 #
-#   scripts/setup-host.sh run    # python3-venv, bubblewrap, the sandbox runtime (cached by recipe hash)
+#   scripts/setup-host.sh run    # python3-venv, bubblewrap, gcc + static libc, the sandbox runtime (cached by recipe hash)
 #   scripts/setup-host.sh test   # + Docker engine and compose, chromium, kubectl, node and npm, the sandbox image
 #
 # As root, missing Debian packages are installed; otherwise the exact command is printed and
@@ -15,7 +15,8 @@ export DEBIAN_FRONTEND=noninteractive
 say() { printf '== setup (%s): %s\n' "$MODE" "$*" >&2; }
 
 # command -> Debian package, for the commands this mode needs.
-declare -A NEED=([bwrap]=bubblewrap [prlimit]=util-linux [debootstrap]=debootstrap)
+# The rootfs build compiles the sandbox's resident (deploy/sandbox/resident.c) static.
+declare -A NEED=([bwrap]=bubblewrap [prlimit]=util-linux [debootstrap]=debootstrap [cc]=gcc)
 if [[ "$MODE" == test ]]; then
   # The local model (llama.cpp) is compiled once: cmake and a C++ compiler. Node.js and npm
   # run the publisher example of examples/clients/node.
@@ -37,6 +38,8 @@ for cmd in "${!NEED[@]}"; do
 done
 # Debian splits venv support out of python3; `make install` needs it.
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+# A static libc for `cc -static` (no command names it: its archive does).
+dpkg -s libc6-dev >/dev/null 2>&1 || missing+=(libc6-dev)
 if ((${#missing[@]})); then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   cmd="apt-get install -y --no-install-recommends ${missing[*]}"

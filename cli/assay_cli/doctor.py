@@ -94,10 +94,13 @@ def check_runtime() -> Check:
         if p.is_dir() and p.suffix != ".tmp" and ".tmp." not in p.name
     )
     seen = f"; cached: {', '.join(stale)} (other recipes)" if stale else ""
+    fix = _sudo("make sandbox-rootfs") + " (a few minutes, once per recipe)"
+    if shutil.which("cc") is None:
+        # The build compiles the sandbox's resident (deploy/sandbox/resident.c) static.
+        fix = _sudo("apt-get install -y gcc libc6-dev") + ", then " + fix
     return Check(
-        "sandbox runtime", False, f"no rootfs for recipe {recipe_hash()} at {root}{seen}",
-        _sudo("make sandbox-rootfs") + " (a few minutes, once per recipe)",
-    )  # fmt: skip
+        "sandbox runtime", False, f"no rootfs for recipe {recipe_hash()} at {root}{seen}", fix
+    )
 
 
 @dataclass(frozen=True)

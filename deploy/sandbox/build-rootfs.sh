@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build the Assay sandbox runtime root filesystem (Debian bookworm, minbase + the
-# scientific Python stack from Debian packages), cached under a key derived from this
-# script's content: editing the recipe yields a new key, an unchanged recipe is a no-op.
+# scientific Python stack from Debian packages, and the resident compiled from resident.c
+# beside this script), cached under a key derived from both files' content: editing the
+# recipe yields a new key, an unchanged recipe is a no-op. Needs debootstrap, a C compiler
+# and a static libc (gcc, libc6-dev) on the build host.
 #
 #   deploy/sandbox/build-rootfs.sh            # build if missing, print the rootfs path
 #   deploy/sandbox/build-rootfs.sh --hash     # print the recipe hash only
@@ -11,8 +13,10 @@
 set -euo pipefail
 
 SCRIPT="$(readlink -f "${BASH_SOURCE[0]}")"
-# The key must match assay.sandbox_manager.runtime.recipe_hash(): sha256 of this file, 16 hex.
-HASH="$(sha256sum "$SCRIPT" | cut -c1-16)"
+RESIDENT_SRC="$(dirname "$SCRIPT")/resident.c"
+# The key must match assay_sandbox_manager.runtime.recipe_hash(): sha256 of this file then
+# resident.c, 16 hex.
+HASH="$(cat "$SCRIPT" "$RESIDENT_SRC" | sha256sum | cut -c1-16)"
 if [[ "${1:-}" == "--hash" ]]; then echo "$HASH"; exit 0; fi
 
 CACHE="${ASSAY_SANDBOX_CACHE:-/var/cache/assay}"
@@ -38,12 +42,18 @@ MIRROR="${MIRROR:-http://deb.debian.org/debian}"
 
 mkdir -p "$CACHE"
 TMP="$(mktemp -d "$CACHE/rootfs-$HASH.tmp.XXXXXX")"
+RESIDENT="$(mktemp "$CACHE/resident-$HASH.XXXXXX")"
 cleanup() {
   for m in proc sys dev/pts dev; do umount -l "$TMP/$m" 2>/dev/null || true; done
   # --one-file-system: should an unmount have failed, never delete the host's /dev.
   rm -rf --one-file-system "$TMP"
+  rm -f "$RESIDENT"
 }
 trap cleanup EXIT
+
+# The resident (each sandbox's PID 1): static, so it runs on the rootfs's libc or any
+# image's. Compiled first: a broken build fails before minutes of debootstrap.
+cc -std=c11 -O2 -static -Wall -Wextra -Werror -pthread -o "$RESIDENT" "$RESIDENT_SRC"
 
 echo "build-rootfs: debootstrap bookworm from $MIRROR into $TMP" >&2
 debootstrap --variant=minbase bookworm "$TMP" "$MIRROR" >&2
@@ -71,9 +81,11 @@ rm -rf --one-file-system "$TMP"/var/lib/apt/lists/* "$TMP"/var/cache/apt/*.bin "
 # debootstrap copies the build host's name in; the sandbox gets a neutral one.
 echo sandbox > "$TMP/etc/hostname"
 printf '127.0.0.1 localhost sandbox\n::1 localhost\n' > "$TMP/etc/hosts"
+install -D -o root -g root -m 0755 "$RESIDENT" "$TMP/usr/libexec/assay/resident"
 echo "$HASH" > "$TMP/.assay-rootfs-complete"
 
 rm -rf "$OUT"
 mv "$TMP" "$OUT"
+rm -f "$RESIDENT"
 trap - EXIT
 echo "$OUT"

@@ -155,8 +155,8 @@ def test_commands_run_with_descriptors_past_fd_setsize(
 
 
 def test_text_and_bytes_cross_the_channel_unchanged(backend: SandboxBackend, sandbox: str) -> None:
-    # The resident parses requests with json's C scanner (no json import): non-ASCII text
-    # arrives \u-escaped, bytes as base64, and both come back as they were.
+    # Requests carry text as UTF-8 and bytes as they are, length-prefixed: every byte and
+    # every character comes back as it was.
     every_byte = bytes(range(256)) * 4
     res = backend.exec(
         sandbox,
@@ -181,7 +181,7 @@ def test_idle_resident_sleeps_and_still_reaps_orphans(
     # bubblewrap the resident, woken by SIGCHLD; on Docker the container's init).
     res = backend.exec(sandbox, "for i in 1 2 3 4 5; do (sleep 0.2 &) ; done >/dev/null 2>&1")
     assert res.exit_code == 0, res
-    found = backend.exec(sandbox, "grep -l [r]esident.py /proc/[0-9]*/cmdline").stdout.split()
+    found = backend.exec(sandbox, "grep -l [a]ssay/resident /proc/[0-9]*/cmdline").stdout.split()
     [pid] = {path.split(b"/")[2] for path in found if path.split(b"/")[2] != b"self"}
     if backend.name == "bubblewrap":
         assert pid == b"1", "the resident is the sandbox's PID 1"
@@ -206,18 +206,13 @@ def test_a_kernel_dying_mid_cell_is_said_at_once(backend: SandboxBackend, sandbo
     assert (again.exit_code, again.stdout, again.restarted) == (0, b"2\n", "crashed"), again
 
 
-def test_the_resident_loads_its_bytecode(backend: SandboxBackend, sandbox: str) -> None:
-    import sys
-
-    tag = backend.exec(
-        sandbox, ["python3", "-c", "import sys; print(sys.implementation.cache_tag)"]
-    )
-    if tag.stdout.decode().strip() != sys.implementation.cache_tag:
-        pytest.skip("the sandbox's python3 is another version: it compiles the source")
-    probe = "import sys; sys.path.append('/run/assay'); import resident_serve"
-    res = backend.exec(
-        sandbox, f'python3 -I -S -v -c "{probe}" 2>&1 | grep "code object from .*resident"'
-    )
-    assert res.exit_code == 0, res
-    for module in ("resident_serve", "resident_wire"):
-        assert f"code object from '/run/assay/__pycache__/{module}.".encode() in res.stdout, res
+def test_an_idle_resident_holds_under_2_mib(backend: SandboxBackend, sandbox: str) -> None:
+    """The resident is a static C program: a live sandbox costs far less than an
+    interpreter's floor (~8 MiB RSS). Measured from /proc after a few commands."""
+    for command in ("true", "echo hi", ["ls", "/"]):
+        assert backend.exec(sandbox, command).exit_code == 0
+    found = backend.exec(sandbox, "grep -l [a]ssay/resident /proc/[0-9]*/cmdline").stdout.split()
+    [pid] = {path.split(b"/")[2] for path in found if path.split(b"/")[2] != b"self"}
+    status = backend.exec(sandbox, ["cat", f"/proc/{pid.decode()}/status"]).stdout.decode()
+    rss_kib = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("VmRSS:")))
+    assert rss_kib < 2048, f"the resident holds {rss_kib} KiB"

@@ -1,7 +1,8 @@
 """The sandbox runtime: the cached Debian rootfs and the Docker image imported from it.
 
-Both are keyed by the recipe hash (sha256 of ``deploy/sandbox/build-rootfs.sh``, 16 hex),
-so an edited recipe builds a new runtime and an unchanged one is reused.
+Both are keyed by the recipe hash (sha256 of ``deploy/sandbox/build-rootfs.sh`` followed by
+the resident's source, ``resident.c`` beside it; 16 hex), so an edited recipe builds a new
+runtime and an unchanged one is reused.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ __all__ = [
 
 
 def recipe_path() -> Path:
-    """The rootfs build script (ASSAY_SANDBOX_RECIPE overrides the repo copy)."""
+    """The rootfs build script (ASSAY_SANDBOX_RECIPE overrides the repo copy); the
+    resident's source, resident.c, is beside it."""
     env = os.environ.get("ASSAY_SANDBOX_RECIPE")
     if env:
         return Path(env)
@@ -37,7 +39,9 @@ def recipe_path() -> Path:
 
 def recipe_hash() -> str:
     """The cache key of the runtime: must equal ``build-rootfs.sh --hash``."""
-    return hashlib.sha256(recipe_path().read_bytes()).hexdigest()[:16]
+    script = recipe_path()
+    both = script.read_bytes() + script.with_name("resident.c").read_bytes()
+    return hashlib.sha256(both).hexdigest()[:16]
 
 
 def sandbox_cache() -> Path:

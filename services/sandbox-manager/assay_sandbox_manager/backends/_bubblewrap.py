@@ -74,7 +74,8 @@ def _join_failure(status: int, errors: Path) -> str:
 
 
 def _gateway_mount(sandbox_id: str, spec: SandboxSpec) -> list[str]:
-    """bwrap arguments binding the run's model gateway folder (see _gateway_inside.py)."""
+    """bwrap arguments binding the run's model gateway folder (the resident forwards
+    127.0.0.1:GATEWAY_PORT to its socket, see deploy/sandbox/resident.c)."""
     folder = gateway_folder(sandbox_id, spec, foreign_uid=os.geteuid() == 0)
     return [] if folder is None else ["--ro-bind", str(folder), GATEWAY_MOUNT]
 

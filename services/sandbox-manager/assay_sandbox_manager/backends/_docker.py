@@ -7,6 +7,8 @@ capabilities, no-new-privileges, uid 1000, cgroup memory/CPU/pids limits. /works
 disk quota, file access and the copies for a seal are host-side and identical on both backends. A
 program agent's gateway folder, runtime extension and bundle are bound read-only as on bubblewrap
 (see _mounts.py): the resident forwards the container's own loopback to the gateway socket.
+The resident is the rootfs's static program: an image imported from the rootfs has it, and
+where the host has the current rootfs its copy is bound over any image's (see _resident_bind).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import docker.errors
 from docker.types import Ulimit
 
 from ..extension import EXTENSION_ENV, EXTENSION_MOUNT
+from ..runtime import default_rootfs
 from ._bubblewrap import SANDBOX_ENV
 from ._errors import SandboxBackendUnavailable, SandboxError, SandboxNotFound
 from ._hostdirs import HostDirs, SandboxMeta, WorkspaceFiles, check_sandbox_id
@@ -29,6 +32,7 @@ from ._models import SandboxInfo, SandboxSpec
 from ._mounts import GATEWAY_MOUNT, gateway_folder, opt_binds
 from ._resident import (
     RESIDENT_ARGV,
+    RESIDENT_BINARY,
     RESIDENT_DIR,
     Channel,
     DockerChannel,
@@ -46,6 +50,21 @@ _INTERNAL = (LABEL, ID_LABEL, STATE_LABEL)
 # PID 1 is a shell that reaps orphans; PID 1 is immune to `kill -9 -1`, which the timeout
 # sweep uses to kill every other process in the container.
 _KEEPALIVE = ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"]
+
+
+def _resident_bind(sandbox_id: str, image: str) -> dict[str, dict[str, str]]:
+    """The host rootfs's resident, bound read-only at its place in any image: it speaks this
+    service's protocol whatever the image holds. Without a host rootfs, only an image
+    imported from one (assay-sandbox) has a resident."""
+    host = default_rootfs() / RESIDENT_BINARY.lstrip("/")
+    if host.is_file():
+        return {str(host): {"bind": RESIDENT_BINARY, "mode": "ro"}}
+    if image.split(":", 1)[0].endswith("assay-sandbox"):
+        return {}
+    raise SandboxBackendUnavailable(
+        f"sandbox {sandbox_id}: image {image} has no resident and this host no rootfs "
+        f"({host} missing) to bind one from: run deploy/sandbox/build-rootfs.sh"
+    )
 
 
 class DockerBackend(WorkspaceFiles, ResidentExec):
@@ -84,6 +103,7 @@ class DockerBackend(WorkspaceFiles, ResidentExec):
         binds = {str(host): {"bind": inside, "mode": "ro"} for inside, host in opt.items()}
         if gateway is not None:
             binds[str(gateway)] = {"bind": GATEWAY_MOUNT, "mode": "ro"}
+        binds.update(_resident_bind(sandbox_id, spec.image))
         meta = self.dirs.prepare(sandbox_id, "docker", spec, labels, 1000, 1000)
         scripts = install_scripts(self.dirs.mount(sandbox_id))
         mb = 1024 * 1024

@@ -1,8 +1,9 @@
 """The Python kernel inside a sandbox: one interpreter whose globals persist across cells.
 
-Started by the resident (resident.py) with a unix socket as fd 3. Each cell arrives as a
-message with three pipes passed as file descriptors (code in, stdout, stderr); the reply
-is the cell's exit code and the figures it saved. Standard library only.
+Started by the resident (deploy/sandbox/resident.c) with a unix socket as fd 3. Each cell
+arrives as a message with three pipes passed as file descriptors (code in, stdout,
+stderr); the reply is the cell's exit code and the figures it saved, as JSON, which the
+resident passes to the host unread. Standard library only.
 """
 
 from __future__ import annotations

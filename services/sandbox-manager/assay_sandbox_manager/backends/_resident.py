@@ -1,4 +1,5 @@
-"""Host end of the resident process each sandbox runs (see _resident_inside.py, its inside end).
+"""Host end of the resident process each sandbox runs (deploy/sandbox/resident.c, a static
+program in the rootfs; _resident_wire.py holds the wire both ends speak).
 
 A backend starts the resident once per sandbox (lazily, so a restarted service starts a
 fresh one) and keeps a channel to it; every command and Python cell is one request on
@@ -7,9 +8,7 @@ that channel. Requests to one sandbox are served one at a time.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
 import logging
 import math
 import os
@@ -30,50 +29,54 @@ from ._hostdirs import HostDirs, SandboxMeta
 from ._models import ExecResult, PythonResult
 from ._procs import limit_from_status
 from ._resident_scripts import install_scripts
+from ._resident_wire import (
+    MAX_CAP,
+    MAX_REPLY,
+    Reply,
+    ResidentGone,
+    ResidentLost,
+    ResidentMismatch,
+    ResidentUnavailable,
+    check_hello,
+    exec_request,
+    kernel_answer,
+    lost_reply,
+    parse_reply,
+    python_request,
+)
 
 __all__ = [
     "RESIDENT_ARGV",
+    "RESIDENT_BINARY",
     "RESIDENT_DIR",
     "DockerChannel",
     "PipeChannel",
     "ResidentExec",
     "ResidentGone",
     "ResidentLost",
+    "ResidentMismatch",
+    "ResidentUnavailable",
     "install_scripts",
 ]
 
 log = logging.getLogger("assay_sandbox_manager.resident")
 
 RESIDENT_DIR = "/run/assay"
-"""Where the scripts are mounted (read-only) inside every sandbox."""
+"""Where kernel.py is mounted (read-only) inside every sandbox."""
+RESIDENT_BINARY = "/usr/libexec/assay/resident"
+"""The resident in the rootfs (build-rootfs.sh compiles it there)."""
 RESIDENT_ARGV = [
-    "python3",
-    "-I",
-    "-S",  # no site: the resident needs only the standard library
-    f"{RESIDENT_DIR}/resident.py",
+    RESIDENT_BINARY,
     str(GATEWAY_PORT),
     f"{GATEWAY_MOUNT}/{GATEWAY_SOCKET}",
+    f"{RESIDENT_DIR}/kernel.py",
 ]
-"""The resident and where it forwards the model gateway (it cannot import assay_schemas)."""
+"""The resident, where it forwards the model gateway and the Python kernel it starts."""
 _GRACE_S = 5.0
 """How long past a command's timeout the resident may take to answer before the host
 kills it (and with it, on bubblewrap, the whole sandbox)."""
-_MAX_REPLY = 64 * 1024 * 1024
 _RESTART_PAUSE_S = 0.25
 """Before the one new start of a resident gone on start: a passing host fault may clear."""
-
-
-class ResidentLost(SandboxError):
-    """The resident stopped answering (killed, or past its deadline)."""
-
-
-class ResidentGone(ResidentLost):
-    """The resident was already gone when a request was written: nothing was delivered."""
-
-
-class ResidentUnavailable(SandboxError):
-    """A new resident died before its first answer: the sandbox cannot run commands here
-    (a platform fault, e.g. a container that forbids mounting /proc), not the agent's."""
 
 
 class Channel(Protocol):
@@ -194,13 +197,12 @@ class DockerChannel:
         self.sock.close()
 
 
-def _receive(chan: Channel, deadline: float) -> dict[str, Any]:
-    """One message from the resident."""
+def _receive(chan: Channel, deadline: float) -> bytes:
+    """One frame's body from the resident."""
     size = struct.unpack(">I", chan.read_exact(4, deadline))[0]
-    if size > _MAX_REPLY:
+    if size > MAX_REPLY:
         raise ResidentLost(f"resident sent an oversized reply ({size} bytes)")
-    message: dict[str, Any] = json.loads(chan.read_exact(size, deadline))
-    return message
+    return chan.read_exact(size, deadline)
 
 
 class ResidentExec:
@@ -224,17 +226,16 @@ class ResidentExec:
         self._ready = set()
 
     def _request(
-        self, sandbox_id: str, meta: SandboxMeta, msg: dict[str, Any], timeout: float
-    ) -> dict[str, Any]:
+        self, sandbox_id: str, meta: SandboxMeta, frame: bytes, timeout: float, cap: int
+    ) -> Reply:
         with self._guard:
             lock = self._locks.setdefault(sandbox_id, threading.Lock())
         with lock:
             fresh = sandbox_id not in self._ready
-            body = json.dumps({**msg, "cap": meta.spec.output_cap_bytes}).encode()
             deadline = time.monotonic() + timeout + _GRACE_S
             try:
                 try:
-                    return self._exchange(sandbox_id, meta, body, deadline)
+                    return self._exchange(sandbox_id, meta, frame, deadline, cap)
                 except ResidentGone as e:
                     if not fresh:
                         raise
@@ -245,8 +246,11 @@ class ResidentExec:
                                 sandbox_id, e)  # fmt: skip
                     self._drop_resident(sandbox_id)
                     time.sleep(_RESTART_PAUSE_S)
-                    return self._exchange(sandbox_id, meta, body, deadline)
-            except (ResidentLost, ValueError) as e:
+                    return self._exchange(sandbox_id, meta, frame, deadline, cap)
+            except ResidentMismatch:
+                self._drop_resident(sandbox_id)
+                raise
+            except ResidentLost as e:
                 self._drop_resident(sandbox_id)
                 self._on_lost(sandbox_id)
                 timed_out = time.monotonic() >= deadline
@@ -255,23 +259,24 @@ class ResidentExec:
                         f"sandbox {sandbox_id}: its command server died on start ({e})"
                     ) from e
                 note = f"[assay: the sandbox's command server was lost ({e}); background processes and Python state are gone]\n"
-                return {"exit_code": 137, "timed_out": timed_out, "lost": note}
+                return lost_reply(timed_out, note)
 
     def _exchange(
-        self, sandbox_id: str, meta: SandboxMeta, body: bytes, deadline: float
-    ) -> dict[str, Any]:
+        self, sandbox_id: str, meta: SandboxMeta, frame: bytes, deadline: float, cap: int
+    ) -> Reply:
         """One request and its reply, starting the sandbox's resident when it has none."""
         chan = self._residents.get(sandbox_id)
         if chan is None:
             chan = self._residents[sandbox_id] = self._start_resident(sandbox_id, meta)
         if sandbox_id not in self._ready:
             try:
-                _receive(chan, deadline)  # its hello: from now on it reads requests
+                hello = _receive(chan, deadline)
             except ResidentLost as e:
                 raise ResidentGone(f"resident was never ready: {e}") from e
+            check_hello(sandbox_id, hello)  # from now on it reads requests
             self._ready.add(sandbox_id)
-        chan.write(struct.pack(">I", len(body)) + body)
-        return _receive(chan, deadline)
+        chan.write(frame)
+        return parse_reply(_receive(chan, deadline), cap)
 
     def _drop_resident(self, sandbox_id: str) -> None:
         self._ready.discard(sandbox_id)
@@ -292,25 +297,16 @@ class ResidentExec:
         """Run one command through the sandbox's resident."""
         # Read once per command (a file and a validation): a sandbox's meta never changes.
         meta = self.dirs.meta(sandbox_id)
-        timeout = timeout_s if timeout_s is not None else meta.spec.exec_timeout_s
+        spec = meta.spec
+        timeout = timeout_s if timeout_s is not None else spec.exec_timeout_s
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         if not argv:
             raise SandboxError(f"sandbox {sandbox_id}: empty command")
+        cap = min(spec.output_cap_bytes, MAX_CAP)
         t0 = time.monotonic()
-        reply = self._request(
-            sandbox_id,
-            meta,
-            {
-                "op": "exec",
-                "argv": argv,
-                "env": dict(env or {}),
-                "cwd": cwd,
-                "stdin": base64.b64encode(stdin).decode() if stdin is not None else None,
-                "timeout": timeout,
-            },
-            timeout,
-        )
-        return ExecResult(**_fields(reply, meta.spec.output_cap_bytes, t0))
+        frame = exec_request(sandbox_id, argv, dict(env or {}), cwd, stdin, timeout, cap)
+        reply = self._request(sandbox_id, meta, frame, timeout, cap)
+        return ExecResult(**_fields(reply, reply.exit_code, cap, t0))
 
     def python(
         self,
@@ -323,43 +319,40 @@ class ResidentExec:
     ) -> PythonResult:
         """Run a cell in the sandbox's Python kernel (a new one if reset or kernel_id differs)."""
         meta = self.dirs.meta(sandbox_id)
-        timeout = timeout_s if timeout_s is not None else meta.spec.exec_timeout_s
+        spec = meta.spec
+        timeout = timeout_s if timeout_s is not None else spec.exec_timeout_s
+        cap = min(spec.output_cap_bytes, MAX_CAP)
         t0 = time.monotonic()
-        msg = {
-            "op": "python",
-            "code": code,
-            "timeout": timeout,
-            "reset": reset,
-            "kernel_id": kernel_id,
-        }
-        reply = self._request(sandbox_id, meta, msg, timeout)
+        frame = python_request(sandbox_id, code, kernel_id, reset, timeout, cap)
+        reply = self._request(sandbox_id, meta, frame, timeout, cap)
+        exit_code, figures, note = reply.exit_code, list[str](), b""
+        if reply.kernel_reply:
+            answer = kernel_answer(reply.kernel_reply)
+            if answer is None:
+                exit_code, note = 1, b"[assay: the Python kernel's answer was malformed]\n"
+            else:
+                exit_code, figures = answer
+        fields = _fields(reply, exit_code, cap, t0)
+        fields["stderr"] += note
         return PythonResult(
-            **_fields(reply, meta.spec.output_cap_bytes, t0),
-            kernel_id=reply.get("kernel_id", ""),
-            restarted=reply.get("restarted", ""),
-            figures=list(reply.get("figures", [])),
+            **fields, kernel_id=reply.kernel_id, restarted=reply.restarted, figures=figures
         )
 
 
-def _stream(part: dict[str, Any] | None, cap: int) -> tuple[bytes, bool]:
-    if not part:
-        return b"", False
-    kept, dropped = base64.b64decode(part["data"]), int(part["dropped"])
+def _stream(kept: bytes, dropped: int, cap: int) -> tuple[bytes, bool]:
     return (kept + truncation_marker(cap, dropped), True) if dropped else (kept, False)
 
 
-def _fields(reply: dict[str, Any], cap: int, t0: float) -> dict[str, Any]:
-    stdout, out_cut = _stream(reply.get("stdout"), cap)
-    stderr, err_cut = _stream(reply.get("stderr"), cap)
-    stderr += reply.get("lost", "").encode()
-    status, timed_out = int(reply["exit_code"]), bool(reply.get("timed_out", False))
+def _fields(reply: Reply, status: int, cap: int, t0: float) -> dict[str, Any]:
+    stdout, out_cut = _stream(reply.stdout, reply.stdout_dropped, cap)
+    stderr, err_cut = _stream(reply.stderr, reply.stderr_dropped, cap)
     return {
         "exit_code": status,
         "stdout": stdout,
         "stderr": stderr,
-        "timed_out": timed_out,
+        "timed_out": reply.timed_out,
         "stdout_truncated": out_cut,
         "stderr_truncated": err_cut,
         "duration_ms": (time.monotonic() - t0) * 1000,
-        "limit": "timeout" if timed_out else limit_from_status(status),
+        "limit": "timeout" if reply.timed_out else limit_from_status(status),
     }
