@@ -12,7 +12,14 @@ from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay_sandbox_manager.handlers import SandboxService
 from assay_schemas import (
-    AgentSpec, Event, Limits, Producer, RunRequested, SandboxReady, SandboxSpec, Task,
+    AgentSpec,
+    Event,
+    Limits,
+    Producer,
+    RunRequested,
+    SandboxReady,
+    SandboxSpec,
+    Task,
 )  # fmt: skip
 
 PRODUCER = Producer(service="test", version="0")
