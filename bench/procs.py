@@ -14,6 +14,7 @@ __all__ = [
     "all_stats",
     "cpu_s",
     "memory",
+    "on_cpu_s",
     "pss_mb",
     "self_cpu",
     "stat",
@@ -102,6 +103,18 @@ def all_stats() -> dict[int, Stat]:
     return out
 
 
+def on_cpu_s(pid: int) -> float | None:
+    """Seconds on a CPU so far, to the nanosecond (/proc/<pid>/schedstat); None when gone.
+
+    For the short-lived sandbox processes: /proc/<pid>/stat counts whole clock ticks,
+    rounding each of user and system time down, so a process that ran 7 ms shows 0 and
+    a thousand sandboxes' CPU would vanish from the sum."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def pss_mb(pid: int) -> float:
     """Proportional set size (shared pages split among their users), in MiB; 0 when gone."""
     try:
@@ -127,7 +140,8 @@ class Sampler:
         self.sys_s: dict[str, float] = {}
         """Of each service's CPU seconds, those in the kernel."""
         self.last_own: dict[int, tuple[str, float]] = {}
-        """Each sandbox process seen: its kind and its own CPU seconds when last seen."""
+        """Each sandbox process seen: its kind and its own CPU seconds when last seen
+        (nanosecond-exact, see on_cpu_s)."""
         self.peak_live = 0
         self.sandbox_rss: list[float] = []
         self.sandbox_pss: list[float] = []
@@ -187,7 +201,8 @@ class Sampler:
             for pid in tree:
                 kind = _kind(procs[pid].comm)
                 if kind:
-                    self.last_own[pid] = (kind, procs[pid].own_s)
+                    ran = on_cpu_s(pid)
+                    self.last_own[pid] = (kind, procs[pid].own_s if ran is None else ran)
                     kept.append(pid)
             if any(self.last_own[p][0] == "resident" for p in kept):
                 rss.append(sum(procs[p].rss_mb for p in kept))
