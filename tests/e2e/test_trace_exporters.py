@@ -101,8 +101,12 @@ def test_console_exporter_prints_one_trace_per_run_and_assay_trace_draws_it(
     # The wall time itself, measured two other ways: the log read by `assay events`, and
     # the extent of the exported spans of the run's trace.
     assert abs(wall - log_wall_ms(run_dir, run_id)) <= 0.05 * wall
+    # The exported spans cover the run; they may end after its last logged event by the
+    # work that follows it (the sandbox's teardown after its seal, the aggregator folding
+    # the last verdict), which a loaded machine stretches: 0.7 s once in CI.
     extent = (max(s.end_ns for s in trace) - min(s.start_ns for s in trace)) / 1e6
-    assert abs(wall - extent) <= 0.05 * extent, (wall, extent)
+    assert extent >= 0.95 * wall, (wall, extent)
+    assert extent - wall <= max(0.05 * wall, 3000.0), (wall, extent)
     kinds = {r["kind"] for r in drawn["rows"]}
     assert {"sandbox", "step", "model", "tool", "seal", "judging", "judgment"} <= kinds
     judged = {r["name"] for r in drawn["rows"] if r["kind"] == "judgment"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from pathlib import Path
 
@@ -166,6 +167,11 @@ async def test_restart_reconciles_with_no_leak(
         await wait_for_events(
             bus, lambda evs: sum(isinstance(e, ArtifactsSealed) for e in evs) == 2
         )
+        # The sandbox goes after its seal is announced: wait for that, not for the event.
+        deadline = asyncio.get_running_loop().time() + 30
+        while "live" not in second.destroyed:
+            assert asyncio.get_running_loop().time() < deadline, "never destroyed"
+            await asyncio.sleep(0.05)
         assert second.backends["bubblewrap"].list_live() == []
         assert sandbox_processes(settings) == 0
     finally:
