@@ -11,6 +11,7 @@ from typing import Any, ClassVar, TypeVar
 from faststream import AckPolicy
 from faststream.nats import ConsumerConfig, DeliverPolicy, JStream, NatsMessage, PullSub
 from faststream.nats.subscriber.usecases.basic import LogicSubscriber
+from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy as JsAckPolicy
@@ -33,6 +34,7 @@ from ._dead_letters import dead_letter, read_dead_letters
 from ._lag import LagWatch
 from ._outages import through_outages
 from ._pacing import KeepAlive, backoff, whole_message
+from ._pulls import BatchPull
 from ._reads import LogReads
 from ._records import Delivery, Published, Refusal, RefusalSink
 from ._replay import LoggedEvent, Skipped, decode_log, read_raw
@@ -68,6 +70,7 @@ class Bus(LogReads):
         self._connected = False
         self._durables: list[str] = []
         self._request_servers: list[RequestServer] = []
+        self._pulls: list[BatchPull] = []
         self._handling: dict[tuple[str, int], asyncio.Future[bool]] = {}
         """Deliveries being handled, by durable and stream sequence; each settles to
         whether its message was acked (see `_deliver`)."""
@@ -108,6 +111,8 @@ class Bus(LogReads):
         """Connect, then start every registered consumer."""
         await self.connect()
         await self.broker.start()
+        for pull in self._pulls:
+            await pull.start(self.js)
         for server in self._request_servers:
             await server.start(self.broker.connection)
         if self._durables:
@@ -118,6 +123,8 @@ class Bus(LogReads):
         self._lag.stop()
         for server in self._request_servers:
             await server.stop()
+        for pull in self._pulls:
+            await pull.stop()
         await self.broker.stop()
         self._connected = False
 
@@ -186,7 +193,7 @@ class Bus(LogReads):
 
     def consume_event(
         self, event_type: type[E], handler: Handler[E], *, durable: str, **options: Any
-    ) -> LogicSubscriber[Any]:
+    ) -> LogicSubscriber[Any] | BatchPull:
         """`consume` on the subject of one event type, refusing every other type."""
         subject = self.subjects.event(event_type.__name__)
         return self.consume(subject, handler, durable=durable, event_type=event_type, **options)
@@ -201,9 +208,10 @@ class Bus(LogReads):
         max_deliver: int | None = None,
         max_workers: int = 1,
         batch_size: int | None = None,
+        batch_wait_s: float | None = None,
         deliver_policy: DeliverPolicy = DeliverPolicy.ALL,
         on_refused: RefusalSink | None = None,
-    ) -> LogicSubscriber[Any]:
+    ) -> LogicSubscriber[Any] | BatchPull:
         """Register a durable pull consumer that hands typed events to `handler`.
 
         Delivery is explicit: success acks; a raise is retried with backoff until
@@ -213,6 +221,10 @@ class Bus(LogReads):
         Instances that share `durable` share the work. Each pull asks for up to
         `batch_size` messages (default: one per worker); a one-worker consumer that keeps up
         with a busy log pulls many at a time and still handles them in order.
+        `batch_wait_s` (one worker only): pull in batches with nats-py's fetch (see
+        `BatchPull`), each pull taking what the log holds at once or waiting up to that
+        long when it holds nothing; every message of a batch is still parsed, handled and
+        settled on its own, in order, without faststream's work per delivery.
         """
         limit = max_deliver or self.settings.max_deliver
         self._durables.append(durable)
@@ -224,6 +236,37 @@ class Bus(LogReads):
             deliver_policy=deliver_policy,
             filter_subject=subject,
         )
+        inbox = f"{inbox_of(self.settings)}.".encode()
+
+        async def deliver(raw: Msg) -> None:
+            await self._deliver(
+                raw, handler, durable=durable, event_type=event_type, limit=limit,
+                on_refused=on_refused,
+            )  # fmt: skip
+
+        if batch_wait_s is not None:
+            if max_workers != 1:
+                raise ValueError(f"{durable}: batch_wait_s needs one worker (batches go in order)")
+
+            async def on_batch(batch: list[Msg]) -> None:
+                # The batch's messages wait their turn: the keep-alive covers all that are left.
+                waiting = list(batch)
+                with KeepAlive(waiting, self.settings.ack_wait_s):
+                    while waiting:
+                        try:
+                            await deliver(waiting[0])
+                        except Exception:  # unsettled: JetStream redelivers it; the rest go on
+                            log.exception("%s: delivery of a message of a batch failed", durable)
+                        waiting.pop(0)
+
+            pull = BatchPull(
+                subject=subject, durable=durable, stream=self.stream.name, config=config,
+                batch_size=batch_size or 256, wait_s=batch_wait_s, inbox_prefix=inbox,
+                handle=on_batch,
+            )  # fmt: skip
+            self._pulls.append(pull)
+            return pull
+
         subscriber = self.broker.subscriber(
             subject,
             stream=self.stream,
@@ -234,21 +277,19 @@ class Bus(LogReads):
             max_workers=max_workers,
             decoder=whole_message,
             # Pull batches arrive on an inbox faststream names itself: keep it private too.
-            inbox_prefix=f"{inbox_of(self.settings)}.".encode(),
+            inbox_prefix=inbox,
         )
 
         async def on_message(msg: NatsMessage) -> None:
-            await self._deliver(
-                msg, handler, durable=durable, event_type=event_type, limit=limit,
-                on_refused=on_refused,
-            )  # fmt: skip
+            with KeepAlive([msg.raw_message], self.settings.ack_wait_s):
+                await deliver(msg.raw_message)
 
         subscriber(on_message)
         return subscriber
 
     async def _deliver(
         self,
-        msg: NatsMessage,
+        raw: Msg,
         handler: Handler[Any],
         *,
         durable: str,
@@ -256,7 +297,7 @@ class Bus(LogReads):
         limit: int,
         on_refused: RefusalSink | None = None,
     ) -> None:
-        key = (durable, msg.raw_message.metadata.sequence.stream)
+        key = (durable, raw.metadata.sequence.stream)
         first = self._handling.get(key)
         if first is not None:
             # A redelivery of a message this process still handles: a heartbeat came late
@@ -264,19 +305,19 @@ class Bus(LogReads):
             # handler would race the first (two agent loops on one sandbox, a sandbox opened
             # twice); this delivery waits, then settles its message as the first did.
             if await asyncio.shield(first):
-                await msg.ack()
+                await raw.ack()
             return
         self._handling[key] = settled = asyncio.get_running_loop().create_future()
         acked = False
         try:
-            acked = await self._handle(msg, handler, durable, event_type, limit, on_refused)
+            acked = await self._handle(raw, handler, durable, event_type, limit, on_refused)
         finally:
             del self._handling[key]
             settled.set_result(acked)
 
     async def _handle(
         self,
-        msg: NatsMessage,
+        raw: Msg,
         handler: Handler[Any],
         durable: str,
         event_type: type[Event] | tuple[type[Event], ...],
@@ -284,7 +325,6 @@ class Bus(LogReads):
         on_refused: RefusalSink | None,
     ) -> bool:
         """Parse, handle and settle one delivery; True when it was acked."""
-        raw = msg.raw_message
         meta = raw.metadata
         attempt = meta.num_delivered
         try:
@@ -295,7 +335,7 @@ class Bus(LogReads):
                 )
         except Exception as e:  # whatever a stored message does, it must not stop the consumer
             reason = str(e) if isinstance(e, InvalidEvent) else f"{type(e).__name__}: {e}"
-            await self._dead_letter(msg, durable, reason)
+            await self._dead_letter(raw, durable, reason)
             if on_refused is not None:
                 headers = dict(raw.headers or {})
                 await on_refused(
@@ -310,7 +350,6 @@ class Bus(LogReads):
         ):
             span.set_attribute("assay.event_id", event.event_id)
             span.set_attribute("assay.run_id", event.run_id or "")
-            heartbeat = KeepAlive(msg, self.settings.ack_wait_s)
             try:
                 await through_outages(
                     handler,
@@ -336,16 +375,14 @@ class Bus(LogReads):
                         attempt,
                         reason,
                     )
-                    await self._dead_letter(msg, durable, reason)
+                    await self._dead_letter(raw, durable, reason)
                 else:
                     log.warning(
                         "%s: attempt %d on %s failed: %s", durable, attempt, event.event_id, reason
                     )
-                    await msg.nack(delay=backoff(attempt))
+                    await raw.nak(delay=backoff(attempt))
                 return False
-            finally:
-                heartbeat.cancel()
-        await msg.ack()
+        await raw.ack()
         return True
 
     # --- request-reply (outside the log) -------------------------------------------------
@@ -367,7 +404,7 @@ class Bus(LogReads):
             raise BusError(f"request on {subject} failed: {type(e).__name__}: {e}") from e
         return bytes(msg.data)
 
-    async def _dead_letter(self, msg: NatsMessage, durable: str, reason: str) -> None:
+    async def _dead_letter(self, msg: Msg, durable: str, reason: str) -> None:
         """Move a message to the dead-letter stream with its reason, then ack it."""
         await dead_letter(
             self.broker, self.subjects.dlq(durable), self._dlq.name, msg, durable, reason

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from faststream.nats import NatsBroker, NatsMessage
+from faststream.nats import NatsBroker
+from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig
@@ -25,14 +26,13 @@ DEAD_DELIVERIES = "Assay-Dead-Deliveries"
 
 
 async def dead_letter(
-    broker: NatsBroker, subject: str, stream: str, msg: NatsMessage, durable: str, reason: str
+    broker: NatsBroker, subject: str, stream: str, raw: Msg, durable: str, reason: str
 ) -> None:
-    """Publish `msg` to the dead-letter `subject` with its reason and origin, then ack it.
+    """Publish `raw` to the dead-letter `subject` with its reason and origin, then ack it.
 
     The message id is derived from the durable and the original sequence, so a retried
     dead-lettering is stored once.
     """
-    raw = msg.raw_message
     meta = raw.metadata
     headers = {
         "Nats-Msg-Id": f"dlq-{durable}-{meta.sequence.stream}",
@@ -42,7 +42,7 @@ async def dead_letter(
         DEAD_DELIVERIES: str(meta.num_delivered),
     }
     await broker.publish(raw.data, subject, headers=headers, stream=stream, timeout=10.0)
-    await msg.ack()
+    await raw.ack()
 
 
 async def read_dead_letters(

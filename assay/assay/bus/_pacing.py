@@ -7,7 +7,7 @@ import logging
 import random
 from typing import Any
 
-from faststream.nats.message import NatsMessage
+from nats.aio.msg import Msg
 
 __all__ = ["KeepAlive", "backoff", "whole_message"]
 
@@ -15,33 +15,39 @@ log = logging.getLogger("assay.bus")
 
 
 class KeepAlive:
-    """Tells JetStream we are still working on `msg`, every third of the ack wait, until
-    `cancel`: a timer, not a task per message (most handlers end long before the first
+    """Tells JetStream we are still working on `waiting` (the messages not yet settled;
+    the caller removes them as it settles them), every third of the ack wait, until the
+    block ends: a timer, not a task per message (most handlers end long before the first
     beat, and a task made and cancelled per delivery cost more than the delivery)."""
 
-    def __init__(self, msg: NatsMessage, ack_wait_s: float) -> None:
-        self._msg = msg
+    def __init__(self, waiting: list[Msg], ack_wait_s: float) -> None:
+        self._waiting = waiting
         self._interval = max(0.5, ack_wait_s / 3)
         self._loop = asyncio.get_running_loop()
-        self._timer = self._loop.call_later(self._interval, self._beat)
+        self._timer: asyncio.TimerHandle | None = None
         self._sending: asyncio.Task[None] | None = None
+
+    def __enter__(self) -> KeepAlive:
+        self._timer = self._loop.call_later(self._interval, self._beat)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._sending is not None:
+            self._sending.cancel()
 
     def _beat(self) -> None:
         if self._sending is None or self._sending.done():
-            self._sending = self._loop.create_task(self._send())
+            self._sending = self._loop.create_task(self._send(list(self._waiting)))
         self._timer = self._loop.call_later(self._interval, self._beat)
 
-    async def _send(self) -> None:
-        try:
-            await self._msg.in_progress()
-        except Exception:  # the connection may be reconnecting; redelivery is the fallback
-            log.debug("in_progress failed", exc_info=True)
-
-    def cancel(self) -> None:
-        """Stop beating (the handler is done)."""
-        self._timer.cancel()
-        if self._sending is not None:
-            self._sending.cancel()
+    async def _send(self, waiting: list[Msg]) -> None:
+        for msg in waiting:
+            try:
+                await msg.in_progress()
+            except Exception:  # reconnecting, or settled meanwhile; redelivery is the fallback
+                log.debug("in_progress failed", exc_info=True)
 
 
 async def whole_message(msg: Any) -> Any:

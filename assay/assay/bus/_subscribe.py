@@ -11,6 +11,7 @@ from assay.contract import Consumer, fill
 from assay_schemas import ConfigError, Event
 
 from ._bus import Bus
+from ._pulls import BatchPull
 from ._records import Delivery
 
 __all__ = ["subscribe"]
@@ -24,7 +25,7 @@ def subscribe(
     handler: Callable[[E, Delivery], Awaitable[None]],
     values: Mapping[str, str] | None = None,
     **options: Any,
-) -> LogicSubscriber[Any]:
+) -> LogicSubscriber[Any] | BatchPull:
     """Register `consumer` on `bus` with `handler`: the filter subject and durable name come
     from the contract, `values` fill its placeholders, `options` go to `Bus.consume`."""
     durable = fill(consumer.durable, values or {})
