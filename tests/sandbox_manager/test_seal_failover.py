@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from assay.bus import Bus
+from assay.bus import Bus, Delivery
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay_sandbox_manager.failover import SealWatch
 from assay_sandbox_manager.handlers import SandboxService
 from assay_sandbox_manager.service import build
-from assay_schemas import ArtifactsSealed, RunFailed, SandboxReady
+from assay_schemas import ArtifactsSealed, ErrorInfo, RunFailed, SandboxReady, same_run
 from tests.pipeline import wait_for_events
 from tests.sandbox_manager.test_service import (
     backends,
@@ -90,6 +90,46 @@ async def test_a_seal_owed_by_a_gone_instance_is_declared_lost_once(
         for name, service in services.items():
             if name not in stopped:
                 await service.stop()
+
+
+async def test_an_owner_cut_off_past_the_grace_does_not_seal_what_was_declared_lost(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> None:
+    """The owner was unreachable (not restarted) while the run ended and a watcher declared
+    its seal lost; back on the bus, its consumer hands it the run's end first (the
+    declaration is later in the log). It must destroy the sandbox, not seal it."""
+    store = LocalBlobStore(settings.blob_dir)
+    task = make_task(store, tmp_path)
+    owner = _instance(settings, "a", store)
+    await owner.start()
+    try:
+        await bus.publish(run_requested(bus, "r1", task))
+        events = await wait_for_events(
+            bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs)
+        )
+    finally:
+        await owner.stop()  # cut off: no consumer, no answer to pings; the live run kept
+    assert "r1" in owner._live and owner.backends["bubblewrap"].list_live() != []
+    ended = finished(bus, "r1")
+    await bus.publish(ended)
+    info = ErrorInfo(error_class="SandboxManagerGone", message="a has not answered for 61 s")
+    await bus.publish(
+        RunFailed(
+            event_id=RunFailed.id_for("r1", "seal"), **same_run(ended), stage="seal",
+            error=info.text, error_info=info, infrastructure=True, producer=bus.producer,
+        )
+    )  # fmt: skip
+
+    await owner.bus.connect()  # back: the redelivered end of the run comes first
+    try:
+        await owner.on_run_ended(ended, Delivery(sequence=0, attempt=2))
+    finally:
+        await owner.bus.stop()
+    events = [e.event async for e in bus.replay()]
+    assert not any(isinstance(e, ArtifactsSealed) for e in events)
+    assert owner.backends["bubblewrap"].list_live() == []
+    assert sandbox_processes(settings) == 0
+    assert "r1" not in owner._live
 
 
 def _ready_on(bus: Bus, instance: str, run_id: str) -> SandboxReady:

@@ -168,7 +168,11 @@ class SandboxService:
 
         campaign, run = event.campaign_id, event.run_id
         if (known := self._live.get(run)) is not None:
-            if seal_declared_lost([event]):  # this instance was unreachable for too long
+            # Declared lost while this instance was unreachable for too long: the declaration
+            # follows the run's end in the log, so a consumer cut off meanwhile gets the end
+            # first and must read the log for it (one lookup; none is there as a rule).
+            failures = await self.bus.run_events(campaign, run, types=(RunFailed,))
+            if seal_declared_lost([event, *failures]):
                 self._live.pop(run, None)
                 return await self._destroy(known[1].sandbox_id)
             return await self.seal(*known, event)

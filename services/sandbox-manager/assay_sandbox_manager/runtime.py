@@ -40,8 +40,21 @@ def recipe_path() -> Path:
 def recipe_hash() -> str:
     """The cache key of the runtime: must equal ``build-rootfs.sh --hash``."""
     script = recipe_path()
-    both = script.read_bytes() + script.with_name("resident.c").read_bytes()
-    return hashlib.sha256(both).hexdigest()[:16]
+    files = (script, script.with_name("resident.c"))
+    # Asked at every sandbox start: hashed again only when a file's stat changed.
+    key = tuple((str(f), *_stat_key(f)) for f in files)
+    if (known := _HASHES.get(key)) is None:
+        both = b"".join(f.read_bytes() for f in files)
+        known = _HASHES[key] = hashlib.sha256(both).hexdigest()[:16]
+    return known
+
+
+_HASHES: dict[tuple[tuple[str, int, int, int, int], ...], str] = {}
+
+
+def _stat_key(path: Path) -> tuple[int, int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def sandbox_cache() -> Path:

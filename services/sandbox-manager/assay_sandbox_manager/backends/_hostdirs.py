@@ -103,6 +103,10 @@ class HostDirs:
         # The mount root's own filesystem is unmounted when the last sandbox goes: not while
         # a prepare is mounting a new quota in it.
         self._root_lock = threading.Lock()
+        self._metas: dict[str, tuple[SandboxMeta, str]] = {}
+        """meta.json of sandboxes as read or written here, with its path: it never changes
+        while the sandbox lives, and every command reads it; a hit still checks that the
+        file is there (another process, a restarted service's, may have removed it)."""
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         seal_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
 
@@ -193,14 +197,21 @@ class HostDirs:
         except BaseException:
             self.remove(sandbox_id)
             raise
+        self._metas[sandbox_id] = (meta, str(root / "meta.json"))
         return meta
 
     def meta(self, sandbox_id: str) -> SandboxMeta:
         """Read meta.json; SandboxNotFound if the sandbox is not live."""
+        known = self._metas.get(sandbox_id)
+        if known is not None and os.path.isfile(known[1]):
+            return known[0]
         path = self.root(sandbox_id) / "meta.json"
         try:
-            return SandboxMeta.model_validate_json(path.read_bytes())
+            meta = SandboxMeta.model_validate_json(path.read_bytes())
+            self._metas[sandbox_id] = (meta, str(path))
+            return meta
         except FileNotFoundError as e:
+            self._metas.pop(sandbox_id, None)
             raise SandboxNotFound(f"sandbox {sandbox_id}: not found in {self.state_dir}") from e
         except ValidationError as e:
             raise SandboxError(f"sandbox {sandbox_id}: corrupt {path}") from e
@@ -219,6 +230,7 @@ class HostDirs:
 
     def remove(self, sandbox_id: str) -> None:
         """Unmount and delete the sandbox folder (idempotent)."""
+        self._metas.pop(sandbox_id, None)
         mnt = self.mount(sandbox_id)
         unmount_quota(mnt)
         shutil.rmtree(mnt, ignore_errors=True)
