@@ -38,6 +38,7 @@ from assay.store import LocalBlobStore
 from assay_cli.campaign import submit_campaign
 from assay_schemas import AgentSpec
 from bench.load import _Proc, _start_services, _stop, _wait_durables
+from bench.model_floor import ModelFloor, model_floor
 from bench.peer import peer_python, run_inspect, scripted_process
 from bench.procs import Sampler, stat
 from bench.pyspy import profiled
@@ -198,7 +199,7 @@ async def _measure(
     )  # fmt: skip
 
 
-def _rows(size: Size, r: _Result) -> list[Row]:
+def _rows(size: Size, r: _Result, floor: ModelFloor) -> list[Row]:
     g = "scale"
     what = f"{size.runs} × {size.steps} `bash true`, concurrency {size.concurrency}, "
     what += f"model latency {size.latency_s:g} s, bubblewrap"
@@ -218,6 +219,10 @@ def _rows(size: Size, r: _Result) -> list[Row]:
         kernel = r.sampler.sys_s.get(part)
         of_which = f" (in the kernel: {kernel / max(1, r.steps) * 1000:.2f})" if kernel else ""
         rows.append(Row(g, f"    {part}{of_which}", seconds / max(1, r.steps) * 1000, "ms/step"))
+    rows.append(
+        Row(g, "  floor: one model call through the runner's provider (OpenAI SDK), alone",
+            floor.provider_ms, "ms/call", floor.sdk_create_ms, "the SDK's create()")
+    )  # fmt: skip
     s = r.sampler
     rows += [
         Row(g, f"  RSS per live sandbox p50 (bwrap + resident; {s.peak_live} live)",
@@ -271,7 +276,10 @@ def bench_scale(
             base = Path(tmp)
             base.chmod(0o711)  # sandbox uids must traverse to their workspace mounts
             result = asyncio.run(_assay(base, base_url, size, timeout_s, profile))
-        rows = _rows(size, result)
+        floor = model_floor(
+            base_url, MODEL, calls=min(2000, 4 * size.concurrency), concurrency=size.concurrency
+        )
+        rows = _rows(size, result, floor)
         if show is not None:
             show(rows)
         if peer:
