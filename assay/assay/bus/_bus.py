@@ -258,6 +258,8 @@ class Bus(LogReads):
                         except Exception:  # unsettled: JetStream redelivers it; the rest go on
                             log.exception("%s: delivery of a message of a batch failed", durable)
                         waiting.pop(0)
+                        # A handler that never waits would hold the loop for the whole batch.
+                        await asyncio.sleep(0)
 
             pull = BatchPull(
                 subject=subject, durable=durable, stream=self.stream.name, config=config,
