@@ -19,6 +19,7 @@ import openai
 
 from assay.providers import OpenAIProvider
 from assay.providers._models import GenerationParams, SystemMessage, UserMessage
+from assay.providers._openai_wire import to_openai_messages
 from assay_runner.tools import TOOLS
 
 __all__ = ["ModelFloor", "model_floor"]
@@ -62,10 +63,7 @@ async def _measure(base_url: str, model: str, calls: int, concurrency: int) -> M
         async def via_provider() -> None:
             await provider.complete(messages, TOOLS, params)
 
-        wire: list[Any] = [
-            {"role": "system", "content": "You are a careful analyst."},
-            {"role": "user", "content": "go"},
-        ]
+        wire: list[Any] = to_openai_messages(messages)
 
         async def via_sdk() -> None:
             await sdk.chat.completions.create(model=model, messages=wire, max_completion_tokens=256)

@@ -1,6 +1,6 @@
-"""Batched deliveries (`batch_wait_s`, the aggregator's consumer): one faststream delivery
-per batch, every message still parsed, handled and settled on its own, in log order —
-against a real nats-server."""
+"""Batched deliveries (`batch_wait_s`, the aggregator's consumer): one handover per pull,
+every message still parsed, handled and settled on its own, in log order — against a
+real nats-server."""
 
 from __future__ import annotations
 
@@ -10,32 +10,20 @@ import pytest
 
 from assay.bus import DEAD_REASON, Bus, Delivery, Refusal
 from assay.config import Settings
-from assay_schemas import AgentStepLogged, Event, Producer
-
-PRODUCER = Producer(service="test", version="0")
-
-
-def step(run: str, n: int) -> AgentStepLogged:
-    return AgentStepLogged(
-        event_id=AgentStepLogged.id_for(run, n),
-        campaign_id="c1",
-        run_id=run,
-        step=n,
-        producer=PRODUCER,
-    )
+from assay_schemas import AgentStepLogged, Event
+from tests.backbone.test_bus import step, wait_for
 
 
-async def wait_for(predicate, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
-
-
-async def _pending(bus: Bus, durable: str) -> tuple[int, int]:
-    info = await bus.js.consumer_info(bus.stream.name, durable)
-    return info.num_pending or 0, info.num_ack_pending or 0
+async def _pending_once_settled(bus: Bus, durable: str) -> tuple[int, int]:
+    """The consumer's (pending, unacked) counts, polled for up to 5 s until both are 0:
+    acks reach the server's counts asynchronously."""
+    for _ in range(50):
+        info = await bus.js.consumer_info(bus.stream.name, durable)
+        counts = info.num_pending or 0, info.num_ack_pending or 0
+        if counts == (0, 0):
+            break
+        await asyncio.sleep(0.1)
+    return counts
 
 
 async def test_a_batch_with_garbage_and_a_failing_event_settles_each_on_its_own(
@@ -70,19 +58,15 @@ async def test_a_batch_with_garbage_and_a_failing_event_settles_each_on_its_own(
         )  # fmt: skip
         await consumer.start()
         try:
-            await wait_for(lambda: (3, 2) in seen)
-            await wait_for(lambda: len(refused) == 1)
+            await wait_for(lambda: (3, 2) in seen, timeout=15.0)
+            await wait_for(lambda: len(refused) == 1, timeout=15.0)
             first_pass = [s for s, attempt in seen if attempt == 1]
             assert first_pass == list(range(8)), "one pass, in log order, garbage skipped"
             assert sorted(seen) == sorted([(n, 1) for n in range(8)] + [(3, 2)])
             assert "not JSON" in refused[0].reason
             dead = await consumer.dead_letters("folder")
             assert len(dead) == 1 and "not JSON" in dead[0][1][DEAD_REASON]
-            for _ in range(50):  # acks are asynchronous to the server's counts
-                if await _pending(consumer, "folder") == (0, 0):
-                    break
-                await asyncio.sleep(0.1)
-            assert await _pending(consumer, "folder") == (0, 0)
+            assert await _pending_once_settled(consumer, "folder") == (0, 0)
         finally:
             await consumer.stop()
 
@@ -109,7 +93,7 @@ async def test_the_rest_of_a_slow_batch_is_kept_not_redelivered(settings: Settin
         )  # fmt: skip
         await consumer.start()
         try:
-            await wait_for(lambda: len(seen) >= 4)
+            await wait_for(lambda: len(seen) >= 4, timeout=15.0)
             await asyncio.sleep(2.0)
             assert seen == [(0, 1), (1, 1), (2, 1), (3, 1)]
         finally:
@@ -134,7 +118,7 @@ async def test_events_published_while_it_waits_arrive_within_the_wait(settings: 
             await asyncio.sleep(0.5)
             sent = loop.time()
             await publisher.publish(step("r2", 0))
-            await wait_for(lambda: bool(seen))
+            await wait_for(lambda: bool(seen), timeout=15.0)
             assert seen[0] - sent < 1.0
         finally:
             await consumer.stop()
@@ -162,11 +146,7 @@ async def test_a_steady_log_is_handled_whole_and_at_once(settings: Settings) -> 
                 await asyncio.sleep(0.003)
             await wait_for(lambda: len(seen) >= 600, timeout=10.0)
             assert seen == list(range(600))
-            for _ in range(50):
-                if await _pending(consumer, "steady") == (0, 0):
-                    break
-                await asyncio.sleep(0.1)
-            assert await _pending(consumer, "steady") == (0, 0)
+            assert await _pending_once_settled(consumer, "steady") == (0, 0)
         finally:
             await consumer.stop()
 

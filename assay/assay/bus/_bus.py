@@ -406,10 +406,10 @@ class Bus(LogReads):
             raise BusError(f"request on {subject} failed: {type(e).__name__}: {e}") from e
         return bytes(msg.data)
 
-    async def _dead_letter(self, msg: Msg, durable: str, reason: str) -> None:
+    async def _dead_letter(self, raw: Msg, durable: str, reason: str) -> None:
         """Move a message to the dead-letter stream with its reason, then ack it."""
         await dead_letter(
-            self.broker, self.subjects.dlq(durable), self._dlq.name, msg, durable, reason
+            self.broker, self.subjects.dlq(durable), self._dlq.name, raw, durable, reason
         )
 
     async def dead_letters(self, durable: str) -> list[tuple[bytes, dict[str, str]]]:

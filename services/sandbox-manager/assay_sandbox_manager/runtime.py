@@ -8,6 +8,7 @@ runtime and an unchanged one is reused.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
@@ -40,21 +41,19 @@ def recipe_path() -> Path:
 def recipe_hash() -> str:
     """The cache key of the runtime: must equal ``build-rootfs.sh --hash``."""
     script = recipe_path()
-    files = (script, script.with_name("resident.c"))
     # Asked at every sandbox start: hashed again only when a file's stat changed.
-    key = tuple((str(f), *_stat_key(f)) for f in files)
-    if (known := _HASHES.get(key)) is None:
-        both = b"".join(f.read_bytes() for f in files)
-        known = _HASHES[key] = hashlib.sha256(both).hexdigest()[:16]
-    return known
+    return _hash_of(tuple(_stat_key(f) for f in (script, script.with_name("resident.c"))))
 
 
-_HASHES: dict[tuple[tuple[str, int, int, int, int], ...], str] = {}
-
-
-def _stat_key(path: Path) -> tuple[int, int, int, int]:
+def _stat_key(path: Path) -> tuple[str, int, int, int, int]:
     st = path.stat()
-    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+    return str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+@functools.lru_cache(maxsize=8)
+def _hash_of(files: tuple[tuple[str, int, int, int, int], ...]) -> str:
+    both = b"".join(Path(f[0]).read_bytes() for f in files)
+    return hashlib.sha256(both).hexdigest()[:16]
 
 
 def sandbox_cache() -> Path:
