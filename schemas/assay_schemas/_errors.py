@@ -14,6 +14,7 @@ purpose is in it (the classes outside this package are named with their module).
     │   └── RequestRefused              assay_aggregator.view.hosts: another host or origin, a bad form
     ├── ConfigError             settings or environment are wrong
     ├── BusError                NATS / JetStream failures (publish not acked, stream missing)
+    │   └── LogChanged          a conditional publish refused: the log moved since it was read
     ├── StoreError              blob store failures
     │   ├── AnswerNotStored             assay_runner.agent: a long final answer not stored
     │   ├── BlobNotFound
@@ -49,6 +50,7 @@ __all__ = [
     "InvalidEvent",
     "InvalidInput",
     "JudgingError",
+    "LogChanged",
     "ProviderError",
     "SandboxError",
     "StoreError",
@@ -79,6 +81,11 @@ class ConfigError(AssayError):
 
 class BusError(AssayError):
     """The event bus failed (publish not acknowledged, stream missing, ...)."""
+
+
+class LogChanged(BusError):
+    """A publish made on condition that a subject had not changed since it was read was
+    refused: something was logged there meanwhile. Not an outage: read again, decide again."""
 
 
 class StoreError(AssayError):

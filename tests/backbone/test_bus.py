@@ -7,9 +7,16 @@ import asyncio
 import pytest
 from nats.js.errors import APIError
 
-from assay.bus import DEAD_REASON, Bus, Delivery
+from assay.bus import DEAD_REASON, Bus, Delivery, Unchanged
 from assay.config import Settings
-from assay_schemas import AgentStepLogged, Event, Producer, RunFailed, RunRequested
+from assay_schemas import (
+    AgentStepLogged,
+    Event,
+    LogChanged,
+    Producer,
+    RunFailed,
+    RunRequested,
+)
 
 PRODUCER = Producer(service="test", version="0")
 
@@ -193,6 +200,36 @@ async def test_first_event_skips_what_is_no_valid_event_of_its_type(bus: Bus) ->
         await bus.publish(event)
     assert await bus.first_event(subject, RunFailed) == failed[0]
     assert await bus.first_event(subject, RunRequested) is None
+
+
+def _failed(run: str, stage: str) -> RunFailed:
+    return RunFailed(
+        event_id=RunFailed.id_for(run, stage), campaign_id="c1", run_id=run, stage=stage,
+        error="x", infrastructure=True, producer=PRODUCER,
+    )  # fmt: skip
+
+
+async def test_a_publish_on_condition_is_refused_once_its_subject_moved(bus: Bus) -> None:
+    """`Unchanged`: stored only while the other subject's last message is the one read; a
+    refusal stores nothing and does not use up the event's id; any message counts as a
+    move, a junk one too (the condition is on the log, not on what parses)."""
+    failed = bus.subjects.event("RunFailed", "c1", "r1")
+    assert await bus.last_sequence(failed) == 0
+    first = await bus.publish(step("r1", 0), unchanged=Unchanged(failed, 0))
+    await bus.publish(_failed("r1", "agent"))
+    moved = await bus.last_sequence(failed)
+    assert moved == first.sequence + 1
+
+    with pytest.raises(LogChanged, match="changed since it was read at sequence 0"):
+        await bus.publish(step("r1", 1), unchanged=Unchanged(failed, 0))
+    again = await bus.publish(step("r1", 1), unchanged=Unchanged(failed, moved))
+    assert not again.duplicate, "the refused publish did not use up the event id"
+
+    await bus.js.publish(failed, b"{not json")
+    with pytest.raises(LogChanged):
+        await bus.publish(step("r1", 2), unchanged=Unchanged(failed, moved))
+    steps = [e.event.step async for e in bus.replay() if isinstance(e.event, AgentStepLogged)]
+    assert steps == [0, 1]
 
 
 async def test_a_handler_longer_than_the_ack_wait_keeps_its_message(settings: Settings) -> None:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from assay.bus import Bus, Delivery
 from assay.config import Settings
@@ -13,7 +16,15 @@ from assay.store import LocalBlobStore
 from assay_sandbox_manager.failover import SealWatch
 from assay_sandbox_manager.handlers import SandboxService
 from assay_sandbox_manager.service import build
-from assay_schemas import ArtifactsSealed, ErrorInfo, RunFailed, SandboxReady, same_run
+from assay_schemas import (
+    AgentFinished,
+    ArtifactsSealed,
+    ErrorInfo,
+    Event,
+    RunFailed,
+    SandboxReady,
+    same_run,
+)
 from tests.pipeline import wait_for_events
 from tests.sandbox_manager.test_service import (
     backends,
@@ -130,6 +141,86 @@ async def test_an_owner_cut_off_past_the_grace_does_not_seal_what_was_declared_l
     assert owner.backends["bubblewrap"].list_live() == []
     assert sandbox_processes(settings) == 0
     assert "r1" not in owner._live
+
+
+def _declaration(ended: AgentFinished) -> RunFailed:
+    info = ErrorInfo(error_class="SandboxManagerGone", message="a has not answered for 61 s")
+    return RunFailed(
+        event_id=RunFailed.id_for(ended.run_id or "", "seal"), **same_run(ended), stage="seal",
+        error=info.text, error_info=info, infrastructure=True, producer=ended.producer,
+    )  # fmt: skip
+
+
+def _logged_after_read(
+    monkeypatch: pytest.MonkeyPatch, reader: Bus, bus: Bus, event: Event
+) -> None:
+    """`event` is logged (by another instance, on `bus`) just after `reader`'s first read
+    of a run's history: the moment between a decision and its publish."""
+    read = reader.run_events
+    pending = [event]
+
+    async def then_logged(*args: Any, **kwargs: Any) -> list[Event]:
+        events = await read(*args, **kwargs)
+        if pending:
+            await bus.publish(pending.pop())
+        return events
+
+    monkeypatch.setattr(reader, "run_events", then_logged)
+
+
+async def test_a_declaration_logged_between_the_owners_read_and_its_seal_refuses_the_seal(
+    bus: Bus, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner, back from a partition, reads the run's failures (none yet) and seals; the
+    survivor's declaration is logged in between. The seal's publish is refused (it was made
+    on condition that the run's RunFailed subject had not changed), the owner reads again,
+    finds the declaration and destroys the sandbox: the log holds the run as lost, once."""
+    store = LocalBlobStore(settings.blob_dir)
+    task = make_task(store, tmp_path)
+    owner = _instance(settings, "a", store)
+    await owner.start()
+    try:
+        await bus.publish(run_requested(bus, "r1", task))
+        await wait_for_events(bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs))
+    finally:
+        await owner.stop()
+    ended = finished(bus, "r1")
+    await bus.publish(ended)
+
+    await owner.bus.connect()
+    _logged_after_read(monkeypatch, owner.bus, bus, _declaration(ended))
+    try:
+        await owner.on_run_ended(ended, Delivery(sequence=0, attempt=2))
+    finally:
+        await owner.bus.stop()
+    events = [e.event async for e in bus.replay()]
+    assert len(_seal_failures(events)) == 1
+    assert not any(isinstance(e, ArtifactsSealed) for e in events)
+    assert owner.backends["bubblewrap"].list_live() == []
+    assert sandbox_processes(settings) == 0
+
+
+async def test_a_seal_logged_between_the_watchers_read_and_its_declaration_refuses_it(
+    bus: Bus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reverse: the watcher reads the run (no seal), the owner's seal is logged, the
+    watcher declares the seal lost. The declaration is refused; the run stays watched until
+    the next sweep reads the seal and drops it. Nothing says the sealed run was lost."""
+    watch = SealWatch(bus, "b", grace_s=0.0)
+    ended = finished(bus, "r1")
+    watch.watch(_ready_on(bus, "gone", "r1"), ended)
+    sealed = ArtifactsSealed(
+        event_id=ArtifactsSealed.id_for("r1"), **same_run(ended), files=[], agent_id="a1",
+        epoch=0, sandbox_id="r1", outcome="finished", producer=bus.producer,
+    )  # fmt: skip
+    _logged_after_read(monkeypatch, bus, bus, sealed)
+
+    assert await watch.sweep() == [], "refused: not declared"
+    assert watch.owed == 1
+    assert await watch.sweep() == [] and watch.owed == 0, "the seal read: dropped"
+    events = [e.event async for e in bus.replay()]
+    assert _seal_failures(events) == []
+    assert sum(isinstance(e, ArtifactsSealed) for e in events) == 1
 
 
 def _ready_on(bus: Bus, instance: str, run_id: str) -> SandboxReady:

@@ -5,7 +5,7 @@ from ._broker import dlq_stream, ensure_streams, event_stream, make_broker
 from ._bus import Bus
 from ._campaigns import read_campaign
 from ._dead_letters import DEAD_DELIVERIES, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT
-from ._records import Delivery, Published, Refusal, RefusalSink
+from ._records import Delivery, Published, Refusal, RefusalSink, Unchanged
 from ._replay import (
     LoggedEvent,
     RawMessage,
@@ -35,6 +35,7 @@ __all__ = [
     "RequestServer",
     "Skipped",
     "Subjects",
+    "Unchanged",
     "asyncapi_document",
     "decode_log",
     "describe_skipped",

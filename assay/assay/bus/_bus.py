@@ -15,6 +15,7 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy as JsAckPolicy
+from nats.js.errors import APIError
 from opentelemetry import trace
 
 from assay.config import Settings
@@ -25,6 +26,7 @@ from assay_schemas import (
     CampaignSpec,
     Event,
     InvalidEvent,
+    LogChanged,
     Producer,
     parse_event,
 )
@@ -36,7 +38,7 @@ from ._outages import through_outages
 from ._pacing import KeepAlive, backoff, whole_message
 from ._pulls import BatchPull
 from ._reads import LogReads
-from ._records import Delivery, Published, Refusal, RefusalSink
+from ._records import Delivery, Published, Refusal, RefusalSink, Unchanged
 from ._replay import LoggedEvent, Skipped, decode_log, read_raw
 from ._requests import RequestServer
 from ._subjects import Subjects
@@ -46,6 +48,12 @@ __all__ = ["Bus"]
 log = logging.getLogger("assay.bus")
 
 E = TypeVar("E", bound=Event)
+
+_EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
+_EXPECTED_LAST_ON = "Nats-Expected-Last-Subject-Sequence-Subject"
+"""The subject the expectation is on, when it is not the one published to (nats-server 2.11+)."""
+_WRONG_LAST_SEQUENCE = 10071
+"""JetStream's error code for a failed expectation ("wrong last sequence")."""
 
 
 Handler = Callable[[E, Delivery], Awaitable[None]]
@@ -75,6 +83,7 @@ class Bus(LogReads):
         """Deliveries being handled, by durable and stream sequence; each settles to
         whether its message was acked (see `_deliver`)."""
         self._signer = signer_for(settings, service)
+        self._js: tuple[Any, JetStreamContext] | None = None
         self._lag = LagWatch(settings.stream)
         self.campaigns: dict[str, tuple[int, CampaignSpec | None]] = {}
         """`read_campaign`'s answers by subject, with the sequence they were read up to."""
@@ -86,8 +95,12 @@ class Bus(LogReads):
 
     @property
     def js(self) -> JetStreamContext:
-        """The nats-py JetStream context of the live connection."""
-        return self.broker.connection.jetstream()
+        """The nats-py JetStream context of the live connection (made once per connection:
+        a publish per step made one each)."""
+        connection = self.broker.connection
+        if self._js is None or self._js[0] is not connection:
+            self._js = (connection, connection.jetstream())
+        return self._js[1]
 
     async def connect(self) -> None:
         """Connect and make sure the streams exist, without consuming yet."""
@@ -138,16 +151,26 @@ class Bus(LogReads):
     # --- publishing ---------------------------------------------------------------------
 
     async def publish(
-        self, event: Event, *, timeout: float = 10.0, encoded: bytes | None = None
+        self,
+        event: Event,
+        *,
+        timeout: float = 10.0,
+        encoded: bytes | None = None,
+        unchanged: Unchanged | None = None,
     ) -> Published:
         """Append an event to the log and wait for JetStream's acknowledgement.
 
         `Nats-Msg-Id` is the event id, so a retried publish is stored once. `encoded`:
         the event's JSON where the caller made it already (to measure it), not made again.
+        `unchanged`: store it only if that subject's last message is still the one read
+        (else LogChanged, nothing stored).
         """
         subject = self.subjects.of(event)
         data = encoded if encoded is not None else event.model_dump_json().encode()
         headers = inject_headers({"Nats-Msg-Id": event.event_id})
+        if unchanged is not None:
+            headers[_EXPECTED_LAST] = str(unchanged.last_sequence)
+            headers[_EXPECTED_LAST_ON] = unchanged.subject
         if self._signer is not None:
             headers.update(self._signer.headers(subject, data))
         try:
@@ -156,16 +179,26 @@ class Bus(LogReads):
             ack = await self.js.publish(
                 subject, data, timeout=timeout, stream=self.stream.name, headers=headers
             )
+        except APIError as e:
+            if e.err_code == _WRONG_LAST_SEQUENCE and unchanged is not None:
+                raise LogChanged(
+                    f"{event.event_type} {event.event_id} not logged: {unchanged.subject} "
+                    f"changed since it was read at sequence {unchanged.last_sequence} ({e.description})"
+                ) from e
+            raise self._publish_failed(event, subject, e) from e
         except Exception as e:  # nats-py raises several unrelated types here
-            # A publish the user's permissions refuse goes unanswered: say so.
-            user = self.settings.nats_user
-            why = f" (may NATS user {user!r} publish {event.event_type}?)" if user else ""
-            raise BusError(
-                f"publish of {event.event_type} {event.event_id} to {subject} failed: {e}{why}"
-            ) from e
+            raise self._publish_failed(event, subject, e) from e
         if ack is None:
             raise BusError(f"publish of {event.event_id} to {subject}: no PubAck")
         return Published(ack.seq, bool(ack.duplicate))
+
+    def _publish_failed(self, event: Event, subject: str, error: Exception) -> BusError:
+        # A publish the user's permissions refuse goes unanswered: say so.
+        user = self.settings.nats_user
+        why = f" (may NATS user {user!r} publish {event.event_type}?)" if user else ""
+        return BusError(
+            f"publish of {event.event_type} {event.event_id} to {subject} failed: {error}{why}"
+        )
 
     def replay(
         self,

@@ -43,6 +43,16 @@ class LogReads:
             return False
         return True
 
+    async def last_sequence(self, subject: str) -> int:
+        """The stream sequence of the last message stored on exactly this subject, valid
+        event or not (0: none): what a publish conditioned on it (`Unchanged`) expects."""
+        from nats.js.errors import NotFoundError
+
+        try:
+            return (await self.js.get_last_msg(self.stream.name, subject)).seq or 0
+        except NotFoundError:
+            return 0
+
     async def last_event(self, subject: str) -> Event | None:
         """The last event stored on exactly this subject, or None (one direct lookup)."""
         from nats.js.errors import NotFoundError

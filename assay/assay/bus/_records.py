@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
-__all__ = ["Delivery", "Published", "Refusal", "RefusalSink"]
+__all__ = ["Delivery", "Published", "Refusal", "RefusalSink", "Unchanged"]
 
 
 class Published(NamedTuple):
@@ -14,6 +14,15 @@ class Published(NamedTuple):
 
     sequence: int
     duplicate: bool
+
+
+class Unchanged(NamedTuple):
+    """A publish's condition: the last message on `subject` is still the one at
+    `last_sequence` (0: there is none), as when it was read. JetStream checks it as it
+    stores the event, so of two instances deciding on the same reads only one is logged."""
+
+    subject: str
+    last_sequence: int
 
 
 class Delivery(NamedTuple):

@@ -7,7 +7,10 @@ judged by no one, forever. Every instance sees every end of run, so the others w
 ends they do not own until the seal appears; when the owner stays unreachable for
 `grace_s`, the run is declared what it is, an infrastructure failure at the seal
 (`RunFailed`, stage "seal"), which `assay retry` takes to a new attempt. Its event id is
-fixed by the run, so watchers that declare it together log it once.
+fixed by the run, so watchers that declare it together log it once; it is logged only if
+no seal was logged since the watcher read, and the owner's seal only if no failure was
+(`SandboxService._settle`): an owner that was only cut off and comes back as the grace
+ends cannot seal a run declared lost, nor can a run it sealed be declared lost.
 
 The owner answers a liveness request on its own subject (`ALIVE`); "no responders" from
 NATS means no process of that instance is connected. The watch is kept in the instance's
@@ -28,13 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from assay.bus import Bus
+from assay.bus import Bus, Unchanged
 from assay.contract import rpc_subject
 from assay_schemas import (
     ArtifactsSealed,
     BusError,
     ErrorInfo,
     Event,
+    LogChanged,
     RunFailed,
     RunHistory,
     SandboxReady,
@@ -119,6 +123,8 @@ class SealWatch:
                 self._down_since.setdefault(owner, now)
         lost = []
         for run_id, owed in list(self._owed.items()):
+            sealed = self.bus.subjects.event(ArtifactsSealed.__name__, owed.campaign_id, run_id)
+            seen = await self.bus.last_sequence(sealed)
             history = RunHistory.fold(
                 await self.bus.run_events(owed.campaign_id, run_id, types=_SETTLES)
             )
@@ -128,7 +134,10 @@ class SealWatch:
                 continue
             down = self._down_since.get(owed.owner)
             if down is not None and now - down >= self.grace_s:
-                await self._declare_lost(owed, now - down)
+                try:
+                    await self._declare_lost(owed, now - down, Unchanged(sealed, seen))
+                except LogChanged:
+                    continue  # the owner sealed it meanwhile: the next sweep reads the seal
                 del self._owed[run_id]
                 self._changed = True
                 lost.append(run_id)
@@ -177,7 +186,8 @@ class SealWatch:
                 continue
             self._owed.setdefault(ended.run_id, owed)
 
-    async def _declare_lost(self, owed: _Owed, down_s: float) -> None:
+    async def _declare_lost(self, owed: _Owed, down_s: float, unchanged: Unchanged) -> None:
+        """Log the run's seal as lost, on condition that no seal was logged since read."""
         assert owed.ended.run_id is not None
         error = (
             f"sandbox-manager {owed.owner} holds this run's sandbox and has not answered for "
@@ -194,7 +204,8 @@ class SealWatch:
                 error_info=info,
                 infrastructure=True,
                 producer=self.bus.producer,
-            )
+            ),
+            unchanged=unchanged,
         )
 
     def start(self) -> None:

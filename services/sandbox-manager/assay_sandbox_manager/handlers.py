@@ -12,16 +12,18 @@ from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from assay.bus import Bus, Delivery
+from assay.bus import Bus, Delivery, Unchanged
 from assay.store import BlobStore
 from assay_schemas import (
     RPC_INLINE_BYTES,
     AgentFinished,
     ArtifactsSealed,
     BlobCommand,
+    BusError,
     ErrorInfo,
     Event,
     Exclusion,
+    LogChanged,
     RunFailed,
     RunHistory,
     RunRequested,
@@ -54,6 +56,11 @@ log = logging.getLogger("assay.sandbox_manager")
 
 T = TypeVar("T")
 E = TypeVar("E", bound=Event)
+
+_SETTLE_READS = 3
+"""Reads of a run's failures before its seal gives up for this delivery: each refused seal
+means a failure was logged meanwhile, which a read then sees; only a flood of them on one
+run would use all three."""
 
 _COMMAND: TypeAdapter[SandboxCommand] = TypeAdapter(SandboxCommand)
 _REQUEST: TypeAdapter[SandboxRequest] = TypeAdapter(SandboxRequest)
@@ -168,14 +175,7 @@ class SandboxService:
 
         campaign, run = event.campaign_id, event.run_id
         if (known := self._live.get(run)) is not None:
-            # Declared lost while this instance was unreachable for too long: the declaration
-            # follows the run's end in the log, so a consumer cut off meanwhile gets the end
-            # first and must read the log for it (one lookup; none is there as a rule).
-            failures = await self.bus.run_events(campaign, run, types=(RunFailed,))
-            if seal_declared_lost([event, *failures]):
-                self._live.pop(run, None)
-                return await self._destroy(known[1].sandbox_id)
-            return await self.seal(*known, event)
+            return await self._settle(*known, event)
 
         # What sealing needs of the run's history, not its steps: one lookup each.
         def first(kind: type[E]) -> Awaitable[E | None]:
@@ -195,10 +195,45 @@ class SandboxService:
             await self._destroy(ready.sandbox_id)
             return
         assert request is not None, f"run {event.run_id} has SandboxReady but no RunRequested"
-        await self.seal(request, ready, event)
+        await self._settle(request, ready, event)
 
-    async def seal(self, request: RunRequested, ready: SandboxReady, ended: Event) -> None:
-        """Copy, store and announce the run's files; then destroy the sandbox."""
+    async def _settle(self, request: RunRequested, ready: SandboxReady, ended: Event) -> None:
+        """Seal the run unless another instance declared its seal lost while this one was
+        out of reach; then destroy its sandbox.
+
+        The declaration may be logged after the run's end, even after this instance read
+        the log: the seal is published on condition that nothing was logged on the run's
+        RunFailed subject since it was read, and the survivor's declaration on condition
+        that no seal was, so the log holds one or the other, never both.
+        """
+        campaign, run = ended.campaign_id, ended.run_id or ""
+        failed = self.bus.subjects.event(RunFailed.__name__, campaign, run)
+        for _ in range(_SETTLE_READS):
+            seen = await self.bus.last_sequence(failed)
+            failures = await self.bus.run_events(campaign, run, types=(RunFailed,))
+            if seal_declared_lost(failures):
+                self._live.pop(run, None)
+                return await self._destroy(ready.sandbox_id)
+            try:
+                return await self.seal(request, ready, ended, unchanged=Unchanged(failed, seen))
+            except LogChanged:
+                continue  # a failure was logged meanwhile: read it, decide again
+        raise BusError(
+            f"run {ended.run_id}: its RunFailed subject changed on each of {_SETTLE_READS} "
+            "reads; not sealed this time"
+        )
+
+    async def seal(
+        self,
+        request: RunRequested,
+        ready: SandboxReady,
+        ended: Event,
+        *,
+        unchanged: Unchanged | None = None,
+    ) -> None:
+        """Copy, store and announce the run's files; then destroy the sandbox.
+        `unchanged`: the announcement's condition (see `_settle`); LogChanged when it
+        fails, with the sandbox left as it was."""
         backend = self.backend_for(request.sandbox)
         try:
             caps = SealCaps.of(request.sandbox)
@@ -220,7 +255,8 @@ class SandboxService:
                 sandbox_id=ready.sandbox_id,
                 outcome="finished" if isinstance(ended, AgentFinished) else "failed",
                 producer=self.bus.producer,
-            )
+            ),
+            unchanged=unchanged,
         )
         self._live.pop(request.run_id or "", None)
         await self._destroy(ready.sandbox_id)
@@ -280,7 +316,7 @@ class SandboxService:
                 return False
             if history.seal is None and not seal_declared_lost(history.failures):
                 self._owned[sandbox_id] = backend.name
-                await self.seal(request, ready, ended)
+                await self._settle(request, ready, ended)
                 return True
         await self._blocking(backend.destroy, sandbox_id)
         self.destroyed.add(sandbox_id)
