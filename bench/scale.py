@@ -219,10 +219,14 @@ def _rows(size: Size, r: _Result, floor: ModelFloor) -> list[Row]:
         kernel = r.sampler.sys_s.get(part)
         of_which = f" (in the kernel: {kernel / max(1, r.steps) * 1000:.2f})" if kernel else ""
         rows.append(Row(g, f"    {part}{of_which}", seconds / max(1, r.steps) * 1000, "ms/step"))
-    rows.append(
+    rows += [
         Row(g, "  floor: one model call through the runner's provider (OpenAI SDK), alone",
-            floor.provider_ms, "ms/call", floor.sdk_create_ms, "the SDK's create()")
-    )  # fmt: skip
+            floor.provider_ms, "ms/call", floor.sdk_create_ms, "the SDK's create()"),
+        # This VM's speed moved 2x within an hour (the floor 1.1 to 2.1 ms), and every CPU
+        # figure with it; their ratio to the floor stayed within 5.4-6.2 (docs/scale.md).
+        Row(g, "  CPU per agent step in floors (the host's speed cancels out)", per_step,
+            "ms", floor.provider_ms, "the floor"),
+    ]  # fmt: skip
     s = r.sampler
     rows += [
         Row(g, f"  RSS per live sandbox p50 (bwrap + resident; {s.peak_live} live)",
