@@ -10,7 +10,8 @@ creates or pulls only its own durable consumers.
 JetStream API subjects used through nats-py (per stream S, durable D):
 
 - `$JS.API.STREAM.INFO.S`: `ensure_streams` and `head_sequence` on connect;
-  `$JS.API.STREAM.MSG.GET.S`: `Bus.has_event` (last message on one subject).
+  `$JS.API.STREAM.MSG.GET.S`: direct reads (`Bus.has_event`, `last_sequence`, a run's
+  first messages).
 - `$JS.API.CONSUMER.INFO.S.D`, `$JS.API.CONSUMER.CREATE.S.D.<filter>`: a durable pull
   consumer is looked up, then created under its name with its filter subject.
 - `$JS.API.CONSUMER.MSG.NEXT.S.D`: pull fetches; `$JS.ACK.S.D.>`: ack, nak, in-progress.
