@@ -223,7 +223,7 @@ def _rows(size: Size, r: _Result, floor: ModelFloor) -> list[Row]:
         Row(g, "  floor: one model call through the runner's provider (OpenAI SDK), alone",
             floor.provider_ms, "ms/call", floor.sdk_create_ms, "the SDK's create()"),
         # This VM's speed moved 2x within an hour (the floor 1.1 to 2.1 ms), and every CPU
-        # figure with it; their ratio to the floor stayed within 5.4-6.2 (docs/scale.md).
+        # figure with it; their ratio to the floor stayed within 5.4-6.1 (docs/scale.md).
         Row(g, "  CPU per agent step in floors (the host's speed cancels out)", per_step,
             "ms", floor.provider_ms, "the floor"),
     ]  # fmt: skip
