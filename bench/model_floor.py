@@ -4,8 +4,10 @@ Every agent step is one model call, and the runner makes it with the OpenAI SDK 
 aiohttp client), as users run it. Measured here in a process doing nothing else, against
 the same scripted model server: the runner's provider (`OpenAIProvider.complete`: the
 request built from the run's messages, the SDK's `post`, the answer read, its GenAI span),
-beside the SDK's own `chat.completions.create` as Inspect AI calls it. What the platform
-spends per step beyond this is orchestration: the log, the sandbox, the fold.
+beside the SDK's own `chat.completions.create` as Inspect AI calls it, with the garbage
+collector tuned as every service tunes it once started (`assay.service.settle_heap`).
+What the platform spends per step beyond this is orchestration: the log, the sandbox,
+the fold.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import openai
 from assay.providers import OpenAIProvider
 from assay.providers._models import GenerationParams, SystemMessage, UserMessage
 from assay.providers._openai_wire import to_openai_messages
+from assay.service import settle_heap
 from assay_runner.tools import TOOLS
 
 __all__ = ["ModelFloor", "model_floor"]
@@ -64,6 +67,7 @@ async def _measure(base_url: str, model: str, calls: int, concurrency: int) -> M
             await provider.complete(messages, TOOLS, params)
 
         wire: list[Any] = to_openai_messages(messages)
+        settle_heap()  # the collector tuned as in the runner, which this is the floor of
 
         async def via_sdk() -> None:
             await sdk.chat.completions.create(model=model, messages=wire, max_completion_tokens=256)

@@ -61,7 +61,8 @@ class Side(NamedTuple):
 
 def _serve(steps: int, latency_s: float = 0.0) -> None:
     """Child: serve the script until stdin closes; the first stdout line is the base URL."""
-    with ScriptedModelServer({MODEL: _script(steps, "true")}, latency_s=latency_s) as server:
+    script = {MODEL: _script(steps, "true")}
+    with ScriptedModelServer(script, latency_s=latency_s, record=False) as server:
         print(server.openai_base_url, flush=True)
         sys.stdin.read()
 

@@ -319,3 +319,13 @@ async def test_api_key_check_and_lifecycle() -> None:
     async with httpx.AsyncClient() as http:
         with pytest.raises(httpx.ConnectError):
             await http.post(f"http://127.0.0.1:{port}/v1/messages", json={})
+
+
+async def test_a_server_told_not_to_record_serves_and_keeps_nothing(model: str) -> None:
+    with ScriptedModelServer({model: ScriptedSequence(["one"])}, record=False) as quiet:
+        async with httpx.AsyncClient(base_url=quiet.base_url, timeout=5) as client:
+            reply = await client.post("/v1/chat/completions", json=_chat(model))
+            missing = await client.post("/v1/nowhere", json=_chat(model))
+        assert reply.json()["choices"][0]["message"]["content"] == "one"
+        assert missing.status_code == 404
+        assert quiet.requests() == []

@@ -43,7 +43,9 @@ class ScriptedModelServer(Startable):
     ```
     Faults injected for a model are served in order before its normal replies; a
     permanent fault (`fail_always`) makes the model a dead endpoint. Every request is
-    recorded. All public methods are thread-safe.
+    recorded unless `record` is False (a load bench: a million parsed bodies kept would
+    cost the shared machine more in garbage collection than the serving itself). All
+    public methods are thread-safe.
     """
 
     def __init__(
@@ -53,7 +55,9 @@ class ScriptedModelServer(Startable):
         default_script: Script | None = None,
         latency_s: float = 0.0,
         require_api_key: str | None = None,
+        record: bool = True,
     ) -> None:
+        self._record_requests = record
         self._scripts: dict[str, Script] = dict(scripts or {})
         self._default_script = default_script
         self._latency_s = latency_s
@@ -208,6 +212,8 @@ class ScriptedModelServer(Startable):
             self._connections.discard(task)
 
     def _record(self, **fields: Any) -> None:
+        if not self._record_requests:
+            return
         with self._lock:
             self._records.append(RecordedRequest(index=len(self._records), **fields))
 
