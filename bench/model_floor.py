@@ -37,6 +37,14 @@ class ModelFloor(NamedTuple):
     provider_ms: float
     sdk_create_ms: float
 
+    @staticmethod
+    def mean(first: ModelFloor, second: ModelFloor) -> ModelFloor:
+        """The two measurements' mean (one before a run, one after it)."""
+        return ModelFloor(
+            (first.provider_ms + second.provider_ms) / 2,
+            (first.sdk_create_ms + second.sdk_create_ms) / 2,
+        )
+
 
 async def _per_call(calls: int, concurrency: int, one: Callable[[], Awaitable[None]]) -> float:
     slots = asyncio.Semaphore(concurrency)

@@ -199,8 +199,9 @@ async def _measure(
     )  # fmt: skip
 
 
-def _rows(size: Size, r: _Result, floor: ModelFloor) -> list[Row]:
+def _rows(size: Size, r: _Result, before: ModelFloor, after: ModelFloor) -> list[Row]:
     g = "scale"
+    floor = ModelFloor.mean(before, after)
     what = f"{size.runs} × {size.steps} `bash true`, concurrency {size.concurrency}, "
     what += f"model latency {size.latency_s:g} s, bubblewrap"
     unfinished = max(0, size.runs - r.sealed - r.failed)
@@ -220,12 +221,16 @@ def _rows(size: Size, r: _Result, floor: ModelFloor) -> list[Row]:
         of_which = f" (in the kernel: {kernel / max(1, r.steps) * 1000:.2f})" if kernel else ""
         rows.append(Row(g, f"    {part}{of_which}", seconds / max(1, r.steps) * 1000, "ms/step"))
     rows += [
-        Row(g, "  floor: one model call through the runner's provider (OpenAI SDK), alone",
-            floor.provider_ms, "ms/call", floor.sdk_create_ms, "the SDK's create()"),
+        Row(g, "  floor: one model call through the runner's provider (OpenAI SDK), alone; "
+            "mean of before and after the run", floor.provider_ms, "ms/call",
+            floor.sdk_create_ms, "the SDK's create()"),
         # This VM's speed moved 2x within an hour (the floor 1.1 to 2.1 ms), and every CPU
         # figure with it; their ratio to the floor stayed within 5.4-6.1 (docs/scale.md).
         Row(g, "  CPU per agent step in floors (the host's speed cancels out)", per_step,
             "ms", floor.provider_ms, "the floor"),
+        Row(g, "  the floor after the run against before it (far from 1: the host's speed "
+            "moved during the run, and the floors above are that uncertain)",
+            after.provider_ms, "ms/call", before.provider_ms, "before", "≈ 1"),
     ]  # fmt: skip
     s = r.sampler
     rows += [
@@ -276,14 +281,18 @@ def bench_scale(
     size = size or Size.parse(os.environ.get(SIZE_ENV, DEFAULT_SIZE))
     os.environ.setdefault(KEY_ENV, "scripted")
     with scripted_process(size.steps, size.latency_s) as base_url:
+
+        def floor() -> ModelFloor:
+            calls = min(2000, 4 * size.concurrency)
+            return model_floor(base_url, MODEL, calls=calls, concurrency=size.concurrency)
+
+        # Measured on both sides of the run: the host's speed can move within minutes.
+        before = floor()
         with tempfile.TemporaryDirectory(prefix="assay-scale-", dir="/var/tmp") as tmp:
             base = Path(tmp)
             base.chmod(0o711)  # sandbox uids must traverse to their workspace mounts
             result = asyncio.run(_assay(base, base_url, size, timeout_s, profile))
-        floor = model_floor(
-            base_url, MODEL, calls=min(2000, 4 * size.concurrency), concurrency=size.concurrency
-        )
-        rows = _rows(size, result, floor)
+        rows = _rows(size, result, before, floor())
         if show is not None:
             show(rows)
         if peer:
