@@ -103,26 +103,32 @@ async def test_a_seal_owed_by_a_gone_instance_is_declared_lost_once(
                 await service.stop()
 
 
+async def _cut_off_after_its_run_ended(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> tuple[SandboxService, AgentFinished]:
+    """An owner that opened run r1 and was cut off (no consumer, no answer to pings; the
+    live run kept) before the run's end, now logged."""
+    store = LocalBlobStore(settings.blob_dir)
+    owner = _instance(settings, "a", store)
+    await owner.start()
+    try:
+        await bus.publish(run_requested(bus, "r1", make_task(store, tmp_path)))
+        await wait_for_events(bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs))
+    finally:
+        await owner.stop()
+    ended = finished(bus, "r1")
+    await bus.publish(ended)
+    return owner, ended
+
+
 async def test_an_owner_cut_off_past_the_grace_does_not_seal_what_was_declared_lost(
     bus: Bus, settings: Settings, tmp_path: Path
 ) -> None:
     """The owner was unreachable (not restarted) while the run ended and a watcher declared
     its seal lost; back on the bus, its consumer hands it the run's end first (the
     declaration is later in the log). It must destroy the sandbox, not seal it."""
-    store = LocalBlobStore(settings.blob_dir)
-    task = make_task(store, tmp_path)
-    owner = _instance(settings, "a", store)
-    await owner.start()
-    try:
-        await bus.publish(run_requested(bus, "r1", task))
-        events = await wait_for_events(
-            bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs)
-        )
-    finally:
-        await owner.stop()  # cut off: no consumer, no answer to pings; the live run kept
+    owner, ended = await _cut_off_after_its_run_ended(bus, settings, tmp_path)
     assert "r1" in owner._live and owner.backends["bubblewrap"].list_live() != []
-    ended = finished(bus, "r1")
-    await bus.publish(ended)
     info = ErrorInfo(error_class="SandboxManagerGone", message="a has not answered for 61 s")
     await bus.publish(
         RunFailed(
@@ -175,17 +181,7 @@ async def test_a_declaration_logged_between_the_owners_read_and_its_seal_refuses
     survivor's declaration is logged in between. The seal's publish is refused (it was made
     on condition that the run's RunFailed subject had not changed), the owner reads again,
     finds the declaration and destroys the sandbox: the log holds the run as lost, once."""
-    store = LocalBlobStore(settings.blob_dir)
-    task = make_task(store, tmp_path)
-    owner = _instance(settings, "a", store)
-    await owner.start()
-    try:
-        await bus.publish(run_requested(bus, "r1", task))
-        await wait_for_events(bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs))
-    finally:
-        await owner.stop()
-    ended = finished(bus, "r1")
-    await bus.publish(ended)
+    owner, ended = await _cut_off_after_its_run_ended(bus, settings, tmp_path)
 
     await owner.bus.connect()
     _logged_after_read(monkeypatch, owner.bus, bus, _declaration(ended))

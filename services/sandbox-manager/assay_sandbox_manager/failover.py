@@ -123,8 +123,13 @@ class SealWatch:
                 self._down_since.setdefault(owner, now)
         lost = []
         for run_id, owed in list(self._owed.items()):
+            down = self._down_since.get(owed.owner)
+            down_s = now - down if down is not None else 0.0
+            due = down is not None and down_s >= self.grace_s
+            # A declaration's condition is read before the history it is decided on; an
+            # owner still within its grace cannot be declared, so its runs need no read.
             sealed = self.bus.subjects.event(ArtifactsSealed.__name__, owed.campaign_id, run_id)
-            seen = await self.bus.last_sequence(sealed)
+            seen = await self.bus.last_sequence(sealed) if due else 0
             history = RunHistory.fold(
                 await self.bus.run_events(owed.campaign_id, run_id, types=_SETTLES)
             )
@@ -132,10 +137,9 @@ class SealWatch:
                 del self._owed[run_id]
                 self._changed = True
                 continue
-            down = self._down_since.get(owed.owner)
-            if down is not None and now - down >= self.grace_s:
+            if due:
                 try:
-                    await self._declare_lost(owed, now - down, Unchanged(sealed, seen))
+                    await self._declare_lost(owed, down_s, Unchanged(sealed, seen))
                 except LogChanged:
                     continue  # the owner sealed it meanwhile: the next sweep reads the seal
                 del self._owed[run_id]
