@@ -33,7 +33,7 @@ from nats.aio.msg import Msg
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.embedded import NatsServer
+from assay.embedded import NatsServer, find_free_port
 from assay.store import LocalBlobStore
 from assay_cli.campaign import submit_campaign
 from assay_schemas import AgentSpec
@@ -44,6 +44,7 @@ from bench.procs import Sampler, stat
 from bench.pyspy import profiled
 from bench.runner import KEY_ENV, MODEL, _campaign, _drafts
 from bench.table import Row, percentile, print_rows
+from bench.traffic import flows, per_step, read_connz
 
 __all__ = ["Size", "bench_scale"]
 
@@ -106,6 +107,8 @@ class _Result(NamedTuple):
     nats_rss: float
     events_per_s: float
     max_lag: int
+    traffic: dict[str, tuple[float, float]]
+    """Each service's messages per step through nats-server: (published, delivered)."""
 
 
 async def _aggregator_seq(bus: Bus) -> tuple[int, int]:
@@ -117,7 +120,8 @@ async def _aggregator_seq(bus: Bus) -> tuple[int, int]:
 async def _assay(
     base: Path, base_url: str, size: Size, timeout_s: float, profile: Path | None
 ) -> _Result:
-    with NatsServer(base / "nats") as server:
+    monitor = find_free_port("127.0.0.1")
+    with NatsServer(base / "nats", extra_args=("-m", str(monitor))) as server:
         settings = Settings(
             nats_url=server.url, home=base, state_dir=base / "state", instance="scale",
             runner_concurrency=size.concurrency,
@@ -135,7 +139,10 @@ async def _assay(
                 if server.process is not None:
                     pids["nats-server"] = server.process.pid
                 with spying:
-                    return await _measure(bus, store, pids, procs, base_url, size, timeout_s)
+                    return await _measure(
+                        bus, store, pids, procs, base_url, size, timeout_s,
+                        f"http://127.0.0.1:{monitor}",
+                    )  # fmt: skip
             finally:
                 await _stop(procs)
 
@@ -148,8 +155,10 @@ async def _measure(
     base_url: str,
     size: Size,
     timeout_s: float,
+    monitor_url: str,
 ) -> _Result:
     ends = _Ends(size.runs)
+    names = [f"assay-{label}" for label in SERVICES]
     nc = bus.broker.connection
     subs = [
         await nc.subscribe(bus.subjects.event(kind, CAMPAIGN, "*"), cb=ends.on)
@@ -173,6 +182,7 @@ async def _measure(
     )
     spec = _campaign(CAMPAIGN, [agent], size.steps + 2)
     seq0, _ = await _aggregator_seq(bus)
+    traffic0 = flows(await asyncio.to_thread(read_connz, monitor_url), names)
     sampler.start()
     t0 = time.monotonic()
     await submit_campaign(bus, store, spec, _drafts(size.runs, "t"))
@@ -189,13 +199,14 @@ async def _measure(
     seq1, _ = await _aggregator_seq(bus)
     live_s = max(1e-9, time.monotonic() - t0)
     cpu = sampler.stop()
+    traffic1 = flows(await asyncio.to_thread(read_connz, monitor_url), names)
     for sub in subs:
         await sub.unsubscribe()
     nats = stat(pids.get("nats-server", 0))
     return _Result(
         end - t0, len(ends.sealed), len(ends.failed),
         steps, cpu, sampler, nats.rss_mb if nats else float("nan"), (seq1 - seq0) / live_s,
-        max_lag,
+        max_lag, per_step(traffic0, traffic1, steps),
     )  # fmt: skip
 
 
@@ -246,6 +257,18 @@ def _rows(size: Size, r: _Result, before: ModelFloor, after: ModelFloor) -> list
         Row(g, "  events/s through the aggregator while live", r.events_per_s, "events/s"),
         Row(g, "  aggregator's max pending (lag)", float(r.max_lag), "msgs"),
     ]
+    return rows + _traffic_rows(r.traffic)
+
+
+def _traffic_rows(traffic: dict[str, tuple[float, float]]) -> list[Row]:
+    """Messages per step through nats-server: the hops a step costs, in all and by service."""
+    g = "scale"
+    total = sum(p + d for p, d in traffic.values())
+    rows = [Row(g, "  messages through nats-server per agent step (each service's connection: "
+                "published + delivered to it)", total, "msgs/step")]  # fmt: skip
+    for name, (published, delivered) in traffic.items():
+        label = f"    {name.removeprefix('assay-')} (published {published:.2f}, delivered {delivered:.2f})"
+        rows.append(Row(g, label, published + delivered, "msgs/step"))
     return rows
 
 

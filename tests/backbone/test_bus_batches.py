@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from assay.bus import DEAD_REASON, Bus, Delivery, Refusal
+from assay.bus import DEAD_REASON, BatchPull, Bus, Delivery, Refusal
 from assay.config import Settings
 from assay_schemas import AgentStepLogged, Event
 from tests.backbone.test_bus import step, wait_for
@@ -149,6 +149,52 @@ async def test_a_steady_log_is_handled_whole_and_at_once(settings: Settings) -> 
             assert await _pending_once_settled(consumer, "steady") == (0, 0)
         finally:
             await consumer.stop()
+
+
+async def _steady(settings: Settings, durable: str, gather_s: float) -> tuple[int, float]:
+    """300 events published one at a time to a consumer that keeps up: (its batches, the
+    seconds they took), every event handled once, in order."""
+    seen: list[int] = []
+    run = f"r-{durable}"
+
+    async def handle(event: Event, delivery: Delivery) -> None:
+        assert isinstance(event, AgentStepLogged)
+        if event.run_id == run:  # the log holds the other call's events too
+            seen.append(event.step)
+
+    async with Bus(settings, service="test") as publisher:
+        consumer = Bus(settings, service="consumer")
+        pull = consumer.consume(
+            consumer.subjects.events, handle, durable=durable, batch_size=256,
+            batch_wait_s=0.1, batch_gather_s=gather_s,
+        )  # fmt: skip
+        assert isinstance(pull, BatchPull)
+        await consumer.start()
+        try:
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            for n in range(300):
+                await publisher.publish(step(run, n))
+                await asyncio.sleep(0.002)
+            await wait_for(lambda: len(seen) >= 300, timeout=15.0)
+            took = loop.time() - started
+            assert seen == list(range(300))
+            assert await _pending_once_settled(consumer, durable) == (0, 0)
+            return pull.batches, took
+        finally:
+            await consumer.stop()
+
+
+async def test_a_busy_log_is_pulled_once_per_gathering_not_once_per_event(
+    settings: Settings,
+) -> None:
+    """After a pull that drained the log the next waits for events to gather: a steady
+    log costs at most one pull per interval (each pull is a request and a "no messages"
+    answer through nats-server), where pulling again at once took one per event or two."""
+    gathered, took = await _steady(settings, "gathered", 0.05)
+    assert gathered <= took / 0.05 + 2, (gathered, took)
+    eager, _ = await _steady(settings, "eager", 0.0)
+    assert gathered * 3 < eager, (gathered, eager)
 
 
 def test_batches_need_one_worker(settings: Settings) -> None:

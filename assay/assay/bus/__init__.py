@@ -5,6 +5,7 @@ from ._broker import dlq_stream, ensure_streams, event_stream, make_broker
 from ._bus import Bus
 from ._campaigns import read_campaign
 from ._dead_letters import DEAD_DELIVERIES, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT
+from ._pulls import BatchPull
 from ._records import Delivery, Published, Refusal, RefusalSink, Unchanged
 from ._replay import (
     LoggedEvent,
@@ -25,6 +26,7 @@ __all__ = [
     "DEAD_REASON",
     "DEAD_SEQUENCE",
     "DEAD_SUBJECT",
+    "BatchPull",
     "Bus",
     "Delivery",
     "LoggedEvent",

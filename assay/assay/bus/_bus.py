@@ -242,6 +242,7 @@ class Bus(LogReads):
         max_workers: int = 1,
         batch_size: int | None = None,
         batch_wait_s: float | None = None,
+        batch_gather_s: float = 0.0,
         deliver_policy: DeliverPolicy = DeliverPolicy.ALL,
         on_refused: RefusalSink | None = None,
     ) -> LogicSubscriber[Any] | BatchPull:
@@ -257,7 +258,9 @@ class Bus(LogReads):
         `batch_wait_s` (one worker only): pull in batches with nats-py's fetch (see
         `BatchPull`), each pull taking what the log holds at once or waiting up to that
         long when it holds nothing; every message of a batch is still parsed, handled and
-        settled on its own, in order, without faststream's work per delivery.
+        settled on its own, in order, without faststream's work per delivery;
+        `batch_gather_s`: after a batch that drained the log, wait that long before the next
+        pull, so that a busy log costs one pull per interval rather than one per event or two.
         """
         limit = max_deliver or self.settings.max_deliver
         self._durables.append(durable)
@@ -297,7 +300,7 @@ class Bus(LogReads):
             pull = BatchPull(
                 subject=subject, durable=durable, stream=self.stream.name, config=config,
                 batch_size=batch_size or 256, wait_s=batch_wait_s, inbox_prefix=inbox,
-                handle=on_batch,
+                handle=on_batch, gather_s=batch_gather_s,
             )  # fmt: skip
             self._pulls.append(pull)
             return pull

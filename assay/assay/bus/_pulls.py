@@ -7,8 +7,11 @@ gathered so far is then dropped unhandled and unacked, and JetStream hands it ou
 only after the ack wait (minutes). Measured with faststream 0.7.8 and nats-py 2.16: of
 1,500 events fed at a steady 250 a second, 70 to 140 were left so in each try; the
 steady-log test in tests/backbone/test_bus_batches.py checks that none is here.
-nats-py's fetch itself returns at once with what the log holds, so a busy log costs one
-request per batch and a quiet one a request per `wait_s`.
+nats-py's fetch itself returns at once with what the log holds, so a quiet log costs a
+request per `wait_s`; a busy one that the consumer keeps up with would cost a request (and
+the server's "no messages" answer) per event or two, so after a batch that drained the log
+the next fetch waits `gather_s` for the events to gather (a batch that filled goes on at
+once: the consumer is behind).
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ class BatchPull:
     wait_s: float
     inbox_prefix: bytes
     handle: Callable[[list[Msg]], Awaitable[None]]
+    gather_s: float = 0.0
+    """Pause after a batch that drained the log, before the next fetch."""
+    batches: int = 0
+    """Batches fetched and handed over so far (what a busy log cost in fetches)."""
     _task: asyncio.Task[None] | None = None
     _stopping: bool = False
     _handling: bool = False
@@ -91,7 +98,10 @@ class BatchPull:
                 await asyncio.sleep(_RETRY_S)
                 continue
             self._handling = True
+            self.batches += 1
             try:
                 await self.handle(msgs)
             finally:
                 self._handling = False
+            if len(msgs) < self.batch_size and self.gather_s > 0:
+                await asyncio.sleep(self.gather_s)

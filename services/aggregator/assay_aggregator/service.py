@@ -19,6 +19,10 @@ PULL_BATCH = 256
 BATCH_WAIT_S = 0.25
 """How long one pull waits on a quiet log (a busy one answers at once): what the fold
 may lag a lone event by."""
+BATCH_GATHER_S = 0.05
+"""After a pull that drained the log, how long the next one waits for events to gather:
+a live campaign's events then come 10-20 to a pull instead of 1-2 (each pull a request and
+a "no messages" answer through nats-server), at most this much later."""
 DURABLE = EVERYTHING.durable
 
 
@@ -45,6 +49,6 @@ def build(
     # delivery per event (each event is still parsed, admitted and acked on its own).
     subscribe(
         bus, EVERYTHING, service.on_event, max_workers=1, batch_size=PULL_BATCH,
-        batch_wait_s=BATCH_WAIT_S, on_refused=service.on_refused,
+        batch_wait_s=BATCH_WAIT_S, batch_gather_s=BATCH_GATHER_S, on_refused=service.on_refused,
     )  # fmt: skip
     return service
