@@ -158,20 +158,24 @@ def _declaration(ended: AgentFinished) -> RunFailed:
 
 
 def _logged_after_read(
-    monkeypatch: pytest.MonkeyPatch, reader: Bus, bus: Bus, event: Event
+    monkeypatch: pytest.MonkeyPatch,
+    reader: Bus,
+    bus: Bus,
+    event: Event,
+    read_name: str = "run_events",
 ) -> None:
     """`event` is logged (by another instance, on `bus`) just after `reader`'s first read
-    of a run's history: the moment between a decision and its publish."""
-    read = reader.run_events
+    (`read_name`) of a run's log: the moment between a decision and its publish."""
+    read = getattr(reader, read_name)
     pending = [event]
 
-    async def then_logged(*args: Any, **kwargs: Any) -> list[Event]:
-        events = await read(*args, **kwargs)
+    async def then_logged(*args: Any, **kwargs: Any) -> Any:
+        found = await read(*args, **kwargs)
         if pending:
             await bus.publish(pending.pop())
-        return events
+        return found
 
-    monkeypatch.setattr(reader, "run_events", then_logged)
+    monkeypatch.setattr(reader, read_name, then_logged)
 
 
 async def test_a_declaration_logged_between_the_owners_read_and_its_seal_refuses_the_seal(
@@ -184,7 +188,8 @@ async def test_a_declaration_logged_between_the_owners_read_and_its_seal_refuses
     owner, ended = await _cut_off_after_its_run_ended(bus, settings, tmp_path)
 
     await owner.bus.connect()
-    _logged_after_read(monkeypatch, owner.bus, bus, _declaration(ended))
+    # Its first read is the RunFailed subject's last sequence (empty: nothing else read).
+    _logged_after_read(monkeypatch, owner.bus, bus, _declaration(ended), "last_sequence")
     try:
         await owner.on_run_ended(ended, Delivery(sequence=0, attempt=2))
     finally:

@@ -50,7 +50,7 @@ class BatchPull:
     handle: Callable[[list[Msg]], Awaitable[None]]
     gather_s: float = 0.0
     """Pause after a batch that drained the log, before the next fetch."""
-    batches: int = 0
+    batches: int = field(default=0, init=False)
     """Batches fetched and handed over so far (what a busy log cost in fetches)."""
     _task: asyncio.Task[None] | None = None
     _stopping: bool = False

@@ -210,7 +210,9 @@ class SandboxService:
         failed = self.bus.subjects.event(RunFailed.__name__, campaign, run)
         for _ in range(_SETTLE_READS):
             seen = await self.bus.last_sequence(failed)
-            failures = await self.bus.run_events(campaign, run, types=(RunFailed,))
+            # An empty subject has nothing to read: a failure logged since this lookup
+            # fails the seal's condition, and the next turn reads it.
+            failures = await self.bus.run_events(campaign, run, types=(RunFailed,)) if seen else []
             if seal_declared_lost(failures):
                 self._live.pop(run, None)
                 return await self._destroy(ready.sandbox_id)
