@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import urllib.request
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 __all__ = ["Flow", "flows", "per_step", "read_connz"]
 
@@ -30,12 +30,12 @@ class Flow(NamedTuple):
         return Flow(self.published - earlier.published, self.delivered - earlier.delivered)
 
 
-def flows(connz: Mapping[str, object], names: Iterable[str]) -> dict[str, Flow]:
+def flows(connz: Mapping[str, Any], names: Iterable[str]) -> dict[str, Flow]:
     """Each named connection's flow in a /connz answer, summed over connections that share
     a name (a reconnect shows as a second one); a name with none is left out."""
     wanted = set(names)
     out: dict[str, Flow] = {}
-    for conn in connz.get("connections") or []:  # type: ignore[attr-defined]
+    for conn in connz.get("connections") or []:
         name = conn.get("name", "")
         if name in wanted:
             seen = out.get(name, Flow(0, 0))
@@ -46,11 +46,11 @@ def flows(connz: Mapping[str, object], names: Iterable[str]) -> dict[str, Flow]:
     return out
 
 
-def read_connz(monitor_url: str, timeout_s: float = 5.0) -> dict[str, object]:
+def read_connz(monitor_url: str, timeout_s: float = 5.0) -> dict[str, Any]:
     """The server's /connz answer (every open connection)."""
     url = f"{monitor_url.rstrip('/')}/connz?limit={_CONNZ_LIMIT}"
     with urllib.request.urlopen(url, timeout=timeout_s) as answer:  # loopback only
-        data: dict[str, object] = json.load(answer)
+        data: dict[str, Any] = json.load(answer)
     return data
 
 
