@@ -19,27 +19,22 @@ def test_flows_count_what_each_named_connection_published_and_received(tmp_path:
         assert before == {}  # nobody connected yet; a name with no connection is left out
 
         async def run_and_read() -> dict[str, Flow]:
+            names = ["svc-a", "svc-b"]
             a = await nats.connect(server.url, name="svc-a")
             b = await nats.connect(server.url, name="svc-b")
-            start = flows(read_connz(url), ["svc-a", "svc-b"])
-            seen = asyncio.Event()
-            count = 0
-
-            async def on(msg: object) -> None:
-                nonlocal count
-                count += 1
-                if count == 5:
-                    seen.set()
-
-            await b.subscribe("work", cb=on)
-            await b.flush()
-            for _ in range(5):
-                await a.publish("work", b"x")
-            await a.flush()
-            await asyncio.wait_for(seen.wait(), 5)
-            end = flows(read_connz(url), ["svc-a", "svc-b"])
-            await a.close()
-            await b.close()
+            try:
+                work = await b.subscribe("work")
+                await b.flush()
+                start = flows(await asyncio.to_thread(read_connz, url), names)
+                for _ in range(5):
+                    await a.publish("work", b"x")
+                await a.flush()
+                for _ in range(5):
+                    await work.next_msg(timeout=30)
+                end = flows(await asyncio.to_thread(read_connz, url), names)
+            finally:
+                await a.close()
+                await b.close()
             return {name: end[name].since(start[name]) for name in end}
 
         moved = asyncio.run(run_and_read())

@@ -154,7 +154,12 @@ class Admission:
         except StoreError as e:  # e.g. a runner key without delete rights: still refuse
             log.warning("cannot remove the mismatched blob %s: %s", sha256, e)
             return "; the wrong bytes are still stored, so the operator must remove them"
-        return "; the wrong bytes were removed, upload the right ones again" if removed else ""
+        # Not removed here: another admission of the same task (the campaign's and the
+        # task's consumers both admit it) may have removed them first; the publisher's
+        # next step is the same.
+        if removed or not await asyncio.to_thread(self.store.exists, sha256):
+            return "; the wrong bytes were removed, upload the right ones again"
+        return ""
 
     def _rejected(
         self, event: TaskSubmitted, sequence: int, reason: RejectionReason, detail: str
