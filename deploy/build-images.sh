@@ -41,7 +41,7 @@ fi
 # Targets in Dockerfile order (the classic builder builds every stage before its target).
 TARGETS=(sandbox-manager runner judge aggregator assay)
 PACKAGES=(schemas assay services/runner services/sandbox-manager services/judge services/aggregator cli)
-RECIPE=(deploy/docker deploy/build-images.sh deploy/sandbox/build-rootfs.sh deploy/sandbox/resident.c)
+RECIPE=(deploy/docker deploy/build-images.sh deploy/sandbox/build-rootfs.sh deploy/sandbox/resident.c deploy/sandbox/spawn.c)
 
 image_of() { if [[ "$1" == assay ]]; then echo assay; else echo "assay-$1"; fi; }
 
@@ -216,7 +216,7 @@ PY
   fi
   cp "$debs"/bubblewrap_*.deb "$ctx/debs/"
   cp deploy/docker/Dockerfile deploy/docker/entrypoint.sh deploy/docker/install.sh \
-    deploy/sandbox/build-rootfs.sh deploy/sandbox/resident.c "$ctx/"
+    deploy/sandbox/build-rootfs.sh deploy/sandbox/resident.c deploy/sandbox/spawn.c "$ctx/"
 }
 
 # Wheel file names use underscores: services/sandbox-manager -> assay_sandbox_manager.

@@ -15,8 +15,9 @@ export DEBIAN_FRONTEND=noninteractive
 say() { printf '== setup (%s): %s\n' "$MODE" "$*" >&2; }
 
 # command -> Debian package, for the commands this mode needs.
-# The rootfs build compiles the sandbox's resident (deploy/sandbox/resident.c) static.
-declare -A NEED=([bwrap]=bubblewrap [prlimit]=util-linux [debootstrap]=debootstrap [cc]=gcc)
+# The rootfs build compiles the sandbox's resident and the sandbox-manager's start helper
+# (deploy/sandbox/resident.c and spawn.c) static.
+declare -A NEED=([bwrap]=bubblewrap [debootstrap]=debootstrap [cc]=gcc)
 if [[ "$MODE" == test ]]; then
   # The local model (llama.cpp) is compiled once: cmake and a C++ compiler. Node.js and npm
   # run the publisher example of examples/clients/node.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the Assay sandbox runtime root filesystem (Debian bookworm, minbase + the
-# scientific Python stack from Debian packages, and the resident compiled from resident.c
-# beside this script), cached under a key derived from both files' content: editing the
+# scientific Python stack from Debian packages, the resident compiled from resident.c and
+# the sandbox-manager's start helper from spawn.c, both beside this script), cached under a
+# key derived from the three files' content: editing the
 # recipe yields a new key, an unchanged recipe is a no-op. Needs debootstrap, a C compiler
 # and a static libc (gcc, libc6-dev) on the build host.
 #
@@ -14,9 +15,10 @@ set -euo pipefail
 
 SCRIPT="$(readlink -f "${BASH_SOURCE[0]}")"
 RESIDENT_SRC="$(dirname "$SCRIPT")/resident.c"
-# The key must match assay_sandbox_manager.runtime.recipe_hash(): sha256 of this file then
-# resident.c, 16 hex.
-HASH="$(cat "$SCRIPT" "$RESIDENT_SRC" | sha256sum | cut -c1-16)"
+SPAWN_SRC="$(dirname "$SCRIPT")/spawn.c"
+# The key must match assay_sandbox_manager.runtime.recipe_hash(): sha256 of this file,
+# resident.c then spawn.c, 16 hex.
+HASH="$(cat "$SCRIPT" "$RESIDENT_SRC" "$SPAWN_SRC" | sha256sum | cut -c1-16)"
 if [[ "${1:-}" == "--hash" ]]; then echo "$HASH"; exit 0; fi
 
 CACHE="${ASSAY_SANDBOX_CACHE:-/var/cache/assay}"
@@ -43,17 +45,21 @@ MIRROR="${MIRROR:-http://deb.debian.org/debian}"
 mkdir -p "$CACHE"
 TMP="$(mktemp -d "$CACHE/rootfs-$HASH.tmp.XXXXXX")"
 RESIDENT="$(mktemp "$CACHE/resident-$HASH.XXXXXX")"
+SPAWN="$(mktemp "$CACHE/spawn-$HASH.XXXXXX")"
 cleanup() {
   for m in proc sys dev/pts dev; do umount -l "$TMP/$m" 2>/dev/null || true; done
   # --one-file-system: should an unmount have failed, never delete the host's /dev.
   rm -rf --one-file-system "$TMP"
-  rm -f "$RESIDENT"
+  rm -f "$RESIDENT" "$SPAWN"
 }
 trap cleanup EXIT
 
 # The resident (each sandbox's PID 1): static, so it runs on the rootfs's libc or any
 # image's. Compiled first: a broken build fails before minutes of debootstrap.
 cc -std=c11 -O2 -static -Wall -Wextra -Werror -pthread -o "$RESIDENT" "$RESIDENT_SRC"
+# The start helper runs on the host (the sandbox-manager execs it from here as root, before
+# bwrap): static too, so it needs nothing from the host's libraries.
+cc -std=c11 -O2 -static -Wall -Wextra -Werror -o "$SPAWN" "$SPAWN_SRC"
 
 echo "build-rootfs: debootstrap bookworm from $MIRROR into $TMP" >&2
 debootstrap --variant=minbase bookworm "$TMP" "$MIRROR" >&2
@@ -82,10 +88,11 @@ rm -rf --one-file-system "$TMP"/var/lib/apt/lists/* "$TMP"/var/cache/apt/*.bin "
 echo sandbox > "$TMP/etc/hostname"
 printf '127.0.0.1 localhost sandbox\n::1 localhost\n' > "$TMP/etc/hosts"
 install -D -o root -g root -m 0755 "$RESIDENT" "$TMP/usr/libexec/assay/resident"
+install -D -o root -g root -m 0755 "$SPAWN" "$TMP/usr/libexec/assay/spawn"
 echo "$HASH" > "$TMP/.assay-rootfs-complete"
 
 rm -rf "$OUT"
 mv "$TMP" "$OUT"
-rm -f "$RESIDENT"
+rm -f "$RESIDENT" "$SPAWN"
 trap - EXIT
 echo "$OUT"

@@ -17,7 +17,7 @@ from assay_sandbox_manager.backends import (
     SandboxBackend,
     SandboxSpec,
 )
-from assay_sandbox_manager.backends._bubblewrap import _join_failure
+from assay_sandbox_manager.backends._bubblewrap import _join_failure, spawner
 from assay_sandbox_manager.backends._cgroups import (
     JOIN_FAILED,
     CgroupHost,
@@ -138,11 +138,12 @@ def test_a_sandbox_whose_cgroups_went_is_limited_again(host_dirs: Path, rootfs: 
         be.destroy(sid)
 
 
-def test_a_failed_cgroup_join_says_why(tmp_path: Path) -> None:
+def test_a_failed_cgroup_join_says_why(tmp_path: Path, rootfs: Path) -> None:
     """A start that cannot join its group exits JOIN_FAILED and the reason reaches the error."""
     errors = tmp_path / "join.err"
     gone = SandboxCgroups((tmp_path / "no-such-group",))
-    proc = subprocess.run([*gone.join_argv(errors), "echo", "must not run"], capture_output=True)
+    argv = [spawner(rootfs), *gone.spawn_args(errors), "--", "/bin/echo", "must not run"]
+    proc = subprocess.run(argv, capture_output=True)
     assert proc.returncode == JOIN_FAILED
     assert proc.stdout == b""  # nothing past the join ran
     why = _join_failure(proc.returncode, errors)

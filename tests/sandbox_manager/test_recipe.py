@@ -30,7 +30,7 @@ def test_an_edited_resident_is_a_new_runtime(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = recipe_hash()
-    for name in ("build-rootfs.sh", "resident.c"):
+    for name in ("build-rootfs.sh", "resident.c", "spawn.c"):
         shutil.copyfile(RECIPE / name, tmp_path / name)
     with (tmp_path / "resident.c").open("a") as f:
         f.write("/* edited */\n")

@@ -1,8 +1,8 @@
 """The sandbox runtime: the cached Debian rootfs and the Docker image imported from it.
 
 Both are keyed by the recipe hash (sha256 of ``deploy/sandbox/build-rootfs.sh`` followed by
-the resident's source, ``resident.c`` beside it; 16 hex), so an edited recipe builds a new
-runtime and an unchanged one is reused.
+the resident's source, ``resident.c``, and the start helper's, ``spawn.c``, beside it; 16
+hex), so an edited recipe builds a new runtime and an unchanged one is reused.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ __all__ = [
 
 
 def recipe_path() -> Path:
-    """The rootfs build script (ASSAY_SANDBOX_RECIPE overrides the repo copy); the
-    resident's source, resident.c, is beside it."""
+    """The rootfs build script (ASSAY_SANDBOX_RECIPE overrides the repo copy); the C
+    sources it compiles, resident.c and spawn.c, are beside it."""
     env = os.environ.get("ASSAY_SANDBOX_RECIPE")
     if env:
         return Path(env)
@@ -42,7 +42,8 @@ def recipe_hash() -> str:
     """The cache key of the runtime: must equal ``build-rootfs.sh --hash``."""
     script = recipe_path()
     # Asked at every sandbox start: hashed again only when a file's stat changed.
-    return _hash_of(tuple(_stat_key(f) for f in (script, script.with_name("resident.c"))))
+    sources = (script, script.with_name("resident.c"), script.with_name("spawn.c"))
+    return _hash_of(tuple(_stat_key(f) for f in sources))
 
 
 def _stat_key(path: Path) -> tuple[str, int, int, int, int]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -73,6 +74,37 @@ def _join_failure(status: int, errors: Path) -> str:
     return f"it could not join its cgroups ({said or 'no message'})"
 
 
+SPAWN = "usr/libexec/assay/spawn"
+"""The start helper, built with the resident into the runtime rootfs (deploy/sandbox/spawn.c)."""
+
+
+def spawner(rootfs: Path) -> str:
+    """The rootfs's start helper, checked before the service runs it (as root, on the host).
+
+    Only a file that no one but the service's own user (or root) could have written is run:
+    the rootfs is the sandboxes' read-only /, and a helper others can replace would run
+    their code with the service's rights."""
+    path = rootfs / SPAWN
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise SandboxBackendUnavailable(
+            f"sandbox backend bubblewrap: the runtime at {rootfs} has no start helper "
+            f"({e.strerror}); it predates this version: rebuild it "
+            "(deploy/sandbox/build-rootfs.sh, run by `make install`)"
+        ) from e
+    if (
+        not stat.S_ISREG(st.st_mode)
+        or st.st_uid not in (0, os.geteuid())
+        or (st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+    ):
+        raise SandboxBackendUnavailable(
+            f"sandbox backend bubblewrap: {path} is not a regular file that only root or this "
+            "service's user can write; it is not run"
+        )
+    return str(path)
+
+
 def _gateway_mount(sandbox_id: str, spec: SandboxSpec) -> list[str]:
     """bwrap arguments binding the run's model gateway folder (the resident forwards
     127.0.0.1:GATEWAY_PORT to its socket, see deploy/sandbox/resident.c)."""
@@ -100,10 +132,10 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
 
     def __init__(self, state_dir: Path, seal_dir: Path, rootfs: Path | None = None) -> None:
         """rootfs: the read-only root; None means the cached rootfs of the current recipe."""
-        self._bwrap = shutil.which("bwrap")
-        self._prlimit = shutil.which("prlimit")
-        if not self._bwrap or not self._prlimit:
-            raise SandboxBackendUnavailable("sandbox backend bubblewrap: bwrap or prlimit missing")
+        bwrap = shutil.which("bwrap")
+        if not bwrap:
+            raise SandboxBackendUnavailable("sandbox backend bubblewrap: bwrap missing")
+        self._bwrap = os.path.abspath(bwrap)
         self.dirs = HostDirs(state_dir, seal_dir, own_root=True)
         self._rootfs = rootfs
         self._uids = UidRegistry()
@@ -144,6 +176,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         if os.geteuid() == 0:
             # bwrap runs as the sandbox uid: it must be able to reach the rootfs by path.
             check_traversable(sandbox_id, rootfs)
+        spawner(rootfs)
         _gateway_mount(sandbox_id, spec)
         _opt(sandbox_id, spec)  # an extension is built now (once per list), not on first exec
         uid = self._reserve_uid(sandbox_id)
@@ -181,16 +214,16 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         mb = 1024 * 1024
         # bwrap's helpers, the resident, its gateway forwarder thread and the Python kernel
         # count against NPROC too.
-        limits = [
-            f"--cpu={spec.cpu_seconds}",
-            f"--as={spec.memory_mb * mb}",
-            f"--nproc={spec.max_processes + 7}",
-            f"--fsize={spec.file_size_mb * mb}",
-            "--core=0",
-            "--nofile=1024",
-        ]
+        limits = {
+            "cpu": spec.cpu_seconds,
+            "as": spec.memory_mb * mb,
+            "nproc": spec.max_processes + 7,
+            "fsize": spec.file_size_mb * mb,
+            "core": 0,
+            "nofile": 1024,
+        }
         bw = [
-            self._bwrap or "bwrap",
+            self._bwrap,
             "--unshare-all",
             "--die-with-parent",
             "--new-session",
@@ -235,18 +268,23 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         for k, v in {**SANDBOX_ENV, **extension_env}.items():
             bw += ["--setenv", k, v]
         bw += ["--chdir", "/workspace", "--", *RESIDENT_ARGV]
-        argv = [self._prlimit or "prlimit", *limits, "--", *bw]
         try:
             # Made again at each start: a group that went since (a host clean-up) comes back.
             cgroups = self._make_cgroups(meta)
         except OSError as e:
             raise ResidentGone(f"sandbox {sandbox_id}: cgroup: {e}") from e
         join_errors = self.dirs.root(sandbox_id) / "cgroup-join.err"
-        if cgroups:
-            # Joined as root, then the uid is dropped: a process cannot leave on its own.
-            drop = ["setpriv", f"--reuid={meta.uid}", f"--regid={meta.gid}", "--clear-groups"]
-            argv = [*cgroups.join_argv(join_errors), *drop, "--", *argv]
-        as_user = root and not cgroups
+        # One exec joins the groups as root, drops to the sandbox uid, sets the rlimits and
+        # execs bwrap (deploy/sandbox/spawn.c): a process cannot leave its groups on its own.
+        # The helper runs on the host, so it is the current runtime's, also for a sandbox
+        # made on an older one (a service upgraded under live runs).
+        helper = spawner(self._rootfs or default_rootfs())
+        argv = [helper, *(cgroups.spawn_args(join_errors) if cgroups else [])]
+        if root:
+            argv += ["--ids", f"{meta.uid}:{meta.gid}"]
+        for name, value in limits.items():
+            argv += ["--limit", f"{name}={value}"]
+        argv += ["--", *bw]
 
         def fork() -> subprocess.Popen[bytes]:
             return subprocess.Popen(
@@ -255,9 +293,6 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
-                user=meta.uid if as_user else None,
-                group=meta.gid if as_user else None,
-                extra_groups=[] if as_user else None,
                 start_new_session=True,
             )
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import shlex
-import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -34,17 +32,17 @@ class SandboxCgroups:
 
     folders: tuple[Path, ...]
 
-    def join_argv(self, errors: Path) -> list[str]:
-        """A shell prefix, run as root, that moves itself into every group and then execs.
+    def spawn_args(self, errors: Path) -> list[str]:
+        """The start helper's options (deploy/sandbox/spawn.c) that move it into every group,
+        as root, before it drops to the sandbox uid.
 
-        If a move fails it exits with JOIN_FAILED and leaves the shell's message in errors
-        (a host-only file: the sandbox's own stderr goes nowhere).
+        If a move fails it exits with JOIN_FAILED and leaves the reason in errors (a
+        host-only file: the sandbox's own stderr goes nowhere).
         """
-        moves = " && ".join(
-            f"echo $$ > {shlex.quote(str(f / 'cgroup.procs'))}" for f in self.folders
-        )
-        script = f'{{ {moves}; }} 2> {shlex.quote(str(errors))} || exit {JOIN_FAILED}; exec "$@"'
-        return ["sh", "-c", script, "sh"]
+        args = ["--join-errors", str(errors)]
+        for folder in self.folders:
+            args += ["--join", str(folder / "cgroup.procs")]
+        return args
 
     def kill(self) -> None:
         """SIGKILL every process left in the groups."""
@@ -140,7 +138,7 @@ def _enable_v2(parents: dict[str, Path]) -> bool:
 @functools.cache
 def host_cgroups() -> CgroupHost | None:
     """This host's sandbox cgroup layout, or None where the service cannot make groups."""
-    if os.geteuid() != 0 or not shutil.which("sh") or not shutil.which("setpriv"):
+    if os.geteuid() != 0:
         return None
     try:
         controllers = (_ROOT / "cgroup.controllers").read_text().split()
