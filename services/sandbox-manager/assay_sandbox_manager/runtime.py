@@ -29,13 +29,18 @@ __all__ = [
 ]
 
 
+# Resolved once: resolve() stats every component, and the recipe is asked for at every
+# sandbox start.
+_REPO_RECIPE = Path(__file__).resolve().parents[3] / "deploy" / "sandbox" / "build-rootfs.sh"
+
+
 def recipe_path() -> Path:
     """The rootfs build script (ASSAY_SANDBOX_RECIPE overrides the repo copy); the C
     sources it compiles, resident.c and spawn.c, are beside it."""
     env = os.environ.get("ASSAY_SANDBOX_RECIPE")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[3] / "deploy" / "sandbox" / "build-rootfs.sh"
+    return _REPO_RECIPE
 
 
 def recipe_hash() -> str:
