@@ -18,22 +18,19 @@ from assay_sandbox_manager.backends import BubblewrapBackend, SandboxSpec, _bubb
 from assay_sandbox_manager.backends._resident import PipeChannel
 from assay_sandbox_manager.runtime import ensure_rootfs
 
-
-def _cpu_ms(who: int) -> float:
-    r = resource.getrusage(who)
-    return (r.ru_utime + r.ru_stime) * 1000
+from .procs import rusage_ms
 
 
 def _one_start(be: BubblewrapBackend, sid: str) -> tuple[float, float]:
     meta = be.dirs.meta(sid)
-    c0, s0 = _cpu_ms(resource.RUSAGE_CHILDREN), _cpu_ms(resource.RUSAGE_SELF)
+    c0, s0 = rusage_ms(resource.RUSAGE_CHILDREN), rusage_ms(resource.RUSAGE_SELF)
     channel = be._start_resident(sid, meta)
     assert isinstance(channel, PipeChannel)
     assert channel.proc.stdin is not None and channel.proc.stdout is not None
     channel.proc.stdin.close()
     assert channel.proc.wait() == 0
     channel.proc.stdout.close()
-    return _cpu_ms(resource.RUSAGE_CHILDREN) - c0, _cpu_ms(resource.RUSAGE_SELF) - s0
+    return rusage_ms(resource.RUSAGE_CHILDREN) - c0, rusage_ms(resource.RUSAGE_SELF) - s0
 
 
 def main(counts: list[int], reps: int) -> None:

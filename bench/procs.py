@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import threading
 from pathlib import Path
 from typing import NamedTuple
@@ -16,6 +17,7 @@ __all__ = [
     "memory",
     "on_cpu_s",
     "pss_mb",
+    "rusage_ms",
     "self_cpu",
     "stat",
 ]
@@ -48,6 +50,13 @@ def cpu_s(pid: int) -> float:
     fields = stat.rsplit(")", 1)[1].split()
     ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def rusage_ms(who: int) -> float:
+    """User + system CPU milliseconds from getrusage (RUSAGE_SELF, or RUSAGE_CHILDREN: the
+    children waited for), to the microsecond."""
+    r = resource.getrusage(who)
+    return (r.ru_utime + r.ru_stime) * 1000
 
 
 def self_cpu() -> float:

@@ -28,6 +28,8 @@ from assay_sandbox_manager.backends import BubblewrapBackend, SandboxSpec, _bubb
 from assay_sandbox_manager.backends._resident import PipeChannel
 from assay_sandbox_manager.runtime import ensure_rootfs
 
+from .procs import on_cpu_s, rusage_ms, stat
+
 
 def _tree(pid: int) -> list[int]:
     try:
@@ -35,11 +37,6 @@ def _tree(pid: int) -> list[int]:
     except OSError:
         return [pid]
     return [pid, *(p for c in children for p in _tree(int(c)))]
-
-
-def _on_cpu_ms(pid: int) -> tuple[str, float]:
-    comm = Path(f"/proc/{pid}/comm").read_text().strip()
-    return comm, int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e6
 
 
 def per_sandbox(be: BubblewrapBackend, commands: int, sandboxes: int) -> dict[str, float]:
@@ -54,16 +51,12 @@ def per_sandbox(be: BubblewrapBackend, commands: int, sandboxes: int) -> dict[st
             channel = be._residents[sid]
             assert isinstance(channel, PipeChannel)
             for pid in _tree(channel.proc.pid):
-                comm, ms = _on_cpu_ms(pid)
-                sums[comm] = sums.get(comm, 0.0) + ms
+                proc, ran = stat(pid), on_cpu_s(pid)
+                if proc is not None and ran is not None:
+                    sums[proc.comm] = sums.get(proc.comm, 0.0) + ran * 1000
         finally:
             be.destroy(sid)
     return {comm: ms / sandboxes for comm, ms in sums.items()}
-
-
-def _children_ms() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (r.ru_utime + r.ru_stime) * 1000
 
 
 @contextlib.contextmanager
@@ -133,12 +126,12 @@ def bare_starts(be: BubblewrapBackend, starts: int) -> dict[str, float]:
         for _ in range(starts):
             for name, variant in VARIANTS.items():
                 with _starts_as(variant):
-                    before = _children_ms()
+                    before = rusage_ms(resource.RUSAGE_CHILDREN)
                     channel = be._start_resident(sid, meta)
                     assert isinstance(channel, PipeChannel)
                     channel.proc.communicate()
                     assert channel.proc.returncode == 0, (name, channel.proc.returncode)
-                    out[name] += (_children_ms() - before) / starts
+                    out[name] += (rusage_ms(resource.RUSAGE_CHILDREN) - before) / starts
         return out
     finally:
         be.destroy(sid)
