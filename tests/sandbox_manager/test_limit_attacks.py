@@ -122,8 +122,7 @@ def test_a_sandbox_whose_cgroups_went_is_limited_again(host_dirs: Path, rootfs: 
         uid = be.dirs.meta(sid).uid
         be._drop_resident(sid)  # its processes go; then so do its groups
         groups = host.existing(f"sandbox-{uid}")
-        groups.remove()
-        assert not any(f.exists() for f in groups.folders)
+        assert groups.remove(tries=200), "the dropped resident's processes did not exit"
         res = be.exec(sid, "echo ran", timeout_s=30)
         assert res.stdout == b"ran\n", res
         for folder in groups.folders:  # the sandbox's cgroup namespace hides them inside
@@ -136,6 +135,40 @@ def test_a_sandbox_whose_cgroups_went_is_limited_again(host_dirs: Path, rootfs: 
             assert (folder / limit).read_text().strip() != "max"
     finally:
         be.destroy(sid)
+
+
+@root_only
+def test_groups_still_busy_at_destroy_keep_their_uid_until_they_go(
+    host_dirs: Path, rootfs: Path
+) -> None:
+    """A destroy whose killed processes have not yet left their groups (a busy host) does
+    not wait for them, sweep the host's processes or leak the groups: the uid stays claimed,
+    so no new sandbox joins them, and a later destroy removes them and frees it."""
+    host = _cgroups_here()
+    spec = SandboxSpec(backend="bubblewrap", memory_mb=768, max_processes=64, disk_mb=64)
+    be = BubblewrapBackend(host_dirs / "drain", host_dirs / "snap-drain", rootfs=rootfs)
+    be.create(spec, "held", {})
+    uid = be.dirs.meta("held").uid
+    groups = host.existing(f"sandbox-{uid}")
+    # A child group keeps a group from being removed, as a process that has not exited does.
+    pins = [folder / "pin" for folder in groups.folders]
+    for pin in pins:
+        pin.mkdir()
+    claim = be._uids.folder / str(uid)
+    try:
+        be.destroy("held")
+        assert all(f.exists() for f in groups.folders)
+        assert claim.is_dir(), "the uid was freed while its groups still stood"
+        assert not be.dirs.root("held").exists()  # the rest of the sandbox is gone
+        be.create(spec, "held", {})  # same id, same state dir: the same first uid to try
+        assert be.dirs.meta("held").uid != uid
+        assert claim.is_dir()
+    finally:
+        for pin in pins:
+            pin.rmdir()
+    be.destroy("held")
+    assert not any(f.exists() for f in groups.folders)
+    assert not claim.exists()
 
 
 def test_a_failed_cgroup_join_says_why(tmp_path: Path, rootfs: Path) -> None:

@@ -140,6 +140,9 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         self._rootfs = rootfs
         self._uids = UidRegistry()
         self._init_residents()
+        self._draining: dict[int, tuple[SandboxCgroups, Path]] = {}
+        """uid -> the groups of a destroyed sandbox whose processes were still exiting,
+        and the owner its uid is claimed for (released once the groups are gone)."""
         # Two pipes per live sandbox: the backend may outlive a soft limit of 1024.
         raise_open_files_limit()
 
@@ -170,6 +173,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
     def create(self, spec: SandboxSpec, sandbox_id: str, labels: Mapping[str, str]) -> SandboxInfo:
         """Make the workspace (tmpfs quota) and record the sandbox; bwrap starts per exec."""
         check_sandbox_id(sandbox_id)
+        self._drain()
         rootfs = self._rootfs or default_rootfs()
         if rootfs is None or not (rootfs / "usr").is_dir():
             raise SandboxBackendUnavailable(f"sandbox {sandbox_id}: no runtime rootfs at {rootfs}")
@@ -183,7 +187,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         try:
             meta = self.dirs.prepare(sandbox_id, "bubblewrap", spec, labels, uid, uid, rootfs)
         except BaseException:
-            self._release_uid(sandbox_id, uid)
+            self._release_uid(uid, self.dirs.root(sandbox_id).resolve())
             raise
         try:
             self._make_cgroups(meta)
@@ -312,6 +316,7 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
     def destroy(self, sandbox_id: str) -> None:
         """Kill the sandbox's processes, unmount and delete its state."""
         check_sandbox_id(sandbox_id)
+        self._drain()
         root = self.dirs.root(sandbox_id)
         if not root.exists():
             raise SandboxNotFound(f"sandbox {sandbox_id}: not found in {self.dirs.state_dir}")
@@ -319,21 +324,38 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
             uid: int | None = self.dirs.meta(sandbox_id).uid
         except SandboxError:
             uid = None  # half-made: no process can have started
+        owner = root.resolve()
         self._drop_resident(sandbox_id)
         cgroups = self._cgroups(uid) if uid is not None else None
         # Every process of a sandbox is in its groups, which none can leave (joined as root
-        # before the uid was dropped): emptied, they need no sweep of the host's processes,
-        # whose cost per destroy grows with the number of live sandboxes.
-        emptied = cgroups.remove() if cgroups else False
-        if not emptied and uid is not None and uid >= UID_BASE:
+        # before the uid was dropped): killed through them, they need no sweep of the
+        # host's processes, whose cost per destroy grows with the number of live sandboxes.
+        if cgroups is not None and uid is not None and not cgroups.remove():
+            # Killed but still exiting: the uid stays claimed, so that no new sandbox is
+            # put in these groups with them, until a later destroy or create removes them.
+            with self._guard:
+                self._draining[uid] = (cgroups, owner)
+            uid = None
+        elif cgroups is None and uid is not None and uid >= UID_BASE:
             kill_uid_processes(uid)
         self.dirs.remove(sandbox_id)
         if uid is not None:
-            self._release_uid(sandbox_id, uid)
+            self._release_uid(uid, owner)
 
-    def _release_uid(self, sandbox_id: str, uid: int) -> None:
+    def _drain(self) -> None:
+        """Remove the groups of destroyed sandboxes that were still exiting, and give back
+        the uids of those that are gone."""
+        with self._guard:
+            draining = list(self._draining.items())
+        for uid, (cgroups, owner) in draining:
+            if cgroups.remove(tries=1):
+                with self._guard:
+                    self._draining.pop(uid, None)
+                self._release_uid(uid, owner)
+
+    def _release_uid(self, uid: int, owner: Path) -> None:
         if uid >= UID_BASE:
-            self._uids.release(uid, self.dirs.root(sandbox_id).resolve())
+            self._uids.release(uid, owner)
 
     def list_live(self) -> list[SandboxInfo]:
         """Sandboxes with a state folder (a previous service's included)."""

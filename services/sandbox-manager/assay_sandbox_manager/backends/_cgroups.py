@@ -24,6 +24,7 @@ _ROOT = Path("/sys/fs/cgroup")
 _MB = 1024 * 1024
 JOIN_FAILED = 125
 """Exit status of a sandbox start whose process could not join its groups."""
+_REMOVE_TRIES, _REMOVE_PAUSE_S = 4, 0.005
 
 
 @dataclass(frozen=True)
@@ -52,17 +53,24 @@ class SandboxCgroups:
                     with contextlib.suppress(OSError):
                         os.kill(int(pid), signal.SIGKILL)
 
-    def remove(self) -> bool:
+    def remove(self, tries: int = _REMOVE_TRIES) -> bool:
         """Kill what is left and remove the groups (a group with members cannot go);
-        whether they are gone."""
-        for _ in range(50):
+        whether they are gone.
+
+        Killed processes leave their groups only once they have exited, which on a busy
+        host (hundreds of sandboxes, their namespaces torn down) can take seconds: after a
+        few quick tries this returns False rather than hold its thread, and the caller
+        tries again later.
+        """
+        for attempt in range(tries):
+            if attempt:
+                time.sleep(_REMOVE_PAUSE_S)
             self.kill()
             for folder in self.folders:
                 with contextlib.suppress(OSError):  # gone already, or still busy
                     folder.rmdir()
             if not any(f.exists() for f in self.folders):
                 return True
-            time.sleep(0.02)
         return False
 
 
