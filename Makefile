@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 ASSAY := $(VENV)/bin/assay
 STAMP := $(VENV)/.installed
 
-.PHONY: install setup-run setup-test run test test-fast lint bench bench-peer bench-scale sandbox-rootfs sandbox-image local-model schemas clean
+.PHONY: install setup-run setup-test run test test-fast lint bench bench-peer bench-scale bench-run-cost sandbox-rootfs sandbox-image local-model schemas clean
 
 # The workspace's packages, each with its own pyproject.toml, installed editable together.
 PACKAGES := schemas assay services/runner services/sandbox-manager services/judge services/aggregator cli
@@ -53,6 +53,12 @@ SCALE ?= 1000x10@500
 
 bench-scale: install
 	$(PY) -m bench.scale --size $(SCALE) --peer
+
+## A run's fixed CPU and a step's, fitted over two run lengths (RUN_COST="..." for another workload).
+RUN_COST ?= --runs 300 --concurrency 300 --steps 5,20 --pairs 3
+
+bench-run-cost: install
+	$(PY) -m bench.run_cost $(RUN_COST)
 
 ## Assay beside Inspect AI on the same workload, same run (Inspect in its own cached venv).
 bench-peer: install

@@ -25,7 +25,7 @@ import re
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -46,7 +46,7 @@ from bench.runner import KEY_ENV, MODEL, _campaign, _drafts
 from bench.table import Row, percentile, print_rows
 from bench.traffic import flows, per_step, read_connz
 
-__all__ = ["Size", "bench_scale"]
+__all__ = ["Measured", "Size", "bench_scale", "measure"]
 
 SIZE_ENV = "ASSAY_BENCH_SCALE"
 DEFAULT_SIZE = "100x10@50"
@@ -291,6 +291,44 @@ def _peer_rows(
     ]  # fmt: skip
 
 
+class Measured(NamedTuple):
+    """One Assay run of a size, with the model floor measured before and after it."""
+
+    result: _Result
+    before: ModelFloor
+    after: ModelFloor
+
+
+@contextlib.contextmanager
+def _scripted(size: Size) -> Iterator[str]:
+    """The scripted model server for runs of this size; yields its base URL."""
+    os.environ.setdefault(KEY_ENV, "scripted")
+    with scripted_process(size.steps, size.latency_s) as base_url:
+        yield base_url
+
+
+def _measure_at(
+    base_url: str, size: Size, timeout_s: float, profile: Path | None = None
+) -> Measured:
+    def floor() -> ModelFloor:
+        calls = min(2000, 4 * size.concurrency)
+        return model_floor(base_url, MODEL, calls=calls, concurrency=size.concurrency)
+
+    # Measured on both sides of the run: the host's speed can move within minutes.
+    before = floor()
+    with tempfile.TemporaryDirectory(prefix="assay-scale-", dir="/var/tmp") as tmp:
+        base = Path(tmp)
+        base.chmod(0o711)  # sandbox uids must traverse to their workspace mounts
+        result = asyncio.run(_assay(base, base_url, size, timeout_s, profile))
+    return Measured(result, before, floor())
+
+
+def measure(size: Size, timeout_s: float = 900.0) -> Measured:
+    """Assay alone at this size: what `bench_scale` measures, as figures, not rows."""
+    with _scripted(size) as base_url:
+        return _measure_at(base_url, size, timeout_s)
+
+
 def bench_scale(
     size: Size | None = None,
     *,
@@ -302,20 +340,9 @@ def bench_scale(
     """The scale rows; Inspect AI beside them when peer (its venv built once, cached).
     `show` gets Assay's rows as soon as they are measured, Inspect AI's after."""
     size = size or Size.parse(os.environ.get(SIZE_ENV, DEFAULT_SIZE))
-    os.environ.setdefault(KEY_ENV, "scripted")
-    with scripted_process(size.steps, size.latency_s) as base_url:
-
-        def floor() -> ModelFloor:
-            calls = min(2000, 4 * size.concurrency)
-            return model_floor(base_url, MODEL, calls=calls, concurrency=size.concurrency)
-
-        # Measured on both sides of the run: the host's speed can move within minutes.
-        before = floor()
-        with tempfile.TemporaryDirectory(prefix="assay-scale-", dir="/var/tmp") as tmp:
-            base = Path(tmp)
-            base.chmod(0o711)  # sandbox uids must traverse to their workspace mounts
-            result = asyncio.run(_assay(base, base_url, size, timeout_s, profile))
-        rows = _rows(size, result, before, floor())
+    with _scripted(size) as base_url:
+        result, before, after = _measure_at(base_url, size, timeout_s, profile)
+        rows = _rows(size, result, before, after)
         if show is not None:
             show(rows)
         if peer:
