@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from assay_sandbox_manager.backends._cgroups import (
     SandboxCgroups,
     host_cgroups,
 )
+from assay_sandbox_manager.backends._uids import UID_BASE, UID_SPAN, UidRegistry
 
 MakeSandbox = Callable[..., str]
 
@@ -169,6 +171,42 @@ def test_groups_still_busy_at_destroy_keep_their_uid_until_they_go(
     be.destroy("held")
     assert not any(f.exists() for f in groups.folders)
     assert not claim.exists()
+
+
+@root_only
+def test_a_new_backend_sweeps_groups_no_one_owns(
+    host_dirs: Path, rootfs: Path, tmp_path: Path
+) -> None:
+    """Groups a stopped service left (its sandboxes' processes still exiting when it went)
+    are removed when a backend starts on the host; claimed, young or busy ones stay."""
+    host = _cgroups_here()
+    registry = UidRegistry(tmp_path / "uids")
+    uids = [UID_BASE + UID_SPAN - 1 - i for i in range(4)]  # far from the live ones
+    stale, claimed, young, busy = (host.create(f"sandbox-{u}", 64, 8) for u in uids)
+    (registry.folder / str(uids[1])).mkdir(parents=True)
+    holder = subprocess.Popen(["sleep", "60"])
+    try:
+        for folder in busy.folders:
+            (folder / "cgroup.procs").write_text(str(holder.pid))
+        old = time.time() - 3600
+        for groups in (stale, claimed, busy):
+            for folder in groups.folders:
+                os.utime(folder, (old, old))
+        assert host.sweep(lambda name: registry.claimed(int(name.split("-")[1]))) >= 1
+        assert not any(f.exists() for f in stale.folders)
+        for kept in (claimed, young, busy):
+            assert all(f.exists() for f in kept.folders)
+        # A backend starting on the host sweeps with the host's own registry.
+        left = host.create(f"sandbox-{UID_BASE + UID_SPAN - 5}", 64, 8)
+        for folder in left.folders:
+            os.utime(folder, (old, old))
+        BubblewrapBackend(host_dirs / "sweeper", host_dirs / "snap-sweeper", rootfs=rootfs)
+        assert not any(f.exists() for f in left.folders)
+    finally:
+        holder.kill()
+        holder.wait()
+        for groups in (stale, claimed, young, busy):
+            assert groups.remove(tries=200)
 
 
 def test_a_failed_cgroup_join_says_why(tmp_path: Path, rootfs: Path) -> None:

@@ -143,6 +143,9 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         self._draining: dict[int, tuple[SandboxCgroups, Path]] = {}
         """uid -> the groups of a destroyed sandbox whose processes were still exiting,
         and the owner its uid is claimed for (released once the groups are gone)."""
+        host = host_cgroups()
+        if host is not None:
+            host.sweep(self._group_owned)
         # Two pipes per live sandbox: the backend may outlive a soft limit of 1024.
         raise_open_files_limit()
 
@@ -341,6 +344,11 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         self.dirs.remove(sandbox_id)
         if uid is not None:
             self._release_uid(uid, owner)
+
+    def _group_owned(self, name: str) -> bool:
+        """Whether the group named sandbox-<uid> belongs to a claimed uid."""
+        uid = name.removeprefix("sandbox-")
+        return not uid.isdigit() or int(uid) < UID_BASE or self._uids.claimed(int(uid))
 
     def _drain(self) -> None:
         """Remove the groups of destroyed sandboxes that were still exiting, and give back

@@ -15,6 +15,7 @@ import functools
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ _MB = 1024 * 1024
 JOIN_FAILED = 125
 """Exit status of a sandbox start whose process could not join its groups."""
 _REMOVE_TRIES, _REMOVE_PAUSE_S = 4, 0.005
+_SWEEP_AFTER_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,32 @@ class CgroupHost:
             SandboxCgroups(tuple(folders)).remove()
             raise
         return SandboxCgroups(tuple(folders))
+
+    def sweep(self, owned: Callable[[str], bool], min_age_s: float = _SWEEP_AFTER_S) -> int:
+        """Remove the empty groups of sandboxes no one owns (a service that stopped while
+        their processes were still exiting); how many went. A group younger than
+        min_age_s is left alone: it may be a sandbox's between its uid's claim and start."""
+        names = set()
+        for parent in self.parents.values():
+            with contextlib.suppress(OSError):
+                names |= {p.name for p in parent.iterdir() if p.name.startswith("sandbox-")}
+        now, gone = time.time(), 0
+        for name in sorted(names):
+            groups = self.existing(name)
+            try:
+                young = any(
+                    now - f.stat().st_mtime < min_age_s for f in groups.folders if f.exists()
+                )
+            except OSError:
+                continue
+            if young or owned(name):
+                continue
+            # rmdir only: a group that still holds a process is not stale.
+            for folder in groups.folders:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            gone += not any(f.exists() for f in groups.folders)
+        return gone
 
     def existing(self, name: str) -> SandboxCgroups:
         """The groups of a sandbox made before (for destroy after a restart)."""

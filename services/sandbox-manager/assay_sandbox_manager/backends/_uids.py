@@ -54,6 +54,10 @@ class UidRegistry:
             return uid
         raise SandboxError(f"sandbox {sandbox_id}: no free host uid")
 
+    def claimed(self, uid: int) -> bool:
+        """Whether a sandbox (live, or a dead service's not yet taken over) holds uid."""
+        return (self.folder / str(uid)).exists()
+
     def release(self, uid: int, owner: Path) -> None:
         """Give a uid back, if owner still holds it."""
         claim = self.folder / str(uid)
