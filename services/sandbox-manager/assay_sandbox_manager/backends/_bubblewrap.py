@@ -358,8 +358,10 @@ class BubblewrapBackend(WorkspaceFiles, ResidentExec):
         for uid, (cgroups, owner) in draining:
             if cgroups.remove(tries=1):
                 with self._guard:
-                    self._draining.pop(uid, None)
-                self._release_uid(uid, owner)
+                    # Two threads may both see the groups gone: one gives the uid back.
+                    mine = self._draining.pop(uid, None) is not None
+                if mine:
+                    self._release_uid(uid, owner)
 
     def _release_uid(self, uid: int, owner: Path) -> None:
         if uid >= UID_BASE:
