@@ -10,7 +10,8 @@ whole and for each process: the intercept is a run's fixed cost, the slope a ste
 run's CPU is taken in floors (one model call's CPU, measured before and after it) and
 brought back to milliseconds at the runs' mean floor, so that the host's speed, which can
 move 2× within an hour on a shared VM, cancels out as far as the floor follows it.
-Root only (bubblewrap with per-sandbox uids, as the scale rows).
+Run it as root, as the scale rows: sandboxes then get their own uids and cgroups, as
+deployed (without root they run as the caller, and a run's fixed cost lacks that work).
 
 ``python -m bench.run_cost --runs 300 --concurrency 300 --steps 5,20 --pairs 2``
 """
