@@ -61,9 +61,13 @@ class UidRegistry:
     def release(self, uid: int, owner: Path) -> None:
         """Give a uid back, if owner still holds it."""
         claim = self.folder / str(uid)
-        with contextlib.suppress(OSError):
+        try:
             if (claim / "owner").read_text() != str(owner):
                 return
+        except OSError:
+            # Gone already, or another service's claim between its mkdir and its owner
+            # file: not provably ours, so not ours to remove.
+            return
         with contextlib.suppress(FileNotFoundError):
             (claim / "owner").unlink()
         with contextlib.suppress(FileNotFoundError):

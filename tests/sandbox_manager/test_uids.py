@@ -1,0 +1,75 @@
+"""The host uid registry: one sandbox per uid, whatever service or state dir asks."""
+
+from __future__ import annotations
+
+import os
+import time
+import zlib
+from pathlib import Path
+
+from assay_sandbox_manager.backends._uids import UID_BASE, UID_SPAN, UidRegistry
+
+
+def test_two_owners_never_share_a_uid(tmp_path: Path) -> None:
+    registry = UidRegistry(tmp_path / "uids")
+    owner = tmp_path / "state" / "run-1"
+    owner.mkdir(parents=True)
+    first = registry.claim(owner, "run-1")
+    # The same owner path hashes to the same first uid: the second claim must move on.
+    second = registry.claim(owner, "run-1")
+    assert first != second
+    assert all(UID_BASE <= u < UID_BASE + UID_SPAN for u in (first, second))
+    assert registry.claimed(first) and registry.claimed(second)
+
+
+def test_release_gives_back_only_the_owners_claim(tmp_path: Path) -> None:
+    registry = UidRegistry(tmp_path / "uids")
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    mine.mkdir()
+    theirs.mkdir()
+    uid = registry.claim(mine, "mine")
+    registry.release(uid, theirs)
+    assert registry.claimed(uid)
+    registry.release(uid, mine)
+    assert not registry.claimed(uid)
+
+
+def test_release_leaves_a_claim_still_being_made(tmp_path: Path) -> None:
+    """Another service between its mkdir and its owner file: a late or repeated release
+    of the uid by its previous owner must not take the claim from under it."""
+    registry = UidRegistry(tmp_path / "uids")
+    previous = tmp_path / "previous"
+    previous.mkdir()
+    uid = registry.claim(previous, "previous")
+    registry.release(uid, previous)
+    (registry.folder / str(uid)).mkdir()  # the next claimer's mkdir, no owner yet
+    registry.release(uid, previous)
+    assert registry.claimed(uid)
+
+
+def test_a_dead_services_claim_is_taken_over(tmp_path: Path) -> None:
+    """A claim whose owner folder is gone, older than a minute, whose uid runs nothing."""
+    registry = UidRegistry(tmp_path / "uids")
+    owner = tmp_path / "new-owner"
+    owner.mkdir()
+    first_try = UID_BASE + zlib.crc32(os.fsencode(owner)) % UID_SPAN
+    stale = registry.folder / str(first_try)
+    stale.mkdir(parents=True)
+    (stale / "owner").write_text(str(tmp_path / "a-state-folder-long-gone"))
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    assert registry.claim(owner, "new") == first_try
+    assert (stale / "owner").read_text() == str(owner)
+
+
+def test_a_young_claim_is_not_taken_over(tmp_path: Path) -> None:
+    """Younger than a minute, it may be a sandbox between its claim and its folder."""
+    registry = UidRegistry(tmp_path / "uids")
+    owner = tmp_path / "new-owner"
+    owner.mkdir()
+    first_try = UID_BASE + zlib.crc32(os.fsencode(owner)) % UID_SPAN
+    young = registry.folder / str(first_try)
+    young.mkdir(parents=True)
+    (young / "owner").write_text(str(tmp_path / "not-made-yet"))
+    assert registry.claim(owner, "new") != first_try
+    assert (young / "owner").read_text() == str(tmp_path / "not-made-yet")
