@@ -47,29 +47,29 @@ def test_release_leaves_a_claim_still_being_made(tmp_path: Path) -> None:
     assert registry.claimed(uid)
 
 
-def test_a_dead_services_claim_is_taken_over(tmp_path: Path) -> None:
-    """A claim whose owner folder is gone, older than a minute, whose uid runs nothing."""
-    registry = UidRegistry(tmp_path / "uids")
+def _claim_in_the_way(tmp_path: Path, held_for: str, age_s: float) -> tuple[Path, Path, int]:
+    """A new owner folder, and a claim held for held_for (a folder that does not exist) on
+    the uid that owner tries first, age_s old: (owner, that claim, its uid)."""
     owner = tmp_path / "new-owner"
     owner.mkdir()
     first_try = UID_BASE + zlib.crc32(os.fsencode(owner)) % UID_SPAN
-    stale = registry.folder / str(first_try)
-    stale.mkdir(parents=True)
-    (stale / "owner").write_text(str(tmp_path / "a-state-folder-long-gone"))
-    old = time.time() - 3600
-    os.utime(stale, (old, old))
-    assert registry.claim(owner, "new") == first_try
-    assert (stale / "owner").read_text() == str(owner)
+    claim = tmp_path / "uids" / str(first_try)
+    claim.mkdir(parents=True)
+    (claim / "owner").write_text(str(tmp_path / held_for))
+    then = time.time() - age_s
+    os.utime(claim, (then, then))
+    return owner, claim, first_try
+
+
+def test_a_dead_services_claim_is_taken_over(tmp_path: Path) -> None:
+    """A claim whose owner folder is gone, older than a minute, whose uid runs nothing."""
+    owner, claim, uid = _claim_in_the_way(tmp_path, "a-state-folder-long-gone", 3600)
+    assert UidRegistry(tmp_path / "uids").claim(owner, "new") == uid
+    assert (claim / "owner").read_text() == str(owner)
 
 
 def test_a_young_claim_is_not_taken_over(tmp_path: Path) -> None:
     """Younger than a minute, it may be a sandbox between its claim and its folder."""
-    registry = UidRegistry(tmp_path / "uids")
-    owner = tmp_path / "new-owner"
-    owner.mkdir()
-    first_try = UID_BASE + zlib.crc32(os.fsencode(owner)) % UID_SPAN
-    young = registry.folder / str(first_try)
-    young.mkdir(parents=True)
-    (young / "owner").write_text(str(tmp_path / "not-made-yet"))
-    assert registry.claim(owner, "new") != first_try
-    assert (young / "owner").read_text() == str(tmp_path / "not-made-yet")
+    owner, claim, uid = _claim_in_the_way(tmp_path, "not-made-yet", 0)
+    assert UidRegistry(tmp_path / "uids").claim(owner, "new") != uid
+    assert (claim / "owner").read_text() == str(tmp_path / "not-made-yet")
