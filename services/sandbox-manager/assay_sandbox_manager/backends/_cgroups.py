@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import signal
 import time
@@ -68,12 +69,29 @@ class SandboxCgroups:
             if attempt:
                 time.sleep(_REMOVE_PAUSE_S)
             self.kill()
-            for folder in self.folders:
-                with contextlib.suppress(OSError):  # gone already, or still busy
-                    folder.rmdir()
-            if not any(f.exists() for f in self.folders):
+            if self.rmdir():
                 return True
         return False
+
+    def rmdir(self) -> bool:
+        """Remove the groups that are empty (no kill); whether all are gone."""
+        for folder in self.folders:
+            with contextlib.suppress(OSError):  # gone already, or still busy
+                folder.rmdir()
+        return not any(f.exists() for f in self.folders)
+
+    def newest_change(self) -> float:
+        """The latest mtime of the groups still there (0 when none is; infinity when one
+        cannot be read, so that it never looks old)."""
+        times = [0.0]
+        for folder in self.folders:
+            try:
+                times.append(folder.stat().st_mtime)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return math.inf
+        return max(times)
 
 
 @dataclass(frozen=True)
@@ -111,19 +129,9 @@ class CgroupHost:
         now, gone = time.time(), 0
         for name in sorted(names):
             groups = self.existing(name)
-            try:
-                young = any(
-                    now - f.stat().st_mtime < min_age_s for f in groups.folders if f.exists()
-                )
-            except OSError:
+            if now - groups.newest_change() < min_age_s or owned(name):
                 continue
-            if young or owned(name):
-                continue
-            # rmdir only: a group that still holds a process is not stale.
-            for folder in groups.folders:
-                with contextlib.suppress(OSError):
-                    folder.rmdir()
-            gone += not any(f.exists() for f in groups.folders)
+            gone += groups.rmdir()  # no kill: a group that holds a process is not stale
         return gone
 
     def existing(self, name: str) -> SandboxCgroups:
