@@ -7,7 +7,9 @@ import time
 import zlib
 from pathlib import Path
 
-from assay_sandbox_manager.backends._uids import UID_BASE, UID_SPAN, UidRegistry
+import pytest
+
+from assay_sandbox_manager.backends._uids import UID_BASE, UID_SPAN, UidRegistry, _own
 
 
 def test_two_owners_never_share_a_uid(tmp_path: Path) -> None:
@@ -73,3 +75,41 @@ def test_a_young_claim_is_not_taken_over(tmp_path: Path) -> None:
     owner, claim, uid = _claim_in_the_way(tmp_path, "not-made-yet", 0)
     assert UidRegistry(tmp_path / "uids").claim(owner, "new") != uid
     assert (claim / "owner").read_text() == str(tmp_path / "not-made-yet")
+
+
+def _ownerless_claim(tmp_path: Path, age_s: float) -> tuple[Path, Path, int]:
+    """A claim with no owner file (its service died between mkdir and owner file, or in
+    the middle of a release) on the uid a new owner tries first, age_s old."""
+    owner, claim, uid = _claim_in_the_way(tmp_path, "unused", age_s)
+    (claim / "owner").unlink()
+    then = time.time() - age_s
+    os.utime(claim, (then, then))
+    return owner, claim, uid
+
+
+def test_an_old_claim_without_an_owner_file_is_taken_over(tmp_path: Path) -> None:
+    """Before, such a claim held its uid until the host rebooted."""
+    owner, claim, uid = _ownerless_claim(tmp_path, 3600)
+    registry = UidRegistry(tmp_path / "uids")
+    assert registry.claim(owner, "new") == uid
+    assert (claim / "owner").read_text() == str(owner)
+    registry.release(uid, owner)
+    assert not registry.claimed(uid)
+
+
+def test_a_young_claim_without_an_owner_file_is_left_alone(tmp_path: Path) -> None:
+    """A live service between its mkdir and its owner file."""
+    owner, claim, uid = _ownerless_claim(tmp_path, 0)
+    assert UidRegistry(tmp_path / "uids").claim(owner, "new") != uid
+    assert not (claim / "owner").exists()
+
+
+def test_a_service_stalled_after_its_mkdir_does_not_share_the_uid(tmp_path: Path) -> None:
+    """Its claim taken over meanwhile, its own owner file's exclusive create fails, so it
+    moves on to another uid instead of writing over the new owner's."""
+    owner, claim, uid = _ownerless_claim(tmp_path, 3600)
+    assert UidRegistry(tmp_path / "uids").claim(owner, "new") == uid
+    stalled = tmp_path / "stalled"
+    with pytest.raises(FileExistsError):
+        _own(claim, stalled)
+    assert (claim / "owner").read_text() == str(owner)

@@ -4,7 +4,8 @@ A uid is claimed by ``mkdir <registry>/<uid>`` (atomic, so two services never ge
 one) in one registry per host: ``ASSAY_SANDBOX_UIDS`` or ``/run/assay/uids`` (a tmpfs, so a
 reboot, which ends every sandbox, also empties it). The claim names its owner (the
 sandbox's state folder); a claim whose owner is gone and whose uid runs nothing is stale
-(a service that died) and is taken over.
+(a service that died) and is taken over, and so is one with no owner file at all once it
+is as old (a service that died between its mkdir and its owner file, or mid-release).
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ def _uid_runs_something(uid: int) -> bool:
     return False
 
 
+def _own(claim: Path, owner: Path) -> None:
+    """Write the claim's owner file, which must not exist yet (FileExistsError)."""
+    fd = os.open(claim / "owner", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(str(owner))
+
+
 class UidRegistry:
     """Claims and releases host uids for sandboxes (root only: others run as themselves)."""
 
@@ -48,9 +56,13 @@ class UidRegistry:
             try:
                 claim.mkdir()
             except FileExistsError:
-                if not self._take_over_stale(claim, uid):
+                if not self._take_over_stale(claim, uid, owner):
                     continue
-            (claim / "owner").write_text(str(owner))
+                return uid
+            try:
+                _own(claim, owner)
+            except FileExistsError:
+                continue  # stalled past the stale age after the mkdir: taken over since
             return uid
         raise SandboxError(f"sandbox {sandbox_id}: no free host uid")
 
@@ -70,23 +82,31 @@ class UidRegistry:
             return
         with contextlib.suppress(FileNotFoundError):
             (claim / "owner").unlink()
-        with contextlib.suppress(FileNotFoundError):
-            claim.rmdir()
+        with contextlib.suppress(OSError):
+            claim.rmdir()  # gone already, or taken over in between (not ours any more)
 
-    def _take_over_stale(self, claim: Path, uid: int) -> bool:
-        """Re-own a claim left by a dead service; False if it may be live."""
+    def _take_over_stale(self, claim: Path, uid: int, owner: Path) -> bool:
+        """Re-own, for owner, a claim left by a dead service; False if it may be live."""
         try:
-            owner = Path((claim / "owner").read_text())
+            held_by: Path | None = Path((claim / "owner").read_text())
+        except FileNotFoundError:
+            held_by = None  # a dead service's mkdir without its owner file, or a live one's
+        except OSError:
+            return False
+        try:
             young = time.time() - claim.stat().st_mtime < _STALE_AFTER_S
         except OSError:
-            return False  # being made right now, or just released
-        if young or owner.exists() or _uid_runs_something(uid):
+            return False  # just released
+        if young or (held_by is not None and held_by.exists()) or _uid_runs_something(uid):
             return False
+        # Of two services taking over, one wins: the rename of the dead owner's file, or
+        # the exclusive create of the missing one.
         try:
-            # The rename is the lock: of two services taking over, one wins.
-            (claim / "owner").rename(claim / "owner.stale")
+            if held_by is not None:
+                (claim / "owner").rename(claim / "owner.stale")
+                (claim / "owner.stale").unlink()
+            _own(claim, owner)
         except OSError:
             return False
-        (claim / "owner.stale").unlink()
         os.utime(claim)
         return True
