@@ -1,5 +1,6 @@
 """The event bus: NATS JetStream through faststream, typed events in and out."""
 
+from . import _stored  # noqa: F401  (first: stored messages are never NATS status messages)
 from ._asyncapi import ASYNCAPI_FILE, asyncapi_document, render_asyncapi
 from ._broker import dlq_stream, ensure_streams, event_stream, make_broker
 from ._bus import Bus
