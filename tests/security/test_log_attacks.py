@@ -8,6 +8,7 @@ be counted as refused, and nothing that reads the log may break.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Iterator
@@ -201,6 +202,36 @@ async def test_one_nested_message_breaks_no_reader(done: Done) -> None:
     # The runner's live durable dead-lettered it instead of holding it forever.
     letters = await done.cli.dead_letters("runner-tasks")
     assert [body for body, _ in letters] == [POISON]
+
+
+async def test_messages_dressed_as_nats_statuses_break_no_reader(done: Done) -> None:
+    """Empty bodies with the headers of a heartbeat and of a pull's 404: nats-py took such
+    stored messages for its own control messages (see `assay.bus._stored`)."""
+    dressed = [{"Status": "100", "Description": "Idle Heartbeat"}, {"Status": "404"}]
+    publisher = await _nats(done.secure, f"publisher-{CAMPAIGN}")
+    try:
+        for headers in dressed:
+            await _publish(publisher, done.subject("TaskSubmitted", "-"), b"", headers)
+    finally:
+        await publisher.close()
+    assert await done.figures_now() == done.figures
+    stored = done.refused()
+    assert len(stored) == len(dressed)
+    skipped: list[Skipped] = []
+    assert [e async for e in done.cli.replay(skipped=skipped)]
+    assert [s.sequence for s in skipped] == stored
+    fresh = await fold_stream(
+        done.cli.js, done.cli.stream.name, done.cli.subjects.events,
+        trust=trust_for(done.secure.base),
+    )  # fmt: skip
+    assert sorted(fresh.refused) == stored
+    assert figures(Projections(fresh)) == done.figures
+    for _ in range(100):  # the runner's durable dead-letters them rather than drop them
+        letters = await done.cli.dead_letters("runner-tasks")
+        if len(letters) == len(dressed):
+            break
+        await asyncio.sleep(0.1)
+    assert [body for body, _ in letters] == [b"", b""]
 
 
 @pytest.mark.parametrize(
