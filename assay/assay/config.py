@@ -9,7 +9,10 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings", "get_settings"]
+UPLOAD_BUCKET_MAX_BYTES = 10 * 2**30
+"""The default room of one campaign's upload bucket (`Settings.upload_bucket_max_bytes`)."""
+
+__all__ = ["UPLOAD_BUCKET_MAX_BYTES", "Settings", "get_settings"]
 
 
 class Settings(BaseSettings):
@@ -79,6 +82,10 @@ class Settings(BaseSettings):
     """Seconds one rule check may run on a sealed run before it fails, naming the check."""
     max_attachment_bytes: int = Field(default=200_000_000, ge=0)
     """Largest attachment a task may carry."""
+    upload_bucket_max_bytes: int = Field(default=UPLOAD_BUCKET_MAX_BYTES, ge=0)
+    """Most bytes one campaign's upload bucket may hold (0: no limit), made so when the
+    bucket is: an outside publisher fills no more of JetStream's disk than this, and the
+    event log keeps its room. A put past it is refused; nothing stored is dropped."""
     max_tasks_per_submission: int = Field(default=10_000, ge=1)
     """Most tasks one `assay submit` / `assay run` may load."""
 

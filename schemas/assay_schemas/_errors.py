@@ -18,7 +18,8 @@ purpose is in it (the classes outside this package are named with their module).
     ├── StoreError              blob store failures
     │   ├── AnswerNotStored             assay_runner.agent: a long final answer not stored
     │   ├── BlobNotFound
-    │   └── BlobCorrupted       stored bytes do not match their sha256
+    │   ├── BlobCorrupted       stored bytes do not match their sha256
+    │   └── UploadRefused       an outside upload not taken (bad metadata, link, oversize)
     ├── SandboxError            sandboxes (subclasses: assay_sandbox_manager.backends)
     │   └── ExtensionBuildFailed        assay_sandbox_manager.extension: pip could not build
     ├── ProviderError           model providers (subclasses: assay.providers)
@@ -55,6 +56,7 @@ __all__ = [
     "SandboxError",
     "StoreError",
     "TaskInputError",
+    "UploadRefused",
     "describe_validation",
 ]
 
@@ -101,6 +103,11 @@ class BlobNotFound(StoreError, KeyError):
 
 class BlobCorrupted(StoreError):
     """Stored bytes do not hash to their address."""
+
+
+class UploadRefused(StoreError):
+    """An outside system's upload cannot be taken as the blob it is named for: metadata
+    that is no object's, a link, more bytes than the task declares."""
 
 
 class SandboxError(AssayError):

@@ -146,7 +146,8 @@ async def create_streams(
     try:
         await asyncio.wait_for(bus.connect(), timeout)
         for campaign in upload_campaigns:
-            await ensure_upload_bucket(bus.js, upload_bucket(settings, campaign))
+            bucket = upload_bucket(settings, campaign)
+            await ensure_upload_bucket(bus.js, bucket, max_bytes=settings.upload_bucket_max_bytes)
     except Exception as e:  # connection refused, TLS or auth failure, timeout
         raise BusError(
             f"creating streams {settings.stream} on {settings.nats_url} as "

@@ -34,6 +34,7 @@ from assay_schemas import (
     TaskInputError,
     TaskRejected,
     TaskSubmitted,
+    UploadRefused,
     run_id_for,
 )
 
@@ -135,13 +136,16 @@ class Admission:
         try:
             if not await asyncio.to_thread(self.store.exists, ref.sha256):
                 bucket = upload_bucket(self.bus.settings, campaign_id)
-                if await import_upload(self.bus.js, bucket, ref.sha256, self.store) is None:
+                upload = import_upload(self.bus.js, bucket, ref.sha256, self.store, size=ref.size)
+                if await upload is None:
                     return "missing_blob", f"{where}: not in the blob store nor in {bucket}"
             data = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
         except BlobNotFound as e:
             return "missing_blob", f"{where}: {e}"
         except BlobCorrupted as e:
             return "blob_mismatch", f"{where}: {e}{await self._discard(ref.sha256)}"
+        except UploadRefused as e:
+            return "blob_mismatch", f"{where}: {e}"
         if len(data) != ref.size:
             return "blob_mismatch", f"{where}: {len(data)} bytes stored, {ref.size} declared"
         return None
