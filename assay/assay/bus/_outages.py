@@ -9,7 +9,7 @@ from typing import Any
 
 from nats.errors import Error as NatsError
 
-from assay_schemas import BlobCorrupted, BlobNotFound, BusError, Event, StoreError
+from assay_schemas import BlobCorrupted, BlobNotFound, BusError, Event, StoreError, UploadRefused
 
 from ._records import Delivery
 
@@ -43,8 +43,9 @@ async def through_outages(
             await handler(event, delivery)
             return
         except (BusError, NatsError, StoreError) as e:
-            # A missing or corrupted blob is a fact about the data, not an outage.
-            if isinstance(e, BlobNotFound | BlobCorrupted) or loop.time() + delay > deadline:
+            # A missing, corrupted or refused blob is a fact about the data, not an outage.
+            data = isinstance(e, BlobNotFound | BlobCorrupted | UploadRefused)
+            if data or loop.time() + delay > deadline:
                 raise
             log.warning(
                 "%s: bus unavailable while handling %s (%s: %s); retrying in %.1fs",
