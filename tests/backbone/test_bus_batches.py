@@ -5,6 +5,7 @@ real nats-server."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -12,6 +13,21 @@ from assay.bus import DEAD_REASON, BatchPull, Bus, Delivery, Refusal
 from assay.config import Settings
 from assay_schemas import AgentStepLogged, Event
 from tests.backbone.test_bus import step, wait_for
+
+
+def folder(
+    settings: Settings,
+    handle: Callable[[Event, Delivery], Awaitable[None]],
+    on_refused: Callable[[Refusal], Awaitable[None]],
+) -> Bus:
+    """A consumer of the whole log as the aggregator consumes it (batched pulls), durable
+    `folder`, not started."""
+    consumer = Bus(settings, service="consumer")
+    consumer.consume(
+        consumer.subjects.events, handle, durable="folder", batch_size=64,
+        batch_wait_s=0.1, on_refused=on_refused,
+    )  # fmt: skip
+    return consumer
 
 
 async def _pending_once_settled(bus: Bus, durable: str) -> tuple[int, int]:
@@ -51,11 +67,7 @@ async def test_a_batch_with_garbage_and_a_failing_event_settles_each_on_its_own(
         await publisher.broker.publish(b"\xff not json", subject, stream=settings.stream)
         for n in range(3, 8):
             await publisher.publish(step("r1", n))
-        consumer = Bus(settings, service="consumer")
-        consumer.consume(
-            consumer.subjects.events, handle, durable="folder", batch_size=64,
-            batch_wait_s=0.1, on_refused=on_refused,
-        )  # fmt: skip
+        consumer = folder(settings, handle, on_refused)
         await consumer.start()
         try:
             await wait_for(lambda: (3, 2) in seen, timeout=15.0)

@@ -17,7 +17,7 @@ from assay.bus import DEAD_REASON, Bus, Delivery, Refusal, Skipped
 from assay.config import Settings
 from assay_schemas import AgentStepLogged, Event
 from tests.backbone.test_bus import step, wait_for
-from tests.backbone.test_bus_batches import _pending_once_settled
+from tests.backbone.test_bus_batches import _pending_once_settled, folder
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -113,11 +113,7 @@ async def test_a_batched_consumer_refuses_each_and_goes_on(settings: Settings) -
 
     async with Bus(settings, service="test") as publisher:
         await _hostile_between_two_steps(publisher, settings)
-    consumer = Bus(settings, service="consumer")
-    consumer.consume(
-        consumer.subjects.events, handle, durable="folder", batch_size=64,
-        batch_wait_s=0.1, on_refused=on_refused,
-    )  # fmt: skip
+    consumer = folder(settings, handle, on_refused)
     await consumer.start()
     try:
         await wait_for(lambda: seen == [0, 1] and len(refused) == len(HOSTILE), timeout=20.0)
