@@ -144,6 +144,24 @@ def auth_stack(tmp_path: Path) -> Iterator[tuple[Settings, EmbeddedAuth]]:
         server.stop()
 
 
+async def test_the_publishers_bucket_is_made_with_its_room(
+    auth_stack: tuple[Settings, EmbeddedAuth],
+) -> None:
+    """`up --publisher`'s bucket holds no more than `upload_bucket_max_bytes`, and a put
+    past it is refused rather than old objects dropped."""
+    from nats.js.api import DiscardPolicy
+
+    settings, secured = auth_stack
+    admin = secured.settings_for("admin", settings)
+    nc = await nats.connect(admin.nats_url, user=admin.nats_user, password=admin.nats_password)
+    try:
+        info = await nc.jetstream().stream_info(f"OBJ_{upload_bucket(settings, 'c1')}")
+    finally:
+        await nc.close()
+    assert info.config.max_bytes == settings.upload_bucket_max_bytes == 10 * 2**30
+    assert info.config.discard == DiscardPolicy.NEW
+
+
 async def test_one_process_auth_stack_runs_each_service_as_its_own_user(
     auth_stack: tuple[Settings, EmbeddedAuth],
 ) -> None:
