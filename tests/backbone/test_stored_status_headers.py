@@ -37,6 +37,16 @@ HOSTILE = [
 """Header blocks stored with an empty body: each of the statuses nats-py acts on, in
 the header line and as a header."""
 
+MALFORMED = [
+    b"NATS/1.0",
+    b"NATS/",
+    b"XXXX/1.0\r\n\r\n",
+    b"NATS/1.0\r\nno colon here\r\n\r\n",
+    b"NATS/1.0\r\nK: \xff\xfe\r\n\xff: v\r\n\r\n",
+]
+"""Header blocks the server stores as they came and nats-py's parser does not expect
+(the first two made it raise in its read loop)."""
+
 
 def store_raw(settings: Settings, subject: str, blocks: list[bytes]) -> None:
     """HPUB each header block with no body, as any client allowed on `subject` can."""
@@ -54,7 +64,7 @@ def store_raw(settings: Settings, subject: str, blocks: list[bytes]) -> None:
 
 async def _hostile_between_two_steps(bus: Bus, settings: Settings) -> None:
     await bus.publish(step("r1", 0))
-    store_raw(settings, bus.subjects.event("AgentStepLogged", "c1", "r1"), HOSTILE)
+    store_raw(settings, bus.subjects.event("AgentStepLogged", "c1", "r1"), HOSTILE + MALFORMED)
     await bus.publish(step("r1", 1))
 
 
@@ -65,7 +75,7 @@ async def test_a_replay_reads_past_them_and_lists_them_skipped(
     skipped: list[Skipped] = []
     logged = [e async for e in bus.replay(skipped=skipped)]
     assert [e.event.step for e in logged] == [0, 1]  # type: ignore[attr-defined]
-    assert [s.sequence for s in skipped] == list(range(2, 2 + len(HOSTILE)))
+    assert [s.sequence for s in skipped] == list(range(2, 2 + len(HOSTILE + MALFORMED)))
     # A run's history by lookups and then a consumer: the same messages, skipped.
     assert [e.step for e in await bus.run_events("c1", "r1")] == [0, 1]  # type: ignore[attr-defined]
 
@@ -89,10 +99,10 @@ async def test_a_durable_consumer_dead_letters_them_and_goes_on(settings: Settin
         await wait_for(lambda: seen == [0, 1], timeout=20.0)
         for _ in range(100):
             dead = await consumer.dead_letters("steps")
-            if len(dead) == len(HOSTILE):
+            if len(dead) == len(HOSTILE + MALFORMED):
                 break
             await asyncio.sleep(0.1)
-        assert len(dead) == len(HOSTILE)
+        assert len(dead) == len(HOSTILE + MALFORMED)
         assert all("not JSON" in h[DEAD_REASON] for _, h in dead)
         assert await _pending_once_settled(consumer, "steps") == (0, 0)
     finally:
@@ -116,7 +126,9 @@ async def test_a_batched_consumer_refuses_each_and_goes_on(settings: Settings) -
     consumer = folder(settings, handle, on_refused)
     await consumer.start()
     try:
-        await wait_for(lambda: seen == [0, 1] and len(refused) == len(HOSTILE), timeout=20.0)
+        await wait_for(
+            lambda: seen == [0, 1] and len(refused) == len(HOSTILE + MALFORMED), timeout=20.0
+        )
         assert await _pending_once_settled(consumer, "folder") == (0, 0)
     finally:
         await consumer.stop()
@@ -133,6 +145,18 @@ def test_no_status_is_left_for_nats_py_to_read(block: bytes) -> None:
     parsed = asyncio.run(Client()._process_headers(as_stored(block))) or {}
     assert not {"Status", "Description", "status"} & set(parsed)
     assert any(k.startswith("Assay-Stored-") for k in parsed)
+
+
+@pytest.mark.parametrize("block", MALFORMED)
+def test_a_malformed_block_is_made_one_nats_py_parses(block: bytes) -> None:
+    from nats.aio.client import Client
+
+    from assay.bus._stored import as_stored
+
+    fixed = as_stored(block)
+    assert fixed.startswith(b"NATS/1.0\r\n") and fixed.endswith(b"\r\n\r\n")
+    parsed = asyncio.run(Client()._process_headers(fixed)) or {}
+    assert "Status" not in parsed
 
 
 def test_an_ordinary_header_block_is_left_as_it_is() -> None:

@@ -11,7 +11,10 @@ dropped it without an ack, so it came back for ever. No stored message may stop 
 of the log, so before nats-py reads the headers of a message delivered from the stream (its
 reply subject is an ack subject, which no control message has), a status in its header
 line and its own `Status` and `Description` headers are renamed `Assay-Stored-…`: the
-message reaches our readers, undecodable or not, as any other.
+message reaches our readers, undecodable or not, as any other. The server stores header
+blocks nats-py cannot parse at all (`NATS/1.0` alone raised in its read loop, and the
+replay waited for ever), so a block that does not start with the header line is made
+into one that does.
 
 nats-py offers no hook for this: the one method it parses messages in is wrapped here, on
 import of `assay.bus`, and checked to still have the signature this was written for.
@@ -27,29 +30,31 @@ from nats.aio.client import Client
 __all__ = ["as_stored"]
 
 _LINE = b"NATS/1.0"
+_HEAD = _LINE + b"\r\n"
 _ACK = b"$JS.ACK."
 _RENAMED = b"Assay-Stored-"
 _STATUS_KEYS = (b"status", b"description")
 
 
 def as_stored(block: bytes) -> bytes:
-    """A stored message's header block with nothing nats-py would read as a status."""
+    """A stored message's header block, well formed and with nothing nats-py would read
+    as a status (a block of 8 bytes or fewer made its parser raise in the read loop)."""
     lower = block.lower()
-    first = block.find(b"\r\n")
-    inline = first > len(_LINE) or (first < 0 and len(block) > len(_LINE))
-    if not inline and b"\nstatus" not in lower and b"\ndescription" not in lower:
+    if block.startswith(_HEAD) and b"\nstatus" not in lower and b"\ndescription" not in lower:
         return block  # nearly every message: nothing to rename
     lines = bytes(block).split(b"\r\n")
+    first = lines[0]
+    status_line = (first[len(_LINE) :] if first.startswith(_LINE) else first).strip()
     out = [_LINE]
-    status_line = lines[0][len(_LINE) :].strip()
     if status_line:
         out.append(_RENAMED + b"Status-Line: " + status_line)
     for line in lines[1:]:
         key, colon, _ = line.partition(b":")
         if colon and key.strip().lower() in _STATUS_KEYS:
             line = _RENAMED + line.lstrip()
-        out.append(line)
-    return b"\r\n".join(out)
+        if line:
+            out.append(line)
+    return b"\r\n".join(out) + b"\r\n\r\n"
 
 
 _EXPECTED = ["self", "sid", "subject", "reply", "data", "headers"]
