@@ -136,8 +136,10 @@ class Admission:
         try:
             if not await asyncio.to_thread(self.store.exists, ref.sha256):
                 bucket = upload_bucket(self.bus.settings, campaign_id)
-                upload = import_upload(self.bus.js, bucket, ref.sha256, self.store, size=ref.size)
-                if await upload is None:
+                imported = await import_upload(
+                    self.bus.js, bucket, ref.sha256, self.store, size=ref.size
+                )
+                if imported is None:
                     return "missing_blob", f"{where}: not in the blob store nor in {bucket}"
             data = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
         except BlobNotFound as e:
