@@ -14,7 +14,6 @@ import asyncio
 import hashlib
 import re
 
-from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import ObjectStoreConfig, StorageType
 from nats.js.errors import (
@@ -119,12 +118,9 @@ async def _chunks(js: JetStreamContext, bucket: str, nuid: str, size: int, where
     from assay.bus import read_raw  # the bus's ordered reader; the store stays light to import
 
     data = bytearray()
-    subject = f"$O.{bucket}.C.{nuid}"
-    try:
-        async for raw in read_raw(js, f"OBJ_{bucket}", subject=subject):
-            data += raw.data
-            if len(data) > size:
-                raise UploadRefused(f"{where}: more bytes than the {size} the task declares")
-    except NatsError as e:
-        raise UploadRefused(f"{where}: its chunks cannot be read: {type(e).__name__}") from e
+    # A NATS error here is an outage (the bus retries the admission), not the upload's fault.
+    async for raw in read_raw(js, f"OBJ_{bucket}", subject=f"$O.{bucket}.C.{nuid}"):
+        data += raw.data
+        if len(data) > size:
+            raise UploadRefused(f"{where}: more bytes than the {size} the task declares")
     return bytes(data)
