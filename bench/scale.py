@@ -44,7 +44,7 @@ from bench.procs import Sampler, stat
 from bench.pyspy import profiled
 from bench.runner import KEY_ENV, MODEL, _campaign, _drafts
 from bench.table import Row, percentile, print_rows
-from bench.traffic import flows, per_step, read_connz
+from bench.traffic import flows, per_step, read_connz, read_varz
 
 __all__ = ["Measured", "Size", "bench_scale", "measure"]
 
@@ -109,6 +109,8 @@ class _Result(NamedTuple):
     max_lag: int
     traffic: dict[str, tuple[float, float]]
     """Each service's messages per step through nats-server: (published, delivered)."""
+    go_procs: int
+    """nats-server's Go processors (GOMAXPROCS), as it reports them."""
 
 
 async def _aggregator_seq(bus: Bus) -> tuple[int, int]:
@@ -200,13 +202,14 @@ async def _measure(
     live_s = max(1e-9, time.monotonic() - t0)
     cpu = sampler.stop()
     traffic1 = flows(await asyncio.to_thread(read_connz, monitor_url), names)
+    varz = await asyncio.to_thread(read_varz, monitor_url)
     for sub in subs:
         await sub.unsubscribe()
     nats = stat(pids.get("nats-server", 0))
     return _Result(
         end - t0, len(ends.sealed), len(ends.failed),
         steps, cpu, sampler, nats.rss_mb if nats else float("nan"), (seq1 - seq0) / live_s,
-        max_lag, per_step(traffic0, traffic1, steps),
+        max_lag, per_step(traffic0, traffic1, steps), int(varz.get("gomaxprocs", 0)),
     )  # fmt: skip
 
 
@@ -230,6 +233,8 @@ def _rows(size: Size, r: _Result, before: ModelFloor, after: ModelFloor) -> list
     for part, seconds in r.cpu.items():
         kernel = r.sampler.sys_s.get(part)
         of_which = f" (in the kernel: {kernel / max(1, r.steps) * 1000:.2f})" if kernel else ""
+        if part == "nats-server":
+            of_which += f" (GOMAXPROCS {r.go_procs})"
         rows.append(Row(g, f"    {part}{of_which}", seconds / max(1, r.steps) * 1000, "ms/step"))
     rows += [
         Row(g, "  floor: one model call through the runner's provider (OpenAI SDK), alone; "

@@ -13,7 +13,7 @@ import urllib.request
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-__all__ = ["Flow", "flows", "per_step", "read_connz"]
+__all__ = ["Flow", "flows", "per_step", "read_connz", "read_varz"]
 
 _CONNZ_LIMIT = 4096
 """More connections than any bench makes; /connz pages at 1,024 by default."""
@@ -51,6 +51,13 @@ def read_connz(monitor_url: str, timeout_s: float = 5.0) -> dict[str, Any]:
     url = f"{monitor_url.rstrip('/')}/connz?limit={_CONNZ_LIMIT}"
     with urllib.request.urlopen(url, timeout=timeout_s) as answer:  # loopback only
         data: dict[str, Any] = json.load(answer)
+    return data
+
+
+def read_varz(monitor_url: str, timeout_s: float = 5.0) -> dict[str, Any]:
+    """The server's /varz answer (its configuration and counters, `gomaxprocs` among them)."""
+    with urllib.request.urlopen(f"{monitor_url.rstrip('/')}/varz", timeout=timeout_s) as answer:
+        data: dict[str, Any] = json.load(answer)  # loopback only
     return data
 
 

@@ -85,7 +85,7 @@ def test_lengths_are_interleaved_and_failures_counted() -> None:
         seen.append(size.steps)
         steps = size.runs * (size.steps + 1)
         cpu = {"runner": size.runs * (0.009 + 0.001 * (size.steps + 1))}
-        result = _Result(1.0, size.runs - 1, 1, steps, cpu, None, math.nan, 0.0, 0, {})  # type: ignore[arg-type]
+        result = _Result(1.0, size.runs - 1, 1, steps, cpu, None, math.nan, 0.0, 0, {}, 1)  # type: ignore[arg-type]
         return Measured(result, floor, floor)
 
     rows = bench_run_cost(10, 10, [5, 20], 2, measure_one=fake)
