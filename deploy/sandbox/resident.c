@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -833,6 +834,10 @@ int main(int argc, char **argv) {
     fcntl(CTL_IN, F_SETFD, FD_CLOEXEC);
     fcntl(CTL_OUT, F_SETFD, FD_CLOEXEC);
     signal(SIGPIPE, SIG_IGN); /* a command that stops reading its stdin is no error here */
+    /* Orphans of the commands are this process's to reap, as they are where it is PID 1
+       (bwrap): in a container PID 1 is the keep-alive, and what it had not reaped yet of a
+       timeout's kill still held the process cap when the next command started. */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) die("subreaper");
     /* SIGCHLD only through the signalfd: blocked before the gateway thread inherits the mask. */
     sigset_t chld;
     sigemptyset(&chld);

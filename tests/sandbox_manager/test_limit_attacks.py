@@ -4,9 +4,11 @@ and a sandbox whose cgroups were taken away."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 
 from assay_sandbox_manager.backends import (
     BubblewrapBackend,
+    DockerBackend,
     ExecResult,
     SandboxBackend,
     SandboxSpec,
@@ -220,3 +223,40 @@ def test_a_failed_cgroup_join_says_why(tmp_path: Path, rootfs: Path) -> None:
     why = _join_failure(proc.returncode, errors)
     assert "could not join its cgroups" in why and "no-such-group" in why, why
     assert _join_failure(1, errors) == ""  # any other status is not the join's
+
+
+@pytest.mark.docker
+def test_processes_killed_at_a_timeout_stop_counting_before_the_reply(
+    docker_backend: DockerBackend, docker_image: str
+) -> None:
+    """In a container the resident is not PID 1 (the keep-alive is): the orphans a timed-out
+    command left were PID 1's to reap after the kill, so the next command could find the
+    process cap still full of zombies (a fork bomb's next `echo` came back empty in a loaded
+    CI run). PID 1 is stopped here, so only the resident can reap them before it replies."""
+    spec = SandboxSpec(
+        backend="docker", image=docker_image, cpu_seconds=30, memory_mb=256, max_processes=64,
+        file_size_mb=8, disk_mb=32, exec_timeout_s=30, output_cap_bytes=4096,
+    )  # fmt: skip
+    sid = f"t-{uuid.uuid4().hex[:12]}"
+    docker_backend.create(spec, sid, {"assay.campaign_id": "c1", "assay.run_id": sid})
+    try:
+        # Zombies hold their pids (and their place under the cap) until reaped.
+        zombies = """awk '/^State:/ && $2 == "Z" {split(FILENAME, p, "/"); print p[3]}' \
+            /proc/[0-9]*/status 2>/dev/null"""
+        assert docker_backend.exec(sid, zombies).stdout == b""
+        # PID 1's own child (the keep-alive's sleep) dies in the kill too, and stays its
+        # zombie while it is stopped: the one zombie allowed.
+        keepalive = docker_backend.exec(sid, "cat /proc/1/task/1/children").stdout.split()
+        assert len(keepalive) == 1
+        container = docker_backend.client.api.inspect_container(f"assay-sbx-{sid}")
+        init = int(container["State"]["Pid"])
+        os.kill(init, signal.SIGSTOP)
+        try:
+            orphans = "for i in $(seq 20); do sleep 600 & done; sleep 600"
+            assert docker_backend.exec(sid, orphans, timeout_s=2).timed_out
+            after = docker_backend.exec(sid, zombies)
+            assert after.stdout.split() == keepalive, after
+        finally:
+            os.kill(init, signal.SIGCONT)
+    finally:
+        docker_backend.destroy(sid)
