@@ -24,9 +24,9 @@ CORES_PER_GO_PROC = 4
 
 It shares its host with every service and sandbox, and one core of it carries far more
 steps a second than one runner process makes. With a processor per core, its goroutines
-are woken across processors for every message, and that scheduling was a fifth of its CPU
-(on 2 cores, 300 runs × 10 steps at concurrency 300: 0.96 and 1.12 ms per step against
-1.36 and 1.41, docs/scale.md)."""
+are woken across processors for every message: on 2 cores, at 300 runs × 10 steps and
+concurrency 300, the server spent a sixth more CPU so (1.16 against 0.96 ms per step on
+average over ten interleaved runs, docs/scale.md)."""
 
 
 def nats_server_binary() -> Path:
