@@ -219,7 +219,8 @@ def _rows(size: Size, r: _Result, before: ModelFloor, after: ModelFloor) -> list
     what = f"{size.runs} × {size.steps} `bash true`, concurrency {size.concurrency}, "
     what += f"model latency {size.latency_s:g} s, bubblewrap"
     unfinished = max(0, size.runs - r.sealed - r.failed)
-    per_step = sum(r.cpu.values()) / max(1, r.steps) * 1000
+    cpu_s = sum(r.cpu.values())
+    per_step = cpu_s / max(1, r.steps) * 1000
     cores = len(os.sched_getaffinity(0))
     rows = [
         Row(g, f"Assay, {what}: wall", r.wall_s, "s", size.ideal_s, "ideal (model time)",
@@ -228,7 +229,7 @@ def _rows(size: Size, r: _Result, before: ModelFloor, after: ModelFloor) -> list
         # on a small machine that, not the model, bounds it (the model server's CPU and the
         # agents' commands come on top).
         Row(g, f"  the least wall the platform's CPU allows on {cores} cores (its CPU / cores)",
-            sum(r.cpu.values()) / cores, "s", size.ideal_s, "ideal (model time)"),
+            cpu_s / cores, "s", size.ideal_s, "ideal (model time)"),
         Row(g, f"  runs failed ({unfinished} more unfinished)", float(r.failed + unfinished), "runs",
             target="0"),
         Row(g, "  agent steps logged (tool steps + submit)", float(r.steps), "steps",

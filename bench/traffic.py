@@ -46,19 +46,21 @@ def flows(connz: Mapping[str, Any], names: Iterable[str]) -> dict[str, Flow]:
     return out
 
 
-def read_connz(monitor_url: str, timeout_s: float = 5.0) -> dict[str, Any]:
-    """The server's /connz answer (every open connection)."""
-    url = f"{monitor_url.rstrip('/')}/connz?limit={_CONNZ_LIMIT}"
-    with urllib.request.urlopen(url, timeout=timeout_s) as answer:  # loopback only
+def _monitor(monitor_url: str, path: str, timeout_s: float) -> dict[str, Any]:
+    """One JSON answer of the server's monitoring endpoint (loopback only)."""
+    with urllib.request.urlopen(f"{monitor_url.rstrip('/')}{path}", timeout=timeout_s) as answer:
         data: dict[str, Any] = json.load(answer)
     return data
 
 
+def read_connz(monitor_url: str, timeout_s: float = 5.0) -> dict[str, Any]:
+    """The server's /connz answer (every open connection)."""
+    return _monitor(monitor_url, f"/connz?limit={_CONNZ_LIMIT}", timeout_s)
+
+
 def read_varz(monitor_url: str, timeout_s: float = 5.0) -> dict[str, Any]:
     """The server's /varz answer (its configuration and counters, `gomaxprocs` among them)."""
-    with urllib.request.urlopen(f"{monitor_url.rstrip('/')}/varz", timeout=timeout_s) as answer:
-        data: dict[str, Any] = json.load(answer)  # loopback only
-    return data
+    return _monitor(monitor_url, "/varz", timeout_s)
 
 
 def per_step(
