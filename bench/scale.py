@@ -111,6 +111,8 @@ class _Result(NamedTuple):
     """Each service's messages per step through nats-server: (published, delivered)."""
     go_procs: int
     """nats-server's Go processors (GOMAXPROCS), as it reports them."""
+    first_wave_s: float = math.nan
+    """When the first wave's last run was requested (its task admitted), after submitting."""
 
 
 async def _aggregator_seq(bus: Bus) -> tuple[int, int]:
@@ -175,6 +177,19 @@ async def _measure(
     subs.append(
         await nc.subscribe(bus.subjects.event("AgentStepLogged", CAMPAIGN, "*"), cb=on_step)
     )
+    wave = min(size.runs, size.concurrency)
+    requested: set[str] = set()
+    first_wave = math.nan
+
+    async def on_request(msg: Msg) -> None:
+        nonlocal first_wave
+        requested.add(msg.subject)
+        if len(requested) == wave and math.isnan(first_wave):
+            first_wave = time.monotonic() - t0
+
+    subs.append(
+        await nc.subscribe(bus.subjects.event("RunRequested", CAMPAIGN, "*"), cb=on_request)
+    )
     await nc.flush()
     sampler = Sampler(pids, pids["sandbox-manager"])
     # The model endpoint's own limit (8 by default) would cap the calls in flight below the
@@ -210,6 +225,7 @@ async def _measure(
         end - t0, len(ends.sealed), len(ends.failed),
         steps, cpu, sampler, nats.rss_mb if nats else float("nan"), (seq1 - seq0) / live_s,
         max_lag, per_step(traffic0, traffic1, steps), int(varz.get("gomaxprocs", 0)),
+        first_wave,
     )  # fmt: skip
 
 
@@ -230,6 +246,10 @@ def _rows(size: Size, r: _Result, before: ModelFloor, after: ModelFloor) -> list
         # agents' commands come on top).
         Row(g, f"  the least wall the platform's CPU allows on {cores} cores (its CPU / cores)",
             cpu_s / cores, "s", size.ideal_s, "ideal (model time)"),
+        # Runs start as their tasks are admitted: a slow door delays the whole wave.
+        Row(g, f"  the first wave's {min(size.runs, size.concurrency)} runs requested "
+            "(their tasks admitted), after the submission began", r.first_wave_s, "s",
+            size.latency_s, "one model call"),
         Row(g, f"  runs failed ({unfinished} more unfinished)", float(r.failed + unfinished), "runs",
             target="0"),
         Row(g, "  agent steps logged (tool steps + submit)", float(r.steps), "steps",

@@ -15,7 +15,7 @@ def _result(cpu: dict[str, float], go_procs: int) -> _Result:
     sampler.sandbox_rss = sampler.sandbox_pss = [2.5]
     return _Result(
         wall_s=30.0, sealed=10, failed=0, steps=110, cpu=cpu, sampler=sampler, nats_rss=20.0,
-        events_per_s=100.0, max_lag=3, traffic={}, go_procs=go_procs,
+        events_per_s=100.0, max_lag=3, traffic={}, go_procs=go_procs, first_wave_s=2.5,
     )  # fmt: skip
 
 
@@ -35,3 +35,5 @@ def test_the_least_wall_is_the_platforms_cpu_over_the_cores_and_the_server_shows
     assert "(GOMAXPROCS 1)" in server.name
     assert "(in the kernel: 9.09)" in server.name  # 1 s over 110 steps, in ms
     assert server.value == 6.0 / 110 * 1000
+    (wave,) = [r for f, r in by_figure.items() if f.startswith("  the first wave's 10 runs")]
+    assert wave.value == 2.5 and wave.baseline == 1.0  # against one model call

@@ -121,6 +121,38 @@ async def test_refusals_name_their_reason_and_schedule_nothing(
     assert {r.task_id for r in runs} == {"t1"} and len(runs) == 2
 
 
+async def test_submissions_racing_for_one_task_id_get_one_acceptance(
+    bus: Bus, settings: Settings
+) -> None:
+    """Admissions run side by side (`ADMISSIONS_IN_FLIGHT`): a publisher that sends several
+    different tasks under one id at once, to have another prompt run under an accepted
+    task's name, gets one of them accepted and the rest refused as duplicates, with runs
+    of the accepted one only. Other tasks among them are admitted as usual."""
+    rivals = [
+        submission("c1", Task(task_id="t1", prompt=f"variant {i}"), f"rival-{i}") for i in range(8)
+    ]
+    others = [submission("c1", Task(task_id=f"o{i}", prompt="p")) for i in range(8)]
+    await start_campaign(bus)
+    for rival, other in zip(rivals, others, strict=True):
+        await bus.publish(rival)
+        await bus.publish(other)
+    # Stored before the runner starts: its first pulls take them all at once.
+    async with services(settings, LocalBlobStore(settings.blob_dir), names=("runner",)):
+        events = await wait_for_events(bus, answered(len(rivals) + len(others)))
+        events = await wait_for_events(
+            bus, lambda evs: sum(isinstance(e, RunRequested) for e in evs) >= 2 * 9
+        )
+    by_submission = {a.submission: a for a in answers(events)}
+    accepted = [r for r in rivals if isinstance(by_submission[r.event_id], TaskAccepted)]
+    assert len(accepted) == 1, [by_submission[r.event_id] for r in rivals]
+    for rival in rivals:
+        answer = by_submission[rival.event_id]
+        assert isinstance(answer, TaskAccepted) or answer.reason == "duplicate", answer
+    assert all(isinstance(by_submission[o.event_id], TaskAccepted) for o in others)
+    runs = [e for e in events if isinstance(e, RunRequested) and e.task_id == "t1"]
+    assert len(runs) == 2 and all(r.task == accepted[0].task for r in runs)
+
+
 async def test_an_invalid_message_is_answered_on_its_campaign(bus: Bus, settings: Settings) -> None:
     body = submission("c1", Task(task_id="t1", prompt="p")).model_dump(mode="json")
     del body["event_type"]

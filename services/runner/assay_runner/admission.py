@@ -14,7 +14,7 @@ import json
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple, TypedDict
 
 from assay.bus import Bus, Refusal
@@ -84,6 +84,9 @@ class Admission:
     store: BlobStore
     trust: TrustList | None = None
     """Whose signatures count (None: signatures are not checked), as for the aggregator."""
+    blob_reads: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held while an attachment is read and verified (it is read whole): share one among
+    admissions that run at once to bound the memory they hold."""
 
     async def refusal(
         self, event: TaskSubmitted, campaign: CampaignSpec | None, stored: Stored | int
@@ -133,6 +136,12 @@ class Admission:
         self, campaign_id: str, ref: FileRef
     ) -> tuple[RejectionReason, str] | None:
         where = f"attachment {ref.path!r} ({ref.sha256})"
+        async with self.blob_reads:
+            return await self._check_blob(campaign_id, ref, where)
+
+    async def _check_blob(
+        self, campaign_id: str, ref: FileRef, where: str
+    ) -> tuple[RejectionReason, str] | None:
         try:
             if not await asyncio.to_thread(self.store.exists, ref.sha256):
                 bucket = upload_bucket(self.bus.settings, campaign_id)

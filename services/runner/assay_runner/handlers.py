@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,7 +55,7 @@ from .scheduler import plan_runs
 from .tools import ToolBox
 from .web import NetPolicy, WebCacheUnreadable, WebProvider, web_for
 
-__all__ = ["ProviderFactory", "RunnerService"]
+__all__ = ["ADMISSIONS_IN_FLIGHT", "ProviderFactory", "RunnerService"]
 
 log = logging.getLogger("assay.runner")
 
@@ -62,6 +64,39 @@ RUNS_IN_FLIGHT = meter("assay.runner").create_up_down_counter(
 )
 
 ProviderFactory = Callable[[AgentSpec], ModelProvider]
+
+ADMISSIONS_IN_FLIGHT = 16
+"""Submissions one runner admits at once. An admission is a few round trips to the log
+(the campaign, the task id's earlier run, the answer, each run's request); one at a time,
+a busy runner admitted a 300-task campaign over 14 s, so its runs started that late.
+Admissions of one task id still go one at a time (`_TaskLocks`)."""
+
+
+@dataclass
+class _Held:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
+@dataclass
+class _TaskLocks:
+    """One lock per (campaign, task id), gone when nobody holds or waits for it: two
+    submissions of one task id admitted at once would both find the id free."""
+
+    _held: dict[tuple[str, str], _Held] = field(default_factory=dict)
+
+    @contextlib.asynccontextmanager
+    async def hold(self, campaign_id: str, task_id: str) -> AsyncIterator[None]:
+        key = (campaign_id, task_id)
+        held = self._held.setdefault(key, _Held())
+        held.users += 1
+        try:
+            async with held.lock:
+                yield
+        finally:
+            held.users -= 1
+            if not held.users:
+                del self._held[key]
 
 
 @dataclass(kw_only=True)
@@ -85,13 +120,19 @@ class RunnerService:
     _scheduling: set[str] = field(default_factory=set)
     """Run ids this process is publishing now: the campaign and the task handler may both
     schedule a task's runs at once, and each run must start one trace, not two."""
+    _admitting: _TaskLocks = field(default_factory=_TaskLocks)
+    _blob_reads: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Attachments are read whole to be verified: one at a time in this process, so that
+    admissions in flight do not hold many of them in memory at once."""
 
     @property
     def admission(self) -> Admission:
         """The door every submitted task passes."""
         if self.trust is None:
             self.trust = trust_for(self.bus.settings)
-        return Admission(bus=self.bus, store=self.store, trust=self.trust)
+        return Admission(
+            bus=self.bus, store=self.store, trust=self.trust, blob_reads=self._blob_reads
+        )
 
     @property
     def clients(self) -> ModelClients:
@@ -147,6 +188,12 @@ class RunnerService:
         self, campaign: CampaignSpec | None, event: TaskSubmitted, stored: Stored
     ) -> None:
         """Answer a submission: refuse it, or accept it and schedule its runs."""
+        async with self._admitting.hold(event.campaign_id, event.task.task_id):
+            await self._answer(campaign, event, stored)
+
+    async def _answer(
+        self, campaign: CampaignSpec | None, event: TaskSubmitted, stored: Stored
+    ) -> None:
         rejected = await self.admission.refusal(event, campaign, stored)
         if rejected is not None or campaign is None:
             if rejected is not None:

@@ -8,7 +8,7 @@ from assay.providers import provider_for
 from assay.store import BlobStore, open_store
 
 from .contract import CAMPAIGNS, CONTRACT, RUNS, TASKS
-from .handlers import ProviderFactory, RunnerService
+from .handlers import ADMISSIONS_IN_FLIGHT, ProviderFactory, RunnerService
 from .web import NetPolicy
 
 __all__ = ["SERVICE", "build"]
@@ -36,7 +36,13 @@ def build(
         web_net=web_net or NetPolicy(trusted_hosts=frozenset(settings.web_trusted_hosts)),
     )
     subscribe(bus, CAMPAIGNS, service.on_campaign_started)
-    subscribe(bus, TASKS, service.on_task_submitted, on_refused=service.on_task_refused)
+    subscribe(
+        bus,
+        TASKS,
+        service.on_task_submitted,
+        on_refused=service.on_task_refused,
+        max_workers=ADMISSIONS_IN_FLIGHT,
+    )
     subscribe(
         bus, RUNS, service.on_sandbox_ready, max_workers=concurrency or settings.runner_concurrency
     )
