@@ -14,6 +14,7 @@ __all__ = [
     "Stat",
     "all_stats",
     "cpu_s",
+    "machine_busy_s",
     "memory",
     "on_cpu_s",
     "pss_mb",
@@ -50,6 +51,19 @@ def cpu_s(pid: int) -> float:
     fields = stat.rsplit(")", 1)[1].split()
     ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_s(text: str | None = None) -> float:
+    """CPU seconds every core of this machine has spent busy since boot, whoever used them
+    (/proc/stat's first line: user, nice, system, irq and softirq; idle, I/O wait and time
+    the hypervisor gave to other guests left out)."""
+    if text is None:
+        text = Path("/proc/stat").read_text()
+    first = text.split("\n", 1)[0].split()
+    if not first or first[0] != "cpu":
+        raise ValueError("/proc/stat does not start with the cpu line")
+    user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in first[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def rusage_ms(who: int) -> float:
@@ -156,6 +170,9 @@ class Sampler:
         self.sandbox_pss: list[float] = []
         """Per live sandbox (bwrap + resident), in the sample with the most live sandboxes."""
         self.service_rss: dict[str, float] = dict.fromkeys(services, 0.0)
+        self.machine_s = 0.0
+        """The whole machine's busy CPU seconds between start and stop."""
+        self._machine0 = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -170,12 +187,14 @@ class Sampler:
         return s.sys_s if s else 0.0
 
     def start(self) -> None:
+        self._machine0 = machine_busy_s()
         self._thread.start()
 
     def stop(self) -> dict[str, float]:
         """Stop sampling; CPU seconds since start by part."""
         self._stop.set()
         self._thread.join()
+        self.machine_s = machine_busy_s() - self._machine0
         self._sample()
         cpu = {k: self._own(p) - self.start_cpu[k] for k, p in self.services.items()}
         self.sys_s = {k: self._sys(p) - self.start_sys[k] for k, p in self.services.items()}

@@ -246,6 +246,12 @@ def _rows(size: Size, r: _Result, before: ModelFloor, after: ModelFloor) -> list
         # agents' commands come on top).
         Row(g, f"  the least wall the platform's CPU allows on {cores} cores (its CPU / cores)",
             cpu_s / cores, "s", size.ideal_s, "ideal (model time)"),
+        # What else shares the cores here (the scripted model server, the agents' commands,
+        # this bench) is not the platform's CPU, but the wall cannot beat it either.
+        Row(g, "  the least wall the whole machine's busy CPU allows (the platform's, the model "
+            "server's, the agents' commands', the bench's, / cores; near 1× the wall: the "
+            "machine's CPU is what bounds it)", r.sampler.machine_s / cores, "s", r.wall_s,
+            "the wall"),
         # Runs start as their tasks are admitted: a slow door delays the whole wave.
         Row(g, f"  the first wave's {min(size.runs, size.concurrency)} runs requested "
             "(their tasks admitted), after the submission began", r.first_wave_s, "s",
