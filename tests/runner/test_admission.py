@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from pathlib import Path
 
-from assay.bus import Bus
+from assay.bus import Bus, read_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore, ensure_upload_bucket, upload_blob, upload_bucket
 from assay.tasks import load_tasks
@@ -151,6 +152,70 @@ async def test_submissions_racing_for_one_task_id_get_one_acceptance(
     assert all(isinstance(by_submission[o.event_id], TaskAccepted) for o in others)
     runs = [e for e in events if isinstance(e, RunRequested) and e.task_id == "t1"]
     assert len(runs) == 2 and all(r.task == accepted[0].task for r in runs)
+
+
+async def test_two_runners_sharing_the_submissions_give_one_acceptance_per_task_id(
+    bus: Bus, settings: Settings
+) -> None:
+    """Two runners on the durable: forty rivals under one id, one accepted in all."""
+    from assay_runner.service import build
+
+    rivals = [
+        submission("c1", Task(task_id="t1", prompt=f"variant {i}"), f"rival-{i}") for i in range(40)
+    ]
+    await start_campaign(bus)
+    for rival in rivals:
+        await bus.publish(rival)
+    store = LocalBlobStore(settings.blob_dir)
+    runners = [build(settings, store=store) for _ in range(2)]
+    try:
+        await asyncio.gather(*(r.start() for r in runners))
+        events = await wait_for_events(bus, answered(len(rivals)))
+    finally:
+        await asyncio.gather(*(r.stop() for r in runners))
+    by_submission = {a.submission: a for a in answers(events)}
+    accepted = [r for r in rivals if isinstance(by_submission[r.event_id], TaskAccepted)]
+    assert len(accepted) == 1, len(accepted)
+    runs = [e for e in events if isinstance(e, RunRequested)]
+    assert len(runs) == 2 and all(r.task == accepted[0].task for r in runs)
+
+
+async def test_a_runner_that_loses_the_race_for_a_task_id_does_not_request_its_runs(
+    bus: Bus, settings: Settings
+) -> None:
+    """The per-task lock is one process's. Runner B checks the id and finds it free;
+    runner A, meanwhile, admits a different task under it in full; B's runs must then not
+    be requested, and B learns whose request holds them (it refuses its task with that).
+    Before, B published its answer first and its requests after, deduplicated away:
+    its publisher was told "accepted" while the other task ran under the id."""
+    from assay_runner.admission import Stored
+    from assay_runner.scheduler import plan_runs
+    from assay_runner.service import build
+
+    await start_campaign(bus)
+    campaign = await read_campaign(bus, "c1")
+    assert campaign is not None
+    rival_a, rival_b = (
+        submission("c1", Task(task_id="t1", prompt=f"variant {k}"), k) for k in "ab"
+    )
+    a, b = build(settings), build(settings)
+    try:
+        await a.bus.start()
+        await b.bus.start()
+        subject = bus.subjects.event("TaskSubmitted", "c1", "-")
+        assert await b.admission.refusal(rival_b, campaign, Stored(2, subject, b"", {})) is None
+        await a._admit(campaign, rival_a, Stored(1, subject, b"", {}))
+        runs = plan_runs(campaign, rival_b.task, producer=b.bus.producer, cause=rival_b.event_id)
+        taken = await b._schedule(runs)
+    finally:
+        await a.bus.stop()
+        await b.bus.stop()
+    assert taken is not None and taken.task == rival_a.task
+    rejected = b.admission.taken(rival_b, 2, taken)
+    assert rejected.reason == "duplicate" and rival_a.event_id in rejected.detail
+    events = [e.event async for e in bus.replay()]
+    requested = [e for e in events if isinstance(e, RunRequested)]
+    assert len(requested) == 2 and all(r.task == rival_a.task for r in requested)
 
 
 async def test_an_invalid_message_is_answered_on_its_campaign(bus: Bus, settings: Settings) -> None:

@@ -126,11 +126,13 @@ class Admission:
             self.bus.subjects.event("RunRequested", campaign.campaign_id, run_id)
         )
         if isinstance(earlier, RunRequested) and earlier.task != event.task:
-            return (
-                f"task id {event.task.task_id!r} is taken by another task in campaign "
-                f"{campaign.campaign_id!r} (submitted by {earlier.causation_id})"
-            )
+            return _taken(event, earlier)
         return None
+
+    def taken(self, event: TaskSubmitted, sequence: int, earlier: RunRequested) -> TaskRejected:
+        """The refusal of a submission whose task id another task's run took first (found
+        when its own run's request could not be stored: another runner admitted it)."""
+        return self._rejected(event, sequence, "duplicate", _taken(event, earlier))
 
     async def _blob_problem(
         self, campaign_id: str, ref: FileRef
@@ -210,6 +212,13 @@ class Admission:
                 producer=self.bus.producer,
             )
         )
+
+
+def _taken(event: TaskSubmitted, earlier: RunRequested) -> str:
+    return (
+        f"task id {event.task.task_id!r} is taken by another task in campaign "
+        f"{event.campaign_id!r} (submitted by {earlier.causation_id})"
+    )
 
 
 def _msg_id(headers: Mapping[str, str]) -> str | None:

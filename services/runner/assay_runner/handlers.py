@@ -13,7 +13,7 @@ from pathlib import Path
 from opentelemetry import trace
 from opentelemetry.context import Context
 
-from assay.bus import Bus, Delivery, Refusal, read_campaign, read_raw
+from assay.bus import Bus, Delivery, Refusal, Unchanged, read_campaign, read_raw
 from assay.providers import (
     DEFAULT_PRICES,
     ModelProvider,
@@ -35,6 +35,7 @@ from assay_schemas import (
     Event,
     FailureStage,
     InvalidEvent,
+    LogChanged,
     RunFailed,
     RunHistory,
     RunRequested,
@@ -157,7 +158,9 @@ class RunnerService:
 
     # --- scheduling ---------------------------------------------------------------------
 
-    async def _schedule(self, runs: list[RunRequested]) -> None:
+    async def _schedule(self, runs: list[RunRequested]) -> RunRequested | None:
+        """Request each run not requested yet; another task's request found on one of
+        their subjects (its task id taken first, by this runner or another) stops it."""
         task_span = trace.get_current_span().get_span_context()
         for run in runs:
             rid = run.run_id or ""
@@ -165,13 +168,32 @@ class RunnerService:
                 continue  # the other handler of the campaign/task race is on it
             self._scheduling.add(rid)
             try:
-                await self._schedule_one(run, task_span)
+                taken = await self._schedule_one(run, task_span)
             finally:
                 self._scheduling.discard(rid)
+            if taken is not None:
+                return taken
+        return None
 
-    async def _schedule_one(self, run: RunRequested, task_span: trace.SpanContext) -> None:
-        if await self.bus.has_event(self.bus.subjects.of(run)):
-            return  # scheduled before (a redelivery, or the campaign/task race)
+    async def _schedule_one(
+        self, run: RunRequested, task_span: trace.SpanContext
+    ) -> RunRequested | None:
+        subject = self.bus.subjects.of(run)
+        if not await self.bus.last_sequence(subject) and await self._request(run, task_span):
+            return None
+        # Requested before: a redelivery, the campaign/task race, or another runner that
+        # admitted a different task under this id at the same time (which is the one run).
+        try:
+            earlier = await self.bus.last_event(subject)
+        except InvalidEvent:
+            return None  # no event: the aggregator refuses it, and nothing is compared
+        if isinstance(earlier, RunRequested) and earlier.task != run.task:
+            return earlier
+        return None
+
+    async def _request(self, run: RunRequested, task_span: trace.SpanContext) -> bool:
+        """Log the run's request if its subject is still empty; False when another
+        publisher's got there first (stored, or its event id seen by JetStream)."""
         if run.sandbox.gateway_dir is not None:
             # Before publishing: the sandbox-manager binds it when it creates the sandbox.
             Path(run.sandbox.gateway_dir).mkdir(mode=0o711, parents=True, exist_ok=True)
@@ -182,7 +204,13 @@ class RunnerService:
         ) as span:
             span.set_attribute("assay.run_id", run.run_id or "")
             span.set_attribute("assay.agent_id", run.agent.agent_id)
-            await self.bus.publish(run)
+            try:
+                published = await self.bus.publish(
+                    run, unchanged=Unchanged(self.bus.subjects.of(run), 0)
+                )
+            except LogChanged:
+                return False
+            return not published.duplicate
 
     async def _admit(
         self, campaign: CampaignSpec | None, event: TaskSubmitted, stored: Stored
@@ -207,6 +235,14 @@ class RunnerService:
             cause=event.event_id,
             gateway_root=self.gateway_root,
         )
+        # Runs first, the answer after: a submission whose runs another runner requested
+        # for a different task under the same id in the meantime is refused, not told yes.
+        taken = await self._schedule(runs)
+        if taken is not None:
+            rejected = self.admission.taken(event, stored.sequence, taken)
+            log.info("task %s refused: %s", event.task.task_id, rejected.detail)
+            await self.bus.publish(rejected)
+            return
         await self.bus.publish(
             TaskAccepted(
                 event_id=TaskAccepted.id_for(event.event_id),
@@ -214,7 +250,6 @@ class RunnerService:
                 run_ids=[r.run_id or "" for r in runs],
             )
         )
-        await self._schedule(runs)
 
     async def on_task_submitted(self, event: TaskSubmitted, delivery: Delivery) -> None:
         """Admit a task and schedule its runs; a task for no known campaign is refused."""
