@@ -72,6 +72,11 @@ class Settings(BaseSettings):
     SearXNG): web_search may reach their private addresses; web_fetch never may."""
     sandbox_concurrency: int = Field(default=8, ge=1)
     """Sandbox creations and seals one sandbox-manager instance works on at once."""
+    sandbox_max_live: int = Field(default=4096, ge=1)
+    """Most sandboxes one sandbox-manager instance holds at once. A campaign's runs are
+    all requested when its tasks are admitted, whatever the runners' concurrency; past this
+    many, a request waits for a sandbox to be destroyed, so that a publisher's thousands of
+    tasks do not fill the node with idle sandboxes."""
 
     operator_key: str | None = None
     """Public nkeys key (``O…``) that roots the trust list of signed events; default: the

@@ -176,3 +176,51 @@ async def test_restart_reconciles_with_no_leak(
         assert sandbox_processes(settings) == 0
     finally:
         await second.bus.stop()
+
+
+async def test_a_flood_of_run_requests_holds_no_more_sandboxes_than_the_limit(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> None:
+    """A campaign's runs are all requested when its tasks are admitted, whatever the
+    runners can drive: a publisher's thousands of tasks made as many idle sandboxes at once
+    (995 live for 500 runs in flight at the scale bench). Past `sandbox_max_live` a request
+    now waits for a sandbox to go; each run still gets its sandbox and its seal."""
+    store = LocalBlobStore(settings.blob_dir)
+    task = Task(task_id="t1", prompt="p")
+    limited = settings.model_copy(update={"sandbox_max_live": 2})
+    service = build(limited, store=store, backends=backends(settings))  # type: ignore[arg-type]
+    live = service.backends["bubblewrap"]
+    runs = [f"r{i}" for i in range(6)]
+    await service.start()
+    try:
+        for run in runs:
+            await bus.publish(run_requested(bus, run, task))
+
+        def ready(evs: list) -> list[str]:  # type: ignore[type-arg]
+            return [e.run_id for e in evs if isinstance(e, SandboxReady)]
+
+        events = await wait_for_events(bus, lambda evs: len(ready(evs)) >= 2)
+        await asyncio.sleep(2.0)  # time enough for more, were they allowed
+        events = [e.event async for e in bus.replay()]
+        assert len(ready(events)) == 2 and len(live.list_live()) == 2
+        finished_runs: set[str] = set()
+        while len(finished_runs) < len(runs):
+            for run in ready(events):
+                if run not in finished_runs:
+                    assert len(live.list_live()) <= 2
+                    await bus.publish(finished(bus, run))
+                    finished_runs.add(run)
+            events = await wait_for_events(
+                bus,
+                lambda evs: (
+                    len(ready(evs)) >= min(len(runs), len(finished_runs) + 1)
+                    and sum(isinstance(e, ArtifactsSealed) for e in evs) >= len(finished_runs) - 1
+                ),
+            )
+        events = await wait_for_events(
+            bus, lambda evs: sum(isinstance(e, ArtifactsSealed) for e in evs) == len(runs)
+        )
+        assert sorted(ready(events)) == runs
+        assert live.list_live() == []
+    finally:
+        await service.bus.stop()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -77,6 +78,15 @@ class SandboxService:
     destroyed: set[str] = field(default_factory=set)
     seal_watch: SealWatch | None = None
     """Watches other instances' seals (see failover); None: this instance watches none."""
+    max_live: int = 4096
+    """Most sandboxes held at once (`sandbox_max_live`): a request past it waits, its
+    message kept in progress, until one is destroyed."""
+    _opening: set[str] = field(default_factory=set)
+    _closing: set[str] = field(default_factory=set)
+    """Run ids whose sandbox is being made, and sandboxes being destroyed: they count
+    against `max_live` too."""
+    _room: asyncio.Condition = field(default_factory=asyncio.Condition)
+    """Notified whenever a sandbox is released or an opening ends."""
     _owned: dict[str, str] = field(default_factory=dict)
     _live: dict[str, tuple[RunRequested, SandboxReady]] = field(default_factory=dict)
     """run id -> request and SandboxReady announced (or found live) here, until sealed: what
@@ -111,7 +121,29 @@ class SandboxService:
             # ack): opening it again would destroy the one in use as "half-made". One
             # still being opened holds the redelivery in the bus until it is done.
             return
-        await self._open(event, delivery)
+        async with self._slot(event.run_id):
+            await self._open(event, delivery)
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, run_id: str) -> AsyncIterator[None]:
+        """Room for one more sandbox under `max_live`, held while it is being opened (then
+        it counts as owned until `_destroy`)."""
+        async with self._room:
+            await self._room.wait_for(lambda: self._held() < self.max_live)
+            self._opening.add(run_id)
+        try:
+            yield
+        finally:
+            self._opening.discard(run_id)
+            await self._released()
+
+    def _held(self) -> int:
+        opening = self._opening.difference(self._owned)  # a sandbox's id is its run's
+        return len(self._owned) + len(opening) + len(self._closing)
+
+    async def _released(self) -> None:
+        async with self._room:
+            self._room.notify_all()
 
     async def _open(self, event: RunRequested, delivery: Delivery) -> None:
         assert event.run_id is not None
@@ -266,11 +298,19 @@ class SandboxService:
     async def _destroy(self, sandbox_id: str) -> None:
         name = self._owned.pop(sandbox_id, None)
         targets = [self.backends[name]] if name else list(self.backends.values())
-        for backend in targets:
-            try:
-                await self._blocking(backend.destroy, sandbox_id)
-            except SandboxNotFound:
-                continue
+        # Counted until destroyed, so that a waiting request never finds the node holding
+        # one more sandbox than the limit; released even when destroying fails, so that
+        # the limit never stalls on one.
+        self._closing.add(sandbox_id)
+        try:
+            for backend in targets:
+                try:
+                    await self._blocking(backend.destroy, sandbox_id)
+                except SandboxNotFound:
+                    continue
+        finally:
+            self._closing.discard(sandbox_id)
+            await self._released()
         self.destroyed.add(sandbox_id)
 
     # --- restart ------------------------------------------------------------------------
@@ -349,6 +389,7 @@ class SandboxService:
             reply = await self._blocking(run_command, backend, command)
         except SandboxNotFound as e:
             self._owned.pop(sid, None)
+            await self._released()
             return error_reply("not_found", str(e))
         except SandboxPathError as e:
             return error_reply("path", str(e))

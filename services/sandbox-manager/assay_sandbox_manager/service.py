@@ -54,6 +54,7 @@ def build(
         store=store or open_store(settings),
         backends=backends if backends is not None else make_backends(settings),
         instance=instance,
+        max_live=settings.sandbox_max_live,
         seal_watch=SealWatch(bus, instance, path=settings.instance_state / "seal-watch.json"),
     )
     mine = {"instance": instance}
