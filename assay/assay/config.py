@@ -83,6 +83,9 @@ class Settings(BaseSettings):
     operator key in `<home>/keys/` when there is one."""
     judge_spec: Path | None = None
     """The judge spec file `assay serve judge` (and the `assay-judge` entry point) runs."""
+    judge_campaigns: list[str] = Field(default_factory=list)
+    """Campaigns that judge is enabled for besides those that name it (``--campaign``);
+    empty: every campaign, present and future."""
     judge_check_budget_s: float = Field(default=5.0, gt=0)
     """Seconds one rule check may run on a sealed run before it fails, naming the check."""
     max_attachment_bytes: int = Field(default=200_000_000, ge=0)

@@ -13,6 +13,7 @@ from assay.telemetry import setup_tracing, shutdown_telemetry
 from assay_schemas import ConfigError
 
 from ._app import app, console, fail, run_async
+from ._judge import CAMPAIGN_HELP, print_backfill
 
 
 @app.command()
@@ -22,6 +23,9 @@ def serve(
     ),
     judge: Path = typer.Option(
         None, "--judge", help="Judge spec file (YAML/TOML/JSON), for `serve judge`."
+    ),
+    campaign: list[str] = typer.Option(
+        [], "--campaign", help=f"For `serve judge`: {CAMPAIGN_HELP}"
     ),
 ) -> None:
     """Run one service until Ctrl-C; instances of a service share its work."""
@@ -33,6 +37,8 @@ def serve(
     settings = Settings()
     if judge is not None:
         settings = settings.model_copy(update={"judge_spec": judge})
+    if campaign:
+        settings = settings.model_copy(update={"judge_campaigns": campaign})
     try:
         setup_tracing(f"assay-{name}", instance=settings.instance)
     except ConfigError as e:
@@ -41,6 +47,8 @@ def serve(
         f"[green]{name}[/green] serving on {settings.nats_url} (instance {settings.instance})"
     )
     try:
-        run_async(run_until_signal([build_service(name, settings)]))
+        service = build_service(name, settings)
+        print_backfill(service)
+        run_async(run_until_signal([service]))
     finally:
         shutdown_telemetry()

@@ -6,10 +6,11 @@ await service.start()   # JudgeRegistered, then judges every sealed run in scope
 ```
 """
 
+from .backfill import ProgressSink
 from .context import ALL_CAMPAIGNS, CampaignScope
 from .handlers import JudgeService, JurySupervisor, ProviderFactory, RulesService, sampling_times
 from .llm.verdict import Verdict, check_verdict
-from .service import build, build_jury, build_rules, durable_name
+from .service import build, build_jury, build_rules, durable_name, judge_scope
 from .spec import load_judge_spec
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "CampaignScope",
     "JudgeService",
     "JurySupervisor",
+    "ProgressSink",
     "ProviderFactory",
     "RulesService",
     "Verdict",
@@ -25,6 +27,7 @@ __all__ = [
     "build_rules",
     "check_verdict",
     "durable_name",
+    "judge_scope",
     "load_judge_spec",
     "sampling_times",
 ]

@@ -2,8 +2,9 @@
 judge id, the rule judge, and the jury that starts the judges a campaign names.
 
 Each judge consumes `ArtifactsSealed` on its own durable `judge-<judge_id>` with
-deliver-all, so a judge started late back-fills every sealed run on the log while new
-runs keep flowing, and several instances of one judge share its work.
+deliver-all, and at start back-fills from the log every sealed run of the campaigns it is
+enabled for that lacks its verdict, so a judge started late judges them all while new runs
+keep flowing; several instances of one judge share the durable's work.
 """
 
 from __future__ import annotations
@@ -15,14 +16,19 @@ from assay.providers import provider_for
 from assay.store import BlobStore, open_store
 from assay_schemas import RULES_JUDGE_ID, ConfigError, JudgeSpec, safe_token
 
-from .context import CampaignScope
+from .context import ALL_CAMPAIGNS, CampaignScope
 from .contract import CONTRACT, JURY, JURY_CAMPAIGNS, RULES_SEALED, SEALED
 from .handlers import JudgeService, JurySupervisor, ProviderFactory, RulesService
 from .spec import load_judge_spec
 
-__all__ = ["SERVICE", "build", "build_jury", "build_rules", "durable_name"]
+__all__ = ["SERVICE", "build", "build_jury", "build_rules", "durable_name", "judge_scope"]
 
 SERVICE = CONTRACT.service
+
+
+def judge_scope(campaigns: list[str]) -> CampaignScope:
+    """The scope of a judge started alone: the named campaigns, or every campaign."""
+    return set(campaigns) if campaigns else ALL_CAMPAIGNS
 
 
 def durable_name(judge_id: str) -> str:
@@ -40,7 +46,9 @@ def build(
 ) -> JudgeService:
     """A judge with its consumer registered (not started); see `CampaignScope` for `campaigns`.
 
-    Without `judge`, the spec is read from `settings.judge_spec` (``ASSAY_JUDGE_SPEC``).
+    Without `judge` (the judge service alone: `assay serve judge`, `assay-judge`), the spec
+    is read from `settings.judge_spec` (``ASSAY_JUDGE_SPEC``) and the scope from
+    `settings.judge_campaigns` (``--campaign``; none: every campaign).
     """
     if judge is None:
         if settings.judge_spec is None:
@@ -48,6 +56,7 @@ def build(
                 "the judge service needs a judge spec (--judge FILE or ASSAY_JUDGE_SPEC)"
             )
         judge = load_judge_spec(settings.judge_spec)
+        campaigns = judge_scope(settings.judge_campaigns)
     bus = Bus(settings, service=f"{SERVICE}-{judge.judge_id}")
     service = JudgeService(
         bus=bus,

@@ -2,7 +2,14 @@
 
 Idempotent by construction: a judgment's event id is derived from (run, judge, sample),
 and samples already on the log are skipped before any model is called, so a redelivery
-after a crash neither duplicates a judgment nor pays for it twice.
+after a crash neither duplicates a judgment nor pays for it twice. A run is settled only
+with a verdict or a `JudgmentFailed` for each sample: one that keeps failing is recorded
+as failed on its last delivery, never dead-lettered unjudged.
+
+A judge is enabled for a campaign that names it, for one its scope covers (`--campaign`,
+or every campaign), and for one it registered for before (its `JudgeRegistered` for that
+campaign on the log), so a restart keeps what an earlier start enabled. At start it
+back-fills the sealed runs it owes (`backfill`), beside its durable consumer.
 """
 
 from __future__ import annotations
@@ -28,13 +35,17 @@ from assay_schemas import (
     CampaignSpec,
     ErrorInfo,
     FileRef,
+    JudgeRegistered,
     JudgeSpec,
     JudgmentRecorded,
+    RunHistory,
     StoreError,
     Task,
+    default_rubric,
 )
 
 from ..answer import final_answer
+from ..backfill import ProgressSink, log_progress, run_backfill
 from ..context import ALL_CAMPAIGNS, JURY_TOKEN, RunContext, SealedRunJudge
 from ..files import SealedFiles
 from ..killable import Killable
@@ -68,14 +79,67 @@ class JudgeService(SealedRunJudge):
     _registered: set[str] = field(default_factory=set)
     processes: Killable = field(default_factory=Killable)
     """Where this judge's tools parse documents; killed on stop."""
+    on_progress: ProgressSink | None = None
+    """Told how far the back-fill got (default: a log line per run)."""
+    _enabled: set[str] = field(default_factory=set)
+    """Campaigns this judge registered for on the log (by any earlier start)."""
+    _runs: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _backfill: asyncio.Task[int] | None = None
+
+    @property
+    def judge_id(self) -> str:
+        """The judge's id."""
+        return self.spec.judge_id
+
+    @property
+    def samples(self) -> int:
+        """Samples per run the judge's spec asks for (a task may ask for more)."""
+        return self.spec.sampling_times
 
     def accepts(self, campaign_id: str, campaign: CampaignSpec | None) -> bool:
-        """Whether this judge judges runs of the campaign."""
+        """Whether this judge is enabled for the campaign: named by it, registered for it
+        on the log, or in the scope it was started with."""
+        if campaign is not None and any(j.judge_id == self.judge_id for j in campaign.judges):
+            return True
+        if campaign_id in self._enabled:
+            return True
         if self.campaigns is None:
-            return campaign is not None and any(
-                j.judge_id == self.spec.judge_id for j in campaign.judges
-            )
+            return False
         return self.campaigns == ALL_CAMPAIGNS or campaign_id in self.campaigns
+
+    async def campaign(self, campaign_id: str) -> CampaignSpec | None:
+        """The campaign's spec as the log declares it (None when it does not)."""
+        return await self.reader.campaign(campaign_id)
+
+    async def start(self) -> None:
+        """Connect, read the campaigns it is enabled for, announce the judge, consume, and
+        back-fill the sealed runs it owes in the background."""
+        await self.bus.connect()
+        await self._read_registrations()
+        await self.register()
+        await self.bus.start()
+        self._backfill = asyncio.create_task(
+            run_backfill(
+                self,
+                attempts=self.bus.settings.max_deliver,
+                concurrency=self.spec.max_concurrency,
+                on_progress=self.on_progress or log_progress(self.judge_id),
+            ),
+            name=f"backfill-{self.judge_id}",
+        )
+
+    async def backfilled(self) -> int:
+        """Wait for the back-fill begun at start; the number of runs it owed."""
+        assert self._backfill is not None, "the judge was not started"
+        return await self._backfill
+
+    async def _read_registrations(self) -> None:
+        subject = self.bus.subjects.event(JudgeRegistered.__name__)
+        async for item in self.bus.replay(subject=subject):
+            e = item.event
+            mine = isinstance(e, JudgeRegistered) and e.judge.judge_id == self.judge_id
+            if mine and e.campaign_id != JURY_TOKEN:
+                self._enabled.add(e.campaign_id)
 
     async def register(self, campaign_id: str | None = None) -> None:
         """Publish JudgeRegistered for one campaign, or (on start) for every campaign in scope.
@@ -96,6 +160,8 @@ class JudgeService(SealedRunJudge):
             return
         await self.announce(self.spec, campaign_id)
         self._registered.add(campaign_id)
+        if campaign_id != JURY_TOKEN:
+            self._enabled.add(campaign_id)
 
     async def _in_scope(self, campaign_id: str) -> bool:
         return self.accepts(campaign_id, await self.reader.campaign(campaign_id))
@@ -108,7 +174,12 @@ class JudgeService(SealedRunJudge):
         return self._provider
 
     async def stop(self) -> None:
-        """Kill running parses, stop consuming and release the provider's connections."""
+        """Stop the back-fill, kill running parses, stop consuming and release the
+        provider's connections."""
+        if self._backfill is not None:
+            self._backfill.cancel()
+            await asyncio.gather(self._backfill, return_exceptions=True)
+            self._backfill = None
         self.processes.close()
         await self.bus.stop()
         await self.aclose()
@@ -120,16 +191,43 @@ class JudgeService(SealedRunJudge):
             self._provider = None
 
     async def on_sealed(self, event: ArtifactsSealed, delivery: Delivery) -> None:
-        """Judge a sealed run: every sample not yet on the log, concurrently."""
-        ctx = await self.run_to_judge(event)
+        """Judge a sealed run; on its last delivery, a failure is recorded, not dropped."""
+        try:
+            await self.judge_sealed(event)
+        except Exception as e:
+            if delivery.attempt < self.bus.settings.max_deliver:
+                raise  # redelivered with backoff
+            log.error("judge %s gives up on run %s: %s", self.judge_id, event.run_id, e)
+            await self.give_up(event, e)
+
+    async def judge_sealed(self, event: ArtifactsSealed) -> None:
+        """Judge every sample of the run not yet on the log, concurrently (one at a time
+        per run in this process: the back-fill and the durable may both hand it over)."""
+        async with self._runs.setdefault(event.run_id or "", asyncio.Lock()):
+            ctx = await self.run_to_judge(event)
+            if ctx is None:
+                return
+            done = ctx.history.samples_done(self.judge_id)
+            todo = [s for s in range(sampling_times(self.spec, ctx.task)) if s not in done]
+            if not todo:
+                return
+            await self.register(event.campaign_id)
+            await asyncio.gather(*(self._judge(ctx, s) for s in todo))
+
+    async def give_up(self, sealed: ArtifactsSealed, error: Exception) -> None:
+        """Record `error` as the infrastructure failure of each sample still owed."""
+        try:
+            ctx = await self.run_to_judge(sealed)
+        except Exception:  # the log or store cannot say more: fail the judge's own samples
+            unknown = Task(task_id=sealed.task_id or "unknown", prompt="(unread)")
+            ctx = RunContext(sealed, unknown, default_rubric(), None, RunHistory())
         if ctx is None:
             return
-        done = ctx.history.samples_done(self.spec.judge_id)
-        todo = [s for s in range(sampling_times(self.spec, ctx.task)) if s not in done]
-        if not todo:
-            return
-        await self.register(event.campaign_id)
-        await asyncio.gather(*(self._judge(ctx, s) for s in todo))
+        done = ctx.history.samples_done(self.judge_id)
+        info = ErrorInfo.of(error)
+        for sample in range(sampling_times(self.spec, ctx.task)):
+            if sample not in done:
+                await self._failed(ctx, sample, info, 1, None, infrastructure=True)
 
     async def _judge(self, ctx: RunContext, sample: int) -> None:
         sealed = ctx.sealed
