@@ -146,7 +146,7 @@ async def test_late_serve_judge_backfills_every_sealed_run_and_is_named_late(
                 bus, store, campaign_id="c1", run_id="r-new", files={"o": b"1"}, final_message="ok"
             )
             events = await wait_log(
-                bus, lambda evs: len(_late_outcomes(evs)) == RUNS + 1, timeout=60
+                bus, lambda evs: len(outcomes(evs)) == 2 * (RUNS + 1), timeout=60
             )
         finally:
             _stop(proc)
@@ -166,11 +166,11 @@ async def test_late_serve_judge_backfills_every_sealed_run_and_is_named_late(
     report = await _report(bus, store)
     [joined] = report.late_judges
     assert (joined.campaign_id, joined.judge_id, joined.n_runs) == ("c1", "late", RUNS + 1)
-    assert joined.joined_at > "" and joined.n_runs_before_joining == RUNS
+    assert joined.joined_at > "" and joined.n_backfilled == RUNS
     # The headline is the declared jury; the late judge's scores sit beside it.
-    headline = {s.agent_id: s.mean for s in report.statistics.agent_scores}
+    headline = {s.agent_id: s.estimate for s in report.statistics.agent_scores}
     assert report.with_late_judges is not None
-    beside = {s.agent_id: s.mean for s in report.with_late_judges.agent_scores}
+    beside = {s.agent_id: s.estimate for s in report.with_late_judges.agent_scores}
     by_run: dict[str, list[float]] = {}
     for o in outcomes(events):
         assert isinstance(o, JudgmentRecorded)

@@ -88,6 +88,15 @@ def _judge(state: State, judge_id: str, campaign_id: str) -> JudgeRecord:
     return judge
 
 
+def _joined(state: State, e: JudgeRegistered | JudgmentRecorded | JudgmentFailed, seq: int) -> None:
+    """Keep the judge's first fact in the campaign (by sequence, whatever the fold order)."""
+    judge_id = e.judge.judge_id if isinstance(e, JudgeRegistered) else e.judge_id
+    key = f"{e.campaign_id}/{judge_id}"
+    first = state.judge_joined.get(key)
+    if first is None or seq < first[0]:
+        state.judge_joined[key] = (seq, e.occurred_at.isoformat())
+
+
 def _campaign_started(state: State, e: CampaignStarted, seq: int) -> None:
     state.campaigns[e.campaign_id] = e.campaign.model_dump(mode="json")
     for spec in e.campaign.judges:
@@ -214,6 +223,7 @@ def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
     judge = _judge(state, e.judge_id, e.campaign_id)
     judge.family = judge.family or e.judge_family
     judge.model = judge.model or e.judge_model
+    _joined(state, e, seq)
 
 
 def _human_judgment(state: State, e: JudgmentRecorded, seq: int, key: str) -> None:
@@ -241,12 +251,14 @@ def _judgment_failed(state: State, e: JudgmentFailed, seq: int) -> None:
         raw_output_sha256=e.raw_output.sha256 if e.raw_output else "",
     )
     _judge(state, e.judge_id, e.campaign_id)
+    _joined(state, e, seq)
 
 
 def _judge_registered(state: State, e: JudgeRegistered, seq: int) -> None:
     judge = _judge(state, e.judge.judge_id, e.campaign_id)
     judge.family, judge.model = e.judge.family, e.judge.model
     state.judge_samples[f"{e.campaign_id}/{e.judge.judge_id}"] = e.judge.sampling_times
+    _joined(state, e, seq)
 
 
 _HANDLERS: dict[type[Event], Callable[[State, Any, int], None]] = {

@@ -114,11 +114,13 @@ def plots(report: Report) -> list[PlotSection]:
 
 def tables(report: Report) -> list[Table]:
     """The report's tables, in order; a table with no rows is left out of the page."""
-    s = report.statistics
+    s, late = report.statistics, report.with_late_judges
     listed = [
         ("Warnings (figures the data cannot carry)", s.warnings, ["group", "kind", "subject", "message", "affects"]),
         ("Agents (declared)", report.agents, ["agent_id", "family", "model", "n_runs", "n_scored", "n_infrastructure_failures"]),
-        ("Leaderboard", s.agent_scores, ["group", "agent_id", "estimate", "ci_low", "ci_high", "se", "n_tasks", "n_runs"]),
+        ("Leaderboard (the declared jury)" if report.late_judges else "Leaderboard", s.agent_scores, ["group", "agent_id", "estimate", "ci_low", "ci_high", "se", "n_tasks", "n_runs"]),
+        ("Judges that joined late (not in the campaign's declared jury; left out of the figures above)", report.late_judges, ["campaign_id", "judge_id", "joined_at", "joined_sequence", "n_runs", "n_backfilled", "n_verdicts"]),
+        ("Leaderboard including late judges", late.agent_scores if late else (), ["group", "agent_id", "estimate", "ci_low", "ci_high", "se", "n_tasks", "n_runs"]),
         ("Pass rates", s.pass_rates, ["group", "agent_id", "pass_rate", "ci_low", "ci_high", "n_passed", "n_runs"]),
         ("Communication gap", s.communication_gap, ["group", "agent_id", "communication", "scientific_accuracy", "gap", "ci_low", "ci_high"]),
         ("Empty-artifact rate", s.empty_artifact_rates, ["group", "agent_id", "rate", "ci_low", "ci_high", "n_empty", "n_runs"]),

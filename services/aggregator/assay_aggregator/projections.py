@@ -18,7 +18,7 @@ frames whatever order their events arrived in):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from operator import attrgetter
 from typing import Any
 
@@ -296,12 +296,18 @@ class Projections:
 
     # --- statistics inputs ----------------------------------------------------------------
 
-    def statistics_tables(self, campaigns: list[str] | None = None) -> Tables:
+    def statistics_tables(
+        self,
+        campaigns: list[str] | None = None,
+        *,
+        leave_out: Collection[tuple[str, str]] = (),
+    ) -> Tables:
         """The statistics library's inputs, optionally limited to some campaigns.
 
         Ratings come from scored verdicts of known runs (never from the rule judge);
         tags include the rule judge's, which the library ignores for lack of ratings
-        (the report counts them apart).
+        (the report counts them apart). `leave_out`: (campaign, judge) pairs whose
+        ratings and tags do not count (judges that joined a campaign late).
         """
         # Runs whose request was never seen have no agent or task to attribute them to.
         runs = self._latest_runs().filter((pl.col("agent_id") != "") & (pl.col("task_id") != ""))
@@ -310,6 +316,12 @@ class Projections:
         if campaigns is not None:
             keep = pl.col("campaign_id").is_in(campaigns)
             runs, ratings, tags = runs.filter(keep), ratings.filter(keep), tags.filter(keep)
+        if leave_out:
+            schema = {"campaign_id": pl.String, "judge_id": pl.String}
+            pairs = pl.DataFrame(sorted(leave_out), schema=schema, orient="row")
+            on = ["campaign_id", "judge_id"]
+            ratings = ratings.join(pairs, on=on, how="anti")
+            tags = tags.join(pairs, on=on, how="anti")
         attrs = runs.select("run_id", "agent_family", "epoch", "domain", "phase", "difficulty")
         rated = ratings.join(attrs, on="run_id", how="inner")
         return make_tables(rated, runs, tags.join(runs.select("run_id"), on="run_id", how="semi"))

@@ -3,7 +3,8 @@
 ``build_report`` runs the statistics library on the projection's tables: the rated
 statistics with the bootstrap seed derived from the campaign ids (``report_seed``), and
 the plain counts (run states, infrastructure failures, the rule judge's reference checks
-and tags). It adds only what describes the log itself: the campaigns and judges as
+and tags). The rated statistics count the campaigns' declared juries; judges that joined
+late are named apart, with every statistic again counting them too (`late_judges`). It adds only what describes the log itself: the campaigns and judges as
 folded, and a banner when a campaign is scripted. Nothing here reads a clock, so
 replaying the log rebuilds the same ``report_json`` bytes.
 """
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from assay_schemas import RULES_JUDGE_ID, Price, Problems, problems_of
 
 from .canonical import canonical_json
+from .late_judges import LateJudge, late_judges
 from .projections import Projections
 from .statistics import (
     ANCHOR,
@@ -46,6 +48,7 @@ __all__ = [
     "AgentInfo",
     "CampaignInfo",
     "JudgeInfo",
+    "LateJudge",
     "RefusedMessage",
     "Report",
     "build_report",
@@ -148,6 +151,11 @@ class Report(BaseModel):
     """What did not go as planned: failures by cause, runs and verdicts never in."""
     validity: JudgeValidity | None = None
     """Judge validity (controls, human verdicts); None when the campaigns have neither."""
+    late_judges: tuple[LateJudge, ...] = ()
+    """Judges that joined a campaign its declared jury does not name: `statistics` leaves
+    their verdicts out (the headline is the declared jury's)."""
+    with_late_judges: StatisticsReport | None = None
+    """Every statistic with the late judges' verdicts counted too; None without any."""
 
 
 def report_seed(campaign_ids: list[str]) -> int:
@@ -307,17 +315,22 @@ def build_report(
     known = sorted(set(p.state.campaigns) | set(p.table("runs")["campaign_id"].to_list()))
     ids = [campaign] if campaign is not None else known
     anchor = rubric_anchor(p, ids) if anchor is None else anchor
-    tables = p.statistics_tables(ids)
-    stats = compute_statistics(
-        tables,
-        AnalysisSettings(
-            seed=report_seed(ids), n_resamples=n_resamples, group_by=group_by, anchor=anchor
-        ),
-        declared_agents=_declared(p, ids, "agent"),
-        declared_judges=_declared(p, ids, "judge"),
-        tasks_without_checks=_tasks_without_checks(p, ids),
-        unpriced_models=_unpriced_models(p, ids),
+    late = late_judges(p, ids)
+    analysis = AnalysisSettings(
+        seed=report_seed(ids), n_resamples=n_resamples, group_by=group_by, anchor=anchor
     )
+
+    def statistics(leave_out: set[tuple[str, str]]) -> StatisticsReport:
+        return compute_statistics(
+            p.statistics_tables(ids, leave_out=leave_out),
+            analysis,
+            declared_agents=_declared(p, ids, "agent"),
+            declared_judges=_declared(p, ids, "judge"),
+            tasks_without_checks=_tasks_without_checks(p, ids),
+            unpriced_models=_unpriced_models(p, ids),
+        )
+
+    stats = statistics({(j.campaign_id, j.judge_id) for j in late})
     counts = p.count_tables(ids)
     campaigns = _campaigns(p, ids)
     settings = AnalysisSettings(seed=report_seed(ids), n_resamples=n_resamples, anchor=anchor)
@@ -340,6 +353,8 @@ def build_report(
         statistics=stats,
         problems=problems_of(p.state.histories[c] for c in ids if c in p.state.histories),
         validity=judge_validity(p, ids, settings),
+        late_judges=late,
+        with_late_judges=statistics(set()) if late else None,
     )
 
 
@@ -362,8 +377,10 @@ def report_json(report: Report) -> bytes:
 def report_frames(report: Report) -> dict[str, pl.DataFrame]:
     """Every table of the report as a polars frame (statistics and the added sections)."""
     validity = frames_of(report.validity) if report.validity is not None else {}
+    late = frames_of(report.with_late_judges) if report.with_late_judges is not None else {}
     return {
         **frames_of(report.statistics),
         **frames_of(report),
         **{f"validity_{k}": v for k, v in validity.items()},
+        **{f"with_late_judges_{k}": v for k, v in late.items()},
     }

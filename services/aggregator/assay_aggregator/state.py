@@ -31,7 +31,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 7
+SNAPSHOT_VERSION = 8
 """Bumped whenever a record or the layout changes: a snapshot of another version is
 ignored and the state rebuilt from the log."""
 
@@ -224,6 +224,10 @@ class State:
     """'campaign_id/task_id' → the task's own `sampling_times`."""
     judge_samples: dict[str, int] = field(default_factory=dict)
     """'campaign_id/judge_id' → the judge spec's `sampling_times` (campaign or registration)."""
+    judge_joined: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """'campaign_id/judge_id' → (sequence, occurred_at) of the judge's first registration or
+    verdict for the campaign: when it joined (the report marks judges the campaign did not
+    name as joined late)."""
     controls: dict[str, ControlRecord] = field(default_factory=dict)
     """Control declarations by control run id (the first declaration of a run counts)."""
     histories: dict[str, CampaignHistory] = field(default_factory=dict)
@@ -290,6 +294,7 @@ def state_to_json(state: State) -> dict[str, Any]:
         "refused_runs": state.refused_runs,
         "task_samples": state.task_samples,
         "judge_samples": state.judge_samples,
+        "judge_joined": {k: list(v) for k, v in sorted(state.judge_joined.items())},
         "controls": _columns(dict(sorted(state.controls.items())), ControlRecord),
         "histories": {k: h.model_dump(mode="json") for k, h in sorted(state.histories.items())},
     }
@@ -324,6 +329,7 @@ def state_from_json(data: dict[str, Any]) -> State:
         refused_runs={str(k): str(v) for k, v in data["refused_runs"].items()},
         task_samples={str(k): int(v) for k, v in data["task_samples"].items()},
         judge_samples={str(k): int(v) for k, v in data["judge_samples"].items()},
+        judge_joined={str(k): (int(v[0]), str(v[1])) for k, v in data["judge_joined"].items()},
         controls=_from_columns(data["controls"], ControlRecord),
         histories={k: CampaignHistory.model_validate(h) for k, h in data["histories"].items()},
     )

@@ -18,6 +18,7 @@ from assay.command import assay_command
 from assay_schemas import Problems
 
 from .report import Report
+from .statistics import StatisticsReport
 from .terminal_table import cell as _f
 from .terminal_table import ci as _ci
 from .terminal_table import pct as _pct
@@ -67,22 +68,10 @@ def print_report(report: Report, console: Console | None = None) -> None:
            [[a.agent_id, a.family, a.model, str(a.n_runs), str(a.n_scored), str(a.n_infrastructure_failures)]
             for a in report.agents])  # fmt: skip
 
-    ranks = {(r.group, r.agent_id): r for r in s.agent_ranks}
-    passes = {(r.group, r.agent_id): r for r in s.pass_rates}
-    board = sorted(
-        (r for r in s.agent_scores),
-        key=lambda r: (r.group or "", -r.estimate if not math.isnan(r.estimate) else math.inf),
-    )
-    rows = []
-    for r in board:
-        p, k = passes.get((r.group, r.agent_id)), ranks.get((r.group, r.agent_id))
-        rows.append([*_g(r.group), r.agent_id, _f(r.estimate), _ci(r.ci_low, r.ci_high), _f(r.se),
-                     str(r.n_tasks), str(r.n_runs),
-                     _pct(p.pass_rate) if p else "–",
-                     _ci(100 * p.ci_low, 100 * p.ci_high, 1) if p else "–",
-                     _f(k.rank, 1) if k else "–"])  # fmt: skip
-    print_table(c, f"Leaderboard (mean run score, {int(s.confidence * 100)}% task-bootstrap CI; pass = run score ≥ {report.anchor})",
-           [*gcol, "agent", "score", "CI", "SE", "tasks", "runs", "pass", "pass CI %", "rank"], rows)  # fmt: skip
+    jury = "; the declared jury" if report.late_judges else ""
+    print_table(c, f"Leaderboard (mean run score, {int(s.confidence * 100)}% task-bootstrap CI; pass = run score ≥ {report.anchor}{jury})",
+           [*gcol, "agent", "score", "CI", "SE", "tasks", "runs", "pass", "pass CI %", "rank"], _board(s))  # fmt: skip
+    _late(c, report, gcol)
 
     dims = sorted({r.dimension for r in s.dimension_scores if r.dimension})
     by = {(r.group, r.agent_id, r.dimension): r.estimate for r in s.dimension_scores}
@@ -144,6 +133,38 @@ def print_report(report: Report, console: Console | None = None) -> None:
 
     print_validity(report.validity, c)
     print_problems(report.problems, c)
+
+
+def _board(s: StatisticsReport) -> list[list[str]]:
+    """The leaderboard's rows, best first within each group."""
+    ranks = {(r.group, r.agent_id): r for r in s.agent_ranks}
+    passes = {(r.group, r.agent_id): r for r in s.pass_rates}
+    board = sorted(
+        s.agent_scores,
+        key=lambda r: (r.group or "", -r.estimate if not math.isnan(r.estimate) else math.inf),
+    )
+    rows = []
+    for r in board:
+        p, k = passes.get((r.group, r.agent_id)), ranks.get((r.group, r.agent_id))
+        rows.append([*_g(r.group), r.agent_id, _f(r.estimate), _ci(r.ci_low, r.ci_high), _f(r.se),
+                     str(r.n_tasks), str(r.n_runs),
+                     _pct(p.pass_rate) if p else "–",
+                     _ci(100 * p.ci_low, 100 * p.ci_high, 1) if p else "–",
+                     _f(k.rank, 1) if k else "–"])  # fmt: skip
+    return rows
+
+
+def _late(c: Console, report: Report, gcol: list[str]) -> None:
+    """Judges that joined late, and the leaderboard counting them too."""
+    if not report.late_judges or report.with_late_judges is None:
+        return
+    print_table(c, "Judges that joined late (not in the campaign's declared jury; left out of the figures above)",
+                ["campaign", "judge", "joined late at", "log seq", "runs judged", "back-filled", "verdicts"],
+                [[j.campaign_id, j.judge_id, j.joined_at, str(j.joined_sequence), str(j.n_runs),
+                  str(j.n_backfilled), str(j.n_verdicts)] for j in report.late_judges])  # fmt: skip
+    w = report.with_late_judges
+    print_table(c, "Leaderboard including late judges (the declared jury's is the headline above)",
+                [*gcol, "agent", "score", "CI", "SE", "tasks", "runs", "pass", "pass CI %", "rank"], _board(w))  # fmt: skip
 
 
 def print_problems(problems: Problems, c: Console) -> None:

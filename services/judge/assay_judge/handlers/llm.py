@@ -176,12 +176,15 @@ class JudgeService(SealedRunJudge):
     async def stop(self) -> None:
         """Stop the back-fill, kill running parses, stop consuming and release the
         provider's connections."""
-        if self._backfill is not None:
-            self._backfill.cancel()
-            await asyncio.gather(self._backfill, return_exceptions=True)
-            self._backfill = None
+        backfill, self._backfill = self._backfill, None
+        if backfill is not None:
+            backfill.cancel()
         self.processes.close()
+        # The bus first, with no await before it: a consumer whose connection is gone
+        # spins without yielding until its broker is stopped.
         await self.bus.stop()
+        if backfill is not None:
+            await asyncio.gather(backfill, return_exceptions=True)
         await self.aclose()
 
     async def aclose(self) -> None:
