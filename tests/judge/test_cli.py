@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -72,19 +73,27 @@ async def test_cli_judge_backfills_until_interrupted(
         "ASSAY_SUBJECT_PREFIX": settings.subject_prefix,
         "ASSAY_HOME": str(settings.home),
     }
+    printed = tmp_path / "judge.out"
     proc = subprocess.Popen(
         [sys.executable, "-m", "assay_cli", "judge", "--spec", str(spec), "--campaign", "c1"],
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=printed.open("wb"),
         stderr=subprocess.STDOUT,
     )
     try:
         events = await wait_log(bus, lambda evs: bool(judgments(evs, "cli-judge")), timeout=30)
+        # Its back-fill says it is done (as `assay serve judge` does).
+        for _ in range(100):
+            if b"1 of 1 runs judged" in printed.read_bytes():
+                break
+            await asyncio.sleep(0.1)
     finally:
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=20)
+        proc.wait(timeout=20)
+    out = printed.read_bytes()
     assert proc.returncode == 0, out.decode()
     assert b"cli-judge" in out
+    assert b"1 of 1 runs judged" in out, out.decode()
     [judgment] = judgments(events, "cli-judge")
     assert judgment.run_id == "r1" and judgment.files_opened == ["o.txt"]
     assert [r.campaign_id for r in of_type(events, JudgeRegistered)] == ["c1"]

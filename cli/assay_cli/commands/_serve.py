@@ -25,7 +25,7 @@ def serve(
         None, "--judge", help="Judge spec file (YAML/TOML/JSON), for `serve judge`."
     ),
     campaign: list[str] = typer.Option(
-        [], "--campaign", help=f"For `serve judge`: {CAMPAIGN_HELP}"
+        [], "--campaign", help=f"For `serve judge`: {CAMPAIGN_HELP[0].lower()}{CAMPAIGN_HELP[1:]}"
     ),
 ) -> None:
     """Run one service until Ctrl-C; instances of a service share its work."""
