@@ -44,18 +44,18 @@ def _late_judge(events: list[Event], runs: set[str], *, joins: bool) -> Iterator
         )
     seen: set[str] = set()
     for e in events:
-        if isinstance(e, JudgmentRecorded) and e.judge_id == "judge_a" and e.sample == 0:
-            if e.run_id in runs and e.run_id not in seen:
-                seen.add(e.run_id or "")
-                yield e.model_copy(
-                    update={
-                        "event_id": JudgmentRecorded.id_for(e.run_id, "late", 0),
-                        "judge_id": "late",
-                        "judge_family": "fam_late",
-                        "scores": {k: DimensionScore(score=0) for k in e.scores},
-                        "failure_tags": [],
-                    }
-                )
+        first = isinstance(e, JudgmentRecorded) and e.judge_id == "judge_a" and e.sample == 0
+        if first and e.run_id in runs and e.run_id not in seen:
+            seen.add(e.run_id or "")
+            yield e.model_copy(
+                update={
+                    "event_id": JudgmentRecorded.id_for(e.run_id, "late", 0),
+                    "judge_id": "late",
+                    "judge_family": "fam_late",
+                    "scores": {k: DimensionScore(score=0) for k in e.scores},
+                    "failure_tags": [],
+                }
+            )
 
 
 def _sealed(events: list[Event]) -> list[str]:
