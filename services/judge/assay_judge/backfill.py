@@ -81,11 +81,10 @@ async def owed_runs(judge: BackfillTarget) -> Backfill:
         sealed = item.event
         if isinstance(sealed, ArtifactsSealed) and sealed.run_id and sealed.outcome != "failed":
             runs[sealed.run_id] = sealed  # a later seal of the run replaces an earlier one
-    owed = [
-        s
-        for s in runs.values()
-        if judge.accepts(s.campaign_id, await judge.campaign(s.campaign_id))
-    ]
+    enabled: dict[str, bool] = {}  # by campaign: one read of each campaign's declaration
+    for campaign_id in sorted({s.campaign_id for s in runs.values()}):
+        enabled[campaign_id] = judge.accepts(campaign_id, await judge.campaign(campaign_id))
+    owed = [s for s in runs.values() if enabled[s.campaign_id]]
     samples: dict[str, set[int]] = {}
     for kind in (JudgmentRecorded, JudgmentFailed):
         async for item in bus.replay(subject=bus.subjects.event(kind.__name__)):

@@ -227,10 +227,10 @@ class JudgeService(SealedRunJudge):
         if ctx is None:
             return
         done = ctx.history.samples_done(self.judge_id)
-        info = ErrorInfo.of(error)
+        info, tries = ErrorInfo.of(error), self.bus.settings.max_deliver
         for sample in range(sampling_times(self.spec, ctx.task)):
             if sample not in done:
-                await self._failed(ctx, sample, info, 1, None, infrastructure=True)
+                await self._failed(ctx, sample, info, tries, None, infrastructure=True)
 
     async def _judge(self, ctx: RunContext, sample: int) -> None:
         sealed = ctx.sealed
