@@ -82,7 +82,13 @@ async def test_rejudge_backfills_every_sealed_run(
     report = build_report(p, n_resamples=100)
     judges = {j.judge_id: j for j in report.judges}
     assert judges["judge_new"].n_runs == sealed and judges["judge_new"].family == "fam_new"
-    assert {r.judge_id for r in report.statistics.below_anchor_shares} >= {
+    # A rejudge is a judge the campaign did not name: beside the declared jury's headline.
+    [late] = report.late_judges
+    assert (late.judge_id, late.n_runs, late.n_backfilled) == ("judge_new", sealed, sealed)
+    headline = {r.judge_id for r in report.statistics.below_anchor_shares}
+    assert headline >= {"judge_a", "judge_b"} and "judge_new" not in headline
+    assert report.with_late_judges is not None
+    assert {r.judge_id for r in report.with_late_judges.below_anchor_shares} >= {
         "judge_a",
         "judge_b",
         "judge_new",
