@@ -282,3 +282,20 @@ async def test_a_run_that_keeps_failing_ends_in_judgment_failed_not_a_silent_ack
     [failed] = _late_outcomes(events)
     assert isinstance(failed, JudgmentFailed) and failed.infrastructure
     assert failed.error_info is not None and failed.error_info.error_class == "RuntimeError"
+
+
+@pytest.mark.parametrize("command", [["serve", "judge", "--judge"], ["judge", "--spec"]])
+@pytest.mark.parametrize("campaign", ["a.b", "*", "c 1"])
+def test_both_commands_refuse_a_campaign_that_is_no_id(
+    command: list[str], campaign: str, tmp_path: Path
+) -> None:
+    spec = tmp_path / "j.yaml"
+    spec.write_text(yaml.safe_dump({"judge": {"judge_id": "j9", "model": "m"}}))
+    env = {**os.environ, "ASSAY_NATS_URL": "nats://127.0.0.1:9"}  # never reached
+    out = subprocess.run(
+        [sys.executable, "-m", "assay_cli", *command, str(spec), "--campaign", campaign],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stdout + out.stderr
+    [line] = out.stderr.strip().splitlines()
+    assert "is not a campaign id" in line and "Traceback" not in out.stderr

@@ -69,13 +69,13 @@ async def _run(settings: Settings, spec_path: Path, campaigns: list[str]) -> Non
     # which `assay --help` and the other commands need not wait for.
     from assay_judge import build, judge_scope, load_judge_spec
 
-    spec = load_judge_spec(spec_path)
+    spec, scope = load_judge_spec(spec_path), judge_scope(campaigns)
     console.print(
         f"[green]judge {spec.judge_id}[/green] ({spec.provider} {spec.model}) on "
         f"{settings.nats_url}: back-filling and judging {scope_text(campaigns)}"
         "   —   Ctrl-C to stop"
     )
-    service = build(settings, spec, campaigns=judge_scope(campaigns))
+    service = build(settings, spec, campaigns=scope)
     print_backfill(service)
     await run_until_signal([service])
 

@@ -41,13 +41,14 @@ def serve(
         settings = settings.model_copy(update={"judge_campaigns": campaign})
     try:
         setup_tracing(f"assay-{name}", instance=settings.instance)
+        service = build_service(name, settings)  # a bad spec or --campaign: one line, exit 2
     except ConfigError as e:
+        shutdown_telemetry()
         raise fail(e) from e
     console.print(
         f"[green]{name}[/green] serving on {settings.nats_url} (instance {settings.instance})"
     )
     try:
-        service = build_service(name, settings)
         print_backfill(service)
         run_async(run_until_signal([service]))
     finally:

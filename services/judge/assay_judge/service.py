@@ -9,12 +9,14 @@ keep flowing; several instances of one judge share the durable's work.
 
 from __future__ import annotations
 
+import re
+
 from assay.bus import Bus, subscribe
 from assay.config import Settings
 from assay.contract import fill
 from assay.providers import provider_for
 from assay.store import BlobStore, open_store
-from assay_schemas import RULES_JUDGE_ID, ConfigError, JudgeSpec, safe_token
+from assay_schemas import ID_PATTERN, RULES_JUDGE_ID, ConfigError, JudgeSpec, safe_token
 
 from .context import ALL_CAMPAIGNS, CampaignScope
 from .contract import CONTRACT, JURY, JURY_CAMPAIGNS, RULES_SEALED, SEALED
@@ -28,6 +30,12 @@ SERVICE = CONTRACT.service
 
 def judge_scope(campaigns: list[str]) -> CampaignScope:
     """The scope of a judge started alone: the named campaigns, or every campaign."""
+    for campaign_id in campaigns:
+        if not re.fullmatch(ID_PATTERN, campaign_id):
+            raise ConfigError(
+                f"--campaign {campaign_id!r} (ASSAY_JUDGE_CAMPAIGNS) is not a campaign id: "
+                "letters, digits, '_' and '-', at most 128"
+            )
     return set(campaigns) if campaigns else ALL_CAMPAIGNS
 
 
