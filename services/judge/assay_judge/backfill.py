@@ -16,7 +16,13 @@ from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 from assay.bus import Bus
-from assay_schemas import ArtifactsSealed, CampaignSpec, JudgmentFailed, JudgmentRecorded
+from assay_schemas import (
+    ArtifactsSealed,
+    CampaignSpec,
+    JudgmentFailed,
+    JudgmentRecorded,
+    RunRequested,
+)
 
 __all__ = [
     "Backfill",
@@ -59,7 +65,7 @@ class Backfill(NamedTuple):
     todo: list[ArtifactsSealed]
     """Runs without the judge's verdict (or JudgmentFailed) for some sample."""
     judged: list[ArtifactsSealed]
-    """Runs with one for each of the judge's samples (a task may ask for more: checked too)."""
+    """Runs with one for each sample (the judge's, or the task's when it asks for more)."""
 
 
 def log_progress(judge_id: str) -> ProgressSink:
@@ -92,8 +98,15 @@ async def owed_runs(judge: BackfillTarget) -> Backfill:
             if isinstance(e, JudgmentRecorded | JudgmentFailed) and e.judge_id == judge.judge_id:
                 samples.setdefault(e.run_id or "", set()).add(e.sample)
 
+    asked: dict[str, int] = {}  # a task may ask for more samples than the judge's spec
+    async for item in bus.replay(subject=bus.subjects.event(RunRequested.__name__)):
+        e = item.event
+        if isinstance(e, RunRequested) and e.run_id:
+            asked[e.run_id] = e.task.judge.sampling_times
+
     def judged(s: ArtifactsSealed) -> bool:
-        return len(samples.get(s.run_id or "", ())) >= judge.samples
+        run = s.run_id or ""
+        return len(samples.get(run, ())) >= max(judge.samples, asked.get(run, 1))
 
     return Backfill([s for s in owed if not judged(s)], [s for s in owed if judged(s)])
 
@@ -117,15 +130,14 @@ async def run_backfill(
     on_progress(done, total, already)
     gate = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(sealed: ArtifactsSealed, counted: bool) -> None:
+    async def one(sealed: ArtifactsSealed) -> None:
         nonlocal done
         async with gate:
             await _with_retries(judge, sealed, attempts, retry_s)
-        if counted:
-            done += 1
-            on_progress(done, total, already)
+        done += 1
+        on_progress(done, total, already)
 
-    await asyncio.gather(*(one(s, True) for s in plan.todo), *(one(s, False) for s in plan.judged))
+    await asyncio.gather(*(one(s) for s in plan.todo))
     return total
 
 
