@@ -42,7 +42,7 @@ def _integrity(report: Report) -> str:
     seqs = ", ".join(str(r.sequence) for r in report.refused[:5])
     more = ", …" if len(report.refused) > 5 else ""
     return (f"[yellow]log: {signed}; {len(report.refused)} message(s) refused, counted in no "
-            f"figure (seq {seqs}{more}); see the report's refusals and `assay dlq`[/yellow]")  # fmt: skip
+            f"figure (seq {seqs}{more}); listed under 'Refused messages' and in `assay dlq`[/yellow]")  # fmt: skip
 
 
 def print_report(report: Report, console: Console | None = None) -> None:
@@ -141,6 +141,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
            [[j.judge_id, j.kind, j.family, j.model, str(j.n_verdicts), str(j.n_runs), str(j.n_failures),
              str(j.n_repaired), _pct(j.repair_rate), _pct(j.failure_rate)] for j in report.judges])  # fmt: skip
     _costs(c, report, gcol)
+    _refused(c, report)
 
     print_validity(report.validity, c)
     print_problems(report.problems, c)
@@ -159,6 +160,23 @@ def print_problems(problems: Problems, c: Console) -> None:
         c.print(
             f"run `{assay_command()} doctor` to check this machine's prerequisites", highlight=False
         )
+
+
+_REFUSED_SHOWN = 10
+"""Refused messages listed in the terminal; the HTML and JSON reports list them all."""
+
+
+def _refused(c: Console, report: Report) -> None:
+    shown = report.refused[:_REFUSED_SHOWN]
+    print_table(c, "Refused messages (counted in no figure)", ["seq", "subject", "reason"],
+           [[str(r.sequence), r.subject, _cut(r.reason, 160)] for r in shown])  # fmt: skip
+    if len(report.refused) > len(shown):
+        rest = len(report.refused) - len(shown)
+        c.print(f"and {rest} more refused message(s): the HTML and JSON reports list them all")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _check_matrix(c: Console, report: Report) -> None:
