@@ -31,7 +31,9 @@ __all__ = ["CampaignHistory", "VerdictKey"]
 VerdictKey = tuple[str, str, int]
 """(run id, judge id, sample): one verdict owed or given."""
 
-_SETS = ("requested", "ready", "finished", "sealed", "ended", "expected", "owed", "judged")
+_SETS = (
+    "requested", "ready", "finished", "sealed", "ended", "settled", "expected", "owed", "judged",
+)  # fmt: skip
 
 
 class CampaignHistory(BaseModel):
@@ -54,7 +56,9 @@ class CampaignHistory(BaseModel):
     sealed: set[str] = set()
     """Runs sealed as finished: the ones the jury owes verdicts on."""
     ended: set[str] = set()
-    """Runs that will not move on: sealed (either outcome) or failed."""
+    """Runs whose agent will not move on: sealed (either outcome) or failed."""
+    settled: set[str] = set()
+    """Runs whose files are settled: sealed (either outcome), or their seal declared lost."""
     expected: set[str] = set()
     owed: set[VerdictKey] = set()
     judged: set[VerdictKey] = set()
@@ -94,7 +98,10 @@ class CampaignHistory(BaseModel):
         elif isinstance(event, ev.RunFailed):
             self.failures[run] = event
             self.ended.add(run)
+            if event.stage == "seal":
+                self.settled.add(run)  # no seal will come (sandbox-manager's failover)
         elif isinstance(event, ev.ArtifactsSealed):
+            self.settled.add(run)
             self._sealed(event)
         elif isinstance(event, ev.JudgmentRecorded):
             self.judged.add((run, event.judge_id, event.sample))
@@ -177,9 +184,15 @@ class CampaignHistory(BaseModel):
         """Expected runs that ended."""
         return len(self.expected & self.ended)
 
+    def awaiting_seal(self) -> set[str]:
+        """Runs that failed after their sandbox was made and are not sealed yet: the
+        sandbox-manager seals what a run left however it ended (or its seal is declared
+        lost), and until then the run has not reached its outcome."""
+        return self.ready.intersection(self.failures) - self.settled
+
     def pending_runs(self) -> set[str]:
-        """Expected runs that have not ended."""
-        return self.expected - self.ended
+        """Expected runs that have not ended, or ended and still await their seal."""
+        return (self.expected - self.ended) | (self.expected & self.awaiting_seal())
 
     def pending_verdicts(self) -> set[VerdictKey]:
         """Owed verdicts not given yet."""
@@ -187,7 +200,8 @@ class CampaignHistory(BaseModel):
 
     @property
     def complete(self) -> bool:
-        """Every expected run ended and every owed verdict is in."""
+        """Every expected run reached its outcome (ended, its files sealed whenever it had a
+        sandbox) and every owed verdict is in."""
         # The counts first: the set checks only when they could pass (cheap on long logs).
         return (
             bool(self.expected)
@@ -195,6 +209,7 @@ class CampaignHistory(BaseModel):
             and len(self.judged) + len(self.judgment_failures) >= len(self.owed)
             and self.expected <= self.ended
             and not self.pending_verdicts()
+            and not self.awaiting_seal()
         )
 
     def state_counts(self) -> dict[str, int]:
