@@ -31,7 +31,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 7
+SNAPSHOT_VERSION = 8
 """Bumped whenever a record or the layout changes: a snapshot of another version is
 ignored and the state rebuilt from the log."""
 
