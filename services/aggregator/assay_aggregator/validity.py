@@ -182,5 +182,5 @@ def judge_validity(
         corrected_pass_shares=tuple(corrected),
         human_agreement=agreement,
         human_bias=bias,
-        warnings=tuple(validity_warnings(rates, corrected, agreement)),
+        warnings=tuple(validity_warnings((*rates, *rules), corrected, agreement)),
     )
