@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.stats import beta, norm  # type: ignore[import-untyped]
 
-from ._bootstrap import B8, F64
+from ._bootstrap import B8, F64, Estimate, Interval
 
 __all__ = [
     "Bounds",
@@ -31,6 +31,8 @@ __all__ = [
     "effective_trials",
     "hull",
     "lang_reiczigel",
+    "share_bounds",
+    "share_intervals",
     "wilson",
 ]
 
@@ -90,6 +92,20 @@ def at_boundary(k: F64 | float, n: F64 | float) -> B8:
 def hull(a: Bounds, b: Bounds) -> Bounds:
     """The smallest interval holding both (a NaN side is ignored)."""
     return Bounds(np.fmin(a.low, b.low), np.fmax(a.high, b.high))
+
+
+def share_bounds(est: Estimate, k: F64, n: F64, confidence: float) -> Bounds:
+    """The hull of the task bootstrap's interval and the binomial one at k of n."""
+    return hull(Bounds(est.low, est.high), binomial_interval(k, n, confidence))
+
+
+def share_intervals(est: Estimate, k: F64, n: F64, confidence: float) -> list[Interval]:
+    """Per column: the CR1 standard error and :func:`share_bounds`, as rows name them."""
+    low, high = share_bounds(est, k, n, confidence)
+    return [
+        Interval(se=float(est.se[c]), ci_low=float(low[c]), ci_high=float(high[c]))
+        for c in range(len(low))
+    ]
 
 
 def effective_trials(share: F64, n: F64, se: F64) -> F64:

@@ -19,7 +19,7 @@ import polars as pl
 
 from ._bootstrap import F64, Estimate, ratio, resample_counts
 from ._context import AnalysisSettings
-from ._proportions import Bounds, binomial_interval, effective_trials, hull, lang_reiczigel
+from ._proportions import effective_trials, lang_reiczigel, share_bounds
 from ._tables import StatisticsInputError
 from ._validity_rows import (
     CONTROLS_SCHEMA,
@@ -138,11 +138,6 @@ def _rate_matrix(c: pl.DataFrame, tasks: list[str], anchor: int) -> _Rates:
     num = np.stack(nums, axis=1) if nums else np.zeros((t_n, 0))
     den = np.stack(dens, axis=1) if dens else np.zeros((t_n, 0))
     return _Rates(keys, num, den, np.array(near))
-
-
-def share_bounds(est: Estimate, k: F64, n: F64, confidence: float) -> Bounds:
-    """The hull of the task bootstrap's interval and the binomial one at k of n."""
-    return hull(Bounds(est.low, est.high), binomial_interval(k, n, confidence))
 
 
 def control_rate_rows(controls: pl.DataFrame, settings: AnalysisSettings) -> tuple[ControlRate, ...]:  # fmt: skip
