@@ -142,7 +142,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
              str(j.n_repaired), _pct(j.repair_rate), _pct(j.failure_rate)] for j in report.judges])  # fmt: skip
     _costs(c, report, gcol)
 
-    print_validity(report.validity, c)
+    print_validity(report.validity, c, report.statistics.confidence)
     print_problems(report.problems, c)
 
 
