@@ -123,19 +123,29 @@ def _runs(passed: list[list[bool]], agent: str = "a", score: float = 9.0) -> pl.
 
 
 def test_corrected_share_uses_lang_reiczigel_at_the_counts_of_unclustered_data() -> None:
-    """One run per task for the agent and for each control class: effective counts are the
-    counts shrunk by G/(G−1) (CR1), and the interval is Lang–Reiczigel's at those."""
+    """One run per task for the agent and for each control class: no design effect, so
+    the interval is Lang–Reiczigel's at the counts themselves (the hand computation)."""
     se_right = [True] * 30 + [False] * 10
     sp_right = {"prose_only": [True] * 36 + [False] * 4}
     c = _controls(se_right, sp_right)
     runs = _runs([[t % 2 == 0] for t in range(40)])
     (row,) = st.corrected_pass_rows(runs, c, SETTINGS, judge_id="j1")
-    g = 40 / 39  # CR1's G/(G−1): the design effect of one run per task
-    z = NormalDist().inv_cdf(0.975)
-    want = st.lang_reiczigel(*(np.array([x]) for x in (0.5, 40 / g, 0.75, 40 / g, 0.9, 40 / g)), 0.95)  # fmt: skip
-    assert (row.ci_low, row.ci_high) == pytest.approx((want.low[0], want.high[0]), abs=1e-9)
+    want = _lang_reiczigel_by_hand(20, 40, 30, 40, 36, 40, 0.95)
+    assert (row.ci_low, row.ci_high) == pytest.approx(want, abs=1e-9)
     assert row.estimate == pytest.approx((0.5 + 0.9 - 1) / (0.75 + 0.9 - 1), abs=1e-12)
-    assert row.ci_low < row.estimate < row.ci_high and z > 1.9
+    assert row.ci_low < row.estimate < row.ci_high
+
+
+def test_clustered_runs_shrink_the_effective_counts() -> None:
+    """Controls that agree within tasks (all right or all wrong) carry the information of
+    their tasks, not of their runs: a design effect of 4 for 4 identical runs per task."""
+    se_right = [True] * 30 + [False] * 10
+    c = _controls(se_right, {"prose_only": [True] * 36 + [False] * 4})
+    c4 = pl.concat([c.with_columns(run_id=pl.col("run_id") + f"-{i}") for i in range(4)])
+    runs = _runs([[t % 2 == 0] for t in range(40)])
+    (one,) = st.corrected_pass_rows(runs, c, SETTINGS, judge_id="j1")
+    (four,) = st.corrected_pass_rows(runs, c4, SETTINGS, judge_id="j1")
+    assert (four.ci_low, four.ci_high) == pytest.approx((one.ci_low, one.ci_high), abs=1e-9)
 
 
 def test_raw_share_at_sensitivity_and_threshold_fragile_warn() -> None:

@@ -35,16 +35,34 @@ def _measure(rates: tuple[ControlRate, ...], measure: Measure) -> list[list[str]
     return rows
 
 
+def _undefined(x: float) -> str:
+    return "undefined" if math.isnan(x) else pct(x)
+
+
 def _variant_range(r: CorrectedPassShare) -> str:
-    if math.isnan(r.lowest_variant_specificity):
-        return "–"
-    return f"{pct(r.at_lowest_specificity)} – {pct(r.at_highest_specificity)}"
+    return f"{_undefined(r.at_lowest_specificity)} to {_undefined(r.at_highest_specificity)}"
 
 
 def _rates(c: Console, what: str, rates: tuple[ControlRate, ...], level: str) -> None:
     for m in MEASURES:
-        print_table(c, f"{what}: {_TITLES[m]}", ["judge", "variant", m, f"{level} CI %", "right"],
+        print_table(c, f"{what}: {_TITLES[m]}, {level} CI", ["judge", "variant", "share", "CI %", "right"],
                     _measure(rates, m))  # fmt: skip
+
+
+def _corrected(c: Console, rows: tuple[CorrectedPassShare, ...], level: str) -> None:
+    """One table per judge (and the jury): raw and corrected share side by side."""
+    for judge in dict.fromkeys(r.judge_id for r in rows):
+        mine = [r for r in rows if r.judge_id == judge]
+        print_table(c, f"Pass share corrected for {_name(judge)}'s error rates (Rogan–Gladen; "
+                    f"{level} CI: raw Wilson/bootstrap, corrected Lang–Reiczigel)",
+                    ["agent", "raw", "CI %", "corrected [CI %]"],
+                    [[r.agent_id, pct(r.raw_share), _interval(r.raw_ci_low, r.raw_ci_high),
+                      corrected_cell(r)] for r in mine])  # fmt: skip
+    print_table(c, "Corrected pass share under the lowest and highest per-variant specificity",
+                ["agent", "judge", "range"],
+                [[r.agent_id, _name(r.judge_id), _variant_range(r)] for r in rows
+                 if not math.isnan(r.lowest_variant_specificity) and not math.isnan(r.unclipped)
+                 and r.lowest_variant_specificity != r.highest_variant_specificity])  # fmt: skip
 
 
 def print_validity(v: JudgeValidity | None, c: Console, confidence: float = 0.95) -> None:
@@ -64,16 +82,7 @@ def print_validity(v: JudgeValidity | None, c: Console, confidence: float = 0.95
     level = f"{100 * confidence:.0f}%"
     _rates(c, "Judges on control runs", v.control_rates, level)
     _rates(c, "Rule checks on control runs", v.rule_rates, level)
-    print_table(c, f"Pass share, raw and corrected for the judge's error rates (Rogan–Gladen, "
-                f"Lang–Reiczigel {level} CI %)", ["agent", "judge", "raw [CI %]", "corrected [CI %]"],
-                [[r.agent_id, _name(r.judge_id), f"{pct(r.raw_share)} "
-                  f"{_interval(r.raw_ci_low, r.raw_ci_high)}", corrected_cell(r)]
-                 for r in v.corrected_pass_shares])  # fmt: skip
-    print_table(c, "Corrected pass share under the lowest and highest per-variant specificity",
-                ["agent", "judge", "range"],
-                [[r.agent_id, _name(r.judge_id), _variant_range(r)]
-                 for r in v.corrected_pass_shares
-                 if not math.isnan(r.lowest_variant_specificity)])  # fmt: skip
+    _corrected(c, v.corrected_pass_shares, level)
     print_table(c, "Agreement with human verdicts", ["subject", "κ", "CI", "weighted κ", "Spearman", "pairs"],
                 [[r.subject or r.subject_kind, f"{r.kappa:.2f}", ci(r.kappa_low, r.kappa_high),
                   f"{r.weighted_kappa:.2f}", f"{r.spearman:.2f}", str(r.n_runs)]

@@ -108,13 +108,16 @@ def share_intervals(est: Estimate, k: F64, n: F64, confidence: float) -> list[In
     ]
 
 
-def effective_trials(share: F64, n: F64, se: F64) -> F64:
+def effective_trials(share: F64, n: F64, se: F64, clusters: F64) -> F64:
     """n / design effect: the trials an independent sample would need for the clustered
-    standard error ``se`` of ``share``; n where the clustering costs nothing (design
-    effect below 1, or a share at 0 or 1, where the binomial variance is 0 too)."""
+    standard error ``se`` (CR1 over ``clusters`` tasks) of ``share``. The design effect is
+    CR0's variance (CR1's without its G/(G−1) small-sample factor, so one trial per task
+    costs nothing) over the binomial one, at least 1; 1 at a share of 0 or 1, where both
+    variances are 0."""
     with np.errstate(invalid="ignore", divide="ignore"):
+        cr0 = se * se * np.where(clusters > 1, (clusters - 1.0) / clusters, 1.0)
         binomial = share * (1.0 - share) / n
-        deff = np.where(binomial > 0, se * se / binomial, 1.0)
+        deff = np.where(binomial > 0, cr0 / binomial, 1.0)
     deff = np.where(np.isfinite(deff), np.maximum(deff, 1.0), 1.0)
     return np.asarray(n / deff, dtype=np.float64)
 
@@ -138,21 +141,21 @@ def lang_reiczigel(
 
     Unbounded (and [0, 1]) where the lower confidence bound of the adjusted Youden index
     Se + Sp − 1 is not positive: there the correction can send the share anywhere."""
-    z = _z(confidence)
-    n_q2, n_se2, n_sp2 = n_q + z * z, n_se + 2.0, n_sp + 2.0
-    q2 = (q * n_q + z * z / 2.0) / n_q2
-    se2 = (se * n_se + 1.0) / n_se2
-    sp2 = (sp * n_sp + 1.0) / n_sp2
-    youden = se2 + sp2 - 1.0
-    v_se, v_sp = se2 * (1.0 - se2) / n_se2, sp2 * (1.0 - sp2) / n_sp2
+    # NaN inputs (no controls of a class) flow through to NaN bounds, masked below.
     with np.errstate(invalid="ignore", divide="ignore"):
+        z = _z(confidence)
+        n_q2, n_se2, n_sp2 = n_q + z * z, n_se + 2.0, n_sp + 2.0
+        q2 = (q * n_q + z * z / 2.0) / n_q2
+        se2 = (se * n_se + 1.0) / n_se2
+        sp2 = (sp * n_sp + 1.0) / n_sp2
+        youden = se2 + sp2 - 1.0
+        v_se, v_sp = se2 * (1.0 - se2) / n_se2, sp2 * (1.0 - sp2) / n_sp2
         p = (q2 + sp2 - 1.0) / youden
         sd = np.sqrt(q2 * (1.0 - q2) / n_q2 + v_se * p * p + v_sp * (1.0 - p) ** 2) / np.abs(youden)
         shift = 2.0 * z * z * (p * v_se - (1.0 - p) * v_sp)
-    unbounded = np.asarray(youden - z * np.sqrt(v_se + v_sp) <= 0.0)
-    low = np.where(unbounded, 0.0, np.clip(p + shift - z * sd, 0.0, 1.0))
-    high = np.where(unbounded, 1.0, np.clip(p + shift + z * sd, 0.0, 1.0))
-    with np.errstate(invalid="ignore"):
+        unbounded = np.asarray(youden - z * np.sqrt(v_se + v_sp) <= 0.0)
+        low = np.where(unbounded, 0.0, np.clip(p + shift - z * sd, 0.0, 1.0))
+        high = np.where(unbounded, 1.0, np.clip(p + shift + z * sd, 0.0, 1.0))
         undefined = np.isnan(q) | ~(se + sp > 1.0)  # no Rogan–Gladen estimate: no interval
     return CorrectedBounds(
         np.where(undefined, np.nan, low), np.where(undefined, np.nan, high), unbounded & ~undefined

@@ -218,7 +218,8 @@ def _evidence(rates: Estimate, m: _Rates, key: _Key) -> _Evidence:
     k = m.keys.index(key)
     n = m.den[:, k].sum()
     est = rates.estimate[k : k + 1]
-    return _Evidence(float(est[0]), float(effective_trials(est, np.array([n]), rates.se[k : k + 1])[0]))  # fmt: skip
+    trials = effective_trials(est, np.array([n]), rates.se[k : k + 1], rates.n_clusters[k : k + 1].astype(np.float64))  # fmt: skip
+    return _Evidence(float(est[0]), float(trials[0]))
 
 
 def _variant_specificities(rates: Estimate, m: _Rates, judge_id: str | None) -> tuple[float, float]:
@@ -239,7 +240,8 @@ def _corrected(agents: list[str], q: Estimate, rates: Estimate, m: _Rates, r: pl
     raw_low, raw_high = share_bounds(q, q.estimate * n, n, settings.confidence)
     full = np.ones_like(q.estimate)
     unclipped, est = rogan_gladen(q.estimate, full * se.estimate, full * sp.estimate)
-    lr = lang_reiczigel(q.estimate, effective_trials(q.estimate, n, q.se), full * se.estimate,
+    n_q = effective_trials(q.estimate, n, q.se, q.n_clusters.astype(np.float64))
+    lr = lang_reiczigel(q.estimate, n_q, full * se.estimate,
                         full * se.n_effective, full * sp.estimate, full * sp.n_effective,
                         settings.confidence)  # fmt: skip
     sp_low, sp_high = _variant_specificities(rates, m, judge_id)
