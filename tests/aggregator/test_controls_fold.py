@@ -160,11 +160,21 @@ def test_human_verdicts_are_measured_against_each_judge_and_the_jury() -> None:
     p = Projections(fold(enumerate(events, 1)))
     v = judge_validity(p, [C], AnalysisSettings(seed=1, n_resamples=100))
     assert v is not None
-    subjects = {(r.subject_kind, r.subject): r for r in v.human_agreement}
-    assert set(subjects) == {("judge", "j1"), ("judge", "j2"), ("jury", "")}
-    assert subjects[("judge", "j2")].kappa == 1.0
-    # Good work: 3 agent runs (even tasks) and 6 known-good controls; bad work likewise.
-    assert subjects[("judge", "j2")].both_pass == 9 == subjects[("judge", "j2")].both_fail
+    subjects = {(r.subject_kind, r.subject, r.runs): r for r in v.human_agreement}
+    judges = {("judge", "j1"), ("judge", "j2"), ("jury", "")}
+    assert set(subjects) == {(*s, runs) for s in judges for runs in ("agents", "controls")}
+    # Agents' runs: 3 good (even tasks), 3 bad; controls: 6 known-good, 6 known-bad.
+    agents, controls = subjects[("judge", "j2", "agents")], subjects[("judge", "j2", "controls")]
+    assert (agents.both_pass, agents.both_fail, agents.n_runs) == (3, 3, 6)
+    assert (controls.both_pass, controls.both_fail, controls.n_runs) == (6, 6, 12)
+    assert agents.kappa == 1.0 == controls.kappa and agents.pabak == 1.0
+    # j1 passes everything: it agrees with the reviewer on half the pairs (PABAK 0), and
+    # κ is 0 with a pass share of 100% against the reviewer's 50%: a prevalence warning.
+    j1 = subjects[("judge", "j1", "agents")]
+    assert (j1.subject_pass_share, j1.human_pass_share, j1.pabak, j1.kappa) == (1.0, 0.5, 0.0, 0.0)
+    assert any(w.kind == "kappa_prevalence" and w.subject == "j1" and "on agents' runs" in w.message
+               for w in v.warnings)  # fmt: skip
+    assert {b.runs for b in v.human_bias} == {"agents", "controls"}
     # The reviewer is no LLM judge: never in the controls' judges, never in agent scores.
     assert "reviewer-ann" not in set(control_frame(p, [C])["judge_id"])
     assert "Agreement with human verdicts" in render_html(

@@ -190,6 +190,10 @@ def test_kappas_equal_scikit_learn_and_spearman_equals_scipy() -> None:
         binned = cohen_kappa_score([math.floor(v + 0.5) for v in x], [math.floor(v + 0.5) for v in y],
                                    labels=list(range(11)), weights="quadratic")  # fmt: skip
         assert row.kappa == pytest.approx(pf, abs=1e-9)
+        agree = np.mean([(a >= A) == (b >= A) for a, b in zip(x, y, strict=True)])
+        assert row.pabak == pytest.approx(2 * agree - 1, abs=1e-12)
+        assert row.subject_pass_share == pytest.approx(np.mean([a >= A for a in x]), abs=1e-12)
+        assert row.human_pass_share == pytest.approx(np.mean([b >= A for b in y]), abs=1e-12)
         assert row.weighted_kappa == pytest.approx(binned, abs=1e-9)
         assert row.spearman == pytest.approx(spearmanr(x, y).statistic, abs=1e-9)
         assert row.n_runs == len(x) and row.n_tasks == 12

@@ -83,7 +83,8 @@ def print_validity(v: JudgeValidity | None, c: Console, confidence: float = 0.95
     _rates(c, "Judges on control runs", v.control_rates, level)
     _rates(c, "Rule checks on control runs", v.rule_rates, level)
     _corrected(c, v.corrected_pass_shares, level)
-    print_table(c, "Agreement with human verdicts", ["subject", "κ", "CI", "weighted κ", "Spearman", "pairs"],
-                [[r.subject or r.subject_kind, f"{r.kappa:.2f}", ci(r.kappa_low, r.kappa_high),
-                  f"{r.weighted_kappa:.2f}", f"{r.spearman:.2f}", str(r.n_runs)]
-                 for r in v.human_agreement])  # fmt: skip
+    print_table(c, "Agreement with human verdicts (pass shares: subject / human)",
+                ["subject", "runs", "κ", "CI", "PABAK", "pass shares", "pairs"],
+                [[r.subject or r.subject_kind, r.runs, f"{r.kappa:.2f}", ci(r.kappa_low, r.kappa_high),
+                  f"{r.pabak:.2f}", f"{pct(r.subject_pass_share)} / {pct(r.human_pass_share)}",
+                  str(r.n_runs)] for r in v.human_agreement])  # fmt: skip

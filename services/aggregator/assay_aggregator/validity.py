@@ -24,6 +24,7 @@ from .statistics import (
     CorrectedPassShare,
     HumanAgreement,
     HumanBias,
+    RunKind,
     StatisticsInputError,
     StatisticsWarning,
     control_rate_rows,
@@ -61,6 +62,7 @@ class JudgeValidity(BaseModel):
     corrected_pass_shares: tuple[CorrectedPassShare, ...]
     """Each agent's pass share corrected by the jury's (judge_id None) and each judge's rates."""
     human_agreement: tuple[HumanAgreement, ...]
+    """On agents' runs and on control runs apart (``runs``)."""
     human_bias: tuple[HumanBias, ...]
     warnings: tuple[StatisticsWarning, ...]
 
@@ -144,6 +146,22 @@ def _raters(p: Projections, campaigns: list[str]) -> RaterFrames:
     return RaterFrames(pl.concat([f.judges for f in frames]), pl.concat([f.humans for f in frames]))
 
 
+def _human(raters: RaterFrames, control_runs: pl.Series, settings: AnalysisSettings) -> tuple[tuple[HumanAgreement, ...], tuple[HumanBias, ...]]:  # fmt: skip
+    """Agreement with humans on agents' runs and on control runs apart: controls are mostly
+    known-bad, so a κ over both mixes two populations and describes neither."""
+    agreement: list[HumanAgreement] = []
+    bias: list[HumanBias] = []
+    is_control = pl.col("run_id").is_in(control_runs.implode())
+    kinds: tuple[tuple[RunKind, pl.Expr], ...] = (("agents", ~is_control), ("controls", is_control))  # fmt: skip
+    for kind, keep in kinds:
+        judges, humans = raters.judges.filter(keep), raters.humans.filter(keep)
+        if judges.height and humans.height:
+            a, b = human_agreement_rows(judges, humans, settings, runs=kind)
+            agreement += a
+            bias += b
+    return tuple(agreement), tuple(bias)
+
+
 def judge_validity(
     p: Projections, campaigns: list[str], settings: AnalysisSettings
 ) -> JudgeValidity | None:
@@ -171,10 +189,7 @@ def judge_validity(
                 corrected += corrected_pass_rows(runs, controls, settings, judge_id=judge)
             except StatisticsInputError:
                 continue  # a judge with no control verdict: its rates are missing above
-    agreement: tuple[HumanAgreement, ...] = ()
-    bias: tuple[HumanBias, ...] = ()
-    if humans.height and raters.judges.height:
-        agreement, bias = human_agreement_rows(raters.judges, humans, settings)
+    agreement, bias = _human(raters, _controls(p, campaigns)["run_id"], settings)
     return JudgeValidity(
         n_control_runs=controls["run_id"].n_unique(),
         control_rates=rates,

@@ -67,6 +67,7 @@ from ._validity import control_rate_rows, corrected_pass_rows, rogan_gladen
 from ._validity_rows import (
     BINS,
     CONTROLS_SCHEMA,
+    EXTREME_PREVALENCE,
     FRAGILE_BAND,
     FRAGILE_SHARE,
     HETEROGENEITY_P,
@@ -81,6 +82,7 @@ from ._validity_rows import (
     CorrectedPassShare,
     HumanAgreement,
     HumanBias,
+    RunKind,
 )
 from ._validity_warnings import validity_warnings
 from ._warnings import warning_rows
@@ -92,6 +94,7 @@ __all__ = [
     "COST_TABLES",
     "DEFAULT_RESAMPLES",
     "DEFINITIONS",
+    "EXTREME_PREVALENCE",
     "FRAGILE_BAND",
     "FRAGILE_SHARE",
     "HETEROGENEITY_P",
@@ -118,6 +121,7 @@ __all__ = [
     "HumanBias",
     "PlainCounts",
     "Row",
+    "RunKind",
     "StatisticsInputError",
     "StatisticsReport",
     "Tables",

@@ -16,6 +16,7 @@ from ._rows import Row
 __all__ = [
     "BINS",
     "CONTROLS_SCHEMA",
+    "EXTREME_PREVALENCE",
     "FRAGILE_BAND",
     "FRAGILE_SHARE",
     "HETEROGENEITY_P",
@@ -30,6 +31,7 @@ __all__ = [
     "CorrectedPassShare",
     "HumanAgreement",
     "HumanBias",
+    "RunKind",
 ]
 
 CONTROLS_SCHEMA = {"task_id": "str", "run_id": "str", "judge_id": "str", "variant": "str",
@@ -65,9 +67,15 @@ MIN_HUMAN_RUNS = 20
 """Below this many runs graded by both sides, agreement with humans is too uncertain."""
 MIN_HUMAN_TASKS = 5
 """Below this many tasks with paired verdicts the task bootstrap is not trustworthy."""
+EXTREME_PREVALENCE = 0.2
+"""A pass share below this (or above 1 minus it) on either side makes κ hard to read
+alone (``kappa_prevalence``): PABAK is shown beside it."""
 
 Measure = Literal["sensitivity", "specificity"]
 SubjectKind = Literal["judge", "jury", "humans"]
+RunKind = Literal["all", "agents", "controls"]
+"""Which runs a human-agreement row covers: control runs are mostly known-bad, so κ over
+agents' runs and over controls differ, and a pooled κ describes neither."""
 
 
 class ControlRate(Row):
@@ -141,11 +149,20 @@ class HumanAgreement(Row):
     """'judge', 'jury' (mean run score over judges) or 'humans' (human against human)."""
     subject: str
     """The judge id; '' for the jury and for human-human rows."""
+    runs: RunKind = "all"
+    """The runs the pairs come from: agents' runs, control runs, or all."""
     n_tasks: int
     n_runs: int
     """Verdict pairs (run × human, or run × pair of humans)."""
+    subject_pass_share: float
+    """Share of the pairs the subject passes (at the anchor)."""
+    human_pass_share: float
+    """Share of the pairs the human passes."""
     kappa: float
     """Cohen's κ on pass/fail at the anchor; NaN when only one class occurs."""
+    pabak: float
+    """Prevalence- and bias-adjusted κ, 2·(observed agreement) − 1: read it beside κ when
+    one class is rare, where κ is low even for close agreement."""
     kappa_low: float
     kappa_high: float
     weighted_kappa: float
@@ -170,6 +187,8 @@ class HumanBias(Row):
 
     subject_kind: SubjectKind
     subject: str
+    runs: RunKind = "all"
+    """The runs the pairs come from: agents' runs, control runs, or all."""
     dimension: str | None
     """Dimension key, or None for the run score (mean of all ratings)."""
     n_runs: int
@@ -210,7 +229,10 @@ VALIDITY_DEFINITIONS: dict[str, str] = {
     "human_agreement": (
         "Each judge's (and the jury's mean) run score paired with each human's run score of "
         "the same run; human-human pairs are every two humans who graded the same run. "
-        "Cohen's κ on pass/fail at the anchor; quadratic-weighted κ on scores binned to the "
+        "Agents' runs and control runs (mostly known-bad) are measured apart, each with both "
+        "sides' pass shares. Cohen's κ on pass/fail at the anchor, with PABAK = 2·(observed "
+        "agreement) − 1 beside it (κ is low when one class is rare, however close the "
+        "agreement); quadratic-weighted κ on scores binned to the "
         "integers 0-10 (half up), weights (i−j)²/100; Spearman's ρ on the run scores; "
         "intervals from a task bootstrap (duplicated tasks keep all their pairs)."
     ),
@@ -227,7 +249,8 @@ VALIDITY_DEFINITIONS: dict[str, str] = {
         f"a range over {HETEROGENEITY_RANGE}), with each corrected share under the lowest and "
         "the highest; these apply to rule checks as to judges. few_human_verdicts: fewer than "
         f"{MIN_HUMAN_RUNS} verdict pairs or {MIN_HUMAN_TASKS} tasks; kappa_undefined: one "
-        "class only; correction_undefined: Se + Sp ≤ 1 or a class without controls; "
+        f"class only; kappa_prevalence: a side's pass share below {EXTREME_PREVALENCE} or "
+        f"above {1 - EXTREME_PREVALENCE:.1f} (read PABAK); correction_undefined: Se + Sp ≤ 1 or a class without controls; "
         "correction_clipped: the corrected share fell outside [0, 1]; correction_unbounded: "
         "the Se/Sp evidence allows Se + Sp ≤ 1, so the corrected share is not estimable; "
         "raw_share_at_sensitivity: an agent's raw share reaches the known-good sensitivity."

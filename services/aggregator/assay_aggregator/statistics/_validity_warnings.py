@@ -13,6 +13,7 @@ from scipy.stats import chi2_contingency, fisher_exact  # type: ignore[import-un
 
 from ._results import StatisticsWarning
 from ._validity_rows import (
+    EXTREME_PREVALENCE,
     FRAGILE_BAND,
     FRAGILE_SHARE,
     HETEROGENEITY_P,
@@ -159,6 +160,14 @@ def _human(rows: Sequence[HumanAgreement]) -> list[StatisticsWarning]:
     for r in rows:
         who = {"judge": f"judge {r.subject}", "jury": "the jury's mean",
                "humans": "human with human"}[r.subject_kind]  # fmt: skip
+        who += {"all": "", "agents": " on agents' runs", "controls": " on control runs"}[r.runs]
+        shares = (r.subject_pass_share, r.human_pass_share)
+        if r.n_runs and not all(EXTREME_PREVALENCE <= x <= 1 - EXTREME_PREVALENCE for x in shares):
+            out.append(_warn(None, "kappa_prevalence", r.subject, f"Cohen's κ of {who} "
+                             f"({r.kappa:.2f}) comes with pass shares of {_pct(shares[0])} "
+                             f"(subject) and {_pct(shares[1])} (human): one class is rare, so κ "
+                             f"is low even for close agreement; PABAK is {r.pabak:.2f}",
+                             ("human_agreement",)))  # fmt: skip
         if r.n_runs < MIN_HUMAN_RUNS or r.n_tasks < MIN_HUMAN_TASKS:
             out.append(_warn(None, "few_human_verdicts", r.subject, f"agreement of {who} rests "
                              f"on {r.n_runs} verdict pair(s) in {r.n_tasks} task(s), fewer than "
