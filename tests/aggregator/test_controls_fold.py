@@ -14,6 +14,7 @@ from assay_aggregator.report import build_report, report_frames
 from assay_aggregator.state import state_from_json, state_to_json
 from assay_aggregator.statistics import AnalysisSettings
 from assay_aggregator.validity import control_frame, judge_validity
+from assay_aggregator.validity_charts import validity_charts
 from assay_schemas import (
     AgentSpec,
     ArtifactsSealed,
@@ -142,6 +143,12 @@ def test_controls_are_folded_and_measured_but_never_counted_for_agents() -> None
     assert "validity_control_rates" in report_frames(report)
     html = render_html(report)
     assert "Judge validity" in html and "Rogan" in html
+    # The forest plots: one row per judge and the jury, every whisker of some length.
+    charts = validity_charts(v)
+    assert [c.title.split(" ")[0] for c in charts.shown] == ["Sensitivity", "Specificity", "Pass"]
+    assert [r.label for r in charts.shown[0].rows] == ["j1", "j2", "jury (mean)"]
+    assert all(r.whisker and r.whisker[0] != r.whisker[1] for c in charts.shown[:2] for r in c.rows)
+    assert "Sensitivity on control runs" in html and "Specificity per known-bad variant" in html
     # The declarations survive a snapshot.
     state = state_from_json(state_to_json(p.state))
     assert state.controls == p.state.controls
