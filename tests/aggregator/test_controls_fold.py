@@ -149,6 +149,7 @@ def test_controls_are_folded_and_measured_but_never_counted_for_agents() -> None
     assert [r.label for r in charts.shown[0].rows] == ["j1", "j2", "jury (mean)"]
     assert all(r.whisker and r.whisker[0] != r.whisker[1] for c in charts.shown[:2] for r in c.rows)
     assert "Sensitivity on control runs" in html and "Specificity per known-bad variant" in html
+    assert "<dt>corrected_pass_shares</dt>" in html and "errors depend only on the run" in html
     # The declarations survive a snapshot.
     state = state_from_json(state_to_json(p.state))
     assert state.controls == p.state.controls

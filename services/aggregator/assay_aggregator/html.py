@@ -14,7 +14,7 @@ from typing import NamedTuple
 from .charts import Chart, heatmap, intervals, scatter
 from .pages import Table, render_page
 from .report import Report
-from .statistics import DEFINITIONS
+from .statistics import DEFINITIONS, VALIDITY_DEFINITIONS
 
 __all__ = ["PlotSection", "plots", "render_html", "tables"]
 
@@ -147,5 +147,6 @@ def render_html(report: Report) -> str:
         campaigns=", ".join(c.campaign_id for c in report.campaigns),
         plots=plots(report),
         tables=tables(report),
-        definitions=DEFINITIONS,
+        # The validity terms (and what the correction assumes) where the section is shown.
+        definitions=DEFINITIONS if report.validity is None else DEFINITIONS | VALIDITY_DEFINITIONS,
     )

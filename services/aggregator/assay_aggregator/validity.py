@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from assay_schemas import RULES_JUDGE_ID
 
 from .projections import Projections
-from .review import RaterFrames, rater_frames
+from .review import RaterFrames, agreement_by_runs, rater_frames
 from .statistics import (
     RULE_CHECKS,
     AnalysisSettings,
@@ -24,12 +24,10 @@ from .statistics import (
     CorrectedPassShare,
     HumanAgreement,
     HumanBias,
-    RunKind,
     StatisticsInputError,
     StatisticsWarning,
     control_rate_rows,
     corrected_pass_rows,
-    human_agreement_rows,
     validity_warnings,
 )
 
@@ -146,22 +144,6 @@ def _raters(p: Projections, campaigns: list[str]) -> RaterFrames:
     return RaterFrames(pl.concat([f.judges for f in frames]), pl.concat([f.humans for f in frames]))
 
 
-def _human(raters: RaterFrames, control_runs: pl.Series, settings: AnalysisSettings) -> tuple[tuple[HumanAgreement, ...], tuple[HumanBias, ...]]:  # fmt: skip
-    """Agreement with humans on agents' runs and on control runs apart: controls are mostly
-    known-bad, so a κ over both mixes two populations and describes neither."""
-    agreement: list[HumanAgreement] = []
-    bias: list[HumanBias] = []
-    is_control = pl.col("run_id").is_in(control_runs.implode())
-    kinds: tuple[tuple[RunKind, pl.Expr], ...] = (("agents", ~is_control), ("controls", is_control))  # fmt: skip
-    for kind, keep in kinds:
-        judges, humans = raters.judges.filter(keep), raters.humans.filter(keep)
-        if judges.height and humans.height:
-            a, b = human_agreement_rows(judges, humans, settings, runs=kind)
-            agreement += a
-            bias += b
-    return tuple(agreement), tuple(bias)
-
-
 def judge_validity(
     p: Projections, campaigns: list[str], settings: AnalysisSettings
 ) -> JudgeValidity | None:
@@ -189,7 +171,7 @@ def judge_validity(
                 corrected += corrected_pass_rows(runs, controls, settings, judge_id=judge)
             except StatisticsInputError:
                 continue  # a judge with no control verdict: its rates are missing above
-    agreement, bias = _human(raters, _controls(p, campaigns)["run_id"], settings)
+    agreement, bias = agreement_by_runs(raters, p.control_runs(), settings)
     return JudgeValidity(
         n_control_runs=controls["run_id"].n_unique(),
         control_rates=rates,

@@ -334,7 +334,7 @@ class StatisticsWarning(Row):
     group: str | None
     kind: str
     """'few_tasks', 'zero_width_interval', 'constant_judge', 'scores_at_scale_end',
-    'agreement_undefined', 'agreement_unreliable', 'agent_without_scored_runs',
+    'boundary_interval', 'agreement_undefined', 'agreement_unreliable', 'agent_without_scored_runs',
     'judge_without_scored_runs', 'infrastructure_failures' or
     'tasks_without_reference_checks'."""
     subject: str

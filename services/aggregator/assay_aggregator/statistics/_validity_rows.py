@@ -2,9 +2,9 @@
 
 These measure the measuring instrument: how often a judge (or the jury's mean) gets
 known-good and known-bad control runs right, how it agrees with human reviewers, and
-what an agent's pass share becomes once corrected for those error rates. They are kept
-apart from ``DEFINITIONS`` so the existing report's text does not change until the
-report shows them.
+what an agent's pass share becomes once corrected for those error rates. Their
+definitions (``VALIDITY_DEFINITIONS``) join ``DEFINITIONS`` in a report that shows the
+Judge validity section.
 """
 
 from __future__ import annotations
