@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from bench.aggregator import bench_aggregator
 from bench.bus import bench_bus
+from bench.coverage import bench_coverage
 from bench.gateway import bench_gateway
 from bench.judge import bench_judge
 from bench.load import bench_load
@@ -26,6 +27,7 @@ SUITES: dict[str, Callable[[], list[Row]]] = {
     "seal": bench_seal,
     "judge": bench_judge,
     "aggregator": bench_aggregator,
+    "coverage": bench_coverage,
     "view": bench_view,
     "scripted": bench_scripted,
     "gateway": bench_gateway,

@@ -24,12 +24,19 @@ from assay_schemas import RULES_JUDGE_ID, is_reviewer_id
 
 from .projections import Projections
 from .state import RunRecord
-from .statistics import AnalysisSettings, HumanAgreement, HumanBias, human_agreement_rows
+from .statistics import (
+    AnalysisSettings,
+    HumanAgreement,
+    HumanBias,
+    RunKind,
+    human_agreement_rows,
+)
 
 __all__ = [
     "RaterFrames",
     "ReviewItem",
     "Stratum",
+    "agreement_by_runs",
     "default_stratum",
     "human_validity",
     "rater_frames",
@@ -82,10 +89,23 @@ def human_validity(
 ) -> tuple[tuple[HumanAgreement, ...], tuple[HumanBias, ...]]:
     """Each LLM judge's, the jury's and human-human agreement and bias against the
     campaign's human verdicts (no rows before the first one)."""
-    frames = rater_frames(p, campaign)
-    if frames.humans.height == 0 or frames.judges.height == 0:
-        return (), ()
-    return human_agreement_rows(frames.judges, frames.humans, settings)
+    return agreement_by_runs(rater_frames(p, campaign), p.control_runs(), settings)
+
+
+def agreement_by_runs(raters: RaterFrames, control_runs: list[str], settings: AnalysisSettings) -> tuple[tuple[HumanAgreement, ...], tuple[HumanBias, ...]]:  # fmt: skip
+    """Agreement with humans on agents' runs and on control runs apart: controls are mostly
+    known-bad, so a κ over both mixes two populations and describes neither."""
+    agreement: list[HumanAgreement] = []
+    bias: list[HumanBias] = []
+    is_control = pl.col("run_id").is_in(control_runs)
+    kinds: tuple[tuple[RunKind, pl.Expr], ...] = (("agents", ~is_control), ("controls", is_control))  # fmt: skip
+    for kind, keep in kinds:
+        judges, humans = raters.judges.filter(keep), raters.humans.filter(keep)
+        if judges.height and humans.height:
+            a, b = human_agreement_rows(judges, humans, settings, runs=kind)
+            agreement += a
+            bias += b
+    return tuple(agreement), tuple(bias)
 
 
 class ReviewItem(NamedTuple):

@@ -101,9 +101,9 @@ def print_report(report: Report, console: Console | None = None) -> None:
     print_table(c, "Failure tags (LLM judges; share of verdicts)", [*gcol, "tag", "agent", "rate", "CI", "tagged/verdicts"],
            [[*_g(r.group), r.tag, r.agent_id, _pct(r.rate), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
              f"{r.n_tagged}/{r.n_verdicts}"] for r in s.tag_rates if r.tag in used])  # fmt: skip
-    print_table(c, "Rule judge tags (share of rule-checked runs)", [*gcol, "tag", "agent", "rate", "tagged/runs"],
-           [[*_g(r.group), r.tag, r.agent_id, _pct(r.rate), f"{r.n_tagged}/{r.n_runs}"]
-            for r in report.rule_tags])  # fmt: skip
+    print_table(c, "Rule judge tags (share of rule-checked runs)", [*gcol, "tag", "agent", "rate", "CI", "tagged/runs"],
+           [[*_g(r.group), r.tag, r.agent_id, _pct(r.rate), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
+             f"{r.n_tagged}/{r.n_runs}"] for r in report.rule_tags])  # fmt: skip
     print_table(c, "Empty-artifact rate", [*gcol, "agent", "rate", "CI", "empty/runs"],
            [[*_g(r.group), r.agent_id, _pct(r.rate), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
              f"{r.n_empty}/{r.n_runs}"] for r in s.empty_artifact_rates])  # fmt: skip
@@ -111,9 +111,10 @@ def print_report(report: Report, console: Console | None = None) -> None:
         ("Reference checks (the tasks' own)", report.reference_checks),
         ("Rule judge's own checks", report.rule_checks),
     ):
-        print_table(c, title, [*gcol, "agent", "pass rate", "weighted", "passed/checks", "runs"],
-               [[*_g(r.group), r.agent_id, _pct(r.pass_rate), _pct(r.weighted_pass_rate),
-                 f"{r.n_passed}/{r.n_checks}", str(r.n_runs)] for r in rates])  # fmt: skip
+        print_table(c, title, [*gcol, "agent", "pass rate", "CI", "weighted", "passed/checks", "runs"],
+               [[*_g(r.group), r.agent_id, _pct(r.pass_rate), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
+                 _pct(r.weighted_pass_rate), f"{r.n_passed}/{r.n_checks}", str(r.n_runs)]
+                for r in rates])  # fmt: skip
     _check_matrix(c, report)
 
     print_table(c, f"Judge strictness (share of ratings below {report.anchor})", [*gcol, "judge", "share", "CI", "ratings"],
@@ -143,7 +144,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
     _costs(c, report, gcol)
     _refused(c, report)
 
-    print_validity(report.validity, c)
+    print_validity(report.validity, c, report.statistics.confidence)
     print_problems(report.problems, c)
 
 
