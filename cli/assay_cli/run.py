@@ -20,11 +20,13 @@ from assay.embedded import NatsServer
 from assay.security.signing import ensure_operator
 from assay.tasks import TaskDraft, load_tasks
 from assay_aggregator.html import render_html
+from assay_aggregator.invariants import DEFAULT_GRACE_S
 from assay_aggregator.rebuild import blob_loader, fold_stream
 from assay_aggregator.report import Report, build_report, report_json
 from assay_aggregator.service import AggregatorService
 from assay_aggregator.terminal import print_report
 from assay_cli.campaign import load_campaign, submit_campaign
+from assay_cli.check import CheckResult, check_stream, print_breaches
 from assay_cli.commands._watch import log_head, print_pending, watch_log
 from assay_cli.demo import agent_scripts, judge_scripts
 from assay_cli.doctor import checks_for, print_checks, run_checks
@@ -56,6 +58,8 @@ class RunOutcome(NamedTuple):
     settled: bool
     """Every run reached its outcome (seal and owed verdicts included) before the timeout;
     `assay run` exits 1 when it gave up waiting."""
+    checked: CheckResult
+    """The log's invariants on the run's log (`assay check`): `assay run` exits 1 on a breach."""
 
 
 def scripted_campaign(spec: CampaignSpec, base_url: str) -> CampaignSpec:
@@ -251,6 +255,8 @@ def run_campaign(
                 + f"log and files under {workdir}"
             )
             drive = asyncio.run(_drive(settings, spec, drafts, progress, timeout_s))
+            # The log's invariants, on the log just written (`assay check --home`).
+            checked = asyncio.run(check_stream(settings, replay=True, grace_s=DEFAULT_GRACE_S))
     finally:
         if server is not None:
             server.stop()
@@ -261,5 +267,9 @@ def run_campaign(
         console.print(BANNER)
     print_report(report, console)  # problems last, where they are seen
     console.print(f"\nreport: {html_path}\n        {json_path}")
+    print_breaches(checked.breaches, console)
+    console.print(f"assay check: {checked.summary()}", highlight=False)
     print_next_steps(workdir, console)
-    return RunOutcome(workdir, json_path, html_path, progress, report.problems, drive.settled)
+    return RunOutcome(
+        workdir, json_path, html_path, progress, report.problems, drive.settled, checked
+    )
