@@ -34,8 +34,8 @@ __all__ = [
 KNOWN_GOOD = "reference"
 """The variant of the known-good control: the reference answer itself."""
 DERIVED_VARIANTS = ("altered_numbers", "files_removed", "not_executed", "prose_only")
-"""Known-bad variants Assay derives from a reference: numbers altered beyond the task's
-tolerances (files kept), claimed files removed, outputs removed but code and message
+"""Known-bad variants Assay derives from a reference: reported results altered beyond the
+task's tolerances yet plausible, method constants kept (files kept), claimed files removed, outputs removed but code and message
 kept, the message alone."""
 CONTROL_MESSAGE_CHARS = 50_000
 """Most characters of a control's final message."""
