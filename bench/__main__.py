@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable
 
 from bench.aggregator import bench_aggregator
+from bench.blindness import bench_blindness
 from bench.bus import bench_bus
 from bench.gateway import bench_gateway
 from bench.judge import bench_judge
@@ -32,6 +33,7 @@ SUITES: dict[str, Callable[[], list[Row]]] = {
     "runner": bench_runner,
     "load": bench_load,
     "scale": bench_scale,
+    "blindness": bench_blindness,
 }
 
 

@@ -16,17 +16,24 @@ bundled scripted campaign and prints the AUC.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
+import tempfile
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
+from typing import Any, NamedTuple
 
 import numpy as np
+import yaml
+from rich.console import Console
 
+from assay.bus import Bus, decode_log, read_raw
+from assay.config import Settings
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -37,12 +44,16 @@ from assay_schemas import (
     RunRequested,
     SandboxReady,
 )
+from bench.table import Row
 
 __all__ = [
     "Blindness",
     "BlindnessWarning",
+    "Campaign",
     "Features",
+    "bench_blindness",
     "blindness_auc",
+    "bundled_campaign",
     "control_labels",
     "group_aucs",
     "run_features",
@@ -265,7 +276,7 @@ def _matrix(features: Mapping[str, Features], runs: Sequence[str]) -> tuple[np.n
     return np.nan_to_num(np.asarray(x, dtype=float)), list(vec.get_feature_names_out())
 
 
-def _model() -> object:
+def _model() -> Any:
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -294,7 +305,7 @@ def blindness_auc(
     k = min(folds, n_pos, n_neg)
     x, _ = _matrix(features, runs)
     split = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
-    proba = cross_val_predict(_model(), x, y, cv=split, method="predict_proba")[:, 1]  # type: ignore[arg-type]
+    proba = cross_val_predict(_model(), x, y, cv=split, method="predict_proba")[:, 1]
     auc = float(roc_auc_score(y, proba))
     return Blindness(auc, n_pos, n_neg, k, tuple(float(p) for p in proba), tuple(runs), tuple(int(v) for v in y))  # fmt: skip
 
@@ -306,8 +317,8 @@ def top_tells(features: Mapping[str, Features], controls: set[str], n: int = 10)
     y = np.array([int(r in controls) for r in runs])
     x, names = _matrix(features, runs)
     model = _model()
-    model.fit(x, y)  # type: ignore[attr-defined]
-    coef = model[-1].coef_[0]  # type: ignore[index]
+    model.fit(x, y)
+    coef = model[-1].coef_[0]
     ranked = sorted(zip(names, coef, strict=True), key=lambda kv: -abs(kv[1]))
     return [(name, float(c)) for name, c in ranked[:n]]
 
@@ -326,3 +337,72 @@ def group_aucs(features: Mapping[str, Features], controls: set[str], *, seed: in
         }
         out[group] = blindness_auc(part, controls, seed=seed).auc
     return out
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Campaign(NamedTuple):
+    """A finished campaign: its whole log, the model server that answered it, its report."""
+
+    events: list[Event]
+    server: Any
+    """The started `ScriptedModelServer` (the caller stops it): what the judges received."""
+    report: dict[str, Any]
+
+
+async def _events(settings: Settings) -> list[Event]:
+    async with Bus(settings, service="cli") as bus:
+        raws = read_raw(bus.js, bus.stream.name, subject=bus.subjects.events)
+        return [logged.event async for logged in decode_log(raws)]
+
+
+def bundled_campaign(tmp: Path, update: Mapping[str, Any] | None = None) -> Campaign:
+    """examples/campaign.yaml (with `update` over it) over every bundled task, run on a
+    fresh embedded stack under `tmp` with the scripted cast; the server is left running."""
+    from assay_cli.commands._home import home_settings
+    from assay_cli.demo import agent_scripts, judge_scripts
+    from assay_cli.run import run_campaign
+    from assay_cli.scripted import ScriptedModelServer
+
+    campaign = yaml.safe_load((ROOT / "examples" / "campaign.yaml").read_text())
+    campaign.update(update or {})
+    controls = dict(campaign.get("controls") or {})
+    controls["references"] = str(ROOT / "examples" / "references")
+    campaign["controls"] = controls
+    path = tmp / "campaign.yaml"
+    path.write_text(yaml.safe_dump(campaign))
+    server = ScriptedModelServer(
+        {**agent_scripts(ROOT / "examples" / "solutions"), **judge_scripts()}
+    ).start()
+    state = Path(tempfile.mkdtemp(prefix="blind-", dir="/tmp"))
+    state.chmod(0o711)
+    settings = Settings(home=tmp / "home", state_dir=state)
+    outcome = run_campaign(
+        ROOT / "examples" / "tasks", path, settings=settings,
+        console=Console(record=True, width=200), timeout_s=800, scripted_server=server,
+    )  # fmt: skip
+    with home_settings(outcome.workdir) as reopened:
+        events = asyncio.run(_events(reopened))
+    return Campaign(events, server, json.loads(outcome.report_json.read_text()))
+
+
+def bench_blindness() -> list[Row]:
+    """The classifier's AUC on the bundled scripted campaign (target: at most 0.6)."""
+    with tempfile.TemporaryDirectory(prefix="bench-blind-") as tmp:
+        ran = bundled_campaign(Path(tmp))
+        ran.server.stop()
+    features = run_features(ran.events)
+    controls = control_labels(ran.events)
+    found = blindness_auc(features, controls, seed=47)
+    name = f"classifier AUC, controls vs agents' runs ({found.n_controls} vs {found.n_agent_runs}, bundled)"  # fmt: skip
+    rows = [Row("blindness", name, found.auc, "AUC", 0.5, "chance", "≤ 0.6")]
+    for group, auc in group_aucs(features, controls, seed=47).items():
+        rows.append(Row("blindness", f"  {group} fields alone", auc, "AUC", 0.5, "chance", "≤ 0.6"))
+    return rows
+
+
+if __name__ == "__main__":
+    from bench.table import print_rows
+
+    print_rows(bench_blindness())

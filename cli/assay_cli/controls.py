@@ -11,13 +11,15 @@ the requests go out in a seeded shuffled order.
 from __future__ import annotations
 
 import random
-from pathlib import Path
+import shlex
+from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from assay.bus import Bus
 from assay.store import BlobStore
 from assay.tasks import ControlAnswer, TaskDraft, control_answers, utf8_text
 from assay_schemas import (
+    KNOWN_GOOD,
     AgentSpec,
     CampaignSpec,
     ControlDeclared,
@@ -50,16 +52,53 @@ def _reference(campaign: CampaignSpec, draft: TaskDraft) -> Path | None:
     return Path(references) / draft.task_id if references else None
 
 
-def _plan(store: BlobStore, answer: ControlAnswer) -> tuple[str, int]:
-    """The stored plan's hash and its number of steps before the answer."""
-    files = []
-    for path, data in sorted(answer.answer.files.items()):
-        info = store.put_bytes(data)
-        files.append(
-            ControlFile(path=path, sha256=info.sha256, size=info.size, text=utf8_text(data))
-        )
-    plan = ControlPlan(files=files, message=answer.answer.message)
-    return store.put_bytes(plan.model_dump_json().encode()).sha256, len(plan.actions())
+_RUNNERS = {".py": "python3", ".r": "Rscript", ".sh": "bash", ".jl": "julia"}
+"""How a control runs a script it wrote, by suffix (what an agent would type)."""
+_EXECUTED = frozenset({KNOWN_GOOD, "altered_numbers", "files_removed"})
+"""Variants that run their code as an agent would; the others never run anything."""
+SCRIPTED_STEP_MS = 25.0
+"""A control step's median think time in a scripted campaign (the scripted model
+server's answer over HTTP, as the demo's agents get it)."""
+MODEL_STEP_MS = 4000.0
+"""A control step's median think time beside real models."""
+
+
+def _ref(store: BlobStore, path: str, data: bytes) -> ControlFile:
+    info = store.put_bytes(data)
+    return ControlFile(path=path, sha256=info.sha256, size=info.size, text=utf8_text(data))
+
+
+def _runner(path: str) -> str | None:
+    return _RUNNERS.get(PurePosixPath(path).suffix.lower())
+
+
+def _plan(
+    store: BlobStore, answer: ControlAnswer, reference: ControlAnswer | None, step_ms: float
+) -> tuple[str, int]:
+    """The stored plan's hash and its most steps (its answer included).
+
+    A derived variant that executes (`_EXECUTED`) writes its scripts, runs those at the
+    workspace's top level and writes only the outputs they do not make; the others write
+    what they leave, as an author's folder does."""
+    files = sorted(answer.answer.files.items())
+    runs = answer.variant in _EXECUTED
+    code = [(p, d) for p, d in files if runs and _runner(p) and utf8_text(d)]
+    commands = [f"{_runner(p)} {shlex.quote(p)}" for p, _ in code if "/" not in p]
+    if not commands:
+        code = []
+    outputs = [(p, d) for p, d in files if (p, d) not in code]
+    absent: list[str] = []
+    if commands and reference is not None:  # what running the code makes but the answer lacks
+        absent = sorted(set(reference.answer.files) - set(answer.answer.files))
+    plan = ControlPlan(
+        code=[_ref(store, p, d) for p, d in code],
+        commands=commands,
+        files=[_ref(store, p, d) for p, d in outputs],
+        absent=absent,
+        message=answer.answer.message,
+        step_ms=step_ms,
+    )
+    return store.put_bytes(plan.model_dump_json().encode()).sha256, plan.max_steps()
 
 
 def plan_controls(
@@ -86,13 +125,15 @@ def plan_controls(
             authors=authors,
             max_bytes=MAX_CONTROL_FILE_BYTES,
         )
+        reference = next((a for a in answers if a.variant == KNOWN_GOOD), None)
+        step_ms = SCRIPTED_STEP_MS if campaign.scripted else MODEL_STEP_MS
         for answer in answers:
-            plan, n_actions = _plan(store, answer)
+            plan, most = _plan(store, answer, reference, step_ms)
             kind = answer.variant or f"author:{answer.folder}"
             agent_id = "a" + derive_id("control", campaign.campaign_id, task.task_id, kind)[:15]
             agent = AgentSpec(agent_id=agent_id, kind="control", model="control", control_plan=plan)
-            # Its writes and its answer, whatever the campaign's step limit.
-            steps = max(campaign.limits.max_steps, n_actions + 1)
+            # Its steps and its answer, whatever the campaign's step limit.
+            steps = max(campaign.limits.max_steps, most)
             limits = campaign.limits.model_copy(update={"max_steps": steps})
             for epoch in range(spec.epochs):
                 run_id = run_id_for(campaign.campaign_id, task.task_id, agent_id, epoch)

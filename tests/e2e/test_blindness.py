@@ -9,31 +9,23 @@ runs. At chance its AUC is 0.5; the platform promises at most 0.6.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import pytest
-import yaml
-from rich.console import Console
 from scipy.stats import mannwhitneyu
 
-from assay.bus import Bus, decode_log, read_raw
-from assay.config import Settings
-from assay_cli.commands._home import home_settings
-from assay_cli.demo import agent_scripts, judge_scripts
-from assay_cli.run import run_campaign
-from assay_cli.scripted import ScriptedModelServer
-from assay_schemas import Event
+from assay_aggregator.statistics import RULE_CHECKS
+from assay_schemas import ArtifactsSealed, ControlDeclared, Event, RunRequested
 from bench.blindness import (
     Blindness,
     BlindnessWarning,
+    Campaign,
     blindness_auc,
+    bundled_campaign,
     control_labels,
     group_aucs,
     run_features,
@@ -47,41 +39,9 @@ CHANCE = 0.6
 """The most AUC a classifier may reach on what judges and reviewers read."""
 
 
-class Campaign(NamedTuple):
-    events: list[Event]
-    server: ScriptedModelServer
-
-
-async def _events(settings: Settings) -> list[Event]:
-    async with Bus(settings, service="cli") as bus:
-        raws = read_raw(bus.js, bus.stream.name, subject=bus.subjects.events)
-        return [logged.event async for logged in decode_log(raws)]
-
-
-def _run(tmp: Path, campaign: dict[str, object]) -> Campaign:
-    path = tmp / "campaign.yaml"
-    campaign["controls"] = {**dict(campaign.get("controls") or {}),  # type: ignore[call-overload]
-                            "references": str(ROOT / "examples" / "references")}  # fmt: skip
-    path.write_text(yaml.safe_dump(campaign))
-    server = ScriptedModelServer(
-        {**agent_scripts(ROOT / "examples" / "solutions"), **judge_scripts()}
-    ).start()
-    state = Path(tempfile.mkdtemp(prefix="blind-", dir="/tmp"))
-    state.chmod(0o711)
-    settings = Settings(home=tmp / "home", state_dir=state)
-    outcome = run_campaign(
-        ROOT / "examples" / "tasks", path, settings=settings,
-        console=Console(record=True, width=200), timeout_s=800, scripted_server=server,
-    )  # fmt: skip
-    with home_settings(outcome.workdir) as reopened:
-        events = asyncio.run(_events(reopened))
-    return Campaign(events, server)
-
-
 @pytest.fixture(scope="module")
 def bundled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
-    campaign = yaml.safe_load((ROOT / "examples" / "campaign.yaml").read_text())
-    ran = _run(tmp_path_factory.mktemp("bundled"), campaign)
+    ran = bundled_campaign(tmp_path_factory.mktemp("bundled"))
     try:
         yield ran
     finally:
@@ -97,6 +57,13 @@ def _measure(events: list[Event]) -> tuple[Blindness, list[tuple[str, float]]]:
     return found, top_tells(features, controls)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue #47 item 2 open: a control's request still names kind=control, its plan, an "
+    "opaque agent id and no family, and controls are requested by the CLI before the agents' "
+    "runs (AUC 1.000; by group: agent, run, arrival, steps 1.0; end 0.96; message 0.76; "
+    "transcript 0.70; tool 0.68; seal 0.32)",
+)
 def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campaign(
     bundled: Campaign,
 ) -> None:
@@ -105,6 +72,22 @@ def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campa
           f"{found.n_agent_runs} agents' runs, {found.folds} folds); tells: {tells[:5]}")  # fmt: skip
     assert found.n_controls >= 8 and found.n_agent_runs >= 8
     assert found.auc <= CHANCE, f"AUC {found.auc:.3f}: controls are told by {tells[:5]}"
+
+
+def test_every_rule_check_has_a_validity_row_and_the_reference_control_runs_its_code(
+    bundled: Campaign,
+) -> None:
+    """Issue #47 item 5: the reference control runs its scripts as a careful agent does,
+    so 'scripts_executed' is measured on controls like every other rule check."""
+    rates = bundled.report["validity"]["rule_rates"]
+    rows = {(r["judge_id"], r["measure"]): r for r in rates if r["variant"] is None}
+    for check in RULE_CHECKS:
+        assert (f"rules:{check}", "sensitivity") in rows, check
+    executed = rows[("rules:scripts_executed", "sensitivity")]
+    assert executed["estimate"] == 1.0, executed
+    by_variant = {(r["judge_id"], r["variant"], r["measure"]): r for r in rates}
+    caught = by_variant[("rules:scripts_executed", "not_executed", "specificity")]
+    assert caught["estimate"] == 1.0, caught
 
 
 def test_the_auc_is_the_mann_whitney_statistic_of_the_out_of_fold_scores() -> None:
@@ -138,20 +121,52 @@ def test_too_few_controls_warn_and_carry_no_auc() -> None:
     assert np.isnan(found.auc) and found.warnings
 
 
-_RUN_ID = re.compile(r"\b[0-9a-f]{16,64}\b")
+_RUN_ID = re.compile(r"\br[0-9a-f]{24}\b")
+
+
+def _seals(events: list[Event]) -> dict[str, ArtifactsSealed]:
+    return {e.run_id: e for e in events if isinstance(e, ArtifactsSealed) and e.run_id}
+
+
+def _first_turns(server: object, model: str) -> list[str]:
+    """The judge's opening requests (the case, before any tool call), run ids masked."""
+    out = []
+    for rec in server.requests(model):  # type: ignore[attr-defined]
+        if not any(m["role"] == "assistant" for m in rec.body["messages"]):
+            out.append(_RUN_ID.sub("<run>", json.dumps(rec.body, sort_keys=True)))
+    return out
 
 
 def test_a_control_and_an_agents_run_with_the_same_work_reach_the_judge_alike(
     bundled: Campaign,
 ) -> None:
-    """What the judge's model server receives depends on the work, not on who did it:
-    judge requests about a control and about an agent's run that leave the same files
-    and message are identical once run ids and hashes are masked."""
-    requests = bundled.server.requests("scripted-judge-balanced")
-    assert requests
-    by_case: dict[str, set[str]] = {}
-    for rec in requests:
-        text = _RUN_ID.sub("<id>", json.dumps(rec.body, sort_keys=True))
-        by_case.setdefault(text, set()).add(text)
-    # Same masked body, one request: the masking is the only difference allowed.
-    assert all(len(v) == 1 for v in by_case.values())
+    """The reference control is what the careful agent leaves and says; where both runs
+    sealed the same files and message, the judge's model server received the same
+    opening request about each, byte for byte once run ids are masked."""
+    events = bundled.events
+    seals = _seals(events)
+    declared = {e.control_run_id: e for e in events if isinstance(e, ControlDeclared)}
+    requested = {e.run_id: e for e in events if isinstance(e, RunRequested)}
+    opening = _first_turns(bundled.server, "scripted-judge-balanced")
+
+    def work(run: str) -> tuple[frozenset[tuple[str, str]], str]:
+        seal = seals[run]
+        return frozenset((f.path, f.sha256) for f in seal.files), seal.final_message
+
+    pairs = 0
+    for run, control in declared.items():
+        if control.variant != "reference":
+            continue
+        careful = next(r for r, e in requested.items()
+                       if e.agent.agent_id == "careful" and e.task_id == control.task_id)  # fmt: skip
+        if work(careful) != work(run):
+            continue
+        pairs += 1
+        shas = [sha[:12] for _, sha in work(run)[0]]
+        about = [b for b in opening
+                 if f"task {control.task_id})" in b and all(sha in b for sha in shas)]  # fmt: skip
+        assert len(about) == 2, (control.task_id, len(about))
+        assert about[0] == about[1], control.task_id
+    assert pairs >= 4, (
+        f"only {pairs} tasks where the reference control left the careful agent's work"
+    )
