@@ -2,16 +2,21 @@
 
 For each task with a reference, every control answer (:func:`assay.tasks.control_answers`)
 becomes a stored :class:`ControlPlan`, one :class:`ControlDeclared` (read by the
-aggregator only) and one ordinary ``RunRequested`` of a control agent. Nothing a judge
-reads tells a control apart: the agent id is opaque and the same kind of hash as any
-run id is derived from it, the plan holds the answer and nothing about its status, and
-the requests go out in a seeded shuffled order.
+aggregator only) and one ordinary ``RunRequested`` of a control agent. Its agent id is
+salted with the campaign's secret salt (the run id derives from it, so neither can be
+recomputed from public names), its model name and family are those of one of the
+campaign's agents, the plan holds the answer and nothing about its status, and the
+requests go out in an order shuffled by the salt. What still tells a control apart is
+measured by `bench.blindness`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import random
 import shlex
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
@@ -28,11 +33,10 @@ from assay_schemas import (
     Producer,
     RunRequested,
     TaskSubmitted,
-    derive_id,
     run_id_for,
 )
 
-__all__ = ["ControlRun", "plan_controls", "publish_controls"]
+__all__ = ["CONTROLS_KEY", "ControlRun", "campaign_salt", "plan_controls", "publish_controls"]
 
 MAX_CONTROL_FILE_BYTES = 256_000
 """Most bytes of one control file: it is written in one logged step (events ≤ 1 MiB)."""
@@ -101,17 +105,44 @@ def _plan(
     return store.put_bytes(plan.model_dump_json().encode()).sha256, plan.max_steps()
 
 
+CONTROLS_KEY = "controls"
+"""The deployment secret (`deployment_secret`) that salts each campaign's controls."""
+
+
+def campaign_salt(secret: bytes, campaign_id: str) -> bytes:
+    """A campaign's control salt: an HMAC of its id under the deployment's secret, so
+    control agents' ids, run ids, names and order cannot be recomputed from public names
+    by anyone who cannot read the home's keys (judges, reviewers)."""
+    return hmac.new(secret, f"assay-controls\x1f{campaign_id}".encode(), hashlib.sha256).digest()
+
+
+def _disguise(salt: bytes, campaign: CampaignSpec, task_id: str, kind: str) -> dict[str, str | None]:  # fmt: skip
+    """A control agent's id, model name and family: the id salted, the model and family
+    those of one of the campaign's own agents (drawn by the salt)."""
+    key = hmac.new(salt, f"{task_id}\x1f{kind}".encode(), hashlib.sha256).hexdigest()
+    like = campaign.agents[int(key[:8], 16) % len(campaign.agents)] if campaign.agents else None
+    return {
+        "agent_id": "a" + key[8:23],
+        "model": like.model if like is not None else "control",
+        "family": like.family if like is not None else None,
+    }
+
+
 def plan_controls(
     store: BlobStore,
     campaign: CampaignSpec,
     drafts: list[TaskDraft],
     tasks: list[TaskSubmitted],
     producer: Producer,
+    *,
+    secret: bytes,
 ) -> list[ControlRun]:
-    """Every control run of the campaign (none without ``controls:``), files stored."""
+    """Every control run of the campaign (none without ``controls:``), files stored;
+    `secret` is the deployment's `CONTROLS_KEY`."""
     spec = campaign.controls
     if spec is None:
         return []
+    salt = campaign_salt(secret, campaign.campaign_id)
     submitted = {t.task.task_id: t for t in tasks}
     runs: list[ControlRun] = []
     for draft in drafts:
@@ -130,8 +161,10 @@ def plan_controls(
         for answer in answers:
             plan, most = _plan(store, answer, reference, step_ms)
             kind = answer.variant or f"author:{answer.folder}"
-            agent_id = "a" + derive_id("control", campaign.campaign_id, task.task_id, kind)[:15]
-            agent = AgentSpec(agent_id=agent_id, kind="control", model="control", control_plan=plan)
+            looks = _disguise(salt, campaign, task.task_id, kind)
+            agent_id = str(looks["agent_id"])
+            agent = AgentSpec(agent_id=agent_id, kind="control", model=str(looks["model"]),
+                              family=looks["family"], control_plan=plan)  # fmt: skip
             # Its steps and its answer, whatever the campaign's step limit.
             steps = max(campaign.limits.max_steps, most)
             limits = campaign.limits.model_copy(update={"max_steps": steps})
@@ -165,9 +198,9 @@ def plan_controls(
                     producer=producer,
                 )
                 runs.append(ControlRun(declared, request))
-    # Seeded: a rerun requests the same runs in the same order, and no variant always
-    # comes first or last.
-    random.Random(campaign.campaign_id).shuffle(runs)
+    # Seeded by the salt: a rerun requests the same runs in the same order, no variant
+    # always comes first or last, and nobody without the secret can predict the order.
+    random.Random(salt).shuffle(runs)
     return runs
 
 
@@ -176,4 +209,5 @@ async def publish_controls(bus: Bus, runs: list[ControlRun]) -> None:
     for run in runs:
         await bus.publish(run.declared)
     for run in runs:
-        await bus.publish(run.request)
+        # Stamped when sent, like the runner's own requests (not when planned).
+        await bus.publish(run.request.model_copy(update={"occurred_at": datetime.now(UTC)}))

@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from assay.store import LocalBlobStore
 from assay.tasks import build_task, control_answers, load_task_dir, load_tasks, read_control_folder
 from assay.tasks._controls import MAX_CONTROL_FILES, derive
+from assay_cli.campaign import load_campaign
+from assay_cli.controls import ControlRun, plan_controls
 from assay_judge.rules.checks import reference_check
 from assay_schemas import (
     DERIVED_VARIANTS,
@@ -27,6 +30,8 @@ from assay_schemas import (
     NumberNearCheck,
     Producer,
     TaskInputError,
+    TaskSubmitted,
+    derive_id,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -330,3 +335,46 @@ def test_a_plan_writes_bytes_in_chunks_under_the_argument_limit() -> None:
     assert [tuple(a) for a in plan.actions()] == [
         (0, 0, 500_000), (1, 0, 60_000), (1, 60_000, 60_000), (1, 120_000, 10_001), (2, 0, 0),
     ]  # fmt: skip
+
+
+def _planned(tmp_path: Path, secret: bytes) -> list[ControlRun]:
+    campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
+    campaign = campaign.model_copy(update={"controls": ControlsSpec(references=str(REFERENCES))})
+    drafts = [d for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
+              if d.task_id in ("qpcr_ddct", "survey_paired")]  # fmt: skip
+    tasks = [
+        TaskSubmitted(
+            event_id=f"t{i}",
+            campaign_id=campaign.campaign_id,
+            task=build_task(d.fields, []),
+            producer=PRODUCER,
+        )
+        for i, d in enumerate(drafts)
+    ]
+    store = LocalBlobStore(tmp_path / "blobs")
+    return plan_controls(store, campaign, drafts, tasks, PRODUCER, secret=secret)
+
+
+def test_control_identities_are_salted_per_deployment_and_named_like_the_campaigns_agents(
+    tmp_path: Path,
+) -> None:
+    """Issue #47: a control's agent id and run id cannot be recomputed from public names
+    (another deployment, another secret: other ids and another order); its model name and
+    family are those of one of the campaign's own agents."""
+    campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
+    ours = _planned(tmp_path, b"a" * 32)
+    again = _planned(tmp_path, b"a" * 32)
+    theirs = _planned(tmp_path, b"b" * 32)
+    assert [r.request.run_id for r in ours] == [r.request.run_id for r in again]
+    assert {r.request.run_id for r in ours}.isdisjoint({r.request.run_id for r in theirs})
+    assert [r.declared.kind for r in ours] != [r.declared.kind for r in theirs]
+    public = {"a" + derive_id("control", campaign.campaign_id, r.declared.task_id, r.declared.kind)[:15] for r in ours}  # fmt: skip
+    assert public.isdisjoint({r.request.agent.agent_id for r in ours})
+    looks = {(a.model, a.family) for a in campaign.agents}
+    for run in ours:
+        agent = run.request.agent
+        assert (agent.model, agent.family) in looks
+        assert agent.model != "control" and agent.agent_id not in {
+            a.agent_id for a in campaign.agents
+        }
+    assert len({(r.request.agent.model) for r in ours}) > 1, "drawn, not one name for all"
