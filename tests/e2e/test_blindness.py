@@ -59,10 +59,10 @@ def _measure(events: list[Event]) -> tuple[Blindness, list[tuple[str, float]]]:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue #47 item 2 open: a control's request still names kind=control, its plan, an "
-    "opaque agent id and no family, and controls are requested by the CLI before the agents' "
-    "runs (AUC 1.000; by group: agent, run, arrival, steps 1.0; end 0.96; message 0.76; "
-    "transcript 0.70; tool 0.68; seal 0.32)",
+    reason="issue #47 item 2 open: a control's request still says kind=control and carries its "
+    "plan, its agent id is not one of the campaign's, and the CLI requests controls after the "
+    "agents' runs (AUC 1.000; by group: agent, run, steps 1.0; arrival 1.00; end 0.96; "
+    "message 0.77; transcript 0.70; tool 0.66; seal 0.29)",
 )
 def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campaign(
     bundled: Campaign,
