@@ -74,6 +74,24 @@ def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campa
     assert found.auc <= CHANCE, f"AUC {found.auc:.3f}: controls are told by {tells[:5]}"
 
 
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="issue #47 item 2 open (see the bundled campaign's test)")
+def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The bundled campaign at three epochs of agents and of controls (72 agents' runs,
+    120 controls): more runs, so a weaker tell is found too."""
+    ran = bundled_campaign(
+        tmp_path_factory.mktemp("larger"), {"epochs": 3, "controls": {"epochs": 3}}
+    )
+    ran.server.stop()
+    found, tells = _measure(ran.events)
+    print(f"\nlarger: AUC {found.auc:.3f} ({found.n_controls} controls, "
+          f"{found.n_agent_runs} agents' runs); tells: {tells[:5]}")  # fmt: skip
+    assert found.n_controls >= 100 and found.n_agent_runs >= 60
+    assert found.auc <= CHANCE, f"AUC {found.auc:.3f}: controls are told by {tells[:5]}"
+
+
 def test_every_rule_check_has_a_validity_row_and_the_reference_control_runs_its_code(
     bundled: Campaign,
 ) -> None:
