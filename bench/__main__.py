@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable
 
 from bench.aggregator import bench_aggregator
+from bench.blindness import bench_blindness
 from bench.bus import bench_bus
 from bench.coverage import bench_coverage
 from bench.gateway import bench_gateway
@@ -34,6 +35,7 @@ SUITES: dict[str, Callable[[], list[Row]]] = {
     "runner": bench_runner,
     "load": bench_load,
     "scale": bench_scale,
+    "blindness": bench_blindness,
 }
 
 

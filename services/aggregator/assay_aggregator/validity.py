@@ -41,9 +41,10 @@ __all__ = [
 
 REFERENCE_CHECKS = "rules:reference_checks"
 """The rule judge's pseudo-judge 'every reference check of the task passed'."""
-NOT_ON_CONTROLS = frozenset({"scripts_executed"})
-"""Rule checks that measure nothing on controls: a control writes its files, it never
-runs them, so every control fails 'scripts_executed' by construction."""
+NOT_ON_CONTROLS: frozenset[str] = frozenset()
+"""Rule checks that would measure nothing on controls: none, since a control runs its
+code as an agent does (only `not_executed` leaves it unrun), so 'scripts_executed' has
+its row like every other check."""
 
 
 class JudgeValidity(BaseModel):
