@@ -7,7 +7,9 @@ import logging
 from collections.abc import Callable
 
 from bench.aggregator import bench_aggregator
+from bench.blindness import bench_blindness
 from bench.bus import bench_bus
+from bench.coverage import bench_coverage
 from bench.gateway import bench_gateway
 from bench.judge import bench_judge
 from bench.load import bench_load
@@ -26,12 +28,14 @@ SUITES: dict[str, Callable[[], list[Row]]] = {
     "seal": bench_seal,
     "judge": bench_judge,
     "aggregator": bench_aggregator,
+    "coverage": bench_coverage,
     "view": bench_view,
     "scripted": bench_scripted,
     "gateway": bench_gateway,
     "runner": bench_runner,
     "load": bench_load,
     "scale": bench_scale,
+    "blindness": bench_blindness,
 }
 
 

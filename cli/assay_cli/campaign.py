@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from functools import partial
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from assay.bundle import BundleRefused, pack_bundle
 from assay.bus import Bus
+from assay.security.signing import deployment_secret
 from assay.store import BlobStore
 from assay.tasks import TaskDraft, build_task
-from assay_cli.controls import plan_controls, publish_controls
+from assay_cli.controls import CONTROLS_KEY, plan_controls, publish_controls
 from assay_schemas import (
     MAX_EVENT_BYTES,
     CampaignSpec,
@@ -139,7 +141,10 @@ async def submit_campaign(
     """Publish CampaignStarted, then the campaign's tasks; nothing when any task or bundle
     is bad."""
     events = await _task_events(bus, store, campaign.campaign_id, drafts)
-    controls = await asyncio.to_thread(plan_controls, store, campaign, drafts, events, bus.producer)
+    secret = deployment_secret(bus.settings, CONTROLS_KEY)
+    controls = await asyncio.to_thread(
+        partial(plan_controls, secret=secret), store, campaign, drafts, events, bus.producer
+    )
     campaign = await asyncio.to_thread(store_bundles, store, campaign)
     started = CampaignStarted(
         event_id=CampaignStarted.id_for(campaign.campaign_id),

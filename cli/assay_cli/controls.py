@@ -2,22 +2,29 @@
 
 For each task with a reference, every control answer (:func:`assay.tasks.control_answers`)
 becomes a stored :class:`ControlPlan`, one :class:`ControlDeclared` (read by the
-aggregator only) and one ordinary ``RunRequested`` of a control agent. Nothing a judge
-reads tells a control apart: the agent id is opaque and the same kind of hash as any
-run id is derived from it, the plan holds the answer and nothing about its status, and
-the requests go out in a seeded shuffled order.
+aggregator only) and one ordinary ``RunRequested`` of a control agent. Its agent id is
+salted with the campaign's secret salt (the run id derives from it, so neither can be
+recomputed from public names), its model name and family are those of one of the
+campaign's agents, the plan holds the answer and nothing about its status, and the
+requests go out in an order shuffled by the salt. What still tells a control apart is
+measured by `bench.blindness`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import random
-from pathlib import Path
+import shlex
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from assay.bus import Bus
 from assay.store import BlobStore
 from assay.tasks import ControlAnswer, TaskDraft, control_answers, utf8_text
 from assay_schemas import (
+    KNOWN_GOOD,
     AgentSpec,
     CampaignSpec,
     ControlDeclared,
@@ -26,11 +33,10 @@ from assay_schemas import (
     Producer,
     RunRequested,
     TaskSubmitted,
-    derive_id,
     run_id_for,
 )
 
-__all__ = ["ControlRun", "plan_controls", "publish_controls"]
+__all__ = ["CONTROLS_KEY", "ControlRun", "campaign_salt", "plan_controls", "publish_controls"]
 
 MAX_CONTROL_FILE_BYTES = 256_000
 """Most bytes of one control file: it is written in one logged step (events ≤ 1 MiB)."""
@@ -50,16 +56,76 @@ def _reference(campaign: CampaignSpec, draft: TaskDraft) -> Path | None:
     return Path(references) / draft.task_id if references else None
 
 
-def _plan(store: BlobStore, answer: ControlAnswer) -> tuple[str, int]:
-    """The stored plan's hash and its number of steps before the answer."""
-    files = []
-    for path, data in sorted(answer.answer.files.items()):
-        info = store.put_bytes(data)
-        files.append(
-            ControlFile(path=path, sha256=info.sha256, size=info.size, text=utf8_text(data))
-        )
-    plan = ControlPlan(files=files, message=answer.answer.message)
-    return store.put_bytes(plan.model_dump_json().encode()).sha256, len(plan.actions())
+_RUNNERS = {".py": "python3", ".r": "Rscript", ".sh": "bash", ".jl": "julia"}
+"""How a control runs a script it wrote, by suffix (what an agent would type)."""
+_EXECUTED = frozenset({KNOWN_GOOD, "altered_numbers", "files_removed"})
+"""Variants that run their code as an agent would; the others never run anything."""
+SCRIPTED_STEP_MS = 25.0
+"""A control step's median think time in a scripted campaign (the scripted model
+server's answer over HTTP, as the demo's agents get it)."""
+MODEL_STEP_MS = 4000.0
+"""A control step's median think time beside real models."""
+
+
+def _ref(store: BlobStore, path: str, data: bytes) -> ControlFile:
+    info = store.put_bytes(data)
+    return ControlFile(path=path, sha256=info.sha256, size=info.size, text=utf8_text(data))
+
+
+def _runner(path: str) -> str | None:
+    return _RUNNERS.get(PurePosixPath(path).suffix.lower())
+
+
+def _plan(
+    store: BlobStore, answer: ControlAnswer, reference: ControlAnswer | None, step_ms: float
+) -> tuple[str, int]:
+    """The stored plan's hash and its most steps (its answer included).
+
+    A derived variant that executes (`_EXECUTED`) writes its scripts, runs those at the
+    workspace's top level and writes only the outputs they do not make; the others write
+    what they leave, as an author's folder does."""
+    files = sorted(answer.answer.files.items())
+    runs = answer.variant in _EXECUTED
+    code = [(p, d) for p, d in files if runs and _runner(p) and utf8_text(d)]
+    commands = [f"{_runner(p)} {shlex.quote(p)}" for p, _ in code if "/" not in p]
+    if not commands:
+        code = []
+    outputs = [(p, d) for p, d in files if (p, d) not in code]
+    absent: list[str] = []
+    if commands and reference is not None:  # what running the code makes but the answer lacks
+        absent = sorted(set(reference.answer.files) - set(answer.answer.files))
+    plan = ControlPlan(
+        code=[_ref(store, p, d) for p, d in code],
+        commands=commands,
+        files=[_ref(store, p, d) for p, d in outputs],
+        absent=absent,
+        message=answer.answer.message,
+        step_ms=step_ms,
+    )
+    return store.put_bytes(plan.model_dump_json().encode()).sha256, plan.max_steps()
+
+
+CONTROLS_KEY = "controls"
+"""The deployment secret (`deployment_secret`) that salts each campaign's controls."""
+
+
+def campaign_salt(secret: bytes, campaign_id: str) -> bytes:
+    """A campaign's control salt: an HMAC of its id under the deployment's secret, so
+    control agents' ids, run ids, names and order cannot be recomputed from public names
+    by anyone who cannot read the home's keys (judges, reviewers)."""
+    return hmac.new(secret, f"assay-controls\x1f{campaign_id}".encode(), hashlib.sha256).digest()
+
+
+def _disguise(salt: bytes, campaign: CampaignSpec, task_id: str, kind: str) -> dict[str, str | None]:  # fmt: skip
+    """A control agent's id, model name and family: the id salted, the model and family
+    those of one of the campaign's own agents (drawn by the salt)."""
+    key = hmac.new(salt, f"{task_id}\x1f{kind}".encode(), hashlib.sha256).hexdigest()
+    like = campaign.agents[int(key[:8], 16) % len(campaign.agents)] if campaign.agents else None
+    return {
+        "agent_id": "a" + key[8:23],
+        "model": like.model if like is not None else "control",
+        "family": like.family if like is not None else None,
+    }
 
 
 def plan_controls(
@@ -68,11 +134,15 @@ def plan_controls(
     drafts: list[TaskDraft],
     tasks: list[TaskSubmitted],
     producer: Producer,
+    *,
+    secret: bytes,
 ) -> list[ControlRun]:
-    """Every control run of the campaign (none without ``controls:``), files stored."""
+    """Every control run of the campaign (none without ``controls:``), files stored;
+    `secret` is the deployment's `CONTROLS_KEY`."""
     spec = campaign.controls
     if spec is None:
         return []
+    salt = campaign_salt(secret, campaign.campaign_id)
     submitted = {t.task.task_id: t for t in tasks}
     runs: list[ControlRun] = []
     for draft in drafts:
@@ -86,13 +156,17 @@ def plan_controls(
             authors=authors,
             max_bytes=MAX_CONTROL_FILE_BYTES,
         )
+        reference = next((a for a in answers if a.variant == KNOWN_GOOD), None)
+        step_ms = SCRIPTED_STEP_MS if campaign.scripted else MODEL_STEP_MS
         for answer in answers:
-            plan, n_actions = _plan(store, answer)
+            plan, most = _plan(store, answer, reference, step_ms)
             kind = answer.variant or f"author:{answer.folder}"
-            agent_id = "a" + derive_id("control", campaign.campaign_id, task.task_id, kind)[:15]
-            agent = AgentSpec(agent_id=agent_id, kind="control", model="control", control_plan=plan)
-            # Its writes and its answer, whatever the campaign's step limit.
-            steps = max(campaign.limits.max_steps, n_actions + 1)
+            looks = _disguise(salt, campaign, task.task_id, kind)
+            agent_id = str(looks["agent_id"])
+            agent = AgentSpec(agent_id=agent_id, kind="control", model=str(looks["model"]),
+                              family=looks["family"], control_plan=plan)  # fmt: skip
+            # Its steps and its answer, whatever the campaign's step limit.
+            steps = max(campaign.limits.max_steps, most)
             limits = campaign.limits.model_copy(update={"max_steps": steps})
             for epoch in range(spec.epochs):
                 run_id = run_id_for(campaign.campaign_id, task.task_id, agent_id, epoch)
@@ -124,9 +198,9 @@ def plan_controls(
                     producer=producer,
                 )
                 runs.append(ControlRun(declared, request))
-    # Seeded: a rerun requests the same runs in the same order, and no variant always
-    # comes first or last.
-    random.Random(campaign.campaign_id).shuffle(runs)
+    # Seeded by the salt: a rerun requests the same runs in the same order, no variant
+    # always comes first or last, and nobody without the secret can predict the order.
+    random.Random(salt).shuffle(runs)
     return runs
 
 
@@ -135,4 +209,5 @@ async def publish_controls(bus: Bus, runs: list[ControlRun]) -> None:
     for run in runs:
         await bus.publish(run.declared)
     for run in runs:
-        await bus.publish(run.request)
+        # Stamped when sent, like the runner's own requests (not when planned).
+        await bus.publish(run.request.model_copy(update={"occurred_at": datetime.now(UTC)}))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -19,10 +20,13 @@ from assay.embedded import NatsServer
 from assay.security.signing import ensure_operator
 from assay.tasks import TaskDraft, load_tasks
 from assay_aggregator.html import render_html
+from assay_aggregator.invariants import DEFAULT_GRACE_S
+from assay_aggregator.rebuild import blob_loader, fold_stream
 from assay_aggregator.report import Report, build_report, report_json
 from assay_aggregator.service import AggregatorService
 from assay_aggregator.terminal import print_report
 from assay_cli.campaign import load_campaign, submit_campaign
+from assay_cli.check import CheckResult, check_stream, print_breaches
 from assay_cli.commands._watch import log_head, print_pending, watch_log
 from assay_cli.demo import agent_scripts, judge_scripts
 from assay_cli.doctor import checks_for, print_checks, run_checks
@@ -51,6 +55,11 @@ class RunOutcome(NamedTuple):
     progress: Progress
     problems: Problems
     """The report's problems section: `assay run` exits 1 unless it is `ok`."""
+    settled: bool
+    """Every run reached its outcome (seal and owed verdicts included) before the timeout;
+    `assay run` exits 1 when it gave up waiting."""
+    checked: CheckResult
+    """The log's invariants on the run's log (`assay check`): `assay run` exits 1 on a breach."""
 
 
 def scripted_campaign(spec: CampaignSpec, base_url: str) -> CampaignSpec:
@@ -71,14 +80,24 @@ def _scripted_server(solutions: Path) -> ScriptedModelServer:
     return ScriptedModelServer(scripts)
 
 
+class Drive(NamedTuple):
+    """How a campaign's drive ended."""
+
+    aggregator: AggregatorService
+    """Its state folds the whole log, as a reopened run directory's report does."""
+    settled: bool
+    """The log said every run reached its outcome before the timeout."""
+
+
 async def _drive(
     settings: Settings,
     spec: CampaignSpec,
     drafts: list[TaskDraft],
     progress: Progress,
     timeout_s: float,
-) -> AggregatorService:
-    """Run the campaign until the log says it is complete (or the timeout); the aggregator."""
+) -> Drive:
+    """Run the campaign until the log says every run reached its outcome (sealed, however
+    it ended, and every owed verdict given or given up on), or until the timeout."""
     stack = Stack.for_settings(settings)
     await stack.start()
     aggregator = stack.started["aggregator"]
@@ -86,6 +105,7 @@ async def _drive(
     # One report.json per campaign: the run directory's, written below from this
     # aggregator's state; its own live report file would be a second copy of it.
     aggregator.write_report = False
+    settled = False
     try:
         async with Bus(settings, service="cli") as bus:
             await submit_campaign(bus, stack.store, spec, drafts)
@@ -94,13 +114,29 @@ async def _drive(
                 await asyncio.wait_for(
                     watch_log(bus, progress, until_complete=True, settle_at=submitted), timeout_s
                 )
+                settled = True
             except TimeoutError:
-                print_pending(progress)
+                print_pending(progress, timeout_s)
             head = await log_head(bus)
-        await aggregator.wait_for(head, timeout=60)
-        return aggregator
+        # Caught up live, its snapshot (written at its stop) is current; past this wait the
+        # fold below catches up all the same.
+        with contextlib.suppress(TimeoutError):
+            await aggregator.wait_for(head, timeout=60)
     finally:
         await stack.stop()
+    await _fold_rest(settings, aggregator)
+    return Drive(aggregator, settled)
+
+
+async def _fold_rest(settings: Settings, aggregator: AggregatorService) -> None:
+    """Fold into the stopped aggregator's state what the log holds past it (events logged
+    while the stack stopped): the report printed is then the one a reopened run directory
+    folds, snapshot and the rest of the log, byte for byte."""
+    async with Bus(settings, service="cli") as bus:
+        await fold_stream(
+            bus.js, bus.stream.name, bus.subjects.events, state=aggregator.state,
+            trust=aggregator.trust, load=blob_loader(settings),
+        )  # fmt: skip
 
 
 def require(backend: str, console: Console) -> None:
@@ -177,8 +213,11 @@ def run_campaign(
 ) -> RunOutcome:
     """Run a campaign end to end on a fresh embedded stack under `.assay/runs/`.
 
-    With `check`, the prerequisites of the campaign's sandbox backend are checked first and
-    a campaign that cannot succeed is refused (ConfigError) before anything starts.
+    The report is printed once every run reached its outcome (its seal and every owed
+    verdict included) or `timeout_s` passed (`RunOutcome.settled` says which), and is the
+    report the run directory gives when reopened. With `check`, the prerequisites of the
+    campaign's sandbox backend are checked first and a campaign that cannot succeed is
+    refused (ConfigError) before anything starts.
     `scripted_server`: the started server a scripted campaign uses instead of the demo
     cast's (the caller keeps it running and reads what it received)."""
     console = console or Console()
@@ -215,16 +254,22 @@ def run_campaign(
                 )
                 + f"log and files under {workdir}"
             )
-            aggregator = asyncio.run(_drive(settings, spec, drafts, progress, timeout_s))
+            drive = asyncio.run(_drive(settings, spec, drafts, progress, timeout_s))
+            # The log's invariants, on the log just written (`assay check --home`).
+            checked = asyncio.run(check_stream(settings, replay=True, grace_s=DEFAULT_GRACE_S))
     finally:
         if server is not None:
             server.stop()
-    report = build_report(aggregator.projections, campaign=spec.campaign_id)
+    report = build_report(drive.aggregator.projections, campaign=spec.campaign_id)
     json_path, html_path = write_reports(report, workdir, html)
     if report.scripted:
         console.print()
         console.print(BANNER)
     print_report(report, console)  # problems last, where they are seen
     console.print(f"\nreport: {html_path}\n        {json_path}")
+    print_breaches(checked.breaches, console)
+    console.print(f"assay check: {checked.summary()}", highlight=False)
     print_next_steps(workdir, console)
-    return RunOutcome(workdir, json_path, html_path, progress, report.problems)
+    return RunOutcome(
+        workdir, json_path, html_path, progress, report.problems, drive.settled, checked
+    )

@@ -9,7 +9,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 
 from ._envelope import NO_RUN, Event
-from ._errors import InvalidEvent
+from ._errors import InvalidEvent, describe_validation
 from ._events import EVENT_TYPES, AnyEvent
 
 __all__ = [
@@ -136,7 +136,8 @@ def _decode(data: bytes | str | dict[str, Any], where: str) -> Event:
     try:
         return _ADAPTER.validate_python(upcast(payload))
     except ValidationError as e:
-        kind = payload.get("event_type", "?")
-        raise InvalidEvent(f"{str(kind)[:64]} event{where} is invalid: {e}") from e
+        kind = str(payload.get("event_type", "?"))[:64]
+        problems = describe_validation(e, tag=kind)
+        raise InvalidEvent(f"{kind} event{where} is invalid: {problems}") from e
     except (TypeError, ValueError, RecursionError) as e:  # an upcaster met a malformed payload
         raise InvalidEvent(f"message{where} cannot be upcast: {type(e).__name__}: {e}") from e

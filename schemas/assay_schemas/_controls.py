@@ -34,8 +34,8 @@ __all__ = [
 KNOWN_GOOD = "reference"
 """The variant of the known-good control: the reference answer itself."""
 DERIVED_VARIANTS = ("altered_numbers", "files_removed", "not_executed", "prose_only")
-"""Known-bad variants Assay derives from a reference: numbers altered beyond the task's
-tolerances (files kept), claimed files removed, outputs removed but code and message
+"""Known-bad variants Assay derives from a reference: reported results altered beyond the
+task's tolerances yet plausible, method constants kept (files kept), claimed files removed, outputs removed but code and message
 kept, the message alone."""
 CONTROL_MESSAGE_CHARS = 50_000
 """Most characters of a control's final message."""
@@ -89,10 +89,33 @@ class ControlAction(NamedTuple):
 
 
 class ControlPlan(_Frozen):
-    """What a control agent does (stored as a blob): write these files, then answer."""
+    """What a control agent does (stored as a blob), the way an agent works: write the
+    ``code``, run the ``commands`` in the sandbox, check which ``files`` they left as
+    planned and write the others (all of them when nothing runs), remove ``absent``, then
+    answer."""
 
     files: list[ControlFile] = Field(default_factory=list, max_length=256)
+    """The outputs the answer leaves: made by the commands, or written when they are not."""
     message: str = Field(max_length=CONTROL_MESSAGE_CHARS)
+    code: list[ControlFile] = Field(default_factory=list, max_length=64)
+    """Text files written first, each in one step (the analysis' scripts)."""
+    commands: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(default_factory=list, max_length=16)  # fmt: skip
+    """Shell commands run, one step each, after the code is written."""
+    absent: list[Annotated[str, Field(min_length=1, max_length=512)]] = Field(default_factory=list, max_length=256)  # fmt: skip
+    """Paths removed after the commands (outputs the answer claims but must not leave)."""
+    step_ms: float = Field(default=0.0, ge=0.0, le=600_000.0)
+    """A step's median think time (an agent's model takes time to answer)."""
+
+    @model_validator(mode="after")
+    def _code_is_text(self) -> ControlPlan:
+        if not all(f.text for f in self.code):
+            raise ValueError("a control's code is text, written with write_file")
+        return self
+
+    def max_steps(self) -> int:
+        """The most steps the plan can take, its answer included."""
+        runs = len(self.commands) + (1 if self.commands and self.files else 0)
+        return len(self.code) + runs + len(self.actions()) + (1 if self.absent else 0) + 1
 
     def actions(self) -> list[ControlAction]:
         """The plan's steps before its answer: one per text file, one per chunk of bytes."""

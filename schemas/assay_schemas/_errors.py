@@ -159,9 +159,30 @@ class ErrorInfo(BaseModel):
         return f"{self.error_class}: {self.message}" if self.error_class else self.message
 
 
-def describe_validation(error: ValidationError) -> str:
-    """One line per problem, each naming the field path: for messages users read."""
-    return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
-        for err in error.errors()
-    )
+_MAX_PROBLEMS = 10
+"""At most this many problems are named in one description."""
+
+
+def describe_validation(
+    error: ValidationError, *, tag: str | None = None, limit: int = _MAX_PROBLEMS
+) -> str:
+    """One sentence per problem, each naming the field path: for messages users read.
+
+    ``tag`` is a discriminated union's tag to leave out of the paths (pydantic puts the
+    event type first). The input is hostile: at most ``limit`` problems are named, each
+    path part and message cut short, and no value sent is echoed back.
+    """
+    problems = error.errors(include_url=False, include_input=False, include_context=False)
+    lines = [f"{_path(err['loc'], tag)}: {_cut(err['msg'], 200)}" for err in problems[:limit]]
+    if len(problems) > limit:
+        lines.append(f"and {len(problems) - limit} more")
+    return "; ".join(lines)
+
+
+def _path(loc: tuple[int | str, ...], tag: str | None) -> str:
+    parts = list(loc[1:] if tag is not None and loc[:1] == (tag,) else loc)
+    return ".".join(_cut(str(p), 64) for p in parts) or "(root)"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -39,6 +39,7 @@ class Problems(BaseModel):
     causes: tuple[Cause, ...] = ()
     """Infrastructure failures (runs and judgments the platform failed: never scored)."""
     pending_runs: int = 0
+    """Expected runs short of their outcome: not ended, or ended and not sealed."""
     pending_verdicts: dict[str, int] = {}
     """judge id -> owed verdicts not given."""
     complete: bool = True
@@ -54,7 +55,7 @@ class Problems(BaseModel):
         """One line per pending item, for the terminal and the HTML."""
         out = []
         if self.pending_runs:
-            out.append(f"{self.pending_runs} expected run(s) never ended")
+            out.append(f"{self.pending_runs} expected run(s) never ended (or were never sealed)")
         out += [f"{n} verdict(s) of {j} never came" for j, n in self.pending_verdicts.items()]
         return out
 

@@ -14,6 +14,7 @@ from assay_aggregator.report import build_report, report_frames
 from assay_aggregator.state import state_from_json, state_to_json
 from assay_aggregator.statistics import AnalysisSettings
 from assay_aggregator.validity import control_frame, judge_validity
+from assay_aggregator.validity_charts import validity_charts
 from assay_schemas import (
     AgentSpec,
     ArtifactsSealed,
@@ -142,6 +143,13 @@ def test_controls_are_folded_and_measured_but_never_counted_for_agents() -> None
     assert "validity_control_rates" in report_frames(report)
     html = render_html(report)
     assert "Judge validity" in html and "Rogan" in html
+    # The forest plots: one row per judge and the jury, every whisker of some length.
+    charts = validity_charts(v)
+    assert [c.title.split(" ")[0] for c in charts.shown] == ["Sensitivity", "Specificity", "Pass"]
+    assert [r.label for r in charts.shown[0].rows] == ["j1", "j2", "jury (mean)"]
+    assert all(r.whisker and r.whisker[0] != r.whisker[1] for c in charts.shown[:2] for r in c.rows)
+    assert "Sensitivity on control runs" in html and "Specificity per known-bad variant" in html
+    assert "<dt>corrected_pass_shares</dt>" in html and "errors depend only on the run" in html
     # The declarations survive a snapshot.
     state = state_from_json(state_to_json(p.state))
     assert state.controls == p.state.controls
@@ -160,11 +168,21 @@ def test_human_verdicts_are_measured_against_each_judge_and_the_jury() -> None:
     p = Projections(fold(enumerate(events, 1)))
     v = judge_validity(p, [C], AnalysisSettings(seed=1, n_resamples=100))
     assert v is not None
-    subjects = {(r.subject_kind, r.subject): r for r in v.human_agreement}
-    assert set(subjects) == {("judge", "j1"), ("judge", "j2"), ("jury", "")}
-    assert subjects[("judge", "j2")].kappa == 1.0
-    # Good work: 3 agent runs (even tasks) and 6 known-good controls; bad work likewise.
-    assert subjects[("judge", "j2")].both_pass == 9 == subjects[("judge", "j2")].both_fail
+    subjects = {(r.subject_kind, r.subject, r.runs): r for r in v.human_agreement}
+    judges = {("judge", "j1"), ("judge", "j2"), ("jury", "")}
+    assert set(subjects) == {(*s, runs) for s in judges for runs in ("agents", "controls")}
+    # Agents' runs: 3 good (even tasks), 3 bad; controls: 6 known-good, 6 known-bad.
+    agents, controls = subjects[("judge", "j2", "agents")], subjects[("judge", "j2", "controls")]
+    assert (agents.both_pass, agents.both_fail, agents.n_runs) == (3, 3, 6)
+    assert (controls.both_pass, controls.both_fail, controls.n_runs) == (6, 6, 12)
+    assert agents.kappa == 1.0 == controls.kappa and agents.pabak == 1.0
+    # j1 passes everything: it agrees with the reviewer on half the pairs (PABAK 0), and
+    # κ is 0 with a pass share of 100% against the reviewer's 50%: a prevalence warning.
+    j1 = subjects[("judge", "j1", "agents")]
+    assert (j1.subject_pass_share, j1.human_pass_share, j1.pabak, j1.kappa) == (1.0, 0.5, 0.0, 0.0)
+    assert any(w.kind == "kappa_prevalence" and w.subject == "j1" and "on agents' runs" in w.message
+               for w in v.warnings)  # fmt: skip
+    assert {b.runs for b in v.human_bias} == {"agents", "controls"}
     # The reviewer is no LLM judge: never in the controls' judges, never in agent scores.
     assert "reviewer-ann" not in set(control_frame(p, [C])["judge_id"])
     assert "Agreement with human verdicts" in render_html(

@@ -31,6 +31,7 @@ from assay_schemas import (
     Producer,
     RunFailed,
     RunRequested,
+    SandboxReady,
 )
 from bench.synthetic_log import publish_events, synthetic_events
 
@@ -68,10 +69,13 @@ def planted() -> tuple[list[Event], str]:
     out: list[Event] = []
     for e in events:
         verdict = e if isinstance(e, JudgmentRecorded) else None
-        if e.run_id == infra and isinstance(e, _AFTER_SANDBOX):
-            continue  # the sandbox went away: nothing after it
-        if e.run_id == agent and isinstance(e, (AgentFinished, ArtifactsSealed, JudgmentRecorded)):
+        if e.run_id == infra and isinstance(e, (SandboxReady, *_AFTER_SANDBOX)):
+            continue  # no sandbox could be made: nothing after it
+        if e.run_id == agent and isinstance(e, (AgentFinished, JudgmentRecorded)):
             continue  # the agent crashed after its step
+        if e.run_id == agent and isinstance(e, ArtifactsSealed):
+            # What it left is sealed all the same (its run owes no verdict).
+            e = e.model_copy(update={"outcome": "failed", "final_message": ""})
         if verdict is not None and e.run_id == judged and verdict.judge_id == "judge_a":
             out.append(_judgment_failed(verdict, "judge-gave-up", verdict.sample))
             continue

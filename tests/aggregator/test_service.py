@@ -8,12 +8,14 @@ from pathlib import Path
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.store import LocalBlobStore
 from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.service import build
 from assay_aggregator.snapshot import load_snapshot, paths_for
 from assay_aggregator.verify import ReportParams, verify
-from bench.synthetic_log import LogSpec
+from assay_schemas import ArtifactsSealed, Event, FileRef, SealManifest
+from bench.synthetic_log import LogSpec, publish_events, synthetic_events
 
 from .conftest import SPEC, Published, publish, run_cli
 
@@ -105,3 +107,35 @@ async def test_live_snapshots_are_paced_by_what_they_cost(
         assert snap is not None and snap.last_sequence == published.head + 1
     finally:
         await service.bus.stop()
+
+
+def _manifest_as_blob(event: Event, store: LocalBlobStore) -> Event:
+    """A seal as the sandbox-manager logs it when its manifest is too large to inline."""
+    if not isinstance(event, ArtifactsSealed) or not event.files:
+        return event
+    manifest = SealManifest(files=event.files, excluded=event.excluded)
+    info = store.put_bytes(manifest.model_dump_json().encode())
+    ref = FileRef(path="seal-manifest.json", sha256=info.sha256, size=info.size,
+                  media_type="application/json")  # fmt: skip
+    update = {"files": [], "excluded": [], "manifest": ref, "file_count": len(event.files)}
+    return event.model_copy(update=update)
+
+
+async def test_seal_manifests_stored_as_blobs_count_live_and_in_replay_verify(
+    bus: Bus, settings: Settings
+) -> None:
+    """The live aggregator as `assay serve aggregator` builds it (no store handed over) and
+    both folds of `replay --verify` read a seal's manifest blob from the configured store."""
+    store = LocalBlobStore(settings.blob_dir)
+    spec = LogSpec(campaign_id="blobs", n_tasks=3, n_agents=2, seed=6, empty_artifact_rate=0.0)
+    inline = list(synthetic_events(spec, store=store))
+    events = [_manifest_as_blob(e, store) for e in inline]
+    n_files = sum(len(e.files) for e in inline if isinstance(e, ArtifactsSealed))
+    assert n_files > 0 and events != inline
+    await publish_events(bus.js, bus.subjects, bus.stream.name, events)
+    await _live_until(settings, len(events))
+    snap = load_snapshot(settings)
+    assert snap is not None
+    assert Projections(snap).tables()["artifacts"].height == n_files
+    results = await verify(settings, ReportParams(n_resamples=RESAMPLES))
+    assert [r.diff for r in results if not r.identical] == []

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import polars as pl
+import pytest
+from statsmodels.stats.proportion import proportion_confint  # type: ignore[import-untyped]
 
 from assay_aggregator import statistics as st
 
@@ -83,3 +85,30 @@ def test_reference_check_matrix_names_each_failed_check_and_value() -> None:
     assert a1.failed == ("r1: n_rows — found 9, expected 10",)
     assert cells[("t1", "B")].failed == ("r4: mean — found 2.5, expected 3.1",)
     assert cells[("t2", "A")].failed == () and cells[("t2", "A")].pass_rate == 1.0
+
+
+def test_rule_tag_and_check_rates_carry_binomial_intervals() -> None:
+    """Against statsmodels: Wilson's interval, Clopper–Pearson's at 0 or n; A's three checks
+    over two runs vary less between runs than independent checks would (design effect
+    below 1, kept at 1), so they count as three."""
+    tags = {r.agent_id: r for r in st.rule_tag_rates(_tables())}
+    assert (tags["A"].ci_low, tags["A"].ci_high) == pytest.approx(proportion_confint(1, 2, method="wilson"), abs=1e-12)  # fmt: skip
+    assert (tags["B"].ci_low, tags["B"].ci_high) == pytest.approx(proportion_confint(0, 1, method="beta"), abs=1e-12)  # fmt: skip
+    a, b = st.reference_check_rates(_tables())
+    assert (a.ci_low, a.ci_high) == pytest.approx(proportion_confint(2, 3, method="wilson"), abs=1e-12)  # fmt: skip
+    assert (b.ci_low, b.ci_high) == pytest.approx(proportion_confint(0, 1, method="beta"), abs=1e-12)  # fmt: skip
+
+
+def test_checks_clustered_in_runs_count_as_fewer() -> None:
+    """Two runs of five checks, one all passed and one all failed: the ten checks carry
+    what two runs do (design effect 5), so the interval is Wilson's at 1 of 2."""
+    t = _tables()
+    runs = t.runs.filter(pl.col("run_id").is_in(["r1", "r2"]))
+    checks = pl.DataFrame(
+        {"run_id": ["r1"] * 5 + ["r2"] * 5, "agent_id": ["A"] * 10,
+         "name": [f"c{i}" for i in range(5)] * 2, "passed": [True] * 5 + [False] * 5,
+         "weight": [1.0] * 10, "detail": ["ok"] * 10}
+    )  # fmt: skip
+    (a,) = st.reference_check_rates(st.CountTables(runs, checks, t.verdicts, t.tags))
+    assert (a.n_checks, a.pass_rate) == (10, 0.5)
+    assert (a.ci_low, a.ci_high) == pytest.approx(proportion_confint(1, 2, method="wilson"), abs=1e-12)  # fmt: skip

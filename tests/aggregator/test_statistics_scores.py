@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 from scipy import stats
+from statsmodels.stats.proportion import proportion_confint  # type: ignore[import-untyped]
 
 from assay_aggregator import statistics as st
 from assay_aggregator.statistics._bootstrap import resample_counts
@@ -103,6 +104,9 @@ def test_hand_pass_rates_and_unpassed(hand: st.Tables) -> None:
     assert rows["A"].pass_rate == pytest.approx(0.5)
     assert rows["A"].n_passed == 2
     assert rows["B"].pass_rate == pytest.approx(0.5)
+    for r in rows.values():  # never narrower than Wilson's at q·n of n
+        lo, hi = proportion_confint(r.pass_rate * r.n_runs, r.n_runs, method="wilson")
+        assert r.ci_low <= lo + 1e-12 and r.ci_high >= hi - 1e-12
     assert [u.task_id for u in rows_of(st.unpassed_task_rows, hand, seed=0)] == ["t3"]
     assert rows_of(st.unpassed_task_rows, hand, seed=0)[0].best_run_score == 5.0
 
@@ -184,6 +188,15 @@ def _task_ratio(y: np.ndarray, x: np.ndarray, seed: int) -> tuple[float, float]:
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
+def _rate_ci(y: np.ndarray, x: np.ndarray, seed: int) -> tuple[float, float]:
+    """A rate's interval: the hull of scipy's task bootstrap and statsmodels' Wilson
+    interval at the pooled counts (Clopper–Pearson's at 0 or n)."""
+    k, n = y.sum(), x.sum()
+    lo, hi = _task_ratio(y, x, seed)
+    blo, bhi = proportion_confint(k, n, method="beta" if k in (0, n) else "wilson")
+    return min(lo, blo), max(hi, bhi)
+
+
 def _check_ci(lo: float, hi: float, ref: tuple[float, float], sd: float) -> None:
     assert abs(lo - ref[0]) <= MC_TOL * sd
     assert abs(hi - ref[1]) <= MC_TOL * sd
@@ -225,7 +238,7 @@ def test_below_anchor_and_pass_rate_against_scipy(planted: st.Tables) -> None:
         row = shares[judge]
         assert row.share == pytest.approx(y.sum() / x.sum(), abs=1e-12)
         assert row.n_ratings == x.sum()
-        _check_ci(row.ci_low, row.ci_high, _task_ratio(y, x, 6), row.se)
+        _check_ci(row.ci_low, row.ci_high, _rate_ci(y, x, 6), row.se)
     # Planted leniency (+2 for judge_b) shows as fewer ratings below the anchor.
     assert shares["judge_b"].ci_high < shares["judge_a"].ci_low
     assert shares["judge_b"].ci_high < shares["judge_c"].ci_low
@@ -273,10 +286,13 @@ def test_tag_rates_against_scipy(planted: st.Tables) -> None:
         )
         y, x = _per_task(per, tasks, "hit", "len")
         assert row.rate == pytest.approx(y.sum() / x.sum(), abs=1e-12)
-        _check_ci(row.ci_low, row.ci_high, _task_ratio(y, x, 9), row.se)
+        _check_ci(row.ci_low, row.ci_high, _rate_ci(y, x, 9), row.se)
     by_agent = {r.agent_id: r.rate for r in rows if r.tag == "overclaiming"}
     assert by_agent["agent_0"] > 0.3 > by_agent["agent_1"]
-    assert all(r.rate == 0 for r in rows if r.tag == "fabricated_results")
+    never = [r for r in rows if r.tag == "fabricated_results"]
+    assert never and all(r.rate == 0 for r in never)
+    for r in never:  # 0 of n: Clopper–Pearson's interval, not a zero-width one
+        assert (r.ci_low, r.ci_high) == pytest.approx(proportion_confint(0, r.n_verdicts, method="beta"), abs=1e-12)  # fmt: skip
 
 
 def test_tag_hand_case() -> None:

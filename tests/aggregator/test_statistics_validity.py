@@ -190,6 +190,10 @@ def test_kappas_equal_scikit_learn_and_spearman_equals_scipy() -> None:
         binned = cohen_kappa_score([math.floor(v + 0.5) for v in x], [math.floor(v + 0.5) for v in y],
                                    labels=list(range(11)), weights="quadratic")  # fmt: skip
         assert row.kappa == pytest.approx(pf, abs=1e-9)
+        agree = np.mean([(a >= A) == (b >= A) for a, b in zip(x, y, strict=True)])
+        assert row.pabak == pytest.approx(2 * agree - 1, abs=1e-12)
+        assert row.subject_pass_share == pytest.approx(np.mean([a >= A for a in x]), abs=1e-12)
+        assert row.human_pass_share == pytest.approx(np.mean([b >= A for b in y]), abs=1e-12)
         assert row.weighted_kappa == pytest.approx(binned, abs=1e-9)
         assert row.spearman == pytest.approx(spearmanr(x, y).statistic, abs=1e-9)
         assert row.n_runs == len(x) and row.n_tasks == 12
@@ -236,9 +240,10 @@ def _kinds(ws: list[st.StatisticsWarning]) -> dict[tuple[str, str], str]:
 
 
 def test_healthy_validity_data_has_no_warning() -> None:
+    """60 controls of each variant: every Se/Sp interval within ±0.15, none at 0 or n."""
     rng = np.random.default_rng(2)
-    c = _controls(rng, 20, {"reference": 0.9, "altered_numbers": 0.2, "prose_only": 0.2})
-    runs = _runs(rng, 20, {"a": 0.5}, 0.9, 0.8)
+    c = _controls(rng, 60, {"reference": 0.9, "altered_numbers": 0.2, "prose_only": 0.2})
+    runs = _runs(rng, 60, {"a": 0.5}, 0.9, 0.8)
     truth = _truth(rng)
     agree, _ = st.human_agreement_rows(_ratings(rng, ("j1",), truth, 1.0),
                                        _ratings(rng, ("alice",), truth, 1.0), SETTINGS)  # fmt: skip
@@ -247,13 +252,32 @@ def test_healthy_validity_data_has_no_warning() -> None:
     assert got == []
 
 
-def test_few_controls_warns_with_counts() -> None:
+def test_few_controls_warns_by_the_interval_half_width() -> None:
     c = _controls(np.random.default_rng(1), 3, {"reference": 0.9, "altered_numbers": 0.2, "prose_only": 0.2})  # fmt: skip
-    w = st.validity_warnings(st.control_rate_rows(c, SETTINGS))
+    rates = _rates(st.control_rate_rows(c, SETTINGS))
+    w = st.validity_warnings(tuple(rates.values()))
     msgs = [x.message for x in w if x.kind == "few_controls"]
-    assert "the sensitivity of judge j1 rests on 3 control run(s) in 3 task(s), fewer than 10 runs or 5 tasks" in msgs  # fmt: skip
+    se = rates[("j1", None, "sensitivity")]
+    half = (se.ci_high - se.ci_low) / 2
+    assert f"the sensitivity of judge j1 rests on 3 control run(s) in 3 task(s): an interval of ±{half:.2f}, wider than ±0.15" in msgs  # fmt: skip
     assert any("specificity of the jury's mean on variant prose_only" in m for m in msgs)
-    assert all("corrected_pass_shares" in x.affects for x in w)
+    assert all("corrected_pass_shares" in x.affects and "rule_rates" in x.affects for x in w)
+
+
+def test_few_controls_follows_the_evidence_not_the_run_count() -> None:
+    """Many control runs that disagree within a few tasks still warn; a narrow interval
+    from as many runs does not."""
+    rows = [(f"t{t}", f"g{t}-{i}", "j1", "reference", "pass", 9.0 if t < 3 else 2.0)
+            for t in range(6) for i in range(10)]  # fmt: skip
+    rows += [(f"t{t}", f"b{t}-{i}", "j1", "prose_only", "fail", 2.0) for t in range(6) for i in range(10)]  # fmt: skip
+    c = pl.DataFrame(rows, schema=list(st.CONTROLS_SCHEMA), orient="row")
+    got = _rates(st.control_rate_rows(c, SETTINGS))
+    se, sp = got[("j1", None, "sensitivity")], got[("j1", None, "specificity")]
+    kinds = {(w.kind, w.message.split(" rests")[0].split(" is ")[0]) for w in st.validity_warnings((se, sp))}  # fmt: skip
+    assert se.n_runs == 60 and (se.ci_high - se.ci_low) / 2 > 0.15
+    assert ("few_controls", "the sensitivity of judge j1") in kinds
+    assert ("few_controls", "the specificity of judge j1") not in kinds
+    assert ("boundary_interval", "the specificity of judge j1") in kinds
 
 
 def test_uninformative_judge_makes_the_correction_undefined() -> None:
@@ -275,9 +299,8 @@ def test_missing_known_bad_controls_names_the_cause() -> None:
                    "control (no specificity)")  # fmt: skip
 
 
-def test_clipped_correction_and_undefined_resamples_warn() -> None:
-    # Se = 5/6, Sp = 1/2 with the right known-bad verdicts all in tasks 0-2: resamples
-    # drawing mostly tasks 3-5 have Se* + Sp* ≤ 1.
+def test_clipped_and_unbounded_correction_warn() -> None:
+    # Se = 5/6, Sp = 1/2 on 6 tasks: Se + Sp − 1 = 1/3, but its interval reaches 0.
     rows = [(f"t{t}", f"g{t}", "j1", "reference", "pass", 9.0 if t else 2.0) for t in range(6)]
     rows += [(f"t{t}", f"b{t}-{v}", "j1", v, "fail", 2.0 if t < 3 else 9.0)
              for t in range(6) for v in ("altered_numbers", "prose_only")]  # fmt: skip
@@ -285,13 +308,15 @@ def test_clipped_correction_and_undefined_resamples_warn() -> None:
     runs = _runs(np.random.default_rng(8), 6, {"a": 0.0}, 0.0, 1.0)  # all fail: q = 0 < 1 − Sp
     (row,) = st.corrected_pass_rows(runs, c, SETTINGS)
     w = _kinds(st.validity_warnings(corrected=[row]))
-    assert row.unclipped < 0 and row.estimate == 0.0 and row.undefined_resamples > 0
-    assert w[("correction_clipped", "a")].startswith(
-        "the corrected pass share of agent a from the jury's mean (-"
+    assert row.unclipped == pytest.approx(-1.5) and row.estimate == 0.0 and row.unbounded
+    assert (row.ci_low, row.ci_high) == (0.0, 1.0)
+    assert w[("correction_clipped", "a")] == (
+        "agent a's corrected pass share from the jury's mean (-150% → 0%) lies outside "
+        "[0, 1] and is clipped: the raw share and the error rates disagree"
     )
-    assert w[("correction_resamples_undefined", "a")] == (
-        f"{row.undefined_resamples} resamples have Se + Sp ≤ 1 and are left out of the "
-        "interval of agent a's corrected pass share from the jury's mean"
+    assert w[("correction_unbounded", "a")] == (
+        "agent a's corrected pass share from the jury's mean is not estimable: Se + Sp = "
+        "0.833 + 0.500 may be ≤ 1 at the report's confidence, so any share fits"
     )
 
 

@@ -15,8 +15,19 @@ def _warnings(tables: st.Tables, **kw: object) -> dict[tuple[str, str], st.Stati
 
 
 def test_healthy_campaign_has_no_warning() -> None:
-    t = synthetic_tables(n_tasks=30, n_agents=3, seed=2)
+    # base 7.5: every agent passes some runs and fails others (no rate at 0 or 1).
+    t = synthetic_tables(n_tasks=30, n_agents=3, seed=2, base=7.5)
     assert _warnings(t) == {}
+
+
+def test_a_pass_rate_at_zero_warns_and_names_it() -> None:
+    t = synthetic_tables(n_tasks=30, n_agents=3, seed=2)
+    rep = st.compute_statistics(t, st.AnalysisSettings(seed=1, n_resamples=100))
+    zero = [r for r in rep.pass_rates if r.pass_rate == 0.0]
+    w = _warnings(t)[("boundary_interval", "pass_rates")]
+    assert zero and all(r.ci_high > 0 for r in zero)
+    assert w.message.startswith(f"{len(zero)} of 3 rates in pass_rates are at 0 or 1 ({zero[0].agent_id} 0% of {zero[0].n_runs}")  # fmt: skip
+    assert w.affects == ("pass_rates",)
 
 
 def test_one_task_warns_of_zero_width_intervals_and_certain_ranks() -> None:

@@ -162,3 +162,17 @@ def test_dead_letters_at_80_columns_read_whole(monkeypatch: pytest.MonkeyPatch) 
         text = " ".join(line.strip() for line in block)
         assert f"reason: {REASON}" in text  # wrapped between words, never mid-word
         assert "subject: assay.ev.ArtifactsSealed.campaign-long-name.run-" in text
+
+
+def test_the_terminal_lists_the_refused_messages_it_points_to(report: Report) -> None:
+    """The integrity line points at the refusals; the terminal itself lists them."""
+    from assay_aggregator.report import RefusedMessage
+
+    refused = tuple(
+        RefusedMessage(sequence=i, subject=f"assay.ev.X.c.r{i}", reason=f"forged {i}")
+        for i in range(1, 13)
+    )
+    text, _ = _render(report.model_copy(update={"refused": refused}), 160)
+    assert "12 message(s) refused" in text and "Refused messages" in text
+    assert "forged 1" in text and "forged 10" in text and "forged 11" not in text
+    assert "and 2 more refused message(s)" in text

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import math
 import os
 import re
 import time
@@ -9,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from assay.store import LocalBlobStore
 from assay.tasks import build_task, control_answers, load_task_dir, load_tasks, read_control_folder
 from assay.tasks._controls import MAX_CONTROL_FILES, derive
+from assay_cli.campaign import load_campaign
+from assay_cli.controls import ControlRun, plan_controls
+from assay_judge.rules.checks import reference_check
 from assay_schemas import (
     DERIVED_VARIANTS,
     KNOWN_GOOD,
@@ -19,9 +26,12 @@ from assay_schemas import (
     ControlDeclared,
     ControlPlan,
     ControlsSpec,
+    FileRef,
     NumberNearCheck,
     Producer,
     TaskInputError,
+    TaskSubmitted,
+    derive_id,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,13 +89,97 @@ def test_altered_numbers_leave_every_number_check_the_reference_passes(task_id: 
     assert checked or not any(isinstance(c, NumberNearCheck) for c in task.reference_checks)
 
 
+_NUM = r"\d+(?:\.\d+)?"
+# Method constants, found here independently of the derivation: confidence levels and
+# error rates as percentages, formula bases and exponents, sample sizes.
+_CONSTANTS = (
+    re.compile(rf"{_NUM}\s*%\s*(?:CI|confidence|credible|power|FDR)", re.IGNORECASE),
+    re.compile(rf"(?<![\w.]){_NUM}\s*\^|\^\s*-?{_NUM}"),
+    re.compile(rf"\b[nN]\s*=\s*{_NUM}"),
+    re.compile(rf"\b{_NUM}\s+vs\.?\s+{_NUM}\b"),
+)
+_P_VALUE = re.compile(rf"\bp(?:-value)?\s*(?:=|<|≤)\s*({_NUM}(?:[eE]-?\d+)?)", re.IGNORECASE)
+_P_COLUMN = re.compile(r"^(?:p|p[ _.-]?val(?:ue)?|p[ _.-]?adj(?:usted)?|padj|fdr|q[ _.-]?val(?:ue)?|holm.*|.*\bp\b.*)$", re.IGNORECASE)  # fmt: skip
+_TABLE_CI = re.compile(rf"\|\s*(-?{_NUM})\s*\|\s*(-?{_NUM})\s*[–-]\s*(-?{_NUM})\s*\|")
+_TOKEN = re.compile(rf"(?<![\w.])-?{_NUM}(?:[eE][-+]?\d+)?(?![\w])")
+
+
+def _texts(folder: object) -> dict[str, str]:
+    files, message = folder  # type: ignore[misc]
+    out = {"(message)": message}
+    for path, data in files.items():
+        if path.endswith((".md", ".csv", ".tsv", ".txt", ".json")):
+            out[path] = data.decode("utf-8")
+    return out
+
+
+def _p_values(path: str, text: str) -> list[float]:
+    found = [float(m.group(1)) for m in _P_VALUE.finditer(text)]
+    if path.endswith(".csv"):
+        rows = list(csv.reader(io.StringIO(text)))
+        for col, name in enumerate(rows[0] if rows else []):
+            if _P_COLUMN.match(name.strip()):
+                found += [float(r[col]) for r in rows[1:] if col < len(r) and re.fullmatch(_NUM + r"(?:[eE]-?\d+)?", r[col])]  # fmt: skip
+    return found
+
+
+@pytest.mark.parametrize("task_id", sorted(p.name for p in REFERENCES.iterdir()))
+def test_altered_numbers_keep_method_constants_stay_plausible_and_fail_the_checks(
+    task_id: str,
+) -> None:
+    """Issue #47: only reported results move (same sign, same order of magnitude, p in
+    [0, 1], intervals still around their estimates); confidence levels, formula bases,
+    sample sizes and the numbers the task states stay; the reference checks still fail."""
+    task = _bundled(task_id)
+    answers = _answers(task_id)
+    ref, alt = answers[KNOWN_GOOD].answer, answers["altered_numbers"].answer  # type: ignore[attr-defined]
+    stated = set(_TOKEN.findall(" ".join([task.prompt, task.expected_output or "", *task.constraints])))  # fmt: skip
+    before, after = _texts(ref), _texts(alt)
+    windows = [(c.expected, c.tolerance) for c in task.reference_checks if isinstance(c, NumberNearCheck)]  # fmt: skip
+    moved = 0
+    for path, text in before.items():
+        new = after[path]
+        for pattern in _CONSTANTS:
+            assert sorted(pattern.findall(new)) == sorted(pattern.findall(text)), (path, pattern)
+        old_tokens, new_tokens = _TOKEN.findall(text), _TOKEN.findall(new)
+        assert len(old_tokens) == len(new_tokens), path
+        for a, b in zip(old_tokens, new_tokens, strict=True):
+            x, y = float(a), float(b)
+            if a.lstrip("-") in stated:
+                assert a == b, f"{path}: {a} is stated in the task"
+            if x == y:
+                continue
+            moved += 1
+            assert (x > 0) == (y > 0) and (x < 0) == (y < 0), (path, a, b)
+            # A value in a check's window that spans more than an order of magnitude
+            # around it (p in [0, 0.01], p in [0.05, 1]) must jump past the window.
+            wide = any(abs(x - e) <= t and (e - t <= abs(x) / 10 or e + t >= 10 * abs(x)) for e, t in windows)  # fmt: skip
+            if x != 0 and not wide:
+                assert abs(math.log10(abs(y) / abs(x))) <= 1.0, (path, a, b)
+        assert all(0.0 <= p <= 1.0 for p in _p_values(path, new)), (path, _p_values(path, new))
+        for m in _TABLE_CI.finditer(text):
+            est, lo, hi = (float(g) for g in m.groups())
+            if lo <= est <= hi:
+                at = _TABLE_CI.search(new, pos=m.start() - 40 if m.start() > 40 else 0)
+                assert at is not None
+                e2, l2, h2 = (float(g) for g in at.groups())
+                assert l2 <= e2 <= h2, (path, m.group(0), at.group(0))
+    assert moved, "some reported result moved"
+    refs = [FileRef(path=p, sha256="0" * 64, size=len(d)) for p, d in ref.files.items()]
+    alts = [FileRef(path=p, sha256="0" * 64, size=len(d)) for p, d in alt.files.items()]
+    good = [reference_check(c, refs, ref.files, 1.0) for c in task.reference_checks]
+    bad = [reference_check(c, alts, alt.files, 1.0) for c in task.reference_checks]
+    assert all(c.passed for c in good), [c for c in good if not c.passed]
+    assert not all(c.passed for c in bad), ("the altered answer passes every reference check", bad)
+
+
 def test_numbers_inside_names_are_kept() -> None:
     task = _bundled("qpcr_ddct")
     ref = read_control_folder("qpcr_ddct", REFERENCES / "qpcr_ddct", max_bytes=1_000_000)
     alt = derive(task, ref._replace(message="IL6 and log2FC x_1: 8.62, n = 3"), "altered_numbers")
     assert alt is not None
     assert alt.message.startswith("IL6 and log2FC x_1: ") and "8.62" not in alt.message
-    assert alt.message.endswith("n = " + alt.message.rsplit("n = ", 1)[1]) and not alt.message.endswith("n = 3")  # fmt: skip
+    assert alt.message.endswith("n = 3"), "a sample size is a method constant"
 
 
 def test_a_variant_the_reference_cannot_make_is_left_out(tmp_path: Path) -> None:
@@ -241,3 +335,46 @@ def test_a_plan_writes_bytes_in_chunks_under_the_argument_limit() -> None:
     assert [tuple(a) for a in plan.actions()] == [
         (0, 0, 500_000), (1, 0, 60_000), (1, 60_000, 60_000), (1, 120_000, 10_001), (2, 0, 0),
     ]  # fmt: skip
+
+
+def _planned(tmp_path: Path, secret: bytes) -> list[ControlRun]:
+    campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
+    campaign = campaign.model_copy(update={"controls": ControlsSpec(references=str(REFERENCES))})
+    drafts = [d for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
+              if d.task_id in ("qpcr_ddct", "survey_paired")]  # fmt: skip
+    tasks = [
+        TaskSubmitted(
+            event_id=f"t{i}",
+            campaign_id=campaign.campaign_id,
+            task=build_task(d.fields, []),
+            producer=PRODUCER,
+        )
+        for i, d in enumerate(drafts)
+    ]
+    store = LocalBlobStore(tmp_path / "blobs")
+    return plan_controls(store, campaign, drafts, tasks, PRODUCER, secret=secret)
+
+
+def test_control_identities_are_salted_per_deployment_and_named_like_the_campaigns_agents(
+    tmp_path: Path,
+) -> None:
+    """Issue #47: a control's agent id and run id cannot be recomputed from public names
+    (another deployment, another secret: other ids and another order); its model name and
+    family are those of one of the campaign's own agents."""
+    campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
+    ours = _planned(tmp_path, b"a" * 32)
+    again = _planned(tmp_path, b"a" * 32)
+    theirs = _planned(tmp_path, b"b" * 32)
+    assert [r.request.run_id for r in ours] == [r.request.run_id for r in again]
+    assert {r.request.run_id for r in ours}.isdisjoint({r.request.run_id for r in theirs})
+    assert [r.declared.kind for r in ours] != [r.declared.kind for r in theirs]
+    public = {"a" + derive_id("control", campaign.campaign_id, r.declared.task_id, r.declared.kind)[:15] for r in ours}  # fmt: skip
+    assert public.isdisjoint({r.request.agent.agent_id for r in ours})
+    looks = {(a.model, a.family) for a in campaign.agents}
+    for run in ours:
+        agent = run.request.agent
+        assert (agent.model, agent.family) in looks
+        assert agent.model != "control" and agent.agent_id not in {
+            a.agent_id for a in campaign.agents
+        }
+    assert len({(r.request.agent.model) for r in ours}) > 1, "drawn, not one name for all"

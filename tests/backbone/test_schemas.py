@@ -171,3 +171,33 @@ def test_an_events_id_is_derived_from_its_type_and_cause_as_it_always_was() -> N
     for event_type, cls in EVENT_TYPES.items():
         assert cls.id_for("c", "r", 2) == derive_id(event_type, "c", "r", 2)
     assert RunFailed.id_for("r1", "agent") == derive_id("RunFailed", "r1", "agent")
+
+
+def test_an_invalid_event_says_per_field_what_is_wrong_in_plain_sentences() -> None:
+    """A publisher reads the refusal: each fault names its field, with no pydantic dump
+    (no union tags, no documentation links, no echo of the values sent)."""
+    body = {
+        "event_type": "TaskSubmitted",
+        "event_id": "e1",
+        "campaign_id": "c1",
+        "task_id": "t1",
+        "producer": {"service": "outside", "version": "1"},
+        "task": {"task_id": "t1", "prompt": 42, "secret_value_echo": "x" * 500},
+    }
+    with pytest.raises(InvalidEvent) as caught:
+        parse_event(json.dumps(body).encode(), subject="assay.ev.TaskSubmitted.c1.-")
+    detail = str(caught.value)
+    assert "errors.pydantic.dev" not in detail and "tagged-union" not in detail
+    assert "x" * 100 not in detail
+    assert "task.prompt: " in detail and "task.secret_value_echo: " in detail
+    assert detail.startswith("TaskSubmitted event on assay.ev.TaskSubmitted.c1.-")
+
+
+def test_an_invalid_event_with_a_flood_of_faults_names_a_bounded_number() -> None:
+    """A hostile body with thousands of unknown keys gets a short answer."""
+    task = {"task_id": "t1", "prompt": "p", **{f"k{i}" * 20: i for i in range(3000)}}
+    body = {"event_type": "TaskSubmitted", "event_id": "e1", "campaign_id": "c1", "task": task}
+    with pytest.raises(InvalidEvent) as caught:
+        parse_event(json.dumps(body).encode())
+    detail = str(caught.value)
+    assert len(detail) < 2000 and "more" in detail

@@ -39,6 +39,27 @@ def test_folder_task(tmp_path: Path) -> None:
     assert task.attachments[0].media_type == "text/csv"
 
 
+@pytest.mark.parametrize(
+    "extra, named",
+    [
+        ({"task.yaml": "prompt: the other prompt\n"}, ("prompt.md", "task.yaml")),
+        ({"prompt.txt": "a second prompt\n"}, ("prompt.md", "prompt.txt")),
+        ({"task.toml": 'domain = "x"\n'}, ("task.yaml", "task.toml")),
+    ],
+    ids=["prompt in task.yaml and prompt.md", "two prompt files", "two task files"],
+)
+def test_a_folder_that_says_a_thing_twice_is_refused_naming_both(
+    tmp_path: Path, extra: dict[str, str], named: tuple[str, str]
+) -> None:
+    """Which prompt (or which task file) wins is no rule a user can guess: refuse it."""
+    folder = make_folder_task(tmp_path)
+    for name, text in extra.items():
+        (folder / name).write_text(text)
+    with pytest.raises(TaskInputError) as caught:
+        load_tasks(folder, max_bytes=MAX)
+    assert all(name in str(caught.value) for name in named), str(caught.value)
+
+
 def test_jsonl_tasks(tmp_path: Path) -> None:
     (tmp_path / "a.csv").write_text("x\n1\n")
     (tmp_path / "tasks.jsonl").write_text(

@@ -126,6 +126,15 @@ def test_assay_run_reports_every_task_agent_and_judge(settings: Settings, tmp_pa
     assert rules[("rules:reference_checks", "reference")] == 1.0
     jury = {r["agent_id"]: r for r in validity["corrected_pass_shares"] if r["judge_id"] is None}
     assert set(jury) == AGENTS
+    # No interval claims more than its counts carry (issue 48): none of zero width, and
+    # careful's corrected share on 8 tasks cannot rule out a true share near 0.1.
+    shares = [*validity["control_rates"], *validity["rule_rates"], *validity["corrected_pass_shares"]]  # fmt: skip
+    shares += [r for t in ("pass_rates", "below_anchor_shares", "tag_rates", "empty_artifact_rates") for r in stats[t]]  # fmt: skip
+    assert all(r["ci_high"] > r["ci_low"] for r in shares if r["ci_low"] is not None)
+    assert jury["careful"]["ci_low"] < 0.2 and jury["careful"]["ci_high"] == 1.0
+    warned = {(w["kind"], w["subject"]): w["message"] for w in validity["warnings"]}
+    assert ("raw_share_at_sensitivity", "careful") in warned
+    assert "altered_numbers" in warned[("specificity_heterogeneous", "")]
 
     png = tmp_path / "report.png"
     screenshot(html, png, tmp_path)

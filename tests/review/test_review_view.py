@@ -20,6 +20,7 @@ from assay_schemas import ConfigError
 from .conftest import SPEC, Signed, enroll, projections, rubric_scores
 
 BASE = "http://127.0.0.1"
+KEY = b"a deployment secret of 32 bytes!"
 
 
 @pytest.fixture
@@ -74,15 +75,15 @@ async def test_the_queue_is_blind_seeded_per_reviewer_and_stratified(
     for secret in _secrets(signed):
         assert secret not in page.text, secret
     p = await projections(bus, settings)
-    alice = [i.run_id for i in review_queue(p, "camp", "reviewer-alice")]
-    bob = [i.run_id for i in review_queue(p, "camp", "reviewer-bob")]
+    alice = [i.run_id for i in review_queue(p, "camp", "reviewer-alice", key=KEY)]
+    bob = [i.run_id for i in review_queue(p, "camp", "reviewer-bob", key=KEY)]
     assert sorted(alice) == sorted(bob) == signed.sealed and alice != bob
-    assert alice == [i.run_id for i in review_queue(p, "camp", "reviewer-alice")]
+    assert alice == [i.run_id for i in review_queue(p, "camp", "reviewer-alice", key=KEY)]
 
     def stratum(run: object) -> str:  # one in three runs a control
         return "control" if signed.sealed.index(run.run_id) % 3 == 0 else "real"  # type: ignore[attr-defined]
 
-    drawn = [i.stratum for i in review_queue(p, "camp", "reviewer-alice", stratum=stratum)]
+    drawn = [i.stratum for i in review_queue(p, "camp", "reviewer-alice", key=KEY, stratum=stratum)]
     # Both strata within the first two runs, then in turn while both last.
     assert set(drawn[:2]) == {"control", "real"}
     assert drawn.count("control") == len(signed.sealed[::3])

@@ -18,6 +18,7 @@ from assay_schemas import (
     JudgmentRecorded,
     Producer,
     RunFailed,
+    SandboxReady,
     Task,
     TaskJudgeConfig,
     TaskSubmitted,
@@ -82,6 +83,48 @@ def test_every_submitted_task_is_expected_before_its_runs_are_requested() -> Non
     first = run_id_for(C, "t1", "a", 0)
     p.apply(_ev(RunFailed, 5, run_id=first, stage="agent", error="x", infrastructure=False))
     assert not p.complete and problems_of(p).pending_runs == 1
+
+
+def _failed_in_its_sandbox(p: Progress, run: str) -> None:
+    """A run whose sandbox was made and whose model could not be reached."""
+    p.apply(_ev(CampaignStarted, 1, campaign=SPEC))
+    p.apply(_ev(TaskSubmitted, 2, task=_task("t", samples=1)))
+    p.apply(
+        _ev(SandboxReady, 3, run_id=run, sandbox_id="s", backend="bubblewrap", instance="i",
+            image_digest="d", workspace=[])
+    )  # fmt: skip
+    p.apply(
+        _ev(RunFailed, 4, run_id=run, stage="agent", error="ProviderError: connection refused",
+            infrastructure=True)
+    )  # fmt: skip
+
+
+def test_a_failed_run_is_waited_for_until_its_files_are_sealed() -> None:
+    p = Progress(campaign_id=C)
+    run = run_id_for(C, "t", "a", 0)
+    _failed_in_its_sandbox(p, run)
+    # The sandbox-manager still seals what the run left: the run has not reached its outcome.
+    assert p.awaiting_seal() == {run}
+    assert not p.complete and problems_of(p).pending_runs == 1
+    assert "never sealed" in problems_of(p).lines()[0]
+    sealed = _ev(ArtifactsSealed, 5, run_id=run, task_id="t", files=[], agent_id="a", epoch=0,
+                 outcome="failed")  # fmt: skip
+    p.apply(sealed)
+    assert p.complete and not p.awaiting_seal()
+    problems = problems_of(p)
+    assert problems.pending_runs == 0 and problems.pending_verdicts == {}
+    assert [(c.stage, c.error_class) for c in problems.causes] == [("agent", "ProviderError")]
+
+
+def test_a_seal_declared_lost_settles_a_failed_run() -> None:
+    p = Progress(campaign_id=C)
+    run = run_id_for(C, "t", "a", 0)
+    _failed_in_its_sandbox(p, run)
+    p.apply(
+        _ev(RunFailed, 6, run_id=run, stage="seal", error="SealLost: owner gone",
+            infrastructure=True)
+    )  # fmt: skip
+    assert p.complete and not p.awaiting_seal()
 
 
 def test_infrastructure_failures_are_grouped_by_stage_and_class() -> None:

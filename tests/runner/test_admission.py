@@ -326,6 +326,28 @@ async def test_every_undecodable_submission_is_answered_under_its_message_id(
         assert rejected.causation_id == msg_id and rejected.detail, name
 
 
+async def test_a_malformed_submission_is_answered_field_by_field(
+    bus: Bus, settings: Settings
+) -> None:
+    """The answer names each wrong field in a sentence: no pydantic dump, no links."""
+    event = submission("c1", Task(task_id="t1", prompt="p"))
+    body = json.loads(event.model_dump_json())
+    body["task"]["prompt"] = ["not", "text"]
+    del body["task"]["task_id"]
+    subject = bus.subjects.event("TaskSubmitted", "c1", "-")
+    async with services(settings, LocalBlobStore(settings.blob_dir), names=("runner",)):
+        await start_campaign(bus)
+        await bus.js.publish(
+            subject, json.dumps(body).encode(), headers={"Nats-Msg-Id": event.event_id}
+        )
+        log = await wait_for_events(bus, answered(1))
+    (rejected,) = answers(log)
+    assert isinstance(rejected, TaskRejected) and rejected.reason == "invalid"
+    assert "task.prompt: Input should be a valid string" in rejected.detail
+    assert "task.task_id: Field required" in rejected.detail
+    assert "pydantic" not in rejected.detail and "tagged-union" not in rejected.detail
+
+
 async def test_with_signatures_on_the_door_refuses_what_the_aggregator_would(
     bus: Bus, settings: Settings
 ) -> None:

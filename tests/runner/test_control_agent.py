@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.providers import AssistantMessage, ToolCall, UserMessage
+from assay.providers import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from assay.store import LocalBlobStore
 from assay_runner.control import ControlProvider
 from assay_schemas import ControlFile, ControlPlan, ProviderError
@@ -67,3 +67,82 @@ async def test_a_lost_or_bad_plan_is_the_platforms_failure(tmp_path: Path) -> No
     bad = store.put_bytes(b'{"files": "nope"}').sha256
     with pytest.raises(ProviderError, match="control plan"):
         await ControlProvider(plan_sha256=bad, store=store).complete([])
+
+
+SOLVE = """import pathlib
+out = pathlib.Path("results"); out.mkdir(exist_ok=True)
+(out / "table.csv").write_text("gene,fold change\\nIL6,8.62\\n")
+(out / "scratch.txt").write_text("intermediate")
+(out / "figure.png").write_bytes(bytes(range(256)) * 3)
+print("done")
+"""
+
+
+def _execute(workspace: Path, call: ToolCall) -> str:
+    """What the sandbox's tools would answer (bash and write_file, run here)."""
+    args = json.loads(call.arguments)
+    if call.name == "write_file":
+        target = workspace / args["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(args["content"])
+        return f"wrote {args['path']}"
+    done = subprocess.run(["bash", "-c", args["command"]], cwd=workspace, capture_output=True,
+                          text=True, timeout=60, env={"PATH": os.environ["PATH"]})  # fmt: skip
+    return f"exit code: {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+
+
+async def test_a_plan_with_code_writes_it_runs_it_and_writes_only_what_it_did_not_make(
+    tmp_path: Path,
+) -> None:
+    """The control works as an agent does (issue #47): code written, run in the
+    workspace, outputs checked; only text the code did not make as planned is written
+    (an altered table, a note), a figure the code drew is kept, and what must be absent
+    is removed. Every step reports tokens and takes its think time."""
+    store = LocalBlobStore(tmp_path / "blobs")
+
+    def ref(path: str, data: bytes) -> ControlFile:
+        info = store.put_bytes(data)
+        text = b"\x00" not in data and data.decode("utf-8", "replace").encode() == data
+        return ControlFile(path=path, sha256=info.sha256, size=info.size, text=text)
+
+    altered = b"gene,fold change\nIL6,12.93\n"
+    plan = ControlPlan(
+        code=[ref("solve.py", SOLVE.encode())],
+        commands=["python3 solve.py"],
+        files=[
+            ref("results/table.csv", altered),
+            ref("results/notes.md", b"# notes\n"),
+            ref("results/figure.png", PNG[:1000]),
+        ],
+        absent=["results/scratch.txt"],
+        message="Done: see results/.",
+        step_ms=5.0,
+    )
+    sha = store.put_bytes(plan.model_dump_json().encode()).sha256
+    provider = ControlProvider(plan_sha256=sha, store=store, model_name="gpt-x")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    messages: list[object] = [UserMessage(content="the task")]
+    calls: list[ToolCall] = []
+    while len(calls) < plan.max_steps():
+        completion = await provider.complete(messages)  # type: ignore[arg-type]
+        assert completion.model == "gpt-x" and completion.usage.input_tokens > 0
+        assert completion.usage.output_tokens > 0
+        (call,) = completion.tool_calls
+        calls.append(call)
+        if call.name == "submit":
+            break
+        messages.append(AssistantMessage(tool_calls=(call,)))
+        messages.append(ToolResultMessage(call_id=call.id, content=_execute(workspace, call)))
+    names = [c.name for c in calls]
+    assert names == ["write_file", "bash", "bash", "write_file", "write_file", "bash", "submit"]
+    assert json.loads(calls[1].arguments) == {"command": "python3 solve.py"}
+    assert "base64" not in json.dumps([json.loads(c.arguments) for c in calls])
+    assert (workspace / "results" / "table.csv").read_bytes() == altered
+    assert (workspace / "results" / "notes.md").read_text() == "# notes\n"
+    assert (workspace / "results" / "figure.png").read_bytes() == bytes(range(256)) * 3
+    assert not (workspace / "results" / "scratch.txt").exists()
+    # Resumed after the check, it writes the same files in the same order.
+    again = ControlProvider(plan_sha256=sha, store=store)
+    resumed = await again.complete(messages[: 1 + 2 * 4])  # type: ignore[arg-type]
+    assert resumed.tool_calls[0].arguments == calls[4].arguments

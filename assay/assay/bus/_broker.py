@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import ssl
+import time
 from urllib.parse import urlparse
 
 from faststream.nats import NatsBroker
@@ -18,7 +20,14 @@ from assay_schemas import BusError
 
 from ._subjects import Subjects
 
-__all__ = ["connect_error", "dlq_stream", "ensure_streams", "event_stream", "make_broker"]
+__all__ = [
+    "connect_error",
+    "dlq_stream",
+    "ensure_streams",
+    "event_stream",
+    "make_broker",
+    "refused_everywhere",
+]
 
 
 def event_stream(settings: Settings) -> StreamConfig:
@@ -97,6 +106,39 @@ def _probe(url: str) -> str:
             return ""
     except OSError as e:
         return e.strerror or type(e).__name__
+
+
+REFUSED_GRACE_S = 1.0
+"""How long a one-shot command keeps trying servers that refuse outright (a stack that is
+just starting) before it says so, instead of waiting out its whole connect timeout."""
+
+
+async def refused_everywhere(url: str, grace_s: float = REFUSED_GRACE_S) -> bool:
+    """Whether every server of `url` kept refusing TCP connections for `grace_s`: nothing
+    listens there, so no wait will connect. An answer, a hang or a name that does not
+    resolve is left to the client's own connect and its timeout."""
+    servers = [u.strip() for u in url.split(",") if u.strip()]
+    deadline = time.monotonic() + grace_s
+    while True:
+        if not all([await _refused(u) for u in servers]):
+            return False
+        if time.monotonic() >= deadline:
+            return True
+        await asyncio.sleep(0.2)
+
+
+async def _refused(url: str) -> bool:
+    parsed = urlparse(url if "://" in url else f"nats://{url}")
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(parsed.hostname or "127.0.0.1", parsed.port or 4222), 1.0
+        )
+    except ConnectionRefusedError:
+        return True
+    except (OSError, TimeoutError, ValueError):
+        return False
+    writer.close()
+    return False
 
 
 def connect_error(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, ClassVar, TypeVar
@@ -31,7 +32,7 @@ from assay_schemas import (
     parse_event,
 )
 
-from ._broker import connect_error, ensure_streams, inbox_of, make_broker
+from ._broker import connect_error, ensure_streams, inbox_of, make_broker, refused_everywhere
 from ._dead_letters import dead_letter, read_dead_letters
 from ._lag import LagWatch
 from ._outages import through_outages
@@ -106,6 +107,11 @@ class Bus(LogReads):
         """Connect and make sure the streams exist, without consuming yet."""
         if self._connected:
             return
+        # A one-shot command facing a port nobody listens on says so at once; nats-py
+        # would retry it for the whole connect timeout.
+        if self.connect_timeout is not None and await refused_everywhere(self.settings.nats_url):
+            refused = ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+            raise connect_error(self.settings, refused, None)
         try:
             await asyncio.wait_for(self.broker.connect(), self.connect_timeout)
         except (NatsError, OSError, TimeoutError) as e:

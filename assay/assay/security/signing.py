@@ -23,7 +23,10 @@ import binascii
 import hashlib
 import json
 import os
+import re
+import secrets
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +49,7 @@ __all__ = [
     "Signer",
     "TrustList",
     "bad_signature",
+    "deployment_secret",
     "ensure_operator",
     "link_digest",
     "signed_bytes",
@@ -290,6 +294,33 @@ def _write_private(path: Path, data: bytes) -> None:
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
+
+
+def deployment_secret(settings: Settings, name: str) -> bytes:
+    """This deployment's secret `name` (32 random bytes under the home's keys, mode 0600),
+    created on first use and the same ever after, whichever process asks first.
+
+    Whatever is keyed by it (a reviewer's queue order, a campaign's control salts) cannot
+    be recomputed from public names by anyone who cannot read the home's keys."""
+    if not re.fullmatch(r"[a-z][a-z0-9-]{0,63}", name):
+        raise ValueError(f"not a secret's name: {name!r}")
+    path = _keys_dir(settings) / f"{name}.secret"
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:  # first use: only the creator (O_EXCL) writes it
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32) + "\n")
+    for _ in range(100):  # a racing creator may not have written it yet
+        text = path.read_text().strip()
+        if len(text) == 64:
+            return bytes.fromhex(text)
+        time.sleep(0.01)
+    raise ConfigError(
+        f"{path}: not a deployment secret (64 hex digits); remove it to make a new one"
+    )
 
 
 def ensure_operator(settings: Settings) -> str:

@@ -9,6 +9,7 @@ caps below; every derivation is deterministic and linear in what it reads (RE2).
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
 from pathlib import Path, PurePosixPath
@@ -109,25 +110,85 @@ def read_control_folder(task_id: str, folder: Path, *, max_bytes: int) -> Contro
     return ControlFolder(files, message)
 
 
-def _factor(task: Task) -> float:
-    """A multiplier that moves any value a number check could accept out of its tolerance:
-    for expected e and tolerance t, |f·x − e| > t whenever |x − e| ≤ t and f − 1 is over
-    2t/(|e| − t) (the check's value range kept away from 0); 3 when no check bounds it."""
-    ratio = 0.0
-    for check in task.reference_checks:
-        if isinstance(check, NumberNearCheck) and abs(check.expected) > check.tolerance:
-            ratio = max(ratio, 2 * check.tolerance / (abs(check.expected) - check.tolerance))
-    return 1.0 + max(2.0, 1.5 * ratio)
+RESULT_FACTOR = 1.5
+"""What a reported result is multiplied (or, under 1, divided) by: a plausible
+fabrication, not nonsense. A value a number check reads is moved past the check's
+window instead (`_moved`), however far that is."""
 
 
-def _shift(task: Task) -> float:
-    """What a number inside a check's tolerance of 0 is moved by: beyond every tolerance."""
-    tolerances = [c.tolerance for c in task.reference_checks if isinstance(c, NumberNearCheck)]
-    return 3.0 * max([*tolerances, 0.5]) + 1.0
+# Method constants, never altered: a confidence, power or error level written as a
+# percentage (or led by its name), a formula's base or exponent (2^-ΔΔCt), a sample size
+# (n = 3, 8 vs 8), a number glued to a name (Ctrl-2). Contexts are read a few characters
+# around the number, so the scan stays linear.
+_LEVEL_AFTER = re.compile(r"\s*%\s*(?:CI|confidence|credible|prediction|power|FDR|level|significance)", re.IGNORECASE)  # fmt: skip
+_LEVEL_BEFORE = re.compile(r"(?:confidence|significance|credible|alpha|α|power|FDR|level)\s*(?:level\s*)?(?:of|=|at|:)?\s*$", re.IGNORECASE)  # fmt: skip
+_SIZE_BEFORE = re.compile(r"(?:\b[nN]\s*=\s*|\bvs\.?\s+|[A-Za-z]-|#|\^\s*-?|[\w)]\*\*-?)$")
+# An exponent's `**` has its operand right after it (markdown's bold `**` does not).
+_SIZE_AFTER = re.compile(r"\s*(?:\^|\*\*-?[\w(]|vs\.?\s+\d)")
+_CONTEXT = 24
 
 
-def _altered(text: str, factor: float, shift: float) -> str:
-    """Every free-standing number moved out of tolerance, printed as precisely as before."""
+def _stated(task: Task) -> frozenset[str]:
+    """The numbers the task itself states (its design: sample sizes, levels, doses)."""
+    text = " ".join([task.prompt, task.expected_output or "", *task.constraints])
+    return frozenset(m.group(0).rstrip(".") for m in _RUN.finditer(text) if _NUMBER.fullmatch(m.group(0).rstrip(".")))  # fmt: skip
+
+
+def _constant(text: str, start: int, end: int, token: str, stated: frozenset[str]) -> bool:
+    before = text[max(0, start - _CONTEXT) : start]
+    after = text[end : end + _CONTEXT]
+    return (
+        token in stated
+        or bool(_LEVEL_AFTER.match(after) or _SIZE_AFTER.match(after))
+        or bool(_SIZE_BEFORE.search(before) or _LEVEL_BEFORE.search(before))
+    )
+
+
+Window = tuple[float, float]
+"""A number check's accepted range: (expected, tolerance)."""
+
+
+def _checked(task: Task, path: str, text: str) -> dict[int, Window]:
+    """Where in a file the task's number checks read their value: the start of each
+    check's captured number, with the check's window."""
+    out: dict[int, Window] = {}
+    for c in task.reference_checks:
+        if isinstance(c, NumberNearCheck) and fnmatch.fnmatchcase(path, c.path):
+            try:
+                m = re2.search(c.pattern, text)
+            except re2.error:
+                continue
+            if m is not None and m.lastindex:
+                out[m.start(1) + (text[m.start(1)] in "+-")] = (c.expected, c.tolerance)
+    return out
+
+
+def _moved(magnitude: float, sign: float, factor: float, window: Window | None) -> float:
+    """A result's magnitude moved by `factor` and kept plausible: a value under 1 (a
+    proportion, a p-value, a fold change down) shrinks, so it stays under 1; larger ones
+    grow. The map is increasing, so intervals keep their estimates inside. A value its
+    check would still accept (a window reaching 0) is moved just past the window."""
+    new = magnitude / factor if magnitude < 1.0 else magnitude * factor
+    if window is not None:
+        centre, tolerance = sign * window[0], window[1]  # the window on the magnitude's scale
+        if abs(new - centre) <= tolerance:  # just past the window, by the nearest way out
+            high = centre + tolerance
+            ways = [1.2 * high, high + (1.0 - high) / 2, (centre - tolerance) / 1.2]
+            ways = [w for w in ways if w > 0 and abs(w - centre) > tolerance]
+            if magnitude < 1.0:  # a proportion stays one when it can
+                ways = [w for w in ways if w < 1.0] or ways
+            new = min(ways, key=lambda w: abs(math.log(w / magnitude)))
+    return new
+
+
+def _altered(
+    text: str,
+    factor: float,
+    stated: frozenset[str] = frozenset(),
+    checked: dict[int, Window] | None = None,
+) -> str:
+    """Every reported result moved out of tolerance, printed as precisely as before;
+    method constants (`_constant`) and zeros kept."""
 
     def one(match: Any) -> str:
         run = str(match.group(0))
@@ -135,17 +196,35 @@ def _altered(text: str, factor: float, shift: float) -> str:
         dots = run[len(token) :]
         if not _NUMBER.fullmatch(token):
             return run
+        start = match.start()
+        if _constant(text, start, start + len(token), token, stated):
+            return run
         value = float(token)
-        new = value * factor if abs(value) > 2 * shift else value + shift
+        if value == 0.0:
+            return run
+        negative = text[start - 1 : start] == "-"
+        window = (checked or {}).get(start)
+        new = _moved(value, -1.0 if negative else 1.0, factor, window)
         if not math.isfinite(new):
             return run
         if "e" in token.lower():
             return f"{new:.3e}" + dots
         decimals = len(token.split(".", 1)[1]) if "." in token else 0
         shown = f"{new:.{decimals}f}" if decimals else str(round(new))
-        return (shown if shown != token else f"{new:.{decimals + 3}f}") + dots
+        # As precise as before, unless that prints the old value or rounds it to 0.
+        while (shown == token or float(shown) == 0.0) and decimals < 12:
+            decimals += 1
+            shown = f"{new:.{decimals}f}"
+        return shown + dots
 
     return str(_RUN.sub(one, text))
+
+
+def _altered_file(task: Task, path: str, data: bytes, factor: float, stated: frozenset[str]) -> bytes:  # fmt: skip
+    if not _text(path, data):
+        return data
+    text = data.decode("utf-8")
+    return _altered(text, factor, stated, _checked(task, path, text)).encode()
 
 
 def _claimed(files: dict[str, bytes], message: str) -> set[str]:
@@ -170,12 +249,9 @@ def derive(task: Task, reference: ControlFolder, variant: str) -> ControlFolder 
         kept = {p: d for p, d in files.items() if p not in claimed}
         return ControlFolder(kept, message) if claimed else None
     if variant == "altered_numbers":
-        factor, shift = _factor(task), _shift(task)
-        out = {
-            p: _altered(d.decode("utf-8"), factor, shift).encode() if _text(p, d) else d
-            for p, d in files.items()
-        }
-        altered = ControlFolder(out, _altered(message, factor, shift))
+        factor, stated = RESULT_FACTOR, _stated(task)
+        out = {p: _altered_file(task, p, d, factor, stated) for p, d in files.items()}
+        altered = ControlFolder(out, _altered(message, factor, stated))
         return altered if altered != reference else None
     raise ValueError(f"unknown control variant {variant!r}")
 

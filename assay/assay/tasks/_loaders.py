@@ -32,11 +32,20 @@ PROMPT_FILES = ("prompt.md", "prompt.txt", "PROMPT.md")
 META_FILES = ("task.yaml", "task.yml", "task.toml", "task.json")
 
 
+def _present(folder: Path, names: tuple[str, ...], what: str) -> Path | None:
+    """The one file of ``names`` in the folder (a dangling link is found, then refused);
+    two of them is an ambiguity no user could guess the answer to, so it is refused."""
+    found = [folder / n for n in names if os.path.lexists(folder / n)]
+    if len(found) > 1:
+        both = " and ".join(p.name for p in found)
+        raise TaskInputError(f"task folder {folder.name}: {both} are each a {what}; keep one")
+    return found[0] if found else None
+
+
 def _read_meta(folder: Path) -> dict[str, Any]:
-    for name in META_FILES:
-        path = folder / name
-        if not os.path.lexists(path):  # a dangling link is found, then refused
-            continue
+    path = _present(folder, META_FILES, "task file")
+    if path is not None:
+        name = path.name
         check_task_file(f"task {folder.name}:", name, path, folder)
         data = read_structured_file(path, what=f"task folder {folder.name}:", error=TaskInputError)
         if not isinstance(data, dict):
@@ -63,8 +72,14 @@ def load_task_dir(folder: Path, *, max_bytes: int) -> TaskDraft:
     """A folder holding a prompt file, optional task.yaml/toml, and attachments."""
     meta = _read_meta(folder)
     task_id = str(meta.get("task_id") or safe_token(folder.name))
-    prompt_file = next((folder / n for n in PROMPT_FILES if os.path.lexists(folder / n)), None)
+    prompt_file = _present(folder, PROMPT_FILES, "prompt")
     prompt = meta.get("prompt")
+    if prompt_file is not None and prompt is not None:
+        meta_file = _present(folder, META_FILES, "task file")
+        raise TaskInputError(
+            f"task {task_id}: the prompt is given twice, in {prompt_file.name} and as prompt: "
+            f"in {meta_file.name if meta_file else 'the task file'}; keep one"
+        )
     if prompt_file is not None:
         check_task_file(f"task {task_id}:", prompt_file.name, prompt_file, folder)
         prompt = prompt_file.read_text(encoding="utf-8")

@@ -20,14 +20,22 @@ def run_command(
         Path("examples/campaign.yaml"), "--campaign", "-c", help="Campaign file."
     ),
     html: Path = typer.Option(None, "--html", help="Where to write the HTML report."),
-    timeout: float = typer.Option(1800.0, help="Give up after this many seconds."),
+    timeout: float = typer.Option(
+        1800.0,
+        help="Give up waiting after this many seconds: report what is in, exit 1 naming what is pending.",
+    ),
     skip_checks: bool = typer.Option(
         False, "--skip-checks", help="Start even when `assay doctor` finds a problem."
     ),
 ) -> None:
     """Run a campaign end to end on a fresh embedded stack and print the report.
 
-    Traces go where OTEL_TRACES_EXPORTER says (console, otlp, none, or a list). Exits 1 when a run failed for the platform's sake or anything expected is missing."""
+    The report is printed once every run reached its outcome (sealed however it ended,
+    every owed verdict given or given up on): the same report `assay report --home` gives
+    for the run directory. Traces go where OTEL_TRACES_EXPORTER says (console, otlp, none,
+    or a list). Ends with `assay check` of the run's log. Exits 1 when a run failed for
+    the platform's sake, anything expected is missing, the timeout passed first, or an
+    invariant of the log is broken."""
     # run.py drives every service, the aggregator (polars, scipy: about 2 s) among them:
     # imported here so that `assay --help` and the other commands start without it.
     from assay.config import Settings
@@ -49,6 +57,7 @@ def run_command(
     except AssayError as e:
         err_console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
-    if not outcome.problems.ok:
-        # Infrastructure failures or missing verdicts: the report is not the whole story.
+    if not outcome.problems.ok or not outcome.settled or not outcome.checked.clean:
+        # Infrastructure failures, missing verdicts or seals, a wait given up on, or a
+        # broken invariant of the log: the report is not the whole story.
         raise typer.Exit(1)

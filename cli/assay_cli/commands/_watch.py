@@ -82,9 +82,10 @@ async def log_head(bus: Bus) -> int:
     return int((await bus.js.stream_info(bus.settings.stream)).state.last_seq)
 
 
-def print_pending(progress: Progress) -> None:
-    """Name what the log still owes (after a timeout)."""
-    err_console.print("[red]timed out[/red] with work pending:")
+def print_pending(progress: Progress, timeout_s: float | None = None) -> None:
+    """Name what the log still owes (after a timeout of `timeout_s` seconds)."""
+    after = f" after {timeout_s:g} s" if timeout_s is not None else ""
+    err_console.print(f"[red]timed out[/red]{after} with work pending:")
     for line in problems_of(progress).lines() or ["no task submitted yet"]:
         err_console.print(f"  • {line}")
 
@@ -114,5 +115,5 @@ def watch(
     except KeyboardInterrupt:
         return
     except TimeoutError:
-        print_pending(progress)
+        print_pending(progress, timeout)
         raise typer.Exit(1) from None

@@ -147,9 +147,11 @@ def intervals(
     bars: bool = True,
     note: Sequence[str] | None = None,
     marker: float | None = None,
+    left: int = 150,
 ) -> Intervals:
-    """One row per label: a bar (or dot) at the value, a whisker from low to high."""
-    left, width, row = 150, 420, 24
+    """One row per label: a bar (or dot) at the value, a whisker from low to high;
+    ``left`` px of labels before the axis."""
+    width, row = 420, 24
     height = 50 + row * len(labels) + 20
     span = (hi - lo) or 1.0
 

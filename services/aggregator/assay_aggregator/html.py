@@ -14,7 +14,7 @@ from typing import NamedTuple
 from .charts import Chart, heatmap, intervals, scatter
 from .pages import Table, render_page
 from .report import Report
-from .statistics import DEFINITIONS
+from .statistics import DEFINITIONS, VALIDITY_DEFINITIONS
 
 __all__ = ["PlotSection", "plots", "render_html", "tables"]
 
@@ -124,8 +124,8 @@ def tables(report: Report) -> list[Table]:
         ("Pass rates", s.pass_rates, ["group", "agent_id", "pass_rate", "ci_low", "ci_high", "n_passed", "n_runs"]),
         ("Communication gap", s.communication_gap, ["group", "agent_id", "communication", "scientific_accuracy", "gap", "ci_low", "ci_high"]),
         ("Empty-artifact rate", s.empty_artifact_rates, ["group", "agent_id", "rate", "ci_low", "ci_high", "n_empty", "n_runs"]),
-        ("Reference checks (the tasks' own)", report.reference_checks, ["group", "agent_id", "pass_rate", "weighted_pass_rate", "n_passed", "n_checks", "n_runs"]),
-        ("Rule judge's own checks", report.rule_checks, ["group", "agent_id", "pass_rate", "weighted_pass_rate", "n_passed", "n_checks", "n_runs"]),
+        ("Reference checks (the tasks' own)", report.reference_checks, ["group", "agent_id", "pass_rate", "ci_low", "ci_high", "weighted_pass_rate", "n_passed", "n_checks", "n_runs"]),
+        ("Rule judge's own checks", report.rule_checks, ["group", "agent_id", "pass_rate", "ci_low", "ci_high", "weighted_pass_rate", "n_passed", "n_checks", "n_runs"]),
         ("Reference checks per task and agent", report.reference_check_matrix, ["task_id", "agent_id", "n_passed", "n_checks", "pass_rate", "failed"]),
         ("Judge strictness", s.below_anchor_shares, ["group", "judge_id", "share", "ci_low", "ci_high", "n_ratings"]),
         ("Self-preference", s.self_preference, ["group", "judge_id", "judge_family", "coefficient", "ci_low", "ci_high", "leniency", "n_own", "n_other"]),
@@ -149,5 +149,6 @@ def render_html(report: Report) -> str:
         campaigns=", ".join(c.campaign_id for c in report.campaigns),
         plots=plots(report),
         tables=tables(report),
-        definitions=DEFINITIONS,
+        # The validity terms (and what the correction assumes) where the section is shown.
+        definitions=DEFINITIONS if report.validity is None else DEFINITIONS | VALIDITY_DEFINITIONS,
     )

@@ -15,6 +15,7 @@ import jinja2
 
 from .charts import BLUE, Chart
 from .table import Table
+from .validity_charts import validity_charts
 from .validity_tables import validity_tables
 
 __all__ = ["Table", "environment", "format_cell", "render_chart", "render_page"]
@@ -43,6 +44,7 @@ def environment() -> jinja2.Environment:
     env.filters["cell"] = format_cell
     env.globals["blue"] = BLUE
     env.globals["validity_tables"] = validity_tables
+    env.globals["validity_charts"] = validity_charts
     return env
 
 

@@ -16,21 +16,30 @@ from typing import cast
 from nats.js import JetStreamContext
 
 from assay.bus import RawMessage, read_raw
+from assay.config import Settings
 from assay.security.chain import check_signatures
 from assay.security.signing import Enrollment, TrustList
+from assay.store import open_store
 from assay_schemas import Event, InvalidEvent, parse_event
 
 from .admission import admit
 from .fold import apply
 from .state import State
 
-__all__ = ["fold_stream", "head_sequence", "stream_created"]
+__all__ = ["blob_loader", "fold_stream", "head_sequence", "stream_created"]
 
 log = logging.getLogger("assay_aggregator.rebuild")
 
 BATCH = 1024
 """Messages read before they are folded in one tight loop. With signatures, the more, the
 longer each producer's linked runs and the fewer Ed25519 checks (see `check_signatures`)."""
+
+
+def blob_loader(settings: Settings) -> Callable[[str], bytes]:
+    """How a fold reads blobs (the manifests of seals too large to inline): the configured
+    store's verified read. The live aggregator and both folds of `replay --verify` read
+    through it, so a seal whose manifest is a blob counts its files in each of them."""
+    return open_store(settings).get_bytes
 
 
 async def head_sequence(js: JetStreamContext, stream: str) -> int:

@@ -347,7 +347,7 @@ def build_report(
                 pl.col("campaign_id").is_in(ids) & (pl.col("judge_id") != RULES_JUDGE_ID)
             )
         ),
-        **plain_counts(counts, group_by=group_by)._asdict(),
+        **plain_counts(counts, group_by=group_by, confidence=settings.confidence)._asdict(),
         trust_root=p.state.trust_root,
         refused=_refused(p, {c.campaign_id for c in campaigns}),
         statistics=stats,

@@ -6,14 +6,17 @@ figure counts them. Here they become the statistics library's rater frames
 "Judge validity (human)" rows (`human_agreement_rows`).
 
 The review queue is blind: it names a run and its task, never its agent, its verdicts or
-whether it is a control. Its order is a pure function of the reviewer and the run ids
-(a keyed hash), so it is random to the reviewer yet the same on every page load, and it
-interleaves the strata (controls and real runs) so a short session samples both.
+whether it is a control. Its order is an HMAC of the reviewer and the run ids under the
+deployment's secret (`REVIEW_KEY`, under the home's keys): random to the reviewer yet the
+same on every page load, and unpredictable to anyone who knows only public names (run ids
+derive from the campaign file). It interleaves the strata (controls and real runs) so a
+short session samples both.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 from collections.abc import Callable
 from itertools import zip_longest
 from typing import NamedTuple
@@ -24,17 +27,28 @@ from assay_schemas import RULES_JUDGE_ID, is_reviewer_id
 
 from .projections import Projections
 from .state import RunRecord
-from .statistics import AnalysisSettings, HumanAgreement, HumanBias, human_agreement_rows
+from .statistics import (
+    AnalysisSettings,
+    HumanAgreement,
+    HumanBias,
+    RunKind,
+    human_agreement_rows,
+)
 
 __all__ = [
+    "REVIEW_KEY",
     "RaterFrames",
     "ReviewItem",
     "Stratum",
+    "agreement_by_runs",
     "default_stratum",
     "human_validity",
     "rater_frames",
     "review_queue",
 ]
+
+REVIEW_KEY = "review-queue"
+"""The name of the deployment secret that keys review queues (`deployment_secret`)."""
 
 Stratum = Callable[[RunRecord], str]
 """A run's stratum in the review queue ("real", "control", ...)."""
@@ -82,10 +96,23 @@ def human_validity(
 ) -> tuple[tuple[HumanAgreement, ...], tuple[HumanBias, ...]]:
     """Each LLM judge's, the jury's and human-human agreement and bias against the
     campaign's human verdicts (no rows before the first one)."""
-    frames = rater_frames(p, campaign)
-    if frames.humans.height == 0 or frames.judges.height == 0:
-        return (), ()
-    return human_agreement_rows(frames.judges, frames.humans, settings)
+    return agreement_by_runs(rater_frames(p, campaign), p.control_runs(), settings)
+
+
+def agreement_by_runs(raters: RaterFrames, control_runs: list[str], settings: AnalysisSettings) -> tuple[tuple[HumanAgreement, ...], tuple[HumanBias, ...]]:  # fmt: skip
+    """Agreement with humans on agents' runs and on control runs apart: controls are mostly
+    known-bad, so a κ over both mixes two populations and describes neither."""
+    agreement: list[HumanAgreement] = []
+    bias: list[HumanBias] = []
+    is_control = pl.col("run_id").is_in(control_runs)
+    kinds: tuple[tuple[RunKind, pl.Expr], ...] = (("agents", ~is_control), ("controls", is_control))  # fmt: skip
+    for kind, keep in kinds:
+        judges, humans = raters.judges.filter(keep), raters.humans.filter(keep)
+        if judges.height and humans.height:
+            a, b = human_agreement_rows(judges, humans, settings, runs=kind)
+            agreement += a
+            bias += b
+    return tuple(agreement), tuple(bias)
 
 
 class ReviewItem(NamedTuple):
@@ -98,16 +125,24 @@ class ReviewItem(NamedTuple):
     """Used to interleave; never shown to the reviewer."""
 
 
-def _rank(reviewer: str, run_id: str) -> str:
-    return hashlib.sha256(f"assay-review\x1f{reviewer}\x1f{run_id}".encode()).hexdigest()
+def _rank(key: bytes, reviewer: str, name: str) -> str:
+    text = f"assay-review\x1f{reviewer}\x1f{name}".encode()
+    return hmac.new(key, text, hashlib.sha256).hexdigest()
 
 
 def review_queue(
-    p: Projections, campaign: str, reviewer: str, *, stratum: Stratum = default_stratum
+    p: Projections,
+    campaign: str,
+    reviewer: str,
+    *,
+    key: bytes,
+    stratum: Stratum = default_stratum,
 ) -> list[ReviewItem]:
     """The sealed, latest-attempt runs of a campaign that `reviewer` (a judge id,
     ``reviewer-<name>``) has not graded: each stratum in the reviewer's own random
-    order, the strata taken in turn."""
+    order (keyed by `key`, the deployment's `REVIEW_KEY`), the strata taken in turn."""
+    if len(key) < 16:
+        raise ValueError("a review queue's key has at least 16 bytes")
     if not is_reviewer_id(reviewer):
         raise ValueError(f"not a reviewer's judge id: {reviewer!r}")
     graded = {v.run_id for v in p.state.human_verdicts.values() if v.judge_id == reviewer}
@@ -121,8 +156,8 @@ def review_queue(
         if run.run_id in latest and run.sealed and run.run_id not in graded:
             strata.setdefault(stratum(run), []).append(run)
     ordered = [
-        sorted(runs, key=lambda r: _rank(reviewer, r.run_id))
-        for _, runs in sorted(strata.items(), key=lambda kv: _rank(reviewer, kv[0]))
+        sorted(runs, key=lambda r: _rank(key, reviewer, r.run_id))
+        for _, runs in sorted(strata.items(), key=lambda kv: _rank(key, reviewer, kv[0]))
     ]
     turns = (r for row in zip_longest(*ordered) for r in row if r is not None)
     return [ReviewItem(i, r.run_id, r.task_id, stratum(r)) for i, r in enumerate(turns, start=1)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from assay.bus import Bus, subscribe
 from assay.config import Settings
 from assay.security.signing import trust_for
-from assay.store import BlobStore
+from assay.store import BlobStore, open_store
 
 from .contract import CONTRACT, EVERYTHING
 from .handlers import AggregatorService
@@ -34,7 +34,8 @@ def build(
     n_resamples: int = DEFAULT_RESAMPLES,
 ) -> AggregatorService:
     """An aggregator with its durable consumer registered (not started); of the blobs it
-    reads only seal manifests too large to inline."""
+    reads only seal manifests too large to inline, from `store` (default: the configured
+    one, as `rebuild.blob_loader` and `replay --verify` read them)."""
     bus = Bus(settings, service=SERVICE)
     service = AggregatorService(
         bus=bus,
@@ -42,7 +43,7 @@ def build(
         write_report=write_report,
         n_resamples=n_resamples,
         trust=trust_for(settings),
-        store=store,
+        store=store or open_store(settings),
     )
     # One worker: events are folded in log order, and the fold is cheap; pulled and handed
     # over in batches, so that a busy log costs one fetch per batch and no faststream

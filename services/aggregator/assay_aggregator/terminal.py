@@ -43,7 +43,7 @@ def _integrity(report: Report) -> str:
     seqs = ", ".join(str(r.sequence) for r in report.refused[:5])
     more = ", …" if len(report.refused) > 5 else ""
     return (f"[yellow]log: {signed}; {len(report.refused)} message(s) refused, counted in no "
-            f"figure (seq {seqs}{more}); see the report's refusals and `assay dlq`[/yellow]")  # fmt: skip
+            f"figure (seq {seqs}{more}); listed under 'Refused messages' and in `assay dlq`[/yellow]")  # fmt: skip
 
 
 def print_report(report: Report, console: Console | None = None) -> None:
@@ -90,9 +90,9 @@ def print_report(report: Report, console: Console | None = None) -> None:
     print_table(c, "Failure tags (LLM judges; share of verdicts)", [*gcol, "tag", "agent", "rate", "CI", "tagged/verdicts"],
            [[*_g(r.group), r.tag, r.agent_id, _pct(r.rate), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
              f"{r.n_tagged}/{r.n_verdicts}"] for r in s.tag_rates if r.tag in used])  # fmt: skip
-    print_table(c, "Rule judge tags (share of rule-checked runs)", [*gcol, "tag", "agent", "rate", "tagged/runs"],
-           [[*_g(r.group), r.tag, r.agent_id, _pct(r.rate), f"{r.n_tagged}/{r.n_runs}"]
-            for r in report.rule_tags])  # fmt: skip
+    print_table(c, "Rule judge tags (share of rule-checked runs)", [*gcol, "tag", "agent", "rate", "CI", "tagged/runs"],
+           [[*_g(r.group), r.tag, r.agent_id, _pct(r.rate), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
+             f"{r.n_tagged}/{r.n_runs}"] for r in report.rule_tags])  # fmt: skip
     print_table(c, "Empty-artifact rate", [*gcol, "agent", "rate", "CI", "empty/runs"],
            [[*_g(r.group), r.agent_id, _pct(r.rate), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
              f"{r.n_empty}/{r.n_runs}"] for r in s.empty_artifact_rates])  # fmt: skip
@@ -100,9 +100,10 @@ def print_report(report: Report, console: Console | None = None) -> None:
         ("Reference checks (the tasks' own)", report.reference_checks),
         ("Rule judge's own checks", report.rule_checks),
     ):
-        print_table(c, title, [*gcol, "agent", "pass rate", "weighted", "passed/checks", "runs"],
-               [[*_g(r.group), r.agent_id, _pct(r.pass_rate), _pct(r.weighted_pass_rate),
-                 f"{r.n_passed}/{r.n_checks}", str(r.n_runs)] for r in rates])  # fmt: skip
+        print_table(c, title, [*gcol, "agent", "pass rate", "CI", "weighted", "passed/checks", "runs"],
+               [[*_g(r.group), r.agent_id, _pct(r.pass_rate), _ci(100 * r.ci_low, 100 * r.ci_high, 1),
+                 _pct(r.weighted_pass_rate), f"{r.n_passed}/{r.n_checks}", str(r.n_runs)]
+                for r in rates])  # fmt: skip
     _check_matrix(c, report)
 
     print_table(c, f"Judge strictness (share of ratings below {report.anchor})", [*gcol, "judge", "share", "CI", "ratings"],
@@ -130,8 +131,9 @@ def print_report(report: Report, console: Console | None = None) -> None:
            [[j.judge_id, j.kind, j.family, j.model, str(j.n_verdicts), str(j.n_runs), str(j.n_failures),
              str(j.n_repaired), _pct(j.repair_rate), _pct(j.failure_rate)] for j in report.judges])  # fmt: skip
     _costs(c, report, gcol)
+    _refused(c, report)
 
-    print_validity(report.validity, c)
+    print_validity(report.validity, c, report.statistics.confidence)
     print_problems(report.problems, c)
 
 
@@ -180,6 +182,23 @@ def print_problems(problems: Problems, c: Console) -> None:
         c.print(
             f"run `{assay_command()} doctor` to check this machine's prerequisites", highlight=False
         )
+
+
+_REFUSED_SHOWN = 10
+"""Refused messages listed in the terminal; the HTML and JSON reports list them all."""
+
+
+def _refused(c: Console, report: Report) -> None:
+    shown = report.refused[:_REFUSED_SHOWN]
+    print_table(c, "Refused messages (counted in no figure)", ["seq", "subject", "reason"],
+           [[str(r.sequence), r.subject, _cut(r.reason, 160)] for r in shown])  # fmt: skip
+    if len(report.refused) > len(shown):
+        rest = len(report.refused) - len(shown)
+        c.print(f"and {rest} more refused message(s): the HTML and JSON reports list them all")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _check_matrix(c: Console, report: Report) -> None:

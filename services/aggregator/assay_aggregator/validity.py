@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from assay_schemas import RULES_JUDGE_ID
 
 from .projections import Projections
-from .review import RaterFrames, rater_frames
+from .review import RaterFrames, agreement_by_runs, rater_frames
 from .statistics import (
     RULE_CHECKS,
     AnalysisSettings,
@@ -28,7 +28,6 @@ from .statistics import (
     StatisticsWarning,
     control_rate_rows,
     corrected_pass_rows,
-    human_agreement_rows,
     validity_warnings,
 )
 
@@ -42,9 +41,10 @@ __all__ = [
 
 REFERENCE_CHECKS = "rules:reference_checks"
 """The rule judge's pseudo-judge 'every reference check of the task passed'."""
-NOT_ON_CONTROLS = frozenset({"scripts_executed"})
-"""Rule checks that measure nothing on controls: a control writes its files, it never
-runs them, so every control fails 'scripts_executed' by construction."""
+NOT_ON_CONTROLS: frozenset[str] = frozenset()
+"""Rule checks that would measure nothing on controls: none, since a control runs its
+code as an agent does (only `not_executed` leaves it unrun), so 'scripts_executed' has
+its row like every other check."""
 
 
 class JudgeValidity(BaseModel):
@@ -61,6 +61,7 @@ class JudgeValidity(BaseModel):
     corrected_pass_shares: tuple[CorrectedPassShare, ...]
     """Each agent's pass share corrected by the jury's (judge_id None) and each judge's rates."""
     human_agreement: tuple[HumanAgreement, ...]
+    """On agents' runs and on control runs apart (``runs``)."""
     human_bias: tuple[HumanBias, ...]
     warnings: tuple[StatisticsWarning, ...]
 
@@ -171,10 +172,7 @@ def judge_validity(
                 corrected += corrected_pass_rows(runs, controls, settings, judge_id=judge)
             except StatisticsInputError:
                 continue  # a judge with no control verdict: its rates are missing above
-    agreement: tuple[HumanAgreement, ...] = ()
-    bias: tuple[HumanBias, ...] = ()
-    if humans.height and raters.judges.height:
-        agreement, bias = human_agreement_rows(raters.judges, humans, settings)
+    agreement, bias = agreement_by_runs(raters, p.control_runs(), settings)
     return JudgeValidity(
         n_control_runs=controls["run_id"].n_unique(),
         control_rates=rates,
@@ -182,5 +180,5 @@ def judge_validity(
         corrected_pass_shares=tuple(corrected),
         human_agreement=agreement,
         human_bias=bias,
-        warnings=tuple(validity_warnings(rates, corrected, agreement)),
+        warnings=tuple(validity_warnings((*rates, *rules), corrected, agreement)),
     )

@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from .statistics import ControlRate
+from .statistics import ControlRate, CorrectedPassShare
 from .table import Table
+from .terminal_table import pct
 from .validity import JudgeValidity
 
-__all__ = ["validity_tables"]
+__all__ = ["corrected_cell", "interval", "validity_tables"]
 
-_RATE = ["judge", "variant", "measure", "estimate", "ci_low", "ci_high", "n_right", "n_runs", "n_tasks"]  # fmt: skip
+_RATE = ["judge", "variant", "measure", "estimate", "ci_low", "ci_high", "n_right", "n_runs", "n_tasks", "n_near_anchor"]  # fmt: skip
+
+
+def interval(lo: float, hi: float) -> str:
+    """A share's interval in whole percents, never printed as one point."""
+    if math.isnan(lo) or math.isnan(hi):
+        return "–"
+    a, b = 100 * lo, 100 * hi
+    digits = 0 if round(a) != round(b) else 1
+    return f"[{a:.{digits}f}, {b:.{digits}f}]"
+
+
+def corrected_cell(r: CorrectedPassShare) -> str:
+    """The corrected share, its unclipped value beside a clipped one, and its interval."""
+    if math.isnan(r.unclipped):
+        return "undefined"
+    value = pct(r.estimate)
+    if r.unclipped != r.estimate:
+        value = f"{100 * r.unclipped:.0f}% → {value}"
+    if r.unbounded:
+        return f"{value}, not estimable (unbounded)"
+    return f"{value} {interval(r.ci_low, r.ci_high)}"
 
 
 def _rates(rows: tuple[ControlRate, ...]) -> list[dict[str, Any]]:
@@ -27,7 +50,11 @@ def _rates(rows: tuple[ControlRate, ...]) -> list[dict[str, Any]]:
 def validity_tables(v: JudgeValidity) -> list[Table]:
     """The section's tables, in order; empty ones are left out of the page."""
     corrected = [
-        {**r.model_dump(), "judge": r.judge_id if r.judge_id is not None else "jury (mean)"}
+        {
+            **r.model_dump(),
+            "judge": r.judge_id if r.judge_id is not None else "jury (mean)",
+            "corrected": corrected_cell(r),
+        }
         for r in v.corrected_pass_shares
     ]
     humans = [{**r.model_dump(), "subject": r.subject or r.subject_kind} for r in v.human_agreement]
@@ -49,8 +76,8 @@ def validity_tables(v: JudgeValidity) -> list[Table]:
         ("Validity warnings (by kind; the JSON report lists each)", warnings, ["kind", "count", "first"]),
         ("Judges on control runs (sensitivity: known-good passed; specificity: known-bad failed)", _rates(v.control_rates), _RATE),
         ("Rule checks on control runs", _rates(v.rule_rates), _RATE),
-        ("Pass share corrected for the judges' error rates (Rogan–Gladen)", corrected, ["agent_id", "judge", "raw_share", "raw_ci_low", "raw_ci_high", "estimate", "ci_low", "ci_high", "sensitivity", "specificity", "n_tasks", "n_runs"]),
-        ("Agreement with human verdicts", humans, ["subject_kind", "subject", "kappa", "kappa_low", "kappa_high", "weighted_kappa", "weighted_kappa_low", "weighted_kappa_high", "spearman", "spearman_low", "spearman_high", "both_pass", "subject_only_pass", "human_only_pass", "both_fail", "n_runs", "n_tasks"]),
-        ("Bias against human verdicts (subject − human)", bias, ["subject_kind", "subject", "dimension", "estimate", "ci_low", "ci_high", "n_runs", "n_tasks"]),
+        ("Pass share corrected for the judges' error rates (Rogan–Gladen; Lang–Reiczigel interval; at_lowest/highest_specificity: under the lowest and highest per-variant specificity)", corrected, ["agent_id", "judge", "raw_share", "raw_ci_low", "raw_ci_high", "corrected", "unclipped", "estimate", "ci_low", "ci_high", "unbounded", "sensitivity", "specificity", "at_lowest_specificity", "at_highest_specificity", "n_tasks", "n_runs", "n_near_anchor"]),
+        ("Agreement with human verdicts (agents' runs and control runs apart)", humans, ["subject_kind", "subject", "runs", "subject_pass_share", "human_pass_share", "kappa", "pabak", "kappa_low", "kappa_high", "weighted_kappa", "weighted_kappa_low", "weighted_kappa_high", "spearman", "spearman_low", "spearman_high", "both_pass", "subject_only_pass", "human_only_pass", "both_fail", "n_runs", "n_tasks"]),
+        ("Bias against human verdicts (subject − human)", bias, ["subject_kind", "subject", "runs", "dimension", "estimate", "ci_low", "ci_high", "n_runs", "n_tasks"]),
     ]  # fmt: skip
     return [Table(title, rows, cols) for title, rows, cols in listed]

@@ -7,6 +7,9 @@ Two independent builds of the same log prefix are compared byte for byte:
 2. a fresh process (``python -m assay_aggregator.verify``, settings on stdin) that
    folds the stream from sequence 1.
 
+Both read blobs as the live aggregator does (`rebuild.blob_loader`): a seal whose
+manifest is stored as a blob lists its files in each.
+
 Compared: the canonical report JSON at ``H`` and a digest of every projection table at
 ``H``; and, when the live aggregator has written a report file at sequence ``L``, that
 file against the fresh process's report at ``L``.
@@ -27,7 +30,7 @@ from assay.config import Settings
 from assay.security.signing import trust_for
 
 from .projections import Projections
-from .rebuild import fold_stream, head_sequence
+from .rebuild import blob_loader, fold_stream, head_sequence
 from .report import build_report, report_json
 from .snapshot import paths_for, resume_state
 from .state import State
@@ -139,7 +142,7 @@ async def verify(settings: Settings, params: ReportParams | None = None) -> list
         state = await resume_state(bus.js, settings) or State()
         await fold_stream(
             bus.js, bus.stream.name, bus.subjects.events, state=state, until=head,
-            trust=trust_for(settings),
+            trust=trust_for(settings), load=blob_loader(settings),
         )  # fmt: skip
     jobs: list[Job] = [(head, params)]
     if live_file is not None:
@@ -162,11 +165,12 @@ async def _worker(request: dict[str, Any]) -> dict[str, Any]:
     reports: dict[int, str] = {}
     tables: dict[str, str] = {}
     state = State()
+    load = blob_loader(settings)
     async with Bus(settings, service="verify-fresh") as bus:
         for i, (seq, params) in sorted(enumerate(jobs), key=lambda j: j[1][0]):
             await fold_stream(
                 bus.js, bus.stream.name, bus.subjects.events, state=state, until=seq,
-                trust=trust_for(settings),
+                trust=trust_for(settings), load=load,
             )  # fmt: skip
             reports[i] = _build(state, params).decode()
             if seq == tables_at:

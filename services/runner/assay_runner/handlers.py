@@ -351,7 +351,10 @@ class RunnerService:
         """A control agent's scripted plan, or a model client leased for the run."""
         plan = request.agent.control_plan
         if plan is not None:
-            return nullcontext(ControlProvider(plan_sha256=plan, store=self.store))
+            provider = ControlProvider(
+                plan_sha256=plan, store=self.store, model_name=request.agent.model
+            )
+            return nullcontext(provider)
         return self.clients.lease(request.agent)
 
     def _agent_run(

@@ -34,6 +34,7 @@ from ._failures import empty_artifact_rows, tag_rate_rows
 from ._human import human_agreement_rows, kappa, spearman
 from ._operations import accounting_rows, agent_cost_rows, cost_rows, epoch_spread_rows
 from ._prices import COST_TABLES, USED_MODELS_SCHEMA, unpriced_models
+from ._proportions import binomial_interval, clopper_pearson, lang_reiczigel, wilson
 from ._ranking import pairwise_rows, rank_rows
 
 # The result types are listed once, in ``_results.__all__``.
@@ -66,8 +67,12 @@ from ._validity import control_rate_rows, corrected_pass_rows, rogan_gladen
 from ._validity_rows import (
     BINS,
     CONTROLS_SCHEMA,
-    MIN_CONTROL_RUNS,
-    MIN_CONTROL_TASKS,
+    EXTREME_PREVALENCE,
+    FRAGILE_BAND,
+    FRAGILE_SHARE,
+    HETEROGENEITY_P,
+    HETEROGENEITY_RANGE,
+    MAX_HALF_WIDTH,
     MIN_HUMAN_RUNS,
     MIN_HUMAN_TASKS,
     RATER_SCHEMA,
@@ -77,6 +82,7 @@ from ._validity_rows import (
     CorrectedPassShare,
     HumanAgreement,
     HumanBias,
+    RunKind,
 )
 from ._validity_warnings import validity_warnings
 from ._warnings import warning_rows
@@ -88,8 +94,12 @@ __all__ = [
     "COST_TABLES",
     "DEFAULT_RESAMPLES",
     "DEFINITIONS",
-    "MIN_CONTROL_RUNS",
-    "MIN_CONTROL_TASKS",
+    "EXTREME_PREVALENCE",
+    "FRAGILE_BAND",
+    "FRAGILE_SHARE",
+    "HETEROGENEITY_P",
+    "HETEROGENEITY_RANGE",
+    "MAX_HALF_WIDTH",
     "MIN_HUMAN_RUNS",
     "MIN_HUMAN_TASKS",
     "RATER_SCHEMA",
@@ -111,6 +121,7 @@ __all__ = [
     "HumanBias",
     "PlainCounts",
     "Row",
+    "RunKind",
     "StatisticsInputError",
     "StatisticsReport",
     "Tables",
@@ -119,6 +130,8 @@ __all__ = [
     "agent_cost_rows",
     "agreement_rows",
     "below_anchor_rows",
+    "binomial_interval",
+    "clopper_pearson",
     "communication_gap_rows",
     "compute_statistics",
     "contexts",
@@ -139,6 +152,7 @@ __all__ = [
     "judge_score_rows",
     "kappa",
     "krippendorff_alpha_interval",
+    "lang_reiczigel",
     "make_tables",
     "overall_score_rows",
     "pairwise_rows",
@@ -159,5 +173,6 @@ __all__ = [
     "validate_table",
     "validity_warnings",
     "warning_rows",
+    "wilson",
 ]
 __all__ += _results.__all__

@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Literal, NamedTuple
 
+import numpy as np
 import polars as pl
 
 from ._operations import clamp_cached, summary
+from ._proportions import binomial_interval, effective_trials
 from ._results import (
     InfrastructureFailures,
     JudgeCost,
@@ -94,24 +96,49 @@ def _scored_runs(runs: pl.DataFrame, group_by: TaskAttribute | None, *cols: str)
 
 
 def reference_check_rates(
-    tables: CountTables, *, group_by: TaskAttribute | None = None, kind: CheckKind = "reference"
+    tables: CountTables,
+    *,
+    group_by: TaskAttribute | None = None,
+    kind: CheckKind = "reference",
+    confidence: float = 0.95,
 ) -> tuple[ReferenceCheckRate, ...]:
     """Per group and agent: the task's reference checks (or the rule judge's own checks,
     ``kind="rule"``) passed, plain and weighted."""
     ok = _scored_runs(tables.runs, group_by, "run_id")
-    agg = (
+    per_run = (
         _of_kind(tables.checks, kind)
         .join(ok, on="run_id", how="inner")
-        .group_by("group", "agent_id")
+        .group_by("group", "agent_id", "run_id")
         .agg(
-            pl.col("run_id").n_unique().alias("n_runs"),
-            pl.len().alias("n_checks"),
-            pl.col("passed").sum().alias("n_passed"),
+            pl.len().alias("x"),
+            pl.col("passed").sum().alias("y"),
             (pl.col("weight") * pl.col("passed")).sum().alias("w_passed"),
             pl.col("weight").sum().alias("w"),
         )
+    )
+    agg = (
+        per_run.with_columns(
+            share=pl.col("y").sum().over("group", "agent_id")
+            / pl.col("x").sum().over("group", "agent_id")
+        )
+        .group_by("group", "agent_id")
+        .agg(
+            pl.len().alias("n_runs"),
+            pl.col("x").sum().alias("n_checks"),
+            pl.col("y").sum().alias("n_passed"),
+            pl.col("w_passed").sum(),
+            pl.col("w").sum(),
+            # CR0 over runs: Σ (y_r − p·x_r)², for the checks' design effect.
+            ((pl.col("y") - pl.col("share") * pl.col("x")) ** 2).sum().alias("ss"),
+        )
         .sort("group", "agent_id", nulls_last=False)
     )
+    n = agg["n_checks"].to_numpy().astype(np.float64)
+    p = agg["n_passed"].to_numpy() / n
+    se = np.sqrt(agg["ss"].to_numpy()) / n
+    # CR0 already: one cluster each (clusters = 1) keeps it as it is.
+    n_eff = effective_trials(p, n, se, np.ones_like(n))
+    low, high = binomial_interval(p * n_eff, n_eff, confidence)
     return tuple(
         ReferenceCheckRate(
             group=r["group"],
@@ -120,9 +147,11 @@ def reference_check_rates(
             n_checks=r["n_checks"],
             n_passed=r["n_passed"],
             pass_rate=r["n_passed"] / r["n_checks"],
+            ci_low=float(low[i]),
+            ci_high=float(high[i]),
             weighted_pass_rate=r["w_passed"] / r["w"] if r["w"] > 0 else float("nan"),
         )
-        for r in agg.iter_rows(named=True)
+        for i, r in enumerate(agg.iter_rows(named=True))
     )
 
 
@@ -152,7 +181,7 @@ def reference_check_matrix(tables: CountTables) -> tuple[ReferenceCheckCell, ...
 
 
 def rule_tag_rates(
-    tables: CountTables, *, group_by: TaskAttribute | None = None
+    tables: CountTables, *, group_by: TaskAttribute | None = None, confidence: float = 0.95
 ) -> tuple[RuleTagRate, ...]:
     """Per group, agent and tag the rule judge used: share of its checked runs tagged.
 
@@ -176,7 +205,9 @@ def rule_tag_rates(
     for g, a, n in denom.sort("group", "agent_id", nulls_last=False).iter_rows():
         for tag in tags:
             k = counts.get((g, a, tag), 0)
-            out.append(RuleTagRate(group=g, agent_id=a, tag=tag, n_runs=n, n_tagged=k, rate=k / n))
+            low, high = binomial_interval(float(k), float(n), confidence)
+            out.append(RuleTagRate(group=g, agent_id=a, tag=tag, n_runs=n, n_tagged=k, rate=k / n,
+                                   ci_low=float(low), ci_high=float(high)))  # fmt: skip
     return tuple(out)
 
 
@@ -223,13 +254,18 @@ class PlainCounts(NamedTuple):
     rule_tags: tuple[RuleTagRate, ...]
 
 
-def plain_counts(tables: CountTables, *, group_by: TaskAttribute | None = None) -> PlainCounts:
-    """Every plain count at once (``group_by`` splits the check and tag rates)."""
+def plain_counts(
+    tables: CountTables, *, group_by: TaskAttribute | None = None, confidence: float = 0.95
+) -> PlainCounts:
+    """Every plain count at once (``group_by`` splits the check and tag rates; their
+    intervals are at ``confidence``)."""
     return PlainCounts(
         run_states=run_state_counts(tables),
         infrastructure_failures=infrastructure_failure_counts(tables),
-        reference_checks=reference_check_rates(tables, group_by=group_by),
-        rule_checks=reference_check_rates(tables, group_by=group_by, kind="rule"),
+        reference_checks=reference_check_rates(tables, group_by=group_by, confidence=confidence),
+        rule_checks=reference_check_rates(
+            tables, group_by=group_by, kind="rule", confidence=confidence
+        ),
         reference_check_matrix=reference_check_matrix(tables),
-        rule_tags=rule_tag_rates(tables, group_by=group_by),
+        rule_tags=rule_tag_rates(tables, group_by=group_by, confidence=confidence),
     )

@@ -27,7 +27,10 @@ DEFINITIONS: dict[str, str] = {
         "replacement (clusters); every run, judge and sample of a drawn task comes along. "
         "Each resample recomputes the statistic as defined on the drawn tasks. The seed is "
         "explicit; numpy Generator(PCG64(seed)). Resamples in which a statistic is "
-        "undefined are left out of its quantiles."
+        "undefined are left out of its quantiles. A rate (pass_rate, below_anchor_share, "
+        "tag_rate, empty_artifact_rate, and the judge-validity rates) takes the hull of this "
+        "interval and Wilson's score interval at its counts (Clopper–Pearson's exact one at "
+        "0 or n), so it is never narrower than its counts carry and never of zero width."
     ),
     "standard_error": (
         "Cluster-robust (CR1) standard error with tasks as clusters, by linearizing the "
@@ -137,7 +140,8 @@ DEFINITIONS: dict[str, str] = {
     "warnings": (
         "Computed from the data, each naming the tables it affects: fewer than 10 scored "
         "tasks (too few for a task bootstrap; with one task every interval has zero width); "
-        "intervals of scores, differences or coefficients of zero width; a judge whose run scores have SD < 0.25 over its runs "
+        "intervals of scores, differences or coefficients of zero width; rates at 0 or 1 "
+        "(boundary_interval, for pass rates and below-anchor shares: their interval is Clopper–Pearson's); a judge whose run scores have SD < 0.25 over its runs "
         "(near constant: agreement undefined, other judges' self-preference biased); a judge "
         "with ≥ 20% of its ratings at 0 or at 10 (clipped at the scale's end); Krippendorff's "
         "alpha undefined or below 0.667; declared agents or judges with no scored run; runs "

@@ -1,7 +1,8 @@
 """Failure-tag rates and the empty-artifact rate per agent, with task-cluster CIs.
 
 Both are pooled shares (hits / trials over all of the agent's runs), bootstrapped as
-ratio estimators over tasks: a verdict is one run × judge × sample, and a run counts
+ratio estimators over tasks, their intervals never narrower than Wilson's at the counts
+(:mod:`._proportions`): a verdict is one run × judge × sample, and a run counts
 for the empty-artifact rate unless it failed for infrastructure reasons.
 """
 
@@ -12,6 +13,7 @@ import polars as pl
 
 from ._context import Context
 from ._panel import cell_sums
+from ._proportions import share_intervals
 from ._results import EmptyArtifactRate, TagRate
 
 __all__ = ["DEFAULT_FIRST_TAGS", "empty_artifact_rows", "tag_rate_rows"]
@@ -44,6 +46,7 @@ def tag_rate_rows(
     verdicts = cell_sums(p, p.n_verdicts.sum(axis=1)[:, None])  # (T, A)
     den = np.repeat(verdicts, g_n, axis=1)
     est = ctx.ratio(num, den)
+    iv = share_intervals(est, num.sum(axis=0), den.sum(axis=0), ctx.confidence)
     rows: list[TagRate] = []
     for g, tag in enumerate(order):
         for a, agent in enumerate(p.agent_ids):
@@ -55,7 +58,7 @@ def tag_rate_rows(
                     rate=float(est.estimate[c]),
                     n_verdicts=int(den[:, c].sum()),
                     n_tagged=int(num[:, c].sum()),
-                    **est.interval(c),
+                    **iv[c],
                 )
             )
     return rows
@@ -75,13 +78,14 @@ def empty_artifact_rows(ctx: Context) -> list[EmptyArtifactRate]:
     np.add.at(num, (ti, ai), runs["empty_artifacts"].to_numpy().astype(np.float64))
     np.add.at(den, (ti, ai), 1.0)
     est = ctx.ratio(num, den)
+    iv = share_intervals(est, num.sum(axis=0), den.sum(axis=0), ctx.confidence)
     return [
         EmptyArtifactRate(
             **ctx.agent_key(agent),
             rate=float(est.estimate[a]),
             n_runs=int(den[:, a].sum()),
             n_empty=int(num[:, a].sum()),
-            **est.interval(a),
+            **iv[a],
         )
         for a, agent in enumerate(p.agent_ids)
     ]

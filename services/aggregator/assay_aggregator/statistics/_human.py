@@ -15,7 +15,7 @@ import polars as pl
 from ._bootstrap import F64, I64, percentile_interval, ratio, resample_counts
 from ._context import AnalysisSettings
 from ._validity import check_settings, validated
-from ._validity_rows import BINS, RATER_SCHEMA, HumanAgreement, HumanBias, SubjectKind
+from ._validity_rows import BINS, RATER_SCHEMA, HumanAgreement, HumanBias, RunKind, SubjectKind
 
 __all__ = ["human_agreement_rows", "kappa", "spearman"]
 
@@ -66,7 +66,7 @@ def _bins(s: F64) -> I64:
     return np.clip(np.floor(s + 0.5), 0, BINS - 1).astype(np.int64)
 
 
-def _agreement(kind: SubjectKind, subject: str, pairs: pl.DataFrame, settings: AnalysisSettings) -> HumanAgreement:  # fmt: skip
+def _agreement(kind: SubjectKind, subject: str, pairs: pl.DataFrame, settings: AnalysisSettings, runs: RunKind) -> HumanAgreement:  # fmt: skip
     """One row from pairs (task_id, x = subject's run score, y = human's run score)."""
     tasks = sorted(set(pairs["task_id"].to_list()))
     t_of = {t: i for i, t in enumerate(tasks)}
@@ -88,8 +88,11 @@ def _agreement(kind: SubjectKind, subject: str, pairs: pl.DataFrame, settings: A
     rho = float(spearman(x, y, np.ones((1, x.size)))[0])
     r_lo, r_hi = percentile_interval(spearman(x, y, counts[:, t_idx])[:, None], settings.confidence)
     m = pf.sum(axis=0).astype(np.int64)
+    n = max(pairs.height, 1)
     return HumanAgreement(
-        subject_kind=kind, subject=subject, n_tasks=t_n, n_runs=pairs.height, kappa=k,
+        subject_kind=kind, subject=subject, runs=runs, n_tasks=t_n, n_runs=pairs.height,
+        subject_pass_share=float(m[0].sum() / n), human_pass_share=float(m[:, 0].sum() / n),
+        pabak=float(2 * (m[0, 0] + m[1, 1]) / n - 1), kappa=k,
         kappa_low=k_lo, kappa_high=k_hi, weighted_kappa=wk, weighted_kappa_low=wk_lo,
         weighted_kappa_high=wk_hi, spearman=rho, spearman_low=float(r_lo[0]),
         spearman_high=float(r_hi[0]), both_pass=int(m[0, 0]), subject_only_pass=int(m[0, 1]),
@@ -97,7 +100,7 @@ def _agreement(kind: SubjectKind, subject: str, pairs: pl.DataFrame, settings: A
     )  # fmt: skip
 
 
-def _bias(kind: SubjectKind, subject: str, pairs: pl.DataFrame, settings: AnalysisSettings) -> list[HumanBias]:  # fmt: skip
+def _bias(kind: SubjectKind, subject: str, pairs: pl.DataFrame, settings: AnalysisSettings, runs: RunKind) -> list[HumanBias]:  # fmt: skip
     """Per dimension (and None: the run score), mean of x − y over pairs (task_id, dimension, x, y)."""
     tasks = sorted(set(pairs["task_id"].to_list()))
     dims: list[str | None] = [None, *sorted(set(pairs["dimension"].drop_nulls().to_list()))]
@@ -113,7 +116,7 @@ def _bias(kind: SubjectKind, subject: str, pairs: pl.DataFrame, settings: Analys
     counts = resample_counts(settings.seed, settings.n_resamples, len(tasks))
     est = ratio(num, den, counts, settings.confidence)
     return [
-        HumanBias(subject_kind=kind, subject=subject, dimension=d, estimate=float(est.estimate[k]),
+        HumanBias(subject_kind=kind, subject=subject, runs=runs, dimension=d, estimate=float(est.estimate[k]),
                   n_tasks=int(est.n_clusters[k]), n_runs=int(den[:, k].sum()), **est.interval(k))
         for k, d in enumerate(dims)
     ]  # fmt: skip
@@ -136,10 +139,10 @@ def _pairs(subject: pl.DataFrame, human: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def human_agreement_rows(judges: pl.DataFrame, humans: pl.DataFrame, settings: AnalysisSettings) -> tuple[tuple[HumanAgreement, ...], tuple[HumanBias, ...]]:  # fmt: skip
+def human_agreement_rows(judges: pl.DataFrame, humans: pl.DataFrame, settings: AnalysisSettings, *, runs: RunKind = "all") -> tuple[tuple[HumanAgreement, ...], tuple[HumanBias, ...]]:  # fmt: skip
     """Agreement and bias of each judge, of the jury's mean and of human with human,
     against the human verdicts; both tables follow ``RATER_SCHEMA``. A subject without a
-    run in common with a human has no row."""
+    run in common with a human has no row; ``runs`` labels which runs the tables hold."""
     check_settings(settings)
     j = _scores(validated(judges, "judges", RATER_SCHEMA, ()))
     h = _scores(validated(humans, "humans", RATER_SCHEMA, ()))
@@ -157,7 +160,7 @@ def human_agreement_rows(judges: pl.DataFrame, humans: pl.DataFrame, settings: A
     for kind, name, pairs in subjects:
         if pairs.height == 0:
             continue
-        runs = pairs.filter(pl.col("dimension").is_null())
-        agreement.append(_agreement(kind, name, runs, settings))
-        bias += _bias(kind, name, pairs, settings)
+        per_run = pairs.filter(pl.col("dimension").is_null())
+        agreement.append(_agreement(kind, name, per_run, settings, runs))
+        bias += _bias(kind, name, pairs, settings, runs)
     return tuple(agreement), tuple(bias)

@@ -308,6 +308,10 @@ class ReferenceCheckRate(AgentRow):
     n_passed: int
     pass_rate: float
     """Passed checks / checks, pooled over runs."""
+    ci_low: float
+    """Wilson's interval (Clopper–Pearson's at 0 or n) at the checks' effective count: a
+    run's checks are clustered, so n_checks is divided by the design effect over runs."""
+    ci_high: float
     weighted_pass_rate: float
     """Σ weight of passed checks / Σ weight, pooled over runs."""
 
@@ -319,6 +323,9 @@ class RuleTagRate(AgentRow):
     n_runs: int
     n_tagged: int
     rate: float
+    ci_low: float
+    """Wilson's interval at n_tagged of n_runs (Clopper–Pearson's at 0 or n)."""
+    ci_high: float
 
 
 class StatisticsWarning(Row):
@@ -327,7 +334,7 @@ class StatisticsWarning(Row):
     group: str | None
     kind: str
     """'few_tasks', 'zero_width_interval', 'constant_judge', 'scores_at_scale_end',
-    'agreement_undefined', 'agreement_unreliable', 'agent_without_scored_runs',
+    'boundary_interval', 'agreement_undefined', 'agreement_unreliable', 'agent_without_scored_runs',
     'judge_without_scored_runs', 'infrastructure_failures' or
     'tasks_without_reference_checks'."""
     subject: str

@@ -13,6 +13,7 @@ import numpy as np
 from ._bootstrap import Estimate, difference
 from ._context import Context
 from ._panel import F64, cell_means
+from ._proportions import share_intervals
 from ._results import AgentScore, BelowAnchorShare, CommunicationGap, PassRate, UnpassedTask
 from ._tables import StatisticsInputError
 
@@ -86,6 +87,8 @@ def pass_rate_rows(ctx: Context) -> list[PassRate]:
     runs = _runs_per_agent(ctx, passed)[:, 0]
     n_passed = np.zeros(len(ctx.panel.agent_ids))
     np.add.at(n_passed, ctx.panel.run_agent, np.nan_to_num(passed))
+    # Task-balanced: the binomial side counts q·n of n, which is n_passed when epochs agree.
+    iv = share_intervals(est, est.estimate * runs, runs.astype(np.float64), ctx.confidence)
     return [
         PassRate(
             **ctx.agent_key(agent),
@@ -93,7 +96,7 @@ def pass_rate_rows(ctx: Context) -> list[PassRate]:
             n_tasks=int(est.n_clusters[a]),
             n_runs=int(runs[a]),
             n_passed=int(n_passed[a]),
-            **est.interval(a),
+            **iv[a],
         )
         for a, agent in enumerate(ctx.panel.agent_ids)
     ]
@@ -110,6 +113,7 @@ def below_anchor_rows(ctx: Context) -> list[BelowAnchorShare]:
     num = np.column_stack([below.sum(axis=1), below])
     den = np.column_stack([total.sum(axis=1), total])
     est = ctx.ratio(num, den)
+    iv = share_intervals(est, num.sum(axis=0), den.sum(axis=0), ctx.confidence)
     judges: list[str | None] = [None, *p.judge_ids]
     return [
         BelowAnchorShare(
@@ -118,7 +122,7 @@ def below_anchor_rows(ctx: Context) -> list[BelowAnchorShare]:
             share=float(est.estimate[k]),
             n_ratings=int(den[:, k].sum()),
             n_below=int(num[:, k].sum()),
-            **est.interval(k),
+            **iv[k],
         )
         for k, judge in enumerate(judges)
     ]

@@ -2,23 +2,28 @@
 
 A control is a run whose right verdict is known: known-good (expected "pass") or
 known-bad (expected "fail"). Se and Sp are pooled shares over control runs, so each is
-the ratio estimator ``Σ_t right_t / Σ_t runs_t`` of :mod:`._bootstrap`, resampled by
-task like every other statistic here. The corrected pass share needs q, Se and Sp from
-the same resample so its interval carries all three uncertainties at once.
+the ratio estimator ``Σ_t right_t / Σ_t runs_t`` of :mod:`._bootstrap`; its interval
+is the hull of the task bootstrap and the binomial interval at its counts
+(:mod:`._proportions`). The corrected pass share's interval is Lang–Reiczigel's, which
+carries the uncertainty of q, Se and Sp at once, each at its effective sample size.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
 
-from ._bootstrap import F64, Estimate, percentile_interval, ratio, resample_counts
+from ._bootstrap import F64, Estimate, ratio, resample_counts
 from ._context import AnalysisSettings
+from ._proportions import effective_trials, lang_reiczigel, share_bounds
 from ._tables import StatisticsInputError
 from ._validity_rows import (
     CONTROLS_SCHEMA,
+    FRAGILE_BAND,
     SCORED_RUNS_SCHEMA,
     ControlRate,
     CorrectedPassShare,
@@ -95,18 +100,30 @@ def _with_jury(c: pl.DataFrame) -> pl.DataFrame:
 _Key = tuple[str | None, str | None, Measure]
 
 
-def _rate_matrix(c: pl.DataFrame, tasks: list[str], anchor: int) -> tuple[list[_Key], F64, F64]:
+class _Rates(NamedTuple):
+    keys: list[_Key]
+    num: F64
+    """(T, K) controls judged right per task."""
+    den: F64
+    """(T, K) controls per task."""
+    near: F64
+    """(K,) controls whose score lies within ``FRAGILE_BAND`` of the anchor."""
+
+
+def _rate_matrix(c: pl.DataFrame, tasks: list[str], anchor: int) -> _Rates:
     """Columns (judge, variant, measure) with per-task right counts and control counts."""
     t_of = {t: i for i, t in enumerate(tasks)}
     t_idx = np.array([t_of[t] for t in c["task_id"]], dtype=np.int64)
     score = c["score"].to_numpy()
     expected = c["expected"].to_numpy()
     right = np.where(expected == "pass", score >= anchor, score < anchor).astype(np.float64)
+    close = np.abs(score - anchor) <= FRAGILE_BAND
     judges = c["judge_id"].to_list()
     variants = c["variant"].to_numpy()
     keys: list[_Key] = []
     nums: list[F64] = []
     dens: list[F64] = []
+    near: list[float] = []
     kinds = sorted(set(zip(c["variant"].to_list(), expected.tolist(), strict=True)))
     for judge in [*sorted({j for j in judges if j is not None}), None]:
         mine = np.array([j == judge for j in judges], dtype=bool)
@@ -116,10 +133,11 @@ def _rate_matrix(c: pl.DataFrame, tasks: list[str], anchor: int) -> tuple[list[_
             keys.append((judge, variant, _CLASS[e]))
             nums.append(np.bincount(t_idx[mask], right[mask], len(tasks)).astype(np.float64))
             dens.append(np.bincount(t_idx[mask], minlength=len(tasks)).astype(np.float64))
+            near.append(float((close & mask).sum()))
     t_n = len(tasks)
     num = np.stack(nums, axis=1) if nums else np.zeros((t_n, 0))
     den = np.stack(dens, axis=1) if dens else np.zeros((t_n, 0))
-    return keys, num, den
+    return _Rates(keys, num, den, np.array(near))
 
 
 def control_rate_rows(controls: pl.DataFrame, settings: AnalysisSettings) -> tuple[ControlRate, ...]:  # fmt: skip
@@ -129,16 +147,19 @@ def control_rate_rows(controls: pl.DataFrame, settings: AnalysisSettings) -> tup
     check_settings(settings)
     c = _with_jury(_controls(controls))
     tasks = sorted(set(c["task_id"].to_list()))
-    keys, num, den = _rate_matrix(c, tasks, settings.anchor)
+    m = _rate_matrix(c, tasks, settings.anchor)
     counts = resample_counts(settings.seed, settings.n_resamples, len(tasks))
-    est = ratio(num, den, counts, settings.confidence)
+    est = ratio(m.num, m.den, counts, settings.confidence)
+    right, runs = m.num.sum(axis=0), m.den.sum(axis=0)
+    low, high = share_bounds(est, right, runs, settings.confidence)
     return tuple(
         ControlRate(
-            judge_id=j, variant=v, measure=m, estimate=float(est.estimate[k]),
-            n_tasks=int(est.n_clusters[k]), n_runs=int(den[:, k].sum()),
-            n_right=int(num[:, k].sum()), **est.interval(k),
+            judge_id=j, variant=v, measure=measure, estimate=float(est.estimate[k]),
+            n_tasks=int(est.n_clusters[k]), n_runs=int(runs[k]), n_right=int(right[k]),
+            n_near_anchor=int(m.near[k]), se=float(est.se[k]), ci_low=float(low[k]),
+            ci_high=float(high[k]),
         )
-        for k, (j, v, m) in enumerate(keys)
+        for k, (j, v, measure) in enumerate(m.keys)
     )  # fmt: skip
 
 
@@ -166,10 +187,11 @@ def _pass_matrix(runs: pl.DataFrame, tasks: list[str], anchor: int) -> tuple[lis
 
 def corrected_pass_rows(runs: pl.DataFrame, controls: pl.DataFrame, settings: AnalysisSettings, *, judge_id: str | None = None) -> tuple[CorrectedPassShare, ...]:  # fmt: skip
     """Each agent's Rogan–Gladen pass share from ``runs`` (``SCORED_RUNS_SCHEMA``, scored by
-    ``judge_id`` or by the jury's mean when None) and that judge's Se, Sp on ``controls``.
+    ``judge_id`` or by the jury's mean when None) and that judge's Se, Sp on ``controls``,
+    with Lang–Reiczigel's interval.
 
-    One bootstrap resamples the union of both tables' tasks: a drawn task brings its runs
-    and its controls, so q, Se and Sp of a resample come from the same draw."""
+    One bootstrap resamples the union of both tables' tasks; its standard errors give each
+    of q, Se and Sp the effective sample size (n / design effect) the interval uses."""
     check_settings(settings)
     r = validated(runs, "runs", SCORED_RUNS_SCHEMA, ("run_id",))
     c = _with_jury(_controls(controls))
@@ -177,31 +199,64 @@ def corrected_pass_rows(runs: pl.DataFrame, controls: pl.DataFrame, settings: An
         raise StatisticsInputError(f"table 'controls': no control verdict of judge {judge_id!r}")
     c = c.filter(pl.col("judge_id").is_null() if judge_id is None else pl.col("judge_id") == judge_id)  # fmt: skip
     tasks = sorted(set(c["task_id"].to_list()) | set(r["task_id"].to_list()))
-    keys, c_num, c_den = _rate_matrix(c, tasks, settings.anchor)
+    m = _rate_matrix(c, tasks, settings.anchor)
     agents, q_num, q_den = _pass_matrix(r, tasks, settings.anchor)
-    i_se = keys.index((judge_id, None, "sensitivity"))
-    i_sp = keys.index((judge_id, None, "specificity"))
     counts = resample_counts(settings.seed, settings.n_resamples, len(tasks))
     q = ratio(q_num, q_den, counts, settings.confidence)
-    rates = ratio(c_num[:, [i_se, i_sp]], c_den[:, [i_se, i_sp]], counts, settings.confidence)
-    return _corrected(agents, q, rates, r, judge_id, settings.confidence)
+    rates = ratio(m.num, m.den, counts, settings.confidence)
+    return _corrected(agents, q, rates, m, r, judge_id, settings)
 
 
-def _corrected(agents: list[str], q: Estimate, rates: Estimate, r: pl.DataFrame, judge_id: str | None, confidence: float) -> tuple[CorrectedPassShare, ...]:  # fmt: skip
-    se, sp = rates.estimate
-    unclipped, est = rogan_gladen(q.estimate, np.full_like(q.estimate, se), np.full_like(q.estimate, sp))  # fmt: skip
-    se_d, sp_d = rates.draws[:, :1], rates.draws[:, 1:]
-    _, draws = rogan_gladen(q.draws, se_d, sp_d)
-    undefined = (np.isnan(draws) & ~np.isnan(q.draws)).sum(axis=0)
-    low, high = percentile_interval(draws, confidence)
-    n_runs = dict(r.group_by("agent_id").agg(pl.len()).iter_rows())
+class _Evidence(NamedTuple):
+    """One of Se, Sp: the estimate and its effective number of controls."""
+
+    estimate: float
+    n_effective: float
+
+
+def _evidence(rates: Estimate, m: _Rates, key: _Key) -> _Evidence:
+    k = m.keys.index(key)
+    n = m.den[:, k].sum()
+    est = rates.estimate[k : k + 1]
+    trials = effective_trials(est, np.array([n]), rates.se[k : k + 1], rates.n_clusters[k : k + 1].astype(np.float64))  # fmt: skip
+    return _Evidence(float(est[0]), float(trials[0]))
+
+
+def _variant_specificities(rates: Estimate, m: _Rates, judge_id: str | None) -> tuple[float, float]:
+    """The lowest and highest specificity over the known-bad variants with controls."""
+    sp = [rates.estimate[k] for k, (j, v, measure) in enumerate(m.keys)
+          if j == judge_id and v is not None and measure == "specificity" and m.den[:, k].sum()]  # fmt: skip
+    return (float(min(sp)), float(max(sp))) if sp else (math.nan, math.nan)
+
+
+def _corrected(agents: list[str], q: Estimate, rates: Estimate, m: _Rates, r: pl.DataFrame, judge_id: str | None, settings: AnalysisSettings) -> tuple[CorrectedPassShare, ...]:  # fmt: skip
+    se = _evidence(rates, m, (judge_id, None, "sensitivity"))
+    sp = _evidence(rates, m, (judge_id, None, "specificity"))
+    close = (pl.col("score") - settings.anchor).abs() <= FRAGILE_BAND
+    per = r.group_by("agent_id").agg(pl.len().alias("n"), close.sum().alias("near"))
+    n_runs = {a: n for a, n, _ in per.iter_rows()}
+    near = {a: k for a, _, k in per.iter_rows()}
+    n = np.array([float(n_runs[a]) for a in agents])
+    raw_low, raw_high = share_bounds(q, q.estimate * n, n, settings.confidence)
+    full = np.ones_like(q.estimate)
+    unclipped, est = rogan_gladen(q.estimate, full * se.estimate, full * sp.estimate)
+    n_q = effective_trials(q.estimate, n, q.se, q.n_clusters.astype(np.float64))
+    lr = lang_reiczigel(q.estimate, n_q, full * se.estimate,
+                        full * se.n_effective, full * sp.estimate, full * sp.n_effective,
+                        settings.confidence)  # fmt: skip
+    sp_low, sp_high = _variant_specificities(rates, m, judge_id)
+    _, at_low = rogan_gladen(q.estimate, full * se.estimate, full * sp_low)
+    _, at_high = rogan_gladen(q.estimate, full * se.estimate, full * sp_high)
     return tuple(
         CorrectedPassShare(
             agent_id=a, judge_id=judge_id, raw_share=float(q.estimate[k]),
-            raw_ci_low=float(q.low[k]), raw_ci_high=float(q.high[k]), sensitivity=float(se),
-            specificity=float(sp), unclipped=float(unclipped[k]), estimate=float(est[k]),
-            ci_low=float(low[k]), ci_high=float(high[k]), n_tasks=int(q.n_clusters[k]),
-            n_runs=int(n_runs[a]), undefined_resamples=int(undefined[k]),
+            raw_ci_low=float(raw_low[k]), raw_ci_high=float(raw_high[k]),
+            sensitivity=se.estimate, specificity=sp.estimate, unclipped=float(unclipped[k]),
+            estimate=float(est[k]), ci_low=float(lr.low[k]), ci_high=float(lr.high[k]),
+            unbounded=bool(lr.unbounded[k]), n_tasks=int(q.n_clusters[k]),
+            n_runs=int(n_runs[a]), n_near_anchor=int(near[a]),
+            lowest_variant_specificity=sp_low, highest_variant_specificity=sp_high,
+            at_lowest_specificity=float(at_low[k]), at_highest_specificity=float(at_high[k]),
         )
         for k, a in enumerate(agents)
     )  # fmt: skip

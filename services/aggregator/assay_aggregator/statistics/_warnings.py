@@ -41,7 +41,7 @@ RELIABLE_ALPHA = 0.667
 _INTERVALS = ("agent_scores", "dimension_scores", "judge_leaderboards", "pass_rates",
               "below_anchor_shares", "communication_gap", "tag_rates", "empty_artifact_rates",
               "self_preference", "pairwise_differences")  # fmt: skip
-# Rates at 0 or 1 have zero-width bootstrap intervals by nature; scores should not.
+# Rates are never of zero width (binomial intervals at 0 or 1: see _boundary); scores should not.
 _ZERO_WIDTH = ("agent_scores", "dimension_scores", "judge_leaderboards", "communication_gap",
                "self_preference", "pairwise_differences")  # fmt: skip
 _SCORES = ("agent_scores", "dimension_scores", "pass_rates", "agent_ranks",
@@ -78,6 +78,31 @@ def _zero_width(group: str | None, tables: Mapping[str, Sequence[Row]]) -> list[
             out.append(_warn(group, "zero_width_interval", name,
                              f"{len(flat)} of {len(rows)} intervals in {name} have zero width",
                              (name,)))  # fmt: skip
+    return out
+
+
+_RATES = {"pass_rates": ("pass_rate", "agent_id", "n_runs"),
+          "below_anchor_shares": ("share", "judge_id", "n_ratings")}  # fmt: skip
+"""Rate tables that compare agents or judges: the share's field, the row's name and its
+trials. (A tag or empty-artifact rate at 0 is the hoped-for state, not a doubt.)"""
+
+
+def _boundary(group: str | None, tables: Mapping[str, Sequence[Row]]) -> list[StatisticsWarning]:
+    """Rates at 0 or 1: their interval is Clopper–Pearson's (no bootstrap can vary them)."""
+    out = []
+    for name, (field, who, trials) in _RATES.items():
+        rows = [r for r in tables.get(name, ()) if getattr(r, "group", None) == group]
+        edge = [r for r in rows if getattr(r, trials) and getattr(r, field) in (0.0, 1.0)]
+        if not edge:
+            continue
+        named = ", ".join(
+            f"{getattr(r, who) or 'all judges'} {getattr(r, field):.0%} of {getattr(r, trials)}"
+            for r in edge[:3]
+        )
+        more = f" and {len(edge) - 3} more" if len(edge) > 3 else ""
+        out.append(_warn(group, "boundary_interval", name, f"{len(edge)} of {len(rows)} rates "
+                         f"in {name} are at 0 or 1 ({named}{more}): their intervals are "
+                         "Clopper–Pearson's at the counts", (name,)))  # fmt: skip
     return out
 
 
@@ -295,6 +320,7 @@ def warning_rows(
     for group, sub in split_tables(tables, group_by):
         out += _few_tasks(group, sub)
         out += _zero_width(group, computed)
+        out += _boundary(group, computed)
         out += _constant_judges(group, sub)
         out += _clipped(group, sub)
     agreement = computed["judge_agreement"]

@@ -12,7 +12,6 @@ import re
 from collections.abc import Iterable
 from importlib.resources import files
 from typing import Any, NamedTuple
-from urllib.parse import quote
 
 from markupsafe import Markup
 
@@ -26,7 +25,7 @@ from .asgi import Request, Response, Route, Stream, asgi_app
 from .data import RunView, Source, file_tree
 from .judges import disagreements
 from .live import events
-from .previews import IMAGE_TYPES, preview_file, pygments_css
+from .previews import blob_headers, preview_file, pygments_css
 from .review import ReviewDesk, ValidityTable, review_routes
 from .runs import Facets, RunQuery, facets, select
 from .search import terms
@@ -54,22 +53,6 @@ def _static(name: str) -> bytes:
 def _css() -> bytes:
     base = files("assay_aggregator").joinpath("templates", "report.css").read_bytes()
     return base + _static("view.css") + pygments_css().encode()
-
-
-def _blob_headers(name: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """Content type and disposition for a blob: raster images and plain text inline,
-    anything else a download; a name only ever picks among these."""
-    suffix = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
-    filename = quote(name.rsplit("/", 1)[-1] or "blob")
-    if suffix in IMAGE_TYPES:
-        return IMAGE_TYPES[suffix], (
-            ("content-disposition", f"inline; filename*=UTF-8''{filename}"),
-        )
-    attach = ("content-disposition", f"attachment; filename*=UTF-8''{filename}")
-    return "text/plain; charset=utf-8", (
-        attach,
-        ("content-security-policy", "default-src 'none'; sandbox"),
-    )
 
 
 class _Head(NamedTuple):
@@ -223,7 +206,7 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
             return _missing(f"blob {sha}")
         except (StoreError, OSError) as e:
             return Response(f"blob {sha} failed verification: {e}\n".encode(), "text/plain", 502)
-        content_type, headers = _blob_headers(req.query.get("name", sha))
+        content_type, headers = blob_headers(req.query.get("name", sha))
         return Response(data, content_type, headers=headers)
 
     async def compare(req: Request) -> Response:
@@ -272,8 +255,8 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         return Response(_static("validity.js"), "text/javascript; charset=utf-8")
 
     assets = [("/static/view.css", css), ("/static/live.js", script),
-              ("/static/validity.js", validity_script), ("/blob/(?P<sha>[0-9a-f]{64})", blob)]  # fmt: skip
-    if review is not None:
+              ("/static/validity.js", validity_script)]  # fmt: skip
+    if review is not None:  # no /blob/: a hash must tell a reviewer nothing (review.py)
         return asgi_app(
             [*review_routes(source, review), *(Route(re.compile(p), h) for p, h in assets)],
             lambda path: _missing(path), hosts,
@@ -286,7 +269,7 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         (f"/campaign/(?P<campaign>{_ID})/validity.json", human_validity),
         (f"/campaign/(?P<campaign>{_ID})/task/(?P<task>{_ID})", task),
         (f"/run/(?P<run>{_ID})", run), (f"/run/(?P<run>{_ID})/file", sealed_file),
-        ("/compare", compare), ("/live", live), *assets,
+        ("/compare", compare), ("/live", live), ("/blob/(?P<sha>[0-9a-f]{64})", blob), *assets,
     ]  # fmt: skip
     return asgi_app(
         [Route(re.compile(p), h) for p, h in routes], lambda path: _missing(path), hosts

@@ -13,6 +13,7 @@ import io
 from functools import cache
 from pathlib import PurePosixPath
 from typing import NamedTuple
+from urllib.parse import quote
 
 from markdown_it import MarkdownIt
 from markupsafe import Markup
@@ -23,7 +24,15 @@ from pygments.util import ClassNotFound
 
 from .documents import OFFICE_SUFFIXES, read_office
 
-__all__ = ["IMAGE_TYPES", "Preview", "markdown", "preview", "preview_file", "pygments_css"]
+__all__ = [
+    "IMAGE_TYPES",
+    "Preview",
+    "blob_headers",
+    "markdown",
+    "preview",
+    "preview_file",
+    "pygments_css",
+]
 
 PREVIEW_BYTES = 512 * 1024
 """Larger files are previewed from their first bytes (the whole file is a download)."""
@@ -113,3 +122,19 @@ async def preview_file(path: str, data: bytes) -> Preview:
 def pygments_css() -> str:
     """The style sheet for highlighted code (served with the viewer's CSS)."""
     return str(HtmlFormatter().get_style_defs(".highlight"))
+
+
+def blob_headers(name: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """Content type and disposition for a blob: raster images and plain text inline,
+    anything else a download; a name only ever picks among these."""
+    suffix = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    filename = quote(name.rsplit("/", 1)[-1] or "blob")
+    if suffix in IMAGE_TYPES:
+        return IMAGE_TYPES[suffix], (
+            ("content-disposition", f"inline; filename*=UTF-8''{filename}"),
+        )
+    attach = ("content-disposition", f"attachment; filename*=UTF-8''{filename}")
+    return "text/plain; charset=utf-8", (
+        attach,
+        ("content-security-policy", "default-src 'none'; sandbox"),
+    )

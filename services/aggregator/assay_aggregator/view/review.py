@@ -2,10 +2,13 @@
 human verdict; and the judges page's live "Judge validity (human)" table.
 
 The review viewer serves only its own pages (a queue per campaign, a grading page per
-run, its sealed files) and static assets: no campaign, run or live page, so nothing it
-serves names a run's agent, its judges' verdicts or whether it is a control. Runs are
-addressed by an opaque token (a keyed hash of the run id with this process's secret), so
-a reviewer cannot recompute a run id from an agent's name to unblind it. Every form
+run, its sealed files) and static assets: no campaign, run or live page, and no blob by
+its hash (`/blob/` answers 404), so nothing it serves names a run's agent, its judges'
+verdicts or whether it is a control, and no hash of a rebuilt control plan can be asked
+about. Runs are addressed by an opaque token (a keyed hash of the run id with this
+process's secret), so a reviewer cannot recompute a run id from an agent's name to
+unblind it; a run's files are served only under its own token. The queue's order is keyed
+by the deployment's secret (`REVIEW_KEY`). Every form
 carries a CSRF token bound to the reviewer and the run (an HMAC with the same secret);
 the host and origin checks of `hosts.py` still come first.
 """
@@ -24,18 +27,18 @@ from typing import Any
 from pydantic import ValidationError
 
 from assay.config import Settings
-from assay.security.signing import signer_for
-from assay_schemas import ID_PATTERN, Rubric, Task, default_rubric
+from assay.security.signing import deployment_secret, signer_for
+from assay_schemas import ID_PATTERN, FileRef, Rubric, Task, default_rubric
 
 from ..grading import Grade, grade_problem, human_verdict, outcomes, publish_verdicts
 from ..pages import render_page
 from ..projections import Projections
 from ..report import report_seed, rubric_anchor
-from ..review import ReviewItem, Stratum, default_stratum, human_validity, review_queue
+from ..review import REVIEW_KEY, ReviewItem, Stratum, default_stratum, human_validity, review_queue
 from ..statistics import AnalysisSettings, validity_warnings
 from .asgi import Request, Response, Route
 from .data import Source, file_tree
-from .previews import preview_file
+from .previews import blob_headers, preview_file
 
 __all__ = ["ReviewDesk", "ValidityTable", "review_routes"]
 
@@ -46,16 +49,21 @@ _TOKEN = "[0-9a-f]{32}"
 @dataclass
 class ReviewDesk:
     """One reviewer's seat: who grades (their enrolled key must exist), the secret that
-    keys run tokens and CSRF tokens, and how runs are stratified."""
+    keys run tokens and CSRF tokens, the deployment's queue key, and how runs are
+    stratified."""
 
     settings: Settings
     name: str
     stratum: Stratum = default_stratum
     secret: bytes = field(default_factory=lambda: os.urandom(32), repr=False)
+    queue_key: bytes = field(default=b"", repr=False)
+    """The deployment's `REVIEW_KEY` (read from the home's keys when left empty)."""
 
     def __post_init__(self) -> None:
         # Refuse to start for a reviewer without an enrolled key (ConfigError says how).
         signer_for(self.settings, self.judge_id)
+        if not self.queue_key:
+            self.queue_key = deployment_secret(self.settings, REVIEW_KEY)
 
     @property
     def judge_id(self) -> str:
@@ -130,7 +138,7 @@ def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
     """The review viewer's pages."""
 
     def queue_of(p: Projections, campaign: str) -> list[ReviewItem]:
-        return review_queue(p, campaign, desk.judge_id, stratum=desk.stratum)
+        return review_queue(p, campaign, desk.judge_id, key=desk.queue_key, stratum=desk.stratum)
 
     def find(p: Projections, campaign: str, token: str) -> str | None:
         for run in p.state.runs.values():
@@ -200,7 +208,8 @@ def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
         return _page("review_message.html.j2", title="Verdict recorded", campaign=cid,
                      message=f"signed by {desk.judge_id}, logged at sequence {said.sequence}")  # fmt: skip
 
-    async def sealed_file(req: Request) -> Response:
+    async def own_file(req: Request) -> tuple[FileRef, bytes] | Response:
+        """The sealed file `?path=` of the run the page token names, and its bytes."""
         cid, token = req.match["campaign"], req.match["token"]
         p = await source.projections()
         run_id = find(p, cid, token)
@@ -217,12 +226,29 @@ def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
             data = await asyncio.to_thread(source.store.get_bytes, ref.sha256)
         except Exception as e:  # a missing or corrupt blob is shown, never raised
             return _page("review_message.html.j2", 502, title="Unreadable", message=str(e))
-        return _page("review_file.html.j2", campaign=cid, token=token, ref=ref,
+        return ref, data
+
+    async def sealed_file(req: Request) -> Response:
+        found = await own_file(req)
+        if isinstance(found, Response):
+            return found
+        ref, data = found
+        return _page("review_file.html.j2", campaign=req.match["campaign"],
+                     token=req.match["token"], ref=ref,
                      shown=await preview_file(ref.path, data))  # fmt: skip
+
+    async def raw_file(req: Request) -> Response:
+        found = await own_file(req)
+        if isinstance(found, Response):
+            return found
+        ref, data = found
+        content_type, headers = blob_headers(ref.path)
+        return Response(data, content_type, headers=headers)
 
     return [
         Route(re.compile("/"), index), Route(re.compile("/review"), index),
         Route(re.compile(f"/review/(?P<campaign>{_ID})"), queue),
         Route(re.compile(f"/review/(?P<campaign>{_ID})/run/(?P<token>{_TOKEN})"), grade_page, post=True),
         Route(re.compile(f"/review/(?P<campaign>{_ID})/run/(?P<token>{_TOKEN})/file"), sealed_file),
+        Route(re.compile(f"/review/(?P<campaign>{_ID})/run/(?P<token>{_TOKEN})/raw"), raw_file),
     ]  # fmt: skip

@@ -17,8 +17,10 @@ async function redraw(section) {
   body.replaceChildren();
   for (const r of data.rows) {
     const row = document.createElement("tr");
-    const cells = [r.subject || r.subject_kind, r.n_runs, cell(r.kappa),
-      `${cell(r.kappa_low)} – ${cell(r.kappa_high)}`, cell(r.weighted_kappa), cell(r.spearman),
+    const cells = [r.subject || r.subject_kind, r.runs, r.n_runs,
+      `${cell(r.subject_pass_share)} / ${cell(r.human_pass_share)}`, cell(r.kappa),
+      `${cell(r.kappa_low)} – ${cell(r.kappa_high)}`, cell(r.pabak), cell(r.weighted_kappa),
+      cell(r.spearman),
       r.both_pass, r.subject_only_pass, r.human_only_pass, r.both_fail];
     for (const value of cells) {
       const td = document.createElement("td");

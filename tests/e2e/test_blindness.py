@@ -1,0 +1,190 @@
+"""Blind means blind (issue #47): measured, not asserted.
+
+The bundled campaign (examples/campaign.yaml: every bundled task, its references'
+controls, the scripted cast) runs through the real stack; then everything a judge
+service or a reviewer can read of each run (`bench.blindness.run_features`) goes to a
+cross-validated logistic regression that tries to tell the controls from the agents'
+runs. At chance its AUC is 0.5; the platform promises at most 0.6.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import mannwhitneyu
+
+from assay_aggregator.statistics import RULE_CHECKS
+from assay_schemas import ArtifactsSealed, ControlDeclared, Event, RunRequested
+from bench.blindness import (
+    Blindness,
+    BlindnessWarning,
+    Campaign,
+    blindness_auc,
+    bundled_campaign,
+    control_labels,
+    group_aucs,
+    run_features,
+    top_tells,
+)
+
+pytestmark = pytest.mark.timeout(900)
+
+ROOT = Path(__file__).resolve().parents[2]
+CHANCE = 0.6
+"""The most AUC a classifier may reach on what judges and reviewers read."""
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
+    ran = bundled_campaign(tmp_path_factory.mktemp("bundled"))
+    try:
+        yield ran
+    finally:
+        ran.server.stop()
+
+
+def _measure(events: list[Event]) -> tuple[Blindness, list[tuple[str, float]]]:
+    features = run_features(events)
+    controls = control_labels(events)
+    assert controls and controls <= set(features), "every control is a run of the log"
+    found = blindness_auc(features, controls, seed=47)
+    print(f"\nAUC by feature group: {group_aucs(features, controls, seed=47)}")
+    return found, top_tells(features, controls)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue #47 item 2 open: a control's request still says kind=control and carries its "
+    "plan, its agent id is not one of the campaign's, and the CLI requests controls after the "
+    "agents' runs (AUC 1.000; by group: agent, run, steps 1.0; arrival 1.00; end 0.96; "
+    "message 0.77; transcript 0.70; tool 0.66; seal 0.29)",
+)
+def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campaign(
+    bundled: Campaign,
+) -> None:
+    found, tells = _measure(bundled.events)
+    print(f"\nbundled: AUC {found.auc:.3f} ({found.n_controls} controls, "
+          f"{found.n_agent_runs} agents' runs, {found.folds} folds); tells: {tells[:5]}")  # fmt: skip
+    assert found.n_controls >= 8 and found.n_agent_runs >= 8
+    assert found.auc <= CHANCE, f"AUC {found.auc:.3f}: controls are told by {tells[:5]}"
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="issue #47 item 2 open (see the bundled campaign's test)")
+def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The bundled campaign at three epochs of agents and of controls (72 agents' runs,
+    120 controls): more runs, so a weaker tell is found too."""
+    ran = bundled_campaign(
+        tmp_path_factory.mktemp("larger"), {"epochs": 3, "controls": {"epochs": 3}}
+    )
+    ran.server.stop()
+    found, tells = _measure(ran.events)
+    print(f"\nlarger: AUC {found.auc:.3f} ({found.n_controls} controls, "
+          f"{found.n_agent_runs} agents' runs); tells: {tells[:5]}")  # fmt: skip
+    assert found.n_controls >= 100 and found.n_agent_runs >= 60
+    assert found.auc <= CHANCE, f"AUC {found.auc:.3f}: controls are told by {tells[:5]}"
+
+
+def test_every_rule_check_has_a_validity_row_and_the_reference_control_runs_its_code(
+    bundled: Campaign,
+) -> None:
+    """Issue #47 item 5: the reference control runs its scripts as a careful agent does,
+    so 'scripts_executed' is measured on controls like every other rule check."""
+    rates = bundled.report["validity"]["rule_rates"]
+    rows = {(r["judge_id"], r["measure"]): r for r in rates if r["variant"] is None}
+    for check in RULE_CHECKS:
+        assert (f"rules:{check}", "sensitivity") in rows, check
+    executed = rows[("rules:scripts_executed", "sensitivity")]
+    assert executed["estimate"] == 1.0, executed
+    by_variant = {(r["judge_id"], r["variant"], r["measure"]): r for r in rates}
+    caught = by_variant[("rules:scripts_executed", "not_executed", "specificity")]
+    assert caught["estimate"] == 1.0, caught
+
+
+def test_the_auc_is_the_mann_whitney_statistic_of_the_out_of_fold_scores() -> None:
+    """An independent computation: AUC = U / (n_pos · n_neg) (ties count one half)."""
+    rng = np.random.default_rng(3)
+    features = {f"r{i}": {"x": float(rng.normal(i % 2, 1.0)), "tag": "a"} for i in range(40)}
+    controls = {f"r{i}" for i in range(40) if i % 2}
+    found = blindness_auc(features, controls, seed=1)
+    pos = [s for s, y in zip(found.scores, found.labels, strict=True) if y]
+    neg = [s for s, y in zip(found.scores, found.labels, strict=True) if not y]
+    u = mannwhitneyu(pos, neg).statistic
+    assert found.auc == pytest.approx(u / (len(pos) * len(neg)), abs=1e-12)
+    assert found.auc > 0.6, "a planted difference is found"
+
+
+def test_a_planted_tell_is_found_and_noise_stays_at_chance() -> None:
+    rng = np.random.default_rng(7)
+    noise = {f"r{i}": {"x": float(rng.normal()), "y": float(rng.normal())} for i in range(200)}
+    controls = {f"r{i}" for i in range(0, 200, 4)}
+    assert blindness_auc(noise, controls, seed=2).auc <= CHANCE
+    told = {
+        r: {**f, "agent.model": "control" if r in controls else "gpt"} for r, f in noise.items()
+    }
+    assert blindness_auc(told, controls, seed=2).auc > 0.95
+
+
+def test_too_few_controls_warn_and_carry_no_auc() -> None:
+    features = {f"r{i}": {"x": float(i)} for i in range(10)}
+    with pytest.warns(BlindnessWarning, match="at least"):
+        found = blindness_auc(features, {"r1", "r2"})
+    assert np.isnan(found.auc) and found.warnings
+
+
+_RUN_ID = re.compile(r"\br[0-9a-f]{24}\b")
+
+
+def _seals(events: list[Event]) -> dict[str, ArtifactsSealed]:
+    return {e.run_id: e for e in events if isinstance(e, ArtifactsSealed) and e.run_id}
+
+
+def _first_turns(server: object, model: str) -> list[str]:
+    """The judge's opening requests (the case, before any tool call), run ids masked."""
+    out = []
+    for rec in server.requests(model):  # type: ignore[attr-defined]
+        if not any(m["role"] == "assistant" for m in rec.body["messages"]):
+            out.append(_RUN_ID.sub("<run>", json.dumps(rec.body, sort_keys=True)))
+    return out
+
+
+def test_a_control_and_an_agents_run_with_the_same_work_reach_the_judge_alike(
+    bundled: Campaign,
+) -> None:
+    """The reference control is what the careful agent leaves and says; where both runs
+    sealed the same files and message, the judge's model server received the same
+    opening request about each, byte for byte once run ids are masked."""
+    events = bundled.events
+    seals = _seals(events)
+    declared = {e.control_run_id: e for e in events if isinstance(e, ControlDeclared)}
+    requested = {e.run_id: e for e in events if isinstance(e, RunRequested)}
+    opening = _first_turns(bundled.server, "scripted-judge-balanced")
+
+    def work(run: str) -> tuple[frozenset[tuple[str, str]], str]:
+        seal = seals[run]
+        return frozenset((f.path, f.sha256) for f in seal.files), seal.final_message
+
+    pairs = 0
+    for run, control in declared.items():
+        if control.variant != "reference":
+            continue
+        careful = next(r for r, e in requested.items()
+                       if e.agent.agent_id == "careful" and e.task_id == control.task_id)  # fmt: skip
+        if work(careful) != work(run):
+            continue
+        pairs += 1
+        shas = [sha[:12] for _, sha in work(run)[0]]
+        about = [b for b in opening
+                 if f"task {control.task_id})" in b and all(sha in b for sha in shas)]  # fmt: skip
+        assert len(about) == 2, (control.task_id, len(about))
+        assert about[0] == about[1], control.task_id
+    assert pairs >= 4, (
+        f"only {pairs} tasks where the reference control left the careful agent's work"
+    )

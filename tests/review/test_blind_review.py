@@ -1,0 +1,117 @@
+"""Attacks on the review's blindness (issue #47), one per unblinding route.
+
+- the queue order: a reviewer with the campaign file knows every run id (they derive from
+  public names) and must not be able to predict which position holds which run;
+- `/blob/<sha>`: a reviewer who rebuilds a control plan (or any file it names) and hashes
+  it must not be able to ask the review viewer whether that blob exists;
+- the page's files: only the graded run's own files, by its page token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import stat
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.security.signing import deployment_secret
+from assay_aggregator.review import REVIEW_KEY, review_queue
+from assay_aggregator.view import Source, create_app
+from assay_aggregator.view.review import ReviewDesk
+from assay_schemas import ArtifactsSealed, ControlFile, ControlPlan
+
+from .conftest import Signed, enroll, projections
+
+BASE = "http://127.0.0.1"
+
+
+@pytest.fixture
+async def review(settings: Settings, signed: Signed) -> AsyncIterator[httpx.AsyncClient]:
+    enroll(settings, "alice")
+    source = Source(settings, resamples=200)
+    transport = httpx.ASGITransport(app=create_app(source, review=ReviewDesk(settings, "alice")))
+    async with httpx.AsyncClient(transport=transport, base_url=BASE) as c:
+        yield c
+    await source.close()
+
+
+def _public_rank(reviewer: str, run_id: str) -> str:
+    """The order an outsider computes from names alone (the old, unkeyed queue)."""
+    return hashlib.sha256(f"assay-review\x1f{reviewer}\x1f{run_id}".encode()).hexdigest()
+
+
+async def test_the_queue_order_cannot_be_predicted_from_public_names(
+    bus: Bus, settings: Settings, signed: Signed
+) -> None:
+    p = await projections(bus, settings)
+    queue = [i.run_id for i in review_queue(p, "camp", "reviewer-alice", key=b"k" * 32)]
+    predicted = sorted(signed.sealed, key=lambda r: _public_rank("reviewer-alice", r))
+    assert sorted(queue) == signed.sealed
+    assert queue != predicted, "the outsider's order is the queue's"
+    # Not even its first positions: a short session grades those.
+    hits = sum(a == b for a, b in zip(queue, predicted, strict=True))
+    assert hits < len(queue) // 2
+
+
+async def test_two_deployments_order_the_same_reviewers_queue_differently(
+    bus: Bus, settings: Settings, signed: Signed, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    p = await projections(bus, settings)
+    other = settings.model_copy(update={"home": tmp_path_factory.mktemp("other-deployment")})
+    mine, theirs = deployment_secret(settings, REVIEW_KEY), deployment_secret(other, REVIEW_KEY)
+    assert mine != theirs and len(mine) == 32
+    a = [i.run_id for i in review_queue(p, "camp", "reviewer-alice", key=mine)]
+    b = [i.run_id for i in review_queue(p, "camp", "reviewer-alice", key=theirs)]
+    assert sorted(a) == sorted(b) and a != b
+    # Created once: the same deployment keeps its order on every load, by any process.
+    assert deployment_secret(settings, REVIEW_KEY) == mine
+    assert a == [i.run_id for i in review_queue(p, "camp", "reviewer-alice", key=mine)]
+    path = settings.home / "keys" / f"{REVIEW_KEY}.secret"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+async def test_the_review_viewer_answers_no_blob_by_its_hash(
+    settings: Settings, signed: Signed, review: httpx.AsyncClient
+) -> None:
+    # A control plan as a reviewer could rebuild it from a grading page, and a file that
+    # does exist in the store: neither answers, so no hash tells anything.
+    sealed = next(e for e in signed.events if isinstance(e, ArtifactsSealed) and e.files)
+    ref = sealed.files[0]
+    plan = ControlPlan(
+        files=[ControlFile(path=ref.path, sha256=ref.sha256, size=ref.size, text=True)],
+        message=sealed.final_message,
+    )
+    planned = signed.store.put_bytes(plan.model_dump_json().encode()).sha256
+    for sha in (planned, ref.sha256, "0" * 64):
+        got = await review.get(f"/blob/{sha}")
+        assert got.status_code == 404, sha
+        assert (await review.get(f"/blob/{sha}?name=x.png")).status_code == 404
+
+
+async def test_a_page_serves_only_its_own_runs_files_by_its_token(
+    settings: Settings, signed: Signed, review: httpx.AsyncClient
+) -> None:
+    queue = await review.get("/review/camp")
+    tokens = re.findall(r'href="/review/camp/run/([0-9a-f]{32})"', queue.text)
+    assert len(tokens) >= 2
+    page = await review.get(f"/review/camp/run/{tokens[0]}")
+    assert "/blob/" not in page.text
+    link = re.search(r'href="(/review/camp/run/[0-9a-f]{32}/file\?path=[^"]+)"', page.text)
+    assert link is not None
+    shown = await review.get(link.group(1).replace("&amp;", "&"))
+    assert shown.status_code == 200 and "/blob/" not in shown.text
+    raw = re.search(r'href="(/review/camp/run/[0-9a-f]{32}/raw\?path=[^"]+)"', shown.text)
+    assert raw is not None, "the download goes by the page's token"
+    got = await review.get(raw.group(1).replace("&amp;", "&"))
+    assert got.status_code == 200 and got.content
+    # Another run's token with this run's path, a made-up token, a path it never sealed.
+    path = raw.group(1).split("path=", 1)[1].replace("&amp;", "&")
+    other = await review.get(f"/review/camp/run/{'f' * 32}/raw?path={path}")
+    assert other.status_code == 404
+    absent = await review.get(f"/review/camp/run/{tokens[0]}/raw?path=not/sealed.txt")
+    assert absent.status_code == 404
