@@ -18,6 +18,7 @@ import yaml
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import open_store
+from assay_cli.check import check_stream
 from assay_cli.demo import JudgeTemper, judge_script
 from assay_cli.scripted import ScriptedModelServer
 from assay_schemas import JudgmentRecorded
@@ -83,6 +84,9 @@ async def test_a_late_serve_judge_backfills_the_running_stack(
         while aggregator_report(settings) != want:
             assert loop.time() < deadline, "the aggregator's report never matched a rebuild"
             await asyncio.sleep(0.5)
+        # Every sealed run has a verdict from each judge enabled for it, the late one too.
+        checked = await check_stream(settings, replay=True, grace_s=0.0)
+        assert checked.clean, [str(b) for b in checked.breaches]
     out = printed.read_text()
     print(f"\nlate judge back-filled {len(runs)} runs in {took:.1f}s\n{out}")
     assert took < 180 and proc.returncode == 0, out
