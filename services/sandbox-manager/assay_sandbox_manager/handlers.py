@@ -19,11 +19,13 @@ from assay_schemas import (
     RPC_INLINE_BYTES,
     AgentFinished,
     ArtifactsSealed,
+    AssayError,
     BlobCommand,
     BusError,
     ErrorInfo,
     Event,
     Exclusion,
+    FailureStage,
     LogChanged,
     RunFailed,
     RunHistory,
@@ -51,7 +53,7 @@ from .failover import SealWatch, seal_declared_lost
 from .runtime import recipe_hash
 from .seal import Seal, SealCaps, answer_fields, seal_fields, store_copy
 
-__all__ = ["SandboxService"]
+__all__ = ["SandboxGivenUp", "SandboxService"]
 
 log = logging.getLogger("assay.sandbox_manager")
 
@@ -65,6 +67,10 @@ run would use all three."""
 
 _COMMAND: TypeAdapter[SandboxCommand] = TypeAdapter(SandboxCommand)
 _REQUEST: TypeAdapter[SandboxRequest] = TypeAdapter(SandboxRequest)
+
+
+class SandboxGivenUp(AssayError):
+    """The sandbox-manager stopped retrying a run's sandbox or its seal (dead-lettered)."""
 
 
 @dataclass(kw_only=True)
@@ -312,6 +318,42 @@ class SandboxService:
             self._closing.discard(sandbox_id)
             await self._released()
         self.destroyed.add(sandbox_id)
+
+    async def on_given_up(self, event: Event, delivery: Delivery, reason: str) -> None:
+        """A run's RunRequested, or its end, failed on every delivery: the run gets a
+        RunFailed (sandbox, or seal) unless it already ended that way, and its sandbox on
+        this instance is destroyed, so that nothing is left running for a run nobody
+        drives any more."""
+        assert event.run_id is not None
+        history = RunHistory.fold(await self.bus.run_events(event.campaign_id, event.run_id))
+        request = history.request
+        opening = isinstance(event, RunRequested)
+        stage: FailureStage = "sandbox" if opening else "seal"
+        what = "RunRequested" if opening else f"end ({event.event_type})"
+        # Opening: a run with a SandboxReady is the runner's to end. Sealing: a run with a
+        # seal is settled; one that failed already keeps that failure.
+        sealed = history.seal is not None or isinstance(history.ended, RunFailed)
+        done = history.sandbox is not None if opening else sealed
+        if request is not None and not done and (not opening or history.ended is None):
+            error = SandboxGivenUp(
+                f"gave up on the {stage} of run {event.run_id} after {delivery.attempt} "
+                f"deliveries of its {what}; the last failed with {reason}"
+            )
+            await self.bus.publish(
+                RunFailed(
+                    event_id=RunFailed.id_for(event.run_id, stage),
+                    **same_run(request, cause=event),
+                    stage=stage,
+                    error=ErrorInfo.of(error).text,
+                    error_info=ErrorInfo.of(error),
+                    infrastructure=True,
+                    producer=self.bus.producer,
+                )
+            )
+        if opening and history.sandbox is not None:
+            return  # ready: the runner drives it, and its end destroys the sandbox
+        self._live.pop(event.run_id, None)
+        await self._destroy(event.run_id)  # a sandbox's id is its run's
 
     # --- restart ------------------------------------------------------------------------
 

@@ -1,0 +1,129 @@
+"""Nothing ends without an event (issue #54): a run every delivery of which fails is ended
+with RunFailed and its sandbox destroyed, and a command that got no answer is a timeout,
+never run again by a retry."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+from nats.aio.msg import Msg
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.providers import ModelProvider
+from assay.sandbox_client import SandboxClient
+from assay.store import LocalBlobStore
+from assay.tasks import load_tasks
+from assay_cli.campaign import submit_campaign
+from assay_schemas import (
+    AgentSpec,
+    ArtifactsSealed,
+    Limits,
+    RunFailed,
+    RunRequested,
+    SandboxReady,
+    SandboxSpec,
+    Task,
+    unb64,
+)
+from tests.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
+
+
+class BrokenFactory(RuntimeError):
+    """The runner cannot make a model client: every delivery of the run fails."""
+
+
+def broken_providers(agent: AgentSpec) -> ModelProvider:
+    raise BrokenFactory(f"no client for {agent.model}")
+
+
+def sandbox_processes(settings: Settings) -> int:
+    """Processes whose command line names this test's sandbox state (bwrap, its helper)."""
+    out = subprocess.run(
+        ["pgrep", "-c", "-f", str(settings.state_dir)], capture_output=True, text=True
+    )
+    return int(out.stdout.strip() or 0)
+
+
+async def test_a_dead_lettered_sandbox_ready_ends_the_run_and_destroys_its_sandbox(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> None:
+    store = LocalBlobStore(settings.blob_dir)
+    folder = write_task(tmp_path / "tasks", "t1", "go", {"a.txt": "x"})
+    spec = campaign("c1", [scripted_agent("a1", "m", "http://127.0.0.1:9/v1")])
+    async with services(settings, store, providers=broken_providers) as started:
+        await submit_campaign(bus, store, spec, load_tasks(folder, max_bytes=1000))
+        events = await wait_for_events(
+            bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
+        )
+        backend = started["sandbox-manager"].backends["bubblewrap"]
+        live = await asyncio.to_thread(backend.list_live)
+        letters = await bus.dead_letters("runner-runs")
+    [ready] = [e for e in events if isinstance(e, SandboxReady)]
+    [failed] = [e for e in events if isinstance(e, RunFailed)]
+    assert (failed.stage, failed.infrastructure) == ("agent", True)
+    assert failed.error_info is not None and failed.error_info.error_class == "RunGivenUp"
+    assert f"after {settings.max_deliver} deliveries" in failed.error
+    assert "BrokenFactory" in failed.error
+    [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
+    assert sealed.outcome == "failed"
+    assert len(letters) == 1, "the SandboxReady is still dead-lettered, as evidence"
+    assert ready.sandbox_id not in {s.sandbox_id for s in live}
+    assert sandbox_processes(settings) == 0
+
+
+async def test_a_run_requested_no_instance_can_open_ends_with_a_sandbox_failure(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> None:
+    """A RunRequested that fails on every delivery (here: a backend this instance lacks,
+    refused before any sandbox is made) is no longer left without an end."""
+    store = LocalBlobStore(settings.blob_dir)
+    request = RunRequested(
+        event_id=RunRequested.id_for("r1"),
+        campaign_id="c1",
+        run_id="r1",
+        task_id="t1",
+        task=Task(task_id="t1", prompt="p"),
+        agent=AgentSpec(agent_id="a1", model="m"),
+        epoch=0,
+        limits=Limits(),
+        sandbox=SandboxSpec(backend="docker"),
+        producer=bus.producer,
+    )
+    async with services(settings, store, names=("sandbox-manager",)):
+        await bus.publish(request)
+        events = await wait_for_events(bus, lambda evs: any(isinstance(e, RunFailed) for e in evs))
+    [failed] = [e for e in events if isinstance(e, RunFailed)]
+    assert (failed.stage, failed.infrastructure) == ("sandbox", True)
+    assert failed.error_info is not None and failed.error_info.error_class == "SandboxGivenUp"
+    assert "not enabled" in failed.error and "RunRequested" in failed.error
+    assert not any(isinstance(e, SandboxReady) for e in events)
+
+
+async def test_a_command_without_an_answer_is_a_timeout_and_is_not_sent_again(
+    bus: Bus,
+) -> None:
+    """An instance that takes a command and never answers (a command outliving its kill, a
+    service stuck or dead mid-command): the agent is told it timed out; a retry of the
+    step would have run the command again."""
+    received: list[bytes] = []
+
+    async def silent(msg: Msg) -> None:
+        received.append(msg.data)  # taken, never answered
+
+    subject = bus.subjects.rpc("sandbox", "stuck")
+    sub = await bus.broker.connection.subscribe(subject, cb=silent)
+    try:
+        client = SandboxClient(bus=bus, instance="stuck", sandbox_id="s1", margin_s=0.5)
+        out = await client.exec("sleep 600", timeout_s=0.5)
+        cell = await client.python("while True: pass", timeout_s=0.5, kernel_id="k1")
+    finally:
+        await sub.unsubscribe()
+    assert len(received) == 2, "each was sent once"
+    for outcome in (out, cell):
+        assert outcome.timed_out and outcome.limit == "timeout" and outcome.exit_code == 137
+        note = unb64(outcome.stderr_b64).decode()
+        assert "no answer from the sandbox within 1 s" in note and "not run again" in note
+    assert cell.kernel_id == "", "the kernel is not named as kept"
