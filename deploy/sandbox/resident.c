@@ -23,9 +23,10 @@
  *
  * A command runs in a session of its own and ends when it exits and its output closes, or
  * at its timeout, when every process in the sandbox but this one is killed (SIGKILL to
- * -1). Python cells go to kernel.py, one interpreter started on first use, over a
- * SOCK_SEQPACKET socket that carries each cell's three pipes. The process sleeps in poll()
- * until a request, output, or a child's exit (SIGCHLD through a signalfd): never a timer.
+ * -1, repeated until none is left: see kill_all). Python cells go to kernel.py, one
+ * interpreter started on first use, over a SOCK_SEQPACKET socket that carries each cell's
+ * three pipes. The process sleeps in poll() until a request, output, or a child's exit
+ * (SIGCHLD through a signalfd): never a timer.
  * The model gateway's loopback port is forwarded on a thread: a thread survives the
  * timeout's kill(-1) sweep, a process would not.
  */
@@ -222,19 +223,27 @@ static void reap(void) {
     }
 }
 
-/* After SIGKILL to all: the killed no longer count against the next command's NPROC. */
-static void wait_all(void) {
-    while (collect(0)) {
-    }
-}
-
 static void wait_for(struct child *c) {
     while (!c->done && collect(0)) {
     }
 }
 
-/* SIGKILL every process this one may signal: the whole sandbox but itself. */
-static void kill_all(void) { kill(-1, SIGKILL); }
+/*
+ * SIGKILL every process this one may signal (the whole sandbox but itself and, in a
+ * container, PID 1), and return only once none of them is left: every process a command
+ * started is this one's descendant, and this one is PID 1 (bubblewrap) or their subreaper
+ * (a container), so "no child left to reap" is "nothing of the command is left", and the
+ * killed no longer count against the next command's NPROC.
+ *
+ * It cannot lose the race against a re-forking bomb: kill(-1) signals every process in
+ * one walk of the task list under the lock a fork takes to add its child, and a fork whose
+ * parent has SIGKILL pending by then fails; the sweep is repeated after every reap anyway,
+ * so that even a process that appeared since is killed before this returns.
+ */
+static void kill_all(void) {
+    do kill(-1, SIGKILL);
+    while (collect(0));
+}
 
 /* ---- drains: output a background process still writes is read and dropped ----------- */
 
@@ -532,10 +541,7 @@ static void finish_exec(struct request *rq, pid_t pid, int out_r, int err_r, int
                      .feed_fd = in_w, .feed = stdin_data, .feed_left = stdin_len, .done_fd = -1};
     if (in_w >= 0 && !stdin_len) close_fd(&p.feed_fd);
     bool finished = pump(&p, now_ms() + rq->timeout_ms);
-    if (!finished) {
-        kill_all();
-        wait_all();
-    }
+    if (!finished) kill_all();
     int code = finished ? cmd_child.code : -SIGKILL;
     cmd_child = (struct child){0};
     r.exit_code = code < 0 ? 128 - code : code;

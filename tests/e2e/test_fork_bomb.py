@@ -63,7 +63,7 @@ def _campaign(tmp: Path, backend: str) -> tuple[Path, Path]:
     return tasks.parent, path
 
 
-def _tagged(tag: str) -> list[int]:
+def tagged_processes(tag: str) -> list[int]:
     """Host pids whose environment carries the tag (root reads every environ)."""
     needle = f"ASSAY_BOMB_TAG={tag}".encode()
     found = []
@@ -119,7 +119,8 @@ def test_a_fork_bomb_times_out_once_and_its_run_ends(
         outcome = run_campaign(
             tasks,
             campaign,
-            settings=settings,
+            # The run directory's own log under the default names, as `assay run` makes it.
+            settings=Settings(home=settings.home, state_dir=settings.state_dir),
             console=console,
             timeout_s=300,
             check=False,
@@ -146,7 +147,7 @@ def test_a_fork_bomb_times_out_once_and_its_run_ends(
 
     # Nothing of the sandbox is left: not the bomb, not its bwrap or container.
     [run_id] = {e["run_id"] for e in events if e["event_type"] == "RunRequested"}
-    assert _tagged(tag) == []
+    assert tagged_processes(tag) == []
     assert _holding(str(run_id)) == []
     if backend == "docker":
         left = subprocess.run(
