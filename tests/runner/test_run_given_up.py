@@ -127,3 +127,45 @@ async def test_a_command_without_an_answer_is_a_timeout_and_is_not_sent_again(
         note = unb64(outcome.stderr_b64).decode()
         assert "no answer from the sandbox within 1 s" in note and "not run again" in note
     assert cell.kernel_id == "", "the kernel is not named as kept"
+
+
+async def test_a_run_nobody_drives_past_its_wall_clock_is_ended_and_its_sandbox_destroyed(
+    bus: Bus, settings: Settings
+) -> None:
+    """No runner ever takes the run (gone for good): past its wall-clock limit and the
+    grace, the sandbox-manager that holds its sandbox ends it."""
+    from assay_sandbox_manager.backends import BubblewrapBackend
+    from assay_sandbox_manager.service import build
+
+    store = LocalBlobStore(settings.blob_dir)
+    state = settings.instance_state
+    backend = BubblewrapBackend(state / "bwrap", state / "seals")
+    service = build(settings, store=store, backends={"bubblewrap": backend})
+    service.overdue_grace_s, service.overdue_check_s = 1.0, 0.5
+    request = RunRequested(
+        event_id=RunRequested.id_for("r1"),
+        campaign_id="c1",
+        run_id="r1",
+        task_id="t1",
+        task=Task(task_id="t1", prompt="p"),
+        agent=AgentSpec(agent_id="a1", model="m"),
+        epoch=0,
+        limits=Limits(wall_clock_s=2),
+        sandbox=SandboxSpec(memory_mb=512),
+        producer=bus.producer,
+    )
+    await service.start()
+    try:
+        await bus.publish(request)
+        events = await wait_for_events(
+            bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
+        )
+        live = await asyncio.to_thread(backend.list_live)
+    finally:
+        await service.stop()
+    [ready] = [e for e in events if isinstance(e, SandboxReady)]
+    [failed] = [e for e in events if isinstance(e, RunFailed)]
+    assert (failed.stage, failed.infrastructure) == ("agent", True)
+    assert failed.error_info is not None and failed.error_info.error_class == "RunOverdue"
+    assert (failed.occurred_at - ready.occurred_at).total_seconds() >= 3, "not before its time"
+    assert live == [] and sandbox_processes(settings) == 0
