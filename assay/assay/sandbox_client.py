@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
 
 from assay.bus import Bus
 from assay.store import BlobStore
@@ -18,7 +17,6 @@ from assay_schemas import (
     ListFiles,
     PythonOutcome,
     ReadFile,
-    RequestUnanswered,
     RunPython,
     SandboxCommand,
     SandboxError,
@@ -28,31 +26,7 @@ from assay_schemas import (
     unb64,
 )
 
-__all__ = ["SandboxClient", "SandboxGone", "unanswered"]
-
-UNANSWERED_EXIT = 137
-"""The exit status of a command answered as timed out for want of a reply (128 + SIGKILL,
-as the sandbox's own timeout kill reports)."""
-
-
-def unanswered(error: RequestUnanswered, waited_s: float) -> dict[str, Any]:
-    """The outcome of a command or cell whose request got no reply: a timeout.
-
-    It was sent and may have run (a fork bomb that outlived its timeout, a sandbox-manager
-    that died answering): retrying the step would run it again, so the agent is told it
-    timed out instead, and the sandbox's next command finds out whether it is still there."""
-    note = (
-        f"[assay: no answer from the sandbox within {waited_s:g} s ({error}); "
-        "treated as a timeout, the command is not run again]\n"
-    )
-    return {
-        "exit_code": UNANSWERED_EXIT,
-        "stdout_b64": b64(b""),
-        "stderr_b64": b64(note.encode()),
-        "timed_out": True,
-        "limit": "timeout",
-        "duration_ms": waited_s * 1000,
-    }
+__all__ = ["SandboxClient", "SandboxGone"]
 
 
 class SandboxGone(SandboxError):
@@ -84,13 +58,15 @@ class SandboxClient:
             try:
                 raw = await self.bus.request(subject, body, timeout=timeout)
                 break
-            except RequestUnanswered:
-                raise  # the command may have run: see `unanswered`
             except BusError as e:
                 if "NoResponders" not in str(e):
-                    # A lost connection: nothing was asked, or the instance died
-                    # mid-command. Not the agent's tool error: the BusError fails the
-                    # handler, and the redelivered run resumes from its logged steps.
+                    # No reply in time (RequestUnanswered) or a lost connection: the
+                    # instance died mid-command, its resident and the command with it (a
+                    # live one answers a command that timed out by its timeout plus the
+                    # resident's grace, well within the margin). Not the agent's tool error:
+                    # the BusError fails the handler, and the redelivered run resumes from
+                    # its logged steps; a run that fails on every delivery is given up with
+                    # a RunFailed (the runner's `on_run_given_up`).
                     raise
                 if loop.time() >= deadline:
                     raise SandboxGone(
@@ -145,10 +121,7 @@ class SandboxClient:
             env=env or {},
             cwd=cwd,
         )
-        try:
-            reply = await self._send(cmd, timeout_s + self.margin_s)
-        except RequestUnanswered as e:
-            return ExecOutcome(**unanswered(e, timeout_s + self.margin_s))
+        reply = await self._send(cmd, timeout_s + self.margin_s)
         assert reply.exec is not None
         return reply.exec
 
@@ -163,11 +136,7 @@ class SandboxClient:
             kernel_id=kernel_id,
             reset=reset,
         )
-        try:
-            reply = await self._send(cmd, timeout_s + self.margin_s)
-        except RequestUnanswered as e:
-            # The kernel is lost with the command: the next cell names none it could keep.
-            return PythonOutcome(**unanswered(e, timeout_s + self.margin_s))
+        reply = await self._send(cmd, timeout_s + self.margin_s)
         assert reply.python is not None
         return reply.python
 
