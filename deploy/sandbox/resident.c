@@ -8,6 +8,7 @@
  * interpreter's floor (~8 MiB RSS, ~20 ms CPU to start) was most of a sandbox's cost.
  *
  *   resident PORT GATEWAY_SOCKET KERNEL_SCRIPT
+ *   resident --init        (a container's PID 1: reaps, never forks; see init_main)
  *
  * Wire (version PROTO_VERSION; _resident_wire.py is the host's half, keep both equal):
  * every message is a frame, a u32 big-endian length then that many bytes. A `bytes`
@@ -828,7 +829,30 @@ static void serve(void) {
     }
 }
 
+/*
+ * `resident --init`: a container's PID 1 (Docker), in place of a shell loop. It reaps what
+ * is reparented to it and never forks: the shell keep-alive forked a `sleep` whenever its
+ * last one ended (a timeout's kill(-1) ends it), and a fork refused under a full process
+ * cap made the shell, and so the container, exit.
+ */
+static int init_main(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    for (;;) {
+        int sig;
+        if (sigwait(&set, &sig)) continue;
+        if (sig != SIGCHLD) return 0; /* docker stop */
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
+    }
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && !strcmp(argv[1], "--init")) return init_main();
     if (argc != 4) die("usage");
     kernel_script = argv[3];
     /* The channel moves to fds 3/4; 0-2 become /dev/null so that nothing stray corrupts it. */
