@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 from assay.bus import Bus
 from assay.config import Settings
@@ -42,6 +44,23 @@ def sandbox_processes(settings: Settings) -> int:
     return int(out.stdout.strip() or 0)
 
 
+T = TypeVar("T")
+
+
+async def until(read: Callable[[], Awaitable[T]], timeout: float = 15.0) -> T:
+    """The first truthy value `read` gives within `timeout` (the last one otherwise)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not (value := await read()) and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.2)
+    return value
+
+
+async def none_left(settings: Settings) -> bool:
+    # Killed processes leave the process table only once they have exited: a loaded
+    # host may take a moment.
+    return await asyncio.to_thread(sandbox_processes, settings) == 0
+
+
 async def test_a_dead_lettered_sandbox_ready_ends_the_run_and_destroys_its_sandbox(
     bus: Bus, settings: Settings, tmp_path: Path
 ) -> None:
@@ -55,7 +74,8 @@ async def test_a_dead_lettered_sandbox_ready_ends_the_run_and_destroys_its_sandb
         )
         backend = started["sandbox-manager"].backends["bubblewrap"]
         live = await asyncio.to_thread(backend.list_live)
-        letters = await bus.dead_letters("runner-runs")
+        # Dead-lettered right after the RunFailed is published: the seal may come first.
+        letters = await until(lambda: bus.dead_letters("runner-runs"))
     [ready] = [e for e in events if isinstance(e, SandboxReady)]
     [failed] = [e for e in events if isinstance(e, RunFailed)]
     assert (failed.stage, failed.infrastructure) == ("agent", True)
@@ -66,7 +86,7 @@ async def test_a_dead_lettered_sandbox_ready_ends_the_run_and_destroys_its_sandb
     assert sealed.outcome == "failed"
     assert len(letters) == 1, "the SandboxReady is still dead-lettered, as evidence"
     assert ready.sandbox_id not in {s.sandbox_id for s in live}
-    assert sandbox_processes(settings) == 0
+    assert await until(lambda: none_left(settings)), "the sandbox's processes are gone"
 
 
 async def test_a_run_requested_no_instance_can_open_ends_with_a_sandbox_failure(
@@ -136,4 +156,5 @@ async def test_a_run_nobody_drives_past_its_wall_clock_is_ended_and_its_sandbox_
     assert (failed.stage, failed.infrastructure) == ("agent", True)
     assert failed.error_info is not None and failed.error_info.error_class == "RunOverdue"
     assert (failed.occurred_at - ready.occurred_at).total_seconds() >= 3, "not before its time"
-    assert live == [] and sandbox_processes(settings) == 0
+    assert live == []
+    assert await until(lambda: none_left(settings)), "the sandbox's processes are gone"
