@@ -15,6 +15,7 @@ from assay.providers import ModelProvider
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay_cli.campaign import submit_campaign
+from assay_sandbox_manager.backends import BubblewrapBackend
 from assay_schemas import (
     AgentSpec,
     ArtifactsSealed,
@@ -55,6 +56,10 @@ async def until(read: Callable[[], Awaitable[T]], timeout: float = 15.0) -> T:
     return value
 
 
+async def destroyed(backend: BubblewrapBackend) -> bool:
+    return await asyncio.to_thread(backend.list_live) == []
+
+
 async def none_left(settings: Settings) -> bool:
     # Killed processes leave the process table only once they have exited: a loaded
     # host may take a moment.
@@ -73,19 +78,21 @@ async def test_a_dead_lettered_sandbox_ready_ends_the_run_and_destroys_its_sandb
             bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
         )
         backend = started["sandbox-manager"].backends["bubblewrap"]
-        live = await asyncio.to_thread(backend.list_live)
+        # Destroyed right after the seal is announced.
+        gone = await until(lambda: destroyed(backend))
         # Dead-lettered right after the RunFailed is published: the seal may come first.
         letters = await until(lambda: bus.dead_letters("runner-runs"))
     [ready] = [e for e in events if isinstance(e, SandboxReady)]
     [failed] = [e for e in events if isinstance(e, RunFailed)]
     assert (failed.stage, failed.infrastructure) == ("agent", True)
+    assert failed.causation_id == ready.event_id
     assert failed.error_info is not None and failed.error_info.error_class == "RunGivenUp"
     assert f"after {settings.max_deliver} deliveries" in failed.error
     assert "BrokenFactory" in failed.error
     [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
     assert sealed.outcome == "failed"
     assert len(letters) == 1, "the SandboxReady is still dead-lettered, as evidence"
-    assert ready.sandbox_id not in {s.sandbox_id for s in live}
+    assert gone, "the sandbox is destroyed"
     assert await until(lambda: none_left(settings)), "the sandbox's processes are gone"
 
 
@@ -122,7 +129,6 @@ async def test_a_run_nobody_drives_past_its_wall_clock_is_ended_and_its_sandbox_
 ) -> None:
     """No runner ever takes the run (gone for good): past its wall-clock limit and the
     grace, the sandbox-manager that holds its sandbox ends it."""
-    from assay_sandbox_manager.backends import BubblewrapBackend
     from assay_sandbox_manager.service import build
 
     store = LocalBlobStore(settings.blob_dir)
@@ -148,7 +154,7 @@ async def test_a_run_nobody_drives_past_its_wall_clock_is_ended_and_its_sandbox_
         events = await wait_for_events(
             bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
         )
-        live = await asyncio.to_thread(backend.list_live)
+        gone = await until(lambda: destroyed(backend))
     finally:
         await service.stop()
     [ready] = [e for e in events if isinstance(e, SandboxReady)]
@@ -156,5 +162,5 @@ async def test_a_run_nobody_drives_past_its_wall_clock_is_ended_and_its_sandbox_
     assert (failed.stage, failed.infrastructure) == ("agent", True)
     assert failed.error_info is not None and failed.error_info.error_class == "RunOverdue"
     assert (failed.occurred_at - ready.occurred_at).total_seconds() >= 3, "not before its time"
-    assert live == []
+    assert gone, "the sandbox is destroyed"
     assert await until(lambda: none_left(settings)), "the sandbox's processes are gone"
