@@ -60,9 +60,13 @@ class SandboxClient:
                 break
             except BusError as e:
                 if "NoResponders" not in str(e):
-                    # No reply in time or a lost connection: the instance may have died
-                    # mid-command. Not the agent's tool error: the BusError fails the
-                    # handler, and the redelivered run resumes from its logged steps.
+                    # No reply in time (RequestUnanswered) or a lost connection: the
+                    # instance died mid-command, its resident and the command with it (a
+                    # live one answers a command that timed out by its timeout plus the
+                    # resident's grace, well within the margin). Not the agent's tool error:
+                    # the BusError fails the handler, and the redelivered run resumes from
+                    # its logged steps; a run that fails on every delivery is given up with
+                    # a RunFailed (the runner's `on_run_given_up`).
                     raise
                 if loop.time() >= deadline:
                     raise SandboxGone(

@@ -8,6 +8,7 @@
  * interpreter's floor (~8 MiB RSS, ~20 ms CPU to start) was most of a sandbox's cost.
  *
  *   resident PORT GATEWAY_SOCKET KERNEL_SCRIPT
+ *   resident --init        (a container's PID 1: reaps, never forks; see init_main)
  *
  * Wire (version PROTO_VERSION; _resident_wire.py is the host's half, keep both equal):
  * every message is a frame, a u32 big-endian length then that many bytes. A `bytes`
@@ -23,9 +24,10 @@
  *
  * A command runs in a session of its own and ends when it exits and its output closes, or
  * at its timeout, when every process in the sandbox but this one is killed (SIGKILL to
- * -1). Python cells go to kernel.py, one interpreter started on first use, over a
- * SOCK_SEQPACKET socket that carries each cell's three pipes. The process sleeps in poll()
- * until a request, output, or a child's exit (SIGCHLD through a signalfd): never a timer.
+ * -1, repeated until none is left: see kill_all). Python cells go to kernel.py, one
+ * interpreter started on first use, over a SOCK_SEQPACKET socket that carries each cell's
+ * three pipes. The process sleeps in poll() until a request, output, or a child's exit
+ * (SIGCHLD through a signalfd): never a timer.
  * The model gateway's loopback port is forwarded on a thread: a thread survives the
  * timeout's kill(-1) sweep, a process would not.
  */
@@ -222,19 +224,27 @@ static void reap(void) {
     }
 }
 
-/* After SIGKILL to all: the killed no longer count against the next command's NPROC. */
-static void wait_all(void) {
-    while (collect(0)) {
-    }
-}
-
 static void wait_for(struct child *c) {
     while (!c->done && collect(0)) {
     }
 }
 
-/* SIGKILL every process this one may signal: the whole sandbox but itself. */
-static void kill_all(void) { kill(-1, SIGKILL); }
+/*
+ * SIGKILL every process this one may signal (the whole sandbox but itself and, in a
+ * container, PID 1), and return only once none of them is left: every process a command
+ * started is this one's descendant, and this one is PID 1 (bubblewrap) or their subreaper
+ * (a container), so "no child left to reap" is "nothing of the command is left", and the
+ * killed no longer count against the next command's NPROC.
+ *
+ * It cannot lose the race against a re-forking bomb: kill(-1) signals every process in
+ * one walk of the task list under the lock a fork takes to add its child, and a fork whose
+ * parent has SIGKILL pending by then fails; the sweep is repeated after every reap anyway,
+ * so that even a process that appeared since is killed before this returns.
+ */
+static void kill_all(void) {
+    do kill(-1, SIGKILL);
+    while (collect(0));
+}
 
 /* ---- drains: output a background process still writes is read and dropped ----------- */
 
@@ -532,10 +542,7 @@ static void finish_exec(struct request *rq, pid_t pid, int out_r, int err_r, int
                      .feed_fd = in_w, .feed = stdin_data, .feed_left = stdin_len, .done_fd = -1};
     if (in_w >= 0 && !stdin_len) close_fd(&p.feed_fd);
     bool finished = pump(&p, now_ms() + rq->timeout_ms);
-    if (!finished) {
-        kill_all();
-        wait_all();
-    }
+    if (!finished) kill_all();
     int code = finished ? cmd_child.code : -SIGKILL;
     cmd_child = (struct child){0};
     r.exit_code = code < 0 ? 128 - code : code;
@@ -822,7 +829,30 @@ static void serve(void) {
     }
 }
 
+/*
+ * `resident --init`: a container's PID 1 (Docker), in place of a shell loop. It reaps what
+ * is reparented to it and never forks: the shell keep-alive forked a `sleep` whenever its
+ * last one ended (a timeout's kill(-1) ends it), and a fork refused under a full process
+ * cap made the shell, and so the container, exit.
+ */
+static int init_main(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    for (;;) {
+        int sig;
+        if (sigwait(&set, &sig)) continue;
+        if (sig != SIGCHLD) return 0; /* docker stop */
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
+    }
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && !strcmp(argv[1], "--init")) return init_main();
     if (argc != 4) die("usage");
     kernel_script = argv[3];
     /* The channel moves to fds 3/4; 0-2 become /dev/null so that nothing stray corrupts it. */

@@ -14,7 +14,8 @@ purpose is in it (the classes outside this package are named with their module).
     │   └── RequestRefused              assay_aggregator.view.hosts: another host or origin, a bad form
     ├── ConfigError             settings or environment are wrong
     ├── BusError                NATS / JetStream failures (publish not acked, stream missing)
-    │   └── LogChanged          a conditional publish refused: the log moved since it was read
+    │   ├── LogChanged          a conditional publish refused: the log moved since it was read
+    │   └── RequestUnanswered   a core-NATS request got no reply in its time
     ├── StoreError              blob store failures
     │   ├── AnswerNotStored             assay_runner.agent: a long final answer not stored
     │   ├── BlobNotFound
@@ -53,6 +54,7 @@ __all__ = [
     "JudgingError",
     "LogChanged",
     "ProviderError",
+    "RequestUnanswered",
     "SandboxError",
     "StoreError",
     "TaskInputError",
@@ -88,6 +90,11 @@ class BusError(AssayError):
 class LogChanged(BusError):
     """A publish made on condition that a subject had not changed since it was read was
     refused: something was logged there meanwhile. Not an outage: read again, decide again."""
+
+
+class RequestUnanswered(BusError):
+    """A request reached a responder but no reply came in its time (the responder is busy,
+    stuck or died while answering): what it asked may have been done."""
 
 
 class StoreError(AssayError):

@@ -6,6 +6,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from assay_sandbox_manager.backends import (
     truncation_marker,
 )
 from assay_sandbox_manager.seal import SealCaps, plan_seal, store_plan
+from tests.e2e.test_fork_bomb import BOMB, tagged_processes
 
 MakeSandbox = Callable[..., str]
 
@@ -185,6 +187,19 @@ def test_fork_bomb_contained(backend: SandboxBackend, sandbox: str) -> None:
     res = backend.exec(sandbox, "bomb() { bomb | bomb & }; bomb; wait", timeout_s=10)
     # Contained means: the exec came back, reporting the process cap (or the timeout).
     assert res.timed_out or b"fork" in res.stderr.lower(), res
+    assert backend.exec(sandbox, "echo alive").stdout == b"alive\n"
+
+
+def test_a_reforking_bomb_dies_whole_at_its_timeout(backend: SandboxBackend, sandbox: str) -> None:
+    """Issue #54's bomb: `timeout` kills its group at 15 s while forks race it, so the
+    command's own timeout must kill a tree that keeps re-forking, all of it, at once."""
+    tag = uuid.uuid4().hex
+    started = time.monotonic()
+    res = backend.exec(sandbox, f"export ASSAY_BOMB_TAG={tag}; {BOMB}", timeout_s=8)
+    took = time.monotonic() - started
+    assert res.timed_out and res.limit == "timeout", res
+    assert took < 8 + 2, f"answered after {took:.1f} s"
+    assert tagged_processes(tag) == [], "the reply comes once nothing of the bomb is left"
     assert backend.exec(sandbox, "echo alive").stdout == b"alive\n"
 
 

@@ -29,6 +29,7 @@ from assay_sandbox_manager.backends._cgroups import (
     host_cgroups,
 )
 from assay_sandbox_manager.backends._uids import UID_BASE, UID_SPAN, UidRegistry
+from tests.e2e.test_fork_bomb import tagged_processes
 
 MakeSandbox = Callable[..., str]
 
@@ -244,10 +245,11 @@ def test_processes_killed_at_a_timeout_stop_counting_before_the_reply(
         zombies = """awk '/^State:/ && $2 == "Z" {split(FILENAME, p, "/"); print p[3]}' \
             /proc/[0-9]*/status 2>/dev/null"""
         assert docker_backend.exec(sid, zombies).stdout == b""
-        # PID 1's own child (the keep-alive's sleep) dies in the kill too, and stays its
-        # zombie while it is stopped: the one zombie allowed.
-        keepalive = docker_backend.exec(sid, "cat /proc/1/task/1/children").stdout.split()
-        assert len(keepalive) == 1
+        # PID 1 forks nothing of its own (the resident in its init mode): what the kill
+        # leaves for it to reap while it is stopped is none.
+        children = docker_backend.exec(sid, "cat /proc/1/task/1/children").stdout.split()
+        resident = docker_backend.exec(sid, "pgrep -x resident").stdout.split()
+        assert set(children) <= set(resident), (children, resident)
         container = docker_backend.client.api.inspect_container(f"assay-sbx-{sid}")
         init = int(container["State"]["Pid"])
         os.kill(init, signal.SIGSTOP)
@@ -255,8 +257,62 @@ def test_processes_killed_at_a_timeout_stop_counting_before_the_reply(
             orphans = "for i in $(seq 20); do sleep 600 & done; sleep 600"
             assert docker_backend.exec(sid, orphans, timeout_s=2).timed_out
             after = docker_backend.exec(sid, zombies)
-            assert after.stdout.split() == keepalive, after
+            assert after.stdout.split() == [], after
         finally:
             os.kill(init, signal.SIGCONT)
+    finally:
+        docker_backend.destroy(sid)
+
+
+def _resident_pids(container_pid: int) -> list[int]:
+    """Host pids of the residents serving commands in the container (not its PID 1)."""
+    ns = os.readlink(f"/proc/{container_pid}/ns/pid")
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        pid = int(cmdline.parent.name)
+        try:
+            mine = pid != container_pid and os.readlink(f"/proc/{pid}/ns/pid") == ns
+            if mine and cmdline.read_bytes().startswith(b"/usr/libexec/assay/resident\0"):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.docker
+def test_a_resident_that_never_answers_with_the_cap_full_still_loses_its_command(
+    docker_backend: DockerBackend, docker_image: str
+) -> None:
+    """The host's fallback when a container's resident does not answer (here: stopped) was
+    one more `docker exec` to kill every process; with the process cap full that exec
+    cannot start, and the command's processes lived on, holding the cap, so no resident
+    could start again. The container's PID 1 is killed then (a restart): its whole PID
+    namespace goes with it."""
+    spec = SandboxSpec(
+        backend="docker", image=docker_image, cpu_seconds=60, memory_mb=256, max_processes=16,
+        file_size_mb=8, disk_mb=32, exec_timeout_s=30, output_cap_bytes=4096,
+    )  # fmt: skip
+    sid = f"t-{uuid.uuid4().hex[:12]}"
+    docker_backend.create(spec, sid, {"assay.campaign_id": "c1", "assay.run_id": sid})
+    tag = uuid.uuid4().hex
+    try:
+        assert docker_backend.exec(sid, "echo up").stdout == b"up\n"
+        container = docker_backend.client.api.inspect_container(f"assay-sbx-{sid}")
+        init = int(container["State"]["Pid"])
+        [resident] = _resident_pids(init)
+        # bash keeps retrying its forks: the cap stays full, not one slot short.
+        fill = f"export ASSAY_BOMB_TAG={tag}; exec bash -c 'while :; do sleep 600 & done'"
+        outcome: list[object] = []
+        worker = threading.Thread(
+            target=lambda: outcome.append(docker_backend.exec(sid, fill, timeout_s=3))
+        )
+        worker.start()
+        time.sleep(1.5)  # the cap is full by now
+        os.kill(resident, signal.SIGSTOP)
+        worker.join(timeout=60)
+        [lost] = outcome
+        assert getattr(lost, "timed_out", False), lost
+        assert tagged_processes(tag) == [], "nothing of the command is left"
+        assert docker_backend.exec(sid, "echo alive").stdout == b"alive\n"
     finally:
         docker_backend.destroy(sid)

@@ -7,7 +7,7 @@ from ._bus import Bus
 from ._campaigns import read_campaign
 from ._dead_letters import DEAD_DELIVERIES, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT
 from ._pulls import BatchPull
-from ._records import Delivery, Published, Refusal, RefusalSink, Unchanged
+from ._records import Delivery, GiveUpSink, Published, Refusal, RefusalSink, Unchanged
 from ._replay import (
     LoggedEvent,
     RawMessage,
@@ -30,6 +30,7 @@ __all__ = [
     "BatchPull",
     "Bus",
     "Delivery",
+    "GiveUpSink",
     "LoggedEvent",
     "Published",
     "RawMessage",

@@ -29,6 +29,7 @@ from assay_schemas import (
     InvalidEvent,
     LogChanged,
     Producer,
+    RequestUnanswered,
     parse_event,
 )
 
@@ -39,7 +40,7 @@ from ._outages import through_outages
 from ._pacing import KeepAlive, backoff, whole_message
 from ._pulls import BatchPull
 from ._reads import LogReads
-from ._records import Delivery, Published, Refusal, RefusalSink, Unchanged
+from ._records import Delivery, GiveUpSink, Published, Refusal, RefusalSink, Unchanged
 from ._replay import LoggedEvent, Skipped, decode_log, read_raw
 from ._requests import RequestServer
 from ._subjects import Subjects
@@ -251,11 +252,13 @@ class Bus(LogReads):
         batch_gather_s: float = 0.0,
         deliver_policy: DeliverPolicy = DeliverPolicy.ALL,
         on_refused: RefusalSink | None = None,
+        on_give_up: GiveUpSink | None = None,
     ) -> LogicSubscriber[Any] | BatchPull:
         """Register a durable pull consumer that hands typed events to `handler`.
 
         Delivery is explicit: success acks; a raise is retried with backoff until
-        `max_deliver`, then dead-lettered with its reason; messages that do not parse
+        `max_deliver`, then handed to `on_give_up` and dead-lettered with its reason;
+        messages that do not parse
         (or are not `event_type`, or disagree with their subject) are dead-lettered at
         once and reported to `on_refused`. The consumer never stops for one bad message.
         Instances that share `durable` share the work. Each pull asks for up to
@@ -283,7 +286,7 @@ class Bus(LogReads):
         async def deliver(raw: Msg) -> None:
             await self._deliver(
                 raw, handler, durable=durable, event_type=event_type, limit=limit,
-                on_refused=on_refused,
+                on_refused=on_refused, on_give_up=on_give_up,
             )  # fmt: skip
 
         if batch_wait_s is not None:
@@ -340,6 +343,7 @@ class Bus(LogReads):
         event_type: type[Event] | tuple[type[Event], ...],
         limit: int,
         on_refused: RefusalSink | None = None,
+        on_give_up: GiveUpSink | None = None,
     ) -> None:
         key = (durable, raw.metadata.sequence.stream)
         first = self._handling.get(key)
@@ -354,7 +358,9 @@ class Bus(LogReads):
         self._handling[key] = settled = asyncio.get_running_loop().create_future()
         acked = False
         try:
-            acked = await self._handle(raw, handler, durable, event_type, limit, on_refused)
+            acked = await self._handle(
+                raw, handler, durable, event_type, limit, on_refused, on_give_up
+            )
         finally:
             del self._handling[key]
             settled.set_result(acked)
@@ -367,6 +373,7 @@ class Bus(LogReads):
         event_type: type[Event] | tuple[type[Event], ...],
         limit: int,
         on_refused: RefusalSink | None,
+        on_give_up: GiveUpSink | None = None,
     ) -> bool:
         """Parse, handle and settle one delivery; True when it was acked."""
         meta = raw.metadata
@@ -394,19 +401,11 @@ class Bus(LogReads):
         ):
             span.set_attribute("assay.event_id", event.event_id)
             span.set_attribute("assay.run_id", event.run_id or "")
+            delivery = Delivery(
+                meta.sequence.stream, attempt, raw.subject, dict(raw.headers or {}), raw.data
+            )
             try:
-                await through_outages(
-                    handler,
-                    event,
-                    Delivery(
-                        meta.sequence.stream,
-                        attempt,
-                        raw.subject,
-                        dict(raw.headers or {}),
-                        raw.data,
-                    ),
-                    durable,
-                )
+                await through_outages(handler, event, delivery, durable)
             except Exception as e:
                 span.record_exception(e)
                 span.set_status(trace.Status(trace.StatusCode.ERROR, str(e)))
@@ -419,6 +418,7 @@ class Bus(LogReads):
                         attempt,
                         reason,
                     )
+                    await self._give_up(on_give_up, event, delivery, durable, reason)
                     await self._dead_letter(raw, durable, reason)
                 else:
                     log.warning(
@@ -444,9 +444,24 @@ class Bus(LogReads):
             msg = await self.broker.connection.request(
                 subject, data, timeout=timeout, headers=inject_headers({})
             )
-        except Exception as e:  # no responders, timeout, connection loss
+        except TimeoutError as e:  # nats-py's TimeoutError is one
+            raise RequestUnanswered(f"request on {subject}: no reply in {timeout:g} s") from e
+        except Exception as e:  # no responders, connection loss
             raise BusError(f"request on {subject} failed: {type(e).__name__}: {e}") from e
         return bytes(msg.data)
+
+    @staticmethod
+    async def _give_up(
+        sink: GiveUpSink | None, event: Event, delivery: Delivery, durable: str, reason: str
+    ) -> None:
+        """Tell `sink` of the event given up on; its own failure is logged, and the dead
+        letter is written all the same (JetStream would not deliver the message again)."""
+        if sink is None:
+            return
+        try:
+            await sink(event, delivery, reason)
+        except Exception:
+            log.exception("%s: ending what %s started failed", durable, event.event_id)
 
     async def _dead_letter(self, raw: Msg, durable: str, reason: str) -> None:
         """Move a message to the dead-letter stream with its reason, then ack it."""

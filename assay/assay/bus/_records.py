@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-__all__ = ["Delivery", "Published", "Refusal", "RefusalSink", "Unchanged"]
+if TYPE_CHECKING:
+    from assay_schemas import Event
+
+__all__ = ["Delivery", "GiveUpSink", "Published", "Refusal", "RefusalSink", "Unchanged"]
 
 
 class Published(NamedTuple):
@@ -49,3 +52,7 @@ class Refusal(NamedTuple):
 
 
 RefusalSink = Callable[[Refusal], Awaitable[None]]
+
+GiveUpSink = Callable[["Event", Delivery, str], Awaitable[None]]
+"""Told of an event its consumer gave up on after its last delivery (with the reason),
+before it is dead-lettered: where a run must be ended rather than left hanging."""

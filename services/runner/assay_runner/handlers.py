@@ -29,6 +29,7 @@ from assay.telemetry import meter, tracer
 from assay_schemas import (
     AgentSpec,
     AgentStepLogged,
+    AssayError,
     CampaignSpec,
     CampaignStarted,
     ErrorInfo,
@@ -56,7 +57,7 @@ from .scheduler import plan_runs
 from .tools import ToolBox
 from .web import NetPolicy, WebCacheUnreadable, WebProvider, web_for
 
-__all__ = ["ADMISSIONS_IN_FLIGHT", "ProviderFactory", "RunnerService"]
+__all__ = ["ADMISSIONS_IN_FLIGHT", "ProviderFactory", "RunGivenUp", "RunnerService"]
 
 log = logging.getLogger("assay.runner")
 
@@ -71,6 +72,10 @@ ADMISSIONS_IN_FLIGHT = 16
 (the campaign, the task id's earlier run, the answer, each run's request); one at a time,
 a busy runner admitted a 300-task campaign over 14 s, so its runs started that late.
 Admissions of one task id still go one at a time (`_TaskLocks`)."""
+
+
+class RunGivenUp(AssayError):
+    """The runner stopped retrying a run (its SandboxReady was dead-lettered)."""
 
 
 @dataclass
@@ -347,6 +352,21 @@ class RunnerService:
                 output_sha256=e.output_sha256,
             )
 
+    async def on_run_given_up(self, event: Event, delivery: Delivery, reason: str) -> None:
+        """End a run whose SandboxReady failed on every delivery: without a RunFailed it
+        would never end, and its sandbox would live until the stack stops (the
+        sandbox-manager seals and destroys it on the RunFailed)."""
+        assert isinstance(event, SandboxReady) and event.run_id is not None
+        events = await self.bus.run_events(event.campaign_id, event.run_id)
+        history = RunHistory.fold(events)
+        if history.ended is not None or history.request is None:
+            return
+        error = RunGivenUp(
+            f"gave up on run {event.run_id} after {delivery.attempt} deliveries of its "
+            f"SandboxReady; the last failed with {reason}"
+        )
+        await self._fail(history.request, event, "agent", ErrorInfo.of(error), infrastructure=True)
+
     def _provider(self, request: RunRequested) -> AbstractContextManager[ModelProvider]:
         """A control agent's scripted plan, or a model client leased for the run."""
         plan = request.agent.control_plan
@@ -372,6 +392,7 @@ class RunnerService:
             web=web,
             store=self.store,
             limits=request.limits,
+            exec_timeout_s=request.sandbox.exec_timeout_s,
             resumed_python=any(c.name == "python" for s in steps for c in s.tool_calls),
         )
         return AgentRun(

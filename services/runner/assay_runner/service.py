@@ -44,6 +44,10 @@ def build(
         max_workers=ADMISSIONS_IN_FLIGHT,
     )
     subscribe(
-        bus, RUNS, service.on_sandbox_ready, max_workers=concurrency or settings.runner_concurrency
+        bus,
+        RUNS,
+        service.on_sandbox_ready,
+        max_workers=concurrency or settings.runner_concurrency,
+        on_give_up=service.on_run_given_up,
     )
     return service

@@ -126,6 +126,9 @@ class ToolBox:
     web: WebProvider
     store: BlobStore
     limits: Limits
+    exec_timeout_s: float | None = None
+    """The sandbox's own command timeout: a tool's command never runs longer than it, nor
+    longer than the run's `tool_timeout_s`."""
     resumed_python: bool = False
     """The run's logged steps already used python: the kernel this ToolBox finds (if any)
     may hold state the log does not explain, so it starts a fresh one and says so."""
@@ -172,8 +175,14 @@ class ToolBox:
         )
         return ToolOutcome(record, submitted)
 
-    async def _dispatch(self, name: str, args: dict[str, Any]) -> tuple[str, int | None]:
+    @property
+    def command_timeout_s(self) -> float:
+        """How long one bash command or Python cell may run."""
         timeout = self.limits.tool_timeout_s
+        return timeout if self.exec_timeout_s is None else min(timeout, self.exec_timeout_s)
+
+    async def _dispatch(self, name: str, args: dict[str, Any]) -> tuple[str, int | None]:
+        timeout = self.command_timeout_s
         if name == "bash":
             r = await self.sandbox.exec(args["command"], timeout_s=timeout, cwd="/workspace")
             return _format_exec(
@@ -203,7 +212,7 @@ class ToolBox:
     async def _python(self, code: str, *, reset: bool) -> tuple[str, int | None]:
         known = self._kernel_id
         p = await self.sandbox.python(
-            code, timeout_s=self.limits.tool_timeout_s, kernel_id=known, reset=reset
+            code, timeout_s=self.command_timeout_s, kernel_id=known, reset=reset
         )
         self._kernel_id = p.kernel_id or None
         if reset:

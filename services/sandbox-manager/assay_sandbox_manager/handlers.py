@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
 
@@ -19,11 +20,13 @@ from assay_schemas import (
     RPC_INLINE_BYTES,
     AgentFinished,
     ArtifactsSealed,
+    AssayError,
     BlobCommand,
     BusError,
     ErrorInfo,
     Event,
     Exclusion,
+    FailureStage,
     LogChanged,
     RunFailed,
     RunHistory,
@@ -51,7 +54,7 @@ from .failover import SealWatch, seal_declared_lost
 from .runtime import recipe_hash
 from .seal import Seal, SealCaps, answer_fields, seal_fields, store_copy
 
-__all__ = ["SandboxService"]
+__all__ = ["RunOverdue", "SandboxGivenUp", "SandboxService"]
 
 log = logging.getLogger("assay.sandbox_manager")
 
@@ -65,6 +68,21 @@ run would use all three."""
 
 _COMMAND: TypeAdapter[SandboxCommand] = TypeAdapter(SandboxCommand)
 _REQUEST: TypeAdapter[SandboxRequest] = TypeAdapter(SandboxRequest)
+
+
+class SandboxGivenUp(AssayError):
+    """The sandbox-manager stopped retrying a run's sandbox or its seal (dead-lettered)."""
+
+
+class RunOverdue(AssayError):
+    """A run held a sandbox past its wall-clock limit (and a grace) without ending."""
+
+
+OVERDUE_GRACE_S = 300.0
+"""Past a run's `wall_clock_s`, how long its sandbox waits for the run to end before the
+sandbox-manager ends it: the runner checks the limit only between steps, and a step may
+still be in a model call and a command (each bounded by its own timeout)."""
+OVERDUE_CHECK_S = 30.0
 
 
 @dataclass(kw_only=True)
@@ -81,6 +99,9 @@ class SandboxService:
     max_live: int = 4096
     """Most sandboxes held at once (`sandbox_max_live`): a request past it waits, its
     message kept in progress, until one is destroyed."""
+    overdue_grace_s: float = OVERDUE_GRACE_S
+    overdue_check_s: float = OVERDUE_CHECK_S
+    _overdue_watch: asyncio.Task[None] | None = None
     _opening: set[str] = field(default_factory=set)
     _closing: set[str] = field(default_factory=set)
     """Run ids whose sandbox is being made, and sandboxes being destroyed: they count
@@ -313,6 +334,83 @@ class SandboxService:
             await self._released()
         self.destroyed.add(sandbox_id)
 
+    async def on_given_up(self, event: Event, delivery: Delivery, reason: str) -> None:
+        """A run's RunRequested, or its end, failed on every delivery: the run gets a
+        RunFailed (sandbox, or seal) unless it already ended that way, and its sandbox on
+        this instance is destroyed, so that nothing is left running for a run nobody
+        drives any more."""
+        assert event.run_id is not None
+        history = RunHistory.fold(await self.bus.run_events(event.campaign_id, event.run_id))
+        request = history.request
+        opening = isinstance(event, RunRequested)
+        stage: FailureStage = "sandbox" if opening else "seal"
+        what = "RunRequested" if opening else f"end ({event.event_type})"
+        # Opening: a run with a SandboxReady is the runner's to end. Sealing: a run with a
+        # seal is settled; one that failed already keeps that failure.
+        sealed = history.seal is not None or isinstance(history.ended, RunFailed)
+        done = history.sandbox is not None if opening else sealed
+        if request is not None and not done and (not opening or history.ended is None):
+            error = SandboxGivenUp(
+                f"gave up on the {stage} of run {event.run_id} after {delivery.attempt} "
+                f"deliveries of its {what}; the last failed with {reason}"
+            )
+            await self.bus.publish(
+                RunFailed(
+                    event_id=RunFailed.id_for(event.run_id, stage),
+                    **same_run(request, cause=event),
+                    stage=stage,
+                    error=ErrorInfo.of(error).text,
+                    error_info=ErrorInfo.of(error),
+                    infrastructure=True,
+                    producer=self.bus.producer,
+                )
+            )
+        if opening and history.sandbox is not None:
+            return  # ready: the runner drives it, and its end destroys the sandbox
+        self._live.pop(event.run_id, None)
+        await self._destroy(event.run_id)  # a sandbox's id is its run's
+
+    async def end_overdue(self) -> list[str]:
+        """End every run holding a sandbox here past its wall-clock limit plus the grace
+        with no end logged (its runner gone for good, or stuck): RunFailed, after which
+        its end seals and destroys the sandbox as any run's. The run ids ended."""
+        now = datetime.now(UTC)
+        ended = []
+        for run_id, (request, ready) in list(self._live.items()):
+            allowed = request.limits.wall_clock_s + self.overdue_grace_s
+            held = (now - ready.occurred_at).total_seconds()
+            if held < allowed:
+                continue
+            history = RunHistory.fold(await self.bus.run_events(ready.campaign_id, run_id))
+            if history.ended is not None:
+                continue  # its end is on its way to the seal
+            error = RunOverdue(
+                f"run {run_id} held its sandbox {held:.0f} s, past its wall-clock limit "
+                f"({request.limits.wall_clock_s:g} s) and {self.overdue_grace_s:g} s more, "
+                "with no end logged"
+            )
+            await self.bus.publish(
+                RunFailed(
+                    event_id=RunFailed.id_for(run_id, "agent"),
+                    **same_run(request, cause=ready),
+                    stage="agent",
+                    error=ErrorInfo.of(error).text,
+                    error_info=ErrorInfo.of(error),
+                    infrastructure=True,
+                    producer=self.bus.producer,
+                )
+            )
+            ended.append(run_id)
+        return ended
+
+    async def _watch_overdue(self) -> None:
+        while True:
+            await asyncio.sleep(self.overdue_check_s)
+            try:
+                await self.end_overdue()
+            except Exception:  # the bus may be down for a while: the next turn tries again
+                log.exception("ending overdue runs failed")
+
     # --- restart ------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -322,9 +420,15 @@ class SandboxService:
         await self.bus.start()
         if self.seal_watch is not None:
             self.seal_watch.start()
+        self._overdue_watch = asyncio.create_task(self._watch_overdue())
 
     async def stop(self) -> None:
         """Stop consuming and serving commands; live sandboxes stay for the next life."""
+        if self._overdue_watch is not None:
+            self._overdue_watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._overdue_watch
+            self._overdue_watch = None
         if self.seal_watch is not None:
             await self.seal_watch.stop()
         await self.bus.stop()

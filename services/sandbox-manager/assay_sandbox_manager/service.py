@@ -59,10 +59,12 @@ def build(
     )
     mine = {"instance": instance}
     workers = settings.sandbox_concurrency
-    subscribe(bus, RUNS, service.on_run_requested, mine, max_workers=workers)
+    # Every one gives a run up with a RunFailed and its sandbox destroyed (on_given_up).
+    ends = {"max_workers": workers, "on_give_up": service.on_given_up}
+    subscribe(bus, RUNS, service.on_run_requested, mine, **ends)
     # Each instance sees every end of run and seals only its own sandboxes.
-    subscribe(bus, FINISHED, service.on_run_ended, mine, max_workers=workers)
-    subscribe(bus, FAILED, service.on_run_ended, mine, max_workers=workers)
+    subscribe(bus, FINISHED, service.on_run_ended, mine, **ends)
+    subscribe(bus, FAILED, service.on_run_ended, mine, **ends)
     command, alive = CONTRACT.serves
     subject = rpc_subject(bus.subjects.prefix, command, mine)
     bus.serve_requests(RequestServer(subject, service.handle_command, max_workers=16))

@@ -47,9 +47,11 @@ LABEL, ID_LABEL = "assay.sandbox", "assay.sandbox_id"
 # reconcile away each other's sandboxes.
 STATE_LABEL = "assay.sandbox_state"
 _INTERNAL = (LABEL, ID_LABEL, STATE_LABEL)
-# PID 1 is a shell that reaps orphans; PID 1 is immune to `kill -9 -1`, which the timeout
-# sweep uses to kill every other process in the container.
-_KEEPALIVE = ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"]
+# PID 1 is the resident in its init mode: it reaps orphans and never forks (a shell loop
+# forking `sleep` exited when a full process cap refused its fork, and the container with
+# it). PID 1 is immune to `kill -9 -1`, which a timeout's sweep uses to kill every other
+# process in the container.
+_KEEPALIVE = [RESIDENT_BINARY, "--init"]
 
 
 def _resident_bind(sandbox_id: str, image: str) -> dict[str, dict[str, str]]:
