@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import pytest
 
+from assay.bus import Bus
 from assay.config import Settings
 from assay.store import open_store
 from assay_cli.scripted import ScriptedModelServer
@@ -44,6 +45,7 @@ from .harness import (
 )
 from .storm import (
     STORM_RUNS,
+    VICTIMS,
     StormDriver,
     nats_for,
     plan,
@@ -61,7 +63,7 @@ its own path (a dead-lettered run must end in RunFailed), not the one tested her
 FINISH_S = 240.0
 """How long the campaign may take to finish after the last fault."""
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(480)]
+pytestmark = pytest.mark.timeout(480)
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +91,11 @@ def _has_check_command() -> bool:
 
 
 def check_home(home: Path) -> Checked:
-    """`assay check --home` (or, before it exists, `assay replay --verify --home`)."""
-    args = ["check", "--home", str(home)] if _has_check_command() else ["replay", "--verify", "--home", str(home)]  # fmt: skip
+    """`assay check --home --json` (or, before it exists, `assay replay --verify --home`)."""
+    if _has_check_command():
+        args = ["check", "--json", "--home", str(home)]
+    else:
+        args = ["replay", "--verify", "--home", str(home)]
     proc = subprocess.run(
         [sys.executable, "-m", "assay_cli", *args],
         capture_output=True, text=True, timeout=180, check=False,
@@ -107,10 +112,29 @@ def terminal_outcomes(events: list[Event]) -> dict[str, list[str]]:
     return out
 
 
+async def deliveries_by_durable(bus: Bus) -> dict[str, int]:
+    """Messages each durable consumer was handed, redeliveries included (its consumer
+    sequence): above what it consumes undisturbed when the storm made it redeliver."""
+    infos = await bus.js.consumers_info(bus.settings.stream)
+    durable = sorted((i for i in infos if i.config.durable_name), key=lambda i: i.name)
+    return {i.name: i.delivered.consumer_seq for i in durable}
+
+
 def _done(history: CampaignHistory) -> bool:
     return len(history.expected) == STORM_RUNS and history.complete
 
 
+def test_schedule_is_the_seeds_and_hits_every_process() -> None:
+    first = plan(7, ack_wait_s=ACK_WAIT_S)
+    assert first == plan(7, ack_wait_s=ACK_WAIT_S)
+    assert first != plan(8, ack_wait_s=ACK_WAIT_S)
+    assert {f.victim for f in first} == set(VICTIMS)
+    assert [f.after for f in first] == sorted(f.after for f in first)
+    assert all(f.hold_s > ACK_WAIT_S for f in first if f.kind == "pause")
+    assert all(f.hold_s <= 2.0 for f in first if f.kind == "kill")
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed-{s}")
 async def test_fault_storm(
     seed: int, settings: Settings, models: ScriptedModelServer, tmp_path: Path
@@ -148,6 +172,7 @@ async def test_fault_storm(
                     finished = time.monotonic()
                 events = await log_events(bus)
                 audit = await audit_log(bus)
+                deliveries = await deliveries_by_durable(bus)
             except AssertionError as e:
                 raise AssertionError(
                     f"seed {seed}: {e}\n{driver.describe()}\n{services.log_tail()}"
@@ -170,7 +195,7 @@ async def test_fault_storm(
         f"pauses) over {len(set(f.victim for f in schedule))} processes; {len(outcomes)} runs "
         f"requested, {dict(ends)}; {history.state_counts()}; verdicts {history.verdicts}/"
         f"{history.expected_judgments}; {audit.n_events} events, dead letters "
-        f"{audit.dead_letters}, duplicates {audit.n_duplicates}; sandboxes left {len(left)}; "
+        f"{audit.dead_letters}, duplicates {audit.n_duplicates}; deliveries {deliveries}; sandboxes left {len(left)}; "
         f"`{checked.command}` rc={checked.rc}; {times}\n{checked.output.strip()}"
     )
     story = f"seed {seed}\n{driver.describe()}"
