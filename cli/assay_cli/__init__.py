@@ -2,6 +2,7 @@
 services: it drives them in one process (`assay run`, `assay up --all`) or one at a time."""
 
 from .commands import (  # noqa: F401  (register commands)
+    _check,
     _core,
     _dlq,
     _doctor,

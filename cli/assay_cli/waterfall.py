@@ -30,6 +30,7 @@ from assay_schemas import (
     JudgmentFailed,
     JudgmentRecorded,
     RunFailed,
+    RunHistory,
     RunRequested,
     SandboxReady,
 )
@@ -149,21 +150,19 @@ def trace_id_of(headers: Mapping[str, str]) -> str | None:
 
 
 def _sorted(events: Sequence[Event]) -> _RunEvents | None:
-    first: dict[str, Event] = {}
-    for e in events:
-        first.setdefault(e.event_id, e)  # a redelivered publish counts once
-    unique = list(first.values())
-    request = next((e for e in unique if isinstance(e, RunRequested)), None)
-    if request is None:
+    """The run's events as its one fold (`RunHistory`) reads them: the seal every reader
+    shows, the end that counts, the failure that decided the run."""
+    run = RunHistory.fold(events)
+    if run.request is None:
         return None
     return _RunEvents(
-        request=request,
-        steps=sorted((e for e in unique if isinstance(e, AgentStepLogged)), key=lambda s: s.step),
-        sandbox=next((e for e in unique if isinstance(e, SandboxReady)), None),
-        finish=next((e for e in unique if isinstance(e, AgentFinished)), None),
-        failed=next((e for e in unique if isinstance(e, RunFailed)), None),
-        seal=next((e for e in unique if isinstance(e, ArtifactsSealed)), None),
-        verdicts=[e for e in unique if isinstance(e, JudgmentRecorded | JudgmentFailed)],
+        request=run.request,
+        steps=run.steps,
+        sandbox=run.sandbox,
+        finish=run.finish,
+        failed=run.failure,
+        seal=run.seal,
+        verdicts=[*run.verdicts.values(), *run.judgment_failures.values()],
     )
 
 

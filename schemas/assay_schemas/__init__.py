@@ -17,6 +17,7 @@ from . import (
     _files,
     _history,
     _ids,
+    _lifecycle,
     _problems,
     _review,
     _rpc,
@@ -35,6 +36,7 @@ from ._export import *  # noqa: F403
 from ._files import *  # noqa: F403
 from ._history import *  # noqa: F403
 from ._ids import *  # noqa: F403
+from ._lifecycle import *  # noqa: F403
 from ._problems import *  # noqa: F403
 from ._review import *  # noqa: F403
 from ._rpc import *  # noqa: F403
@@ -54,6 +56,7 @@ __all__ = [
     *_files.__all__,
     *_history.__all__,
     *_ids.__all__,
+    *_lifecycle.__all__,
     *_problems.__all__,
     *_review.__all__,
     *_rpc.__all__,

@@ -12,6 +12,10 @@ samples being the larger of the judge's and the task's `sampling_times` (as the 
 it), plus the rule judge's one. Counting verdicts against exactly that set is what keeps a
 task that asks for more samples from ending the wait early.
 
+The lifecycle's rules (`_lifecycle`) hold here too: a second end of a run changes
+nothing, the first failure of a run decides it, and a run that failed and was sealed
+afterwards stays failed (it owes no verdict), whatever order the events arrive in.
+
 Pure and JSON-serializable (the aggregator snapshots it). Feed each event once, in log
 order: the caller dedupes (the aggregator by event id, a log reader by sequence).
 """
@@ -25,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer
 from . import _events as ev
 from ._domain import RULES_JUDGE_ID, CampaignSpec, Task
 from ._envelope import Event, run_id_for
+from ._lifecycle import END_STEPS, lifecycle_step
 
 __all__ = ["CampaignHistory", "VerdictKey"]
 
@@ -50,7 +55,9 @@ class CampaignHistory(BaseModel):
     ready: set[str] = set()
     finished: set[str] = set()
     failures: dict[str, ev.RunFailed] = {}
-    """run id -> its last RunFailed."""
+    """run id -> the RunFailed that decided its outcome (its first)."""
+    ends: dict[str, str] = {}
+    """run id -> the event id of its end that counts (the first)."""
     sealed: set[str] = set()
     """Runs sealed as finished: the ones the jury owes verdicts on."""
     ended: set[str] = set()
@@ -74,6 +81,9 @@ class CampaignHistory(BaseModel):
         if self.campaign_id is not None and event.campaign_id != self.campaign_id:
             return
         run = event.run_id or ""
+        is_end = lifecycle_step(event) in END_STEPS
+        if is_end and self.ends.setdefault(run, event.event_id) != event.event_id:
+            return  # a second end of the run: refused, it changes nothing
         if isinstance(event, ev.CampaignStarted):
             self.campaigns[event.campaign_id] = event.campaign
             self.scripted = self.scripted or event.campaign.scripted
@@ -92,22 +102,29 @@ class CampaignHistory(BaseModel):
         elif isinstance(event, ev.AgentFinished):
             self.finished.add(run)
         elif isinstance(event, ev.RunFailed):
-            self.failures[run] = event
-            self.ended.add(run)
+            self._failed(event)
         elif isinstance(event, ev.ArtifactsSealed):
-            self._sealed(event)
+            self._sealed(event, failed=run in self.failures)
         elif isinstance(event, ev.JudgmentRecorded):
             self.judged.add((run, event.judge_id, event.sample))
             self.cost_usd += event.cost_usd
         elif isinstance(event, ev.JudgmentFailed):
             self.judgment_failures[f"{run}/{event.judge_id}/{event.sample}"] = event
 
-    def _sealed(self, event: ev.ArtifactsSealed) -> None:
+    def _failed(self, event: ev.RunFailed) -> None:
+        run = event.run_id or ""
+        self.failures.setdefault(run, event)
+        self.ended.add(run)
+        if run in self.sealed:  # its seal arrived first: a failed run owes no verdict
+            self.sealed.discard(run)
+            self.owed -= self._owed_on(run)
+
+    def _sealed(self, event: ev.ArtifactsSealed, *, failed: bool) -> None:
         run = event.run_id or ""
         self.ended.add(run)
         if run not in self.run_task and event.task_id:
             self.run_task[run] = f"{event.campaign_id}/{event.task_id}"
-        if event.outcome == "finished":
+        if event.outcome == "finished" and not failed:
             self.sealed.add(run)
             self.owed |= self._owed_on(run)
 

@@ -5,17 +5,19 @@ restart (is the sandbox made? has the agent ended? is the run sealed? which samp
 this judge done?). `RunHistory` is the one fold that answers those questions, so no
 handler scans a list of events by hand.
 
-Pure, and applying an event twice changes nothing. Events that open a phase (the
-request, the sandbox, the end of the agent) keep the first one logged: a later duplicate
-does not restart the phase. Events that fill a slot (a step number, the seal, one
-judge's sample) keep the last one logged.
+Pure, and applying an event twice changes nothing. Where the run is, and whether an end
+counts, is decided by the one lifecycle (`_lifecycle.advance`): a second end of the run
+is refused (kept in `refused`, folded nowhere) and a seal after a failure keeps the
+failure. Events that open a phase (the request, the sandbox) keep the first one logged:
+a later duplicate does not restart the phase. Events that fill a slot (a step number,
+the seal, one judge's sample) keep the last one logged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 from ._domain import Task
 from ._envelope import Event
@@ -29,13 +31,21 @@ from ._events import (
     RunRequested,
     SandboxReady,
 )
+from ._lifecycle import (
+    RunOutcome,
+    RunPhase,
+    RunState,
+    advance,
+    lifecycle_step,
+    run_state,
+    scores_run,
+)
 from ._web import WebSource
 
 __all__ = ["RunHistory", "RunStage", "SampleKey"]
 
-RunStage = Literal["unknown", "requested", "running", "finished", "failed", "sealed"]
-"""Where a run is: no request seen yet; requested; its sandbox is ready; its agent ended
-(finished, or failed at any stage); its artifacts are sealed (ready for the judges)."""
+RunStage = RunState
+"""Where a run is (the lifecycle's `RunState`)."""
 
 
 E = TypeVar("E")
@@ -62,7 +72,12 @@ class RunHistory:
     failures: list[RunFailed] = field(default_factory=list)
     """Every RunFailed of the run, in log order."""
     ended: AgentFinished | RunFailed | None = None
-    """The first event that ended the run (the agent finished, or the run failed)."""
+    """The event that ended the run (the agent finished, or the run failed): the first."""
+    phase: RunPhase = "unknown"
+    """Where the lifecycle has the run (see `stage` for the state with judging)."""
+    refused: list[Event] = field(default_factory=list)
+    """Ends of the run after its first (a second AgentFinished, ...), in log order: refused
+    by the lifecycle, folded nowhere."""
     seal: ArtifactsSealed | None = None
     verdicts: dict[SampleKey, JudgmentRecorded] = field(default_factory=dict)
     judgment_failures: dict[SampleKey, JudgmentFailed] = field(default_factory=dict)
@@ -79,6 +94,13 @@ class RunHistory:
 
     def apply(self, event: Event) -> None:
         """Fold one event in; events about no run (a campaign, a task, a judge) are ignored."""
+        step = lifecycle_step(event)
+        if step is not None and not self._folded(event):
+            phase = advance(self.phase, step)
+            if phase is None:
+                self.refused.append(event)
+                return
+            self.phase = phase
         if isinstance(event, RunRequested):
             self.request = _first(self.request, event)
         elif isinstance(event, SandboxReady):
@@ -102,6 +124,11 @@ class RunHistory:
     def _end(self, event: AgentFinished | RunFailed) -> None:
         if self.ended is None:
             self.ended = event
+
+    def _folded(self, event: Event) -> bool:
+        """Whether this very event (by id) was folded in already: a redelivery moves nothing."""
+        kept = (self.request, self.sandbox, self.ended, self.seal, *self.failures)
+        return any(e is not None and e.event_id == event.event_id for e in kept)
 
     @property
     def task(self) -> Task | None:
@@ -128,19 +155,24 @@ class RunHistory:
 
     @property
     def stage(self) -> RunStage:
-        """Where the run is now."""
-        if self.seal is not None:
-            return "sealed"
-        if self.ended is not None:
-            return "finished" if isinstance(self.ended, AgentFinished) else "failed"
-        if self.sandbox is not None:
-            return "running"
-        return "requested" if self.request is not None else "unknown"
+        """Where the run is now (the lifecycle's state)."""
+        return run_state(self.phase, any(scores_run(v) for v in self.verdicts.values()))
+
+    @property
+    def failure(self) -> RunFailed | None:
+        """The failure that decided the run's outcome (the first), if it failed."""
+        return self.failures[0] if self.phase == "failed" and self.failures else None
+
+    @property
+    def outcome(self) -> RunOutcome | None:
+        """How the run ended: judged, or failed with stage and cause (None: not yet)."""
+        return RunOutcome.of(self.stage, self.failure)
 
     @property
     def infrastructure_failure(self) -> bool:
-        """The platform failed the run before it was sealed: it is never scored."""
-        return self.seal is None and any(f.infrastructure for f in self.failures)
+        """The platform failed the run (sealed afterwards or not): it is never scored."""
+        failure = self.failure
+        return failure is not None and failure.infrastructure
 
     def samples_done(self, judge_id: str) -> set[int]:
         """Samples of this judge recorded or failed for the run: never judged again."""

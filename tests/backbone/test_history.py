@@ -21,6 +21,7 @@ from assay_schemas import (
     Producer,
     RunFailed,
     RunHistory,
+    RunOutcome,
     RunRequested,
     SampleKey,
     SandboxReady,
@@ -102,7 +103,10 @@ def test_an_empty_history_knows_nothing() -> None:
         ([requested(), failed("sandbox")], "failed"),
         ([requested(), ready(), failed("agent")], "failed"),
         ([requested(), ready(), finished(), sealed("a.txt")], "sealed"),
-        ([requested(), ready(), failed("agent"), sealed()], "sealed"),
+        # The files are evidence; the run still failed (issue #54, case 2).
+        ([requested(), ready(), failed("agent"), sealed()], "failed"),
+        ([requested(), ready(), finished(), failed("seal")], "failed"),  # its seal lost
+        ([requested(), ready(), finished(), sealed("a.txt"), recorded("j1", 0)], "sealed"),
         ([sealed("a.txt")], "sealed"),  # a seal published without its request
     ],
 )
@@ -124,8 +128,19 @@ def test_phases_keep_the_first_event_logged() -> None:
 
 
 def test_a_failure_before_the_agent_finished_ends_the_run() -> None:
-    history = RunHistory.fold([requested(), failed("sandbox"), finished()])
+    late = finished()
+    history = RunHistory.fold([requested(), failed("sandbox"), late])
     assert isinstance(history.ended, RunFailed) and history.ended.stage == "sandbox"
+    assert history.finish is None and history.refused == [late]
+    assert history.outcome == RunOutcome("failed", "sandbox", "e", True)
+
+
+def test_a_second_end_is_refused_and_the_first_stands() -> None:
+    again, crash = finished("max_steps"), failed("agent")
+    history = RunHistory.fold([requested(), ready(), finished(), again, crash])
+    assert history.finish is not None and history.finish.stop_reason == "submitted"
+    assert history.refused == [again, crash] and history.failures == []
+    assert history.stage == "finished" and history.outcome is None
 
 
 def test_steps_are_ordered_and_a_step_logged_twice_counts_once_the_last() -> None:
@@ -160,11 +175,15 @@ def test_samples_done_count_verdicts_and_failures_of_that_judge_only() -> None:
     [
         ([requested(), failed("sandbox")], True),
         ([requested(), failed("agent", infrastructure=False)], False),
-        ([requested(), ready(), failed("agent"), sealed()], False),  # sealed: not the platform's
+        # Sealed afterwards: the files are evidence, the platform still failed the run.
+        ([requested(), ready(), failed("agent"), sealed()], True),
+        ([requested(), ready(), failed("agent", infrastructure=False), sealed()], False),
         ([requested(), ready(), finished()], False),
+        # The first failure decides: a seal lost after an agent's failure is not the cause.
+        ([requested(), ready(), failed("agent", infrastructure=False), failed("seal")], False),
     ],
 )
-def test_infrastructure_failures_are_the_unsealed_ones(
+def test_infrastructure_failures_are_the_deciding_failure(
     events: list[Event], infrastructure: bool
 ) -> None:
     assert RunHistory.fold(events).infrastructure_failure is infrastructure

@@ -10,7 +10,15 @@ import pytest
 from rich.console import Console
 
 from assay_cli.waterfall import build_waterfall, print_waterfall, trace_id_of
-from assay_schemas import AgentStepLogged, Event, RunRequested, SandboxReady
+from assay_schemas import (
+    AgentFinished,
+    AgentStepLogged,
+    ArtifactsSealed,
+    Event,
+    RunFailed,
+    RunRequested,
+    SandboxReady,
+)
 from bench.synthetic_log import LogSpec, synthetic_events
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -106,3 +114,30 @@ def test_trace_id_comes_only_from_a_well_formed_traceparent(
 ) -> None:
     assert trace_id_of({"traceparent": header}) == trace_id
     assert trace_id_of({}) is None
+
+
+def test_the_waterfall_reads_the_run_as_its_one_fold_does() -> None:
+    """Issue #54: the seal it shows is the one `RunHistory` and the aggregator keep (the
+    last), a second end of the run is not drawn, and a failure stays after a seal."""
+    events = one_run()
+    seal = next(e for e in events if isinstance(e, ArtifactsSealed))
+    finish = next(e for e in events if isinstance(e, AgentFinished))
+    again = seal.model_copy(update={"event_id": "reseal", "files": seal.files[:1],
+                                    "occurred_at": seal.occurred_at + timedelta(seconds=1)})  # fmt: skip
+    twice = finish.model_copy(update={"event_id": "again", "stop_reason": "max_steps"})
+    at = events.index(seal)
+    w = build_waterfall([*events[:at], twice, seal, again, *events[at + 1 :]], TRACE)
+    assert w is not None
+    assert [r.detail for r in w.rows if r.kind == "seal"] == ["1 file(s)"]
+    assert [r.detail for r in w.rows if r.name == "agent finished"] == ["stop: submitted"]
+    failed = RunFailed(
+        event_id="unreachable", campaign_id=finish.campaign_id, run_id=finish.run_id,
+        task_id=finish.task_id, producer=finish.producer, stage="agent",
+        error="ProviderUnreachable: connection refused", infrastructure=True,
+        occurred_at=finish.occurred_at,
+    )  # fmt: skip
+    w = build_waterfall([failed if e is finish else e for e in events], TRACE)
+    assert w is not None
+    kinds = [r.kind for r in w.rows if r.depth == 0]
+    assert "failed" in kinds and kinds.index("failed") < kinds.index("seal")
+    assert not [r for r in w.rows if r.name == "agent finished"]

@@ -10,6 +10,9 @@ consumer), so they cannot disagree on what counts. An event is refused when:
 - it belongs to a run whose submission was refused: the task, its runs, their steps and
   verdicts count nowhere;
 - it repeats the id of an event folded from another message;
+- it ends a run that has ended already (a second AgentFinished, AgentFinished after
+  RunFailed, ...: the run's lifecycle, `assay_schemas.advance`, refuses it; the first
+  end stands, like the first verdict);
 - it is a verdict that is not whole: a second one for a sample (the first stands), one
   scoring dimensions outside the rubric or missing some, an LLM verdict with no scores,
   a rule verdict with scores, or a sample index past the judge's ``sampling_times``;
@@ -22,6 +25,8 @@ records the refusal in the state, which is how every reader learns of it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from assay.security.signing import SignatureCheck
 from assay.tasks import check_task
 from assay_schemas import (
@@ -30,15 +35,18 @@ from assay_schemas import (
     Event,
     JudgmentFailed,
     JudgmentRecorded,
+    LifecycleWalk,
     RunRequested,
     TaskInputError,
     TaskSubmitted,
     is_reviewer_id,
+    lifecycle_step,
+    walk,
 )
 
-from .state import State
+from .state import RunRecord, State
 
-__all__ = ["admit", "refusal", "rubric_keys"]
+__all__ = ["admit", "moved", "refusal", "rubric_keys"]
 
 
 def rubric_keys(state: State, campaign_id: str, task_id: str | None) -> set[str] | None:
@@ -125,11 +133,35 @@ def _sample_problem(state: State, e: JudgmentRecorded | JudgmentFailed) -> str |
     return None
 
 
+def _second_end(state: State, sequence: int, event: Event) -> str | None:
+    """Why the event may not move its run (it ends a run that ended before it), or None."""
+    step = lifecycle_step(event)
+    run = state.runs.get(event.run_id or "")
+    if step is None or run is None:
+        return None
+    steps, where = moved(run, sequence, event)
+    if steps.index([sequence, step]) not in where.refused:
+        return None
+    at = f"seq {steps[where.ended][0]}" if where.ended is not None else "its seal"
+    return f"second end of run {event.run_id} (it is {where.phase}; it ended at {at})"
+
+
+def moved(run: RunRecord, sequence: int, event: Event) -> tuple[list[list[Any]], LifecycleWalk]:
+    """The run's lifecycle steps with the event's among them (by sequence), and where
+    they leave it (`walk`): what admission asks before, and the fold records after."""
+    step = lifecycle_step(event)
+    steps = run.lifecycle if step is None else sorted([*run.lifecycle, [sequence, step]])
+    return steps, walk(s for _, s in steps)
+
+
 def refusal(state: State, sequence: int, event: Event) -> str | None:
     """Why `event`, stored at `sequence`, must count for nothing given what the log held
     before it (signatures aside); None when it counts. Reads the state, changes nothing."""
     if event.run_id and event.run_id in state.refused_runs:
         return state.refused_runs[event.run_id]
+    second = _second_end(state, sequence, event)
+    if second is not None:
+        return second
     if isinstance(event, TaskSubmitted):
         try:
             check_task(event.task)

@@ -5,7 +5,9 @@ the path (live consumer, snapshot + catch-up, fresh replay). Idempotent by event
 Everything that depends on two events (is a sealed file an attachment? is a run
 judged?) is decided when frames are built, not here, so the order in which events
 arrive (redeliveries) does not change the result; where two events claim the same
-slot (a re-seal, a repeated verdict), the higher stream sequence wins.
+slot (a re-seal, a repeated verdict), the higher stream sequence wins. Where a run is
+comes from the one lifecycle (`assay_schemas.advance`), in log order: admission has
+refused a second end of a run already, and a seal after a failure keeps the failure.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ from assay_schemas import (
     SandboxReady,
     Task,
     TaskSubmitted,
+    lifecycle_step,
 )
 
-from .admission import admit
+from .admission import admit, moved
 from .state import (
     ArtifactRecord,
     ControlRecord,
@@ -44,7 +47,7 @@ from .state import (
     VerdictRecord,
 )
 
-__all__ = ["admitted", "apply", "fold"]
+__all__ = ["admitted", "apply", "fold", "subject_of"]
 
 
 def _run(state: State, event: Event, sequence: int) -> RunRecord:
@@ -153,8 +156,11 @@ def _finished(state: State, e: AgentFinished, seq: int) -> None:
 
 def _failed(state: State, e: RunFailed, seq: int) -> None:
     run = _run(state, e, seq)
+    if run.failed and run.failure_sequence < seq:
+        return  # a seal declared lost after the run failed: the first failure decided it
     run.failed = True
-    run.infrastructure_failure = run.infrastructure_failure or e.infrastructure
+    run.failure_sequence = seq
+    run.infrastructure_failure = e.infrastructure
     run.failure_stage = e.stage
     run.failure_error = e.error
 
@@ -292,6 +298,8 @@ def apply(
         return False
     if isinstance(event, ArtifactsSealed) and load is not None:
         event = event.resolved(load)
+    if not _advance(state, sequence, event):
+        return False
     handler = _HANDLERS.get(type(event))
     if handler is not None:
         handler(state, event, sequence)
@@ -308,6 +316,20 @@ def apply(
     return True
 
 
+def _advance(state: State, sequence: int, event: Event) -> bool:
+    """Move the event's run through its lifecycle; False when the lifecycle refuses it
+    (admission refused it already on every reader's path: this only keeps `apply` safe)."""
+    if lifecycle_step(event) is None or not event.run_id:
+        return True
+    run = _run(state, event, sequence)
+    steps, where = moved(run, sequence, event)
+    if steps.index([sequence, lifecycle_step(event)]) in where.refused:
+        return False
+    run.lifecycle, run.phase = steps, where.phase
+    run.end_sequence = steps[where.ended][0] if where.ended is not None else 0
+    return True
+
+
 def fold(
     events: Any, state: State | None = None, load: Callable[[str], bytes] | None = None
 ) -> State:
@@ -315,11 +337,11 @@ def fold(
     unchecked; each event's subject is the one it would be published on)."""
     out = state if state is not None else State()
     for sequence, event in events:
-        if admit(out, sequence, _subject(event), event):
+        if admit(out, sequence, subject_of(event), event):
             apply(out, sequence, event, load)
     return out
 
 
-def _subject(event: Event) -> str:
+def subject_of(event: Event) -> str:
     """The subject's event tokens (the prefix belongs to a deployment, not to the fold)."""
     return f"ev.{event.event_type}.{event.campaign_id}.{event.run_id or '-'}"

@@ -24,7 +24,8 @@ from typing import Any
 
 import polars as pl
 
-from assay_schemas import RULES_JUDGE_ID
+from assay_schemas import RULES_JUDGE_ID, RunState
+from assay_schemas import run_state as lifecycle_state
 
 from .frame_cache import VERDICT_TABLES, FrameCache, dirty_runs, spliced
 from .judgments_frame import judgments_frame
@@ -46,17 +47,15 @@ def _by_sample(verdicts: Iterable[VerdictRecord]) -> list[VerdictRecord]:
     return sorted(verdicts, key=attrgetter("run_id", "judge_id", "sample"))
 
 
+_REPORT_NAMES: dict[RunState, str] = {"unknown": "requested", "running": "sandbox_ready"}
+"""The report's names for the lifecycle's states (the rest keep theirs)."""
+
+
 def run_state(run: RunRecord, judged: bool) -> str:
-    """Lifecycle state of a run: failed, judged, sealed, finished, sandbox_ready, requested."""
-    if run.failed and not run.sealed:
-        return "failed"
-    if judged:
-        return "judged"
-    if run.sealed:
-        return "sealed"
-    if run.finished:
-        return "finished"
-    return "sandbox_ready" if run.sandbox_ready else "requested"
+    """The run's lifecycle state (`assay_schemas.run_state`), by the report's names:
+    failed (sealed afterwards or not), judged, sealed, finished, sandbox_ready, requested."""
+    state = lifecycle_state(run.phase, judged)
+    return _REPORT_NAMES.get(state, state)
 
 
 class Projections:
@@ -150,10 +149,12 @@ class Projections:
         rows = []
         for r in self._sorted_runs():
             n_art = self._n_artifacts(r)
-            infra = r.infrastructure_failure and not r.sealed
-            # Empty: sealed with nothing beyond the attachments, or an agent failure that
-            # sealed nothing. A run still in progress is not (yet) empty.
-            empty = (n_art == 0) if r.sealed else (r.failed and not infra)
+            # The failure that decided the run stands, sealed afterwards or not.
+            infra = r.infrastructure_failure
+            # Empty: an agent's run sealed with nothing beyond the attachments, or an agent
+            # failure that sealed nothing. A run still in progress is not (yet) empty; an
+            # infrastructure failure is never the agent's.
+            empty = not infra and ((n_art == 0) if r.sealed else r.failed)
             fin = r.finished
             rows.append((
                 r.campaign_id, r.task_id, r.run_id, r.agent_id, r.agent_family, r.agent_model,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any
 
-from assay_schemas import CampaignHistory
+from assay_schemas import CampaignHistory, RunPhase
 
 from .event_ids import EventIds
 
@@ -31,7 +31,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 7
+SNAPSHOT_VERSION = 8
 """Bumped whenever a record or the layout changes: a snapshot of another version is
 ignored and the state rebuilt from the log."""
 
@@ -62,6 +62,7 @@ class RunRecord:
     failure_stage: str = ""
     failure_error: str = ""
     sealed: bool = False
+    """Its files were sealed (also after a failure: they are evidence; see `phase`)."""
     seal_outcome: str = ""
     n_files: int = 0
     # Step summary, accumulated from AgentStepLogged (the finish event may never come).
@@ -79,6 +80,15 @@ class RunRecord:
     last_sequence: int = 0
     control_plan: str = ""
     """The control plan a control agent's run carries out ('' for an agent's run)."""
+    phase: RunPhase = "unknown"
+    """Where the one lifecycle has the run (`assay_schemas.walk` over `lifecycle`)."""
+    lifecycle: list[list[Any]] = field(default_factory=list)
+    """[sequence, step] of each counted event that moves the run, by sequence: walked
+    again when one arrives out of log order, so arrival order changes nothing."""
+    end_sequence: int = 0
+    """Stream sequence of the event that ended the run (0 while it runs)."""
+    failure_sequence: int = 0
+    """Stream sequence of the failure that decided the run (0 when none did)."""
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from assay_schemas import RULES_JUDGE_ID
+from assay_schemas import RULES_JUDGE_ID, run_state
 
 from ..projections import Projections
 from ..state import RunRecord
@@ -115,11 +115,12 @@ class RunQuery(BaseModel):
 
 
 def _state(r: RunRecord) -> str:
+    """The run's lifecycle state (`assay_schemas.run_state`) as the runs table names it:
+    a failure stays one when the run was sealed afterwards."""
     if r.infrastructure_failure:
         return "infrastructure failure"
-    if r.failed and not r.sealed:
-        return "failed"
-    return "sealed" if r.sealed else "finished" if r.finished else "running"
+    state = run_state(r.phase, judged=False)
+    return state if state in ("failed", "sealed", "finished") else "running"
 
 
 def run_rows(p: Projections, campaign: str, scores: Mapping[str, float]) -> list[RunRow]:
