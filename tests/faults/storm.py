@@ -2,14 +2,15 @@
 (SIGKILL) or pauses (SIGSTOP, longer than the ack wait) every service and nats-server.
 
 One seed fixes the whole schedule: which process is hit, at which point of the campaign
-(how many messages the log holds), kill or pause, and for how long. Every fault is
-printed as it lands, and the whole schedule is in every failure message, so a failing seed
+(how many messages it has added to the log), kill or pause, and for how long. Every fault
+is printed as it lands, and the schedule is in every failure message, so a failing seed
 is its own reproduction: `pytest tests/faults/test_fault_storm.py -k 'seed-N'`.
 
-Faults come one at a time and each ends before the next begins (a killed process is
-restarted, a paused one continued), so after the last one the stack is whole and the
-campaign must finish on its own. The timing inside the campaign is the machine's: a seed
-reproduces the schedule, not the exact interleaving of the messages in flight.
+A fault starts at its point whether or not earlier ones have ended, so faults overlap
+(a service killed while nats-server is stopped); one process takes one fault at a time.
+When the last has ended every process runs again (a killed one restarted, a paused one
+continued) and the campaign must finish on its own. The timing inside the campaign is
+the machine's: a seed reproduces the schedule, not the interleaving of messages in flight.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 import random
 import signal
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -41,12 +42,17 @@ from .harness import SERVICES, Cast, ServiceSet, log_events
 __all__ = [
     "NATS",
     "STORM_CAMPAIGN",
+    "STORM_RUNS",
     "VICTIMS",
+    "Exited",
     "Fault",
+    "Landed",
     "StormDriver",
+    "nats_for",
     "plan",
     "storm_cast",
     "storm_models",
+    "wait_for_history",
 ]
 
 NATS = "nats-server"
@@ -185,7 +191,7 @@ class StormDriver:
     ended (one victim is hit by one fault at a time), so faults may overlap: a service
     killed while nats-server is stopped, say. Like a deployment's supervisor, the driver
     restarts a service that exits by itself (one started while nats-server is down gives
-    up on connecting); each such exit is recorded.
+    up on connecting); each such exit is recorded and printed.
     """
 
     bus: Bus
@@ -197,7 +203,11 @@ class StormDriver:
     began: float = field(default_factory=time.monotonic)
     base: int = 0
     """Messages in the log when the storm began (the campaign's submission)."""
-    _hit: set[str] = field(default_factory=set)
+    _turns: dict[str, asyncio.Lock] = field(default_factory=dict)
+    """Per process: held by its fault, or by the supervisor restarting it (never both)."""
+
+    def _turn(self, name: str) -> asyncio.Lock:
+        return self._turns.setdefault(name, asyncio.Lock())
 
     def describe(self) -> str:
         """The schedule, and where each fault landed so far (for failure messages)."""
@@ -241,7 +251,6 @@ class StormDriver:
                 landed = Landed(fault, self._t(), after)
                 print(f"[storm] {landed}", flush=True)
                 self.landed.append(landed)
-                self._hit.add(fault.victim)
                 active[fault.victim] = asyncio.create_task(self._inject(fault))
             await asyncio.gather(*active.values())
         finally:
@@ -261,7 +270,7 @@ class StormDriver:
         return after
 
     async def _inject(self, fault: Fault) -> None:
-        try:
+        async with self._turn(fault.victim):
             if fault.victim == NATS:
                 await self._hit_server(fault)
             elif fault.kind == "kill":
@@ -270,8 +279,6 @@ class StormDriver:
                 await self.services.start(fault.victim)
             else:
                 await _paused(self.services.procs[fault.victim].pid, fault.hold_s)
-        finally:
-            self._hit.discard(fault.victim)
 
     async def _hit_server(self, fault: Fault) -> None:
         if fault.kind == "kill":
@@ -286,12 +293,15 @@ class StormDriver:
         while True:
             await asyncio.sleep(0.25)
             for name in SERVICES:
-                proc = self.services.procs.get(name)
-                if name in self._hit or proc is None or proc.returncode is None:
-                    continue
-                self.exited.append(exited := Exited(name, proc.returncode, self._t()))
-                print(f"[storm] {exited}", flush=True)
-                await self.services.start(name)
+                if self._turn(name).locked():
+                    continue  # under a fault: down or stopped on purpose
+                async with self._turn(name):
+                    proc = self.services.procs.get(name)
+                    if proc is None or proc.returncode is None:
+                        continue
+                    self.exited.append(exited := Exited(name, proc.returncode, self._t()))
+                    print(f"[storm] {exited}", flush=True)
+                    await self.services.start(name)
 
 
 async def _paused(pid: int, hold_s: float) -> None:
@@ -308,7 +318,6 @@ async def wait_for_history(
     done: Callable[[CampaignHistory], bool],
     *,
     timeout: float,
-    why: Callable[[], Awaitable[str]] | None = None,
 ) -> CampaignHistory:
     """Poll the log until its campaign history satisfies `done`."""
     deadline = time.monotonic() + timeout
@@ -323,11 +332,10 @@ async def wait_for_history(
         if done(history):
             return history
         if time.monotonic() > deadline:
-            more = await why() if why else ""
             raise AssertionError(
                 f"campaign not done in {timeout}s: {history.state_counts()}; pending runs "
                 f"{sorted(history.pending_runs())[:5]}, verdicts "
-                f"{sorted(history.pending_verdicts())[:5]}\n{more}"
+                f"{sorted(history.pending_verdicts())[:5]}"
             )
         await asyncio.sleep(0.5)
 
