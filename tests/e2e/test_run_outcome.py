@@ -140,6 +140,12 @@ def test_a_finished_run_directory_reopens_with_home(settings: Settings, tmp_path
     assert audit.returncode == 0, audit.stderr
     assert "RunFailed" in audit.stdout
 
+    # Its one run failed at the sandbox: an outcome, so the log's invariants hold.
+    check = assay("check", "--home", str(run_dir), "--json")
+    assert check.returncode == 0, check.stdout + check.stderr
+    doc = json.loads(check.stdout)
+    assert doc["clean"] and doc["runs"] == 1 and doc["breaches"] == []
+
     now = {p: p.stat().st_mtime_ns for p in (run_dir / "nats").rglob("*") if p.is_file()}
     assert now == log_files, "the run directory's log is left as it was"
     missing = assay("events", "--home", str(tmp_path / "nowhere"))

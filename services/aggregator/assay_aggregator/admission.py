@@ -134,7 +134,12 @@ def _sample_problem(state: State, e: JudgmentRecorded | JudgmentFailed) -> str |
 
 
 def _second_end(state: State, sequence: int, event: Event) -> str | None:
-    """Why the event may not move its run (it ends a run that ended before it), or None."""
+    """Why the event may not move its run (it ends a run that ended before it), or None.
+
+    The run's steps are walked in sequence order, so an event of the run delivered late
+    (a redelivery) lands in its place. Two ends of one run are settled by the first to
+    arrive: the live consumer and every rebuild hand the log over in sequence order (a
+    redelivery repeats a message already folded), so that is the first in the log."""
     step = lifecycle_step(event)
     run = state.runs.get(event.run_id or "")
     if step is None or run is None:

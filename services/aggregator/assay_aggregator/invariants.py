@@ -75,7 +75,8 @@ class LogCheck:
     state: State = field(default_factory=State)
     runs: dict[str, RunHistory] = field(default_factory=dict)
     """run id -> the history of its counted events (steps left out: they move nothing)."""
-    second_ends: list[tuple[int, Event]] = field(default_factory=list)
+    second_ends: dict[int, Event] = field(default_factory=dict)
+    """sequence -> an end of a run that had ended (refused)."""
     ready_at: dict[str, int] = field(default_factory=dict)
     """run id -> sequence of its (first) SandboxReady."""
 
@@ -85,11 +86,13 @@ class LogCheck:
         if not rid or isinstance(event, AgentStepLogged):
             return
         history = self.runs.setdefault(rid, RunHistory())
-        if self.state.seen.get(event.event_id) != sequence:
+        first = self.state.seen.get(event.event_id)
+        if first != sequence:
             step = lifecycle_step(event)
-            # Refused: an end the lifecycle refuses is the breach this check is for.
-            if step is not None and advance(history.phase, step) is None:
-                self.second_ends.append((sequence, event))
+            # Refused: an end the lifecycle refuses is the breach this check is for (the
+            # same event stored again is a harmless repeat, not a second end).
+            if first is None and step is not None and advance(history.phase, step) is None:
+                self.second_ends[sequence] = event
             return
         if isinstance(event, SandboxReady):
             self.ready_at.setdefault(rid, sequence)
@@ -97,7 +100,7 @@ class LogCheck:
 
     def breaches(self, now: datetime, grace_s: float = DEFAULT_GRACE_S) -> list[Breach]:
         """Every breach of the invariants at `now`, run by run, in run id order."""
-        out = [self._second_end(seq, e) for seq, e in self.second_ends]
+        out = [self._second_end(seq, e) for seq, e in sorted(self.second_ends.items())]
         for rid in sorted(self.runs):
             record = self.state.runs.get(rid)
             if record is None:
