@@ -150,3 +150,40 @@ def test_a_finished_run_directory_reopens_with_home(settings: Settings, tmp_path
     assert now == log_files, "the run directory's log is left as it was"
     missing = assay("events", "--home", str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "not a run directory" in missing.stderr
+
+
+def test_an_unreachable_model_is_an_infrastructure_failure_printed_and_reopened(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Issue #54, case 2: the run fails (its model server is unreachable), then its files
+    are sealed. The report `assay run` wrote and the one reopened later both count it as
+    an infrastructure failure, and the log's invariants hold."""
+    tasks, campaign = one_task(tmp_path)
+    nowhere = {"provider": "openai", "base_url": "http://127.0.0.1:9/v1",
+               "api_key_env": "ASSAY_TEST_DUMMY_KEY", "timeout_s": 5}  # fmt: skip
+    campaign.write_text(yaml.safe_dump({
+        "campaign_id": "small",
+        "agents": [{"agent_id": "lost", "model": "gpt-nowhere", "family": "acme", **nowhere}],
+        "judges": [{"judge_id": "judge-x", "model": "judge-nowhere", "family": "orbit", **nowhere}],
+    }))  # fmt: skip
+    out = assay_run(settings, tasks, campaign, "--skip-checks", ASSAY_TEST_DUMMY_KEY="x")
+    assert out.returncode == 1, (out.stdout + out.stderr)[-3000:]
+    [run_dir] = list((settings.home / "runs").glob("small-*"))
+    printed = json.loads((run_dir / "report.json").read_text())
+    again = tmp_path / "again.json"
+    n = str(printed["statistics"]["n_resamples"])
+    reopened = assay("report", "--home", str(run_dir), "--json", str(again), "--resamples", n)
+    assert reopened.returncode == 0, reopened.stderr
+    events = assay("events", "--home", str(run_dir), "--json")
+    kinds = [json.loads(line)["event_type"] for line in events.stdout.splitlines()]
+    assert kinds.index("RunFailed") < kinds.index("ArtifactsSealed"), "failed, then sealed"
+    later = json.loads(again.read_text())
+    for doc in (printed, later):
+        assert doc["infrastructure_failures"] == [
+            {"agent_id": "lost", "stage": "agent", "n_runs": 1}
+        ]
+        assert doc["run_states"] == [{"n_runs": 1, "state": "failed"}]
+        doc.pop("log_sequence")  # `assay run` may print before the seal (issue #54, item 4)
+    assert printed == later
+    check = assay("check", "--home", str(run_dir), "--json")
+    assert check.returncode == 0 and json.loads(check.stdout)["clean"], check.stdout
