@@ -66,9 +66,11 @@ def _seeds() -> list[int]:
 SEEDS = _seeds()
 ACK_WAIT_S = 2.0
 """Short, so that a pause outlasts it within seconds (the default is minutes)."""
-MAX_DELIVER = 20
+MAX_DELIVER = int(os.environ.get("STORM_MAX_DELIVER", "20"))
 """Room for the redeliveries a storm causes: giving up after the configured deliveries is
-its own path (a dead-lettered run must end in RunFailed), not the one tested here."""
+its own path (a dead-lettered run must end in RunFailed), not the one tested here.
+`STORM_MAX_DELIVER=2 STORM_SEEDS=2-3` reproduces a run left running forever when its
+last delivery dies with its consumer (JetStream drops it; no dead letter, no RunFailed)."""
 FINISH_S = 240.0
 """How long the campaign may take to finish after the last fault."""
 
