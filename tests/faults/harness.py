@@ -75,6 +75,7 @@ __all__ = [
     "full_report",
     "log_events",
     "report_figures",
+    "started_bus",
     "wait_until",
 ]
 
@@ -288,6 +289,27 @@ class ServiceSet:
             yield services
         finally:
             await services.stop()
+
+
+@contextlib.asynccontextmanager
+async def started_bus(settings: Settings, timeout: float = 30.0) -> AsyncIterator[Bus]:
+    """A started test bus, retried while a fresh server or cluster gets JetStream ready."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        bus = Bus(settings, service="test")
+        try:
+            await bus.start()
+            break
+        except Exception:
+            with contextlib.suppress(Exception):
+                await bus.stop()
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.5)
+    try:
+        yield bus
+    finally:
+        await bus.stop()
 
 
 # --- reading and auditing the log --------------------------------------------------------

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
 from assay.store import open_store
@@ -21,6 +19,7 @@ from .harness import (
     ServiceSet,
     campaign_complete,
     check_against_baseline,
+    started_bus,
     wait_until,
 )
 
@@ -33,27 +32,6 @@ def _mid_run(evs: list[Event]) -> bool:
     return any(isinstance(e, AgentStepLogged) and e.step >= 1 for e in evs)
 
 
-@contextlib.asynccontextmanager
-async def _started_bus(settings: Settings, timeout: float = 30.0) -> AsyncIterator[Bus]:
-    """A started test bus, retried while a fresh cluster elects its JetStream leaders."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        bus = Bus(settings, service="test")
-        try:
-            await bus.start()
-            break
-        except Exception:
-            with contextlib.suppress(Exception):
-                await bus.stop()
-            if asyncio.get_running_loop().time() > deadline:
-                raise
-            await asyncio.sleep(0.5)
-    try:
-        yield bus
-    finally:
-        await bus.stop()
-
-
 @pytest.mark.slow
 async def test_nats_server_killed_and_restarted_on_its_data_dir(
     settings: Settings, cast: Cast, base: Baseline, tmp_path: Path
@@ -63,7 +41,7 @@ async def test_nats_server_killed_and_restarted_on_its_data_dir(
     server.start()
     try:
         own = settings.model_copy(update={"nats_url": server.url})
-        async with _started_bus(own) as bus, ServiceSet.running(own, cast) as services:
+        async with started_bus(own) as bus, ServiceSet.running(own, cast) as services:
             await cast.submit(bus, open_store(own))
             before = await wait_until(
                 bus, _mid_run, timeout=90, services=services, what="runs mid-way"
@@ -135,7 +113,7 @@ async def test_cluster_node_lost_and_back_with_r3_stream(
     settings: Settings, cast: Cast, base: Baseline, cluster: Cluster
 ) -> None:
     own = settings.model_copy(update={"nats_url": cluster.url, "stream_replicas": 3})
-    async with _started_bus(own) as bus, ServiceSet.running(own, cast) as services:
+    async with started_bus(own) as bus, ServiceSet.running(own, cast) as services:
         info = await bus.js.stream_info(own.stream)
         assert info.config.num_replicas == 3
         await cast.submit(bus, open_store(own))

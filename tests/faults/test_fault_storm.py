@@ -1,0 +1,217 @@
+"""The seeded fault storm (issue #54): every seed's campaign ends checked clean.
+
+Per seed: a 50-run campaign on the split stack (every service its own `assay serve`
+process, its own nats-server) while `StormDriver` SIGKILLs or SIGSTOPs each process at
+the seed's points; after the last fault the campaign must finish, and then
+
+- `assay check --home` finds no breach (every run ended once, no live sandbox, every
+  sealed run judged by each judge, the live report equal to the replay), and the log
+  itself holds exactly one AgentFinished or RunFailed per requested run;
+- the aggregator's written report equals a fresh fold of the log, byte for byte;
+- nothing was dead-lettered and no effect was logged twice;
+- no sandbox is left.
+
+A failing seed prints its schedule and where each fault landed: rerun it alone with
+`-k seed-N` (`STORM_SEEDS=N` for one beyond the ten), and keep it in `SEEDS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+from assay.bus import Bus
+from assay.config import Settings
+from assay.store import open_store
+from assay_cli.scripted import ScriptedModelServer
+from assay_sandbox_manager.backends import BubblewrapBackend
+from assay_schemas import AgentFinished, CampaignHistory, Event, RunFailed, RunRequested
+
+from .harness import (
+    ServiceSet,
+    aggregator_report,
+    audit_log,
+    full_report,
+    log_events,
+    started_bus,
+)
+from .storm import (
+    STORM_RUNS,
+    VICTIMS,
+    StormDriver,
+    nats_for,
+    plan,
+    storm_cast,
+    storm_models,
+    wait_for_history,
+)
+
+
+def _seeds() -> list[int]:
+    """Seeds 1-10, or `STORM_SEEDS=A-B` (inclusive) to search further for failing ones."""
+    first, _, last = os.environ.get("STORM_SEEDS", "1-10").partition("-")
+    return list(range(int(first), int(last or first) + 1))
+
+
+SEEDS = _seeds()
+ACK_WAIT_S = 2.0
+"""Short, so that a pause outlasts it within seconds (the default is minutes)."""
+MAX_DELIVER = int(os.environ.get("STORM_MAX_DELIVER", "20"))
+"""Room for the redeliveries a storm causes: giving up after the configured deliveries is
+its own path (a dead-lettered run must end in RunFailed), not the one tested here.
+`STORM_MAX_DELIVER=2 STORM_SEEDS=2-3` reproduces a run left running forever when its
+last delivery dies with its consumer (JetStream drops it; no dead letter, no RunFailed)."""
+FINISH_S = 240.0
+"""How long the campaign may take to finish after the last fault."""
+
+pytestmark = pytest.mark.timeout(480)
+
+
+@pytest.fixture(scope="module")
+def models() -> Iterator[ScriptedModelServer]:
+    """The storm's scripted models, shared by its seeds."""
+    with storm_models() as server:
+        yield server
+
+
+class Checked(NamedTuple):
+    """What the end-of-storm check ran and said."""
+
+    command: str
+    rc: int
+    doc: dict[str, Any]
+    """Its JSON: clean, runs, log_sequence, breaches."""
+    output: str
+
+
+def check_home(home: Path) -> Checked:
+    """`assay check` on the storm's log, as a user runs it on a finished run directory.
+
+    No grace: the campaign has finished, so a run or verdict still pending is a breach.
+    """
+    args = ["check", "--json", "--grace", "0", "--home", str(home)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "assay_cli", *args],
+        capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+    try:
+        doc = json.loads(proc.stdout)
+    except ValueError:
+        doc = {}
+    return Checked(f"assay {' '.join(args[:-2])}", proc.returncode, doc, proc.stdout + proc.stderr)
+
+
+def terminal_outcomes(events: list[Event]) -> dict[str, list[str]]:
+    """Run id -> its AgentFinished / RunFailed events, for every requested run."""
+    out: dict[str, list[str]] = {e.run_id or "": [] for e in events if isinstance(e, RunRequested)}
+    for e in events:
+        if isinstance(e, AgentFinished | RunFailed):
+            out.setdefault(e.run_id or "", []).append(e.event_type)
+    return out
+
+
+async def deliveries_by_durable(bus: Bus) -> dict[str, int]:
+    """Messages each durable consumer was handed, redeliveries included (its consumer
+    sequence): above what it consumes undisturbed when the storm made it redeliver."""
+    infos = await bus.js.consumers_info(bus.settings.stream)
+    durable = sorted((i for i in infos if i.config.durable_name), key=lambda i: i.name)
+    return {i.name: i.delivered.consumer_seq for i in durable}
+
+
+def _done(history: CampaignHistory) -> bool:
+    return len(history.expected) == STORM_RUNS and history.complete
+
+
+def test_schedule_is_the_seeds_and_hits_every_process() -> None:
+    first = plan(7, ack_wait_s=ACK_WAIT_S)
+    assert first == plan(7, ack_wait_s=ACK_WAIT_S)
+    assert first != plan(8, ack_wait_s=ACK_WAIT_S)
+    assert {f.victim for f in first} == set(VICTIMS)
+    assert [f.after for f in first] == sorted(f.after for f in first)
+    assert all(f.hold_s > ACK_WAIT_S for f in first if f.kind == "pause")
+    assert all(f.hold_s <= 2.0 for f in first if f.kind == "kill")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed-{s}")
+async def test_fault_storm(
+    seed: int, settings: Settings, models: ScriptedModelServer, tmp_path: Path
+) -> None:
+    schedule = plan(seed, ack_wait_s=ACK_WAIT_S)
+    print(f"\n[storm seed {seed}] schedule:\n  " + "\n  ".join(map(str, schedule)))
+    # The stream and prefix `--home` reads; the storm's own server, which it kills.
+    own = settings.model_copy(
+        update={
+            "home": tmp_path / "home", "stream": "ASSAY", "subject_prefix": "assay",
+            "ack_wait_s": ACK_WAIT_S, "max_deliver": MAX_DELIVER,
+        }
+    )  # fmt: skip
+    server = nats_for(own)
+    server.start()
+    try:
+        own = own.model_copy(update={"nats_url": server.url})
+        cast = storm_cast(models, tmp_path / "cast")
+        async with started_bus(own) as bus, ServiceSet.running(own, cast) as services:
+            await cast.submit(bus, open_store(own))
+            driver = StormDriver(bus, services, server, schedule)
+            try:
+                async with driver.supervising():
+                    await driver.run()
+                    stormed = time.monotonic()
+                    history = await wait_for_history(bus, _done, timeout=FINISH_S)
+                    want = await full_report(bus)
+                    deadline = time.monotonic() + 60
+                    while aggregator_report(own) != want:
+                        assert time.monotonic() < deadline, (
+                            "aggregator report never equalled a rebuild"
+                        )
+                        await asyncio.sleep(0.5)
+                    finished = time.monotonic()
+                events = await log_events(bus)
+                audit = await audit_log(bus)
+                deliveries = await deliveries_by_durable(bus)
+            except AssertionError as e:
+                raise AssertionError(
+                    f"seed {seed}: {e}\n{driver.describe()}\n{services.log_tail()}"
+                ) from e
+        state = own.instance_state
+        left = BubblewrapBackend(state / "bwrap", state / "seals").list_live()
+    finally:
+        server.stop()
+    checked = check_home(own.home)
+    times = (
+        f"storm {stormed - driver.began:.0f}s, finish {finished - stormed:.0f}s, "
+        f"check {time.monotonic() - finished:.0f}s"
+    )
+
+    outcomes = terminal_outcomes(events)
+    ends = Counter(kind for kinds in outcomes.values() for kind in kinds)
+    kinds = Counter(f.kind for f in schedule)
+    print(
+        f"[storm seed {seed}] {len(schedule)} faults ({kinds['kill']} kills, {kinds['pause']} "
+        f"pauses) over {len(set(f.victim for f in schedule))} processes; {len(outcomes)} runs "
+        f"requested, {dict(ends)}; {history.state_counts()}; verdicts {history.verdicts}/"
+        f"{history.expected_judgments}; {audit.n_events} events, dead letters "
+        f"{audit.dead_letters}, duplicates {audit.n_duplicates}; deliveries {deliveries}; sandboxes left {len(left)}; "
+        f"`{checked.command}` rc={checked.rc}; {times}\n{checked.output.strip()}"
+    )
+    story = f"seed {seed}\n{driver.describe()}"
+    print(story)
+    assert checked.rc == 0, f"{checked.command} found breaches:\n{checked.output}\n{story}"
+    assert checked.doc["clean"] and checked.doc["runs"] == STORM_RUNS, checked.output
+    assert len(outcomes) == STORM_RUNS, story
+    twice = {r: k for r, k in outcomes.items() if len(k) != 1}
+    assert not twice, f"runs without exactly one terminal outcome: {twice}\n{story}"
+    assert audit.dead_letters == 0, story
+    assert audit.n_duplicates == 0, f"{audit.duplicate_ids} ids, {audit.duplicate_effects}\n{story}"
+    assert not left, f"sandboxes left after every run ended: {left}\n{story}"
