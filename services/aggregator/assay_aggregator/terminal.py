@@ -138,7 +138,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
         c.print(f"tasks no agent passes{f' ({g})' if g else ''}: {n}")
     print_table(c, "Infrastructure failures (never scored)", ["agent", "stage", "runs"],
            [[r.agent_id, r.stage, str(r.n_runs)] for r in report.infrastructure_failures])  # fmt: skip
-    print_table(c, f"Judges (repair and failure rates with {int(s.confidence * 100)}% Wilson CI, Clopper–Pearson at 0 or n)",
+    print_table(c, f"Judges (repair and failure rates, {int(s.confidence * 100)}% Wilson CI; Clopper–Pearson at 0 or n)",
            ["judge", "kind", "family", "model", "verdicts", "runs", "failed", "repaired", "repair rate",
             "repair CI %", "failure rate", "failure CI %"],
            [[j.judge_id, j.kind, j.family, j.model, str(j.n_verdicts), str(j.n_runs), str(j.n_failures),

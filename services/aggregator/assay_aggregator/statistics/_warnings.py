@@ -80,7 +80,7 @@ def _zero_width(group: str | None, tables: Mapping[str, Sequence[Row]]) -> list[
         flat = [r for r in rows if getattr(r, "no_spread", False)
                 or zero_width(getattr(r, "ci_low"), getattr(r, "ci_high"))]  # noqa: B009  # fmt: skip
         if flat:
-            instead = (_NOT_ESTIMABLE if name == "self_preference" else _BOUNDED)
+            instead = _NOT_ESTIMABLE if name == "self_preference" else _BOUNDED
             out.append(_warn(group, "zero_width_interval", name,
                              f"{len(flat)} of {len(rows)} task-bootstrap intervals in {name} "
                              f"have zero width (no spread across tasks): {instead}",
