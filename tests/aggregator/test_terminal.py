@@ -50,6 +50,9 @@ def _figures(report: Report) -> list[str]:
             out += [f"{r.estimate:.2f}", f"[{r.ci_low:.2f}, {r.ci_high:.2f}]"]
     for g in s.communication_gap:
         out.append(f"[{g.ci_low:.2f}, {g.ci_high:.2f}]")
+    for j in report.judges:
+        out.append(f"[{100 * j.repair_ci_low:.1f}, {100 * j.repair_ci_high:.1f}]")
+        out.append(f"[{100 * j.failure_ci_low:.1f}, {100 * j.failure_ci_high:.1f}]")
     return out
 
 

@@ -132,6 +132,12 @@ def test_assay_run_reports_every_task_agent_and_judge(settings: Settings, tmp_pa
     shares += [r for t in ("pass_rates", "below_anchor_shares", "tag_rates", "empty_artifact_rates") for r in stats[t]]  # fmt: skip
     assert all(r["ci_high"] > r["ci_low"] for r in shares if r["ci_low"] is not None)
     assert jury["careful"]["ci_low"] < 0.2 and jury["careful"]["ci_high"] == 1.0
+    # ... nor any score: the empty agent's runs all score the same, and 8 agreeing tasks
+    # carry the bounded-scale interval (Clopper–Pearson at 0 of 8 tasks departing).
+    scores = [r for t in ("agent_scores", "dimension_scores", "judge_leaderboards", "communication_gap") for r in stats[t]]  # fmt: skip
+    assert all(r["ci_high"] > r["ci_low"] for r in scores)
+    assert {r["agent_id"]: r["no_spread"] for r in stats["agent_scores"]}["empty"]
+    assert all(j["repair_ci_high"] > j["repair_ci_low"] for j in report["judges"])
     warned = {(w["kind"], w["subject"]): w["message"] for w in validity["warnings"]}
     assert ("raw_share_at_sensitivity", "careful") in warned
     assert "altered_numbers" in warned[("specificity_heterogeneous", "")]

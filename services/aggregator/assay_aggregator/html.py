@@ -132,7 +132,7 @@ def tables(report: Report) -> list[Table]:
         ("Judge agreement", s.judge_agreement, ["group", "judges", "krippendorff_alpha", "icc2_1", "icc2_k", "k_eff", "n_runs"]),
         ("Rank stability", s.agent_ranks, ["group", "agent_id", "rank", "mean_rank", "rank_ci_low", "rank_ci_high", "p_rank_1"]),
         ("Infrastructure failures (never scored)", report.infrastructure_failures, ["agent_id", "stage", "n_runs"]),
-        ("Judges", report.judges, ["judge_id", "kind", "family", "model", "n_verdicts", "n_runs", "n_failures", "n_repaired", "repair_rate", "failure_rate"]),
+        ("Judges", report.judges, ["judge_id", "kind", "family", "model", "n_verdicts", "n_runs", "n_failures", "n_repaired", "repair_rate", "repair_ci_low", "repair_ci_high", "failure_rate", "failure_ci_low", "failure_ci_high"]),
         ("Cost and effort per agent run", s.run_costs, ["group", "agent_id", "metric", "mean", "p50", "p95", "n_runs"]),
         ("Cost per passed task", s.agent_costs, ["group", "agent_id", "cost_usd", "n_passed_tasks", "cost_per_passed_task", "n_runs"]),
         ("Judge cost and tokens per verdict", report.judge_costs, ["judge_id", "metric", "total", "mean", "p50", "p95", "n_verdicts"]),

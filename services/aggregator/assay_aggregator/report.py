@@ -35,6 +35,7 @@ from .statistics import (
     RunStateCount,
     StatisticsReport,
     TaskAttribute,
+    binomial_interval,
     compute_statistics,
     frames_of,
     judge_cost_rows,
@@ -102,8 +103,16 @@ class JudgeInfo(Row):
     """Verdicts accepted only after at least one rejected output."""
     repair_rate: float
     """n_repaired / n_verdicts (NaN without verdicts)."""
+    repair_ci_low: float
+    """Wilson's interval of the repair rate at n_repaired of n_verdicts (Clopper–Pearson's
+    at 0 or n; NaN without verdicts)."""
+    repair_ci_high: float
     failure_rate: float
     """n_failures / (n_verdicts + n_failures) (NaN without either)."""
+    failure_ci_low: float
+    """Wilson's interval of the failure rate at n_failures of n_verdicts + n_failures
+    (Clopper–Pearson's at 0 or n; NaN without either)."""
+    failure_ci_high: float
 
 
 class RefusedMessage(Row):
@@ -192,7 +201,7 @@ def _campaigns(p: Projections, ids: list[str]) -> tuple[CampaignInfo, ...]:
     return tuple(out)
 
 
-def _judges(p: Projections, ids: list[str]) -> tuple[JudgeInfo, ...]:
+def _judges(p: Projections, ids: list[str], confidence: float) -> tuple[JudgeInfo, ...]:
     agents_runs = pl.col("campaign_id").is_in(ids) & ~pl.col("run_id").is_in(p.control_runs())
     verdicts = p.table("verdicts").filter(agents_runs)
     failures = p.table("judgment_failures").filter(agents_runs)
@@ -203,6 +212,8 @@ def _judges(p: Projections, ids: list[str]) -> tuple[JudgeInfo, ...]:
             continue
         n, failed = mine.height, failures.filter(pl.col("judge_id") == j.judge_id).height
         repaired = int((mine["attempts"] > 1).sum())
+        repair = binomial_interval(repaired, n, confidence)
+        failure = binomial_interval(failed, n + failed, confidence)
         out.append(
             JudgeInfo(
                 judge_id=j.judge_id,
@@ -214,7 +225,11 @@ def _judges(p: Projections, ids: list[str]) -> tuple[JudgeInfo, ...]:
                 n_failures=failed,
                 n_repaired=repaired,
                 repair_rate=repaired / n if n else float("nan"),
+                repair_ci_low=float(repair.low),
+                repair_ci_high=float(repair.high),
                 failure_rate=failed / (n + failed) if n + failed else float("nan"),
+                failure_ci_low=float(failure.low),
+                failure_ci_high=float(failure.high),
             )
         )
     return tuple(out)
@@ -341,7 +356,7 @@ def build_report(
         group_by=group_by,
         anchor=anchor,
         agents=_agents(p, ids, stats),
-        judges=_judges(p, ids),
+        judges=_judges(p, ids, settings.confidence),
         judge_costs=judge_cost_rows(
             p.table("verdicts").filter(
                 pl.col("campaign_id").is_in(ids) & (pl.col("judge_id") != RULES_JUDGE_ID)

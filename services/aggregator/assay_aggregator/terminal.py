@@ -111,7 +111,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
              str(r.n_ratings)] for r in s.below_anchor_shares])  # fmt: skip
     print_table(c, "Self-preference (own-family extra points, net of run and judge effects)",
            [*gcol, "judge", "family", "coefficient", "CI", "leniency", "own/other runs"],
-           [[*_g(r.group), r.judge_id, r.judge_family, _f(r.coefficient), _ci(r.ci_low, r.ci_high),
+           [[*_g(r.group), r.judge_id, r.judge_family, _f(r.coefficient), "not estimable" if r.no_spread else _ci(r.ci_low, r.ci_high),
              _f(r.leniency), f"{r.n_own}/{r.n_other}"] for r in s.self_preference])  # fmt: skip
     print_table(c, "Judge agreement", [*gcol, "judges", "α (interval)", "ICC(2,1)", "ICC(2,k)", "k_eff", "runs"],
            [[*_g(r.group), ", ".join(r.judges), _f(r.krippendorff_alpha), _f(r.icc2_1), _f(r.icc2_k),
@@ -127,9 +127,13 @@ def print_report(report: Report, console: Console | None = None) -> None:
         c.print(f"tasks no agent passes{f' ({g})' if g else ''}: {n}")
     print_table(c, "Infrastructure failures (never scored)", ["agent", "stage", "runs"],
            [[r.agent_id, r.stage, str(r.n_runs)] for r in report.infrastructure_failures])  # fmt: skip
-    print_table(c, "Judges", ["judge", "kind", "family", "model", "verdicts", "runs", "failed", "repaired", "repair rate", "failure rate"],
+    print_table(c, f"Judges (repair and failure rates, {int(s.confidence * 100)}% Wilson CI; Clopper–Pearson at 0 or n)",
+           ["judge", "kind", "family", "model", "verdicts", "runs", "failed", "repaired", "repair rate",
+            "repair CI %", "failure rate", "failure CI %"],
            [[j.judge_id, j.kind, j.family, j.model, str(j.n_verdicts), str(j.n_runs), str(j.n_failures),
-             str(j.n_repaired), _pct(j.repair_rate), _pct(j.failure_rate)] for j in report.judges])  # fmt: skip
+             str(j.n_repaired), _pct(j.repair_rate), _ci(100 * j.repair_ci_low, 100 * j.repair_ci_high, 1),
+             _pct(j.failure_rate), _ci(100 * j.failure_ci_low, 100 * j.failure_ci_high, 1)]
+            for j in report.judges])  # fmt: skip
     _costs(c, report, gcol)
     _refused(c, report)
 

@@ -30,7 +30,13 @@ DEFINITIONS: dict[str, str] = {
         "undefined are left out of its quantiles. A rate (pass_rate, below_anchor_share, "
         "tag_rate, empty_artifact_rate, and the judge-validity rates) takes the hull of this "
         "interval and Wilson's score interval at its counts (Clopper–Pearson's exact one at "
-        "0 or n), so it is never narrower than its counts carry and never of zero width."
+        "0 or n), so it is never narrower than its counts carry and never of zero width. "
+        "A score, dimension score, judge leaderboard, communication gap or pairwise "
+        "difference whose tasks all have the same value c (no spread: the bootstrap gives "
+        "[c, c]) takes instead [c − π(c − L), c + π(U − c)] on its scale [L, U] ([0, 10], "
+        "[−10, 10] for differences), π = Clopper–Pearson's upper bound at 0 of n tasks "
+        "departing from c, and no_spread = true; a self-preference coefficient without "
+        "spread has no interval (not estimable)."
     ),
     "standard_error": (
         "Cluster-robust (CR1) standard error with tasks as clusters, by linearizing the "
@@ -139,8 +145,8 @@ DEFINITIONS: dict[str, str] = {
     ),
     "warnings": (
         "Computed from the data, each naming the tables it affects: fewer than 10 scored "
-        "tasks (too few for a task bootstrap; with one task every interval has zero width); "
-        "intervals of scores, differences or coefficients of zero width; rates at 0 or 1 "
+        "tasks (too few for a task bootstrap; with one task every bootstrap interval has zero width); "
+        "task-bootstrap intervals of scores, differences or coefficients of zero width (zero_width_interval: no spread across tasks; the scores then carry the bounded-scale interval, a coefficient none); rates at 0 or 1 "
         "(boundary_interval, for pass rates and below-anchor shares: their interval is Clopper–Pearson's); a judge whose run scores have SD < 0.25 over its runs "
         "(near constant: agreement undefined, other judges' self-preference biased); a judge "
         "with ≥ 20% of its ratings at 0 or at 10 (clipped at the scale's end); Krippendorff's "

@@ -10,6 +10,7 @@ import numpy as np
 
 from ._bootstrap import columns, difference, percentile_interval
 from ._context import Context
+from ._no_spread import DIFFERENCE_RANGE, no_spread, with_no_spread
 from ._panel import F64
 from ._results import AgentRank, PairwiseDifference
 
@@ -79,6 +80,8 @@ def pairwise_rows(ctx: Context) -> list[PairwiseDifference]:
     agents = ctx.panel.agent_ids
     ia, ib = np.triu_indices(len(agents), k=1)
     est = difference(columns(ctx.overall, ia), columns(ctx.overall, ib), ctx.confidence)
+    flat = no_spread(est)
+    est = with_no_spread(est, *DIFFERENCE_RANGE, ctx.confidence)
     with np.errstate(invalid="ignore"):
         ok = ~np.isnan(est.draws)
         better = np.where(ok, est.draws > 0, False).sum(axis=0) / ok.sum(axis=0)
@@ -90,6 +93,7 @@ def pairwise_rows(ctx: Context) -> list[PairwiseDifference]:
             difference=float(est.estimate[i]),
             p_a_better=float(better[i]),
             **est.interval(i),
+            no_spread=bool(flat[i]),
         )
         for i, (a, b) in enumerate(zip(ia, ib, strict=True))
     ]

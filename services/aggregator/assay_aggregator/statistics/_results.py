@@ -55,6 +55,10 @@ class AgentScore(AgentRow):
     """Lower bound of the percentile bootstrap interval (tasks resampled)."""
     ci_high: float
     """Upper bound of the percentile bootstrap interval."""
+    no_spread: bool = False
+    """Every task informing it had the same value, so the task bootstrap had zero width:
+    the interval is instead the bounded-scale one for n tasks without spread (see
+    ``definitions``)."""
 
 
 class PassRate(AgentRow):
@@ -119,6 +123,10 @@ class CommunicationGap(AgentRow):
     """Lower bound of the percentile bootstrap interval (tasks resampled)."""
     ci_high: float
     """Upper bound of the percentile bootstrap interval."""
+    no_spread: bool = False
+    """Every task informing it had the same value, so the task bootstrap had zero width:
+    the interval is instead the bounded-scale one for n tasks without spread (see
+    ``definitions``)."""
 
 
 class TagRate(AgentRow):
@@ -214,6 +222,9 @@ class SelfPreference(Row):
     """Lower bound of the percentile bootstrap interval (tasks resampled)."""
     ci_high: float
     """Upper bound of the percentile bootstrap interval."""
+    no_spread: bool = False
+    """Every task resample gave the same coefficient (no spread across tasks): the
+    interval is not estimable (NaN), never printed with zero width."""
 
 
 class AgentRank(AgentRow):
@@ -247,6 +258,10 @@ class PairwiseDifference(Row):
     """Lower bound of the percentile bootstrap interval (tasks resampled)."""
     ci_high: float
     """Upper bound of the percentile bootstrap interval."""
+    no_spread: bool = False
+    """Every task informing it had the same value, so the task bootstrap had zero width:
+    the interval is instead the bounded-scale one for n tasks without spread (see
+    ``definitions``)."""
 
 
 class EpochSpread(AgentRow):

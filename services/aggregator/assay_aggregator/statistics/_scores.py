@@ -12,6 +12,7 @@ import numpy as np
 
 from ._bootstrap import Estimate, difference
 from ._context import Context
+from ._no_spread import DIFFERENCE_RANGE, SCORE_RANGE, no_spread, with_no_spread
 from ._panel import F64, cell_means
 from ._proportions import share_intervals
 from ._results import AgentScore, BelowAnchorShare, CommunicationGap, PassRate, UnpassedTask
@@ -42,6 +43,8 @@ def _score_rows(
     # Columns are agent-major: column a·K + k, with k indexing dims × judges.
     k_n = len(dims) * len(judges)
     runs = _runs_per_agent(ctx, values)
+    flat = no_spread(est)
+    est = with_no_spread(est, *SCORE_RANGE, ctx.confidence)
     rows: list[AgentScore] = []
     for a, agent in enumerate(ctx.panel.agent_ids):
         for k in range(k_n):
@@ -55,6 +58,7 @@ def _score_rows(
                     n_tasks=int(est.n_clusters[c]),
                     n_runs=int(runs[a, k]),
                     **est.interval(c),
+                    no_spread=bool(flat[c]),
                 )
             )
     return rows
@@ -164,6 +168,8 @@ def communication_gap_rows(
     e_comm = ctx.ratio(*cell_means(p, np.where(both, comm, np.nan)[:, None]))
     e_acc = ctx.ratio(*cell_means(p, np.where(both, acc, np.nan)[:, None]))
     gap = difference(e_comm, e_acc, ctx.confidence)
+    flat = no_spread(gap)
+    gap = with_no_spread(gap, *DIFFERENCE_RANGE, ctx.confidence)
     return [
         CommunicationGap(
             **ctx.agent_key(agent),
@@ -172,6 +178,7 @@ def communication_gap_rows(
             gap=float(gap.estimate[a]),
             n_tasks=int(gap.n_clusters[a]),
             **gap.interval(a),
+            no_spread=bool(flat[a]),
         )
         for a, agent in enumerate(p.agent_ids)
     ]

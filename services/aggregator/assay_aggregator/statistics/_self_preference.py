@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from ._bootstrap import percentile_interval
 from ._context import Context
+from ._no_spread import zero_width
 from ._panel import F64, I64
 from ._results import SelfPreference
 
@@ -191,7 +192,10 @@ def self_preference_rows(ctx: Context) -> list[SelfPreference]:
     # Only what the data identify is reported; the rest depends on column order.
     gam_ok, len_ok = identified(ctx)
     coef, se = np.where(gam_ok, f.coef[gam], np.nan), np.where(gam_ok, f.se[gam], np.nan)
-    low, high = np.where(gam_ok, low, np.nan), np.where(gam_ok, high, np.nan)
+    # An OLS coefficient has no bounded scale to fall back on: without spread across
+    # task resamples its interval is not estimable, never a zero-width claim.
+    flat = gam_ok & zero_width(low, high)
+    low, high = np.where(gam_ok & ~flat, low, np.nan), np.where(gam_ok & ~flat, high, np.nan)
     leniency = np.where(len_ok, leniency, np.nan)
 
     rows: list[SelfPreference] = []
@@ -209,6 +213,7 @@ def self_preference_rows(ctx: Context) -> list[SelfPreference]:
                 se=float(se[j]),
                 ci_low=float(low[j]),
                 ci_high=float(high[j]),
+                no_spread=bool(flat[j]),
             )
         )
     return rows

@@ -15,6 +15,7 @@ import polars as pl
 
 from ._agreement import MIN_COMPLETE_RUNS, judge_panel
 from ._context import Context, split_tables
+from ._no_spread import zero_width
 from ._results import JudgeAgreement, StatisticsWarning
 from ._rows import Row
 from ._self_preference import identified
@@ -41,7 +42,8 @@ RELIABLE_ALPHA = 0.667
 _INTERVALS = ("agent_scores", "dimension_scores", "judge_leaderboards", "pass_rates",
               "below_anchor_shares", "communication_gap", "tag_rates", "empty_artifact_rates",
               "self_preference", "pairwise_differences")  # fmt: skip
-# Rates are never of zero width (binomial intervals at 0 or 1: see _boundary); scores should not.
+# Rates are never of zero width (binomial intervals at 0 or 1: see _boundary); a score's
+# bootstrap can be, and is then replaced (see _no_spread).
 _ZERO_WIDTH = ("agent_scores", "dimension_scores", "judge_leaderboards", "communication_gap",
                "self_preference", "pairwise_differences")  # fmt: skip
 _SCORES = ("agent_scores", "dimension_scores", "pass_rates", "agent_ranks",
@@ -60,7 +62,8 @@ def _few_tasks(group: str | None, t: Tables) -> list[StatisticsWarning]:
     if n == 0 or n >= MIN_BOOTSTRAP_TASKS:
         return []
     extra = (
-        ": every interval has zero width and every rank is certain by construction"
+        ": every task-bootstrap interval has zero width (scores carry the bounded-scale "
+        "interval of one task instead) and every rank is certain by construction"
         if n == 1
         else ""
     )
@@ -70,15 +73,24 @@ def _few_tasks(group: str | None, t: Tables) -> list[StatisticsWarning]:
 
 
 def _zero_width(group: str | None, tables: Mapping[str, Sequence[Row]]) -> list[StatisticsWarning]:
+    """Score intervals whose task bootstrap had no spread: named, and what replaced them."""
     out = []
     for name in _ZERO_WIDTH:
         rows = [r for r in tables[name] if getattr(r, "group", None) == group]
-        flat = [r for r in rows if getattr(r, "ci_low") == getattr(r, "ci_high")]  # noqa: B009
+        flat = [r for r in rows if getattr(r, "no_spread", False)
+                or zero_width(getattr(r, "ci_low"), getattr(r, "ci_high"))]  # noqa: B009  # fmt: skip
         if flat:
+            instead = _NOT_ESTIMABLE if name == "self_preference" else _BOUNDED
             out.append(_warn(group, "zero_width_interval", name,
-                             f"{len(flat)} of {len(rows)} intervals in {name} have zero width",
+                             f"{len(flat)} of {len(rows)} task-bootstrap intervals in {name} "
+                             f"have zero width (no spread across tasks): {instead}",
                              (name,)))  # fmt: skip
     return out
+
+
+_BOUNDED = ("printed instead with what n tasks of one value carry on the bounded scale "
+            "(definitions: confidence_interval)")  # fmt: skip
+_NOT_ESTIMABLE = "their interval is not estimable"
 
 
 _RATES = {"pass_rates": ("pass_rate", "agent_id", "n_runs"),
