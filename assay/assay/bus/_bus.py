@@ -16,8 +16,9 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy as JsAckPolicy
-from nats.js.errors import APIError
+from nats.js.errors import APIError, NotFoundError
 from opentelemetry import trace
+from pydantic import ValidationError
 
 from assay.config import Settings
 from assay.security.signing import signer_for
@@ -34,8 +35,9 @@ from assay_schemas import (
 )
 
 from ._broker import connect_error, ensure_streams, inbox_of, make_broker, refused_everywhere
-from ._dead_letters import dead_letter, read_dead_letters
+from ._dead_letters import Origin, dead_letter, read_dead_letters, store_dead_letter
 from ._lag import LagWatch
+from ._lost import LostWatch, MaxDeliveries, advisory_subject, lost_reason
 from ._outages import through_outages
 from ._pacing import KeepAlive, backoff, whole_message
 from ._pulls import BatchPull
@@ -56,6 +58,7 @@ _EXPECTED_LAST_ON = "Nats-Expected-Last-Subject-Sequence-Subject"
 """The subject the expectation is on, when it is not the one published to (nats-server 2.11+)."""
 _WRONG_LAST_SEQUENCE = 10071
 """JetStream's error code for a failed expectation ("wrong last sequence")."""
+_ACKED_LATE_KEPT = 512
 
 
 Handler = Callable[[E, Delivery], Awaitable[None]]
@@ -81,6 +84,14 @@ class Bus(LogReads):
         self._durables: list[str] = []
         self._request_servers: list[RequestServer] = []
         self._pulls: list[BatchPull] = []
+        self._lost: dict[str, LostWatch] = {}
+        """Each consumed durable's lost last deliveries, handled as its handler's last
+        failure would be (see `_lost.py`)."""
+        self._advisories: list[Any] = []
+        self._settling: set[asyncio.Task[None]] = set()
+        self._acked_late: dict[tuple[str, int], None] = {}
+        """Last deliveries this process acked, by durable and stream sequence (the latest
+        few hundred): one acked after its ack wait has its advisory out all the same."""
         self._handling: dict[tuple[str, int], asyncio.Future[bool]] = {}
         """Deliveries being handled, by durable and stream sequence; each settles to
         whether its message was acked (see `_deliver`)."""
@@ -130,6 +141,9 @@ class Bus(LogReads):
     async def start(self) -> None:
         """Connect, then start every registered consumer."""
         await self.connect()
+        # Before the first pull: a restarted instance must hear of what the pull finds lost.
+        for watch in self._lost.values():
+            await self._watch_lost(watch)
         await self.broker.start()
         for pull in self._pulls:
             await pull.start(self.js)
@@ -145,6 +159,14 @@ class Bus(LogReads):
             await server.stop()
         for pull in self._pulls:
             await pull.stop()
+        for sub in self._advisories:
+            with contextlib.suppress(Exception):  # the connection may be gone already
+                await sub.unsubscribe()
+        self._advisories.clear()
+        if self._settling:  # a lost delivery being dead-lettered: let it finish (bounded)
+            _, late = await asyncio.wait(self._settling, timeout=10.0)
+            for task in late:
+                task.cancel()
         await self.broker.stop()
         self._connected = False
 
@@ -270,9 +292,12 @@ class Bus(LogReads):
         settled on its own, in order, without faststream's work per delivery;
         `batch_gather_s`: after a batch that drained the log, wait that long before the next
         pull, so that a busy log costs one pull per interval rather than one per event or two.
+        A message whose last delivery is lost (its consumer killed or paused past the ack
+        wait) is given up and dead-lettered all the same, from JetStream's advisory.
         """
         limit = max_deliver or self.settings.max_deliver
         self._durables.append(durable)
+        self._lost[durable] = LostWatch(durable, event_type, on_refused, on_give_up)
         config = ConsumerConfig(
             durable_name=durable,
             ack_policy=JsAckPolicy.EXPLICIT,
@@ -378,14 +403,9 @@ class Bus(LogReads):
         """Parse, handle and settle one delivery; True when it was acked."""
         meta = raw.metadata
         attempt = meta.num_delivered
-        try:
-            event = parse_event(raw.data, subject=raw.subject)
-            if not isinstance(event, event_type):
-                raise InvalidEvent(
-                    f"{event.event_type} on {raw.subject} is not what {durable} consumes"
-                )
-        except Exception as e:  # whatever a stored message does, it must not stop the consumer
-            reason = str(e) if isinstance(e, InvalidEvent) else f"{type(e).__name__}: {e}"
+        event = self._parse(raw.data, raw.subject, durable, event_type)
+        if isinstance(event, str):
+            reason = event
             await self._dead_letter(raw, durable, reason)
             if on_refused is not None:
                 headers = dict(raw.headers or {})
@@ -427,6 +447,10 @@ class Bus(LogReads):
                     await raw.nak(delay=backoff(attempt))
                 return False
         await raw.ack()
+        if attempt >= limit:
+            self._acked_late[(durable, meta.sequence.stream)] = None
+            if len(self._acked_late) > _ACKED_LATE_KEPT:
+                del self._acked_late[next(iter(self._acked_late))]
         return True
 
     # --- request-reply (outside the log) -------------------------------------------------
@@ -462,6 +486,78 @@ class Bus(LogReads):
             await sink(event, delivery, reason)
         except Exception:
             log.exception("%s: ending what %s started failed", durable, event.event_id)
+
+    @staticmethod
+    def _parse(
+        data: bytes, subject: str, durable: str, event_type: type[Event] | tuple[type[Event], ...]
+    ) -> Event | str:
+        """The stored message as the event `durable` takes, or why it is none."""
+        try:
+            event = parse_event(data, subject=subject)
+            if not isinstance(event, event_type):
+                raise InvalidEvent(
+                    f"{event.event_type} on {subject} is not what {durable} consumes"
+                )
+        except Exception as e:  # whatever a stored message does, it must not stop the consumer
+            return str(e) if isinstance(e, InvalidEvent) else f"{type(e).__name__}: {e}"
+        return event
+
+    async def _watch_lost(self, watch: LostWatch) -> None:
+        """Subscribe to JetStream's advisory of `watch`'s durable reaching max_deliver."""
+
+        async def on_advisory(msg: Msg) -> None:
+            # A task each: one waiting on a handler still at work must not hold the rest.
+            task = asyncio.create_task(self._lost_delivery(watch, msg.data))
+            self._settling.add(task)
+            task.add_done_callback(self._settling.discard)
+
+        subject = advisory_subject(self.stream.name, watch.durable)
+        self._advisories.append(await self.broker.connection.subscribe(subject, cb=on_advisory))
+
+    async def _lost_delivery(self, watch: LostWatch, data: bytes) -> None:
+        """A message of `watch`'s durable JetStream will not deliver again, though nobody
+        settled it: given up on and dead-lettered as if its last attempt had raised."""
+        durable = watch.durable
+        try:
+            advisory = MaxDeliveries.model_validate_json(data)
+        except ValidationError as e:
+            log.warning("%s: unreadable max-deliveries advisory: %s", durable, e)
+            return
+        sequence = advisory.stream_seq
+        in_hand = self._handling.get((durable, sequence))
+        if in_hand is not None and await asyncio.shield(in_hand):
+            return  # this process's handler was slow, not lost: it acked at last
+        if (durable, sequence) in self._acked_late:
+            return  # handled here, acked after the ack wait (the process was paused)
+        try:
+            stored = await self.js.get_msg(self.stream.name, seq=sequence)
+        except NotFoundError:
+            log.error("%s: message %d reached max_deliver and left the log", durable, sequence)
+            return
+        except Exception:  # the next advisory instance (or a restart's) may do better
+            log.exception("%s: reading message %d given up on failed", durable, sequence)
+            return
+        subject, body = stored.subject or "", stored.data or b""
+        headers = dict(stored.headers or {})
+        origin = Origin(subject, sequence, advisory.deliveries)
+        event = self._parse(body, subject, durable, watch.event_type)
+        if isinstance(event, str):
+            await self._store_dead_letter(body, origin, durable, event)
+            if watch.on_refused is not None:
+                await watch.on_refused(Refusal(sequence, subject, event, body, headers))
+            return
+        reason = lost_reason(advisory.deliveries)
+        log.error("%s: giving up on %s: %s", durable, event.event_id, reason)
+        delivery = Delivery(sequence, advisory.deliveries, subject, headers, body)
+        await self._give_up(watch.on_give_up, event, delivery, durable, reason)
+        await self._store_dead_letter(body, origin, durable, reason)
+
+    async def _store_dead_letter(
+        self, data: bytes, origin: Origin, durable: str, reason: str
+    ) -> None:
+        await store_dead_letter(
+            self.broker, self.subjects.dlq(durable), self._dlq.name, data, origin, durable, reason
+        )
 
     async def _dead_letter(self, raw: Msg, durable: str, reason: str) -> None:
         """Move a message to the dead-letter stream with its reason, then ack it."""
