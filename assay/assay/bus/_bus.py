@@ -39,7 +39,7 @@ from ._dead_letters import Origin, dead_letter, read_dead_letters, store_dead_le
 from ._lag import LagWatch
 from ._lost import LostWatch, MaxDeliveries, advisory_subject, lost_reason
 from ._outages import through_outages
-from ._pacing import KeepAlive, backoff, whole_message
+from ._pacing import KeepAlive, backoff, heartbeat_s, whole_message
 from ._pulls import BatchPull
 from ._reads import LogReads
 from ._records import Delivery, GiveUpSink, Published, Refusal, RefusalSink, Unchanged
@@ -58,7 +58,16 @@ _EXPECTED_LAST_ON = "Nats-Expected-Last-Subject-Sequence-Subject"
 """The subject the expectation is on, when it is not the one published to (nats-server 2.11+)."""
 _WRONG_LAST_SEQUENCE = 10071
 """JetStream's error code for a failed expectation ("wrong last sequence")."""
-_ACKED_LATE_KEPT = 512
+_KEPT = 4096
+"""How many slow acks and lost deliveries `Bus` remembers per kind (a bound on memory;
+an advisory comes an ack wait after its delivery)."""
+
+
+def _remember(seen: dict[tuple[str, int], None], key: tuple[str, int]) -> None:
+    """Add `key` to `seen`, forgetting the oldest beyond `_KEPT`."""
+    seen[key] = None
+    if len(seen) > _KEPT:
+        del seen[next(iter(seen))]
 
 
 Handler = Callable[[E, Delivery], Awaitable[None]]
@@ -89,9 +98,15 @@ class Bus(LogReads):
         failure would be (see `_lost.py`)."""
         self._advisories: list[Any] = []
         self._settling: set[asyncio.Task[None]] = set()
-        self._acked_late: dict[tuple[str, int], None] = {}
-        """Last deliveries this process acked, by durable and stream sequence (the latest
-        few hundred): one acked after its ack wait has its advisory out all the same."""
+        self._acked: dict[tuple[str, int], None] = {}
+        """Messages this process handled and acked late or on their last delivery, by
+        durable and stream sequence (the latest few thousand): one acked after its ack wait
+        (a late heartbeat, a paused process) has its advisory out all the same, and is no
+        lost one."""
+        self._lost_given_up: dict[tuple[str, int], None] = {}
+        """Messages given up from an advisory here (the latest few hundred): a delivery of
+        one still queued in this process (fetched, waiting for a worker past the ack wait)
+        is settled unhandled, or its run would end twice."""
         self._handling: dict[tuple[str, int], asyncio.Future[bool]] = {}
         """Deliveries being handled, by durable and stream sequence; each settles to
         whether its message was acked (see `_deliver`)."""
@@ -371,6 +386,9 @@ class Bus(LogReads):
         on_give_up: GiveUpSink | None = None,
     ) -> None:
         key = (durable, raw.metadata.sequence.stream)
+        if key in self._lost_given_up:
+            await raw.ack()  # JetStream gave up on it, and so did we: not handled now
+            return
         first = self._handling.get(key)
         if first is not None:
             # A redelivery of a message this process still handles: a heartbeat came late
@@ -380,7 +398,9 @@ class Bus(LogReads):
             if await asyncio.shield(first):
                 await raw.ack()
             return
-        self._handling[key] = settled = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        self._handling[key] = settled = loop.create_future()
+        began = loop.time()
         acked = False
         try:
             acked = await self._handle(
@@ -389,6 +409,11 @@ class Bus(LogReads):
         finally:
             del self._handling[key]
             settled.set_result(acked)
+            # Only an ack that may have come after the ack wait can have an advisory out:
+            # the last delivery's, or one that outlasted a heartbeat's interval.
+            slow = loop.time() - began >= heartbeat_s(self.settings.ack_wait_s)
+            if acked and (slow or raw.metadata.num_delivered >= limit):
+                _remember(self._acked, key)
 
     async def _handle(
         self,
@@ -447,10 +472,6 @@ class Bus(LogReads):
                     await raw.nak(delay=backoff(attempt))
                 return False
         await raw.ack()
-        if attempt >= limit:
-            self._acked_late[(durable, meta.sequence.stream)] = None
-            if len(self._acked_late) > _ACKED_LATE_KEPT:
-                del self._acked_late[next(iter(self._acked_late))]
         return True
 
     # --- request-reply (outside the log) -------------------------------------------------
@@ -527,8 +548,9 @@ class Bus(LogReads):
         in_hand = self._handling.get((durable, sequence))
         if in_hand is not None and await asyncio.shield(in_hand):
             return  # this process's handler was slow, not lost: it acked at last
-        if (durable, sequence) in self._acked_late:
+        if (durable, sequence) in self._acked:
             return  # handled here, acked after the ack wait (the process was paused)
+        _remember(self._lost_given_up, (durable, sequence))
         try:
             stored = await self.js.get_msg(self.stream.name, seq=sequence)
         except NotFoundError:
