@@ -58,6 +58,9 @@ _EXPECTED_LAST_ON = "Nats-Expected-Last-Subject-Sequence-Subject"
 """The subject the expectation is on, when it is not the one published to (nats-server 2.11+)."""
 _WRONG_LAST_SEQUENCE = 10071
 """JetStream's error code for a failed expectation ("wrong last sequence")."""
+_LOST_GRACE_MAX_S = 10.0
+"""How long an advisory waits (at most; else the ack wait) for a delivery of its message
+queued in this process to show up, before the message is taken as lost."""
 _KEPT = 4096
 """How many slow acks and lost deliveries `Bus` remembers per kind (a bound on memory;
 an advisory comes an ack wait after its delivery)."""
@@ -179,7 +182,7 @@ class Bus(LogReads):
                 await sub.unsubscribe()
         self._advisories.clear()
         if self._settling:  # a lost delivery being dead-lettered: let it finish (bounded)
-            _, late = await asyncio.wait(self._settling, timeout=10.0)
+            _, late = await asyncio.wait(self._settling, timeout=_LOST_GRACE_MAX_S + 10.0)
             for task in late:
                 task.cancel()
         await self.broker.stop()
@@ -545,6 +548,9 @@ class Bus(LogReads):
             log.warning("%s: unreadable max-deliveries advisory: %s", durable, e)
             return
         sequence = advisory.stream_seq
+        # The message may sit in this process fetched but not yet handled (a busy loop sent
+        # no heartbeat): given a moment, it is being handled, or acked, rather than lost.
+        await asyncio.sleep(min(self.settings.ack_wait_s, _LOST_GRACE_MAX_S))
         in_hand = self._handling.get((durable, sequence))
         if in_hand is not None and await asyncio.shield(in_hand):
             return  # this process's handler was slow, not lost: it acked at last
