@@ -68,14 +68,15 @@ ACK_WAIT_S = 2.0
 """Short, so that a pause outlasts it within seconds (the default is minutes)."""
 MAX_DELIVER = int(os.environ.get("STORM_MAX_DELIVER", "20"))
 """Room for the redeliveries a storm causes: giving up after the configured deliveries is
-its own path (a dead-lettered run must end in RunFailed), tested by the `FEW` cases."""
+its own path (a run given up on must still end once), tested by the `FEW` cases."""
 ROOMY = 10
 """Deliveries no storm exhausts: with as many, nothing may be dead-lettered."""
 FEW_DELIVERIES = 2
 FEW = [(2, FEW_DELIVERIES), (3, FEW_DELIVERIES)]
 """Seeds that, with two deliveries, once left a run running forever: its last delivery
 died with its consumer (JetStream drops it silently); the bus now hears JetStream's
-max-deliveries advisory and gives the message up, so the run ends in RunFailed."""
+max-deliveries advisory and gives the message up: a run it left unended gets RunFailed
+(how many messages are lost depends on the machine's load: seen 0 to 9 per seed)."""
 FINISH_S = 240.0
 """How long the campaign may take to finish after the last fault."""
 
@@ -235,9 +236,9 @@ async def test_fault_storm(
     assert not twice, f"runs without exactly one terminal outcome: {twice}\n{story}"
     if max_deliver >= ROOMY:
         assert audit.dead_letters == 0, story
-    else:  # what was given up on ended its run as failed (a lost last delivery included)
+    else:  # given up (a lost last delivery included), yet no run is left without its end
         assert len(given_up) == audit.dead_letters, f"{given_up}\n{story}"
-        not_failed = {r: d for r, d in given_up if outcomes.get(r) != ["RunFailed"]}
-        assert not not_failed, f"dead-lettered, yet not failed: {not_failed}\n{story}"
+        unended = {r: d for r, d in given_up if len(outcomes.get(r, [])) != 1}
+        assert not unended, f"dead-lettered, and not ended once: {unended}\n{story}"
     assert audit.n_duplicates == 0, f"{audit.duplicate_ids} ids, {audit.duplicate_effects}\n{story}"
     assert not left, f"sandboxes left after every run ended: {left}\n{story}"
