@@ -37,6 +37,7 @@ __all__ = [
     "Consumer",
     "Role",
     "ServiceContract",
+    "advisory_subject",
     "fill",
     "is_open",
     "of_role",
@@ -81,6 +82,13 @@ def fill(template: str, values: Mapping[str, str]) -> str:
 def rpc_subject(prefix: str, template: str, values: Mapping[str, str]) -> str:
     """The NATS subject of an RPC subject template (`serves`/`calls`) under `prefix`."""
     return f"{prefix}.rpc.{fill(template, values)}"
+
+
+def advisory_subject(stream: str, durable: str) -> str:
+    """Where JetStream says that a message of `durable` (`*`: any) reached its
+    max_deliver unsettled (its last delivery lost): the bus subscribes to it for each
+    durable it consumes, so its NATS permissions allow it (`assay.security.permissions`)."""
+    return f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{stream}.{durable}"
 
 
 def is_open(template: str) -> bool:

@@ -20,12 +20,14 @@ from assay_schemas import (
     AgentSpec,
     ArtifactsSealed,
     Limits,
+    Producer,
     RunFailed,
     RunRequested,
     SandboxReady,
     SandboxSpec,
     Task,
 )
+from tests.frozen import FrozenInstance
 from tests.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
 
 
@@ -164,3 +166,56 @@ async def test_a_run_nobody_drives_past_its_wall_clock_is_ended_and_its_sandbox_
     assert (failed.occurred_at - ready.occurred_at).total_seconds() >= 3, "not before its time"
     assert gone, "the sandbox is destroyed"
     assert await until(lambda: none_left(settings)), "the sandbox's processes are gone"
+
+
+async def test_a_sandbox_ready_whose_last_delivery_is_lost_ends_the_run(
+    settings: Settings,
+) -> None:
+    """A runner instance paused past the ack wait on the run's last delivery (SIGSTOP, or
+    killed) leaves nothing to redeliver: JetStream's advisory reaches the other runner,
+    which ends the run with RunFailed; the sandbox-manager seals and destroys it."""
+    quick = settings.model_copy(update={"ack_wait_s": 2.0, "max_deliver": 1})
+    store = LocalBlobStore(quick.blob_dir)
+    request = RunRequested(
+        event_id=RunRequested.id_for("r1"),
+        campaign_id="c1",
+        run_id="r1",
+        task_id="t1",
+        task=Task(task_id="t1", prompt="p"),
+        agent=AgentSpec(agent_id="a1", model="m"),
+        epoch=0,
+        limits=Limits(),
+        sandbox=SandboxSpec(memory_mb=512),
+        producer=Producer(service="test", version="0"),
+    )
+    paused = FrozenInstance(
+        quick,
+        durable="runner-runs",
+        subject=lambda b: b.subjects.event("SandboxReady"),
+        event_type=SandboxReady,
+    )
+    async with (
+        Bus(quick, service="test") as bus,
+        paused,
+        services(quick, store, names=("sandbox-manager",)) as started,
+    ):
+        await bus.publish(request)
+        await paused.until_frozen()
+        async with services(quick, store, names=("runner",), providers=broken_providers):
+            events = await wait_for_events(
+                bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs), timeout=60
+            )
+            backend = started["sandbox-manager"].backends["bubblewrap"]
+            gone = await until(lambda: destroyed(backend))
+            letters = await until(lambda: bus.dead_letters("runner-runs"))
+    [ready] = [e for e in events if isinstance(e, SandboxReady)]
+    [failed] = [e for e in events if isinstance(e, RunFailed)]
+    assert (failed.stage, failed.infrastructure) == ("agent", True)
+    assert failed.causation_id == ready.event_id
+    assert failed.error_info is not None and failed.error_info.error_class == "RunGivenUp"
+    assert "last delivery lost: 1 deliveries" in failed.error
+    [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
+    assert sealed.outcome == "failed"
+    assert len(letters) == 1, "the SandboxReady is dead-lettered, as evidence"
+    assert paused.attempts == [1], "JetStream never delivered it again"
+    assert gone, "the sandbox is destroyed"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from assay.config import Settings
-from assay.contract import Consumer, ServiceContract, fill, service_contracts
+from assay.contract import Consumer, ServiceContract, advisory_subject, fill, service_contracts
 from assay.security import permission_map
 from assay.security.permissions import events_by_role
 from assay_schemas import ArtifactsSealed
@@ -50,8 +50,14 @@ ADDED = {
     "sandbox-manager": ("assay.rpc.sandbox-alive.*",),
 }
 """Rights granted after the capture; any other difference is a regression."""
+LOST = advisory_subject("ASSAY", "*")
+"""Every service hears JetStream's word that a message of its durables was delivered for
+the last time unsettled (the bus dead-letters it): `test_services_hear_only_...` checks
+that the durables are exactly its own."""
+SERVICE_USERS = ("runner", "sandbox-manager", "judge", "aggregator", "judge-j1", "judge-j2")
 ADDED_SUBSCRIBE = {
-    "sandbox-manager": ("assay.rpc.sandbox-alive.*",),  # and answers on its own
+    **{user: (LOST,) for user in SERVICE_USERS},
+    "sandbox-manager": ("assay.rpc.sandbox-alive.*", LOST),  # and answers on its own
 }
 
 
@@ -83,6 +89,21 @@ def test_derived_map_allows_exactly_what_the_hand_written_one_did(variant: str) 
         # As strict: each side's every right is allowed by the other side's rights.
         assert all(any(_matches(n, o) for n in new.publish) for o in old["publish"])
         assert set(_not_added(new.publish, added)) <= set(old["publish"])
+
+
+@pytest.mark.parametrize("variant", ["default", "embedded", "narrowed"])
+def test_services_hear_only_their_own_durables_lost_deliveries(variant: str) -> None:
+    """The max-deliveries advisories a service user may subscribe to name exactly the
+    durables it may pull from, and the message get it needs to dead-letter one is allowed."""
+    pull = "$JS.API.CONSUMER.MSG.NEXT.ASSAY."
+    for user, perms in _variants()[variant].items():
+        if user not in SERVICE_USERS:
+            assert not any(_matches(LOST, r) for r in perms.subscribe), user
+            continue
+        pulled = {p.removeprefix(pull) for p in perms.publish if p.startswith(pull)}
+        heard = {r.rsplit(".", 1)[1] for r in perms.subscribe if _matches(LOST, r)}
+        assert heard == pulled and heard, (user, heard, pulled)
+        assert "$JS.API.STREAM.MSG.GET.ASSAY" in perms.publish, user
 
 
 def test_the_schemas_writers_agree_with_the_services_contracts() -> None:

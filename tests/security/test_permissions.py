@@ -15,6 +15,7 @@ from nats.js.api import ConsumerConfig
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.contract import advisory_subject
 from assay.security import permission_map
 from assay.security.permissions import inbox_prefix
 
@@ -258,3 +259,27 @@ def test_permission_map_is_pure_and_prefixed() -> None:
             assert "ASSAY" not in subj
     assert users["publisher-c"].publish[0] == "p.ev.TaskSubmitted.c.-"
     assert not any(".ev." in subj for subj in users["aggregator"].publish)
+
+
+async def test_a_service_hears_only_its_own_durables_lost_deliveries(
+    secure: SecureNats, admin_bus: Bus, connect: Connect, errors: list[Exception]
+) -> None:
+    """The max-deliveries advisory of its own durable is the runner's to hear (the bus
+    dead-letters what it names, read by a stream get); another service's is refused."""
+    stream = secure.base.stream
+    runner = await connect("runner")
+    await runner.subscribe(advisory_subject(stream, "runner-runs"))
+    await runner.flush(timeout=2)
+    ack = await admin_bus.js.publish(subject(secure, "SandboxReady"), b"{}", stream=stream)
+    stored = await runner.jetstream().get_msg(stream, seq=ack.seq)
+    assert (stored.seq, stored.data) == (ack.seq, b"{}")
+    await asyncio.sleep(0.3)
+    assert not [e for e in errors if "permissions violation" in str(e).lower()], errors
+    spy = await runner.subscribe(advisory_subject(stream, "aggregator"))
+    for _ in range(100):  # the refusal arrives asynchronously
+        if any("permissions violation for subscription" in str(e).lower() for e in errors):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError(f"the runner heard the aggregator's advisories: {errors}")
+    assert spy.pending_msgs == 0

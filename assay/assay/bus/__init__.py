@@ -6,6 +6,7 @@ from ._broker import dlq_stream, ensure_streams, event_stream, make_broker
 from ._bus import Bus
 from ._campaigns import read_campaign
 from ._dead_letters import DEAD_DELIVERIES, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT
+from ._lost import MaxDeliveries, advisory_subject, lost_reason
 from ._pulls import BatchPull
 from ._records import Delivery, GiveUpSink, Published, Refusal, RefusalSink, Unchanged
 from ._replay import (
@@ -32,6 +33,7 @@ __all__ = [
     "Delivery",
     "GiveUpSink",
     "LoggedEvent",
+    "MaxDeliveries",
     "Published",
     "RawMessage",
     "Refusal",
@@ -40,12 +42,14 @@ __all__ = [
     "Skipped",
     "Subjects",
     "Unchanged",
+    "advisory_subject",
     "asyncapi_document",
     "decode_log",
     "describe_skipped",
     "dlq_stream",
     "ensure_streams",
     "event_stream",
+    "lost_reason",
     "make_broker",
     "messages_at",
     "read_campaign",

@@ -16,8 +16,9 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy as JsAckPolicy
-from nats.js.errors import APIError
+from nats.js.errors import APIError, NotFoundError
 from opentelemetry import trace
+from pydantic import ValidationError
 
 from assay.config import Settings
 from assay.security.signing import signer_for
@@ -34,10 +35,11 @@ from assay_schemas import (
 )
 
 from ._broker import connect_error, ensure_streams, inbox_of, make_broker, refused_everywhere
-from ._dead_letters import dead_letter, read_dead_letters
+from ._dead_letters import Origin, dead_letter, read_dead_letters, store_dead_letter
 from ._lag import LagWatch
+from ._lost import LostWatch, MaxDeliveries, advisory_subject, lost_reason
 from ._outages import through_outages
-from ._pacing import KeepAlive, backoff, whole_message
+from ._pacing import KeepAlive, backoff, heartbeat_s, whole_message
 from ._pulls import BatchPull
 from ._reads import LogReads
 from ._records import Delivery, GiveUpSink, Published, Refusal, RefusalSink, Unchanged
@@ -56,6 +58,19 @@ _EXPECTED_LAST_ON = "Nats-Expected-Last-Subject-Sequence-Subject"
 """The subject the expectation is on, when it is not the one published to (nats-server 2.11+)."""
 _WRONG_LAST_SEQUENCE = 10071
 """JetStream's error code for a failed expectation ("wrong last sequence")."""
+_LOST_GRACE_MAX_S = 10.0
+"""How long an advisory waits (at most; else the ack wait) for a delivery of its message
+queued in this process to show up, before the message is taken as lost."""
+_KEPT = 4096
+"""How many slow acks and lost deliveries `Bus` remembers per kind (a bound on memory;
+an advisory comes an ack wait after its delivery)."""
+
+
+def _remember(seen: dict[tuple[str, int], None], key: tuple[str, int]) -> None:
+    """Add `key` to `seen`, forgetting the oldest beyond `_KEPT`."""
+    seen[key] = None
+    if len(seen) > _KEPT:
+        del seen[next(iter(seen))]
 
 
 Handler = Callable[[E, Delivery], Awaitable[None]]
@@ -81,6 +96,20 @@ class Bus(LogReads):
         self._durables: list[str] = []
         self._request_servers: list[RequestServer] = []
         self._pulls: list[BatchPull] = []
+        self._lost: dict[str, LostWatch] = {}
+        """Each consumed durable's lost last deliveries, handled as its handler's last
+        failure would be (see `_lost.py`)."""
+        self._advisories: list[Any] = []
+        self._settling: set[asyncio.Task[None]] = set()
+        self._acked: dict[tuple[str, int], None] = {}
+        """Messages this process handled and acked late or on their last delivery, by
+        durable and stream sequence (the latest few thousand): one acked after its ack wait
+        (a late heartbeat, a paused process) has its advisory out all the same, and is no
+        lost one."""
+        self._lost_given_up: dict[tuple[str, int], None] = {}
+        """Messages given up from an advisory here (the latest few hundred): a delivery of
+        one still queued in this process (fetched, waiting for a worker past the ack wait)
+        is settled unhandled, or its run would end twice."""
         self._handling: dict[tuple[str, int], asyncio.Future[bool]] = {}
         """Deliveries being handled, by durable and stream sequence; each settles to
         whether its message was acked (see `_deliver`)."""
@@ -130,6 +159,9 @@ class Bus(LogReads):
     async def start(self) -> None:
         """Connect, then start every registered consumer."""
         await self.connect()
+        # Before the first pull: a restarted instance must hear of what the pull finds lost.
+        for watch in self._lost.values():
+            await self._watch_lost(watch)
         await self.broker.start()
         for pull in self._pulls:
             await pull.start(self.js)
@@ -145,6 +177,14 @@ class Bus(LogReads):
             await server.stop()
         for pull in self._pulls:
             await pull.stop()
+        for sub in self._advisories:
+            with contextlib.suppress(Exception):  # the connection may be gone already
+                await sub.unsubscribe()
+        self._advisories.clear()
+        if self._settling:  # a lost delivery being dead-lettered: let it finish (bounded)
+            _, late = await asyncio.wait(self._settling, timeout=_LOST_GRACE_MAX_S + 10.0)
+            for task in late:
+                task.cancel()
         await self.broker.stop()
         self._connected = False
 
@@ -270,9 +310,12 @@ class Bus(LogReads):
         settled on its own, in order, without faststream's work per delivery;
         `batch_gather_s`: after a batch that drained the log, wait that long before the next
         pull, so that a busy log costs one pull per interval rather than one per event or two.
+        A message whose last delivery is lost (its consumer killed or paused past the ack
+        wait) is given up and dead-lettered all the same, from JetStream's advisory.
         """
         limit = max_deliver or self.settings.max_deliver
         self._durables.append(durable)
+        self._lost[durable] = LostWatch(durable, event_type, on_refused, on_give_up)
         config = ConsumerConfig(
             durable_name=durable,
             ack_policy=JsAckPolicy.EXPLICIT,
@@ -346,6 +389,9 @@ class Bus(LogReads):
         on_give_up: GiveUpSink | None = None,
     ) -> None:
         key = (durable, raw.metadata.sequence.stream)
+        if key in self._lost_given_up:
+            await raw.ack()  # JetStream gave up on it, and so did we: not handled now
+            return
         first = self._handling.get(key)
         if first is not None:
             # A redelivery of a message this process still handles: a heartbeat came late
@@ -355,7 +401,9 @@ class Bus(LogReads):
             if await asyncio.shield(first):
                 await raw.ack()
             return
-        self._handling[key] = settled = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        self._handling[key] = settled = loop.create_future()
+        began = loop.time()
         acked = False
         try:
             acked = await self._handle(
@@ -364,6 +412,11 @@ class Bus(LogReads):
         finally:
             del self._handling[key]
             settled.set_result(acked)
+            # Only an ack that may have come after the ack wait can have an advisory out:
+            # the last delivery's, or one that outlasted a heartbeat's interval.
+            slow = loop.time() - began >= heartbeat_s(self.settings.ack_wait_s)
+            if acked and (slow or raw.metadata.num_delivered >= limit):
+                _remember(self._acked, key)
 
     async def _handle(
         self,
@@ -378,14 +431,9 @@ class Bus(LogReads):
         """Parse, handle and settle one delivery; True when it was acked."""
         meta = raw.metadata
         attempt = meta.num_delivered
-        try:
-            event = parse_event(raw.data, subject=raw.subject)
-            if not isinstance(event, event_type):
-                raise InvalidEvent(
-                    f"{event.event_type} on {raw.subject} is not what {durable} consumes"
-                )
-        except Exception as e:  # whatever a stored message does, it must not stop the consumer
-            reason = str(e) if isinstance(e, InvalidEvent) else f"{type(e).__name__}: {e}"
+        event = self._parse(raw.data, raw.subject, durable, event_type)
+        if isinstance(event, str):
+            reason = event
             await self._dead_letter(raw, durable, reason)
             if on_refused is not None:
                 headers = dict(raw.headers or {})
@@ -462,6 +510,82 @@ class Bus(LogReads):
             await sink(event, delivery, reason)
         except Exception:
             log.exception("%s: ending what %s started failed", durable, event.event_id)
+
+    @staticmethod
+    def _parse(
+        data: bytes, subject: str, durable: str, event_type: type[Event] | tuple[type[Event], ...]
+    ) -> Event | str:
+        """The stored message as the event `durable` takes, or why it is none."""
+        try:
+            event = parse_event(data, subject=subject)
+            if not isinstance(event, event_type):
+                raise InvalidEvent(
+                    f"{event.event_type} on {subject} is not what {durable} consumes"
+                )
+        except Exception as e:  # whatever a stored message does, it must not stop the consumer
+            return str(e) if isinstance(e, InvalidEvent) else f"{type(e).__name__}: {e}"
+        return event
+
+    async def _watch_lost(self, watch: LostWatch) -> None:
+        """Subscribe to JetStream's advisory of `watch`'s durable reaching max_deliver."""
+
+        async def on_advisory(msg: Msg) -> None:
+            # A task each: one waiting on a handler still at work must not hold the rest.
+            task = asyncio.create_task(self._lost_delivery(watch, msg.data))
+            self._settling.add(task)
+            task.add_done_callback(self._settling.discard)
+
+        subject = advisory_subject(self.stream.name, watch.durable)
+        self._advisories.append(await self.broker.connection.subscribe(subject, cb=on_advisory))
+
+    async def _lost_delivery(self, watch: LostWatch, data: bytes) -> None:
+        """A message of `watch`'s durable JetStream will not deliver again, though nobody
+        settled it: given up on and dead-lettered as if its last attempt had raised."""
+        durable = watch.durable
+        try:
+            advisory = MaxDeliveries.model_validate_json(data)
+        except ValidationError as e:
+            log.warning("%s: unreadable max-deliveries advisory: %s", durable, e)
+            return
+        sequence = advisory.stream_seq
+        # The message may sit in this process fetched but not yet handled (a busy loop sent
+        # no heartbeat): given a moment, it is being handled, or acked, rather than lost.
+        await asyncio.sleep(min(self.settings.ack_wait_s, _LOST_GRACE_MAX_S))
+        in_hand = self._handling.get((durable, sequence))
+        if in_hand is not None and await asyncio.shield(in_hand):
+            return  # this process's handler was slow, not lost: it acked at last
+        if (durable, sequence) in self._acked:
+            return  # handled here, acked after the ack wait (the process was paused)
+        _remember(self._lost_given_up, (durable, sequence))
+        try:
+            stored = await self.js.get_msg(self.stream.name, seq=sequence)
+        except NotFoundError:
+            log.error("%s: message %d reached max_deliver and left the log", durable, sequence)
+            return
+        except Exception:  # the next advisory instance (or a restart's) may do better
+            log.exception("%s: reading message %d given up on failed", durable, sequence)
+            return
+        subject, body = stored.subject or "", stored.data or b""
+        headers = dict(stored.headers or {})
+        origin = Origin(subject, sequence, advisory.deliveries)
+        event = self._parse(body, subject, durable, watch.event_type)
+        if isinstance(event, str):
+            await self._store_dead_letter(body, origin, durable, event)
+            if watch.on_refused is not None:
+                await watch.on_refused(Refusal(sequence, subject, event, body, headers))
+            return
+        reason = lost_reason(advisory.deliveries)
+        log.error("%s: giving up on %s: %s", durable, event.event_id, reason)
+        delivery = Delivery(sequence, advisory.deliveries, subject, headers, body)
+        await self._give_up(watch.on_give_up, event, delivery, durable, reason)
+        await self._store_dead_letter(body, origin, durable, reason)
+
+    async def _store_dead_letter(
+        self, data: bytes, origin: Origin, durable: str, reason: str
+    ) -> None:
+        await store_dead_letter(
+            self.broker, self.subjects.dlq(durable), self._dlq.name, data, origin, durable, reason
+        )
 
     async def _dead_letter(self, raw: Msg, durable: str, reason: str) -> None:
         """Move a message to the dead-letter stream with its reason, then ack it."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from faststream.nats import NatsBroker
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeout
@@ -15,8 +17,10 @@ __all__ = [
     "DEAD_REASON",
     "DEAD_SEQUENCE",
     "DEAD_SUBJECT",
+    "Origin",
     "dead_letter",
     "read_dead_letters",
+    "store_dead_letter",
 ]
 
 DEAD_REASON = "Assay-Dead-Reason"
@@ -28,21 +32,44 @@ DEAD_DELIVERIES = "Assay-Dead-Deliveries"
 async def dead_letter(
     broker: NatsBroker, subject: str, stream: str, raw: Msg, durable: str, reason: str
 ) -> None:
-    """Publish `raw` to the dead-letter `subject` with its reason and origin, then ack it.
+    """Publish `raw` to the dead-letter `subject` with its reason and origin, then ack it."""
+    meta = raw.metadata
+    origin = Origin(raw.subject, meta.sequence.stream, meta.num_delivered)
+    await store_dead_letter(broker, subject, stream, raw.data, origin, durable, reason)
+    await raw.ack()
+
+
+class Origin(NamedTuple):
+    """Where a dead letter came from: its subject and sequence in the log, and how many
+    times it was delivered."""
+
+    subject: str
+    sequence: int
+    deliveries: int
+
+
+async def store_dead_letter(
+    broker: NatsBroker,
+    subject: str,
+    stream: str,
+    data: bytes,
+    origin: Origin,
+    durable: str,
+    reason: str,
+) -> None:
+    """Publish `data` to the dead-letter `subject` with its reason and origin.
 
     The message id is derived from the durable and the original sequence, so a retried
-    dead-lettering is stored once.
+    dead-lettering (or another instance's, for a lost last delivery) is stored once.
     """
-    meta = raw.metadata
     headers = {
-        "Nats-Msg-Id": f"dlq-{durable}-{meta.sequence.stream}",
+        "Nats-Msg-Id": f"dlq-{durable}-{origin.sequence}",
         DEAD_REASON: reason[:4000].replace("\r", " ").replace("\n", " "),
-        DEAD_SUBJECT: raw.subject,
-        DEAD_SEQUENCE: str(meta.sequence.stream),
-        DEAD_DELIVERIES: str(meta.num_delivered),
+        DEAD_SUBJECT: origin.subject,
+        DEAD_SEQUENCE: str(origin.sequence),
+        DEAD_DELIVERIES: str(origin.deliveries),
     }
-    await broker.publish(raw.data, subject, headers=headers, stream=stream, timeout=10.0)
-    await raw.ack()
+    await broker.publish(data, subject, headers=headers, stream=stream, timeout=10.0)
 
 
 async def read_dead_letters(

@@ -9,9 +9,14 @@ from typing import Any
 
 from nats.aio.msg import Msg
 
-__all__ = ["KeepAlive", "backoff", "whole_message"]
+__all__ = ["KeepAlive", "backoff", "heartbeat_s", "whole_message"]
 
 log = logging.getLogger("assay.bus")
+
+
+def heartbeat_s(ack_wait_s: float) -> float:
+    """How often a handler at work tells JetStream so: a third of the ack wait."""
+    return max(0.5, ack_wait_s / 3)
 
 
 class KeepAlive:
@@ -22,7 +27,7 @@ class KeepAlive:
 
     def __init__(self, waiting: list[Msg], ack_wait_s: float) -> None:
         self._waiting = waiting
-        self._interval = max(0.5, ack_wait_s / 3)
+        self._interval = heartbeat_s(ack_wait_s)
         self._loop = asyncio.get_running_loop()
         self._timer: asyncio.TimerHandle | None = None
         self._sending: asyncio.Task[None] | None = None

@@ -18,6 +18,10 @@ JetStream API subjects used through nats-py (per stream S, durable D):
 - `$JS.API.CONSUMER.CREATE.S` + `$JS.API.CONSUMER.INFO.S.*` + `$JS.FC.S.>`: replays
   (an ephemeral ordered push consumer, flow-controlled); the ephemeral create subject
   refuses a durable name, so a replay cannot take over another service's durable.
+- `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.S.D` (subscribe): JetStream's word that a
+  message of durable D will not be delivered again though nobody settled it (its last
+  delivery lost); the bus reads the message by `$JS.API.STREAM.MSG.GET.S` and
+  dead-letters it. Only its own durables' advisories.
 - `_INBOX_<user>.>` (subscribe): PubAcks, JetStream API replies, pull batches, replay
   deliveries and sandbox RPC replies all arrive on the client's inboxes. Each user has
   its own inbox prefix (the client connects with it, see `assay.bus.make_broker`), so
@@ -36,6 +40,7 @@ from assay.contract import (
     ROLES,
     Role,
     ServiceContract,
+    advisory_subject,
     fill,
     is_open,
     of_role,
@@ -274,7 +279,13 @@ def _service_permissions(
         ),
         # A service that serves RPC replies to the requester's inbox: allowed as responses
         # only, so it cannot publish into other inboxes.
-        subscribe=_dedupe([inbox, *(f"{prefix}.rpc.{s}" for s in serves)]),
+        subscribe=_dedupe(
+            [
+                inbox,
+                *(f"{prefix}.rpc.{s}" for s in serves),
+                *(advisory_subject(stream, d) for d in _fewest(durables)),
+            ]
+        ),
         allow_responses=bool(serves),
     )
 
