@@ -93,7 +93,6 @@ def _request(e: RunRequested) -> Features:
         "agent.model": a.model,
         "agent.provider": a.provider,
         "agent.family": a.family or "",
-        "agent.has_plan": float(a.control_plan is not None),
         "agent.has_program": float(a.program is not None),
         "agent.has_system_prompt": float(a.system_prompt is not None),
         "agent.has_limits": float(a.limits is not None),
