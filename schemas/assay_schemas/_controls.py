@@ -134,7 +134,9 @@ class ControlPlan(_Frozen):
 class ControlDeclared(Event):
     """A run of the campaign is a control: its kind and the verdict it deserves.
 
-    Only the aggregator reads it. It names the run in ``control_run_id``, not in the
+    The runner (to request and play the control) and the aggregator read it; no other
+    service has a use for it, though NATS permissions do not yet keep their users from
+    replaying its subject (issue #47). It names the run in ``control_run_id``, not in the
     envelope's ``run_id``, so it is on no subject of the run: a judge reading the run's
     events never meets it."""
 
