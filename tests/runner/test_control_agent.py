@@ -136,18 +136,23 @@ async def test_a_plan_with_code_writes_it_runs_it_and_writes_only_what_it_did_no
     workspace.mkdir()
     messages: list[object] = [UserMessage(content="the task")]
     calls: list[ToolCall] = []
+    said: list[str | None] = []
     while len(calls) < plan.max_steps():
         completion = await provider.complete(messages)  # type: ignore[arg-type]
         assert completion.model == "gpt-x" and completion.usage.input_tokens > 0
         assert completion.usage.output_tokens > 0
         (call,) = completion.tool_calls
         calls.append(call)
+        said.append(completion.text)
         if call.name == "submit":
             break
         messages.append(AssistantMessage(tool_calls=(call,)))
         messages.append(ToolResultMessage(call_id=call.id, content=_execute(workspace, call)))
     names = [c.name for c in calls]
     assert names == ["write_file", "bash", "bash", "write_file", "write_file", "bash", "submit"]
+    # It says what it does where an agent's model does (writing and running its code).
+    assert said[:2] == ["Writing the analysis script.", "Running the analysis."]
+    assert said[2:] == [None] * 5
     assert json.loads(calls[1].arguments) == {"command": "python3 solve.py"}
     assert "base64" not in json.dumps([json.loads(c.arguments) for c in calls])
     assert (workspace / "results" / "table.csv").read_bytes() == altered
