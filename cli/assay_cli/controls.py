@@ -145,12 +145,13 @@ def _disguise(salt: bytes, campaign: CampaignSpec, kind: str, taken: set[str]) -
     raise ValueError(f"no control agent id left for {kind!r}")  # pragma: no cover
 
 
-def _slots(salt: bytes, task_id: str, agents_runs: int, controls: int) -> list[int]:
-    """Where a task's controls go among its run requests, drawn by the salt: never first
-    when the task has agents' runs (a judge must not learn the first run is real)."""
+def _slots(salt: bytes, task_id: str, agents_runs: int, controls: int, *, first: bool) -> list[int]:  # fmt: skip
+    """Where a task's controls go among its run requests, drawn by the salt. In the
+    campaign's `first` task never first (the campaign's first request is an agent's);
+    elsewhere anywhere, so that controls do not come later than agents' runs on average."""
     draw = random.Random(hmac.new(salt, f"slots\x1f{task_id}".encode(), hashlib.sha256).digest())
-    first = 1 if agents_runs else 0
-    slots = draw.sample(range(first, agents_runs + controls), controls)
+    start = 1 if first and agents_runs else 0
+    slots = draw.sample(range(start, agents_runs + controls), controls)
     draw.shuffle(slots)
     return slots
 
@@ -215,7 +216,8 @@ def plan_controls(
                         producer=producer,
                     )
                 )
-        slots = _slots(salt, task.task_id, agents_runs, len(declared))
+        first = draft is drafts[0]
+        slots = _slots(salt, task.task_id, agents_runs, len(declared), first=first)
         out += [d.model_copy(update={"slot": s}) for d, s in zip(declared, slots, strict=True)]
     return out
 

@@ -381,15 +381,21 @@ def test_control_identities_are_salted_per_deployment_and_named_like_the_campaig
 
 def test_controls_go_among_the_agents_runs_never_first(tmp_path: Path) -> None:
     """Issue #47: each task's controls take distinct slots among its run requests, drawn
-    by the salt, none first (the first request of a task is always an agent's)."""
+    by the salt; the campaign's first task's first request is always an agent's (the
+    campaign never starts with a control), the other tasks' slots are anywhere."""
     campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
     agents_runs = len(campaign.agents) * campaign.epochs
+    spread: set[int] = set()
     for secret in (b"a" * 32, b"b" * 32, b"c" * 32):
         by_task: dict[str, list[int]] = {}
-        for d in _planned(tmp_path, secret):
+        planned = _planned(tmp_path, secret)
+        for d in planned:
             by_task.setdefault(d.task_id or "", []).append(d.slot)
         for slots in by_task.values():
             assert len(set(slots)) == len(slots)
-            assert 0 not in slots and max(slots) < agents_runs + len(slots)
-    spread = {d.slot for s in (b"a", b"b", b"c") for d in _planned(tmp_path, s * 32)}
+            assert min(slots) >= 0 and max(slots) < agents_runs + len(slots)
+        assert 0 not in by_task[planned[0].task_id or ""], (
+            "the first task's first run is an agent's"
+        )
+        spread |= {d.slot for d in planned}
     assert len(spread) > 3, "not always the same places"
