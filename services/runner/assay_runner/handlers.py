@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from opentelemetry import trace
@@ -208,6 +209,9 @@ class RunnerService:
         ) as span:
             span.set_attribute("assay.run_id", run.run_id or "")
             span.set_attribute("assay.agent_id", run.agent.agent_id)
+            # Stamped when sent, not when planned: a request's time is its place in the
+            # task's order (controls planned a moment later must not arrive "later").
+            run = run.model_copy(update={"occurred_at": datetime.now(UTC)})
             try:
                 published = await self.bus.publish(
                     run, unchanged=Unchanged(self.bus.subjects.of(run), 0)
@@ -232,6 +236,7 @@ class RunnerService:
                 log.info("task %s refused: %s", event.task.task_id, rejected.detail)
                 await self.bus.publish(rejected)
             return
+        declared = await self._controls_of(event.campaign_id)
         runs = plan_runs(
             campaign,
             event.task,
@@ -241,7 +246,6 @@ class RunnerService:
         )
         # The task's controls among its agents' runs, each at its declared slot: requested
         # by this runner like the others, so neither their order nor their producer tells.
-        declared = await self._controls_of(event.campaign_id)
         controls = control_runs(
             campaign, event.task, declared, producer=self.bus.producer, cause=event.event_id
         )
