@@ -2,7 +2,7 @@
 
 For every run of a campaign, :func:`run_features` collects what a judge service or a
 reviewer can read of it (issue #47): the run request's fields (agent id, kind, model,
-family, limits, plan), its step events (counts, tokens, latencies, tool calls, the
+family, limits), its step events (counts, tokens, latencies, tool calls, the
 transcript's shape), its end (steps, tokens, duration, stop reason), its seal (file
 names, sizes, media types, exclusions, the final message) and when each arrived
 relative to the campaign's start. Never the ``ControlDeclared`` events: they give the
