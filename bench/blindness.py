@@ -2,7 +2,7 @@
 
 For every run of a campaign, :func:`run_features` collects what a judge service or a
 reviewer can read of it (issue #47): the run request's fields (agent id, kind, model,
-family, limits, plan), its step events (counts, tokens, latencies, tool calls, the
+family, limits), its step events (counts, tokens, latencies, tool calls, the
 transcript's shape), its end (steps, tokens, duration, stop reason), its seal (file
 names, sizes, media types, exclusions, the final message) and when each arrived
 relative to the campaign's start. Never the ``ControlDeclared`` events: they give the
@@ -93,7 +93,6 @@ def _request(e: RunRequested) -> Features:
         "agent.model": a.model,
         "agent.provider": a.provider,
         "agent.family": a.family or "",
-        "agent.has_plan": float(a.control_plan is not None),
         "agent.has_program": float(a.program is not None),
         "agent.has_system_prompt": float(a.system_prompt is not None),
         "agent.has_limits": float(a.limits is not None),

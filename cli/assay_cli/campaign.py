@@ -154,7 +154,7 @@ async def submit_campaign(
     )
     _check_size(started, f"campaign {campaign.campaign_id}")
     await bus.publish(started)
+    await publish_controls(bus, controls)
     for event in events:
         await bus.publish(event)
-    await publish_controls(bus, controls)
     return [e.task for e in events]

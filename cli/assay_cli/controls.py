@@ -1,13 +1,13 @@
 """A campaign's control runs: derived, stored and requested like any other run.
 
 For each task with a reference, every control answer (:func:`assay.tasks.control_answers`)
-becomes a stored :class:`ControlPlan`, one :class:`ControlDeclared` (read by the
-aggregator only) and one ordinary ``RunRequested`` of a control agent. Its agent id is
-salted with the campaign's secret salt (the run id derives from it, so neither can be
-recomputed from public names), its model name and family are those of one of the
-campaign's agents, the plan holds the answer and nothing about its status, and the
-requests go out in an order shuffled by the salt. What still tells a control apart is
-measured by `bench.blindness`.
+becomes a stored :class:`ControlPlan` and one :class:`ControlDeclared` (read by the runner
+and the aggregator), published before the tasks. The runner requests the control's run
+when it admits the task, at the slot the declaration names among the agents' runs (never
+first), with the request of one of the campaign's agents (its model, family, limits)
+under the control agent's own id. That id is salted with the campaign's secret salt (the
+run id derives from it, so neither can be recomputed from public names) and shaped like
+the agent's. What still tells a control apart is measured by `bench.blindness`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import hashlib
 import hmac
 import random
 import shlex
-from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
@@ -25,28 +24,19 @@ from assay.store import BlobStore
 from assay.tasks import ControlAnswer, TaskDraft, control_answers, utf8_text
 from assay_schemas import (
     KNOWN_GOOD,
-    AgentSpec,
     CampaignSpec,
     ControlDeclared,
     ControlFile,
     ControlPlan,
     Producer,
-    RunRequested,
     TaskSubmitted,
     run_id_for,
 )
 
-__all__ = ["CONTROLS_KEY", "ControlRun", "campaign_salt", "plan_controls", "publish_controls"]
+__all__ = ["CONTROLS_KEY", "campaign_salt", "plan_controls", "publish_controls"]
 
 MAX_CONTROL_FILE_BYTES = 256_000
 """Most bytes of one control file: it is written in one logged step (events ≤ 1 MiB)."""
-
-
-class ControlRun(NamedTuple):
-    """One control: its declaration (aggregator only) and its run request."""
-
-    declared: ControlDeclared
-    request: RunRequested
 
 
 def _reference(campaign: CampaignSpec, draft: TaskDraft) -> Path | None:
@@ -116,16 +106,54 @@ def campaign_salt(secret: bytes, campaign_id: str) -> bytes:
     return hmac.new(secret, f"assay-controls\x1f{campaign_id}".encode(), hashlib.sha256).digest()
 
 
-def _disguise(salt: bytes, campaign: CampaignSpec, task_id: str, kind: str) -> dict[str, str | None]:  # fmt: skip
-    """A control agent's id, model name and family: the id salted, the model and family
-    those of one of the campaign's own agents (drawn by the salt)."""
-    key = hmac.new(salt, f"{task_id}\x1f{kind}".encode(), hashlib.sha256).hexdigest()
-    like = campaign.agents[int(key[:8], 16) % len(campaign.agents)] if campaign.agents else None
-    return {
-        "agent_id": "a" + key[8:23],
-        "model": like.model if like is not None else "control",
-        "family": like.family if like is not None else None,
-    }
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _look_alike(key: bytes, like: str) -> str:
+    """An id shaped like `like` (same length, first character, separators, and letters
+    and digits where it has them), its other characters drawn from `key`."""
+    draw = random.Random(key)
+    out = [like[0]]
+    for c in like[1:]:
+        if c.isdigit():
+            out.append(str(draw.randrange(10)))
+        elif c.isalpha():
+            letter = draw.choice(_ALPHABET)
+            out.append(letter.upper() if c.isupper() else letter)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+class _Disguise(NamedTuple):
+    agent_id: str
+    like: str | None
+
+
+def _disguise(salt: bytes, campaign: CampaignSpec, kind: str, taken: set[str]) -> _Disguise:
+    """A control agent's id and the campaign agent it looks like (drawn by the salt):
+    one per control kind, running every task as an agent does; its id shaped like that
+    agent's, never one of the campaign's own."""
+    models = [a for a in campaign.agents if a.kind == "model"]
+    for attempt in range(1000):
+        key = hmac.new(salt, f"{kind}\x1f{attempt}".encode(), hashlib.sha256).digest()
+        like = models[int.from_bytes(key[:4]) % len(models)] if models else None
+        agent_id = _look_alike(key[4:], like.agent_id) if like else "a" + key[4:12].hex()
+        if agent_id not in taken:
+            taken.add(agent_id)
+            return _Disguise(agent_id, like.agent_id if like else None)
+    raise ValueError(f"no control agent id left for {kind!r}")  # pragma: no cover
+
+
+def _slots(salt: bytes, task_id: str, agents_runs: int, controls: int, *, first: bool) -> list[int]:  # fmt: skip
+    """Where a task's controls go among its run requests, drawn by the salt. In the
+    campaign's `first` task never first (the campaign's first request is an agent's);
+    elsewhere anywhere, so that controls do not come later than agents' runs on average."""
+    draw = random.Random(hmac.new(salt, f"slots\x1f{task_id}".encode(), hashlib.sha256).digest())
+    start = 1 if first and agents_runs else 0
+    slots = draw.sample(range(start, agents_runs + controls), controls)
+    draw.shuffle(slots)
+    return slots
 
 
 def plan_controls(
@@ -136,15 +164,19 @@ def plan_controls(
     producer: Producer,
     *,
     secret: bytes,
-) -> list[ControlRun]:
-    """Every control run of the campaign (none without ``controls:``), files stored;
-    `secret` is the deployment's `CONTROLS_KEY`."""
+) -> list[ControlDeclared]:
+    """Every control run of the campaign declared (none without ``controls:``), files
+    stored; `secret` is the deployment's `CONTROLS_KEY`. The runner requests the runs."""
     spec = campaign.controls
     if spec is None:
         return []
     salt = campaign_salt(secret, campaign.campaign_id)
     submitted = {t.task.task_id: t for t in tasks}
-    runs: list[ControlRun] = []
+    taken = {a.agent_id for a in campaign.agents}
+    looks: dict[str, _Disguise] = {}
+    step_ms = SCRIPTED_STEP_MS if campaign.scripted else MODEL_STEP_MS
+    agents_runs = len(campaign.agents) * campaign.epochs
+    out: list[ControlDeclared] = []
     for draft in drafts:
         event = submitted[draft.task_id]
         task = event.task
@@ -157,57 +189,41 @@ def plan_controls(
             max_bytes=MAX_CONTROL_FILE_BYTES,
         )
         reference = next((a for a in answers if a.variant == KNOWN_GOOD), None)
-        step_ms = SCRIPTED_STEP_MS if campaign.scripted else MODEL_STEP_MS
+        declared: list[ControlDeclared] = []
         for answer in answers:
             plan, most = _plan(store, answer, reference, step_ms)
             kind = answer.variant or f"author:{answer.folder}"
-            looks = _disguise(salt, campaign, task.task_id, kind)
-            agent_id = str(looks["agent_id"])
-            agent = AgentSpec(agent_id=agent_id, kind="control", model=str(looks["model"]),
-                              family=looks["family"], control_plan=plan)  # fmt: skip
-            # Its steps and its answer, whatever the campaign's step limit.
-            steps = max(campaign.limits.max_steps, most)
-            limits = campaign.limits.model_copy(update={"max_steps": steps})
+            if kind not in looks:
+                looks[kind] = _disguise(salt, campaign, kind, taken)
+            look = looks[kind]
             for epoch in range(spec.epochs):
-                run_id = run_id_for(campaign.campaign_id, task.task_id, agent_id, epoch)
-                request = RunRequested(
-                    event_id=RunRequested.id_for(run_id),
-                    campaign_id=campaign.campaign_id,
-                    run_id=run_id,
-                    task_id=task.task_id,
-                    causation_id=event.event_id,
-                    task=task,
-                    agent=agent,
-                    epoch=epoch,
-                    limits=limits,
-                    sandbox=campaign.sandbox,
-                    scripted=campaign.scripted,
-                    prices=campaign.prices,
-                    producer=producer,
+                run_id = run_id_for(campaign.campaign_id, task.task_id, look.agent_id, epoch)
+                declared.append(
+                    ControlDeclared(
+                        event_id=ControlDeclared.id_for(run_id),
+                        campaign_id=campaign.campaign_id,
+                        task_id=task.task_id,
+                        causation_id=event.event_id,
+                        control_run_id=run_id,
+                        variant=answer.variant,
+                        folder=answer.folder,
+                        expected=answer.expected,
+                        plan_sha256=plan,
+                        agent_id=look.agent_id,
+                        like=look.like,
+                        epoch=epoch,
+                        max_steps=most,
+                        producer=producer,
+                    )
                 )
-                declared = ControlDeclared(
-                    event_id=ControlDeclared.id_for(run_id),
-                    campaign_id=campaign.campaign_id,
-                    task_id=task.task_id,
-                    causation_id=event.event_id,
-                    control_run_id=run_id,
-                    variant=answer.variant,
-                    folder=answer.folder,
-                    expected=answer.expected,
-                    plan_sha256=plan,
-                    producer=producer,
-                )
-                runs.append(ControlRun(declared, request))
-    # Seeded by the salt: a rerun requests the same runs in the same order, no variant
-    # always comes first or last, and nobody without the secret can predict the order.
-    random.Random(salt).shuffle(runs)
-    return runs
+        first = draft is drafts[0]
+        slots = _slots(salt, task.task_id, agents_runs, len(declared), first=first)
+        out += [d.model_copy(update={"slot": s}) for d, s in zip(declared, slots, strict=True)]
+    return out
 
 
-async def publish_controls(bus: Bus, runs: list[ControlRun]) -> None:
-    """Declare every control (all declarations first), then request the control runs."""
-    for run in runs:
-        await bus.publish(run.declared)
-    for run in runs:
-        # Stamped when sent, like the runner's own requests (not when planned).
-        await bus.publish(run.request.model_copy(update={"occurred_at": datetime.now(UTC)}))
+async def publish_controls(bus: Bus, declared: list[ControlDeclared]) -> None:
+    """Declare every control: before the tasks, so the runner that admits a task finds
+    its controls and requests their runs among the agents'."""
+    for event in declared:
+        await bus.publish(event)

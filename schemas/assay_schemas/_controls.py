@@ -3,9 +3,11 @@
 A campaign's ``controls:`` asks for them; for every task with a reference folder the
 submitter derives a known-good control (the reference itself) and known-bad variants,
 stores each as a :class:`ControlPlan` blob and publishes one :class:`ControlDeclared`
-(what the control is and the verdict it deserves) and one ordinary ``RunRequested`` of a
-control agent. Judges read run requests, seals and tasks, never ``ControlDeclared``:
-the status of a control lives only there, where the aggregator folds it.
+(what the control is, the verdict it deserves, the agent it looks like and where it
+goes among the task's runs) before the task. The runner requests the control's run
+itself, interleaved with the agents' runs and looking like one of them (no plan, no
+kind of its own); judges read run requests, seals and tasks, never ``ControlDeclared``:
+the status of a control lives only there, where the runner and the aggregator read it.
 """
 
 from __future__ import annotations
@@ -132,7 +134,9 @@ class ControlPlan(_Frozen):
 class ControlDeclared(Event):
     """A run of the campaign is a control: its kind and the verdict it deserves.
 
-    Only the aggregator reads it. It names the run in ``control_run_id``, not in the
+    The runner (to request and play the control) and the aggregator read it; no other
+    service has a use for it, though NATS permissions do not yet keep their users from
+    replaying its subject (issue #47). It names the run in ``control_run_id``, not in the
     envelope's ``run_id``, so it is on no subject of the run: a judge reading the run's
     events never meets it."""
 
@@ -148,6 +152,18 @@ class ControlDeclared(Event):
     """'pass' for the known-good control, 'fail' for every known-bad one."""
     plan_sha256: _Sha256
     """The stored :class:`ControlPlan` the run carries out."""
+    agent_id: Identifier | None = None
+    """The control agent's id (salted, so nobody without the deployment's secret can
+    recompute it); None in declarations from before the runner requested controls."""
+    like: Identifier | None = None
+    """The campaign's agent whose model, provider, family, prompt and limits the
+    control's request wears (None: a campaign without a model agent)."""
+    epoch: int = Field(default=0, ge=0)
+    slot: int = Field(default=0, ge=0)
+    """Where its request goes among the task's run requests (0: first), drawn by the
+    campaign's secret salt; the runner places it there."""
+    max_steps: int = Field(default=1, ge=1)
+    """The plan's most steps, its answer included (the runner lets it take them)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> ControlDeclared:

@@ -256,12 +256,9 @@ class AgentSpec(ModelSpec):
     """An agent under evaluation: Assay's own loop (kind model) or a program of yours."""
 
     agent_id: Identifier
-    kind: Literal["model", "program", "control"] = "model"
+    kind: Literal["model", "program"] = "model"
     program: ProgramSpec | None = None
     """The command run when kind is program; the model fields name the upstream model."""
-    control_plan: Sha256 | None = None
-    """The stored control plan a control agent carries out (kind control; made by the
-    submitter from a campaign's ``controls:``, never declared in a campaign file)."""
     system_prompt: str | None = None
     limits: Limits | None = None
     """Overrides the campaign's limits for this agent."""
@@ -270,8 +267,6 @@ class AgentSpec(ModelSpec):
     def _program_iff_kind(self) -> AgentSpec:
         if (self.kind == "program") != (self.program is not None):
             raise ValueError("an agent has a program exactly when its kind is program")
-        if (self.kind == "control") != (self.control_plan is not None):
-            raise ValueError("an agent has a control plan exactly when its kind is control")
         return self
 
 
@@ -345,8 +340,6 @@ class CampaignSpec(Frozen):
                 raise ValueError(
                     f"campaign {self.campaign_id}: duplicate {kind} ids {sorted(dupes)}"
                 )
-        if any(a.kind == "control" for a in self.agents):
-            raise ValueError("control agents come from `controls:`, not from `agents:`")
         if any(j.judge_id == RULES_JUDGE_ID for j in self.judges):
             raise ValueError(
                 f"judge id {RULES_JUDGE_ID!r} is reserved for the deterministic rule judge"

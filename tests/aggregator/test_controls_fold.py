@@ -94,8 +94,9 @@ def _log(n_tasks: int = 6, humans: bool = False) -> tuple[list[Event], dict[str,
         events.append(TaskSubmitted(event_id=f"ts{t}", campaign_id=C, task_id=task,
                                     task=Task(task_id=task, prompt="p"), producer=P))  # fmt: skip
         agent = _run(task, SPEC.agents[0])
-        good = _run(task, AgentSpec(agent_id=f"g{t}", kind="control", model="control", control_plan=PLAN["good"]))  # fmt: skip
-        bad = _run(task, AgentSpec(agent_id=f"b{t}", kind="control", model="control", control_plan=PLAN["bad"]))  # fmt: skip
+        # Control agents' requests read like an agent's: only the declaration tells.
+        good = _run(task, SPEC.agents[0].model_copy(update={"agent_id": f"g{t}"}))
+        bad = _run(task, SPEC.agents[0].model_copy(update={"agent_id": f"b{t}"}))
         events += [
             _declared(good, "reference", PLAN["good"]),
             _declared(bad, "altered_numbers", PLAN["bad"]),
@@ -207,6 +208,18 @@ def test_a_retried_control_is_measured_on_its_latest_attempt() -> None:
     assert rid in set(frame["run_id"]) and good.run_id not in set(frame["run_id"])
     assert set(frame.filter(pl.col("run_id") == rid)["variant"]) == {"reference"}
     assert rid not in set(p.statistics_tables([C]).runs["run_id"]), "still no agent's run"
+
+
+def test_controls_are_known_by_their_declaration_in_any_order() -> None:
+    """Issue #47: a control's request carries nothing of it; the declaration, folded
+    before or after the request and its retry, makes the run a control."""
+    events, ids = _log(n_tasks=2)
+    declared = [e for e in events if isinstance(e, ControlDeclared)]
+    later = [e for e in events if not isinstance(e, ControlDeclared)] + declared
+    for log in (events, later):
+        p = Projections(fold(enumerate(log, 1)))
+        assert set(p.control_runs()) == ids["controls"]
+        assert set(control_frame(p, [C])["run_id"]) == ids["controls"]
 
 
 def test_an_empty_log_has_no_section() -> None:

@@ -16,7 +16,7 @@ from assay.store import LocalBlobStore
 from assay.tasks import build_task, control_answers, load_task_dir, load_tasks, read_control_folder
 from assay.tasks._controls import MAX_CONTROL_FILES, derive
 from assay_cli.campaign import load_campaign
-from assay_cli.controls import ControlRun, plan_controls
+from assay_cli.controls import plan_controls
 from assay_judge.rules.checks import reference_check
 from assay_schemas import (
     DERIVED_VARIANTS,
@@ -309,14 +309,12 @@ def test_a_control_declaration_is_on_no_run_subject_and_consistent() -> None:
             _declared(**bad)
 
 
-def test_control_agents_come_only_from_controls() -> None:
-    agent = AgentSpec(agent_id="a", kind="control", model="control", control_plan="b" * 64)
-    with pytest.raises(ValueError, match="control agents come from"):
-        CampaignSpec(campaign_id="c", agents=[agent])
-    with pytest.raises(ValueError, match="control plan"):
-        AgentSpec(agent_id="a", kind="control", model="control")
-    with pytest.raises(ValueError, match="control plan"):
-        AgentSpec(agent_id="a", model="m", control_plan="b" * 64)
+def test_no_agent_spec_can_name_a_control_or_carry_a_plan() -> None:
+    """Issue #47: a run request reads like any agent's; the plan is only declared."""
+    with pytest.raises(ValueError):
+        AgentSpec.model_validate({"agent_id": "a", "kind": "control", "model": "control"})
+    with pytest.raises(ValueError):
+        AgentSpec.model_validate({"agent_id": "a", "model": "m", "control_plan": "b" * 64})
     spec = CampaignSpec(campaign_id="c", agents=[AgentSpec(agent_id="a", model="m")], controls=ControlsSpec())  # fmt: skip
     assert spec.controls is not None and spec.controls.variants == VARIANTS
     with pytest.raises(ValueError):
@@ -337,7 +335,7 @@ def test_a_plan_writes_bytes_in_chunks_under_the_argument_limit() -> None:
     ]  # fmt: skip
 
 
-def _planned(tmp_path: Path, secret: bytes) -> list[ControlRun]:
+def _planned(tmp_path: Path, secret: bytes) -> list[ControlDeclared]:
     campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
     campaign = campaign.model_copy(update={"controls": ControlsSpec(references=str(REFERENCES))})
     drafts = [d for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
@@ -365,16 +363,39 @@ def test_control_identities_are_salted_per_deployment_and_named_like_the_campaig
     ours = _planned(tmp_path, b"a" * 32)
     again = _planned(tmp_path, b"a" * 32)
     theirs = _planned(tmp_path, b"b" * 32)
-    assert [r.request.run_id for r in ours] == [r.request.run_id for r in again]
-    assert {r.request.run_id for r in ours}.isdisjoint({r.request.run_id for r in theirs})
-    assert [r.declared.kind for r in ours] != [r.declared.kind for r in theirs]
-    public = {"a" + derive_id("control", campaign.campaign_id, r.declared.task_id, r.declared.kind)[:15] for r in ours}  # fmt: skip
-    assert public.isdisjoint({r.request.agent.agent_id for r in ours})
-    looks = {(a.model, a.family) for a in campaign.agents}
-    for run in ours:
-        agent = run.request.agent
-        assert (agent.model, agent.family) in looks
-        assert agent.model != "control" and agent.agent_id not in {
-            a.agent_id for a in campaign.agents
-        }
-    assert len({(r.request.agent.model) for r in ours}) > 1, "drawn, not one name for all"
+    assert [r.control_run_id for r in ours] == [r.control_run_id for r in again]
+    assert {r.control_run_id for r in ours}.isdisjoint({r.control_run_id for r in theirs})
+    assert [r.slot for r in ours] != [r.slot for r in theirs]
+    public = {"a" + derive_id("control", campaign.campaign_id, r.task_id or "", r.kind)[:15] for r in ours}  # fmt: skip
+    assert public.isdisjoint({r.agent_id for r in ours})
+    agents = {a.agent_id: a for a in campaign.agents}
+    for d in ours:
+        assert d.agent_id is not None and d.like in agents and d.agent_id not in agents
+        like = agents[d.like].agent_id
+        # Shaped like the agent it looks like: its length and first character.
+        assert (len(d.agent_id), d.agent_id[0]) == (len(like), like[0])
+    assert len({d.like for d in ours}) > 1, "drawn, not one agent for all"
+    # One control agent per variant, over every task (as an agent runs every task).
+    assert len({d.agent_id for d in ours}) == len({d.kind for d in ours})
+
+
+def test_controls_go_among_the_agents_runs_never_first(tmp_path: Path) -> None:
+    """Issue #47: each task's controls take distinct slots among its run requests, drawn
+    by the salt; the campaign's first task's first request is always an agent's (the
+    campaign never starts with a control), the other tasks' slots are anywhere."""
+    campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
+    agents_runs = len(campaign.agents) * campaign.epochs
+    spread: set[int] = set()
+    for secret in (b"a" * 32, b"b" * 32, b"c" * 32):
+        by_task: dict[str, list[int]] = {}
+        planned = _planned(tmp_path, secret)
+        for d in planned:
+            by_task.setdefault(d.task_id or "", []).append(d.slot)
+        for slots in by_task.values():
+            assert len(set(slots)) == len(slots)
+            assert min(slots) >= 0 and max(slots) < agents_runs + len(slots)
+        assert 0 not in by_task[planned[0].task_id or ""], (
+            "the first task's first run is an agent's"
+        )
+        spread |= {d.slot for d in planned}
+    assert len(spread) > 3, "not always the same places"

@@ -12,7 +12,19 @@ import pytest
 from assay.providers import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from assay.store import LocalBlobStore
 from assay_runner.control import ControlProvider
-from assay_schemas import ControlFile, ControlPlan, ProviderError
+from assay_runner.scheduler import control_runs, interleave, plan_runs
+from assay_schemas import (
+    AgentSpec,
+    CampaignSpec,
+    ControlDeclared,
+    ControlFile,
+    ControlPlan,
+    Limits,
+    Producer,
+    ProviderError,
+    Task,
+    run_id_for,
+)
 
 PNG = bytes(range(256)) * 600  # 153,600 bytes with NUL: written in three chunks
 CSV = "gene,fold change\nIL6,8.62\n# ünïcode; $(rm -rf /); `x`\n"
@@ -124,18 +136,23 @@ async def test_a_plan_with_code_writes_it_runs_it_and_writes_only_what_it_did_no
     workspace.mkdir()
     messages: list[object] = [UserMessage(content="the task")]
     calls: list[ToolCall] = []
+    said: list[str | None] = []
     while len(calls) < plan.max_steps():
         completion = await provider.complete(messages)  # type: ignore[arg-type]
         assert completion.model == "gpt-x" and completion.usage.input_tokens > 0
         assert completion.usage.output_tokens > 0
         (call,) = completion.tool_calls
         calls.append(call)
+        said.append(completion.text)
         if call.name == "submit":
             break
         messages.append(AssistantMessage(tool_calls=(call,)))
         messages.append(ToolResultMessage(call_id=call.id, content=_execute(workspace, call)))
     names = [c.name for c in calls]
     assert names == ["write_file", "bash", "bash", "write_file", "write_file", "bash", "submit"]
+    # It says what it does where an agent's model does (writing and running its code).
+    assert said[:2] == ["Writing the analysis script.", "Running the analysis."]
+    assert said[2:] == [None] * 5
     assert json.loads(calls[1].arguments) == {"command": "python3 solve.py"}
     assert "base64" not in json.dumps([json.loads(c.arguments) for c in calls])
     assert (workspace / "results" / "table.csv").read_bytes() == altered
@@ -146,3 +163,50 @@ async def test_a_plan_with_code_writes_it_runs_it_and_writes_only_what_it_did_no
     again = ControlProvider(plan_sha256=sha, store=store)
     resumed = await again.complete(messages[: 1 + 2 * 4])  # type: ignore[arg-type]
     assert resumed.tool_calls[0].arguments == calls[4].arguments
+
+
+_PRODUCER = Producer(service="test", version="0")
+
+
+def _declared(task_id: str, agent_id: str, slot: int, like: str | None = "careful") -> ControlDeclared:  # fmt: skip
+    run_id = run_id_for("demo", task_id, agent_id, 0)
+    return ControlDeclared(
+        event_id=ControlDeclared.id_for(run_id), campaign_id="demo", task_id=task_id,
+        control_run_id=run_id, variant="prose_only", expected="fail", plan_sha256="a" * 64,
+        agent_id=agent_id, like=like, slot=slot, max_steps=40, producer=_PRODUCER,
+    )  # fmt: skip
+
+
+def test_the_runner_requests_controls_at_their_slots_like_the_agent_they_look_like() -> None:
+    """Issue #47: a control's request is the request of the agent it looks like, under
+    its own id, with no plan and no kind of its own, at its declared slot."""
+    careful = AgentSpec(agent_id="careful", model="scripted-careful", family="acme",
+                        system_prompt="be careful", limits=Limits(max_steps=12))  # fmt: skip
+    other = AgentSpec(agent_id="other", model="m2", family="orbit")
+    campaign = CampaignSpec(campaign_id="demo", agents=[careful, other], epochs=2)
+    task = Task(task_id="t1", prompt="p")
+    runs = plan_runs(campaign, task, producer=_PRODUCER, cause="c")
+    declared = [
+        _declared("t1", "cxxxxxx", 2),
+        _declared("t1", "czzzzzz", 99),  # past the end: last
+        _declared("t2", "cyyyyyy", 1),  # another task's: not this one's
+        _declared("t1", "careful", 1).model_copy(update={"control_run_id": "r" + "0" * 24}),
+    ]
+    controls = control_runs(campaign, task, declared, producer=_PRODUCER, cause="c")
+    merged = interleave(runs, controls)
+    assert [r.agent.agent_id for r in merged] == [
+        "careful",
+        "careful",
+        "cxxxxxx",
+        "other",
+        "other",
+        "czzzzzz",
+    ], "a declaration naming another run (here an agent's) requests nothing"
+    control = merged[2]
+    assert control.agent == careful.model_copy(update={"agent_id": "cxxxxxx"})
+    assert control.limits == careful.limits and control.run_id == declared[0].control_run_id
+    assert "control" not in control.agent.model_dump_json()
+    # A campaign without a model agent to look like: a plain model agent.
+    bare = control_runs(campaign, task, [_declared("t1", "cxxxxxx", 0, like=None)],
+                        producer=_PRODUCER, cause="c")  # fmt: skip
+    assert bare[0][1].agent.kind == "model"

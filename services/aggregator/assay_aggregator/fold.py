@@ -121,17 +121,55 @@ def _run_requested(state: State, e: RunRequested, seq: int) -> None:
     run.agent_model = e.agent.model
     run.epoch = e.epoch
     run.attempt = e.attempt
-    run.control_plan = e.agent.control_plan or ""
+    run.control_plan = _declared_plan(state, run)
+
+
+def _campaign_agent(state: State, run: RunRecord) -> bool:
+    """Whether the run's agent is one of its campaign's own (never a control)."""
+    campaign = state.campaigns.get(run.campaign_id) or {}
+    return any(a.get("agent_id") == run.agent_id for a in campaign.get("agents", ()))
+
+
+def _attempt_of(state: State, c: ControlRecord, run: RunRecord) -> bool:
+    """Whether `run` is an attempt of the declared control `c`: its run, or a later
+    attempt (`assay retry`) of the same task, agent and epoch."""
+    if run.campaign_id != c.campaign_id or run.task_id != c.task_id or not run.agent_id:
+        return False
+    if run.run_id == c.run_id:
+        return True
+    first = state.runs.get(c.run_id)
+    return first is not None and (first.agent_id, first.epoch) == (run.agent_id, run.epoch)
+
+
+def _declared_plan(state: State, run: RunRecord) -> str:
+    """The plan of the control `run` is an attempt of ('' for an agent's run). A request
+    carries nothing of it: the declaration alone makes a run a control, and never one
+    of the campaign's own agents' runs."""
+    if _campaign_agent(state, run):
+        return ""
+    c = state.controls.get(run.run_id)
+    if c is not None and _attempt_of(state, c, run):
+        return c.plan_sha256
+    if run.attempt:
+        for c in state.controls.values():
+            if _attempt_of(state, c, run):
+                return c.plan_sha256
+    return ""
 
 
 def _control_declared(state: State, e: ControlDeclared, seq: int) -> None:
     # The first declaration of a run counts; whether it names a control agent's run
     # (the same plan) is checked where controls are read, when both events are in.
-    if e.control_run_id not in state.controls:
-        state.controls[e.control_run_id] = ControlRecord(
-            e.campaign_id, e.task_id or "", e.control_run_id, e.kind, e.expected,
-            e.plan_sha256, seq,
-        )  # fmt: skip
+    if e.control_run_id in state.controls:
+        return
+    c = state.controls[e.control_run_id] = ControlRecord(
+        e.campaign_id, e.task_id or "", e.control_run_id, e.kind, e.expected,
+        e.plan_sha256, seq,
+    )  # fmt: skip
+    if e.control_run_id in state.runs:  # requested first (any order folds the same)
+        for run in state.runs.values():
+            if not run.control_plan and run.agent_id and _attempt_of(state, c, run):
+                run.control_plan = _declared_plan(state, run)
 
 
 def _sandbox_ready(state: State, e: SandboxReady, seq: int) -> None:

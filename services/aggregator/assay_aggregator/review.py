@@ -58,7 +58,7 @@ _RATER = {"task_id": pl.String, "run_id": pl.String, "rater_id": pl.String,
 
 
 def default_stratum(run: RunRecord) -> str:
-    """ "control" for a control agent's run (it carries a control plan), else "real"."""
+    """ "control" for a declared control run (`ControlDeclared`), else "real"."""
     return "control" if run.control_plan else "real"
 
 

@@ -31,7 +31,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 9
+SNAPSHOT_VERSION = 10
 """Bumped whenever a record or the layout changes: a snapshot of another version is
 ignored and the state rebuilt from the log."""
 
@@ -79,7 +79,8 @@ class RunRecord:
     first_sequence: int = 0
     last_sequence: int = 0
     control_plan: str = ""
-    """The control plan a control agent's run carries out ('' for an agent's run)."""
+    """The control plan of the declared control this run is an attempt of ('' for an
+    agent's run): from its ``ControlDeclared``, never from the request."""
     phase: RunPhase = "unknown"
     """Where the one lifecycle has the run (`assay_schemas.walk` over `lifecycle`)."""
     lifecycle: list[list[Any]] = field(default_factory=list)

@@ -172,6 +172,16 @@ class ControlProvider:
             return _call(turn, "bash", {"command": f"rm -f -- {paths}"})
         return _call(turn, "submit", {"answer": plan.message})
 
+    @staticmethod
+    def _say(plan: ControlPlan, turn: int) -> str | None:
+        """What an agent's model says beside a call, as the agents do: a line when it
+        writes its code and when it first runs it, nothing on the steps after."""
+        if turn < len(plan.code):
+            return "Writing the analysis script." if turn == 0 else "Writing the next script."
+        if plan.commands and turn == len(plan.code):
+            return "Running the analysis."
+        return None
+
     async def _think(self, plan: ControlPlan, turn: int) -> None:
         """A model's time to answer: the plan's median, spread like real steps'."""
         if plan.step_ms <= 0:
@@ -190,14 +200,17 @@ class ControlProvider:
         plan = await self._load()
         turn = sum(isinstance(m, AssistantMessage) for m in messages)
         call = await self._next(plan, messages, turn)
+        said = self._say(plan, turn)
         await self._think(plan, turn)
+        written = len(said or "") + len(call.name) + len(call.arguments)
         usage = Usage(
             input_tokens=max(1, math.ceil(_chars(messages, tools) / 4)),
-            output_tokens=max(1, math.ceil((len(call.name) + len(call.arguments)) / 4)),
+            output_tokens=max(1, math.ceil(written / 4)),
         )
         return Completion(
             provider="control",
             model=self.model_name,
+            text=said,
             tool_calls=(call,),
             stop_reason="tool_use",
             finish_reason="tool_calls",

@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from opentelemetry import trace
@@ -32,6 +33,7 @@ from assay_schemas import (
     AssayError,
     CampaignSpec,
     CampaignStarted,
+    ControlDeclared,
     ErrorInfo,
     Event,
     FailureStage,
@@ -53,7 +55,7 @@ from .agent import AgentRun, AnswerNotStored, StepTooLarge
 from .clients import ModelClients
 from .control import ControlProvider
 from .program import ProgramFailed, ProgramRun
-from .scheduler import plan_runs
+from .scheduler import control_runs, interleave, plan_runs
 from .tools import ToolBox
 from .web import NetPolicy, WebCacheUnreadable, WebProvider, web_for
 
@@ -127,6 +129,9 @@ class RunnerService:
     """Run ids this process is publishing now: the campaign and the task handler may both
     schedule a task's runs at once, and each run must start one trace, not two."""
     _admitting: _TaskLocks = field(default_factory=_TaskLocks)
+    _controls: dict[str, list[ControlDeclared]] = field(default_factory=dict)
+    """Each campaign's control declarations, read once: the submitter declares them all
+    before its first task, so the first admission already finds every one."""
     _blob_reads: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Attachments are read whole to be verified: one at a time in this process, so that
     admissions in flight do not hold many of them in memory at once."""
@@ -209,6 +214,9 @@ class RunnerService:
         ) as span:
             span.set_attribute("assay.run_id", run.run_id or "")
             span.set_attribute("assay.agent_id", run.agent.agent_id)
+            # Stamped when sent, not when planned: a request's time is its place in the
+            # task's order (controls planned a moment later must not arrive "later").
+            run = run.model_copy(update={"occurred_at": datetime.now(UTC)})
             try:
                 published = await self.bus.publish(
                     run, unchanged=Unchanged(self.bus.subjects.of(run), 0)
@@ -233,6 +241,7 @@ class RunnerService:
                 log.info("task %s refused: %s", event.task.task_id, rejected.detail)
                 await self.bus.publish(rejected)
             return
+        declared = await self._controls_of(event.campaign_id)
         runs = plan_runs(
             campaign,
             event.task,
@@ -240,6 +249,12 @@ class RunnerService:
             cause=event.event_id,
             gateway_root=self.gateway_root,
         )
+        # The task's controls among its agents' runs, each at its declared slot: requested
+        # by this runner like the others, so neither their order nor their producer tells.
+        controls = control_runs(
+            campaign, event.task, declared, producer=self.bus.producer, cause=event.event_id
+        )
+        runs = interleave(runs, controls)
         # Runs first, the answer after: a submission whose runs another runner requested
         # for a different task under the same id in the meantime is refused, not told yes.
         taken = await self._schedule(runs)
@@ -285,6 +300,25 @@ class RunnerService:
                 stored = Stored(raw.sequence, raw.subject, raw.data, raw.headers)
                 await self._admit(event.campaign, task, stored)
 
+    async def _controls_of(self, campaign_id: str) -> list[ControlDeclared]:
+        """The campaign's control declarations (read from the log once)."""
+        if campaign_id not in self._controls:
+            subject = self.bus.subjects.event("ControlDeclared", campaign_id, "-")
+            self._controls[campaign_id] = [
+                logged.event
+                async for logged in self.bus.replay(subject=subject)
+                if isinstance(logged.event, ControlDeclared)
+            ]
+        return self._controls[campaign_id]
+
+    async def _control_of(self, request: RunRequested) -> ControlDeclared | None:
+        """The declaration of the control a run request is an attempt of, if any: its
+        task, agent and epoch (`assay retry` makes later attempts under new run ids)."""
+        for d in await self._controls_of(request.campaign_id):
+            if (d.task_id, d.agent_id, d.epoch) == (request.task_id, request.agent.agent_id, request.epoch):  # fmt: skip
+                return d
+        return None
+
     # --- running ------------------------------------------------------------------------
 
     async def on_sandbox_ready(self, event: SandboxReady, delivery: Delivery) -> None:
@@ -319,7 +353,12 @@ class RunnerService:
                 await self._program_run(request, event, sandbox).run(steps, delivery.attempt)
             else:
                 web = await web_for(request, bus=self.bus, store=self.store, net=self.web_net)
-                with self._provider(request) as provider:
+                control = await self._control_of(request)
+                if control is not None:  # its plan's steps, whatever the agent's limit
+                    most = max(request.limits.max_steps, control.max_steps)
+                    limits = request.limits.model_copy(update={"max_steps": most})
+                    request = request.model_copy(update={"limits": limits})
+                with self._provider(request, control) as provider:
                     run = self._agent_run(request, event, sandbox, steps, web, provider)
                     await run.run(steps)
         except SandboxGone as e:
@@ -367,12 +406,13 @@ class RunnerService:
         )
         await self._fail(history.request, event, "agent", ErrorInfo.of(error), infrastructure=True)
 
-    def _provider(self, request: RunRequested) -> AbstractContextManager[ModelProvider]:
-        """A control agent's scripted plan, or a model client leased for the run."""
-        plan = request.agent.control_plan
-        if plan is not None:
+    def _provider(
+        self, request: RunRequested, control: ControlDeclared | None
+    ) -> AbstractContextManager[ModelProvider]:
+        """A control's plan (`control`), or a model client leased for the run."""
+        if control is not None:
             provider = ControlProvider(
-                plan_sha256=plan, store=self.store, model_name=request.agent.model
+                plan_sha256=control.plan_sha256, store=self.store, model_name=request.agent.model
             )
             return nullcontext(provider)
         return self.clients.lease(request.agent)

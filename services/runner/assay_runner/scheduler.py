@@ -1,13 +1,22 @@
-"""Scheduling: a campaign and a task become one RunRequested per (agent, epoch)."""
+"""Scheduling: a campaign and a task become one RunRequested per (agent, epoch), and one
+per declared control run, interleaved among them where its declaration says."""
 
 from __future__ import annotations
 
 import secrets
 from pathlib import Path
 
-from assay_schemas import CampaignSpec, Producer, RunRequested, Task, run_id_for
+from assay_schemas import (
+    AgentSpec,
+    CampaignSpec,
+    ControlDeclared,
+    Producer,
+    RunRequested,
+    Task,
+    run_id_for,
+)
 
-__all__ = ["plan_runs"]
+__all__ = ["control_runs", "interleave", "plan_runs"]
 
 
 def plan_runs(
@@ -59,3 +68,58 @@ def plan_runs(
                 )
             )
     return runs
+
+
+def _looks(campaign: CampaignSpec, declared: ControlDeclared) -> AgentSpec:
+    """The control agent's spec: the campaign agent's it looks like, under its own id."""
+    assert declared.agent_id is not None
+    like = next((a for a in campaign.agents if a.agent_id == declared.like), None)
+    if like is None or like.kind != "model":
+        return AgentSpec(agent_id=declared.agent_id, model="control")
+    return like.model_copy(update={"agent_id": declared.agent_id})
+
+
+def control_runs(
+    campaign: CampaignSpec,
+    task: Task,
+    declared: list[ControlDeclared],
+    *,
+    producer: Producer,
+    cause: str,
+) -> list[tuple[int, RunRequested]]:
+    """Each declared control of `task` (those naming their agent) as (slot, request): an
+    ordinary request of the agent it looks like, nothing in it marks a control."""
+    out = []
+    for d in declared:
+        if d.task_id != task.task_id or d.agent_id is None:
+            continue
+        agent = _looks(campaign, d)
+        run_id = run_id_for(campaign.campaign_id, task.task_id, agent.agent_id, d.epoch)
+        if run_id != d.control_run_id:
+            continue  # a declaration that names another run requests nothing
+        request = RunRequested(
+            event_id=RunRequested.id_for(run_id),
+            campaign_id=campaign.campaign_id,
+            run_id=run_id,
+            task_id=task.task_id,
+            causation_id=cause,
+            task=task,
+            agent=agent,
+            epoch=d.epoch,
+            limits=agent.limits or campaign.limits,
+            sandbox=campaign.sandbox,
+            scripted=campaign.scripted,
+            prices=campaign.prices,
+            web=campaign.web,
+            producer=producer,
+        )
+        out.append((d.slot, request))
+    return out
+
+
+def interleave(runs: list[RunRequested], controls: list[tuple[int, RunRequested]]) -> list[RunRequested]:  # fmt: skip
+    """`runs` in their order with each control at its slot (past the end: last)."""
+    merged = list(runs)
+    for slot, request in sorted(controls, key=lambda c: (c[0], c[1].run_id or "")):
+        merged.insert(min(slot, len(merged)), request)
+    return merged
