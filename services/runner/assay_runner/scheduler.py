@@ -12,6 +12,7 @@ from assay_schemas import (
     ControlDeclared,
     Producer,
     RunRequested,
+    SandboxSpec,
     Task,
     run_id_for,
 )
@@ -36,7 +37,6 @@ def plan_runs(
     runs = []
     for agent in campaign.agents:
         for epoch in range(campaign.epochs):
-            run_id = run_id_for(campaign.campaign_id, task.task_id, agent.agent_id, epoch)
             sandbox = campaign.sandbox
             if agent.program is not None:
                 if gateway_root is None:
@@ -49,25 +49,37 @@ def plan_runs(
                         "bundle_sha256": agent.program.bundle_sha256,
                     }
                 )
-            runs.append(
-                RunRequested(
-                    event_id=RunRequested.id_for(run_id),
-                    campaign_id=campaign.campaign_id,
-                    run_id=run_id,
-                    task_id=task.task_id,
-                    causation_id=cause,
-                    task=task,
-                    agent=agent,
-                    epoch=epoch,
-                    limits=agent.limits or campaign.limits,
-                    sandbox=sandbox,
-                    scripted=campaign.scripted,
-                    prices=campaign.prices,
-                    web=campaign.web,
-                    producer=producer,
-                )
-            )
+            runs.append(_request(campaign, task, agent, epoch, sandbox, producer, cause))
     return runs
+
+
+def _request(
+    campaign: CampaignSpec,
+    task: Task,
+    agent: AgentSpec,
+    epoch: int,
+    sandbox: SandboxSpec,
+    producer: Producer,
+    cause: str,
+) -> RunRequested:
+    """One run's request: what every request of the campaign shares, for this agent."""
+    run_id = run_id_for(campaign.campaign_id, task.task_id, agent.agent_id, epoch)
+    return RunRequested(
+        event_id=RunRequested.id_for(run_id),
+        campaign_id=campaign.campaign_id,
+        run_id=run_id,
+        task_id=task.task_id,
+        causation_id=cause,
+        task=task,
+        agent=agent,
+        epoch=epoch,
+        limits=agent.limits or campaign.limits,
+        sandbox=sandbox,
+        scripted=campaign.scripted,
+        prices=campaign.prices,
+        web=campaign.web,
+        producer=producer,
+    )
 
 
 def _looks(campaign: CampaignSpec, declared: ControlDeclared) -> AgentSpec:
@@ -97,22 +109,7 @@ def control_runs(
         run_id = run_id_for(campaign.campaign_id, task.task_id, agent.agent_id, d.epoch)
         if run_id != d.control_run_id:
             continue  # a declaration that names another run requests nothing
-        request = RunRequested(
-            event_id=RunRequested.id_for(run_id),
-            campaign_id=campaign.campaign_id,
-            run_id=run_id,
-            task_id=task.task_id,
-            causation_id=cause,
-            task=task,
-            agent=agent,
-            epoch=d.epoch,
-            limits=agent.limits or campaign.limits,
-            sandbox=campaign.sandbox,
-            scripted=campaign.scripted,
-            prices=campaign.prices,
-            web=campaign.web,
-            producer=producer,
-        )
+        request = _request(campaign, task, agent, d.epoch, campaign.sandbox, producer, cause)
         out.append((d.slot, request))
     return out
 
