@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from assay.config import Settings
-from assay_aggregator import Projections, fold
-from assay_aggregator.frame_cache import FrameCache
-from assay_aggregator.projections import TABLE_NAMES
+from assay_aggregator import fold
 from assay_aggregator.snapshot import load_snapshot, paths_for, save_snapshot
-from assay_aggregator.state import State, state_from_json, state_to_json
+from assay_report import Projections
+from assay_report.frame_cache import FrameCache
+from assay_report.projections import TABLE_NAMES
+from assay_report.state import State, state_from_json, state_to_json
 from assay_schemas import (
     AgentSpec,
     DimensionScore,

@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterator
 import polars as pl
 import pytest
 
-from assay_aggregator import Projections, build_report, fold
-from assay_aggregator.report import Report
-from assay_aggregator.statistics import USED_MODELS_SCHEMA, StatisticsInputError, unpriced_models
+from assay_aggregator import fold
+from assay_report import Projections, build_report
+from assay_report.report import Report
+from assay_report.statistics import USED_MODELS_SCHEMA, StatisticsInputError, unpriced_models
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,

@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from assay_aggregator import statistics as st
-from assay_aggregator.statistics._self_preference import design, fit
+from assay_report import statistics as st
+from assay_report.statistics._self_preference import design, fit
 from bench.synthetic_tables import synthetic_tables
 from tests.aggregator.stats import rows_of
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from assay_aggregator import statistics as st
+from assay_report import statistics as st
 from bench.synthetic_tables import synthetic_tables
 
 

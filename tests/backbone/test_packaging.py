@@ -20,6 +20,7 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "assay",
         ("docker", "openai", "anthropic", "polars", "boto3", "typer", "rich"),
     ),
+    "assay_report": ("report", "assay-report", ("docker", "openai", "typer")),
     "assay_runner": ("services/runner", "assay-runner", ("docker", "polars")),
     "assay_sandbox_manager": (
         "services/sandbox-manager",
@@ -35,13 +36,15 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
 LOCAL_DEPS = {
     "assay-schemas": (),
     "assay": ("schemas",),
+    "assay-report": ("schemas", "assay"),
     "assay-runner": ("schemas", "assay"),
     "assay-sandbox-manager": ("schemas", "assay"),
     "assay-judge": ("schemas", "assay"),
-    "assay-aggregator": ("schemas", "assay"),
+    "assay-aggregator": ("schemas", "assay", "report"),
     "assay-cli": (
         "schemas",
         "assay",
+        "report",
         "services/runner",
         "services/sandbox-manager",
         "services/judge",

@@ -11,10 +11,10 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay_aggregator.review import review_queue
 from assay_aggregator.view import Source, create_app
 from assay_aggregator.view.asgi import MAX_FORM_BYTES
 from assay_aggregator.view.review import ReviewDesk
+from assay_report.review import review_queue
 from assay_schemas import ConfigError
 
 from .conftest import SPEC, Signed, enroll, projections, rubric_scores

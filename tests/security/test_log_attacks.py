@@ -25,13 +25,13 @@ from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay_aggregator.audit import REFUSED, audit_run, load_run_events
 from assay_aggregator.handlers import AggregatorService
-from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream
-from assay_aggregator.report import build_report
 from assay_aggregator.service import build as build_aggregator
 from assay_cli.campaign import submit_campaign
 from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_judge.service import build_rules
+from assay_report.projections import Projections
+from assay_report.report import build_report
 from assay_schemas import (
     JudgmentRecorded,
     Producer,

@@ -24,7 +24,7 @@ from ._home import HOME_HELP, home_settings
 # inside the commands that use them, so that `assay --help` and every other command
 # start without them; the names are imported here for the type checker only.
 if TYPE_CHECKING:
-    from assay_aggregator.state import State
+    from assay_report.state import State
 
 
 @app.command()

@@ -77,7 +77,7 @@ def print_dead_letters(rows: list[dict[str, str | int]], out: Console) -> None:
     its reason wrapped between words, never folded mid-word into fragments."""
     # Here, not at the top: assay_aggregator loads polars and scipy (about 2 s), which
     # `assay --help` and the other commands need not wait for.
-    from assay_aggregator.terminal_table import print_table
+    from assay_report.terminal_table import print_table
 
     cells = [
         [str(r[k]) for k in ("sequence", "consumer", "log_sequence", "subject", "deliveries")]

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay_report.projections import Projections
 from assay_schemas import (
     HUMAN_SAMPLE,
     DimensionScore,
@@ -30,7 +31,6 @@ from assay_schemas import (
 )
 
 from .admission import rubric_keys
-from .projections import Projections
 
 __all__ = [
     "MAX_IMPORT_BYTES",
