@@ -11,7 +11,7 @@ purpose is in it (the classes outside this package are named with their module).
     │   ├── _Refused                    assay.http11: a request the server will not read
     │   ├── ToolArgumentError           assay_runner.tools: a tool called with bad arguments
     │   ├── ReadError                   assay.sealed: a sealed file cannot be read as asked
-    │   └── RequestRefused              assay_aggregator.view.hosts: another host or origin, a bad form
+    │   └── RequestRefused              assay_viewer.hosts: another host or origin, a bad form
     ├── ConfigError             settings or environment are wrong
     ├── BusError                NATS / JetStream failures (publish not acked, stream missing)
     │   ├── LogChanged          a conditional publish refused: the log moved since it was read

@@ -28,7 +28,6 @@ from assay.store import LocalBlobStore
 from assay_aggregator.audit import REFUSED, audit_run, load_run_events
 from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.service import build as build_aggregator
-from assay_aggregator.view.data import Source
 from assay_cli.commands._report import _projections
 from assay_report.export import export_parquet
 from assay_report.projections import Projections
@@ -45,6 +44,7 @@ from assay_schemas import (
     TaskSubmitted,
     run_id_for,
 )
+from assay_viewer.data import Source
 from bench.synthetic_log import LogSpec, publish_events, synthetic_events
 
 SPEC = LogSpec(

@@ -2,8 +2,9 @@
 
 schemas imports nothing of ours; the core (assay) only the schemas; the report
 (assay_report: the state, statistics and renderers, no bus) only those two; each service
-only the core, the schemas and the report, never another service; the CLI (assay_cli) may
-import them all. Read
+only the core, the schemas and the report, never another service; the viewer
+(assay_viewer: the web app and the review desk) those and the aggregator, whose log
+reading and admission it shows; the CLI (assay_cli) may import them all. Read
 from the source's syntax tree, so an import inside a function counts as much as one at the
 top of a module."""
 
@@ -29,7 +30,14 @@ FLOORS: dict[str, tuple[str, frozenset[str]]] = {
         "services/aggregator",
         frozenset({"assay_schemas", "assay", "assay_report"}),
     ),
-    "assay_cli": ("cli", frozenset({"assay_schemas", "assay", "assay_report", *SERVICES})),
+    "assay_viewer": (
+        "viewer",
+        frozenset({"assay_schemas", "assay", "assay_report", "assay_aggregator"}),
+    ),
+    "assay_cli": (
+        "cli",
+        frozenset({"assay_schemas", "assay", "assay_report", "assay_viewer", *SERVICES}),
+    ),
 }
 OURS = frozenset(FLOORS)
 

@@ -29,6 +29,7 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     ),
     "assay_judge": ("services/judge", "assay-judge", ("docker",)),
     "assay_aggregator": ("services/aggregator", "assay-aggregator", ("docker", "openai")),
+    "assay_viewer": ("viewer", "assay-viewer", ("docker", "openai")),
     # Above the services: it drives all of them, so nothing is foreign to it.
     "assay_cli": ("cli", "assay-cli", ()),
 }
@@ -41,6 +42,7 @@ LOCAL_DEPS = {
     "assay-sandbox-manager": ("schemas", "assay"),
     "assay-judge": ("schemas", "assay"),
     "assay-aggregator": ("schemas", "assay", "report"),
+    "assay-viewer": ("schemas", "assay", "report", "services/aggregator"),
     "assay-cli": (
         "schemas",
         "assay",
@@ -49,6 +51,7 @@ LOCAL_DEPS = {
         "services/sandbox-manager",
         "services/judge",
         "services/aggregator",
+        "viewer",
     ),
 }
 

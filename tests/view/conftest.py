@@ -15,7 +15,6 @@ import uvicorn
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay_aggregator.view import Source, create_app
 from assay_schemas import (
     AgentStepLogged,
     ArtifactsSealed,
@@ -37,6 +36,7 @@ from assay_schemas import (
     ToolResultRecord,
     same_run,
 )
+from assay_viewer import Source, create_app
 from bench.synthetic_log import publish_events
 from tests.aggregator.conftest import SPEC, Published, publish
 

@@ -7,8 +7,8 @@ import re
 import httpx
 
 from assay.bus import Bus
-from assay_aggregator.view.asgi import CSP
 from assay_schemas import AgentStepLogged
+from assay_viewer.asgi import CSP
 from bench.synthetic_log import publish_events
 
 from .conftest import HOSTILE, REPAIRED_SAMPLE, SCRIPT, Published

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from assay_aggregator.view.pages import view_environment
-from assay_aggregator.view.transcript import transcript
 from assay_schemas import AgentStepLogged, ToolCallRecord, ToolResultRecord, WebSource
+from assay_viewer.pages import view_environment
+from assay_viewer.transcript import transcript
 
 SHA_TEXT, SHA_BODY = "a" * 64, "b" * 64
 

@@ -12,7 +12,7 @@ from assay_report.pages import environment
 
 __all__ = ["VIEWER", "render_page", "report_css", "static", "view_environment"]
 
-VIEWER = "assay_aggregator"
+VIEWER = "assay_viewer"
 """The package whose `templates/` folder holds the viewer's pages."""
 
 

@@ -41,9 +41,9 @@ from assay_report.review import (
 from assay_report.statistics import AnalysisSettings, validity_warnings
 from assay_schemas import ID_PATTERN, FileRef, Rubric, Task, default_rubric
 
-from ..grading import Grade, grade_problem, human_verdict, outcomes, publish_verdicts
 from .asgi import Request, Response, Route
 from .data import Source, file_tree
+from .grading import Grade, grade_problem, human_verdict, outcomes, publish_verdicts
 from .pages import render_page
 from .previews import blob_headers, preview_file
 

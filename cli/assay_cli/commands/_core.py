@@ -20,7 +20,7 @@ from assay_schemas import Event, export_schemas
 from ._app import app, console, err_console, run_async, schemas_app
 from ._home import HOME_HELP, home_settings
 
-# assay_aggregator and assay_judge load polars, scipy and numpy (about 2 s): imported
+# assay_report and assay_judge load polars, scipy and numpy (about 2 s): imported
 # inside the commands that use them, so that `assay --help` and every other command
 # start without them; the names are imported here for the type checker only.
 if TYPE_CHECKING:
