@@ -29,11 +29,11 @@ from assay_report.projections import Projections
 from assay_report.report import build_report
 from assay_report.statistics._bootstrap import ratio, resample_counts
 from assay_report.statistics._panel import cell_means, prepare
+from assay_testing.synthetic_log import LogSpec, publish_events, synthetic_events
 from bench.table import Row
 
 from .incremental import bench_incremental
 from .procs import memory
-from .synthetic_log import LogSpec, publish_events, synthetic_events
 
 __all__ = ["bench_aggregator"]
 

@@ -362,7 +362,7 @@ def bundled_campaign(tmp: Path, update: Mapping[str, Any] | None = None) -> Camp
     from assay_cli.commands._home import home_settings
     from assay_cli.demo import agent_scripts, judge_scripts
     from assay_cli.run import run_campaign
-    from assay_cli.scripted import ScriptedModelServer
+    from assay_testing.scripted import ScriptedModelServer
 
     campaign = yaml.safe_load((ROOT / "examples" / "campaign.yaml").read_text())
     campaign.update(update or {})

@@ -34,7 +34,6 @@ from assay.store import LocalBlobStore
 from assay.tasks import TaskDraft
 from assay_cli.campaign import submit_campaign
 from assay_cli.demo import JudgeTemper, judge_script
-from assay_cli.scripted import Script, ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_schemas import (
     RULES_JUDGE_ID,
     AgentSpec,
@@ -45,6 +44,7 @@ from assay_schemas import (
     Limits,
     SandboxSpec,
 )
+from assay_testing.scripted import Script, ScriptedModelServer, ScriptedSequence, ScriptReply
 
 from .procs import Memory, cpu_s, memory
 from .procs import self_cpu as own_cpu

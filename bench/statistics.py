@@ -13,8 +13,7 @@ from assay_report.statistics._bootstrap import ratio, resample_counts
 from assay_report.statistics._context import AnalysisSettings
 from assay_report.statistics._panel import cell_means, prepare
 from assay_report.statistics._suite import compute_statistics
-
-from .synthetic_tables import synthetic_tables
+from assay_testing.synthetic_tables import synthetic_tables
 
 __all__ = ["BenchRow", "bench_statistics"]
 

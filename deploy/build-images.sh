@@ -40,7 +40,7 @@ fi
 
 # Targets in Dockerfile order (the classic builder builds every stage before its target).
 TARGETS=(sandbox-manager runner judge aggregator assay)
-PACKAGES=(schemas assay report services/runner services/sandbox-manager services/judge services/aggregator viewer cli)
+PACKAGES=(schemas assay report services/runner services/sandbox-manager services/judge services/aggregator viewer testing cli)
 RECIPE=(deploy/docker deploy/build-images.sh deploy/sandbox/build-rootfs.sh deploy/sandbox/resident.c deploy/sandbox/spawn.c)
 
 image_of() { if [[ "$1" == assay ]]; then echo assay; else echo "assay-$1"; fi; }
@@ -64,7 +64,7 @@ packages_of() {
 # What pip resolves for a target: its packages with their third-party dependencies.
 requirement_of() {
   if [[ "$1" == assay ]]; then
-    echo "assay[providers,aws] assay-runner assay-sandbox-manager assay-judge assay-aggregator assay-viewer assay-cli"
+    echo "assay[providers,aws] assay-runner assay-sandbox-manager assay-judge assay-aggregator assay-viewer assay-testing assay-cli"
   else
     echo "assay-$1"
   fi

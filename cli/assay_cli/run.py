@@ -28,12 +28,12 @@ from assay_cli.commands._watch import log_head, print_pending, watch_log
 from assay_cli.demo import agent_scripts, judge_scripts
 from assay_cli.doctor import checks_for, print_checks, run_checks
 from assay_cli.progress import Progress
-from assay_cli.scripted import Script, ScriptedModelServer
 from assay_cli.stack import Stack
 from assay_report.html import render_html
 from assay_report.report import Report, build_report, report_json
 from assay_report.terminal import print_report
 from assay_schemas import CampaignSpec, ConfigError, Problems, TaskInputError
+from assay_testing.scripted import Script, ScriptedModelServer
 
 __all__ = ["RunOutcome", "run_campaign", "scripted_campaign"]
 

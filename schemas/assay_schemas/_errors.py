@@ -29,7 +29,7 @@ purpose is in it (the classes outside this package are named with their module).
     ├── ProgramFailed                   assay_runner.program: a program run cannot finish
     ├── _Refused                        assay_runner.gateway: a model call refused
     ├── UpstreamError                   assay.http11: the upstream broke the exchange
-    ├── ScriptExhausted                 assay_cli.scripted: a scripted model has no reply left
+    ├── ScriptExhausted                 assay_testing.scripted: a scripted model has no reply left
     └── OverTime, Died, Closed, Raised  assay_judge.killable: a killable call's ends
 
 Errors name the task, run, field, blob or subject they concern and chain their cause.

@@ -31,7 +31,7 @@ from assay_schemas import (
     RunRequested,
     run_id_for,
 )
-from bench.synthetic_log import synthetic_events
+from assay_testing.synthetic_log import synthetic_events
 
 from .conftest import SPEC
 from .test_controls_fold import DIMS, P, _log, _run

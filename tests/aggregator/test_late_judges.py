@@ -25,7 +25,7 @@ from assay_schemas import (
     Producer,
     RunRequested,
 )
-from bench.synthetic_log import synthetic_events
+from assay_testing.synthetic_log import synthetic_events
 
 from .conftest import SPEC
 

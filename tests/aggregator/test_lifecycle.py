@@ -23,7 +23,7 @@ from assay_schemas import (
     RunFailed,
     RunRequested,
 )
-from bench.synthetic_log import synthetic_events
+from assay_testing.synthetic_log import synthetic_events
 
 from .conftest import SPEC as BASE
 

@@ -38,7 +38,7 @@ from assay_schemas import (
     RunHistory,
     lifecycle_step,
 )
-from bench.synthetic_log import LogSpec, synthetic_events
+from assay_testing.synthetic_log import LogSpec, synthetic_events
 
 SPEC = LogSpec(
     campaign_id="stateful", n_tasks=1, n_agents=3, n_samples=1, steps_per_run=1,

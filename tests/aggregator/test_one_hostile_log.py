@@ -44,8 +44,8 @@ from assay_schemas import (
     TaskSubmitted,
     run_id_for,
 )
+from assay_testing.synthetic_log import LogSpec, publish_events, synthetic_events
 from assay_viewer.data import Source
-from bench.synthetic_log import LogSpec, publish_events, synthetic_events
 
 SPEC = LogSpec(
     campaign_id="camp",

@@ -13,7 +13,7 @@ from assay_report import Projections, build_report, canonical_json, report_json,
 from assay_report.html import plots, render_html
 from assay_report.pages import render_chart
 from assay_report.statistics import DEFINITIONS, AnalysisSettings, compute_statistics
-from bench.synthetic_log import synthetic_events
+from assay_testing.synthetic_log import synthetic_events
 
 from .conftest import SPEC
 

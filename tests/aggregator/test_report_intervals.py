@@ -15,7 +15,7 @@ from statsmodels.stats.proportion import proportion_confint  # type: ignore[impo
 from assay_aggregator import fold
 from assay_report import Projections, build_report, report_json
 from assay_schemas import ErrorInfo, Event, JudgmentFailed, JudgmentRecorded
-from bench.synthetic_log import synthetic_events
+from assay_testing.synthetic_log import synthetic_events
 
 from .conftest import SPEC
 

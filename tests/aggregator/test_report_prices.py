@@ -26,7 +26,7 @@ from assay_schemas import (
     Price,
     Usage,
 )
-from bench.synthetic_log import LogSpec, synthetic_events
+from assay_testing.synthetic_log import LogSpec, synthetic_events
 
 SPEC = LogSpec(campaign_id="priced", n_tasks=3, n_agents=2, rules=False, seed=1)
 

@@ -15,7 +15,7 @@ from assay_aggregator.snapshot import load_snapshot, paths_for
 from assay_aggregator.verify import ReportParams, verify
 from assay_report.projections import Projections
 from assay_schemas import ArtifactsSealed, Event, FileRef, SealManifest
-from bench.synthetic_log import LogSpec, publish_events, synthetic_events
+from assay_testing.synthetic_log import LogSpec, publish_events, synthetic_events
 
 from .conftest import SPEC, Published, publish, run_cli
 

@@ -17,7 +17,7 @@ from scipy.stats import binomtest  # type: ignore[import-untyped]
 
 from assay_report import statistics as st
 from assay_report.statistics._no_spread import no_spread_bounds
-from bench.synthetic_tables import synthetic_tables
+from assay_testing.synthetic_tables import synthetic_tables
 
 from .stats import rows_of
 

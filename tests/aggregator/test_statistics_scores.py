@@ -12,7 +12,7 @@ from statsmodels.stats.proportion import proportion_confint  # type: ignore[impo
 
 from assay_report import statistics as st
 from assay_report.statistics._bootstrap import resample_counts
-from bench.synthetic_tables import synthetic_tables
+from assay_testing.synthetic_tables import synthetic_tables
 from tests.aggregator.stats import rows_of
 
 # Monte-Carlo tolerance for comparing our percentile CI with scipy's (independent

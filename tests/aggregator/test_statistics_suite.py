@@ -12,7 +12,7 @@ from assay_report import statistics as st
 from assay_report.statistics import _results
 from assay_report.statistics._bootstrap import resample_counts
 from assay_report.statistics._panel import prepare
-from bench.synthetic_tables import synthetic_tables
+from assay_testing.synthetic_tables import synthetic_tables
 from tests.aggregator.stats import rows_of
 
 

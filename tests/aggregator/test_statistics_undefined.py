@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from assay_report import statistics as st
-from bench.synthetic_tables import synthetic_tables
+from assay_testing.synthetic_tables import synthetic_tables
 from tests.aggregator.stats import rows_of
 
 with warnings.catch_warnings():  # third-party imports may warn on newer pandas/numpy

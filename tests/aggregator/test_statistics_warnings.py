@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from assay_report import statistics as st
-from bench.synthetic_tables import synthetic_tables
+from assay_testing.synthetic_tables import synthetic_tables
 
 
 def _warnings(tables: st.Tables, **kw: object) -> dict[tuple[str, str], st.StatisticsWarning]:

@@ -12,7 +12,7 @@ from assay_aggregator import fold
 from assay_report import Projections
 from assay_report import statistics as st
 from assay_schemas import DimensionScore, JudgmentRecorded
-from bench.synthetic_tables import synthetic_tables
+from assay_testing.synthetic_tables import synthetic_tables
 
 from .conftest import Published
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from assay_aggregator import fold
 from assay_report import Projections, Report, build_report
 from assay_report.terminal import print_report
-from bench.synthetic_log import LogSpec, synthetic_events
+from assay_testing.synthetic_log import LogSpec, synthetic_events
 
 # Long, hyphenated names: what a naive layout wraps mid-word or crops with an ellipsis.
 NAMES = [

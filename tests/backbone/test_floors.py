@@ -4,7 +4,10 @@ schemas imports nothing of ours; the core (assay) only the schemas; the report
 (assay_report: the state, statistics and renderers, no bus) only those two; each service
 only the core, the schemas and the report, never another service; the viewer
 (assay_viewer: the web app and the review desk) those and the aggregator, whose log
-reading and admission it shows; the CLI (assay_cli) may import them all. Read
+reading and admission it shows; the testing parts (assay_testing: the scripted model
+server, the synthetic log, pipeline helpers) the services and what they stand on, so a
+service test needs neither the CLI nor the benches; the CLI (assay_cli) may import them
+all. Read
 from the source's syntax tree, so an import inside a function counts as much as one at the
 top of a module."""
 
@@ -34,9 +37,15 @@ FLOORS: dict[str, tuple[str, frozenset[str]]] = {
         "viewer",
         frozenset({"assay_schemas", "assay", "assay_report", "assay_aggregator"}),
     ),
+    "assay_testing": (
+        "testing",
+        frozenset({"assay_schemas", "assay", "assay_report", *SERVICES}),
+    ),
     "assay_cli": (
         "cli",
-        frozenset({"assay_schemas", "assay", "assay_report", "assay_viewer", *SERVICES}),
+        frozenset(
+            {"assay_schemas", "assay", "assay_report", "assay_viewer", "assay_testing", *SERVICES}
+        ),
     ),
 }
 OURS = frozenset(FLOORS)

@@ -30,6 +30,7 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "assay_judge": ("services/judge", "assay-judge", ("docker",)),
     "assay_aggregator": ("services/aggregator", "assay-aggregator", ("docker", "openai")),
     "assay_viewer": ("viewer", "assay-viewer", ("docker", "openai")),
+    "assay_testing": ("testing", "assay-testing", ("typer",)),
     # Above the services: it drives all of them, so nothing is foreign to it.
     "assay_cli": ("cli", "assay-cli", ()),
 }
@@ -43,6 +44,14 @@ LOCAL_DEPS = {
     "assay-judge": ("schemas", "assay"),
     "assay-aggregator": ("schemas", "assay", "report"),
     "assay-viewer": ("schemas", "assay", "report", "services/aggregator"),
+    "assay-testing": (
+        "schemas",
+        "assay",
+        "report",
+        "services/runner",
+        "services/sandbox-manager",
+        "services/judge",
+    ),
     "assay-cli": (
         "schemas",
         "assay",
@@ -52,6 +61,7 @@ LOCAL_DEPS = {
         "services/judge",
         "services/aggregator",
         "viewer",
+        "testing",
     ),
 }
 

@@ -30,9 +30,9 @@ from assay_cli.commands._home import home_settings
 from assay_cli.commands._report import _projections
 from assay_cli.demo import agent_scripts, judge_scripts
 from assay_cli.run import run_campaign
-from assay_cli.scripted import ScriptedModelServer, ScriptReply, ScriptRequest
 from assay_report.validity import control_frame
 from assay_schemas import DERIVED_VARIANTS, default_rubric
+from assay_testing.scripted import ScriptedModelServer, ScriptReply, ScriptRequest
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -37,7 +37,6 @@ from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.snapshot import paths_for
 from assay_cli.campaign import submit_campaign
 from assay_cli.demo import JudgeTemper, judge_script
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_report.canonical import canonical_json
 from assay_report.projections import Projections
 from assay_report.report import build_report
@@ -56,7 +55,8 @@ from assay_schemas import (
     SandboxSpec,
     run_id_for,
 )
-from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, settings_env, write_task
+from assay_testing.pipeline import SCRIPTED_KEY, campaign, scripted_agent, settings_env, write_task
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 __all__ = [
     "CAMPAIGN_ID",

@@ -24,12 +24,12 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay_aggregator.rebuild import fold_stream
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_judge import build
 from assay_report.projections import Projections
 from assay_report.report import Report, build_report, report_json
 from assay_report.terminal import print_report
 from assay_schemas import JudgeRegistered, JudgmentFailed, JudgmentRecorded
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 from .cases import (
     SCRIPTED_KEY,

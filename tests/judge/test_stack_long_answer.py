@@ -33,7 +33,7 @@ from assay_schemas import (
     TaskAccepted,
     TaskSubmitted,
 )
-from tests.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
+from assay_testing.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
 
 pytestmark = pytest.mark.timeout(300)
 

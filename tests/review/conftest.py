@@ -20,8 +20,8 @@ from assay.store import LocalBlobStore
 from assay_aggregator.rebuild import fold_stream
 from assay_report.projections import Projections
 from assay_schemas import ArtifactsSealed, Event, JudgmentRecorded
+from assay_testing.synthetic_log import LogSpec, publish_events, synthetic_events
 from assay_viewer.grading import Grade, human_verdict
-from bench.synthetic_log import LogSpec, publish_events, synthetic_events
 
 SPEC = LogSpec(
     campaign_id="camp",

@@ -24,7 +24,7 @@ from assay_schemas import (
     TaskSubmitted,
     TextContainsCheck,
 )
-from tests.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
+from assay_testing.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
 
 OUTSIDE = Producer(service="outside", version="1")
 

@@ -27,8 +27,8 @@ from assay_schemas import (
     SandboxSpec,
     Task,
 )
+from assay_testing.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
 from tests.frozen import FrozenInstance
-from tests.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
 
 
 class BrokenFactory(RuntimeError):

@@ -28,7 +28,6 @@ from assay_aggregator.handlers import AggregatorService
 from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.service import build as build_aggregator
 from assay_cli.campaign import submit_campaign
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_judge.service import build_rules
 from assay_report.projections import Projections
 from assay_report.report import build_report
@@ -41,8 +40,15 @@ from assay_schemas import (
     TaskSubmitted,
     parse_event,
 )
+from assay_testing.pipeline import (
+    SCRIPTED_KEY,
+    campaign,
+    scripted_agent,
+    wait_for_events,
+    write_task,
+)
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from tests.judge.cases import judge_spec, reading_judge, verdict
-from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, wait_for_events, write_task
 
 from .conftest import CAMPAIGN, SecureNats
 from .stack import connected, restricted_services

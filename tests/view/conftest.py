@@ -36,8 +36,8 @@ from assay_schemas import (
     ToolResultRecord,
     same_run,
 )
+from assay_testing.synthetic_log import publish_events
 from assay_viewer import Source, create_app
-from bench.synthetic_log import publish_events
 from tests.aggregator.conftest import SPEC, Published, publish
 
 from .documents import docx_bytes, pdf_bytes, xlsx_bytes

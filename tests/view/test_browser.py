@@ -14,7 +14,7 @@ import pytest
 
 from assay.bus import Bus
 from assay_schemas import AgentStepLogged, JudgmentRecorded
-from bench.synthetic_log import publish_events
+from assay_testing.synthetic_log import publish_events
 
 from .conftest import HOSTILE, PAYLOAD, Published
 

@@ -8,8 +8,8 @@ import httpx
 
 from assay.bus import Bus
 from assay_schemas import AgentStepLogged
+from assay_testing.synthetic_log import publish_events
 from assay_viewer.asgi import CSP
-from bench.synthetic_log import publish_events
 
 from .conftest import HOSTILE, REPAIRED_SAMPLE, SCRIPT, Published
 

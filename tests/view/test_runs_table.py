@@ -29,8 +29,8 @@ from assay_schemas import (
     RunRequested,
     TaskSubmitted,
 )
+from assay_testing.synthetic_log import publish_events
 from assay_viewer.previews import markdown, preview
-from bench.synthetic_log import publish_events
 from tests.aggregator.conftest import Published
 
 from .conftest import DISPUTED, EVIL_TASK, HOSTILE, PAYLOAD, PYTHON_CODE, SCRIPT, SEARCHED
