@@ -28,11 +28,11 @@ import yaml
 from nats.aio.msg import Msg
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.store import LocalBlobStore
 from assay.tasks import TaskDraft
-from assay_cli.campaign import submit_campaign
 from assay_cli.demo import JudgeTemper, judge_script
 from assay_schemas import (
     RULES_JUDGE_ID,

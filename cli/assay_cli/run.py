@@ -14,6 +14,7 @@ from typing import NamedTuple
 from rich.console import Console
 
 from assay.bus import Bus
+from assay.campaign import load_campaign, submit_campaign
 from assay.command import assay_command
 from assay.config import Settings
 from assay.embedded import NatsServer
@@ -22,7 +23,6 @@ from assay.tasks import TaskDraft, load_tasks
 from assay_aggregator.invariants import DEFAULT_GRACE_S
 from assay_aggregator.rebuild import blob_loader, fold_stream
 from assay_aggregator.service import AggregatorService
-from assay_cli.campaign import load_campaign, submit_campaign
 from assay_cli.check import CheckResult, check_stream, print_breaches
 from assay_cli.commands._watch import log_head, print_pending, watch_log
 from assay_cli.demo import agent_scripts, judge_scripts

@@ -30,12 +30,12 @@ from typing import Any, NamedTuple
 import yaml
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import BlobStore
 from assay.tasks import TaskDraft, load_tasks
 from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.snapshot import paths_for
-from assay_cli.campaign import submit_campaign
 from assay_cli.demo import JudgeTemper, judge_script
 from assay_report.canonical import canonical_json
 from assay_report.projections import Projections

@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 from assay.bus import Bus, read_campaign
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore, ensure_upload_bucket, upload_blob, upload_bucket
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
 from assay_schemas import (
     CampaignStarted,
     Event,

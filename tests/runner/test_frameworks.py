@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
 from assay_cli.demo import JudgeTemper, judge_script
 from assay_sandbox_manager import extension
 from assay_sandbox_manager.extension import ensure_extension, extension_hash

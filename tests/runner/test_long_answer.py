@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import BlobInfo, LocalBlobStore
 from assay.tasks import load_tasks
 from assay_aggregator.audit import audit_run, load_run_events
-from assay_cli.campaign import submit_campaign
 from assay_judge import build_rules
 from assay_schemas import (
     FINAL_MESSAGE_INLINE_CHARS,

@@ -11,10 +11,10 @@ import polars as pl
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
 from assay_cli.retry import retry_failed
 from assay_schemas import JudgmentRecorded, RunFailed, RunRequested, SandboxReady
 from assay_testing.pipeline import (

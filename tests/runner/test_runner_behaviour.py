@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.providers import Usage
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,

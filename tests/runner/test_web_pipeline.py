@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay_aggregator.audit import audit_run, load_run_events
-from assay_cli.campaign import submit_campaign
 from assay_runner.web import NetPolicy, import_snapshot, index_from_log, index_from_snapshot
 from assay_schemas import (
     AgentStepLogged,

@@ -20,6 +20,7 @@ import pytest
 from nats.aio.client import Client
 
 from assay.bus import Bus, Skipped
+from assay.campaign import submit_campaign
 from assay.security.signing import ensure_operator, signer_for, trust_for
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
@@ -27,7 +28,6 @@ from assay_aggregator.audit import REFUSED, audit_run, load_run_events
 from assay_aggregator.handlers import AggregatorService
 from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.service import build as build_aggregator
-from assay_cli.campaign import submit_campaign
 from assay_judge.service import build_rules
 from assay_report.projections import Projections
 from assay_report.report import build_report

@@ -12,9 +12,9 @@ import typer
 from rich.markup import escape
 
 from assay.bus import ASYNCAPI_FILE, Bus, Skipped, describe_skipped, render_asyncapi
+from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
 from assay.store import open_store
-from assay_cli.campaign import load_campaign, submit_campaign
 from assay_schemas import Event, export_schemas
 
 from ._app import app, console, err_console, run_async, schemas_app
