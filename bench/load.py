@@ -33,7 +33,6 @@ from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.store import LocalBlobStore
 from assay.tasks import TaskDraft
-from assay_cli.demo import JudgeTemper, judge_script
 from assay_schemas import (
     RULES_JUDGE_ID,
     AgentSpec,
@@ -44,6 +43,7 @@ from assay_schemas import (
     Limits,
     SandboxSpec,
 )
+from assay_testing.demo import JudgeTemper, judge_script
 from assay_testing.scripted import Script, ScriptedModelServer, ScriptedSequence, ScriptReply
 
 from .procs import Memory, cpu_s, memory

@@ -25,7 +25,6 @@ from assay_aggregator.rebuild import blob_loader, fold_stream
 from assay_aggregator.service import AggregatorService
 from assay_cli.check import CheckResult, check_stream, print_breaches
 from assay_cli.commands._watch import log_head, print_pending, watch_log
-from assay_cli.demo import agent_scripts, judge_scripts
 from assay_cli.doctor import checks_for, print_checks, run_checks
 from assay_cli.progress import Progress
 from assay_cli.stack import Stack
@@ -33,6 +32,7 @@ from assay_report.html import render_html
 from assay_report.report import Report, build_report, report_json
 from assay_report.terminal import print_report
 from assay_schemas import CampaignSpec, ConfigError, Problems, TaskInputError
+from assay_testing.demo import agent_scripts, judge_scripts
 from assay_testing.scripted import Script, ScriptedModelServer
 
 __all__ = ["RunOutcome", "run_campaign", "scripted_campaign"]

@@ -15,8 +15,8 @@ from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.demo import JudgeTemper, judge_script
 from assay_schemas import JudgeSpec, JudgmentRecorded, RunRequested
+from assay_testing.demo import JudgeTemper, judge_script
 from assay_testing.pipeline import (
     SCRIPTED_KEY,
     campaign,

@@ -36,7 +36,6 @@ from assay.store import BlobStore
 from assay.tasks import TaskDraft, load_tasks
 from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.snapshot import paths_for
-from assay_cli.demo import JudgeTemper, judge_script
 from assay_report.canonical import canonical_json
 from assay_report.projections import Projections
 from assay_report.report import build_report
@@ -55,6 +54,7 @@ from assay_schemas import (
     SandboxSpec,
     run_id_for,
 )
+from assay_testing.demo import JudgeTemper, judge_script
 from assay_testing.pipeline import SCRIPTED_KEY, campaign, scripted_agent, settings_env, write_task
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 

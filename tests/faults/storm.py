@@ -32,8 +32,8 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.tasks import load_tasks
-from assay_cli.demo import JudgeTemper, judge_script
 from assay_schemas import CampaignHistory, JudgeSpec, Limits, SandboxSpec
+from assay_testing.demo import JudgeTemper, judge_script
 from assay_testing.pipeline import SCRIPTED_KEY, campaign, scripted_agent, write_task
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 

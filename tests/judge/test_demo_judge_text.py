@@ -7,8 +7,8 @@ import time
 from typing import Any
 
 from assay.providers import UserMessage
-from assay_cli.demo import JudgeTemper, judge_script
 from assay_judge.delimit import final_message_block
+from assay_testing.demo import JudgeTemper, judge_script
 from assay_testing.scripted import ScriptRequest
 
 

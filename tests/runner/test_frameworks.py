@@ -15,7 +15,6 @@ from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.demo import JudgeTemper, judge_script
 from assay_sandbox_manager import extension
 from assay_sandbox_manager.extension import ensure_extension, extension_hash
 from assay_schemas import (
@@ -31,6 +30,7 @@ from assay_schemas import (
     RunFailed,
     SandboxReady,
 )
+from assay_testing.demo import JudgeTemper, judge_script
 from assay_testing.pipeline import SCRIPTED_KEY, campaign, services, wait_for_events, write_task
 from assay_testing.scripted import ScriptedModelServer, ScriptReply, ScriptRequest
 
