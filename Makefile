@@ -8,8 +8,8 @@ STAMP := $(VENV)/.installed
 .PHONY: install setup-run setup-test run test test-fast lint bench bench-peer bench-scale bench-run-cost sandbox-rootfs sandbox-image local-model schemas clean
 
 # The workspace's packages, each with its own pyproject.toml, installed editable together.
-PACKAGES := schemas assay services/runner services/sandbox-manager services/judge services/aggregator cli
-TYPED := assay_schemas assay assay_runner assay_sandbox_manager assay_judge assay_aggregator assay_cli bench
+PACKAGES := schemas assay report services/runner services/sandbox-manager services/judge services/aggregator viewer testing cli
+TYPED := assay_schemas assay assay_report assay_runner assay_sandbox_manager assay_judge assay_aggregator assay_viewer assay_testing assay_cli bench
 
 $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(PACKAGES))
 	test -x $(PY) || python3 -m venv $(VENV)

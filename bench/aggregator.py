@@ -24,16 +24,16 @@ from assay.bus import Bus, read_raw
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.security.signing import TrustList, ensure_operator, signer_for, trust_for
-from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream
-from assay_aggregator.report import build_report
-from assay_aggregator.statistics._bootstrap import ratio, resample_counts
-from assay_aggregator.statistics._panel import cell_means, prepare
+from assay_report.projections import Projections
+from assay_report.report import build_report
+from assay_report.statistics._bootstrap import ratio, resample_counts
+from assay_report.statistics._panel import cell_means, prepare
+from assay_testing.synthetic_log import LogSpec, publish_events, synthetic_events
 from bench.table import Row
 
 from .incremental import bench_incremental
 from .procs import memory
-from .synthetic_log import LogSpec, publish_events, synthetic_events
 
 __all__ = ["bench_aggregator"]
 

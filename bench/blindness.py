@@ -360,9 +360,9 @@ def bundled_campaign(tmp: Path, update: Mapping[str, Any] | None = None) -> Camp
     """examples/campaign.yaml (with `update` over it) over every bundled task, run on a
     fresh embedded stack under `tmp` with the scripted cast; the server is left running."""
     from assay_cli.commands._home import home_settings
-    from assay_cli.demo import agent_scripts, judge_scripts
     from assay_cli.run import run_campaign
-    from assay_cli.scripted import ScriptedModelServer
+    from assay_testing.demo import agent_scripts, judge_scripts
+    from assay_testing.scripted import ScriptedModelServer
 
     campaign = yaml.safe_load((ROOT / "examples" / "campaign.yaml").read_text())
     campaign.update(update or {})

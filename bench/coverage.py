@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from assay_aggregator.statistics._bootstrap import ratio, resample_counts
-from assay_aggregator.statistics._proportions import effective_trials, lang_reiczigel, share_bounds
+from assay_report.statistics._bootstrap import ratio, resample_counts
+from assay_report.statistics._proportions import effective_trials, lang_reiczigel, share_bounds
 from bench.table import Row
 
 __all__ = ["KINDS", "Planted", "bench_coverage", "coverage"]

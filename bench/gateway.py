@@ -28,9 +28,9 @@ import httpx
 from openai import AsyncOpenAI
 
 from assay.store import LocalBlobStore
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence
 from assay_runner.gateway import SOCKET_NAME, Gateway, ModelCall
 from assay_schemas import AgentSpec, AgentStepLogged, Limits, Producer
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence
 
 from .scripted import _paired_p50
 from .table import Row

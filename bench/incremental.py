@@ -23,10 +23,10 @@ from typing import Any
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream, head_sequence
-from assay_aggregator.report import build_report, report_json
 from assay_aggregator.snapshot import paths_for, resume_state, save_snapshot
+from assay_report.projections import Projections
+from assay_report.report import build_report, report_json
 from bench.table import Row
 
 __all__ = ["bench_incremental"]

@@ -19,7 +19,6 @@ from assay.bus import Bus, Delivery
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.store import LocalBlobStore
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_judge.files import CountingStore
 from assay_judge.service import build, build_rules
 from assay_schemas import (
@@ -39,6 +38,7 @@ from assay_schemas import (
     Task,
     default_rubric,
 )
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from bench.table import Row
 
 __all__ = ["bench_judge"]

@@ -28,13 +28,11 @@ import yaml
 from nats.aio.msg import Msg
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.store import LocalBlobStore
 from assay.tasks import TaskDraft
-from assay_cli.campaign import submit_campaign
-from assay_cli.demo import JudgeTemper, judge_script
-from assay_cli.scripted import Script, ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_schemas import (
     RULES_JUDGE_ID,
     AgentSpec,
@@ -45,6 +43,8 @@ from assay_schemas import (
     Limits,
     SandboxSpec,
 )
+from assay_testing.demo import JudgeTemper, judge_script
+from assay_testing.scripted import Script, ScriptedModelServer, ScriptedSequence, ScriptReply
 
 from .procs import Memory, cpu_s, memory
 from .procs import self_cpu as own_cpu

@@ -32,10 +32,10 @@ from typing import NamedTuple
 from nats.aio.msg import Msg
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.embedded import NatsServer
-from assay_cli.campaign import submit_campaign
-from assay_cli.scripted import ScriptedModelServer
 from assay_schemas import AgentFinished, AgentSpec, AgentStepLogged, RunFailed
+from assay_testing.scripted import ScriptedModelServer
 from bench.runner import KEY_ENV, MODEL, _campaign, _drafts, _script, _Stack, _wait_done
 from bench.table import Row, percentile, print_rows
 

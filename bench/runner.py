@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.providers import (
@@ -39,8 +40,6 @@ from assay.providers import (
 )
 from assay.store import LocalBlobStore
 from assay.tasks import TaskDraft
-from assay_cli.campaign import submit_campaign
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_runner.conversation import initial_messages
 from assay_runner.tools import TOOLS
 from assay_sandbox_manager.backends import SandboxSpec as BackendSpec
@@ -58,6 +57,7 @@ from assay_schemas import (
     SandboxSpec,
     Task,
 )
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from bench.table import Row, percentile
 from bench.timing import TimedProvider, timed_backend
 

@@ -32,10 +32,10 @@ from typing import NamedTuple
 from nats.aio.msg import Msg
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
 from assay.store import LocalBlobStore
-from assay_cli.campaign import submit_campaign
 from assay_schemas import AgentSpec
 from bench.load import _Proc, _start_services, _stop, _wait_durables
 from bench.model_floor import ModelFloor, model_floor

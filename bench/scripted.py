@@ -20,7 +20,7 @@ from openai import AsyncOpenAI
 
 from assay.http11 import HttpRequest, HttpResponse, serve_connection
 from assay.lifecycle import Startable
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence
 
 from .table import Row, percentile
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
-from assay_aggregator.statistics._bootstrap import ratio, resample_counts
-from assay_aggregator.statistics._context import AnalysisSettings
-from assay_aggregator.statistics._panel import cell_means, prepare
-from assay_aggregator.statistics._suite import compute_statistics
-
-from .synthetic_tables import synthetic_tables
+from assay_report.statistics._bootstrap import ratio, resample_counts
+from assay_report.statistics._context import AnalysisSettings
+from assay_report.statistics._panel import cell_means, prepare
+from assay_report.statistics._suite import compute_statistics
+from assay_testing.synthetic_tables import synthetic_tables
 
 __all__ = ["BenchRow", "bench_statistics"]
 

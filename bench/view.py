@@ -25,11 +25,11 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.store import open_store
-from assay_aggregator.view import Source, create_app
+from assay_testing.synthetic_log import publish_events, synthetic_events
+from assay_viewer import Source, create_app
 from bench.table import Row
 
 from .aggregator import KBENCH
-from .synthetic_log import publish_events, synthetic_events
 
 __all__ = ["bench_view"]
 

@@ -6,7 +6,7 @@
 #   assay-runner (runner)              schemas, assay, runner           assay-runner
 #   assay-sandbox-manager (...)        schemas, assay, sandbox-manager  assay-sandbox-manager
 #   assay-judge (judge)                schemas, assay, judge            assay-judge (rules: assay-rules)
-#   assay-aggregator (aggregator)      schemas, assay, aggregator       assay-aggregator
+#   assay-aggregator (aggregator)      schemas, assay, report, aggr.    assay-aggregator
 #   assay (assay)                      all of them, and cli             assay CLI, nats-server
 #
 # Each is tagged IMAGE:<version>-<hash>, IMAGE:<version> and IMAGE:latest.
@@ -40,7 +40,7 @@ fi
 
 # Targets in Dockerfile order (the classic builder builds every stage before its target).
 TARGETS=(sandbox-manager runner judge aggregator assay)
-PACKAGES=(schemas assay services/runner services/sandbox-manager services/judge services/aggregator cli)
+PACKAGES=(schemas assay report services/runner services/sandbox-manager services/judge services/aggregator viewer testing cli)
 RECIPE=(deploy/docker deploy/build-images.sh deploy/sandbox/build-rootfs.sh deploy/sandbox/resident.c deploy/sandbox/spawn.c)
 
 image_of() { if [[ "$1" == assay ]]; then echo assay; else echo "assay-$1"; fi; }
@@ -51,15 +51,20 @@ stage_of() {
   case "$1" in sandbox-manager | assay) echo sandbox-runtime ;; *) echo runtime ;; esac
 }
 
-# The package folders whose wheels go into a target.
+# The package folders whose wheels go into a target (the aggregator builds its report
+# with the report package, one floor below it).
 packages_of() {
-  if [[ "$1" == assay ]]; then echo "${PACKAGES[@]}"; else echo "schemas assay services/$1"; fi
+  case "$1" in
+    assay) echo "${PACKAGES[@]}" ;;
+    aggregator) echo "schemas assay report services/aggregator" ;;
+    *) echo "schemas assay services/$1" ;;
+  esac
 }
 
 # What pip resolves for a target: its packages with their third-party dependencies.
 requirement_of() {
   if [[ "$1" == assay ]]; then
-    echo "assay[providers,aws] assay-runner assay-sandbox-manager assay-judge assay-aggregator[view] assay-cli"
+    echo "assay[providers,aws] assay-runner assay-sandbox-manager assay-judge assay-aggregator assay-viewer assay-testing assay-cli"
   else
     echo "assay-$1"
   fi

@@ -15,7 +15,7 @@ from assay_schemas import InvalidEvent, parse_event
 
 if TYPE_CHECKING:
     from assay_aggregator.invariants import Breach
-    from assay_aggregator.state import State
+    from assay_report.state import State
 
 __all__ = ["CheckResult", "check_stream", "print_breaches"]
 

@@ -14,26 +14,26 @@ from typing import NamedTuple
 from rich.console import Console
 
 from assay.bus import Bus
+from assay.campaign import load_campaign, submit_campaign
 from assay.command import assay_command
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.security.signing import ensure_operator
 from assay.tasks import TaskDraft, load_tasks
-from assay_aggregator.html import render_html
 from assay_aggregator.invariants import DEFAULT_GRACE_S
 from assay_aggregator.rebuild import blob_loader, fold_stream
-from assay_aggregator.report import Report, build_report, report_json
 from assay_aggregator.service import AggregatorService
-from assay_aggregator.terminal import print_report
-from assay_cli.campaign import load_campaign, submit_campaign
 from assay_cli.check import CheckResult, check_stream, print_breaches
 from assay_cli.commands._watch import log_head, print_pending, watch_log
-from assay_cli.demo import agent_scripts, judge_scripts
 from assay_cli.doctor import checks_for, print_checks, run_checks
 from assay_cli.progress import Progress
-from assay_cli.scripted import Script, ScriptedModelServer
 from assay_cli.stack import Stack
+from assay_report.html import render_html
+from assay_report.report import Report, build_report, report_json
+from assay_report.terminal import print_report
 from assay_schemas import CampaignSpec, ConfigError, Problems, TaskInputError
+from assay_testing.demo import agent_scripts, judge_scripts
+from assay_testing.scripted import Script, ScriptedModelServer
 
 __all__ = ["RunOutcome", "run_campaign", "scripted_campaign"]
 

@@ -11,7 +11,7 @@ purpose is in it (the classes outside this package are named with their module).
     │   ├── _Refused                    assay.http11: a request the server will not read
     │   ├── ToolArgumentError           assay_runner.tools: a tool called with bad arguments
     │   ├── ReadError                   assay.sealed: a sealed file cannot be read as asked
-    │   └── RequestRefused              assay_aggregator.view.hosts: another host or origin, a bad form
+    │   └── RequestRefused              assay_viewer.hosts: another host or origin, a bad form
     ├── ConfigError             settings or environment are wrong
     ├── BusError                NATS / JetStream failures (publish not acked, stream missing)
     │   ├── LogChanged          a conditional publish refused: the log moved since it was read
@@ -29,7 +29,7 @@ purpose is in it (the classes outside this package are named with their module).
     ├── ProgramFailed                   assay_runner.program: a program run cannot finish
     ├── _Refused                        assay_runner.gateway: a model call refused
     ├── UpstreamError                   assay.http11: the upstream broke the exchange
-    ├── ScriptExhausted                 assay_cli.scripted: a scripted model has no reply left
+    ├── ScriptExhausted                 assay_testing.scripted: a scripted model has no reply left
     └── OverTime, Died, Closed, Raised  assay_judge.killable: a killable call's ends
 
 Errors name the task, run, field, blob or subject they concern and chain their cause.

@@ -14,7 +14,7 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay_schemas import Event
-from bench.synthetic_log import LogSpec, publish_events, synthetic_events
+from assay_testing.synthetic_log import LogSpec, publish_events, synthetic_events
 
 SPEC = LogSpec(
     campaign_id="camp",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from assay_aggregator import statistics as st
+from assay_report import statistics as st
 
 R = TypeVar("R", bound=st.Row)
 

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from assay.bus import Bus
-from assay_aggregator import Projections, fold
+from assay_aggregator import fold
 from assay_aggregator.audit import audit_run, load_run_events
-from assay_aggregator.report import build_report
+from assay_report import Projections
+from assay_report.report import build_report
 from assay_schemas import (
     RULES_JUDGE_ID,
     DimensionScore,

@@ -15,12 +15,12 @@ from rich.console import Console
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay_aggregator import Projections, build_report
 from assay_aggregator.audit import audit_run, load_run_events
 from assay_aggregator.audit_view import print_audit
-from assay_aggregator.export import export_parquet
 from assay_aggregator.rebuild import fold_stream
-from assay_aggregator.statistics._panel import prepare
+from assay_report import Projections, build_report
+from assay_report.export import export_parquet
+from assay_report.statistics._panel import prepare
 from assay_schemas import ArtifactsSealed
 
 from .conftest import Published, run_cli

@@ -8,13 +8,14 @@ from typing import Any
 
 import polars as pl
 
-from assay_aggregator import Projections, fold
-from assay_aggregator.html import render_html
-from assay_aggregator.report import build_report, report_frames
-from assay_aggregator.state import state_from_json, state_to_json
-from assay_aggregator.statistics import AnalysisSettings
-from assay_aggregator.validity import control_frame, judge_validity
-from assay_aggregator.validity_charts import validity_charts
+from assay_aggregator import fold
+from assay_report import Projections
+from assay_report.html import render_html
+from assay_report.report import build_report, report_frames
+from assay_report.state import state_from_json, state_to_json
+from assay_report.statistics import AnalysisSettings
+from assay_report.validity import control_frame, judge_validity
+from assay_report.validity_charts import validity_charts
 from assay_schemas import (
     AgentSpec,
     ArtifactsSealed,

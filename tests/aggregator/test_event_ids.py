@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from assay.config import Settings
-from assay_aggregator.event_ids import EventIds
 from assay_aggregator.snapshot import load_snapshot, paths_for, save_snapshot
-from assay_aggregator.state import State
+from assay_report.event_ids import EventIds
+from assay_report.state import State
 
 HOSTILE = {
     "": 1,

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from assay.config import Settings
-from assay_aggregator import Projections, fold
-from assay_aggregator.frame_cache import FrameCache
-from assay_aggregator.projections import TABLE_NAMES
+from assay_aggregator import fold
 from assay_aggregator.snapshot import load_snapshot, paths_for, save_snapshot
-from assay_aggregator.state import State, state_from_json, state_to_json
+from assay_report import Projections
+from assay_report.frame_cache import FrameCache
+from assay_report.projections import TABLE_NAMES
+from assay_report.state import State, state_from_json, state_to_json
 from assay_schemas import (
     AgentSpec,
     DimensionScore,
@@ -30,7 +31,7 @@ from assay_schemas import (
     RunRequested,
     run_id_for,
 )
-from bench.synthetic_log import synthetic_events
+from assay_testing.synthetic_log import synthetic_events
 
 from .conftest import SPEC
 from .test_controls_fold import DIMS, P, _log, _run

@@ -13,11 +13,11 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream
-from assay_aggregator.report import build_report, report_json
 from assay_aggregator.snapshot import load_snapshot, paths_for, resume_state, save_snapshot
-from assay_aggregator.state import SNAPSHOT_VERSION, State, state_to_json
+from assay_report.projections import Projections
+from assay_report.report import build_report, report_json
+from assay_report.state import SNAPSHOT_VERSION, State, state_to_json
 from assay_schemas import (
     DimensionScore,
     Event,

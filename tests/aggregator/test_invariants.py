@@ -19,7 +19,7 @@ from assay_schemas import (
     RunRequested,
     SandboxReady,
 )
-from bench.synthetic_log import publish_events, synthetic_events
+from assay_testing.synthetic_log import publish_events, synthetic_events
 
 from .conftest import SPEC as BASE
 from .conftest import Published, run_cli

@@ -10,10 +10,11 @@ from statistics import mean
 import pytest
 from rich.console import Console
 
-from assay_aggregator import Projections, build_report, canonical_json, fold, report_json
-from assay_aggregator.html import render_html
-from assay_aggregator.report import Report
-from assay_aggregator.terminal import print_report
+from assay_aggregator import fold
+from assay_report import Projections, build_report, canonical_json, report_json
+from assay_report.html import render_html
+from assay_report.report import Report
+from assay_report.terminal import print_report
 from assay_schemas import (
     ArtifactsSealed,
     DimensionScore,
@@ -24,7 +25,7 @@ from assay_schemas import (
     Producer,
     RunRequested,
 )
-from bench.synthetic_log import synthetic_events
+from assay_testing.synthetic_log import synthetic_events
 
 from .conftest import SPEC
 

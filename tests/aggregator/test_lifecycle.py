@@ -9,10 +9,11 @@ from typing import Any
 
 from rich.console import Console
 
-from assay_aggregator import Projections, fold
-from assay_aggregator.html import render_html
-from assay_aggregator.report import build_report, report_json
-from assay_aggregator.terminal import print_report
+from assay_aggregator import fold
+from assay_report import Projections
+from assay_report.html import render_html
+from assay_report.report import build_report, report_json
+from assay_report.terminal import print_report
 from assay_schemas import (
     AgentFinished,
     ArtifactsSealed,
@@ -22,7 +23,7 @@ from assay_schemas import (
     RunFailed,
     RunRequested,
 )
-from bench.synthetic_log import synthetic_events
+from assay_testing.synthetic_log import synthetic_events
 
 from .conftest import SPEC as BASE
 

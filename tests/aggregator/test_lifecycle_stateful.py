@@ -22,12 +22,13 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from assay_aggregator import Projections, fold
+from assay_aggregator import fold
 from assay_aggregator.admission import admit
 from assay_aggregator.fold import apply, subject_of
 from assay_aggregator.invariants import LogCheck
-from assay_aggregator.report import build_report, report_json
-from assay_aggregator.state import State, state_to_json
+from assay_report import Projections
+from assay_report.report import build_report, report_json
+from assay_report.state import State, state_to_json
 from assay_schemas import (
     END_STEPS,
     Event,
@@ -37,7 +38,7 @@ from assay_schemas import (
     RunHistory,
     lifecycle_step,
 )
-from bench.synthetic_log import LogSpec, synthetic_events
+from assay_testing.synthetic_log import LogSpec, synthetic_events
 
 SPEC = LogSpec(
     campaign_id="stateful", n_tasks=1, n_agents=3, n_samples=1, steps_per_run=1,

@@ -26,13 +26,12 @@ from assay.config import Settings
 from assay.security.signing import ensure_operator, signer_for, trust_for
 from assay.store import LocalBlobStore
 from assay_aggregator.audit import REFUSED, audit_run, load_run_events
-from assay_aggregator.export import export_parquet
-from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream
-from assay_aggregator.report import build_report
 from assay_aggregator.service import build as build_aggregator
-from assay_aggregator.view.data import Source
 from assay_cli.commands._report import _projections
+from assay_report.export import export_parquet
+from assay_report.projections import Projections
+from assay_report.report import build_report
 from assay_schemas import (
     RULES_JUDGE_ID,
     AgentFinished,
@@ -45,7 +44,8 @@ from assay_schemas import (
     TaskSubmitted,
     run_id_for,
 )
-from bench.synthetic_log import LogSpec, publish_events, synthetic_events
+from assay_testing.synthetic_log import LogSpec, publish_events, synthetic_events
+from assay_viewer.data import Source
 
 SPEC = LogSpec(
     campaign_id="camp",

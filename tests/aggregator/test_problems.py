@@ -11,14 +11,14 @@ from dataclasses import replace
 from rich.console import Console
 
 from assay.bus import Bus
-from assay_aggregator.html import render_html
-from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream
-from assay_aggregator.report import Report, build_report, report_json
-from assay_aggregator.state import state_from_json, state_to_json
-from assay_aggregator.terminal import print_report
 from assay_cli.problems import problems_of
 from assay_cli.progress import Progress
+from assay_report.html import render_html
+from assay_report.projections import Projections
+from assay_report.report import Report, build_report, report_json
+from assay_report.state import state_from_json, state_to_json
+from assay_report.terminal import print_report
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -33,7 +33,7 @@ from assay_schemas import (
     RunRequested,
     SandboxReady,
 )
-from bench.synthetic_log import publish_events, synthetic_events
+from assay_testing.synthetic_log import publish_events, synthetic_events
 
 from .conftest import SPEC as BASE
 

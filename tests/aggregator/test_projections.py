@@ -8,8 +8,9 @@ from dataclasses import replace
 import polars as pl
 
 from assay.bus import Bus
-from assay_aggregator import Projections, State, apply, fold
+from assay_aggregator import apply, fold
 from assay_aggregator.rebuild import fold_stream
+from assay_report import Projections, State
 from assay_schemas import RULES_JUDGE_ID, ArtifactsSealed, JudgmentRecorded, RunFailed, RunRequested
 
 from .conftest import SPEC, Published

@@ -8,18 +8,12 @@ import re
 import polars as pl
 import pytest
 
-from assay_aggregator import (
-    Projections,
-    build_report,
-    canonical_json,
-    fold,
-    report_json,
-    report_seed,
-)
-from assay_aggregator.html import plots, render_html
-from assay_aggregator.pages import render_chart
-from assay_aggregator.statistics import DEFINITIONS, AnalysisSettings, compute_statistics
-from bench.synthetic_log import synthetic_events
+from assay_aggregator import fold
+from assay_report import Projections, build_report, canonical_json, report_json, report_seed
+from assay_report.html import plots, render_html
+from assay_report.pages import render_chart
+from assay_report.statistics import DEFINITIONS, AnalysisSettings, compute_statistics
+from assay_testing.synthetic_log import synthetic_events
 
 from .conftest import SPEC
 

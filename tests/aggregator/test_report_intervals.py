@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from statsmodels.stats.proportion import proportion_confint  # type: ignore[import-untyped]
 
-from assay_aggregator import Projections, build_report, fold, report_json
+from assay_aggregator import fold
+from assay_report import Projections, build_report, report_json
 from assay_schemas import ErrorInfo, Event, JudgmentFailed, JudgmentRecorded
-from bench.synthetic_log import synthetic_events
+from assay_testing.synthetic_log import synthetic_events
 
 from .conftest import SPEC
 

@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterator
 import polars as pl
 import pytest
 
-from assay_aggregator import Projections, build_report, fold
-from assay_aggregator.report import Report
-from assay_aggregator.statistics import USED_MODELS_SCHEMA, StatisticsInputError, unpriced_models
+from assay_aggregator import fold
+from assay_report import Projections, build_report
+from assay_report.report import Report
+from assay_report.statistics import USED_MODELS_SCHEMA, StatisticsInputError, unpriced_models
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -25,7 +26,7 @@ from assay_schemas import (
     Price,
     Usage,
 )
-from bench.synthetic_log import LogSpec, synthetic_events
+from assay_testing.synthetic_log import LogSpec, synthetic_events
 
 SPEC = LogSpec(campaign_id="priced", n_tasks=3, n_agents=2, rules=False, seed=1)
 

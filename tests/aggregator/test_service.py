@@ -9,13 +9,13 @@ from pathlib import Path
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.service import build
 from assay_aggregator.snapshot import load_snapshot, paths_for
 from assay_aggregator.verify import ReportParams, verify
+from assay_report.projections import Projections
 from assay_schemas import ArtifactsSealed, Event, FileRef, SealManifest
-from bench.synthetic_log import LogSpec, publish_events, synthetic_events
+from assay_testing.synthetic_log import LogSpec, publish_events, synthetic_events
 
 from .conftest import SPEC, Published, publish, run_cli
 

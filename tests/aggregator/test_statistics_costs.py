@@ -7,8 +7,8 @@ import math
 import polars as pl
 import pytest
 
-from assay_aggregator import statistics as st
-from bench.synthetic_tables import synthetic_tables
+from assay_report import statistics as st
+from assay_testing.synthetic_tables import synthetic_tables
 
 
 def test_cost_per_passed_task_by_hand() -> None:

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from statsmodels.stats.proportion import proportion_confint  # type: ignore[import-untyped]
 
-from assay_aggregator import statistics as st
+from assay_report import statistics as st
 
 
 def _tables() -> st.CountTables:

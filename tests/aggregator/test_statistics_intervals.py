@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from statsmodels.stats.proportion import proportion_confint  # type: ignore[import-untyped]
 
-from assay_aggregator import statistics as st
+from assay_report import statistics as st
 
 SETTINGS = st.AnalysisSettings(seed=3, n_resamples=200)
 A = st.ANCHOR

@@ -8,9 +8,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from assay_aggregator import statistics as st
-from assay_aggregator.statistics._self_preference import design, fit
-from bench.synthetic_tables import synthetic_tables
+from assay_report import statistics as st
+from assay_report.statistics._self_preference import design, fit
+from assay_testing.synthetic_tables import synthetic_tables
 from tests.aggregator.stats import rows_of
 
 with warnings.catch_warnings():  # third-party imports may warn on newer pandas/numpy

@@ -15,9 +15,9 @@ import polars as pl
 import pytest
 from scipy.stats import binomtest  # type: ignore[import-untyped]
 
-from assay_aggregator import statistics as st
-from assay_aggregator.statistics._no_spread import no_spread_bounds
-from bench.synthetic_tables import synthetic_tables
+from assay_report import statistics as st
+from assay_report.statistics._no_spread import no_spread_bounds
+from assay_testing.synthetic_tables import synthetic_tables
 
 from .stats import rows_of
 

@@ -10,9 +10,9 @@ import pytest
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint  # type: ignore[import-untyped]
 
-from assay_aggregator import statistics as st
-from assay_aggregator.statistics._bootstrap import resample_counts
-from bench.synthetic_tables import synthetic_tables
+from assay_report import statistics as st
+from assay_report.statistics._bootstrap import resample_counts
+from assay_testing.synthetic_tables import synthetic_tables
 from tests.aggregator.stats import rows_of
 
 # Monte-Carlo tolerance for comparing our percentile CI with scipy's (independent

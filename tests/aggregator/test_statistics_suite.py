@@ -8,11 +8,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from assay_aggregator import statistics as st
-from assay_aggregator.statistics import _results
-from assay_aggregator.statistics._bootstrap import resample_counts
-from assay_aggregator.statistics._panel import prepare
-from bench.synthetic_tables import synthetic_tables
+from assay_report import statistics as st
+from assay_report.statistics import _results
+from assay_report.statistics._bootstrap import resample_counts
+from assay_report.statistics._panel import prepare
+from assay_testing.synthetic_tables import synthetic_tables
 from tests.aggregator.stats import rows_of
 
 

@@ -14,8 +14,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from assay_aggregator import statistics as st
-from bench.synthetic_tables import synthetic_tables
+from assay_report import statistics as st
+from assay_testing.synthetic_tables import synthetic_tables
 from tests.aggregator.stats import rows_of
 
 with warnings.catch_warnings():  # third-party imports may warn on newer pandas/numpy
@@ -306,7 +306,7 @@ def test_tied_top_agents_share_p_rank_1_and_the_column_sums_to_one() -> None:
 def test_p_rank_1_by_hand_on_partial_ties() -> None:
     """Three resamples: a wins, a and b tie, all three tie → (1 + 1/2 + 1/3) / 3 for a."""
     scores = np.array([[3.0, 1.0, 0.0], [2.0, 2.0, 1.0], [5.0, 5.0, 5.0]])
-    from assay_aggregator.statistics._ranking import top_shares
+    from assay_report.statistics._ranking import top_shares
 
     share = top_shares(scores)
     expected = [[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3]]

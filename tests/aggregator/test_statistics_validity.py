@@ -11,7 +11,7 @@ import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score  # type: ignore[import-untyped]
 
-from assay_aggregator import statistics as st
+from assay_report import statistics as st
 
 SETTINGS = st.AnalysisSettings(seed=3, n_resamples=200)
 A = st.ANCHOR

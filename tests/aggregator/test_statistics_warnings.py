@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from assay_aggregator import statistics as st
-from bench.synthetic_tables import synthetic_tables
+from assay_report import statistics as st
+from assay_testing.synthetic_tables import synthetic_tables
 
 
 def _warnings(tables: st.Tables, **kw: object) -> dict[tuple[str, str], st.StatisticsWarning]:

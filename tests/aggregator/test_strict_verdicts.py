@@ -8,10 +8,11 @@ import polars as pl
 import pytest
 from pydantic import ValidationError
 
-from assay_aggregator import Projections, fold
-from assay_aggregator import statistics as st
+from assay_aggregator import fold
+from assay_report import Projections
+from assay_report import statistics as st
 from assay_schemas import DimensionScore, JudgmentRecorded
-from bench.synthetic_tables import synthetic_tables
+from assay_testing.synthetic_tables import synthetic_tables
 
 from .conftest import Published
 

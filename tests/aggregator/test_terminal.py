@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import pytest
 from rich.console import Console
 
-from assay_aggregator import Projections, Report, build_report, fold
-from assay_aggregator.terminal import print_report
-from bench.synthetic_log import LogSpec, synthetic_events
+from assay_aggregator import fold
+from assay_report import Projections, Report, build_report
+from assay_report.terminal import print_report
+from assay_testing.synthetic_log import LogSpec, synthetic_events
 
 # Long, hyphenated names: what a naive layout wraps mid-word or crops with an ellipsis.
 NAMES = [
@@ -169,7 +170,7 @@ def test_dead_letters_at_80_columns_read_whole(monkeypatch: pytest.MonkeyPatch) 
 
 def test_the_terminal_lists_the_refused_messages_it_points_to(report: Report) -> None:
     """The integrity line points at the refusals; the terminal itself lists them."""
-    from assay_aggregator.report import RefusedMessage
+    from assay_report.report import RefusedMessage
 
     refused = tuple(
         RefusedMessage(sequence=i, subject=f"assay.ev.X.c.r{i}", reason=f"forged {i}")

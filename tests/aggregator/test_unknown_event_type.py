@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from assay_aggregator import fold
-from assay_aggregator.summaries import summarize
+from assay_report.summaries import summarize
 from assay_schemas import Event, Producer, RunHistory
 
 

@@ -14,9 +14,9 @@ import pytest
 from assay import bundle
 from assay.bundle import BundleRefused, pack_bundle
 from assay.bus import Bus
+from assay.campaign import load_campaign, store_bundles, submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay_cli.campaign import load_campaign, store_bundles, submit_campaign
 from assay_schemas import AgentSpec, CampaignSpec, ProgramSpec
 
 GOOD = {"agent.py": b"print('hi')\n", "lib/util.py": b"X = 1\n"}

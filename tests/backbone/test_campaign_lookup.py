@@ -5,7 +5,7 @@ from __future__ import annotations
 from assay.bus import Bus, read_campaign
 from assay.config import Settings
 from assay_schemas import CampaignSpec, CampaignStarted
-from tests.pipeline import campaign, scripted_agent
+from assay_testing.pipeline import campaign, scripted_agent
 
 
 def _spec(campaign_id: str, name: str) -> CampaignSpec:

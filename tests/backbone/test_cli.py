@@ -10,7 +10,7 @@ from pathlib import Path
 
 from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
-from tests.pipeline import settings_env
+from assay_testing.pipeline import settings_env
 
 ASSAY = [sys.executable, "-m", "assay_cli"]
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from assay.campaign import load_campaign
+from assay.controls import plan_controls
 from assay.store import LocalBlobStore
 from assay.tasks import build_task, control_answers, load_task_dir, load_tasks, read_control_folder
 from assay.tasks._controls import MAX_CONTROL_FILES, derive
-from assay_cli.campaign import load_campaign
-from assay_cli.controls import plan_controls
 from assay_judge.rules.checks import reference_check
 from assay_schemas import (
     DERIVED_VARIANTS,

@@ -20,6 +20,7 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "assay",
         ("docker", "openai", "anthropic", "polars", "boto3", "typer", "rich"),
     ),
+    "assay_report": ("report", "assay-report", ("docker", "openai", "typer")),
     "assay_runner": ("services/runner", "assay-runner", ("docker", "polars")),
     "assay_sandbox_manager": (
         "services/sandbox-manager",
@@ -28,6 +29,8 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     ),
     "assay_judge": ("services/judge", "assay-judge", ("docker",)),
     "assay_aggregator": ("services/aggregator", "assay-aggregator", ("docker", "openai")),
+    "assay_viewer": ("viewer", "assay-viewer", ("docker", "openai")),
+    "assay_testing": ("testing", "assay-testing", ("typer",)),
     # Above the services: it drives all of them, so nothing is foreign to it.
     "assay_cli": ("cli", "assay-cli", ()),
 }
@@ -35,17 +38,30 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
 LOCAL_DEPS = {
     "assay-schemas": (),
     "assay": ("schemas",),
+    "assay-report": ("schemas", "assay"),
     "assay-runner": ("schemas", "assay"),
     "assay-sandbox-manager": ("schemas", "assay"),
     "assay-judge": ("schemas", "assay"),
-    "assay-aggregator": ("schemas", "assay"),
+    "assay-aggregator": ("schemas", "assay", "report"),
+    "assay-viewer": ("schemas", "assay", "report", "services/aggregator"),
+    "assay-testing": (
+        "schemas",
+        "assay",
+        "report",
+        "services/runner",
+        "services/sandbox-manager",
+        "services/judge",
+    ),
     "assay-cli": (
         "schemas",
         "assay",
+        "report",
         "services/runner",
         "services/sandbox-manager",
         "services/judge",
         "services/aggregator",
+        "viewer",
+        "testing",
     ),
 }
 

@@ -9,7 +9,7 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay_cli.retry import retry_failed, why_none_retried
 from assay_schemas import RunFailed, RunRequested, same_run
-from bench.synthetic_log import LogSpec, synthetic_events
+from assay_testing.synthetic_log import LogSpec, synthetic_events
 from tests.backbone.test_cli import run_cli
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay.tasks._draft import build_task
-from assay_cli.campaign import submit_campaign
 from assay_cli.run import load_drafts
 from assay_schemas import AgentSpec, CampaignSpec, TaskInputError
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.store import LocalBlobStore
 from assay.tasks import load_asi_task, load_jsonl, load_tasks
-from assay_cli.campaign import submit_campaign
 from assay_schemas import AgentSpec, CampaignSpec, TaskInputError, TaskSubmitted
 
 MAX = 1_000_000

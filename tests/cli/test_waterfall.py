@@ -19,7 +19,7 @@ from assay_schemas import (
     RunRequested,
     SandboxReady,
 )
-from bench.synthetic_log import LogSpec, synthetic_events
+from assay_testing.synthetic_log import LogSpec, synthetic_events
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 

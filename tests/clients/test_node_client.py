@@ -24,10 +24,10 @@ from assay.config import Settings
 from assay.security.permissions import publisher_user
 from assay.security.signing import ensure_operator, signer_for, trust_for
 from assay.store import LocalBlobStore, ensure_upload_bucket, upload_bucket
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_schemas import CampaignStarted, JudgmentRecorded, Producer, TaskSubmitted
+from assay_testing.pipeline import SCRIPTED_KEY, campaign, scripted_agent, wait_for_events
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from tests.judge.cases import judge_spec, reading_judge, verdict
-from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, wait_for_events
 from tests.security.conftest import CAMPAIGN, SecureNats
 from tests.security.stack import connected, restricted_services
 

@@ -31,15 +31,13 @@ from typing import Any
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
 from assay.embedded import find_free_port
 from assay.store import open_store
 from assay.tasks import TaskDraft
-from assay_cli.campaign import load_campaign, submit_campaign
-from assay_cli.demo import agent_scripts, judge_scripts
 from assay_cli.retry import retry_failed
 from assay_cli.run import SCRIPTED_KEY_ENV, load_drafts, scripted_campaign
-from assay_cli.scripted import ScriptedModelServer
 from assay_cli.stack import Stack
 from assay_schemas import (
     RULES_JUDGE_ID,
@@ -51,6 +49,8 @@ from assay_schemas import (
     RunFailed,
     RunRequested,
 )
+from assay_testing.demo import agent_scripts, judge_scripts
+from assay_testing.scripted import ScriptedModelServer
 from tests.faults.harness import report_figures
 
 from ._compose import Container, NatsNode, deployment, wait_healthy

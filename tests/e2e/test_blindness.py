@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu
 
-from assay_aggregator.statistics import RULE_CHECKS
+from assay_report.statistics import RULE_CHECKS
 from assay_schemas import ArtifactsSealed, ControlDeclared, Event, RunRequested
 from bench.blindness import (
     Blindness,

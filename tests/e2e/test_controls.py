@@ -26,13 +26,13 @@ from rich.console import Console
 
 from assay.config import Settings
 from assay.providers import UserMessage
-from assay_aggregator.validity import control_frame
 from assay_cli.commands._home import home_settings
 from assay_cli.commands._report import _projections
-from assay_cli.demo import agent_scripts, judge_scripts
 from assay_cli.run import run_campaign
-from assay_cli.scripted import ScriptedModelServer, ScriptReply, ScriptRequest
+from assay_report.validity import control_frame
 from assay_schemas import DERIVED_VARIANTS, default_rubric
+from assay_testing.demo import agent_scripts, judge_scripts
+from assay_testing.scripted import ScriptedModelServer, ScriptReply, ScriptRequest
 
 pytestmark = pytest.mark.timeout(600)
 

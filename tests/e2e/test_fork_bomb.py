@@ -16,9 +16,9 @@ import yaml
 from rich.console import Console
 
 from assay.config import Settings
-from assay_cli.demo import judge_scripts
 from assay_cli.run import run_campaign
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
+from assay_testing.demo import judge_scripts
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from tests.e2e.test_run_outcome import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]

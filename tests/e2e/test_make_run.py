@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TASKS = sorted(p.name for p in (ROOT / "examples" / "tasks").iterdir() if p.is_dir())
 AGENTS = {"careful", "overclaimer", "empty"}
 JUDGES = {"judge-strict", "judge-lenient", "judge-balanced", "rules"}
-BLUE = (0x3B, 0x6E, 0xA8)  # the leaderboard bars' colour (assay_aggregator/charts.py)
+BLUE = (0x3B, 0x6E, 0xA8)  # the leaderboard bars' colour (report/assay_report/charts.py)
 # ... drawn at opacity 0.75 on white: the colour a screenshot of the bars shows.
 BAR = tuple(round(0.75 * c + 0.25 * 255) for c in BLUE)
 

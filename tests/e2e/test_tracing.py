@@ -11,14 +11,13 @@ import pytest
 import yaml
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
-from assay_cli.demo import JudgeTemper, judge_script
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_schemas import JudgeSpec, JudgmentRecorded, RunRequested
-from tests.pipeline import (
+from assay_testing.demo import JudgeTemper, judge_script
+from assay_testing.pipeline import (
     SCRIPTED_KEY,
     campaign,
     scripted_agent,
@@ -26,6 +25,7 @@ from tests.pipeline import (
     wait_for_events,
     write_task,
 )
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 from .otlp_receiver import OtlpReceiver
 

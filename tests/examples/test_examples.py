@@ -143,7 +143,7 @@ def test_task_folders_load_and_validate() -> None:
 
 
 def test_campaign_file_loads() -> None:
-    from assay_cli.campaign import load_campaign
+    from assay.campaign import load_campaign
 
     spec = load_campaign(EXAMPLES / "campaign.yaml")
     assert spec.campaign_id == "demo" and spec.scripted and spec.epochs == 1

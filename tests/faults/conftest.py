@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from assay.config import Settings
-from assay_cli.scripted import ScriptedModelServer
+from assay_testing.scripted import ScriptedModelServer
 
 from .harness import Baseline, Cast, baseline
 

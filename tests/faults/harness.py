@@ -30,17 +30,15 @@ from typing import Any, NamedTuple
 import yaml
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import BlobStore
 from assay.tasks import TaskDraft, load_tasks
-from assay_aggregator.canonical import canonical_json
-from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream
-from assay_aggregator.report import build_report
 from assay_aggregator.snapshot import paths_for
-from assay_cli.campaign import submit_campaign
-from assay_cli.demo import JudgeTemper, judge_script
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
+from assay_report.canonical import canonical_json
+from assay_report.projections import Projections
+from assay_report.report import build_report
 from assay_schemas import (
     AgentFinished,
     AgentSpec,
@@ -56,7 +54,9 @@ from assay_schemas import (
     SandboxSpec,
     run_id_for,
 )
-from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, settings_env, write_task
+from assay_testing.demo import JudgeTemper, judge_script
+from assay_testing.pipeline import SCRIPTED_KEY, campaign, scripted_agent, settings_env, write_task
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 __all__ = [
     "CAMPAIGN_ID",
@@ -432,7 +432,7 @@ async def report_figures(bus: Bus) -> bytes:
 
 async def full_report(bus: Bus) -> bytes:
     """The full report (clock figures included) of a fresh fold, as `assay replay` builds it."""
-    from assay_aggregator.report import report_json
+    from assay_report.report import report_json
 
     state = await fold_stream(bus.js, bus.settings.stream, bus.subjects.events)
     return bytes(report_json(build_report(Projections(state))))

@@ -32,10 +32,10 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.tasks import load_tasks
-from assay_cli.demo import JudgeTemper, judge_script
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_schemas import CampaignHistory, JudgeSpec, Limits, SandboxSpec
-from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, write_task
+from assay_testing.demo import JudgeTemper, judge_script
+from assay_testing.pipeline import SCRIPTED_KEY, campaign, scripted_agent, write_task
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 from .harness import SERVICES, Cast, ServiceSet, log_events
 

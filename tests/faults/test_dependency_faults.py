@@ -11,8 +11,8 @@ import pytest
 from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import find_free_port
-from assay_cli.scripted import Fault
 from assay_schemas import AgentFinished, Event
+from assay_testing.scripted import Fault
 
 from .harness import (
     Baseline,

@@ -33,9 +33,9 @@ import pytest
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import open_store
-from assay_cli.scripted import ScriptedModelServer
 from assay_sandbox_manager.backends import BubblewrapBackend
 from assay_schemas import AgentFinished, CampaignHistory, Event, RunFailed, RunRequested
+from assay_testing.scripted import ScriptedModelServer
 
 from .harness import (
     ServiceSet,

@@ -19,10 +19,10 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.store import open_store
 from assay_cli.check import check_stream
-from assay_cli.demo import JudgeTemper, judge_script
-from assay_cli.scripted import ScriptedModelServer
 from assay_schemas import JudgmentRecorded
-from tests.pipeline import settings_env
+from assay_testing.demo import JudgeTemper, judge_script
+from assay_testing.pipeline import settings_env
+from assay_testing.scripted import ScriptedModelServer
 
 from .harness import (
     JUDGE_ID,

@@ -11,7 +11,6 @@ from typing import Any
 from assay.bus import Bus
 from assay.providers import ModelProvider, RetryPolicy, make_provider
 from assay.store import BlobStore, media_type_of
-from assay_cli.scripted import ScriptedSequence, ScriptReply
 from assay_judge import JudgeService, RulesService
 from assay_schemas import (
     AgentSpec,
@@ -34,6 +33,7 @@ from assay_schemas import (
     ToolCallRecord,
     default_rubric,
 )
+from assay_testing.scripted import ScriptedSequence, ScriptReply
 
 SCRIPTED_KEY = "ASSAY_TEST_SCRIPTED_KEY"
 AGENT = AgentSpec(agent_id="agent-a", model="agent-model")

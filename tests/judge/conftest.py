@@ -10,7 +10,7 @@ import pytest
 
 from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay_cli.scripted import ScriptedModelServer
+from assay_testing.scripted import ScriptedModelServer
 
 from .cases import SCRIPTED_KEY
 

@@ -11,7 +11,6 @@ import pytest
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_judge import build
 from assay_judge.answer import final_answer
 from assay_judge.files import SealedFiles
@@ -25,6 +24,7 @@ from assay_schemas import (
     Task,
     default_rubric,
 )
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 from .cases import (
     fast_provider,

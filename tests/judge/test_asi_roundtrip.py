@@ -13,12 +13,13 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_aggregator import Projections, fold
-from assay_cli.scripted import ScriptedModelServer
+from assay_aggregator import fold
 from assay_judge import build, build_rules
 from assay_judge.files import SealedFiles
 from assay_judge.llm.prompts import case_prompt
+from assay_report import Projections
 from assay_schemas import Task, default_rubric
+from assay_testing.scripted import ScriptedModelServer
 
 from .cases import (
     fast_provider,

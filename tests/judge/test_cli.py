@@ -16,9 +16,9 @@ import yaml
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay_cli.scripted import ScriptedModelServer
 from assay_judge import load_judge_spec
 from assay_schemas import ConfigError, JudgeRegistered
+from assay_testing.scripted import ScriptedModelServer
 
 from .cases import SCRIPTED_KEY, judgments, of_type, reading_judge, seal_run, verdict, wait_log
 

@@ -7,9 +7,9 @@ import time
 from typing import Any
 
 from assay.providers import UserMessage
-from assay_cli.demo import JudgeTemper, judge_script
-from assay_cli.scripted import ScriptRequest
 from assay_judge.delimit import final_message_block
+from assay_testing.demo import JudgeTemper, judge_script
+from assay_testing.scripted import ScriptRequest
 
 
 def _verdict(answer: str) -> dict[str, Any]:

@@ -10,9 +10,9 @@ import pytest
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay_cli.scripted import ScriptedModelServer
 from assay_judge import build
 from assay_schemas import JudgeRegistered
+from assay_testing.scripted import ScriptedModelServer
 
 from .cases import (
     fast_provider,

@@ -11,9 +11,9 @@ import pytest
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_judge import build
 from assay_schemas import ArtifactsSealed, JudgeRegistered
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 from .cases import (
     RUBRIC,

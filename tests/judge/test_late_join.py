@@ -23,13 +23,13 @@ from rich.console import Console
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream
-from assay_aggregator.report import Report, build_report, report_json
-from assay_aggregator.terminal import print_report
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_judge import build
+from assay_report.projections import Projections
+from assay_report.report import Report, build_report, report_json
+from assay_report.terminal import print_report
 from assay_schemas import JudgeRegistered, JudgmentFailed, JudgmentRecorded
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 from .cases import (
     SCRIPTED_KEY,

@@ -9,10 +9,10 @@ import pytest
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay_cli.scripted import ScriptedModelServer
 from assay_judge import build, build_rules
 from assay_judge.delimit import escape_delimiters
 from assay_judge.rules.checks import find_injection
+from assay_testing.scripted import ScriptedModelServer
 
 from .cases import (
     fast_provider,

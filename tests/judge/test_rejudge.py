@@ -7,9 +7,9 @@ from typing import Any
 
 from assay.bus import Bus, Delivery
 from assay.config import Settings
-from assay_aggregator import Projections, build_report
 from assay_aggregator.rebuild import fold_stream
 from assay_judge.rejudge import rejudge
+from assay_report import Projections, build_report
 from assay_schemas import (
     ArtifactsSealed,
     DimensionScore,

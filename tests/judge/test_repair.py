@@ -10,15 +10,15 @@ import pytest
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay_cli.scripted import (
+from assay_judge import build
+from assay_schemas import JudgmentFailed, Price, Usage
+from assay_testing.scripted import (
     Fault,
     ScriptedModelServer,
     ScriptedSequence,
     ScriptedToolCall,
     ScriptReply,
 )
-from assay_judge import build
-from assay_schemas import JudgmentFailed, Price, Usage
 
 from .cases import (
     RUBRIC,

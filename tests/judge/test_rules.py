@@ -102,7 +102,7 @@ def test_evaluate_without_steps_flags_sealed_scripts() -> None:
         "no_prompt_injection",
     ]
     # The report tells these apart from the task's reference checks by name.
-    from assay_aggregator.statistics import RULE_CHECKS
+    from assay_report.statistics import RULE_CHECKS
 
     assert {c.name for c in verdict.checks} == RULE_CHECKS
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
 from assay_judge import build_rules
 from assay_schemas import (
     FINAL_MESSAGE_INLINE_CHARS,
@@ -33,7 +33,7 @@ from assay_schemas import (
     TaskAccepted,
     TaskSubmitted,
 )
-from tests.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
+from assay_testing.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
 
 pytestmark = pytest.mark.timeout(300)
 

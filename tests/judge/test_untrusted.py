@@ -10,8 +10,8 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.providers import AssistantMessage
 from assay.store import LocalBlobStore
-from assay_cli.scripted import ScriptedModelServer
 from assay_judge import build
+from assay_testing.scripted import ScriptedModelServer
 
 from .cases import (
     fast_provider,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from assay.providers import ProviderKind, RetryPolicy, SdkProvider, make_provider
-from assay_cli.scripted import ScriptedModelServer
+from assay_testing.scripted import ScriptedModelServer
 
 API_KEY_ENV = "ASSAY_TEST_SCRIPTED_KEY"
 API_KEY = "sk-scripted-test"

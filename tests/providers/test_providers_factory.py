@@ -19,7 +19,7 @@ from assay.providers import (
     UserMessage,
     make_provider,
 )
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence
 
 from .conftest import API_KEY, API_KEY_ENV
 
@@ -75,7 +75,7 @@ async def test_both_kinds_satisfy_the_protocol(monkeypatch: pytest.MonkeyPatch) 
             await provider.aclose()
 
 
-@pytest.mark.parametrize("package", ["assay.providers", "assay_cli.scripted"])
+@pytest.mark.parametrize("package", ["assay.providers", "assay_testing.scripted"])
 def test_exports_are_explicit_and_importable(package: str) -> None:
     module = importlib.import_module(package)
     exported = module.__all__

@@ -13,7 +13,7 @@ from assay.providers import (
     RetryPolicy,
     UserMessage,
 )
-from assay_cli.scripted import (
+from assay_testing.scripted import (
     Fault,
     ScriptedModelServer,
     ScriptedSequence,

@@ -23,7 +23,7 @@ from assay.providers import (
     UserMessage,
 )
 from assay.providers._openai import OpenAIProvider
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence
 
 from .conftest import MakeProvider
 

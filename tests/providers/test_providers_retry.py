@@ -20,7 +20,7 @@ from assay.providers import (
     make_provider,
     parse_retry_after,
 )
-from assay_cli.scripted import Fault, ScriptedModelServer, ScriptedSequence
+from assay_testing.scripted import Fault, ScriptedModelServer, ScriptedSequence
 
 from .conftest import API_KEY_ENV, MakeProvider
 

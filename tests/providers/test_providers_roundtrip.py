@@ -23,7 +23,7 @@ from assay.providers import (
     messages_from_json,
     messages_to_json,
 )
-from assay_cli.scripted import (
+from assay_testing.scripted import (
     ScriptedModelServer,
     ScriptedSequence,
     ScriptedToolCall,

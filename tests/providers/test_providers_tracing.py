@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent(
     import asyncio, os
     from assay.providers import UserMessage, make_provider
     from assay.telemetry import setup_tracing, shutdown_telemetry
-    from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
+    from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
     from assay_schemas import Usage
 
     os.environ["SCRIPTED_KEY"] = "sk"

@@ -17,11 +17,11 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.security.signing import Signer, ensure_operator, signer_for, trust_for
 from assay.store import LocalBlobStore
-from assay_aggregator.grading import Grade, human_verdict
-from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream
+from assay_report.projections import Projections
 from assay_schemas import ArtifactsSealed, Event, JudgmentRecorded
-from bench.synthetic_log import LogSpec, publish_events, synthetic_events
+from assay_testing.synthetic_log import LogSpec, publish_events, synthetic_events
+from assay_viewer.grading import Grade, human_verdict
 
 SPEC = LogSpec(
     campaign_id="camp",

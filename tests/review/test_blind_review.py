@@ -20,10 +20,10 @@ import pytest
 from assay.bus import Bus
 from assay.config import Settings
 from assay.security.signing import deployment_secret
-from assay_aggregator.review import REVIEW_KEY, review_queue
-from assay_aggregator.view import Source, create_app
-from assay_aggregator.view.review import ReviewDesk
+from assay_report.review import REVIEW_KEY, review_queue
 from assay_schemas import ArtifactsSealed, ControlFile, ControlPlan
+from assay_viewer import Source, create_app
+from assay_viewer.review import ReviewDesk
 
 from .conftest import Signed, enroll, projections
 

@@ -18,9 +18,9 @@ import pytest
 from assay.bus import Bus
 from assay.config import Settings
 from assay.security.signing import signer_for
-from assay_aggregator.grading import publish_verdicts
-from assay_aggregator.review import rater_frames
+from assay_report.review import rater_frames
 from assay_schemas import ConfigError, DimensionScore, JudgmentRecorded
+from assay_viewer.grading import publish_verdicts
 
 from .conftest import Signed, enroll, foreign_reviewer, projections, verdict
 

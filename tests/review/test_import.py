@@ -12,8 +12,8 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay_aggregator.grading import MAX_IMPORT_BYTES, MAX_NOTE_CHARS, parse_grades
 from assay_aggregator.service import build
+from assay_viewer.grading import MAX_IMPORT_BYTES, MAX_NOTE_CHARS, parse_grades
 from tests.aggregator.conftest import run_cli
 
 from .conftest import Signed, enroll, foreign_reviewer, projections, rubric_scores

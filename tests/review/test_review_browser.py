@@ -12,8 +12,8 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay_aggregator.view import Source, create_app
-from assay_aggregator.view.review import ReviewDesk
+from assay_viewer import Source, create_app
+from assay_viewer.review import ReviewDesk
 from tests.view.test_playwright import _WATCH, Watched, browser  # noqa: F401  (fixture)
 
 from .conftest import PAYLOAD, Signed, enroll, foreign_reviewer, projections, serve

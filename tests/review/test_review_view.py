@@ -11,11 +11,11 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay_aggregator.review import review_queue
-from assay_aggregator.view import Source, create_app
-from assay_aggregator.view.asgi import MAX_FORM_BYTES
-from assay_aggregator.view.review import ReviewDesk
+from assay_report.review import review_queue
 from assay_schemas import ConfigError
+from assay_viewer import Source, create_app
+from assay_viewer.asgi import MAX_FORM_BYTES
+from assay_viewer.review import ReviewDesk
 
 from .conftest import SPEC, Signed, enroll, projections, rubric_scores
 

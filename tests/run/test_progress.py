@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay_aggregator.pages import environment
 from assay_cli.problems import Problems, problems_of
 from assay_cli.progress import Progress
+from assay_report.pages import environment
 from assay_schemas import (
     AgentSpec,
     ArtifactsSealed,

@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 from assay.bus import Bus, read_campaign
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore, ensure_upload_bucket, upload_blob, upload_bucket
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
 from assay_schemas import (
     CampaignStarted,
     Event,
@@ -24,7 +24,7 @@ from assay_schemas import (
     TaskSubmitted,
     TextContainsCheck,
 )
-from tests.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
+from assay_testing.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
 
 OUTSIDE = Producer(service="outside", version="1")
 

@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -26,7 +25,7 @@ from assay_schemas import (
     ProgramSpec,
     RunFailed,
 )
-from tests.pipeline import (
+from assay_testing.pipeline import (
     SCRIPTED_KEY,
     campaign,
     scripted_agent,
@@ -35,6 +34,7 @@ from tests.pipeline import (
     wait_for_events,
     write_task,
 )
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 STEPS = [
     ScriptReply.call("bash", {"command": "mkdir -p results && wc -l counts.csv"}),

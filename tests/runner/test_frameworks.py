@@ -11,12 +11,10 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
-from assay_cli.demo import JudgeTemper, judge_script
-from assay_cli.scripted import ScriptedModelServer, ScriptReply, ScriptRequest
 from assay_sandbox_manager import extension
 from assay_sandbox_manager.extension import ensure_extension, extension_hash
 from assay_schemas import (
@@ -32,7 +30,9 @@ from assay_schemas import (
     RunFailed,
     SandboxReady,
 )
-from tests.pipeline import SCRIPTED_KEY, campaign, services, wait_for_events, write_task
+from assay_testing.demo import JudgeTemper, judge_script
+from assay_testing.pipeline import SCRIPTED_KEY, campaign, services, wait_for_events, write_task
+from assay_testing.scripted import ScriptedModelServer, ScriptReply, ScriptRequest
 
 AGENTS = Path(__file__).parents[2] / "examples" / "agents"
 SMOLAGENTS = "smolagents[openai]==1.26.0"

@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from assay.store import LocalBlobStore
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence
 from assay_runner.gateway import SOCKET_NAME, Gateway
 from assay_schemas import AgentSpec, AgentStepLogged, Limits
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence
 
 BODY = {"model": "x", "messages": [{"role": "user", "content": "hi"}]}
 

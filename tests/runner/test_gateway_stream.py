@@ -17,9 +17,9 @@ from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
 from assay.store import LocalBlobStore
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_runner.gateway import SOCKET_NAME
 from assay_schemas import AgentSpec
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from tests.gateways import recording, serving
 
 KEY_ENV = "ASSAY_TEST_STREAM_KEY"

@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent(
     import httpx
     from assay.store import LocalBlobStore
     from assay.telemetry import serving, setup_tracing, shutdown_telemetry, tracer
-    from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
+    from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
     from assay_runner.gateway import SOCKET_NAME, Gateway
     from assay_schemas import AgentSpec, AgentStepLogged, Limits, Usage
 

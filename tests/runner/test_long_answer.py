@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import BlobInfo, LocalBlobStore
 from assay.tasks import load_tasks
 from assay_aggregator.audit import audit_run, load_run_events
-from assay_cli.campaign import submit_campaign
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_judge import build_rules
 from assay_schemas import (
     FINAL_MESSAGE_INLINE_CHARS,
@@ -30,7 +29,7 @@ from assay_schemas import (
     JudgmentRecorded,
     RunFailed,
 )
-from tests.pipeline import (
+from assay_testing.pipeline import (
     SCRIPTED_KEY,
     campaign,
     scripted_agent,
@@ -38,6 +37,7 @@ from tests.pipeline import (
     wait_for_events,
     write_task,
 )
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -21,7 +20,7 @@ from assay_schemas import (
     RunRequested,
     SandboxReady,
 )
-from tests.pipeline import (
+from assay_testing.pipeline import (
     SCRIPTED_KEY,
     campaign,
     scripted_agent,
@@ -29,6 +28,7 @@ from tests.pipeline import (
     wait_for_events,
     write_task,
 )
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 ANALYSIS = "import pandas as pd\ndf = pd.read_csv('od.csv')\nimport os\nos.makedirs('results', exist_ok=True)\ndf.groupby('strain').od.max().to_csv('results/max_od.csv')\nprint('strains', df.strain.nunique())\n"
 

@@ -11,15 +11,21 @@ import polars as pl
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
 from assay_cli.retry import retry_failed
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_schemas import JudgmentRecorded, RunFailed, RunRequested, SandboxReady
+from assay_testing.pipeline import (
+    SCRIPTED_KEY,
+    campaign,
+    scripted_agent,
+    wait_for_events,
+    write_task,
+)
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from tests.judge.cases import judge_spec, reading_judge, verdict
-from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, wait_for_events, write_task
 from tests.security.stack import restricted_services
 
 pytestmark = pytest.mark.timeout(120)

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.providers import ModelProvider
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
 from assay_sandbox_manager.backends import BubblewrapBackend
 from assay_schemas import (
     AgentSpec,
@@ -27,8 +27,8 @@ from assay_schemas import (
     SandboxSpec,
     Task,
 )
+from assay_testing.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
 from tests.frozen import FrozenInstance
-from tests.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
 
 
 class BrokenFactory(RuntimeError):

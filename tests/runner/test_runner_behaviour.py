@@ -9,18 +9,11 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.providers import Usage
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
-from assay_cli.scripted import (
-    Fault,
-    ScriptedModelServer,
-    ScriptedSequence,
-    ScriptedToolCall,
-    ScriptReply,
-)
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -30,13 +23,20 @@ from assay_schemas import (
     Price,
     RunFailed,
 )
-from tests.pipeline import (
+from assay_testing.pipeline import (
     SCRIPTED_KEY,
     campaign,
     scripted_agent,
     services,
     wait_for_events,
     write_task,
+)
+from assay_testing.scripted import (
+    Fault,
+    ScriptedModelServer,
+    ScriptedSequence,
+    ScriptedToolCall,
+    ScriptReply,
 )
 
 LOOP = ScriptedSequence([ScriptReply.call("bash", {"command": "echo working"})], repeat_last=True)

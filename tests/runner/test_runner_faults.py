@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_schemas import ArtifactsSealed, RunFailed, RunRequested, SandboxReady, derive_id
-from tests.pipeline import (
+from assay_testing.pipeline import (
     SCRIPTED_KEY,
     campaign,
     scripted_agent,
@@ -25,6 +24,7 @@ from tests.pipeline import (
     wait_for_events,
     write_task,
 )
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 WORKER = ScriptedSequence(
     [ScriptReply.call("bash", {"command": "echo step"})] * 3

@@ -19,12 +19,11 @@ from typing import Any
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay_aggregator.audit import audit_run, load_run_events
-from assay_cli.campaign import submit_campaign
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_runner.web import NetPolicy, import_snapshot, index_from_log, index_from_snapshot
 from assay_schemas import (
     AgentStepLogged,
@@ -35,8 +34,7 @@ from assay_schemas import (
     RunFailed,
     WebSpec,
 )
-from tests.judge.cases import judge_spec, reading_judge, verdict
-from tests.pipeline import (
+from assay_testing.pipeline import (
     SCRIPTED_KEY,
     campaign,
     scripted_agent,
@@ -45,6 +43,8 @@ from tests.pipeline import (
     wait_for_events,
     write_task,
 )
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
+from tests.judge.cases import judge_spec, reading_judge, verdict
 from tests.webstand import WebStandIn, html_page, searxng_results
 
 STAND_IN = "127.0.0.2"

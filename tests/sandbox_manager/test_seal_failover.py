@@ -25,7 +25,7 @@ from assay_schemas import (
     SandboxReady,
     same_run,
 )
-from tests.pipeline import wait_for_events
+from assay_testing.pipeline import wait_for_events
 from tests.sandbox_manager.test_service import (
     backends,
     finished,

@@ -25,7 +25,7 @@ from assay_schemas import (
     Task,
     Usage,
 )
-from tests.pipeline import wait_for_events
+from assay_testing.pipeline import wait_for_events
 
 SPEC = SandboxSpec(memory_mb=512, exec_timeout_s=20)
 

@@ -13,7 +13,7 @@ from assay_aggregator.fold import fold
 from assay_sandbox_manager.backends import BubblewrapBackend
 from assay_sandbox_manager.service import build
 from assay_schemas import MAX_EVENT_BYTES, ArtifactsSealed, SandboxReady, unb64
-from tests.pipeline import wait_for_events
+from assay_testing.pipeline import wait_for_events
 from tests.sandbox_manager.test_service import (
     backends,
     finished,

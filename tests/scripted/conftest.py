@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from assay_cli.scripted import ScriptedModelServer
+from assay_testing.scripted import ScriptedModelServer
 
 _names = itertools.count()
 

@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from assay.providers import ToolResultMessage, Usage
-from assay_cli.scripted import (
+from assay_testing.scripted import (
     Fault,
     ScriptedModelServer,
     ScriptedSequence,

@@ -11,7 +11,7 @@ from assay.config import Settings
 from assay.providers import ModelProvider
 from assay.store import BlobStore
 from assay_schemas import AgentSpec, JudgeSpec
-from tests.pipeline import fast_judge_provider, fast_providers
+from assay_testing.pipeline import fast_judge_provider, fast_providers
 
 
 @asynccontextmanager
@@ -24,7 +24,7 @@ async def restricted_services(
     agent_providers: Callable[[AgentSpec], ModelProvider] = fast_providers,
 ) -> AsyncIterator[dict[str, Any]]:
     """sandbox-manager, runner, the given judges and optionally the aggregator, each
-    with `settings_of(<its user>)`; like `tests.pipeline.services` otherwise."""
+    with `settings_of(<its user>)`; like `assay_testing.pipeline.services` otherwise."""
     from assay_aggregator.service import build as build_aggregator
     from assay_judge.service import build as build_judge
     from assay_runner.service import build as build_runner

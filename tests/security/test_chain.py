@@ -28,7 +28,7 @@ from assay.security.signing import (
     trust_for,
 )
 from assay_schemas import Event, parse_event
-from bench.synthetic_log import LogSpec, synthetic_events, writer_of
+from assay_testing.synthetic_log import LogSpec, synthetic_events, writer_of
 
 SPEC = LogSpec(campaign_id="c1", n_tasks=3, n_agents=2, steps_per_run=3)
 

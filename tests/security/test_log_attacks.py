@@ -20,18 +20,17 @@ import pytest
 from nats.aio.client import Client
 
 from assay.bus import Bus, Skipped
+from assay.campaign import submit_campaign
 from assay.security.signing import ensure_operator, signer_for, trust_for
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay_aggregator.audit import REFUSED, audit_run, load_run_events
 from assay_aggregator.handlers import AggregatorService
-from assay_aggregator.projections import Projections
 from assay_aggregator.rebuild import fold_stream
-from assay_aggregator.report import build_report
 from assay_aggregator.service import build as build_aggregator
-from assay_cli.campaign import submit_campaign
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_judge.service import build_rules
+from assay_report.projections import Projections
+from assay_report.report import build_report
 from assay_schemas import (
     JudgmentRecorded,
     Producer,
@@ -41,8 +40,15 @@ from assay_schemas import (
     TaskSubmitted,
     parse_event,
 )
+from assay_testing.pipeline import (
+    SCRIPTED_KEY,
+    campaign,
+    scripted_agent,
+    wait_for_events,
+    write_task,
+)
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from tests.judge.cases import judge_spec, reading_judge, verdict
-from tests.pipeline import SCRIPTED_KEY, campaign, scripted_agent, wait_for_events, write_task
 
 from .conftest import CAMPAIGN, SecureNats
 from .stack import connected, restricted_services

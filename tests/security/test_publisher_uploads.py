@@ -21,7 +21,7 @@ from assay_schemas import (
     Task,
     TaskSubmitted,
 )
-from tests.pipeline import campaign, scripted_agent
+from assay_testing.pipeline import campaign, scripted_agent
 
 from .conftest import CAMPAIGN, SecureNats
 

@@ -42,7 +42,7 @@ from assay_schemas import (
     TaskAccepted,
     TaskRejected,
 )
-from tests.pipeline import campaign, scripted_agent, services, wait_for_events
+from assay_testing.pipeline import campaign, scripted_agent, services, wait_for_events
 from tests.runner.test_admission import OUTSIDE, answered, answers, ref, submission
 
 pytestmark = pytest.mark.timeout(120)

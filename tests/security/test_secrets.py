@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus, read_raw
+from assay.campaign import submit_campaign
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
-from assay_cli.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from assay_schemas import AgentSpec, AgentStepLogged, JudgeSpec, JudgmentRecorded
+from assay_testing.pipeline import campaign, wait_for_events, write_task
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from tests.judge.cases import reading_judge, verdict
-from tests.pipeline import campaign, wait_for_events, write_task
 
 from .conftest import SecureNats
 from .stack import connected, restricted_services

@@ -23,7 +23,7 @@ from assay.config import Settings
 from assay.security.permissions import inbox_prefix, publisher_user
 from assay.store import LocalBlobStore, ensure_upload_bucket, upload_blob, upload_bucket
 from assay_schemas import CampaignStarted, FileRef, Producer, Task, TaskSubmitted
-from tests.pipeline import campaign, scripted_agent
+from assay_testing.pipeline import campaign, scripted_agent
 
 from .conftest import CAMPAIGN, SecureNats
 

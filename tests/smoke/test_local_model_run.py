@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_cli.campaign import submit_campaign
 from assay_schemas import AgentFinished, AgentSpec, AgentStepLogged, ArtifactsSealed, Limits
-from tests.pipeline import campaign, services, wait_for_events, write_task
+from assay_testing.pipeline import campaign, services, wait_for_events, write_task
 from tests.smoke.localmodel import (
     INSTALL_HINT,
     LOCAL_MODEL_NAME,

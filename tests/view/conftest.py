@@ -15,7 +15,6 @@ import uvicorn
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay_aggregator.view import Source, create_app
 from assay_schemas import (
     AgentStepLogged,
     ArtifactsSealed,
@@ -37,7 +36,8 @@ from assay_schemas import (
     ToolResultRecord,
     same_run,
 )
-from bench.synthetic_log import publish_events
+from assay_testing.synthetic_log import publish_events
+from assay_viewer import Source, create_app
 from tests.aggregator.conftest import SPEC, Published, publish
 
 from .documents import docx_bytes, pdf_bytes, xlsx_bytes

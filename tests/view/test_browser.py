@@ -14,7 +14,7 @@ import pytest
 
 from assay.bus import Bus
 from assay_schemas import AgentStepLogged, JudgmentRecorded
-from bench.synthetic_log import publish_events
+from assay_testing.synthetic_log import publish_events
 
 from .conftest import HOSTILE, PAYLOAD, Published
 
@@ -63,7 +63,7 @@ async def test_a_verdict_logged_while_the_run_page_is_open_carries_what_the_page
 
 
 def test_the_live_script_never_writes_markup() -> None:
-    script = files("assay_aggregator").joinpath("templates", "view", "live.js").read_text()
+    script = files("assay_viewer").joinpath("templates", "view", "live.js").read_text()
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
         assert sink not in script, sink
     assert "textContent" in script and "#live-steps ol.steps" in script

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from assay_aggregator.view import documents
-from assay_aggregator.view.previews import preview_file
+from assay_viewer import documents
+from assay_viewer.previews import preview_file
 
 from .conftest import SCRIPT
 from .documents import docx_bytes, pdf_bytes, xlsx_bytes, zip_bomb

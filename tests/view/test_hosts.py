@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from assay.config import Settings
-from assay_aggregator.view import Source, create_app
+from assay_viewer import Source, create_app
 
 from .conftest import HOSTILE
 

@@ -7,9 +7,9 @@ import re
 import httpx
 
 from assay.bus import Bus
-from assay_aggregator.view.asgi import CSP
 from assay_schemas import AgentStepLogged
-from bench.synthetic_log import publish_events
+from assay_testing.synthetic_log import publish_events
+from assay_viewer.asgi import CSP
 
 from .conftest import HOSTILE, REPAIRED_SAMPLE, SCRIPT, Published
 

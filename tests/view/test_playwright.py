@@ -13,7 +13,7 @@ import pytest
 
 from assay.bus import Bus
 from assay_schemas import AgentStepLogged, JudgmentRecorded, RunRequested
-from bench.synthetic_log import publish_events
+from assay_testing.synthetic_log import publish_events
 
 from .conftest import DISPUTED, HOSTILE, IMG, PAYLOAD, PYTHON_CODE, SCRIPT, SEARCHED, Published
 

@@ -20,7 +20,6 @@ from rich.console import Console
 from assay.bus import Bus
 from assay_aggregator.audit import audit_run, load_run_events
 from assay_aggregator.audit_view import print_audit
-from assay_aggregator.view.previews import markdown, preview
 from assay_schemas import (
     RULES_JUDGE_ID,
     AgentStepLogged,
@@ -30,7 +29,8 @@ from assay_schemas import (
     RunRequested,
     TaskSubmitted,
 )
-from bench.synthetic_log import publish_events
+from assay_testing.synthetic_log import publish_events
+from assay_viewer.previews import markdown, preview
 from tests.aggregator.conftest import Published
 
 from .conftest import DISPUTED, EVIL_TASK, HOSTILE, PAYLOAD, PYTHON_CODE, SCRIPT, SEARCHED

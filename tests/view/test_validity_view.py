@@ -6,8 +6,8 @@ import httpx
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay_aggregator.view import Source, create_app
-from bench.synthetic_log import publish_events
+from assay_testing.synthetic_log import publish_events
+from assay_viewer import Source, create_app
 from tests.aggregator.test_controls_fold import C, _log
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from assay_aggregator.pages import environment
-from assay_aggregator.view.transcript import transcript
 from assay_schemas import AgentStepLogged, ToolCallRecord, ToolResultRecord, WebSource
+from assay_viewer.pages import view_environment
+from assay_viewer.transcript import transcript
 
 SHA_TEXT, SHA_BODY = "a" * 64, "b" * 64
 
@@ -37,7 +37,7 @@ def test_a_fetch_step_lists_its_source_with_links_to_the_kept_blobs() -> None:
         ],
         producer={"service": "runner", "version": "0"},  # type: ignore[arg-type]
     )
-    macro = environment().get_template("view/run_parts.html.j2").module.steps  # type: ignore[attr-defined]
+    macro = view_environment().get_template("view/run_parts.html.j2").module.steps  # type: ignore[attr-defined]
     html = str(macro(transcript([step])))
     assert f'href="/blob/{SHA_TEXT}?name=web-source.txt">text read (321 bytes)' in html
     assert f'href="/blob/{SHA_BODY}?name=web-response.txt">bytes received (1234)' in html

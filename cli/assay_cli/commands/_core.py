@@ -12,19 +12,19 @@ import typer
 from rich.markup import escape
 
 from assay.bus import ASYNCAPI_FILE, Bus, Skipped, describe_skipped, render_asyncapi
+from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
 from assay.store import open_store
-from assay_cli.campaign import load_campaign, submit_campaign
 from assay_schemas import Event, export_schemas
 
 from ._app import app, console, err_console, run_async, schemas_app
 from ._home import HOME_HELP, home_settings
 
-# assay_aggregator and assay_judge load polars, scipy and numpy (about 2 s): imported
+# assay_report and assay_judge load polars, scipy and numpy (about 2 s): imported
 # inside the commands that use them, so that `assay --help` and every other command
 # start without them; the names are imported here for the type checker only.
 if TYPE_CHECKING:
-    from assay_aggregator.state import State
+    from assay_report.state import State
 
 
 @app.command()

@@ -75,9 +75,9 @@ def list_(
 def print_dead_letters(rows: list[dict[str, str | int]], out: Console) -> None:
     """A table when it fits; else one block per dead letter ("seq 5 · consumer judge"),
     its reason wrapped between words, never folded mid-word into fragments."""
-    # Here, not at the top: assay_aggregator loads polars and scipy (about 2 s), which
+    # Here, not at the top: assay_report loads polars and scipy (about 2 s), which
     # `assay --help` and the other commands need not wait for.
-    from assay_aggregator.terminal_table import print_table
+    from assay_report.terminal_table import print_table
 
     cells = [
         [str(r[k]) for k in ("sequence", "consumer", "log_sequence", "subject", "deliveries")]

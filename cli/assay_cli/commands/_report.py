@@ -19,12 +19,12 @@ from assay_schemas import ANCHOR, AssayError
 from ._app import app, console, err_console, run_async
 from ._home import HOME_HELP, home_settings
 
-# assay_aggregator and assay_judge load polars, scipy and numpy (about 2 s): imported
+# assay_report and assay_judge load polars, scipy and numpy (about 2 s): imported
 # inside the commands that use them, so that `assay --help` and every other command
 # start without them; the names are imported here for the type checker only.
 if TYPE_CHECKING:
-    from assay_aggregator.projections import Projections
-    from assay_aggregator.state import RefusedRecord
+    from assay_report.projections import Projections
+    from assay_report.state import RefusedRecord
 
 
 JSON_HELP = "Write canonical JSON to this file ('-': standard output, for scripts)."
@@ -49,9 +49,9 @@ class GroupBy(StrEnum):
 
 async def _projections(settings: Settings, *, fresh: bool = False) -> Projections:
     """Projections of the whole log: the live snapshot caught up (or a fresh fold)."""
-    from assay_aggregator.projections import Projections
     from assay_aggregator.rebuild import fold_stream
     from assay_aggregator.snapshot import resume_state
+    from assay_report.projections import Projections
 
     async with Bus(settings, service="cli") as bus:
         state = None if fresh else await resume_state(bus.js, settings)
@@ -86,9 +86,9 @@ def report(
     home: Path = typer.Option(None, "--home", help=HOME_HELP),
 ) -> None:
     """Scores with task-bootstrap CIs, failure tags, judge agreement, rank stability."""
-    from assay_aggregator.html import render_html
-    from assay_aggregator.report import build_report, report_json
-    from assay_aggregator.terminal import print_report
+    from assay_report.html import render_html
+    from assay_report.report import build_report, report_json
+    from assay_report.terminal import print_report
 
     with home_settings(home) as settings:
         p = run_async(_projections(settings))
@@ -114,8 +114,8 @@ def replay(
     home: Path = typer.Option(None, "--home", help=HOME_HELP),
 ) -> None:
     """Rebuild every projection and the report from sequence 1."""
-    from assay_aggregator.report import build_report, report_json
     from assay_aggregator.verify import verify as run_verify
+    from assay_report.report import build_report, report_json
 
     if verify:
         with home_settings(home) as settings:
@@ -153,7 +153,7 @@ def audit(
     from assay.store import open_store
     from assay_aggregator.audit import audit_document, audit_run, load_run_events
     from assay_aggregator.audit_view import print_audit
-    from assay_aggregator.canonical import canonical_json
+    from assay_report.canonical import canonical_json
 
     async def load(settings: Settings) -> tuple[list[LoggedEvent], dict[int, str], int]:
         async with Bus(settings, service="cli") as bus:
@@ -186,8 +186,8 @@ def export(
     home: Path = typer.Option(None, "--home", help=HOME_HELP),
 ) -> None:
     """Write every projection table and report frame as Parquet."""
-    from assay_aggregator.export import export_parquet
-    from assay_aggregator.report import build_report
+    from assay_report.export import export_parquet
+    from assay_report.report import build_report
 
     with home_settings(home) as settings:
         p = run_async(_projections(settings))

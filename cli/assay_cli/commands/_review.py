@@ -20,8 +20,8 @@ from ._app import app, console, err_console, run_async
 from ._home import home_settings
 
 if TYPE_CHECKING:
-    from assay_aggregator.grading import Grade
-    from assay_aggregator.grading import GradeProblem as Problem
+    from assay_viewer.grading import Grade
+    from assay_viewer.grading import GradeProblem as Problem
 
 review_app = typer.Typer(
     help="Human review: a reviewer's grades become signed verdicts of a human judge, which "
@@ -56,7 +56,7 @@ def import_grades(
 ) -> None:  # fmt: skip
     """Publish a file of grades as verdicts signed with the reviewer's enrolled key, after
     checking every row (all or nothing)."""
-    from assay_aggregator.grading import MAX_IMPORT_BYTES, parse_grades
+    from assay_viewer.grading import MAX_IMPORT_BYTES, parse_grades
 
     judge_id = check_reviewer(reviewer)
     fmt = file.suffix.lower().lstrip(".")
@@ -83,7 +83,7 @@ def import_grades(
 async def _publish(
     settings: Settings, judge_id: str, grades: list[tuple[int, Grade]], problems: list[Problem]
 ) -> list[str]:
-    from assay_aggregator.grading import (
+    from assay_viewer.grading import (
         GradeProblem,
         grade_problem,
         human_verdict,

@@ -57,10 +57,10 @@ def view(
         raise typer.Exit(2)
     import uvicorn
 
-    # Here, not at the top: assay_aggregator loads polars and scipy (about 2 s), which
+    # Here, not at the top: assay_report loads polars and scipy (about 2 s), which
     # `assay --help` and the other commands need not wait for.
-    from assay_aggregator.view import Source, create_app
-    from assay_aggregator.view.review import ReviewDesk
+    from assay_viewer import Source, create_app
+    from assay_viewer.review import ReviewDesk
 
     from ._review import check_reviewer
 

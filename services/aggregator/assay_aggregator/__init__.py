@@ -1,25 +1,11 @@
-"""The aggregator: projections folded from the log, the report, replay, audit, rejudging.
+"""The aggregator service: every event folded, in log order, into one state; snapshots,
+replay, the admission of what counts, invariants, audit and rejudging.
 
-Light names are re-exported here; the service (``app``), the CLI helpers (``verify``,
-``audit``, ``rejudge``, ``html``, ``terminal``) and the statistics library
-(``statistics``) are imported from their modules.
+What the state is and what is read off it (the projections, the statistics, the report
+and its renderers) lives one floor down in `assay_report`, with no bus; the web app and
+the review desk one floor up in `assay_viewer`.
 """
 
-from .canonical import canonical_json
 from .fold import apply, fold
-from .projections import TABLE_NAMES, Projections
-from .report import Report, build_report, report_json, report_seed
-from .state import State
 
-__all__ = [
-    "TABLE_NAMES",
-    "Projections",
-    "Report",
-    "State",
-    "apply",
-    "build_report",
-    "canonical_json",
-    "fold",
-    "report_json",
-    "report_seed",
-]
+__all__ = ["apply", "fold"]

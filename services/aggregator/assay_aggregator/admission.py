@@ -29,6 +29,7 @@ from typing import Any
 
 from assay.security.signing import SignatureCheck
 from assay.tasks import check_task
+from assay_report.state import RunRecord, State
 from assay_schemas import (
     HUMAN_SAMPLE,
     RULES_JUDGE_ID,
@@ -43,8 +44,6 @@ from assay_schemas import (
     lifecycle_step,
     walk,
 )
-
-from .state import RunRecord, State
 
 __all__ = ["admit", "moved", "refusal", "rubric_keys"]
 

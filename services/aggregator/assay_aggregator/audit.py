@@ -20,6 +20,8 @@ from assay.bus import Bus, LoggedEvent, RawMessage, read_raw
 from assay.security.chain import verify_history
 from assay.security.signing import TrustList
 from assay.store import BlobStore
+from assay_report.state import State
+from assay_report.summaries import summarize
 from assay_schemas import (
     ANCHOR,
     RULES_JUDGE_ID,
@@ -44,8 +46,6 @@ from assay_schemas import (
 
 from .rebuild import fold_stream
 from .snapshot import resume_state
-from .state import State
-from .summaries import summarize
 
 __all__ = [
     "REFUSED",

@@ -11,8 +11,9 @@ import math
 from rich.console import Console
 from rich.text import Text
 
+from assay_report.terminal_table import print_table
+
 from .audit import RunAudit, VerdictView
-from .terminal_table import print_table
 
 __all__ = ["print_audit"]
 

@@ -16,6 +16,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from assay.security.signing import TrustList
+from assay_report.state import (
+    ArtifactRecord,
+    ControlRecord,
+    FailureRecord,
+    JudgeRecord,
+    RunRecord,
+    State,
+    TaskRecord,
+    VerdictRecord,
+)
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -36,16 +46,6 @@ from assay_schemas import (
 )
 
 from .admission import admit, moved
-from .state import (
-    ArtifactRecord,
-    ControlRecord,
-    FailureRecord,
-    JudgeRecord,
-    RunRecord,
-    State,
-    TaskRecord,
-    VerdictRecord,
-)
 
 __all__ = ["admitted", "apply", "fold", "subject_of"]
 

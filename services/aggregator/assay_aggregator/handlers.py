@@ -21,15 +21,15 @@ from assay.bus import Bus, Delivery, Refusal
 from assay.config import Settings
 from assay.security.signing import TrustList
 from assay.store import BlobStore
+from assay_report.projections import Projections
+from assay_report.report import build_report, report_json
+from assay_report.state import State
+from assay_report.statistics import DEFAULT_RESAMPLES
 from assay_schemas import Event
 
 from .fold import admitted, apply
-from .projections import Projections
 from .rebuild import fold_stream, head_sequence
-from .report import build_report, report_json
 from .snapshot import load_snapshot, paths_for, save_snapshot, write_atomic
-from .state import State
-from .statistics import DEFAULT_RESAMPLES
 
 log = logging.getLogger("assay.aggregator")
 

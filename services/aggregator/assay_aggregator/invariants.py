@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal, NamedTuple
 
+from assay_report.state import RunRecord, State
 from assay_schemas import (
     RULES_JUDGE_ID,
     AgentStepLogged,
@@ -41,7 +42,6 @@ from assay_schemas import (
 
 from .admission import admit
 from .fold import apply, subject_of
-from .state import RunRecord, State
 
 __all__ = ["DEFAULT_GRACE_S", "Breach", "BreachKind", "LogCheck", "check_log"]
 

@@ -20,11 +20,11 @@ from assay.config import Settings
 from assay.security.chain import check_signatures
 from assay.security.signing import Enrollment, TrustList
 from assay.store import open_store
+from assay_report.state import State
 from assay_schemas import Event, InvalidEvent, parse_event
 
 from .admission import admit
 from .fold import apply
-from .state import State
 
 __all__ = ["blob_loader", "fold_stream", "head_sequence", "stream_created"]
 

@@ -7,10 +7,10 @@ from assay.bus import Bus, subscribe
 from assay.config import Settings
 from assay.security.signing import trust_for
 from assay.store import BlobStore, open_store
+from assay_report.statistics import DEFAULT_RESAMPLES
 
 from .contract import CONTRACT, EVERYTHING
 from .handlers import AggregatorService
-from .statistics import DEFAULT_RESAMPLES
 
 __all__ = ["DURABLE", "SERVICE", "AggregatorService", "build"]
 

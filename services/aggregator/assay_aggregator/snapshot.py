@@ -31,11 +31,11 @@ from nats.js import JetStreamContext
 
 from assay.config import Settings
 from assay.security.signing import trust_for
+from assay_report.frame_cache import FrameCache
+from assay_report.projections import Projections
+from assay_report.state import SNAPSHOT_VERSION, State, state_from_json, state_to_json
 
-from .frame_cache import FrameCache
-from .projections import Projections
 from .rebuild import head_sequence, stream_created
-from .state import SNAPSHOT_VERSION, State, state_from_json, state_to_json
 
 __all__ = [
     "AggregatorPaths",

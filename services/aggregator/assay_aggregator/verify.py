@@ -28,13 +28,13 @@ from typing import Any, NamedTuple
 from assay.bus import Bus
 from assay.config import Settings
 from assay.security.signing import trust_for
+from assay_report.projections import Projections
+from assay_report.report import build_report, report_json
+from assay_report.state import State
+from assay_report.statistics import DEFAULT_RESAMPLES, TaskAttribute
 
-from .projections import Projections
 from .rebuild import blob_loader, fold_stream, head_sequence
-from .report import build_report, report_json
 from .snapshot import paths_for, resume_state
-from .state import State
-from .statistics import DEFAULT_RESAMPLES, TaskAttribute
 
 __all__ = ["Comparison", "ReportParams", "table_digests", "verify"]
 

@@ -11,10 +11,10 @@ from pydantic import ValidationError
 
 from assay.bundle import BundleRefused, pack_bundle
 from assay.bus import Bus
+from assay.controls import CONTROLS_KEY, plan_controls, publish_controls
 from assay.security.signing import deployment_secret
 from assay.store import BlobStore
 from assay.tasks import TaskDraft, build_task
-from assay_cli.controls import CONTROLS_KEY, plan_controls, publish_controls
 from assay_schemas import (
     MAX_EVENT_BYTES,
     CampaignSpec,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from assay_report.projections import Projections
 from assay_schemas import RULES_JUDGE_ID
-
-from ..projections import Projections
 
 __all__ = ["Disagreement", "disagreements"]
 

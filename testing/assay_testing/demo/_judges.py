@@ -19,8 +19,8 @@ import re2
 from pydantic import JsonValue
 
 from assay.providers import UserMessage
-from assay_cli.scripted import Script, ScriptReply, ScriptRequest
 from assay_schemas import default_rubric
+from assay_testing.scripted import Script, ScriptReply, ScriptRequest
 
 __all__ = ["JudgeTemper", "judge_script", "judge_scripts"]
 

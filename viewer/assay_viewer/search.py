@@ -18,8 +18,7 @@ import sqlite3
 from typing import Any, NamedTuple
 
 from assay.bus import RawMessage
-
-from ..state import State
+from assay_report.state import State
 
 __all__ = ["DOC_CHARS", "MAX_TERMS", "Hit", "SearchIndex", "terms"]
 

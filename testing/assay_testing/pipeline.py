@@ -23,7 +23,7 @@ def scripted_agent(agent_id: str, model: str, base_url: str, **extra: object) ->
     """An agent whose model is served by the scripted server over the real OpenAI SDK."""
     return AgentSpec(
         agent_id=agent_id, model=model, base_url=base_url, api_key_env=SCRIPTED_KEY, **extra
-    )  # type: ignore[arg-type]
+    )
 
 
 def campaign(campaign_id: str, agents: list[AgentSpec], **extra: object) -> CampaignSpec:
@@ -33,7 +33,7 @@ def campaign(campaign_id: str, agents: list[AgentSpec], **extra: object) -> Camp
         "sandbox": SandboxSpec(memory_mb=1024, exec_timeout_s=30, cpu_seconds=60),
     }
     defaults.update(extra)
-    return CampaignSpec(campaign_id=campaign_id, agents=agents, **defaults)  # type: ignore[arg-type]
+    return CampaignSpec(campaign_id=campaign_id, agents=agents, **defaults)
 
 
 async def wait_for_events(

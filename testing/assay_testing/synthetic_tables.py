@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from assay_aggregator.statistics._tables import Tables, make_tables
+from assay_report.statistics._tables import Tables, make_tables
 from assay_schemas import default_rubric
 
 __all__ = ["RUBRIC_DIMENSIONS", "synthetic_tables"]

@@ -28,16 +28,23 @@ from pydantic import ValidationError
 
 from assay.config import Settings
 from assay.security.signing import deployment_secret, signer_for
+from assay_report.projections import Projections
+from assay_report.report import report_seed, rubric_anchor
+from assay_report.review import (
+    REVIEW_KEY,
+    ReviewItem,
+    Stratum,
+    default_stratum,
+    human_validity,
+    review_queue,
+)
+from assay_report.statistics import AnalysisSettings, validity_warnings
 from assay_schemas import ID_PATTERN, FileRef, Rubric, Task, default_rubric
 
-from ..grading import Grade, grade_problem, human_verdict, outcomes, publish_verdicts
-from ..pages import render_page
-from ..projections import Projections
-from ..report import report_seed, rubric_anchor
-from ..review import REVIEW_KEY, ReviewItem, Stratum, default_stratum, human_validity, review_queue
-from ..statistics import AnalysisSettings, validity_warnings
 from .asgi import Request, Response, Route
 from .data import Source, file_tree
+from .grading import Grade, grade_problem, human_verdict, outcomes, publish_verdicts
+from .pages import render_page
 from .previews import blob_headers, preview_file
 
 __all__ = ["ReviewDesk", "ValidityTable", "review_routes"]

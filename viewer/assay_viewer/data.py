@@ -17,14 +17,15 @@ from assay.bus import Bus, read_campaign
 from assay.config import Settings
 from assay.security.signing import trust_for
 from assay.store import BlobStore, open_store
+from assay_aggregator.audit import REFUSED, RunAudit, audit_run, load_run_events
+from assay_aggregator.rebuild import fold_stream
+from assay_report.projections import Projections
+from assay_report.report import Report, build_report
+from assay_report.state import State
+from assay_report.statistics._panel import prepare
 from assay_schemas import ANCHOR, ArtifactsSealed, FileRef, RunHistory
 
-from ..audit import REFUSED, RunAudit, audit_run, load_run_events
-from ..projections import Projections
-from ..rebuild import fold_stream
-from ..report import Report, build_report
-from ..state import State
-from ..statistics._panel import prepare
+from .contract import CONTRACT
 from .outputs import JudgeOutputs, judge_outputs
 from .runs import RunRow, run_rows
 from .search import Hit, SearchIndex
@@ -87,7 +88,9 @@ class Source:
     async def bus(self) -> Bus:
         """The one connection, opened on first use (in the server's event loop)."""
         if self._bus is None:
-            self._bus = await self._stack.enter_async_context(Bus(self.settings, service="viewer"))
+            self._bus = await self._stack.enter_async_context(
+                Bus(self.settings, service=CONTRACT.service)
+            )
         return self._bus
 
     async def close(self) -> None:

@@ -2,7 +2,8 @@
 
 The HTML report renders `report.html.j2`; a web view includes the same `charts.svg.j2`
 and `tables.html.j2` macros (or calls `render_chart`), so a leaderboard is drawn one way.
-Templates live in this package's `templates/` folder and ship with the wheel.
+Templates live in this package's `templates/` folder and ship with the wheel; the
+viewer's pages live in its own and reach these through `environment(above=...)`.
 """
 
 from __future__ import annotations
@@ -31,10 +32,15 @@ def format_cell(x: object) -> str:
 
 
 @cache
-def environment() -> jinja2.Environment:
-    """The shared template environment (autoescaping on, undefined names fail)."""
+def environment(above: str | None = None) -> jinja2.Environment:
+    """The shared template environment (autoescaping on, undefined names fail). `above`
+    names a package higher up (the viewer) whose own `templates/` folder is searched
+    first, so its pages can include this package's macros."""
+    loader: jinja2.BaseLoader = jinja2.PackageLoader("assay_report", "templates")
+    if above is not None:
+        loader = jinja2.ChoiceLoader([jinja2.PackageLoader(above, "templates"), loader])
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("assay_aggregator", "templates"),
+        loader=loader,
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -10,21 +10,20 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from importlib.resources import files
 from typing import Any, NamedTuple
 
 from markupsafe import Markup
 
+from assay_report.html import plots, tables
+from assay_report.report import Report
+from assay_report.state import State
 from assay_schemas import ID_PATTERN, AssayError, BlobNotFound, Rubric, StoreError
 
-from ..html import plots, tables
-from ..pages import render_page
-from ..report import Report
-from ..state import State
 from .asgi import Request, Response, Route, Stream, asgi_app
 from .data import RunView, Source, file_tree
 from .judges import disagreements
 from .live import events
+from .pages import render_page, report_css, static
 from .previews import blob_headers, preview_file, pygments_css
 from .review import ReviewDesk, ValidityTable, review_routes
 from .runs import Facets, RunQuery, facets, select
@@ -46,13 +45,8 @@ def _missing(what: str) -> Response:
     return _page("missing.html.j2", status=404, what=what)
 
 
-def _static(name: str) -> bytes:
-    return files("assay_aggregator").joinpath("templates", "view", name).read_bytes()
-
-
 def _css() -> bytes:
-    base = files("assay_aggregator").joinpath("templates", "report.css").read_bytes()
-    return base + _static("view.css") + pygments_css().encode()
+    return report_css() + static("view.css") + pygments_css().encode()
 
 
 class _Head(NamedTuple):
@@ -249,10 +243,10 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         return Response(_css(), "text/css; charset=utf-8")
 
     async def script(req: Request) -> Response:
-        return Response(_static("live.js"), "text/javascript; charset=utf-8")
+        return Response(static("live.js"), "text/javascript; charset=utf-8")
 
     async def validity_script(req: Request) -> Response:
-        return Response(_static("validity.js"), "text/javascript; charset=utf-8")
+        return Response(static("validity.js"), "text/javascript; charset=utf-8")
 
     assets = [("/static/view.css", css), ("/static/live.js", script),
               ("/static/validity.js", validity_script)]  # fmt: skip

@@ -12,9 +12,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import NamedTuple
 
+from assay_aggregator.audit import ChainLine
 from assay_schemas import AgentStepLogged
-
-from ..audit import ChainLine
 
 __all__ = ["Bar", "Timeline", "timeline"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from assay_cli.scripted import ScriptedSequence, ScriptReply, ScriptRequest
+from assay_testing.scripted import ScriptedSequence, ScriptReply, ScriptRequest
 
 __all__ = ["agent_scripts", "task_id_of"]
 

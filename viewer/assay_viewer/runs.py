@@ -17,10 +17,9 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from assay_report.projections import Projections
+from assay_report.state import RunRecord
 from assay_schemas import RULES_JUDGE_ID, run_state
-
-from ..projections import Projections
-from ..state import RunRecord
 
 __all__ = ["PAGE_SIZE", "Facets", "RunQuery", "RunRow", "Selection", "facets", "run_rows", "select"]
 

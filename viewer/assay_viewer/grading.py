@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay_aggregator.admission import rubric_keys
+from assay_report.projections import Projections
 from assay_schemas import (
     HUMAN_SAMPLE,
     DimensionScore,
@@ -29,8 +31,7 @@ from assay_schemas import (
     human_verdict_id,
 )
 
-from .admission import rubric_keys
-from .projections import Projections
+from .contract import check_publishes, reviewer_signer
 
 __all__ = [
     "MAX_IMPORT_BYTES",
@@ -197,8 +198,10 @@ def human_verdict(p: Projections, reviewer: str, grade: Grade, *, service: str) 
 
 async def publish_verdicts(settings: Settings, reviewer: str, events: Sequence[JudgmentRecorded]) -> list[int]:  # fmt: skip
     """Publish `events` signed with `reviewer`'s enrolled key (a `ConfigError` when it has
-    none); return their stream sequences."""
-    async with Bus(settings, service=reviewer) as bus:
+    none); return their stream sequences. The viewer's contract says what it may publish,
+    and as whom: the reviewer, never the aggregator."""
+    check_publishes(events)
+    async with Bus(settings, service=reviewer_signer(reviewer)) as bus:
         return [(await bus.publish(e)).sequence for e in events]
 
 

@@ -12,9 +12,9 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+from assay_report.summaries import summarize
 from assay_schemas import AgentStepLogged, Event, JudgmentFailed, JudgmentRecorded
 
-from ..summaries import summarize
 from .data import Source
 
 __all__ = ["detail", "events"]
