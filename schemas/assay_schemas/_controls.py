@@ -92,9 +92,9 @@ class ControlAction(NamedTuple):
 
 class ControlPlan(_Frozen):
     """What a control agent does (stored as a blob), the way an agent works: write the
-    ``code``, run the ``commands`` in the sandbox, check which ``files`` they left as
-    planned and write the others (all of them when nothing runs), remove ``absent``, then
-    answer."""
+    ``code``, run the ``commands`` in the sandbox (the last one also removes ``absent``
+    and checks which ``files`` they left as planned), write the others (all of them when
+    nothing runs), then answer. How many steps that takes is the runner's choice."""
 
     files: list[ControlFile] = Field(default_factory=list, max_length=256)
     """The outputs the answer leaves: made by the commands, or written when they are not."""
@@ -115,9 +115,10 @@ class ControlPlan(_Frozen):
         return self
 
     def max_steps(self) -> int:
-        """The most steps the plan can take, its answer included."""
-        runs = len(self.commands) + (1 if self.commands and self.files else 0)
-        return len(self.code) + runs + len(self.actions()) + (1 if self.absent else 0) + 1
+        """The most steps the plan takes one call a step: a look at the workspace, the
+        code, the commands (the last one also removes and checks), the outputs and the
+        answer (a control copying a slower agent may take up to its run's limit)."""
+        return 1 + len(self.code) + len(self.commands) + len(self.actions()) + 1
 
     def actions(self) -> list[ControlAction]:
         """The plan's steps before its answer: one per text file, one per chunk of bytes."""

@@ -2,18 +2,33 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from assay.providers import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from assay.providers import (
+    AssistantMessage,
+    Completion,
+    GenerationParams,
+    Message,
+    ToolCall,
+    ToolDefinition,
+    ToolResultMessage,
+    UserMessage,
+)
 from assay.store import LocalBlobStore
+from assay_runner.book import MAX_RUNS, MAX_TURNS, AgentBook, Observed, Turn, request_chars
 from assay_runner.control import ControlProvider
 from assay_runner.scheduler import control_runs, interleave, plan_runs
+from assay_runner.tools import TOOLS
 from assay_schemas import (
+    MAX_EVENT_BYTES,
     AgentSpec,
     CampaignSpec,
     ControlDeclared,
@@ -23,6 +38,7 @@ from assay_schemas import (
     Producer,
     ProviderError,
     Task,
+    Usage,
     run_id_for,
 )
 
@@ -53,23 +69,24 @@ async def test_a_plan_is_written_then_answered_and_resumes_where_it_stopped(tmp_
         if call.name == "submit":
             break
         messages.append(AssistantMessage(tool_calls=(call,)))
-    assert [c.name for c in calls] == ["write_file", "bash", "bash", "bash", "submit"]
+    # A look at the workspace first (nothing attached: the file list), then one call a step.
+    assert [c.name for c in calls] == ["list_files", "write_file", "bash", "bash", "bash", "submit"]
     assert json.loads(calls[-1].arguments) == {"answer": "Done: see results/."}
-    assert json.loads(calls[0].arguments) == {"path": "results/table.csv", "content": CSV}
+    assert json.loads(calls[1].arguments) == {"path": "results/table.csv", "content": CSV}
     # The shell steps rebuild the bytes exactly, whatever the file is called.
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    for call in calls[1:4]:
+    for call in calls[2:5]:
         command = json.loads(call.arguments)["command"]
         assert len(command.encode()) < 128 * 1024, "one shell argument stays under Linux's limit"
         subprocess.run(["bash", "-c", command], cwd=workspace, check=True, timeout=30,
                        env={"PATH": os.environ["PATH"]})  # fmt: skip
     assert (workspace / "results" / "it's a figure.png").read_bytes() == PNG
     assert sorted(p.name for p in workspace.rglob("*") if p.is_file()) == ["it's a figure.png"]
-    # A resumed run (three turns logged) goes on with the fourth.
+    # A resumed run (four turns logged) goes on with the fifth.
     again = ControlProvider(plan_sha256=provider.plan_sha256, store=store)
-    resumed = await again.complete([messages[0], *[AssistantMessage(tool_calls=(c,)) for c in calls[:3]]])  # type: ignore[list-item]  # fmt: skip
-    assert resumed.tool_calls[0].arguments == calls[3].arguments
+    resumed = await again.complete([messages[0], *[AssistantMessage(tool_calls=(c,)) for c in calls[:4]]])  # type: ignore[list-item]  # fmt: skip
+    assert resumed.tool_calls[0].arguments == calls[4].arguments
 
 
 async def test_a_lost_or_bad_plan_is_the_platforms_failure(tmp_path: Path) -> None:
@@ -91,13 +108,15 @@ print("done")
 
 
 def _execute(workspace: Path, call: ToolCall) -> str:
-    """What the sandbox's tools would answer (bash and write_file, run here)."""
+    """What the sandbox's tools would answer (bash, write_file and list_files, run here)."""
     args = json.loads(call.arguments)
     if call.name == "write_file":
         target = workspace / args["path"]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(args["content"])
         return f"wrote {args['path']}"
+    if call.name == "list_files":
+        return "\n".join(str(p.relative_to(workspace)) for p in sorted(workspace.rglob("*")))
     done = subprocess.run(["bash", "-c", args["command"]], cwd=workspace, capture_output=True,
                           text=True, timeout=60, env={"PATH": os.environ["PATH"]})  # fmt: skip
     return f"exit code: {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
@@ -149,11 +168,14 @@ async def test_a_plan_with_code_writes_it_runs_it_and_writes_only_what_it_did_no
         messages.append(AssistantMessage(tool_calls=(call,)))
         messages.append(ToolResultMessage(call_id=call.id, content=_execute(workspace, call)))
     names = [c.name for c in calls]
-    assert names == ["write_file", "bash", "bash", "write_file", "write_file", "bash", "submit"]
-    # It says what it does where an agent's model does (writing and running its code).
-    assert said[:2] == ["Writing the analysis script.", "Running the analysis."]
-    assert said[2:] == [None] * 5
-    assert json.loads(calls[1].arguments) == {"command": "python3 solve.py"}
+    assert names == ["list_files", "write_file", "bash", "write_file", "write_file", "submit"]
+    # It says what it does where an agent's model does (looking, writing, running its code).
+    assert said[:3] == ["Let me look at the data first.", "Writing the analysis script.", "Running the analysis."]  # fmt: skip
+    assert said[3:] == [None] * 3
+    # One command runs the code, removes what must be absent and checks the outputs.
+    command = json.loads(calls[2].arguments)["command"]
+    assert command.startswith("python3 solve.py; rm -f -- results/scratch.txt; ls -R results")
+    assert "sha256sum" in command
     assert "base64" not in json.dumps([json.loads(c.arguments) for c in calls])
     assert (workspace / "results" / "table.csv").read_bytes() == altered
     assert (workspace / "results" / "notes.md").read_text() == "# notes\n"
@@ -163,6 +185,7 @@ async def test_a_plan_with_code_writes_it_runs_it_and_writes_only_what_it_did_no
     again = ControlProvider(plan_sha256=sha, store=store)
     resumed = await again.complete(messages[: 1 + 2 * 4])  # type: ignore[arg-type]
     assert resumed.tool_calls[0].arguments == calls[4].arguments
+    assert plan.max_steps() >= len(calls)
 
 
 _PRODUCER = Producer(service="test", version="0")
@@ -210,3 +233,153 @@ def test_the_runner_requests_controls_at_their_slots_like_the_agent_they_look_li
     bare = control_runs(campaign, task, [_declared("t1", "cxxxxxx", 0, like=None)],
                         producer=_PRODUCER, cause="c")  # fmt: skip
     assert bare[0][1].agent.kind == "model"
+
+
+@dataclass
+class _Quick:
+    """A model agent that glances at one file and answers (what a control imitates);
+    it reports 100 input tokens plus one per three request characters."""
+
+    turns: int = 2
+
+    kind = "openai"
+    model = "quick-1"
+
+    async def complete(self, messages: Sequence[Message], tools: Sequence[ToolDefinition] = (),
+                       params: GenerationParams | None = None) -> Completion:  # fmt: skip
+        turn = sum(isinstance(m, AssistantMessage) for m in messages)
+        last = turn + 1 >= self.turns
+        call = ToolCall(id=f"c{turn}", name="submit" if last else "read_file",
+                        arguments='{"answer": "ok"}' if last else '{"path": "data/a.csv"}')  # fmt: skip
+        chars = request_chars(messages, tools)
+        return Completion(provider="openai", model=self.model, tool_calls=(call,),
+                          usage=Usage(input_tokens=100 + chars // 3, output_tokens=7))  # fmt: skip
+
+    async def aclose(self) -> None:
+        return None
+
+
+_TASK = "Task id: t1\nFiles:\n- /workspace/data/a.csv (12 bytes)\n- /workspace/data/b.csv (9 bytes)"
+
+
+async def _agent_runs(book: AgentBook, agent: _Quick, runs: int) -> None:
+    """`runs` runs of `agent` through the runner's observing wrapper."""
+    for r in range(runs):
+        observed = Observed(inner=agent, book=book, campaign_id="demo", agent_id="quick",
+                            run_id=f"r{r}")  # fmt: skip
+        messages: list[Message] = [UserMessage(content=_TASK + "x" * (r * 50))]
+        while True:
+            completion = await observed.complete(messages, TOOLS)
+            messages.append(AssistantMessage(tool_calls=completion.tool_calls))
+            if completion.tool_calls[0].name == "submit":
+                break
+            messages.append(ToolResultMessage(call_id=completion.tool_calls[0].id, content="1,2"))
+
+
+async def _play(provider: ControlProvider, workspace: Path) -> list[Completion]:
+    """The control's steps, each step's calls run in order as the runner runs them."""
+    messages: list[Message] = [UserMessage(content=_TASK)]
+    steps: list[Completion] = []
+    while len(steps) < 40:
+        completion = await provider.complete(messages, TOOLS)
+        steps.append(completion)
+        messages.append(AssistantMessage(text=completion.text, tool_calls=completion.tool_calls))
+        for call in completion.tool_calls:
+            if call.name == "submit":
+                return steps
+            said = "1,2" if call.name == "read_file" else _execute(workspace, call)
+            messages.append(ToolResultMessage(call_id=call.id, content=said))
+    raise AssertionError("the control never answered")
+
+
+async def test_a_control_takes_its_look_alikes_steps_tokens_and_looks(tmp_path: Path) -> None:
+    """Issue #47: a control's steps, think times, words and token counts are drawn from
+    the runs of the agent it looks like, as this runner saw them; its work stays the
+    plan's (same files left, same answer)."""
+    store = LocalBlobStore(tmp_path / "blobs")
+    book = AgentBook()
+    assert book.profile("demo", "quick") is None, "no run seen: the scripted estimate"
+    await _agent_runs(book, _Quick(turns=2), runs=4)
+    profile = book.profile("demo", "quick")
+    assert profile is not None and profile.steps == (2, 2, 2, 2)
+    assert profile.looks_with(0) == "read_file" and profile.says(0) is False
+    code = store.put_bytes(SOLVE.encode())
+    table = store.put_bytes(b"gene,fold change\nIL6,12.93\n")
+    plan = ControlPlan(
+        code=[ControlFile(path="solve.py", sha256=code.sha256, size=code.size, text=True)],
+        commands=["python3 solve.py"],
+        files=[
+            ControlFile(path="results/table.csv", sha256=table.sha256, size=table.size, text=True)
+        ],
+        absent=["results/scratch.txt"],
+        message="Done: see results/.",
+    )
+    sha = store.put_bytes(plan.model_dump_json().encode()).sha256
+    # Like a two-step agent: its work packed into two steps, saying nothing.
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    quick = ControlProvider(plan_sha256=sha, store=store, book=book, campaign_id="demo",
+                            like="quick", run_id="rc")  # fmt: skip
+    steps = await _play(quick, workspace)
+    assert [[c.name for c in s.tool_calls] for s in steps] == [
+        ["write_file", "bash"],
+        ["write_file", "submit"],
+    ]
+    assert [s.text for s in steps] == [None, None]
+    assert (workspace / "results" / "table.csv").read_bytes() == b"gene,fold change\nIL6,12.93\n"
+    assert not (workspace / "results" / "scratch.txt").exists()
+    # Its tokens are the agent's for a request as long (its line through 100 + chars/3).
+    first = request_chars([UserMessage(content=_TASK)], TOOLS)
+    assert abs(steps[0].usage.input_tokens - (100 + first // 3)) <= 2
+    # Like a six-step agent: it looks at the attached files first, as that agent does.
+    slow_book = AgentBook()
+    await _agent_runs(slow_book, _Quick(turns=6), runs=3)
+    slow = ControlProvider(plan_sha256=sha, store=store, book=slow_book, campaign_id="demo",
+                           like="quick", run_id="rc", max_steps=12)  # fmt: skip
+    again = tmp_path / "again"
+    again.mkdir()
+    steps = await _play(slow, again)
+    calls = [[json.loads(c.arguments).get("path") or c.name for c in s.tool_calls] for s in steps]
+    assert calls == [["data/a.csv"], ["data/b.csv"], ["data/a.csv"], ["solve.py"], ["bash"],
+                     ["results/table.csv", "submit"]]  # fmt: skip
+    assert len(steps) == 6
+    assert (again / "results" / "table.csv").read_bytes() == b"gene,fold change\nIL6,12.93\n"
+
+
+def test_the_book_of_agents_turns_stays_bounded_and_apart_by_campaign() -> None:
+    """A long campaign does not grow the runner's memory: the oldest turns and runs go."""
+    book = AgentBook()
+    turn = Turn(index=0, think_ms=5.0, said=False, first_tool="submit", calls=1,
+                input_chars=400, input_tokens=100, output_chars=40, output_tokens=10)  # fmt: skip
+    for r in range(MAX_RUNS + MAX_TURNS):
+        book.record("demo", "quick", f"r{r}", turn, last=True)
+    profile = book.profile("demo", "quick")
+    assert profile is not None
+    assert len(profile.turns) == MAX_TURNS and len(profile.steps) == MAX_RUNS
+    assert profile.input_tokens(800) == 200, "a ratio where the turns carry no line"
+    assert book.profile("other", "quick") is None and book.profile("demo", None) is None
+
+
+async def test_a_control_packing_its_work_never_makes_a_step_too_large_to_log(tmp_path: Path) -> None:  # fmt: skip
+    """Copying a two-step agent, a control with a megabyte of figures to write takes
+    more steps rather than log one step over the event limit."""
+    store = LocalBlobStore(tmp_path / "blobs")
+    book = AgentBook()
+    await _agent_runs(book, _Quick(turns=2), runs=2)
+    refs = []
+    for i in range(5):
+        data = bytes([i]) * 200_000 + PNG[:1000]
+        info = store.put_bytes(data)
+        refs.append(ControlFile(path=f"results/fig{i}.png", sha256=info.sha256, size=info.size, text=False))  # fmt: skip
+    plan = ControlPlan(files=refs, message="Figures in results/.")
+    sha = store.put_bytes(plan.model_dump_json().encode()).sha256
+    control = ControlProvider(plan_sha256=sha, store=store, book=book, campaign_id="demo",
+                              like="quick", run_id="rc")  # fmt: skip
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    steps = await _play(control, workspace)
+    assert len(steps) > 2
+    for step in steps:
+        assert sum(len(c.arguments) for c in step.tool_calls) < MAX_EVENT_BYTES // 2
+    for ref in refs:
+        assert hashlib.sha256((workspace / ref.path).read_bytes()).hexdigest() == ref.sha256

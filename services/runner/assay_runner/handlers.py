@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +52,7 @@ from assay_schemas import (
 
 from .admission import Admission, Stored, answering
 from .agent import AgentRun, AnswerNotStored, StepTooLarge
+from .book import AgentBook, Observed
 from .clients import ModelClients
 from .control import ControlProvider
 from .program import ProgramFailed, ProgramRun
@@ -123,6 +124,9 @@ class RunnerService:
 
     trust: TrustList | None = None
     """Whose signatures count on submissions; None: this deployment's (`trust_for`)."""
+
+    book: AgentBook = field(default_factory=AgentBook)
+    """How the campaign's agents' runs behave here (what their controls imitate)."""
 
     _clients: ModelClients | None = None
     _scheduling: set[str] = field(default_factory=set)
@@ -411,11 +415,33 @@ class RunnerService:
     ) -> AbstractContextManager[ModelProvider]:
         """A control's plan (`control`), or a model client leased for the run."""
         if control is not None:
-            provider = ControlProvider(
-                plan_sha256=control.plan_sha256, store=self.store, model_name=request.agent.model
+            return nullcontext(self._control_provider(request, control))
+        return self._observed(request)
+
+    def _control_provider(self, request: RunRequested, control: ControlDeclared) -> ControlProvider:  # fmt: skip
+        """A control's plan, played like the agent it looks like as this runner saw it."""
+        return ControlProvider(
+            plan_sha256=control.plan_sha256,
+            store=self.store,
+            model_name=request.agent.model,
+            book=self.book,
+            campaign_id=request.campaign_id,
+            like=control.like,
+            run_id=request.run_id or "",
+            max_steps=request.limits.max_steps,
+        )
+
+    @contextmanager
+    def _observed(self, request: RunRequested) -> Iterator[ModelProvider]:
+        """A model client leased for the run, its turns counted in the book."""
+        with self.clients.lease(request.agent) as inner:
+            yield Observed(
+                inner=inner,
+                book=self.book,
+                campaign_id=request.campaign_id,
+                agent_id=request.agent.agent_id,
+                run_id=request.run_id or "",
             )
-            return nullcontext(provider)
-        return self.clients.lease(request.agent)
 
     def _agent_run(
         self,

@@ -1,0 +1,214 @@
+"""How the campaign's agents behave, as this runner saw them: what a control imitates.
+
+A control's run must read like one of the campaign's agents' runs (issue #47): as many
+steps, the same think times, token counts reported at the same rate, the same tools when
+it looks around, words beside its calls where that agent says some. The runner drives
+the agents' runs itself, so it keeps a bounded, in-memory :class:`AgentBook` of their
+model turns (:class:`Observed` wraps each agent's model client); a control asks it for
+its look-alike agent's :class:`Profile`. Nothing is kept of what the agents wrote, only
+counts and times. A runner that has seen none of an agent's turns yet has no profile:
+the control then falls back on its plan's scripted estimate.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter, OrderedDict, deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from assay.providers import (
+    Completion,
+    GenerationParams,
+    Message,
+    ModelProvider,
+    ToolDefinition,
+)
+
+__all__ = [
+    "MAX_RUNS",
+    "MAX_TURNS",
+    "AgentBook",
+    "Observed",
+    "Profile",
+    "request_chars",
+    "tokens",
+    "written_chars",
+]
+
+MAX_TURNS = 512
+"""Most model turns remembered per agent (the oldest are forgotten first)."""
+MAX_RUNS = 256
+"""Most runs' step counts remembered per agent."""
+EXPLORING = ("bash", "read_file", "list_files")
+"""The tools a look at the workspace uses (what a control's extra steps may call)."""
+
+
+def request_chars(messages: Sequence[Message], tools: Sequence[ToolDefinition]) -> int:
+    """The size of the request a model is sent (messages and tool schemas), in characters:
+    one measure for agents and controls, so tokens per character carry over."""
+    return sum(len(m.model_dump_json()) for m in messages) + sum(
+        len(t.model_dump_json()) for t in tools
+    )
+
+
+def written_chars(completion: Completion) -> int:
+    """What a completion wrote: its text and its calls (names and arguments)."""
+    return len(completion.text or "") + sum(
+        len(c.name) + len(c.arguments) for c in completion.tool_calls
+    )
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model turn of an agent's run, as counts and times."""
+
+    index: int
+    think_ms: float
+    said: bool
+    first_tool: str | None
+    calls: int
+    input_chars: int
+    input_tokens: int
+    output_chars: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class Profile:
+    """An agent's turns and runs, as a control draws from them."""
+
+    turns: tuple[Turn, ...]
+    steps: tuple[int, ...]
+    """Steps of each of its runs that ended by answering."""
+
+    def think_ms(self, index: int) -> list[float]:
+        """Think times of its turns at `index` (all its turns when none is that far)."""
+        at = [t.think_ms for t in self.turns if t.index == index]
+        return at or [t.think_ms for t in self.turns]
+
+    def says(self, index: int) -> bool | None:
+        """Whether it mostly says something beside its calls at turn `index` (None: no
+        turn that far)."""
+        at = [t.said for t in self.turns if t.index == index]
+        return sum(at) * 2 > len(at) if at else None
+
+    def looks_with(self, index: int) -> str | None:
+        """The tool it most often looks around with at turn `index`, if it does."""
+        tools = Counter(
+            t.first_tool for t in self.turns if t.index == index and t.first_tool in EXPLORING
+        )
+        return tools.most_common(1)[0][0] if tools else None
+
+    def input_tokens(self, chars: int) -> int | None:
+        """Input tokens it would report for a request of `chars` characters (None: no
+        turn counted any): a line through its turns, as a request's fixed part (the
+        model name, the wire's framing) counts apart from its growing conversation."""
+        return _fit([(t.input_chars, t.input_tokens) for t in self.turns], chars)
+
+    def output_tokens(self, chars: int) -> int | None:
+        """Output tokens it would report for `chars` written characters (None: unknown)."""
+        return _fit([(t.output_chars, t.output_tokens) for t in self.turns], chars)
+
+
+def _fit(points: Sequence[tuple[int, int]], x: int) -> int | None:
+    """`x` through the least-squares line of `points` (their ratio when they cannot
+    carry a line); at least one token."""
+    points = [(cx, cy) for cx, cy in points if cx > 0]
+    if not points:
+        return None
+    n = len(points)
+    mx = sum(cx for cx, _ in points) / n
+    my = sum(cy for _, cy in points) / n
+    var = sum((cx - mx) ** 2 for cx, _ in points)
+    if n < 3 or var == 0:
+        return max(1, math.ceil(x * my / mx))
+    slope = sum((cx - mx) * (cy - my) for cx, cy in points) / var
+    return max(1, math.ceil(my + slope * (x - mx)))
+
+
+@dataclass
+class _Agent:
+    turns: deque[Turn] = field(default_factory=lambda: deque(maxlen=MAX_TURNS))
+    steps: OrderedDict[str, int] = field(default_factory=OrderedDict)
+
+
+@dataclass
+class AgentBook:
+    """Every campaign's agents' recent turns, by (campaign, agent); bounded."""
+
+    _agents: dict[tuple[str, str], _Agent] = field(default_factory=dict)
+
+    def record(self, campaign_id: str, agent_id: str, run_id: str, turn: Turn, *, last: bool) -> None:  # fmt: skip
+        """Count one turn of a run; `last`: the run answered with it (its steps are known)."""
+        agent = self._agents.setdefault((campaign_id, agent_id), _Agent())
+        agent.turns.append(turn)
+        if last:
+            agent.steps[run_id] = turn.index + 1
+            agent.steps.move_to_end(run_id)
+            while len(agent.steps) > MAX_RUNS:
+                agent.steps.popitem(last=False)
+
+    def profile(self, campaign_id: str, agent_id: str | None) -> Profile | None:
+        """The agent's profile, or None before any of its turns (its `steps` empty
+        before any of its runs has answered)."""
+        agent = self._agents.get((campaign_id, agent_id or ""))
+        if agent is None or not agent.turns:
+            return None
+        return Profile(tuple(agent.turns), tuple(agent.steps.values()))
+
+
+@dataclass(kw_only=True)
+class Observed:
+    """An agent's model client that tells the book about each turn (and nothing else)."""
+
+    inner: ModelProvider
+    book: AgentBook
+    campaign_id: str
+    agent_id: str
+    run_id: str
+
+    @property
+    def kind(self) -> str:
+        """The wrapped client's API family."""
+        return self.inner.kind
+
+    @property
+    def model(self) -> str:
+        """The wrapped client's model name."""
+        return self.inner.model
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition] = (),
+        params: GenerationParams | None = None,
+    ) -> Completion:
+        """The wrapped client's turn, timed and counted."""
+        started = time.perf_counter()
+        completion = await self.inner.complete(messages, tools, params)
+        think_ms = (time.perf_counter() - started) * 1000
+        calls = completion.tool_calls
+        turn = Turn(
+            index=sum(m.role == "assistant" for m in messages),
+            think_ms=think_ms,
+            said=bool((completion.text or "").strip()),
+            first_tool=calls[0].name if calls else None,
+            calls=len(calls),
+            input_chars=request_chars(messages, tools),
+            input_tokens=completion.usage.input_tokens,
+            output_chars=written_chars(completion),
+            output_tokens=completion.usage.output_tokens,
+        )
+        last = not calls or any(c.name == "submit" for c in calls)
+        self.book.record(self.campaign_id, self.agent_id, self.run_id, turn, last=last)
+        return completion
+
+    async def aclose(self) -> None:
+        """Nothing: the lease owns the wrapped client."""
+
+
+def tokens(chars: int, fitted: int | None) -> int:
+    """`fitted` tokens, else four characters a token (the scripted estimate)."""
+    return fitted if fitted is not None else max(1, math.ceil(chars / 4))
