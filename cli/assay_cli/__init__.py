@@ -18,7 +18,9 @@ from .commands import (  # noqa: F401  (register commands)
     _watch,
     _web,
 )
-from .commands._app import app, as_command, fail
+from .commands._app import app, as_command, fail, summarise_commands
+
+summarise_commands(app)
 
 __all__ = ["app", "main"]
 

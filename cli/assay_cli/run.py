@@ -186,15 +186,20 @@ def print_next_steps(workdir: Path, console: Console) -> None:
     if assay != "assay":
         bin_dir = Path(sys.executable).parent.absolute()
         hint = f"\n(to type just `assay`: export PATH={bin_dir}:$PATH)"
+    steps = [
+        ("every run, transcript, file and verdict in the browser", f"view {workdir}"),
+        ("the report again, by domain", f"report {home} --group-by domain"),
+        ("the event log", f"events {home}"),
+        ("every figure rebuilt from the log", f"replay --verify {home}"),
+        ("one run's events, files and verdicts", f"audit <run id> {home}"),
+        ("where the run spent its time", f"trace <run id> {home}"),
+        ("every table as Parquet", f"export {home} --parquet <folder>"),
+    ]
+    # A description on its own line: a command (with its paths) stays whole to copy,
+    # and what it does fits a narrow terminal.
+    lines = [f"  # {what}\n  {assay} {args}" for what, args in steps]
     console.print(
-        "\nlook further (each reopens the run directory by itself):\n"
-        f"  {assay} view {workdir}      (every run, transcript, file and verdict in the browser)\n"
-        f"  {assay} report {home} --group-by domain\n"
-        f"  {assay} events {home}\n"
-        f"  {assay} replay --verify {home}\n"
-        f"  {assay} audit <run id> {home}\n"
-        f"  {assay} trace <run id> {home}      (where the run spent its time)\n"
-        f"  {assay} export {home} --parquet <folder>{hint}",
+        "\nlook further (each reopens the run directory by itself):\n" + "\n".join(lines) + hint,
         highlight=False,
         soft_wrap=True,
     )

@@ -21,7 +21,9 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
+from assay_cli.width import line_width
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -42,6 +44,9 @@ RowKind = Literal[
 ]
 MAX_ROWS = 20_000
 """A run with more rows than this (a huge step count) is cut, with a warning."""
+_WIDE = 160
+"""Columns from which a waterfall row keeps its service and detail beside its bar."""
+
 _TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}")
 
 
@@ -283,15 +288,27 @@ def print_waterfall(w: Waterfall, console: Console, width: int = 40) -> None:
         f"(rows cover {_ms(w.covered_ms)})   started {w.started_at.isoformat()}",
         highlight=False,
     )
+    fit = line_width(console)
+    narrow = fit if fit is not None and fit < _WIDE else None
+    if narrow is not None:  # the bar takes what times and label leave, at least 10 columns
+        width = max(10, narrow - 22 - 36)
+        scale = width / w.wall_ms if w.wall_ms > 0 else 0.0
     for r in w.rows:
         lead = int(r.start_ms * scale)
         bar = " " * lead + "█" * max(1, round(r.duration_ms * scale))
-        label = ("  " * r.depth + r.name)[:34]
-        console.print(
-            f"{_ms(r.start_ms):>9} {_ms(r.duration_ms):>9}  {bar[: width + 1]:<{width + 1}} "
-            f"{escape(label):<34} {escape(r.service)[:28]:<28} {escape(r.detail[:60])}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        label = escape(("  " * r.depth + r.name)[:34])
+        times = f"{_ms(r.start_ms):>9} {_ms(r.duration_ms):>9}  {bar[: width + 1]:<{width + 1}} "
+        if narrow is None:
+            console.print(
+                f"{times}{label:<34} {escape(r.service)[:28]:<28} {escape(r.detail[:60])}",
+                highlight=False,
+                soft_wrap=True,
+            )
+            continue
+        # Narrow: who did it and the detail on a line of their own, under the label.
+        console.print(f"{times}{label}", highlight=False, soft_wrap=True)
+        said = Text(f"{'':>21}{r.service}  {r.detail[:60]}".rstrip(), style="dim")
+        said.truncate(narrow, overflow="ellipsis")
+        console.print(said, highlight=False, soft_wrap=True)
     for warning in w.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)

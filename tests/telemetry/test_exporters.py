@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from assay.telemetry import exporter_choices
@@ -117,3 +121,29 @@ def test_a_bad_value_is_a_clear_config_error(
         exporter_choices(signal)  # type: ignore[arg-type]
     assert message in str(raised.value)
     assert len(str(raised.value)) < 400, "the value is not echoed whole"
+
+
+_SPAN_AND_METRIC = """
+from assay.telemetry import meter, traced, tracer
+with traced("assay-probe"):
+    with tracer().start_as_current_span("probe-span"):
+        print("the command's own output")
+    meter().create_counter("probe_counter").add(1)
+"""
+
+
+def test_console_exporters_write_to_standard_error_not_into_the_commands_output() -> None:
+    """Issue #53 item 3: spans and metrics asked for on the console must not interleave
+    with what the command prints (progress, report, JSON lines for scripts)."""
+    env = {**os.environ, "OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "console"}
+    done = subprocess.run(
+        [sys.executable, "-c", _SPAN_AND_METRIC],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout == "the command's own output\n"
+    assert "probe-span" in done.stderr
+    assert "probe_counter" in done.stderr

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -93,7 +94,12 @@ def _version() -> str:
 def _build(choice: ExporterChoice, signal: Signal) -> Any:
     group = f"opentelemetry_{signal}_exporter"
     found = entry_points(group=group, name=choice.entry_point)
-    return next(iter(found)).load()()
+    exporter = next(iter(found)).load()
+    if choice.entry_point == "console":
+        # Standard output carries the command's own output (progress, report, JSON for
+        # scripts); spans and metrics printed there would interleave with it.
+        return exporter(out=sys.stderr)
+    return exporter()
 
 
 def setup_tracing(service: str, *, instance: str | None = None) -> None:

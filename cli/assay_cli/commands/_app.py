@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import signal
 import threading
@@ -15,7 +16,15 @@ from rich.console import Console
 
 from assay_schemas import AssayError
 
-__all__ = ["CONNECT_TIMEOUT_S", "app", "as_command", "console", "fail", "run_async"]
+__all__ = [
+    "CONNECT_TIMEOUT_S",
+    "app",
+    "as_command",
+    "console",
+    "fail",
+    "run_async",
+    "summarise_commands",
+]
 
 T = TypeVar("T")
 
@@ -117,3 +126,16 @@ def _root(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug
         level=logging.DEBUG if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+
+
+def summarise_commands(group: typer.Typer) -> None:
+    """Give each command of `group` (and of its sub-groups) a one-paragraph summary for
+    the command list: typer's rich help keeps a docstring's line breaks there, so a
+    description wrapped in the source broke mid-sentence on the terminal."""
+    for command in group.registered_commands:
+        if command.short_help is None and command.callback is not None:
+            doc = inspect.cleandoc(command.callback.__doc__ or "")
+            command.short_help = " ".join(doc.split("\n\n", 1)[0].split()) or None
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            summarise_commands(sub.typer_instance)

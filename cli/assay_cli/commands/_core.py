@@ -10,11 +10,13 @@ from urllib.parse import urlparse
 
 import typer
 from rich.markup import escape
+from rich.text import Text
 
 from assay.bus import ASYNCAPI_FILE, Bus, Skipped, describe_skipped, render_asyncapi
 from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
 from assay.store import open_store
+from assay_cli.width import line_width
 from assay_schemas import Event, export_schemas
 
 from ._app import app, console, err_console, run_async, schemas_app
@@ -128,6 +130,7 @@ def events(
     from assay_aggregator.audit import admitted_until
 
     skipped: list[Skipped] = []
+    width = line_width(console)
 
     async def main(settings: Settings) -> None:
         trust = trust_for(settings)
@@ -144,8 +147,10 @@ def events(
                 # Admission's decision, as the report takes it: one fold of the whole log,
                 # caught up again only when following past its end.
                 state = await admitted_until(bus, logged.sequence, trust, state)
-                console.print(_row(logged.sequence, ev, state, agents), highlight=False,
-                              markup=True, soft_wrap=True)  # fmt: skip
+                row = Text.from_markup(_row(logged.sequence, ev, state, agents))
+                if width is not None:  # one event a line, cut to the terminal's width
+                    row.truncate(width, overflow="ellipsis")
+                console.print(row, highlight=False, soft_wrap=True)
 
     with contextlib.suppress(KeyboardInterrupt), home_settings(home) as settings:
         run_async(main(settings))

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
+from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
@@ -18,7 +21,7 @@ from assay_cli.progress import Progress
 from ._app import app, console, err_console, run_async
 from ._home import HOME_HELP, home_settings
 
-__all__ = ["log_head", "print_pending", "progress_table", "watch_log"]
+__all__ = ["live_table", "log_head", "print_pending", "progress_table", "watch_log"]
 
 
 def progress_table(p: Progress) -> Table:
@@ -50,6 +53,16 @@ def progress_table(p: Progress) -> Table:
     return table
 
 
+@contextlib.contextmanager
+def live_table(table: Table, out: Console) -> Iterator[Live]:
+    """A table redrawn in place on a terminal; piped, its last drawing ends its line, so
+    what is printed next (the report) starts on a line of its own."""
+    with Live(table, console=out, refresh_per_second=4) as live:
+        yield live
+    if not out.is_terminal:
+        out.line()  # rich leaves a non-terminal's last line open
+
+
 async def watch_log(
     bus: Bus,
     progress: Progress,
@@ -64,7 +77,7 @@ async def watch_log(
     already submitted count as expected even before their runs are requested.
     """
     drawn = 0.0
-    with Live(progress_table(progress), console=console, refresh_per_second=4) as live:
+    with live_table(progress_table(progress), console) as live:
         async for logged in bus.replay(follow=True):
             progress.apply(logged.event)
             if time.monotonic() - drawn >= refresh_s:
