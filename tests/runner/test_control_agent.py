@@ -16,7 +16,7 @@ from assay_runner.scheduler import control_runs, interleave, plan_runs
 from assay_schemas import (
     AgentSpec,
     CampaignSpec,
-    ControlDeclared,
+    ControlDetails,
     ControlFile,
     ControlPlan,
     Limits,
@@ -168,12 +168,12 @@ async def test_a_plan_with_code_writes_it_runs_it_and_writes_only_what_it_did_no
 _PRODUCER = Producer(service="test", version="0")
 
 
-def _declared(task_id: str, agent_id: str, slot: int, like: str | None = "careful") -> ControlDeclared:  # fmt: skip
+def _declared(task_id: str, agent_id: str, slot: int, like: str | None = "careful") -> ControlDetails:  # fmt: skip
     run_id = run_id_for("demo", task_id, agent_id, 0)
-    return ControlDeclared(
-        event_id=ControlDeclared.id_for(run_id), campaign_id="demo", task_id=task_id,
-        control_run_id=run_id, variant="prose_only", expected="fail", plan_sha256="a" * 64,
-        agent_id=agent_id, like=like, slot=slot, max_steps=40, producer=_PRODUCER,
+    return ControlDetails(
+        campaign_id="demo", task_id=task_id, control_run_id=run_id, variant="prose_only",
+        expected="fail", plan_sha256="a" * 64, agent_id=agent_id, like=like, slot=slot,
+        max_steps=40,
     )  # fmt: skip
 
 

@@ -157,15 +157,19 @@ def _declared_plan(state: State, run: RunRecord) -> str:
     return ""
 
 
-def _control_declared(state: State, e: ControlDeclared, seq: int) -> None:
+def _control_declared(state: State, sealed: ControlDeclared, seq: int) -> None:
     # The first declaration of a run counts; whether it names a control agent's run
     # (the same plan) is checked where controls are read, when both events are in.
+    key = f"{sealed.campaign_id}/{sealed.task_id}"
+    state.declared_controls[key] = state.declared_controls.get(key, 0) + 1
+    if state.controls_key is None:
+        return  # a reader without the secret knows a control was declared, no more
+    e = state.controls_key.open(sealed)  # admission opened it already: it opens
     if e.control_run_id in state.controls:
         return
     c = state.controls[e.control_run_id] = ControlRecord(
-        e.campaign_id, e.task_id or "", e.control_run_id, e.kind, e.expected,
-        e.plan_sha256, seq,
-    )  # fmt: skip
+        e.campaign_id, e.task_id, e.control_run_id, e.kind, e.expected, e.plan_sha256, seq
+    )
     if e.control_run_id in state.runs:  # requested first (any order folds the same)
         for run in state.runs.values():
             if not run.control_plan and run.agent_id and _attempt_of(state, c, run):

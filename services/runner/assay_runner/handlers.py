@@ -24,6 +24,7 @@ from assay.providers import (
     provider_for,
 )
 from assay.sandbox_client import SandboxClient, SandboxGone
+from assay.security.controls import ControlsKey, SealBroken
 from assay.security.signing import TrustList, trust_for
 from assay.store import BlobStore
 from assay.telemetry import meter, tracer
@@ -34,6 +35,7 @@ from assay_schemas import (
     CampaignSpec,
     CampaignStarted,
     ControlDeclared,
+    ControlDetails,
     ErrorInfo,
     Event,
     FailureStage,
@@ -129,7 +131,10 @@ class RunnerService:
     """Run ids this process is publishing now: the campaign and the task handler may both
     schedule a task's runs at once, and each run must start one trace, not two."""
     _admitting: _TaskLocks = field(default_factory=_TaskLocks)
-    _controls: dict[str, list[ControlDeclared]] = field(default_factory=dict)
+    controls: ControlsKey | None = None
+    """Opens the sealed control declarations (this deployment's controls secret); None:
+    no declaration opens, so no control is requested or played."""
+    _controls: dict[str, list[ControlDetails]] = field(default_factory=dict)
     """Each campaign's control declarations, read once: the submitter declares them all
     before its first task, so the first admission already finds every one."""
     _blob_reads: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -300,18 +305,31 @@ class RunnerService:
                 stored = Stored(raw.sequence, raw.subject, raw.data, raw.headers)
                 await self._admit(event.campaign, task, stored)
 
-    async def _controls_of(self, campaign_id: str) -> list[ControlDeclared]:
-        """The campaign's control declarations (read from the log once)."""
+    async def _controls_of(self, campaign_id: str) -> list[ControlDetails]:
+        """The campaign's control declarations, opened (read from the log once)."""
         if campaign_id not in self._controls:
             subject = self.bus.subjects.event("ControlDeclared", campaign_id, "-")
             self._controls[campaign_id] = [
-                logged.event
+                opened
                 async for logged in self.bus.replay(subject=subject)
                 if isinstance(logged.event, ControlDeclared)
+                and (opened := self._open(logged.event)) is not None
             ]
         return self._controls[campaign_id]
 
-    async def _control_of(self, request: RunRequested) -> ControlDeclared | None:
+    def _open(self, declared: ControlDeclared) -> ControlDetails | None:
+        """A declaration's details; None (logged) when it does not open here: a forged or
+        foreign declaration requests nothing and stops nothing."""
+        if self.controls is None:
+            log.warning("no controls key: %s requests no control", declared.event_id)
+            return None
+        try:
+            return self.controls.open(declared)
+        except SealBroken as e:
+            log.warning("%s", e)
+            return None
+
+    async def _control_of(self, request: RunRequested) -> ControlDetails | None:
         """The declaration of the control a run request is an attempt of, if any: its
         task, agent and epoch (`assay retry` makes later attempts under new run ids)."""
         for d in await self._controls_of(request.campaign_id):
@@ -407,7 +425,7 @@ class RunnerService:
         await self._fail(history.request, event, "agent", ErrorInfo.of(error), infrastructure=True)
 
     def _provider(
-        self, request: RunRequested, control: ControlDeclared | None
+        self, request: RunRequested, control: ControlDetails | None
     ) -> AbstractContextManager[ModelProvider]:
         """A control's plan (`control`), or a model client leased for the run."""
         if control is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from assay_schemas import (
     AgentSpec,
     CampaignSpec,
-    ControlDeclared,
+    ControlDetails,
     Producer,
     RunRequested,
     SandboxSpec,
@@ -82,9 +82,8 @@ def _request(
     )
 
 
-def _looks(campaign: CampaignSpec, declared: ControlDeclared) -> AgentSpec:
+def _looks(campaign: CampaignSpec, declared: ControlDetails) -> AgentSpec:
     """The control agent's spec: the campaign agent's it looks like, under its own id."""
-    assert declared.agent_id is not None
     like = next((a for a in campaign.agents if a.agent_id == declared.like), None)
     if like is None or like.kind != "model":
         return AgentSpec(agent_id=declared.agent_id, model="control")
@@ -94,7 +93,7 @@ def _looks(campaign: CampaignSpec, declared: ControlDeclared) -> AgentSpec:
 def control_runs(
     campaign: CampaignSpec,
     task: Task,
-    declared: list[ControlDeclared],
+    declared: list[ControlDetails],
     *,
     producer: Producer,
     cause: str,
@@ -103,7 +102,7 @@ def control_runs(
     ordinary request of the agent it looks like, nothing in it marks a control."""
     out = []
     for d in declared:
-        if d.task_id != task.task_id or d.agent_id is None:
+        if d.task_id != task.task_id:
             continue
         agent = _looks(campaign, d)
         run_id = run_id_for(campaign.campaign_id, task.task_id, agent.agent_id, d.epoch)
