@@ -9,7 +9,6 @@ from typing import Any
 import polars as pl
 
 from assay.security.controls import ControlsKey
-
 from assay_aggregator import Projections, fold
 from assay_aggregator.html import render_html
 from assay_aggregator.report import build_report, report_frames
@@ -249,7 +248,7 @@ def test_human_verdicts_and_controls_survive_a_snapshot() -> None:
 
 def test_a_reader_without_the_controls_secret_knows_no_control() -> None:
     """A judge's or reviewer's fold: declarations counted per task, no run a control."""
-    events, ids = _log(n_tasks=2)
+    events, _ = _log(n_tasks=2)
     state = fold(enumerate(events, 1))
     assert not state.controls
     # The log's second declaration of a run repeats its id: refused as a repeat, unopened.
