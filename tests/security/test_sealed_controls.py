@@ -1,0 +1,102 @@
+"""Issue #47: a judge's NATS user replays the whole log and tries to tell the controls.
+
+The bundled campaign (two of its tasks, controls on) is submitted as the CLI's user and
+its runs requested as the runner's user, the way the runner requests them; then the
+judge's user (a real nats-server with the rendered permissions) reads every event and
+tries each route in `tests.security.unblind`. On the code before the declarations were
+sealed, `linked_by_declarations` named every control run (its ``control_run_id`` and
+``agent_id`` were in clear, its id ``derive_id("ControlDeclared", run_id)``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assay.bus import Bus, read_raw
+from assay.security.controls import controls_key
+from assay.store import LocalBlobStore
+from assay.tasks import load_tasks
+from assay_cli.campaign import load_campaign, submit_campaign
+from assay_runner.scheduler import control_runs, interleave, plan_runs
+from assay_schemas import ControlDeclared, ControlDetails, Event, Task, parse_event
+
+from .conftest import SecureNats
+from .stack import connected
+from .unblind import linked_by_declarations, linked_by_roster
+
+pytestmark = pytest.mark.timeout(120)
+
+ROOT = Path(__file__).resolve().parents[2]
+TASKS = ("qpcr_ddct", "survey_paired")
+
+
+async def _submitted(secure: SecureNats, tmp_path: Path) -> tuple[list[Task], list[ControlDetails]]:  # fmt: skip
+    """The campaign as `assay run` submits it (as the CLI's user); its opened declarations."""
+    campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
+    drafts = [d for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
+              if d.task_id in TASKS]  # fmt: skip
+    store = LocalBlobStore(tmp_path / "blobs")
+    cli = await connected(secure.settings("cli"), "cli")
+    try:
+        tasks = await submit_campaign(cli, store, campaign, drafts)
+        key = controls_key(cli.settings)
+        sealed = [e.event async for e in cli.replay(subject=cli.subjects.events)
+                  if isinstance(e.event, ControlDeclared)]  # fmt: skip
+    finally:
+        await cli.stop()
+    return tasks, [key.open(e) for e in sealed]
+
+
+async def _requested(secure: SecureNats, tasks: list[Task], declared: list[ControlDetails]) -> set[str]:  # fmt: skip
+    """Every run requested as the runner requests them (as its user); the control runs."""
+    campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
+    runner = await connected(secure.settings("runner"), "runner")
+    controls: set[str] = set()
+    try:
+        for task in tasks:
+            ours = control_runs(campaign, task, declared, producer=runner.producer, cause="c")
+            controls |= {r.run_id or "" for _, r in ours}
+            agents = plan_runs(campaign, task, producer=runner.producer, cause="c")
+            for request in interleave(agents, ours):
+                await runner.publish(request)
+    finally:
+        await runner.stop()
+    return controls
+
+
+async def _judges_view(secure: SecureNats) -> list[tuple[str, Event]]:
+    """The whole log as the judge's user replays it: (subject, event)."""
+    judge: Bus = await connected(secure.settings("judge"), "judge")
+    try:
+        raws = read_raw(judge.js, judge.stream.name, subject=judge.subjects.events)
+        return [(r.subject, parse_event(r.data, subject=r.subject)) async for r in raws]
+    finally:
+        await judge.stop()
+
+
+async def test_a_judge_replaying_the_log_links_no_run_to_a_control(
+    secure: SecureNats, admin_bus: Bus, tmp_path: Path
+) -> None:
+    tasks, declared = await _submitted(secure, tmp_path)
+    controls = await _requested(secure, tasks, declared)
+    seen = await _judges_view(secure)
+    sealed = [e for _, e in seen if isinstance(e, ControlDeclared)]
+    assert len(controls) == len(declared) == len(sealed) >= 2 * 5, "the judge reads them all"
+    assert {e.task_id for e in sealed} == set(TASKS)  # what a key-less reader may know
+    assert not linked_by_declarations(seen) & controls
+    assert not secure.violations()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue #47: a control agent is not in its campaign's roster (CampaignStarted)",
+)
+async def test_a_judge_reading_the_roster_links_no_run_to_a_control(
+    secure: SecureNats, admin_bus: Bus, tmp_path: Path
+) -> None:
+    tasks, declared = await _submitted(secure, tmp_path)
+    controls = await _requested(secure, tasks, declared)
+    seen = await _judges_view(secure)
+    assert not linked_by_roster(seen) & controls
