@@ -11,10 +11,10 @@ from pydantic import ValidationError
 
 from assay.bundle import BundleRefused, pack_bundle
 from assay.bus import Bus
-from assay.security.signing import deployment_secret
+from assay.security.controls import controls_key
 from assay.store import BlobStore
 from assay.tasks import TaskDraft, build_task
-from assay_cli.controls import CONTROLS_KEY, plan_controls, publish_controls
+from assay_cli.controls import plan_controls, publish_controls
 from assay_schemas import (
     MAX_EVENT_BYTES,
     CampaignSpec,
@@ -141,7 +141,7 @@ async def submit_campaign(
     """Publish CampaignStarted, then the campaign's tasks; nothing when any task or bundle
     is bad."""
     events = await _task_events(bus, store, campaign.campaign_id, drafts)
-    secret = deployment_secret(bus.settings, CONTROLS_KEY)
+    secret = controls_key(bus.settings).secret
     controls = await asyncio.to_thread(
         partial(plan_controls, secret=secret), store, campaign, drafts, events, bus.producer
     )

@@ -107,5 +107,9 @@ class ControlsKey:
 
 
 def controls_key(settings: Settings) -> ControlsKey:
-    """This deployment's controls key (its secret is made on first use, `deployment_secret`)."""
+    """This deployment's controls key: from `settings.controls_secret` when given (a
+    container without the home's keys), else the home's secret (made on first use,
+    `deployment_secret`)."""
+    if settings.controls_secret is not None:
+        return ControlsKey(bytes.fromhex(settings.controls_secret))
     return ControlsKey(deployment_secret(settings, CONTROLS_KEY))
