@@ -14,7 +14,7 @@ from assay.bus import Bus
 from assay.security.controls import controls_key
 from assay.store import BlobStore
 from assay.tasks import TaskDraft, build_task
-from assay_cli.controls import plan_controls, publish_controls
+from assay_cli.controls import plan_controls, publish_controls, with_control_agents
 from assay_schemas import (
     MAX_EVENT_BYTES,
     CampaignSpec,
@@ -141,10 +141,12 @@ async def submit_campaign(
     """Publish CampaignStarted, then the campaign's tasks; nothing when any task or bundle
     is bad."""
     events = await _task_events(bus, store, campaign.campaign_id, drafts)
-    secret = controls_key(bus.settings).secret
+    key = controls_key(bus.settings)
     controls = await asyncio.to_thread(
-        partial(plan_controls, secret=secret), store, campaign, drafts, events, bus.producer
+        partial(plan_controls, secret=key.secret), store, campaign, drafts, events, bus.producer
     )
+    opened = [key.open(d) for d in controls]
+    campaign = with_control_agents(campaign, opened, secret=key.secret)
     campaign = await asyncio.to_thread(store_bundles, store, campaign)
     started = CampaignStarted(
         event_id=CampaignStarted.id_for(campaign.campaign_id),

@@ -26,6 +26,7 @@ from assay.store import BlobStore
 from assay.tasks import ControlAnswer, TaskDraft, control_answers, utf8_text
 from assay_schemas import (
     KNOWN_GOOD,
+    AgentSpec,
     CampaignSpec,
     ControlDeclared,
     ControlDetails,
@@ -36,7 +37,13 @@ from assay_schemas import (
     run_id_for,
 )
 
-__all__ = ["CONTROLS_KEY", "campaign_salt", "plan_controls", "publish_controls"]
+__all__ = [
+    "CONTROLS_KEY",
+    "campaign_salt",
+    "plan_controls",
+    "publish_controls",
+    "with_control_agents",
+]
 
 MAX_CONTROL_FILE_BYTES = 256_000
 """Most bytes of one control file: it is written in one logged step (events ≤ 1 MiB)."""
@@ -230,6 +237,28 @@ def _sealed(
     and reviewers replay the log, and must not read which runs are controls."""
     placed = [d.model_copy(update={"slot": s}) for d, s in zip(declared, slots, strict=True)]
     return [key.declare(d, causation_id=cause, producer=producer) for d in placed]
+
+
+def with_control_agents(
+    campaign: CampaignSpec, declared: list[ControlDetails], *, secret: bytes
+) -> CampaignSpec:
+    """The campaign as published: each control agent in its roster like an agent (the
+    spec of the agent it looks like, under its own id) at a place drawn by the salt, never
+    first, and their number in ``controls.agents``, so that a reader of the log tells no
+    control by its roster. The runner and the aggregator know them by the declarations."""
+    looks: dict[str, str | None] = {}
+    for d in declared:
+        looks.setdefault(d.agent_id, d.like)
+    if campaign.controls is None or not looks:
+        return campaign
+    by_id = {a.agent_id: a for a in campaign.agents}
+    draw = random.Random(hmac.new(campaign_salt(secret, campaign.campaign_id), b"roster", hashlib.sha256).digest())  # fmt: skip
+    roster = list(campaign.agents)
+    for agent_id, like in sorted(looks.items()):
+        spec = by_id[like] if like in by_id else AgentSpec(agent_id=agent_id, model="control")
+        roster.insert(draw.randrange(1, len(roster) + 1), spec.model_copy(update={"agent_id": agent_id}))  # fmt: skip
+    controls = campaign.controls.model_copy(update={"agents": len(looks)})
+    return campaign.model_copy(update={"agents": roster, "controls": controls})
 
 
 async def publish_controls(bus: Bus, declared: list[ControlDeclared]) -> None:

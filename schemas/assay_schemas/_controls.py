@@ -72,6 +72,10 @@ class ControlsSpec(_Frozen):
     references: str | None = Field(default=None, max_length=4096)
     """A folder of ``<task_id>/`` reference folders (relative to the campaign file), for
     tasks whose own folder has no ``reference/``."""
+    agents: int = Field(default=0, ge=0, le=1024)
+    """How many of the published roster's agents are control agents (the submitter lists
+    them there like agents; 0 in a campaign file): all a reader without the controls
+    secret knows of them, which is enough to count the runs a task asks for."""
 
 
 class ControlFile(_Frozen):

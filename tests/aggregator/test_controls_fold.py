@@ -44,6 +44,7 @@ P = Producer(service="test", version="0")
 C = "c1"
 DIMS = [d.key for d in default_rubric().dimensions]
 KEY = ControlsKey(b"k" * 32)
+FORGER = ControlsKey(b"f" * 32)
 PLAN = {"good": "a" * 64, "bad": "b" * 64}
 SPEC = CampaignSpec(
     campaign_id=C,
@@ -79,13 +80,13 @@ def _verdict(r: RunRequested, judge: str, score: int) -> JudgmentRecorded:
     )  # fmt: skip
 
 
-def _declared(r: RunRequested, kind: str, plan: str) -> ControlDeclared:
+def _declared(r: RunRequested, kind: str, plan: str, key: ControlsKey | None = None) -> ControlDeclared:  # fmt: skip
     details = ControlDetails(
         campaign_id=C, task_id=r.task_id or "", control_run_id=r.run_id or "", variant=kind,  # type: ignore[arg-type]
         expected="pass" if kind == "reference" else "fail", plan_sha256=plan,
         agent_id=r.agent.agent_id,
     )  # fmt: skip
-    return KEY.declare(details, causation_id=None, producer=P)
+    return (key or KEY).declare(details, causation_id=None, producer=P)
 
 
 def _fold(events: list[Event]) -> State:
@@ -110,10 +111,11 @@ def _log(n_tasks: int = 6, humans: bool = False) -> tuple[list[Event], dict[str,
             _declared(good, "reference", PLAN["good"]),
             _declared(bad, "altered_numbers", PLAN["bad"]),
         ]
-        # Forged relabelling: a declaration naming the agent's own run, and a second,
-        # contradicting declaration of a control: neither counts.
+        # Forged relabelling: a declaration naming the agent's own run (sealed without this
+        # deployment's secret: whoever holds it and signs as the CLI is the submitter), and
+        # a second, contradicting declaration of a control: neither counts.
         events += [
-            _declared(agent, "prose_only", PLAN["bad"]),
+            _declared(agent, "prose_only", PLAN["bad"], key=FORGER),
             _declared(good, "prose_only", PLAN["good"]),
         ]
         for r, quality in ((agent, t % 2 == 0), (good, True), (bad, False)):
@@ -271,7 +273,26 @@ def test_a_declaration_that_does_not_open_is_refused_and_the_fold_goes_on() -> N
     log = [e for e in events if e is not declared[1]] + [foreign, tampered]
     state = _fold(log)
     reasons = [r.reason for r in state.refused.values()]
-    assert sum("SealBroken" in r for r in reasons) == 2, reasons
+    assert sum("SealBroken" in r for r in reasons) == 3, reasons  # and _log's forgery
     assert "r-foreign" not in state.controls
     assert ids["controls"] - {KEY.open(declared[1]).control_run_id} <= set(state.controls)
     assert state.last_sequence == len(log)
+
+
+def test_control_agents_listed_in_the_roster_are_no_agents_of_the_report() -> None:
+    """Issue #47: the published roster lists each control agent like an agent; a reader
+    that opens the declarations takes it out (agent tables, counts) and expects only its
+    declared runs, whichever of the campaign and the declarations it folds first."""
+    events, ids = _log(n_tasks=2)
+    listed = [SPEC.agents[0].model_copy(update={"agent_id": f"{k}{t}"}) for k in "gb" for t in range(2)]  # fmt: skip
+    spec = SPEC.model_copy(update={"agents": [*SPEC.agents, *listed], "controls": ControlsSpec(agents=4)})  # fmt: skip
+    started = CampaignStarted(event_id="cs", campaign_id=C, campaign=spec, producer=P)
+    declared = [e for e in events if isinstance(e, ControlDeclared)]
+    rest = [e for e in events[1:] if not isinstance(e, ControlDeclared)]
+    for log in ([started, *declared, *rest], [*declared, started, *rest]):
+        state = _fold(log)
+        assert [a["agent_id"] for a in state.campaigns[C]["agents"]] == ["agent"]
+        assert set(Projections(state).control_runs()) == ids["controls"]
+        history = state.histories[C]
+        assert history.expected_runs == 2 + len(ids["controls"])
+        assert history.expected == ids["agent"] | ids["controls"]

@@ -12,13 +12,20 @@ import pytest
 from assay.providers import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from assay.store import LocalBlobStore
 from assay_runner.control import ControlProvider
-from assay_runner.scheduler import control_runs, interleave, plan_runs
+from assay_runner.scheduler import (
+    ControlsUnopened,
+    control_agents,
+    control_runs,
+    interleave,
+    plan_runs,
+)
 from assay_schemas import (
     AgentSpec,
     CampaignSpec,
     ControlDetails,
     ControlFile,
     ControlPlan,
+    ControlsSpec,
     Limits,
     Producer,
     ProviderError,
@@ -210,3 +217,21 @@ def test_the_runner_requests_controls_at_their_slots_like_the_agent_they_look_li
     bare = control_runs(campaign, task, [_declared("t1", "cxxxxxx", 0, like=None)],
                         producer=_PRODUCER, cause="c")  # fmt: skip
     assert bare[0][1].agent.kind == "model"
+
+
+def test_the_rosters_control_agents_run_only_their_declared_runs() -> None:
+    """Issue #47: the published roster lists control agents like agents; the runner runs
+    them only through their declarations, and runs nothing of a task when it cannot tell
+    them (its declarations did not open): running one as an agent would call its model."""
+    careful = AgentSpec(agent_id="careful", model="scripted-careful")
+    twin = careful.model_copy(update={"agent_id": "cxxxxxx"})
+    campaign = CampaignSpec(
+        campaign_id="demo", agents=[careful, twin], controls=ControlsSpec(agents=1)
+    )
+    task = Task(task_id="t1", prompt="p")
+    declared = [_declared("t1", "cxxxxxx", 1)]
+    skip = control_agents(campaign, declared)
+    runs = plan_runs(campaign, task, producer=_PRODUCER, cause="c", control_agents=skip)
+    assert [r.agent.agent_id for r in runs] == ["careful"]
+    with pytest.raises(ControlsUnopened, match="1 control agents listed, 0 opened"):
+        control_agents(campaign, [])

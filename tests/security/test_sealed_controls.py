@@ -19,8 +19,18 @@ from assay.security.controls import controls_key
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay_cli.campaign import load_campaign, submit_campaign
-from assay_runner.scheduler import control_runs, interleave, plan_runs
-from assay_schemas import ControlDeclared, ControlDetails, Event, Task, parse_event
+from assay_runner.scheduler import control_agents, control_runs, interleave, plan_runs
+from assay_schemas import (
+    CampaignSpec,
+    CampaignStarted,
+    ControlDeclared,
+    ControlDetails,
+    Event,
+    Producer,
+    RunRequested,
+    Task,
+    parse_event,
+)
 
 from .conftest import SecureNats
 from .stack import connected
@@ -30,10 +40,12 @@ pytestmark = pytest.mark.timeout(120)
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ("qpcr_ddct", "survey_paired")
+P = Producer(service="test", version="0")
 
 
-async def _submitted(secure: SecureNats, tmp_path: Path) -> tuple[list[Task], list[ControlDetails]]:  # fmt: skip
-    """The campaign as `assay run` submits it (as the CLI's user); its opened declarations."""
+async def _submitted(secure: SecureNats, tmp_path: Path) -> tuple[list[Task], CampaignSpec, list[ControlDetails]]:  # fmt: skip
+    """The campaign as `assay run` submits it (as the CLI's user): its tasks, the campaign
+    as published (its roster) and its declarations, opened."""
     campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
     drafts = [d for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
               if d.task_id in TASKS]  # fmt: skip
@@ -42,23 +54,26 @@ async def _submitted(secure: SecureNats, tmp_path: Path) -> tuple[list[Task], li
     try:
         tasks = await submit_campaign(cli, store, campaign, drafts)
         key = controls_key(cli.settings)
-        sealed = [e.event async for e in cli.replay(subject=cli.subjects.events)
-                  if isinstance(e.event, ControlDeclared)]  # fmt: skip
+        logged = [e.event async for e in cli.replay(subject=cli.subjects.events)]
     finally:
         await cli.stop()
-    return tasks, [key.open(e) for e in sealed]
+    (started,) = [e for e in logged if isinstance(e, CampaignStarted)]
+    declared = [key.open(e) for e in logged if isinstance(e, ControlDeclared)]
+    return tasks, started.campaign, declared
 
 
-async def _requested(secure: SecureNats, tasks: list[Task], declared: list[ControlDetails]) -> set[str]:  # fmt: skip
+async def _requested(secure: SecureNats, tasks: list[Task], campaign: CampaignSpec, declared: list[ControlDetails]) -> set[str]:  # fmt: skip
     """Every run requested as the runner requests them (as its user); the control runs."""
-    campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
     runner = await connected(secure.settings("runner"), "runner")
+    skip = control_agents(campaign, declared)
     controls: set[str] = set()
     try:
         for task in tasks:
             ours = control_runs(campaign, task, declared, producer=runner.producer, cause="c")
             controls |= {r.run_id or "" for _, r in ours}
-            agents = plan_runs(campaign, task, producer=runner.producer, cause="c")
+            agents = plan_runs(
+                campaign, task, producer=runner.producer, cause="c", control_agents=skip
+            )
             for request in interleave(agents, ours):
                 await runner.publish(request)
     finally:
@@ -79,8 +94,8 @@ async def _judges_view(secure: SecureNats) -> list[tuple[str, Event]]:
 async def test_a_judge_replaying_the_log_links_no_run_to_a_control(
     secure: SecureNats, admin_bus: Bus, tmp_path: Path
 ) -> None:
-    tasks, declared = await _submitted(secure, tmp_path)
-    controls = await _requested(secure, tasks, declared)
+    tasks, campaign, declared = await _submitted(secure, tmp_path)
+    controls = await _requested(secure, tasks, campaign, declared)
     seen = await _judges_view(secure)
     sealed = [e for _, e in seen if isinstance(e, ControlDeclared)]
     assert len(controls) == len(declared) == len(sealed) >= 2 * 5, "the judge reads them all"
@@ -89,14 +104,28 @@ async def test_a_judge_replaying_the_log_links_no_run_to_a_control(
     assert not secure.violations()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue #47: a control agent is not in its campaign's roster (CampaignStarted)",
-)
 async def test_a_judge_reading_the_roster_links_no_run_to_a_control(
     secure: SecureNats, admin_bus: Bus, tmp_path: Path
 ) -> None:
-    tasks, declared = await _submitted(secure, tmp_path)
-    controls = await _requested(secure, tasks, declared)
+    """Each control agent is in the published roster like an agent (on main's code, and
+    before it was listed, every control run was linked by its agent's absence)."""
+    tasks, campaign, declared = await _submitted(secure, tmp_path)
+    controls = await _requested(secure, tasks, campaign, declared)
     seen = await _judges_view(secure)
     assert not linked_by_roster(seen) & controls
+    (started,) = [e for _, e in seen if isinstance(e, CampaignStarted)]
+    listed = {a.agent_id for a in started.campaign.agents}
+    users = load_campaign(ROOT / "examples" / "campaign.yaml").agents
+    assert {d.agent_id for d in declared} <= listed
+    assert started.campaign.agents[0] == users[0], "the roster starts as the campaign file's"
+    assert started.campaign.controls is not None
+    assert started.campaign.controls.agents == len(listed) - len(users)
+    # Every run of a control agent is one of its declared runs: none as an agent's.
+    requested = {e.run_id for _, e in seen if isinstance(e, RunRequested)}
+    assert requested == controls | {
+        r.run_id
+        for t in tasks
+        for r in plan_runs(
+            load_campaign(ROOT / "examples" / "campaign.yaml"), t, producer=P, cause="c"
+        )
+    }

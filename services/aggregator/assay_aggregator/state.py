@@ -106,6 +106,9 @@ class ControlRecord:
     """'pass' (known-good) or 'fail' (known-bad)."""
     plan_sha256: str
     sequence: int
+    agent_id: str = ""
+    """The control agent (listed in the published roster like an agent; the fold takes it
+    out of the campaign's agents)."""
 
 
 @dataclass(slots=True)

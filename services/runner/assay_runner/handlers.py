@@ -57,7 +57,7 @@ from .agent import AgentRun, AnswerNotStored, StepTooLarge
 from .clients import ModelClients
 from .control import ControlProvider
 from .program import ProgramFailed, ProgramRun
-from .scheduler import control_runs, interleave, plan_runs
+from .scheduler import ControlsUnopened, control_agents, control_runs, interleave, plan_runs
 from .tools import ToolBox
 from .web import NetPolicy, WebCacheUnreadable, WebProvider, web_for
 
@@ -247,12 +247,18 @@ class RunnerService:
                 await self.bus.publish(rejected)
             return
         declared = await self._controls_of(event.campaign_id)
+        try:
+            skip = control_agents(campaign, declared)
+        except ControlsUnopened as e:
+            log.error("task %s: no run requested: %s", event.task.task_id, e)
+            return
         runs = plan_runs(
             campaign,
             event.task,
             producer=self.bus.producer,
             cause=event.event_id,
             gateway_root=self.gateway_root,
+            control_agents=skip,
         )
         # The task's controls among its agents' runs, each at its declared slot: requested
         # by this runner like the others, so neither their order nor their producer tells.

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from assay_schemas import (
     AgentSpec,
+    AssayError,
     CampaignSpec,
     ControlDetails,
     Producer,
@@ -17,7 +18,7 @@ from assay_schemas import (
     run_id_for,
 )
 
-__all__ = ["control_runs", "interleave", "plan_runs"]
+__all__ = ["ControlsUnopened", "control_agents", "control_runs", "interleave", "plan_runs"]
 
 
 def plan_runs(
@@ -27,8 +28,11 @@ def plan_runs(
     producer: Producer,
     cause: str,
     gateway_root: Path | None = None,
+    control_agents: frozenset[str] = frozenset(),
 ) -> list[RunRequested]:
     """Every run a task needs in a campaign; ids are deterministic, so replanning is a no-op.
+    The roster's `control_agents` (listed like agents, see `assay_cli.controls`) run only
+    their declared runs (`control_runs`), never as agents.
 
     A program agent's run gets a gateway folder under gateway_root, its name unguessable
     (the folder is traversable by sandbox uids, so a name is all that guards the socket),
@@ -36,6 +40,8 @@ def plan_runs(
     """
     runs = []
     for agent in campaign.agents:
+        if agent.agent_id in control_agents:
+            continue
         for epoch in range(campaign.epochs):
             sandbox = campaign.sandbox
             if agent.program is not None:
@@ -80,6 +86,25 @@ def _request(
         web=campaign.web,
         producer=producer,
     )
+
+
+class ControlsUnopened(AssayError):
+    """The campaign lists more control agents than this runner's declarations name (they
+    did not open: no controls key, or another deployment's): it cannot tell which of the
+    roster's agents to run, so it runs none of the task's."""
+
+
+def control_agents(campaign: CampaignSpec, declared: list[ControlDetails]) -> frozenset[str]:
+    """The roster's control agents, by the opened declarations; :class:`ControlsUnopened`
+    when the campaign says it has more (running one as an agent would call its model)."""
+    known = frozenset(d.agent_id for d in declared)
+    listed = campaign.controls.agents if campaign.controls else 0
+    if len(known) < listed:
+        raise ControlsUnopened(
+            f"campaign {campaign.campaign_id}: {listed} control agents listed, {len(known)} "
+            "opened (is ASSAY_CONTROLS_SECRET, or the home's keys/controls.secret, the submitter's?)"
+        )
+    return known
 
 
 def _looks(campaign: CampaignSpec, declared: ControlDetails) -> AgentSpec:
