@@ -10,7 +10,10 @@ What is *expected* comes from the log itself: runs per task × agent × epoch (T
 CampaignStarted), and for every run sealed as finished one verdict per judge × sample, the
 samples being the larger of the judge's and the task's `sampling_times` (as the judge does
 it), plus the rule judge's one. Counting verdicts against exactly that set is what keeps a
-task that asks for more samples from ending the wait early.
+task that asks for more samples from ending the wait early. A control agent listed in the
+roster runs only its declared runs: a reader that opens the declarations says so
+(`declare_control`); one that cannot counts a task's runs as the roster less
+`controls.agents`, × epochs, plus the task's declarations (`expected_runs`).
 
 The lifecycle's rules (`_lifecycle`) hold here too: a second end of a run changes
 nothing, the first failure of a run decides it, and a run that failed and was sealed
