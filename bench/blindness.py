@@ -5,8 +5,10 @@ reviewer can read of it (issue #47): the run request's fields (agent id, kind, m
 family, limits), its step events (counts, tokens, latencies, tool calls, the
 transcript's shape), its end (steps, tokens, duration, stop reason), its seal (file
 names, sizes, media types, exclusions, the final message) and when each arrived
-relative to the campaign's start. Never the ``ControlDeclared`` events: they give the
-labels. :func:`blindness_auc` then trains a logistic regression, cross-validated, to tell
+relative to the campaign's start, and what a reader of the whole log has beside (whether
+its agent is in the campaign's roster, its agent's runs on the task, and the task's sealed
+``ControlDeclared`` events as a reader without the controls secret sees them: how many).
+The declarations, opened with the home's key, give the labels. :func:`blindness_auc` then trains a logistic regression, cross-validated, to tell
 the controls from the agents' runs: an AUC near 0.5 means nothing read marks a control,
 near 1 that something does. :func:`top_tells` names the features that carried it.
 
@@ -34,12 +36,14 @@ from rich.console import Console
 
 from assay.bus import Bus, decode_log, read_raw
 from assay.config import Settings
+from assay.security.controls import controls_key
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
     ArtifactsSealed,
     CampaignStarted,
     ControlDeclared,
+    ControlDetails,
     Event,
     RunRequested,
     SandboxReady,
@@ -198,6 +202,32 @@ def _sealed(e: ArtifactsSealed) -> Features:
     return out
 
 
+def _log_reader(
+    requests: Mapping[str, RunRequested],
+    roster: set[tuple[str, str]],
+    declared: Counter[tuple[str, str]],
+) -> dict[str, Features]:
+    """What a reader of the whole log has of each run beyond its own events: whether its
+    agent is in the campaign's roster, how many runs its agent has on the task and how
+    many tasks it runs, and the task's control declarations as a reader without the
+    controls secret sees them (how many)."""
+    runs = Counter((q.campaign_id, q.task_id, q.agent.agent_id) for q in requests.values())
+    tasks = {(q.campaign_id, q.task_id) for q in requests.values()}
+    per_agent = Counter((c, a) for c, _, a in runs)
+    out: dict[str, Features] = {}
+    for run, q in requests.items():
+        agent, task = (q.campaign_id, q.agent.agent_id), (q.campaign_id, q.task_id or "")
+        n_task = sum(n for (c, t, _), n in runs.items() if (c, t) == task)
+        out[run] = {
+            "roster.in_roster": float(agent in roster),
+            "roster.runs_on_task": float(runs[(q.campaign_id, q.task_id, q.agent.agent_id)]),
+            "roster.task_share": per_agent[agent] / max(1, len(tasks)),
+            "declared.on_task": float(declared[task]),
+            "declared.share": declared[task] / max(1, n_task),
+        }
+    return out
+
+
 def run_features(events: Iterable[Event]) -> dict[str, Features]:
     """Every run's readable fields, by run id, from a campaign's log (in log order)."""
     start: float | None = None
@@ -207,10 +237,15 @@ def run_features(events: Iterable[Event]) -> dict[str, Features]:
     steps: dict[str, list[AgentStepLogged]] = {}
     finished: dict[str, AgentFinished] = {}
     sealed: dict[str, ArtifactsSealed] = {}
+    roster: set[tuple[str, str]] = set()
+    declared: Counter[tuple[str, str]] = Counter()
     for e in events:
         t = e.occurred_at.timestamp()
-        if isinstance(e, CampaignStarted) and start is None:
-            start = t
+        if isinstance(e, CampaignStarted):
+            start = t if start is None else start
+            roster |= {(e.campaign_id, a.agent_id) for a in e.campaign.agents}
+        if isinstance(e, ControlDeclared):  # sealed: its campaign and task are all one reads
+            declared[(e.campaign_id, e.task_id or "")] += 1
         if isinstance(e, ControlDeclared) or e.run_id is None:
             continue
         run = e.run_id
@@ -227,9 +262,11 @@ def run_features(events: Iterable[Event]) -> dict[str, Features]:
             sealed[run] = e
     t0 = start if start is not None else min((a["RunRequested"] for a in arrivals.values()), default=0)  # fmt: skip
     out: dict[str, Features] = {}
+    log_reader = _log_reader(requested, roster, declared)
     for i, run in enumerate(order):
         f: Features = {"arrival.request_rank": i / max(1, len(order) - 1)}
         f.update(_request(requested[run]))
+        f.update(log_reader[run])
         f.update(_steps(steps.get(run, [])))
         if run in finished:
             f.update(_finished(finished[run]))
@@ -245,9 +282,10 @@ def run_features(events: Iterable[Event]) -> dict[str, Features]:
     return out
 
 
-def control_labels(events: Iterable[Event]) -> set[str]:
-    """The run ids the campaign declared controls (what the classifier must not find)."""
-    return {e.control_run_id for e in events if isinstance(e, ControlDeclared)}
+def control_labels(declared: Iterable[ControlDetails]) -> set[str]:
+    """The run ids the campaign declared controls (what the classifier must not find),
+    from its declarations opened with the deployment's controls key."""
+    return {d.control_run_id for d in declared}
 
 
 @dataclass(frozen=True)
@@ -322,7 +360,7 @@ def top_tells(features: Mapping[str, Features], controls: set[str], n: int = 10)
     return [(name, float(c)) for name, c in ranked[:n]]
 
 
-GROUPS = ("agent", "run", "arrival", "steps", "transcript", "tool", "end", "seal", "message")
+GROUPS = ("agent", "run", "arrival", "steps", "transcript", "tool", "end", "seal", "message", "roster", "declared")  # fmt: skip
 """Feature groups by name prefix: what each kind of readable field gives away alone."""
 
 
@@ -348,6 +386,8 @@ class Campaign(NamedTuple):
     server: Any
     """The started `ScriptedModelServer` (the caller stops it): what the judges received."""
     report: dict[str, Any]
+    controls: list[ControlDetails]
+    """Its control declarations, opened with the home's controls key (the labels)."""
 
 
 async def _events(settings: Settings) -> list[Event]:
@@ -383,7 +423,9 @@ def bundled_campaign(tmp: Path, update: Mapping[str, Any] | None = None) -> Camp
     )  # fmt: skip
     with home_settings(outcome.workdir) as reopened:
         events = asyncio.run(_events(reopened))
-    return Campaign(events, server, json.loads(outcome.report_json.read_text()))
+        key = controls_key(reopened)
+    declared = [key.open(e) for e in events if isinstance(e, ControlDeclared)]
+    return Campaign(events, server, json.loads(outcome.report_json.read_text()), declared)
 
 
 def bench_blindness() -> list[Row]:
@@ -392,7 +434,7 @@ def bench_blindness() -> list[Row]:
         ran = bundled_campaign(Path(tmp))
         ran.server.stop()
     features = run_features(ran.events)
-    controls = control_labels(ran.events)
+    controls = control_labels(ran.controls)
     found = blindness_auc(features, controls, seed=47)
     name = f"classifier AUC, controls vs agents' runs ({found.n_controls} vs {found.n_agent_runs}, bundled)"  # fmt: skip
     rows = [Row("blindness", name, found.auc, "AUC", 0.5, "chance", "≤ 0.6")]

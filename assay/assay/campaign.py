@@ -11,8 +11,8 @@ from pydantic import ValidationError
 
 from assay.bundle import BundleRefused, pack_bundle
 from assay.bus import Bus
-from assay.controls import CONTROLS_KEY, plan_controls, publish_controls
-from assay.security.signing import deployment_secret
+from assay.controls import plan_controls, publish_controls, with_control_agents
+from assay.security.controls import controls_key
 from assay.store import BlobStore
 from assay.tasks import TaskDraft, build_task
 from assay_schemas import (
@@ -141,10 +141,12 @@ async def submit_campaign(
     """Publish CampaignStarted, then the campaign's tasks; nothing when any task or bundle
     is bad."""
     events = await _task_events(bus, store, campaign.campaign_id, drafts)
-    secret = deployment_secret(bus.settings, CONTROLS_KEY)
+    key = controls_key(bus.settings)
     controls = await asyncio.to_thread(
-        partial(plan_controls, secret=secret), store, campaign, drafts, events, bus.producer
+        partial(plan_controls, secret=key.secret), store, campaign, drafts, events, bus.producer
     )
+    opened = [key.open(d) for d in controls]
+    campaign = with_control_agents(campaign, opened, secret=key.secret)
     campaign = await asyncio.to_thread(store_bundles, store, campaign)
     started = CampaignStarted(
         event_id=CampaignStarted.id_for(campaign.campaign_id),

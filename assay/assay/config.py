@@ -6,7 +6,7 @@ import socket
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 UPLOAD_BUCKET_MAX_BYTES = 10 * 2**30
@@ -26,6 +26,10 @@ class Settings(BaseSettings):
     """NATS server URL; a cluster may be given as a comma-separated list of its nodes."""
     nats_user: str | None = None
     nats_password: str | None = None
+    controls_secret: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$", repr=False)
+    """The deployment's controls secret (64 hex digits), for a runner or an aggregator
+    whose home does not hold the submitting home's ``keys/controls.secret`` (a container):
+    it opens the sealed control declarations. Never give it to a judge."""
     nats_tls_ca: Path | None = None
     """CA bundle; setting it switches the client to TLS."""
     nats_auth: bool = False
@@ -96,6 +100,12 @@ class Settings(BaseSettings):
     event log keeps its room. A put past it is refused; nothing stored is dropped."""
     max_tasks_per_submission: int = Field(default=10_000, ge=1)
     """Most tasks one `assay submit` / `assay run` may load."""
+
+    @field_validator("controls_secret", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: object) -> object:
+        # Compose passes `${ASSAY_CONTROLS_SECRET:-}` through as "" when it is not given.
+        return None if value == "" else value
 
     @property
     def instance_state(self) -> Path:

@@ -1,8 +1,9 @@
 """A campaign's control runs: derived, stored and requested like any other run.
 
 For each task with a reference, every control answer (:func:`assay.tasks.control_answers`)
-becomes a stored :class:`ControlPlan` and one :class:`ControlDeclared` (read by the runner
-and the aggregator), published before the tasks. The runner requests the control's run
+becomes a stored :class:`ControlPlan` and one :class:`ControlDeclared`, sealed under the
+deployment's controls secret (`assay.security.controls`: the runner and the aggregator
+open it, judges and reviewers cannot), published before the tasks. The runner requests the control's run
 when it admits the task, at the slot the declaration names among the agents' runs (never
 first), with the request of one of the campaign's agents (its model, family, limits)
 under the control agent's own id. That id is salted with the campaign's secret salt (the
@@ -20,12 +21,15 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from assay.bus import Bus
+from assay.security.controls import CONTROLS_KEY, ControlsKey
 from assay.store import BlobStore
 from assay.tasks import ControlAnswer, TaskDraft, control_answers, utf8_text
 from assay_schemas import (
     KNOWN_GOOD,
+    AgentSpec,
     CampaignSpec,
     ControlDeclared,
+    ControlDetails,
     ControlFile,
     ControlPlan,
     Producer,
@@ -33,7 +37,13 @@ from assay_schemas import (
     run_id_for,
 )
 
-__all__ = ["CONTROLS_KEY", "campaign_salt", "plan_controls", "publish_controls"]
+__all__ = [
+    "CONTROLS_KEY",
+    "campaign_salt",
+    "plan_controls",
+    "publish_controls",
+    "with_control_agents",
+]
 
 MAX_CONTROL_FILE_BYTES = 256_000
 """Most bytes of one control file: it is written in one logged step (events ≤ 1 MiB)."""
@@ -93,10 +103,6 @@ def _plan(
         step_ms=step_ms,
     )
     return store.put_bytes(plan.model_dump_json().encode()).sha256, plan.max_steps()
-
-
-CONTROLS_KEY = "controls"
-"""The deployment secret (`deployment_secret`) that salts each campaign's controls."""
 
 
 def campaign_salt(secret: bytes, campaign_id: str) -> bytes:
@@ -171,6 +177,7 @@ def plan_controls(
     if spec is None:
         return []
     salt = campaign_salt(secret, campaign.campaign_id)
+    key = ControlsKey(secret)
     submitted = {t.task.task_id: t for t in tasks}
     taken = {a.agent_id for a in campaign.agents}
     looks: dict[str, _Disguise] = {}
@@ -189,7 +196,7 @@ def plan_controls(
             max_bytes=MAX_CONTROL_FILE_BYTES,
         )
         reference = next((a for a in answers if a.variant == KNOWN_GOOD), None)
-        declared: list[ControlDeclared] = []
+        declared: list[ControlDetails] = []
         for answer in answers:
             plan, most = _plan(store, answer, reference, step_ms)
             kind = answer.variant or f"author:{answer.folder}"
@@ -199,11 +206,9 @@ def plan_controls(
             for epoch in range(spec.epochs):
                 run_id = run_id_for(campaign.campaign_id, task.task_id, look.agent_id, epoch)
                 declared.append(
-                    ControlDeclared(
-                        event_id=ControlDeclared.id_for(run_id),
+                    ControlDetails(
                         campaign_id=campaign.campaign_id,
                         task_id=task.task_id,
-                        causation_id=event.event_id,
                         control_run_id=run_id,
                         variant=answer.variant,
                         folder=answer.folder,
@@ -213,13 +218,47 @@ def plan_controls(
                         like=look.like,
                         epoch=epoch,
                         max_steps=most,
-                        producer=producer,
                     )
                 )
         first = draft is drafts[0]
         slots = _slots(salt, task.task_id, agents_runs, len(declared), first=first)
-        out += [d.model_copy(update={"slot": s}) for d, s in zip(declared, slots, strict=True)]
+        out += _sealed(key, declared, slots, event.event_id, producer)
     return out
+
+
+def _sealed(
+    key: ControlsKey,
+    declared: list[ControlDetails],
+    slots: list[int],
+    cause: str,
+    producer: Producer,
+) -> list[ControlDeclared]:
+    """A task's declarations, each at its slot, sealed under the deployment's key: judges
+    and reviewers replay the log, and must not read which runs are controls."""
+    placed = [d.model_copy(update={"slot": s}) for d, s in zip(declared, slots, strict=True)]
+    return [key.declare(d, causation_id=cause, producer=producer) for d in placed]
+
+
+def with_control_agents(
+    campaign: CampaignSpec, declared: list[ControlDetails], *, secret: bytes
+) -> CampaignSpec:
+    """The campaign as published: each control agent in its roster like an agent (the
+    spec of the agent it looks like, under its own id) at a place drawn by the salt, never
+    first, and their number in ``controls.agents``, so that a reader of the log tells no
+    control by its roster. The runner and the aggregator know them by the declarations."""
+    looks: dict[str, str | None] = {}
+    for d in declared:
+        looks.setdefault(d.agent_id, d.like)
+    if campaign.controls is None or not looks:
+        return campaign
+    by_id = {a.agent_id: a for a in campaign.agents}
+    draw = random.Random(hmac.new(campaign_salt(secret, campaign.campaign_id), b"roster", hashlib.sha256).digest())  # fmt: skip
+    roster = list(campaign.agents)
+    for agent_id, like in sorted(looks.items()):
+        spec = by_id[like] if like in by_id else AgentSpec(agent_id=agent_id, model="control")
+        roster.insert(draw.randrange(1, len(roster) + 1), spec.model_copy(update={"agent_id": agent_id}))  # fmt: skip
+    controls = campaign.controls.model_copy(update={"agents": len(looks)})
+    return campaign.model_copy(update={"agents": roster, "controls": controls})
 
 
 async def publish_controls(bus: Bus, declared: list[ControlDeclared]) -> None:

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from assay.bus import Bus, RawMessage
 from assay.config import Settings
+from assay.security.controls import controls_key
 from assay.security.signing import trust_for
 from assay.store import open_store
 from assay_schemas import InvalidEvent, parse_event
@@ -44,8 +45,9 @@ async def check_stream(settings: Settings, *, replay: bool, grace_s: float) -> C
     from assay_aggregator.invariants import Breach, LogCheck
     from assay_aggregator.rebuild import fold_stream
     from assay_aggregator.verify import verify
+    from assay_report.state import State
 
-    check = LogCheck()
+    check = LogCheck(state=State(controls_key=controls_key(settings)))
 
     def observe(state: State, batch: list[RawMessage]) -> None:
         for raw in batch:

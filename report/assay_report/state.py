@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any
 
+from assay.security.controls import ControlsKey
 from assay_schemas import CampaignHistory, RunPhase
 
 from .event_ids import EventIds
@@ -31,7 +32,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 10
+SNAPSHOT_VERSION = 11
 """Bumped whenever a record or the layout changes: a snapshot of another version is
 ignored and the state rebuilt from the log."""
 
@@ -105,6 +106,9 @@ class ControlRecord:
     """'pass' (known-good) or 'fail' (known-bad)."""
     plan_sha256: str
     sequence: int
+    agent_id: str = ""
+    """The control agent (listed in the published roster like an agent; the fold takes it
+    out of the campaign's agents)."""
 
 
 @dataclass(slots=True)
@@ -240,7 +244,11 @@ class State:
     verdict for the campaign: when it joined (the report marks judges the campaign did not
     name as joined late)."""
     controls: dict[str, ControlRecord] = field(default_factory=dict)
-    """Control declarations by control run id (the first declaration of a run counts)."""
+    """Control declarations by control run id (the first declaration of a run counts),
+    as opened with `controls_key`."""
+    declared_controls: dict[str, int] = field(default_factory=dict)
+    """'campaign_id/task_id' → control declarations counted, opened or not: all that a
+    reader without the controls secret knows of them."""
     histories: dict[str, CampaignHistory] = field(default_factory=dict)
     """campaign_id → the campaign's history, folded from admitted events only (what the
     report's problems section reads: expected runs, owed verdicts, failures by cause)."""
@@ -253,6 +261,10 @@ class State:
     """The verdict tables as of the snapshot this state was loaded from (a
     `frame_cache.FrameCache`, which reads states: typed loosely so that the state does not
     depend on its cache): beside the state, never part of it."""
+
+    controls_key: ControlsKey | None = field(default=None, compare=False, repr=False)
+    """Opens sealed control declarations (the deployment's controls secret; None: this
+    reader cannot, and knows no run to be a control): beside the state, never in it."""
 
     def refuse(self, sequence: int, subject: str, reason: str) -> None:
         """Record a message that must not count, once per sequence."""
@@ -307,6 +319,7 @@ def state_to_json(state: State) -> dict[str, Any]:
         "judge_samples": state.judge_samples,
         "judge_joined": {k: list(v) for k, v in sorted(state.judge_joined.items())},
         "controls": _columns(dict(sorted(state.controls.items())), ControlRecord),
+        "declared_controls": dict(sorted(state.declared_controls.items())),
         "histories": {k: h.model_dump(mode="json") for k, h in sorted(state.histories.items())},
     }
 
@@ -342,5 +355,6 @@ def state_from_json(data: dict[str, Any]) -> State:
         judge_samples={str(k): int(v) for k, v in data["judge_samples"].items()},
         judge_joined={str(k): (int(v[0]), str(v[1])) for k, v in data["judge_joined"].items()},
         controls=_from_columns(data["controls"], ControlRecord),
+        declared_controls={str(k): int(v) for k, v in data["declared_controls"].items()},
         histories={k: CampaignHistory.model_validate(h) for k, h in data["histories"].items()},
     )

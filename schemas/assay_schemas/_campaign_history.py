@@ -10,7 +10,10 @@ What is *expected* comes from the log itself: runs per task × agent × epoch (T
 CampaignStarted), and for every run sealed as finished one verdict per judge × sample, the
 samples being the larger of the judge's and the task's `sampling_times` (as the judge does
 it), plus the rule judge's one. Counting verdicts against exactly that set is what keeps a
-task that asks for more samples from ending the wait early.
+task that asks for more samples from ending the wait early. A control agent listed in the
+roster runs only its declared runs: a reader that opens the declarations says so
+(`declare_control`); one that cannot counts a task's runs as the roster less
+`controls.agents`, × epochs, plus the task's declarations (`expected_runs`).
 
 The lifecycle's rules (`_lifecycle`) hold here too: a second end of a run changes
 nothing, the first failure of a run decides it, and a run that failed and was sealed
@@ -27,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from . import _events as ev
+from ._controls import ControlDeclared
 from ._domain import RULES_JUDGE_ID, CampaignSpec, Task
 from ._envelope import Event, run_id_for
 from ._lifecycle import END_STEPS, lifecycle_step
@@ -38,6 +42,7 @@ VerdictKey = tuple[str, str, int]
 
 _SETS = (
     "requested", "ready", "finished", "sealed", "ended", "settled", "expected", "owed", "judged",
+    "control_agents",
 )  # fmt: skip
 
 
@@ -68,6 +73,14 @@ class CampaignHistory(BaseModel):
     """Runs whose files are settled: sealed (either outcome), or their seal declared lost."""
     expected: set[str] = set()
     owed: set[VerdictKey] = set()
+    control_agents: set[str] = set()
+    """'campaign id/agent id' of the roster's control agents, as the declarations opened
+    (`declare_control`) say: they run only their declared runs."""
+    control_runs: dict[str, set[str]] = {}
+    """'campaign id/task id' -> the task's control runs, from the opened declarations."""
+    declared: dict[str, int] = {}
+    """'campaign id/task id' -> control declarations in the log, opened or not: what a
+    reader without the controls secret counts the task's control runs by."""
     judged: set[VerdictKey] = set()
     judgment_failures: dict[str, ev.JudgmentFailed] = {}
     """'run id/judge id/sample' -> the judge's last failure on that sample."""
@@ -79,6 +92,10 @@ class CampaignHistory(BaseModel):
     def _sorted(self, value: set[Any]) -> list[Any]:
         # Sorted, so that a snapshot of the same history is the same bytes.
         return sorted(value)
+
+    @field_serializer("control_runs")
+    def _sorted_runs(self, value: dict[str, set[str]]) -> dict[str, list[str]]:
+        return {k: sorted(v) for k, v in sorted(value.items())}
 
     def apply(self, event: Event) -> None:
         """Fold one event in (events of other campaigns are ignored when one is chosen)."""
@@ -117,6 +134,9 @@ class CampaignHistory(BaseModel):
             self.cost_usd += event.cost_usd
         elif isinstance(event, ev.JudgmentFailed):
             self.judgment_failures[f"{run}/{event.judge_id}/{event.sample}"] = event
+        elif isinstance(event, ControlDeclared):
+            key = f"{event.campaign_id}/{event.task_id}"
+            self.declared[key] = self.declared.get(key, 0) + 1
 
     def _failed(self, event: ev.RunFailed) -> None:
         run = event.run_id or ""
@@ -154,7 +174,8 @@ class CampaignHistory(BaseModel):
         return set(self.requested).union(*(self._runs_of(key) for key in self.tasks))
 
     def _runs_of(self, key: str) -> set[str]:
-        """The runs a submitted task asks for: the campaign's agents × epochs."""
+        """The runs a submitted task asks for: the campaign's agents × epochs, its control
+        agents' declared runs instead of theirs (where the declarations opened)."""
         campaign_id, task_id = key.split("/", 1)
         spec = self.campaigns.get(campaign_id)
         if spec is None:
@@ -162,8 +183,56 @@ class CampaignHistory(BaseModel):
         return {
             run_id_for(campaign_id, task_id, a.agent_id, epoch)
             for a in spec.agents
+            if f"{campaign_id}/{a.agent_id}" not in self.control_agents
             for epoch in range(spec.epochs)
-        }
+        } | self.control_runs.get(key, set())
+
+    def declare_control(self, campaign_id: str, task_id: str, agent_id: str, run_id: str) -> None:  # fmt: skip
+        """An opened control declaration: the run is expected, its agent a control agent."""
+        key = f"{campaign_id}/{task_id}"
+        self.control_runs.setdefault(key, set()).add(run_id)
+        agent = f"{campaign_id}/{agent_id}"
+        if agent not in self.control_agents:
+            self.control_agents.add(agent)
+            if self.tasks:  # declarations come before the tasks: this is rare
+                self._reindex()
+        if key in self.tasks:
+            self.expected.add(run_id)
+
+    def _blind(self, campaign_id: str) -> bool:
+        """Whether this reader cannot tell the campaign's control agents (it could not open
+        their declarations): then it counts expected runs instead of naming them."""
+        spec = self.campaigns.get(campaign_id)
+        if spec is None or spec.controls is None or not spec.controls.agents:
+            return False
+        known = sum(1 for a in self.control_agents if a.split("/", 1)[0] == campaign_id)
+        return known < spec.controls.agents
+
+    def _any_blind(self) -> bool:
+        return any(self._blind(c) for c in self.campaigns)
+
+    @property
+    def expected_runs(self) -> int:
+        """How many runs the log asks for. Where this reader cannot open the control
+        declarations: per task, the roster less its control agents × epochs, plus the
+        task's declarations (or the runs requested, when more)."""
+        blind = {c for c in self.campaigns if self._blind(c)}
+        if not blind:
+            return len(self.expected)
+        on_task: dict[str, set[str]] = {}
+        for run in self.requested:
+            on_task.setdefault(self.run_task.get(run, ""), set()).add(run)
+        out = sum(len(runs) for key, runs in on_task.items() if key not in self.tasks)
+        for key in self.tasks:
+            spec = self.campaigns.get(key.split("/", 1)[0])
+            requested = on_task.get(key, set())
+            if spec is None or spec.campaign_id not in blind:
+                out += len(self._runs_of(key) | requested)
+                continue
+            controls = spec.controls.agents if spec.controls else 0
+            asked = (len(spec.agents) - controls) * spec.epochs + self.declared.get(key, 0)
+            out += max(asked, len(requested))
+        return out
 
     def _owed_on(self, run: str) -> set[VerdictKey]:
         key = self.run_task.get(run, "/")
@@ -199,7 +268,7 @@ class CampaignHistory(BaseModel):
     @property
     def runs_done(self) -> int:
         """Expected runs that ended."""
-        return len(self.expected & self.ended)
+        return len((self.expected | self.requested) & self.ended)
 
     def awaiting_seal(self) -> set[str]:
         """Runs that failed after their sandbox was made and are not sealed yet: the
@@ -208,7 +277,10 @@ class CampaignHistory(BaseModel):
         return self.ready.intersection(self.failures) - self.settled
 
     def pending_runs(self) -> set[str]:
-        """Expected runs that have not ended, or ended and still await their seal."""
+        """Expected runs that have not ended, or ended and still await their seal (a reader
+        that cannot open control declarations names only the runs requested)."""
+        if self._any_blind():
+            return (self.requested - self.ended) | (self.requested & self.awaiting_seal())
         return (self.expected - self.ended) | (self.expected & self.awaiting_seal())
 
     def pending_verdicts(self) -> set[VerdictKey]:
@@ -220,11 +292,14 @@ class CampaignHistory(BaseModel):
         """Every expected run reached its outcome (ended, its files sealed whenever it had a
         sandbox) and every owed verdict is in."""
         # The counts first: the set checks only when they could pass (cheap on long logs).
+        expected = self.expected_runs
         return (
-            bool(self.expected)
-            and len(self.ended) >= len(self.expected)
+            bool(expected)
+            and len(self.ended) >= expected
             and len(self.judged) + len(self.judgment_failures) >= len(self.owed)
-            and self.expected <= self.ended
+            and not self.pending_runs()
+            # Blind to the controls: every run asked for was requested (pending names those).
+            and (not self._any_blind() or len(self.requested & self.ended) >= expected)
             and not self.pending_verdicts()
             and not self.awaiting_seal()
         )
@@ -233,7 +308,7 @@ class CampaignHistory(BaseModel):
         """Runs by their furthest state."""
         infra = {r for r, f in self.failures.items() if f.infrastructure}
         return {
-            "expected": len(self.expected),
+            "expected": self.expected_runs,
             "requested": len(self.requested),
             "running": len(self.ready - self.finished - set(self.failures)),
             "finished": len(self.finished),

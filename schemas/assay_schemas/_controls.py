@@ -4,10 +4,11 @@ A campaign's ``controls:`` asks for them; for every task with a reference folder
 submitter derives a known-good control (the reference itself) and known-bad variants,
 stores each as a :class:`ControlPlan` blob and publishes one :class:`ControlDeclared`
 (what the control is, the verdict it deserves, the agent it looks like and where it
-goes among the task's runs) before the task. The runner requests the control's run
-itself, interleaved with the agents' runs and looking like one of them (no plan, no
-kind of its own); judges read run requests, seals and tasks, never ``ControlDeclared``:
-the status of a control lives only there, where the runner and the aggregator read it.
+goes among the task's runs) before the task, sealed under the deployment's controls
+secret. The runner requests the control's run itself, interleaved with the agents' runs
+and looking like one of them (no plan, no kind of its own); the status of a control lives
+only in the sealed declaration, which the runner and the aggregator open and nobody
+else (judges, reviewers) can read.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ __all__ = [
     "CONTROL_MESSAGE_CHARS",
     "DERIVED_VARIANTS",
     "KNOWN_GOOD",
+    "SEALED_CHARS",
     "ControlAction",
     "ControlDeclared",
+    "ControlDetails",
     "ControlFile",
     "ControlPlan",
     "ControlVariant",
@@ -69,6 +72,10 @@ class ControlsSpec(_Frozen):
     references: str | None = Field(default=None, max_length=4096)
     """A folder of ``<task_id>/`` reference folders (relative to the campaign file), for
     tasks whose own folder has no ``reference/``."""
+    agents: int = Field(default=0, ge=0, le=1024)
+    """How many of the published roster's agents are control agents (the submitter lists
+    them there like agents; 0 in a campaign file): all a reader without the controls
+    secret knows of them, which is enough to count the runs a task asks for."""
 
 
 class ControlFile(_Frozen):
@@ -132,17 +139,20 @@ class ControlPlan(_Frozen):
         return out
 
 
-class ControlDeclared(Event):
-    """A run of the campaign is a control: its kind and the verdict it deserves.
+SEALED_CHARS = 8192
+"""Most characters of a declaration's sealed payload (base64url; a padded payload is
+about 1.4 KiB)."""
 
-    The runner (to request and play the control) and the aggregator read it; no other
-    service has a use for it, though NATS permissions do not yet keep their users from
-    replaying its subject (issue #47). It names the run in ``control_run_id``, not in the
-    envelope's ``run_id``, so it is on no subject of the run: a judge reading the run's
-    events never meets it."""
 
-    event_type: Literal["ControlDeclared"] = "ControlDeclared"
-    written_by = ("cli",)
+class ControlDetails(_Frozen):
+    """What a declaration says about its control, sealed inside :class:`ControlDeclared`:
+    every field that ties it to a run. Only a holder of the deployment's controls secret
+    reads it (`assay.security.controls.open_control`)."""
+
+    campaign_id: Identifier
+    """The declaration's campaign (checked against its envelope when opened)."""
+    task_id: Identifier
+    """The declaration's task (checked against its envelope when opened)."""
     control_run_id: Identifier
     """The control's run."""
     variant: ControlVariant | None = None
@@ -153,9 +163,9 @@ class ControlDeclared(Event):
     """'pass' for the known-good control, 'fail' for every known-bad one."""
     plan_sha256: _Sha256
     """The stored :class:`ControlPlan` the run carries out."""
-    agent_id: Identifier | None = None
+    agent_id: Identifier
     """The control agent's id (salted, so nobody without the deployment's secret can
-    recompute it); None in declarations from before the runner requested controls."""
+    recompute it)."""
     like: Identifier | None = None
     """The campaign's agent whose model, provider, family, prompt and limits the
     control's request wears (None: a campaign without a model agent)."""
@@ -167,11 +177,9 @@ class ControlDeclared(Event):
     """The plan's most steps, its answer included (the runner lets it take them)."""
 
     @model_validator(mode="after")
-    def _consistent(self) -> ControlDeclared:
+    def _consistent(self) -> ControlDetails:
         if (self.variant is None) == (self.folder is None):
             raise ValueError("a control is a derived variant or an author's folder, not both")
-        if self.run_id is not None:
-            raise ValueError("a ControlDeclared names its run in control_run_id, never run_id")
         if (self.variant == KNOWN_GOOD) != (self.expected == "pass"):
             raise ValueError("only the reference control is expected to pass")
         return self
@@ -180,3 +188,29 @@ class ControlDeclared(Event):
     def kind(self) -> str:
         """The variant's name in the statistics (an author folder: ``author:<name>``)."""
         return self.variant or f"author:{self.folder}"
+
+
+class ControlDeclared(Event):
+    """The campaign declared a control for a task; which run, and what it is, are sealed.
+
+    Every service may replay the log, judges included, so everything that ties the
+    declaration to a run (:class:`ControlDetails`) travels encrypted under a key derived
+    from the deployment's controls secret, and the event id is keyed by it too
+    (`assay.security.controls`). A reader without the secret learns only that the
+    campaign declared a control for the task; the runner and the aggregator open it. It
+    names no run in the envelope, so it is on no subject of a run."""
+
+    event_type: Literal["ControlDeclared"] = "ControlDeclared"
+    schema_version: int = 2
+    written_by = ("cli",)
+    sealed: str = Field(min_length=1, max_length=SEALED_CHARS, pattern=r"^[A-Za-z0-9_-]+=*$")
+    """:class:`ControlDetails` as JSON, padded to a fixed size and sealed (AES-GCM, its
+    envelope's campaign, task and event id as associated data), base64url."""
+
+    @model_validator(mode="after")
+    def _no_run(self) -> ControlDeclared:
+        if self.run_id is not None:
+            raise ValueError("a ControlDeclared names no run in its envelope")
+        if self.task_id is None:
+            raise ValueError("a ControlDeclared names its task")
+        return self

@@ -6,6 +6,7 @@ purpose is in it (the classes outside this package are named with their module).
     │   ├── TaskInputError      a task file or attachment is malformed or hostile
     │   │   └── RuleCheckError          assay_judge.rules.checks: a reference check cannot run
     │   ├── InvalidEvent        a message on an event subject does not parse or validate
+    │   │   └── SealBroken              assay.security.controls: a control declaration does not open
     │   ├── StepTooLarge                assay_runner.agent: a model turn over one event's size
     │   ├── PatternError                assay.tasks: a pattern RE2 cannot compile
     │   ├── _Refused                    assay.http11: a request the server will not read
@@ -27,6 +28,7 @@ purpose is in it (the classes outside this package are named with their module).
     ├── JudgingError            a judge could not produce a verdict
     │   └── CheckFailed                 assay_judge.rules.worker: a rule check failed
     ├── ProgramFailed                   assay_runner.program: a program run cannot finish
+    ├── ControlsUnopened                assay_runner.scheduler: control agents it cannot tell
     ├── _Refused                        assay_runner.gateway: a model call refused
     ├── UpstreamError                   assay.http11: the upstream broke the exchange
     ├── ScriptExhausted                 assay_testing.scripted: a scripted model has no reply left

@@ -8,11 +8,12 @@ from typing import Any
 
 import polars as pl
 
+from assay.security.controls import ControlsKey
 from assay_aggregator import fold
 from assay_report import Projections
 from assay_report.html import render_html
 from assay_report.report import build_report, report_frames
-from assay_report.state import state_from_json, state_to_json
+from assay_report.state import State, state_from_json, state_to_json
 from assay_report.statistics import AnalysisSettings
 from assay_report.validity import control_frame, judge_validity
 from assay_report.validity_charts import validity_charts
@@ -22,6 +23,7 @@ from assay_schemas import (
     CampaignSpec,
     CampaignStarted,
     ControlDeclared,
+    ControlDetails,
     ControlsSpec,
     DimensionScore,
     Event,
@@ -42,6 +44,8 @@ from assay_schemas import (
 P = Producer(service="test", version="0")
 C = "c1"
 DIMS = [d.key for d in default_rubric().dimensions]
+KEY = ControlsKey(b"k" * 32)
+FORGER = ControlsKey(b"f" * 32)
 PLAN = {"good": "a" * 64, "bad": "b" * 64}
 SPEC = CampaignSpec(
     campaign_id=C,
@@ -77,12 +81,18 @@ def _verdict(r: RunRequested, judge: str, score: int) -> JudgmentRecorded:
     )  # fmt: skip
 
 
-def _declared(r: RunRequested, kind: str, plan: str) -> ControlDeclared:
-    return ControlDeclared(
-        event_id=ControlDeclared.id_for(r.run_id, kind, plan), campaign_id=C, task_id=r.task_id,
-        control_run_id=r.run_id or "", variant=kind, expected="pass" if kind == "reference" else "fail",  # type: ignore[arg-type]
-        plan_sha256=plan, producer=P,
+def _declared(r: RunRequested, kind: str, plan: str, key: ControlsKey | None = None) -> ControlDeclared:  # fmt: skip
+    details = ControlDetails(
+        campaign_id=C, task_id=r.task_id or "", control_run_id=r.run_id or "", variant=kind,  # type: ignore[arg-type]
+        expected="pass" if kind == "reference" else "fail", plan_sha256=plan,
+        agent_id=r.agent.agent_id,
     )  # fmt: skip
+    return (key or KEY).declare(details, causation_id=None, producer=P)
+
+
+def _fold(events: list[Event]) -> State:
+    """The log folded by a reader that holds the deployment's controls secret."""
+    return fold(enumerate(events, 1), State(controls_key=KEY))
 
 
 def _log(n_tasks: int = 6, humans: bool = False) -> tuple[list[Event], dict[str, Any]]:
@@ -102,10 +112,11 @@ def _log(n_tasks: int = 6, humans: bool = False) -> tuple[list[Event], dict[str,
             _declared(good, "reference", PLAN["good"]),
             _declared(bad, "altered_numbers", PLAN["bad"]),
         ]
-        # Forged relabelling: a declaration naming the agent's own run, and a second,
-        # contradicting declaration of a control: neither counts.
+        # Forged relabelling: a declaration naming the agent's own run (sealed without this
+        # deployment's secret: whoever holds it and signs as the CLI is the submitter), and
+        # a second, contradicting declaration of a control: neither counts.
         events += [
-            _declared(agent, "prose_only", PLAN["bad"]),
+            _declared(agent, "prose_only", PLAN["bad"], key=FORGER),
             _declared(good, "prose_only", PLAN["good"]),
         ]
         for r, quality in ((agent, t % 2 == 0), (good, True), (bad, False)):
@@ -119,7 +130,7 @@ def _log(n_tasks: int = 6, humans: bool = False) -> tuple[list[Event], dict[str,
 
 def test_controls_are_folded_and_measured_but_never_counted_for_agents() -> None:
     events, ids = _log()
-    p = Projections(fold(enumerate(events, 1)))
+    p = Projections(_fold(events))
     assert set(p.control_runs()) == ids["controls"]
     assert set(p.statistics_tables([C]).runs["run_id"]) == ids["agent"]
     frame = control_frame(p, [C])
@@ -160,14 +171,14 @@ def test_controls_are_folded_and_measured_but_never_counted_for_agents() -> None
 def test_a_campaign_without_controls_or_humans_has_no_section() -> None:
     events, _ = _log()
     plain = [e for e in events if not isinstance(e, ControlDeclared)]
-    p = Projections(fold(enumerate(plain, 1)))
+    p = Projections(_fold(plain))
     assert judge_validity(p, [C], AnalysisSettings(seed=1, n_resamples=50)) is None
     assert "Judge validity" not in render_html(build_report(p, campaign=C, n_resamples=50))
 
 
 def test_human_verdicts_are_measured_against_each_judge_and_the_jury() -> None:
     events, _ = _log(humans=True)
-    p = Projections(fold(enumerate(events, 1)))
+    p = Projections(_fold(events))
     v = judge_validity(p, [C], AnalysisSettings(seed=1, n_resamples=100))
     assert v is not None
     subjects = {(r.subject_kind, r.subject, r.runs): r for r in v.human_agreement}
@@ -204,7 +215,7 @@ def test_a_retried_control_is_measured_on_its_latest_attempt() -> None:
     rid = run_id_for(C, "t0", good.agent.agent_id, 0, 1)
     retry = good.model_copy(update={"event_id": RunRequested.id_for(rid), "run_id": rid, "attempt": 1})  # fmt: skip
     events += [retry, _sealed(retry), _verdict(retry, "j1", 9), _verdict(retry, "j2", 9)]
-    p = Projections(fold(enumerate(events, 1)))
+    p = Projections(_fold(events))
     frame = control_frame(p, [C])
     assert rid in set(frame["run_id"]) and good.run_id not in set(frame["run_id"])
     assert set(frame.filter(pl.col("run_id") == rid)["variant"]) == {"reference"}
@@ -218,21 +229,71 @@ def test_controls_are_known_by_their_declaration_in_any_order() -> None:
     declared = [e for e in events if isinstance(e, ControlDeclared)]
     later = [e for e in events if not isinstance(e, ControlDeclared)] + declared
     for log in (events, later):
-        p = Projections(fold(enumerate(log, 1)))
+        p = Projections(_fold(log))
         assert set(p.control_runs()) == ids["controls"]
         assert set(control_frame(p, [C])["run_id"]) == ids["controls"]
 
 
 def test_an_empty_log_has_no_section() -> None:
     """The aggregator reports before any campaign is in (a fresh deployment)."""
-    p = Projections(fold(enumerate([], 1)))
+    p = Projections(_fold([]))
     assert judge_validity(p, [], AnalysisSettings(seed=1, n_resamples=10)) is None
     assert build_report(p, n_resamples=10).validity is None
 
 
 def test_human_verdicts_and_controls_survive_a_snapshot() -> None:
     events, _ = _log(n_tasks=2, humans=True)
-    state = Projections(fold(enumerate(events, 1))).state
+    state = Projections(_fold(events)).state
     again = state_from_json(state_to_json(state))
     assert again.human_verdicts == state.human_verdicts and len(state.human_verdicts) == 6
     assert again.controls == state.controls
+
+
+def test_a_reader_without_the_controls_secret_knows_no_control() -> None:
+    """A judge's or reviewer's fold: declarations counted per task, no run a control."""
+    events, _ = _log(n_tasks=2)
+    state = fold(enumerate(events, 1))
+    assert not state.controls
+    # The log's second declaration of a run repeats its id: refused as a repeat, unopened.
+    assert all("repeat of event" in r.reason for r in state.refused.values())
+    assert not any(r.control_plan for r in state.runs.values())
+    assert state.declared_controls == {f"{C}/t0": 3, f"{C}/t1": 3}
+
+
+def test_a_declaration_that_does_not_open_is_refused_and_the_fold_goes_on() -> None:
+    """Another deployment's declaration and a tampered one are refused (SealBroken)."""
+    events, ids = _log(n_tasks=1)
+    declared = [e for e in events if isinstance(e, ControlDeclared)]
+    foreign = ControlsKey(b"x" * 32).declare(
+        KEY.open(declared[0]).model_copy(update={"control_run_id": "r-foreign"}),
+        causation_id=None, producer=P,
+    )  # fmt: skip
+    body = declared[1].sealed
+    flipped = body[:20] + ("A" if body[20] != "A" else "B") + body[21:]
+    tampered = declared[1].model_copy(update={"sealed": flipped})
+    log = [e for e in events if e is not declared[1]] + [foreign, tampered]
+    state = _fold(log)
+    reasons = [r.reason for r in state.refused.values()]
+    assert sum("SealBroken" in r for r in reasons) == 3, reasons  # and _log's forgery
+    assert "r-foreign" not in state.controls
+    assert ids["controls"] - {KEY.open(declared[1]).control_run_id} <= set(state.controls)
+    assert state.last_sequence == len(log)
+
+
+def test_control_agents_listed_in_the_roster_are_no_agents_of_the_report() -> None:
+    """Issue #47: the published roster lists each control agent like an agent; a reader
+    that opens the declarations takes it out (agent tables, counts) and expects only its
+    declared runs, whichever of the campaign and the declarations it folds first."""
+    events, ids = _log(n_tasks=2)
+    listed = [SPEC.agents[0].model_copy(update={"agent_id": f"{k}{t}"}) for k in "gb" for t in range(2)]  # fmt: skip
+    spec = SPEC.model_copy(update={"agents": [*SPEC.agents, *listed], "controls": ControlsSpec(agents=4)})  # fmt: skip
+    started = CampaignStarted(event_id="cs", campaign_id=C, campaign=spec, producer=P)
+    declared = [e for e in events if isinstance(e, ControlDeclared)]
+    rest = [e for e in events[1:] if not isinstance(e, ControlDeclared)]
+    for log in ([started, *declared, *rest], [*declared, started, *rest]):
+        state = _fold(log)
+        assert [a["agent_id"] for a in state.campaigns[C]["agents"]] == ["agent"]
+        assert set(Projections(state).control_runs()) == ids["controls"]
+        history = state.histories[C]
+        assert history.expected_runs == 2 + len(ids["controls"])
+        assert history.expected == ids["agent"] | ids["controls"]

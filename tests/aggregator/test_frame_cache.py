@@ -34,23 +34,29 @@ from assay_schemas import (
 from assay_testing.synthetic_log import synthetic_events
 
 from .conftest import SPEC
-from .test_controls_fold import DIMS, P, _log, _run
+from .test_controls_fold import DIMS, KEY, P, _log, _run
 
 Pairs = list[tuple[int, Event]]
+
+
+def _keyed(pairs: Pairs) -> State:
+    """The log folded by a reader holding the controls secret (controls opened)."""
+    return fold(pairs, State(controls_key=KEY))
 
 
 def _resumed(pairs: Pairs, cut: int) -> State:
     """What a report after a snapshot at `cut` folds: the state through JSON, its tables
     through bytes, then the rest of the log."""
-    state = fold(pairs[:cut])
+    state = _keyed(pairs[:cut])
     cache = FrameCache.from_bytes(FrameCache.of(state, Projections(state).table).to_bytes())
     resumed = state_from_json(json.loads(json.dumps(state_to_json(state))))
     resumed.frame_cache = cache
+    resumed.controls_key = KEY  # beside the state, as `load_snapshot` sets it
     return fold(pairs[cut:], resumed)
 
 
 def _assert_equal_tables(pairs: Pairs, cuts: list[int]) -> list[set[str]]:
-    want = Projections(fold(pairs)).tables()
+    want = Projections(_keyed(pairs)).tables()
     dirty = []
     for cut in cuts:
         p = Projections(_resumed(pairs, cut))
@@ -67,7 +73,7 @@ def test_every_cut_of_a_campaign_gives_the_full_fold_tables() -> None:
     cuts = sorted({0, 1, len(pairs) // 3, len(pairs) - 7, len(pairs) - 1, len(pairs),
                    *range(0, len(pairs), max(1, len(pairs) // 9))})  # fmt: skip
     dirty = _assert_equal_tables(pairs, cuts)
-    n_runs = len(fold(pairs).runs)
+    n_runs = len(_keyed(pairs).runs)
     # Late cuts rebuild a few runs, not all of them: the cache did serve.
     assert 0 < len(dirty[-2]) < n_runs and dirty[-1] == set()
 
@@ -106,7 +112,7 @@ def test_a_verdict_told_again_out_of_log_order_replaces_the_cached_rows() -> Non
         update={"event_id": "earlier", "scores": {d: DimensionScore(score=1) for d in DIMS}}
     )
     pairs.append((seq - 1, earlier))
-    full = fold(pairs)
+    full = _keyed(pairs)
     assert full.verdicts[f"{victim.run_id}/{victim.judge_id}/0"].sequence == seq - 1
     _assert_equal_tables(pairs, [len(pairs) - 1])
 

@@ -14,6 +14,7 @@ import pytest
 
 from assay.campaign import load_campaign
 from assay.controls import plan_controls
+from assay.security.controls import ControlsKey, SealBroken
 from assay.store import LocalBlobStore
 from assay.tasks import build_task, control_answers, load_task_dir, load_tasks, read_control_folder
 from assay.tasks._controls import MAX_CONTROL_FILES, derive
@@ -23,7 +24,7 @@ from assay_schemas import (
     KNOWN_GOOD,
     AgentSpec,
     CampaignSpec,
-    ControlDeclared,
+    ControlDetails,
     ControlPlan,
     ControlsSpec,
     FileRef,
@@ -284,20 +285,18 @@ def test_task_folders_keep_control_answers_out_of_attachments(tmp_path: Path) ->
 # --- the contracts ----------------------------------------------------------------------
 
 
-def _declared(**fields: object) -> ControlDeclared:
+def _declared(**fields: object) -> ControlDetails:
     base: dict[str, object] = {
-        "event_id": "e1", "campaign_id": "c", "task_id": "t", "control_run_id": "r1",
+        "campaign_id": "c", "task_id": "t", "control_run_id": "r1", "agent_id": "a1",
         "variant": "altered_numbers", "expected": "fail", "plan_sha256": "a" * 64,
-        "producer": PRODUCER,
     }  # fmt: skip
-    return ControlDeclared.model_validate({**base, **fields})
+    return ControlDetails.model_validate({**base, **fields})
 
 
-def test_a_control_declaration_is_on_no_run_subject_and_consistent() -> None:
-    assert _declared().run_id is None and _declared().kind == "altered_numbers"
+def test_a_control_declaration_is_consistent() -> None:
+    assert _declared().kind == "altered_numbers"
     assert _declared(variant=None, folder="mine").kind == "author:mine"
     for bad in (
-        {"run_id": "r1"},
         {"variant": None},
         {"folder": "mine"},
         {"variant": "reference", "expected": "fail"},
@@ -335,7 +334,7 @@ def test_a_plan_writes_bytes_in_chunks_under_the_argument_limit() -> None:
     ]  # fmt: skip
 
 
-def _planned(tmp_path: Path, secret: bytes) -> list[ControlDeclared]:
+def _planned(tmp_path: Path, secret: bytes) -> list[ControlDetails]:
     campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
     campaign = campaign.model_copy(update={"controls": ControlsSpec(references=str(REFERENCES))})
     drafts = [d for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
@@ -350,7 +349,8 @@ def _planned(tmp_path: Path, secret: bytes) -> list[ControlDeclared]:
         for i, d in enumerate(drafts)
     ]
     store = LocalBlobStore(tmp_path / "blobs")
-    return plan_controls(store, campaign, drafts, tasks, PRODUCER, secret=secret)
+    sealed = plan_controls(store, campaign, drafts, tasks, PRODUCER, secret=secret)
+    return [ControlsKey(secret).open(d) for d in sealed]
 
 
 def test_control_identities_are_salted_per_deployment_and_named_like_the_campaigns_agents(
@@ -399,3 +399,33 @@ def test_controls_go_among_the_agents_runs_never_first(tmp_path: Path) -> None:
         )
         spread |= {d.slot for d in planned}
     assert len(spread) > 3, "not always the same places"
+
+
+def test_declarations_are_sealed_under_the_deployments_secret(tmp_path: Path) -> None:
+    """Issue #47: what a key-less reader of the log gets of a declaration is its campaign
+    and task; its id is no function of the run id it names, its sealed text has one length
+    whatever it says, and it opens under this deployment's secret alone."""
+    campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
+    drafts = [d for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
+              if d.task_id in ("qpcr_ddct", "survey_paired")]  # fmt: skip
+    tasks = [TaskSubmitted(event_id=f"t{i}", campaign_id=campaign.campaign_id,
+                           task=build_task(d.fields, []), producer=PRODUCER)
+             for i, d in enumerate(drafts)]  # fmt: skip
+    campaign = campaign.model_copy(update={"controls": ControlsSpec(references=str(REFERENCES))})
+    store = LocalBlobStore(tmp_path / "blobs")
+    ours, theirs = ControlsKey(b"a" * 32), ControlsKey(b"b" * 32)
+    sealed = plan_controls(store, campaign, drafts, tasks, PRODUCER, secret=ours.secret)
+    opened = [ours.open(d) for d in sealed]
+    assert {d.kind for d in opened} >= {KNOWN_GOOD, *VARIANTS}
+    visible = {k for e in sealed for k, v in e.model_dump().items() if v is not None}
+    assert visible <= {"event_id", "event_type", "schema_version", "occurred_at",
+                       "campaign_id", "task_id", "causation_id", "producer", "sealed"}  # fmt: skip
+    assert len({len(e.sealed) for e in sealed}) == 1, "the length tells no variant"
+    for e, d in zip(sealed, opened, strict=True):
+        assert d.control_run_id not in e.model_dump_json()
+        assert e.event_id != derive_id("ControlDeclared", d.control_run_id)  # the old, public id
+        assert e.event_id == ours.event_id(d.control_run_id) != theirs.event_id(d.control_run_id)
+        with pytest.raises(SealBroken):
+            theirs.open(e)
+        with pytest.raises(SealBroken):  # moved to another task: its envelope is sealed in
+            ours.open(e.model_copy(update={"task_id": "other"}))

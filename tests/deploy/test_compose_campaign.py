@@ -34,6 +34,7 @@ from assay.bus import Bus
 from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
 from assay.embedded import find_free_port
+from assay.security.controls import controls_key
 from assay.store import open_store
 from assay.tasks import TaskDraft
 from assay_cli.retry import retry_failed
@@ -99,8 +100,9 @@ class Progress:
         self.sealed = {e.run_id for e in events if isinstance(e, ArtifactsSealed)}
         self.latest = {r.run_id for r in latest.values()}
         self.judged = {r for r in self.latest if all((r, j) in judged for j in campaign.judges)}
-        # The campaign declares controls: each is one more slot (declared at submission).
-        controls = {e.control_run_id for e in events if isinstance(e, ControlDeclared)}
+        # The campaign declares controls: each is one more slot (declared at submission,
+        # sealed: a declaration is counted, never opened, here).
+        controls = {e.event_id for e in events if isinstance(e, ControlDeclared)}
         n_slots = campaign.n_slots + len(controls)
         self.complete = len(latest) == n_slots and self.judged == self.latest
         # Settled: nothing more will happen without a retry.
@@ -267,8 +269,10 @@ async def test_bundled_campaign_across_machines_survives_a_node_and_a_manager(
             info = await bus.js.stream_info(cluster.stream)
             assert info.config.num_replicas == 3
             started: dict[str, list[Container]] = {}
+            # The runner and the aggregator open the declarations this home seals.
+            opens = {**REPLICAS, "ASSAY_CONTROLS_SECRET": controls_key(cluster).secret.hex()}
             for name in SERVICES:
-                started[name] = d.service(name, REPLICAS)
+                started[name] = d.service(name, opens)
             assert len(started["runner"]) == len(started["sandbox-manager"]) == 2
             await _consumers_ready(bus, cluster.stream, d.logs)
 

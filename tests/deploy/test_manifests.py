@@ -378,11 +378,13 @@ def test_k8s_config_names_real_settings() -> None:
 
 
 def test_k8s_secret_template_holds_no_keys() -> None:
-    (secret,) = yaml.safe_load_all((K8S / "secret.template.yaml").read_text())
-    assert secret["kind"] == "Secret" and secret["metadata"]["name"] == "assay-secrets"
-    for key, value in secret["stringData"].items():
-        assert value.startswith("<") and value.endswith(">"), f"{key} holds a value"
-    _check_assay_env(secret["stringData"], "k8s secret template")
+    secrets = list(yaml.safe_load_all((K8S / "secret.template.yaml").read_text()))
+    assert [s["metadata"]["name"] for s in secrets] == ["assay-secrets", "assay-controls"]
+    for secret in secrets:
+        assert secret["kind"] == "Secret"
+        for key, value in secret["stringData"].items():
+            assert value.startswith("<") and value.endswith(">"), f"{key} holds a value"
+        _check_assay_env(secret["stringData"], "k8s secret template")
 
 
 def test_k8s_nats_values_make_a_jetstream_cluster_of_three() -> None:
@@ -406,3 +408,19 @@ def test_k8s_kustomize_renders() -> None:
     for obj in rendered:
         if obj["kind"] != "Namespace":
             assert obj["metadata"]["namespace"] == "assay", obj["metadata"]["name"]
+
+
+def _k8s_env(obj: dict[str, Any]) -> set[str]:
+    pod = obj.get("spec", {}).get("template", {}).get("spec", {})
+    containers = pod.get("containers", [])
+    return {e["name"] for c in containers for e in c.get("env", [])}
+
+
+def test_only_the_runner_and_the_aggregator_get_the_controls_secret() -> None:
+    """Issue #47: the secret that opens control declarations reaches the two services that
+    open them; a judge that had it could tell controls from the agents' runs."""
+    compose = load_compose()["services"]
+    given = {n for n, svc in compose.items() if "ASSAY_CONTROLS_SECRET" in (svc.get("environment") or {})}  # fmt: skip
+    assert given == {"runner", "aggregator"}
+    named = {o["metadata"]["name"] for o in k8s_objects() if "ASSAY_CONTROLS_SECRET" in _k8s_env(o)}
+    assert named == {"runner", "aggregator"}

@@ -19,7 +19,7 @@ import pytest
 from scipy.stats import mannwhitneyu
 
 from assay_report.statistics import RULE_CHECKS
-from assay_schemas import ArtifactsSealed, ControlDeclared, Event, RunRequested
+from assay_schemas import ArtifactsSealed, Event, RunRequested
 from bench.blindness import (
     Blindness,
     BlindnessWarning,
@@ -48,9 +48,9 @@ def bundled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
         ran.server.stop()
 
 
-def _measure(events: list[Event]) -> tuple[Blindness, list[tuple[str, float]]]:
-    features = run_features(events)
-    controls = control_labels(events)
+def _measure(ran: Campaign) -> tuple[Blindness, list[tuple[str, float]]]:
+    features = run_features(ran.events)
+    controls = control_labels(ran.controls)
     assert controls and controls <= set(features), "every control is a run of the log"
     found = blindness_auc(features, controls, seed=47)
     print(f"\nAUC by feature group: {group_aucs(features, controls, seed=47)}")
@@ -70,7 +70,7 @@ def _measure(events: list[Event]) -> tuple[Blindness, list[tuple[str, float]]]:
 def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campaign(
     bundled: Campaign,
 ) -> None:
-    found, tells = _measure(bundled.events)
+    found, tells = _measure(bundled)
     print(f"\nbundled: AUC {found.auc:.3f} ({found.n_controls} controls, "
           f"{found.n_agent_runs} agents' runs, {found.folds} folds); tells: {tells[:5]}")  # fmt: skip
     assert found.n_controls >= 8 and found.n_agent_runs >= 8
@@ -88,7 +88,7 @@ def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
         tmp_path_factory.mktemp("larger"), {"epochs": 3, "controls": {"epochs": 3}}
     )
     ran.server.stop()
-    found, tells = _measure(ran.events)
+    found, tells = _measure(ran)
     print(f"\nlarger: AUC {found.auc:.3f} ({found.n_controls} controls, "
           f"{found.n_agent_runs} agents' runs); tells: {tells[:5]}")  # fmt: skip
     assert found.n_controls >= 100 and found.n_agent_runs >= 60
@@ -166,7 +166,7 @@ def test_a_control_and_an_agents_run_with_the_same_work_reach_the_judge_alike(
     opening request about each, byte for byte once run ids are masked."""
     events = bundled.events
     seals = _seals(events)
-    declared = {e.control_run_id: e for e in events if isinstance(e, ControlDeclared)}
+    declared = {d.control_run_id: d for d in bundled.controls}
     requested = {e.run_id: e for e in events if isinstance(e, RunRequested)}
     opening = _first_turns(bundled.server, "scripted-judge-balanced")
 

@@ -4,21 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.security.controls import ControlsKey
 from assay_cli.problems import Problems, problems_of
-from assay_cli.progress import Progress
+from assay_cli.progress import Progress, advance
 from assay_report.pages import environment
 from assay_schemas import (
     AgentSpec,
     ArtifactsSealed,
     CampaignSpec,
     CampaignStarted,
+    ControlDetails,
+    ControlsSpec,
     ErrorInfo,
     Event,
     JudgeSpec,
     JudgmentRecorded,
+    Limits,
     Producer,
     RunFailed,
+    RunRequested,
     SandboxReady,
+    SandboxSpec,
     Task,
     TaskJudgeConfig,
     TaskSubmitted,
@@ -28,6 +34,7 @@ from assay_schemas import (
 
 P = Producer(service="test", version="0")
 C = "c1"
+KEY = ControlsKey(b"k" * 32)
 SPEC = CampaignSpec(
     campaign_id=C,
     agents=[AgentSpec(agent_id="a", model="m")],
@@ -178,3 +185,63 @@ def test_error_info_keeps_the_flat_text_events_always_carried() -> None:
     info = ErrorInfo.of(KeyError("k"))
     assert (info.error_class, info.text) == ("KeyError", "KeyError: 'k'")
     assert ErrorInfo(message="no valid verdict: x").text == "no valid verdict: x"
+
+
+def _roster_log() -> tuple[list[Event], list[ControlDetails], set[str]]:
+    """A campaign whose published roster lists control agent 'k' like agent 'a': 'k' has
+    one declared run on t1 (epoch 0 of 2) and none on t2. Returns the log (campaign,
+    sealed declaration, tasks), the declaration opened, and every run the log asks for."""
+    spec = CampaignSpec(
+        campaign_id=C, epochs=2,
+        agents=[AgentSpec(agent_id="a", model="m"), AgentSpec(agent_id="k", model="m")],
+        judges=[JudgeSpec(judge_id="j", model="m")], controls=ControlsSpec(agents=1),
+    )  # fmt: skip
+    control = run_id_for(C, "t1", "k", 0)
+    details = ControlDetails(
+        campaign_id=C, task_id="t1", control_run_id=control, variant="prose_only",
+        expected="fail", plan_sha256="a" * 64, agent_id="k", like="a",
+    )  # fmt: skip
+    events: list[Event] = [
+        _ev(CampaignStarted, 1, campaign=spec),
+        KEY.declare(details, causation_id=None, producer=P),
+        _ev(TaskSubmitted, 3, task=_task("t1", 1)),
+        _ev(TaskSubmitted, 4, task=_task("t2", 1)),
+    ]
+    runs = {run_id_for(C, t, "a", e) for t in ("t1", "t2") for e in (0, 1)} | {control}
+    return events, [details], runs
+
+
+def _ended(p: Progress, runs: set[str]) -> None:
+    for n, run in enumerate(sorted(runs), 10):
+        task = "t1" if run in {run_id_for(C, "t1", a, e) for a in "ak" for e in (0, 1)} else "t2"
+        p.apply(_ev(RunRequested, 100 + n, run_id=run, task_id=task, task=_task(task, 1),
+                    agent=AgentSpec(agent_id="x", model="m"), epoch=0, limits=Limits(),
+                    sandbox=SandboxSpec()))  # fmt: skip
+        p.apply(_ev(RunFailed, n, run_id=run, task_id=task, stage="agent",
+                    error="x", infrastructure=False))  # fmt: skip
+
+
+def test_control_agents_in_the_roster_run_only_their_declared_runs() -> None:
+    """Issue #47: a reader that opens the declarations expects exactly the runs the runner
+    requests: the agents' runs and the control agent's declared ones, not its roster runs."""
+    events, _, runs = _roster_log()
+    p = Progress(campaign_id=C)
+    for e in events:
+        advance(p, e, KEY)
+    assert p.expected == runs and p.expected_runs == 5
+    _ended(p, runs)
+    assert p.complete and p.runs_done == 5
+
+
+def test_a_reader_without_the_controls_key_counts_the_runs_a_task_asks_for() -> None:
+    """Without the key: the roster less its control agents × epochs, plus each task's
+    declarations; complete only once that many runs were requested and ended."""
+    events, _, runs = _roster_log()
+    p = Progress(campaign_id=C)
+    for e in events:
+        advance(p, e, None)
+    assert p.expected_runs == 5 and p.state_counts()["expected"] == 5
+    _ended(p, set(sorted(runs)[:4]))
+    assert not p.complete
+    _ended(p, set(sorted(runs)[4:]))
+    assert p.complete and p.runs_done == 5

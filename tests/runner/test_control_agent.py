@@ -25,15 +25,22 @@ from assay.providers import (
 from assay.store import LocalBlobStore
 from assay_runner.book import MAX_RUNS, MAX_TURNS, AgentBook, Observed, Turn, request_chars
 from assay_runner.control import ControlProvider
-from assay_runner.scheduler import control_runs, interleave, plan_runs
+from assay_runner.scheduler import (
+    ControlsUnopened,
+    control_agents,
+    control_runs,
+    interleave,
+    plan_runs,
+)
 from assay_runner.tools import TOOLS
 from assay_schemas import (
     MAX_EVENT_BYTES,
     AgentSpec,
     CampaignSpec,
-    ControlDeclared,
+    ControlDetails,
     ControlFile,
     ControlPlan,
+    ControlsSpec,
     Limits,
     Producer,
     ProviderError,
@@ -191,12 +198,12 @@ async def test_a_plan_with_code_writes_it_runs_it_and_writes_only_what_it_did_no
 _PRODUCER = Producer(service="test", version="0")
 
 
-def _declared(task_id: str, agent_id: str, slot: int, like: str | None = "careful") -> ControlDeclared:  # fmt: skip
+def _declared(task_id: str, agent_id: str, slot: int, like: str | None = "careful") -> ControlDetails:  # fmt: skip
     run_id = run_id_for("demo", task_id, agent_id, 0)
-    return ControlDeclared(
-        event_id=ControlDeclared.id_for(run_id), campaign_id="demo", task_id=task_id,
-        control_run_id=run_id, variant="prose_only", expected="fail", plan_sha256="a" * 64,
-        agent_id=agent_id, like=like, slot=slot, max_steps=40, producer=_PRODUCER,
+    return ControlDetails(
+        campaign_id="demo", task_id=task_id, control_run_id=run_id, variant="prose_only",
+        expected="fail", plan_sha256="a" * 64, agent_id=agent_id, like=like, slot=slot,
+        max_steps=40,
     )  # fmt: skip
 
 
@@ -383,3 +390,21 @@ async def test_a_control_packing_its_work_never_makes_a_step_too_large_to_log(tm
         assert sum(len(c.arguments) for c in step.tool_calls) < MAX_EVENT_BYTES // 2
     for ref in refs:
         assert hashlib.sha256((workspace / ref.path).read_bytes()).hexdigest() == ref.sha256
+
+
+def test_the_rosters_control_agents_run_only_their_declared_runs() -> None:
+    """Issue #47: the published roster lists control agents like agents; the runner runs
+    them only through their declarations, and runs nothing of a task when it cannot tell
+    them (its declarations did not open): running one as an agent would call its model."""
+    careful = AgentSpec(agent_id="careful", model="scripted-careful")
+    twin = careful.model_copy(update={"agent_id": "cxxxxxx"})
+    campaign = CampaignSpec(
+        campaign_id="demo", agents=[careful, twin], controls=ControlsSpec(agents=1)
+    )
+    task = Task(task_id="t1", prompt="p")
+    declared = [_declared("t1", "cxxxxxx", 1)]
+    skip = control_agents(campaign, declared)
+    runs = plan_runs(campaign, task, producer=_PRODUCER, cause="c", control_agents=skip)
+    assert [r.agent.agent_id for r in runs] == ["careful"]
+    with pytest.raises(ControlsUnopened, match="1 control agents listed, 0 opened"):
+        control_agents(campaign, [])

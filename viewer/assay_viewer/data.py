@@ -15,6 +15,7 @@ import numpy as np
 
 from assay.bus import Bus, read_campaign
 from assay.config import Settings
+from assay.security.controls import controls_key
 from assay.security.signing import trust_for
 from assay.store import BlobStore, open_store
 from assay_aggregator.audit import REFUSED, RunAudit, audit_run, load_run_events
@@ -75,7 +76,7 @@ class Source:
         self.settings = settings
         self.store: BlobStore = open_store(settings)
         self.resamples = resamples
-        self._state = State()
+        self._state = State(controls_key=controls_key(settings))
         self._projections = Projections(self._state)
         self._lock = asyncio.Lock()
         self._stack = AsyncExitStack()

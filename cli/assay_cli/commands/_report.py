@@ -12,6 +12,7 @@ import typer
 
 from assay.bus import Bus, LoggedEvent, messages_at, read_campaign
 from assay.config import Settings
+from assay.security.controls import controls_key
 from assay.security.signing import trust_for
 from assay.store import open_store
 from assay_schemas import ANCHOR, AssayError
@@ -52,9 +53,11 @@ async def _projections(settings: Settings, *, fresh: bool = False) -> Projection
     from assay_aggregator.rebuild import fold_stream
     from assay_aggregator.snapshot import resume_state
     from assay_report.projections import Projections
+    from assay_report.state import State
 
     async with Bus(settings, service="cli") as bus:
         state = None if fresh else await resume_state(bus.js, settings)
+        state = state or State(controls_key=controls_key(settings))
         state = await fold_stream(
             bus.js,
             bus.stream.name,

@@ -15,8 +15,9 @@ from rich.table import Table
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.security.controls import controls_key
 from assay_cli.problems import problems_of
-from assay_cli.progress import Progress
+from assay_cli.progress import Progress, advance
 
 from ._app import app, console, err_console, run_async
 from ._home import HOME_HELP, home_settings
@@ -77,9 +78,10 @@ async def watch_log(
     already submitted count as expected even before their runs are requested.
     """
     drawn = 0.0
+    key = controls_key(bus.settings)
     with live_table(progress_table(progress), console) as live:
         async for logged in bus.replay(follow=True):
-            progress.apply(logged.event)
+            advance(progress, logged.event, key)
             if time.monotonic() - drawn >= refresh_s:
                 live.update(progress_table(progress))
                 drawn = time.monotonic()

@@ -17,7 +17,10 @@ consumer), so they cannot disagree on what counts. An event is refused when:
   scoring dimensions outside the rubric or missing some, an LLM verdict with no scores,
   a rule verdict with scores, or a sample index past the judge's ``sampling_times``;
 - it is a human verdict that is not a reviewer's grade of a sealed run (see `_human`),
-  or a machine verdict under a reviewer's judge id.
+  or a machine verdict under a reviewer's judge id;
+- it is a sealed control declaration that does not open with the reader's controls key
+  (another deployment's, or tampered with: `SealBroken`). A reader without the key
+  counts declarations without opening any.
 
 :func:`refusal` is pure (it reads what the log held before the event); :func:`admit`
 records the refusal in the state, which is how every reader learns of it.
@@ -27,12 +30,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.security.controls import SealBroken
 from assay.security.signing import SignatureCheck
 from assay.tasks import check_task
 from assay_report.state import RunRecord, State
 from assay_schemas import (
     HUMAN_SAMPLE,
     RULES_JUDGE_ID,
+    ControlDeclared,
     Event,
     JudgmentFailed,
     JudgmentRecorded,
@@ -179,6 +184,11 @@ def refusal(state: State, sequence: int, event: Event) -> str | None:
         return _verdict(state, sequence, event)
     elif isinstance(event, JudgmentFailed):
         return _sample_problem(state, event)
+    elif isinstance(event, ControlDeclared) and state.controls_key is not None:
+        try:
+            state.controls_key.open(event)
+        except SealBroken as e:
+            return f"{type(e).__name__}: {e}"
     return None
 
 

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from assay.bus import Bus, LoggedEvent, RawMessage, read_raw
 from assay.security.chain import verify_history
+from assay.security.controls import controls_key
 from assay.security.signing import TrustList
 from assay.store import BlobStore
 from assay_report.state import State
@@ -331,7 +332,8 @@ async def admitted_until(
     if state is None:
         root = trust.operator_key if trust is not None else ""
         snapshot = await resume_state(bus.js, bus.settings)
-        state = snapshot if snapshot is not None and snapshot.trust_root == root else State()
+        fresh = State(controls_key=controls_key(bus.settings))
+        state = snapshot if snapshot is not None and snapshot.trust_root == root else fresh
     if state.last_sequence < sequence:
         await fold_stream(
             bus.js, bus.stream.name, bus.subjects.events, state=state, trust=trust, load=load

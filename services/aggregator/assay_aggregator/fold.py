@@ -102,6 +102,9 @@ def _joined(state: State, e: JudgeRegistered | JudgmentRecorded | JudgmentFailed
 
 def _campaign_started(state: State, e: CampaignStarted, seq: int) -> None:
     state.campaigns[e.campaign_id] = e.campaign.model_dump(mode="json")
+    for c in state.controls.values():  # declared first (any order folds the same)
+        if c.campaign_id == e.campaign_id:
+            _unlist(state, c)
     for spec in e.campaign.judges:
         judge = _judge(state, spec.judge_id, e.campaign_id)
         judge.family, judge.model = spec.family, spec.model
@@ -157,19 +160,37 @@ def _declared_plan(state: State, run: RunRecord) -> str:
     return ""
 
 
-def _control_declared(state: State, e: ControlDeclared, seq: int) -> None:
+def _control_declared(state: State, sealed: ControlDeclared, seq: int) -> None:
     # The first declaration of a run counts; whether it names a control agent's run
     # (the same plan) is checked where controls are read, when both events are in.
+    key = f"{sealed.campaign_id}/{sealed.task_id}"
+    state.declared_controls[key] = state.declared_controls.get(key, 0) + 1
+    if state.controls_key is None:
+        return  # a reader without the secret knows a control was declared, no more
+    e = state.controls_key.open(sealed)  # admission opened it already: it opens
     if e.control_run_id in state.controls:
         return
     c = state.controls[e.control_run_id] = ControlRecord(
-        e.campaign_id, e.task_id or "", e.control_run_id, e.kind, e.expected,
-        e.plan_sha256, seq,
+        e.campaign_id, e.task_id, e.control_run_id, e.kind, e.expected, e.plan_sha256, seq,
+        e.agent_id,
     )  # fmt: skip
+    _unlist(state, c)
+    history = state.histories.get(e.campaign_id)
+    if history is None:
+        history = state.histories[e.campaign_id] = CampaignHistory(campaign_id=e.campaign_id)
+    history.declare_control(e.campaign_id, e.task_id, e.agent_id, e.control_run_id)
     if e.control_run_id in state.runs:  # requested first (any order folds the same)
         for run in state.runs.values():
             if not run.control_plan and run.agent_id and _attempt_of(state, c, run):
                 run.control_plan = _declared_plan(state, run)
+
+
+def _unlist(state: State, c: ControlRecord) -> None:
+    """Take the control agent out of its campaign's agents: the roster lists it like an
+    agent for readers without the controls secret; for every report it is none."""
+    campaign = state.campaigns.get(c.campaign_id)
+    if campaign is not None and c.agent_id:
+        campaign["agents"] = [a for a in campaign.get("agents", ()) if a.get("agent_id") != c.agent_id]  # fmt: skip
 
 
 def _sandbox_ready(state: State, e: SandboxReady, seq: int) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from assay.bus import Bus, Delivery, Refusal
 from assay.config import Settings
+from assay.security.controls import controls_key
 from assay.security.signing import TrustList
 from assay.store import BlobStore
 from assay_report.projections import Projections
@@ -88,7 +89,7 @@ class AggregatorService:
                 "snapshot is ahead of the stream (%d > %d): rebuilding", snap.last_sequence, head
             )
             snap = None
-        self.state = snap or State()
+        self.state = snap or State(controls_key=controls_key(self.settings))
         self._saved_version = self.state.version if snap else -1
         await fold_stream(
             self.bus.js,

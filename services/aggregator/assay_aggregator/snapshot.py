@@ -30,6 +30,7 @@ import orjson
 from nats.js import JetStreamContext
 
 from assay.config import Settings
+from assay.security.controls import controls_key
 from assay.security.signing import trust_for
 from assay_report.frame_cache import FrameCache
 from assay_report.projections import Projections
@@ -197,6 +198,7 @@ def load_snapshot(settings: Settings) -> State | None:
         log.warning("ignoring snapshot %s checked against another trust root", path)
         return None
     state.frame_cache = _frames(paths_for(settings).frames, header.get("frames_sha256"))
+    state.controls_key = controls_key(settings)
     return state
 
 

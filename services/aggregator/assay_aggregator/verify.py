@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.security.controls import controls_key
 from assay.security.signing import trust_for
 from assay_report.projections import Projections
 from assay_report.report import build_report, report_json
@@ -139,7 +140,7 @@ async def verify(settings: Settings, params: ReportParams | None = None) -> list
     params = params or (live_file[2] if live_file else ReportParams())
     async with Bus(settings, service="verify") as bus:
         head = await head_sequence(bus.js, bus.stream.name)
-        state = await resume_state(bus.js, settings) or State()
+        state = await resume_state(bus.js, settings) or State(controls_key=controls_key(settings))
         await fold_stream(
             bus.js, bus.stream.name, bus.subjects.events, state=state, until=head,
             trust=trust_for(settings), load=blob_loader(settings),
@@ -164,7 +165,7 @@ async def _worker(request: dict[str, Any]) -> dict[str, Any]:
     tables_at = int(request["tables_at"])
     reports: dict[int, str] = {}
     tables: dict[str, str] = {}
-    state = State()
+    state = State(controls_key=controls_key(settings))
     load = blob_loader(settings)
     async with Bus(settings, service="verify-fresh") as bus:
         for i, (seq, params) in sorted(enumerate(jobs), key=lambda j: j[1][0]):

@@ -24,6 +24,7 @@ from assay.providers import (
     provider_for,
 )
 from assay.sandbox_client import SandboxClient, SandboxGone
+from assay.security.controls import ControlsKey, SealBroken
 from assay.security.signing import TrustList, trust_for
 from assay.store import BlobStore
 from assay.telemetry import meter, tracer
@@ -34,6 +35,7 @@ from assay_schemas import (
     CampaignSpec,
     CampaignStarted,
     ControlDeclared,
+    ControlDetails,
     ErrorInfo,
     Event,
     FailureStage,
@@ -56,7 +58,7 @@ from .book import AgentBook, Observed
 from .clients import ModelClients
 from .control import ControlProvider
 from .program import ProgramFailed, ProgramRun
-from .scheduler import control_runs, interleave, plan_runs
+from .scheduler import ControlsUnopened, control_agents, control_runs, interleave, plan_runs
 from .tools import ToolBox
 from .web import NetPolicy, WebCacheUnreadable, WebProvider, web_for
 
@@ -133,7 +135,10 @@ class RunnerService:
     """Run ids this process is publishing now: the campaign and the task handler may both
     schedule a task's runs at once, and each run must start one trace, not two."""
     _admitting: _TaskLocks = field(default_factory=_TaskLocks)
-    _controls: dict[str, list[ControlDeclared]] = field(default_factory=dict)
+    controls: ControlsKey | None = None
+    """Opens the sealed control declarations (this deployment's controls secret); None:
+    no declaration opens, so no control is requested or played."""
+    _controls: dict[str, list[ControlDetails]] = field(default_factory=dict)
     """Each campaign's control declarations, read once: the submitter declares them all
     before its first task, so the first admission already finds every one."""
     _blob_reads: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -246,12 +251,18 @@ class RunnerService:
                 await self.bus.publish(rejected)
             return
         declared = await self._controls_of(event.campaign_id)
+        try:
+            skip = control_agents(campaign, declared)
+        except ControlsUnopened as e:
+            log.error("task %s: no run requested: %s", event.task.task_id, e)
+            return
         runs = plan_runs(
             campaign,
             event.task,
             producer=self.bus.producer,
             cause=event.event_id,
             gateway_root=self.gateway_root,
+            control_agents=skip,
         )
         # The task's controls among its agents' runs, each at its declared slot: requested
         # by this runner like the others, so neither their order nor their producer tells.
@@ -304,18 +315,31 @@ class RunnerService:
                 stored = Stored(raw.sequence, raw.subject, raw.data, raw.headers)
                 await self._admit(event.campaign, task, stored)
 
-    async def _controls_of(self, campaign_id: str) -> list[ControlDeclared]:
-        """The campaign's control declarations (read from the log once)."""
+    async def _controls_of(self, campaign_id: str) -> list[ControlDetails]:
+        """The campaign's control declarations, opened (read from the log once)."""
         if campaign_id not in self._controls:
             subject = self.bus.subjects.event("ControlDeclared", campaign_id, "-")
             self._controls[campaign_id] = [
-                logged.event
+                opened
                 async for logged in self.bus.replay(subject=subject)
                 if isinstance(logged.event, ControlDeclared)
+                and (opened := self._open(logged.event)) is not None
             ]
         return self._controls[campaign_id]
 
-    async def _control_of(self, request: RunRequested) -> ControlDeclared | None:
+    def _open(self, declared: ControlDeclared) -> ControlDetails | None:
+        """A declaration's details; None (logged) when it does not open here: a forged or
+        foreign declaration requests nothing and stops nothing."""
+        if self.controls is None:
+            log.warning("no controls key: %s requests no control", declared.event_id)
+            return None
+        try:
+            return self.controls.open(declared)
+        except SealBroken as e:
+            log.warning("%s", e)
+            return None
+
+    async def _control_of(self, request: RunRequested) -> ControlDetails | None:
         """The declaration of the control a run request is an attempt of, if any: its
         task, agent and epoch (`assay retry` makes later attempts under new run ids)."""
         for d in await self._controls_of(request.campaign_id):
@@ -411,14 +435,14 @@ class RunnerService:
         await self._fail(history.request, event, "agent", ErrorInfo.of(error), infrastructure=True)
 
     def _provider(
-        self, request: RunRequested, control: ControlDeclared | None
+        self, request: RunRequested, control: ControlDetails | None
     ) -> AbstractContextManager[ModelProvider]:
         """A control's plan (`control`), or a model client leased for the run."""
         if control is not None:
             return nullcontext(self._control_provider(request, control))
         return self._observed(request)
 
-    def _control_provider(self, request: RunRequested, control: ControlDeclared) -> ControlProvider:  # fmt: skip
+    def _control_provider(self, request: RunRequested, control: ControlDetails) -> ControlProvider:
         """A control's plan, played like the agent it looks like as this runner saw it."""
         return ControlProvider(
             plan_sha256=control.plan_sha256,

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from assay_schemas import (
     AgentSpec,
+    AssayError,
     CampaignSpec,
-    ControlDeclared,
+    ControlDetails,
     Producer,
     RunRequested,
     SandboxSpec,
@@ -17,7 +18,7 @@ from assay_schemas import (
     run_id_for,
 )
 
-__all__ = ["control_runs", "interleave", "plan_runs"]
+__all__ = ["ControlsUnopened", "control_agents", "control_runs", "interleave", "plan_runs"]
 
 
 def plan_runs(
@@ -27,8 +28,11 @@ def plan_runs(
     producer: Producer,
     cause: str,
     gateway_root: Path | None = None,
+    control_agents: frozenset[str] = frozenset(),
 ) -> list[RunRequested]:
     """Every run a task needs in a campaign; ids are deterministic, so replanning is a no-op.
+    The roster's `control_agents` (listed like agents, see `assay.controls`) run only
+    their declared runs (`control_runs`), never as agents.
 
     A program agent's run gets a gateway folder under gateway_root, its name unguessable
     (the folder is traversable by sandbox uids, so a name is all that guards the socket),
@@ -36,6 +40,8 @@ def plan_runs(
     """
     runs = []
     for agent in campaign.agents:
+        if agent.agent_id in control_agents:
+            continue
         for epoch in range(campaign.epochs):
             sandbox = campaign.sandbox
             if agent.program is not None:
@@ -82,9 +88,27 @@ def _request(
     )
 
 
-def _looks(campaign: CampaignSpec, declared: ControlDeclared) -> AgentSpec:
+class ControlsUnopened(AssayError):
+    """The campaign lists more control agents than this runner's declarations name (they
+    did not open: no controls key, or another deployment's): it cannot tell which of the
+    roster's agents to run, so it runs none of the task's."""
+
+
+def control_agents(campaign: CampaignSpec, declared: list[ControlDetails]) -> frozenset[str]:
+    """The roster's control agents, by the opened declarations; :class:`ControlsUnopened`
+    when the campaign says it has more (running one as an agent would call its model)."""
+    known = frozenset(d.agent_id for d in declared)
+    listed = campaign.controls.agents if campaign.controls else 0
+    if len(known) < listed:
+        raise ControlsUnopened(
+            f"campaign {campaign.campaign_id}: {listed} control agents listed, {len(known)} "
+            "opened (is ASSAY_CONTROLS_SECRET, or the home's keys/controls.secret, the submitter's?)"
+        )
+    return known
+
+
+def _looks(campaign: CampaignSpec, declared: ControlDetails) -> AgentSpec:
     """The control agent's spec: the campaign agent's it looks like, under its own id."""
-    assert declared.agent_id is not None
     like = next((a for a in campaign.agents if a.agent_id == declared.like), None)
     if like is None or like.kind != "model":
         return AgentSpec(agent_id=declared.agent_id, model="control")
@@ -94,7 +118,7 @@ def _looks(campaign: CampaignSpec, declared: ControlDeclared) -> AgentSpec:
 def control_runs(
     campaign: CampaignSpec,
     task: Task,
-    declared: list[ControlDeclared],
+    declared: list[ControlDetails],
     *,
     producer: Producer,
     cause: str,
@@ -103,7 +127,7 @@ def control_runs(
     ordinary request of the agent it looks like, nothing in it marks a control."""
     out = []
     for d in declared:
-        if d.task_id != task.task_id or d.agent_id is None:
+        if d.task_id != task.task_id:
             continue
         agent = _looks(campaign, d)
         run_id = run_id_for(campaign.campaign_id, task.task_id, agent.agent_id, d.epoch)

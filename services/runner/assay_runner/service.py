@@ -5,6 +5,7 @@ from __future__ import annotations
 from assay.bus import Bus, subscribe
 from assay.config import Settings
 from assay.providers import provider_for
+from assay.security.controls import controls_key
 from assay.store import BlobStore, open_store
 
 from .contract import CAMPAIGNS, CONTRACT, RUNS, TASKS
@@ -34,6 +35,7 @@ def build(
         providers=providers,
         gateway_root=settings.state_dir / "gateways",
         web_net=web_net or NetPolicy(trusted_hosts=frozenset(settings.web_trusted_hosts)),
+        controls=controls_key(settings),
     )
     subscribe(bus, CAMPAIGNS, service.on_campaign_started)
     subscribe(
