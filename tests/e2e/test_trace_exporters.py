@@ -88,7 +88,7 @@ def test_console_exporter_prints_one_trace_per_run_and_assay_trace_draws_it(
     tasks, campaign = one_task(tmp_path)
     out = assay_run(settings, tasks, campaign, OTEL_TRACES_EXPORTER="console", **QUIET)
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
-    root, trace = run_trace(console_spans(out.stdout))
+    root, trace = run_trace(console_spans(out.stderr))
     run_id = root.name.removeprefix("run ")
     [run_dir] = list((settings.home / "runs").glob("small-*"))
 
@@ -158,7 +158,7 @@ def test_otlp_grpc_and_console_together_from_one_comma_list(
         )
         assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     received, _ = run_trace(receiver.spans)
-    printed, _ = run_trace(console_spans(out.stdout))
+    printed, _ = run_trace(console_spans(out.stderr))
     assert received.trace_id == printed.trace_id, "both exporters saw the same trace"
     assert {"assay.tokens", "assay.runs.in_flight"} <= receiver.metric_names
     resource_ok = [s for s in receiver.spans if s.service.startswith("assay-")]
@@ -191,7 +191,7 @@ def test_none_exports_nothing_though_an_endpoint_is_set() -> None:
                 timeout=60,
             )
             assert out.returncode == 0, out.stderr
-            results[value] = (console_spans(out.stdout), len(receiver.spans))
+            results[value] = (console_spans(out.stderr), len(receiver.spans))
     assert results["none"] == ([], 0), "none: not printed, not sent"
     assert [s.name for s in results["console"][0]] == ["visible"]
     assert results["console"][1] == 0, "console alone sends nothing"

@@ -193,8 +193,19 @@ async def test_a_silent_server_times_out_and_its_connection_is_dropped(serve) ->
     assert state.connections == 2  # the timed-out connection was not reused
 
 
-async def test_a_refused_connection_is_a_connection_failure() -> None:
-    await _fails(_openai("http://127.0.0.1:9"), "connection")
+async def test_a_refused_connection_is_a_connection_failure_that_says_so() -> None:
+    """Issue #53 item 5: the SDKs word a refused port as "Request timed out." (OpenAI)
+    or "Connection error." (Anthropic); the error names the refusal and the address."""
+    anthropic = AnthropicProvider(
+        model="m", api_key="k", base_url="http://127.0.0.1:9", retry=ONE_TRY
+    )
+    _MADE.append(anthropic)
+    for provider in (_openai("http://127.0.0.1:9"), anthropic):
+        with pytest.raises(ProviderUnavailable) as caught:
+            await _ask(provider)
+        assert caught.value.last_error.kind == "connection"
+        assert "connection to 127.0.0.1:9 refused" in str(caught.value)
+        assert "timed out" not in str(caught.value)
 
 
 async def test_a_connection_the_server_closed_while_idle_is_not_reused(serve) -> None:  # type: ignore[no-untyped-def]

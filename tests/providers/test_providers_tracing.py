@@ -53,7 +53,7 @@ def test_each_model_call_is_a_genai_span_on_both_apis() -> None:
         timeout=60,
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    spans = {s.attributes["gen_ai.provider.name"]: s for s in console_spans(out.stdout)}
+    spans = {s.attributes["gen_ai.provider.name"]: s for s in console_spans(out.stderr)}
     assert set(spans) == {"openai", "anthropic"}
     finish = {"openai": "stop", "anthropic": "end_turn"}  # each API's own word
     for kind, span in spans.items():

@@ -68,7 +68,7 @@ def test_a_program_agents_model_call_is_a_genai_span_in_the_run_trace() -> None:
         timeout=60,
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    spans = {s.name: s for s in console_spans(out.stdout)}
+    spans = {s.name: s for s in console_spans(out.stderr)}
     root, chat = spans["run r1"], spans["chat m"]
     assert (chat.trace_id, chat.parent_id) == (root.trace_id, root.span_id)
     assert chat.service == "assay-runner", "the run's service, though a connection called"

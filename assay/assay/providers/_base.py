@@ -56,13 +56,30 @@ def _timed_out(exc: BaseException) -> bool:
     return True
 
 
+def _connection_cause(exc: BaseException) -> str:
+    """What broke a connection, from the first cause that says it (the SDKs' own message
+    is a generic "Request timed out." or "Connection error." whatever happened)."""
+    cause: BaseException | None = exc
+    for _ in range(8):  # a chain of causes is short; a cycle must not hang this
+        if isinstance(cause, aiohttp.ClientConnectorError):
+            refused = isinstance(cause.os_error, ConnectionRefusedError)
+            what = "refused" if refused else (cause.os_error.strerror or "failed").lower()
+            return f"connection to {cause.host}:{cause.port} {what}"
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if cause is None:
+            break
+        cause = cause.__cause__ or cause.__context__
+    return f"connection failed: {exc}"
+
+
 def classify_sdk_error(
     exc: BaseException, errors: SdkErrors, *, provider: str, model: str
 ) -> ProviderError | None:
     """Translate an SDK exception to our tree; None when it is not an SDK failure."""
     if isinstance(exc, aiohttp.ClientError):  # what the SDKs' bridge to aiohttp passes on
         return ProviderTransientError(
-            f"connection failed: {exc}", provider=provider, model=model, kind="connection"
+            _connection_cause(exc), provider=provider, model=model, kind="connection"
         )
     if isinstance(exc, errors.timeout) and _timed_out(exc):  # a subclass of `connection`
         return ProviderTransientError(
@@ -70,7 +87,7 @@ def classify_sdk_error(
         )
     if isinstance(exc, errors.connection):
         return ProviderTransientError(
-            f"connection failed: {exc}", provider=provider, model=model, kind="connection"
+            _connection_cause(exc), provider=provider, model=model, kind="connection"
         )
     if isinstance(exc, errors.validation):
         return ProviderTransientError(
