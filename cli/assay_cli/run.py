@@ -19,7 +19,7 @@ from assay.command import assay_command
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.security.signing import ensure_operator
-from assay.tasks import TaskDraft, load_tasks
+from assay.tasks import TaskDraft, build_task, load_tasks
 from assay_aggregator.invariants import DEFAULT_GRACE_S
 from assay_aggregator.rebuild import blob_loader, fold_stream
 from assay_aggregator.service import AggregatorService
@@ -165,6 +165,8 @@ def load_drafts(tasks: Sequence[Path], max_bytes: int, max_tasks: int = 10_000) 
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:
         raise TaskInputError(f"task ids given more than once: {', '.join(twice)}")
+    for draft in drafts:  # what submitting would refuse (an RE2-invalid pattern...), now:
+        build_task(draft.fields, [])  # before a run directory or a stack is made for it
     return drafts
 
 

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from assay_schemas import AssayError
 
@@ -53,7 +54,7 @@ def fail(error: BaseException, code: int = 2) -> typer.Exit:
         err_console.print("".join(traceback.format_exception(error)), markup=False, highlight=False)
     text = str(error) if isinstance(error, AssayError) else f"{type(error).__name__}: {error}"
     hint = "" if _verbose or isinstance(error, AssayError) else " (assay -v shows the traceback)"
-    err_console.print(f"[red]error:[/red] {text}{hint}", highlight=False, soft_wrap=True)
+    err_console.print(f"[red]error:[/red] {escape(text)}{hint}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 

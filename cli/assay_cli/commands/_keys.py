@@ -17,7 +17,7 @@ from assay.security.signing import ensure_operator, role_of, signer_for
 from assay.store import create_publisher_key, open_store
 from assay_schemas import ID_PATTERN, AssayError
 
-from ._app import app, console, err_console
+from ._app import app, console, err_console, fail
 
 keys_app = typer.Typer(
     help="Signing keys (every service signs its events with a key the operator enrolled) "
@@ -111,8 +111,7 @@ def s3_publisher(
         open_store(settings)  # the bucket exists before anyone is told to write into it
         key = create_publisher_key(settings, campaign)
     except AssayError as e:
-        err_console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        raise fail(e) from e
     body = json.dumps({**dataclasses.asdict(key), "endpoint_url": key.endpoint_url})
     if as_json:
         print(body)

@@ -17,7 +17,7 @@ from assay.security.signing import trust_for
 from assay.store import open_store
 from assay_schemas import ANCHOR, AssayError
 
-from ._app import app, console, err_console, run_async
+from ._app import app, console, err_console, fail, run_async
 from ._home import HOME_HELP, home_settings
 
 # assay_report and assay_judge load polars, scipy and numpy (about 2 s): imported
@@ -212,8 +212,7 @@ def rejudge(
     try:
         spec = load_judge_spec(judge)
     except AssayError as e:
-        err_console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        raise fail(e) from e
 
     def progress(done: int, total: int) -> None:
         console.print(f"{spec.judge_id}: {done}/{total} sealed runs judged", end="\r")

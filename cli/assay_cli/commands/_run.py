@@ -8,7 +8,7 @@ import typer
 
 from assay_schemas import AssayError
 
-from ._app import app, console, err_console
+from ._app import app, console, fail
 
 
 @app.command("run")
@@ -55,8 +55,7 @@ def run_command(
                 check=not skip_checks,
             )
     except AssayError as e:
-        err_console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        raise fail(e) from e
     if not outcome.problems.ok or not outcome.settled or not outcome.checked.clean:
         # Infrastructure failures, missing verdicts or seals, a wait given up on, or a
         # broken invariant of the log: the report is not the whole story.

@@ -17,7 +17,7 @@ from assay.config import Settings
 from assay.store import open_store
 from assay_schemas import AssayError
 
-from ._app import app, console, err_console, run_async
+from ._app import app, console, err_console, fail, run_async
 from ._home import HOME_HELP, home_settings
 
 web_app = typer.Typer(
@@ -68,8 +68,7 @@ def export_(
             )
             n = export_snapshot(store, data, out)
         except AssayError as e:
-            err_console.print(f"[red]error:[/red] {e}")
-            raise typer.Exit(1) from e
+            raise fail(e, 1) from e
     console.print(f"wrote {n} web answers and their blobs to {out}")
 
 
@@ -82,6 +81,5 @@ def import_(path: Path = typer.Argument(..., help="A tar written by `assay web e
     try:
         sha = import_snapshot(open_store(settings), path)
     except AssayError as e:
-        err_console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(1) from e
+        raise fail(e, 1) from e
     console.print(f"{sha}  (replay it with web: {{mode: replay, snapshot: {sha}}})")
