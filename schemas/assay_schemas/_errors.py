@@ -15,7 +15,10 @@ purpose is in it (the classes outside this package are named with their module).
     ├── ConfigError             settings or environment are wrong
     ├── BusError                NATS / JetStream failures (publish not acked, stream missing)
     │   ├── LogChanged          a conditional publish refused: the log moved since it was read
-    │   └── RequestUnanswered   a core-NATS request got no reply in its time
+    │   ├── RequestUnanswered   a core-NATS request got no reply in its time
+    │   ├── NoResponders        a core-NATS request found nobody serving its subject
+    │   ├── NotAuthenticated    the server refused this client's credentials
+    │   └── PermissionDenied    the server did not let this user do what it asked
     ├── StoreError              blob store failures
     │   ├── AnswerNotStored             assay_runner.agent: a long final answer not stored
     │   ├── BlobNotFound
@@ -23,16 +26,24 @@ purpose is in it (the classes outside this package are named with their module).
     │   └── UploadRefused       an outside upload not taken (bad metadata, link, oversize)
     ├── SandboxError            sandboxes (subclasses: assay_sandbox_manager.backends)
     │   └── ExtensionBuildFailed        assay_sandbox_manager.extension: pip could not build
-    ├── ProviderError           model providers (subclasses: assay.providers)
+    ├── RunFault                ends the run it happens in; `fault`: the platform's or the agent's
+    │   ├── ProviderError       model providers (subclasses: assay.providers)
+    │   └── ProgramFailed               assay_runner.program: a program run cannot finish
     ├── JudgingError            a judge could not produce a verdict
     │   └── CheckFailed                 assay_judge.rules.worker: a rule check failed
-    ├── ProgramFailed                   assay_runner.program: a program run cannot finish
     ├── _Refused                        assay_runner.gateway: a model call refused
     ├── UpstreamError                   assay.http11: the upstream broke the exchange
     ├── ScriptExhausted                 assay_cli.scripted: a scripted model has no reply left
     └── OverTime, Died, Closed, Raised  assay_judge.killable: a killable call's ends
 
 Errors name the task, run, field, blob or subject they concern and chain their cause.
+nats-py's errors are translated into this tree where they are caught (`assay.bus`), so
+callers match a failure by its class and never read its text.
+
+An error that ends the run it happens in also derives from `RunFault`, whose `fault` says
+whose failure that is (the platform's is never scored as the agent's): `ProviderError`,
+`ProgramFailed`, and beside their own branch `SandboxGone` (assay.sandbox_client),
+`AnswerNotStored`, `StepTooLarge` (assay_runner.agent), `WebCacheUnreadable`.
 """
 
 from __future__ import annotations
@@ -49,12 +60,17 @@ __all__ = [
     "ConfigError",
     "ErrorInfo",
     "FailureStage",
+    "Fault",
     "InvalidEvent",
     "InvalidInput",
     "JudgingError",
     "LogChanged",
+    "NoResponders",
+    "NotAuthenticated",
+    "PermissionDenied",
     "ProviderError",
     "RequestUnanswered",
+    "RunFault",
     "SandboxError",
     "StoreError",
     "TaskInputError",
@@ -97,6 +113,20 @@ class RequestUnanswered(BusError):
     stuck or died while answering): what it asked may have been done."""
 
 
+class NoResponders(BusError):
+    """A core-NATS request found nobody subscribed to its subject: the responder is not
+    running (or is restarting); nothing of what it asked was done."""
+
+
+class NotAuthenticated(BusError):
+    """The NATS server refused this client's credentials (Authorization Violation)."""
+
+
+class PermissionDenied(BusError):
+    """The NATS server did not let this user do what it asked (NATS drops what a user's
+    permissions refuse, so this is often known only from a request left unanswered)."""
+
+
 class StoreError(AssayError):
     """The blob store failed."""
 
@@ -122,11 +152,31 @@ class SandboxError(AssayError):
     sandbox client raises for an error reply)."""
 
 
-class ProviderError(AssayError):
-    """A model provider failed; names the provider and the model (subclasses: assay.providers)."""
+Fault = Literal["platform", "agent"]
+"""Whose failure a run's end is: the platform's (never scored) or the agent's (scored)."""
+
+
+class RunFault(AssayError):
+    """An error that ends the run it happens in with a `RunFailed`; the class says whose
+    failure that is (`fault`) and the flat text the event carries (`flat`)."""
+
+    fault: Fault = "platform"
+    """Whose failure a run that ends on this error is (an instance may set its own)."""
+
+    def flat(self) -> str:
+        """The flat `error` a `RunFailed` for this error carries (`error_info` is the data)."""
+        return str(self)
+
+
+class ProviderError(RunFault):
+    """A model provider failed; names the provider and the model (subclasses: assay.providers).
+
+    A run or judgment that ends on one is the platform's failure (`fault`): the provider
+    already retried what can be retried, whatever the request's own `infrastructure` says."""
 
     infrastructure: bool = False
-    """True when the failure is the platform's (endpoint, credentials), never the agent's."""
+    """True when the request failed for the platform's sake (endpoint, credentials), False
+    when the conversation caused it (a 400 or 422: e.g. a context too long)."""
 
     def __init__(self, message: str, *, provider: str, model: str) -> None:
         super().__init__(f"{provider} model {model!r}: {message}")
@@ -134,6 +184,10 @@ class ProviderError(AssayError):
         self.model = model
         self.detail = message
         """The message without the provider/model prefix."""
+
+    def flat(self) -> str:
+        """`Class: message`: the class says which way the provider failed."""
+        return f"{type(self).__name__}: {self}"
 
 
 class JudgingError(AssayError):

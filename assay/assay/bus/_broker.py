@@ -10,13 +10,15 @@ from urllib.parse import urlparse
 
 from faststream.nats import NatsBroker
 from faststream.nats.security import NatsSecurity, NatsUserPassword
+from nats.errors import AuthorizationError
+from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import RetentionPolicy, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
 from assay.config import Settings
 from assay.security.permissions import inbox_prefix
-from assay_schemas import BusError
+from assay_schemas import BusError, NotAuthenticated, PermissionDenied
 
 from ._subjects import Subjects
 
@@ -152,9 +154,9 @@ def connect_error(
     user = settings.nats_user
     assay = assay_command()
     text = str(error)
-    if "authorization violation" in text.lower() or "authentication" in text.lower():
+    if _credentials_refused(error):
         who = f"user {user!r} with this password" if user else "a client without credentials"
-        return BusError(
+        return NotAuthenticated(
             f"NATS at {url} refused {who} (Authorization Violation): set ASSAY_NATS_USER and "
             f"ASSAY_NATS_PASSWORD, e.g. `set -a; . <home>/nats/cli.env` from `{assay} up --auth`"
         )
@@ -171,8 +173,24 @@ def connect_error(
             "to the server's address"
         )
     as_user = f" as {user!r}" if user else ""
-    return BusError(
+    return PermissionDenied(
         f"NATS at {url} did not let this client{as_user} use its JetStream API "
         f"({type(error).__name__}: {text or 'timeout'}): the user may lack the permission, "
         "or JetStream is off on that server"
     )
+
+
+_REFUSED_CREDENTIALS = ("authorization violation", "authentication")
+"""What the server's -ERR says when it refuses a client's credentials or their absence."""
+
+
+def _credentials_refused(error: BaseException) -> bool:
+    """Whether the server refused the client's credentials. nats-py names that by class
+    once connected, but raises its bare `Error` with the server's -ERR line while
+    connecting: the only place that line is read, so callers match `NotAuthenticated`."""
+    if isinstance(error, AuthorizationError):
+        return True
+    if type(error) is not NatsError:
+        return False
+    text = str(error).lower()
+    return any(words in text for words in _REFUSED_CREDENTIALS)
