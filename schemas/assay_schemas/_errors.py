@@ -48,7 +48,8 @@ whose failure that is (the platform's is never scored as the agent's): `Provider
 
 from __future__ import annotations
 
-from typing import Literal
+from string import ascii_uppercase
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -76,6 +77,7 @@ __all__ = [
     "TaskInputError",
     "UploadRefused",
     "describe_validation",
+    "with_error_info",
 ]
 
 
@@ -201,7 +203,8 @@ FailureStage = Literal["sandbox", "agent", "seal", "judge"]
 class ErrorInfo(BaseModel):
     """A failure as data, on `RunFailed` and `JudgmentFailed`: read it, never parse `error`.
 
-    Optional on those events: ones logged before it existed carry only the flat `error`."""
+    Events logged before it existed carry only the flat `error`: they are given one as they
+    are read (`with_error_info`), so every failure read has it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -218,6 +221,30 @@ class ErrorInfo(BaseModel):
     def text(self) -> str:
         """The flat form events carry in `error`: `Class: message`, or the message alone."""
         return f"{self.error_class}: {self.message}" if self.error_class else self.message
+
+    @classmethod
+    def of_flat(cls, error: str) -> ErrorInfo:
+        """The info an event logged before `error_info` existed meant by its flat `error`
+        (`Class: message`, or the message alone): the one place that text is read."""
+        head, colon, message = error.partition(": ")
+        if colon and _is_class_name(head):
+            return cls(error_class=head, message=message)
+        return cls(message=error)
+
+
+def _is_class_name(text: str) -> bool:
+    """A (dotted) class name as old events wrote it: an ASCII capital, then word characters."""
+    return text[:1] in ascii_uppercase and all(c.isalnum() or c in "._" for c in text)
+
+
+def with_error_info(data: Any) -> Any:
+    """A failure's payload with its `error_info`, made from its flat `error` when it was
+    logged before `error_info` existed (the upgrade on read of `RunFailed`, `JudgmentFailed`)."""
+    if isinstance(data, dict) and data.get("error_info") is None:
+        error = data.get("error")
+        if isinstance(error, str):
+            return {**data, "error_info": ErrorInfo.of_flat(error)}
+    return data
 
 
 _MAX_PROBLEMS = 10
