@@ -25,6 +25,7 @@ from assay.security import EmbeddedAuth
 from assay.service import EMBEDDED_SERVICES
 from assay.store import open_store, upload_bucket
 from assay_cli.stack import Stack
+from assay_schemas import NotAuthenticated
 
 pytestmark = pytest.mark.timeout(40)
 
@@ -224,6 +225,17 @@ async def test_wrong_or_missing_credentials_are_one_line(
         [line] = out.stderr.strip().splitlines()
         assert who in line, line
         assert "cli.env" in line and "Traceback" not in out.stderr
+
+
+async def test_refused_credentials_are_told_by_their_class(
+    auth_stack: tuple[Settings, EmbeddedAuth], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings, _ = auth_stack
+    monkeypatch.setattr(Bus, "connect_timeout", 10.0)
+    wrong = settings.model_copy(update={"nats_user": "runner", "nats_password": "wrong"})
+    for who, refused in (("user 'runner'", wrong), ("a client without credentials", settings)):
+        with pytest.raises(NotAuthenticated, match=who):  # a BusError
+            await Bus(refused, service="cli").connect()
 
 
 def test_up_all_with_auth_starts_each_service_as_its_own_user(tmp_path: Path) -> None:
