@@ -11,7 +11,8 @@ from urllib.parse import urlparse
 import typer
 from rich.markup import escape
 
-from assay.bus import ASYNCAPI_FILE, Bus, Skipped, describe_skipped, render_asyncapi
+from assay.asyncapi import ASYNCAPI_FILE, render_asyncapi
+from assay.bus import Bus, Skipped, describe_skipped
 from assay.config import Settings
 from assay.store import open_store
 from assay_cli.campaign import load_campaign, submit_campaign
