@@ -22,9 +22,8 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
 from assay.security import EmbeddedAuth
-from assay.service import EMBEDDED_SERVICES
 from assay.store import open_store, upload_bucket
-from assay_cli.stack import Stack
+from assay_cli.stack import EMBEDDED_SERVICES, Stack, create_streams
 from assay_schemas import NotAuthenticated
 
 pytestmark = pytest.mark.timeout(40)
@@ -129,7 +128,7 @@ def test_up_refuses_a_publisher_that_is_no_campaign_id(tmp_path: Path, campaign:
 @pytest.fixture
 def auth_stack(tmp_path: Path) -> Iterator[tuple[Settings, EmbeddedAuth]]:
     """The embedded server of `assay up --auth`, as `up` prepares it, streams made."""
-    from assay.security import create_streams, prepare_embedded
+    from assay.security import prepare_embedded
 
     settings = Settings(home=tmp_path / "home", state_dir=tmp_path / "state", instance="box1")
     secured = prepare_embedded(settings, auth=True, publisher_campaigns=("c1",))
