@@ -32,6 +32,7 @@ from assay_cli.demo import agent_scripts, judge_scripts
 from assay_cli.doctor import checks_for, print_checks, run_checks
 from assay_cli.progress import Progress
 from assay_cli.scripted import Script, ScriptedModelServer
+from assay_cli.settings import CliSettings
 from assay_cli.stack import Stack
 from assay_schemas import CampaignSpec, ConfigError, Problems, TaskInputError
 
@@ -224,7 +225,8 @@ def run_campaign(
     base = settings or Settings()
     paths = [tasks] if isinstance(tasks, Path) else list(tasks)
     spec = load_campaign(campaign_file)
-    drafts = load_drafts(paths, base.max_attachment_bytes, base.max_tasks_per_submission)
+    most = CliSettings.of(base).max_tasks_per_submission
+    drafts = load_drafts(paths, base.max_attachment_bytes, most)
     if check:
         require(spec.sandbox.backend, console)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")

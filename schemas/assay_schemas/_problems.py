@@ -15,6 +15,7 @@ from ._events import JudgmentFailed, RunFailed
 
 __all__ = ["Cause", "Problems", "problems_of"]
 
+
 class Cause(BaseModel):
     """Failures that share a stage and an error class; the first message as the example."""
 

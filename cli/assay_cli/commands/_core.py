@@ -16,6 +16,7 @@ from assay.bus import Bus, Skipped, describe_skipped
 from assay.config import Settings
 from assay.store import open_store
 from assay_cli.campaign import load_campaign, submit_campaign
+from assay_cli.settings import CliSettings
 from assay_schemas import Event, export_schemas
 
 from ._app import app, console, err_console, run_async, schemas_app
@@ -66,7 +67,7 @@ def submit(
     async def main() -> None:
         spec = load_campaign(campaign)
         drafts = load_drafts(
-            tasks, settings.max_attachment_bytes, settings.max_tasks_per_submission
+            tasks, settings.max_attachment_bytes, CliSettings.of(settings).max_tasks_per_submission
         )
         store = open_store(settings)
         async with Bus(settings, service="cli") as bus:
