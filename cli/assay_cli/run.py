@@ -14,7 +14,6 @@ from typing import NamedTuple
 from rich.console import Console
 
 from assay.bus import Bus
-from assay.command import assay_command
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.security.signing import ensure_operator
@@ -27,6 +26,7 @@ from assay_aggregator.service import AggregatorService
 from assay_aggregator.terminal import print_report
 from assay_cli.campaign import load_campaign, submit_campaign
 from assay_cli.check import CheckResult, check_stream, print_breaches
+from assay_cli.command import assay_command
 from assay_cli.commands._watch import log_head, print_pending, watch_log
 from assay_cli.demo import agent_scripts, judge_scripts
 from assay_cli.doctor import checks_for, print_checks, run_checks
@@ -267,7 +267,8 @@ def run_campaign(
     if report.scripted:
         console.print()
         console.print(BANNER)
-    print_report(report, console)  # problems last, where they are seen
+    # Problems last, where they are seen.
+    print_report(report, console, doctor=f"{assay_command()} doctor")
     console.print(f"\nreport: {html_path}\n        {json_path}")
     print_breaches(checked.breaches, console)
     console.print(f"assay check: {checked.summary()}", highlight=False)

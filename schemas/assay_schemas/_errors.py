@@ -13,10 +13,12 @@ purpose is in it (the classes outside this package are named with their module).
     │   ├── ReadError                   assay.sealed: a sealed file cannot be read as asked
     │   └── RequestRefused              assay_aggregator.view.hosts: another host or origin, a bad form
     ├── ConfigError             settings or environment are wrong
+    │   └── PortInUse                   assay.embedded: the nats-server's port is taken
     ├── BusError                NATS / JetStream failures (publish not acked, stream missing)
     │   ├── LogChanged          a conditional publish refused: the log moved since it was read
     │   ├── RequestUnanswered   a core-NATS request got no reply in its time
     │   ├── NoResponders        a core-NATS request found nobody serving its subject
+    │   ├── NatsUnreachable     nothing answers at the NATS address
     │   ├── NotAuthenticated    the server refused this client's credentials
     │   └── PermissionDenied    the server did not let this user do what it asked
     ├── StoreError              blob store failures
@@ -66,6 +68,7 @@ __all__ = [
     "InvalidInput",
     "JudgingError",
     "LogChanged",
+    "NatsUnreachable",
     "NoResponders",
     "NotAuthenticated",
     "PermissionDenied",
@@ -118,6 +121,10 @@ class RequestUnanswered(BusError):
 class NoResponders(BusError):
     """A core-NATS request found nobody subscribed to its subject: the responder is not
     running (or is restarting); nothing of what it asked was done."""
+
+
+class NatsUnreachable(BusError):
+    """Nothing answers at the NATS address: no server runs there, or it is out of reach."""
 
 
 class NotAuthenticated(BusError):

@@ -18,7 +18,7 @@ from nats.js.errors import NotFoundError
 
 from assay.config import Settings
 from assay.security.permissions import inbox_prefix
-from assay_schemas import BusError, NotAuthenticated, PermissionDenied
+from assay_schemas import BusError, NatsUnreachable, NotAuthenticated, PermissionDenied
 
 from ._subjects import Subjects
 
@@ -147,18 +147,16 @@ def connect_error(
     settings: Settings, error: BaseException, timeout: float | None, *, streams: bool = False
 ) -> BusError:
     """One line for people: why connecting to NATS (or, with `streams`, looking up the
-    streams right after) failed, and what to do about it."""
-    from assay.command import assay_command
-
+    streams right after) failed, and what to do about it. A remedy that is a command of
+    the CLI is the CLI's to add, by the error's class."""
     url = settings.nats_url
     user = settings.nats_user
-    assay = assay_command()
     text = str(error)
     if _credentials_refused(error):
         who = f"user {user!r} with this password" if user else "a client without credentials"
         return NotAuthenticated(
             f"NATS at {url} refused {who} (Authorization Violation): set ASSAY_NATS_USER and "
-            f"ASSAY_NATS_PASSWORD, e.g. `set -a; . <home>/nats/cli.env` from `{assay} up --auth`"
+            "ASSAY_NATS_PASSWORD"
         )
     if not streams:
         servers = [u.strip() for u in url.split(",") if u.strip()]
@@ -166,12 +164,7 @@ def connect_error(
         if not isinstance(error, TimeoutError):
             why = f"{type(error).__name__}: {text}"
         within = f" within {timeout:g}s" if timeout is not None else ""
-        return BusError(
-            f"cannot reach NATS at {url}{within} ({why or 'no answer'}): start the stack "
-            f"(`{assay} up`), open a finished run directory instead (--home RUN_DIR; "
-            f"`{assay} view RUN_DIR`), or set ASSAY_NATS_URL "
-            "to the server's address"
-        )
+        return NatsUnreachable(f"cannot reach NATS at {url}{within} ({why or 'no answer'})")
     as_user = f" as {user!r}" if user else ""
     return PermissionDenied(
         f"NATS at {url} did not let this client{as_user} use its JetStream API "

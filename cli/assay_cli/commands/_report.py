@@ -14,6 +14,7 @@ from assay.bus import Bus, LoggedEvent, messages_at, read_campaign
 from assay.config import Settings
 from assay.security.signing import trust_for
 from assay.store import open_store
+from assay_cli.command import assay_command
 from assay_schemas import ANCHOR, AssayError
 
 from ._app import app, console, err_console, run_async
@@ -97,7 +98,7 @@ def report(
     )
     # With the JSON on standard output, everything for people goes to standard error.
     people = err_console if str(json_out) == "-" else console
-    print_report(rep, people)
+    print_report(rep, people, doctor=f"{assay_command()} doctor")
     if html:
         html.write_text(render_html(rep), encoding="utf-8")
         people.print(f"wrote {html}")
