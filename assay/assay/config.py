@@ -1,10 +1,15 @@
-"""Settings from the environment (`ASSAY_*`), validated once at the edge."""
+"""Settings from the environment (`ASSAY_*`), validated once at the edge.
+
+The core's own settings only: each service keeps its own in its package, a subclass of
+`Settings` read through `Settings.of` (``assay_runner.settings.RunnerSettings``, ...), and
+the CLI its own (``assay_cli.settings``). Their variables keep the one ``ASSAY_`` prefix.
+"""
 
 from __future__ import annotations
 
 import socket
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -16,9 +21,13 @@ __all__ = ["UPLOAD_BUCKET_MAX_BYTES", "Settings", "get_settings"]
 
 
 class Settings(BaseSettings):
-    """Where the bus and the blob store are, and how the log is kept."""
+    """Where the bus and the blob store are, and how the log is kept.
 
-    model_config = SettingsConfigDict(env_prefix="ASSAY_", extra="ignore")
+    A value for a service's own setting given here (``Settings(runner_concurrency=4)``) is
+    carried along unread, and validated by the service's class when it reads it (`of`):
+    one object configures a stack of services, each reading its part."""
+
+    model_config = SettingsConfigDict(env_prefix="ASSAY_", extra="allow")
 
     home: Path = Path(".assay")
     """State directory of the embedded stack (NATS data, local blobs, snapshots)."""
@@ -69,37 +78,23 @@ class Settings(BaseSettings):
     """Per-instance state (sandbox workspaces, snapshots). Sandboxes run as unprivileged
     uids that must traverse every parent folder, so it lives outside private homes."""
 
-    runner_concurrency: int = Field(default=8, ge=1)
-    """Agent runs one runner instance drives at once."""
-    web_trusted_hosts: list[str] = Field(default_factory=list)
-    """Search engine hosts this deployment runs on a private network (a self-hosted
-    SearXNG): web_search may reach their private addresses; web_fetch never may."""
-    sandbox_concurrency: int = Field(default=8, ge=1)
-    """Sandbox creations and seals one sandbox-manager instance works on at once."""
-    sandbox_max_live: int = Field(default=4096, ge=1)
-    """Most sandboxes one sandbox-manager instance holds at once. A campaign's runs are
-    all requested when its tasks are admitted, whatever the runners' concurrency; past this
-    many, a request waits for a sandbox to be destroyed, so that a publisher's thousands of
-    tasks do not fill the node with idle sandboxes."""
-
     operator_key: str | None = None
     """Public nkeys key (``O…``) that roots the trust list of signed events; default: the
     operator key in `<home>/keys/` when there is one."""
-    judge_spec: Path | None = None
-    """The judge spec file `assay serve judge` (and the `assay-judge` entry point) runs."""
-    judge_campaigns: list[str] = Field(default_factory=list)
-    """Campaigns that judge is enabled for besides those that name it (``--campaign``);
-    empty: every campaign, present and future."""
-    judge_check_budget_s: float = Field(default=5.0, gt=0)
-    """Seconds one rule check may run on a sealed run before it fails, naming the check."""
     max_attachment_bytes: int = Field(default=200_000_000, ge=0)
     """Largest attachment a task may carry."""
     upload_bucket_max_bytes: int = Field(default=UPLOAD_BUCKET_MAX_BYTES, ge=0)
     """Most bytes one campaign's upload bucket may hold (0: no limit), made so when the
     bucket is: an outside publisher fills no more of JetStream's disk than this, and the
     event log keeps its room. A put past it is refused; nothing stored is dropped."""
-    max_tasks_per_submission: int = Field(default=10_000, ge=1)
-    """Most tasks one `assay submit` / `assay run` may load."""
+
+    @classmethod
+    def of(cls, settings: Settings) -> Self:
+        """`settings` as this class (a service's): every value they carry kept, the
+        fields of this class they lack read from the environment, all validated."""
+        if isinstance(settings, cls):
+            return settings
+        return cls(**settings.model_dump())
 
     @field_validator("controls_secret", mode="before")
     @classmethod

@@ -10,13 +10,14 @@ from assay.store import BlobStore
 from assay_schemas import (
     RPC_INLINE_BYTES,
     BlobCommand,
-    BusError,
     ExecCommand,
     ExecOutcome,
     ListedFile,
     ListFiles,
+    NoResponders,
     PythonOutcome,
     ReadFile,
+    RunFault,
     RunPython,
     SandboxCommand,
     SandboxError,
@@ -29,8 +30,12 @@ from assay_schemas import (
 __all__ = ["SandboxClient", "SandboxGone"]
 
 
-class SandboxGone(SandboxError):
-    """The sandbox (or the instance holding it) no longer exists."""
+class SandboxGone(SandboxError, RunFault):
+    """The sandbox (or the instance holding it) no longer exists: the platform's failure."""
+
+    def flat(self) -> str:
+        """What a run ended by it says: the sandbox disappeared, and which."""
+        return f"sandbox disappeared: {self}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,16 +63,15 @@ class SandboxClient:
             try:
                 raw = await self.bus.request(subject, body, timeout=timeout)
                 break
-            except BusError as e:
-                if "NoResponders" not in str(e):
-                    # No reply in time (RequestUnanswered) or a lost connection: the
-                    # instance died mid-command, its resident and the command with it (a
-                    # live one answers a command that timed out by its timeout plus the
-                    # resident's grace, well within the margin). Not the agent's tool error:
-                    # the BusError fails the handler, and the redelivered run resumes from
-                    # its logged steps; a run that fails on every delivery is given up with
-                    # a RunFailed (the runner's `on_run_given_up`).
-                    raise
+            except NoResponders as e:
+                # Nobody serves the instance: it is restarting (a restart keeps its live
+                # sandboxes) or gone. Any other BusError (no reply in time, a lost
+                # connection) propagates: the instance died mid-command, its resident and
+                # the command with it (a live one answers a command that timed out by its
+                # timeout plus the resident's grace, well within the margin). Not the
+                # agent's tool error: it fails the handler, and the redelivered run resumes
+                # from its logged steps; a run that fails on every delivery is given up with
+                # a RunFailed (the runner's `on_run_given_up`).
                 if loop.time() >= deadline:
                     raise SandboxGone(
                         f"sandbox {self.sandbox_id}: instance {self.instance} is not running"

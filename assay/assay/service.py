@@ -22,7 +22,6 @@ from assay.store import BlobStore
 from assay_schemas import ConfigError
 
 __all__ = [
-    "EMBEDDED_SERVICES",
     "YOUNG_OBJECTS",
     "Service",
     "ServiceFactory",
@@ -35,10 +34,6 @@ __all__ = [
 ]
 
 GROUP = "assay.services"
-
-# What one machine runs (`assay up --all`, `assay run`), in start order; stopped in reverse.
-# Named judges are started by the jury as campaigns name them.
-EMBEDDED_SERVICES: tuple[str, ...] = ("sandbox-manager", "runner", "rules", "jury", "aggregator")
 
 
 class Service(Protocol):

@@ -15,7 +15,6 @@ from rich.console import Console
 
 from assay.bus import Bus
 from assay.campaign import load_campaign, submit_campaign
-from assay.command import assay_command
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.security.signing import ensure_operator
@@ -24,9 +23,11 @@ from assay_aggregator.invariants import DEFAULT_GRACE_S
 from assay_aggregator.rebuild import blob_loader, fold_stream
 from assay_aggregator.service import AggregatorService
 from assay_cli.check import CheckResult, check_stream, print_breaches
+from assay_cli.command import assay_command
 from assay_cli.commands._watch import log_head, print_pending, watch_log
 from assay_cli.doctor import checks_for, print_checks, run_checks
 from assay_cli.progress import Progress
+from assay_cli.settings import CliSettings
 from assay_cli.stack import Stack
 from assay_report.html import render_html
 from assay_report.report import Report, build_report, report_json
@@ -231,7 +232,8 @@ def run_campaign(
     base = settings or Settings()
     paths = [tasks] if isinstance(tasks, Path) else list(tasks)
     spec = load_campaign(campaign_file)
-    drafts = load_drafts(paths, base.max_attachment_bytes, base.max_tasks_per_submission)
+    most = CliSettings.of(base).max_tasks_per_submission
+    drafts = load_drafts(paths, base.max_attachment_bytes, most)
     if check:
         require(spec.sandbox.backend, console)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -272,7 +274,8 @@ def run_campaign(
     if report.scripted:
         console.print()
         console.print(BANNER)
-    print_report(report, console)  # problems last, where they are seen
+    # Problems last, where they are seen.
+    print_report(report, console, doctor=f"{assay_command()} doctor")
     console.print(f"\nreport: {html_path}\n        {json_path}")
     print_breaches(checked.breaches, console)
     console.print(f"assay check: {checked.summary()}", highlight=False)

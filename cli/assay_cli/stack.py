@@ -6,21 +6,28 @@ event loop but still talk only through NATS and the blob store, exactly as when 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from assay.bus import Bus
 from assay.config import Settings
-from assay.service import EMBEDDED_SERVICES, Service, build_service
-from assay.store import BlobStore, open_store
+from assay.service import Service, build_service
+from assay.store import BlobStore, ensure_upload_bucket, open_store, upload_bucket
+from assay_schemas import BusError
 
 if TYPE_CHECKING:
     from assay.security import EmbeddedAuth
 
-__all__ = ["Stack"]
+__all__ = ["EMBEDDED_SERVICES", "Stack", "create_streams"]
 
 log = logging.getLogger("assay.stack")
+
+EMBEDDED_SERVICES: tuple[str, ...] = ("sandbox-manager", "runner", "rules", "jury", "aggregator")
+"""What one machine runs (`assay up --all`, `assay run`), in start order; stopped in
+reverse. Named judges are started by the jury as campaigns name them."""
 
 
 @dataclass(kw_only=True)
@@ -64,3 +71,26 @@ class Stack:
                 await service.stop()
             except Exception:
                 log.exception("stopping %s failed", name)
+
+
+async def create_streams(
+    settings: Settings, *, timeout: float = 15.0, upload_campaigns: tuple[str, ...] = ()
+) -> None:
+    """Create the streams as `settings`' user (the admin): services may only look them up.
+
+    Each campaign in `upload_campaigns` also gets its upload bucket (its publisher may
+    put objects there, not create buckets).
+    """
+    bus = Bus(settings, service="admin")
+    try:
+        await asyncio.wait_for(bus.connect(), timeout)
+        for campaign in upload_campaigns:
+            bucket = upload_bucket(settings, campaign)
+            await ensure_upload_bucket(bus.js, bucket, max_bytes=settings.upload_bucket_max_bytes)
+    except Exception as e:  # connection refused, TLS or auth failure, timeout
+        raise BusError(
+            f"creating streams {settings.stream} on {settings.nats_url} as "
+            f"{settings.nats_user}: {type(e).__name__}: {e}"
+        ) from e
+    finally:
+        await bus.stop()

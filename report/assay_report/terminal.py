@@ -14,7 +14,6 @@ import math
 from rich.console import Console
 from rich.panel import Panel
 
-from assay.command import assay_command
 from assay_schemas import Problems
 
 from .report import Report
@@ -46,8 +45,11 @@ def _integrity(report: Report) -> str:
             f"figure (seq {seqs}{more}); listed under 'Refused messages' and in `assay dlq`[/yellow]")  # fmt: skip
 
 
-def print_report(report: Report, console: Console | None = None) -> None:
-    """Print every section of the report."""
+def print_report(
+    report: Report, console: Console | None = None, *, doctor: str | None = None
+) -> None:
+    """Print every section of the report; `doctor`: the command that checks this machine's
+    prerequisites, named under infrastructure failures."""
     c = console or Console()
     s = report.statistics
     gcol = ["group"] if report.group_by else []
@@ -138,7 +140,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
     _refused(c, report)
 
     print_validity(report.validity, c, report.statistics.confidence)
-    print_problems(report.problems, c)
+    print_problems(report.problems, c, doctor=doctor)
 
 
 def _board(s: StatisticsReport) -> list[list[str]]:
@@ -173,8 +175,9 @@ def _late(c: Console, report: Report, gcol: list[str]) -> None:
                 [*gcol, "agent", "score", "CI", "SE", "tasks", "runs", "pass", "pass CI %", "rank"], _board(w))  # fmt: skip
 
 
-def print_problems(problems: Problems, c: Console) -> None:
-    """What did not go as planned, as lines and a table (nothing when all went well)."""
+def print_problems(problems: Problems, c: Console, *, doctor: str | None = None) -> None:
+    """What did not go as planned, as lines and a table (nothing when all went well);
+    `doctor`: the command that checks this machine, named under infrastructure failures."""
     if problems.ok:
         return
     c.print("\n[bold red]This campaign did not go as planned.[/bold red]")
@@ -182,10 +185,8 @@ def print_problems(problems: Problems, c: Console) -> None:
         c.print(f"  [red]•[/red] {line}")
     print_table(c, "Infrastructure failures by cause (never scored)", ["stage", "error class", "first message", "count"],
            [[x.stage, x.error_class, x.first_message, str(x.count)] for x in problems.causes])  # fmt: skip
-    if problems.causes:
-        c.print(
-            f"run `{assay_command()} doctor` to check this machine's prerequisites", highlight=False
-        )
+    if problems.causes and doctor is not None:
+        c.print(f"run `{doctor}` to check this machine's prerequisites", highlight=False)
 
 
 _REFUSED_SHOWN = 10

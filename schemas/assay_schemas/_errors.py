@@ -14,9 +14,14 @@ purpose is in it (the classes outside this package are named with their module).
     │   ├── ReadError                   assay.sealed: a sealed file cannot be read as asked
     │   └── RequestRefused              assay_viewer.hosts: another host or origin, a bad form
     ├── ConfigError             settings or environment are wrong
+    │   └── PortInUse                   assay.embedded: the nats-server's port is taken
     ├── BusError                NATS / JetStream failures (publish not acked, stream missing)
     │   ├── LogChanged          a conditional publish refused: the log moved since it was read
-    │   └── RequestUnanswered   a core-NATS request got no reply in its time
+    │   ├── RequestUnanswered   a core-NATS request got no reply in its time
+    │   ├── NoResponders        a core-NATS request found nobody serving its subject
+    │   ├── NatsUnreachable     nothing answers at the NATS address
+    │   ├── NotAuthenticated    the server refused this client's credentials
+    │   └── PermissionDenied    the server did not let this user do what it asked
     ├── StoreError              blob store failures
     │   ├── AnswerNotStored             assay_runner.agent: a long final answer not stored
     │   ├── BlobNotFound
@@ -24,10 +29,11 @@ purpose is in it (the classes outside this package are named with their module).
     │   └── UploadRefused       an outside upload not taken (bad metadata, link, oversize)
     ├── SandboxError            sandboxes (subclasses: assay_sandbox_manager.backends)
     │   └── ExtensionBuildFailed        assay_sandbox_manager.extension: pip could not build
-    ├── ProviderError           model providers (subclasses: assay.providers)
+    ├── RunFault                ends the run it happens in; `fault`: the platform's or the agent's
+    │   ├── ProviderError       model providers (subclasses: assay.providers)
+    │   └── ProgramFailed               assay_runner.program: a program run cannot finish
     ├── JudgingError            a judge could not produce a verdict
     │   └── CheckFailed                 assay_judge.rules.worker: a rule check failed
-    ├── ProgramFailed                   assay_runner.program: a program run cannot finish
     ├── ControlsUnopened                assay_runner.scheduler: control agents it cannot tell
     ├── _Refused                        assay_runner.gateway: a model call refused
     ├── UpstreamError                   assay.http11: the upstream broke the exchange
@@ -35,11 +41,19 @@ purpose is in it (the classes outside this package are named with their module).
     └── OverTime, Died, Closed, Raised  assay_judge.killable: a killable call's ends
 
 Errors name the task, run, field, blob or subject they concern and chain their cause.
+nats-py's errors are translated into this tree where they are caught (`assay.bus`), so
+callers match a failure by its class and never read its text.
+
+An error that ends the run it happens in also derives from `RunFault`, whose `fault` says
+whose failure that is (the platform's is never scored as the agent's): `ProviderError`,
+`ProgramFailed`, and beside their own branch `SandboxGone` (assay.sandbox_client),
+`AnswerNotStored`, `StepTooLarge` (assay_runner.agent), `WebCacheUnreadable`.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from string import ascii_uppercase
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -51,17 +65,24 @@ __all__ = [
     "ConfigError",
     "ErrorInfo",
     "FailureStage",
+    "Fault",
     "InvalidEvent",
     "InvalidInput",
     "JudgingError",
     "LogChanged",
+    "NatsUnreachable",
+    "NoResponders",
+    "NotAuthenticated",
+    "PermissionDenied",
     "ProviderError",
     "RequestUnanswered",
+    "RunFault",
     "SandboxError",
     "StoreError",
     "TaskInputError",
     "UploadRefused",
     "describe_validation",
+    "with_error_info",
 ]
 
 
@@ -99,6 +120,24 @@ class RequestUnanswered(BusError):
     stuck or died while answering): what it asked may have been done."""
 
 
+class NoResponders(BusError):
+    """A core-NATS request found nobody subscribed to its subject: the responder is not
+    running (or is restarting); nothing of what it asked was done."""
+
+
+class NatsUnreachable(BusError):
+    """Nothing answers at the NATS address: no server runs there, or it is out of reach."""
+
+
+class NotAuthenticated(BusError):
+    """The NATS server refused this client's credentials (Authorization Violation)."""
+
+
+class PermissionDenied(BusError):
+    """The NATS server did not let this user do what it asked (NATS drops what a user's
+    permissions refuse, so this is often known only from a request left unanswered)."""
+
+
 class StoreError(AssayError):
     """The blob store failed."""
 
@@ -124,11 +163,31 @@ class SandboxError(AssayError):
     sandbox client raises for an error reply)."""
 
 
-class ProviderError(AssayError):
-    """A model provider failed; names the provider and the model (subclasses: assay.providers)."""
+Fault = Literal["platform", "agent"]
+"""Whose failure a run's end is: the platform's (never scored) or the agent's (scored)."""
+
+
+class RunFault(AssayError):
+    """An error that ends the run it happens in with a `RunFailed`; the class says whose
+    failure that is (`fault`) and the flat text the event carries (`flat`)."""
+
+    fault: Fault = "platform"
+    """Whose failure a run that ends on this error is (an instance may set its own)."""
+
+    def flat(self) -> str:
+        """The flat `error` a `RunFailed` for this error carries (`error_info` is the data)."""
+        return str(self)
+
+
+class ProviderError(RunFault):
+    """A model provider failed; names the provider and the model (subclasses: assay.providers).
+
+    A run or judgment that ends on one is the platform's failure (`fault`): the provider
+    already retried what can be retried, whatever the request's own `infrastructure` says."""
 
     infrastructure: bool = False
-    """True when the failure is the platform's (endpoint, credentials), never the agent's."""
+    """True when the request failed for the platform's sake (endpoint, credentials), False
+    when the conversation caused it (a 400 or 422: e.g. a context too long)."""
 
     def __init__(self, message: str, *, provider: str, model: str) -> None:
         super().__init__(f"{provider} model {model!r}: {message}")
@@ -136,6 +195,10 @@ class ProviderError(AssayError):
         self.model = model
         self.detail = message
         """The message without the provider/model prefix."""
+
+    def flat(self) -> str:
+        """`Class: message`: the class says which way the provider failed."""
+        return f"{type(self).__name__}: {self}"
 
 
 class JudgingError(AssayError):
@@ -149,7 +212,8 @@ FailureStage = Literal["sandbox", "agent", "seal", "judge"]
 class ErrorInfo(BaseModel):
     """A failure as data, on `RunFailed` and `JudgmentFailed`: read it, never parse `error`.
 
-    Optional on those events: ones logged before it existed carry only the flat `error`."""
+    Events logged before it existed carry only the flat `error`: they are given one as they
+    are read (`with_error_info`), so every failure read has it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -166,6 +230,30 @@ class ErrorInfo(BaseModel):
     def text(self) -> str:
         """The flat form events carry in `error`: `Class: message`, or the message alone."""
         return f"{self.error_class}: {self.message}" if self.error_class else self.message
+
+    @classmethod
+    def of_flat(cls, error: str) -> ErrorInfo:
+        """The info an event logged before `error_info` existed meant by its flat `error`
+        (`Class: message`, or the message alone): the one place that text is read."""
+        head, colon, message = error.partition(": ")
+        if colon and _is_class_name(head):
+            return cls(error_class=head, message=message)
+        return cls(message=error)
+
+
+def _is_class_name(text: str) -> bool:
+    """A (dotted) class name as old events wrote it: an ASCII capital, then word characters."""
+    return text[:1] in ascii_uppercase and all(c.isalnum() or c in "._" for c in text)
+
+
+def with_error_info(data: Any) -> Any:
+    """A failure's payload with its `error_info`, made from its flat `error` when it was
+    logged before `error_info` existed (the upgrade on read of `RunFailed`, `JudgmentFailed`)."""
+    if isinstance(data, dict) and data.get("error_info") is None:
+        error = data.get("error")
+        if isinstance(error, str):
+            return {**data, "error_info": ErrorInfo.of_flat(error)}
+    return data
 
 
 _MAX_PROBLEMS = 10

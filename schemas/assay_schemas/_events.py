@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._controls import ControlDeclared
 from ._domain import (  # fmt: skip
@@ -20,7 +20,7 @@ from ._domain import (  # fmt: skip
     Usage,
 )
 from ._envelope import Event
-from ._errors import ErrorInfo, FailureStage
+from ._errors import ErrorInfo, FailureStage, with_error_info
 from ._ids import Identifier
 from ._review import JudgeKind
 from ._steps import ToolCallRecord, ToolResultRecord
@@ -199,11 +199,18 @@ class RunFailed(Event):
     written_by = ("runner", "sandbox-manager")
     stage: FailureStage
     error: str
-    error_info: ErrorInfo | None = None
-    """The error as data (None on events logged before it existed)."""
+    """The error as one line, for people (what was logged; `error_info` is the data)."""
+    error_info: ErrorInfo
+    """The error as data (made from `error` on read for events logged before it existed)."""
     infrastructure: bool
     output_sha256: str | None = None
     """A program agent's stdout and stderr (a blob), when it ran."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def upgraded(cls, data: Any) -> Any:
+        """Give an event logged before `error_info` existed the one its `error` meant."""
+        return with_error_info(data)
 
 
 # --- sealing ----------------------------------------------------------------------------
@@ -339,12 +346,19 @@ class JudgmentFailed(Event):
     judge_id: Identifier
     sample: int = Field(ge=0)
     error: str
-    error_info: ErrorInfo | None = None
-    """The error as data (None on events logged before it existed)."""
+    """The error as one line, for people (what was logged; `error_info` is the data)."""
+    error_info: ErrorInfo
+    """The error as data (made from `error` on read for events logged before it existed)."""
     attempts: int = Field(ge=1)
     raw_output: FileRef | None = None
     """The last raw output, kept as a blob for inspection."""
     infrastructure: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def upgraded(cls, data: Any) -> Any:
+        """Give an event logged before `error_info` existed the one its `error` meant."""
+        return with_error_info(data)
 
 
 AnyEvent = Annotated[

@@ -5,7 +5,6 @@ it), shown by `assay watch` and `assay run`, and what `assay run`'s exit code fo
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
@@ -15,9 +14,6 @@ from ._campaign_history import CampaignHistory
 from ._events import JudgmentFailed, RunFailed
 
 __all__ = ["Cause", "Problems", "problems_of"]
-
-_CLASS = re.compile(r"^([A-Z][\w.]*): ")
-"""Events logged before `error_info` existed carry only `error`: `ClassName: message`."""
 
 
 class Cause(BaseModel):
@@ -60,21 +56,11 @@ class Problems(BaseModel):
         return out
 
 
-def _split(event: RunFailed | JudgmentFailed) -> tuple[str, str]:
-    """Error class (or "") and message of a failure: structured, else parsed from old text."""
-    if event.error_info is not None:
-        return event.error_info.error_class or "", event.error_info.message
-    match = _CLASS.match(event.error)
-    if match is None:
-        return "", event.error
-    return match.group(1), event.error[match.end() :]
-
-
 def _causes(failures: Iterable[tuple[str, RunFailed | JudgmentFailed]]) -> tuple[Cause, ...]:
     grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
     for stage, failure in failures:
-        error_class, message = _split(failure)
-        grouped[(stage, error_class)].append(message)
+        info = failure.error_info
+        grouped[(stage, info.error_class or "")].append(info.message)
     return tuple(
         Cause(stage=stage, error_class=cls or "-", first_message=messages[0], count=len(messages))
         for (stage, cls), messages in sorted(grouped.items(), key=lambda kv: -len(kv[1]))

@@ -10,7 +10,8 @@ from typing import Any
 import nacl.signing
 import yaml
 
-from assay.bus import ASYNCAPI_FILE, Subjects, asyncapi_document, render_asyncapi
+from assay.asyncapi import ASYNCAPI_FILE, asyncapi_document, render_asyncapi
+from assay.bus import Subjects
 from assay.config import Settings
 from assay.security.signing import (
     CHAIN,

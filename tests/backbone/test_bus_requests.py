@@ -8,7 +8,7 @@ import pytest
 
 from assay.bus import Bus, RequestServer
 from assay.config import Settings
-from assay_schemas import BusError, RequestUnanswered
+from assay_schemas import NoResponders, RequestUnanswered
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -56,5 +56,5 @@ async def test_a_failing_handler_leaves_its_requester_waiting_and_keeps_serving(
         assert await bus.request("rpc.picky", b"good", timeout=5) == b"ok"
     finally:
         await server.stop()
-    with pytest.raises(BusError, match="NoResponders"):
+    with pytest.raises(NoResponders):  # a BusError
         await bus.request("rpc.picky", b"good", timeout=5)

@@ -14,8 +14,10 @@ from assay_schemas import (
     AgentStepLogged,
     CampaignSpec,
     CampaignStarted,
+    ErrorInfo,
     InvalidEvent,
     InvalidInput,
+    JudgmentFailed,
     Producer,
     Rubric,
     RunFailed,
@@ -98,6 +100,65 @@ def test_older_step_payload_is_upcast() -> None:
     assert isinstance(event, AgentStepLogged)
     assert event.schema_version == 2
     assert (event.usage.input_tokens, event.usage.output_tokens) == (120, 30)
+
+
+@pytest.mark.parametrize(
+    "error, info",
+    [
+        (
+            "ProviderUnavailable: unavailable: 503",
+            ErrorInfo(error_class="ProviderUnavailable", message="unavailable: 503"),
+        ),
+        ("Pkg.Gone: x", ErrorInfo(error_class="Pkg.Gone", message="x")),
+        ("assay.Gone: x", ErrorInfo(message="assay.Gone: x")),
+        (
+            "no valid verdict: missing dimension",
+            ErrorInfo(message="no valid verdict: missing dimension"),
+        ),
+        (
+            "sandbox disappeared: SandboxGone: x",
+            ErrorInfo(message="sandbox disappeared: SandboxGone: x"),
+        ),
+        ("Not a class: x", ErrorInfo(message="Not a class: x")),
+        ("ÉcoleError: x", ErrorInfo(message="ÉcoleError: x")),
+        ("KeyError:'k'", ErrorInfo(message="KeyError:'k'")),
+    ],
+)
+@pytest.mark.parametrize("logged_as", ["absent", "null"])
+def test_a_failure_logged_before_error_info_is_given_the_one_its_text_meant(
+    error: str, info: ErrorInfo, logged_as: str
+) -> None:
+    old = {
+        "event_id": "e1",
+        "event_type": "JudgmentFailed",
+        "occurred_at": "2026-01-01T00:00:00Z",
+        "campaign_id": "c1",
+        "run_id": "r1",
+        "producer": {"service": "judge", "version": "0.0.1"},
+        "judge_id": "j1",
+        "sample": 0,
+        "attempts": 1,
+        "error": error,
+        **({"error_info": None} if logged_as == "null" else {}),
+    }
+    event = parse_event(json.dumps(old), subject="assay.ev.JudgmentFailed.c1.r1")
+    assert isinstance(event, JudgmentFailed)
+    assert event.error_info == info and event.error == error  # the text as it was logged
+
+
+def test_a_failures_own_error_info_is_kept_whatever_its_text_says() -> None:
+    info = ErrorInfo(error_class="SandboxGone", message="gone")
+    failed = RunFailed(
+        event_id="e1",
+        campaign_id="c1",
+        run_id="r1",
+        producer=PRODUCER,
+        stage="agent",
+        error="ProviderError: something else",
+        error_info=info,
+        infrastructure=True,
+    )
+    assert parse_event(failed.model_dump_json()).error_info == info  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,11 @@ import pytest
 
 from assay.bus import Bus
 from assay.campaign import submit_campaign
-from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay.tasks._draft import build_task
 from assay_cli.run import load_drafts
+from assay_cli.settings import CliSettings
 from assay_schemas import AgentSpec, CampaignSpec, TaskInputError
 
 MAX = 1_000_000
@@ -220,4 +220,4 @@ def test_the_number_of_tasks_per_submission_is_capped(tmp_path: Path) -> None:
     assert len(load_drafts([path], MAX, max_tasks=30)) == 30
     with pytest.raises(TaskInputError, match="more than 20 tasks in one submission"):
         load_drafts([path], MAX, max_tasks=20)
-    assert Settings().max_tasks_per_submission >= 1
+    assert CliSettings().max_tasks_per_submission >= 1

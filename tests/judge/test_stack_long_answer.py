@@ -19,6 +19,7 @@ from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay_judge import build_rules
+from assay_judge.settings import JudgeSettings
 from assay_schemas import (
     FINAL_MESSAGE_INLINE_CHARS,
     MAX_EVENT_BYTES,
@@ -111,7 +112,7 @@ async def test_a_huge_final_answer_starves_no_service(
     assert isinstance(end, JudgmentRecorded) and end.judge_id == "rules", end
     [sealed] = [e for e in events if isinstance(e, ArtifactsSealed) and e.campaign_id == "c1"]
     took = (end.occurred_at - sealed.occurred_at).total_seconds()
-    assert took < settings.judge_check_budget_s, took
+    assert took < JudgeSettings.of(settings).judge_check_budget_s, took
     assert max(lags) < 1.0, max(lags)
     # Each event holds the answer's start; the whole answer is one blob, the same for both.
     [finished] = [e for e in events if isinstance(e, AgentFinished) and e.campaign_id == "c1"]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.command import assay_command
 from assay.embedded import find_free_port
+from assay_cli.command import assay_command
 from tests.e2e.test_run_outcome import ROOT, one_task
 
 pytestmark = pytest.mark.timeout(300)

@@ -167,12 +167,13 @@ def test_failures_are_grouped_by_their_structured_error_not_by_parsing_its_text(
         _ev(RunFailed, 20, run_id=run_id_for(C, "t1", "a", 0), stage="agent",
             error="sandbox disappeared: Looks: like a class", error_info=gone, infrastructure=True)
     )  # fmt: skip
-    # An event logged before `error_info` existed still decodes, and its text is parsed.
+    # An event logged before `error_info` existed still decodes, given the info its text meant.
     old = _ev(RunFailed, 21, run_id=run_id_for(C, "t2", "a", 0), stage="agent",
               error="ProviderError: 503", infrastructure=True)  # fmt: skip
     payload = old.model_dump(mode="json", exclude={"error_info"})
     decoded = parse_event(payload)
-    assert isinstance(decoded, RunFailed) and decoded.error_info is None
+    assert isinstance(decoded, RunFailed)
+    assert decoded.error_info == ErrorInfo(error_class="ProviderError", message="503")
     p.apply(decoded)
     causes = {(c.stage, c.error_class): c.first_message for c in problems_of(p).causes}
     assert causes == {

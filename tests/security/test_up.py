@@ -22,9 +22,9 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
 from assay.security import EmbeddedAuth
-from assay.service import EMBEDDED_SERVICES
 from assay.store import open_store, upload_bucket
-from assay_cli.stack import Stack
+from assay_cli.stack import EMBEDDED_SERVICES, Stack, create_streams
+from assay_schemas import NotAuthenticated
 
 pytestmark = pytest.mark.timeout(40)
 
@@ -128,7 +128,7 @@ def test_up_refuses_a_publisher_that_is_no_campaign_id(tmp_path: Path, campaign:
 @pytest.fixture
 def auth_stack(tmp_path: Path) -> Iterator[tuple[Settings, EmbeddedAuth]]:
     """The embedded server of `assay up --auth`, as `up` prepares it, streams made."""
-    from assay.security import create_streams, prepare_embedded
+    from assay.security import prepare_embedded
 
     settings = Settings(home=tmp_path / "home", state_dir=tmp_path / "state", instance="box1")
     secured = prepare_embedded(settings, auth=True, publisher_campaigns=("c1",))
@@ -224,6 +224,17 @@ async def test_wrong_or_missing_credentials_are_one_line(
         [line] = out.stderr.strip().splitlines()
         assert who in line, line
         assert "cli.env" in line and "Traceback" not in out.stderr
+
+
+async def test_refused_credentials_are_told_by_their_class(
+    auth_stack: tuple[Settings, EmbeddedAuth], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings, _ = auth_stack
+    monkeypatch.setattr(Bus, "connect_timeout", 10.0)
+    wrong = settings.model_copy(update={"nats_user": "runner", "nats_password": "wrong"})
+    for who, refused in (("user 'runner'", wrong), ("a client without credentials", settings)):
+        with pytest.raises(NotAuthenticated, match=who):  # a BusError
+            await Bus(refused, service="cli").connect()
 
 
 def test_up_all_with_auth_starts_each_service_as_its_own_user(tmp_path: Path) -> None:

@@ -1,7 +1,6 @@
 """The event bus: NATS JetStream through faststream, typed events in and out."""
 
 from . import _stored  # noqa: F401  (first: stored messages are never NATS status messages)
-from ._asyncapi import ASYNCAPI_FILE, asyncapi_document, render_asyncapi
 from ._broker import dlq_stream, ensure_streams, event_stream, make_broker
 from ._bus import Bus
 from ._campaigns import read_campaign
@@ -23,7 +22,6 @@ from ._subjects import Subjects
 from ._subscribe import subscribe
 
 __all__ = [
-    "ASYNCAPI_FILE",
     "DEAD_DELIVERIES",
     "DEAD_REASON",
     "DEAD_SEQUENCE",
@@ -43,7 +41,6 @@ __all__ = [
     "Subjects",
     "Unchanged",
     "advisory_subject",
-    "asyncapi_document",
     "decode_log",
     "describe_skipped",
     "dlq_stream",
@@ -54,6 +51,5 @@ __all__ = [
     "messages_at",
     "read_campaign",
     "read_raw",
-    "render_asyncapi",
     "subscribe",
 ]

@@ -10,13 +10,15 @@ from urllib.parse import urlparse
 
 from faststream.nats import NatsBroker
 from faststream.nats.security import NatsSecurity, NatsUserPassword
+from nats.errors import AuthorizationError
+from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import RetentionPolicy, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
 from assay.config import Settings
 from assay.security.permissions import inbox_prefix
-from assay_schemas import BusError
+from assay_schemas import BusError, NatsUnreachable, NotAuthenticated, PermissionDenied
 
 from ._subjects import Subjects
 
@@ -145,18 +147,16 @@ def connect_error(
     settings: Settings, error: BaseException, timeout: float | None, *, streams: bool = False
 ) -> BusError:
     """One line for people: why connecting to NATS (or, with `streams`, looking up the
-    streams right after) failed, and what to do about it."""
-    from assay.command import assay_command
-
+    streams right after) failed, and what to do about it. A remedy that is a command of
+    the CLI is the CLI's to add, by the error's class."""
     url = settings.nats_url
     user = settings.nats_user
-    assay = assay_command()
     text = str(error)
-    if "authorization violation" in text.lower() or "authentication" in text.lower():
+    if _credentials_refused(error):
         who = f"user {user!r} with this password" if user else "a client without credentials"
-        return BusError(
+        return NotAuthenticated(
             f"NATS at {url} refused {who} (Authorization Violation): set ASSAY_NATS_USER and "
-            f"ASSAY_NATS_PASSWORD, e.g. `set -a; . <home>/nats/cli.env` from `{assay} up --auth`"
+            "ASSAY_NATS_PASSWORD"
         )
     if not streams:
         servers = [u.strip() for u in url.split(",") if u.strip()]
@@ -164,15 +164,26 @@ def connect_error(
         if not isinstance(error, TimeoutError):
             why = f"{type(error).__name__}: {text}"
         within = f" within {timeout:g}s" if timeout is not None else ""
-        return BusError(
-            f"cannot reach NATS at {url}{within} ({why or 'no answer'}): start the stack "
-            f"(`{assay} up`), open a finished run directory instead (--home RUN_DIR; "
-            f"`{assay} view RUN_DIR`), or set ASSAY_NATS_URL "
-            "to the server's address"
-        )
+        return NatsUnreachable(f"cannot reach NATS at {url}{within} ({why or 'no answer'})")
     as_user = f" as {user!r}" if user else ""
-    return BusError(
+    return PermissionDenied(
         f"NATS at {url} did not let this client{as_user} use its JetStream API "
         f"({type(error).__name__}: {text or 'timeout'}): the user may lack the permission, "
         "or JetStream is off on that server"
     )
+
+
+_REFUSED_CREDENTIALS = ("authorization violation", "authentication")
+"""What the server's -ERR says when it refuses a client's credentials or their absence."""
+
+
+def _credentials_refused(error: BaseException) -> bool:
+    """Whether the server refused the client's credentials. nats-py names that by class
+    once connected, but raises its bare `Error` with the server's -ERR line while
+    connecting: the only place that line is read, so callers match `NotAuthenticated`."""
+    if isinstance(error, AuthorizationError):
+        return True
+    if type(error) is not NatsError:
+        return False
+    text = str(error).lower()
+    return any(words in text for words in _REFUSED_CREDENTIALS)

@@ -14,6 +14,7 @@ from faststream.nats import ConsumerConfig, DeliverPolicy, JStream, NatsMessage,
 from faststream.nats.subscriber.usecases.basic import LogicSubscriber
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
+from nats.errors import NoRespondersError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy as JsAckPolicy
 from nats.js.errors import APIError, NotFoundError
@@ -29,6 +30,7 @@ from assay_schemas import (
     Event,
     InvalidEvent,
     LogChanged,
+    NoResponders,
     Producer,
     RequestUnanswered,
     parse_event,
@@ -494,7 +496,9 @@ class Bus(LogReads):
             )
         except TimeoutError as e:  # nats-py's TimeoutError is one
             raise RequestUnanswered(f"request on {subject}: no reply in {timeout:g} s") from e
-        except Exception as e:  # no responders, connection loss
+        except NoRespondersError as e:
+            raise NoResponders(f"request on {subject}: nobody serves it (NoResponders)") from e
+        except Exception as e:  # connection loss
             raise BusError(f"request on {subject} failed: {type(e).__name__}: {e}") from e
         return bytes(msg.data)
 

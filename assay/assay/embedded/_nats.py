@@ -17,7 +17,12 @@ from assay_schemas import ConfigError
 
 from ..lifecycle import Startable
 
-__all__ = ["NatsServer", "find_free_port", "go_procs", "nats_server_binary"]
+__all__ = ["NatsServer", "PortInUse", "find_free_port", "go_procs", "nats_server_binary"]
+
+
+class PortInUse(ConfigError):
+    """The port the nats-server was asked to listen on is taken by another process."""
+
 
 CORES_PER_GO_PROC = 4
 """The embedded server's Go runtime gets one processor (GOMAXPROCS) per this many cores.
@@ -107,13 +112,7 @@ class NatsServer(Startable):
         if self.port is None:
             self.port = find_free_port(self.host)
         elif _port_in_use(self.host, self.port):
-            from assay.command import assay_command
-
-            raise ConfigError(
-                f"port {self.port} on {self.host} is already in use by another process; "
-                f"stop it or choose another port (`{assay_command()} up --port N`, or the port in "
-                "ASSAY_NATS_URL=nats://127.0.0.1:N)"
-            )
+            raise PortInUse(f"port {self.port} on {self.host} is already in use by another process")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         args = [str(nats_server_binary())]
         if self.config_file is not None:

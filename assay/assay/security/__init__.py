@@ -2,7 +2,6 @@
 
 from ._embedded import (
     EmbeddedAuth,
-    create_streams,
     load_passwords,
     prepare_embedded,
     write_env_files,
@@ -25,7 +24,6 @@ __all__ = [
     "Permissions",
     "Role",
     "ServerTls",
-    "create_streams",
     "load_passwords",
     "password_env_name",
     "permission_map",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import secrets
@@ -19,7 +18,6 @@ from .permissions import Permissions, permission_map
 
 __all__ = [
     "EmbeddedAuth",
-    "create_streams",
     "load_passwords",
     "prepare_embedded",
     "service_user",
@@ -129,29 +127,3 @@ def write_env_files(auth: EmbeddedAuth, settings: Settings) -> list[Path]:
         _write_private(path, "\n".join(auth.env_lines(user, settings)) + "\n")
         out.append(path)
     return out
-
-
-async def create_streams(
-    settings: Settings, *, timeout: float = 15.0, upload_campaigns: tuple[str, ...] = ()
-) -> None:
-    """Create the streams as `settings`' user (the admin): services may only look them up.
-
-    Each campaign in `upload_campaigns` also gets its upload bucket (its publisher may
-    put objects there, not create buckets).
-    """
-    from assay.bus import Bus
-    from assay.store import ensure_upload_bucket, upload_bucket
-
-    bus = Bus(settings, service="admin")
-    try:
-        await asyncio.wait_for(bus.connect(), timeout)
-        for campaign in upload_campaigns:
-            bucket = upload_bucket(settings, campaign)
-            await ensure_upload_bucket(bus.js, bucket, max_bytes=settings.upload_bucket_max_bytes)
-    except Exception as e:  # connection refused, TLS or auth failure, timeout
-        raise BusError(
-            f"creating streams {settings.stream} on {settings.nats_url} as "
-            f"{settings.nats_user}: {type(e).__name__}: {e}"
-        ) from e
-    finally:
-        await bus.stop()

@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import NamedTuple
 
+from assay.buckets import upload_bucket_name
 from assay.config import Settings
 from assay.contract import (
     ROLES,
@@ -47,7 +48,6 @@ from assay.contract import (
     rpc_subject,
     service_contracts,
 )
-from assay.store import upload_bucket_name
 from assay_schemas import EVENT_TYPES
 
 __all__ = [

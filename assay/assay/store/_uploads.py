@@ -24,6 +24,7 @@ from nats.js.errors import (
 )
 from nats.js.object_store import ObjectStore
 
+from assay.buckets import upload_bucket_name
 from assay.config import UPLOAD_BUCKET_MAX_BYTES, Settings
 from assay_schemas import BlobCorrupted, UploadRefused
 
@@ -42,12 +43,6 @@ __all__ = [
 def upload_bucket(settings: Settings, campaign_id: str) -> str:
     """The object store bucket a campaign's publisher uploads attachments into."""
     return upload_bucket_name(settings.stream, campaign_id)
-
-
-def upload_bucket_name(stream: str, campaign_id: str) -> str:
-    """The upload bucket of a campaign on the event stream `stream` (its JetStream stream
-    is `OBJ_<bucket>`; its subjects are `$O.<bucket>.C.*` and `$O.<bucket>.M.*`)."""
-    return f"{stream}_UP_{campaign_id}"
 
 
 async def ensure_upload_bucket(

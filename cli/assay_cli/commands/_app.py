@@ -15,7 +15,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from assay_schemas import AssayError
+from assay.embedded import PortInUse
+from assay_cli.command import assay_command
+from assay_schemas import AssayError, NatsUnreachable, NotAuthenticated
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
@@ -54,8 +56,30 @@ def fail(error: BaseException, code: int = 2) -> typer.Exit:
         err_console.print("".join(traceback.format_exception(error)), markup=False, highlight=False)
     text = str(error) if isinstance(error, AssayError) else f"{type(error).__name__}: {error}"
     hint = "" if _verbose or isinstance(error, AssayError) else " (assay -v shows the traceback)"
-    err_console.print(f"[red]error:[/red] {escape(text)}{hint}", highlight=False, soft_wrap=True)
+    err_console.print(
+        f"[red]error:[/red] {escape(text + remedy(error))}{hint}", highlight=False, soft_wrap=True
+    )
     return typer.Exit(code)
+
+
+def remedy(error: BaseException) -> str:
+    """What to do about `error`, for the errors whose remedy is a command of this CLI (the
+    parts below it say what went wrong, never which command to type)."""
+    assay = assay_command()
+    if isinstance(error, NotAuthenticated):
+        return f", e.g. `set -a; . <home>/nats/cli.env` from `{assay} up --auth`"
+    if isinstance(error, NatsUnreachable):
+        return (
+            f": start the stack (`{assay} up`), open a finished run directory instead "
+            f"(--home RUN_DIR; `{assay} view RUN_DIR`), or set ASSAY_NATS_URL to the "
+            "server's address"
+        )
+    if isinstance(error, PortInUse):
+        return (
+            f"; stop it or choose another port (`{assay} up --port N`, or the port in "
+            "ASSAY_NATS_URL=nats://127.0.0.1:N)"
+        )
+    return ""
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:

@@ -12,10 +12,12 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from assay.bus import ASYNCAPI_FILE, Bus, Skipped, describe_skipped, render_asyncapi
+from assay.asyncapi import ASYNCAPI_FILE, render_asyncapi
+from assay.bus import Bus, Skipped, describe_skipped
 from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
 from assay.store import open_store
+from assay_cli.settings import CliSettings
 from assay_cli.width import line_width
 from assay_schemas import Event, export_schemas
 
@@ -67,7 +69,7 @@ def submit(
     async def main() -> None:
         spec = load_campaign(campaign)
         drafts = load_drafts(
-            tasks, settings.max_attachment_bytes, settings.max_tasks_per_submission
+            tasks, settings.max_attachment_bytes, CliSettings.of(settings).max_tasks_per_submission
         )
         store = open_store(settings)
         async with Bus(settings, service="cli") as bus:

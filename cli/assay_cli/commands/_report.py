@@ -15,6 +15,7 @@ from assay.config import Settings
 from assay.security.controls import controls_key
 from assay.security.signing import trust_for
 from assay.store import open_store
+from assay_cli.command import assay_command
 from assay_schemas import ANCHOR, AssayError
 
 from ._app import app, console, err_console, fail, run_async
@@ -100,7 +101,7 @@ def report(
     )
     # With the JSON on standard output, everything for people goes to standard error.
     people = err_console if str(json_out) == "-" else console
-    print_report(rep, people)
+    print_report(rep, people, doctor=f"{assay_command()} doctor")
     if html:
         html.write_text(render_html(rep), encoding="utf-8")
         people.print(f"wrote {html}")

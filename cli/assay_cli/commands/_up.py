@@ -37,7 +37,8 @@ def start_up(
 ) -> None:
     """`assay up`: nats-server on `port` (with every service when `all_services`; with
     per-service users when `auth`) until SIGINT or SIGTERM."""
-    from assay.security import create_streams, prepare_embedded, write_env_files
+    from assay.security import prepare_embedded, write_env_files
+    from assay_cli.stack import create_streams
 
     if publisher and not (auth or settings.nats_auth):
         raise typer.BadParameter("--publisher needs --auth (users exist only with auth on)")
@@ -110,10 +111,10 @@ def _serve_all(settings: Settings, secured: EmbeddedAuth | None) -> None:
 
     With users, each service connects as its own (the split stack's least privilege):
     a fault in one service cannot publish another's events or pull its work."""
-    from assay.service import EMBEDDED_SERVICES, run_until_signal
+    from assay.service import run_until_signal
     from assay.store import open_store
     from assay.telemetry import traced
-    from assay_cli.stack import Stack
+    from assay_cli.stack import EMBEDDED_SERVICES, Stack
 
     stack = Stack(settings=settings, store=open_store(settings), auth=secured)
     services = [stack.build(name) for name in EMBEDDED_SERVICES]

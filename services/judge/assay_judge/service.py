@@ -21,6 +21,7 @@ from assay_schemas import ID_PATTERN, RULES_JUDGE_ID, ConfigError, JudgeSpec, sa
 from .context import ALL_CAMPAIGNS, CampaignScope
 from .contract import CONTRACT, JURY, JURY_CAMPAIGNS, RULES_SEALED, SEALED
 from .handlers import JudgeService, JurySupervisor, ProviderFactory, RulesService
+from .settings import JudgeSettings
 from .spec import load_judge_spec
 
 __all__ = ["SERVICE", "build", "build_jury", "build_rules", "durable_name", "judge_scope"]
@@ -55,16 +56,17 @@ def build(
     """A judge with its consumer registered (not started); see `CampaignScope` for `campaigns`.
 
     Without `judge` (the judge service alone: `assay serve judge`, `assay-judge`), the spec
-    is read from `settings.judge_spec` (``ASSAY_JUDGE_SPEC``) and the scope from
-    `settings.judge_campaigns` (``--campaign``; none: every campaign).
+    is read from `JudgeSettings.judge_spec` (``ASSAY_JUDGE_SPEC``) and the scope from
+    `JudgeSettings.judge_campaigns` (``--campaign``; none: every campaign).
     """
     if judge is None:
-        if settings.judge_spec is None:
+        own = JudgeSettings.of(settings)
+        if own.judge_spec is None:
             raise ConfigError(
                 "the judge service needs a judge spec (--judge FILE or ASSAY_JUDGE_SPEC)"
             )
-        judge = load_judge_spec(settings.judge_spec)
-        campaigns = judge_scope(settings.judge_campaigns)
+        judge = load_judge_spec(own.judge_spec)
+        campaigns = judge_scope(own.judge_campaigns)
     bus = Bus(settings, service=f"{SERVICE}-{judge.judge_id}")
     service = JudgeService(
         bus=bus,
@@ -91,7 +93,7 @@ def build_rules(
         bus=bus,
         store=store or open_store(settings),
         campaigns=campaigns,
-        check_budget_s=settings.judge_check_budget_s,
+        check_budget_s=JudgeSettings.of(settings).judge_check_budget_s,
     )
     subscribe(bus, RULES_SEALED, service.on_sealed, max_workers=concurrency)
     return service

@@ -23,6 +23,7 @@ from assay_schemas import (
     FileRef,
     InvalidInput,
     Limits,
+    RunFault,
     RunRequested,
     SandboxReady,
     StopReason,
@@ -52,12 +53,16 @@ COST = meter("assay.runner").create_counter(
 )
 
 
-class AnswerNotStored(StoreError):
-    """A final answer too long to inline could not be stored as a blob."""
+class AnswerNotStored(StoreError, RunFault):
+    """A final answer too long to inline could not be stored as a blob: the store's
+    failure, not the agent's."""
 
 
-class StepTooLarge(InvalidInput):
-    """A model turn does not fit in one event: the run cannot be logged as it happened."""
+class StepTooLarge(InvalidInput, RunFault):
+    """A model turn does not fit in one event: the run cannot be logged as it happened.
+    The agent's own output, so scored as its failure."""
+
+    fault = "agent"
 
 
 @dataclass(kw_only=True)

@@ -19,11 +19,10 @@ from assay.providers import (
     DEFAULT_PRICES,
     ModelProvider,
     PriceTable,
-    ProviderError,
     pinned_prices,
     provider_for,
 )
-from assay.sandbox_client import SandboxClient, SandboxGone
+from assay.sandbox_client import SandboxClient
 from assay.security.controls import ControlsKey, SealBroken
 from assay.security.signing import TrustList, trust_for
 from assay.store import BlobStore
@@ -42,6 +41,7 @@ from assay_schemas import (
     InvalidEvent,
     LogChanged,
     RunFailed,
+    RunFault,
     RunHistory,
     RunRequested,
     SandboxReady,
@@ -53,14 +53,14 @@ from assay_schemas import (
 )
 
 from .admission import Admission, Stored, answering
-from .agent import AgentRun, AnswerNotStored, StepTooLarge
+from .agent import AgentRun
 from .book import AgentBook, Observed
 from .clients import ModelClients
 from .control import ControlProvider
 from .program import ProgramFailed, ProgramRun
 from .scheduler import ControlsUnopened, control_agents, control_runs, interleave, plan_runs
 from .tools import ToolBox
-from .web import NetPolicy, WebCacheUnreadable, WebProvider, web_for
+from .web import NetPolicy, WebProvider, web_for
 
 __all__ = ["ADMISSIONS_IN_FLIGHT", "ProviderFactory", "RunGivenUp", "RunnerService"]
 
@@ -389,34 +389,15 @@ class RunnerService:
                 with self._provider(request, control) as provider:
                     run = self._agent_run(request, event, sandbox, steps, web, provider)
                     await run.run(steps)
-        except SandboxGone as e:
+        except RunFault as e:  # the class says whose failure the run's end is
             await self._fail(
                 request,
                 event,
                 "agent",
                 ErrorInfo.of(e),
-                error=f"sandbox disappeared: {e}",
-                infrastructure=True,
-            )
-        except ProviderError as e:
-            await self._fail(request, event, "agent", ErrorInfo.of(e), infrastructure=True)
-        except (AnswerNotStored, WebCacheUnreadable) as e:  # the store's fault, not the agent's
-            await self._fail(
-                request, event, "agent", ErrorInfo.of(e), error=str(e), infrastructure=True
-            )
-        except StepTooLarge as e:  # the agent's own output: scored as its failure
-            await self._fail(
-                request, event, "agent", ErrorInfo.of(e), error=str(e), infrastructure=False
-            )
-        except ProgramFailed as e:
-            await self._fail(
-                request,
-                event,
-                "agent",
-                ErrorInfo.of(e),
-                error=str(e),
-                infrastructure=e.infrastructure,
-                output_sha256=e.output_sha256,
+                error=e.flat(),
+                infrastructure=e.fault == "platform",
+                output_sha256=e.output_sha256 if isinstance(e, ProgramFailed) else None,
             )
 
     async def on_run_given_up(self, event: Event, delivery: Delivery, reason: str) -> None:

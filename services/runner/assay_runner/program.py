@@ -16,9 +16,9 @@ from assay.store import BlobStore
 from assay_schemas import (
     GATEWAY_PORT,
     AgentStepLogged,
-    AssayError,
     ExecOutcome,
     ProgramSpec,
+    RunFault,
     RunRequested,
     SandboxError,
     SandboxReady,
@@ -37,12 +37,15 @@ _DUMMY_KEY = "assay-gateway"
 """SDKs insist on a key; the gateway ignores it and sends the real one upstream."""
 
 
-class ProgramFailed(AssayError):
-    """The run could not end with AgentFinished (see `infrastructure`)."""
+class ProgramFailed(RunFault):
+    """The run could not end with AgentFinished; whose failure that is depends on how
+    (`infrastructure`: the platform's, else the program's own)."""
 
     def __init__(self, error: str, *, infrastructure: bool, output_sha256: str | None) -> None:
         super().__init__(error)
-        self.infrastructure, self.output_sha256 = infrastructure, output_sha256
+        self.fault = "platform" if infrastructure else "agent"
+        self.output_sha256 = output_sha256
+        """The program's stdout and stderr (a blob), when it ran."""
 
 
 def _restarted(evidence: str) -> ProgramFailed:

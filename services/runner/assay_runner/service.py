@@ -10,6 +10,7 @@ from assay.store import BlobStore, open_store
 
 from .contract import CAMPAIGNS, CONTRACT, RUNS, TASKS
 from .handlers import ADMISSIONS_IN_FLIGHT, ProviderFactory, RunnerService
+from .settings import RunnerSettings
 from .web import NetPolicy
 
 __all__ = ["SERVICE", "build"]
@@ -28,13 +29,14 @@ def build(
     """A runner with its consumers registered (not started). Instances share the durables.
 
     `web_net`: how web tools reach the network; tests pass one that reaches loopback."""
+    own = RunnerSettings.of(settings)
     bus = Bus(settings, service=SERVICE)
     service = RunnerService(
         bus=bus,
         store=store or open_store(settings),
         providers=providers,
         gateway_root=settings.state_dir / "gateways",
-        web_net=web_net or NetPolicy(trusted_hosts=frozenset(settings.web_trusted_hosts)),
+        web_net=web_net or NetPolicy(trusted_hosts=frozenset(own.web_trusted_hosts)),
         controls=controls_key(settings),
     )
     subscribe(bus, CAMPAIGNS, service.on_campaign_started)
@@ -49,7 +51,7 @@ def build(
         bus,
         RUNS,
         service.on_sandbox_ready,
-        max_workers=concurrency or settings.runner_concurrency,
+        max_workers=concurrency or own.runner_concurrency,
         on_give_up=service.on_run_given_up,
     )
     return service

@@ -15,6 +15,7 @@ from .backends import BubblewrapBackend, DockerBackend, SandboxBackend, SandboxB
 from .contract import CONTRACT, FAILED, FINISHED, RUNS
 from .failover import SealWatch
 from .handlers import SandboxService
+from .settings import SandboxManagerSettings
 
 __all__ = ["SERVICE", "build", "make_backends"]
 
@@ -47,6 +48,7 @@ def build(
     backends: dict[str, SandboxBackend] | None = None,
 ) -> SandboxService:
     """A sandbox service with its consumers and command subscriber registered (not started)."""
+    own = SandboxManagerSettings.of(settings)
     bus = Bus(settings, service=SERVICE)
     instance = safe_token(settings.instance)
     service = SandboxService(
@@ -54,11 +56,11 @@ def build(
         store=store or open_store(settings),
         backends=backends if backends is not None else make_backends(settings),
         instance=instance,
-        max_live=settings.sandbox_max_live,
+        max_live=own.sandbox_max_live,
         seal_watch=SealWatch(bus, instance, path=settings.instance_state / "seal-watch.json"),
     )
     mine = {"instance": instance}
-    workers = settings.sandbox_concurrency
+    workers = own.sandbox_concurrency
     # Every one gives a run up with a RunFailed and its sandbox destroyed (on_given_up).
     ends = {"max_workers": workers, "on_give_up": service.on_given_up}
     subscribe(bus, RUNS, service.on_run_requested, mine, **ends)

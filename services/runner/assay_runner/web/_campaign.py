@@ -12,6 +12,7 @@ from assay.bus import Bus
 from assay.store import BlobStore
 from assay_schemas import (
     InvalidInput,
+    RunFault,
     RunRequested,
     SearchBackend,
     StoreError,
@@ -38,8 +39,9 @@ from ._search import SearchRefused, format_results, normalise_query, search_requ
 __all__ = ["CampaignWeb", "WebCacheUnreadable", "web_for"]
 
 
-class WebCacheUnreadable(StoreError):
-    """A replaying or recording run cannot read its campaign's web cache (snapshot)."""
+class WebCacheUnreadable(StoreError, RunFault):
+    """A replaying or recording run cannot read its campaign's web cache (snapshot): the
+    store's failure, not the agent's."""
 
 
 class _Live(NamedTuple):

@@ -4,6 +4,9 @@ Built from the event models, the subject layout and the installed services' cont
 it cannot drift from any of them; each event's payload points at its JSON Schema exported
 beside it in `schemas/json/`. Each channel says which roles may write its events and which
 durable consumers read them (`x-assay-writers`, `x-assay-consumers`).
+
+It stands beside the contracts it is derived from, above the bus and the permissions it
+reads: the bus itself needs none of it.
 """
 
 from __future__ import annotations
@@ -14,13 +17,11 @@ from typing import Any
 import yaml
 from pydantic import TypeAdapter
 
+from assay.bus import DEAD_DELIVERIES, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT, Subjects
 from assay.contract import service_contracts
 from assay.security.permissions import events_by_role
 from assay.security.signing import CHAIN, ENROLLMENT, SIGNATURE, SIGNER
 from assay_schemas import EVENT_TYPES, NO_RUN, SandboxReply, SandboxRequest, current_version
-
-from ._dead_letters import DEAD_DELIVERIES, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT
-from ._subjects import Subjects
 
 __all__ = ["ASYNCAPI_FILE", "asyncapi_document", "render_asyncapi"]
 

@@ -1,0 +1,21 @@
+"""The sandbox-manager's own settings (``ASSAY_*``, beside the core's)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from assay.config import Settings
+
+__all__ = ["SandboxManagerSettings"]
+
+
+class SandboxManagerSettings(Settings):
+    """How much one sandbox-manager instance works on and holds at once."""
+
+    sandbox_concurrency: int = Field(default=8, ge=1)
+    """Sandbox creations and seals one sandbox-manager instance works on at once."""
+    sandbox_max_live: int = Field(default=4096, ge=1)
+    """Most sandboxes one sandbox-manager instance holds at once. A campaign's runs are
+    all requested when its tasks are admitted, whatever the runners' concurrency; past this
+    many, a request waits for a sandbox to be destroyed, so that a publisher's thousands of
+    tasks do not fill the node with idle sandboxes."""
