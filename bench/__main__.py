@@ -18,6 +18,7 @@ from bench.sandbox import bench_sandbox
 from bench.scale import bench_scale
 from bench.scripted import bench_scripted
 from bench.seal import bench_seal
+from bench.stopping import bench_stopping
 from bench.table import Row, print_rows
 from bench.view import bench_view
 
@@ -36,6 +37,7 @@ SUITES: dict[str, Callable[[], list[Row]]] = {
     "load": bench_load,
     "scale": bench_scale,
     "blindness": bench_blindness,
+    "stopping": bench_stopping,
 }
 
 

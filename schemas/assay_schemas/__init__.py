@@ -23,6 +23,7 @@ from . import (
     _rpc,
     _rubric,
     _steps,
+    _stopping,
     _web,
 )
 from ._campaign_history import *  # noqa: F403
@@ -42,6 +43,7 @@ from ._review import *  # noqa: F403
 from ._rpc import *  # noqa: F403
 from ._rubric import *  # noqa: F403
 from ._steps import *  # noqa: F403
+from ._stopping import *  # noqa: F403
 from ._web import *  # noqa: F403
 
 __all__ = [
@@ -62,5 +64,6 @@ __all__ = [
     *_rpc.__all__,
     *_rubric.__all__,
     *_steps.__all__,
+    *_stopping.__all__,
     *_web.__all__,
 ]

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ._controls import ControlsSpec
 from ._ids import Identifier
 from ._rubric import Rubric, default_rubric
+from ._stopping import StoppingSpec
 from ._web import WebSpec
 
 __all__ = [
@@ -328,6 +329,8 @@ class CampaignSpec(Frozen):
     """How the agents' web tools reach the web (default: off)."""
     controls: ControlsSpec | None = None
     """Control runs judged blind beside the real ones, from tasks' reference folders."""
+    stopping: StoppingSpec | None = None
+    """Stop before every task has run once the answer is settled (default: run them all)."""
 
     @model_validator(mode="after")
     def _unique_ids(self) -> CampaignSpec:
@@ -343,6 +346,14 @@ class CampaignSpec(Frozen):
         if any(j.judge_id == RULES_JUDGE_ID for j in self.judges):
             raise ValueError(
                 f"judge id {RULES_JUDGE_ID!r} is reserved for the deterministic rule judge"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _stopping_agents(self) -> CampaignSpec:
+        if self.stopping and self.stopping.when == "ranking_settled" and len(self.agents) < 2:
+            raise ValueError(
+                f"campaign {self.campaign_id}: stopping: ranking_settled needs two agents"
             )
         return self
 

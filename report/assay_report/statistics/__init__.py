@@ -50,6 +50,22 @@ from ._scores import (
     unpassed_task_rows,
 )
 from ._self_preference import self_preference_rows
+from ._sequential import (
+    MIN_SEQUENCE_TASKS,
+    ConfidenceSequence,
+    SequentialInterval,
+    hedged_capital,
+    hedged_sequence,
+    mean_interval,
+)
+from ._stopping import (
+    AgentSequence,
+    PairSequence,
+    ScoredRun,
+    StoppingDecision,
+    StopReason,
+    decide,
+)
 from ._suite import StatisticsReport, compute_statistics
 from ._tables import (
     RATINGS_SCHEMA,
@@ -176,3 +192,18 @@ __all__ = [
     "wilson",
 ]
 __all__ += _results.__all__
+# Anytime-valid intervals and the stopping rule (#51).
+__all__ += [
+    "MIN_SEQUENCE_TASKS",
+    "AgentSequence",
+    "ConfidenceSequence",
+    "PairSequence",
+    "ScoredRun",
+    "SequentialInterval",
+    "StopReason",
+    "StoppingDecision",
+    "decide",
+    "hedged_capital",
+    "hedged_sequence",
+    "mean_interval",
+]
