@@ -37,7 +37,7 @@ class StoppingSpec(BaseModel):
     """``ci_width`` only: the widest interval (score points, 0-10) that counts as settled."""
     threshold: float | None = Field(default=None, gt=0, lt=1)
     """``decided`` only: the pass share each agent is decided against."""
-    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_cost_usd: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
     """Stop once this much is spent, settled or not (the report then says it was not)."""
 
     @model_validator(mode="after")

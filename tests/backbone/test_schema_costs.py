@@ -22,6 +22,7 @@ from assay_schemas import (
     JudgmentRecorded,
     Limits,
     Price,
+    StoppingSpec,
     ToolResultRecord,
     Usage,
     parse_event,
@@ -40,6 +41,7 @@ BASE: dict[type[BaseModel], dict[str, Any]] = {
     ExecOutcome: {"exit_code": 0, "stdout_b64": "", "stderr_b64": ""},
     Price: {},
     Limits: {},
+    StoppingSpec: {"when": "ranking_settled"},
 }  # fmt: skip
 FIELDS = [
     (AgentStepLogged, "latency_ms"),
@@ -54,6 +56,7 @@ FIELDS = [
     (Price, "cached_input_per_mtok"),
     (Limits, "cost_budget_usd"),
     (CampaignHistory, "cost_usd"),
+    (StoppingSpec, "max_cost_usd"),
 ]
 BAD = [float("nan"), float("inf"), float("-inf"), -0.5]
 
