@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from assay_schemas import Price, Usage
 
 __all__ = [
+    "ANTHROPIC_CACHE_WRITE_FACTOR",
     "DEFAULT_PRICES",
     "Price",
     "PriceTable",
@@ -55,8 +56,23 @@ _LIST_PRICES: dict[str, tuple[float, float, float | None]] = {
     "claude-3-5-haiku": (0.80, 4.00, 0.08),
     "claude-haiku-4-5": (1.00, 5.00, 0.10),
 }
+ANTHROPIC_CACHE_WRITE_FACTOR = 1.25
+"""Anthropic bills a (five-minute) cache write at 1.25x the input price; OpenAI's
+automatic caching writes at the input price."""
+
+
+def _list_price(model: str, inp: float, out: float, cached: float | None) -> Price:
+    write = inp * ANTHROPIC_CACHE_WRITE_FACTOR if model.startswith("claude-") else None
+    return Price(
+        input_per_mtok=inp,
+        output_per_mtok=out,
+        cached_input_per_mtok=cached,
+        cache_write_per_mtok=write,
+    )
+
+
 DEFAULT_PRICES: PriceTable = {
-    model: Price(input_per_mtok=inp, output_per_mtok=out, cached_input_per_mtok=cached)
+    model: _list_price(model, inp, out, cached)
     for model, (inp, out, cached) in _LIST_PRICES.items()
 }
 
@@ -104,15 +120,25 @@ def pinned_prices(configured: PriceTable, pinned: PriceTable) -> dict[str, Price
 
 
 def cost(usage: Usage, model: str, prices: PriceTable = DEFAULT_PRICES) -> float:
-    """USD cost of `usage` on `model`; 0 for models not in the table (e.g. scripted ones)."""
+    """USD cost of `usage` on `model`; 0 for models not in the table (e.g. scripted ones).
+
+    Input read from the prompt cache is billed at the cached price and input written to
+    it at the write price (each the input price where the table has none); the rest of
+    the input at the input price. `Usage` guarantees the cache's parts lie within the
+    input, so a provider that reports no cache fields is billed all input at full price.
+    """
     price = price_for(model, prices)
-    cached = min(usage.cached_tokens, usage.input_tokens)
-    cached_rate = (
-        price.input_per_mtok if price.cached_input_per_mtok is None else price.cached_input_per_mtok
-    )
+    read_rate = _or_input(price.cached_input_per_mtok, price)
+    write_rate = _or_input(price.cache_write_per_mtok, price)
+    plain = usage.input_tokens - usage.cached_tokens - usage.cache_write_tokens
     total = (
-        (usage.input_tokens - cached) * price.input_per_mtok
-        + cached * cached_rate
+        plain * price.input_per_mtok
+        + usage.cached_tokens * read_rate
+        + usage.cache_write_tokens * write_rate
         + usage.output_tokens * price.output_per_mtok
     )
     return total / 1_000_000
+
+
+def _or_input(rate: float | None, price: Price) -> float:
+    return price.input_per_mtok if rate is None else rate

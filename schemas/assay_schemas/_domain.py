@@ -174,20 +174,41 @@ class Price(Frozen):
     output_per_mtok: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     cached_input_per_mtok: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """Price of input tokens read from the prompt cache; None means the input price."""
+    cache_write_per_mtok: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """Price of input tokens written to the prompt cache (Anthropic: 1.25x the input
+    price); None means the input price (OpenAI's automatic caching has no surcharge)."""
 
 
 class Usage(Frozen):
-    """Token counts for one call or a whole run."""
+    """Token counts for one call or a whole run.
+
+    `input_tokens` counts all input, whether read from the prompt cache, written to it or
+    neither; the cache's parts are inside it, so usage that says otherwise is refused.
+    """
 
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
     cached_tokens: int = Field(default=0, ge=0)
+    """Input tokens read from the prompt cache."""
+    cache_write_tokens: int = Field(default=0, ge=0)
+    """Input tokens written to the prompt cache (Anthropic's cache creation)."""
+
+    @model_validator(mode="after")
+    def _cache_within_input(self) -> Usage:
+        if self.cached_tokens + self.cache_write_tokens > self.input_tokens:
+            raise ValueError(
+                f"usage contradicts itself: {self.cached_tokens} cached and "
+                f"{self.cache_write_tokens} cache-write tokens exceed "
+                f"{self.input_tokens} input tokens"
+            )
+        return self
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
 
@@ -220,6 +241,9 @@ class ModelSpec(Frozen):
     """Sampling parameters passed to the provider (temperature, max_tokens, ...)."""
     max_concurrency: int = Field(default=8, ge=1)
     timeout_s: float = Field(default=120.0, gt=0)
+    cache_prompt: Literal["auto"] | bool = "auto"
+    """Mark requests for the provider's prompt cache (Anthropic breakpoints on the
+    system prompt, tools and latest turn; OpenAI's prompt_cache_key); auto is on."""
 
 
 PipRequirement = Annotated[

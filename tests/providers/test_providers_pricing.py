@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from assay.providers import (
     DEFAULT_PRICES,
@@ -97,10 +98,55 @@ def test_dated_snapshots_of_listed_models_keep_their_price(model: str, base: str
     assert price_for(model) is DEFAULT_PRICES[base]
 
 
-def test_cached_tokens_above_input_are_clamped_in_the_cost() -> None:
-    """The cost clamps cached tokens to input tokens (the statistics show them clamped)."""
-    usage = Usage(input_tokens=100, cached_tokens=250)
-    assert cost(usage, "big", TABLE) == pytest.approx(100 * 1.0 / 1_000_000)
+def test_cache_writes_cost_the_write_price_and_reads_the_read_price() -> None:
+    table = {"c": Price(input_per_mtok=3.0, cached_input_per_mtok=0.3, cache_write_per_mtok=3.75)}
+    usage = Usage(input_tokens=1_000_000, cached_tokens=500_000, cache_write_tokens=300_000)
+    # 200k plain * $3 + 500k read * $0.30 + 300k written * $3.75, per million.
+    assert cost(usage, "c", table) == pytest.approx(0.6 + 0.15 + 1.125)
+
+
+def test_cache_writes_cost_the_input_price_when_no_write_price() -> None:
+    usage = Usage(input_tokens=1_000_000, cache_write_tokens=1_000_000)
+    assert cost(usage, "big", TABLE) == pytest.approx(10.0)
+
+
+def test_anthropic_list_prices_read_at_a_tenth_and_write_at_five_fourths() -> None:
+    for model, price in DEFAULT_PRICES.items():
+        if model.startswith("claude-"):
+            assert price.cache_write_per_mtok == pytest.approx(1.25 * price.input_per_mtok)
+            assert price.cached_input_per_mtok == pytest.approx(0.1 * price.input_per_mtok)
+        else:  # OpenAI's automatic caching writes at the input price
+            assert price.cache_write_per_mtok is None
+
+
+def test_usage_without_cache_fields_costs_all_input_at_full_price() -> None:
+    """A provider that ignores breakpoints reports no cache fields: nothing is discounted."""
+    usage = Usage(input_tokens=1_000_000, output_tokens=0)
+    assert cost(usage, "claude-sonnet-4") == pytest.approx(3.0)
+
+
+# --- attacks: usage that contradicts itself is refused, never priced ---------------------
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"input_tokens": 100, "cached_tokens": 250},
+        {"input_tokens": 100, "cache_write_tokens": 101},
+        {"input_tokens": 100, "cached_tokens": 60, "cache_write_tokens": 41},
+        {"input_tokens": -1},
+        {"cached_tokens": -5, "input_tokens": 10},
+        {"cache_write_tokens": -5, "input_tokens": 10},
+    ],
+)
+def test_contradictory_or_negative_usage_is_refused(fields: dict[str, int]) -> None:
+    with pytest.raises(ValidationError):
+        Usage(**fields)
+
+
+def test_summed_usage_keeps_its_cache_parts() -> None:
+    a = Usage(input_tokens=10, cached_tokens=4, cache_write_tokens=3)
+    assert a + a == Usage(input_tokens=20, cached_tokens=8, cache_write_tokens=6)
 
 
 def test_has_price_tells_an_unknown_model_from_a_free_one() -> None:

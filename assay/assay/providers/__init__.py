@@ -21,6 +21,7 @@ from . import (
     _models,
     _openai,
     _openai_wire,
+    _prompt_cache,
     _protocol,
     _retry,
     _tracing,
@@ -34,6 +35,7 @@ from ._limiter import *  # noqa: F403
 from ._models import *  # noqa: F403
 from ._openai import *  # noqa: F403
 from ._openai_wire import *  # noqa: F403
+from ._prompt_cache import *  # noqa: F403
 from ._protocol import *  # noqa: F403
 from ._retry import *  # noqa: F403
 from ._tracing import *  # noqa: F403
@@ -49,6 +51,7 @@ __all__ = [
     *_openai.__all__,
     *_openai_wire.__all__,
     *pricing.__all__,
+    *_prompt_cache.__all__,
     *_protocol.__all__,
     *_retry.__all__,
     *_tracing.__all__,

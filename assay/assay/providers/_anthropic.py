@@ -10,6 +10,7 @@ import anthropic
 from ._anthropic_wire import completion_from_anthropic, to_anthropic_prompt, to_anthropic_tools
 from ._base import SdkErrors, SdkProvider
 from ._models import Completion, GenerationParams, Message, ToolDefinition
+from ._prompt_cache import mark_anthropic_breakpoints
 
 __all__ = ["AnthropicProvider"]
 
@@ -31,15 +32,21 @@ class AnthropicProvider(SdkProvider):
         params: GenerationParams,
     ) -> dict[str, Any]:
         prompt = to_anthropic_prompt(messages)
+        wire_tools = to_anthropic_tools(tools)
+        system: str | list[dict[str, Any]] | None = prompt.system
+        if self.cache_prompt:
+            system = mark_anthropic_breakpoints(
+                wire_tools, prompt.system, prompt.messages, model=self.model
+            )
         request: dict[str, Any] = {
             "model": self.model,
             "max_tokens": params.max_tokens,
             "messages": prompt.messages,
         }
-        if prompt.system is not None:
-            request["system"] = prompt.system
+        if system is not None:
+            request["system"] = system
         if tools:
-            request["tools"] = to_anthropic_tools(tools)
+            request["tools"] = wire_tools
             request["tool_choice"] = {"type": _TOOL_CHOICE[params.tool_choice]}
         if params.stop:
             request["stop_sequences"] = list(params.stop)

@@ -197,7 +197,8 @@ def completion_from_anthropic(resp: AnthropicMessage, *, provider: str, model: s
     """Normalize a messages response.
 
     `input_tokens` here counts all input: the API reports uncached, cache-read and
-    cache-write tokens separately; the cache reads are `cached_tokens`.
+    cache-write tokens apart (none inside another); the cache reads are `cached_tokens`,
+    the writes `cache_write_tokens`. A negative count is refused by `Usage`.
     """
     texts: list[str] = []
     calls: list[ToolCall] = []
@@ -213,6 +214,7 @@ def completion_from_anthropic(resp: AnthropicMessage, *, provider: str, model: s
         input_tokens=u.input_tokens + cache_read + cache_write,
         output_tokens=u.output_tokens,
         cached_tokens=cache_read,
+        cache_write_tokens=cache_write,
     )
     if not isinstance(resp.id, str):
         raise TypeError("response id is missing")

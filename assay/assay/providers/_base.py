@@ -138,6 +138,7 @@ class SdkProvider(ABC):
         limiter: AdaptiveLimiter | None = None,
         max_concurrency: int = 8,
         on_retry: Callable[[RetryEvent], None] | None = None,
+        cache_prompt: bool = True,
     ) -> None:
         # max_retries=0: the retry policy is ours (see _retry.py), not the SDK's. The SDK's
         # aiohttp client: its default (httpcore's pool on anyio) was a third of the runner's
@@ -157,6 +158,8 @@ class SdkProvider(ABC):
             LimiterKey(self.kind_name, self.base_url, model), max_concurrency
         )
         self._on_retry = on_retry
+        self.cache_prompt = cache_prompt
+        """Whether requests carry prompt-cache marks (Anthropic breakpoints, OpenAI's key)."""
         self.retry_events: deque[RetryEvent] = deque(maxlen=1000)
         """The most recent retry decisions (delays included), for metrics and tests."""
 

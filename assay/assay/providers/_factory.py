@@ -15,6 +15,7 @@ from ._base import SdkProvider
 from ._errors import ProviderConfigError
 from ._limiter import AdaptiveLimiter
 from ._openai import OpenAIProvider
+from ._prompt_cache import resolve_cache_prompt
 from ._retry import RetryEvent, RetryPolicy
 
 __all__ = [
@@ -44,6 +45,8 @@ class ProviderSpec(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0)
     max_concurrency: int = Field(default=8, ge=1)
     retry: RetryPolicy = RetryPolicy()
+    cache_prompt: bool = True
+    """Whether requests carry prompt-cache marks."""
 
     def build(
         self,
@@ -71,6 +74,7 @@ class ProviderOptions(TypedDict, total=False):
     retry: RetryPolicy | None
     limiter: AdaptiveLimiter | None
     on_retry: Callable[[RetryEvent], None] | None
+    cache_prompt: bool
 
 
 def make_provider(
@@ -121,4 +125,5 @@ def provider_for(
         max_concurrency=spec.max_concurrency,
         retry=retry,
         limiter=limiter,
+        cache_prompt=resolve_cache_prompt(spec.cache_prompt),
     )

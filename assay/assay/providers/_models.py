@@ -201,6 +201,11 @@ class GenerationParams(_Frozen):
     tool_choice: Literal["auto", "required", "none"] = "auto"
     extra_body: dict[str, JsonValue] = Field(default_factory=dict)
     """Provider-specific body fields, passed through untouched."""
+    cache_key: str | None = Field(
+        default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$"
+    )
+    """Groups requests that share a prompt prefix (one campaign, agent and task; see
+    `prompt_cache_key`); sent as OpenAI's `prompt_cache_key` when caching is on."""
 
 
 ModelStopReason = Literal[

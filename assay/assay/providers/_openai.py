@@ -64,6 +64,8 @@ class OpenAIProvider(SdkProvider):
             request["stop"] = list(params.stop)
         if params.seed is not None:
             request["seed"] = params.seed
+        if self.cache_prompt and params.cache_key is not None:
+            request["prompt_cache_key"] = params.cache_key
         if params.extra_body:
             request["extra_body"] = dict(params.extra_body)
         return request

@@ -5,7 +5,8 @@ a script (a Python callable over the normalized conversation), and faults (429, 
 timeouts, malformed bodies, dead endpoints) can be injected per model.
 """
 
-from ._faults import Fault, FaultKind
+from ._cache import PromptCache, TooManyBreakpoints
+from ._faults import Fault, FaultKind, MalformedBody
 from ._records import RecordedRequest
 from ._script import (
     Script,
@@ -22,6 +23,8 @@ from ._server import ScriptedModelServer
 __all__ = [
     "Fault",
     "FaultKind",
+    "MalformedBody",
+    "PromptCache",
     "RecordedRequest",
     "Script",
     "ScriptExhausted",
@@ -30,6 +33,7 @@ __all__ = [
     "ScriptedModelServer",
     "ScriptedSequence",
     "ScriptedToolCall",
+    "TooManyBreakpoints",
     "echo",
     "estimate_usage",
 ]

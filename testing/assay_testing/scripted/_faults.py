@@ -9,10 +9,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Fault", "FaultKind"]
+__all__ = ["Fault", "FaultKind", "MalformedBody"]
 
 FaultKind = Literal["rate_limit", "server_error", "timeout", "malformed", "status"]
 """What goes wrong: 429, 5xx, no answer in time, a broken body, or any other status."""
+
+MalformedBody = Literal["invalid_json", "missing_fields", "contradictory_usage"]
+"""The broken 200 bodies a `malformed` fault can send."""
 
 
 class Fault(BaseModel):
@@ -28,7 +31,7 @@ class Fault(BaseModel):
     """Send Retry-After as an HTTP date (rounded up to whole seconds) instead of seconds."""
     hold_s: float = Field(default=5.0, ge=0)
     """For `timeout`: how long to hold the request before dropping the connection."""
-    body: Literal["invalid_json", "missing_fields"] = "invalid_json"
+    body: MalformedBody = "invalid_json"
     """For `malformed`: which kind of broken 200 response to send."""
     message: str = "injected fault"
 
@@ -66,8 +69,9 @@ class Fault(BaseModel):
         return cls(kind="timeout", hold_s=hold_s)
 
     @classmethod
-    def malformed(cls, body: Literal["invalid_json", "missing_fields"] = "invalid_json") -> Fault:
-        """HTTP 200 whose JSON body is broken or lacks the required fields."""
+    def malformed(cls, body: MalformedBody = "invalid_json") -> Fault:
+        """HTTP 200 whose JSON body is broken, lacks the required fields, or reports usage
+        that contradicts itself (more cached than input tokens, a negative count)."""
         return cls(kind="malformed", status=200, body=body)
 
     @classmethod

@@ -16,10 +16,12 @@ from typing import Any, Self
 
 from assay.http11 import HttpRequest, HttpResponse, serve_connection
 from assay.lifecycle import Startable
+from assay.providers import Usage
 
+from ._cache import PromptCache
 from ._faults import Fault
 from ._records import RecordedRequest
-from ._script import Api, Script, estimate_usage
+from ._script import Api, Script, ScriptReply, estimate_usage
 from ._wire import error_body, malformed_body, parse_request, reply_body
 
 __all__ = ["ScriptedModelServer"]
@@ -44,8 +46,10 @@ class ScriptedModelServer(Startable):
     Faults injected for a model are served in order before its normal replies; a
     permanent fault (`fail_always`) makes the model a dead endpoint. Every request is
     recorded unless `record` is False (a load bench: a million parsed bodies kept would
-    cost the shared machine more in garbage collection than the serving itself). All
-    public methods are thread-safe.
+    cost the shared machine more in garbage collection than the serving itself). Usage
+    the server estimates carries the prompt cache's reads and writes as each API
+    documents them (`PromptCache`) unless `prompt_cache` is False; a script's own usage
+    is reported as it is. All public methods are thread-safe.
     """
 
     def __init__(
@@ -56,8 +60,10 @@ class ScriptedModelServer(Startable):
         latency_s: float = 0.0,
         require_api_key: str | None = None,
         record: bool = True,
+        prompt_cache: bool = True,
     ) -> None:
         self._record_requests = record
+        self._cache = PromptCache() if prompt_cache else None
         self._scripts: dict[str, Script] = dict(scripts or {})
         self._default_script = default_script
         self._latency_s = latency_s
@@ -250,6 +256,8 @@ class ScriptedModelServer(Startable):
 
         try:
             request = parse_request(api, body)
+            if self._cache is not None:
+                self._cache.check(api, body)
         except (KeyError, ValueError, TypeError) as e:
             return self._refuse(api, base, 400, f"invalid request: {type(e).__name__}: {e}")
         try:
@@ -258,11 +266,15 @@ class ScriptedModelServer(Startable):
         except Exception as e:
             # A broken script is a test bug: answer 400 so the client fails fast, not retries.
             return self._refuse(api, base, 400, f"script error: {type(e).__name__}: {e}")
-        usage = reply.usage or estimate_usage(req.body, reply)
+        usage = reply.usage or self._estimate(api, body, req.body, reply)
         prefix = "chatcmpl" if api == "openai" else "msg"
         payload = reply_body(request, reply, usage, f"{prefix}_scripted_{next(self._ids)}")
         self._record(**base, status=200, request=request)
         return _json(200, payload)
+
+    def _estimate(self, api: Api, body: dict[str, Any], raw: bytes, reply: ScriptReply) -> Usage:
+        estimated = estimate_usage(raw, reply)
+        return estimated if self._cache is None else self._cache.usage(api, body, estimated)
 
     def _authorized(self, headers: Mapping[str, str]) -> bool:
         key = self._require_api_key

@@ -137,11 +137,11 @@ def reply_body(
         "stop_reason": _ANTHROPIC_STOP[stop],
         "stop_sequence": None,
         "usage": {
-            # This API counts cache reads apart from (not inside) input_tokens.
-            "input_tokens": usage.input_tokens - usage.cached_tokens,
+            # This API counts cache reads and writes apart from (not inside) input_tokens.
+            "input_tokens": usage.input_tokens - usage.cached_tokens - usage.cache_write_tokens,
             "output_tokens": usage.output_tokens,
             "cache_read_input_tokens": usage.cached_tokens,
-            "cache_creation_input_tokens": 0,
+            "cache_creation_input_tokens": usage.cache_write_tokens,
         },
     }
 
@@ -163,6 +163,20 @@ def malformed_body(api: Api, kind: str) -> bytes:
     """A 200 body that no client can use: truncated JSON, or valid JSON missing fields."""
     if kind == "invalid_json":
         return b'{"id": "broken", "choices": [{"message": '
+    if kind == "contradictory_usage":
+        return json.dumps(_contradictory(api)).encode()
     if api == "openai":
         return json.dumps({"id": "broken", "object": "chat.completion"}).encode()
     return json.dumps({"id": "broken", "type": "message"}).encode()
+
+
+def _contradictory(api: Api) -> dict[str, Any]:
+    """A well-formed answer whose usage cannot be: more read from cache than was sent
+    (OpenAI), a negative uncached count (Anthropic)."""
+    request = ScriptRequest(api=api, model="contradiction", messages=(), tools=(), turn=0)
+    body = reply_body(request, ScriptReply(text="ok"), Usage(), "broken")
+    if api == "openai":
+        body["usage"].update(prompt_tokens=10, prompt_tokens_details={"cached_tokens": 25})
+    else:
+        body["usage"].update(input_tokens=-50, cache_read_input_tokens=10)
+    return body
