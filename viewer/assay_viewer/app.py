@@ -21,6 +21,7 @@ from assay_schemas import ID_PATTERN, AssayError, BlobNotFound, Rubric, StoreErr
 
 from .asgi import Request, Response, Route, Stream, asgi_app
 from .data import RunView, Source, file_tree
+from .grading import HumanRow, human_verdicts_csv
 from .judges import disagreements
 from .live import events
 from .pages import render_page, report_css, static
@@ -232,6 +233,22 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         body = json.dumps(validity.rows(p, req.match["campaign"]), allow_nan=False, default=str)
         return Response(body.encode(), "application/json")
 
+    async def human_csv(req: Request) -> Response:
+        cid = req.match["campaign"]
+        p = await source.projections()
+        if not _known(p.state, cid):
+            return _missing(f"campaign {cid}")
+        rows = []
+        for run_id in sorted({v.run_id for v in p.state.human_verdicts.values() if v.campaign_id == cid}):
+            view = await source.run(run_id)  # the note is in the event, not the fold
+            for e in view.history.verdicts.values() if view else ():
+                if e.judge_kind == "human":
+                    rows.append(HumanRow(e.judge_id, run_id, e.task_id or "",
+                                         {k: s.score for k, s in e.scores.items()}, e.rationale))  # fmt: skip
+        name = f"attachment; filename=human-verdicts-{cid}.csv"
+        return Response(human_verdicts_csv(rows), "text/csv; charset=utf-8",
+                        headers=(("content-disposition", name),))  # fmt: skip
+
     async def live(req: Request) -> Response | Stream:
         run_id, cid = req.query.get("run", "*"), req.query.get("campaign", "*")
         start = req.query.get("from", "1")
@@ -261,6 +278,7 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         (f"/campaign/(?P<campaign>{_ID})/report", full_report),
         (f"/campaign/(?P<campaign>{_ID})/judges", judges),
         (f"/campaign/(?P<campaign>{_ID})/validity.json", human_validity),
+        (f"/campaign/(?P<campaign>{_ID})/human-verdicts.csv", human_csv),
         (f"/campaign/(?P<campaign>{_ID})/task/(?P<task>{_ID})", task),
         (f"/run/(?P<run>{_ID})", run), (f"/run/(?P<run>{_ID})/file", sealed_file),
         ("/compare", compare), ("/live", live), ("/blob/(?P<sha>[0-9a-f]{64})", blob), *assets,

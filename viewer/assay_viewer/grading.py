@@ -38,13 +38,16 @@ __all__ = [
     "MAX_IMPORT_ROWS",
     "MAX_NOTE_CHARS",
     "Grade",
+    "HumanRow",
     "GradeProblem",
     "Outcome",
     "grade_problem",
     "human_verdict",
+    "human_verdicts_csv",
     "outcomes",
     "parse_grades",
     "publish_verdicts",
+    "spreadsheet_cell",
 ]
 
 MAX_IMPORT_BYTES = 2 * 1024 * 1024
@@ -220,3 +223,36 @@ def outcomes(p: Projections, sequences: Sequence[int]) -> list[Outcome]:
         refused = p.state.refused.get(seq)
         out.append(Outcome(seq, refused is None, refused.reason if refused else ""))
     return out
+
+
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a cell as a formula (OWASP, "CSV Injection")."""
+
+
+def spreadsheet_cell(text: str) -> str:
+    """`text` as a cell no spreadsheet runs: one leading formula character is made text
+    by a `'` before it (OWASP's advice); the stored note stays as the reviewer wrote it."""
+    return "'" + text if text.startswith(FORMULA_LEADS) else text
+
+
+class HumanRow(NamedTuple):
+    """One reviewer's verdict on one run, as the export writes it."""
+
+    reviewer: str
+    run_id: str
+    task_id: str
+    scores: dict[str, int]
+    note: str
+
+
+def human_verdicts_csv(rows: Sequence[HumanRow]) -> bytes:
+    """Human verdicts as CSV: reviewer, run, task, one column per dimension, the note.
+    Every text cell is neutralised (`spreadsheet_cell`); the scores are integers."""
+    dims = sorted({d for r in rows for d in r.scores})
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n")
+    writer.writerow(["reviewer", "run_id", "task_id", *dims, "note"])
+    for r in rows:
+        text = [spreadsheet_cell(v) for v in (r.reviewer, r.run_id, r.task_id)]
+        writer.writerow([*text, *(r.scores.get(d, "") for d in dims), spreadsheet_cell(r.note)])
+    return out.getvalue().encode()
