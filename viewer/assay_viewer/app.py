@@ -27,7 +27,7 @@ from .live import events
 from .pages import render_page, report_css, static
 from .previews import blob_headers, preview_file, pygments_css
 from .review import ReviewDesk, ValidityTable, review_routes
-from .runs import Facets, RunQuery, facets, select
+from .runs import MAX_COMPARED, Facets, RunQuery, compared_runs, control_label, facets, select
 from .search import terms
 from .timeline import timeline
 from .transcript import transcript
@@ -114,6 +114,7 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         hits = source.snippets(query.q, found, chosen.rows) if found is not None else None
         return _page("campaign.html.j2", campaign=cid, head=heads[key].html, sections=[],
                      facets=heads[key].facets, q=query, notes=notes, sel=chosen, hits=hits,
+                     max_compared=MAX_COMPARED,
                      sequence=p.state.last_sequence)  # fmt: skip
 
     async def full_report(req: Request) -> Response:
@@ -154,7 +155,8 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
             for c in (spec.reference_checks if spec is not None else [])
         ]  # fmt: skip
         return _page("task.html.j2", campaign=cid, task_id=tid, task=spec, runs=runs, rubric=rubric,
-                     given_checks=given,
+                     given_checks=given, max_compared=MAX_COMPARED,
+                     controls={r.run_id: control_label(p.state, r.run_id) for r in runs},
                      scores=source.run_scores(p, cid), checks=checks, tags=tags,
                      anchor=first.audit.contribution.anchor if first else 8,
                      sequence=p.state.last_sequence)  # fmt: skip
@@ -164,7 +166,8 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         if view is None:
             return _missing(f"run {req.match['run']}")
         seal = view.seal
-        return _page("run.html.j2", v=view, a=view.audit, steps=transcript(view.history.steps),
+        control = control_label((await source.projections()).state, view.audit.run_id)
+        return _page("run.html.j2", v=view, a=view.audit, control=control, steps=transcript(view.history.steps),
                      title=_title(view), spans=timeline(view.audit.chain, view.history.steps),
                      tree=file_tree(list(seal.files)) if seal else [],
                      sequence=view.audit.chain[-1].sequence)  # fmt: skip
@@ -205,13 +208,18 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         return Response(data, content_type, headers=headers)
 
     async def compare(req: Request) -> Response:
-        ids = [req.query.get("a", ""), req.query.get("b", "")]
-        views = [await source.run(i) if re.fullmatch(_ID, i) else None for i in ids]
-        if any(v is None for v in views):
-            return _missing("both runs to compare (?a=RUN&b=RUN)")
+        chosen = compared_runs(req.params)
+        if isinstance(chosen, str):
+            return _page("message.html.j2", status=400, title="Nothing to compare", message=chosen)
+        views = [await source.run(i) for i in chosen]
+        unknown = [i for i, v in zip(chosen, views, strict=True) if v is None]
+        if unknown:
+            return _missing(f"run(s) {', '.join(unknown)} to compare")
+        p = await source.projections()
         return _page(
             "compare.html.j2",
             views=views,
+            controls={i: control_label(p.state, i) for i in chosen},
             transcripts=[transcript(v.history.steps) for v in views if v is not None],
         )
 
@@ -239,7 +247,9 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         if not _known(p.state, cid):
             return _missing(f"campaign {cid}")
         rows = []
-        for run_id in sorted({v.run_id for v in p.state.human_verdicts.values() if v.campaign_id == cid}):
+        for run_id in sorted(
+            {v.run_id for v in p.state.human_verdicts.values() if v.campaign_id == cid}
+        ):
             view = await source.run(run_id)  # the note is in the event, not the fold
             for e in view.history.verdicts.values() if view else ():
                 if e.judge_kind == "human":
