@@ -5,6 +5,7 @@ mode; a web source a judge opened named as one."""
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
@@ -188,6 +189,8 @@ async def test_a_control_run_is_labelled_with_its_variant(
     await async_api.expect(row.locator("span.control")).to_have_text(
         "control: altered_numbers, expected to fail"
     )
+    # Scored as judge validity scores it (the jury's mean), though no figure counts it.
+    await async_api.expect(row.locator("td.num").nth(1)).to_have_text(re.compile(r"^\d+(\.\d+)?$"))
     agents = p.locator("table.runs tr[data-run] span.control")
     await async_api.expect(agents).to_have_count(1)  # no agent's run is called a control
     await _at(p, width, f"/run/{CONTROL}")

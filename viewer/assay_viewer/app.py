@@ -157,7 +157,7 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         return _page("task.html.j2", campaign=cid, task_id=tid, task=spec, runs=runs, rubric=rubric,
                      given_checks=given, max_compared=MAX_COMPARED,
                      controls={r.run_id: control_label(p.state, r.run_id) for r in runs},
-                     scores=source.run_scores(p, cid), checks=checks, tags=tags,
+                     scores={r.run_id: r.score for r in source.rows(p, cid)}, checks=checks, tags=tags,
                      anchor=first.audit.contribution.anchor if first else 8,
                      sequence=p.state.last_sequence)  # fmt: skip
 

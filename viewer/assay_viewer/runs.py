@@ -54,7 +54,8 @@ class RunRow(NamedTuple):
     domain: str
     state: str
     score: float | None
-    """Run score as the statistics define it (None when unscored)."""
+    """Run score as the statistics define it (None when unscored); for a control, which
+    the statistics leave out, its LLM judges' mean."""
     spread: float | None
     """Widest gap between two LLM judges' mean scores (None with fewer than two)."""
     judge_means: dict[str, float]
@@ -196,7 +197,12 @@ def run_rows(p: Projections, campaign: str, scores: Mapping[str, float]) -> list
     for r in runs:
         means = {j: s / n for j, (s, n) in sorted(sums.get(r.run_id, {}).items())}
         task = state.tasks.get(f"{campaign}/{r.task_id}")
+        control = control_label(state, r.run_id)
         score = scores.get(r.run_id)
+        if control and score is None and means:
+            # The statistics leave controls out of every figure; their row shows the
+            # jury's mean, as judge validity measures it.
+            score = sum(means.values()) / len(means)
         rows.append(RunRow(
             run_id=r.run_id, task_id=r.task_id, agent_id=r.agent_id, epoch=r.epoch,
             domain=task.domain if task else "", state=_state(r), score=score,
@@ -207,7 +213,7 @@ def run_rows(p: Projections, campaign: str, scores: Mapping[str, float]) -> list
             refused=r.run_id in refused,
             retried=r.attempt > 0
             or (r.infrastructure_failure and slots[(r.task_id, r.agent_id, r.epoch)] > 1),
-            control=control_label(state, r.run_id),
+            control=control,
         ))  # fmt: skip
     rows.sort(key=lambda x: (x.task_id, x.agent_id, x.epoch, x.run_id))
     return rows
