@@ -19,6 +19,7 @@ from assay_schemas import (
     Event,
     Producer,
     RunRequested,
+    TaskSubmitted,
 )
 from assay_testing.synthetic_log import publish_events
 from assay_viewer.pages import view_environment
@@ -218,3 +219,23 @@ def test_a_web_source_a_judge_opened_is_named_as_one() -> None:
         .render(a=audit)
     )
     assert "opened but not sealed: ghost.txt; web sources opened: web-source:1 " in html
+
+
+async def test_an_ampersand_in_what_the_judges_were_given_is_escaped_once(
+    client: httpx.AsyncClient, bus: Bus, hostile: Published
+) -> None:
+    # The viewer escapes a task's text once; `&amp;` in a judge's own prompt is the judge
+    # service's delimiting (assay_judge.delimit), not something this page adds.
+    request = next(e for e in hostile.events if isinstance(e, RunRequested))
+    task = request.task.model_copy(update={
+        "task_id": "amp-task", "prompt": "Compare R&D spend & output",
+        "judge": request.task.judge.model_copy(update={"system_prompt": "Check Q&A pairs"}),
+    })  # fmt: skip
+    submitted = TaskSubmitted(event_id="amp-task-submitted", campaign_id=request.campaign_id,
+                              task_id="amp-task", task=task, producer=request.producer)  # fmt: skip
+    run = request.model_copy(update={"event_id": "amp-run", "run_id": "amp-run",
+                                     "task_id": "amp-task", "task": task})  # fmt: skip
+    await publish_events(bus.js, bus.subjects, bus.stream.name, [submitted, run])
+    html = (await client.get("/campaign/camp/task/amp-task")).text
+    assert "Compare R&amp;D spend &amp; output" in html and "Check Q&amp;A pairs" in html
+    assert "&amp;amp;" not in html
