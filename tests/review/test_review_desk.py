@@ -16,8 +16,8 @@ import pytest
 from assay.bus import Bus
 from assay.config import Settings
 from assay_viewer import Source, create_app
-from assay_viewer.grading import spreadsheet_cell
-from assay_viewer.review import ReviewDesk, ReviewerNotEnrolled
+from assay_viewer.grading import ReviewerNotEnrolled, spreadsheet_cell
+from assay_viewer.review import ReviewDesk
 from tests.view.test_playwright import WIDTHS, browser  # noqa: F401  (fixture)
 
 from .conftest import Signed, enroll, projections, rubric_scores, serve

@@ -24,6 +24,7 @@ from assay_aggregator.admission import rubric_keys
 from assay_report.projections import Projections
 from assay_schemas import (
     HUMAN_SAMPLE,
+    ConfigError,
     DimensionScore,
     Identifier,
     JudgmentRecorded,
@@ -41,12 +42,14 @@ __all__ = [
     "GradeProblem",
     "HumanRow",
     "Outcome",
+    "ReviewerNotEnrolled",
     "grade_problem",
     "human_verdict",
     "human_verdicts_csv",
     "outcomes",
     "parse_grades",
     "publish_verdicts",
+    "require_enrolled",
     "spreadsheet_cell",
 ]
 
@@ -199,11 +202,28 @@ def human_verdict(p: Projections, reviewer: str, grade: Grade, *, service: str) 
     )  # fmt: skip
 
 
+class ReviewerNotEnrolled(ConfigError):
+    """A reviewer whose key this home never enrolled: refused before anything is read."""
+
+
+def require_enrolled(settings: Settings, reviewer: str) -> None:
+    """Refuse `reviewer` (a judge id) without an enrolled key in this home, naming the
+    command that enrols one here: a desk or an import rarely runs on the default home.
+    A key that is there but broken is `signer_for`'s own ConfigError, later."""
+    keys = settings.home / "keys"
+    if not all((keys / f"{reviewer}{suffix}").exists() for suffix in (".seed", ".enrollment")):
+        raise ReviewerNotEnrolled(
+            f"reviewer {reviewer.removeprefix('reviewer-')!r} has no enrolled key in {keys}: "
+            f"the operator enrolls it with `assay keys enroll {reviewer} --home {settings.home}`"
+        )
+
+
 async def publish_verdicts(settings: Settings, reviewer: str, events: Sequence[JudgmentRecorded]) -> list[int]:  # fmt: skip
     """Publish `events` signed with `reviewer`'s enrolled key (a `ConfigError` when it has
     none); return their stream sequences. The viewer's contract says what it may publish,
     and as whom: the reviewer, never the aggregator."""
     check_publishes(events)
+    require_enrolled(settings, reviewer)
     async with Bus(settings, service=reviewer_signer(reviewer)) as bus:
         return [(await bus.publish(e)).sequence for e in events]
 

@@ -39,11 +39,19 @@ from assay_report.review import (
     review_queue,
 )
 from assay_report.statistics import AnalysisSettings, validity_warnings
-from assay_schemas import ID_PATTERN, ConfigError, FileRef, Rubric, Task, default_rubric
+from assay_schemas import ID_PATTERN, FileRef, Rubric, Task, default_rubric
 
 from .asgi import Request, Response, Route
 from .data import Source, file_tree
-from .grading import Grade, grade_problem, human_verdict, outcomes, publish_verdicts
+from .grading import (
+    Grade,
+    ReviewerNotEnrolled,
+    grade_problem,
+    human_verdict,
+    outcomes,
+    publish_verdicts,
+    require_enrolled,
+)
 from .pages import render_page
 from .previews import blob_headers, preview_file
 
@@ -51,10 +59,6 @@ __all__ = ["ReviewDesk", "ReviewerNotEnrolled", "ValidityTable", "review_routes"
 
 _ID = ID_PATTERN.strip("^$")
 _TOKEN = "[0-9a-f]{32}"
-
-
-class ReviewerNotEnrolled(ConfigError):
-    """A review desk opened for a reviewer whose key this home never enrolled."""
 
 
 @dataclass
@@ -71,15 +75,8 @@ class ReviewDesk:
     """The deployment's `REVIEW_KEY` (read from the home's keys when left empty)."""
 
     def __post_init__(self) -> None:
-        # Refuse to start for a reviewer without an enrolled key, saying how to enrol it
-        # in this very home (a desk rarely runs on the default `.assay`); a key that is
-        # there but broken is signer_for's ConfigError.
-        keys = self.settings.home / "keys"
-        if not all((keys / f"{self.judge_id}{s}").exists() for s in (".seed", ".enrollment")):
-            raise ReviewerNotEnrolled(
-                f"reviewer {self.name!r} has no enrolled key in {keys}: the operator enrolls "
-                f"it with `assay keys enroll {self.judge_id} --home {self.settings.home}`"
-            )
+        # Refuse to start for a reviewer without an enrolled key (saying how to enrol it).
+        require_enrolled(self.settings, self.judge_id)
         signer_for(self.settings, self.judge_id)
         if not self.queue_key:
             self.queue_key = deployment_secret(self.settings, REVIEW_KEY)
