@@ -100,6 +100,7 @@ async def test_unenrolled_and_foreign_reviewers_publish_nothing_that_counts(
     line = json.dumps({"run_id": signed.sealed[0], "scores": rubric_scores(p, 6)})
     nobody = await _import(settings, tmp_path, "g.jsonl", line, reviewer="nobody")
     assert nobody.returncode == 2 and "assay keys enroll reviewer-nobody" in nobody.stderr
+    assert f"reviewer-nobody --home {settings.home}`" in "".join(nobody.stderr.split("\n"))
     foreign_reviewer(settings, tmp_path, "mallory")
     foreign = await _import(settings, tmp_path, "g.jsonl", line, reviewer="mallory")
     assert foreign.returncode == 1, foreign.stdout + foreign.stderr
@@ -153,6 +154,7 @@ async def test_view_review_needs_an_enrolled_reviewer(
     )
     assert nobody.returncode == 2, nobody.stdout + nobody.stderr
     assert "assay keys enroll reviewer-nobody" in nobody.stderr
+    assert f"reviewer-nobody --home {settings.home}`" in "".join(nobody.stderr.split("\n"))
     enrolled = await asyncio.to_thread(
         run_cli, ["keys", "enroll", "reviewer-carol"], settings, tmp_path
     )

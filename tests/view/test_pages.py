@@ -11,7 +11,7 @@ from assay_schemas import AgentStepLogged
 from assay_testing.synthetic_log import publish_events
 from assay_viewer.asgi import CSP
 
-from .conftest import HOSTILE, REPAIRED_SAMPLE, SCRIPT, Published
+from .conftest import DISPUTED, HOSTILE, REPAIRED_SAMPLE, SCRIPT, Published
 
 
 def _links(html: str, prefix: str) -> list[str]:
@@ -116,8 +116,9 @@ async def test_repairs_and_raw_judge_output_are_escaped_text_with_a_link_to_the_
         got = await client.get(url)
         assert got.status_code == 200 and SCRIPT in got.text
         assert got.headers["content-security-policy"] == "default-src 'none'; sandbox"
-    compare = (await client.get(f"/compare?a={HOSTILE}&b={HOSTILE}")).text
-    assert compare.count("repaired: 3 attempts") == 2
+    # Side by side with another run, the repairs show in the hostile run's card.
+    compare = (await client.get(f"/compare?run={DISPUTED}&run={HOSTILE}")).text
+    assert compare.count("repaired: 3 attempts") == 1
 
 
 async def test_the_campaign_page_is_drawn_once_per_log_version(

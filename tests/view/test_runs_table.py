@@ -193,9 +193,11 @@ async def test_the_task_page_shows_what_agent_and_judges_were_given(
                  "Rubric (the campaign's)", "scientific_accuracy", "pass threshold",
                  "Reference checks", "number_near", "estimate"):  # fmt: skip
         assert text in html, text
-    compare = re.search(r'class="compare" href="([^"]+)"', html)
-    assert compare is not None
-    back = (await client.get(compare.group(1).replace("&amp;", "&"))).text
+    # Its runs tick into one compare form (GET /compare?run=A&run=B…).
+    assert '<form class="compare" id="compare" method="get" action="/compare">' in html
+    ticked = re.findall(r'name="run" value="([^"]+)" form="compare"', html)
+    assert len(ticked) >= 2
+    back = (await client.get("/compare", params=[("run", r) for r in ticked[-2:]])).text
     assert 'href="/campaign/camp/task/task_0000"' in back
 
 

@@ -21,12 +21,13 @@ from assay_schemas import ID_PATTERN, AssayError, BlobNotFound, Rubric, StoreErr
 
 from .asgi import Request, Response, Route, Stream, asgi_app
 from .data import RunView, Source, file_tree
+from .grading import HumanRow, human_verdicts_csv
 from .judges import disagreements
 from .live import events
 from .pages import render_page, report_css, static
 from .previews import blob_headers, preview_file, pygments_css
 from .review import ReviewDesk, ValidityTable, review_routes
-from .runs import Facets, RunQuery, facets, select
+from .runs import MAX_COMPARED, Facets, RunQuery, compared_runs, control_label, facets, select
 from .search import terms
 from .timeline import timeline
 from .transcript import transcript
@@ -113,6 +114,7 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         hits = source.snippets(query.q, found, chosen.rows) if found is not None else None
         return _page("campaign.html.j2", campaign=cid, head=heads[key].html, sections=[],
                      facets=heads[key].facets, q=query, notes=notes, sel=chosen, hits=hits,
+                     max_compared=MAX_COMPARED,
                      sequence=p.state.last_sequence)  # fmt: skip
 
     async def full_report(req: Request) -> Response:
@@ -153,8 +155,9 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
             for c in (spec.reference_checks if spec is not None else [])
         ]  # fmt: skip
         return _page("task.html.j2", campaign=cid, task_id=tid, task=spec, runs=runs, rubric=rubric,
-                     given_checks=given,
-                     scores=source.run_scores(p, cid), checks=checks, tags=tags,
+                     given_checks=given, max_compared=MAX_COMPARED,
+                     controls={r.run_id: control_label(p.state, r.run_id) for r in runs},
+                     scores={r.run_id: r.score for r in source.rows(p, cid)}, checks=checks, tags=tags,
                      anchor=first.audit.contribution.anchor if first else 8,
                      sequence=p.state.last_sequence)  # fmt: skip
 
@@ -163,7 +166,8 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         if view is None:
             return _missing(f"run {req.match['run']}")
         seal = view.seal
-        return _page("run.html.j2", v=view, a=view.audit, steps=transcript(view.history.steps),
+        control = control_label((await source.projections()).state, view.audit.run_id)
+        return _page("run.html.j2", v=view, a=view.audit, control=control, steps=transcript(view.history.steps),
                      title=_title(view), spans=timeline(view.audit.chain, view.history.steps),
                      tree=file_tree(list(seal.files)) if seal else [],
                      sequence=view.audit.chain[-1].sequence)  # fmt: skip
@@ -204,13 +208,18 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         return Response(data, content_type, headers=headers)
 
     async def compare(req: Request) -> Response:
-        ids = [req.query.get("a", ""), req.query.get("b", "")]
-        views = [await source.run(i) if re.fullmatch(_ID, i) else None for i in ids]
-        if any(v is None for v in views):
-            return _missing("both runs to compare (?a=RUN&b=RUN)")
+        chosen = compared_runs(req.params)
+        if isinstance(chosen, str):
+            return _page("message.html.j2", status=400, title="Nothing to compare", message=chosen)
+        views = [await source.run(i) for i in chosen]
+        unknown = [i for i, v in zip(chosen, views, strict=True) if v is None]
+        if unknown:
+            return _missing(f"run(s) {', '.join(unknown)} to compare")
+        p = await source.projections()
         return _page(
             "compare.html.j2",
             views=views,
+            controls={i: control_label(p.state, i) for i in chosen},
             transcripts=[transcript(v.history.steps) for v in views if v is not None],
         )
 
@@ -231,6 +240,24 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         p = await source.projections()
         body = json.dumps(validity.rows(p, req.match["campaign"]), allow_nan=False, default=str)
         return Response(body.encode(), "application/json")
+
+    async def human_csv(req: Request) -> Response:
+        cid = req.match["campaign"]
+        p = await source.projections()
+        if not _known(p.state, cid):
+            return _missing(f"campaign {cid}")
+        rows = []
+        for run_id in sorted(
+            {v.run_id for v in p.state.human_verdicts.values() if v.campaign_id == cid}
+        ):
+            view = await source.run(run_id)  # the note is in the event, not the fold
+            for e in view.history.verdicts.values() if view else ():
+                if e.judge_kind == "human":
+                    rows.append(HumanRow(e.judge_id, run_id, e.task_id or "",
+                                         {k: s.score for k, s in e.scores.items()}, e.rationale))  # fmt: skip
+        name = f"attachment; filename=human-verdicts-{cid}.csv"
+        return Response(human_verdicts_csv(rows), "text/csv; charset=utf-8",
+                        headers=(("content-disposition", name),))  # fmt: skip
 
     async def live(req: Request) -> Response | Stream:
         run_id, cid = req.query.get("run", "*"), req.query.get("campaign", "*")
@@ -261,6 +288,7 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         (f"/campaign/(?P<campaign>{_ID})/report", full_report),
         (f"/campaign/(?P<campaign>{_ID})/judges", judges),
         (f"/campaign/(?P<campaign>{_ID})/validity.json", human_validity),
+        (f"/campaign/(?P<campaign>{_ID})/human-verdicts.csv", human_csv),
         (f"/campaign/(?P<campaign>{_ID})/task/(?P<task>{_ID})", task),
         (f"/run/(?P<run>{_ID})", run), (f"/run/(?P<run>{_ID})/file", sealed_file),
         ("/compare", compare), ("/live", live), ("/blob/(?P<sha>[0-9a-f]{64})", blob), *assets,

@@ -51,6 +51,8 @@ class Request(NamedTuple):
     query: dict[str, str]
     method: str = "GET"
     form: dict[str, str] = {}  # noqa: RUF012  (a NamedTuple default, never mutated)
+    params: tuple[tuple[str, str], ...] = ()
+    """Every query parameter in order, repeats kept (`query` keeps a name's last value)."""
 
 
 class Response(NamedTuple):
@@ -177,7 +179,8 @@ def asgi_app(
         path: str = scope["path"]
         if not path.startswith("/"):  # absolute-form, its host checked above
             path = urlsplit(path).path or "/"
-        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        params = tuple(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        query = dict(params)
         for route in routes:
             if m := route.pattern.fullmatch(path):
                 form: dict[str, str] = {}
@@ -192,7 +195,9 @@ def asgi_app(
                     except RequestRefused as e:
                         await _send_whole(send, Response(f"{e}\n".encode(), "text/plain", e.status))
                         return
-                result = await route.handler(Request(path, m.groupdict(), query, method, form))
+                result = await route.handler(
+                    Request(path, m.groupdict(), query, method, form, params)
+                )
                 if isinstance(result, Stream):
                     await _send_stream(send, receive, result)
                 else:

@@ -24,6 +24,7 @@ from assay_aggregator.admission import rubric_keys
 from assay_report.projections import Projections
 from assay_schemas import (
     HUMAN_SAMPLE,
+    ConfigError,
     DimensionScore,
     Identifier,
     JudgmentRecorded,
@@ -39,12 +40,17 @@ __all__ = [
     "MAX_NOTE_CHARS",
     "Grade",
     "GradeProblem",
+    "HumanRow",
     "Outcome",
+    "ReviewerNotEnrolled",
     "grade_problem",
     "human_verdict",
+    "human_verdicts_csv",
     "outcomes",
     "parse_grades",
     "publish_verdicts",
+    "require_enrolled",
+    "spreadsheet_cell",
 ]
 
 MAX_IMPORT_BYTES = 2 * 1024 * 1024
@@ -196,11 +202,28 @@ def human_verdict(p: Projections, reviewer: str, grade: Grade, *, service: str) 
     )  # fmt: skip
 
 
+class ReviewerNotEnrolled(ConfigError):
+    """A reviewer whose key this home never enrolled: refused before anything is read."""
+
+
+def require_enrolled(settings: Settings, reviewer: str) -> None:
+    """Refuse `reviewer` (a judge id) without an enrolled key in this home, naming the
+    command that enrols one here: a desk or an import rarely runs on the default home.
+    A key that is there but broken is `signer_for`'s own ConfigError, later."""
+    keys = settings.home / "keys"
+    if not all((keys / f"{reviewer}{suffix}").exists() for suffix in (".seed", ".enrollment")):
+        raise ReviewerNotEnrolled(
+            f"reviewer {reviewer.removeprefix('reviewer-')!r} has no enrolled key in {keys}: "
+            f"the operator enrolls it with `assay keys enroll {reviewer} --home {settings.home}`"
+        )
+
+
 async def publish_verdicts(settings: Settings, reviewer: str, events: Sequence[JudgmentRecorded]) -> list[int]:  # fmt: skip
     """Publish `events` signed with `reviewer`'s enrolled key (a `ConfigError` when it has
     none); return their stream sequences. The viewer's contract says what it may publish,
     and as whom: the reviewer, never the aggregator."""
     check_publishes(events)
+    require_enrolled(settings, reviewer)
     async with Bus(settings, service=reviewer_signer(reviewer)) as bus:
         return [(await bus.publish(e)).sequence for e in events]
 
@@ -220,3 +243,36 @@ def outcomes(p: Projections, sequences: Sequence[int]) -> list[Outcome]:
         refused = p.state.refused.get(seq)
         out.append(Outcome(seq, refused is None, refused.reason if refused else ""))
     return out
+
+
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a cell as a formula (OWASP, "CSV Injection")."""
+
+
+def spreadsheet_cell(text: str) -> str:
+    """`text` as a cell no spreadsheet runs: one leading formula character is made text
+    by a `'` before it (OWASP's advice); the stored note stays as the reviewer wrote it."""
+    return "'" + text if text.startswith(FORMULA_LEADS) else text
+
+
+class HumanRow(NamedTuple):
+    """One reviewer's verdict on one run, as the export writes it."""
+
+    reviewer: str
+    run_id: str
+    task_id: str
+    scores: dict[str, int]
+    note: str
+
+
+def human_verdicts_csv(rows: Sequence[HumanRow]) -> bytes:
+    """Human verdicts as CSV: reviewer, run, task, one column per dimension, the note.
+    Every text cell is neutralised (`spreadsheet_cell`); the scores are integers."""
+    dims = sorted({d for r in rows for d in r.scores})
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n")
+    writer.writerow(["reviewer", "run_id", "task_id", *dims, "note"])
+    for r in rows:
+        text = [spreadsheet_cell(v) for v in (r.reviewer, r.run_id, r.task_id)]
+        writer.writerow([*text, *(r.scores.get(d, "") for d in dims), spreadsheet_cell(r.note)])
+    return out.getvalue().encode()

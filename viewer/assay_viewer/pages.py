@@ -10,15 +10,27 @@ import jinja2
 
 from assay_report.pages import environment
 
-__all__ = ["VIEWER", "render_page", "report_css", "static", "view_environment"]
+__all__ = ["VIEWER", "WEB_SOURCE", "render_page", "report_css", "static", "view_environment"]
 
 VIEWER = "assay_viewer"
 """The package whose `templates/` folder holds the viewer's pages."""
 
 
+WEB_SOURCE = "web-source:"
+"""How a judge names a web answer the agent received when it opens one (`web-source:3`,
+`assay_judge.files.SOURCE_PREFIX`): in a verdict's opened files, never a sealed file."""
+
+
+def _web_source(name: object) -> bool:
+    return str(name).startswith(WEB_SOURCE)
+
+
 def view_environment() -> jinja2.Environment:
-    """The report's environment with the viewer's templates searched first."""
-    return environment(VIEWER)
+    """The report's environment with the viewer's templates searched first, and the
+    viewer's own tests (`web_source`)."""
+    env = environment(VIEWER)
+    env.tests["web_source"] = _web_source
+    return env
 
 
 def render_page(template: str, **context: Any) -> str:

@@ -43,11 +43,19 @@ from assay_schemas import ID_PATTERN, FileRef, Rubric, Task, default_rubric
 
 from .asgi import Request, Response, Route
 from .data import Source, file_tree
-from .grading import Grade, grade_problem, human_verdict, outcomes, publish_verdicts
+from .grading import (
+    Grade,
+    ReviewerNotEnrolled,
+    grade_problem,
+    human_verdict,
+    outcomes,
+    publish_verdicts,
+    require_enrolled,
+)
 from .pages import render_page
 from .previews import blob_headers, preview_file
 
-__all__ = ["ReviewDesk", "ValidityTable", "review_routes"]
+__all__ = ["ReviewDesk", "ReviewerNotEnrolled", "ValidityTable", "review_routes"]
 
 _ID = ID_PATTERN.strip("^$")
 _TOKEN = "[0-9a-f]{32}"
@@ -67,7 +75,8 @@ class ReviewDesk:
     """The deployment's `REVIEW_KEY` (read from the home's keys when left empty)."""
 
     def __post_init__(self) -> None:
-        # Refuse to start for a reviewer without an enrolled key (ConfigError says how).
+        # Refuse to start for a reviewer without an enrolled key (saying how to enrol it).
+        require_enrolled(self.settings, self.judge_id)
         signer_for(self.settings, self.judge_id)
         if not self.queue_key:
             self.queue_key = deployment_secret(self.settings, REVIEW_KEY)
@@ -144,6 +153,10 @@ def _rubric(p: Projections, campaign: str, task: Task | None) -> Rubric:
 def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
     """The review viewer's pages."""
 
+    def page(template: str, status: int = 200, **context: Any) -> Response:
+        # Every page's header names who grades, the outcome pages' included.
+        return _page(template, status, reviewer=desk.judge_id, **context)
+
     def queue_of(p: Projections, campaign: str) -> list[ReviewItem]:
         return review_queue(p, campaign, desk.judge_id, key=desk.queue_key, stratum=desk.stratum)
 
@@ -156,17 +169,17 @@ def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
     async def index(req: Request) -> Response:
         p = await source.projections()
         campaigns = [(c, len(queue_of(p, c))) for c in sorted(p.state.campaigns)]
-        return _page("review_index.html.j2", reviewer=desk.judge_id, campaigns=campaigns)
+        return page("review_index.html.j2", campaigns=campaigns)
 
     async def queue(req: Request) -> Response:
         cid = req.match["campaign"]
         p = await source.projections()
         if cid not in p.state.campaigns:
-            return _page("review_message.html.j2", 404, title="Unknown campaign", message=cid)
+            return page("review_message.html.j2", 404, title="Unknown campaign", message=cid)
         items = [(i.position, desk.token(i.run_id), i.task_id) for i in queue_of(p, cid)]
         graded = sum(v.judge_id == desk.judge_id and v.campaign_id == cid
                      for v in p.state.human_verdicts.values())  # fmt: skip
-        return _page("review_queue.html.j2", reviewer=desk.judge_id, campaign=cid,
+        return page("review_queue.html.j2", campaign=cid,
                      items=items, graded=graded)  # fmt: skip
 
     async def grade_page(req: Request) -> Response:
@@ -175,13 +188,13 @@ def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
         run_id = find(p, cid, token)
         view = await source.run(run_id) if run_id else None
         if run_id is None or view is None:
-            return _page("review_message.html.j2", 404, title="Not in the queue", message=token)
+            return page("review_message.html.j2", 404, title="Not in the queue", message=token)
         if req.method == "POST":
             return await submit(req, p, cid, run_id)
         task = view.history.task
         seal = view.seal
-        return _page(
-            "review_run.html.j2", reviewer=desk.judge_id, campaign=cid, token=token,
+        return page(
+            "review_run.html.j2", campaign=cid, token=token,
             csrf=desk.csrf(run_id), task=task, rubric=_rubric(p, cid, task),
             steps=view.history.steps, final=seal.final_message if seal else "",
             tree=file_tree(list(seal.files)) if seal else [],
@@ -189,7 +202,7 @@ def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
 
     async def submit(req: Request, p: Projections, cid: str, run_id: str) -> Response:
         if not hmac.compare_digest(req.form.get("csrf", ""), desk.csrf(run_id)):
-            return _page("review_message.html.j2", 403, title="Refused",
+            return page("review_message.html.j2", 403, title="Refused",
                          message="the form's CSRF token is missing or wrong: reload the page")  # fmt: skip
         scores: dict[str, object] = {}
         for key, value in req.form.items():
@@ -202,18 +215,21 @@ def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
         except ValidationError as e:
             first = e.errors()[0]
             why = f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}"
-            return _page("review_message.html.j2", 400, title="Refused", message=why)
+            return page("review_message.html.j2", 400, title="Refused", message=why)
         problem = grade_problem(p, desk.judge_id, grade)
         if problem is not None:
-            return _page("review_message.html.j2", 400, title="Refused", message=problem)
+            return page("review_message.html.j2", 400, title="Refused", message=problem)
         event = human_verdict(p, desk.judge_id, grade, service=desk.judge_id)
         sequences = await publish_verdicts(desk.settings, desk.judge_id, [event])
         said = outcomes(await source.projections(), sequences)[0]
         if not said.counted:
-            return _page("review_message.html.j2", 409, title="Refused by the log",
+            return page("review_message.html.j2", 409, title="Refused by the log",
                          message=said.reason, campaign=cid)  # fmt: skip
-        return _page("review_message.html.j2", title="Verdict recorded", campaign=cid,
-                     message=f"signed by {desk.judge_id}, logged at sequence {said.sequence}")  # fmt: skip
+        left = queue_of(await source.projections(), cid)
+        after = desk.token(left[0].run_id) if left else None
+        return page("review_message.html.j2", title="Verdict recorded", campaign=cid,
+                    message=f"signed by {desk.judge_id}, logged at sequence {said.sequence}",
+                    next_token=after)  # fmt: skip
 
     async def own_file(req: Request) -> tuple[FileRef, bytes] | Response:
         """The sealed file `?path=` of the run the page token names, and its bytes."""
@@ -228,11 +244,11 @@ def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
             else None
         )
         if ref is None:
-            return _page("review_message.html.j2", 404, title="No such file", message=path)
+            return page("review_message.html.j2", 404, title="No such file", message=path)
         try:
             data = await asyncio.to_thread(source.store.get_bytes, ref.sha256)
         except Exception as e:  # a missing or corrupt blob is shown, never raised
-            return _page("review_message.html.j2", 502, title="Unreadable", message=str(e))
+            return page("review_message.html.j2", 502, title="Unreadable", message=str(e))
         return ref, data
 
     async def sealed_file(req: Request) -> Response:
@@ -240,7 +256,7 @@ def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
         if isinstance(found, Response):
             return found
         ref, data = found
-        return _page("review_file.html.j2", campaign=req.match["campaign"],
+        return page("review_file.html.j2", campaign=req.match["campaign"],
                      token=req.match["token"], ref=ref,
                      shown=await preview_file(ref.path, data))  # fmt: skip
 

@@ -10,22 +10,38 @@ is dropped and named in `notes`, never an error page.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, NamedTuple
 from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from assay_report.projections import Projections
-from assay_report.state import RunRecord
-from assay_schemas import RULES_JUDGE_ID, run_state
+from assay_report.state import RunRecord, State
+from assay_schemas import ID_PATTERN, RULES_JUDGE_ID, run_state
 
-__all__ = ["PAGE_SIZE", "Facets", "RunQuery", "RunRow", "Selection", "facets", "run_rows", "select"]
+__all__ = [
+    "MAX_COMPARED",
+    "PAGE_SIZE",
+    "Facets",
+    "RunQuery",
+    "RunRow",
+    "Selection",
+    "compared_runs",
+    "control_label",
+    "facets",
+    "run_rows",
+    "select",
+]
 
 PAGE_SIZE = 100
 QUERY_CHARS = 200
 """Longest value of any one query parameter (a search, an agent id)."""
+MAX_COMPARED = 8
+"""Most runs one compare page draws side by side (each brings its whole transcript)."""
+_ID = re.compile(ID_PATTERN)
 
 
 class RunRow(NamedTuple):
@@ -38,7 +54,8 @@ class RunRow(NamedTuple):
     domain: str
     state: str
     score: float | None
-    """Run score as the statistics define it (None when unscored)."""
+    """Run score as the statistics define it (None when unscored); for a control, which
+    the statistics leave out, its LLM judges' mean."""
     spread: float | None
     """Widest gap between two LLM judges' mean scores (None with fewer than two)."""
     judge_means: dict[str, float]
@@ -54,6 +71,8 @@ class RunRow(NamedTuple):
     """Its submission was refused, or a message about it was."""
     retried: bool
     """A later attempt of an infrastructure-failed run, or such a run that has one."""
+    control: str = ""
+    """For a declared control run, what it is (`control_label`); '' for an agent's run."""
 
 
 Sort = Literal["task", "score", "spread", "cost", "steps", "latency"]
@@ -122,6 +141,36 @@ def _state(r: RunRecord) -> str:
     return state if state in ("failed", "sealed", "finished") else "running"
 
 
+def control_label(state: State, run_id: str) -> str:
+    """What a control run is, as the viewer labels it ("reference, expected to pass"), or
+    '' for an agent's run. Only the viewer's own pages say it: the review desk is blind."""
+    run = state.runs.get(run_id)
+    if run is None or not run.control_plan:
+        return ""
+    c = state.controls.get(run_id)
+    if c is None or c.plan_sha256 != run.control_plan:  # a retried attempt of the control
+        c = next((c for c in state.controls.values() if c.plan_sha256 == run.control_plan
+                  and (c.campaign_id, c.task_id) == (run.campaign_id, run.task_id)), None)  # fmt: skip
+    if c is None:
+        return ""
+    return f"{c.kind}, expected to {c.expected}"
+
+
+def compared_runs(params: Sequence[tuple[str, str]]) -> list[str] | str:
+    """The runs a compare URL names (`?run=A&run=B…`, or the older `?a=A&b=B`), in order,
+    each once; or why they cannot be compared."""
+    ids = [v for k, v in params if k == "run"] or [v for k, v in params if k in ("a", "b")]
+    chosen = list(dict.fromkeys(i.strip() for i in ids if i.strip()))
+    bad = next((i for i in chosen if not _ID.fullmatch(i)), None)
+    if bad is not None:
+        return f"{bad[:QUERY_CHARS]!r} is not a run id"
+    if len(chosen) < 2:
+        return "choose two or more runs in the runs table (their boxes), then Compare"
+    if len(chosen) > MAX_COMPARED:
+        return f"{len(chosen)} runs chosen: compare at most {MAX_COMPARED} at a time"
+    return chosen
+
+
 def run_rows(p: Projections, campaign: str, scores: Mapping[str, float]) -> list[RunRow]:
     """Every run of `campaign` as a table row, by task, agent, epoch."""
     state = p.state
@@ -148,7 +197,12 @@ def run_rows(p: Projections, campaign: str, scores: Mapping[str, float]) -> list
     for r in runs:
         means = {j: s / n for j, (s, n) in sorted(sums.get(r.run_id, {}).items())}
         task = state.tasks.get(f"{campaign}/{r.task_id}")
+        control = control_label(state, r.run_id)
         score = scores.get(r.run_id)
+        if control and score is None and means:
+            # The statistics leave controls out of every figure; their row shows the
+            # jury's mean, as judge validity measures it.
+            score = sum(means.values()) / len(means)
         rows.append(RunRow(
             run_id=r.run_id, task_id=r.task_id, agent_id=r.agent_id, epoch=r.epoch,
             domain=task.domain if task else "", state=_state(r), score=score,
@@ -159,6 +213,7 @@ def run_rows(p: Projections, campaign: str, scores: Mapping[str, float]) -> list
             refused=r.run_id in refused,
             retried=r.attempt > 0
             or (r.infrastructure_failure and slots[(r.task_id, r.agent_id, r.epoch)] > 1),
+            control=control,
         ))  # fmt: skip
     rows.sort(key=lambda x: (x.task_id, x.agent_id, x.epoch, x.run_id))
     return rows
