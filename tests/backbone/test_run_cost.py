@@ -80,7 +80,7 @@ def test_lengths_are_interleaved_and_failures_counted() -> None:
     floor = ModelFloor(1.0, 1.5)
 
     def fake(size: Size) -> Measured:
-        from bench.scale import _Result
+        from bench.scale_run import _Result
 
         seen.append(size.steps)
         steps = size.runs * (size.steps + 1)

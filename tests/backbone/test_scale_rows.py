@@ -1,4 +1,4 @@
-"""bench.scale's rows from a measured result: what the table says about a run."""
+"""The scale rows (bench.scale_rows) from a measured result: what the table says about a run."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import os
 
 from bench.model_floor import ModelFloor
 from bench.procs import Sampler, machine_busy_s
-from bench.scale import Size, _Result, _rows
+from bench.scale_rows import _rows
+from bench.scale_run import Size, _Result
 
 
 def _result(cpu: dict[str, float], go_procs: int) -> _Result:

@@ -1,0 +1,122 @@
+"""The classifier: a cross-validated logistic regression telling controls from agents' runs.
+
+An AUC near 0.5 means nothing read marks a control, near 1 that something does;
+:func:`top_tells` names the features that carried it, :func:`group_aucs` what each kind
+of readable field gives away alone.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bench.blindness_features import Features
+
+__all__ = [
+    "GROUPS",
+    "MIN_PER_CLASS",
+    "Blindness",
+    "BlindnessWarning",
+    "blindness_auc",
+    "group_aucs",
+    "top_tells",
+]
+
+MIN_PER_CLASS = 4
+"""Fewest controls and agents' runs a cross-validated AUC is computed from."""
+
+
+class BlindnessWarning(UserWarning):
+    """The runs cannot carry a cross-validated AUC (too few of one class)."""
+
+
+@dataclass(frozen=True)
+class Blindness:
+    """A cross-validated classifier's power to tell controls from agents' runs."""
+
+    auc: float
+    """Area under the ROC curve of out-of-fold predictions (0.5: chance); NaN when the
+    runs cannot carry it (see ``warnings``)."""
+    n_controls: int
+    n_agent_runs: int
+    folds: int
+    scores: tuple[float, ...]
+    """Out-of-fold probability of "control", in the order of ``run_ids``."""
+    run_ids: tuple[str, ...]
+    labels: tuple[int, ...]
+    warnings: tuple[str, ...] = ()
+
+
+def _matrix(features: Mapping[str, Features], runs: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    from sklearn.feature_extraction import DictVectorizer
+
+    vec = DictVectorizer(sparse=False)
+    x = vec.fit_transform([features[r] for r in runs])
+    return np.nan_to_num(np.asarray(x, dtype=float)), list(vec.get_feature_names_out())
+
+
+def _model() -> Any:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=5000))
+
+
+def blindness_auc(
+    features: Mapping[str, Features], controls: set[str], *, seed: int = 0, folds: int = 5
+) -> Blindness:
+    """Cross-validated AUC of a logistic regression (standardized features) telling the
+    runs in `controls` from the others, from `features` alone."""
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    runs = sorted(features)
+    y = np.array([int(r in controls) for r in runs])
+    n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
+    if min(n_pos, n_neg) < MIN_PER_CLASS:
+        message = (
+            f"{n_pos} controls and {n_neg} agents' runs: a cross-validated AUC needs at "
+            f"least {MIN_PER_CLASS} of each"
+        )
+        warnings.warn(message, BlindnessWarning, stacklevel=2)
+        return Blindness(float("nan"), n_pos, n_neg, 0, (), tuple(runs), tuple(y), (message,))
+    k = min(folds, n_pos, n_neg)
+    x, _ = _matrix(features, runs)
+    split = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+    proba = cross_val_predict(_model(), x, y, cv=split, method="predict_proba")[:, 1]
+    auc = float(roc_auc_score(y, proba))
+    return Blindness(auc, n_pos, n_neg, k, tuple(float(p) for p in proba), tuple(runs), tuple(int(v) for v in y))  # fmt: skip
+
+
+def top_tells(features: Mapping[str, Features], controls: set[str], n: int = 10) -> list[tuple[str, float]]:  # fmt: skip
+    """The `n` features weighing most in a model fit on every run (standardized
+    coefficients, positive: more of it, more likely a control): what gives controls away."""
+    runs = sorted(features)
+    y = np.array([int(r in controls) for r in runs])
+    x, names = _matrix(features, runs)
+    model = _model()
+    model.fit(x, y)
+    coef = model[-1].coef_[0]
+    ranked = sorted(zip(names, coef, strict=True), key=lambda kv: -abs(kv[1]))
+    return [(name, float(c)) for name, c in ranked[:n]]
+
+
+GROUPS = ("agent", "run", "arrival", "steps", "transcript", "tool", "end", "seal", "message", "roster", "declared")  # fmt: skip
+"""Feature groups by name prefix: what each kind of readable field gives away alone."""
+
+
+def group_aucs(features: Mapping[str, Features], controls: set[str], *, seed: int = 0) -> dict[str, float]:  # fmt: skip
+    """The cross-validated AUC of each feature group (`GROUPS`) on its own."""
+    out = {}
+    for group in GROUPS:
+        part = {
+            run: {k: v for k, v in f.items() if k.split(".", 1)[0] == group} or {"none": 0.0}
+            for run, f in features.items()
+        }
+        out[group] = blindness_auc(part, controls, seed=seed).auc
+    return out
