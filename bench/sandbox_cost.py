@@ -1,5 +1,5 @@
 """What one bubblewrap sandbox costs of its own CPU, and which part of its start costs what
-(issue #29: the "sandboxes: bwrap" and "sandboxes: resident" rows of bench/scale.py).
+(issue #29: the "sandboxes: bwrap" and "sandboxes: resident" rows of bench/scale_rows.py).
 
 ``python -m bench.sandbox_cost [SANDBOXES] [STARTS]``, root only:
 
