@@ -44,10 +44,10 @@ class Sandboxes:
     _room: asyncio.Condition = field(default_factory=asyncio.Condition)
     """Notified whenever a sandbox is released or an opening ends."""
     _owned: dict[str, str] = field(default_factory=dict)
+    """sandbox id -> backend name, for sandboxes this instance holds."""
     _live: dict[str, tuple[RunRequested, SandboxReady]] = field(default_factory=dict)
     """run id -> request and SandboxReady announced (or found live) here, until sealed: what
     sealing needs without reading the log (a run's sandbox is this instance's alone)."""
-    """sandbox id -> backend name, for sandboxes this instance holds."""
     _threads: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(max_workers=64, thread_name_prefix="sandbox")
     )
