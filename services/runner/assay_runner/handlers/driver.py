@@ -1,0 +1,249 @@
+"""The runner's driver: a run whose sandbox is ready driven to its end (its agent's
+steps logged, or a program run), or ended with a RunFailed."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
+
+from assay.bus import Delivery
+from assay.providers import DEFAULT_PRICES, ModelProvider, PriceTable, pinned_prices, provider_for
+from assay.sandbox_client import SandboxClient
+from assay.telemetry import meter
+from assay_schemas import (
+    AgentSpec,
+    AgentStepLogged,
+    AssayError,
+    ControlDetails,
+    ErrorInfo,
+    Event,
+    FailureStage,
+    RunFailed,
+    RunFault,
+    RunHistory,
+    RunRequested,
+    SandboxReady,
+    same_run,
+)
+
+from ..agent import AgentRun
+from ..book import AgentBook, Observed
+from ..clients import ModelClients
+from ..control import ControlProvider
+from ..program import ProgramFailed, ProgramRun
+from ..tools import ToolBox
+from ..web import NetPolicy, WebProvider, web_for
+from .base import RunnerBase
+
+__all__ = ["Driver", "ProviderFactory", "RunGivenUp"]
+
+log = logging.getLogger("assay.runner")
+
+RUNS_IN_FLIGHT = meter("assay.runner").create_up_down_counter(
+    "assay.runs.in_flight", description="Agent runs being driven by this runner"
+)
+
+ProviderFactory = Callable[[AgentSpec], ModelProvider]
+
+
+class RunGivenUp(AssayError):
+    """The runner stopped retrying a run (its SandboxReady was dead-lettered)."""
+
+
+@dataclass(kw_only=True)
+class Driver(RunnerBase):
+    """Turns runs into logged agent steps."""
+
+    providers: ProviderFactory = provider_for
+    web_net: NetPolicy = field(default_factory=NetPolicy)
+    """How web tools reach the network (resolver, test-only loopback); each campaign's
+    `web:` section adds its lists and mode per run."""
+    prices: PriceTable = field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    book: AgentBook = field(default_factory=AgentBook)
+    """How the campaign's agents' runs behave here (what their controls imitate)."""
+
+    _clients: ModelClients | None = None
+
+    @property
+    def clients(self) -> ModelClients:
+        """The model clients leased to runs (made on first use from `providers`)."""
+        if self._clients is None:
+            self._clients = ModelClients(self.providers)
+        return self._clients
+
+    async def aclose(self) -> None:
+        """Close every provider's HTTP client."""
+        if self._clients is not None:
+            await self._clients.aclose()
+
+    # --- running ------------------------------------------------------------------------
+
+    async def on_sandbox_ready(self, event: SandboxReady, delivery: Delivery) -> None:
+        """Run (or resume) the agent of a run whose sandbox is ready."""
+        # A redelivery while this process still drives the run waits in the bus (one
+        # delivery of a message at a time per process): a second agent loop would race
+        # the first on one sandbox.
+        RUNS_IN_FLIGHT.add(1)
+        try:
+            await self._run(event, delivery)
+        finally:
+            RUNS_IN_FLIGHT.add(-1)
+
+    async def _run(self, event: SandboxReady, delivery: Delivery) -> None:
+        assert event.run_id is not None
+        events = await self.bus.run_events(
+            event.campaign_id, event.run_id, known={delivery.sequence: event}
+        )
+        history = RunHistory.fold(events)
+        if history.ended is not None:
+            return
+        request = history.request
+        assert request is not None, f"run {event.run_id} has SandboxReady but no RunRequested"
+        steps = history.steps
+        if steps:
+            log.info("run %s: resuming after step %d", event.run_id, steps[-1].step)
+        sandbox = SandboxClient(
+            bus=self.bus, instance=event.instance, sandbox_id=event.sandbox_id, store=self.store
+        )
+        try:
+            if request.agent.kind == "program":
+                await self._program_run(request, event, sandbox).run(steps, delivery.attempt)
+            else:
+                web = await web_for(request, bus=self.bus, store=self.store, net=self.web_net)
+                control = await self._control_of(request)
+                if control is not None:  # its plan's steps, whatever the agent's limit
+                    most = max(request.limits.max_steps, control.max_steps)
+                    limits = request.limits.model_copy(update={"max_steps": most})
+                    request = request.model_copy(update={"limits": limits})
+                with self._provider(request, control) as provider:
+                    run = self._agent_run(request, event, sandbox, steps, web, provider)
+                    await run.run(steps)
+        except RunFault as e:  # the class says whose failure the run's end is
+            await self._fail(
+                request,
+                event,
+                "agent",
+                ErrorInfo.of(e),
+                error=e.flat(),
+                infrastructure=e.fault == "platform",
+                output_sha256=e.output_sha256 if isinstance(e, ProgramFailed) else None,
+            )
+
+    async def on_run_given_up(self, event: Event, delivery: Delivery, reason: str) -> None:
+        """End a run whose SandboxReady failed on every delivery: without a RunFailed it
+        would never end, and its sandbox would live until the stack stops (the
+        sandbox-manager seals and destroys it on the RunFailed)."""
+        assert isinstance(event, SandboxReady) and event.run_id is not None
+        events = await self.bus.run_events(event.campaign_id, event.run_id)
+        history = RunHistory.fold(events)
+        if history.ended is not None or history.request is None:
+            return
+        error = RunGivenUp(
+            f"gave up on run {event.run_id} after {delivery.attempt} deliveries of its "
+            f"SandboxReady; the last failed with {reason}"
+        )
+        await self._fail(history.request, event, "agent", ErrorInfo.of(error), infrastructure=True)
+
+    def _provider(
+        self, request: RunRequested, control: ControlDetails | None
+    ) -> AbstractContextManager[ModelProvider]:
+        """A control's plan (`control`), or a model client leased for the run."""
+        if control is not None:
+            return nullcontext(self._control_provider(request, control))
+        return self._observed(request)
+
+    def _control_provider(self, request: RunRequested, control: ControlDetails) -> ControlProvider:
+        """A control's plan, played like the agent it looks like as this runner saw it."""
+        return ControlProvider(
+            plan_sha256=control.plan_sha256,
+            store=self.store,
+            model_name=request.agent.model,
+            book=self.book,
+            campaign_id=request.campaign_id,
+            like=control.like,
+            run_id=request.run_id or "",
+            max_steps=request.limits.max_steps,
+        )
+
+    @contextmanager
+    def _observed(self, request: RunRequested) -> Iterator[ModelProvider]:
+        """A model client leased for the run, its turns counted in the book."""
+        with self.clients.lease(request.agent) as inner:
+            yield Observed(
+                inner=inner,
+                book=self.book,
+                campaign_id=request.campaign_id,
+                agent_id=request.agent.agent_id,
+                run_id=request.run_id or "",
+            )
+
+    def _agent_run(
+        self,
+        request: RunRequested,
+        event: SandboxReady,
+        sandbox: SandboxClient,
+        steps: list[AgentStepLogged],
+        web: WebProvider,
+        provider: ModelProvider,
+    ) -> AgentRun:
+        """The model-driven run, on the model client leased to it."""
+        tools = ToolBox(
+            sandbox=sandbox,
+            web=web,
+            store=self.store,
+            limits=request.limits,
+            exec_timeout_s=request.sandbox.exec_timeout_s,
+            resumed_python=any(c.name == "python" for s in steps for c in s.tool_calls),
+        )
+        return AgentRun(
+            bus=self.bus,
+            request=request,
+            ready=event,
+            provider=provider,
+            tools=tools,
+            prices=pinned_prices(self.prices, request.prices),
+            store=self.store,
+        )
+
+    def _program_run(
+        self, request: RunRequested, event: SandboxReady, sandbox: SandboxClient
+    ) -> ProgramRun:
+        """The run of a program agent (a command, no model)."""
+        return ProgramRun(
+            bus=self.bus,
+            store=self.store,
+            request=request,
+            ready=event,
+            sandbox=sandbox,
+            prices=pinned_prices(self.prices, request.prices),
+        )
+
+    async def _fail(
+        self,
+        request: RunRequested,
+        cause: Event,
+        stage: FailureStage,
+        info: ErrorInfo,
+        *,
+        error: str | None = None,
+        infrastructure: bool,
+        output_sha256: str | None = None,
+    ) -> None:
+        """Publish the run's RunFailed; `error` is its flat text (default: `info`'s)."""
+        error = info.text if error is None else error
+        log.warning("run %s failed at %s: %s", request.run_id, stage, error)
+        await self.bus.publish(
+            RunFailed(
+                event_id=RunFailed.id_for(request.run_id, stage),
+                **same_run(request, cause=cause),
+                stage=stage,
+                error=error,
+                error_info=info,
+                infrastructure=infrastructure,
+                output_sha256=output_sha256,
+                producer=self.bus.producer,
+            )
+        )

@@ -1,0 +1,87 @@
+"""The exec server: sandbox commands over NATS request/reply, answered by the sandbox's
+backend; every failure is a reply."""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import TypeAdapter, ValidationError
+
+from assay_schemas import (
+    RPC_INLINE_BYTES,
+    BlobCommand,
+    SandboxCommand,
+    SandboxReply,
+    SandboxRequest,
+)
+
+from ..backends import ResidentUnavailable, SandboxLimitExceeded, SandboxNotFound, SandboxPathError
+from ..commands import error_reply, run_command
+from .sandboxes import Sandboxes
+
+__all__ = ["ExecServer"]
+
+log = logging.getLogger("assay.sandbox_manager")
+
+_COMMAND: TypeAdapter[SandboxCommand] = TypeAdapter(SandboxCommand)
+_REQUEST: TypeAdapter[SandboxRequest] = TypeAdapter(SandboxRequest)
+
+
+class ExecServer(Sandboxes):
+    """Answers the commands for the sandboxes this instance holds."""
+
+    # --- commands -----------------------------------------------------------------------
+
+    async def handle_command(self, body: bytes) -> bytes:
+        """Answer one sandbox command; every failure is a reply, never a crash."""
+        try:
+            request = _REQUEST.validate_json(body)
+            command = await self._unwrap(request)
+        except ValidationError as e:
+            return error_reply("internal", f"malformed sandbox command: {e}")
+        except Exception as e:
+            return error_reply(
+                "internal", f"sandbox command blob unreadable: {type(e).__name__}: {e}"
+            )
+        sid = command.sandbox_id
+        if sid not in self._owned:
+            kind = "destroyed" if sid in self.destroyed else "not_found"
+            return error_reply(
+                kind,
+                f"sandbox {sid}: {'destroyed' if kind == 'destroyed' else 'unknown'} on instance {self.instance}",
+            )
+        backend = self.backends[self._owned[sid]]
+        try:
+            reply = await self._blocking(run_command, backend, command)
+        except SandboxNotFound as e:
+            self._owned.pop(sid, None)
+            await self._released()
+            return error_reply("not_found", str(e))
+        except SandboxPathError as e:
+            return error_reply("path", str(e))
+        except SandboxLimitExceeded as e:
+            return error_reply("limit", str(e))
+        except ResidentUnavailable as e:
+            return error_reply("broken", str(e))
+        except Exception as e:
+            log.exception("sandbox command failed")
+            return error_reply("internal", f"sandbox {sid}: {type(e).__name__}: {e}")
+        return await self._encode(reply)
+
+    async def _unwrap(self, request: SandboxRequest) -> SandboxCommand:
+        """A command sent by reference is read from the blob store (hash verified there)."""
+        if not isinstance(request, BlobCommand):
+            return request
+        body = await self._blocking(self.store.get_bytes, request.sha256)
+        command = _COMMAND.validate_json(body)
+        if command.sandbox_id != request.sandbox_id:
+            raise ValueError(f"blob {request.sha256} is a command for another sandbox")
+        return command
+
+    async def _encode(self, reply: SandboxReply) -> bytes:
+        """The reply as one NATS message: inline when small, else by reference to a blob."""
+        body = reply.model_dump_json().encode()
+        if len(body) <= RPC_INLINE_BYTES:
+            return body
+        info = await self._blocking(self.store.put_bytes, body)
+        return SandboxReply(ok=True, reply_blob=info.sha256).model_dump_json().encode()

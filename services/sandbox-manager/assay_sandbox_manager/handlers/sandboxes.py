@@ -1,0 +1,107 @@
+"""The sandboxes one instance holds: their slots under `max_live`, the threads their
+backends' calls run on, and destroying one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, TypeVar
+
+from assay.bus import Bus
+from assay.store import BlobStore
+from assay_schemas import RunRequested, SandboxReady, SandboxSpec
+
+from ..backends import SandboxBackend, SandboxNotFound
+from ..failover import SealWatch
+
+__all__ = ["Sandboxes"]
+
+T = TypeVar("T")
+
+
+@dataclass(kw_only=True)
+class Sandboxes:
+    """What every role of `SandboxService` shares: the sandboxes this instance holds."""
+
+    bus: Bus
+    store: BlobStore
+    backends: dict[str, SandboxBackend]
+    instance: str
+    destroyed: set[str] = field(default_factory=set)
+    seal_watch: SealWatch | None = None
+    """Watches other instances' seals (see failover); None: this instance watches none."""
+    max_live: int = 4096
+    """Most sandboxes held at once (`sandbox_max_live`): a request past it waits, its
+    message kept in progress, until one is destroyed."""
+    _opening: set[str] = field(default_factory=set)
+    _closing: set[str] = field(default_factory=set)
+    """Run ids whose sandbox is being made, and sandboxes being destroyed: they count
+    against `max_live` too."""
+    _room: asyncio.Condition = field(default_factory=asyncio.Condition)
+    """Notified whenever a sandbox is released or an opening ends."""
+    _owned: dict[str, str] = field(default_factory=dict)
+    """sandbox id -> backend name, for sandboxes this instance holds."""
+    _live: dict[str, tuple[RunRequested, SandboxReady]] = field(default_factory=dict)
+    """run id -> request and SandboxReady announced (or found live) here, until sealed: what
+    sealing needs without reading the log (a run's sandbox is this instance's alone)."""
+    _threads: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=64, thread_name_prefix="sandbox")
+    )
+    """Backend calls block (processes, dockerd, disk). Long agent commands must not starve
+    sandbox creation, sealing, or the rest of the process of threads, so they get their own
+    pool instead of asyncio's small default one."""
+
+    async def _blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._threads, partial(fn, *args))
+
+    def backend_for(self, spec: SandboxSpec) -> SandboxBackend:
+        """The backend a run's spec asks for."""
+        try:
+            return self.backends[spec.backend]
+        except KeyError as e:
+            raise RuntimeError(
+                f"sandbox backend {spec.backend!r} is not enabled on instance {self.instance}"
+            ) from e
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, run_id: str) -> AsyncIterator[None]:
+        """Room for one more sandbox under `max_live`, held while it is being opened (then
+        it counts as owned until `_destroy`)."""
+        async with self._room:
+            await self._room.wait_for(lambda: self._held() < self.max_live)
+            self._opening.add(run_id)
+        try:
+            yield
+        finally:
+            self._opening.discard(run_id)
+            await self._released()
+
+    def _held(self) -> int:
+        opening = self._opening.difference(self._owned)  # a sandbox's id is its run's
+        return len(self._owned) + len(opening) + len(self._closing)
+
+    async def _released(self) -> None:
+        async with self._room:
+            self._room.notify_all()
+
+    async def _destroy(self, sandbox_id: str) -> None:
+        name = self._owned.pop(sandbox_id, None)
+        targets = [self.backends[name]] if name else list(self.backends.values())
+        # Counted until destroyed, so that a waiting request never finds the node holding
+        # one more sandbox than the limit; released even when destroying fails, so that
+        # the limit never stalls on one.
+        self._closing.add(sandbox_id)
+        try:
+            for backend in targets:
+                try:
+                    await self._blocking(backend.destroy, sandbox_id)
+                except SandboxNotFound:
+                    continue
+        finally:
+            self._closing.discard(sandbox_id)
+            await self._released()
+        self.destroyed.add(sandbox_id)
