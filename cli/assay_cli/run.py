@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from rich.console import Console
+from rich.markup import escape
 
 from assay.bus import Bus
 from assay.campaign import load_campaign, submit_campaign
@@ -24,6 +25,7 @@ from assay_aggregator.rebuild import blob_loader, fold_stream
 from assay_aggregator.service import AggregatorService
 from assay_cli.check import CheckResult, check_stream, print_breaches
 from assay_cli.command import assay_command
+from assay_cli.commands._app import err_console
 from assay_cli.commands._watch import log_head, print_pending, watch_log
 from assay_cli.doctor import checks_for, print_checks, run_checks
 from assay_cli.progress import Progress
@@ -168,6 +170,9 @@ def load_drafts(tasks: Sequence[Path], max_bytes: int, max_tasks: int = 10_000) 
         raise TaskInputError(f"task ids given more than once: {', '.join(twice)}")
     for draft in drafts:  # what submitting would refuse (an RE2-invalid pattern...), now:
         build_task(draft.fields, [])  # before a run directory or a stack is made for it
+    for draft in drafts:
+        for warning in draft.warnings:  # what a task asked for that Assay does not do
+            err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
     return drafts
 
 

@@ -58,7 +58,7 @@ def test_a_task_may_keep_the_expected_output_for_the_judges(tmp_path: Path) -> N
 
 
 def test_each_field_not_honoured_is_named(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="assay.tasks"):
+    with caplog.at_level(logging.DEBUG):
         draft = load_asi_task(_write(tmp_path, SPEC), max_bytes=MAX)
     text = "\n".join(draft.warnings)
     assert "task asi-1: judge.method 'hybrid' is not honoured" in text
@@ -67,7 +67,7 @@ def test_each_field_not_honoured_is_named(tmp_path: Path, caplog: pytest.LogCapt
         "task asi-1: fields not honoured (ignored): author, judge.llm.temperature, judge.rubric_url"
         in text
     )
-    assert [r.getMessage() for r in caplog.records] == list(draft.warnings)
+    assert caplog.records == [], "said by the CLI as warnings, never logged (issue #53 item 5)"
     honoured = {k: v for k, v in SPEC.items() if k != "author"}
     honoured["judge"] = {"rules": ["Reports the IC50"], "llm": {"dimensions": ["novelty"]}}
     assert load_asi_task(_write(tmp_path, honoured), max_bytes=MAX).warnings == ()
@@ -81,3 +81,14 @@ def test_submit_prints_the_warnings(settings: Settings, tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "judge.method 'hybrid' is not honoured" in out.stderr
     assert "judge.llm.model 'gpt-4o' is not honoured" in out.stderr
+
+
+def test_the_cli_says_what_is_not_honoured_as_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #53 item 5: each once, as a warning on standard error, not a log line."""
+    from assay_cli.run import load_drafts
+
+    [draft] = load_drafts([_write(tmp_path, SPEC)], MAX)
+    said = capsys.readouterr().err.splitlines()
+    assert said == [f"warning: {w}" for w in draft.warnings]

@@ -19,7 +19,6 @@ are named in a warning at load, which `assay submit` and `assay run` print.
 from __future__ import annotations
 
 import json
-import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,6 @@ _TOP_KEYS = {
 }  # fmt: skip
 _JUDGE_KEYS = {"method", "rules", "llm", "llm_system_prompt", "sampling_times"}
 _LLM_KEYS = {"model", "dimensions", "sampling_times", "system_prompt"}
-log = logging.getLogger("assay.tasks")
 
 
 def is_asi_task(data: object) -> bool:
@@ -217,7 +215,7 @@ def load_asi_task(path: Path, *, max_bytes: int) -> TaskDraft:
         "notes_to_judges": bool(data.get("notes_to_judges", False)),
         "source": f"asi:{path.name}",
     }
+    # Said by whoever loads the task (the CLI prints them once, as warnings), not logged
+    # here: a log line with a timestamp read as the stack's, not as the user's file.
     warnings = _not_honoured(data, judge, task_id)
-    for warning in warnings:
-        log.warning("%s", warning)
     return TaskDraft(fields, _resources(data, path.parent, task_id, max_bytes), warnings)
