@@ -19,6 +19,7 @@ from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.security.signing import ensure_operator
+from assay.store import open_store
 from assay.tasks import TaskDraft, build_task, load_tasks
 from assay_aggregator.invariants import DEFAULT_GRACE_S
 from assay_aggregator.rebuild import blob_loader, fold_stream
@@ -34,7 +35,15 @@ from assay_cli.stack import Stack
 from assay_report.html import render_html
 from assay_report.report import Report, build_report, report_json
 from assay_report.terminal import print_report
-from assay_schemas import CampaignSpec, ConfigError, Problems, TaskInputError
+from assay_runner.web import copy_snapshot, snapshot_blobs
+from assay_schemas import (
+    BlobNotFound,
+    CampaignSpec,
+    ConfigError,
+    InvalidInput,
+    Problems,
+    TaskInputError,
+)
 from assay_testing.demo import agent_scripts, judge_scripts
 from assay_testing.scripted import Script, ScriptedModelServer
 
@@ -153,6 +162,45 @@ def require(backend: str, console: Console) -> None:
         )
 
 
+def _store_name(settings: Settings) -> str:
+    if settings.store == "s3":
+        return f"s3://{settings.s3_bucket}"
+    return str(settings.blob_dir.resolve())
+
+
+def _own_store(home: Settings, run: Settings) -> bool:
+    """The run directory has a store of its own, apart from the home's, where a frozen web
+    brought to the home must be copied (an S3 bucket, or a shared store_dir, is one store)."""
+    return run.store == "local" and run.blob_dir.resolve() != home.blob_dir.resolve()
+
+
+def frozen_web(spec: CampaignSpec, home: Settings) -> str | None:
+    """The snapshot the campaign's web reads (`web.snapshot`, recording or replaying),
+    checked whole in the home's store; ConfigError, in one line naming what is missing and
+    the command that brings it, when the store lacks it or one of its blobs."""
+    web = spec.web
+    if web.mode not in ("record", "replay") or web.snapshot is None:
+        return None
+    sha, store, where = web.snapshot, open_store(home), _store_name(home)
+    bring = f"`{assay_command()} web import FILE.tar`"
+    try:
+        wanted = snapshot_blobs(store, sha)
+    except BlobNotFound as e:
+        raise ConfigError(
+            f"web snapshot {sha[:12]} is not in {where}: bring it with {bring} "
+            f"(or `{assay_command()} web freeze --campaign C`)"
+        ) from e
+    except InvalidInput as e:
+        raise ConfigError(f"{e} (in {where}): bring the frozen web again with {bring}") from e
+    missing = [b for b in wanted if not store.exists(b)]
+    if missing:
+        raise ConfigError(
+            f"web snapshot {sha[:12]} in {where} lacks {len(missing)} of its {len(wanted)} "
+            f"blob(s), e.g. {missing[0][:12]}: bring them with {bring}"
+        )
+    return sha
+
+
 def load_drafts(tasks: Sequence[Path], max_bytes: int, max_tasks: int = 10_000) -> list[TaskDraft]:
     """Task drafts from every path, in order; a task id given twice, or more than
     `max_tasks` tasks, is an error."""
@@ -241,6 +289,7 @@ def run_campaign(
     drafts = load_drafts(paths, base.max_attachment_bytes, most)
     if check:
         require(spec.sandbox.backend, console)
+    snapshot = frozen_web(spec, base)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     workdir = (base.home / "runs" / f"{spec.campaign_id}-{stamp}").resolve()
     server = None
@@ -258,6 +307,8 @@ def run_campaign(
             # This run's operator key: every service signs, the report counts only what
             # an enrolled key signed, and `assay audit` can show who wrote each event.
             ensure_operator(settings)
+            if snapshot is not None and _own_store(base, settings):
+                copy_snapshot(open_store(base), open_store(settings), snapshot)
             console.print(
                 f"campaign [bold]{spec.campaign_id}[/bold]: {len(drafts)} tasks × {len(spec.agents)} agents × "
                 f"{spec.epochs} epoch(s); jury: {', '.join(j.judge_id for j in spec.judges)} + rules\n"

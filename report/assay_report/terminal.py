@@ -24,7 +24,7 @@ from .terminal_table import pct as _pct
 from .terminal_table import print_table
 from .terminal_validity import print_validity
 
-__all__ = ["print_problems", "print_report", "print_table"]
+__all__ = ["MACHINE_STAGES", "print_problems", "print_report", "print_table"]
 
 
 def _g(group: str | None) -> list[str]:
@@ -175,9 +175,16 @@ def _late(c: Console, report: Report, gcol: list[str]) -> None:
                 [*gcol, "agent", "score", "CI", "SE", "tasks", "runs", "pass", "pass CI %", "rank"], _board(w))  # fmt: skip
 
 
+MACHINE_STAGES = frozenset({"sandbox"})
+"""Stages whose infrastructure failures a check of this machine (`assay doctor`: the
+sandbox runtime, bubblewrap, user namespaces, Docker, cgroups, disk) can explain; a run
+that failed elsewhere (a web cache unread, a sandbox-manager gone) is not the machine's."""
+
+
 def print_problems(problems: Problems, c: Console, *, doctor: str | None = None) -> None:
     """What did not go as planned, as lines and a table (nothing when all went well);
-    `doctor`: the command that checks this machine, named under infrastructure failures."""
+    `doctor`: the command that checks this machine, named under the infrastructure failures
+    it can explain (`MACHINE_STAGES`)."""
     if problems.ok:
         return
     c.print("\n[bold red]This campaign did not go as planned.[/bold red]")
@@ -185,7 +192,7 @@ def print_problems(problems: Problems, c: Console, *, doctor: str | None = None)
         c.print(f"  [red]•[/red] {line}")
     print_table(c, "Infrastructure failures by cause (never scored)", ["stage", "error class", "first message", "count"],
            [[x.stage, x.error_class, x.first_message, str(x.count)] for x in problems.causes])  # fmt: skip
-    if problems.causes and doctor is not None:
+    if doctor is not None and any(x.stage in MACHINE_STAGES for x in problems.causes):
         c.print(f"run `{doctor}` to check this machine's prerequisites", highlight=False)
 
 

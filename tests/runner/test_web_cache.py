@@ -14,6 +14,7 @@ from assay.store import LocalBlobStore
 from assay_runner.web import (
     CampaignWeb,
     NetPolicy,
+    copy_snapshot,
     export_snapshot,
     fetch_key,
     import_snapshot,
@@ -21,7 +22,7 @@ from assay_runner.web import (
     normalise_url,
     snapshot_bytes,
 )
-from assay_schemas import InvalidInput, WebSpec
+from assay_schemas import BlobCorrupted, InvalidInput, WebSpec
 from tests.webstand import WebStandIn, html_page, searxng_results
 
 STAND_IN = "127.0.0.2"
@@ -92,6 +93,29 @@ async def test_a_snapshot_travels_and_replays_the_same_bytes(
     rep = _web(there, "replay", search=f"http://{STAND_IN}:{stand_in.port}", index=index)
     assert await rep.search("the   paper") == found
     assert await rep.fetch(f"{stand_in.base}/p") == page
+
+
+async def test_a_snapshot_copied_between_stores_is_verified_blob_by_blob(
+    tmp_path: Path, stand_in: WebStandIn
+) -> None:
+    """`assay run` copies a frozen web from the home's store to its run directory's: each
+    blob read against its hash, so a blob altered in the home is refused, never copied."""
+    home = LocalBlobStore(tmp_path / "home")
+    stand_in.routes["/p"] = html_page("Paper", "<p>recorded content of the paper</p>")
+    rec = _web(home, "record")
+    page = await rec.fetch(f"{stand_in.base}/p")
+    sha = home.put_bytes(snapshot_bytes(rec.index)).sha256
+    run = LocalBlobStore(tmp_path / "run")
+    assert copy_snapshot(home, run, sha) == 2  # the page's bytes and its text
+    rep = _web(run, "replay", index=await index_from_snapshot(run, sha))
+    assert await rep.fetch(f"{stand_in.base}/p") == page
+
+    [source] = rec.index.values()
+    altered = home.path_of(source.text_sha256)
+    altered.chmod(0o644)
+    altered.write_bytes(b"a page someone rewrote")
+    with pytest.raises(BlobCorrupted):
+        copy_snapshot(home, LocalBlobStore(tmp_path / "another run"), sha)
 
 
 def _tar(path: Path, members: list[tuple[str, bytes]], link: str | None = None) -> Path:

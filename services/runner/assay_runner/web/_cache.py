@@ -4,7 +4,8 @@ The cache holds no state of its own: every answer is a `WebSource` on the step t
 received it (its bytes as blobs), so a campaign's cache is read back from its steps on
 the log, first answer per key kept. A frozen copy (a *snapshot*) is one JSON blob listing
 the sources; exported with their blobs as a tar, it travels with the campaign's tasks and
-is replayed by naming its hash (`web.snapshot`).
+is replayed by naming its hash (`web.snapshot`). `assay run` copies a snapshot and its
+blobs from the home's store into its new run directory's (`copy_snapshot`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from pydantic import TypeAdapter, ValidationError
 
 from assay.bus import Bus
 from assay.store import BlobStore
-from assay_schemas import AgentStepLogged, InvalidInput, WebSource
+from assay_schemas import AgentStepLogged, InvalidInput, WebSource, describe_validation
 
 __all__ = [
     "MISS_PREFIX",
     "SNAPSHOT_MAX_SOURCES",
     "WebIndex",
+    "copy_snapshot",
     "export_snapshot",
     "fetch_key",
     "freeze",
@@ -34,6 +36,7 @@ __all__ = [
     "index_from_snapshot",
     "normalise_url",
     "search_key",
+    "snapshot_blobs",
     "snapshot_bytes",
 ]
 
@@ -99,7 +102,10 @@ def _parse_snapshot(data: bytes, where: str) -> list[WebSource]:
     try:
         sources = _SOURCES.validate_json(data)
     except ValidationError as e:
-        raise InvalidInput(f"web snapshot {where}: not a list of web sources: {e}") from e
+        # One line, no value echoed back: the blob may be anything a store holds.
+        raise InvalidInput(
+            f"web snapshot {where}: not a list of web sources: {describe_validation(e)}"
+        ) from e
     if len(sources) > SNAPSHOT_MAX_SOURCES:
         raise InvalidInput(f"web snapshot {where}: over {SNAPSHOT_MAX_SOURCES} sources")
     return sources
@@ -129,6 +135,23 @@ async def freeze(bus: Bus, store: BlobStore, campaign_id: str) -> tuple[str, int
 
 def _blobs(source: WebSource) -> list[str]:
     return [s for s in (source.body_sha256, source.text_sha256) if s]
+
+
+def snapshot_blobs(store: BlobStore, sha256: str) -> list[str]:
+    """The blobs a stored snapshot names, sorted; BlobNotFound when the snapshot itself is
+    not in the store, InvalidInput when that blob is no snapshot."""
+    sources = _parse_snapshot(store.get_bytes(sha256), sha256[:12])
+    return sorted({b for s in sources for b in _blobs(s)})
+
+
+def copy_snapshot(source: BlobStore, dest: BlobStore, sha256: str) -> int:
+    """Copy a snapshot and every blob it names from one store into another (each read
+    verified against its hash, each written re-hashed); how many blobs it names."""
+    wanted = snapshot_blobs(source, sha256)
+    for sha in [*wanted, sha256]:  # the snapshot last: present, it is whole
+        if not dest.exists(sha):
+            dest.put_bytes(source.get_bytes(sha))
+    return len(wanted)
 
 
 def export_snapshot(store: BlobStore, data: bytes, dest: Path) -> int:
