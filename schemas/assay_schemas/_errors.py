@@ -6,6 +6,7 @@ purpose is in it (the classes outside this package are named with their module).
     │   ├── TaskInputError      a task file or attachment is malformed or hostile
     │   │   └── RuleCheckError          assay_judge.rules.checks: a reference check cannot run
     │   ├── InvalidEvent        a message on an event subject does not parse or validate
+    │   │   └── SignatureRefused    a valid event no enrolled key may have written
     │   ├── StepTooLarge                assay_runner.agent: a model turn over one event's size
     │   ├── PatternError                assay.tasks: a pattern RE2 cannot compile
     │   ├── _Refused                    assay.http11: a request the server will not read
@@ -55,6 +56,7 @@ __all__ = [
     "LogChanged",
     "ProviderError",
     "RequestUnanswered",
+    "SignatureRefused",
     "SandboxError",
     "StoreError",
     "TaskInputError",
@@ -77,6 +79,11 @@ class TaskInputError(InvalidInput):
 
 class InvalidEvent(InvalidInput):
     """A message on an event subject is not a valid event."""
+
+
+class SignatureRefused(InvalidEvent):
+    """A valid event whose signature does not tie it to a key enrolled to write it
+    (unsigned, forged, or a role that may not write its type): no handler acts on it."""
 
 
 class ConfigError(AssayError):
