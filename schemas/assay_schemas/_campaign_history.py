@@ -28,8 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from . import _events as ev
 from ._domain import RULES_JUDGE_ID, CampaignSpec, Task
-from ._envelope import Event, run_id_for
+from ._envelope import Event
 from ._lifecycle import END_STEPS, lifecycle_step
+from ._rules import expected_runs, samples_owed
 
 __all__ = ["CampaignHistory", "VerdictKey"]
 
@@ -159,11 +160,7 @@ class CampaignHistory(BaseModel):
         spec = self.campaigns.get(campaign_id)
         if spec is None:
             return set()
-        return {
-            run_id_for(campaign_id, task_id, a.agent_id, epoch)
-            for a in spec.agents
-            for epoch in range(spec.epochs)
-        }
+        return {run.run_id for run in expected_runs(spec, task_id)}
 
     def _owed_on(self, run: str) -> set[VerdictKey]:
         key = self.run_task.get(run, "/")
@@ -172,7 +169,7 @@ class CampaignHistory(BaseModel):
         task_samples = task.judge.sampling_times if task is not None else 1
         owed = {(run, RULES_JUDGE_ID, 0)}
         for judge in spec.judges if spec is not None else []:
-            samples = max(judge.sampling_times, task_samples)
+            samples = samples_owed(judge.sampling_times, task_samples)
             owed |= {(run, judge.judge_id, s) for s in range(samples)}
         return owed
 
