@@ -24,7 +24,7 @@ from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
 from assay.store import LocalBlobStore
-from assay_schemas import AgentSpec
+from assay_schemas import AgentSpec, parse_event_subject
 from bench.load import _Proc, _start_services, _stop, _wait_durables
 from bench.procs import Sampler, stat
 from bench.pyspy import profiled
@@ -72,7 +72,7 @@ class _Ends:
         self.last = 0.0
 
     async def on(self, msg: Msg) -> None:
-        kind, run_id = msg.subject.split(".")[2], msg.subject.rsplit(".", 1)[1]
+        _, kind, _, run_id = parse_event_subject(msg.subject) or ("", "", "", "")
         (self.failed if kind == "RunFailed" else self.sealed).add(run_id)
         self.last = time.monotonic()
         if len(self.sealed | self.failed) >= self.runs:

@@ -16,7 +16,7 @@ import hashlib
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
-from assay_schemas import RULES_JUDGE_ID, Price, Problems, problems_of
+from assay_schemas import RULES_JUDGE_ID, Price, Problems, parse_event_subject, problems_of
 
 from .canonical import canonical_json
 from .late_judges import LateJudge, late_judges
@@ -377,8 +377,8 @@ def _refused(p: Projections, campaigns: set[str]) -> tuple[RefusedMessage, ...]:
     """Refusals on the report's campaigns' subjects, and those whose campaign is unknown."""
     out = []
     for r in sorted(p.state.refused.values(), key=lambda r: r.sequence):
-        tokens = r.subject.split(".")
-        campaign = tokens[3] if len(tokens) == 5 else None
+        tokens = parse_event_subject(r.subject)
+        campaign = tokens.campaign_id if tokens is not None else None
         if campaign is None or campaign in campaigns:
             out.append(RefusedMessage(sequence=r.sequence, subject=r.subject, reason=r.reason))
     return tuple(out)

@@ -22,6 +22,7 @@ from . import (
     _review,
     _rpc,
     _rubric,
+    _rules,
     _steps,
     _stopping,
     _web,
@@ -42,6 +43,7 @@ from ._problems import *  # noqa: F403
 from ._review import *  # noqa: F403
 from ._rpc import *  # noqa: F403
 from ._rubric import *  # noqa: F403
+from ._rules import *  # noqa: F403
 from ._steps import *  # noqa: F403
 from ._stopping import *  # noqa: F403
 from ._web import *  # noqa: F403
@@ -63,6 +65,7 @@ __all__ = [
     *_review.__all__,
     *_rpc.__all__,
     *_rubric.__all__,
+    *_rules.__all__,
     *_steps.__all__,
     *_stopping.__all__,
     *_web.__all__,

@@ -32,8 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer
 from . import _events as ev
 from ._controls import ControlDeclared
 from ._domain import RULES_JUDGE_ID, CampaignSpec, Task
-from ._envelope import Event, run_id_for
+from ._envelope import Event
 from ._lifecycle import END_STEPS, lifecycle_step
+from ._rules import expected_runs, samples_owed
 
 __all__ = ["CampaignHistory", "VerdictKey"]
 
@@ -180,12 +181,9 @@ class CampaignHistory(BaseModel):
         spec = self.campaigns.get(campaign_id)
         if spec is None:
             return set()
-        return {
-            run_id_for(campaign_id, task_id, a.agent_id, epoch)
-            for a in spec.agents
-            if f"{campaign_id}/{a.agent_id}" not in self.control_agents
-            for epoch in range(spec.epochs)
-        } | self.control_runs.get(key, set())
+        controls = {a.split("/", 1)[1] for a in self.control_agents if a.startswith(f"{campaign_id}/")}  # fmt: skip
+        roster = {run.run_id for run in expected_runs(spec, task_id, skip=controls)}
+        return roster | self.control_runs.get(key, set())
 
     def declare_control(self, campaign_id: str, task_id: str, agent_id: str, run_id: str) -> None:  # fmt: skip
         """An opened control declaration: the run is expected, its agent a control agent."""
@@ -241,7 +239,7 @@ class CampaignHistory(BaseModel):
         task_samples = task.judge.sampling_times if task is not None else 1
         owed = {(run, RULES_JUDGE_ID, 0)}
         for judge in spec.judges if spec is not None else []:
-            samples = max(judge.sampling_times, task_samples)
+            samples = samples_owed(judge.sampling_times, task_samples)
             owed |= {(run, judge.judge_id, s) for s in range(samples)}
         return owed
 

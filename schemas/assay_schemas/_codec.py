@@ -11,6 +11,7 @@ from pydantic_core import from_json
 from ._envelope import NO_RUN, Event
 from ._errors import InvalidEvent, describe_validation
 from ._events import EVENT_TYPES, AnyEvent
+from ._rules import parse_event_subject
 
 __all__ = [
     "MAX_EVENT_BYTES",
@@ -80,14 +81,14 @@ def check_subject(event: Event, subject: str) -> None:
     Consumers select events by subject and permissions are granted by subject; a body that
     claims another type, campaign or run than its subject would slip past both.
     """
-    tokens = subject.split(".")
-    if len(tokens) != 5 or tokens[1] != "ev":
+    tokens = parse_event_subject(subject)
+    if tokens is None:
         raise InvalidEvent(f"{event.event_type} on {subject}: not an event subject")
     claimed = (event.event_type, event.campaign_id, event.run_id or NO_RUN)
-    if tuple(tokens[2:]) != claimed:
+    if tokens[1:] != claimed:
         raise InvalidEvent(
             f"{event.event_type} on {subject}: the body says {'.'.join(claimed)}, "
-            f"the subject {'.'.join(tokens[2:])}"
+            f"the subject {'.'.join(tokens[1:])}"
         )
 
 

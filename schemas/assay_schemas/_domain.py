@@ -18,6 +18,7 @@ __all__ = [
     "GATEWAY_SOCKET",
     "RULES_JUDGE_ID",
     "AgentSpec",
+    "BlobRef",
     "CampaignSpec",
     "Criterion",
     "FileExistsCheck",
@@ -67,6 +68,10 @@ class FileRef(Frozen):
     """Size in bytes."""
     media_type: str = "application/octet-stream"
     """IANA media type guessed from the name."""
+
+
+BlobRef = tuple[str, FileRef]
+"""A blob an event references, with its role there (`attachment`, `artifact`, ...)."""
 
 
 class FileExistsCheck(Frozen):

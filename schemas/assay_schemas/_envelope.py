@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import ClassVar, TypedDict
+from typing import TYPE_CHECKING, ClassVar, TypedDict
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from ._ids import Identifier, derive_id
+
+if TYPE_CHECKING:  # the domain's models import the envelope (control declarations)
+    from ._domain import BlobRef
 
 __all__ = ["NO_RUN", "Event", "Producer", "RunEnvelope", "run_id_for", "same_run"]
 
@@ -56,6 +59,18 @@ class Event(BaseModel):
         """The deterministic id of this event type caused by `key`: a retried publish of
         the same cause gets the same id, so the bus dedupes it."""
         return derive_id(cls.model_fields["event_type"].default, *key)
+
+    # What each type contributes to the readers of the log lives on its model, so that a
+    # new type touches its schema, its writer and the readers that act on it, no dispatch
+    # table (issue #49). An unknown type contributes its name and no blob.
+
+    def blob_refs(self) -> list[BlobRef]:
+        """The blobs this event references, each with its role (`assay audit` checks them)."""
+        return []
+
+    def summary_line(self) -> str:
+        """What happened, in one line a person can read (`assay audit`, the viewer's feed)."""
+        return self.event_type
 
     @field_validator("occurred_at")
     @classmethod

@@ -6,7 +6,8 @@ purpose is in it (the classes outside this package are named with their module).
     │   ├── TaskInputError      a task file or attachment is malformed or hostile
     │   │   └── RuleCheckError          assay_judge.rules.checks: a reference check cannot run
     │   ├── InvalidEvent        a message on an event subject does not parse or validate
-    │   │   └── SealBroken              assay.security.controls: a control declaration does not open
+    │   │   ├── SealBroken              assay.security.controls: a control declaration does not open
+    │   │   └── SignatureRefused    a valid event no enrolled key may have written
     │   ├── StepTooLarge                assay_runner.agent: a model turn over one event's size
     │   ├── PatternError                assay.tasks: a pattern RE2 cannot compile
     │   ├── _Refused                    assay.http11: a request the server will not read
@@ -78,6 +79,7 @@ __all__ = [
     "RequestUnanswered",
     "RunFault",
     "SandboxError",
+    "SignatureRefused",
     "StoreError",
     "TaskInputError",
     "UploadRefused",
@@ -100,6 +102,11 @@ class TaskInputError(InvalidInput):
 
 class InvalidEvent(InvalidInput):
     """A message on an event subject is not a valid event."""
+
+
+class SignatureRefused(InvalidEvent):
+    """A valid event whose signature does not tie it to a key enrolled to write it
+    (unsigned, forged, or a role that may not write its type): no handler acts on it."""
 
 
 class ConfigError(AssayError):

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ._controls import ControlDeclared
 from ._domain import (  # fmt: skip
     AgentSpec,
+    BlobRef,
     CampaignSpec,
     FileRef,
     JudgeSpec,
@@ -24,7 +25,7 @@ from ._errors import ErrorInfo, FailureStage, with_error_info
 from ._ids import Identifier
 from ._review import JudgeKind
 from ._steps import ToolCallRecord, ToolResultRecord
-from ._web import WebSpec
+from ._web import WebSource, WebSpec
 
 __all__ = [
     "EVENT_TYPES",
@@ -55,12 +56,30 @@ __all__ = [
 # --- campaign, tasks and sandboxes -----------------------------------------------------
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _web_refs(sources: list[WebSource]) -> list[BlobRef]:
+    """A web answer's blobs: the text the agent read and the bytes received."""
+    refs: list[BlobRef] = []
+    for s in sources:
+        name = s.url or s.request
+        refs.append(("web_text", FileRef(path=name, sha256=s.text_sha256, size=s.text_size)))
+        if s.body_sha256 is not None:
+            refs.append(("web_body", FileRef(path=name, sha256=s.body_sha256, size=s.body_size)))
+    return refs
+
+
 class CampaignStarted(Event):
     """A campaign was declared: agents, judges, rubric, epochs, limits, sandbox."""
 
     event_type: Literal["CampaignStarted"] = "CampaignStarted"
     written_by = ("cli",)
     campaign: CampaignSpec
+
+    def summary_line(self) -> str:
+        return f"campaign {self.campaign.name}"
 
 
 class TaskSubmitted(Event):
@@ -69,6 +88,9 @@ class TaskSubmitted(Event):
     event_type: Literal["TaskSubmitted"] = "TaskSubmitted"
     written_by = ("cli", "publisher")
     task: Task
+
+    def summary_line(self) -> str:
+        return f"task {self.task.task_id}"
 
 
 class RunRequested(Event):
@@ -89,6 +111,13 @@ class RunRequested(Event):
     """The campaign's price overrides (model name or prefix -> USD per million tokens)."""
     web: WebSpec = Field(default_factory=WebSpec)
     """The campaign's web (its `web:` section) for this run's web tools."""
+
+    def blob_refs(self) -> list[BlobRef]:
+        return [("attachment", f) for f in self.task.attachments]
+
+    def summary_line(self) -> str:
+        scripted = ", scripted" if self.scripted else ""
+        return f"agent {self.agent.agent_id} ({self.agent.model}), epoch {self.epoch}{scripted}"
 
 
 RejectionReason = Literal[
@@ -139,6 +168,14 @@ class SandboxReady(Event):
     """Digest of the runtime (Docker image id or rootfs recipe hash)."""
     workspace: list[FileRef]
 
+    def blob_refs(self) -> list[BlobRef]:
+        return [("workspace", f) for f in self.workspace]
+
+    def summary_line(self) -> str:
+        return (
+            f"{self.backend} sandbox {self.sandbox_id}, {_n(len(self.workspace), 'workspace file')}"
+        )
+
 
 # --- agent ------------------------------------------------------------------------------
 
@@ -161,6 +198,17 @@ class AgentStepLogged(Event):
     """A program agent's model call: the request body as sent upstream (a blob)."""
     response_sha256: str | None = None
     """A program agent's model call: the upstream response body (a blob)."""
+
+    def blob_refs(self) -> list[BlobRef]:
+        outputs = [("tool_output", r.output_blob) for r in self.tool_results if r.output_blob]
+        return outputs + [w for r in self.tool_results for w in _web_refs(r.sources)]
+
+    def summary_line(self) -> str:
+        calls = ", ".join(c.name for c in self.tool_calls) or "no tool call"
+        errors = sum(r.is_error for r in self.tool_results)
+        failed = f", {_n(errors, 'tool error')}" if errors else ""
+        tokens = f"{self.usage.input_tokens} in / {self.usage.output_tokens} out tokens"
+        return f"step {self.step}: {calls}{failed}; {tokens}, model {self.latency_ms:.0f} ms"
 
 
 StopReason = Literal[
@@ -191,6 +239,17 @@ class AgentFinished(Event):
     output_sha256: str | None = None
     """A program agent's stdout and stderr (a blob)."""
 
+    def blob_refs(self) -> list[BlobRef]:
+        blob = self.final_message_blob
+        return [("final_message", blob)] if blob is not None else []
+
+    def summary_line(self) -> str:
+        return (
+            f"{self.stop_reason} after {_n(self.steps, 'step')}, {self.duration_s:.1f} s, "
+            f"{self.usage.input_tokens} in / {self.usage.output_tokens} out tokens, "
+            f"${self.cost_usd:.4f}"
+        )
+
 
 class RunFailed(Event):
     """A run could not complete. Infrastructure failures are never scored."""
@@ -211,6 +270,10 @@ class RunFailed(Event):
     def upgraded(cls, data: Any) -> Any:
         """Give an event logged before `error_info` existed the one its `error` meant."""
         return with_error_info(data)
+
+    def summary_line(self) -> str:
+        kind = "infrastructure" if self.infrastructure else "agent"
+        return f"{self.stage} failed ({kind}): {self.error}"
 
 
 # --- sealing ----------------------------------------------------------------------------
@@ -276,6 +339,16 @@ class ArtifactsSealed(Event):
         full = SealManifest.model_validate_json(load(self.manifest.sha256))
         return self.model_copy(update={"files": full.files, "excluded": full.excluded})
 
+    def blob_refs(self) -> list[BlobRef]:
+        manifest = [("seal_manifest", self.manifest)] if self.manifest is not None else []
+        blob = self.final_message_blob
+        answer = [("final_message", blob)] if blob is not None else []
+        return manifest + answer + [("artifact", f) for f in self.files]
+
+    def summary_line(self) -> str:
+        excluded = f", {len(self.excluded)} excluded" if self.excluded else ""
+        return f"{self.outcome}: {_n(len(self.files), 'file')} sealed{excluded}"
+
 
 # --- judging ----------------------------------------------------------------------------
 
@@ -286,6 +359,9 @@ class JudgeRegistered(Event):
     event_type: Literal["JudgeRegistered"] = "JudgeRegistered"
     written_by = ("judge",)
     judge: JudgeSpec
+
+    def summary_line(self) -> str:
+        return f"judge {self.judge.judge_id}"
 
 
 class DimensionScore(BaseModel):
@@ -337,6 +413,18 @@ class JudgmentRecorded(Event):
     rejected_outputs: FileRef | None = None
     """The rejected outputs and their problems, kept as a blob (None when none was)."""
 
+    def blob_refs(self) -> list[BlobRef]:
+        rejected = self.rejected_outputs
+        return [("judge_rejected_outputs", rejected)] if rejected is not None else []
+
+    def summary_line(self) -> str:
+        scores = [s.score for s in self.scores.values()]
+        mean = f", mean {sum(scores) / len(scores):.2f}" if scores else ""
+        checks = self.checks
+        passed = f", {sum(c.passed for c in checks)}/{len(checks)} checks" if checks else ""
+        tags = f"; tags {', '.join(self.failure_tags)}" if self.failure_tags else ""
+        return f"{self.judge_id}#{self.sample}: {_n(len(scores), 'score')}{mean}{passed}{tags}"
+
 
 class JudgmentFailed(Event):
     """A judge gave no valid verdict after its repairs."""
@@ -359,6 +447,13 @@ class JudgmentFailed(Event):
     def upgraded(cls, data: Any) -> Any:
         """Give an event logged before `error_info` existed the one its `error` meant."""
         return with_error_info(data)
+
+    def blob_refs(self) -> list[BlobRef]:
+        raw = self.raw_output
+        return [("judge_raw_output", raw)] if raw is not None else []
+
+    def summary_line(self) -> str:
+        return f"{self.judge_id}#{self.sample}: {self.error} ({_n(self.attempts, 'attempt')})"
 
 
 AnyEvent = Annotated[

@@ -418,3 +418,56 @@ async def test_an_unsigned_outside_task_is_rejected_and_runs_nowhere(done: Done)
     assert await done.figures_now() == done.figures
     [refused] = done.refused()
     assert "unsigned" in done.aggregator.state.refused[refused].reason
+
+
+async def _dead_letter_reasons(bus: Bus, durable: str, count: int) -> list[str]:
+    """The reasons of the first `count` dead letters of `durable` (waits for them)."""
+    from assay.bus import DEAD_REASON
+
+    for _ in range(150):
+        letters = await bus.dead_letters(durable)
+        if len(letters) >= count:
+            break
+        await asyncio.sleep(0.1)
+    return [headers[DEAD_REASON] for _, headers in letters]
+
+
+def _moved_to(data: bytes, event_id: str, run_id: str) -> bytes:
+    body = json.loads(data)
+    body.update(event_id=event_id, run_id=run_id)
+    return json.dumps(body).encode()
+
+
+async def test_forged_requests_and_seals_reach_no_service_handler(done: Done) -> None:
+    """Issue #49: the sandbox-manager and the judges acted on events they never checked.
+    A copy of the real run's request, unsigned, straight onto its subject with the cli's
+    NATS rights, and a copy of its seal signed by a key that may not write seals (the
+    cli's) with the sandbox-manager's rights: the bus refuses both on every consumer
+    before a handler sees them, so no sandbox is made and no judge judges."""
+    [(request_subject, request, _)] = await _stored(done.cli, done.subject("RunRequested", "*"))
+    [(_, seal, _)] = await _stored(done.cli, done.subject("ArtifactsSealed", "*"))
+    run = "forged-run"
+    forged_request = _moved_to(request, "forged-request", run)
+    forged_seal = _moved_to(seal, "forged-seal", run)
+    cli_key = signer_for(done.secure.base, "cli")
+    assert cli_key is not None and request_subject.endswith(parse_event(request).run_id or "")
+    cli, sandbox_manager = (
+        await _nats(done.secure, "cli"),
+        await _nats(done.secure, "sandbox-manager"),
+    )
+    try:
+        await _publish(cli, done.subject("RunRequested", run), forged_request, {})
+        target = done.subject("ArtifactsSealed", run)
+        await _publish(sandbox_manager, target, forged_seal, cli_key.headers(target, forged_seal))
+    finally:
+        await cli.close()
+        await sandbox_manager.close()
+    [refused_request] = await _dead_letter_reasons(done.cli, "sandbox-manager-runs", 1)
+    assert refused_request.startswith("SignatureRefused: RunRequested: unsigned")
+    for judge in ("judge-j1", "judge-rules"):
+        [refused_seal] = await _dead_letter_reasons(done.cli, judge, 1)
+        assert refused_seal.startswith("SignatureRefused: ArtifactsSealed: cli/cli may not write")
+    assert await done.figures_now() == done.figures
+    assert len(done.refused()) == 2
+    caused = [e async for e in done.cli.replay() if e.event.run_id == run]
+    assert [e.event.event_id for e in caused] == ["forged-request", "forged-seal"]

@@ -12,7 +12,6 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from assay_report.summaries import summarize
 from assay_schemas import AgentStepLogged, Event, JudgmentFailed, JudgmentRecorded
 
 from .data import Source
@@ -61,5 +60,5 @@ async def events(source: Source, campaign: str, run_id: str, start: int) -> Asyn
     async for item in bus.replay(start=start, subject=subject, follow=True):
         e = item.event
         data = {"sequence": item.sequence, "type": e.event_type, "run_id": e.run_id or "",
-                "task_id": e.task_id or "", "summary": summarize(e), "detail": detail(e)}  # fmt: skip
+                "task_id": e.task_id or "", "summary": e.summary_line(), "detail": detail(e)}  # fmt: skip
         yield f"id: {item.sequence}\nevent: logged\ndata: {json.dumps(data)}\n\n".encode()

@@ -22,7 +22,7 @@ from opentelemetry import trace
 from pydantic import ValidationError
 
 from assay.config import Settings
-from assay.security.signing import signer_for
+from assay.security.signing import TrustList, signer_for, trust_for
 from assay.telemetry import extract_context, inject_headers, serving, tracer
 from assay_schemas import (
     BusError,
@@ -33,6 +33,7 @@ from assay_schemas import (
     NoResponders,
     Producer,
     RequestUnanswered,
+    SignatureRefused,
     parse_event,
 )
 
@@ -116,6 +117,9 @@ class Bus(LogReads):
         """Deliveries being handled, by durable and stream sequence; each settles to
         whether its message was acked (see `_deliver`)."""
         self._signer = signer_for(settings, service)
+        self.trust: TrustList | None = None
+        """Whose signatures a consumed event must carry (None: none checked); this
+        deployment's (`trust_for`) from `start` on."""
         self._js: tuple[Any, JetStreamContext] | None = None
         self._lag = LagWatch(settings.stream)
         self.campaigns: dict[str, tuple[int, CampaignSpec | None]] = {}
@@ -161,6 +165,8 @@ class Bus(LogReads):
     async def start(self) -> None:
         """Connect, then start every registered consumer."""
         await self.connect()
+        # Read at start, as the runner's door does: the operator key may come after the bus.
+        self.trust = trust_for(self.settings)
         # Before the first pull: a restarted instance must hear of what the pull finds lost.
         for watch in self._lost.values():
             await self._watch_lost(watch)
@@ -433,16 +439,16 @@ class Bus(LogReads):
         """Parse, handle and settle one delivery; True when it was acked."""
         meta = raw.metadata
         attempt = meta.num_delivered
-        event = self._parse(raw.data, raw.subject, durable, event_type)
-        if isinstance(event, str):
-            reason = event
-            await self._dead_letter(raw, durable, reason)
+        headers = dict(raw.headers or {})
+        taken = self._take(
+            meta.sequence.stream, raw.subject, raw.data, headers, durable, event_type
+        )
+        if isinstance(taken, Refusal):
+            await self._dead_letter(raw, durable, taken.reason)
             if on_refused is not None:
-                headers = dict(raw.headers or {})
-                await on_refused(
-                    Refusal(meta.sequence.stream, raw.subject, reason, raw.data, headers)
-                )
+                await on_refused(taken)
             return False
+        event, signer = taken
         ctx = extract_context(raw.headers)
         span_name = f"{durable} handle {event.event_type}"
         with (
@@ -452,7 +458,7 @@ class Bus(LogReads):
             span.set_attribute("assay.event_id", event.event_id)
             span.set_attribute("assay.run_id", event.run_id or "")
             delivery = Delivery(
-                meta.sequence.stream, attempt, raw.subject, dict(raw.headers or {}), raw.data
+                meta.sequence.stream, attempt, raw.subject, headers, raw.data, signer
             )
             try:
                 await through_outages(handler, event, delivery, durable)
@@ -515,6 +521,31 @@ class Bus(LogReads):
         except Exception:
             log.exception("%s: ending what %s started failed", durable, event.event_id)
 
+    def _take(
+        self,
+        sequence: int,
+        subject: str,
+        data: bytes,
+        headers: dict[str, str],
+        durable: str,
+        event_type: type[Event] | tuple[type[Event], ...],
+    ) -> tuple[Event, str] | Refusal:
+        """The stored message as the event `durable` takes and who signed it, or why no
+        handler may see it: it does not parse, or (where this deployment has a trust list)
+        its signature does not tie it to a key enrolled to write it. Every service's
+        consumers check this, not only the aggregator's (docs/architecture.md)."""
+        event = self._parse(data, subject, durable, event_type)
+        if isinstance(event, str):
+            return Refusal(sequence, subject, event, data, headers)
+        if self.trust is None:
+            return event, ""
+        check = self.trust.verify(subject, data, headers, event)
+        if not check.ok:
+            refused = SignatureRefused(f"{event.event_type}: {check.reason}")
+            reason = f"{type(refused).__name__}: {refused}"
+            return Refusal(sequence, subject, reason, data, headers, event)
+        return event, check.signer
+
     @staticmethod
     def _parse(
         data: bytes, subject: str, durable: str, event_type: type[Event] | tuple[type[Event], ...]
@@ -572,15 +603,16 @@ class Bus(LogReads):
         subject, body = stored.subject or "", stored.data or b""
         headers = dict(stored.headers or {})
         origin = Origin(subject, sequence, advisory.deliveries)
-        event = self._parse(body, subject, durable, watch.event_type)
-        if isinstance(event, str):
-            await self._store_dead_letter(body, origin, durable, event)
+        taken = self._take(sequence, subject, body, headers, durable, watch.event_type)
+        if isinstance(taken, Refusal):  # never handled: a forgery ends no run either
+            await self._store_dead_letter(body, origin, durable, taken.reason)
             if watch.on_refused is not None:
-                await watch.on_refused(Refusal(sequence, subject, event, body, headers))
+                await watch.on_refused(taken)
             return
+        event, signer = taken
         reason = lost_reason(advisory.deliveries)
         log.error("%s: giving up on %s: %s", durable, event.event_id, reason)
-        delivery = Delivery(sequence, advisory.deliveries, subject, headers, body)
+        delivery = Delivery(sequence, advisory.deliveries, subject, headers, body, signer)
         await self._give_up(watch.on_give_up, event, delivery, durable, reason)
         await self._store_dead_letter(body, origin, durable, reason)
 

@@ -37,6 +37,9 @@ class Delivery(NamedTuple):
     headers: Mapping[str, str] = MappingProxyType({})
     data: bytes = b""
     """The message's bytes as stored (what its signature covers)."""
+    signer: str = ""
+    """Who signed it, as the bus checked before handing it over (`role/name (key)`);
+    empty when this deployment checks no signatures."""
 
 
 class Refusal(NamedTuple):
@@ -49,6 +52,9 @@ class Refusal(NamedTuple):
     """The refused message's bytes (to answer its sender, never to act on)."""
     headers: Mapping[str, str] = MappingProxyType({})
     """Its headers (`Nats-Msg-Id` names a body too broken to name itself)."""
+    event: Event | None = None
+    """The event it parsed to, when only its signature was refused (to record or answer
+    the refusal as the consumer would, never to act on)."""
 
 
 RefusalSink = Callable[[Refusal], Awaitable[None]]

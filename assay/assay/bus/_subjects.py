@@ -1,10 +1,10 @@
-"""Subject layout. Events: <prefix>.ev.<type>.<campaign>.<run>; everything else outside."""
+"""Subject layout. Events: `assay_schemas.event_subject`; everything else outside."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from assay_schemas import NO_RUN, Event
+from assay_schemas import NO_RUN, Event, event_subject, events_subject
 
 __all__ = ["Subjects"]
 
@@ -18,7 +18,7 @@ class Subjects:
     @property
     def events(self) -> str:
         """All event subjects (the event stream's filter)."""
-        return f"{self.prefix}.ev.>"
+        return events_subject(self.prefix)
 
     @property
     def dead_letters(self) -> str:
@@ -27,7 +27,7 @@ class Subjects:
 
     def event(self, event_type: str = "*", campaign_id: str = "*", run_id: str = "*") -> str:
         """Filter for events; `*` selects any value of that token."""
-        return f"{self.prefix}.ev.{event_type}.{campaign_id}.{run_id}"
+        return event_subject(self.prefix, event_type, campaign_id, run_id)
 
     def of(self, event: Event) -> str:
         """Subject an event is published on."""

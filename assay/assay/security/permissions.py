@@ -48,7 +48,7 @@ from assay.contract import (
     rpc_subject,
     service_contracts,
 )
-from assay_schemas import EVENT_TYPES
+from assay_schemas import EVENT_TYPES, NO_RUN, event_subject
 
 __all__ = [
     "ROLES",
@@ -79,9 +79,6 @@ def events_by_role() -> Mapping[str, tuple[str, ...]]:
 PUBLISHER_FEEDBACK = ("TaskAccepted", "TaskRejected")
 """The runner's answers to a submission, which a publisher may read for its campaign."""
 
-NO_RUN = "-"
-"""Run token of events that belong to no run (campaign and task events)."""
-
 
 class Permissions(NamedTuple):
     """Allow-lists of one NATS user; everything else is refused by the server."""
@@ -94,7 +91,7 @@ class Permissions(NamedTuple):
 
 
 def _events(prefix: str, types: Iterable[str]) -> list[str]:
-    return [f"{prefix}.ev.{t}.*.*" for t in types]
+    return [event_subject(prefix, t) for t in types]
 
 
 def _reader(stream: str) -> list[str]:
@@ -186,7 +183,7 @@ def role_permissions(
         return Permissions(
             publish=_dedupe(
                 [
-                    f"{prefix}.ev.TaskSubmitted.{campaign}.{NO_RUN}",
+                    event_subject(prefix, "TaskSubmitted", campaign, NO_RUN),
                     f"$JS.API.STREAM.INFO.{stream}",
                     f"$JS.API.STREAM.INFO.{stream}_DLQ",
                     *_upload_writer(stream, campaign),
@@ -195,7 +192,7 @@ def role_permissions(
             # Feedback arrives as core-NATS messages on the event subjects of its own
             # campaign: a publisher subscribes before it submits (no stream reads needed).
             subscribe=_dedupe(
-                [inbox, *(f"{prefix}.ev.{t}.{campaign}.{NO_RUN}" for t in PUBLISHER_FEEDBACK)]
+                [inbox, *(event_subject(prefix, t, campaign, NO_RUN) for t in PUBLISHER_FEEDBACK)]
             ),
         )
     if role == "cli":

@@ -47,6 +47,7 @@ from assay_schemas import (
     TaskSubmitted,
     is_reviewer_id,
     lifecycle_step,
+    samples_owed,
     walk,
 )
 
@@ -73,7 +74,7 @@ def _samples(state: State, e: JudgmentRecorded | JudgmentFailed) -> int | None:
     judge = state.judge_samples.get(f"{e.campaign_id}/{e.judge_id}")
     if judge is None:
         return None
-    return max(judge, state.task_samples.get(f"{e.campaign_id}/{e.task_id}", 1))
+    return samples_owed(judge, state.task_samples.get(f"{e.campaign_id}/{e.task_id}", 1))
 
 
 def _human(state: State, e: JudgmentRecorded, where: str) -> str | None:

@@ -22,25 +22,17 @@ from assay.security.controls import controls_key
 from assay.security.signing import TrustList
 from assay.store import BlobStore
 from assay_report.state import State
-from assay_report.summaries import summarize
 from assay_schemas import (
     ANCHOR,
     RULES_JUDGE_ID,
-    AgentFinished,
-    AgentStepLogged,
     ArtifactsSealed,
     BlobCorrupted,
     BlobNotFound,
     Event,
-    FileRef,
     InvalidEvent,
-    JudgmentFailed,
-    JudgmentRecorded,
     RunHistory,
     RunRequested,
-    SandboxReady,
     StoreError,
-    WebSource,
     is_reviewer_id,
     parse_event,
 )
@@ -147,38 +139,6 @@ class RunAudit(NamedTuple):
         return [b for b in self.blobs if b.status != "ok"]
 
 
-def _refs(event: Event) -> list[tuple[str, FileRef]]:
-    if isinstance(event, RunRequested):
-        return [("attachment", f) for f in event.task.attachments]
-    if isinstance(event, SandboxReady):
-        return [("workspace", f) for f in event.workspace]
-    if isinstance(event, AgentStepLogged):
-        outputs = [("tool_output", r.output_blob) for r in event.tool_results if r.output_blob]
-        return outputs + [w for r in event.tool_results for w in _web_refs(r.sources)]
-    if isinstance(event, AgentFinished) and event.final_message_blob is not None:
-        return [("final_message", event.final_message_blob)]
-    if isinstance(event, ArtifactsSealed):
-        manifest = [("seal_manifest", event.manifest)] if event.manifest is not None else []
-        answer = [("final_message", event.final_message_blob)] if event.final_message_blob else []
-        return manifest + answer + [("artifact", f) for f in event.files]
-    if isinstance(event, JudgmentFailed) and event.raw_output is not None:
-        return [("judge_raw_output", event.raw_output)]
-    if isinstance(event, JudgmentRecorded) and event.rejected_outputs is not None:
-        return [("judge_rejected_outputs", event.rejected_outputs)]
-    return []
-
-
-def _web_refs(sources: list[WebSource]) -> list[tuple[str, FileRef]]:
-    """A web answer's blobs: the text the agent read and the bytes received."""
-    refs = []
-    for s in sources:
-        name = s.url or s.request
-        refs.append(("web_text", FileRef(path=name, sha256=s.text_sha256, size=s.text_size)))
-        if s.body_sha256 is not None:
-            refs.append(("web_body", FileRef(path=name, sha256=s.body_sha256, size=s.body_size)))
-    return refs
-
-
 def _check(store: BlobStore, sha: str, scratch: Path) -> tuple[str, str]:
     dest = scratch / sha
     try:
@@ -265,14 +225,14 @@ def audit_run(
         agent = history.seal.agent_id if history.seal is not None else ""
     chain = [
         ChainLine(item.sequence, item.event.occurred_at.isoformat(), item.event.event_type,
-                  summarize(item.event), signers.get(item.sequence, ""))
+                  item.event.summary_line(), signers.get(item.sequence, ""))
         for item in logged
     ]  # fmt: skip
     blobs: list[BlobCheck] = []
     verdict: dict[str, tuple[str, str]] = {}
     with tempfile.TemporaryDirectory(prefix="assay-audit-") as tmp:
         for e in events:
-            for role, ref in _refs(e):
+            for role, ref in e.blob_refs():
                 if ref.sha256 not in verdict:
                     verdict[ref.sha256] = _check(store, ref.sha256, Path(tmp))
                 status, detail = verdict[ref.sha256]

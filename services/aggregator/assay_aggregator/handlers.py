@@ -71,13 +71,21 @@ class AggregatorService:
     async def on_event(self, event: Event, delivery: Delivery) -> None:
         """Fold one delivered event (duplicates are ignored by id; forgeries refused)."""
         d = delivery
-        if admitted(self.state, self.trust, d.sequence, d.subject, d.data, d.headers, event):
+        # The bus checked the signature of what it hands over (`signer`): checked once.
+        trust = None if d.signer else self.trust
+        if admitted(self.state, trust, d.sequence, d.subject, d.data, d.headers, event):
             load = self.store.get_bytes if self.store is not None else None
             apply(self.state, d.sequence, event, load)
 
     async def on_refused(self, refusal: Refusal) -> None:
-        """Count a stored message that is not a valid event, as a rebuild would."""
-        self.state.refuse(refusal.sequence, refusal.subject, refusal.reason)
+        """Count a stored message that is not a valid event, as a rebuild would; one the
+        bus refused for its signature only is refused by admission, with its why."""
+        r = refusal
+        if r.event is not None and not admitted(
+            self.state, self.trust, r.sequence, r.subject, r.data, r.headers, r.event
+        ):
+            return
+        self.state.refuse(r.sequence, r.subject, r.reason)
 
     async def catch_up(self) -> None:
         """Load the snapshot and fold what the log holds after it."""

@@ -38,6 +38,7 @@ from assay_schemas import (
     SandboxReady,
     advance,
     lifecycle_step,
+    samples_owed,
 )
 
 from .admission import admit
@@ -183,7 +184,7 @@ class LogCheck:
         for key, samples in self.state.judge_samples.items():
             campaign, judge = key.split("/", 1)
             if campaign == cid:
-                owed |= {(judge, s) for s in range(max(samples, task))}
+                owed |= {(judge, s) for s in range(samples_owed(samples, task))}
         return owed
 
     def _given(self, rid: str) -> set[tuple[str, int]]:

@@ -22,6 +22,7 @@ from assay_schemas import (
     JudgmentFailed,
     JudgmentRecorded,
     RunRequested,
+    samples_owed,
 )
 
 __all__ = [
@@ -106,7 +107,7 @@ async def owed_runs(judge: BackfillTarget) -> Backfill:
 
     def judged(s: ArtifactsSealed) -> bool:
         run = s.run_id or ""
-        return len(samples.get(run, ())) >= max(judge.samples, asked.get(run, 1))
+        return len(samples.get(run, ())) >= samples_owed(judge.samples, asked.get(run, 1))
 
     return Backfill([s for s in owed if not judged(s)], [s for s in owed if judged(s)])
 

@@ -35,6 +35,7 @@ from assay_schemas import (
     TaskRejected,
     TaskSubmitted,
     UploadRefused,
+    parse_event_subject,
     run_id_for,
 )
 
@@ -191,7 +192,8 @@ class Admission:
 
     async def answer_invalid(self, refusal: Refusal) -> None:
         """Tell the sender of a message that is no valid TaskSubmitted why it was refused."""
-        campaign_id = refusal.subject.split(".")[-2] if refusal.subject.count(".") >= 2 else ""
+        tokens = parse_event_subject(refusal.subject)
+        campaign_id = tokens.campaign_id if tokens is not None else ""
         if not _ID.match(campaign_id):
             return  # no campaign to answer on: the dead letter is all there is
         fields = _loose_fields(refusal.data)

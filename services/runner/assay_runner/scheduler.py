@@ -15,6 +15,7 @@ from assay_schemas import (
     RunRequested,
     SandboxSpec,
     Task,
+    expected_runs,
     run_id_for,
 )
 
@@ -39,23 +40,20 @@ def plan_runs(
     and its sandbox the program's runtime extension (its packages) and bundle.
     """
     runs = []
-    for agent in campaign.agents:
-        if agent.agent_id in control_agents:
-            continue
-        for epoch in range(campaign.epochs):
-            sandbox = campaign.sandbox
-            if agent.program is not None:
-                if gateway_root is None:
-                    raise ValueError(f"agent {agent.agent_id}: program agents need a gateway root")
-                folder = gateway_root / secrets.token_hex(12)  # short: AF_UNIX paths
-                sandbox = sandbox.model_copy(
-                    update={
-                        "gateway_dir": str(folder),
-                        "packages": agent.program.packages,
-                        "bundle_sha256": agent.program.bundle_sha256,
-                    }
-                )
-            runs.append(_request(campaign, task, agent, epoch, sandbox, producer, cause))
+    for agent, epoch, _ in expected_runs(campaign, task.task_id, skip=control_agents):
+        sandbox = campaign.sandbox
+        if agent.program is not None:
+            if gateway_root is None:
+                raise ValueError(f"agent {agent.agent_id}: program agents need a gateway root")
+            folder = gateway_root / secrets.token_hex(12)  # short: AF_UNIX paths
+            sandbox = sandbox.model_copy(
+                update={
+                    "gateway_dir": str(folder),
+                    "packages": agent.program.packages,
+                    "bundle_sha256": agent.program.bundle_sha256,
+                }
+            )
+        runs.append(_request(campaign, task, agent, epoch, sandbox, producer, cause))
     return runs
 
 

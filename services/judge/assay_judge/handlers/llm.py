@@ -42,6 +42,7 @@ from assay_schemas import (
     StoreError,
     Task,
     default_rubric,
+    samples_owed,
 )
 
 from ..answer import final_answer
@@ -60,12 +61,8 @@ ProviderFactory = Callable[[JudgeSpec], ModelProvider]
 
 
 def sampling_times(spec: JudgeSpec, task: Task) -> int:
-    """Samples per run: the larger of the judge's and the task's `sampling_times`.
-
-    A task may ask for more samples (a noisy, hard-to-grade task) but never fewer than the
-    judge was configured for, so one task cannot silently thin out a judge's evidence.
-    """
-    return max(spec.sampling_times, task.judge.sampling_times)
+    """Samples this judge owes a run of `task` (`assay_schemas.samples_owed`)."""
+    return samples_owed(spec.sampling_times, task.judge.sampling_times)
 
 
 @dataclass(kw_only=True)

@@ -216,7 +216,13 @@ class Door(RunnerBase):
         await self._admit(await read_campaign(self.bus, event.campaign_id), event, stored)
 
     async def on_task_refused(self, refusal: Refusal) -> None:
-        """Answer a message on a TaskSubmitted subject that is no valid TaskSubmitted."""
+        """Answer a message on a TaskSubmitted subject that is no valid TaskSubmitted; a
+        submission the bus refused for its signature is refused by the door, with its why."""
+        if isinstance(refusal.event, TaskSubmitted) and self.admission.trust is not None:
+            r, event = refusal, refusal.event
+            stored = Stored(r.sequence, r.subject, r.data, r.headers)
+            await self._admit(await read_campaign(self.bus, event.campaign_id), event, stored)
+            return
         await self.admission.answer_invalid(refusal)
 
     async def on_campaign_started(self, event: CampaignStarted, delivery: Delivery) -> None:
