@@ -107,9 +107,16 @@ async def _signed_rebuild(settings: Settings) -> list[Row]:
         raw_s, n, rebuild_s, p = await _paired(bus, trust)
     assert not p.state.refused, "a signed synthetic log must be accepted whole"
     return [
-        Row("aggregator", f"K-Bench signed: rebuild verifying {n} signatures, best of 3",
-            rebuild_s, "s", raw_s, "raw read_raw of the stream, best of 3", "≤ 1.5× raw"),
-    ]  # fmt: skip
+        Row(
+            "aggregator",
+            f"K-Bench signed: rebuild verifying {n} signatures, best of 3",
+            rebuild_s,
+            "s",
+            raw_s,
+            "raw read_raw of the stream, best of 3",
+            "≤ 1.5× raw",
+        ),
+    ]
 
 
 async def _measure(settings: Settings, label: str, rounds: int = 3) -> list[Row]:
@@ -121,12 +128,24 @@ async def _measure(settings: Settings, label: str, rounds: int = 3) -> list[Row]
         boot_s = _bootstrap(p, 10_000)
     runs = len(p.state.runs)
     return [
-        Row("aggregator", f"{label}: full rebuild, {n} events, {runs} runs, best of {rounds}",
-            rebuild_s, "s", raw_s, f"raw read_raw of the stream, best of {rounds}", "≤ 1.5× raw"),
+        Row(
+            "aggregator",
+            f"{label}: full rebuild, {n} events, {runs} runs, best of {rounds}",
+            rebuild_s,
+            "s",
+            raw_s,
+            f"raw read_raw of the stream, best of {rounds}",
+            "≤ 1.5× raw",
+        ),
         Row("aggregator", f"{label}: report, all statistics, 10k resamples", report_s, "s"),
-        Row("aggregator", f"{label}: bootstrap 10k resamples, agent scores", boot_s, "s",
-            target="< 1 s" if label == "K-Bench" else ""),
-    ]  # fmt: skip
+        Row(
+            "aggregator",
+            f"{label}: bootstrap 10k resamples, agent scores",
+            boot_s,
+            "s",
+            target="< 1 s" if label == "K-Bench" else "",
+        ),
+    ]
 
 
 def _child(url: str, stream: str, prefix: str) -> None:
@@ -143,8 +162,13 @@ def _nats_peak(server: NatsServer) -> Row:
     pid = server.process.pid if server.process is not None else 0
     mem = memory(pid)
     peak = mem.hwm_mb / 1024 if mem else float("nan")
-    return Row("aggregator", "10×: peak RSS of nats-server (every stream published, replayed)",
-               peak, "GiB", target="< 1 GiB")  # fmt: skip
+    return Row(
+        "aggregator",
+        "10×: peak RSS of nats-server (every stream published, replayed)",
+        peak,
+        "GiB",
+        target="< 1 GiB",
+    )
 
 
 def bench_aggregator(*, tenx: bool = True) -> list[Row]:
@@ -178,12 +202,21 @@ def bench_aggregator(*, tenx: bool = True) -> list[Row]:
             )
             out = subprocess.run(
                 [sys.executable, "-m", "bench.aggregator", "--child", server.url, "KB10", "kb10"],
-                capture_output=True, text=True, check=True,
-            )  # fmt: skip
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             doc = json.loads(out.stdout.strip().splitlines()[-1])
             rows += [Row(*r) for r in doc["rows"]]
-            rows.append(Row("aggregator", "10×: peak RSS of rebuild + report (child process)",
-                            doc["rss"] / 2**30, "GiB", target="< 1 GiB"))  # fmt: skip
+            rows.append(
+                Row(
+                    "aggregator",
+                    "10×: peak RSS of rebuild + report (child process)",
+                    doc["rss"] / 2**30,
+                    "GiB",
+                    target="< 1 GiB",
+                )
+            )
             # A report after 1% new events from a snapshot, against this full rebuild.
             rows += bench_incremental(big.model_copy(update={"home": Path(tmp) / "incr"}))
             rows.append(_nats_peak(server))

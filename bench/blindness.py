@@ -101,9 +101,13 @@ def bundled_campaign(tmp: Path, update: Mapping[str, Any] | None = None) -> Camp
     state.chmod(0o711)
     settings = Settings(home=tmp / "home", state_dir=state)
     outcome = run_campaign(
-        ROOT / "examples" / "tasks", path, settings=settings,
-        console=Console(record=True, width=200), timeout_s=800, scripted_server=server,
-    )  # fmt: skip
+        ROOT / "examples" / "tasks",
+        path,
+        settings=settings,
+        console=Console(record=True, width=200),
+        timeout_s=800,
+        scripted_server=server,
+    )
     with home_settings(outcome.workdir) as reopened:
         events = asyncio.run(_events(reopened))
         key = controls_key(reopened)
@@ -119,7 +123,7 @@ def bench_blindness() -> list[Row]:
     features = run_features(ran.events)
     controls = control_labels(ran.controls)
     found = blindness_auc(features, controls, seed=47)
-    name = f"classifier AUC, controls vs agents' runs ({found.n_controls} vs {found.n_agent_runs}, bundled)"  # fmt: skip
+    name = f"classifier AUC, controls vs agents' runs ({found.n_controls} vs {found.n_agent_runs}, bundled)"
     rows = [Row("blindness", name, found.auc, "AUC", 0.5, "chance", "≤ 0.6")]
     for group, auc in group_aucs(features, controls, seed=47).items():
         rows.append(Row("blindness", f"  {group} fields alone", auc, "AUC", 0.5, "chance", "≤ 0.6"))

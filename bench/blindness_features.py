@@ -219,7 +219,11 @@ def run_features(events: Iterable[Event]) -> dict[str, Features]:
             finished[run] = e
         elif isinstance(e, ArtifactsSealed):
             sealed[run] = e
-    t0 = start if start is not None else min((a["RunRequested"] for a in arrivals.values()), default=0)  # fmt: skip
+    t0 = (
+        start
+        if start is not None
+        else min((a["RunRequested"] for a in arrivals.values()), default=0)
+    )
     out: dict[str, Features] = {}
     log_reader = _log_reader(requested, roster, declared)
     for i, run in enumerate(order):
@@ -232,7 +236,13 @@ def run_features(events: Iterable[Event]) -> dict[str, Features]:
         if run in sealed:
             f.update(_sealed(sealed[run]))
         at = arrivals[run]
-        for kind in ("RunRequested", SandboxReady.__name__, "AgentStepLogged", "AgentFinished", "ArtifactsSealed"):  # fmt: skip
+        for kind in (
+            "RunRequested",
+            SandboxReady.__name__,
+            "AgentStepLogged",
+            "AgentFinished",
+            "ArtifactsSealed",
+        ):
             if kind in at:
                 f[f"arrival.{kind}_s"] = at[kind] - t0
         if "ArtifactsSealed" in at:

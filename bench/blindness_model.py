@@ -90,10 +90,14 @@ def blindness_auc(
     split = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
     proba = cross_val_predict(_model(), x, y, cv=split, method="predict_proba")[:, 1]
     auc = float(roc_auc_score(y, proba))
-    return Blindness(auc, n_pos, n_neg, k, tuple(float(p) for p in proba), tuple(runs), tuple(int(v) for v in y))  # fmt: skip
+    return Blindness(
+        auc, n_pos, n_neg, k, tuple(float(p) for p in proba), tuple(runs), tuple(int(v) for v in y)
+    )
 
 
-def top_tells(features: Mapping[str, Features], controls: set[str], n: int = 10) -> list[tuple[str, float]]:  # fmt: skip
+def top_tells(
+    features: Mapping[str, Features], controls: set[str], n: int = 10
+) -> list[tuple[str, float]]:
     """The `n` features weighing most in a model fit on every run (standardized
     coefficients, positive: more of it, more likely a control): what gives controls away."""
     runs = sorted(features)
@@ -106,11 +110,25 @@ def top_tells(features: Mapping[str, Features], controls: set[str], n: int = 10)
     return [(name, float(c)) for name, c in ranked[:n]]
 
 
-GROUPS = ("agent", "run", "arrival", "steps", "transcript", "tool", "end", "seal", "message", "roster", "declared")  # fmt: skip
+GROUPS = (
+    "agent",
+    "run",
+    "arrival",
+    "steps",
+    "transcript",
+    "tool",
+    "end",
+    "seal",
+    "message",
+    "roster",
+    "declared",
+)
 """Feature groups by name prefix: what each kind of readable field gives away alone."""
 
 
-def group_aucs(features: Mapping[str, Features], controls: set[str], *, seed: int = 0) -> dict[str, float]:  # fmt: skip
+def group_aucs(
+    features: Mapping[str, Features], controls: set[str], *, seed: int = 0
+) -> dict[str, float]:
     """The cross-validated AUC of each feature group (`GROUPS`) on its own."""
     out = {}
     for group in GROUPS:

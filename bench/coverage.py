@@ -85,9 +85,13 @@ def bench_coverage(seeds: int = 200) -> list[Row]:
     for t in TASKS:
         per = [coverage(t, planted, seeds) for planted in SETTINGS]
         rows += [
-            Row("coverage", f"{kind}, {t} tasks ({len(SETTINGS)}×{seeds} campaigns)",
-                100 * float(np.mean([c[kind] for c in per])), "%",
-                target=f">= {100 * TARGET:.0f}% at {100 * CONFIDENCE:.0f}% nominal")
+            Row(
+                "coverage",
+                f"{kind}, {t} tasks ({len(SETTINGS)}×{seeds} campaigns)",
+                100 * float(np.mean([c[kind] for c in per])),
+                "%",
+                target=f">= {100 * TARGET:.0f}% at {100 * CONFIDENCE:.0f}% nominal",
+            )
             for kind in KINDS
-        ]  # fmt: skip
+        ]
     return rows

@@ -69,9 +69,13 @@ async def _full(settings: Settings, out: Path) -> dict[str, Any]:
         report = clock.lap()
     fold = (fold_cut[0] + fold_rest[0], fold_cut[1] + fold_rest[1])
     return {
-        "head": head, "cut": cut, "fold": fold, "save": save, "size": path.stat().st_size,
+        "head": head,
+        "cut": cut,
+        "fold": fold,
+        "save": save,
+        "size": path.stat().st_size,
         "report": report,
-    }  # fmt: skip
+    }
 
 
 async def _incremental(settings: Settings, out: Path) -> dict[str, Any]:
@@ -100,8 +104,10 @@ def _run_child(mode: str, settings: Settings) -> dict[str, Any]:
     args = [mode, settings.nats_url, settings.stream, settings.subject_prefix, str(settings.home)]
     done = subprocess.run(
         [sys.executable, "-m", "bench.incremental", "--child", *args],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -122,21 +128,34 @@ def bench_incremental(settings: Settings, label: str = "10×") -> list[Row]:
         full_s = full["fold"][i] + full["report"][i]
         parts = {k: inc[k][i] for k in ("load", "fold", "report")}
         detail = " + ".join(f"{k} {v:.1f} s" for k, v in parts.items())
-        rows.append(Row(
-            "aggregator",
-            f"{label}: report after {n_new} new events (1%) from a snapshot at "
-            f"{int(full['cut'])}, {kind} s ({detail}); byte-identical",
-            sum(parts.values()), "s", full_s,
-            f"full rebuild of {int(full['head'])} events, {kind} s (fold "
-            f"{full['fold'][i]:.1f} s + report {full['report'][i]:.1f} s)", "≤ 0.10× full",
-        ))  # fmt: skip
+        rows.append(
+            Row(
+                "aggregator",
+                f"{label}: report after {n_new} new events (1%) from a snapshot at "
+                f"{int(full['cut'])}, {kind} s ({detail}); byte-identical",
+                sum(parts.values()),
+                "s",
+                full_s,
+                f"full rebuild of {int(full['head'])} events, {kind} s (fold "
+                f"{full['fold'][i]:.1f} s + report {full['report'][i]:.1f} s)",
+                "≤ 0.10× full",
+            )
+        )
     return [
         *rows,
-        Row("aggregator", f"{label}: snapshot of {int(full['cut'])} events, size",
-            full["size"] / 2**20, "MiB"),
-        Row("aggregator", f"{label}: snapshot write (state to JSON, hash, atomic rename), wall",
-            full["save"][0], "s"),
-    ]  # fmt: skip
+        Row(
+            "aggregator",
+            f"{label}: snapshot of {int(full['cut'])} events, size",
+            full["size"] / 2**20,
+            "MiB",
+        ),
+        Row(
+            "aggregator",
+            f"{label}: snapshot write (state to JSON, hash, atomic rename), wall",
+            full["save"][0],
+            "s",
+        ),
+    ]
 
 
 def main() -> None:

@@ -67,9 +67,11 @@ async def _measure(base_url: str, model: str, calls: int, concurrency: int) -> M
     messages = (SystemMessage(text="You are a careful analyst."), UserMessage(content="go"))
     params = GenerationParams(max_tokens=256)
     sdk = openai.AsyncOpenAI(
-        api_key="scripted", base_url=base_url, max_retries=0,
+        api_key="scripted",
+        base_url=base_url,
+        max_retries=0,
         http_client=openai.DefaultAioHttpClient(),
-    )  # fmt: skip
+    )
     try:
 
         async def via_provider() -> None:

@@ -193,21 +193,56 @@ def _rows(concurrency: int, steps: int, inspect: Side, assay: Side, version: str
     g = "peer"
     total = inspect.runs * steps or 1
     return [
-        Row(g, f"Inspect AI {version}, {inspect.runs} × {steps} `bash true`, concurrency "
-            f"{concurrency}, local sandbox: wall", inspect.wall_s, "s"),
-        Row(g, f"Assay, {assay.runs} × {steps} `bash true`, concurrency {concurrency}, "
-            "bubblewrap: wall", assay.wall_s, "s", inspect.wall_s, "Inspect AI's wall",
-            "≤ 0.5× Inspect AI"),
-        Row(g, "  Assay wall per agent step", assay.wall_s / total * 1000, "ms",
-            inspect.wall_s / total * 1000, "Inspect AI's"),
-        Row(g, "  Assay step interval p50 (consecutive AgentStepLogged"
+        Row(
+            g,
+            f"Inspect AI {version}, {inspect.runs} × {steps} `bash true`, concurrency "
+            f"{concurrency}, local sandbox: wall",
+            inspect.wall_s,
+            "s",
+        ),
+        Row(
+            g,
+            f"Assay, {assay.runs} × {steps} `bash true`, concurrency {concurrency}, "
+            "bubblewrap: wall",
+            assay.wall_s,
+            "s",
+            inspect.wall_s,
+            "Inspect AI's wall",
+            "≤ 0.5× Inspect AI",
+        ),
+        Row(
+            g,
+            "  Assay wall per agent step",
+            assay.wall_s / total * 1000,
+            "ms",
+            inspect.wall_s / total * 1000,
+            "Inspect AI's",
+        ),
+        Row(
+            g,
+            "  Assay step interval p50 (consecutive AgentStepLogged"
             + (")" if concurrency == 1 else f", {concurrency} runs sharing the CPUs)"),
-            assay.step_p50_ms, "ms", target="≤ 10 ms" if concurrency == 1 else ""),
-        Row(g, "  bash steps run (Assay; baseline Inspect AI)", float(assay.steps), "steps",
-            float(inspect.steps), "Inspect AI's"),
-        Row(g, "  runs failed (Assay; baseline Inspect AI)", float(assay.failed), "runs",
-            float(inspect.failed), "Inspect AI's"),
-    ]  # fmt: skip
+            assay.step_p50_ms,
+            "ms",
+            target="≤ 10 ms" if concurrency == 1 else "",
+        ),
+        Row(
+            g,
+            "  bash steps run (Assay; baseline Inspect AI)",
+            float(assay.steps),
+            "steps",
+            float(inspect.steps),
+            "Inspect AI's",
+        ),
+        Row(
+            g,
+            "  runs failed (Assay; baseline Inspect AI)",
+            float(assay.failed),
+            "runs",
+            float(inspect.failed),
+            "Inspect AI's",
+        ),
+    ]
 
 
 def bench_peer(

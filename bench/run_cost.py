@@ -97,26 +97,59 @@ def run_cost_rows(points: Sequence[Point], lengths: Sequence[float] = (11.0, 21.
     for part in parts:
         line, indent = lines[part], "" if part == TOTAL else "  "
         rows += [
-            Row(g, f"{indent}{part}: fixed CPU per run (intercept)", line.intercept, "ms/run",
-                floor, "the floor (one model call)"),
-            Row(g, f"{indent}{part}: CPU per step (slope)", line.slope, "ms/step",
-                floor, "the floor (one model call)"),
-        ]  # fmt: skip
+            Row(
+                g,
+                f"{indent}{part}: fixed CPU per run (intercept)",
+                line.intercept,
+                "ms/run",
+                floor,
+                "the floor (one model call)",
+            ),
+            Row(
+                g,
+                f"{indent}{part}: CPU per step (slope)",
+                line.slope,
+                "ms/step",
+                floor,
+                "the floor (one model call)",
+            ),
+        ]
     whole = lines[TOTAL]
     for n in lengths:
         rows.append(
-            Row(g, f"CPU per agent step predicted at {n:g} steps a run (slope + intercept / "
-                f"{n:g})", whole.slope + whole.intercept / n, "ms", target="≤ 4 ms")
-        )  # fmt: skip
+            Row(
+                g,
+                f"CPU per agent step predicted at {n:g} steps a run (slope + intercept / {n:g})",
+                whole.slope + whole.intercept / n,
+                "ms",
+                target="≤ 4 ms",
+            )
+        )
     rows += [
-        Row(g, f"largest residual of the fit ({len(points)} runs at {len(set(xs))} lengths)",
-            whole.max_residual, "ms/run", whole.intercept, "the fixed cost"),
-        Row(g, "the floor's spread across the runs (far from 1: the host's speed moved "
-            "between them, and the fit mixes two speeds)", max(floors) / min(floors), "×",
-            target=f"< {SPREAD_WARN:g}"),
-        Row(g, "runs failed or unfinished, all lengths", float(sum(p.failed for p in points)),
-            "runs", target="0"),
-    ]  # fmt: skip
+        Row(
+            g,
+            f"largest residual of the fit ({len(points)} runs at {len(set(xs))} lengths)",
+            whole.max_residual,
+            "ms/run",
+            whole.intercept,
+            "the fixed cost",
+        ),
+        Row(
+            g,
+            "the floor's spread across the runs (far from 1: the host's speed moved "
+            "between them, and the fit mixes two speeds)",
+            max(floors) / min(floors),
+            "×",
+            target=f"< {SPREAD_WARN:g}",
+        ),
+        Row(
+            g,
+            "runs failed or unfinished, all lengths",
+            float(sum(p.failed for p in points)),
+            "runs",
+            target="0",
+        ),
+    ]
     return rows
 
 

@@ -142,17 +142,31 @@ async def _nats_exec(n: int, base: Path) -> list[Row]:
             },
         }
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "assay_cli", "serve", "sandbox-manager", env=env,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            sys.executable,
+            "-m",
+            "assay_cli",
+            "serve",
+            "sandbox-manager",
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )
         direct_backend = BubblewrapBackend(base / "bw2", base / "snap2", rootfs=default_rootfs())
         direct_backend.create(SandboxSpec(), "benchdirect", {})
         try:
             async with Bus(settings, service="bench") as bus:
-                request = RunRequested(event_id=RunRequested.id_for("benchrun"), campaign_id="bench", run_id="benchrun",
-                    task=Task(task_id="t", prompt="p"), agent=AgentSpec(agent_id="a", model="m"),
-                    epoch=0, limits=Limits(), sandbox=SandboxSpec(), producer=bus.producer,
-                )  # fmt: skip
+                request = RunRequested(
+                    event_id=RunRequested.id_for("benchrun"),
+                    campaign_id="bench",
+                    run_id="benchrun",
+                    task=Task(task_id="t", prompt="p"),
+                    agent=AgentSpec(agent_id="a", model="m"),
+                    epoch=0,
+                    limits=Limits(),
+                    sandbox=SandboxSpec(),
+                    producer=bus.producer,
+                )
                 await bus.publish(request)
                 ready = None
                 for _ in range(600):

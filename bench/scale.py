@@ -122,7 +122,7 @@ def main() -> None:
     parser.add_argument("--peer", action="store_true", help="Inspect AI beside it")
     parser.add_argument("--timeout", type=float, default=900.0, help="per side, seconds")
     parser.add_argument("--profile", type=Path, help="py-spy each service; raw profiles here")
-    args = parser.parse_args()  # fmt: skip
+    args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     size = Size.parse(args.size, args.latency)
     bench_scale(size, peer=args.peer, timeout_s=args.timeout, profile=args.profile, show=print_rows)

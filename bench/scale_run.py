@@ -109,10 +109,13 @@ async def _assay(
     monitor = find_free_port("127.0.0.1")
     with NatsServer(base / "nats", extra_args=("-m", str(monitor))) as server:
         settings = Settings(
-            nats_url=server.url, home=base, state_dir=base / "state", instance="scale",
+            nats_url=server.url,
+            home=base,
+            state_dir=base / "state",
+            instance="scale",
             runner_concurrency=size.concurrency,
             sandbox_concurrency=min(size.concurrency, 64),
-        )  # fmt: skip
+        )
         store = LocalBlobStore(settings.blob_dir)
         async with Bus(settings, service="bench-scale") as bus:
             procs = await _start_services(settings, SERVICES)
@@ -126,9 +129,15 @@ async def _assay(
                     pids["nats-server"] = server.process.pid
                 with spying:
                     return await _measure(
-                        bus, store, pids, procs, base_url, size, timeout_s,
+                        bus,
+                        store,
+                        pids,
+                        procs,
+                        base_url,
+                        size,
+                        timeout_s,
                         f"http://127.0.0.1:{monitor}",
-                    )  # fmt: skip
+                    )
             finally:
                 await _stop(procs)
 
@@ -204,8 +213,16 @@ async def _measure(
         await sub.unsubscribe()
     nats = stat(pids.get("nats-server", 0))
     return _Result(
-        end - t0, len(ends.sealed), len(ends.failed),
-        steps, cpu, sampler, nats.rss_mb if nats else float("nan"), (seq1 - seq0) / live_s,
-        max_lag, per_step(traffic0, traffic1, steps), int(varz.get("gomaxprocs", 0)),
+        end - t0,
+        len(ends.sealed),
+        len(ends.failed),
+        steps,
+        cpu,
+        sampler,
+        nats.rss_mb if nats else float("nan"),
+        (seq1 - seq0) / live_s,
+        max_lag,
+        per_step(traffic0, traffic1, steps),
+        int(varz.get("gomaxprocs", 0)),
         first_wave,
-    )  # fmt: skip
+    )

@@ -141,7 +141,9 @@ def _rows(scenario: Scenario, outcomes: list[Outcome]) -> list[Row]:
     gap = len(set(scenario.means)) > 1
     declared = [o for o in outcomes if o.winner is not None]
     wrong = sum(1 for o in declared if not gap or o.winner != best)
-    naive = sum(1 for o in outcomes if o.naive_winner is not None and (not gap or o.naive_winner != best))  # fmt: skip
+    naive = sum(
+        1 for o in outcomes if o.naive_winner is not None and (not gap or o.naive_winner != best)
+    )
     saved = np.mean([1 - (o.stopped_at or TASKS) / TASKS for o in outcomes])
     g, label = "stopping", f"{scenario.name}, {n} campaigns"
     rows = [
@@ -172,7 +174,9 @@ def _rows(scenario: Scenario, outcomes: list[Outcome]) -> list[Row]:
     ]
     if gap:
         right = sum(1 for o in declared if o.winner == best)
-        rows.insert(2, Row(g, f"{label}: right winner declared", 100 * right / n, "%", target=">= 95%"))  # fmt: skip
+        rows.insert(
+            2, Row(g, f"{label}: right winner declared", 100 * right / n, "%", target=">= 95%")
+        )
     return rows
 
 

@@ -150,8 +150,12 @@ def _rpc(service: str, *, serving: bool) -> list[str]:
 def _other_parts(
     subjects: Subjects, shared: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    headers = {DEAD_REASON: "why", DEAD_SUBJECT: "original subject",
-               DEAD_SEQUENCE: "original stream sequence", DEAD_DELIVERIES: "deliveries tried"}  # fmt: skip
+    headers = {
+        DEAD_REASON: "why",
+        DEAD_SUBJECT: "original subject",
+        DEAD_SEQUENCE: "original stream sequence",
+        DEAD_DELIVERIES: "deliveries tried",
+    }
     messages: dict[str, Any] = {
         "DeadLetter": {
             "name": "DeadLetter",

@@ -151,7 +151,7 @@ def _disguise(salt: bytes, campaign: CampaignSpec, kind: str, taken: set[str]) -
     raise ValueError(f"no control agent id left for {kind!r}")  # pragma: no cover
 
 
-def _slots(salt: bytes, task_id: str, agents_runs: int, controls: int, *, first: bool) -> list[int]:  # fmt: skip
+def _slots(salt: bytes, task_id: str, agents_runs: int, controls: int, *, first: bool) -> list[int]:
     """Where a task's controls go among its run requests, drawn by the salt. In the
     campaign's `first` task never first (the campaign's first request is an agent's);
     elsewhere anywhere, so that controls do not come later than agents' runs on average."""
@@ -252,11 +252,15 @@ def with_control_agents(
     if campaign.controls is None or not looks:
         return campaign
     by_id = {a.agent_id: a for a in campaign.agents}
-    draw = random.Random(hmac.new(campaign_salt(secret, campaign.campaign_id), b"roster", hashlib.sha256).digest())  # fmt: skip
+    draw = random.Random(
+        hmac.new(campaign_salt(secret, campaign.campaign_id), b"roster", hashlib.sha256).digest()
+    )
     roster = list(campaign.agents)
     for agent_id, like in sorted(looks.items()):
         spec = by_id[like] if like in by_id else AgentSpec(agent_id=agent_id, model="control")
-        roster.insert(draw.randrange(1, len(roster) + 1), spec.model_copy(update={"agent_id": agent_id}))  # fmt: skip
+        roster.insert(
+            draw.randrange(1, len(roster) + 1), spec.model_copy(update={"agent_id": agent_id})
+        )
     controls = campaign.controls.model_copy(update={"agents": len(looks)})
     return campaign.model_copy(update={"agents": roster, "controls": controls})
 

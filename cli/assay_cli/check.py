@@ -59,15 +59,25 @@ async def check_stream(settings: Settings, *, replay: bool, grace_s: float) -> C
 
     async with Bus(settings, service="cli") as bus:
         await fold_stream(
-            bus.js, bus.stream.name, bus.subjects.events, state=check.state,
-            trust=trust_for(settings), load=open_store(settings).get_bytes, observe=observe,
-        )  # fmt: skip
+            bus.js,
+            bus.stream.name,
+            bus.subjects.events,
+            state=check.state,
+            trust=trust_for(settings),
+            load=open_store(settings).get_bytes,
+            observe=observe,
+        )
     breaches = check.breaches(datetime.now(UTC), grace_s)
     if replay:
         for c in await verify(settings):
             if not c.identical:
-                breaches.append(Breach("replay_differs", "", f"{c.name}: the live aggregator "
-                                       f"and a fresh replay differ\n{c.diff}"))  # fmt: skip
+                breaches.append(
+                    Breach(
+                        "replay_differs",
+                        "",
+                        f"{c.name}: the live aggregator and a fresh replay differ\n{c.diff}",
+                    )
+                )
     return CheckResult(len(check.state.runs), check.state.last_sequence, breaches)
 
 

@@ -62,19 +62,35 @@ def check_user_namespaces() -> Check:
     """bwrap can make the namespaces a sandbox needs, with its own /proc and /dev, as pid 1."""
     if shutil.which("bwrap") is None:
         return Check("user namespaces", False, "bwrap missing (see above)", "install bubblewrap")
-    argv = ["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--uid", "1000", "--as-pid-1",
-            "--proc", "/proc", "--dev", "/dev", "--", "true"]  # fmt: skip
+    argv = [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--unshare-all",
+        "--uid",
+        "1000",
+        "--as-pid-1",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--",
+        "true",
+    ]
     done = _run(argv)
     if done is not None and done.returncode == 0:
         return Check("user namespaces", True, "bwrap --unshare-all with its own /proc works")
     why = (done.stderr.strip() if done is not None else "bwrap did not finish") or "failed"
     return Check(
-        "user namespaces", False, why,
+        "user namespaces",
+        False,
+        why,
         _sudo("sysctl -w kernel.unprivileged_userns_clone=1 user.max_user_namespaces=15000")
         + " (in a container: run it with --privileged, or with --cap-add SYS_ADMIN"
         " --security-opt seccomp=unconfined --security-opt systempaths=unconfined so that"
         " unshare is allowed and /proc can be mounted)",
-    )  # fmt: skip
+    )
 
 
 def check_runtime() -> Check:
@@ -145,28 +161,39 @@ def docker_check(seen: DockerSeen, optional: bool) -> Check:
         return Check("docker", True, f"engine {seen.version} answering ({kind})", optional=optional)
     if seen.remote:
         return Check(
-            "docker", False, f"remote context{where}: its engine does not answer ({seen.error})",
+            "docker",
+            False,
+            f"remote context{where}: its engine does not answer ({seen.error})",
             "start the engine on that machine, or `docker context use default` (or unset "
-            "DOCKER_HOST) to use this one", optional,
-        )  # fmt: skip
+            "DOCKER_HOST) to use this one",
+            optional,
+        )
     if seen.client is None and seen.dockerd is None:
         return Check("docker", False, "no Docker: no client, no engine", install, optional)
     if seen.client is None:
         return Check(
-            "docker", False, f"engine installed ({seen.dockerd}) but no docker client on PATH",
-            _sudo(f"{APT} docker.io") + " (or put the docker client on PATH)", optional,
-        )  # fmt: skip
+            "docker",
+            False,
+            f"engine installed ({seen.dockerd}) but no docker client on PATH",
+            _sudo(f"{APT} docker.io") + " (or put the docker client on PATH)",
+            optional,
+        )
     if seen.dockerd is None:
         return Check(
-            "docker", False, f"client only ({seen.client}): no engine on this machine",
+            "docker",
+            False,
+            f"client only ({seen.client}): no engine on this machine",
             f"{install}; or point the client at a remote engine (docker context / DOCKER_HOST)",
             optional,
-        )  # fmt: skip
+        )
     return Check(
-        "docker", False, f"engine installed but not answering{where} ({seen.error or 'no answer'})",
+        "docker",
+        False,
+        f"engine installed but not answering{where} ({seen.error or 'no answer'})",
         _sudo("dockerd >/var/log/dockerd.log 2>&1 &") + " (or: systemctl start docker); "
-        "permission denied: add yourself to the docker group", optional,
-    )  # fmt: skip
+        "permission denied: add yourself to the docker group",
+        optional,
+    )
 
 
 def check_docker(optional: bool) -> Check:
@@ -194,9 +221,12 @@ def check_ports(port: int = 4222) -> Check:
         taken = s.connect_ex(("127.0.0.1", port)) == 0
     if taken:
         return Check(
-            "free ports", False, f"port {port} is taken (only `assay up` uses it)",
-            f"stop what listens on {port}, or set ASSAY_NATS_URL=nats://127.0.0.1:<port>", True,
-        )  # fmt: skip
+            "free ports",
+            False,
+            f"port {port} is taken (only `assay up` uses it)",
+            f"stop what listens on {port}, or set ASSAY_NATS_URL=nats://127.0.0.1:<port>",
+            True,
+        )
     return Check("free ports", True, f"loopback binds; {port} free")
 
 
@@ -220,10 +250,12 @@ def check_cgroups() -> Check:
     if not missing:
         return Check("cgroup controllers", True, " ".join(sorted(have)), optional=optional)
     return Check(
-        "cgroup controllers", False, f"missing: {', '.join(missing)} (Docker sandboxes' limits)",
+        "cgroup controllers",
+        False,
+        f"missing: {', '.join(missing)} (Docker sandboxes' limits)",
         "boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1), or use the bubblewrap backend",
         optional,
-    )  # fmt: skip
+    )
 
 
 def checks_for(purpose: str, backend: str = "bubblewrap") -> list[Callable[[], Check]]:

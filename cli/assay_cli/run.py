@@ -146,9 +146,13 @@ async def _fold_rest(settings: Settings, aggregator: AggregatorService) -> None:
     folds, snapshot and the rest of the log, byte for byte."""
     async with Bus(settings, service="cli") as bus:
         await fold_stream(
-            bus.js, bus.stream.name, bus.subjects.events, state=aggregator.state,
-            trust=aggregator.trust, load=blob_loader(settings),
-        )  # fmt: skip
+            bus.js,
+            bus.stream.name,
+            bus.subjects.events,
+            state=aggregator.state,
+            trust=aggregator.trust,
+            load=blob_loader(settings),
+        )
 
 
 def require(backend: str, console: Console) -> None:

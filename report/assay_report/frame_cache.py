@@ -118,8 +118,13 @@ def dirty_runs(cache: FrameCache, state: State) -> set[str]:
             dirty.add(v.run_id)
     dirty.update(told.values())  # cached verdicts the state no longer holds
     r = cache.runs
-    was = dict(zip(r["run_id"].to_list(),
-                   zip(r["task_id"].to_list(), r["agent_id"].to_list(), strict=True), strict=True))  # fmt: skip
+    was = dict(
+        zip(
+            r["run_id"].to_list(),
+            zip(r["task_id"].to_list(), r["agent_id"].to_list(), strict=True),
+            strict=True,
+        )
+    )
     for run in state.runs.values():
         if was.pop(run.run_id, None) != (run.task_id, run.agent_id):
             dirty.add(run.run_id)

@@ -43,10 +43,19 @@ def judgments_frame(
         dims += names
         scores += [v.scores[d] for d in names]
         repeat.append(len(names))
-        head.append((
-            v.campaign_id, run.task_id, v.run_id, run.agent_id, v.judge_id, family,
-            v.judge_model, v.sample, v.sequence,
-        ))  # fmt: skip
+        head.append(
+            (
+                v.campaign_id,
+                run.task_id,
+                v.run_id,
+                run.agent_id,
+                v.judge_id,
+                family,
+                v.judge_model,
+                v.sample,
+                v.sequence,
+            )
+        )
     per_verdict = {k: t for k, t in schema.items() if k not in ("dimension", "score")}
     frame = pl.DataFrame(head, schema=per_verdict, orient="row")
     frame = frame[np.repeat(np.arange(len(repeat), dtype=np.int64), repeat)]

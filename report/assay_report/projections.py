@@ -84,8 +84,15 @@ class Projections:
             if isinstance(cache, FrameCache) and name in VERDICT_TABLES:
                 if self._dirty is None:
                     self._dirty = dirty_runs(cache, self.state)
-                found = spliced(cache, self.state, self._dirty, name, SCHEMAS[name],
-                                lambda vs: self._verdict_table(name, vs), _by_sample)  # fmt: skip
+                found = spliced(
+                    cache,
+                    self.state,
+                    self._dirty,
+                    name,
+                    SCHEMAS[name],
+                    lambda vs: self._verdict_table(name, vs),
+                    _by_sample,
+                )
             if found is not None:
                 self._cache[name] = found
             elif frame is not None:
@@ -156,17 +163,38 @@ class Projections:
             # infrastructure failure is never the agent's.
             empty = not infra and ((n_art == 0) if r.sealed else r.failed)
             fin = r.finished
-            rows.append((
-                r.campaign_id, r.task_id, r.run_id, r.agent_id, r.agent_family, r.agent_model,
-                r.epoch, *self._attrs(r), run_state(r, counts.get(r.run_id, 0) > 0),
-                r.stop_reason, infra, r.failure_stage, r.failure_error, r.sealed, r.n_files,
-                n_art, empty, r.latency_s if fin else r.step_latency_us / 1e6,
-                r.cost_usd if fin else r.step_cost_nusd / 1e9, r.steps if fin else r.step_count,
-                r.input_tokens if fin else r.step_input_tokens,
-                r.output_tokens if fin else r.step_output_tokens, r.cached_tokens,
-                counts.get(r.run_id, 0), r.first_sequence, r.last_sequence, r.attempt,
-                r.attempt < latest[(r.campaign_id, r.task_id, r.agent_id, r.epoch)],
-            ))  # fmt: skip
+            rows.append(
+                (
+                    r.campaign_id,
+                    r.task_id,
+                    r.run_id,
+                    r.agent_id,
+                    r.agent_family,
+                    r.agent_model,
+                    r.epoch,
+                    *self._attrs(r),
+                    run_state(r, counts.get(r.run_id, 0) > 0),
+                    r.stop_reason,
+                    infra,
+                    r.failure_stage,
+                    r.failure_error,
+                    r.sealed,
+                    r.n_files,
+                    n_art,
+                    empty,
+                    r.latency_s if fin else r.step_latency_us / 1e6,
+                    r.cost_usd if fin else r.step_cost_nusd / 1e9,
+                    r.steps if fin else r.step_count,
+                    r.input_tokens if fin else r.step_input_tokens,
+                    r.output_tokens if fin else r.step_output_tokens,
+                    r.cached_tokens,
+                    counts.get(r.run_id, 0),
+                    r.first_sequence,
+                    r.last_sequence,
+                    r.attempt,
+                    r.attempt < latest[(r.campaign_id, r.task_id, r.agent_id, r.epoch)],
+                )
+            )
         return rows
 
     def _steps_rows(self) -> list[tuple[Any, ...]]:
@@ -196,10 +224,19 @@ class Projections:
             run = self.state.runs[rid]
             inputs = self._attachments(run)
             for f in sorted(self.state.artifacts[rid], key=lambda a: a.path):
-                rows.append((
-                    run.campaign_id, rid, run.task_id, run.agent_id, f.path, f.sha256, f.size,
-                    f.media_type, (f.path, f.sha256) in inputs,
-                ))  # fmt: skip
+                rows.append(
+                    (
+                        run.campaign_id,
+                        rid,
+                        run.task_id,
+                        run.agent_id,
+                        f.path,
+                        f.sha256,
+                        f.size,
+                        f.media_type,
+                        (f.path, f.sha256) in inputs,
+                    )
+                )
         return rows
 
     def _verdicts_sorted(self) -> list[Any]:
@@ -218,8 +255,10 @@ class Projections:
     def _judgments_frame(self, verdicts: list[VerdictRecord] | None = None) -> pl.DataFrame:
         return judgments_frame(
             self._verdicts_sorted() if verdicts is None else verdicts,
-            self.state.runs, self._judge_family, SCHEMAS["judgments"],
-        )  # fmt: skip
+            self.state.runs,
+            self._judge_family,
+            SCHEMAS["judgments"],
+        )
 
     def _judge_family(self, judge_id: str, fallback: str) -> str:
         # One family per judge (the statistics require it): the registered one wins.
@@ -256,9 +295,17 @@ class Projections:
         for v in self._verdicts_sorted() if verdicts is None else verdicts:
             run = self.state.runs[v.run_id]
             for tag in sorted(set(v.tags)):
-                rows.append((
-                    v.campaign_id, run.task_id, v.run_id, run.agent_id, v.judge_id, v.sample, tag,
-                ))  # fmt: skip
+                rows.append(
+                    (
+                        v.campaign_id,
+                        run.task_id,
+                        v.run_id,
+                        run.agent_id,
+                        v.judge_id,
+                        v.sample,
+                        tag,
+                    )
+                )
         return rows
 
     def _checks_rows(self, verdicts: list[VerdictRecord] | None = None) -> list[tuple[Any, ...]]:
@@ -266,10 +313,20 @@ class Projections:
         for v in self._verdicts_sorted() if verdicts is None else verdicts:
             run = self.state.runs[v.run_id]
             for name, passed, weight, detail in sorted(v.checks, key=lambda c: str(c[0])):
-                rows.append((
-                    v.campaign_id, run.task_id, v.run_id, run.agent_id, v.judge_id, v.sample,
-                    name, bool(passed), float(weight), detail,
-                ))  # fmt: skip
+                rows.append(
+                    (
+                        v.campaign_id,
+                        run.task_id,
+                        v.run_id,
+                        run.agent_id,
+                        v.judge_id,
+                        v.sample,
+                        name,
+                        bool(passed),
+                        float(weight),
+                        detail,
+                    )
+                )
         return rows
 
     def _judgment_failures_rows(self) -> list[tuple[Any, ...]]:
@@ -288,11 +345,18 @@ class Projections:
         rows = []
         for cid, c in sorted(self.state.campaigns.items()):
             rubric = c.get("rubric", {})
-            rows.append((
-                cid, c.get("name", ""), bool(c.get("scripted", False)), int(c.get("epochs", 1)),
-                len(c.get("agents", [])), len(c.get("judges", [])),
-                rubric.get("rubric_id", ""), int(rubric.get("version", 0)),
-            ))  # fmt: skip
+            rows.append(
+                (
+                    cid,
+                    c.get("name", ""),
+                    bool(c.get("scripted", False)),
+                    int(c.get("epochs", 1)),
+                    len(c.get("agents", [])),
+                    len(c.get("judges", [])),
+                    rubric.get("rubric_id", ""),
+                    int(rubric.get("version", 0)),
+                )
+            )
         return rows
 
     # --- statistics inputs ----------------------------------------------------------------

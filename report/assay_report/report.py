@@ -291,13 +291,22 @@ def _unpriced_models(p: Projections, ids: list[str]) -> dict[str, tuple[str, ...
     judges = p.table("judges").select("judge_id", "model")
     used = pl.concat(
         [
-            runs.select("campaign_id", role=pl.lit("agent"), model="agent_model",
-                        tokens=tokens, cost_usd="cost_usd"),
+            runs.select(
+                "campaign_id",
+                role=pl.lit("agent"),
+                model="agent_model",
+                tokens=tokens,
+                cost_usd="cost_usd",
+            ),
             verdicts.join(judges, on="judge_id", how="left").select(
-                "campaign_id", role=pl.lit("judge"), model=pl.col("model").fill_null(""),
-                tokens=tokens, cost_usd="cost_usd"),
+                "campaign_id",
+                role=pl.lit("judge"),
+                model=pl.col("model").fill_null(""),
+                tokens=tokens,
+                cost_usd="cost_usd",
+            ),
         ]
-    )  # fmt: skip
+    )
     pinned = {
         c: {m: Price.model_validate(v) for m, v in p.state.campaigns[c].get("prices", {}).items()}
         for c in real

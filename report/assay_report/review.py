@@ -53,8 +53,13 @@ REVIEW_KEY = "review-queue"
 Stratum = Callable[[RunRecord], str]
 """A run's stratum in the review queue ("real", "control", ...)."""
 
-_RATER = {"task_id": pl.String, "run_id": pl.String, "rater_id": pl.String,
-          "dimension": pl.String, "score": pl.Float64}  # fmt: skip
+_RATER = {
+    "task_id": pl.String,
+    "run_id": pl.String,
+    "rater_id": pl.String,
+    "dimension": pl.String,
+    "score": pl.Float64,
+}
 
 
 def default_stratum(run: RunRecord) -> str:
@@ -77,9 +82,12 @@ def rater_frames(p: Projections, campaign: str) -> RaterFrames:
         (pl.col("campaign_id") == campaign) & (pl.col("judge_id") != RULES_JUDGE_ID)
     )
     judges = judged.join(runs.select("run_id"), on="run_id", how="semi").select(
-        "task_id", "run_id", pl.col("judge_id").alias("rater_id"), "dimension",
+        "task_id",
+        "run_id",
+        pl.col("judge_id").alias("rater_id"),
+        "dimension",
         pl.col("score").cast(pl.Float64),
-    )  # fmt: skip
+    )
     latest = set(runs["run_id"].to_list())
     rows = [
         (p.state.runs[v.run_id].task_id, v.run_id, v.judge_id, dim, float(score))
@@ -99,13 +107,15 @@ def human_validity(
     return agreement_by_runs(rater_frames(p, campaign), p.control_runs(), settings)
 
 
-def agreement_by_runs(raters: RaterFrames, control_runs: list[str], settings: AnalysisSettings) -> tuple[tuple[HumanAgreement, ...], tuple[HumanBias, ...]]:  # fmt: skip
+def agreement_by_runs(
+    raters: RaterFrames, control_runs: list[str], settings: AnalysisSettings
+) -> tuple[tuple[HumanAgreement, ...], tuple[HumanBias, ...]]:
     """Agreement with humans on agents' runs and on control runs apart: controls are mostly
     known-bad, so a κ over both mixes two populations and describes neither."""
     agreement: list[HumanAgreement] = []
     bias: list[HumanBias] = []
     is_control = pl.col("run_id").is_in(control_runs)
-    kinds: tuple[tuple[RunKind, pl.Expr], ...] = (("agents", ~is_control), ("controls", is_control))  # fmt: skip
+    kinds: tuple[tuple[RunKind, pl.Expr], ...] = (("agents", ~is_control), ("controls", is_control))
     for kind, keep in kinds:
         judges, humans = raters.judges.filter(keep), raters.humans.filter(keep)
         if judges.height and humans.height:

@@ -87,8 +87,13 @@ def _pack(console: Console, parts: Sequence[str], indent: str) -> None:
             console.print(Text(indent + line), soft_wrap=True)
             line = ""
         if not line and len(indent) + len(part) > console.width and " " in part:
-            wrapped = textwrap.wrap(part, console.width - len(indent), subsequent_indent="  ",
-                                    break_long_words=False, break_on_hyphens=False)  # fmt: skip
+            wrapped = textwrap.wrap(
+                part,
+                console.width - len(indent),
+                subsequent_indent="  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
             for piece in wrapped[:-1]:
                 console.print(Text(indent + piece), soft_wrap=True)
             part = wrapped[-1]

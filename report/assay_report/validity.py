@@ -92,7 +92,12 @@ def _controls(p: Projections, campaigns: list[str]) -> pl.DataFrame:
         if (key := (r.campaign_id, r.task_id, r.agent_id, r.epoch, r.control_plan)) in declared:
             latest[key] = r.run_id
     rows = [(latest[k], c.task_id, c.kind, c.expected) for k, c in declared.items()]
-    schema = {"run_id": pl.String, "task_id": pl.String, "variant": pl.String, "expected": pl.String}  # fmt: skip
+    schema = {
+        "run_id": pl.String,
+        "task_id": pl.String,
+        "variant": pl.String,
+        "expected": pl.String,
+    }
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 

@@ -33,10 +33,17 @@ def _left(labels: list[str]) -> int:
 def _forest(rows: list[ControlRate], title: str, label: str) -> Intervals:
     labels = [label.format(judge=_who(r.judge_id), variant=r.variant) for r in rows]
     return intervals(
-        labels, [r.estimate for r in rows], [r.ci_low for r in rows], [r.ci_high for r in rows],
-        title=title, lo=0.0, hi=1.0, bars=False, left=_left(labels),
+        labels,
+        [r.estimate for r in rows],
+        [r.ci_low for r in rows],
+        [r.ci_high for r in rows],
+        title=title,
+        lo=0.0,
+        hi=1.0,
+        bars=False,
+        left=_left(labels),
         note=[f"{r.n_right}/{r.n_runs}" for r in rows],
-    )  # fmt: skip
+    )
 
 
 def _paired(rows: tuple[CorrectedPassShare, ...]) -> Intervals:
@@ -49,9 +56,18 @@ def _paired(rows: tuple[CorrectedPassShare, ...]) -> Intervals:
         highs += [r.raw_ci_high, r.ci_high]
         corrected = "undefined" if math.isnan(r.unclipped) else "unbounded" if r.unbounded else ""
         notes += ["", corrected]
-    return intervals(labels, values, lows, highs, bars=False, lo=0.0, hi=1.0, note=notes,
-                     left=_left(labels),
-                     title="Pass share: raw and corrected for each judge's error rates")  # fmt: skip
+    return intervals(
+        labels,
+        values,
+        lows,
+        highs,
+        bars=False,
+        lo=0.0,
+        hi=1.0,
+        note=notes,
+        left=_left(labels),
+        title="Pass share: raw and corrected for each judge's error rates",
+    )
 
 
 def validity_charts(v: JudgeValidity) -> ValidityCharts:
@@ -61,10 +77,20 @@ def validity_charts(v: JudgeValidity) -> ValidityCharts:
     for measure in ("sensitivity", "specificity"):
         overall = [r for r in rates if r.measure == measure and r.variant is None]
         if overall:
-            shown.append(_forest(overall, f"{measure.capitalize()} on control runs (dot: "
-                                 "estimate; whisker: interval; right: counts)", "{judge}"))  # fmt: skip
+            shown.append(
+                _forest(
+                    overall,
+                    f"{measure.capitalize()} on control runs (dot: "
+                    "estimate; whisker: interval; right: counts)",
+                    "{judge}",
+                )
+            )
     if v.corrected_pass_shares:
         shown.append(_paired(v.corrected_pass_shares))
     variants = [r for r in rates if r.variant is not None and r.measure == "specificity"]
-    per_variant = [_forest(variants, "Specificity per known-bad variant", "{judge} · {variant}")] if variants else []  # fmt: skip
+    per_variant = (
+        [_forest(variants, "Specificity per known-bad variant", "{judge} · {variant}")]
+        if variants
+        else []
+    )
     return ValidityCharts(shown, per_variant)

@@ -12,7 +12,18 @@ from .validity import JudgeValidity
 
 __all__ = ["corrected_cell", "interval", "validity_tables"]
 
-_RATE = ["judge", "variant", "measure", "estimate", "ci_low", "ci_high", "n_right", "n_runs", "n_tasks", "n_near_anchor"]  # fmt: skip
+_RATE = [
+    "judge",
+    "variant",
+    "measure",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "n_right",
+    "n_runs",
+    "n_tasks",
+    "n_near_anchor",
+]
 
 
 def interval(lo: float, hi: float) -> str:
@@ -73,11 +84,82 @@ def validity_tables(v: JudgeValidity) -> list[Table]:
         {"kind": k, "count": len(m), "first": m[0]} for k, m in kinds.items()
     ]  # the JSON report lists every one
     listed = [
-        ("Validity warnings (by kind; the JSON report lists each)", warnings, ["kind", "count", "first"]),
-        ("Judges on control runs (sensitivity: known-good passed; specificity: known-bad failed)", _rates(v.control_rates), _RATE),
+        (
+            "Validity warnings (by kind; the JSON report lists each)",
+            warnings,
+            ["kind", "count", "first"],
+        ),
+        (
+            "Judges on control runs (sensitivity: known-good passed; specificity: known-bad failed)",
+            _rates(v.control_rates),
+            _RATE,
+        ),
         ("Rule checks on control runs", _rates(v.rule_rates), _RATE),
-        ("Pass share corrected for the judges' error rates (Rogan–Gladen; Lang–Reiczigel interval; at_lowest/highest_specificity: under the lowest and highest per-variant specificity)", corrected, ["agent_id", "judge", "raw_share", "raw_ci_low", "raw_ci_high", "corrected", "unclipped", "estimate", "ci_low", "ci_high", "unbounded", "sensitivity", "specificity", "at_lowest_specificity", "at_highest_specificity", "n_tasks", "n_runs", "n_near_anchor"]),
-        ("Agreement with human verdicts (agents' runs and control runs apart)", humans, ["subject_kind", "subject", "runs", "subject_pass_share", "human_pass_share", "kappa", "pabak", "kappa_low", "kappa_high", "weighted_kappa", "weighted_kappa_low", "weighted_kappa_high", "spearman", "spearman_low", "spearman_high", "both_pass", "subject_only_pass", "human_only_pass", "both_fail", "n_runs", "n_tasks"]),
-        ("Bias against human verdicts (subject − human)", bias, ["subject_kind", "subject", "runs", "dimension", "estimate", "ci_low", "ci_high", "n_runs", "n_tasks"]),
-    ]  # fmt: skip
+        (
+            "Pass share corrected for the judges' error rates (Rogan–Gladen; Lang–Reiczigel interval; at_lowest/highest_specificity: under the lowest and highest per-variant specificity)",
+            corrected,
+            [
+                "agent_id",
+                "judge",
+                "raw_share",
+                "raw_ci_low",
+                "raw_ci_high",
+                "corrected",
+                "unclipped",
+                "estimate",
+                "ci_low",
+                "ci_high",
+                "unbounded",
+                "sensitivity",
+                "specificity",
+                "at_lowest_specificity",
+                "at_highest_specificity",
+                "n_tasks",
+                "n_runs",
+                "n_near_anchor",
+            ],
+        ),
+        (
+            "Agreement with human verdicts (agents' runs and control runs apart)",
+            humans,
+            [
+                "subject_kind",
+                "subject",
+                "runs",
+                "subject_pass_share",
+                "human_pass_share",
+                "kappa",
+                "pabak",
+                "kappa_low",
+                "kappa_high",
+                "weighted_kappa",
+                "weighted_kappa_low",
+                "weighted_kappa_high",
+                "spearman",
+                "spearman_low",
+                "spearman_high",
+                "both_pass",
+                "subject_only_pass",
+                "human_only_pass",
+                "both_fail",
+                "n_runs",
+                "n_tasks",
+            ],
+        ),
+        (
+            "Bias against human verdicts (subject − human)",
+            bias,
+            [
+                "subject_kind",
+                "subject",
+                "runs",
+                "dimension",
+                "estimate",
+                "ci_low",
+                "ci_high",
+                "n_runs",
+                "n_tasks",
+            ],
+        ),
+    ]
     return [Table(title, rows, cols) for title, rows, cols in listed]

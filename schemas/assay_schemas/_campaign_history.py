@@ -42,9 +42,17 @@ VerdictKey = tuple[str, str, int]
 """(run id, judge id, sample): one verdict owed or given."""
 
 _SETS = (
-    "requested", "ready", "finished", "sealed", "ended", "settled", "expected", "owed", "judged",
+    "requested",
+    "ready",
+    "finished",
+    "sealed",
+    "ended",
+    "settled",
+    "expected",
+    "owed",
+    "judged",
     "control_agents",
-)  # fmt: skip
+)
 
 
 class CampaignHistory(BaseModel):
@@ -181,11 +189,13 @@ class CampaignHistory(BaseModel):
         spec = self.campaigns.get(campaign_id)
         if spec is None:
             return set()
-        controls = {a.split("/", 1)[1] for a in self.control_agents if a.startswith(f"{campaign_id}/")}  # fmt: skip
+        controls = {
+            a.split("/", 1)[1] for a in self.control_agents if a.startswith(f"{campaign_id}/")
+        }
         roster = {run.run_id for run in expected_runs(spec, task_id, skip=controls)}
         return roster | self.control_runs.get(key, set())
 
-    def declare_control(self, campaign_id: str, task_id: str, agent_id: str, run_id: str) -> None:  # fmt: skip
+    def declare_control(self, campaign_id: str, task_id: str, agent_id: str, run_id: str) -> None:
         """An opened control declaration: the run is expected, its agent a control agent."""
         key = f"{campaign_id}/{task_id}"
         self.control_runs.setdefault(key, set()).add(run_id)

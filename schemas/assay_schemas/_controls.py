@@ -48,7 +48,9 @@ CONTROL_CHUNK_BYTES = 60_000
 """Bytes of a binary file written per step (base64 in one shell argument stays far under
 Linux's 128 KiB limit on one argument)."""
 
-ControlVariant = Literal["reference", "altered_numbers", "files_removed", "not_executed", "prose_only"]  # fmt: skip
+ControlVariant = Literal[
+    "reference", "altered_numbers", "files_removed", "not_executed", "prose_only"
+]
 Expectation = Literal["pass", "fail"]
 _Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 _Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
@@ -108,9 +110,13 @@ class ControlPlan(_Frozen):
     message: str = Field(max_length=CONTROL_MESSAGE_CHARS)
     code: list[ControlFile] = Field(default_factory=list, max_length=64)
     """Text files written first, each in one step (the analysis' scripts)."""
-    commands: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(default_factory=list, max_length=16)  # fmt: skip
+    commands: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(
+        default_factory=list, max_length=16
+    )
     """Shell commands run, one step each, after the code is written."""
-    absent: list[Annotated[str, Field(min_length=1, max_length=512)]] = Field(default_factory=list, max_length=256)  # fmt: skip
+    absent: list[Annotated[str, Field(min_length=1, max_length=512)]] = Field(
+        default_factory=list, max_length=256
+    )
     """Paths removed after the commands (outputs the answer claims but must not leave)."""
     step_ms: float = Field(default=0.0, ge=0.0, le=600_000.0)
     """A step's median think time (an agent's model takes time to answer)."""

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._controls import ControlDeclared
-from ._domain import (  # fmt: skip
+from ._domain import (
     AgentSpec,
     BlobRef,
     CampaignSpec,

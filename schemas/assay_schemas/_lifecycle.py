@@ -86,18 +86,25 @@ REFUSED = None
 TRANSITIONS: Mapping[RunPhase, Mapping[LifecycleStep, RunPhase | None]] = {
     # A missing entry keeps the phase: the event is late for its phase and moves nothing.
     "unknown": {
-        "request": "requested", "sandbox": "running", "finish": "finished", "fail": "failed",
-        "lose_seal": "failed", "seal": "sealed",
+        "request": "requested",
+        "sandbox": "running",
+        "finish": "finished",
+        "fail": "failed",
+        "lose_seal": "failed",
+        "seal": "sealed",
     },
     "requested": {
-        "sandbox": "running", "finish": "finished", "fail": "failed", "lose_seal": "failed",
+        "sandbox": "running",
+        "finish": "finished",
+        "fail": "failed",
+        "lose_seal": "failed",
         "seal": "sealed",
     },
     "running": {"finish": "finished", "fail": "failed", "lose_seal": "failed", "seal": "sealed"},
     "finished": {"finish": REFUSED, "fail": REFUSED, "lose_seal": "failed", "seal": "sealed"},
     "failed": {"finish": REFUSED, "fail": REFUSED},
     "sealed": {"finish": REFUSED, "fail": REFUSED, "lose_seal": REFUSED},
-}  # fmt: skip
+}
 """phase → step → the next phase, or `REFUSED` (a second end of the run)."""
 
 _SEAL_STAGES: frozenset[FailureStage] = frozenset({"seal", "judge"})

@@ -172,18 +172,31 @@ def synthetic_events(
     ]
     campaign = _campaign(spec, agents)
     dims = default_rubric().dimension_keys
-    yield CampaignStarted(event_id=CampaignStarted.id_for(cid), campaign_id=cid, campaign=campaign,
-        producer=PRODUCER, occurred_at=clock(),
-    )  # fmt: skip
+    yield CampaignStarted(
+        event_id=CampaignStarted.id_for(cid),
+        campaign_id=cid,
+        campaign=campaign,
+        producer=PRODUCER,
+        occurred_at=clock(),
+    )
     for judge in campaign.judges:
-        yield JudgeRegistered(event_id=JudgeRegistered.id_for(cid, judge.judge_id), campaign_id=cid, judge=judge,
-            producer=PRODUCER, occurred_at=clock(),
-        )  # fmt: skip
+        yield JudgeRegistered(
+            event_id=JudgeRegistered.id_for(cid, judge.judge_id),
+            campaign_id=cid,
+            judge=judge,
+            producer=PRODUCER,
+            occurred_at=clock(),
+        )
     tasks = _tasks(spec, store)
     for task in tasks:
-        yield TaskSubmitted(event_id=TaskSubmitted.id_for(cid, task.task_id), campaign_id=cid, task_id=task.task_id,
-            task=task, producer=PRODUCER, occurred_at=clock(),
-        )  # fmt: skip
+        yield TaskSubmitted(
+            event_id=TaskSubmitted.id_for(cid, task.task_id),
+            campaign_id=cid,
+            task_id=task.task_id,
+            task=task,
+            producer=PRODUCER,
+            occurred_at=clock(),
+        )
     skill = np.asarray(
         spec.agent_skill if spec.agent_skill is not None else np.linspace(-1, 1, spec.n_agents)
     )
@@ -209,20 +222,42 @@ def _run(
     cid = spec.campaign_id
     rid = run_id_for(cid, task.task_id, agent.agent_id, epoch)
     env: dict[str, Any] = {
-        "campaign_id": cid, "run_id": rid, "task_id": task.task_id, "producer": PRODUCER,
-    }  # fmt: skip
-    yield RunRequested(event_id=RunRequested.id_for(rid), task=task, agent=agent, epoch=epoch, limits=Limits(),
-        sandbox=SandboxSpec(), scripted=spec.scripted, occurred_at=clock(), **env,
-    )  # fmt: skip
+        "campaign_id": cid,
+        "run_id": rid,
+        "task_id": task.task_id,
+        "producer": PRODUCER,
+    }
+    yield RunRequested(
+        event_id=RunRequested.id_for(rid),
+        task=task,
+        agent=agent,
+        epoch=epoch,
+        limits=Limits(),
+        sandbox=SandboxSpec(),
+        scripted=spec.scripted,
+        occurred_at=clock(),
+        **env,
+    )
     if rng.random() < spec.infrastructure_failure_rate:
-        yield RunFailed(event_id=RunFailed.id_for(rid, "sandbox"), stage="sandbox", error="sandbox host unreachable",
-            infrastructure=True, occurred_at=clock(), **env,
-        )  # fmt: skip
+        yield RunFailed(
+            event_id=RunFailed.id_for(rid, "sandbox"),
+            stage="sandbox",
+            error="sandbox host unreachable",
+            infrastructure=True,
+            occurred_at=clock(),
+            **env,
+        )
         return
-    yield SandboxReady(event_id=SandboxReady.id_for(rid), sandbox_id=f"sb-{rid}", backend="bubblewrap",
-        instance="local", image_digest="sha256:" + "0" * 64, workspace=task.attachments,
-        occurred_at=clock(), **env,
-    )  # fmt: skip
+    yield SandboxReady(
+        event_id=SandboxReady.id_for(rid),
+        sandbox_id=f"sb-{rid}",
+        backend="bubblewrap",
+        instance="local",
+        image_digest="sha256:" + "0" * 64,
+        workspace=task.attachments,
+        occurred_at=clock(),
+        **env,
+    )
     text = ("Reading data.csv and fitting the model. " * 40)[: spec.output_chars]
     total = Usage()
     cost = 0.0
@@ -240,26 +275,53 @@ def _run(
             call_id=f"c{step}", name="bash", arguments='{"cmd": "python3 analysis.py"}'
         )
         result = ToolResultRecord(
-            call_id=f"c{step}", name="bash", output="estimate = 2.01\n", exit_code=0,
-            truncated=blob is not None, output_blob=blob, duration_ms=350.0,
-        )  # fmt: skip
-        yield AgentStepLogged(event_id=AgentStepLogged.id_for(rid, step), step=step, model_output=text, tool_calls=[call],
-            tool_results=[result], usage=usage, latency_ms=float(rng.lognormal(7.0, 0.3)),
-            cost_usd=step_cost, occurred_at=clock(), **env,
-        )  # fmt: skip
+            call_id=f"c{step}",
+            name="bash",
+            output="estimate = 2.01\n",
+            exit_code=0,
+            truncated=blob is not None,
+            output_blob=blob,
+            duration_ms=350.0,
+        )
+        yield AgentStepLogged(
+            event_id=AgentStepLogged.id_for(rid, step),
+            step=step,
+            model_output=text,
+            tool_calls=[call],
+            tool_results=[result],
+            usage=usage,
+            latency_ms=float(rng.lognormal(7.0, 0.3)),
+            cost_usd=step_cost,
+            occurred_at=clock(),
+            **env,
+        )
     final = "Done: estimate = 2.01, see report.md and results.csv."
-    yield AgentFinished(event_id=AgentFinished.id_for(rid), stop_reason="submitted", final_message=final,
-        steps=spec.steps_per_run, usage=total, cost_usd=cost,
-        duration_s=float(rng.lognormal(4.0, 0.4)), occurred_at=clock(), **env,
-    )  # fmt: skip
+    yield AgentFinished(
+        event_id=AgentFinished.id_for(rid),
+        stop_reason="submitted",
+        final_message=final,
+        steps=spec.steps_per_run,
+        usage=total,
+        cost_usd=cost,
+        duration_s=float(rng.lognormal(4.0, 0.4)),
+        occurred_at=clock(),
+        **env,
+    )
     empty = bool(rng.random() < spec.empty_artifact_rate)
     files = list(task.attachments)
     if not empty:
         for path in ("analysis.py", "results.csv", "report.md"):
             files.append(_ref(path, f"{rid} {path}\nestimate = 2.01\n".encode(), store))
-    sealed = ArtifactsSealed(event_id=ArtifactsSealed.id_for(rid), files=files, final_message=final, agent_id=agent.agent_id,
-        epoch=epoch, sandbox_id=f"sb-{rid}", occurred_at=clock(), **env,
-    )  # fmt: skip
+    sealed = ArtifactsSealed(
+        event_id=ArtifactsSealed.id_for(rid),
+        files=files,
+        final_message=final,
+        agent_id=agent.agent_id,
+        epoch=epoch,
+        sandbox_id=f"sb-{rid}",
+        occurred_at=clock(),
+        **env,
+    )
     yield sealed
     yield from _judgments(spec, rng, clock, agent, latent, empty, dims, files, env, sealed.event_id)
 
@@ -298,12 +360,23 @@ def _judgments(
             tags = ["no_artifacts"] if empty else []
             if rng.random() < spec.overclaim_rate.get(agent.agent_id, 0.1):
                 tags.insert(0, "overclaiming")
-            yield JudgmentRecorded(event_id=JudgmentRecorded.id_for(rid, judge_id, sample), judge_id=judge_id,
-                judge_family=family, judge_model=f"model-{judge_id}", sample=sample,
-                rubric_id="assay-default", rubric_version=1, scores=scores, failure_tags=tags,
-                rationale="Checked the report against results.csv.", files_cited=paths[-2:],
-                files_opened=paths[-2:], causation_id=cause, occurred_at=clock(), **env,
-            )  # fmt: skip
+            yield JudgmentRecorded(
+                event_id=JudgmentRecorded.id_for(rid, judge_id, sample),
+                judge_id=judge_id,
+                judge_family=family,
+                judge_model=f"model-{judge_id}",
+                sample=sample,
+                rubric_id="assay-default",
+                rubric_version=1,
+                scores=scores,
+                failure_tags=tags,
+                rationale="Checked the report against results.csv.",
+                files_cited=paths[-2:],
+                files_opened=paths[-2:],
+                causation_id=cause,
+                occurred_at=clock(),
+                **env,
+            )
     if spec.rules:
         ok = not empty and bool(rng.random() < 0.5 + 0.1 * latent - 0.3)
         checks = [
@@ -313,10 +386,20 @@ def _judgments(
         tags = ["no_artifacts"] if empty else []
         if not empty and rng.random() < 0.05:
             tags.append("claimed_file_missing")
-        yield JudgmentRecorded(event_id=JudgmentRecorded.id_for(rid, RULES_JUDGE_ID, 0), judge_id=RULES_JUDGE_ID, judge_family="rules",
-            judge_model="rules", sample=0, rubric_id="assay-default", rubric_version=1,
-            failure_tags=tags, checks=checks, causation_id=cause, occurred_at=clock(), **env,
-        )  # fmt: skip
+        yield JudgmentRecorded(
+            event_id=JudgmentRecorded.id_for(rid, RULES_JUDGE_ID, 0),
+            judge_id=RULES_JUDGE_ID,
+            judge_family="rules",
+            judge_model="rules",
+            sample=0,
+            rubric_id="assay-default",
+            rubric_version=1,
+            failure_tags=tags,
+            checks=checks,
+            causation_id=cause,
+            occurred_at=clock(),
+            **env,
+        )
 
 
 _WRITERS = {

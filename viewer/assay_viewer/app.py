@@ -60,8 +60,13 @@ class _Head(NamedTuple):
 def _head(report: Report, campaign: str, choices: Facets) -> _Head:
     board = [c for s in plots(report) for c in s.charts if c.title.startswith("Leaderboard")]
     warnings = next((t for t in tables(report) if t.title.startswith("Warnings") and t.rows), None)
-    html = render_page("view/campaign_head.html.j2", campaign=campaign, report=report,
-                       leaderboard=board, warnings=warnings)  # fmt: skip
+    html = render_page(
+        "view/campaign_head.html.j2",
+        campaign=campaign,
+        report=report,
+        leaderboard=board,
+        warnings=warnings,
+    )
     return _Head(Markup(html), choices)
 
 
@@ -79,7 +84,9 @@ def _title(view: RunView) -> str:
     return " · ".join(parts + ([f"epoch {epoch}"] if epoch is not None else []))
 
 
-def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk | None = None) -> Any:  # fmt: skip
+def create_app(
+    source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk | None = None
+) -> Any:
     """The viewer over one log and blob store, as an ASGI callable answering only to its
     own address and `hosts` (names it is served as besides loopback). With `review`, it
     serves only that reviewer's blind review pages (`review.py`)."""
@@ -89,8 +96,11 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
 
     async def index(req: Request) -> Response:
         p = await source.projections()
-        return _page("index.html.j2", campaigns=p.table("campaigns").to_dicts(),
-                     sequence=p.state.last_sequence)  # fmt: skip
+        return _page(
+            "index.html.j2",
+            campaigns=p.table("campaigns").to_dicts(),
+            sequence=p.state.last_sequence,
+        )
 
     async def campaign(req: Request) -> Response:
         cid = req.match["campaign"]
@@ -112,10 +122,19 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
             notes.append("q: no words to search for (ignored)")
         chosen = select(source.rows(p, cid), query, set(found) if found is not None else None)
         hits = source.snippets(query.q, found, chosen.rows) if found is not None else None
-        return _page("campaign.html.j2", campaign=cid, head=heads[key].html, sections=[],
-                     facets=heads[key].facets, q=query, notes=notes, sel=chosen, hits=hits,
-                     max_compared=MAX_COMPARED,
-                     sequence=p.state.last_sequence)  # fmt: skip
+        return _page(
+            "campaign.html.j2",
+            campaign=cid,
+            head=heads[key].html,
+            sections=[],
+            facets=heads[key].facets,
+            q=query,
+            notes=notes,
+            sel=chosen,
+            hits=hits,
+            max_compared=MAX_COMPARED,
+            sequence=p.state.last_sequence,
+        )
 
     async def full_report(req: Request) -> Response:
         cid = req.match["campaign"]
@@ -126,15 +145,22 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         if key not in drawn:
             report = source.report(p, cid)
             drawn.clear()
-            drawn[key] = _page("report.html.j2", campaign=cid, plots=plots(report),
-                               tables=tables(report), sequence=p.state.last_sequence)  # fmt: skip
+            drawn[key] = _page(
+                "report.html.j2",
+                campaign=cid,
+                plots=plots(report),
+                tables=tables(report),
+                sequence=p.state.last_sequence,
+            )
         return drawn[key]
 
     async def task(req: Request) -> Response:
         cid, tid = req.match["campaign"], req.match["task"]
         p = await source.projections()
-        runs = sorted((r for r in p.state.runs.values() if r.campaign_id == cid and r.task_id == tid),
-                      key=lambda r: (r.agent_id, r.epoch))  # fmt: skip
+        runs = sorted(
+            (r for r in p.state.runs.values() if r.campaign_id == cid and r.task_id == tid),
+            key=lambda r: (r.agent_id, r.epoch),
+        )
         if not runs:
             return _missing(f"task {tid} in campaign {cid}")
         first = await source.run(runs[0].run_id)
@@ -151,15 +177,29 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         if rubric is None and cid in p.state.campaigns:
             rubric = Rubric.model_validate(p.state.campaigns[cid].get("rubric") or {})
         given = [
-            (c.name, c.kind, "; ".join(f"{k} = {v}" for k, v in c.model_dump(exclude={"name", "kind"}).items()))
+            (
+                c.name,
+                c.kind,
+                "; ".join(f"{k} = {v}" for k, v in c.model_dump(exclude={"name", "kind"}).items()),
+            )
             for c in (spec.reference_checks if spec is not None else [])
-        ]  # fmt: skip
-        return _page("task.html.j2", campaign=cid, task_id=tid, task=spec, runs=runs, rubric=rubric,
-                     given_checks=given, max_compared=MAX_COMPARED,
-                     controls={r.run_id: control_label(p.state, r.run_id) for r in runs},
-                     scores={r.run_id: r.score for r in source.rows(p, cid)}, checks=checks, tags=tags,
-                     anchor=first.audit.contribution.anchor if first else 8,
-                     sequence=p.state.last_sequence)  # fmt: skip
+        ]
+        return _page(
+            "task.html.j2",
+            campaign=cid,
+            task_id=tid,
+            task=spec,
+            runs=runs,
+            rubric=rubric,
+            given_checks=given,
+            max_compared=MAX_COMPARED,
+            controls={r.run_id: control_label(p.state, r.run_id) for r in runs},
+            scores={r.run_id: r.score for r in source.rows(p, cid)},
+            checks=checks,
+            tags=tags,
+            anchor=first.audit.contribution.anchor if first else 8,
+            sequence=p.state.last_sequence,
+        )
 
     async def run(req: Request) -> Response:
         view = await source.run(req.match["run"])
@@ -167,10 +207,17 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
             return _missing(f"run {req.match['run']}")
         seal = view.seal
         control = control_label((await source.projections()).state, view.audit.run_id)
-        return _page("run.html.j2", v=view, a=view.audit, control=control, steps=transcript(view.history.steps),
-                     title=_title(view), spans=timeline(view.audit.chain, view.history.steps),
-                     tree=file_tree(list(seal.files)) if seal else [],
-                     sequence=view.audit.chain[-1].sequence)  # fmt: skip
+        return _page(
+            "run.html.j2",
+            v=view,
+            a=view.audit,
+            control=control,
+            steps=transcript(view.history.steps),
+            title=_title(view),
+            spans=timeline(view.audit.chain, view.history.steps),
+            tree=file_tree(list(seal.files)) if seal else [],
+            sequence=view.audit.chain[-1].sequence,
+        )
 
     async def sealed_file(req: Request) -> Response:
         view = await source.run(req.match["run"])
@@ -231,10 +278,15 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
         judge_plots = [
             c for s in plots(report) for c in s.charts if c.title.startswith("Judge agreement")
         ]
-        return _page("judges.html.j2", campaign=cid, charts=judge_plots,
-                     tables=[t for t in tables(report) if t.title in wanted],
-                     worst=disagreements(p, cid), human=validity.rows(p, cid),
-                     sequence=p.state.last_sequence)  # fmt: skip
+        return _page(
+            "judges.html.j2",
+            campaign=cid,
+            charts=judge_plots,
+            tables=[t for t in tables(report) if t.title in wanted],
+            worst=disagreements(p, cid),
+            human=validity.rows(p, cid),
+            sequence=p.state.last_sequence,
+        )
 
     async def human_validity(req: Request) -> Response:
         p = await source.projections()
@@ -253,11 +305,21 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
             view = await source.run(run_id)  # the note is in the event, not the fold
             for e in view.history.verdicts.values() if view else ():
                 if e.judge_kind == "human":
-                    rows.append(HumanRow(e.judge_id, run_id, e.task_id or "",
-                                         {k: s.score for k, s in e.scores.items()}, e.rationale))  # fmt: skip
+                    rows.append(
+                        HumanRow(
+                            e.judge_id,
+                            run_id,
+                            e.task_id or "",
+                            {k: s.score for k, s in e.scores.items()},
+                            e.rationale,
+                        )
+                    )
         name = f"attachment; filename=human-verdicts-{cid}.csv"
-        return Response(human_verdicts_csv(rows), "text/csv; charset=utf-8",
-                        headers=(("content-disposition", name),))  # fmt: skip
+        return Response(
+            human_verdicts_csv(rows),
+            "text/csv; charset=utf-8",
+            headers=(("content-disposition", name),),
+        )
 
     async def live(req: Request) -> Response | Stream:
         run_id, cid = req.query.get("run", "*"), req.query.get("campaign", "*")
@@ -275,24 +337,33 @@ def create_app(source: Source, *, hosts: Iterable[str] = (), review: ReviewDesk 
     async def validity_script(req: Request) -> Response:
         return Response(static("validity.js"), "text/javascript; charset=utf-8")
 
-    assets = [("/static/view.css", css), ("/static/live.js", script),
-              ("/static/validity.js", validity_script)]  # fmt: skip
+    assets = [
+        ("/static/view.css", css),
+        ("/static/live.js", script),
+        ("/static/validity.js", validity_script),
+    ]
     if review is not None:  # no /blob/: a hash must tell a reviewer nothing (review.py)
         return asgi_app(
             [*review_routes(source, review), *(Route(re.compile(p), h) for p, h in assets)],
-            lambda path: _missing(path), hosts,
-        )  # fmt: skip
+            lambda path: _missing(path),
+            hosts,
+        )
 
     routes = [
-        ("/", index), (f"/campaign/(?P<campaign>{_ID})", campaign),
+        ("/", index),
+        (f"/campaign/(?P<campaign>{_ID})", campaign),
         (f"/campaign/(?P<campaign>{_ID})/report", full_report),
         (f"/campaign/(?P<campaign>{_ID})/judges", judges),
         (f"/campaign/(?P<campaign>{_ID})/validity.json", human_validity),
         (f"/campaign/(?P<campaign>{_ID})/human-verdicts.csv", human_csv),
         (f"/campaign/(?P<campaign>{_ID})/task/(?P<task>{_ID})", task),
-        (f"/run/(?P<run>{_ID})", run), (f"/run/(?P<run>{_ID})/file", sealed_file),
-        ("/compare", compare), ("/live", live), ("/blob/(?P<sha>[0-9a-f]{64})", blob), *assets,
-    ]  # fmt: skip
+        (f"/run/(?P<run>{_ID})", run),
+        (f"/run/(?P<run>{_ID})/file", sealed_file),
+        ("/compare", compare),
+        ("/live", live),
+        ("/blob/(?P<sha>[0-9a-f]{64})", blob),
+        *assets,
+    ]
     return asgi_app(
         [Route(re.compile(p), h) for p, h in routes], lambda path: _missing(path), hosts
     )

@@ -104,9 +104,14 @@ class Source:
         async with self._lock:
             bus = await self.bus()
             await fold_stream(
-                bus.js, bus.stream.name, bus.subjects.events, state=self._state,
-                trust=trust_for(self.settings), load=self.store.get_bytes, observe=self.index.observe,
-            )  # fmt: skip
+                bus.js,
+                bus.stream.name,
+                bus.subjects.events,
+                state=self._state,
+                trust=trust_for(self.settings),
+                load=self.store.get_bytes,
+                observe=self.index.observe,
+            )
         return self._projections
 
     def report(self, p: Projections, campaign: str) -> Report:

@@ -109,8 +109,12 @@ def _csv_rows(text: str) -> list[tuple[int, Any]]:
             if key in ("run_id", "note") or cell is None or cell == "":
                 continue
             scores[key] = int(cell) if cell.strip().isdigit() and len(cell) <= 3 else cell
-        rows.append((reader.line_num, {"run_id": row["run_id"], "scores": scores,
-                                       "note": row.get("note") or ""}))  # fmt: skip
+        rows.append(
+            (
+                reader.line_num,
+                {"run_id": row["run_id"], "scores": scores, "note": row.get("note") or ""},
+            )
+        )
     return rows
 
 
@@ -158,8 +162,11 @@ def parse_grades(data: bytes, fmt: str) -> tuple[list[tuple[int, Grade]], list[G
             problems.append(GradeProblem(line, _validation(e)))
             continue
         if grade.run_id in seen:
-            problems.append(GradeProblem(line, f"run {grade.run_id} is graded again "
-                                               f"(first on line {seen[grade.run_id]})"))  # fmt: skip
+            problems.append(
+                GradeProblem(
+                    line, f"run {grade.run_id} is graded again (first on line {seen[grade.run_id]})"
+                )
+            )
             continue
         seen[grade.run_id] = line
         grades.append((line, grade))
@@ -193,13 +200,20 @@ def human_verdict(p: Projections, reviewer: str, grade: Grade, *, service: str) 
     run = p.state.runs[grade.run_id]
     rubric = p.state.campaigns.get(run.campaign_id, {}).get("rubric", {})
     return JudgmentRecorded(
-        event_id=human_verdict_id(grade.run_id, reviewer), campaign_id=run.campaign_id,
-        run_id=grade.run_id, task_id=run.task_id or None, judge_id=reviewer,
-        judge_kind="human", judge_family="human", sample=HUMAN_SAMPLE,
-        rubric_id=str(rubric.get("rubric_id", "")), rubric_version=int(rubric.get("version", 0)),
+        event_id=human_verdict_id(grade.run_id, reviewer),
+        campaign_id=run.campaign_id,
+        run_id=grade.run_id,
+        task_id=run.task_id or None,
+        judge_id=reviewer,
+        judge_kind="human",
+        judge_family="human",
+        sample=HUMAN_SAMPLE,
+        rubric_id=str(rubric.get("rubric_id", "")),
+        rubric_version=int(rubric.get("version", 0)),
         scores={k: DimensionScore(score=v) for k, v in sorted(grade.scores.items())},
-        rationale=grade.note, producer=Producer(service=service, version="0.1.0"),
-    )  # fmt: skip
+        rationale=grade.note,
+        producer=Producer(service=service, version="0.1.0"),
+    )
 
 
 class ReviewerNotEnrolled(ConfigError):
@@ -218,7 +232,9 @@ def require_enrolled(settings: Settings, reviewer: str) -> None:
         )
 
 
-async def publish_verdicts(settings: Settings, reviewer: str, events: Sequence[JudgmentRecorded]) -> list[int]:  # fmt: skip
+async def publish_verdicts(
+    settings: Settings, reviewer: str, events: Sequence[JudgmentRecorded]
+) -> list[int]:
     """Publish `events` signed with `reviewer`'s enrolled key (a `ConfigError` when it has
     none); return their stream sequences. The viewer's contract says what it may publish,
     and as whom: the reviewer, never the aggregator."""

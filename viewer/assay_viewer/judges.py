@@ -33,7 +33,14 @@ def disagreements(p: Projections, campaign: str, limit: int = 20) -> list[Disagr
         means = {j: s / n for j, (s, n) in sorted(by_judge.items())}
         if len(means) > 1:
             run = p.state.runs.get(run_id)
-            out.append(Disagreement(run_id, run.task_id if run else "", run.agent_id if run else "",
-                                    max(means.values()) - min(means.values()), means))  # fmt: skip
+            out.append(
+                Disagreement(
+                    run_id,
+                    run.task_id if run else "",
+                    run.agent_id if run else "",
+                    max(means.values()) - min(means.values()),
+                    means,
+                )
+            )
     out.sort(key=lambda d: (-d.spread, d.run_id))
     return out[:limit]

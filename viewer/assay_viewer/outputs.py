@@ -65,8 +65,14 @@ def judge_outputs(history: RunHistory, store: BlobStore) -> JudgeOutputs:
         if e.rejected_outputs is not None:
             rejected[name] = _raw(store, e.rejected_outputs)
     failures = [
-        Failure(f.judge_id, f.sample, f.error, f.attempts, f.infrastructure,
-                _raw(store, f.raw_output) if f.raw_output is not None else None)
+        Failure(
+            f.judge_id,
+            f.sample,
+            f.error,
+            f.attempts,
+            f.infrastructure,
+            _raw(store, f.raw_output) if f.raw_output is not None else None,
+        )
         for _, f in sorted(history.judgment_failures.items())
-    ]  # fmt: skip
+    ]
     return JudgeOutputs(attempts, rejected, failures)

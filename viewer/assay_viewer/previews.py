@@ -37,12 +37,40 @@ __all__ = [
 PREVIEW_BYTES = 512 * 1024
 """Larger files are previewed from their first bytes (the whole file is a download)."""
 TABLE_ROWS = 500
-IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
-               ".gif": "image/gif", ".webp": "image/webp"}  # fmt: skip
+IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
 """Raster images only: an SVG can carry script, so it is shown as text."""
-_CODE = {".py", ".r", ".jl", ".js", ".ts", ".sh", ".sql", ".json", ".yaml", ".yml", ".toml",
-         ".c", ".h", ".cpp", ".rs", ".go", ".java", ".html", ".htm", ".svg", ".xml", ".css",
-         ".tex", ".ipynb"}  # fmt: skip
+_CODE = {
+    ".py",
+    ".r",
+    ".jl",
+    ".js",
+    ".ts",
+    ".sh",
+    ".sql",
+    ".json",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".c",
+    ".h",
+    ".cpp",
+    ".rs",
+    ".go",
+    ".java",
+    ".html",
+    ".htm",
+    ".svg",
+    ".xml",
+    ".css",
+    ".tex",
+    ".ipynb",
+}
 
 
 class Preview(NamedTuple):

@@ -111,16 +111,19 @@ class ValidityTable:
         key = (campaign, p.state.version)
         if key not in self._cache:
             settings = AnalysisSettings(
-                seed=report_seed([campaign]), n_resamples=self.source.resamples,
+                seed=report_seed([campaign]),
+                n_resamples=self.source.resamples,
                 anchor=rubric_anchor(p, [campaign]),
-            )  # fmt: skip
+            )
             agreement, _ = human_validity(p, campaign, settings)
             n = sum(v.campaign_id == campaign for v in p.state.human_verdicts.values())
-            self._cache = {key: {
-                "human_verdicts": n,
-                "rows": [{k: _finite(v) for k, v in r.model_dump().items()} for r in agreement],
-                "warnings": [w.message for w in validity_warnings(agreement=agreement)],
-            }}  # fmt: skip
+            self._cache = {
+                key: {
+                    "human_verdicts": n,
+                    "rows": [{k: _finite(v) for k, v in r.model_dump().items()} for r in agreement],
+                    "warnings": [w.message for w in validity_warnings(agreement=agreement)],
+                }
+            }
         return self._cache[key]
 
 
@@ -177,10 +180,11 @@ def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
         if cid not in p.state.campaigns:
             return page("review_message.html.j2", 404, title="Unknown campaign", message=cid)
         items = [(i.position, desk.token(i.run_id), i.task_id) for i in queue_of(p, cid)]
-        graded = sum(v.judge_id == desk.judge_id and v.campaign_id == cid
-                     for v in p.state.human_verdicts.values())  # fmt: skip
-        return page("review_queue.html.j2", campaign=cid,
-                     items=items, graded=graded)  # fmt: skip
+        graded = sum(
+            v.judge_id == desk.judge_id and v.campaign_id == cid
+            for v in p.state.human_verdicts.values()
+        )
+        return page("review_queue.html.j2", campaign=cid, items=items, graded=graded)
 
     async def grade_page(req: Request) -> Response:
         cid, token = req.match["campaign"], req.match["token"]
@@ -194,24 +198,36 @@ def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
         task = view.history.task
         seal = view.seal
         return page(
-            "review_run.html.j2", campaign=cid, token=token,
-            csrf=desk.csrf(run_id), task=task, rubric=_rubric(p, cid, task),
-            steps=view.history.steps, final=seal.final_message if seal else "",
+            "review_run.html.j2",
+            campaign=cid,
+            token=token,
+            csrf=desk.csrf(run_id),
+            task=task,
+            rubric=_rubric(p, cid, task),
+            steps=view.history.steps,
+            final=seal.final_message if seal else "",
             tree=file_tree(list(seal.files)) if seal else [],
-        )  # fmt: skip
+        )
 
     async def submit(req: Request, p: Projections, cid: str, run_id: str) -> Response:
         if not hmac.compare_digest(req.form.get("csrf", ""), desk.csrf(run_id)):
-            return page("review_message.html.j2", 403, title="Refused",
-                         message="the form's CSRF token is missing or wrong: reload the page")  # fmt: skip
+            return page(
+                "review_message.html.j2",
+                403,
+                title="Refused",
+                message="the form's CSRF token is missing or wrong: reload the page",
+            )
         scores: dict[str, object] = {}
         for key, value in req.form.items():
             if key.startswith("score_"):
                 text = value.strip()
-                scores[key.removeprefix("score_")] = int(text) if re.fullmatch(r"\d{1,2}", text) else text  # fmt: skip
+                scores[key.removeprefix("score_")] = (
+                    int(text) if re.fullmatch(r"\d{1,2}", text) else text
+                )
         try:
-            grade = Grade.model_validate({"run_id": run_id, "scores": scores,
-                                          "note": req.form.get("note", "")})  # fmt: skip
+            grade = Grade.model_validate(
+                {"run_id": run_id, "scores": scores, "note": req.form.get("note", "")}
+            )
         except ValidationError as e:
             first = e.errors()[0]
             why = f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}"
@@ -223,13 +239,22 @@ def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
         sequences = await publish_verdicts(desk.settings, desk.judge_id, [event])
         said = outcomes(await source.projections(), sequences)[0]
         if not said.counted:
-            return page("review_message.html.j2", 409, title="Refused by the log",
-                         message=said.reason, campaign=cid)  # fmt: skip
+            return page(
+                "review_message.html.j2",
+                409,
+                title="Refused by the log",
+                message=said.reason,
+                campaign=cid,
+            )
         left = queue_of(await source.projections(), cid)
         after = desk.token(left[0].run_id) if left else None
-        return page("review_message.html.j2", title="Verdict recorded", campaign=cid,
-                    message=f"signed by {desk.judge_id}, logged at sequence {said.sequence}",
-                    next_token=after)  # fmt: skip
+        return page(
+            "review_message.html.j2",
+            title="Verdict recorded",
+            campaign=cid,
+            message=f"signed by {desk.judge_id}, logged at sequence {said.sequence}",
+            next_token=after,
+        )
 
     async def own_file(req: Request) -> tuple[FileRef, bytes] | Response:
         """The sealed file `?path=` of the run the page token names, and its bytes."""
@@ -256,9 +281,13 @@ def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
         if isinstance(found, Response):
             return found
         ref, data = found
-        return page("review_file.html.j2", campaign=req.match["campaign"],
-                     token=req.match["token"], ref=ref,
-                     shown=await preview_file(ref.path, data))  # fmt: skip
+        return page(
+            "review_file.html.j2",
+            campaign=req.match["campaign"],
+            token=req.match["token"],
+            ref=ref,
+            shown=await preview_file(ref.path, data),
+        )
 
     async def raw_file(req: Request) -> Response:
         found = await own_file(req)
@@ -269,9 +298,14 @@ def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
         return Response(data, content_type, headers=headers)
 
     return [
-        Route(re.compile("/"), index), Route(re.compile("/review"), index),
+        Route(re.compile("/"), index),
+        Route(re.compile("/review"), index),
         Route(re.compile(f"/review/(?P<campaign>{_ID})"), queue),
-        Route(re.compile(f"/review/(?P<campaign>{_ID})/run/(?P<token>{_TOKEN})"), grade_page, post=True),
+        Route(
+            re.compile(f"/review/(?P<campaign>{_ID})/run/(?P<token>{_TOKEN})"),
+            grade_page,
+            post=True,
+        ),
         Route(re.compile(f"/review/(?P<campaign>{_ID})/run/(?P<token>{_TOKEN})/file"), sealed_file),
         Route(re.compile(f"/review/(?P<campaign>{_ID})/run/(?P<token>{_TOKEN})/raw"), raw_file),
-    ]  # fmt: skip
+    ]

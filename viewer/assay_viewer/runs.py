@@ -149,8 +149,15 @@ def control_label(state: State, run_id: str) -> str:
         return ""
     c = state.controls.get(run_id)
     if c is None or c.plan_sha256 != run.control_plan:  # a retried attempt of the control
-        c = next((c for c in state.controls.values() if c.plan_sha256 == run.control_plan
-                  and (c.campaign_id, c.task_id) == (run.campaign_id, run.task_id)), None)  # fmt: skip
+        c = next(
+            (
+                c
+                for c in state.controls.values()
+                if c.plan_sha256 == run.control_plan
+                and (c.campaign_id, c.task_id) == (run.campaign_id, run.task_id)
+            ),
+            None,
+        )
     if c is None:
         return ""
     return f"{c.kind}, expected to {c.expected}"
@@ -203,18 +210,31 @@ def run_rows(p: Projections, campaign: str, scores: Mapping[str, float]) -> list
             # The statistics leave controls out of every figure; their row shows the
             # jury's mean, as judge validity measures it.
             score = sum(means.values()) / len(means)
-        rows.append(RunRow(
-            run_id=r.run_id, task_id=r.task_id, agent_id=r.agent_id, epoch=r.epoch,
-            domain=task.domain if task else "", state=_state(r), score=score,
-            spread=max(means.values()) - min(means.values()) if len(means) > 1 else None,
-            judge_means=means, cost_usd=r.cost_usd, steps=r.step_count, latency_s=r.latency_s, n_files=r.n_files,
-            tags=frozenset(tags.get(r.run_id, ())), failed_checks=frozenset(failed.get(r.run_id, ())),
-            judges=frozenset(judges.get(r.run_id, ())), infrastructure_failure=r.infrastructure_failure,
-            refused=r.run_id in refused,
-            retried=r.attempt > 0
-            or (r.infrastructure_failure and slots[(r.task_id, r.agent_id, r.epoch)] > 1),
-            control=control,
-        ))  # fmt: skip
+        rows.append(
+            RunRow(
+                run_id=r.run_id,
+                task_id=r.task_id,
+                agent_id=r.agent_id,
+                epoch=r.epoch,
+                domain=task.domain if task else "",
+                state=_state(r),
+                score=score,
+                spread=max(means.values()) - min(means.values()) if len(means) > 1 else None,
+                judge_means=means,
+                cost_usd=r.cost_usd,
+                steps=r.step_count,
+                latency_s=r.latency_s,
+                n_files=r.n_files,
+                tags=frozenset(tags.get(r.run_id, ())),
+                failed_checks=frozenset(failed.get(r.run_id, ())),
+                judges=frozenset(judges.get(r.run_id, ())),
+                infrastructure_failure=r.infrastructure_failure,
+                refused=r.run_id in refused,
+                retried=r.attempt > 0
+                or (r.infrastructure_failure and slots[(r.task_id, r.agent_id, r.epoch)] > 1),
+                control=control,
+            )
+        )
     rows.sort(key=lambda x: (x.task_id, x.agent_id, x.epoch, x.run_id))
     return rows
 
@@ -233,11 +253,13 @@ class Facets(NamedTuple):
 def facets(rows: list[RunRow]) -> Facets:
     """Every agent, task, domain, tag, failed check and judge the rows carry, sorted."""
     return Facets(
-        sorted({r.agent_id for r in rows}), sorted({r.task_id for r in rows}),
-        sorted({r.domain for r in rows if r.domain}), sorted({t for r in rows for t in r.tags}),
+        sorted({r.agent_id for r in rows}),
+        sorted({r.task_id for r in rows}),
+        sorted({r.domain for r in rows if r.domain}),
+        sorted({t for r in rows for t in r.tags}),
         sorted({c for r in rows for c in r.failed_checks}),
         sorted({j for r in rows for j in r.judges}),
-    )  # fmt: skip
+    )
 
 
 class Selection(NamedTuple):

@@ -22,8 +22,13 @@ BAR_W = 600
 ROW_H = 16
 MAX_BARS = 400
 """Longer runs show their first spans and say how many were left out."""
-_LABELS = {"SandboxReady": "sandbox", "AgentFinished": "finished", "RunFailed": "failed",
-           "ArtifactsSealed": "seal", "RunRequested": "requested"}  # fmt: skip
+_LABELS = {
+    "SandboxReady": "sandbox",
+    "AgentFinished": "finished",
+    "RunFailed": "failed",
+    "ArtifactsSealed": "seal",
+    "RunRequested": "requested",
+}
 _JUDGED = ("JudgmentRecorded", "JudgmentFailed")
 
 
@@ -85,9 +90,16 @@ def timeline(chain: list[ChainLine], steps: list[AgentStepLogged]) -> Timeline:
     total = max([end for _, _, end, _, _, _ in spans] + [1e-9])
     scale = BAR_W / total
     bars = [
-        Bar(label, LABEL_W + start * scale, max(2.0, (end - start) * scale), i * ROW_H,
-            min(inner * scale, max(0.0, (end - start) * scale)), title, kind)
+        Bar(
+            label,
+            LABEL_W + start * scale,
+            max(2.0, (end - start) * scale),
+            i * ROW_H,
+            min(inner * scale, max(0.0, (end - start) * scale)),
+            title,
+            kind,
+        )
         for i, (label, start, end, inner, title, kind) in enumerate(spans[:MAX_BARS])
-    ]  # fmt: skip
+    ]
     height = len(bars) * ROW_H + 4
     return Timeline(bars, total, LABEL_W + BAR_W + 10, height, max(0, len(spans) - MAX_BARS))

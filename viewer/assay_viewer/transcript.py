@@ -143,10 +143,16 @@ def transcript(steps: list[AgentStepLogged]) -> list[StepView]:
             for c in s.tool_calls
         ]
         text = s.model_output[:MODEL_CHARS]
-        out.append(StepView(
-            step=s.step, model_html=markdown(text) if text else Markup(""),
-            model_cut=len(s.model_output) > MODEL_CHARS, calls=calls,
-            input_tokens=s.usage.input_tokens, output_tokens=s.usage.output_tokens,
-            latency_ms=s.latency_ms, cost_usd=s.cost_usd,
-        ))  # fmt: skip
+        out.append(
+            StepView(
+                step=s.step,
+                model_html=markdown(text) if text else Markup(""),
+                model_cut=len(s.model_output) > MODEL_CHARS,
+                calls=calls,
+                input_tokens=s.usage.input_tokens,
+                output_tokens=s.usage.output_tokens,
+                latency_ms=s.latency_ms,
+                cost_usd=s.cost_usd,
+            )
+        )
     return out

@@ -336,9 +336,14 @@ class Bus(LogReads):
 
         async def deliver(raw: Msg) -> None:
             await self._deliver(
-                raw, handler, durable=durable, event_type=event_type, limit=limit,
-                on_refused=on_refused, on_give_up=on_give_up,
-            )  # fmt: skip
+                raw,
+                handler,
+                durable=durable,
+                event_type=event_type,
+                limit=limit,
+                on_refused=on_refused,
+                on_give_up=on_give_up,
+            )
 
         if batch_wait_s is not None:
             if max_workers != 1:
@@ -358,10 +363,16 @@ class Bus(LogReads):
                         await asyncio.sleep(0)
 
             pull = BatchPull(
-                subject=subject, durable=durable, stream=self.stream.name, config=config,
-                batch_size=batch_size or 256, wait_s=batch_wait_s, inbox_prefix=inbox,
-                handle=on_batch, gather_s=batch_gather_s,
-            )  # fmt: skip
+                subject=subject,
+                durable=durable,
+                stream=self.stream.name,
+                config=config,
+                batch_size=batch_size or 256,
+                wait_s=batch_wait_s,
+                inbox_prefix=inbox,
+                handle=on_batch,
+                gather_s=batch_gather_s,
+            )
             self._pulls.append(pull)
             return pull
 

@@ -49,7 +49,11 @@ async def through_outages(
                 raise
             log.warning(
                 "%s: bus unavailable while handling %s (%s: %s); retrying in %.1fs",
-                durable, event.event_id, type(e).__name__, e, delay,
-            )  # fmt: skip
+                durable,
+                event.event_id,
+                type(e).__name__,
+                e,
+                delay,
+            )
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)

@@ -93,8 +93,13 @@ class BatchPull:
             except TimeoutError:  # asyncio's, and nats-py's own (a subclass)
                 continue
             except Exception as e:  # reconnecting, a leader election: the log is still there
-                log.warning("%s: fetch failed (%s: %s); again in %.0fs",
-                            self.durable, type(e).__name__, e, _RETRY_S)  # fmt: skip
+                log.warning(
+                    "%s: fetch failed (%s: %s); again in %.0fs",
+                    self.durable,
+                    type(e).__name__,
+                    e,
+                    _RETRY_S,
+                )
                 await asyncio.sleep(_RETRY_S)
                 continue
             self._handling = True

@@ -156,8 +156,13 @@ async def run_with_retries(
             )
             log.info(
                 "retrying %s model %r after attempt %d (%s, status %s) in %.3fs",
-                provider, model, attempt, err.kind, err.status_code, delay,
-            )  # fmt: skip
+                provider,
+                model,
+                attempt,
+                err.kind,
+                err.status_code,
+                delay,
+            )
             if on_retry is not None:
                 on_retry(event)
             await sleep(delay)

@@ -65,7 +65,9 @@ class ControlsKey:
     def event_id(self, control_run_id: str) -> str:
         """The declaration's event id: deterministic (a retried publish dedupes), yet not
         computable from the run id without the secret."""
-        return hmac.new(_derive(self.secret, "id"), control_run_id.encode(), hashlib.sha256).hexdigest()[:32]  # fmt: skip
+        return hmac.new(
+            _derive(self.secret, "id"), control_run_id.encode(), hashlib.sha256
+        ).hexdigest()[:32]
 
     def declare(
         self, details: ControlDetails, *, causation_id: str | None, producer: Producer
@@ -88,13 +90,15 @@ class ControlsKey:
 
     def open(self, event: ControlDeclared) -> ControlDetails:
         """What the declaration says; :class:`SealBroken` when it does not open here."""
-        where = f"ControlDeclared {event.event_id} (campaign {event.campaign_id}, task {event.task_id})"  # fmt: skip
+        where = (
+            f"ControlDeclared {event.event_id} (campaign {event.campaign_id}, task {event.task_id})"
+        )
         try:
             raw = base64.urlsafe_b64decode(event.sealed.encode("ascii"))
             aad = _aad(event.campaign_id, event.task_id or "", event.event_id)
             plain = AESGCM(self._seal_key).decrypt(raw[:_NONCE], raw[_NONCE:], aad)
         except (InvalidTag, ValueError) as e:
-            raise SealBroken(f"{where} does not open with this deployment's controls secret") from e  # fmt: skip
+            raise SealBroken(f"{where} does not open with this deployment's controls secret") from e
         try:
             details = ControlDetails.model_validate_json(plain)
         except ValidationError as e:

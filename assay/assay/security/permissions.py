@@ -325,7 +325,10 @@ def permission_map(
         )
     for campaign in publisher_campaigns:
         users[publisher_user(campaign)] = role_permissions(
-            "publisher", stream=stream, prefix=prefix, campaign=campaign,
+            "publisher",
+            stream=stream,
+            prefix=prefix,
+            campaign=campaign,
             user=publisher_user(campaign),
-        )  # fmt: skip
+        )
     return users

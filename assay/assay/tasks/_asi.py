@@ -31,10 +31,20 @@ __all__ = ["is_asi_task", "load_asi_task", "readable"]
 
 _CHECK_KINDS = {"file_exists", "number_near", "contains"}
 _TOP_KEYS = {
-    "task_id", "background", "question", "resources", "expected_output",
-    "expected_output_judges_only", "constraints", "judge", "notes", "notes_to_judges",
-    "domain", "phase", "difficulty",
-}  # fmt: skip
+    "task_id",
+    "background",
+    "question",
+    "resources",
+    "expected_output",
+    "expected_output_judges_only",
+    "constraints",
+    "judge",
+    "notes",
+    "notes_to_judges",
+    "domain",
+    "phase",
+    "difficulty",
+}
 _JUDGE_KEYS = {"method", "rules", "llm", "llm_system_prompt", "sampling_times"}
 _LLM_KEYS = {"model", "dimensions", "sampling_times", "system_prompt"}
 
@@ -166,11 +176,15 @@ def _not_honoured(data: dict[str, Any], judge: dict[str, Any], task_id: str) -> 
     llm: dict[str, Any] = raw if isinstance(raw, dict) else {}
     out = []
     if judge.get("method"):
-        out.append(f"task {task_id}: judge.method {judge['method']!r} is not honoured (kept as "
-                   "a label): every task is judged by the campaign's jury and the rule judge")  # fmt: skip
+        out.append(
+            f"task {task_id}: judge.method {judge['method']!r} is not honoured (kept as "
+            "a label): every task is judged by the campaign's jury and the rule judge"
+        )
     if llm.get("model"):
-        out.append(f"task {task_id}: judge.llm.model {llm['model']!r} is not honoured (kept "
-                   "as a label): the campaign's jury judges every task")  # fmt: skip
+        out.append(
+            f"task {task_id}: judge.llm.model {llm['model']!r} is not honoured (kept "
+            "as a label): the campaign's jury judges every task"
+        )
     unknown = sorted(
         [k for k in data if k not in _TOP_KEYS]
         + [f"judge.{k}" for k in judge if k not in _JUDGE_KEYS]

@@ -120,8 +120,13 @@ window instead (`_moved`), however far that is."""
 # percentage (or led by its name), a formula's base or exponent (2^-ΔΔCt), a sample size
 # (n = 3, 8 vs 8), a number glued to a name (Ctrl-2). Contexts are read a few characters
 # around the number, so the scan stays linear.
-_LEVEL_AFTER = re.compile(r"\s*%\s*(?:CI|confidence|credible|prediction|power|FDR|level|significance)", re.IGNORECASE)  # fmt: skip
-_LEVEL_BEFORE = re.compile(r"(?:confidence|significance|credible|alpha|α|power|FDR|level)\s*(?:level\s*)?(?:of|=|at|:)?\s*$", re.IGNORECASE)  # fmt: skip
+_LEVEL_AFTER = re.compile(
+    r"\s*%\s*(?:CI|confidence|credible|prediction|power|FDR|level|significance)", re.IGNORECASE
+)
+_LEVEL_BEFORE = re.compile(
+    r"(?:confidence|significance|credible|alpha|α|power|FDR|level)\s*(?:level\s*)?(?:of|=|at|:)?\s*$",
+    re.IGNORECASE,
+)
 _SIZE_BEFORE = re.compile(r"(?:\b[nN]\s*=\s*|\bvs\.?\s+|[A-Za-z]-|#|\^\s*-?|[\w)]\*\*-?)$")
 # An exponent's `**` has its operand right after it (markdown's bold `**` does not).
 _SIZE_AFTER = re.compile(r"\s*(?:\^|\*\*-?[\w(]|vs\.?\s+\d)")
@@ -131,7 +136,11 @@ _CONTEXT = 24
 def _stated(task: Task) -> frozenset[str]:
     """The numbers the task itself states (its design: sample sizes, levels, doses)."""
     text = " ".join([task.prompt, task.expected_output or "", *task.constraints])
-    return frozenset(m.group(0).rstrip(".") for m in _RUN.finditer(text) if _NUMBER.fullmatch(m.group(0).rstrip(".")))  # fmt: skip
+    return frozenset(
+        m.group(0).rstrip(".")
+        for m in _RUN.finditer(text)
+        if _NUMBER.fullmatch(m.group(0).rstrip("."))
+    )
 
 
 def _constant(text: str, start: int, end: int, token: str, stated: frozenset[str]) -> bool:
@@ -220,7 +229,9 @@ def _altered(
     return str(_RUN.sub(one, text))
 
 
-def _altered_file(task: Task, path: str, data: bytes, factor: float, stated: frozenset[str]) -> bytes:  # fmt: skip
+def _altered_file(
+    task: Task, path: str, data: bytes, factor: float, stated: frozenset[str]
+) -> bytes:
     if not _text(path, data):
         return data
     text = data.decode("utf-8")

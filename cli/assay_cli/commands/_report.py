@@ -221,7 +221,9 @@ def rejudge(
     result = run_async(
         run_rejudge(settings, spec, campaign=campaign, timeout_s=timeout, on_progress=progress)
     )
-    console.print(f"{result.judge_id}: {result.n_done}/{result.n_sealed} sealed runs judged "
-                  f"({result.n_failed} failed judgments) in {', '.join(result.campaigns) or 'no campaign'}")  # fmt: skip
+    console.print(
+        f"{result.judge_id}: {result.n_done}/{result.n_sealed} sealed runs judged "
+        f"({result.n_failed} failed judgments) in {', '.join(result.campaigns) or 'no campaign'}"
+    )
     if not result.complete:
         raise typer.Exit(1)

@@ -48,12 +48,15 @@ def check_reviewer(name: str) -> str:
 @review_app.command("import")
 def import_grades(
     file: Path = typer.Argument(
-        ..., help="Grades: .csv (run_id, one column per rubric dimension, optional note) or "
-        ".jsonl (one {\"run_id\", \"scores\": {dimension: 0-10}, \"note\"} per line)."
+        ...,
+        help="Grades: .csv (run_id, one column per rubric dimension, optional note) or "
+        '.jsonl (one {"run_id", "scores": {dimension: 0-10}, "note"} per line).',
     ),
-    reviewer: str = typer.Option(..., "--reviewer", help="The enrolled reviewer (`assay keys enroll reviewer-NAME`)."),
+    reviewer: str = typer.Option(
+        ..., "--reviewer", help="The enrolled reviewer (`assay keys enroll reviewer-NAME`)."
+    ),
     home: Path = typer.Option(None, "--home", help=REVIEW_HOME_HELP),
-) -> None:  # fmt: skip
+) -> None:
     """Publish a file of grades as verdicts signed with the reviewer's enrolled key, after
     checking every row (all or nothing)."""
     from assay_viewer.grading import MAX_IMPORT_BYTES, parse_grades

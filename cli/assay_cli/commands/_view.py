@@ -90,9 +90,12 @@ def view(
         # Live pages hold event streams open: on Ctrl-C, close them after a moment rather
         # than wait for every browser tab to go away.
         uvicorn.run(
-            create_app(source, hosts=names, review=desk), host=host, port=port, log_level="warning",
+            create_app(source, hosts=names, review=desk),
+            host=host,
+            port=port,
+            log_level="warning",
             timeout_graceful_shutdown=2,
-        )  # fmt: skip
+        )
 
 
 def _check_reachable(settings: Settings) -> None:

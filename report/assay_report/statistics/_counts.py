@@ -173,11 +173,16 @@ def reference_check_matrix(tables: CountTables) -> tuple[ReferenceCheckCell, ...
     )
     return tuple(
         ReferenceCheckCell(
-            task_id=str(task), agent_id=str(agent), n_runs=n_runs, n_checks=n, n_passed=k,
-            pass_rate=k / n, failed=tuple(bad),
+            task_id=str(task),
+            agent_id=str(agent),
+            n_runs=n_runs,
+            n_checks=n,
+            n_passed=k,
+            pass_rate=k / n,
+            failed=tuple(bad),
         )
         for task, agent, n_runs, n, k, bad in cells.iter_rows()
-    )  # fmt: skip
+    )
 
 
 def rule_tag_rates(
@@ -206,8 +211,18 @@ def rule_tag_rates(
         for tag in tags:
             k = counts.get((g, a, tag), 0)
             low, high = binomial_interval(float(k), float(n), confidence)
-            out.append(RuleTagRate(group=g, agent_id=a, tag=tag, n_runs=n, n_tagged=k, rate=k / n,
-                                   ci_low=float(low), ci_high=float(high)))  # fmt: skip
+            out.append(
+                RuleTagRate(
+                    group=g,
+                    agent_id=a,
+                    tag=tag,
+                    n_runs=n,
+                    n_tagged=k,
+                    rate=k / n,
+                    ci_low=float(low),
+                    ci_high=float(high),
+                )
+            )
     return tuple(out)
 
 
@@ -236,8 +251,17 @@ def judge_cost_rows(verdicts: pl.DataFrame) -> tuple[JudgeCost, ...]:
         for metric in JUDGE_COST_METRICS:
             v = mine[metric].cast(pl.Float64).to_numpy()
             mean, p50, p95 = summary(v)
-            out.append(JudgeCost(judge_id=judge, metric=metric, n_verdicts=int(v.size),
-                                 total=float(v.sum()), mean=mean, p50=p50, p95=p95))  # fmt: skip
+            out.append(
+                JudgeCost(
+                    judge_id=judge,
+                    metric=metric,
+                    n_verdicts=int(v.size),
+                    total=float(v.sum()),
+                    mean=mean,
+                    p50=p50,
+                    p95=p95,
+                )
+            )
     return tuple(out)
 
 

@@ -66,7 +66,9 @@ def _bins(s: F64) -> I64:
     return np.clip(np.floor(s + 0.5), 0, BINS - 1).astype(np.int64)
 
 
-def _agreement(kind: SubjectKind, subject: str, pairs: pl.DataFrame, settings: AnalysisSettings, runs: RunKind) -> HumanAgreement:  # fmt: skip
+def _agreement(
+    kind: SubjectKind, subject: str, pairs: pl.DataFrame, settings: AnalysisSettings, runs: RunKind
+) -> HumanAgreement:
     """One row from pairs (task_id, x = subject's run score, y = human's run score)."""
     tasks = sorted(set(pairs["task_id"].to_list()))
     t_of = {t: i for i, t in enumerate(tasks)}
@@ -90,17 +92,33 @@ def _agreement(kind: SubjectKind, subject: str, pairs: pl.DataFrame, settings: A
     m = pf.sum(axis=0).astype(np.int64)
     n = max(pairs.height, 1)
     return HumanAgreement(
-        subject_kind=kind, subject=subject, runs=runs, n_tasks=t_n, n_runs=pairs.height,
-        subject_pass_share=float(m[0].sum() / n), human_pass_share=float(m[:, 0].sum() / n),
-        pabak=float(2 * (m[0, 0] + m[1, 1]) / n - 1), kappa=k,
-        kappa_low=k_lo, kappa_high=k_hi, weighted_kappa=wk, weighted_kappa_low=wk_lo,
-        weighted_kappa_high=wk_hi, spearman=rho, spearman_low=float(r_lo[0]),
-        spearman_high=float(r_hi[0]), both_pass=int(m[0, 0]), subject_only_pass=int(m[0, 1]),
-        human_only_pass=int(m[1, 0]), both_fail=int(m[1, 1]),
-    )  # fmt: skip
+        subject_kind=kind,
+        subject=subject,
+        runs=runs,
+        n_tasks=t_n,
+        n_runs=pairs.height,
+        subject_pass_share=float(m[0].sum() / n),
+        human_pass_share=float(m[:, 0].sum() / n),
+        pabak=float(2 * (m[0, 0] + m[1, 1]) / n - 1),
+        kappa=k,
+        kappa_low=k_lo,
+        kappa_high=k_hi,
+        weighted_kappa=wk,
+        weighted_kappa_low=wk_lo,
+        weighted_kappa_high=wk_hi,
+        spearman=rho,
+        spearman_low=float(r_lo[0]),
+        spearman_high=float(r_hi[0]),
+        both_pass=int(m[0, 0]),
+        subject_only_pass=int(m[0, 1]),
+        human_only_pass=int(m[1, 0]),
+        both_fail=int(m[1, 1]),
+    )
 
 
-def _bias(kind: SubjectKind, subject: str, pairs: pl.DataFrame, settings: AnalysisSettings, runs: RunKind) -> list[HumanBias]:  # fmt: skip
+def _bias(
+    kind: SubjectKind, subject: str, pairs: pl.DataFrame, settings: AnalysisSettings, runs: RunKind
+) -> list[HumanBias]:
     """Per dimension (and None: the run score), mean of x − y over pairs (task_id, dimension, x, y)."""
     tasks = sorted(set(pairs["task_id"].to_list()))
     dims: list[str | None] = [None, *sorted(set(pairs["dimension"].drop_nulls().to_list()))]
@@ -116,10 +134,18 @@ def _bias(kind: SubjectKind, subject: str, pairs: pl.DataFrame, settings: Analys
     counts = resample_counts(settings.seed, settings.n_resamples, len(tasks))
     est = ratio(num, den, counts, settings.confidence)
     return [
-        HumanBias(subject_kind=kind, subject=subject, runs=runs, dimension=d, estimate=float(est.estimate[k]),
-                  n_tasks=int(est.n_clusters[k]), n_runs=int(den[:, k].sum()), **est.interval(k))
+        HumanBias(
+            subject_kind=kind,
+            subject=subject,
+            runs=runs,
+            dimension=d,
+            estimate=float(est.estimate[k]),
+            n_tasks=int(est.n_clusters[k]),
+            n_runs=int(den[:, k].sum()),
+            **est.interval(k),
+        )
         for k, d in enumerate(dims)
-    ]  # fmt: skip
+    ]
 
 
 def _scores(r: pl.DataFrame) -> pl.DataFrame:
@@ -127,7 +153,11 @@ def _scores(r: pl.DataFrame) -> pl.DataFrame:
     null: the mean of all the rater's ratings of the run)."""
     keys = ("task_id", "run_id", "rater_id")
     dim = r.group_by(*keys, "dimension").agg(pl.col("score").mean())
-    run = r.group_by(*keys).agg(pl.col("score").mean()).with_columns(dimension=pl.lit(None, pl.String))  # fmt: skip
+    run = (
+        r.group_by(*keys)
+        .agg(pl.col("score").mean())
+        .with_columns(dimension=pl.lit(None, pl.String))
+    )
     return pl.concat([dim, run.select(dim.columns)])
 
 
@@ -139,7 +169,9 @@ def _pairs(subject: pl.DataFrame, human: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def human_agreement_rows(judges: pl.DataFrame, humans: pl.DataFrame, settings: AnalysisSettings, *, runs: RunKind = "all") -> tuple[tuple[HumanAgreement, ...], tuple[HumanBias, ...]]:  # fmt: skip
+def human_agreement_rows(
+    judges: pl.DataFrame, humans: pl.DataFrame, settings: AnalysisSettings, *, runs: RunKind = "all"
+) -> tuple[tuple[HumanAgreement, ...], tuple[HumanBias, ...]]:
     """Agreement and bias of each judge, of the jury's mean and of human with human,
     against the human verdicts; both tables follow ``RATER_SCHEMA``. A subject without a
     run in common with a human has no row; ``runs`` labels which runs the tables hold."""

@@ -113,7 +113,9 @@ def _ordered(tasks: Iterable[_Task]) -> list[_Task]:
     return sorted(tasks, key=lambda t: t.order)
 
 
-def _agent(agent_id: str, tasks: dict[str, _Task], confidence: float, share_confidence: float) -> AgentSequence:  # fmt: skip
+def _agent(
+    agent_id: str, tasks: dict[str, _Task], confidence: float, share_confidence: float
+) -> AgentSequence:
     ordered = _ordered(tasks.values())
     scores = np.array([t.score for t in ordered], dtype=np.float64)
     passes = np.array([t.passed for t in ordered], dtype=np.float64)
@@ -124,7 +126,9 @@ def _agent(agent_id: str, tasks: dict[str, _Task], confidence: float, share_conf
     )
 
 
-def _pair(leader: str, other: str, done: dict[str, dict[str, _Task]], confidence: float) -> PairSequence:  # fmt: skip
+def _pair(
+    leader: str, other: str, done: dict[str, dict[str, _Task]], confidence: float
+) -> PairSequence:
     a, b = done.get(leader, {}), done.get(other, {})
     both = sorted(a.keys() & b.keys(), key=lambda k: max(a[k].order, b[k].order))
     diff = np.array([a[k].score - b[k].score for k in both], dtype=np.float64)
@@ -157,7 +161,9 @@ def decide(
     enough = all(a.score.n >= spec.min_tasks_per_agent for a in agents)
     met = enough and _met(spec, agents, pairs)
     capped = spec.max_cost_usd is not None and cost_usd >= spec.max_cost_usd
-    warnings = [f"{a.agent_id}: not estimable ({a.score.n} tasks)" for a in agents if not a.score.estimable]  # fmt: skip
+    warnings = [
+        f"{a.agent_id}: not estimable ({a.score.n} tasks)" for a in agents if not a.score.estimable
+    ]
     if capped and not met:
         warnings.append(f"stopped on max_cost_usd ({spec.max_cost_usd}) before {spec.when}")
     reason: StopReason | None = spec.when if met else ("max_cost" if capped else None)
@@ -171,7 +177,9 @@ def _leader(agents: Sequence[AgentSequence]) -> str | None:
     return max(scored, key=lambda a: a.score.estimate).agent_id
 
 
-def _met(spec: StoppingSpec, agents: Sequence[AgentSequence], pairs: Sequence[PairSequence]) -> bool:  # fmt: skip
+def _met(
+    spec: StoppingSpec, agents: Sequence[AgentSequence], pairs: Sequence[PairSequence]
+) -> bool:
     if spec.when == "ranking_settled":
         return bool(pairs) and all(p.difference.low > 0 for p in pairs)
     if spec.when == "ci_width":

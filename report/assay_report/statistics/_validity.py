@@ -44,7 +44,9 @@ def check_settings(settings: AnalysisSettings) -> None:
         raise StatisticsInputError(f"n_resamples must be positive: {settings.n_resamples}")
 
 
-def validated(df: pl.DataFrame, name: str, schema: Mapping[str, str], key: tuple[str, ...]) -> pl.DataFrame:  # fmt: skip
+def validated(
+    df: pl.DataFrame, name: str, schema: Mapping[str, str], key: tuple[str, ...]
+) -> pl.DataFrame:
     """``df`` with canonical dtypes, or :class:`StatisticsInputError` naming the first fault:
     a missing or mistyped column, a null, a score outside 0-10 or not finite, a repeated
     ``key``, or a run filed under two tasks."""
@@ -55,15 +57,17 @@ def validated(df: pl.DataFrame, name: str, schema: Mapping[str, str], key: tuple
         dtype = df.schema[col]
         ok = dtype == pl.String if kind == "str" else dtype.is_numeric()
         if not ok:
-            raise StatisticsInputError(f"table {name!r}: column {col!r} has dtype {dtype}, "
-                                       f"expected {kind}")  # fmt: skip
+            raise StatisticsInputError(
+                f"table {name!r}: column {col!r} has dtype {dtype}, expected {kind}"
+            )
         if df[col].null_count():
             raise StatisticsInputError(f"table {name!r}: column {col!r} has null(s)")
     out = df.select([pl.col(c).cast(_DTYPES[k]) for c, k in schema.items()])
     bad = out.filter(~pl.col("score").is_finite() | (pl.col("score") < 0) | (pl.col("score") > 10))
     if bad.height:
-        raise StatisticsInputError(f"table {name!r}: column 'score' must lie in 0-10, found "
-                                   f"{bad['score'][0]!r}")  # fmt: skip
+        raise StatisticsInputError(
+            f"table {name!r}: column 'score' must lie in 0-10, found {bad['score'][0]!r}"
+        )
     if key and out.select(key).is_duplicated().any():
         raise StatisticsInputError(f"table {name!r}: repeated {', '.join(key)}")
     split = out.group_by("run_id").agg(pl.col("task_id").n_unique()).filter(pl.col("task_id") > 1)
@@ -76,17 +80,20 @@ def _controls(controls: pl.DataFrame) -> pl.DataFrame:
     c = validated(controls, "controls", CONTROLS_SCHEMA, ("run_id", "judge_id"))
     wrong = c.filter(~pl.col("expected").is_in(["pass", "fail"]))
     if wrong.height:
-        raise StatisticsInputError(f"table 'controls': expected must be 'pass' or 'fail', "
-                                   f"found {wrong['expected'][0]!r}")  # fmt: skip
+        raise StatisticsInputError(
+            f"table 'controls': expected must be 'pass' or 'fail', found {wrong['expected'][0]!r}"
+        )
     for col in ("variant", "expected"):
         mixed = c.group_by("run_id").agg(pl.col(col).n_unique()).filter(pl.col(col) > 1)
         if mixed.height:
-            raise StatisticsInputError(f"table 'controls': run {mixed['run_id'][0]!r} has "
-                                       f"several {col} values")  # fmt: skip
+            raise StatisticsInputError(
+                f"table 'controls': run {mixed['run_id'][0]!r} has several {col} values"
+            )
     mixed = c.group_by("variant").agg(pl.col("expected").n_unique()).filter(pl.col("expected") > 1)
     if mixed.height:
-        raise StatisticsInputError(f"table 'controls': variant {mixed['variant'][0]!r} is both "
-                                   "known-good and known-bad")  # fmt: skip
+        raise StatisticsInputError(
+            f"table 'controls': variant {mixed['variant'][0]!r} is both known-good and known-bad"
+        )
     return c
 
 
@@ -140,7 +147,9 @@ def _rate_matrix(c: pl.DataFrame, tasks: list[str], anchor: int) -> _Rates:
     return _Rates(keys, num, den, np.array(near))
 
 
-def control_rate_rows(controls: pl.DataFrame, settings: AnalysisSettings) -> tuple[ControlRate, ...]:  # fmt: skip
+def control_rate_rows(
+    controls: pl.DataFrame, settings: AnalysisSettings
+) -> tuple[ControlRate, ...]:
     """Se and Sp at ``settings.anchor`` per judge and for the jury (judge_id None), over all
     controls of a class (variant None) and per variant; tasks resampled with
     ``settings.seed`` (``group_by`` does not apply). See ``CONTROLS_SCHEMA``."""
@@ -154,13 +163,20 @@ def control_rate_rows(controls: pl.DataFrame, settings: AnalysisSettings) -> tup
     low, high = share_bounds(est, right, runs, settings.confidence)
     return tuple(
         ControlRate(
-            judge_id=j, variant=v, measure=measure, estimate=float(est.estimate[k]),
-            n_tasks=int(est.n_clusters[k]), n_runs=int(runs[k]), n_right=int(right[k]),
-            n_near_anchor=int(m.near[k]), se=float(est.se[k]), ci_low=float(low[k]),
+            judge_id=j,
+            variant=v,
+            measure=measure,
+            estimate=float(est.estimate[k]),
+            n_tasks=int(est.n_clusters[k]),
+            n_runs=int(runs[k]),
+            n_right=int(right[k]),
+            n_near_anchor=int(m.near[k]),
+            se=float(est.se[k]),
+            ci_low=float(low[k]),
             ci_high=float(high[k]),
         )
         for k, (j, v, measure) in enumerate(m.keys)
-    )  # fmt: skip
+    )
 
 
 def rogan_gladen(q: F64, se: F64, sp: F64) -> tuple[F64, F64]:
@@ -185,7 +201,13 @@ def _pass_matrix(runs: pl.DataFrame, tasks: list[str], anchor: int) -> tuple[lis
     return agents, num, den
 
 
-def corrected_pass_rows(runs: pl.DataFrame, controls: pl.DataFrame, settings: AnalysisSettings, *, judge_id: str | None = None) -> tuple[CorrectedPassShare, ...]:  # fmt: skip
+def corrected_pass_rows(
+    runs: pl.DataFrame,
+    controls: pl.DataFrame,
+    settings: AnalysisSettings,
+    *,
+    judge_id: str | None = None,
+) -> tuple[CorrectedPassShare, ...]:
     """Each agent's Rogan–Gladen pass share from ``runs`` (``SCORED_RUNS_SCHEMA``, scored by
     ``judge_id`` or by the jury's mean when None) and that judge's Se, Sp on ``controls``,
     with Lang–Reiczigel's interval.
@@ -197,7 +219,9 @@ def corrected_pass_rows(runs: pl.DataFrame, controls: pl.DataFrame, settings: An
     c = _with_jury(_controls(controls))
     if judge_id is not None and judge_id not in set(c["judge_id"].drop_nulls().to_list()):
         raise StatisticsInputError(f"table 'controls': no control verdict of judge {judge_id!r}")
-    c = c.filter(pl.col("judge_id").is_null() if judge_id is None else pl.col("judge_id") == judge_id)  # fmt: skip
+    c = c.filter(
+        pl.col("judge_id").is_null() if judge_id is None else pl.col("judge_id") == judge_id
+    )
     tasks = sorted(set(c["task_id"].to_list()) | set(r["task_id"].to_list()))
     m = _rate_matrix(c, tasks, settings.anchor)
     agents, q_num, q_den = _pass_matrix(r, tasks, settings.anchor)
@@ -218,18 +242,31 @@ def _evidence(rates: Estimate, m: _Rates, key: _Key) -> _Evidence:
     k = m.keys.index(key)
     n = m.den[:, k].sum()
     est = rates.estimate[k : k + 1]
-    trials = effective_trials(est, np.array([n]), rates.se[k : k + 1], rates.n_clusters[k : k + 1].astype(np.float64))  # fmt: skip
+    trials = effective_trials(
+        est, np.array([n]), rates.se[k : k + 1], rates.n_clusters[k : k + 1].astype(np.float64)
+    )
     return _Evidence(float(est[0]), float(trials[0]))
 
 
 def _variant_specificities(rates: Estimate, m: _Rates, judge_id: str | None) -> tuple[float, float]:
     """The lowest and highest specificity over the known-bad variants with controls."""
-    sp = [rates.estimate[k] for k, (j, v, measure) in enumerate(m.keys)
-          if j == judge_id and v is not None and measure == "specificity" and m.den[:, k].sum()]  # fmt: skip
+    sp = [
+        rates.estimate[k]
+        for k, (j, v, measure) in enumerate(m.keys)
+        if j == judge_id and v is not None and measure == "specificity" and m.den[:, k].sum()
+    ]
     return (float(min(sp)), float(max(sp))) if sp else (math.nan, math.nan)
 
 
-def _corrected(agents: list[str], q: Estimate, rates: Estimate, m: _Rates, r: pl.DataFrame, judge_id: str | None, settings: AnalysisSettings) -> tuple[CorrectedPassShare, ...]:  # fmt: skip
+def _corrected(
+    agents: list[str],
+    q: Estimate,
+    rates: Estimate,
+    m: _Rates,
+    r: pl.DataFrame,
+    judge_id: str | None,
+    settings: AnalysisSettings,
+) -> tuple[CorrectedPassShare, ...]:
     se = _evidence(rates, m, (judge_id, None, "sensitivity"))
     sp = _evidence(rates, m, (judge_id, None, "specificity"))
     close = (pl.col("score") - settings.anchor).abs() <= FRAGILE_BAND
@@ -241,22 +278,39 @@ def _corrected(agents: list[str], q: Estimate, rates: Estimate, m: _Rates, r: pl
     full = np.ones_like(q.estimate)
     unclipped, est = rogan_gladen(q.estimate, full * se.estimate, full * sp.estimate)
     n_q = effective_trials(q.estimate, n, q.se, q.n_clusters.astype(np.float64))
-    lr = lang_reiczigel(q.estimate, n_q, full * se.estimate,
-                        full * se.n_effective, full * sp.estimate, full * sp.n_effective,
-                        settings.confidence)  # fmt: skip
+    lr = lang_reiczigel(
+        q.estimate,
+        n_q,
+        full * se.estimate,
+        full * se.n_effective,
+        full * sp.estimate,
+        full * sp.n_effective,
+        settings.confidence,
+    )
     sp_low, sp_high = _variant_specificities(rates, m, judge_id)
     _, at_low = rogan_gladen(q.estimate, full * se.estimate, full * sp_low)
     _, at_high = rogan_gladen(q.estimate, full * se.estimate, full * sp_high)
     return tuple(
         CorrectedPassShare(
-            agent_id=a, judge_id=judge_id, raw_share=float(q.estimate[k]),
-            raw_ci_low=float(raw_low[k]), raw_ci_high=float(raw_high[k]),
-            sensitivity=se.estimate, specificity=sp.estimate, unclipped=float(unclipped[k]),
-            estimate=float(est[k]), ci_low=float(lr.low[k]), ci_high=float(lr.high[k]),
-            unbounded=bool(lr.unbounded[k]), n_tasks=int(q.n_clusters[k]),
-            n_runs=int(n_runs[a]), n_near_anchor=int(near[a]),
-            lowest_variant_specificity=sp_low, highest_variant_specificity=sp_high,
-            at_lowest_specificity=float(at_low[k]), at_highest_specificity=float(at_high[k]),
+            agent_id=a,
+            judge_id=judge_id,
+            raw_share=float(q.estimate[k]),
+            raw_ci_low=float(raw_low[k]),
+            raw_ci_high=float(raw_high[k]),
+            sensitivity=se.estimate,
+            specificity=sp.estimate,
+            unclipped=float(unclipped[k]),
+            estimate=float(est[k]),
+            ci_low=float(lr.low[k]),
+            ci_high=float(lr.high[k]),
+            unbounded=bool(lr.unbounded[k]),
+            n_tasks=int(q.n_clusters[k]),
+            n_runs=int(n_runs[a]),
+            n_near_anchor=int(near[a]),
+            lowest_variant_specificity=sp_low,
+            highest_variant_specificity=sp_high,
+            at_lowest_specificity=float(at_low[k]),
+            at_highest_specificity=float(at_high[k]),
         )
         for k, a in enumerate(agents)
-    )  # fmt: skip
+    )

@@ -34,16 +34,27 @@ __all__ = [
     "RunKind",
 ]
 
-CONTROLS_SCHEMA = {"task_id": "str", "run_id": "str", "judge_id": "str", "variant": "str",
-                   "expected": "str", "score": "float"}  # fmt: skip
+CONTROLS_SCHEMA = {
+    "task_id": "str",
+    "run_id": "str",
+    "judge_id": "str",
+    "variant": "str",
+    "expected": "str",
+    "score": "float",
+}
 """Control verdicts, one row per control run × judge: ``score`` is that judge's run score
 (0-10), ``expected`` is "pass" (a known-good control) or "fail" (known-bad), ``variant``
 names the control kind (e.g. "reference", "altered_numbers"); one variant, one expected."""
 SCORED_RUNS_SCHEMA = {"task_id": "str", "run_id": "str", "agent_id": "str", "score": "float"}
 """An agent's scored runs, one row per run: ``score`` is the run score (0-10) of the judge
 (or the jury's mean) whose error rates correct the pass share."""
-RATER_SCHEMA = {"task_id": "str", "run_id": "str", "rater_id": "str", "dimension": "str",
-                "score": "float"}  # fmt: skip
+RATER_SCHEMA = {
+    "task_id": "str",
+    "run_id": "str",
+    "rater_id": "str",
+    "dimension": "str",
+    "score": "float",
+}
 """Ratings of one kind of rater (LLM judges, or humans), one row per run × rater ×
 dimension (× sample: repeated rows are averaged)."""
 

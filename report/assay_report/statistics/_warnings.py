@@ -39,19 +39,35 @@ CLIPPED_SHARE = 0.2
 RELIABLE_ALPHA = 0.667
 """Krippendorff's lowest alpha for tentative conclusions."""
 
-_INTERVALS = ("agent_scores", "dimension_scores", "judge_leaderboards", "pass_rates",
-              "below_anchor_shares", "communication_gap", "tag_rates", "empty_artifact_rates",
-              "self_preference", "pairwise_differences")  # fmt: skip
+_INTERVALS = (
+    "agent_scores",
+    "dimension_scores",
+    "judge_leaderboards",
+    "pass_rates",
+    "below_anchor_shares",
+    "communication_gap",
+    "tag_rates",
+    "empty_artifact_rates",
+    "self_preference",
+    "pairwise_differences",
+)
 # Rates are never of zero width (binomial intervals at 0 or 1: see _boundary); a score's
 # bootstrap can be, and is then replaced (see _no_spread).
-_ZERO_WIDTH = ("agent_scores", "dimension_scores", "judge_leaderboards", "communication_gap",
-               "self_preference", "pairwise_differences")  # fmt: skip
-_SCORES = ("agent_scores", "dimension_scores", "pass_rates", "agent_ranks",
-           "pairwise_differences")  # fmt: skip
+_ZERO_WIDTH = (
+    "agent_scores",
+    "dimension_scores",
+    "judge_leaderboards",
+    "communication_gap",
+    "self_preference",
+    "pairwise_differences",
+)
+_SCORES = ("agent_scores", "dimension_scores", "pass_rates", "agent_ranks", "pairwise_differences")
 _JUDGING = ("judge_agreement", "judge_correlations", "self_preference")
 
 
-def _warn(group: str | None, kind: str, subject: str, message: str, affects: Sequence[str]) -> StatisticsWarning:  # fmt: skip
+def _warn(
+    group: str | None, kind: str, subject: str, message: str, affects: Sequence[str]
+) -> StatisticsWarning:
     return StatisticsWarning(
         group=group, kind=kind, subject=subject, message=message, affects=tuple(affects)
     )
@@ -67,9 +83,23 @@ def _few_tasks(group: str | None, t: Tables) -> list[StatisticsWarning]:
         if n == 1
         else ""
     )
-    return [_warn(group, "few_tasks", "", f"only {n} scored task(s), fewer than "
-                  f"{MIN_BOOTSTRAP_TASKS} for a task bootstrap{extra}",
-                  (*_INTERVALS, "agent_ranks"))]  # fmt: skip
+    return [
+        _warn(
+            group,
+            "few_tasks",
+            "",
+            f"only {n} scored task(s), fewer than "
+            f"{MIN_BOOTSTRAP_TASKS} for a task bootstrap{extra}",
+            (*_INTERVALS, "agent_ranks"),
+        )
+    ]
+
+
+def _flat(row: Row) -> bool:
+    """Whether an interval row's bounds are one value (every table in `_ZERO_WIDTH` has
+    them; `Row` is the union of all tables' rows, so they are read by name)."""
+    low, high = getattr(row, "ci_low", float("nan")), getattr(row, "ci_high", float("nan"))
+    return bool(zero_width(np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)))
 
 
 def _zero_width(group: str | None, tables: Mapping[str, Sequence[Row]]) -> list[StatisticsWarning]:
@@ -77,24 +107,33 @@ def _zero_width(group: str | None, tables: Mapping[str, Sequence[Row]]) -> list[
     out = []
     for name in _ZERO_WIDTH:
         rows = [r for r in tables[name] if getattr(r, "group", None) == group]
-        flat = [r for r in rows if getattr(r, "no_spread", False)
-                or zero_width(getattr(r, "ci_low"), getattr(r, "ci_high"))]  # noqa: B009  # fmt: skip
+        flat = [r for r in rows if getattr(r, "no_spread", False) or _flat(r)]
         if flat:
             instead = _NOT_ESTIMABLE if name == "self_preference" else _BOUNDED
-            out.append(_warn(group, "zero_width_interval", name,
-                             f"{len(flat)} of {len(rows)} task-bootstrap intervals in {name} "
-                             f"have zero width (no spread across tasks): {instead}",
-                             (name,)))  # fmt: skip
+            out.append(
+                _warn(
+                    group,
+                    "zero_width_interval",
+                    name,
+                    f"{len(flat)} of {len(rows)} task-bootstrap intervals in {name} "
+                    f"have zero width (no spread across tasks): {instead}",
+                    (name,),
+                )
+            )
     return out
 
 
-_BOUNDED = ("printed instead with what n tasks of one value carry on the bounded scale "
-            "(definitions: confidence_interval)")  # fmt: skip
+_BOUNDED = (
+    "printed instead with what n tasks of one value carry on the bounded scale "
+    "(definitions: confidence_interval)"
+)
 _NOT_ESTIMABLE = "their interval is not estimable"
 
 
-_RATES = {"pass_rates": ("pass_rate", "agent_id", "n_runs"),
-          "below_anchor_shares": ("share", "judge_id", "n_ratings")}  # fmt: skip
+_RATES = {
+    "pass_rates": ("pass_rate", "agent_id", "n_runs"),
+    "below_anchor_shares": ("share", "judge_id", "n_ratings"),
+}
 """Rate tables that compare agents or judges: the share's field, the row's name and its
 trials. (A tag or empty-artifact rate at 0 is the hoped-for state, not a doubt.)"""
 
@@ -112,9 +151,17 @@ def _boundary(group: str | None, tables: Mapping[str, Sequence[Row]]) -> list[St
             for r in edge[:3]
         )
         more = f" and {len(edge) - 3} more" if len(edge) > 3 else ""
-        out.append(_warn(group, "boundary_interval", name, f"{len(edge)} of {len(rows)} rates "
-                         f"in {name} are at 0 or 1 ({named}{more}): their intervals are "
-                         "Clopper–Pearson's at the counts", (name,)))  # fmt: skip
+        out.append(
+            _warn(
+                group,
+                "boundary_interval",
+                name,
+                f"{len(edge)} of {len(rows)} rates "
+                f"in {name} are at 0 or 1 ({named}{more}): their intervals are "
+                "Clopper–Pearson's at the counts",
+                (name,),
+            )
+        )
     return out
 
 
@@ -131,12 +178,18 @@ def _constant_judges(group: str | None, t: Tables) -> list[StatisticsWarning]:
         .sort("judge_id")
     )
     return [
-        _warn(group, "constant_judge", j, f"judge {j} gives (nearly) the same run score to all "
-              f"{n} runs (SD {sd:.2f}): agreement is undefined or low and the other judges' "
-              "self-preference coefficients are biased", _JUDGING)
+        _warn(
+            group,
+            "constant_judge",
+            j,
+            f"judge {j} gives (nearly) the same run score to all "
+            f"{n} runs (SD {sd:.2f}): agreement is undefined or low and the other judges' "
+            "self-preference coefficients are biased",
+            _JUDGING,
+        )
         for j, sd, n in spread.iter_rows()
         if n >= 2 and sd < MIN_JUDGE_SD
-    ]  # fmt: skip
+    ]
 
 
 def _clipped(group: str | None, t: Tables) -> list[StatisticsWarning]:
@@ -146,12 +199,18 @@ def _clipped(group: str | None, t: Tables) -> list[StatisticsWarning]:
         .sort("judge_id")
     )
     return [
-        _warn(group, "scores_at_scale_end", j, f"judge {j} gives {100 * lo:.0f}% of its ratings "
-              f"at 0 and {100 * hi:.0f}% at 10: differences beyond the scale's end are lost, "
-              "which biases agreement and self-preference", (*_JUDGING, "agent_scores"))
+        _warn(
+            group,
+            "scores_at_scale_end",
+            j,
+            f"judge {j} gives {100 * lo:.0f}% of its ratings "
+            f"at 0 and {100 * hi:.0f}% at 10: differences beyond the scale's end are lost, "
+            "which biases agreement and self-preference",
+            (*_JUDGING, "agent_scores"),
+        )
         for j, lo, hi in ends.iter_rows()
         if max(lo, hi) >= CLIPPED_SHARE
-    ]  # fmt: skip
+    ]
 
 
 def _agreement(rows: Sequence[JudgeAgreement]) -> list[StatisticsWarning]:
@@ -159,26 +218,57 @@ def _agreement(rows: Sequence[JudgeAgreement]) -> list[StatisticsWarning]:
     for r in rows:
         a = r.krippendorff_alpha
         if math.isnan(a) and len(r.judges) >= 1:
-            out.append(_warn(r.group, "agreement_undefined", "", "judge agreement is undefined "
-                             f"({len(r.judges)} judge(s), {r.n_runs} runs rated by two or more)",
-                             ("judge_agreement", "judge_correlations")))  # fmt: skip
+            out.append(
+                _warn(
+                    r.group,
+                    "agreement_undefined",
+                    "",
+                    "judge agreement is undefined "
+                    f"({len(r.judges)} judge(s), {r.n_runs} runs rated by two or more)",
+                    ("judge_agreement", "judge_correlations"),
+                )
+            )
         elif a < RELIABLE_ALPHA:
-            out.append(_warn(r.group, "agreement_unreliable", "", f"Krippendorff's alpha "
-                             f"{a:.2f} is below {RELIABLE_ALPHA}: the judges disagree",
-                             ("judge_agreement", "agent_scores")))  # fmt: skip
+            out.append(
+                _warn(
+                    r.group,
+                    "agreement_unreliable",
+                    "",
+                    f"Krippendorff's alpha {a:.2f} is below {RELIABLE_ALPHA}: the judges disagree",
+                    ("judge_agreement", "agent_scores"),
+                )
+            )
     return out
 
 
-def _absent(t: Tables, declared_agents: Sequence[str], declared_judges: Sequence[str]) -> list[StatisticsWarning]:  # fmt: skip
+def _absent(
+    t: Tables, declared_agents: Sequence[str], declared_judges: Sequence[str]
+) -> list[StatisticsWarning]:
     # Distinct values first: a list of every rating's id (370k at 10x) was a tenth of a report.
     agents = set(t.ratings["agent_id"].unique().to_list())
     judges = set(t.ratings["judge_id"].unique().to_list())
-    out = [_warn(None, "agent_without_scored_runs", a, f"agent {a} is declared but has no "
-                 "scored run: it has no score, rank or pairwise difference", _SCORES)
-           for a in sorted(set(declared_agents) - agents)]  # fmt: skip
-    out += [_warn(None, "judge_without_scored_runs", j, f"judge {j} is declared but scored no "
-                  "run: it is absent from agreement and self-preference", _JUDGING)
-            for j in sorted(set(declared_judges) - judges)]  # fmt: skip
+    out = [
+        _warn(
+            None,
+            "agent_without_scored_runs",
+            a,
+            f"agent {a} is declared but has no "
+            "scored run: it has no score, rank or pairwise difference",
+            _SCORES,
+        )
+        for a in sorted(set(declared_agents) - agents)
+    ]
+    out += [
+        _warn(
+            None,
+            "judge_without_scored_runs",
+            j,
+            f"judge {j} is declared but scored no "
+            "run: it is absent from agreement and self-preference",
+            _JUDGING,
+        )
+        for j in sorted(set(declared_judges) - judges)
+    ]
     return out
 
 
@@ -191,19 +281,31 @@ def _infrastructure(t: Tables) -> list[StatisticsWarning]:
     )
     totals = dict(t.runs.group_by("agent_id").agg(pl.len()).iter_rows())
     return [
-        _warn(None, "infrastructure_failures", a, f"{n} of {totals[a]} runs of agent {a} were "
-              "excluded as infrastructure failures", (*_SCORES, "run_accounting"))
+        _warn(
+            None,
+            "infrastructure_failures",
+            a,
+            f"{n} of {totals[a]} runs of agent {a} were excluded as infrastructure failures",
+            (*_SCORES, "run_accounting"),
+        )
         for a, n in failed.iter_rows()
-    ]  # fmt: skip
+    ]
 
 
 def _unchecked(tasks: Sequence[str]) -> list[StatisticsWarning]:
     if not tasks:
         return []
     shown = ", ".join(sorted(tasks)[:5]) + (", …" if len(tasks) > 5 else "")
-    return [_warn(None, "tasks_without_reference_checks", "", f"{len(tasks)} task(s) have no "
-                  f"reference check ({shown}): their reference-check figures are empty",
-                  ("reference_checks", "reference_check_matrix"))]  # fmt: skip
+    return [
+        _warn(
+            None,
+            "tasks_without_reference_checks",
+            "",
+            f"{len(tasks)} task(s) have no "
+            f"reference check ({shown}): their reference-check figures are empty",
+            ("reference_checks", "reference_check_matrix"),
+        )
+    ]
 
 
 _PANEL = ("judge_agreement", "judge_correlations")
@@ -220,20 +322,33 @@ def _panel(ctx: Context) -> list[StatisticsWarning]:
     r_n = len(p.run_ids)
     if choice.blocking:
         j = choice.blocking[0]
-        return [_warn(ctx.group, "panel_statistics_undefined", "", "ICC, k_eff and the judge "
-                      f"correlations are undefined: judge {p.judge_ids[j]} scored only "
-                      f"{scored[j]} of {r_n} runs, and fewer than 2 judges remain without it",
-                      _PANEL)]  # fmt: skip
+        return [
+            _warn(
+                ctx.group,
+                "panel_statistics_undefined",
+                "",
+                "ICC, k_eff and the judge "
+                f"correlations are undefined: judge {p.judge_ids[j]} scored only "
+                f"{scored[j]} of {r_n} runs, and fewer than 2 judges remain without it",
+                _PANEL,
+            )
+        ]
     kept = [p.judge_ids[j] for j in np.flatnonzero(choice.keep)]
     n = int((~np.isnan(s[:, choice.keep]).any(axis=1)).sum())
     return [
-        _warn(ctx.group, "judge_dropped_from_panel", p.judge_ids[j], f"judge {p.judge_ids[j]} "
-              f"scored only {scored[j]} of {r_n} runs, which left {before} run(s) scored by "
-              f"every judge (fewer than {MIN_COMPLETE_RUNS}): it is left out of ICC, k_eff "
-              f"and the judge correlations, computed on the {n} runs judges "
-              f"{', '.join(kept)} all scored", _PANEL)
+        _warn(
+            ctx.group,
+            "judge_dropped_from_panel",
+            p.judge_ids[j],
+            f"judge {p.judge_ids[j]} "
+            f"scored only {scored[j]} of {r_n} runs, which left {before} run(s) scored by "
+            f"every judge (fewer than {MIN_COMPLETE_RUNS}): it is left out of ICC, k_eff "
+            f"and the judge correlations, computed on the {n} runs judges "
+            f"{', '.join(kept)} all scored",
+            _PANEL,
+        )
         for j, before in choice.dropped
-    ]  # fmt: skip
+    ]
 
 
 def _self_preference(ctx: Context) -> list[StatisticsWarning]:
@@ -263,16 +378,30 @@ def _self_preference(ctx: Context) -> list[StatisticsWarning]:
             "own-family effect cannot be told from the runs' quality"
         )
         names = ", ".join(p.judge_ids[j] for j in lost)
-        out.append(_warn(ctx.group, "self_preference_not_identified", fam, "self-preference "
-                         f"of family {fam} (judges {names}) is not identified: {reason}; "
-                         "no coefficient is reported", ("self_preference",)))  # fmt: skip
+        out.append(
+            _warn(
+                ctx.group,
+                "self_preference_not_identified",
+                fam,
+                "self-preference "
+                f"of family {fam} (judges {names}) is not identified: {reason}; "
+                "no coefficient is reported",
+                ("self_preference",),
+            )
+        )
     # A judge that scored runs but none of its own family (n_own = 0) has nothing to prefer.
     for j in range(len(p.judge_ids)):
         if scored[:, j].any() and not scored[fam_of_run == jfam[j], j].any():
-            out.append(_warn(ctx.group, "self_preference_without_own_family", p.judge_ids[j],
-                             f"judge {p.judge_ids[j]} (family {jfam[j]}) scored no run of an "
-                             "agent of its own family: no self-preference coefficient",
-                             ("self_preference",)))  # fmt: skip
+            out.append(
+                _warn(
+                    ctx.group,
+                    "self_preference_without_own_family",
+                    p.judge_ids[j],
+                    f"judge {p.judge_ids[j]} (family {jfam[j]}) scored no run of an "
+                    "agent of its own family: no self-preference coefficient",
+                    ("self_preference",),
+                )
+            )
     return out
 
 
@@ -296,9 +425,17 @@ def _rank_resamples(ctx: Context) -> list[StatisticsWarning]:
         if lost == b_n
         else "rank intervals, mean ranks and P(rank 1) hold for the resamples that drew them"
     )
-    return [_warn(ctx.group, "rank_resamples_left_out", "", f"{lost} of {b_n} resamples are "
-                  f"left out of the rank distribution because they drew no scored task of "
-                  f"{names}: {tail}", ("agent_ranks",))]  # fmt: skip
+    return [
+        _warn(
+            ctx.group,
+            "rank_resamples_left_out",
+            "",
+            f"{lost} of {b_n} resamples are "
+            f"left out of the rank distribution because they drew no scored task of "
+            f"{names}: {tail}",
+            ("agent_ranks",),
+        )
+    ]
 
 
 def context_warnings(ctx: Context) -> list[StatisticsWarning]:
@@ -309,9 +446,17 @@ def context_warnings(ctx: Context) -> list[StatisticsWarning]:
 
 
 def _unpriced(models: Mapping[str, Sequence[str]]) -> list[StatisticsWarning]:
-    return [_warn(None, "model_without_price", m, f"cost of model {m} is unknown (no price in "
-                  "the default table or the campaign's prices); its cost figures count it as 0",
-                  models[m]) for m in sorted(models)]  # fmt: skip
+    return [
+        _warn(
+            None,
+            "model_without_price",
+            m,
+            f"cost of model {m} is unknown (no price in "
+            "the default table or the campaign's prices); its cost figures count it as 0",
+            models[m],
+        )
+        for m in sorted(models)
+    ]
 
 
 def warning_rows(

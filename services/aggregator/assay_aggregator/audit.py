@@ -158,15 +158,27 @@ def _verdicts(history: RunHistory, sealed: set[str]) -> list[VerdictView]:
     for e in (history.verdicts[key] for key in sorted(history.verdicts)):
         scores = {k: v.score for k, v in sorted(e.scores.items())}
         mean = sum(scores.values()) / len(scores) if scores else math.nan
-        out.append(VerdictView(
-            judge_id=e.judge_id, sample=e.sample, family=e.judge_family, model=e.judge_model,
-            scores=scores, judge_score=mean, tags=list(e.failure_tags), rationale=e.rationale,
-            files_opened=list(e.files_opened), files_cited=list(e.files_cited),
-            cited_not_opened=sorted(set(e.files_cited) - set(e.files_opened)),
-            opened_not_sealed=sorted(set(e.files_opened) - sealed),
-            checks=[(c.name, c.passed, c.detail) for c in e.checks], attempts=e.attempts,
-            rejected_outputs=e.rejected_outputs.sha256 if e.rejected_outputs is not None else "",
-        ))  # fmt: skip
+        out.append(
+            VerdictView(
+                judge_id=e.judge_id,
+                sample=e.sample,
+                family=e.judge_family,
+                model=e.judge_model,
+                scores=scores,
+                judge_score=mean,
+                tags=list(e.failure_tags),
+                rationale=e.rationale,
+                files_opened=list(e.files_opened),
+                files_cited=list(e.files_cited),
+                cited_not_opened=sorted(set(e.files_cited) - set(e.files_opened)),
+                opened_not_sealed=sorted(set(e.files_opened) - sealed),
+                checks=[(c.name, c.passed, c.detail) for c in e.checks],
+                attempts=e.attempts,
+                rejected_outputs=e.rejected_outputs.sha256
+                if e.rejected_outputs is not None
+                else "",
+            )
+        )
     return out
 
 
@@ -184,9 +196,14 @@ def _contribution(history: RunHistory, verdicts: list[VerdictView], anchor: int)
     score = sum(judge_scores.values()) / len(judge_scores) if scored else math.nan
     tags = Counter(t for v in verdicts for t in set(v.tags))
     return Contribution(
-        scored=scored, infrastructure_failure=infra, judge_scores=judge_scores, run_score=score,
-        passed=(score >= anchor) if scored else None, anchor=anchor, tags=dict(sorted(tags.items())),
-    )  # fmt: skip
+        scored=scored,
+        infrastructure_failure=infra,
+        judge_scores=judge_scores,
+        run_score=score,
+        passed=(score >= anchor) if scored else None,
+        anchor=anchor,
+        tags=dict(sorted(tags.items())),
+    )
 
 
 def _resolved(event: Event, store: BlobStore) -> Event:
@@ -224,10 +241,15 @@ def audit_run(
     else:
         agent = history.seal.agent_id if history.seal is not None else ""
     chain = [
-        ChainLine(item.sequence, item.event.occurred_at.isoformat(), item.event.event_type,
-                  item.event.summary_line(), signers.get(item.sequence, ""))
+        ChainLine(
+            item.sequence,
+            item.event.occurred_at.isoformat(),
+            item.event.event_type,
+            item.event.summary_line(),
+            signers.get(item.sequence, ""),
+        )
         for item in logged
-    ]  # fmt: skip
+    ]
     blobs: list[BlobCheck] = []
     verdict: dict[str, tuple[str, str]] = {}
     with tempfile.TemporaryDirectory(prefix="assay-audit-") as tmp:
@@ -245,11 +267,17 @@ def audit_run(
         for e in history.judgment_failures.values()
     ]
     return RunAudit(
-        run_id=first.run_id or "", campaign_id=first.campaign_id, task_id=first.task_id or "",
-        agent_id=agent, chain=chain, blobs=blobs, verdicts=verdicts, failures=failures,
+        run_id=first.run_id or "",
+        campaign_id=first.campaign_id,
+        task_id=first.task_id or "",
+        agent_id=agent,
+        chain=chain,
+        blobs=blobs,
+        verdicts=verdicts,
+        failures=failures,
         contribution=_contribution(history, verdicts, anchor),
         refused=_refused_run(logged, signers),
-    )  # fmt: skip
+    )
 
 
 REFUSED = "REFUSED: "
@@ -266,17 +294,25 @@ def _refused_run(logged: list[LoggedEvent], signers: Mapping[int, str]) -> str:
 def audit_document(audit: RunAudit) -> dict[str, Any]:
     """The audit as plain JSON data, for `assay audit --json` (`canonical_json` encodes it)."""
     verdicts = [
-        {**v._asdict(), "checks": [dict(zip(("name", "passed", "detail"), c, strict=True))
-                                   for c in v.checks]}
+        {
+            **v._asdict(),
+            "checks": [dict(zip(("name", "passed", "detail"), c, strict=True)) for c in v.checks],
+        }
         for v in audit.verdicts
-    ]  # fmt: skip
+    ]
     return {
-        "run_id": audit.run_id, "campaign_id": audit.campaign_id, "task_id": audit.task_id,
-        "agent_id": audit.agent_id, "chain": [c._asdict() for c in audit.chain],
-        "blobs": [b._asdict() for b in audit.blobs], "verdicts": verdicts,
-        "failures": audit.failures, "contribution": audit.contribution._asdict(),
-        "n_corrupted": len(audit.corrupted), "refused": audit.refused,
-    }  # fmt: skip
+        "run_id": audit.run_id,
+        "campaign_id": audit.campaign_id,
+        "task_id": audit.task_id,
+        "agent_id": audit.agent_id,
+        "chain": [c._asdict() for c in audit.chain],
+        "blobs": [b._asdict() for b in audit.blobs],
+        "verdicts": verdicts,
+        "failures": audit.failures,
+        "contribution": audit.contribution._asdict(),
+        "n_corrupted": len(audit.corrupted),
+        "refused": audit.refused,
+    }
 
 
 async def admitted_until(

@@ -44,24 +44,36 @@ def _verdict(console: Console, v: VerdictView) -> None:
 
 def print_audit(audit: RunAudit, console: Console) -> None:
     """Print everything `audit_run` found about one run."""
-    console.print(Text(f"run {audit.run_id}", style="bold"), Text(
-        f"campaign {audit.campaign_id}, task {audit.task_id}, agent {audit.agent_id}"
-    ))  # fmt: skip
+    console.print(
+        Text(f"run {audit.run_id}", style="bold"),
+        Text(f"campaign {audit.campaign_id}, task {audit.task_id}, agent {audit.agent_id}"),
+    )
     if audit.refused:
         console.print(Text(f"REFUSED: this run counts in no figure: {audit.refused}", style="red"))
     chain = [
         [str(c.sequence), c.occurred_at, c.event_type, c.signer or "(not checked)", c.summary]
         for c in audit.chain
     ]
-    print_table(console, "Event chain", ["seq", "time", "event", "signed by", "summary"], chain,
-                keys=3)  # fmt: skip
+    print_table(
+        console, "Event chain", ["seq", "time", "event", "signed by", "summary"], chain, keys=3
+    )
     blobs = [
-        [b.role, b.path, b.sha256[:16], str(b.size), b.status if b.status == "ok"
-         else f"{b.status.upper()} {b.detail}"]
+        [
+            b.role,
+            b.path,
+            b.sha256[:16],
+            str(b.size),
+            b.status if b.status == "ok" else f"{b.status.upper()} {b.detail}",
+        ]
         for b in audit.blobs
-    ]  # fmt: skip
-    print_table(console, "Blobs (re-hashed now)", ["role", "path", "sha256", "bytes", "status"],
-                blobs, keys=2)  # fmt: skip
+    ]
+    print_table(
+        console,
+        "Blobs (re-hashed now)",
+        ["role", "path", "sha256", "bytes", "status"],
+        blobs,
+        keys=2,
+    )
     for v in audit.verdicts:
         _verdict(console, v)
     for f in audit.failures:

@@ -171,9 +171,15 @@ def _control_declared(state: State, sealed: ControlDeclared, seq: int) -> None:
     if e.control_run_id in state.controls:
         return
     c = state.controls[e.control_run_id] = ControlRecord(
-        e.campaign_id, e.task_id, e.control_run_id, e.kind, e.expected, e.plan_sha256, seq,
+        e.campaign_id,
+        e.task_id,
+        e.control_run_id,
+        e.kind,
+        e.expected,
+        e.plan_sha256,
+        seq,
         e.agent_id,
-    )  # fmt: skip
+    )
     _unlist(state, c)
     history = state.histories.get(e.campaign_id)
     if history is None:
@@ -190,7 +196,9 @@ def _unlist(state: State, c: ControlRecord) -> None:
     agent for readers without the controls secret; for every report it is none."""
     campaign = state.campaigns.get(c.campaign_id)
     if campaign is not None and c.agent_id:
-        campaign["agents"] = [a for a in campaign.get("agents", ()) if a.get("agent_id") != c.agent_id]  # fmt: skip
+        campaign["agents"] = [
+            a for a in campaign.get("agents", ()) if a.get("agent_id") != c.agent_id
+        ]
 
 
 def _sandbox_ready(state: State, e: SandboxReady, seq: int) -> None:
@@ -265,9 +273,12 @@ def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
     if old is not None and old.sequence > seq:
         # Admission refuses a later verdict for a sample; one that arrives after a later
         # one (out of log order) takes its place, and the later one is refused instead.
-        state.refuse(old.sequence, "JudgmentRecorded",
-                     f"JudgmentRecorded: second verdict for run {e.run_id}, judge {e.judge_id}, "
-                     f"sample {e.sample} (the first is at seq {seq})")  # fmt: skip
+        state.refuse(
+            old.sequence,
+            "JudgmentRecorded",
+            f"JudgmentRecorded: second verdict for run {e.run_id}, judge {e.judge_id}, "
+            f"sample {e.sample} (the first is at seq {seq})",
+        )
     run = _run(state, e, seq)
     state.verdicts[key] = VerdictRecord(
         *_sample(e, run, seq),
@@ -297,9 +308,13 @@ def _human_judgment(state: State, e: JudgmentRecorded, seq: int, key: str) -> No
     if old is not None and old.sequence < seq:
         return
     state.human_verdicts[key] = VerdictRecord(
-        e.campaign_id, e.run_id or "", e.judge_id, e.sample, seq,
+        e.campaign_id,
+        e.run_id or "",
+        e.judge_id,
+        e.sample,
+        seq,
         scores={k: v.score for k, v in e.scores.items()},
-    )  # fmt: skip
+    )
 
 
 def _judgment_failed(state: State, e: JudgmentFailed, seq: int) -> None:

@@ -50,9 +50,14 @@ DEFAULT_GRACE_S = 300.0
 """How long past its limits a run (or past its seal, its verdicts) may still be in flight."""
 
 BreachKind = Literal[
-    "second_end", "stuck_run", "sandbox_after_end", "unsealed_sandbox", "verdict_missing",
-    "fold_disagrees", "replay_differs",
-]  # fmt: skip
+    "second_end",
+    "stuck_run",
+    "sandbox_after_end",
+    "unsealed_sandbox",
+    "verdict_missing",
+    "fold_disagrees",
+    "replay_differs",
+]
 
 
 class Breach(NamedTuple):
@@ -108,8 +113,14 @@ class LogCheck:
                 continue  # every event of the run was refused: nothing of it counts
             history = self.runs[rid]
             if history.phase != record.phase:
-                out.append(Breach("fold_disagrees", rid, f"RunHistory has run {rid} "
-                                  f"{history.phase}, the aggregator's fold {record.phase}"))  # fmt: skip
+                out.append(
+                    Breach(
+                        "fold_disagrees",
+                        rid,
+                        f"RunHistory has run {rid} "
+                        f"{history.phase}, the aggregator's fold {record.phase}",
+                    )
+                )
             out += self._run(rid, history, record, now, grace_s)
         return out
 
@@ -117,8 +128,12 @@ class LogCheck:
         rid = event.run_id or ""
         record = self.state.runs.get(rid)
         when = f"seq {record.end_sequence}" if record is not None else "an earlier event"
-        return Breach("second_end", rid, f"{event.event_type} at seq {sequence} ends run "
-                      f"{rid} again (it ended at {when}); refused, the first end stands")  # fmt: skip
+        return Breach(
+            "second_end",
+            rid,
+            f"{event.event_type} at seq {sequence} ends run "
+            f"{rid} again (it ended at {when}); refused, the first end stands",
+        )
 
     def _run(
         self, rid: str, history: RunHistory, record: RunRecord, now: datetime, grace_s: float
@@ -126,8 +141,14 @@ class LogCheck:
         out: list[Breach] = []
         ready = self.ready_at.get(rid)
         if ready is not None and record.end_sequence and ready > record.end_sequence:
-            out.append(Breach("sandbox_after_end", rid, f"SandboxReady at seq {ready} made "
-                              f"a sandbox for run {rid}, which ended at seq {record.end_sequence}"))  # fmt: skip
+            out.append(
+                Breach(
+                    "sandbox_after_end",
+                    rid,
+                    f"SandboxReady at seq {ready} made "
+                    f"a sandbox for run {rid}, which ended at seq {record.end_sequence}",
+                )
+            )
         if history.phase in ("finished", "failed") and history.sandbox is not None:
             out += self._unsealed(rid, history, now, grace_s)  # its seal is what is missing
         elif history.phase in ("unknown", "requested", "running", "finished"):
@@ -147,9 +168,15 @@ class LogCheck:
         if age <= limit:
             return []
         where = f" in sandbox {history.sandbox.sandbox_id}" if history.sandbox else ""
-        return [Breach("stuck_run", rid, f"run {rid} is {history.stage}{where} {age:.0f} s "
-                       f"after its request, past its wall clock and grace ({limit:.0f} s), "
-                       "with no outcome (judged, or failed with stage and cause)")]  # fmt: skip
+        return [
+            Breach(
+                "stuck_run",
+                rid,
+                f"run {rid} is {history.stage}{where} {age:.0f} s "
+                f"after its request, past its wall clock and grace ({limit:.0f} s), "
+                "with no outcome (judged, or failed with stage and cause)",
+            )
+        ]
 
     def _unsealed(
         self, rid: str, history: RunHistory, now: datetime, grace_s: float
@@ -160,8 +187,14 @@ class LogCheck:
         if ended is None or _age(now, ended.occurred_at) <= grace_s:
             return []
         sandbox = history.sandbox.sandbox_id if history.sandbox else "?"
-        return [Breach("unsealed_sandbox", rid, f"run {rid} ended ({ended.event_type}) and its "
-                       f"sandbox {sandbox} was neither sealed nor declared lost: it may be live")]  # fmt: skip
+        return [
+            Breach(
+                "unsealed_sandbox",
+                rid,
+                f"run {rid} ended ({ended.event_type}) and its "
+                f"sandbox {sandbox} was neither sealed nor declared lost: it may be live",
+            )
+        ]
 
     def _owed(
         self, rid: str, history: RunHistory, seal: ArtifactsSealed, now: datetime, grace_s: float
@@ -172,8 +205,13 @@ class LogCheck:
         if not missing:
             return []
         names = ", ".join(f"{judge} sample {sample}" for judge, sample in missing)
-        return [Breach("verdict_missing", rid, f"run {rid} was sealed and has no verdict or "
-                       f"JudgmentFailed from {names}")]  # fmt: skip
+        return [
+            Breach(
+                "verdict_missing",
+                rid,
+                f"run {rid} was sealed and has no verdict or JudgmentFailed from {names}",
+            )
+        ]
 
     def owed(self, seal: ArtifactsSealed) -> set[tuple[str, int]]:
         """(judge, sample) owed on a run sealed as finished: the rule judge's one, and each

@@ -49,7 +49,13 @@ def build(
     # over in batches, so that a busy log costs one fetch per batch and no faststream
     # delivery per event (each event is still parsed, admitted and acked on its own).
     subscribe(
-        bus, EVERYTHING, service.on_event, max_workers=1, batch_size=PULL_BATCH,
-        batch_wait_s=BATCH_WAIT_S, batch_gather_s=BATCH_GATHER_S, on_refused=service.on_refused,
-    )  # fmt: skip
+        bus,
+        EVERYTHING,
+        service.on_event,
+        max_workers=1,
+        batch_size=PULL_BATCH,
+        batch_wait_s=BATCH_WAIT_S,
+        batch_gather_s=BATCH_GATHER_S,
+        on_refused=service.on_refused,
+    )
     return service

@@ -70,9 +70,11 @@ def paths_for(settings: Settings) -> AggregatorPaths:
     folder = settings.home / "aggregator"
     stem = f"{settings.stream}.{settings.subject_prefix}"
     return AggregatorPaths(
-        folder, folder / f"{stem}.snapshot", folder / f"{stem}.report.json",
+        folder,
+        folder / f"{stem}.snapshot",
+        folder / f"{stem}.report.json",
         folder / f"{stem}.frames",
-    )  # fmt: skip
+    )
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -172,8 +174,10 @@ def load_snapshot(settings: Settings) -> State | None:
     if header.get("snapshot_version") != SNAPSHOT_VERSION:
         log.warning(
             "ignoring aggregator snapshot %s of version %r (this aggregator writes %d)",
-            path, header.get("snapshot_version"), SNAPSHOT_VERSION,
-        )  # fmt: skip
+            path,
+            header.get("snapshot_version"),
+            SNAPSHOT_VERSION,
+        )
         return None
     if header.get("stream") != settings.stream or header.get("subject_prefix") != (
         settings.subject_prefix
@@ -236,7 +240,8 @@ async def resume_state(js: JetStreamContext, settings: Settings) -> State | None
     if state.last_sequence > head:
         log.warning(
             "ignoring aggregator snapshot: it is ahead of the stream (%d > %d)",
-            state.last_sequence, head,
-        )  # fmt: skip
+            state.last_sequence,
+            head,
+        )
         return None
     return state

@@ -108,9 +108,13 @@ async def _fresh(settings: Settings, jobs: list[Job], tables_at: int) -> dict[st
         }
     )
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "assay_aggregator.verify",
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "assay_aggregator.verify",
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     out, err = await proc.communicate(request.encode())
     if proc.returncode != 0:
         raise RuntimeError(
@@ -142,9 +146,14 @@ async def verify(settings: Settings, params: ReportParams | None = None) -> list
         head = await head_sequence(bus.js, bus.stream.name)
         state = await resume_state(bus.js, settings) or State(controls_key=controls_key(settings))
         await fold_stream(
-            bus.js, bus.stream.name, bus.subjects.events, state=state, until=head,
-            trust=trust_for(settings), load=blob_loader(settings),
-        )  # fmt: skip
+            bus.js,
+            bus.stream.name,
+            bus.subjects.events,
+            state=state,
+            until=head,
+            trust=trust_for(settings),
+            load=blob_loader(settings),
+        )
     jobs: list[Job] = [(head, params)]
     if live_file is not None:
         jobs.append((live_file[1], live_file[2]))
@@ -170,9 +179,14 @@ async def _worker(request: dict[str, Any]) -> dict[str, Any]:
     async with Bus(settings, service="verify-fresh") as bus:
         for i, (seq, params) in sorted(enumerate(jobs), key=lambda j: j[1][0]):
             await fold_stream(
-                bus.js, bus.stream.name, bus.subjects.events, state=state, until=seq,
-                trust=trust_for(settings), load=load,
-            )  # fmt: skip
+                bus.js,
+                bus.stream.name,
+                bus.subjects.events,
+                state=state,
+                until=seq,
+                trust=trust_for(settings),
+                load=load,
+            )
             reports[i] = _build(state, params).decode()
             if seq == tables_at:
                 tables = table_digests(Projections(state))

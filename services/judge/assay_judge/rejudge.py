@@ -127,6 +127,10 @@ async def rejudge(
         finally:
             await service.stop()
     return RejudgeResult(
-        judge_id=judge.judge_id, campaigns=campaigns, n_sealed=len(runs), n_done=done,
-        n_failed=progress.failed, complete=done >= len(runs),
-    )  # fmt: skip
+        judge_id=judge.judge_id,
+        campaigns=campaigns,
+        n_sealed=len(runs),
+        n_done=done,
+        n_failed=progress.failed,
+        complete=done >= len(runs),
+    )

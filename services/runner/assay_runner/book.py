@@ -140,7 +140,9 @@ class AgentBook:
 
     _agents: dict[tuple[str, str], _Agent] = field(default_factory=dict)
 
-    def record(self, campaign_id: str, agent_id: str, run_id: str, turn: Turn, *, last: bool) -> None:  # fmt: skip
+    def record(
+        self, campaign_id: str, agent_id: str, run_id: str, turn: Turn, *, last: bool
+    ) -> None:
         """Count one turn of a run; `last`: the run answered with it (its steps are known)."""
         agent = self._agents.setdefault((campaign_id, agent_id), _Agent())
         agent.turns.append(turn)

@@ -214,7 +214,9 @@ class ControlProvider:
         for i, command in enumerate(plan.commands):
             last = i == len(plan.commands) - 1
             said = "Running the analysis." if i == 0 else None
-            out.append(_act("bash", {"command": _last_command(plan, command) if last else command}, said))  # fmt: skip
+            out.append(
+                _act("bash", {"command": _last_command(plan, command) if last else command}, said)
+            )
         return out
 
     async def _after_check(self, plan: ControlPlan, made: dict[str, str] | None) -> list[_Act]:
@@ -260,7 +262,7 @@ class ControlProvider:
             return work + (1 if turn == 0 else 0)
         return self._steps - turn
 
-    async def _next(self, plan: ControlPlan, messages: Sequence[Message], turn: int) -> list[_Act]:  # fmt: skip
+    async def _next(self, plan: ControlPlan, messages: Sequence[Message], turn: int) -> list[_Act]:
         """This step's calls: the work left, spread over the steps left, after looks at
         the workspace while there are more steps than work."""
         done = {(c.name, c.arguments) for c in _calls(messages)}
@@ -306,7 +308,9 @@ class ControlProvider:
         if ms > 0:
             await asyncio.sleep(ms / 1000)
 
-    def _usage(self, messages: Sequence[Message], tools: Sequence[ToolDefinition], written: int) -> Usage:  # fmt: skip
+    def _usage(
+        self, messages: Sequence[Message], tools: Sequence[ToolDefinition], written: int
+    ) -> Usage:
         """Tokens as the look-alike reports them for as many characters (else four
         characters a token, as the scripted model server estimates them)."""
         p, asked = self._profile, request_chars(messages, tools)

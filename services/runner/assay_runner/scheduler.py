@@ -136,7 +136,9 @@ def control_runs(
     return out
 
 
-def interleave(runs: list[RunRequested], controls: list[tuple[int, RunRequested]]) -> list[RunRequested]:  # fmt: skip
+def interleave(
+    runs: list[RunRequested], controls: list[tuple[int, RunRequested]]
+) -> list[RunRequested]:
     """`runs` in their order with each control at its slot (past the end: last)."""
     merged = list(runs)
     for slot, request in sorted(controls, key=lambda c: (c[0], c[1].run_id or "")):

@@ -79,10 +79,19 @@ def _build(packages: Sequence[str], staging: Path) -> str:
     """
     target = staging / "assay-ext"
     argv = [
-        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-        "--no-input", "--no-warn-script-location", "--target", str(target),
-        "--", *packages,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--no-warn-script-location",
+        "--target",
+        str(target),
+        "--",
+        *packages,
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S)
     if done.returncode != 0:
         raise ExtensionBuildFailed(f"runtime extension {list(packages)}: {done.stderr[-2000:]}")

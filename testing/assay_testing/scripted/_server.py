@@ -231,9 +231,13 @@ class ScriptedModelServer(Startable):
             body = json.loads(req.body) if req.body else None
         model = body.get("model") if isinstance(body, dict) else None
         base: dict[str, Any] = {
-            "api": api, "path": req.path, "model": model, "headers": req.headers, "body": body,
+            "api": api,
+            "path": req.path,
+            "model": model,
+            "headers": req.headers,
+            "body": body,
             "received_at": received_at,
-        }  # fmt: skip
+        }
         if api is None:
             self._record(**base, status=404, error="no such route")
             return _json(404, {"error": {"message": f"no route {req.method} {req.path}"}})

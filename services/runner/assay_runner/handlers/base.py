@@ -57,6 +57,10 @@ class RunnerBase:
         """The declaration of the control a run request is an attempt of, if any: its
         task, agent and epoch (`assay retry` makes later attempts under new run ids)."""
         for d in await self._controls_of(request.campaign_id):
-            if (d.task_id, d.agent_id, d.epoch) == (request.task_id, request.agent.agent_id, request.epoch):  # fmt: skip
+            if (d.task_id, d.agent_id, d.epoch) == (
+                request.task_id,
+                request.agent.agent_id,
+                request.epoch,
+            ):
                 return d
         return None

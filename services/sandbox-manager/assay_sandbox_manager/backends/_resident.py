@@ -242,8 +242,9 @@ class ResidentExec:
                     # A new resident that was gone before its hello read nothing and ran
                     # nothing, so starting it once more is safe (seen twice in CI runs, the
                     # second time as a failed cgroup join; a start remakes the groups).
-                    log.warning("sandbox %s: resident gone on start (%s); starting it again",
-                                sandbox_id, e)  # fmt: skip
+                    log.warning(
+                        "sandbox %s: resident gone on start (%s); starting it again", sandbox_id, e
+                    )
                     self._drop_resident(sandbox_id)
                     time.sleep(_RESTART_PAUSE_S)
                     return self._exchange(sandbox_id, meta, frame, deadline, cap)

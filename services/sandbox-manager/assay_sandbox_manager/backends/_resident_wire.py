@@ -217,8 +217,17 @@ def parse_reply(body: bytes, cap: int) -> Reply:
         raise ResidentLost(
             f"malformed reply from the resident: flags {flags}, restarted {restarted!r}"
         )
-    return Reply(exit_code, bool(flags & 1), out, out_dropped, err, err_dropped, restarted,
-                 kernel_id, kernel_reply)  # fmt: skip
+    return Reply(
+        exit_code,
+        bool(flags & 1),
+        out,
+        out_dropped,
+        err,
+        err_dropped,
+        restarted,
+        kernel_id,
+        kernel_reply,
+    )
 
 
 def kernel_answer(raw: bytes) -> KernelAnswer | None:

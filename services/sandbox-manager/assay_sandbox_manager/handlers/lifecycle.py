@@ -128,9 +128,11 @@ class Lifecycle(Sealing):
             return self.bus.first_event(subject, kind)
 
         request, ready, seal, failures = await asyncio.gather(
-            first(RunRequested), first(SandboxReady), first(ArtifactsSealed),
+            first(RunRequested),
+            first(SandboxReady),
+            first(ArtifactsSealed),
             self.bus.run_events(campaign, run, types=(RunFailed,)),
-        )  # fmt: skip
+        )
         lost = seal_declared_lost(failures)
         if ready is None or ready.instance != self.instance:
             if self.seal_watch is not None and seal is None and not lost:
