@@ -54,6 +54,7 @@ FIELDS = [
     (Price, "input_per_mtok"),
     (Price, "output_per_mtok"),
     (Price, "cached_input_per_mtok"),
+    (Price, "cache_write_per_mtok"),
     (Limits, "cost_budget_usd"),
     (CampaignHistory, "cost_usd"),
     (StoppingSpec, "max_cost_usd"),

@@ -19,7 +19,10 @@ import yaml
 
 from assay.config import Settings
 from assay.service import service_names
+from assay_judge.settings import JudgeSettings
 from assay_judge.spec import load_judge_spec
+from assay_runner.settings import RunnerSettings
+from assay_sandbox_manager.settings import SandboxManagerSettings
 
 from ._files import (
     COMPOSE,
@@ -47,7 +50,9 @@ SERVICES = set(service_names()) - {"jury"}
 
 
 def _check_assay_env(names: object, where: str) -> None:
-    fields = {f"ASSAY_{name.upper()}" for name in Settings.model_fields}
+    # The core's settings and each service's own (same ASSAY_* names, one class each).
+    classes = (Settings, RunnerSettings, SandboxManagerSettings, JudgeSettings)
+    fields = {f"ASSAY_{name.upper()}" for cls in classes for name in cls.model_fields}
     for name in names:  # type: ignore[attr-defined]
         if str(name).startswith("ASSAY_"):
             assert name in fields | EXTRA_ASSAY_ENV, f"{where}: {name} is no Assay setting"
