@@ -32,6 +32,7 @@ import yaml
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
+from assay.security.controls import controls_key
 from assay.store import BlobStore
 from assay.tasks import TaskDraft, load_tasks
 from assay_aggregator.rebuild import fold_stream
@@ -39,6 +40,7 @@ from assay_aggregator.snapshot import paths_for
 from assay_report.canonical import canonical_json
 from assay_report.projections import Projections
 from assay_report.report import build_report
+from assay_report.state import State
 from assay_schemas import (
     AgentFinished,
     AgentSpec,
@@ -424,8 +426,9 @@ def _without_wall_clock(report: dict[str, Any]) -> dict[str, Any]:
 
 
 async def report_figures(bus: Bus) -> bytes:
-    """The report of a fresh fold of the whole log, as canonical JSON without clock figures."""
-    state = await fold_stream(bus.js, bus.settings.stream, bus.subjects.events)
+    """The report of a fresh fold of the whole log, as canonical JSON without clock figures
+    (its control declarations opened with the deployment's key, as the aggregator does)."""
+    state = await fold_stream(bus.js, bus.settings.stream, bus.subjects.events, state=_keyed(bus))
     report = build_report(Projections(state))
     return bytes(canonical_json(_without_wall_clock(report.model_dump(mode="python"))))
 
@@ -434,8 +437,13 @@ async def full_report(bus: Bus) -> bytes:
     """The full report (clock figures included) of a fresh fold, as `assay replay` builds it."""
     from assay_report.report import report_json
 
-    state = await fold_stream(bus.js, bus.settings.stream, bus.subjects.events)
+    state = await fold_stream(bus.js, bus.settings.stream, bus.subjects.events, state=_keyed(bus))
     return bytes(report_json(build_report(Projections(state))))
+
+
+def _keyed(bus: Bus) -> State:
+    """A fresh fold's state that opens the deployment's control declarations."""
+    return State(controls_key=controls_key(bus.settings))
 
 
 def aggregator_report(settings: Settings) -> bytes | None:
