@@ -89,7 +89,7 @@ def scripted_campaign(spec: CampaignSpec, base_url: str) -> CampaignSpec:
 
 def _scripted_server(solutions: Path) -> ScriptedModelServer:
     scripts: dict[str, Script] = {**agent_scripts(solutions), **judge_scripts()}
-    return ScriptedModelServer(scripts)
+    return ScriptedModelServer(scripts, prompt_cache=True)  # the demo shows what caching saves
 
 
 class Drive(NamedTuple):

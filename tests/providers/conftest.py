@@ -23,7 +23,7 @@ MakeProvider = Callable[..., SdkProvider]
 def server() -> Iterator[ScriptedModelServer]:
     """The real HTTP server both SDKs talk to; it demands the test key like a real API."""
     os.environ[API_KEY_ENV] = API_KEY
-    with ScriptedModelServer(require_api_key=API_KEY) as srv:
+    with ScriptedModelServer(require_api_key=API_KEY, prompt_cache=True) as srv:
         yield srv
 
 

@@ -15,7 +15,7 @@ _names = itertools.count()
 @pytest.fixture(scope="session")
 def server() -> Iterator[ScriptedModelServer]:
     """A real loopback HTTP server, started once."""
-    with ScriptedModelServer() as srv:
+    with ScriptedModelServer(prompt_cache=True) as srv:
         yield srv
 
 

@@ -48,8 +48,10 @@ class ScriptedModelServer(Startable):
     recorded unless `record` is False (a load bench: a million parsed bodies kept would
     cost the shared machine more in garbage collection than the serving itself). Usage
     the server estimates carries the prompt cache's reads and writes as each API
-    documents them (`PromptCache`) unless `prompt_cache` is False; a script's own usage
-    is reported as it is. All public methods are thread-safe.
+    documents them (`PromptCache`) when `prompt_cache` is True (off by default: the
+    cache's hits depend on the order requests arrive, so two runs of one campaign that
+    interleave differently, as the fault tests compare, would differ); a script's own
+    usage is reported as it is. All public methods are thread-safe.
     """
 
     def __init__(
@@ -60,7 +62,7 @@ class ScriptedModelServer(Startable):
         latency_s: float = 0.0,
         require_api_key: str | None = None,
         record: bool = True,
-        prompt_cache: bool = True,
+        prompt_cache: bool = False,
     ) -> None:
         self._record_requests = record
         self._cache = PromptCache() if prompt_cache else None
