@@ -13,9 +13,11 @@ import httpx
 import pytest
 
 from assay.bus import Bus
+from assay.config import Settings
+from assay.security.controls import ControlsKey, controls_key
 from assay_schemas import (
     ArtifactsSealed,
-    ControlDeclared,
+    ControlDetails,
     Event,
     Producer,
     RunRequested,
@@ -62,8 +64,9 @@ SNAKE_WORD = r"[^\s_]+_?"
 """A word of a snake_case name: a break after its underscore is between words."""
 
 
-def _control_run(published: Published) -> list[Event]:
-    """A copy of a sealed run under a control agent's hex id, declared a known-bad control."""
+def _control_run(published: Published, key: ControlsKey) -> list[Event]:
+    """A copy of a sealed run under a control agent's hex id, declared (sealed with the
+    deployment's `key`, as the runner does) a known-bad control."""
     seal = next(e for e in published.events if isinstance(e, ArtifactsSealed) and e.files
                 and e.run_id not in (HOSTILE, DISPUTED))  # fmt: skip
     out: list[Event] = []
@@ -76,18 +79,18 @@ def _control_run(published: Published) -> list[Event]:
         elif "agent_id" in type(e).model_fields:
             update["agent_id"] = CONTROL_AGENT
         out.append(e.model_copy(update=update))
-    declared = ControlDeclared(
-        event_id="control-declared", campaign_id=seal.campaign_id, task_id=seal.task_id,
-        control_run_id=CONTROL, variant="altered_numbers", expected="fail",
-        plan_sha256="a" * 64, agent_id=CONTROL_AGENT, producer=Producer(service="cli", version="0"),
+    details = ControlDetails(
+        campaign_id=seal.campaign_id, task_id=seal.task_id, control_run_id=CONTROL,
+        variant="altered_numbers", expected="fail", plan_sha256="a" * 64, agent_id=CONTROL_AGENT,
     )  # fmt: skip
+    declared = key.declare(details, causation_id=None, producer=Producer(service="cli", version="0"))
     return [declared, *out]
 
 
 @pytest.fixture
-async def with_control(bus: Bus, hostile: Published) -> Published:
+async def with_control(bus: Bus, settings: Settings, hostile: Published) -> Published:
     """The viewer's log with one declared control run added after it."""
-    events = _control_run(hostile)
+    events = _control_run(hostile, controls_key(settings))
     await publish_events(bus.js, bus.subjects, bus.stream.name, events)
     return hostile._replace(events=[*hostile.events, *events])
 
