@@ -83,7 +83,9 @@ def _control_run(published: Published, key: ControlsKey) -> list[Event]:
         campaign_id=seal.campaign_id, task_id=seal.task_id, control_run_id=CONTROL,
         variant="altered_numbers", expected="fail", plan_sha256="a" * 64, agent_id=CONTROL_AGENT,
     )  # fmt: skip
-    declared = key.declare(details, causation_id=None, producer=Producer(service="cli", version="0"))
+    declared = key.declare(
+        details, causation_id=None, producer=Producer(service="cli", version="0")
+    )
     return [declared, *out]
 
 
