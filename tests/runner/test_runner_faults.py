@@ -13,9 +13,17 @@ import pytest
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
+from assay.sandbox_client import SandboxGone
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
-from assay_schemas import ArtifactsSealed, RunFailed, RunRequested, SandboxReady, derive_id
+from assay_schemas import (
+    AgentFinished,
+    ArtifactsSealed,
+    RunFailed,
+    RunRequested,
+    SandboxReady,
+    derive_id,
+)
 from assay_testing.pipeline import (
     SCRIPTED_KEY,
     campaign,
@@ -62,6 +70,36 @@ async def test_sandbox_disappearing_is_an_infrastructure_failure(
     [failed] = [e for e in events if isinstance(e, RunFailed)]
     assert failed.infrastructure and failed.stage == "agent"
     assert "sandbox disappeared" in failed.error and ready.sandbox_id in failed.error
+
+
+async def test_a_fault_met_after_the_run_ended_is_not_a_second_end(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
+    """A drive retried after the bus failed (or redelivered to another replica) can read
+    the run's history from before its end, then find the sandbox sealed and destroyed
+    (the compose campaign met it when its stream leader was killed): that fault must not
+    be published as the run's end, which the log would refuse as a second one."""
+    store = LocalBlobStore(settings.blob_dir)
+    folder = write_task(tmp_path / "tasks", "t1", "go", {"a.txt": "x"})
+    async with services(settings, store) as started:
+        await submit_campaign(
+            bus,
+            store,
+            campaign("c1", [scripted_agent("a1", "worker", scripted.openai_base_url)]),
+            load_tasks(folder, max_bytes=1000),
+        )
+        events = await wait_for_events(
+            bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
+        )
+        [request] = [e for e in events if isinstance(e, RunRequested)]
+        [ready] = [e for e in events if isinstance(e, SandboxReady)]
+        assert any(isinstance(e, AgentFinished) for e in events)
+        before = len(events)
+        gone = SandboxGone(f"sandbox {ready.sandbox_id}: destroyed on instance {ready.instance}")
+        await started["runner"].end_with_fault(request, ready, gone)
+        after = [e.event async for e in bus.replay()]
+    assert len(after) == before, [e.event_type for e in after[before:]]
+    assert not any(isinstance(e, RunFailed) for e in after)
 
 
 async def test_task_published_raw_by_another_system_is_picked_up(

@@ -13,6 +13,7 @@ from assay.providers import DEFAULT_PRICES, ModelProvider, PriceTable, pinned_pr
 from assay.sandbox_client import SandboxClient
 from assay.telemetry import meter
 from assay_schemas import (
+    AgentFinished,
     AgentSpec,
     AgentStepLogged,
     AssayError,
@@ -122,15 +123,33 @@ class Driver(RunnerBase):
                     run = self._agent_run(request, event, sandbox, steps, web, provider)
                     await run.run(steps)
         except RunFault as e:  # the class says whose failure the run's end is
-            await self._fail(
-                request,
-                event,
-                "agent",
-                ErrorInfo.of(e),
-                error=e.flat(),
-                infrastructure=e.fault == "platform",
-                output_sha256=e.output_sha256 if isinstance(e, ProgramFailed) else None,
-            )
+            await self.end_with_fault(request, event, e)
+
+    async def end_with_fault(
+        self, request: RunRequested, ready: SandboxReady, fault: RunFault
+    ) -> None:
+        """End the run with `fault` (a RunFailed whose class says whose failure it is),
+        unless the run has ended meanwhile: a drive retried after the bus failed, or
+        redelivered to another replica, can read the run's history from before its end and
+        then find the sandbox sealed and gone. That fault is not the run's end; published,
+        it would be refused as a second one."""
+        assert ready.run_id is not None
+        ends = await self.bus.run_events(
+            ready.campaign_id, ready.run_id, types=(AgentFinished, RunFailed)
+        )
+        if ends:
+            what = ends[0].event_type
+            log.info("run %s ended (%s) before this fault: not ended again", ready.run_id, what)
+            return
+        await self._fail(
+            request,
+            ready,
+            "agent",
+            ErrorInfo.of(fault),
+            error=fault.flat(),
+            infrastructure=fault.fault == "platform",
+            output_sha256=fault.output_sha256 if isinstance(fault, ProgramFailed) else None,
+        )
 
     async def on_run_given_up(self, event: Event, delivery: Delivery, reason: str) -> None:
         """End a run whose SandboxReady failed on every delivery: without a RunFailed it
