@@ -169,6 +169,12 @@ def _comparable(figures: bytes, retried: bool) -> dict[str, Any]:
     # transcript the judge reads (one run's prompt came out 385 tokens longer), while every
     # verdict and score must still be the one-process run's.
     doc.pop("judge_costs", None)
+    # Likewise what an agent read: tool output can name the deployment's own instances.
+    doc["statistics"].pop("run_costs")
+    # A control run imitates its look-alike's runs as the runner replica driving it saw
+    # them (`assay_runner.book`): with two replicas its step count, and so the log's
+    # length, depends on which replica ran what. Its files and verdicts do not.
+    doc.pop("log_sequence")
     if retried:
         for key in ("run_states", "infrastructure_failures", "problems"):
             doc.pop(key)
@@ -236,13 +242,6 @@ async def _consumers_ready(bus: Bus, stream: str, logs: Callable[[], str]) -> No
         await asyncio.sleep(1.0)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open defect found at the end of the sixteenth session: since control agents "
-    "joined the roster and every consumer checks signatures, the compose campaign's report "
-    "differs from the one-process run's (log_sequence 738-741 against 774, and figures in "
-    "statistics); not yet diagnosed, first thing next session",
-)
 async def test_bundled_campaign_across_machines_survives_a_node_and_a_manager(
     images: dict[str, str],
     models: ScriptedModelServer,
