@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from assay.bus import publish_through_outages
 from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
 from assay.store import open_store
-from assay_schemas import AgentStepLogged, Event
+from assay_schemas import AgentStepLogged, Event, Producer
 
 from .harness import (
     Baseline,
@@ -59,6 +60,39 @@ async def test_nats_server_killed_and_restarted_on_its_data_dir(
             await check_against_baseline(bus, base, label="nats restart")
     finally:
         server.stop()
+
+
+async def test_a_step_published_through_an_outage_is_logged_once(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A step whose tools ran is published again while the log is down, not run again
+    (the compose campaign's careful run came out different when its drive was rerun after
+    a leader election): once the server is back the step is stored, once."""
+    server = NatsServer(tmp_path / "nats", port=find_free_port())
+    server.start()
+    try:
+        own = settings.model_copy(update={"nats_url": server.url})
+        async with started_bus(own) as bus:
+            first = AgentStepLogged(
+                event_id=AgentStepLogged.id_for("r1", 0), campaign_id="c1", run_id="r1",
+                step=0, producer=Producer(service="test", version="0"),
+            )  # fmt: skip
+            await bus.publish(first)
+            server.kill()
+            again = first.model_copy(
+                update={"event_id": AgentStepLogged.id_for("r1", 1), "step": 1}
+            )
+            publishing = asyncio.create_task(publish_through_outages(bus, again))
+            await asyncio.sleep(OUTAGE_S)
+            assert not publishing.done(), "the publish must wait out the outage"
+            server.start()
+            published = await asyncio.wait_for(publishing, timeout=60)
+            assert not published.duplicate
+            await bus.publish(again)  # a later retry of the same step: stored once
+            steps = [e.event async for e in bus.replay() if isinstance(e.event, AgentStepLogged)]
+    finally:
+        server.stop()
+    assert [s.step for s in steps] == [0, 1]
 
 
 class Cluster:

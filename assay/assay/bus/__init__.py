@@ -6,6 +6,7 @@ from ._bus import Bus
 from ._campaigns import read_campaign
 from ._dead_letters import DEAD_DELIVERIES, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT
 from ._lost import MaxDeliveries, advisory_subject, lost_reason
+from ._outages import publish_through_outages
 from ._pulls import BatchPull
 from ._records import Delivery, GiveUpSink, Published, Refusal, RefusalSink, Unchanged
 from ._replay import (
@@ -49,6 +50,7 @@ __all__ = [
     "lost_reason",
     "make_broker",
     "messages_at",
+    "publish_through_outages",
     "read_campaign",
     "read_raw",
     "subscribe",

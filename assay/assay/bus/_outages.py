@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nats.errors import Error as NatsError
 
 from assay_schemas import BlobCorrupted, BlobNotFound, BusError, Event, StoreError, UploadRefused
 
-from ._records import Delivery
+from ._records import Delivery, Published
 
-__all__ = ["OUTAGE_RETRY_S", "through_outages"]
+if TYPE_CHECKING:
+    from ._bus import Bus
+
+__all__ = ["OUTAGE_RETRY_S", "publish_through_outages", "through_outages"]
 
 log = logging.getLogger("assay.bus")
 
@@ -52,6 +55,38 @@ async def through_outages(
                 durable,
                 event.event_id,
                 type(e).__name__,
+                e,
+                delay,
+            )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
+async def publish_through_outages(
+    bus: Bus, event: Event, *, encoded: bytes | None = None
+) -> Published:
+    """Publish `event`, and while the bus fails (a restart, a leader election) publish it
+    again, for up to `OUTAGE_RETRY_S`.
+
+    For an event that follows what cannot be done twice: a step whose tools already ran
+    in the sandbox. Left to `through_outages`, the whole handler would run again from the
+    log, and the unlogged step's commands would run a second time on a sandbox they have
+    already changed. Publishing the same event again is safe: the log stores it once
+    (`Nats-Msg-Id` is its id).
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + OUTAGE_RETRY_S
+    delay = 0.5
+    while True:
+        try:
+            return await bus.publish(event, encoded=encoded)
+        except (BusError, NatsError) as e:
+            if loop.time() + delay > deadline:
+                raise
+            log.warning(
+                "publish of %s %s failed (%s); publishing it again in %.1fs",
+                event.event_type,
+                event.event_id,
                 e,
                 delay,
             )

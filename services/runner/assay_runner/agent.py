@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from opentelemetry import trace
 
-from assay.bus import Bus
+from assay.bus import Bus, publish_through_outages
 from assay.providers import GenerationParams, Message, ModelProvider, PriceTable, cost
 from assay.store import BlobStore
 from assay.telemetry import meter, tracer
@@ -169,7 +169,8 @@ class AgentRun:
                 f"model turn {step.step} is {size} bytes as an event, over the "
                 f"{MAX_EVENT_BYTES} byte limit ({len(step.model_output)} characters of text)"
             )
-        await self.bus.publish(step, encoded=data)
+        # Its tools have run: a failed publish is tried again, not the step.
+        await publish_through_outages(self.bus, step, encoded=data)
         agent = self.request.agent
         labels = {"gen_ai.request.model": agent.model, "assay.agent_id": agent.agent_id}
         TOKENS.add(step.usage.input_tokens, {**labels, "gen_ai.token.type": "input"})
