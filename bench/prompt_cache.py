@@ -10,8 +10,8 @@ off) against one scripted server that simulates Anthropic's prompt cache as docu
   tasks, eight runs each as the bundled campaign has them (three agents, five controls,
   shaped from the task's reference), judged one run after another as runs finish.
 
-The scripted server counts every four characters of a request as a token, an image's
-base64 included: a judge viewing a plot costs more here than on the API, in both columns.
+The scripted server counts four characters a token and an image as the API bills it (by
+its size): a judge viewing a plot pays some 1,600 tokens for it, not its base64's length.
 
 ``python -m bench --only prompt_cache``
 """
