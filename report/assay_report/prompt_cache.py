@@ -32,7 +32,8 @@ class PromptCacheUse(Row):
     """The agent's or the judge's id."""
     model: str
     n: int
-    """Runs (an agent's finished runs, infrastructure failures aside) or verdicts."""
+    """Runs (an agent's finished runs, infrastructure failures and control runs aside)
+    or verdicts (on every run, controls included, as the judge cost table counts them)."""
     input_tokens: int
     cached_tokens: int
     """Input tokens read from the prompt cache."""
@@ -75,7 +76,10 @@ def _usage(record: RunRecord | VerdictRecord) -> Usage:
 
 def _uses(state: State, ids: set[str]) -> Iterable[_Use]:
     for r in state.runs.values():
-        if r.campaign_id in ids and r.finished and not r.infrastructure_failure:
+        # A control agent's runs are blind: counted in no agent's figures, named nowhere.
+        if r.control_plan or r.campaign_id not in ids:
+            continue
+        if r.finished and not r.infrastructure_failure:
             yield _Use("agent", r.agent_id, r.agent_model, r.campaign_id, _usage(r), r.cost_usd)
     for v in state.verdicts.values():
         if v.campaign_id in ids and v.judge_id != RULES_JUDGE_ID:
