@@ -13,6 +13,7 @@ from bench.coverage import bench_coverage
 from bench.gateway import bench_gateway
 from bench.judge import bench_judge
 from bench.load import bench_load
+from bench.prompt_cache import bench_prompt_cache
 from bench.runner import bench_runner
 from bench.sandbox import bench_sandbox
 from bench.scale import bench_scale
@@ -38,6 +39,7 @@ SUITES: dict[str, Callable[[], list[Row]]] = {
     "scale": bench_scale,
     "blindness": bench_blindness,
     "stopping": bench_stopping,
+    "prompt_cache": bench_prompt_cache,
 }
 
 

@@ -334,6 +334,22 @@ def tables(report: Report) -> list[Table]:
             ["judge_id", "metric", "total", "mean", "p50", "p95", "n_verdicts"],
         ),
         (
+            "Prompt caching: cached share of input tokens and what it saved",
+            report.prompt_cache,
+            [
+                "role",
+                "member_id",
+                "model",
+                "n",
+                "input_tokens",
+                "cached_tokens",
+                "cache_write_tokens",
+                "cached_share",
+                "cost_usd",
+                "saved_usd",
+            ],
+        ),
+        (
             "Refused messages (counted in no figure)",
             report.refused,
             ["sequence", "subject", "reason"],

@@ -21,6 +21,7 @@ from assay_schemas import RULES_JUDGE_ID, Price, Problems, parse_event_subject, 
 from .canonical import canonical_json
 from .late_judges import LateJudge, late_judges
 from .projections import Projections
+from .prompt_cache import PromptCacheUse, prompt_cache_rows
 from .statistics import (
     ANCHOR,
     DEFAULT_RESAMPLES,
@@ -165,6 +166,8 @@ class Report(BaseModel):
     their verdicts out (the headline is the declared jury's)."""
     with_late_judges: StatisticsReport | None = None
     """Every statistic with the late judges' verdicts counted too; None without any."""
+    prompt_cache: tuple[PromptCacheUse, ...] = ()
+    """Each agent's and judge's cached share of input tokens and what caching saved."""
 
 
 def report_seed(campaign_ids: list[str]) -> int:
@@ -379,6 +382,7 @@ def build_report(
         validity=judge_validity(p, ids, settings),
         late_judges=late,
         with_late_judges=statistics(set()) if late else None,
+        prompt_cache=prompt_cache_rows(p.state, ids),
     )
 
 

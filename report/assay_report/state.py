@@ -32,7 +32,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 11
+SNAPSHOT_VERSION = 12
 """Bumped whenever a record or the layout changes: a snapshot of another version is
 ignored and the state rebuilt from the log."""
 
@@ -55,6 +55,7 @@ class RunRecord:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0
     finished: bool = False
@@ -169,6 +170,7 @@ class VerdictRecord(JudgeSampleRecord):
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 @dataclass(slots=True)

@@ -531,6 +531,35 @@ def _costs(c: Console, report: Report, gcol: list[str]) -> None:
             for j, cells in by_judge.items()
         ],
     )
+    print_table(
+        c,
+        "Prompt caching (cached share of input tokens; saved: the cost without the cache less the cost)",
+        [
+            "role",
+            "agent or judge",
+            "model",
+            "input tokens",
+            "cached",
+            "written",
+            "share",
+            "cost USD",
+            "saved USD",
+        ],
+        [
+            [
+                r.role,
+                r.member_id,
+                r.model,
+                str(r.input_tokens),
+                str(r.cached_tokens),
+                str(r.cache_write_tokens),
+                _f(r.cached_share, 2),
+                _f(r.cost_usd, 4),
+                _f(r.saved_usd, 4),
+            ]
+            for r in report.prompt_cache
+        ],
+    )
 
 
 _METRIC_NAMES = {

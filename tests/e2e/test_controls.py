@@ -25,7 +25,6 @@ import yaml
 from rich.console import Console
 
 from assay.config import Settings
-from assay.providers import UserMessage
 from assay_cli.commands._home import home_settings
 from assay_cli.commands._report import _projections
 from assay_cli.run import run_campaign
@@ -51,7 +50,7 @@ _TASK = re.compile(r"^# The scientist's request \(task (\S+)\)", re.MULTILINE)
 
 
 def _case(request: ScriptRequest) -> str:
-    return next((m.text for m in request.messages if isinstance(m, UserMessage)), "")
+    return request.opening_text
 
 
 def _good(case: str) -> bool:

@@ -138,6 +138,12 @@ def test_assay_run_reports_every_task_agent_and_judge(settings: Settings, tmp_pa
     assert all(r["ci_high"] > r["ci_low"] for r in scores)
     assert {r["agent_id"]: r["no_spread"] for r in stats["agent_scores"]}["empty"]
     assert all(j["repair_ci_high"] > j["repair_ci_low"] for j in report["judges"])
+    # Prompt caching (simulated): each judge reads a task's shared opening from the cache;
+    # the blind control agents are named nowhere, here neither.
+    cache = {(r["role"], r["member_id"]): r for r in report["prompt_cache"]}
+    assert {m for role, m in cache if role == "agent"} == AGENTS
+    assert {m for role, m in cache if role == "judge"} == JUDGES - {"rules"}
+    assert all(cache[("judge", j)]["cached_share"] > 0.5 for j in JUDGES - {"rules"})
     warned = {(w["kind"], w["subject"]): w["message"] for w in validity["warnings"]}
     assert ("raw_share_at_sensitivity", "careful") in warned
     assert "altered_numbers" in warned[("specificity_heterogeneous", "")]

@@ -25,6 +25,7 @@ from assay.providers import (
     min_cacheable_tokens,
     prompt_cache_key,
     provider_for,
+    stable_block,
     to_anthropic_prompt,
     to_anthropic_tools,
 )
@@ -186,3 +187,65 @@ async def test_the_spec_setting_reaches_the_provider(setting: Any, on: bool) -> 
         assert provider.cache_prompt is on
     finally:
         await provider.aclose()
+
+
+# --- a stable opening: what every request with one cache key starts with ---------------
+
+
+def _judge_like(evidence: str) -> list[Message]:
+    """A judge's conversation: system prompt, the case's shared part, the run's evidence."""
+    return [
+        SystemMessage(text="Grade strictly."),
+        UserMessage(content="rubric and task " + LONG),
+        UserMessage(content=evidence),
+    ]
+
+
+def test_the_stable_opening_is_marked_where_it_ends_inside_the_merged_turn() -> None:
+    messages = _judge_like("the run's evidence")
+    prompt = to_anthropic_prompt(messages)
+    tools = to_anthropic_tools([TOOL])
+    opening = to_anthropic_prompt(messages[:2])
+    system = mark_anthropic_breakpoints(
+        tools, prompt.system, prompt.messages, model="m", stable=stable_block(opening.messages)
+    )
+    [turn] = prompt.messages  # the two user messages are one turn on the wire
+    shared, evidence = turn["content"]
+    assert shared["cache_control"] == {"type": "ephemeral"}  # every run's opening
+    assert evidence["cache_control"] == {"type": "ephemeral"}  # the latest turn, as always
+    assert system == "Grade strictly."  # under the minimum alone: not marked
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_with_a_stable_opening_still_at_most_four_marks_the_tools_dropped_first(seed: int) -> None:
+    rng = random.Random(seed)
+    messages = _agent_conversation(rng, rng.randrange(2, 12))
+    messages[0] = SystemMessage(text=LONG)
+    prompt = to_anthropic_prompt(messages)
+    tools = to_anthropic_tools([ToolDefinition(name=f"t{i}", description=LONG) for i in range(2)])
+    opening = to_anthropic_prompt(messages[:2])
+    system = mark_anthropic_breakpoints(
+        tools, prompt.system, prompt.messages, model="m", stable=stable_block(opening.messages)
+    )
+    body = {"tools": tools, "system": system, "messages": prompt.messages}
+    assert len(_marked(body)) == ANTHROPIC_MAX_BREAKPOINTS
+    assert "cache_control" not in tools[-1] and body["system"][0]["cache_control"]
+    assert "cache_control" in prompt.messages[0]["content"][-1]
+
+
+async def test_runs_of_one_task_read_its_opening_from_the_cache(
+    server: ScriptedModelServer, make: MakeProvider, model: str, kind: str
+) -> None:
+    """Through the real SDKs: a second request with the same opening and other evidence
+    reads the opening from the (simulated) cache, on both APIs."""
+    server.add_script(model, ScriptedSequence(["ok"], repeat_last=True))
+    params = GenerationParams(cache_key=prompt_cache_key("c", "judge", "t"), stable_messages=2)
+    provider = make()
+    first = await provider.complete(_judge_like("evidence of run one " * 20), [TOOL], params)
+    second = await provider.complete(_judge_like("evidence of run two " * 30), [TOOL], params)
+    opening = estimate_tokens(len(LONG))
+    assert first.usage.cached_tokens == 0
+    assert second.usage.cached_tokens >= opening - 128  # OpenAI reads in 128-token steps
+    assert second.usage.cached_tokens < second.usage.input_tokens  # the evidence is not
+    if kind == "anthropic":
+        assert first.usage.cache_write_tokens > opening

@@ -11,7 +11,7 @@ import pytest
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
-from assay.providers import Usage
+from assay.providers import Usage, prompt_cache_key
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay_schemas import (
@@ -225,3 +225,18 @@ async def test_campaign_price_table_sets_the_cost(
     events = await run_one(bus, settings, tmp_path, scripted, "house-model", prices=prices)
     # 600 uncached input × $10/M + 400 cached × $1/M + 500 output × $40/M
     assert finished(events).cost_usd == pytest.approx(0.006 + 0.0004 + 0.02)
+
+
+async def test_every_request_of_a_run_carries_its_prompt_cache_key(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
+    """The key groups one agent's runs of one task (every epoch), so they share a cache."""
+    steps = [
+        ScriptReply.call("bash", {"command": "echo hi"}),
+        ScriptReply.call("submit", {"answer": "done"}),
+    ]
+    scripted.add_script("keyed", ScriptedSequence(steps))
+    events = await run_one(bus, settings, tmp_path, scripted, "keyed")
+    assert finished(events).stop_reason == "submitted"
+    keys = [r.body.get("prompt_cache_key") for r in scripted.requests("keyed")]
+    assert keys == [prompt_cache_key("c1", "a1", "t1")] * 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import struct
 from typing import Any
 
 import anthropic
@@ -142,3 +144,47 @@ def test_reads_never_exceed_the_input_they_are_part_of() -> None:
     tight = Usage(input_tokens=10)
     assert cache.usage("openai", body, tight).cached_tokens == 0
     assert cache.usage("openai", body, tight).cached_tokens == 10
+
+
+def _png(width: int, height: int, padding: int) -> str:
+    """A PNG's header for `width` x `height`, padded to a large payload, as base64."""
+    header = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + struct.pack(">II", width, height)
+    return base64.b64encode(header + bytes(padding)).decode()
+
+
+async def test_an_image_is_billed_by_its_size_not_by_its_base64(
+    server: ScriptedModelServer, model: str
+) -> None:
+    """1000 x 600: Anthropic ~800 tokens (w x h / 750), OpenAI 765 (85 + 170 x 4 tiles),
+    though its 200 KB of base64 would be some 67,000 at four characters a token."""
+    server.add_script(model, ScriptedSequence(["ok"], repeat_last=True))
+    data = _png(1000, 600, 200_000)
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+    url = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}
+    async with _anthropic(server) as claude, _openai(server) as gpt:
+        billed = await _ask(claude, model, messages=[{"role": "user", "content": [image]}])
+        done = await gpt.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": [url]}]
+        )
+    assert 800 <= billed.input_tokens < 900
+    assert done.usage is not None and 765 <= done.usage.prompt_tokens < 850
+
+
+async def test_the_same_image_is_read_from_the_cache_and_another_is_not(
+    server: ScriptedModelServer, model: str
+) -> None:
+    server.add_script(model, ScriptedSequence(["ok"], repeat_last=True))
+
+    def turn(data: str) -> list[dict[str, Any]]:
+        source = {"type": "base64", "media_type": "image/png", "data": data}
+        blocks = [{"type": "image", "source": source, "cache_control": EPHEMERAL}]
+        return [{"role": "user", "content": blocks}]
+
+    plot, other = _png(1500, 1500, 10_000), _png(1500, 1499, 10_000)
+    async with _anthropic(server) as client:
+        first = await _ask(client, model, system=_system(marked=False), messages=turn(plot))
+        again = await _ask(client, model, system=_system(marked=False), messages=turn(plot))
+        changed = await _ask(client, model, system=_system(marked=False), messages=turn(other))
+    assert first.cache_creation_input_tokens > 0
+    assert again.cache_read_input_tokens == first.cache_creation_input_tokens
+    assert changed.cache_read_input_tokens == 0

@@ -10,7 +10,7 @@ import anthropic
 from ._anthropic_wire import completion_from_anthropic, to_anthropic_prompt, to_anthropic_tools
 from ._base import SdkErrors, SdkProvider
 from ._models import Completion, GenerationParams, Message, ToolDefinition
-from ._prompt_cache import mark_anthropic_breakpoints
+from ._prompt_cache import mark_anthropic_breakpoints, stable_block
 
 __all__ = ["AnthropicProvider"]
 
@@ -35,8 +35,12 @@ class AnthropicProvider(SdkProvider):
         wire_tools = to_anthropic_tools(tools)
         system: str | list[dict[str, Any]] | None = prompt.system
         if self.cache_prompt:
+            stable = None
+            if params.stable_messages:
+                opening = to_anthropic_prompt(messages[: params.stable_messages])
+                stable = stable_block(opening.messages)
             system = mark_anthropic_breakpoints(
-                wire_tools, prompt.system, prompt.messages, model=self.model
+                wire_tools, prompt.system, prompt.messages, model=self.model, stable=stable
             )
         request: dict[str, Any] = {
             "model": self.model,

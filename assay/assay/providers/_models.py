@@ -206,6 +206,10 @@ class GenerationParams(_Frozen):
     )
     """Groups requests that share a prompt prefix (one campaign, agent and task; see
     `prompt_cache_key`); sent as OpenAI's `prompt_cache_key` when caching is on."""
+    stable_messages: int = Field(default=0, ge=0)
+    """How many leading messages every request with this cache key opens with (a judge's
+    system prompt and case, before the run's evidence): an Anthropic breakpoint marks
+    their end. OpenAI caches any shared prefix without one."""
 
 
 ModelStopReason = Literal[

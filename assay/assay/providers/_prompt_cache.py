@@ -17,17 +17,19 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 __all__ = [
     "ANTHROPIC_MAX_BREAKPOINTS",
     "EPHEMERAL",
+    "BlockAt",
     "CachePrompt",
     "estimate_tokens",
     "mark_anthropic_breakpoints",
     "min_cacheable_tokens",
     "prompt_cache_key",
     "resolve_cache_prompt",
+    "stable_block",
 ]
 
 ANTHROPIC_MAX_BREAKPOINTS: Final = 4
@@ -76,35 +78,65 @@ def _last_user_before(messages: Sequence[dict[str, Any]], end: int) -> int | Non
     return None
 
 
+class BlockAt(NamedTuple):
+    """One content block of an Anthropic request's messages."""
+
+    message: int
+    block: int
+
+
+def stable_block(prefix_messages: Sequence[dict[str, Any]]) -> BlockAt | None:
+    """Where a stable prefix ends in the whole request, given that prefix's own wire
+    messages: consecutive user turns merge, so it is the prefix's last block, which keeps
+    its place when later messages are merged after it."""
+    if not prefix_messages or not prefix_messages[-1]["content"]:
+        return None
+    return BlockAt(len(prefix_messages) - 1, len(prefix_messages[-1]["content"]) - 1)
+
+
 def mark_anthropic_breakpoints(
-    tools: list[dict[str, Any]], system: str | None, messages: list[dict[str, Any]], *, model: str
+    tools: list[dict[str, Any]],
+    system: str | None,
+    messages: list[dict[str, Any]],
+    *,
+    model: str,
+    stable: BlockAt | None = None,
 ) -> str | list[dict[str, Any]] | None:
     """Mark `tools` and `messages` in place; return `system` as the request should carry it.
 
-    Candidates in prompt order: the last tool, the system prompt, the last block of the
-    previous user turn and the last block of the latest turn. A candidate whose prefix is
-    under `min_cacheable_tokens(model)` is left unmarked, so at most four are marked.
+    Candidates in prompt order: the last tool, the system prompt, the end of the `stable`
+    prefix (what every request with this cache key opens with: a judge's case before the
+    run's evidence), the last block of the previous user turn and the last block of the
+    latest turn. A candidate whose prefix is under `min_cacheable_tokens(model)` is left
+    unmarked; of five, the tool's mark is dropped (the system's caches the tools too).
     """
     minimum = min_cacheable_tokens(model)
     chars = sum(_chars(t) for t in tools)
+    marks: list[dict[str, Any]] = []
     if tools and estimate_tokens(chars) >= minimum:
-        tools[-1]["cache_control"] = EPHEMERAL
+        marks.append(tools[-1])
     out_system: str | list[dict[str, Any]] | None = system
     if system:
         chars += len(system)
         if estimate_tokens(chars) >= minimum:
-            out_system = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
-    if not messages:
-        return out_system
-    latest = len(messages) - 1
-    previous = _last_user_before(messages, latest)
-    targets = {latest} | ({previous} if previous is not None else set())
+            out_system = [{"type": "text", "text": system}]
+            marks.append(out_system[0])
+    targets: set[BlockAt] = set()
+    if messages:
+        latest = len(messages) - 1
+        previous = _last_user_before(messages, latest)
+        ends = (latest,) if previous is None else (latest, previous)
+        targets = {BlockAt(i, len(messages[i]["content"]) - 1) for i in ends}
+        if stable is not None:
+            targets.add(stable)
     for i, message in enumerate(messages):
-        content = message["content"]
-        chars += sum(_chars(b) for b in content)
-        marks = i in targets and content and _markable(content[-1])
-        if marks and estimate_tokens(chars) >= minimum:
-            content[-1]["cache_control"] = EPHEMERAL
+        for j, block in enumerate(message["content"]):
+            chars += _chars(block)
+            at = BlockAt(i, j)
+            if at in targets and _markable(block) and estimate_tokens(chars) >= minimum:
+                marks.append(block)
+    for block in marks[-ANTHROPIC_MAX_BREAKPOINTS:]:
+        block["cache_control"] = EPHEMERAL
     return out_system
 
 

@@ -226,6 +226,7 @@ def _finished(state: State, e: AgentFinished, seq: int) -> None:
     run.input_tokens = e.usage.input_tokens
     run.output_tokens = e.usage.output_tokens
     run.cached_tokens = e.usage.cached_tokens
+    run.cache_write_tokens = e.usage.cache_write_tokens
     run.cost_usd = e.cost_usd
     run.latency_s = e.duration_s
 
@@ -295,6 +296,7 @@ def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
         input_tokens=e.usage.input_tokens,
         output_tokens=e.usage.output_tokens,
         cached_tokens=e.usage.cached_tokens,
+        cache_write_tokens=e.usage.cache_write_tokens,
     )
     judge = _judge(state, e.judge_id, e.campaign_id)
     judge.family = judge.family or e.judge_family

@@ -12,7 +12,14 @@ from datetime import UTC, datetime
 from opentelemetry import trace
 
 from assay.bus import Bus, publish_through_outages
-from assay.providers import GenerationParams, Message, ModelProvider, PriceTable, cost
+from assay.providers import (
+    GenerationParams,
+    Message,
+    ModelProvider,
+    PriceTable,
+    cost,
+    prompt_cache_key,
+)
 from assay.store import BlobStore
 from assay.telemetry import meter, tracer
 from assay_schemas import (
@@ -79,11 +86,16 @@ class AgentRun:
     """Where an answer too long to inline goes."""
 
     def _params(self) -> GenerationParams:
-        p = self.request.agent.params
+        request = self.request
+        p = request.agent.params
         return GenerationParams(
             max_tokens=int(p.get("max_tokens", 4096)),
             temperature=float(p["temperature"]) if "temperature" in p else None,
             seed=int(p["seed"]) if "seed" in p else None,
+            # Every epoch of this agent on this task shares its prompt's opening.
+            cache_key=prompt_cache_key(
+                request.campaign_id, request.agent.agent_id, request.task.task_id
+            ),
         )
 
     async def run(self, steps: list[AgentStepLogged]) -> AgentFinished:

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import re2
 from pydantic import JsonValue
 
-from assay.providers import UserMessage
 from assay_schemas import default_rubric
 from assay_testing.scripted import Script, ScriptReply, ScriptRequest
 
@@ -52,8 +51,8 @@ class JudgeTemper:
 
 
 def _case(request: ScriptRequest) -> tuple[list[str], list[str], str]:
-    # The case is the first user message (the system prompt quotes the delimiters too).
-    text = next((m.text for m in request.messages if isinstance(m, UserMessage)), "")
+    # The case, not the system prompt (which quotes the delimiters too).
+    text = request.opening_text
     produced: list[str] = []
     attached: list[str] = []
     for line in text.splitlines():

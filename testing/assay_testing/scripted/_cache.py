@@ -6,7 +6,8 @@ block) is at least the model's minimum is written, and a later request reads the
 longest prefix it shares with one written, looking back up to 20 blocks from each of
 its breakpoints. OpenAI caches every prompt on its own from 1,024 tokens, in steps of
 128, keyed by the prefix and routed by `prompt_cache_key`. Entries live five minutes
-from their last use. Tokens are counted as the server counts them: four characters each.
+from their last use. Tokens are counted as the server counts them: four characters each,
+an image as the API bills it (`_images`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from assay.providers import (
     min_cacheable_tokens,
 )
 
+from ._images import with_stand_ins
 from ._script import Api
 
 __all__ = ["PromptCache", "TooManyBreakpoints", "anthropic_blocks"]
@@ -47,8 +49,8 @@ class _Boundary(NamedTuple):
     marked: bool
 
 
-def _canonical(block: dict[str, Any]) -> str:
-    plain = {k: v for k, v in block.items() if k != "cache_control"}
+def _canonical(api: Api, block: dict[str, Any]) -> str:
+    plain = with_stand_ins(api, {k: v for k, v in block.items() if k != "cache_control"})
     return json.dumps(plain, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
 
@@ -73,7 +75,7 @@ def _anthropic_boundaries(body: dict[str, Any]) -> list[_Boundary]:
     out: list[_Boundary] = []
     chars = 0
     for block in anthropic_blocks(body):
-        text = _canonical(block)
+        text = _canonical("anthropic", block)
         running.update(text.encode() + b"\0")
         chars += len(text)
         out.append(_Boundary(running.digest(), chars, "cache_control" in block))
@@ -87,7 +89,7 @@ def _anthropic_boundaries(body: dict[str, Any]) -> list[_Boundary]:
 def _openai_prompt(body: dict[str, Any]) -> bytes:
     # One line per tool, then per message: a conversation that grows keeps its prefix.
     items = [*(body.get("tools") or ()), *(body.get("messages") or ())]
-    return "".join(_canonical(i) + "\n" for i in items).encode()
+    return "".join(_canonical("openai", i) + "\n" for i in items).encode()
 
 
 class PromptCache:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,13 @@ class ScriptRequest:
     def system(self) -> str:
         """All system text, joined."""
         return "\n\n".join(m.text for m in self.messages if isinstance(m, SystemMessage))
+
+    @property
+    def opening_text(self) -> str:
+        """Text of the user messages before the first answer, joined (a judge's case:
+        its shared part, then the run's evidence)."""
+        opening = itertools.takewhile(lambda m: not isinstance(m, AssistantMessage), self.messages)
+        return "\n\n".join(m.text for m in opening if isinstance(m, UserMessage))
 
     @property
     def last_user_text(self) -> str:

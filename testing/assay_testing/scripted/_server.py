@@ -7,6 +7,7 @@ import contextlib
 import inspect
 import itertools
 import json
+import math
 import threading
 import time
 from collections import deque
@@ -20,6 +21,7 @@ from assay.providers import Usage
 
 from ._cache import PromptCache
 from ._faults import Fault
+from ._images import image_tokens, images_in
 from ._records import RecordedRequest
 from ._script import Api, Script, ScriptReply, estimate_usage
 from ._wire import error_body, malformed_body, parse_request, reply_body
@@ -280,6 +282,11 @@ class ScriptedModelServer(Startable):
 
     def _estimate(self, api: Api, body: dict[str, Any], raw: bytes, reply: ScriptReply) -> Usage:
         estimated = estimate_usage(raw, reply)
+        images = images_in(body)
+        if images:  # billed by size, not by the characters of their base64
+            chars = len(raw) - sum(len(d) for d in images)
+            tokens = math.ceil(max(0, chars) / 4) + sum(image_tokens(api, d) for d in images)
+            estimated = estimated.model_copy(update={"input_tokens": max(1, tokens)})
         return estimated if self._cache is None else self._cache.usage(api, body, estimated)
 
     def _authorized(self, headers: Mapping[str, str]) -> bool:

@@ -247,6 +247,7 @@ class JudgeService(SealedRunJudge):
             return
         try:
             outcome = await judge_sample(
+                campaign_id=sealed.campaign_id,
                 spec=self.spec,
                 provider=self.provider(),
                 task=ctx.task,

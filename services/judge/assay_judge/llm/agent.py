@@ -19,13 +19,14 @@ from assay.providers import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    prompt_cache_key,
 )
 from assay.telemetry import tracer
 from assay_schemas import JudgeSpec, Rubric, Task
 
 from ..files import SealedFiles
 from ..killable import Killable
-from .prompts import case_prompt, repair_prompt, step_budget_prompt, system_prompt
+from .prompts import case_parts, repair_prompt, step_budget_prompt, system_prompt
 from .tools import READ_TOOLS, JudgeToolBox
 from .verdict import SUBMIT_VERDICT, Verdict, check_verdict, verdict_tool
 
@@ -49,13 +50,21 @@ class JudgeOutcome:
         return list(self.invalid_outputs[-1]["problems"]) if self.invalid_outputs else []
 
 
-def sample_params(spec: JudgeSpec, sample: int) -> GenerationParams:
-    """Generation settings of one sample; a configured seed is offset by the sample index."""
+_OPENING = 2
+"""The system prompt and the case's shared part: the same for every run of a task."""
+
+
+def sample_params(spec: JudgeSpec, sample: int, cache_key: str | None = None) -> GenerationParams:
+    """Generation settings of one sample; a configured seed is offset by the sample index.
+    `cache_key` groups the samples and runs of one task, which open alike: the system
+    prompt and the case's shared part (`_OPENING` messages)."""
     p = spec.params
     return GenerationParams(
         max_tokens=int(p.get("max_tokens", 4096)),
         temperature=float(p["temperature"]) if "temperature" in p else None,
         seed=int(p["seed"]) + sample if "seed" in p else None,
+        cache_key=cache_key,
+        stable_messages=_OPENING,
     )
 
 
@@ -69,6 +78,7 @@ def _raw(completion: Completion, problems: list[str]) -> dict[str, Any]:
 
 async def judge_sample(
     *,
+    campaign_id: str,
     spec: JudgeSpec,
     provider: ModelProvider,
     task: Task,
@@ -89,10 +99,14 @@ async def judge_sample(
     )
     tools = [*READ_TOOLS, verdict_tool(rubric)]
     manifest = {f.path for f in files.files} | set(files.source_names())
-    params = sample_params(spec, sample)
+    params = sample_params(spec, sample, prompt_cache_key(campaign_id, spec.judge_id, task.task_id))
+    case = case_parts(task, final_message, files, rubric, final_message_bytes)
+    # The shared part and the evidence are two messages (merged into one user turn where
+    # turns must alternate), so the prompt cache's breakpoint can sit between them.
     messages: list[Message] = [
         SystemMessage(text=system_prompt(task)),
-        UserMessage(content=case_prompt(task, final_message, files, rubric, final_message_bytes)),
+        UserMessage(content=case.shared),
+        UserMessage(content=case.evidence),
     ]
     outcome = JudgeOutcome(verdict=None, model=spec.model)
     steps = 0

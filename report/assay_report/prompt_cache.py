@@ -1,0 +1,131 @@
+"""What the providers' prompt caches did: each agent's and judge's cached share of input
+tokens, and what caching saved.
+
+Saved is what the same usage would have cost with nothing read from or written to the
+cache, less what it cost: reads are billed at the cached price instead of the input
+price, writes at the write price (Anthropic: 1.25x), so a cache written and never read
+saves less than nothing. Both are priced with the table the services price with (the
+defaults overridden by the campaign's pinned prices); a model without a price saves 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Literal, NamedTuple
+
+from assay.pricing import DEFAULT_PRICES, Price, PriceTable, cost, pinned_prices
+from assay_schemas import RULES_JUDGE_ID, Usage
+
+from .state import RunRecord, State, VerdictRecord
+from .statistics import Row
+
+__all__ = ["PromptCacheUse", "prompt_cache_rows", "saved_usd"]
+
+Role = Literal["agent", "judge"]
+
+
+class PromptCacheUse(Row):
+    """One agent's or judge's prompt-cache use on one model, over its runs or verdicts."""
+
+    role: Role
+    member_id: str
+    """The agent's or the judge's id."""
+    model: str
+    n: int
+    """Runs (an agent's finished runs, infrastructure failures and control runs aside)
+    or verdicts (on every run, controls included, as the judge cost table counts them)."""
+    input_tokens: int
+    cached_tokens: int
+    """Input tokens read from the prompt cache."""
+    cache_write_tokens: int
+    """Input tokens written to it (Anthropic's cache creation)."""
+    cached_share: float
+    """cached_tokens / input_tokens (NaN without input)."""
+    cost_usd: float
+    """The cost as logged."""
+    saved_usd: float
+    """What the same usage would have cost without the cache, less what it cost."""
+
+
+def saved_usd(usage: Usage, model: str, prices: PriceTable) -> float:
+    """What `usage` would have cost with no cache reads or writes, less what it cost."""
+    uncached = Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+    return cost(uncached, model, prices) - cost(usage, model, prices)
+
+
+class _Use(NamedTuple):
+    role: Role
+    member_id: str
+    model: str
+    campaign_id: str
+    usage: Usage
+    cost_usd: float
+
+
+def _usage(record: RunRecord | VerdictRecord) -> Usage:
+    # The fold keeps what validated events said; clamp anyway, as the cost tables do.
+    cached = min(record.cached_tokens, record.input_tokens)
+    written = min(record.cache_write_tokens, record.input_tokens - cached)
+    return Usage(
+        input_tokens=record.input_tokens,
+        output_tokens=record.output_tokens,
+        cached_tokens=cached,
+        cache_write_tokens=written,
+    )
+
+
+def _uses(state: State, ids: set[str]) -> Iterable[_Use]:
+    for r in state.runs.values():
+        # A control agent's runs are blind: counted in no agent's figures, named nowhere.
+        if r.control_plan or r.campaign_id not in ids:
+            continue
+        if r.finished and not r.infrastructure_failure:
+            yield _Use("agent", r.agent_id, r.agent_model, r.campaign_id, _usage(r), r.cost_usd)
+    for v in state.verdicts.values():
+        if v.campaign_id in ids and v.judge_id != RULES_JUDGE_ID:
+            yield _Use("judge", v.judge_id, v.judge_model, v.campaign_id, _usage(v), v.cost_usd)
+
+
+def _pinned(state: State, ids: set[str]) -> dict[str, PriceTable]:
+    return {
+        c: pinned_prices(
+            DEFAULT_PRICES,
+            {m: Price.model_validate(v) for m, v in state.campaigns[c].get("prices", {}).items()},
+        )
+        for c in ids
+        if c in state.campaigns
+    }
+
+
+def prompt_cache_rows(state: State, campaign_ids: Iterable[str]) -> tuple[PromptCacheUse, ...]:
+    """One row per (role, agent or judge, model) of the campaigns, sorted."""
+    ids = set(campaign_ids)
+    tables: Mapping[str, PriceTable] = _pinned(state, ids)
+    totals: dict[tuple[Role, str, str], tuple[int, Usage, float, float]] = {}
+    for use in _uses(state, ids):
+        key = (use.role, use.member_id, use.model)
+        n, usage, spent, saved = totals.get(key, (0, Usage(), 0.0, 0.0))
+        prices = tables.get(use.campaign_id, DEFAULT_PRICES)
+        totals[key] = (
+            n + 1,
+            usage + use.usage,
+            spent + use.cost_usd,
+            saved + saved_usd(use.usage, use.model, prices),
+        )
+    return tuple(
+        PromptCacheUse(
+            role=role,
+            member_id=member,
+            model=model,
+            n=n,
+            input_tokens=usage.input_tokens,
+            cached_tokens=usage.cached_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            cached_share=usage.cached_tokens / usage.input_tokens
+            if usage.input_tokens
+            else float("nan"),
+            cost_usd=spent,
+            saved_usd=saved,
+        )
+        for (role, member, model), (n, usage, spent, saved) in sorted(totals.items())
+    )
