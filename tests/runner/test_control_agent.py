@@ -23,17 +23,8 @@ from assay.providers import (
     UserMessage,
 )
 from assay.store import LocalBlobStore
-from assay_runner.book import (
-    MAX_RUNS,
-    MAX_TURNS,
-    AgentBook,
-    Observed,
-    Turn,
-    _runs_code,
-    _writes,
-    request_chars,
-)
-from assay_runner.control import ControlProvider, _work
+from assay_runner.book import MAX_RUNS, MAX_TURNS, AgentBook, Observed, Turn, request_chars
+from assay_runner.control import ControlProvider
 from assay_runner.scheduler import (
     ControlsUnopened,
     control_agents,
@@ -417,60 +408,3 @@ def test_the_rosters_control_agents_run_only_their_declared_runs() -> None:
     assert [r.agent.agent_id for r in runs] == ["careful"]
     with pytest.raises(ControlsUnopened, match="1 control agents listed, 0 opened"):
         control_agents(campaign, [])
-
-
-def _coder_runs(book: AgentBook, runs: int, steps: int = 4) -> None:
-    """`runs` answered runs of an agent that writes its script, runs it and answers at
-    length (as counted; what a control whose plan runs code should imitate)."""
-    for r in range(runs):
-        for i in range(steps):
-            last = i == steps - 1
-            turn = Turn(index=i, think_ms=1.0, said=False, first_tool="submit" if last else "bash",
-                        calls=1, input_chars=900, input_tokens=300, output_chars=2000 if last else 300,
-                        output_tokens=60, ran_code=i == 2, wrote=i == 1)  # fmt: skip
-            book.record("demo", "coder", f"k{r}", turn, last=last)
-
-
-async def test_which_agent_a_control_imitates_is_bound_by_the_work_its_runs_do(tmp_path: Path) -> None:  # fmt: skip
-    """Issue #47: the agent a control wears is drawn before any run exists; once agents'
-    runs have answered, it imitates the agent whose runs do its plan's kind of work (runs
-    code, writes files, answers at length), not a glancing agent it happens to wear."""
-    store = LocalBlobStore(tmp_path / "blobs")
-    book = AgentBook()
-    await _agent_runs(book, _Quick(turns=2), runs=3)
-    _coder_runs(book, runs=3)
-    quick = book.profile("demo", "quick")
-    assert quick is not None and not any(r.ran_code or r.wrote for r in quick.runs)
-    code = store.put_bytes(SOLVE.encode())
-    runs_code = ControlPlan(
-        code=[ControlFile(path="solve.py", sha256=code.sha256, size=code.size, text=True)],
-        commands=["python3 solve.py"],
-        message="Done: " + "the fold changes are in results/table.csv. " * 40,
-    )
-    sha = store.put_bytes(runs_code.model_dump_json().encode()).sha256
-    worn_quick = ControlProvider(plan_sha256=sha, store=store, book=book, campaign_id="demo",
-                                 like="quick", run_id="rc", max_steps=12)  # fmt: skip
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    steps = await _play(worn_quick, workspace)
-    assert len(steps) == 4, "the coder's steps, not the glancing agent's two"
-    assert [c.name for s in steps for c in s.tool_calls][-3:] == ["write_file", "bash", "submit"]
-    # A plan that only answers, worn as the coder, imitates the glancing agent.
-    says = store.put_bytes(ControlPlan(message="ok").model_dump_json().encode()).sha256
-    worn_coder = ControlProvider(plan_sha256=says, store=store, book=book, campaign_id="demo",
-                                 like="coder", run_id="rc2", max_steps=12)  # fmt: skip
-    other = tmp_path / "other"
-    other.mkdir()
-    assert len(await _play(worn_coder, other)) == 2
-    # Before any run answered, the worn agent's (here: none, the scripted estimate).
-    assert AgentBook().closest("demo", _work(runs_code), "quick") is None
-
-
-def test_the_book_sees_which_turns_run_code_and_write_files() -> None:
-    assert _runs_code("bash", json.dumps({"command": "cd x && python3 solve.py"}))
-    assert _runs_code("python", "{}")
-    assert not _runs_code("bash", json.dumps({"command": "ls -la && head -n 8 a.csv"}))
-    assert _writes("write_file", json.dumps({"path": "a.py", "content": ""}))
-    assert _writes("bash", json.dumps({"command": "cat > results/a.txt <<'EOF'\nx\nEOF"}))
-    assert not _writes("bash", json.dumps({"command": "ls -R results 2>/dev/null | head -50"}))
-    assert not _writes("bash", json.dumps({"command": "python3 solve.py 2>&1"}))

@@ -8,19 +8,11 @@ model turns (:class:`Observed` wraps each agent's model client); a control asks 
 its look-alike agent's :class:`Profile`. Nothing is kept of what the agents wrote, only
 counts and times. A runner that has seen none of an agent's turns yet has no profile:
 the control then falls back on its plan's scripted estimate.
-
-Which agent a control imitates is bound late (:meth:`AgentBook.closest`): the roster
-is published before any run exists, so the agent a control agent wears is drawn blind;
-once agents' runs have answered, a control imitates the agent whose runs do the kind of
-work its plan does (runs code or not, writes files or not, answers at a like length).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import re
-import statistics
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Sequence
@@ -40,8 +32,6 @@ __all__ = [
     "AgentBook",
     "Observed",
     "Profile",
-    "RunSeen",
-    "Work",
     "request_chars",
     "tokens",
     "written_chars",
@@ -53,10 +43,6 @@ MAX_RUNS = 256
 """Most runs' step counts remembered per agent."""
 EXPLORING = ("bash", "read_file", "list_files")
 """The tools a look at the workspace uses (what a control's extra steps may call)."""
-_RUNS_CODE = re.compile(r"\b(python3?|Rscript|julia)\b")
-"""A shell command that runs an analysis (what a reader of a transcript sees as code run)."""
-_REDIRECT = re.compile(r"(^|[^2&])>\s*[^\s&/]")
-"""A shell command that writes a file (a redirection, not one of stderr)."""
 
 
 def request_chars(messages: Sequence[Message], tools: Sequence[ToolDefinition]) -> int:
@@ -87,30 +73,6 @@ class Turn:
     input_tokens: int
     output_chars: int
     output_tokens: int
-    ran_code: bool = False
-    """It ran an analysis (a shell command calling an interpreter, or the python tool)."""
-    wrote: bool = False
-    """It wrote a file (``write_file``, or a shell redirection)."""
-
-
-@dataclass
-class RunSeen:
-    """What one run of an agent did, as counts: whether it ran code and wrote files, and
-    once it answered, its steps and the size of its answering turn."""
-
-    ran_code: bool = False
-    wrote: bool = False
-    steps: int | None = None
-    answer_chars: int = 0
-
-
-@dataclass(frozen=True)
-class Work:
-    """The kind of work a control's plan does, as an agent's runs are compared with it."""
-
-    ran_code: bool
-    wrote: bool
-    answer_chars: int
 
 
 @dataclass(frozen=True)
@@ -120,21 +82,6 @@ class Profile:
     turns: tuple[Turn, ...]
     steps: tuple[int, ...]
     """Steps of each of its runs that ended by answering."""
-    runs: tuple[RunSeen, ...] = ()
-    """Its runs that answered, what each did."""
-
-    def unlike(self, work: Work) -> float:
-        """How far its answered runs are from doing `work` (0: all do that kind of work;
-        each of running code and writing files counts up to 1, the answer's length one
-        per tenfold; infinite before any run answered)."""
-        if not self.runs:
-            return math.inf
-        n = len(self.runs)
-        ran = sum(r.ran_code for r in self.runs) / n
-        wrote = sum(r.wrote for r in self.runs) / n
-        chars = statistics.median(max(1, r.answer_chars) for r in self.runs)
-        length = abs(math.log10(max(1, work.answer_chars) / chars))
-        return abs(work.ran_code - ran) + abs(work.wrote - wrote) + length
 
     def think_ms(self, index: int) -> list[float]:
         """Think times of its turns at `index` (all its turns when none is that far)."""
@@ -184,7 +131,7 @@ def _fit(points: Sequence[tuple[int, int]], x: int) -> int | None:
 @dataclass
 class _Agent:
     turns: deque[Turn] = field(default_factory=lambda: deque(maxlen=MAX_TURNS))
-    runs: OrderedDict[str, RunSeen] = field(default_factory=OrderedDict)
+    steps: OrderedDict[str, int] = field(default_factory=OrderedDict)
 
 
 @dataclass
@@ -199,14 +146,11 @@ class AgentBook:
         """Count one turn of a run; `last`: the run answered with it (its steps are known)."""
         agent = self._agents.setdefault((campaign_id, agent_id), _Agent())
         agent.turns.append(turn)
-        seen = agent.runs.setdefault(run_id, RunSeen())
-        seen.ran_code |= turn.ran_code
-        seen.wrote |= turn.wrote
         if last:
-            seen.steps, seen.answer_chars = turn.index + 1, turn.output_chars
-        agent.runs.move_to_end(run_id)
-        while len(agent.runs) > MAX_RUNS:
-            agent.runs.popitem(last=False)
+            agent.steps[run_id] = turn.index + 1
+            agent.steps.move_to_end(run_id)
+            while len(agent.steps) > MAX_RUNS:
+                agent.steps.popitem(last=False)
 
     def profile(self, campaign_id: str, agent_id: str | None) -> Profile | None:
         """The agent's profile, or None before any of its turns (its `steps` empty
@@ -214,26 +158,7 @@ class AgentBook:
         agent = self._agents.get((campaign_id, agent_id or ""))
         if agent is None or not agent.turns:
             return None
-        answered = tuple(
-            RunSeen(r.ran_code, r.wrote, r.steps, r.answer_chars)
-            for r in agent.runs.values()
-            if r.steps is not None
-        )
-        return Profile(tuple(agent.turns), tuple(r.steps or 0 for r in answered), answered)
-
-    def closest(self, campaign_id: str, work: Work, worn: str | None) -> Profile | None:
-        """The profile of the campaign's agent whose answered runs are most like `work`
-        (the `worn` agent's on a tie, and before any agent's run has answered)."""
-        best, far = self.profile(campaign_id, worn), math.inf
-        if best is not None:
-            far = best.unlike(work)
-        for campaign, agent_id in list(self._agents):
-            if campaign != campaign_id or agent_id == worn:
-                continue
-            profile = self.profile(campaign_id, agent_id)
-            if profile is not None and profile.unlike(work) < far:
-                best, far = profile, profile.unlike(work)
-        return best
+        return Profile(tuple(agent.turns), tuple(agent.steps.values()))
 
 
 @dataclass(kw_only=True)
@@ -277,8 +202,6 @@ class Observed:
             input_tokens=completion.usage.input_tokens,
             output_chars=written_chars(completion),
             output_tokens=completion.usage.output_tokens,
-            ran_code=any(_runs_code(c.name, c.arguments) for c in calls),
-            wrote=any(_writes(c.name, c.arguments) for c in calls),
         )
         last = not calls or any(c.name == "submit" for c in calls)
         self.book.record(self.campaign_id, self.agent_id, self.run_id, turn, last=last)
@@ -286,22 +209,6 @@ class Observed:
 
     async def aclose(self) -> None:
         """Nothing: the lease owns the wrapped client."""
-
-
-def _command(arguments: str) -> str:
-    try:
-        args = json.loads(arguments)
-    except ValueError:
-        return ""
-    return str(args.get("command", "")) if isinstance(args, dict) else ""
-
-
-def _runs_code(name: str, arguments: str) -> bool:
-    return name == "python" or (name == "bash" and bool(_RUNS_CODE.search(_command(arguments))))
-
-
-def _writes(name: str, arguments: str) -> bool:
-    return name == "write_file" or (name == "bash" and bool(_REDIRECT.search(_command(arguments))))
 
 
 def tokens(chars: int, fitted: int | None) -> int:

@@ -1,15 +1,14 @@
 """The control agent: carries out a stored control plan through the agent's own tools.
 
 No model is called, but the run reads like an agent's (issue #47), and like the one
-agent of the campaign whose runs do its kind of work (bound once agents' runs have
-answered, `AgentBook.closest`; before, the agent it wears, its `like`): it writes the plan's code
+agent of the campaign it looks like most of all (its `like`): it writes the plan's code
 with ``write_file``, runs its commands with ``bash`` in the sandbox (the last one also
 removes what the plan says must be absent and lists and hashes the outputs), writes only
 the outputs the commands did not make as planned (text with ``write_file``, other bytes
 with ``bash`` in base64 chunks), and submits the plan's message.
 
 How many steps that takes, how long each thinks, what it says beside its calls and the
-token counts it reports are drawn from that look-alike agent's turns in this runner's
+token counts it reports are drawn from the look-alike agent's turns in this runner's
 :class:`AgentBook`: its work is packed into fewer steps (several calls in one) or preceded
 by looks at the workspace (with the tool that agent looks with) to take as many steps as
 one of that agent's runs. Before the book knows the agent, the plan's scripted estimate
@@ -46,7 +45,7 @@ from assay.providers import (
 from assay.store import BlobStore
 from assay_schemas import CONTROL_CHUNK_BYTES, ControlFile, ControlPlan, ProviderError, Usage
 
-from .book import AgentBook, Profile, Work, request_chars, tokens
+from .book import AgentBook, Profile, request_chars, tokens
 
 __all__ = ["ControlProvider", "control_call"]
 
@@ -150,16 +149,6 @@ def _share(rest: Sequence[_Act], steps: int) -> list[_Act]:
     return out
 
 
-def _work(plan: ControlPlan) -> Work:
-    """The kind of work the plan does (what picks the agent it imitates)."""
-    answer = _act("submit", {"answer": plan.message})
-    return Work(
-        ran_code=bool(plan.commands),
-        wrote=bool(plan.code or plan.files),
-        answer_chars=len(answer.name) + len(answer.arguments),
-    )
-
-
 def _seed(*parts: object) -> random.Random:
     return random.Random(hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest())
 
@@ -176,9 +165,7 @@ class ControlProvider:
     """Where the campaign's agents' turns are counted (None: the scripted estimate)."""
     campaign_id: str = ""
     like: str | None = None
-    """The campaign agent the control wears (its request is that agent's); whose turns
-    it imitates is bound once agents' runs have answered: the agent whose runs do the
-    plan's kind of work (`AgentBook.closest`), this one on a tie."""
+    """The campaign agent the control looks like (whose turns it imitates)."""
     run_id: str = ""
     max_steps: int | None = None
     """The most steps the run may take (default: the plan's most)."""
@@ -308,9 +295,7 @@ class ControlProvider:
         says = self._profile.says(turn) if self._profile is not None else None
         if says is False:
             return None
-        if acts[0].line or not says:
-            return acts[0].line
-        return "Writing the files." if acts[0].name == "write_file" else "Next."
+        return acts[0].line or ("Next." if says else None)
 
     async def _think(self, plan: ControlPlan, turn: int) -> None:
         """A model's time to answer: one of the look-alike's at this turn, else the
@@ -343,7 +328,7 @@ class ControlProvider:
         """The plan's next tool calls."""
         plan = await self._load()
         if self._steps is None and self.book is not None:
-            self._profile = self.book.closest(self.campaign_id, _work(plan), self.like)
+            self._profile = self.book.profile(self.campaign_id, self.like)
         turn = sum(isinstance(m, AssistantMessage) for m in messages)
         acts = await self._next(plan, messages, turn)
         calls = tuple(
