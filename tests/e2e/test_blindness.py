@@ -66,7 +66,7 @@ def _measure(ran: Campaign) -> tuple[Blindness, list[tuple[str, float]]]:
     "before any run exists, so a control that runs code may wear an agent that never does "
     "(five salts: AUC 0.89-1.0, mean 0.95; steps 0.80-0.89, end 0.70-0.87). Imitating instead "
     "the agent whose runs do the plan's kind of work (tried, not kept) left only content to "
-    "tell and did not lower it (four salts: AUC 0.97-1.0)",
+    "tell and did not lower it (five salts: AUC 0.93-1.0, mean 0.97)",
 )
 def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campaign(
     bundled: Campaign,
