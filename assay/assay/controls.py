@@ -136,19 +136,33 @@ class _Disguise(NamedTuple):
     like: str | None
 
 
-def _disguise(salt: bytes, campaign: CampaignSpec, kind: str, taken: set[str]) -> _Disguise:
-    """A control agent's id and the campaign agent it looks like (drawn by the salt):
-    one per control kind, running every task as an agent does; its id shaped like that
-    agent's, never one of the campaign's own."""
+def _disguise(
+    salt: bytes, campaign: CampaignSpec, kind: str, taken: set[str], dealt: int
+) -> _Disguise:
+    """A control agent's id and the campaign agent it looks like: one per control kind,
+    running every task as an agent does; its id shaped like that agent's, never one of the
+    campaign's own. The look-alikes are dealt from salted decks of the campaign's model
+    agents (`_deal`; `dealt` control agents have their look already), so every agent is worn by as many control agents as the others, give
+    or take one: an agent worn by most controls would itself tell them."""
     models = [a for a in campaign.agents if a.kind == "model"]
+    like = models[_deal(salt, len(models), dealt)] if models else None
     for attempt in range(1000):
         key = hmac.new(salt, f"{kind}\x1f{attempt}".encode(), hashlib.sha256).digest()
-        like = models[int.from_bytes(key[:4]) % len(models)] if models else None
         agent_id = _look_alike(key[4:], like.agent_id) if like else "a" + key[4:12].hex()
         if agent_id not in taken:
             taken.add(agent_id)
             return _Disguise(agent_id, like.agent_id if like else None)
     raise ValueError(f"no control agent id left for {kind!r}")  # pragma: no cover
+
+
+def _deal(salt: bytes, n: int, dealt: int) -> int:
+    """The `dealt`-th card (0-based) of decks of `n` look-alikes, each deck shuffled by
+    the salt: the first `n` control agents wear every agent once, the next `n` again."""
+    deck = list(range(n))
+    random.Random(
+        hmac.new(salt, f"looks\x1f{dealt // n}".encode(), hashlib.sha256).digest()
+    ).shuffle(deck)
+    return deck[dealt % n]
 
 
 def _slots(salt: bytes, task_id: str, agents_runs: int, controls: int, *, first: bool) -> list[int]:
@@ -201,7 +215,7 @@ def plan_controls(
             plan, most = _plan(store, answer, reference, step_ms)
             kind = answer.variant or f"author:{answer.folder}"
             if kind not in looks:
-                looks[kind] = _disguise(salt, campaign, kind, taken)
+                looks[kind] = _disguise(salt, campaign, kind, taken, len(looks))
             look = looks[kind]
             for epoch in range(spec.epochs):
                 run_id = run_id_for(campaign.campaign_id, task.task_id, look.agent_id, epoch)

@@ -8,6 +8,7 @@ import math
 import os
 import re
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -377,6 +378,18 @@ def test_control_identities_are_salted_per_deployment_and_named_like_the_campaig
     assert len({d.like for d in ours}) > 1, "drawn, not one agent for all"
     # One control agent per variant, over every task (as an agent runs every task).
     assert len({d.agent_id for d in ours}) == len({d.kind for d in ours})
+
+
+@pytest.mark.parametrize("secret", [bytes([i]) * 32 for i in range(6)])
+def test_every_agent_is_worn_by_as_many_control_agents_give_or_take_one(
+    tmp_path: Path, secret: bytes
+) -> None:
+    """Issue #47: look-alikes are dealt from salted decks, never drawn independently
+    (five control agents over three agents once all wore the one that never runs code)."""
+    worn = Counter(d.like for d in {d.agent_id: d for d in _planned(tmp_path, secret)}.values())
+    agents = load_campaign(ROOT / "examples" / "campaign.yaml").agents
+    assert set(worn) == {a.agent_id for a in agents}
+    assert max(worn.values()) - min(worn.values()) <= 1, worn
 
 
 def test_controls_go_among_the_agents_runs_never_first(tmp_path: Path) -> None:

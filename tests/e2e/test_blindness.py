@@ -59,13 +59,14 @@ def _measure(ran: Campaign) -> tuple[Blindness, list[tuple[str, float]]]:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue #47 open: requests no longer tell (agent 0.34-0.69, run 0.40-0.53) and "
-    "controls now copy their look-alike agent's steps, think times, words and tokens as the "
-    "runner saw its runs (one control salt, before -> after: AUC 0.889 -> 0.871; steps "
-    "0.88 -> 0.83, transcript 0.69 -> 0.57, tool 0.65 -> 0.57, end 0.70 -> 0.67), but what a "
-    "control leaves and says is the reference's (message 0.76-0.77: every control's message "
-    "is the reference's, a third of agents' runs) and the agent it wears is drawn at random, "
-    "so a control that runs code may wear an agent that never does (AUC 0.87-1.0 by draw)",
+    reason="issue #47 open: requests no longer tell (agent 0.37-0.46, run 0.34-0.54 over five "
+    "salts) and controls copy their look-alike agent's steps, think times, words and tokens, "
+    "but what a control leaves and says is the reference's (message 0.75-0.76: every control's "
+    "message is the reference's, a third of agents' runs) and the agent it wears is chosen "
+    "before any run exists, so a control that runs code may wear an agent that never does "
+    "(five salts: AUC 0.89-1.0, mean 0.95; steps 0.80-0.89, end 0.70-0.87). Imitating instead "
+    "the agent whose runs do the plan's kind of work (tried, not kept) left only content to "
+    "tell and did not lower it (five salts: AUC 0.93-1.0, mean 0.97)",
 )
 def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campaign(
     bundled: Campaign,
