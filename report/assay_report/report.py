@@ -42,6 +42,7 @@ from .statistics import (
     plain_counts,
     unpriced_models,
 )
+from .stopping import AnytimeInterval, CampaignStopping, stopping_rows
 from .validity import JudgeValidity, judge_validity
 
 __all__ = [
@@ -165,6 +166,10 @@ class Report(BaseModel):
     their verdicts out (the headline is the declared jury's)."""
     with_late_judges: StatisticsReport | None = None
     """Every statistic with the late judges' verdicts counted too; None without any."""
+    stopping: tuple[CampaignStopping, ...] = ()
+    """Campaigns that declared ``stopping:``: when and why they stopped, runs and cost saved."""
+    anytime_intervals: tuple[AnytimeInterval, ...] = ()
+    """The anytime-valid intervals each stopping rule read when it decided (labelled)."""
 
 
 def report_seed(campaign_ids: list[str]) -> int:
@@ -358,6 +363,7 @@ def build_report(
     counts = p.count_tables(ids)
     campaigns = _campaigns(p, ids)
     settings = AnalysisSettings(seed=report_seed(ids), n_resamples=n_resamples, anchor=anchor)
+    stopping, anytime = stopping_rows(p, ids)
     return Report(
         campaigns=campaigns,
         scripted=any(c.scripted for c in campaigns),
@@ -379,6 +385,8 @@ def build_report(
         validity=judge_validity(p, ids, settings),
         late_judges=late,
         with_late_judges=statistics(set()) if late else None,
+        stopping=stopping,
+        anytime_intervals=anytime,
     )
 
 

@@ -8,7 +8,7 @@ from assay.providers import provider_for
 from assay.security.controls import controls_key
 from assay.store import BlobStore, open_store
 
-from .contract import CAMPAIGNS, CONTRACT, RUNS, TASKS
+from .contract import CAMPAIGNS, CONTRACT, RUNS, STOPS, TASKS
 from .handlers import ADMISSIONS_IN_FLIGHT, ProviderFactory, RunnerService
 from .settings import RunnerSettings
 from .web import NetPolicy
@@ -47,6 +47,7 @@ def build(
         on_refused=service.on_task_refused,
         max_workers=ADMISSIONS_IN_FLIGHT,
     )
+    subscribe(bus, STOPS, service.on_campaign_stopped)
     subscribe(
         bus,
         RUNS,
