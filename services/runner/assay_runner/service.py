@@ -47,7 +47,6 @@ def build(
         on_refused=service.on_task_refused,
         max_workers=ADMISSIONS_IN_FLIGHT,
     )
-    subscribe(bus, STOPS, service.on_campaign_stopped)
     subscribe(
         bus,
         RUNS,
@@ -55,4 +54,5 @@ def build(
         max_workers=concurrency or own.runner_concurrency,
         on_give_up=service.on_run_given_up,
     )
+    subscribe(bus, STOPS, service.on_campaign_stopped)
     return service
