@@ -111,14 +111,14 @@ class LogCheck:
     def breaches(self, now: datetime, grace_s: float = DEFAULT_GRACE_S) -> list[Breach]:
         """Every breach of the invariants at `now`, run by run, in run id order."""
         out = [self._second_end(seq, e) for seq, e in sorted(self.second_ends.items())]
-        for cid, record in sorted(self.state.stopping.items()):
-            if record.logged is not None and record.logged != record.decision:
+        for cid, stop in sorted(self.state.stopping.items()):
+            if stop.logged is not None and stop.logged != stop.decision:
                 out.append(
                     Breach(
                         "stop_differs",
                         "",
-                        f"campaign {cid}: CampaignStopped at seq {record.logged_sequence} is "
-                        f"not the decision its log takes ({record.decision or 'no stop'})",
+                        f"campaign {cid}: CampaignStopped at seq {stop.logged_sequence} is "
+                        f"not the decision its log takes ({stop.decision or 'no stop'})",
                     )
                 )
         for rid in sorted(self.runs):
