@@ -15,6 +15,9 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
+import pytest
+from rich.console import Console
+
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
@@ -22,6 +25,10 @@ from assay_aggregator.invariants import check_log
 from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.service import build as build_aggregator
 from assay_aggregator.verify import ReportParams, verify
+from assay_report.html import render_html
+from assay_report.projections import Projections
+from assay_report.report import build_report
+from assay_report.terminal import print_report
 from assay_runner.service import build as build_runner
 from assay_schemas import (
     RULES_JUDGE_ID,
@@ -258,6 +265,22 @@ async def test_a_settled_campaign_stops_early_cancels_the_rest_and_replays_the_s
     assert aggregator.state.stopping["waves"].decision == record.decision
     results = await verify(settings, ReportParams(n_resamples=50))
     assert [r.name for r in results if not r.identical] == []
+
+    # The report says when and why it stopped, what ran and what was saved.
+    report = build_report(Projections(fresh), n_resamples=50)
+    (row,) = report.stopping
+    assert (row.reason, row.settled, row.leader) == ("ranking_settled", True, "strong")
+    assert row.decided_at_sequence == stop.decided_at_sequence
+    assert (row.runs_planned, row.runs_cancelled) == (2 * N_TASKS, len(cancelled))
+    assert row.runs_done == len(requested) and row.warnings == ""
+    assert row.cost_saved_usd == pytest.approx(0.01 * len(cancelled))
+    assert {i.kind for i in report.anytime_intervals} == {"score", "pass_share", "difference"}
+    console = Console(record=True, width=200)
+    print_report(report, console)
+    text = console.export_text()
+    assert "waves stopped early: ranking_settled" in text
+    assert "anytime-valid (hedged betting CS)" in text
+    assert "Stopping: waves" in render_html(report)
 
 
 async def test_a_runner_that_missed_the_stop_cancels_what_is_left_when_it_starts(
