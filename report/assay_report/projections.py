@@ -128,7 +128,9 @@ class Projections:
         return sum(1 for f in files if (f.path, f.sha256) not in inputs)
 
     def _sorted_runs(self) -> list[RunRecord]:
-        return [self.state.runs[k] for k in sorted(self.state.runs)]
+        # A cancelled run never ran: it is in no table (the report's stopping section counts it).
+        runs = self.state.runs
+        return [runs[k] for k in sorted(runs) if runs[k].phase != "cancelled"]
 
     def _verdict_counts(self) -> dict[str, int]:
         """LLM verdicts (with scores) per run; the rule judge does not make a run judged."""

@@ -43,6 +43,7 @@ from .statistics import (
     plain_counts,
     unpriced_models,
 )
+from .stopping import AnytimeInterval, CampaignStopping, stopping_rows
 from .validity import JudgeValidity, judge_validity
 
 __all__ = [
@@ -168,6 +169,10 @@ class Report(BaseModel):
     """Every statistic with the late judges' verdicts counted too; None without any."""
     prompt_cache: tuple[PromptCacheUse, ...] = ()
     """Each agent's and judge's cached share of input tokens and what caching saved."""
+    stopping: tuple[CampaignStopping, ...] = ()
+    """Campaigns that declared ``stopping:``: when and why they stopped, runs and cost saved."""
+    anytime_intervals: tuple[AnytimeInterval, ...] = ()
+    """The anytime-valid intervals each stopping rule read when it decided (labelled)."""
 
 
 def report_seed(campaign_ids: list[str]) -> int:
@@ -361,6 +366,7 @@ def build_report(
     counts = p.count_tables(ids)
     campaigns = _campaigns(p, ids)
     settings = AnalysisSettings(seed=report_seed(ids), n_resamples=n_resamples, anchor=anchor)
+    stopping, anytime = stopping_rows(p, ids)
     return Report(
         campaigns=campaigns,
         scripted=any(c.scripted for c in campaigns),
@@ -383,6 +389,8 @@ def build_report(
         late_judges=late,
         with_late_judges=statistics(set()) if late else None,
         prompt_cache=prompt_cache_rows(p.state, ids),
+        stopping=stopping,
+        anytime_intervals=anytime,
     )
 
 

@@ -26,13 +26,14 @@ __all__ = [
     "RefusedRecord",
     "RunRecord",
     "State",
+    "StoppingRecord",
     "TaskRecord",
     "VerdictRecord",
     "state_from_json",
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 12
+SNAPSHOT_VERSION = 13
 """Bumped whenever a record or the layout changes: a snapshot of another version is
 ignored and the state rebuilt from the log."""
 
@@ -203,6 +204,27 @@ class RefusedRecord:
 
 
 @dataclass(slots=True)
+class StoppingRecord:
+    """A campaign with ``stopping:``: its runs as they were scored, the waves checked, and
+    the decision (a function of the log up to `decision`'s ``decided_at_sequence``)."""
+
+    campaign_id: str
+    checked_waves: int = 0
+    scored: list[list[Any]] = field(default_factory=list)
+    """[sequence, run_id, agent_id, task_id, score, passed] of each run, in the order
+    its outcome and every verdict it owed were in (the sequence that completed it)."""
+    cells: dict[str, int] = field(default_factory=dict)
+    """'agent_id/task_id' → runs scored (a task is complete at the campaign's epochs)."""
+    decision: dict[str, Any] | None = None
+    """The `CampaignStopped` fields this fold decides (None: not stopped)."""
+    logged: dict[str, Any] | None = None
+    """The same fields of the `CampaignStopped` on the log (the first), to compare."""
+    logged_sequence: int = 0
+    cancelled: int = 0
+    """Runs cancelled (`RunCancelled`)."""
+
+
+@dataclass(slots=True)
 class State:
     """Everything folded so far, and where in the log the fold stands."""
 
@@ -254,6 +276,8 @@ class State:
     histories: dict[str, CampaignHistory] = field(default_factory=dict)
     """campaign_id → the campaign's history, folded from admitted events only (what the
     report's problems section reads: expected runs, owed verdicts, failures by cause)."""
+    stopping: dict[str, StoppingRecord] = field(default_factory=dict)
+    """campaign_id → its stopping record (campaigns with ``stopping:`` only)."""
     stream_created: str = ""
     """When the folded stream was created (as JetStream reports it): a snapshot of a
     stream deleted and made again under the same name does not fit the new one."""
@@ -323,6 +347,7 @@ def state_to_json(state: State) -> dict[str, Any]:
         "controls": _columns(dict(sorted(state.controls.items())), ControlRecord),
         "declared_controls": dict(sorted(state.declared_controls.items())),
         "histories": {k: h.model_dump(mode="json") for k, h in sorted(state.histories.items())},
+        "stopping": _columns(dict(sorted(state.stopping.items())), StoppingRecord),
     }
 
 
@@ -359,4 +384,5 @@ def state_from_json(data: dict[str, Any]) -> State:
         controls=_from_columns(data["controls"], ControlRecord),
         declared_controls={str(k): int(v) for k, v in data["declared_controls"].items()},
         histories={k: CampaignHistory.model_validate(h) for k, h in data["histories"].items()},
+        stopping=_from_columns(data["stopping"], StoppingRecord),
     )

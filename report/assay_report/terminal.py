@@ -18,6 +18,7 @@ from assay_schemas import Problems
 
 from .report import Report
 from .statistics import StatisticsReport
+from .stopping import ANYTIME_LABEL
 from .terminal_table import cell as _f
 from .terminal_table import ci as _ci
 from .terminal_table import pct as _pct
@@ -322,8 +323,45 @@ def print_report(
     _costs(c, report, gcol)
     _refused(c, report)
 
+    _stopping(c, report)
     print_validity(report.validity, c, report.statistics.confidence)
     print_problems(report.problems, c, doctor=doctor)
+
+
+def _stopping(c: Console, report: Report) -> None:
+    """When and why each campaign with ``stopping:`` stopped, and the intervals it read."""
+    for s in report.stopping:
+        if s.stopped:
+            why = s.reason + ("" if s.settled else " (not settled)")
+            c.print(
+                f"\n[bold]{s.campaign_id} stopped early[/bold]: {why} after wave "
+                f"{s.waves_checked} (log seq {s.decided_at_sequence}), leader {s.leader or '-'}; "
+                f"{s.runs_done} of {s.runs_planned} runs done, {s.runs_cancelled} cancelled, "
+                f"${s.cost_usd:.2f} spent, ~${s.cost_saved_usd:.2f} saved (estimate)",
+                highlight=False,
+            )
+        else:
+            c.print(f"\n{s.campaign_id}: stopping rule {s.rule} not met (yet)", highlight=False)
+        if s.warnings:
+            c.print(f"  [yellow]warning:[/yellow] {s.warnings}", highlight=False)
+    if report.anytime_intervals:
+        print_table(
+            c,
+            f"Intervals the stopping rule read: {ANYTIME_LABEL}, beside the bootstrap ones",
+            ["campaign", "kind", "agent", "vs", "tasks", "estimate", "interval"],
+            [
+                [
+                    i.campaign_id,
+                    i.kind,
+                    i.agent_id,
+                    i.other,
+                    str(i.n),
+                    f"{i.estimate:.2f}",
+                    _ci(i.low, i.high, 2),
+                ]
+                for i in report.anytime_intervals
+            ],
+        )
 
 
 def _board(s: StatisticsReport) -> list[list[str]]:

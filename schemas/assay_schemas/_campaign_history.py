@@ -43,6 +43,7 @@ VerdictKey = tuple[str, str, int]
 
 _SETS = (
     "requested",
+    "cancelled",
     "ready",
     "finished",
     "sealed",
@@ -69,6 +70,11 @@ class CampaignHistory(BaseModel):
     """run id -> 'campaign id/task id'."""
     requested: set[str] = set()
     ready: set[str] = set()
+    cancelled: set[str] = set()
+    """Planned runs never requested, cancelled when the campaign stopped early: ended,
+    never failed, owing no verdict."""
+    stopped: bool = False
+    """The campaign logged `CampaignStopped`: what was not requested will not be."""
     finished: set[str] = set()
     failures: dict[str, ev.RunFailed] = {}
     """run id -> the RunFailed that decided its outcome (its first)."""
@@ -124,6 +130,14 @@ class CampaignHistory(BaseModel):
             self.requested.add(run)
             self.expected.add(run)
             self.run_task[run] = f"{event.campaign_id}/{event.task.task_id}"
+        elif isinstance(event, ev.RunCancelled):
+            self.cancelled.add(run)
+            self.ended.add(run)
+            self.settled.add(run)
+            self.expected.add(run)
+            self.run_task.setdefault(run, f"{event.campaign_id}/{event.task_id}")
+        elif isinstance(event, ev.CampaignStopped):
+            self.stopped = True
         elif isinstance(event, ev.SandboxReady):
             self.ready.add(run)
         elif isinstance(event, ev.AgentStepLogged):
@@ -242,6 +256,10 @@ class CampaignHistory(BaseModel):
             out += max(asked, len(requested))
         return out
 
+    def owed_on(self, run: str) -> set[VerdictKey]:
+        """The verdicts a run sealed as finished owes: the rule judge's, each judge's samples."""
+        return self._owed_on(run)
+
     def _owed_on(self, run: str) -> set[VerdictKey]:
         key = self.run_task.get(run, "/")
         spec = self.campaigns.get(key.split("/", 1)[0])
@@ -291,6 +309,22 @@ class CampaignHistory(BaseModel):
             return (self.requested - self.ended) | (self.requested & self.awaiting_seal())
         return (self.expected - self.ended) | (self.expected & self.awaiting_seal())
 
+    def run_settled(self, run: str) -> bool:
+        """Whether the run reached its outcome and every verdict it owes is in (or given
+        up on): what the runner's waves and the aggregator's stopping check count."""
+        if run not in self.ended:
+            return False
+        if run in self.ready and run in self.failures and run not in self.settled:
+            return False  # failed in its sandbox: its seal is still to come
+        if run not in self.sealed:
+            return True
+        failed = {
+            (f.run_id or "", f.judge_id, f.sample)
+            for key, f in self.judgment_failures.items()
+            if key.startswith(f"{run}/")
+        }
+        return not (self._owed_on(run) - self.judged - failed)
+
     def pending_verdicts(self) -> set[VerdictKey]:
         """Owed verdicts not given yet."""
         return self.owed - self.given_verdicts()
@@ -320,6 +354,7 @@ class CampaignHistory(BaseModel):
             "requested": len(self.requested),
             "running": len(self.ready - self.finished - set(self.failures)),
             "finished": len(self.finished),
+            "cancelled": len(self.cancelled),
             "sealed": len(self.sealed),
             "failed (infra)": len(infra),
             "failed (agent)": len(set(self.failures) - infra),

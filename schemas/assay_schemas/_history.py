@@ -27,6 +27,7 @@ from ._events import (
     ArtifactsSealed,
     JudgmentFailed,
     JudgmentRecorded,
+    RunCancelled,
     RunFailed,
     RunRequested,
     SandboxReady,
@@ -71,8 +72,9 @@ class RunHistory:
     finish: AgentFinished | None = None
     failures: list[RunFailed] = field(default_factory=list)
     """Every RunFailed of the run, in log order."""
-    ended: AgentFinished | RunFailed | None = None
-    """The event that ended the run (the agent finished, or the run failed): the first."""
+    ended: AgentFinished | RunFailed | RunCancelled | None = None
+    """The event that ended the run (the agent finished, the run failed, or it was
+    cancelled before it was requested): the first."""
     phase: RunPhase = "unknown"
     """Where the lifecycle has the run (see `stage` for the state with judging)."""
     refused: list[Event] = field(default_factory=list)
@@ -114,6 +116,8 @@ class RunHistory:
             if event not in self.failures:
                 self.failures.append(event)
             self._end(event)
+        elif isinstance(event, RunCancelled):
+            self._end(event)
         elif isinstance(event, ArtifactsSealed):
             self.seal = event
         elif isinstance(event, JudgmentRecorded):
@@ -121,7 +125,7 @@ class RunHistory:
         elif isinstance(event, JudgmentFailed):
             self.judgment_failures[SampleKey(event.judge_id, event.sample)] = event
 
-    def _end(self, event: AgentFinished | RunFailed) -> None:
+    def _end(self, event: AgentFinished | RunFailed | RunCancelled) -> None:
         if self.ended is None:
             self.ended = event
 

@@ -8,11 +8,14 @@
                                                           │
                                                           └─ArtifactsSealed: kept as evidence, still failed
 
-A run ends once: its *end* is the first AgentFinished, or RunFailed at the sandbox or
-agent stage. Its *outcome* is exactly one of
+    (never requested) ─RunCancelled─▶ cancelled     (its campaign stopped early, #51)
+
+A run ends once: its *end* is the first AgentFinished, RunFailed at the sandbox or
+agent stage, or RunCancelled. Its *outcome* is exactly one of
 
 - **judged**: sealed after the agent finished, and scored by a machine judge;
-- **failed**, with the stage and the cause of the failure that decided it.
+- **failed**, with the stage and the cause of the failure that decided it;
+- **cancelled**: never requested, its campaign stopped (never a failure).
 
 Precedence, in log order:
 
@@ -24,6 +27,9 @@ Precedence, in log order:
 - A seal declared lost (RunFailed at the seal stage) fails a run that finished; after a
   failure it is kept (a fact about the seal) and changes nothing; after a seal it is
   refused (the log holds one or the other, `SandboxService._settle`).
+- A cancellation is for a run never requested: after a request it is refused (a requested
+  run is never cancelled, it finishes), and after a cancellation every step is refused
+  (a request, a sandbox, an end: the run was not to run).
 - Events that arrive after their phase (a SandboxReady after the end, a step after
   the seal) count as facts and move nothing.
 
@@ -44,6 +50,7 @@ from ._events import (
     AgentFinished,
     ArtifactsSealed,
     JudgmentRecorded,
+    RunCancelled,
     RunFailed,
     RunRequested,
     SandboxReady,
@@ -65,19 +72,22 @@ __all__ = [
     "walk",
 ]
 
-RunPhase = Literal["unknown", "requested", "running", "finished", "failed", "sealed"]
+RunPhase = Literal["unknown", "requested", "running", "finished", "failed", "sealed", "cancelled"]
 """Where a run is, by the events that move it (being judged is read beside: `run_state`)."""
 
-RunState = Literal["unknown", "requested", "running", "finished", "failed", "sealed", "judged"]
+RunState = Literal[
+    "unknown", "requested", "running", "finished", "failed", "sealed", "judged", "cancelled"
+]
 """Where a run is: no request seen yet; requested; its sandbox is ready; its agent
 finished; it failed (at any stage, sealed or not); its artifacts are sealed (ready for
-the judges); a machine judge scored it."""
+the judges); a machine judge scored it; cancelled before it was requested."""
 
-LifecycleStep = Literal["request", "sandbox", "finish", "fail", "lose_seal", "seal"]
+LifecycleStep = Literal["request", "sandbox", "finish", "fail", "lose_seal", "seal", "cancel"]
 """What an event does to a run: RunRequested, SandboxReady, AgentFinished, RunFailed at
-the sandbox or agent stage, RunFailed at the seal (or judge) stage, ArtifactsSealed."""
+the sandbox or agent stage, RunFailed at the seal (or judge) stage, ArtifactsSealed,
+RunCancelled."""
 
-END_STEPS: frozenset[LifecycleStep] = frozenset({"finish", "fail"})
+END_STEPS: frozenset[LifecycleStep] = frozenset({"finish", "fail", "cancel"})
 """The steps that end a run (at most one counts)."""
 
 REFUSED = None
@@ -92,18 +102,41 @@ TRANSITIONS: Mapping[RunPhase, Mapping[LifecycleStep, RunPhase | None]] = {
         "fail": "failed",
         "lose_seal": "failed",
         "seal": "sealed",
+        "cancel": "cancelled",
     },
     "requested": {
+        "cancel": REFUSED,
         "sandbox": "running",
         "finish": "finished",
         "fail": "failed",
         "lose_seal": "failed",
         "seal": "sealed",
     },
-    "running": {"finish": "finished", "fail": "failed", "lose_seal": "failed", "seal": "sealed"},
-    "finished": {"finish": REFUSED, "fail": REFUSED, "lose_seal": "failed", "seal": "sealed"},
-    "failed": {"finish": REFUSED, "fail": REFUSED},
-    "sealed": {"finish": REFUSED, "fail": REFUSED, "lose_seal": REFUSED},
+    "running": {
+        "finish": "finished",
+        "fail": "failed",
+        "lose_seal": "failed",
+        "seal": "sealed",
+        "cancel": REFUSED,
+    },
+    "finished": {
+        "finish": REFUSED,
+        "fail": REFUSED,
+        "lose_seal": "failed",
+        "seal": "sealed",
+        "cancel": REFUSED,
+    },
+    "failed": {"finish": REFUSED, "fail": REFUSED, "cancel": REFUSED},
+    "sealed": {"finish": REFUSED, "fail": REFUSED, "lose_seal": REFUSED, "cancel": REFUSED},
+    "cancelled": {
+        "request": REFUSED,
+        "sandbox": REFUSED,
+        "finish": REFUSED,
+        "fail": REFUSED,
+        "lose_seal": REFUSED,
+        "seal": REFUSED,
+        "cancel": REFUSED,
+    },
 }
 """phase → step → the next phase, or `REFUSED` (a second end of the run)."""
 
@@ -122,6 +155,8 @@ def lifecycle_step(event: Event) -> LifecycleStep | None:
         return "lose_seal" if event.stage in _SEAL_STAGES else "fail"
     if isinstance(event, ArtifactsSealed):
         return "seal"
+    if isinstance(event, RunCancelled):
+        return "cancel"
     return None
 
 
@@ -151,7 +186,7 @@ def walk(steps: Iterable[LifecycleStep]) -> LifecycleWalk:
         if after is None:
             refused.add(i)
             continue
-        if ended is None and after in ("finished", "failed"):
+        if ended is None and after in ("finished", "failed", "cancelled"):
             ended = i
         phase = after
     return LifecycleWalk(phase, frozenset(refused), ended)
@@ -169,9 +204,9 @@ def run_state(phase: RunPhase, judged: bool) -> RunState:
 
 
 class RunOutcome(NamedTuple):
-    """How a run ended: judged, or failed at a stage for a cause."""
+    """How a run ended: judged, failed at a stage for a cause, or cancelled unstarted."""
 
-    state: Literal["judged", "failed"]
+    state: Literal["judged", "failed", "cancelled"]
     stage: FailureStage | None = None
     """Where it failed (None when judged)."""
     cause: str = ""
@@ -187,4 +222,6 @@ class RunOutcome(NamedTuple):
             return cls("failed", failure.stage, failure.error, failure.infrastructure)
         if state == "judged":
             return cls("judged")
+        if state == "cancelled":
+            return cls("cancelled")
         return None

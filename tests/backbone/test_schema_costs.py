@@ -17,6 +17,7 @@ from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
     CampaignHistory,
+    CampaignStopped,
     ExecOutcome,
     InvalidEvent,
     JudgmentRecorded,
@@ -42,6 +43,8 @@ BASE: dict[type[BaseModel], dict[str, Any]] = {
     Price: {},
     Limits: {},
     StoppingSpec: {"when": "ranking_settled"},
+    CampaignStopped: {**ENVELOPE, "reason": "ranking_settled", "settled": True,
+                      "decided_at_sequence": 1},
 }  # fmt: skip
 FIELDS = [
     (AgentStepLogged, "latency_ms"),
@@ -58,6 +61,7 @@ FIELDS = [
     (Limits, "cost_budget_usd"),
     (CampaignHistory, "cost_usd"),
     (StoppingSpec, "max_cost_usd"),
+    (CampaignStopped, "cost_usd"),
 ]
 BAD = [float("nan"), float("inf"), float("-inf"), -0.5]
 

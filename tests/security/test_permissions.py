@@ -79,13 +79,25 @@ async def refused(nc: Client, subject: str) -> bool:
 @pytest.mark.parametrize(
     ("user", "forbidden"),
     [
-        ("runner", ["JudgmentRecorded", "JudgmentFailed", "JudgeRegistered", "ArtifactsSealed"]),
+        (
+            "runner",
+            [
+                "JudgmentRecorded",
+                "JudgmentFailed",
+                "JudgeRegistered",
+                "ArtifactsSealed",
+                "CampaignStopped",
+            ],
+        ),
         (
             "sandbox-manager",
             ["RunRequested", "AgentStepLogged", "AgentFinished", "JudgmentRecorded"],
         ),
         ("judge", ["RunRequested", "ArtifactsSealed", "CampaignStarted", "AgentFinished"]),
-        ("aggregator", ["JudgmentRecorded", "CampaignStarted", "TaskSubmitted", "RunFailed"]),
+        (
+            "aggregator",
+            ["JudgmentRecorded", "CampaignStarted", "TaskSubmitted", "RunFailed", "RunCancelled"],
+        ),
         # The cli may request runs: `assay retry` asks for a new attempt (signed as the cli).
         # It may carry reviewers' verdicts (JudgmentRecorded), which count only when signed
         # by an enrolled reviewer (tests/review/test_human_attacks.py).
@@ -258,7 +270,9 @@ def test_permission_map_is_pure_and_prefixed() -> None:
             ), (name, subj)
             assert "ASSAY" not in subj
     assert users["publisher-c"].publish[0] == "p.ev.TaskSubmitted.c.-"
-    assert not any(".ev." in subj for subj in users["aggregator"].publish)
+    # The aggregator logs one event type, its stopping decision, and no other.
+    events = [subj for subj in users["aggregator"].publish if ".ev." in subj]
+    assert events == ["p.ev.CampaignStopped.*.*"]
 
 
 async def test_a_service_hears_only_its_own_durables_lost_deliveries(

@@ -28,6 +28,7 @@ _LABELS = {
     "RunFailed": "failed",
     "ArtifactsSealed": "seal",
     "RunRequested": "requested",
+    "RunCancelled": "cancelled",
 }
 _JUDGED = ("JudgmentRecorded", "JudgmentFailed")
 

@@ -348,7 +348,7 @@ def role_of(service: str) -> tuple[SigningRole, str] | None:
     if service.startswith("publisher-"):
         # An outside system submitting tasks to one campaign (`assay up --publisher`).
         return "publisher", service.removeprefix("publisher-")
-    if service in ("runner", "sandbox-manager", "cli"):
+    if service in ("runner", "sandbox-manager", "cli", "aggregator"):  # aggregator: CampaignStopped
         return service, service  # type: ignore[return-value]
     return None
 

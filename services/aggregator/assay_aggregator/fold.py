@@ -23,6 +23,7 @@ from assay_report.state import (
     JudgeRecord,
     RunRecord,
     State,
+    StoppingRecord,
     TaskRecord,
     VerdictRecord,
 )
@@ -32,11 +33,13 @@ from assay_schemas import (
     ArtifactsSealed,
     CampaignHistory,
     CampaignStarted,
+    CampaignStopped,
     ControlDeclared,
     Event,
     JudgeRegistered,
     JudgmentFailed,
     JudgmentRecorded,
+    RunCancelled,
     RunFailed,
     RunRequested,
     SandboxReady,
@@ -45,6 +48,7 @@ from assay_schemas import (
     lifecycle_step,
 )
 
+from . import stopping
 from .admission import admit, moved
 
 __all__ = ["admitted", "apply", "fold", "subject_of"]
@@ -242,6 +246,17 @@ def _failed(state: State, e: RunFailed, seq: int) -> None:
     run.failure_error = e.error
 
 
+def _cancelled(state: State, e: RunCancelled, seq: int) -> None:
+    run = _run(state, e, seq)
+    run.agent_id, run.epoch = e.agent_id, e.epoch
+    record = state.stopping.setdefault(e.campaign_id, StoppingRecord(e.campaign_id))
+    record.cancelled += 1
+
+
+def _stopped(state: State, e: CampaignStopped, seq: int) -> None:
+    stopping.logged(state, seq, e)
+
+
 def _sealed(state: State, e: ArtifactsSealed, seq: int) -> None:
     run = _run(state, e, seq)
     if not run.agent_id:
@@ -356,6 +371,8 @@ _HANDLERS: dict[type[Event], Callable[[State, Any, int], None]] = {
     JudgmentFailed: _judgment_failed,
     JudgeRegistered: _judge_registered,
     ControlDeclared: _control_declared,
+    RunCancelled: _cancelled,
+    CampaignStopped: _stopped,
 }
 
 
@@ -397,6 +414,7 @@ def apply(
             campaign_id=event.campaign_id
         )
     history.apply(event)
+    stopping.observe(state, sequence, event, history)
     state.seen[event.event_id] = sequence
     state.last_sequence = max(state.last_sequence, sequence)
     state.applied += 1

@@ -26,7 +26,7 @@ from assay_report.projections import Projections
 from assay_report.report import build_report, report_json
 from assay_report.state import State
 from assay_report.statistics import DEFAULT_RESAMPLES
-from assay_schemas import Event
+from assay_schemas import CampaignStopped, Event, StoppingFigure
 
 from .fold import admitted, apply
 from .rebuild import fold_stream, head_sequence
@@ -62,6 +62,8 @@ class AggregatorService:
     """CPU seconds the last snapshot took to write: a whole state's dump grows with the log."""
     _reported_version: int = -1
     _flusher: asyncio.Task[None] | None = None
+    _stops_published: set[str] = field(default_factory=set)
+    """Campaigns whose `CampaignStopped` this process published (until it is folded back)."""
 
     @property
     def projections(self) -> Projections:
@@ -75,7 +77,29 @@ class AggregatorService:
         trust = None if d.signer else self.trust
         if admitted(self.state, trust, d.sequence, d.subject, d.data, d.headers, event):
             load = self.store.get_bytes if self.store is not None else None
-            apply(self.state, d.sequence, event, load)
+            if apply(self.state, d.sequence, event, load):
+                await self.publish_stops()
+
+    async def publish_stops(self) -> None:
+        """Publish `CampaignStopped` for each campaign the fold decided to stop and the log
+        does not hold yet (its id derives from the campaign: a repeat is deduped). Called
+        after every folded event and after catching up, so a decision taken before a crash
+        is published on restart."""
+        for record in self.state.stopping.values():
+            c = record.campaign_id
+            if record.decision is None or record.logged is not None or c in self._stops_published:
+                continue
+            fields = dict(record.decision)
+            fields["figures"] = [StoppingFigure.model_validate(f) for f in fields["figures"]]
+            event = CampaignStopped(
+                event_id=CampaignStopped.id_for(c),
+                campaign_id=c,
+                producer=self.bus.producer,
+                **fields,
+            )
+            await self.bus.publish(event)
+            self._stops_published.add(c)
+            log.info("campaign %s stopped: %s", c, event.summary_line())
 
     async def on_refused(self, refusal: Refusal) -> None:
         """Count a stored message that is not a valid event, as a rebuild would; one the
@@ -111,6 +135,7 @@ class AggregatorService:
     async def start(self) -> None:
         """Catch up, start consuming, and start writing snapshots."""
         await self.catch_up()
+        await self.publish_stops()
         await self.bus.start()
         self._flusher = asyncio.create_task(self._flush_loop())
 

@@ -2,8 +2,10 @@
 
 1. **One outcome per run.** Every requested run ends once: it is judged, or failed with
    its stage and cause, or it is still in flight within its limits (its request is at
-   most its wall clock plus a grace old). An end of a run that had ended is a breach
-   even though admission refuses it: some service tried to end the run twice.
+   most its wall clock plus a grace old); a run its stopped campaign never requested
+   ends once too, cancelled (`RunCancelled`). An end of a run that had ended is a breach
+   even though admission refuses it: some service tried to end the run twice (a
+   cancellation of a requested run, a request of a cancelled one, count the same).
 2. **No live sandbox without a live run.** The sandbox-manager logs no event when it
    destroys a sandbox, but it destroys one only after sealing the run (or on seeing its
    seal declared lost), so what the log can show is: a SandboxReady logged after its run
@@ -13,7 +15,8 @@
    judge enabled for its campaign (the judges it names and those that registered for
    it, with their samples, as the judges take them) and the rule judge a verdict or a
    JudgmentFailed once the grace has passed since its seal.
-4. **One fold.** Where `RunHistory` has a run is where the aggregator's fold has it.
+4. **One fold.** Where `RunHistory` has a run is where the aggregator's fold has it; a
+   logged `CampaignStopped` is the decision the fold takes from the log before it.
 
 The fifth, "the live report equals a replay", needs the stream (`verify.verify`); the
 CLI adds it. Everything here is pure: it reads the events that counted (admission is
@@ -56,6 +59,7 @@ BreachKind = Literal[
     "unsealed_sandbox",
     "verdict_missing",
     "fold_disagrees",
+    "stop_differs",
     "replay_differs",
 ]
 
@@ -107,6 +111,16 @@ class LogCheck:
     def breaches(self, now: datetime, grace_s: float = DEFAULT_GRACE_S) -> list[Breach]:
         """Every breach of the invariants at `now`, run by run, in run id order."""
         out = [self._second_end(seq, e) for seq, e in sorted(self.second_ends.items())]
+        for cid, stop in sorted(self.state.stopping.items()):
+            if stop.logged is not None and stop.logged != stop.decision:
+                out.append(
+                    Breach(
+                        "stop_differs",
+                        "",
+                        f"campaign {cid}: CampaignStopped at seq {stop.logged_sequence} is "
+                        f"not the decision its log takes ({stop.decision or 'no stop'})",
+                    )
+                )
         for rid in sorted(self.runs):
             record = self.state.runs.get(rid)
             if record is None:

@@ -7,6 +7,8 @@ from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
     CampaignStarted,
+    CampaignStopped,
+    RunCancelled,
     RunFailed,
     RunRequested,
     SandboxReady,
@@ -15,21 +17,23 @@ from assay_schemas import (
     TaskSubmitted,
 )
 
-__all__ = ["ANSWERS", "CAMPAIGNS", "CONTRACT", "RUNS", "RUN_EVENTS", "TASKS"]
+__all__ = ["ANSWERS", "CAMPAIGNS", "CONTRACT", "RUNS", "RUN_EVENTS", "STOPS", "TASKS"]
 
 CAMPAIGNS = Consumer("runner-campaigns", CampaignStarted)
 TASKS = Consumer("runner-tasks", TaskSubmitted)
 RUNS = Consumer("runner-runs", SandboxReady)
+STOPS = Consumer("runner-stops", CampaignStopped)
+"""A campaign stopped early: its runs not yet requested are cancelled."""
 """Instances share every durable: each message is handled by one runner."""
 
 ANSWERS = (TaskAccepted, TaskRejected)
 """A submission's answer, published on the submitter's campaign."""
-RUN_EVENTS = (RunRequested, AgentStepLogged, AgentFinished, RunFailed)
+RUN_EVENTS = (RunRequested, AgentStepLogged, AgentFinished, RunFailed, RunCancelled)
 
 CONTRACT = ServiceContract(
     service="runner",
     role="runner",
-    consumes=(CAMPAIGNS, TASKS, RUNS),
+    consumes=(CAMPAIGNS, TASKS, RUNS, STOPS),
     publishes=(*ANSWERS, *RUN_EVENTS),
     calls=("sandbox.*",),  # any instance: a run's sandbox lives where it was opened
     reads_uploads=True,  # a publisher's attachments, imported into the blob store

@@ -8,7 +8,7 @@ from assay.providers import provider_for
 from assay.security.controls import controls_key
 from assay.store import BlobStore, open_store
 
-from .contract import CAMPAIGNS, CONTRACT, RUNS, TASKS
+from .contract import CAMPAIGNS, CONTRACT, RUNS, STOPS, TASKS
 from .handlers import ADMISSIONS_IN_FLIGHT, ProviderFactory, RunnerService
 from .settings import RunnerSettings
 from .web import NetPolicy
@@ -54,4 +54,5 @@ def build(
         max_workers=concurrency or own.runner_concurrency,
         on_give_up=service.on_run_given_up,
     )
+    subscribe(bus, STOPS, service.on_campaign_stopped)
     return service

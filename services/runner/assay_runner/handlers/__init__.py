@@ -4,21 +4,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .door import ADMISSIONS_IN_FLIGHT, Door
+from .door import ADMISSIONS_IN_FLIGHT
 from .driver import Driver, ProviderFactory, RunGivenUp
+from .waves import Waves
 
 __all__ = ["ADMISSIONS_IN_FLIGHT", "ProviderFactory", "RunGivenUp", "RunnerService"]
 
 
 @dataclass(kw_only=True)
-class RunnerService(Door, Driver):
-    """Turns campaigns and tasks into runs, and runs into logged agent steps."""
+class RunnerService(Waves, Driver):
+    """Turns campaigns and tasks into runs (wave by wave where a campaign says
+    ``stopping:``), and runs into logged agent steps."""
 
     async def start(self) -> None:
-        """Start consuming campaigns, tasks and ready sandboxes."""
+        """Start consuming campaigns, tasks and ready sandboxes; resume wave campaigns."""
         await self.bus.start()
+        await self.resume()
 
     async def stop(self) -> None:
-        """Stop consuming, then close the providers' HTTP clients."""
+        """Stop pacing and consuming, then close the providers' HTTP clients."""
+        await self.stop_pacers()
         await self.bus.stop()
         await self.aclose()

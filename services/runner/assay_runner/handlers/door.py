@@ -193,6 +193,12 @@ class Door(RunnerBase):
             campaign, event.task, declared, producer=self.bus.producer, cause=event.event_id
         )
         runs = interleave(runs, controls)
+        if campaign.stopping is not None:
+            # Requested in waves (`Waves`): accepted now, its runs requested when its wave
+            # comes (or cancelled, if the campaign stops first).
+            await self._accept(event, runs)
+            self.pace(campaign)
+            return
         # Runs first, the answer after: a submission whose runs another runner requested
         # for a different task under the same id in the meantime is refused, not told yes.
         taken = await self._schedule(runs)
@@ -201,6 +207,9 @@ class Door(RunnerBase):
             log.info("task %s refused: %s", event.task.task_id, rejected.detail)
             await self.bus.publish(rejected)
             return
+        await self._accept(event, runs)
+
+    async def _accept(self, event: TaskSubmitted, runs: list[RunRequested]) -> None:
         await self.bus.publish(
             TaskAccepted(
                 event_id=TaskAccepted.id_for(event.event_id),
@@ -208,6 +217,10 @@ class Door(RunnerBase):
                 run_ids=[r.run_id or "" for r in runs],
             )
         )
+
+    def pace(self, campaign: CampaignSpec) -> None:
+        """Request a wave campaign's tasks as their waves come (`Waves` does; a door
+        alone requests none of them)."""
 
     async def on_task_submitted(self, event: TaskSubmitted, delivery: Delivery) -> None:
         """Admit a task and schedule its runs; a task for no known campaign is refused."""

@@ -1,0 +1,179 @@
+"""The runner's waves (#51): a campaign with ``stopping:`` is requested a wave of tasks at
+a time (`assay_runner.waves` decides which), and once the log holds `CampaignStopped`
+its runs never requested are cancelled (`RunCancelled`); a requested run is never
+cancelled, it finishes.
+
+Everything is read back from the log: a pacer folds its campaign's events into a
+`CampaignHistory` and acts on what the fold says, so a runner that crashed between the
+decision and the cancellations finds the stop on the log when it starts again
+(`resume`) and cancels what is left; every event it writes has an id derived from the
+run, so doing it twice writes nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+from assay.bus import Delivery, read_campaign
+from assay_schemas import (
+    CampaignHistory,
+    CampaignSpec,
+    CampaignStarted,
+    CampaignStopped,
+    RunCancelled,
+    RunRequested,
+    TaskAccepted,
+)
+
+from ..scheduler import ControlsUnopened, control_agents, control_runs, interleave, plan_runs
+from ..waves import tasks_due, to_cancel
+from .door import Door
+
+__all__ = ["Waves"]
+
+log = logging.getLogger("assay.runner")
+
+
+@dataclass
+class _Paced:
+    """What a pacer has read of its campaign's log."""
+
+    history: CampaignHistory
+    last_sequence: int = 0
+    accepted: dict[str, str] = field(default_factory=dict)
+    """task id → the event id of the submission accepted for it."""
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+@dataclass(kw_only=True)
+class Waves(Door):
+    """Requests wave campaigns' tasks wave by wave, and cancels what a stop leaves."""
+
+    pace_interval_s: float = 0.5
+    """How often a pacer reads its campaign's log while a wave runs."""
+    _paced: dict[str, _Paced] = field(default_factory=dict)
+    _pacers: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+
+    def pace(self, campaign: CampaignSpec) -> None:
+        """Start the campaign's pacer unless one is running."""
+        running = self._pacers.get(campaign.campaign_id)
+        if running is None or running.done():
+            task = asyncio.create_task(self._pace_loop(campaign))
+            self._pacers[campaign.campaign_id] = task
+
+    async def resume(self) -> None:
+        """Start a pacer for every wave campaign on the log (a restart: each one that has
+        nothing left to request or cancel ends at its first look)."""
+        subject = self.bus.subjects.event("CampaignStarted", "*", "-")
+        async for logged in self.bus.replay(subject=subject):
+            e = logged.event
+            if isinstance(e, CampaignStarted) and e.campaign.stopping is not None:
+                self.pace(e.campaign)
+
+    async def stop_pacers(self) -> None:
+        """Stop every pacer (the service is stopping)."""
+        for task in self._pacers.values():
+            task.cancel()
+        for task in self._pacers.values():
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._pacers.clear()
+
+    async def on_campaign_stopped(self, event: CampaignStopped, delivery: Delivery) -> None:
+        """Cancel the stopped campaign's runs never requested (acked once they are logged)."""
+        campaign = await read_campaign(self.bus, event.campaign_id)
+        if campaign is None or campaign.stopping is None:
+            return
+        await self.pace_once(campaign)
+
+    async def _pace_loop(self, campaign: CampaignSpec) -> None:
+        while True:
+            try:
+                if await self.pace_once(campaign):
+                    return
+            except Exception:  # the next look retries; a pacer must outlive a hiccup
+                log.exception("campaign %s: pacing its waves failed", campaign.campaign_id)
+            await asyncio.sleep(self.pace_interval_s)
+
+    async def pace_once(self, campaign: CampaignSpec) -> bool:
+        """Read the campaign's new events; request the tasks due, or cancel what a stop
+        left. True when nothing is left to do (every accepted task requested, or the
+        campaign stopped and its unrequested runs cancelled)."""
+        cid = campaign.campaign_id
+        paced = self._paced.setdefault(cid, _Paced(CampaignHistory(campaign_id=cid)))
+        async with paced.lock:
+            await self._read(paced)
+            history = paced.history
+            if history.stopped:
+                await self._cancel(campaign, paced)
+                return True
+            due = tasks_due(campaign, history, paced.accepted)
+            for task_id in due:
+                await self._request_task(campaign, paced, task_id)
+            key = f"{cid}/"
+            requested = {history.run_task.get(r, "") for r in history.requested}
+            waiting = [t for t in paced.accepted if key + t not in requested and t not in due]
+            return not waiting
+
+    async def _read(self, paced: _Paced) -> None:
+        subject = self.bus.subjects.event("*", paced.history.campaign_id or "-", "*")
+        async for logged in self.bus.replay(start=paced.last_sequence + 1, subject=subject):
+            paced.last_sequence = logged.sequence
+            e = logged.event
+            if isinstance(e, TaskAccepted) and e.task_id:
+                paced.accepted.setdefault(e.task_id, e.submission)
+            paced.history.apply(e)
+
+    async def _planned(
+        self, campaign: CampaignSpec, paced: _Paced, task_id: str
+    ) -> list[RunRequested]:
+        """The task's runs as the door planned them when it accepted it (ids derive from
+        the plan, so planning again gives the same runs)."""
+        task = paced.history.tasks.get(f"{campaign.campaign_id}/{task_id}")
+        cause = paced.accepted.get(task_id, "")
+        if task is None:
+            return []
+        declared = await self._controls_of(campaign.campaign_id)
+        try:
+            skip = control_agents(campaign, declared)
+        except ControlsUnopened as e:
+            log.error("task %s: no run requested: %s", task_id, e)
+            return []
+        runs = plan_runs(
+            campaign,
+            task,
+            producer=self.bus.producer,
+            cause=cause,
+            gateway_root=self.gateway_root,
+            control_agents=skip,
+        )
+        controls = control_runs(campaign, task, declared, producer=self.bus.producer, cause=cause)
+        return interleave(runs, controls)
+
+    async def _request_task(self, campaign: CampaignSpec, paced: _Paced, task_id: str) -> None:
+        taken = await self._schedule(await self._planned(campaign, paced, task_id))
+        if taken is not None:
+            log.warning("task %s: a run of it was requested for another task", task_id)
+
+    async def _cancel(self, campaign: CampaignSpec, paced: _Paced) -> None:
+        stop = CampaignStopped.id_for(campaign.campaign_id)
+        for task_id, left in to_cancel(campaign, paced.history, paced.accepted).items():
+            for run in await self._planned(campaign, paced, task_id):
+                if run.run_id not in left:
+                    continue
+                await self.bus.publish(
+                    RunCancelled(
+                        event_id=RunCancelled.id_for(run.run_id),
+                        campaign_id=campaign.campaign_id,
+                        run_id=run.run_id,
+                        task_id=task_id,
+                        causation_id=stop,
+                        agent_id=run.agent.agent_id,
+                        epoch=run.epoch,
+                        producer=self.bus.producer,
+                    )
+                )
+        log.info("campaign %s stopped: runs never requested cancelled", campaign.campaign_id)

@@ -1,0 +1,127 @@
+"""The waves' plan (#51): which tasks of a stopping campaign are requested, and when."""
+
+from __future__ import annotations
+
+from assay_runner.waves import task_order, tasks_due, to_cancel
+from assay_schemas import (
+    RULES_JUDGE_ID,
+    AgentSpec,
+    ArtifactsSealed,
+    CampaignHistory,
+    CampaignSpec,
+    CampaignStarted,
+    CampaignStopped,
+    Event,
+    JudgmentRecorded,
+    Producer,
+    RunRequested,
+    StoppingSpec,
+    Task,
+    TaskSubmitted,
+    run_id_for,
+)
+
+P = Producer(service="test", version="0")
+TASKS = [f"t{i:02d}" for i in range(10)]
+SPEC = CampaignSpec(
+    campaign_id="c",
+    agents=[AgentSpec(agent_id="a", model="m"), AgentSpec(agent_id="b", model="m")],
+    stopping=StoppingSpec(when="ranking_settled", check_every=2),
+)
+
+
+def _history(*events: Event) -> CampaignHistory:
+    history = CampaignHistory(campaign_id="c")
+    history.apply(CampaignStarted(event_id="cs", campaign_id="c", campaign=SPEC, producer=P))
+    for t in TASKS:
+        task = Task(task_id=t, prompt="p")
+        history.apply(
+            TaskSubmitted(event_id=f"ts-{t}", campaign_id="c", task_id=t, task=task, producer=P)
+        )
+    for e in events:
+        history.apply(e)
+    return history
+
+
+def _requested(t: str) -> list[RunRequested]:
+    out: list[RunRequested] = []
+    for agent in SPEC.agents:
+        rid = run_id_for("c", t, agent.agent_id, 0)
+        out.append(
+            RunRequested(
+                event_id=f"rr-{rid}",
+                campaign_id="c",
+                run_id=rid,
+                task_id=t,
+                task=Task(task_id=t, prompt="p"),
+                agent=agent,
+                epoch=0,
+                limits=SPEC.limits,
+                sandbox=SPEC.sandbox,
+                producer=P,
+            )
+        )
+    return out
+
+
+def _done(t: str) -> list[Event]:
+    out: list[Event] = []
+    for r in _requested(t):
+        rid = r.run_id or ""
+        env = {"campaign_id": "c", "run_id": rid, "task_id": t, "producer": P}
+        out.append(
+            ArtifactsSealed(
+                event_id=f"as-{rid}",
+                files=[],
+                agent_id=r.agent.agent_id,
+                epoch=0,
+                sandbox_id="s",
+                **env,
+            )
+        )
+        out.append(
+            JudgmentRecorded(
+                event_id=f"jr-{rid}",
+                judge_id=RULES_JUDGE_ID,
+                sample=0,
+                rubric_id="r",
+                rubric_version=1,
+                **env,
+            )
+        )
+    return out
+
+
+def test_the_order_is_seeded_by_campaign_not_by_submission() -> None:
+    assert task_order("c", TASKS) == task_order("c", list(reversed(TASKS)))
+    assert task_order("c", TASKS) != task_order("d", TASKS)
+
+
+def test_two_waves_first_then_one_more_per_complete_wave() -> None:
+    order = task_order("c", TASKS)
+    assert tasks_due(SPEC, _history(), TASKS) == order[:4]
+    two = [e for t in order[:4] for e in _requested(t)]
+    assert tasks_due(SPEC, _history(*two), TASKS) == []
+    # The first wave complete: one more wave may start; a half-done wave opens nothing.
+    first = [e for t in order[:2] for e in _done(t)]
+    assert tasks_due(SPEC, _history(*two, *first), TASKS) == order[4:6]
+    half = [e for e in _done(order[0])]
+    assert tasks_due(SPEC, _history(*two, *half), TASKS) == []
+
+
+def test_a_stop_requests_nothing_and_cancels_every_planned_run_never_requested() -> None:
+    order = task_order("c", TASKS)
+    two = [e for t in order[:4] for e in _requested(t)]
+    stop = CampaignStopped(
+        event_id="stop",
+        campaign_id="c",
+        reason="ranking_settled",
+        settled=True,
+        decided_at_sequence=9,
+        producer=P,
+    )
+    history = _history(*two, stop)
+    assert tasks_due(SPEC, history, TASKS) == []
+    left = to_cancel(SPEC, history, TASKS)
+    assert sorted(left) == sorted(order[4:])
+    assert all(len(runs) == 2 for runs in left.values())
