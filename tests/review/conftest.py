@@ -20,19 +20,10 @@ from assay.store import LocalBlobStore
 from assay_aggregator.rebuild import fold_stream
 from assay_report.projections import Projections
 from assay_schemas import ArtifactsSealed, Event, JudgmentRecorded
-from assay_testing.synthetic_log import LogSpec, publish_events, synthetic_events
+from assay_testing.synthetic_log import clean_log, publish_events, synthetic_events
 from assay_viewer.grading import Grade, human_verdict
 
-SPEC = LogSpec(
-    campaign_id="camp",
-    n_tasks=6,
-    n_agents=2,
-    n_samples=1,
-    steps_per_run=2,
-    infrastructure_failure_rate=0.0,
-    empty_artifact_rate=0.0,
-    seed=5,
-)
+SPEC = clean_log(n_tasks=6, n_agents=2, n_samples=1, seed=5)
 
 
 class Signed(NamedTuple):

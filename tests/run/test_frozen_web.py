@@ -34,7 +34,6 @@ from assay_testing.scripted import ScriptedModelServer
 from tests.e2e.test_run_outcome import ROOT
 from tests.judge.cases import judge_spec, reading_judge, verdict
 from tests.runner.test_web_pipeline import (
-    STAND_IN,
     _agent,
     _judge_inputs,
     _run,
@@ -42,7 +41,7 @@ from tests.runner.test_web_pipeline import (
     _web,
     scripted,
 )
-from tests.webstand import WebStandIn, html_page, searxng_results
+from tests.webstand import STAND_IN, WebStandIn, html_page, searxng_results
 
 __all__ = ["scripted"]  # the scripted model server fixture, shared with the web pipeline's test
 

@@ -24,7 +24,7 @@ from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay_aggregator.audit import audit_run, load_run_events
-from assay_runner.web import NetPolicy, import_snapshot, index_from_log, index_from_snapshot
+from assay_runner.web import import_snapshot, index_from_log, index_from_snapshot
 from assay_schemas import (
     AgentStepLogged,
     CampaignSpec,
@@ -45,10 +45,7 @@ from assay_testing.pipeline import (
 )
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from tests.judge.cases import judge_spec, reading_judge, verdict
-from tests.webstand import WebStandIn, html_page, searxng_results
-
-STAND_IN = "127.0.0.2"
-NET = NetPolicy(test_addresses=frozenset({STAND_IN}))
+from tests.webstand import STAND_IN, STAND_IN_POLICY, WebStandIn, html_page, searxng_results
 
 
 @pytest.fixture
@@ -101,7 +98,7 @@ async def _run(
     tasks: Path,
     judges: list[Any],
 ) -> list[Event]:
-    async with services(settings, store, judges=judges, web_net=NET):
+    async with services(settings, store, judges=judges, web_net=STAND_IN_POLICY):
         await submit_campaign(bus, store, spec, load_tasks(tasks, max_bytes=10_000))
         runs = spec.epochs
 
