@@ -23,12 +23,7 @@ from assay_schemas import (
 )
 from assay_testing.scripted import ScriptedSequence, ScriptReply
 
-from .cases import (
-    Judging,
-    judgments,
-    of_type,
-    verdict,
-)
+from .cases import Judging, judgments, of_type, verdict
 
 pytestmark = pytest.mark.timeout(60)
 

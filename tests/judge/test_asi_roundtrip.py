@@ -16,12 +16,7 @@ from assay_judge.llm.prompts import case_prompt
 from assay_report import Projections
 from assay_schemas import Task, default_rubric
 
-from .cases import (
-    Judging,
-    judgments,
-    reading_judge,
-    verdict,
-)
+from .cases import Judging, judgments, reading_judge, verdict
 
 pytestmark = pytest.mark.timeout(60)
 

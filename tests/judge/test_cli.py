@@ -15,14 +15,7 @@ import yaml
 from assay_judge import load_judge_spec
 from assay_schemas import ConfigError, JudgeRegistered
 
-from .cases import (
-    SCRIPTED_KEY,
-    Judging,
-    judgments,
-    of_type,
-    reading_judge,
-    verdict,
-)
+from .cases import SCRIPTED_KEY, Judging, judgments, of_type, reading_judge, verdict
 
 pytestmark = pytest.mark.timeout(60)
 

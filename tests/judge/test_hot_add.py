@@ -8,13 +8,7 @@ import pytest
 
 from assay_schemas import JudgeRegistered
 
-from .cases import (
-    Judging,
-    judgments,
-    of_type,
-    reading_judge,
-    verdict,
-)
+from .cases import Judging, judgments, of_type, reading_judge, verdict
 
 pytestmark = pytest.mark.timeout(60)
 

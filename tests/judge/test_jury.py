@@ -10,15 +10,7 @@ import pytest
 from assay_schemas import ArtifactsSealed, JudgeRegistered
 from assay_testing.scripted import ScriptedSequence, ScriptReply
 
-from .cases import (
-    RUBRIC,
-    Judging,
-    judge_spec,
-    judgments,
-    of_type,
-    reading_judge,
-    verdict,
-)
+from .cases import RUBRIC, Judging, judge_spec, judgments, of_type, reading_judge, verdict
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -28,13 +28,7 @@ from assay_report.terminal import print_report
 from assay_schemas import JudgeRegistered, JudgmentFailed, JudgmentRecorded
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
-from .cases import (
-    SCRIPTED_KEY,
-    Judging,
-    of_type,
-    outcomes,
-    verdict,
-)
+from .cases import SCRIPTED_KEY, Judging, of_type, outcomes, verdict
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -6,11 +6,7 @@ import pytest
 
 from assay_testing.scripted import ScriptedSequence, ScriptReply
 
-from .cases import (
-    Judging,
-    judgments,
-    verdict,
-)
+from .cases import Judging, judgments, verdict
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -7,12 +7,7 @@ import pytest
 from assay_judge.delimit import escape_delimiters
 from assay_judge.rules.checks import find_injection
 
-from .cases import (
-    Judging,
-    judgments,
-    reading_judge,
-    verdict,
-)
+from .cases import Judging, judgments, reading_judge, verdict
 
 pytestmark = pytest.mark.timeout(60)
 

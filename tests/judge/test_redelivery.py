@@ -12,12 +12,7 @@ import pytest
 from assay.bus import Published
 from assay_schemas import Event, JudgmentRecorded
 
-from .cases import (
-    Judging,
-    judgments,
-    reading_judge,
-    verdict,
-)
+from .cases import Judging, judgments, reading_judge, verdict
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -7,20 +7,9 @@ import json
 import pytest
 
 from assay_schemas import JudgmentFailed, Price, Usage
-from assay_testing.scripted import (
-    Fault,
-    ScriptedSequence,
-    ScriptedToolCall,
-    ScriptReply,
-)
+from assay_testing.scripted import Fault, ScriptedSequence, ScriptedToolCall, ScriptReply
 
-from .cases import (
-    RUBRIC,
-    Judging,
-    judgments,
-    of_type,
-    verdict,
-)
+from .cases import RUBRIC, Judging, judgments, of_type, verdict
 
 pytestmark = pytest.mark.timeout(60)
 

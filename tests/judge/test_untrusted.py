@@ -6,12 +6,7 @@ import pytest
 
 from assay.providers import AssistantMessage
 
-from .cases import (
-    Judging,
-    judgments,
-    reading_judge,
-    verdict,
-)
+from .cases import Judging, judgments, reading_judge, verdict
 
 pytestmark = pytest.mark.timeout(60)
 
