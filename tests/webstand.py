@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
+from assay_runner.web import NetPolicy
+
 Body = bytes | Callable[[], AsyncIterator[bytes]]
+
+STAND_IN = "127.0.0.2"
+"""The loopback address the stand-ins listen on: a test address the web tool may reach."""
+STAND_IN_POLICY = NetPolicy(test_addresses=frozenset({STAND_IN}))
+"""The web tool's network policy that lets it reach the stand-ins."""
 
 
 @dataclass

@@ -4,19 +4,39 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 from assay.bus import Bus
+from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.providers import AdaptiveLimiter, ModelProvider, RetryPolicy, make_provider
 from assay.store import BlobStore
-from assay_schemas import AgentSpec, CampaignSpec, Event, JudgeSpec, Limits, SandboxSpec
+from assay.tasks import load_tasks
+from assay_schemas import AgentSpec, CampaignSpec, Event, JudgeSpec, Limits, SandboxSpec, Task
+from assay_testing.scripted import Script, ScriptedModelServer
 
 SCRIPTED_KEY = "ASSAY_TEST_SCRIPTED_KEY"
 os.environ.setdefault(SCRIPTED_KEY, "scripted")  # local servers take any key
+
+
+@contextmanager
+def scripted_server(
+    scripts: Mapping[str, Script] | None = None, *, key: str = "scripted"
+) -> Iterator[ScriptedModelServer]:
+    """A scripted model server for `scripted_agent`s, which read `key` from SCRIPTED_KEY."""
+    os.environ[SCRIPTED_KEY] = key
+    with ScriptedModelServer(scripts) as server:
+        yield server
+
+
+async def submit_folder(
+    bus: Bus, store: BlobStore, spec: CampaignSpec, folder: Path, *, max_bytes: int = 10_000
+) -> list[Task]:
+    """Submit the campaign `spec` over the tasks in `folder`, as `assay run` does."""
+    return await submit_campaign(bus, store, spec, load_tasks(folder, max_bytes=max_bytes))
 
 
 def scripted_agent(agent_id: str, model: str, base_url: str, **extra: object) -> AgentSpec:

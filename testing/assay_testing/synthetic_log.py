@@ -98,6 +98,23 @@ class LogSpec:
         return [f"agent_{i}" for i in range(self.n_agents)]
 
 
+def clean_log(
+    *, n_tasks: int, n_agents: int, n_samples: int, seed: int, campaign_id: str = "camp"
+) -> LogSpec:
+    """A small log with nothing planted: no infrastructure failures, no empty artifacts,
+    two steps a run."""
+    return LogSpec(
+        campaign_id=campaign_id,
+        n_tasks=n_tasks,
+        n_agents=n_agents,
+        n_samples=n_samples,
+        steps_per_run=2,
+        infrastructure_failure_rate=0.0,
+        empty_artifact_rate=0.0,
+        seed=seed,
+    )
+
+
 def _ref(path: str, content: bytes, store: BlobStore | None) -> FileRef:
     sha = store.put_bytes(content).sha256 if store else hashlib.sha256(content).hexdigest()
     media = "text/csv" if path.endswith(".csv") else "text/plain"

@@ -44,19 +44,10 @@ from assay_schemas import (
     TaskSubmitted,
     run_id_for,
 )
-from assay_testing.synthetic_log import LogSpec, publish_events, synthetic_events
+from assay_testing.synthetic_log import clean_log, publish_events, synthetic_events
 from assay_viewer.data import Source
 
-SPEC = LogSpec(
-    campaign_id="camp",
-    n_tasks=4,
-    n_agents=2,
-    n_samples=2,
-    steps_per_run=2,
-    infrastructure_failure_rate=0.0,
-    empty_artifact_rate=0.0,
-    seed=3,
-)
+SPEC = clean_log(n_tasks=4, n_agents=2, n_samples=2, seed=3)
 
 
 def figures(p: Projections) -> dict[str, Any]:

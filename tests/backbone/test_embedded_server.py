@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from assay.embedded import NatsServer, find_free_port, go_procs
-from bench.traffic import read_varz
 
 
 def _varz(monitor: int) -> dict[str, Any]:
-    return read_varz(f"http://127.0.0.1:{monitor}")
+    """The server's /varz answer (its configuration and counters) from its monitor port."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{monitor}/varz", timeout=5.0) as answer:
+        data: dict[str, Any] = json.load(answer)
+    return data
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
 import threading
 from concurrent import futures
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import grpc
@@ -156,6 +160,27 @@ class OtlpGrpcReceiver(
 
     def __exit__(self, *exc: object) -> None:
         self.server.stop(grace=None)
+
+
+def traced_python(
+    script: str,
+    traces: str = "console",
+    metrics: str = "none",
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run `script` in a fresh interpreter with these OTEL exporters (over `env`, by default
+    this process's environment); what it printed comes back."""
+    exporters = {"OTEL_TRACES_EXPORTER": traces, "OTEL_METRICS_EXPORTER": metrics}
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=cwd,
+        env={**(os.environ if env is None else env), **exporters},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def console_spans(text: str) -> list[Span]:

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from assay.config import Settings
+from tests.e2e.test_run_outcome import assay_run
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = sorted(p.name for p in (ROOT / "examples" / "tasks").iterdir() if p.is_dir())
@@ -53,31 +52,8 @@ def screenshot(html: Path, png: Path, tmp: Path) -> None:
 @pytest.mark.slow
 def test_assay_run_reports_every_task_agent_and_judge(settings: Settings, tmp_path: Path) -> None:
     html = tmp_path / "report.html"
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "assay_cli",
-            "run",
-            "examples/tasks",
-            "--campaign",
-            "examples/campaign.yaml",
-            "--html",
-            str(html),
-        ],
-        cwd=ROOT,
-        env={
-            **os.environ,
-            # Only where to keep state: the run uses the production defaults otherwise,
-            # not the test session's short ack and redelivery settings.
-            "ASSAY_HOME": str(settings.home),
-            "ASSAY_STATE_DIR": str(settings.state_dir),
-            "COLUMNS": "200",
-        },
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    tasks, campaign = Path("examples/tasks"), Path("examples/campaign.yaml")
+    out = assay_run(settings, tasks, campaign, "--html", str(html), timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "Scripted campaign" in out.stdout and "SCRIPTED CAMPAIGN" in out.stdout
     for name in AGENTS | JUDGES:

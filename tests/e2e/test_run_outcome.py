@@ -40,8 +40,15 @@ def one_task(tmp: Path, sampling_times: int = 1) -> tuple[Path, Path]:
 
 
 def assay_run(
-    settings: Settings, tasks: Path, campaign: Path, *args: str, **env: str
+    settings: Settings,
+    tasks: Path,
+    campaign: Path,
+    *args: str,
+    timeout: float = 600,
+    **env: str,
 ) -> subprocess.CompletedProcess[str]:
+    """`assay run TASKS --campaign CAMPAIGN ARGS` in its own process, keeping its state in
+    the test's home (production defaults otherwise, not the session's short settings)."""
     return subprocess.run(
         [sys.executable, "-m", "assay_cli", "run", str(tasks), "--campaign", str(campaign), *args],
         cwd=ROOT,
@@ -54,7 +61,7 @@ def assay_run(
         },
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout,
     )
 
 

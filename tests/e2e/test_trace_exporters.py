@@ -18,7 +18,7 @@ import pytest
 
 from assay.config import Settings
 
-from .otlp_receiver import OtlpGrpcReceiver, OtlpReceiver, Span, console_spans
+from .otlp_receiver import OtlpGrpcReceiver, OtlpReceiver, Span, console_spans, traced_python
 from .test_run_outcome import CAMPAIGN, ROOT, assay_run, one_task
 
 JUDGES = [j["judge_id"] for j in CAMPAIGN["judges"]] + ["rules"]  # type: ignore[index]
@@ -181,15 +181,7 @@ def test_none_exports_nothing_though_an_endpoint_is_set() -> None:
         base = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
         results = {}
         for value in ("none", "console", ""):
-            env = {**base, "OTEL_TRACES_EXPORTER": value, "OTEL_METRICS_EXPORTER": "none"}
-            out = subprocess.run(
-                [sys.executable, "-c", NONE_SCRIPT],
-                cwd=ROOT,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
+            out = traced_python(NONE_SCRIPT, value, env=base, cwd=ROOT)
             assert out.returncode == 0, out.stderr
             results[value] = (console_spans(out.stderr), len(receiver.spans))
     assert results["none"] == ([], 0), "none: not printed, not sent"

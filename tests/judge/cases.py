@@ -1,17 +1,20 @@
-"""Helpers of the jury tests: sealed runs published straight to the log, judge scripts."""
+"""Helpers of the jury tests: sealed runs published straight to the log, judge scripts, and
+`Judging`, the campaign → judges → seal → wait steps most judge tests repeat."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from assay.bus import Bus
+from assay.config import Settings
 from assay.providers import ModelProvider, RetryPolicy, make_provider
-from assay.store import BlobStore, media_type_of
-from assay_judge import JudgeService, RulesService
+from assay.store import BlobStore, LocalBlobStore, media_type_of
+from assay_judge import JudgeService, RulesService, build, build_rules
 from assay_schemas import (
     AgentSpec,
     AgentStepLogged,
@@ -33,12 +36,15 @@ from assay_schemas import (
     ToolCallRecord,
     default_rubric,
 )
-from assay_testing.scripted import ScriptedSequence, ScriptReply
+from assay_testing.scripted import Script, ScriptedModelServer, ScriptedSequence, ScriptReply
 
 SCRIPTED_KEY = "ASSAY_TEST_SCRIPTED_KEY"
 AGENT = AgentSpec(agent_id="agent-a", model="agent-model")
 RUBRIC = default_rubric()
 TEST = "tests"
+OUT_CSV = {"out.csv": b"a\n1\n"}
+
+Predicate = Callable[[list[Event]], bool]
 
 
 def judge_spec(judge_id: str, model: str, base_url: str, **extra: Any) -> JudgeSpec:
@@ -232,3 +238,102 @@ async def running(*services: JudgeService | RulesService) -> AsyncIterator[None]
     finally:
         for service in reversed(started):
             await service.stop()
+
+
+def any_judgment(events: list[Event]) -> bool:
+    """The log holds a recorded judgment."""
+    return bool(judgments(events))
+
+
+class Judged(NamedTuple):
+    """What `Judging.one_run` left: the log when its wait ended, and the sealed run."""
+
+    events: list[Event]
+    sealed: ArtifactsSealed
+
+
+@dataclass
+class Judging:
+    """One judge test's parts and the steps most judge tests repeat: a campaign naming its
+    jury, the judges running, a run sealed, the log awaited."""
+
+    bus: Bus
+    settings: Settings
+    store: LocalBlobStore
+    server: ScriptedModelServer
+    names: Iterator[str]
+
+    async def campaign(
+        self,
+        jury: Sequence[JudgeSpec],
+        campaign_id: str = "c1",
+        *,
+        prices: dict[str, Price] | None = None,
+    ) -> CampaignSpec:
+        """Publish CampaignStarted naming `jury`."""
+        return await start_campaign(self.bus, campaign_id, jury, prices=prices)
+
+    def running(self, *services: JudgeService | RulesService) -> AbstractAsyncContextManager[None]:
+        """Run `services` for the body of a `with` block."""
+        return running(*services)
+
+    def scripted(self, script: Script) -> str:
+        """A fresh model name that answers with `script`."""
+        model = next(self.names)
+        self.server.add_script(model, script)
+        return model
+
+    def spec(self, judge_id: str, model: str, **extra: Any) -> JudgeSpec:
+        """A judge on `model` of the scripted server."""
+        return judge_spec(judge_id, model, self.server.openai_base_url, **extra)
+
+    def llm(self, spec: JudgeSpec, **extra: Any) -> JudgeService:
+        """The LLM judge of `spec`, with quick deterministic retries."""
+        return build(self.settings, spec, store=self.store, providers=fast_provider, **extra)
+
+    def rules(self) -> RulesService:
+        """The rule judge on this test's store."""
+        return build_rules(self.settings, store=self.store)
+
+    async def seal(
+        self,
+        run_id: str = "r1",
+        *,
+        campaign_id: str = "c1",
+        files: dict[str, bytes] | None = None,
+        final_message: str = "done",
+        **extra: Any,
+    ) -> ArtifactsSealed:
+        """Seal one run (by default r1 of c1, with out.csv and the answer "done")."""
+        return await seal_run(
+            self.bus,
+            self.store,
+            campaign_id=campaign_id,
+            run_id=run_id,
+            files=OUT_CSV if files is None else files,
+            final_message=final_message,
+            **extra,
+        )
+
+    async def wait(self, predicate: Predicate, *, timeout: float = 30.0) -> list[Event]:
+        """Poll the log until `predicate` holds."""
+        return await wait_log(self.bus, predicate, timeout=timeout)
+
+    async def one_run(
+        self,
+        jury: Sequence[JudgeSpec],
+        until: Predicate = any_judgment,
+        *,
+        prices: dict[str, Price] | None = None,
+        with_rules: bool = False,
+        **seal: Any,
+    ) -> Judged:
+        """Campaign c1 names `jury`; its judges (and the rule judge, `with_rules`) run while
+        one run is sealed (`seal` as for `seal`), until the log satisfies `until`."""
+        await self.campaign(jury, prices=prices)
+        # Built after the campaign started, as the jury builds them.
+        judges = [self.llm(spec) for spec in jury]
+        async with self.running(*judges, *([self.rules()] if with_rules else [])):
+            sealed = await self.seal(**seal)
+            events = await self.wait(until)
+        return Judged(events, sealed)

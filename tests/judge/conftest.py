@@ -1,4 +1,5 @@
-"""Fixtures of the jury tests: one scripted model server, a blob store per test."""
+"""Fixtures of the jury tests: one scripted model server, a blob store per test, and the
+`judging` steps (campaign → judges → seal → wait) built on them."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay_testing.scripted import ScriptedModelServer
 
-from .cases import SCRIPTED_KEY
+from .cases import SCRIPTED_KEY, Judging
 
 _names = itertools.count()
 
@@ -35,3 +37,15 @@ def names() -> Iterator[str]:
 def store(settings: Settings) -> LocalBlobStore:
     """This test's blob store."""
     return LocalBlobStore(settings.blob_dir)
+
+
+@pytest.fixture
+def judging(
+    bus: Bus,
+    settings: Settings,
+    store: LocalBlobStore,
+    server: ScriptedModelServer,
+    names: Iterator[str],
+) -> Judging:
+    """This test's bus, store and scripted server, with the steps judge tests repeat."""
+    return Judging(bus, settings, store, server, names)

@@ -8,10 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.bus import Bus
-from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay_judge import build
 from assay_judge.answer import final_answer
 from assay_judge.files import SealedFiles
 from assay_judge.llm.prompts import FINAL_MESSAGE_CHARS, case_prompt
@@ -24,19 +21,9 @@ from assay_schemas import (
     Task,
     default_rubric,
 )
-from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
+from assay_testing.scripted import ScriptedSequence, ScriptReply
 
-from .cases import (
-    fast_provider,
-    judge_spec,
-    judgments,
-    of_type,
-    running,
-    seal_run,
-    start_campaign,
-    verdict,
-    wait_log,
-)
+from .cases import Judging, judgments, of_type, verdict
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -95,25 +82,19 @@ def test_the_llm_judge_is_told_how_long_the_whole_answer_is(tmp_path: Path) -> N
 
 
 async def test_the_llm_judge_sees_the_start_of_the_whole_answer_and_its_size(
-    bus: Bus, settings: Settings, store: LocalBlobStore, server: ScriptedModelServer
+    judging: Judging,
 ) -> None:
-    server.add_script("reader", ScriptedSequence([ScriptReply.call("submit_verdict", verdict())]))
-    spec = judge_spec("j1", "reader", server.openai_base_url)
+    model = judging.scripted(ScriptedSequence([ScriptReply.call("submit_verdict", verdict())]))
     whole = "B" * 40_000 + "C" * 60_000  # the inline start holds no C
-    ref = _put(store, whole)
-    await start_campaign(bus, "c1", [spec])
-    async with running(build(settings, spec, store=store, providers=fast_provider)):
-        await seal_run(
-            bus,
-            store,
-            campaign_id="c1",
-            run_id="r1",
-            files={"o.txt": b"x"},
-            final_message=whole[:100],
-            final_message_blob=ref,
-        )
-        await wait_log(bus, lambda evs: len(judgments(evs)) == 1)
-    [request] = server.requests("reader")
+    ref = _put(judging.store, whole)
+    await judging.one_run(
+        [judging.spec("j1", model)],
+        lambda evs: len(judgments(evs)) == 1,
+        files={"o.txt": b"x"},
+        final_message=whole[:100],
+        final_message_blob=ref,
+    )
+    [request] = judging.server.requests(model)
     prompt = json.dumps(request.body)
     shown = whole[:FINAL_MESSAGE_CHARS]
     assert shown in prompt and whole[: FINAL_MESSAGE_CHARS + 1] not in prompt
@@ -121,23 +102,17 @@ async def test_the_llm_judge_sees_the_start_of_the_whole_answer_and_its_size(
 
 
 async def test_the_llm_judge_fails_saying_so_when_the_answer_blob_is_lost(
-    bus: Bus, settings: Settings, store: LocalBlobStore, server: ScriptedModelServer
+    judging: Judging,
 ) -> None:
-    server.add_script("never", ScriptedSequence([ScriptReply.call("submit_verdict", verdict())]))
-    spec = judge_spec("j1", "never", server.openai_base_url)
+    model = judging.scripted(ScriptedSequence([ScriptReply.call("submit_verdict", verdict())]))
     lost = FileRef(path="final-message.txt", sha256="1" * 64, size=10)
-    await start_campaign(bus, "c1", [spec])
-    async with running(build(settings, spec, store=store, providers=fast_provider)):
-        await seal_run(
-            bus,
-            store,
-            campaign_id="c1",
-            run_id="r1",
-            files={"o.txt": b"x"},
-            final_message="the start",
-            final_message_blob=lost,
-        )
-        events = await wait_log(bus, lambda evs: bool(of_type(evs, JudgmentFailed)))
+    events, _ = await judging.one_run(
+        [judging.spec("j1", model)],
+        lambda evs: bool(of_type(evs, JudgmentFailed)),
+        files={"o.txt": b"x"},
+        final_message="the start",
+        final_message_blob=lost,
+    )
     [failed] = of_type(events, JudgmentFailed)
     assert failed.infrastructure and "the final answer cannot be read" in failed.error
-    assert not server.requests("never")  # no judging of the start alone
+    assert not judging.server.requests(model)  # no judging of the start alone

@@ -3,35 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from assay.bus import Bus
-from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay_aggregator import fold
-from assay_judge import build, build_rules
 from assay_judge.files import SealedFiles
 from assay_judge.llm.prompts import case_prompt
 from assay_report import Projections
 from assay_schemas import Task, default_rubric
-from assay_testing.scripted import ScriptedModelServer
 
-from .cases import (
-    fast_provider,
-    judge_spec,
-    judgments,
-    reading_judge,
-    running,
-    seal_run,
-    start_campaign,
-    verdict,
-    wait_log,
-)
+from .cases import Judging, judgments, reading_judge, verdict
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -99,20 +84,11 @@ def _scores(task: Task, score: int) -> dict[str, Any]:
     return {k: {"score": score, "reason": f"{k} ok"} for k in keys}
 
 
-async def test_both_variants_round_trip(
-    bus: Bus,
-    settings: Settings,
-    store: LocalBlobStore,
-    server: ScriptedModelServer,
-    names: Iterator[str],
-    tmp_path: Path,
-) -> None:
-    tasks = _load(tmp_path, store)
+async def test_both_variants_round_trip(judging: Judging, tmp_path: Path) -> None:
+    tasks = _load(tmp_path, judging.store)
     hybrid, rl = tasks["asi-hybrid"], tasks["asi-rl"]
-    model = next(names)
     # One script serves both tasks: the verdict names whichever rubric the request shows.
-    server.add_script(
-        model,
+    model = judging.scripted(
         lambda request: reading_judge(
             [],
             verdict(
@@ -121,21 +97,18 @@ async def test_both_variants_round_trip(
             ),
         )(request),
     )
-    spec = judge_spec("j1", model, server.openai_base_url)
-    await start_campaign(bus, "asi", [spec])
-    service = build(settings, spec, store=store, providers=fast_provider)
-    async with running(service, build_rules(settings, store=store)):
+    spec = judging.spec("j1", model)
+    await judging.campaign([spec], "asi")
+    async with judging.running(judging.llm(spec), judging.rules()):
         for run_id, task in (("r-hybrid", hybrid), ("r-rl", rl)):
-            await seal_run(
-                bus,
-                store,
+            await judging.seal(
+                run_id,
                 campaign_id="asi",
-                run_id=run_id,
                 files={"ic50.txt": b"IC50 = 3.1 uM\n"},
                 final_message="IC50 is 3.1 uM (ic50.txt).",
                 task=task,
             )
-        events = await wait_log(bus, lambda evs: len(judgments(evs)) >= 6)
+        events = await judging.wait(lambda evs: len(judgments(evs)) >= 6)
     llm = {r: [j for j in judgments(events, "j1") if j.run_id == r] for r in ("r-hybrid", "r-rl")}
     # Sampling count: judge.llm.sampling_times of the hybrid task; 1 for the other.
     assert sorted(j.sample for j in llm["r-hybrid"]) == [0, 1, 2]
@@ -151,7 +124,11 @@ async def test_both_variants_round_trip(
     ic50 = next(c for c in rules.checks if c.name == "ic50")
     assert ic50.passed and ic50.weight == 3.0
     # What the judges were told, as the model server received it.
-    sent = {r: json.dumps(req.body) for req in server.requests(model) for r in [_task_of(req.body)]}
+    sent = {
+        r: json.dumps(req.body)
+        for req in judging.server.requests(model)
+        for r in [_task_of(req.body)]
+    }
     assert "marker-7f3a" in sent["asi-rl"] and "marker-7f3a" not in sent["asi-hybrid"]
     assert "(weight 1) Reports an effect size" in sent["asi-rl"]
     assert "(weight 0.5) Shows the fitted curve." in sent["asi-hybrid"]

@@ -7,20 +7,15 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from assay.bus import Bus
-from assay.config import Settings
-from assay.store import LocalBlobStore
 from assay_judge import load_judge_spec
 from assay_schemas import ConfigError, JudgeRegistered
-from assay_testing.scripted import ScriptedModelServer
 
-from .cases import SCRIPTED_KEY, judgments, of_type, reading_judge, seal_run, verdict, wait_log
+from .cases import SCRIPTED_KEY, Judging, judgments, of_type, reading_judge, verdict
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -38,34 +33,26 @@ def test_spec_files_are_validated(tmp_path: Path) -> None:
 
 
 async def test_cli_judge_backfills_until_interrupted(
-    bus: Bus,
-    settings: Settings,
-    store: LocalBlobStore,
-    server: ScriptedModelServer,
-    names: Iterator[str],
+    judging: Judging,
     tmp_path: Path,
 ) -> None:
-    model = next(names)
-    server.add_script(
-        model, reading_judge([("read_file", {"path": "o.txt"})], verdict(9, files=["o.txt"]))
+    model = judging.scripted(
+        reading_judge([("read_file", {"path": "o.txt"})], verdict(9, files=["o.txt"]))
     )
-    await seal_run(
-        bus, store, campaign_id="c1", run_id="r1", files={"o.txt": b"x"}, final_message="ok"
-    )
-    await seal_run(
-        bus, store, campaign_id="other", run_id="r2", files={"o.txt": b"y"}, final_message="ok"
-    )
+    await judging.seal("r1", files={"o.txt": b"x"}, final_message="ok")
+    await judging.seal("r2", campaign_id="other", files={"o.txt": b"y"}, final_message="ok")
     spec = tmp_path / "judge.yaml"
     spec.write_text(
         yaml.safe_dump(
             {
                 "judge_id": "cli-judge",
                 "model": model,
-                "base_url": server.openai_base_url,
+                "base_url": judging.server.openai_base_url,
                 "api_key_env": SCRIPTED_KEY,
             }
         )
     )
+    settings = judging.settings
     env = {
         **os.environ,
         "ASSAY_NATS_URL": settings.nats_url,
@@ -81,7 +68,7 @@ async def test_cli_judge_backfills_until_interrupted(
         stderr=subprocess.STDOUT,
     )
     try:
-        events = await wait_log(bus, lambda evs: bool(judgments(evs, "cli-judge")), timeout=30)
+        events = await judging.wait(lambda evs: bool(judgments(evs, "cli-judge")), timeout=30)
         # Its back-fill says it is done (as `assay serve judge` does).
         for _ in range(100):
             if b"1 of 1 runs judged" in printed.read_bytes():

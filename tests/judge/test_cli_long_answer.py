@@ -4,16 +4,14 @@ whose final answer is huge and pathological returns, with every run judged."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import yaml
 
 from assay.config import Settings
+from tests.e2e.test_run_outcome import assay_run
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = ("--timeout", "120")
@@ -53,28 +51,7 @@ def test_assay_run_returns_on_a_huge_final_answer(settings: Settings, tmp_path: 
         )
     )
     started = time.monotonic()
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "assay_cli",
-            "run",
-            str(tasks),
-            "--campaign",
-            str(campaign),
-            *TIMEOUT,
-        ],
-        cwd=ROOT,
-        env={
-            **os.environ,
-            "ASSAY_HOME": str(settings.home),
-            "ASSAY_STATE_DIR": str(settings.state_dir),
-            "COLUMNS": "200",
-        },
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    out = assay_run(settings, tasks, campaign, *TIMEOUT, timeout=240)
     text = out.stdout + out.stderr
     assert time.monotonic() - started < 150, text[-3000:]
     assert out.returncode == 0, text[-3000:]

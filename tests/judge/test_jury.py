@@ -3,31 +3,14 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 
 import polars as pl
 import pytest
 
-from assay.bus import Bus
-from assay.config import Settings
-from assay.store import LocalBlobStore
-from assay_judge import build
 from assay_schemas import ArtifactsSealed, JudgeRegistered
-from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
+from assay_testing.scripted import ScriptedSequence, ScriptReply
 
-from .cases import (
-    RUBRIC,
-    fast_provider,
-    judge_spec,
-    judgments,
-    of_type,
-    reading_judge,
-    running,
-    seal_run,
-    start_campaign,
-    verdict,
-    wait_log,
-)
+from .cases import RUBRIC, Judging, judge_spec, judgments, of_type, reading_judge, verdict
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -43,20 +26,12 @@ def _parquet() -> bytes:
     return buf.getvalue()
 
 
-async def test_three_judges_score_a_sealed_run(
-    bus: Bus,
-    settings: Settings,
-    store: LocalBlobStore,
-    server: ScriptedModelServer,
-    names: Iterator[str],
-) -> None:
-    m1, m2, m3 = next(names), next(names), next(names)
-    server.add_script(
-        m1,
+async def test_three_judges_score_a_sealed_run(judging: Judging) -> None:
+    server = judging.server
+    m1 = judging.scripted(
         reading_judge([("read_file", {"path": "analysis.py"})], verdict(8, files=["analysis.py"])),
     )
-    server.add_script(
-        m2,
+    m2 = judging.scripted(
         reading_judge(
             [
                 ("list_files", {}),
@@ -67,8 +42,7 @@ async def test_three_judges_score_a_sealed_run(
         ),
     )
     # The third judge sends its verdict in the same turn as a read.
-    server.add_script(
-        m3,
+    m3 = judging.scripted(
         ScriptedSequence(
             [
                 ScriptReply.call(
@@ -86,18 +60,14 @@ async def test_three_judges_score_a_sealed_run(
         ),
     )
     judges = [
-        judge_spec("j-gpt", m1, server.openai_base_url, family="gpt"),
+        judging.spec("j-gpt", m1, family="gpt"),
         judge_spec("j-claude", m2, server.base_url, provider="anthropic", family="claude"),
-        judge_spec("j-gemma", m3, server.openai_base_url, family="gemma"),
+        judging.spec("j-gemma", m3, family="gemma"),
     ]
-    await start_campaign(bus, "c1", judges)
-    services = [build(settings, j, store=store, providers=fast_provider) for j in judges]
-    async with running(*services):
-        sealed = await seal_run(
-            bus,
-            store,
-            campaign_id="c1",
-            run_id="run1",
+    await judging.campaign(judges)
+    async with judging.running(*(judging.llm(j) for j in judges)):
+        sealed = await judging.seal(
+            "run1",
             attachments={"growth.csv": GROWTH},
             files={
                 "analysis.py": SCRIPT,
@@ -106,16 +76,8 @@ async def test_three_judges_score_a_sealed_run(
             },
             final_message="Strain B grows faster (see results/means.parquet).",
         )
-        await seal_run(
-            bus,
-            store,
-            campaign_id="c1",
-            run_id="broken",
-            files={},
-            final_message="",
-            outcome="failed",
-        )
-        events = await wait_log(bus, lambda evs: len(judgments(evs)) >= 3)
+        await judging.seal("broken", files={}, final_message="", outcome="failed")
+        events = await judging.wait(lambda evs: len(judgments(evs)) >= 3)
     recorded = {j.judge_id: j for j in judgments(events)}
     assert set(recorded) == {"j-gpt", "j-claude", "j-gemma"}
     for j in recorded.values():

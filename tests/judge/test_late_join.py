@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from statistics import mean
 
@@ -20,9 +19,7 @@ import pytest
 import yaml
 from rich.console import Console
 
-from assay.bus import Bus
 from assay.config import Settings
-from assay.store import LocalBlobStore
 from assay_aggregator.rebuild import fold_stream
 from assay_judge import build
 from assay_report.projections import Projections
@@ -31,18 +28,7 @@ from assay_report.terminal import print_report
 from assay_schemas import JudgeRegistered, JudgmentFailed, JudgmentRecorded
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
-from .cases import (
-    SCRIPTED_KEY,
-    fast_provider,
-    judge_spec,
-    of_type,
-    outcomes,
-    running,
-    seal_run,
-    start_campaign,
-    verdict,
-    wait_log,
-)
+from .cases import SCRIPTED_KEY, Judging, of_type, outcomes, verdict
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -55,16 +41,10 @@ def _submitting(score: int) -> ScriptedSequence:
     return ScriptedSequence([ScriptReply.call("submit_verdict", verdict(score))])
 
 
-async def _sealed_campaign(bus: Bus, store: LocalBlobStore, runs: int = RUNS) -> None:
+async def _sealed_campaign(judging: Judging, runs: int = RUNS) -> None:
     for i in range(runs):
-        await seal_run(
-            bus,
-            store,
-            campaign_id="c1",
-            run_id=f"r{i:02d}",
-            files={"out.csv": f"run,{i}\n".encode()},
-            final_message="see out.csv",
-        )
+        out = {"out.csv": f"run,{i}\n".encode()}
+        await judging.seal(f"r{i:02d}", files=out, final_message="see out.csv")
 
 
 def _spec_file(tmp_path: Path, judge_id: str, model: str, server: ScriptedModelServer) -> Path:
@@ -112,41 +92,38 @@ def _late_outcomes(events: list[object]) -> list[JudgmentRecorded | JudgmentFail
     return [o for o in outcomes(events) if o.judge_id == "late"]  # type: ignore[arg-type]
 
 
-async def _report(bus: Bus, store: LocalBlobStore) -> Report:
-    state = await fold_stream(bus.js, bus.stream.name, bus.subjects.events, load=store.get_bytes)
+async def _report(judging: Judging) -> Report:
+    bus = judging.bus
+    state = await fold_stream(
+        bus.js, bus.stream.name, bus.subjects.events, load=judging.store.get_bytes
+    )
     return build_report(Projections(state), n_resamples=200)
 
 
 async def test_late_serve_judge_backfills_every_sealed_run_and_is_named_late(
-    bus: Bus,
-    settings: Settings,
-    store: LocalBlobStore,
-    server: ScriptedModelServer,
-    names: Iterator[str],
+    judging: Judging,
     tmp_path: Path,
 ) -> None:
-    declared, late_model = next(names), next(names)
-    server.add_script(declared, _submitting(8))
-    server.add_script(late_model, _submitting(5))
-    jury = judge_spec("j1", declared, server.openai_base_url)
-    await start_campaign(bus, "c1", [jury])
-    first = build(settings, jury, store=store, providers=fast_provider)
+    declared, late_model = judging.scripted(_submitting(8)), judging.scripted(_submitting(5))
+    jury = judging.spec("j1", declared)
+    await judging.campaign([jury])
+    first = judging.llm(jury)
     log = tmp_path / "late.log"
-    async with running(first):  # the running stack: its declared judge keeps judging
-        await _sealed_campaign(bus, store)
-        await wait_log(bus, lambda evs: len(outcomes(evs)) == RUNS, timeout=90)
+    async with judging.running(first):  # the running stack: its declared judge keeps judging
+        await _sealed_campaign(judging)
+        await judging.wait(lambda evs: len(outcomes(evs)) == RUNS, timeout=90)
         loop = asyncio.get_running_loop()
         began = loop.time()
-        proc = _serve(settings, _spec_file(tmp_path, "late", late_model, server), log)
+        proc = _serve(
+            judging.settings, _spec_file(tmp_path, "late", late_model, judging.server), log
+        )
         try:
-            events = await wait_log(bus, lambda evs: len(_late_outcomes(evs)) == RUNS, timeout=180)
+            events = await judging.wait(lambda evs: len(_late_outcomes(evs)) == RUNS, timeout=180)
             took = loop.time() - began
             # One more run sealed while it runs is judged by both, as any new run.
-            await seal_run(
-                bus, store, campaign_id="c1", run_id="r-new", files={"o": b"1"}, final_message="ok"
-            )
-            events = await wait_log(
-                bus, lambda evs: len(outcomes(evs)) == 2 * (RUNS + 1), timeout=60
+            await judging.seal("r-new", files={"o": b"1"}, final_message="ok")
+            events = await judging.wait(
+                lambda evs: len(outcomes(evs)) == 2 * (RUNS + 1), timeout=60
             )
         finally:
             _stop(proc)
@@ -163,7 +140,7 @@ async def test_late_serve_judge_backfills_every_sealed_run_and_is_named_late(
         r.campaign_id for r in of_type(events, JudgeRegistered) if r.judge.judge_id == "late"
     } == {"c1"}
 
-    report = await _report(bus, store)
+    report = await _report(judging)
     [joined] = report.late_judges
     assert (joined.campaign_id, joined.judge_id, joined.n_runs) == ("c1", "late", RUNS + 1)
     assert joined.joined_at > "" and joined.n_backfilled == RUNS
@@ -186,36 +163,31 @@ async def test_late_serve_judge_backfills_every_sealed_run_and_is_named_late(
     assert "joined late" in rendered and "late" in rendered
     assert "including late judges" in rendered
     # A replay rebuilds the same report.
-    assert report_json(await _report(bus, store)) == report_json(report)
+    assert report_json(await _report(judging)) == report_json(report)
 
 
 async def test_killed_mid_backfill_resumes_and_judges_each_sample_once(
-    bus: Bus,
-    settings: Settings,
-    store: LocalBlobStore,
-    server: ScriptedModelServer,
-    names: Iterator[str],
+    judging: Judging,
     tmp_path: Path,
 ) -> None:
-    model = next(names)
-    server.add_script(model, _submitting(6))
-    server.set_latency(model, 0.3)
-    await start_campaign(bus, "c1", [])
-    await _sealed_campaign(bus, store)
-    spec = _spec_file(tmp_path, "late", model, server)
+    model = judging.scripted(_submitting(6))
+    judging.server.set_latency(model, 0.3)
+    await judging.campaign([])
+    await _sealed_campaign(judging)
+    spec = _spec_file(tmp_path, "late", model, judging.server)
     log = tmp_path / "late.log"
-    proc = _serve(settings, spec, log)
+    proc = _serve(judging.settings, spec, log)
     try:
-        await wait_log(bus, lambda evs: len(_late_outcomes(evs)) >= 5, timeout=90)
+        await judging.wait(lambda evs: len(_late_outcomes(evs)) >= 5, timeout=90)
     finally:
         proc.send_signal(signal.SIGKILL)  # no goodbye: mid back-fill
         proc.wait(timeout=10)
-    before = len(_late_outcomes([e.event async for e in bus.replay()]))
+    before = len(_late_outcomes([e.event async for e in judging.bus.replay()]))
     assert 5 <= before < RUNS
-    asked_before = len(server.requests(model))
-    restarted = _serve(settings, spec, log)
+    asked_before = len(judging.server.requests(model))
+    restarted = _serve(judging.settings, spec, log)
     try:
-        events = await wait_log(bus, lambda evs: len(_late_outcomes(evs)) == RUNS, timeout=120)
+        events = await judging.wait(lambda evs: len(_late_outcomes(evs)) == RUNS, timeout=120)
     finally:
         _stop(restarted)
     late = _late_outcomes(events)
@@ -223,62 +195,51 @@ async def test_killed_mid_backfill_resumes_and_judges_each_sample_once(
     # Resumed: only the runs without a verdict were judged again (plus those in flight
     # when it was killed, whose verdicts never reached the log: the back-fill and the
     # durable each hold at most one).
-    asked_after = len(server.requests(model)) - asked_before
+    asked_after = len(judging.server.requests(model)) - asked_before
     assert RUNS - before <= asked_after <= RUNS - before + 2
     printed = log.read_bytes().decode()
     assert f"{before} already judged" in printed, printed
 
 
 async def test_a_judge_outside_its_scope_leaves_the_runs_for_a_later_start(
-    bus: Bus,
-    settings: Settings,
-    store: LocalBlobStore,
-    server: ScriptedModelServer,
-    names: Iterator[str],
+    judging: Judging,
 ) -> None:
-    model = next(names)
-    server.add_script(model, _submitting(7))
-    spec = judge_spec("late", model, server.openai_base_url)
-    await start_campaign(bus, "c1", [])
-    await _sealed_campaign(bus, store, runs=3)
+    model = judging.scripted(_submitting(7))
+    spec = judging.spec("late", model)
+    await judging.campaign([])
+    await _sealed_campaign(judging, runs=3)
     # Started as the jury starts judges (only campaigns that name it): c1 does not.
-    unnamed = build(settings, spec, store=store, providers=fast_provider)
-    async with running(unnamed):
+    unnamed = judging.llm(spec)
+    async with judging.running(unnamed):
         await asyncio.sleep(2)
-    assert not _late_outcomes([e.event async for e in bus.replay()])
+    assert not _late_outcomes([e.event async for e in judging.bus.replay()])
     # Its durable has seen c1's runs; enabled for c1 now, it still judges every one.
-    enabled = build(settings, spec, store=store, providers=fast_provider, campaigns={"c1"})
+    enabled = judging.llm(spec, campaigns={"c1"})
     progress: list[tuple[int, int]] = []
     enabled.on_progress = lambda done, total, already: progress.append((done, total))
-    async with running(enabled):
-        events = await wait_log(bus, lambda evs: len(_late_outcomes(evs)) == 3, timeout=60)
+    async with judging.running(enabled):
+        events = await judging.wait(lambda evs: len(_late_outcomes(evs)) == 3, timeout=60)
     assert sorted(o.run_id for o in _late_outcomes(events)) == ["r00", "r01", "r02"]
     assert progress[-1] == (3, 3)
     # The registration enables it: restarted as the jury starts it, it judges c1's new runs.
-    again = build(settings, spec, store=store, providers=fast_provider)
-    async with running(again):
-        await seal_run(
-            bus, store, campaign_id="c1", run_id="r-new", files={"o": b"1"}, final_message="ok"
-        )
-        await wait_log(bus, lambda evs: len(_late_outcomes(evs)) == 4, timeout=60)
+    again = judging.llm(spec)
+    async with judging.running(again):
+        await judging.seal("r-new", files={"o": b"1"}, final_message="ok")
+        await judging.wait(lambda evs: len(_late_outcomes(evs)) == 4, timeout=60)
 
 
 async def test_a_run_that_keeps_failing_ends_in_judgment_failed_not_a_silent_ack(
-    bus: Bus,
-    settings: Settings,
-    store: LocalBlobStore,
-    server: ScriptedModelServer,
-    names: Iterator[str],
+    judging: Judging,
 ) -> None:
     def broken(spec: object) -> object:
         raise RuntimeError("the provider cannot be built")
 
-    spec = judge_spec("late", next(names), server.openai_base_url)
-    await start_campaign(bus, "c1", [spec])
-    service = build(settings, spec, store=store, providers=broken)  # type: ignore[arg-type]
-    async with running(service):
-        await _sealed_campaign(bus, store, runs=1)
-        events = await wait_log(bus, lambda evs: bool(_late_outcomes(evs)), timeout=90)
+    spec = judging.spec("late", next(judging.names))
+    await judging.campaign([spec])
+    service = build(judging.settings, spec, store=judging.store, providers=broken)  # type: ignore[arg-type]
+    async with judging.running(service):
+        await _sealed_campaign(judging, runs=1)
+        events = await judging.wait(lambda evs: bool(_late_outcomes(evs)), timeout=90)
     [failed] = _late_outcomes(events)
     assert isinstance(failed, JudgmentFailed) and failed.infrastructure
     assert failed.error_info is not None and failed.error_info.error_class == "RuntimeError"

@@ -5,49 +5,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from assay.bus import Bus, Published
-from assay.config import Settings
-from assay.store import LocalBlobStore
-from assay_judge import build
+from assay.bus import Published
 from assay_schemas import Event, JudgmentRecorded
-from assay_testing.scripted import ScriptedModelServer
 
-from .cases import (
-    fast_provider,
-    judge_spec,
-    judgments,
-    reading_judge,
-    running,
-    seal_run,
-    start_campaign,
-    verdict,
-    wait_log,
-)
+from .cases import Judging, judgments, reading_judge, verdict
 
 pytestmark = pytest.mark.timeout(60)
 
 
-async def test_redelivery_after_crash_does_not_duplicate(
-    bus: Bus,
-    settings: Settings,
-    store: LocalBlobStore,
-    server: ScriptedModelServer,
-    names: Iterator[str],
-) -> None:
-    settings = settings.model_copy(update={"ack_wait_s": 1.5})
-    model = next(names)
-    server.add_script(
-        model, reading_judge([("read_file", {"path": "out.csv"})], verdict(6, files=["out.csv"]))
+async def test_redelivery_after_crash_does_not_duplicate(judging: Judging) -> None:
+    judging.settings = settings = judging.settings.model_copy(update={"ack_wait_s": 1.5})
+    bus, server = judging.bus, judging.server
+    model = judging.scripted(
+        reading_judge([("read_file", {"path": "out.csv"})], verdict(6, files=["out.csv"]))
     )
-    spec = judge_spec("fragile", model, server.openai_base_url, sampling_times=1)
-    await start_campaign(bus, "c1", [spec])
+    spec = judging.spec("fragile", model, sampling_times=1)
+    await judging.campaign([spec])
 
-    doomed = build(settings, spec, store=store, providers=fast_provider)
+    doomed = judging.llm(spec)
     real_publish = doomed.bus.publish
     published, both_judged, crash = asyncio.Event(), asyncio.Event(), asyncio.Event()
     arrived: list[int] = []
@@ -71,17 +50,9 @@ async def test_redelivery_after_crash_does_not_duplicate(
     await doomed.start()
     try:
         # The task asks for 2 samples (more than the judge's 1): the larger wins.
-        await seal_run(
-            bus,
-            store,
-            campaign_id="c1",
-            run_id="r1",
-            files={"out.csv": b"a\n1\n"},
-            final_message="see out.csv",
-            sampling_times=2,
-        )
+        await judging.seal(final_message="see out.csv", sampling_times=2)
         await asyncio.wait_for(both_judged.wait(), 20)
-        await wait_log(bus, lambda evs: len(judgments(evs)) == 1)
+        await judging.wait(lambda evs: len(judgments(evs)) == 1)
         # The instance dies: its connection goes first, so no ack, nack or heartbeat is sent.
         await doomed.bus.broker.connection.close()
         crash.set()
@@ -91,8 +62,8 @@ async def test_redelivery_after_crash_does_not_duplicate(
     calls_before = len(server.requests(model))
     assert calls_before == 4  # both samples ran their model turns; one judgment got out
 
-    async with running(build(settings, spec, store=store, providers=fast_provider)):
-        events = await wait_log(bus, lambda evs: len(judgments(evs)) == 2)
+    async with judging.running(judging.llm(spec)):
+        events = await judging.wait(lambda evs: len(judgments(evs)) == 2)
         await asyncio.sleep(settings.ack_wait_s + 0.5)  # any further redelivery would show now
         events = [e.event async for e in bus.replay()]
     counts = Counter((e.run_id, e.judge_id, e.sample) for e in judgments(events))

@@ -3,35 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
-from assay.bus import Bus
-from assay.config import Settings
-from assay.store import LocalBlobStore
-from assay_judge import build
 from assay_schemas import JudgmentFailed, Price, Usage
-from assay_testing.scripted import (
-    Fault,
-    ScriptedModelServer,
-    ScriptedSequence,
-    ScriptedToolCall,
-    ScriptReply,
-)
+from assay_testing.scripted import Fault, ScriptedSequence, ScriptedToolCall, ScriptReply
 
-from .cases import (
-    RUBRIC,
-    fast_provider,
-    judge_spec,
-    judgments,
-    of_type,
-    running,
-    seal_run,
-    start_campaign,
-    verdict,
-    wait_log,
-)
+from .cases import RUBRIC, Judging, judgments, of_type, verdict
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -39,16 +17,8 @@ MISSING_DIMENSION = verdict(7)
 del MISSING_DIMENSION["scores"]["communication"]
 
 
-async def test_garbage_twice_then_valid_is_repaired(
-    bus: Bus,
-    settings: Settings,
-    store: LocalBlobStore,
-    server: ScriptedModelServer,
-    names: Iterator[str],
-) -> None:
-    model = next(names)
-    server.add_script(
-        model,
+async def test_garbage_twice_then_valid_is_repaired(judging: Judging) -> None:
+    model = judging.scripted(
         ScriptedSequence(
             [
                 ScriptReply.say("Overall I would give it a 7."),
@@ -57,22 +27,11 @@ async def test_garbage_twice_then_valid_is_repaired(
             ]
         ),
     )
-    spec = judge_spec("fixable", model, server.openai_base_url, max_repairs=2)
-    await start_campaign(bus, "c1", [spec])
-    async with running(build(settings, spec, store=store, providers=fast_provider)):
-        await seal_run(
-            bus,
-            store,
-            campaign_id="c1",
-            run_id="r1",
-            files={"out.csv": b"a\n1\n"},
-            final_message="done",
-        )
-        events = await wait_log(bus, lambda evs: bool(judgments(evs)))
+    events, _ = await judging.one_run([judging.spec("fixable", model, max_repairs=2)])
     [judgment] = judgments(events)
     assert judgment.scores["communication"].score == 7 and judgment.files_cited == ["out.csv"]
     assert judgment.attempts == 3 and judgment.rejected_outputs is not None
-    requests = [r.request for r in server.requests(model) if r.request]
+    requests = [r.request for r in judging.server.requests(model) if r.request]
     assert len(requests) == 3
     # Each repair prompt names the problem.
     assert "no submit_verdict tool call" in requests[1].last_user_text
@@ -81,13 +40,8 @@ async def test_garbage_twice_then_valid_is_repaired(
 
 
 async def test_repaired_verdict_records_two_attempts_the_rejected_output_and_campaign_cost(
-    bus: Bus,
-    settings: Settings,
-    store: LocalBlobStore,
-    server: ScriptedModelServer,
-    names: Iterator[str],
+    judging: Judging,
 ) -> None:
-    model = next(names)
     boolean = verdict(7)
     boolean["scores"]["communication"]["score"] = True  # strict: never read as 1
     usage = Usage(input_tokens=1000, output_tokens=200, cached_tokens=400)
@@ -96,18 +50,14 @@ async def test_repaired_verdict_records_two_attempts_the_rejected_output_and_cam
         call = ScriptedToolCall(name="submit_verdict", arguments=arguments)  # type: ignore[arg-type]
         return ScriptReply(tool_calls=(call,), usage=usage)
 
-    server.add_script(model, ScriptedSequence([submit(boolean), submit(verdict(7))]))
-    spec = judge_spec("repaired", model, server.openai_base_url, max_repairs=2)
+    model = judging.scripted(ScriptedSequence([submit(boolean), submit(verdict(7))]))
+    spec = judging.spec("repaired", model, max_repairs=2)
     prices = {model: Price(input_per_mtok=2.0, output_per_mtok=8.0, cached_input_per_mtok=0.5)}
-    await start_campaign(bus, "c1", [spec], prices=prices)
-    async with running(build(settings, spec, store=store, providers=fast_provider)):
-        await seal_run(bus, store, campaign_id="c1", run_id="r1", files={"out.csv": b"a\n1\n"},
-                       final_message="done")  # fmt: skip
-        events = await wait_log(bus, lambda evs: bool(judgments(evs)))
+    events, _ = await judging.one_run([spec], prices=prices)
     [judgment] = judgments(events)
     assert judgment.attempts == 2
     assert judgment.rejected_outputs is not None
-    raw = json.loads(store.get_bytes(judgment.rejected_outputs.sha256))
+    raw = json.loads(judging.store.get_bytes(judgment.rejected_outputs.sha256))
     assert len(raw["attempts"]) == 1
     assert "communication" in json.dumps(raw["attempts"][0]["problems"])
     # By hand, two turns of 1000 input (400 cached) and 200 output tokens:
@@ -116,19 +66,11 @@ async def test_repaired_verdict_records_two_attempts_the_rejected_output_and_cam
     assert judgment.cost_usd == pytest.approx((2400 + 400 + 3200) / 1e6, abs=1e-12)
 
 
-async def test_never_valid_gives_judgment_failed_with_raw_output(
-    bus: Bus,
-    settings: Settings,
-    store: LocalBlobStore,
-    server: ScriptedModelServer,
-    names: Iterator[str],
-) -> None:
-    model = next(names)
+async def test_never_valid_gives_judgment_failed_with_raw_output(judging: Judging) -> None:
     bad_tag = verdict(5, tags=["sloppy"], files=["nope.txt"])
     out_of_range = verdict(5)
     out_of_range["scores"]["data_handling"]["score"] = 12
-    server.add_script(
-        model,
+    model = judging.scripted(
         ScriptedSequence(
             [
                 ScriptReply.call("submit_verdict", MISSING_DIMENSION),
@@ -137,60 +79,36 @@ async def test_never_valid_gives_judgment_failed_with_raw_output(
             ]
         ),
     )
-    spec = judge_spec("hopeless", model, server.openai_base_url, max_repairs=2)
-    await start_campaign(bus, "c1", [spec])
-    async with running(build(settings, spec, store=store, providers=fast_provider)):
-        await seal_run(
-            bus,
-            store,
-            campaign_id="c1",
-            run_id="r1",
-            files={"out.csv": b"a\n1\n"},
-            final_message="done",
-        )
-        events = await wait_log(bus, lambda evs: bool(of_type(evs, JudgmentFailed)))
+    spec = judging.spec("hopeless", model, max_repairs=2)
+    events, _ = await judging.one_run([spec], lambda evs: bool(of_type(evs, JudgmentFailed)))
     [failed] = of_type(events, JudgmentFailed)
     assert not judgments(events)
     assert failed.judge_id == "hopeless" and failed.attempts == 3 and not failed.infrastructure
     assert "data_handling" in failed.error
-    assert failed.raw_output is not None and store.exists(failed.raw_output.sha256)
-    raw = json.loads(store.get_bytes(failed.raw_output.sha256))
+    assert failed.raw_output is not None and judging.store.exists(failed.raw_output.sha256)
+    raw = json.loads(judging.store.get_bytes(failed.raw_output.sha256))
     problems = [a["problems"] for a in raw["attempts"]]
     assert problems[0] == ["scores is missing dimensions: communication"]
     assert any("unknown failure tags sloppy" in p for p in problems[1])
     assert any("not in the manifest: nope.txt" in p for p in problems[1])
     assert raw["attempts"][2]["tool_calls"][0]["name"] == "submit_verdict"
-    assert len(server.requests(model)) == 3
+    assert len(judging.server.requests(model)) == 3
     assert RUBRIC.dimension_keys[0] in json.dumps(raw)
 
 
-async def test_provider_outage_is_an_infrastructure_failure_and_acked(
-    bus: Bus,
-    settings: Settings,
-    store: LocalBlobStore,
-    server: ScriptedModelServer,
-    names: Iterator[str],
-) -> None:
-    model = next(names)
-    server.add_script(model, ScriptedSequence([ScriptReply.call("submit_verdict", verdict())]))
+async def test_provider_outage_is_an_infrastructure_failure_and_acked(judging: Judging) -> None:
+    bus, server = judging.bus, judging.server
+    model = judging.scripted(ScriptedSequence([ScriptReply.call("submit_verdict", verdict())]))
     server.fail_always(model, Fault.server_error(503))
-    spec = judge_spec("down", model, server.openai_base_url)
-    await start_campaign(bus, "c1", [spec])
-    service = build(settings, spec, store=store, providers=fast_provider)
-    async with running(service):
-        await seal_run(
-            bus,
-            store,
-            campaign_id="c1",
-            run_id="r1",
-            files={"out.csv": b"a\n1\n"},
-            final_message="done",
-        )
-        events = await wait_log(bus, lambda evs: bool(of_type(evs, JudgmentFailed)))
+    spec = judging.spec("down", model)
+    await judging.campaign([spec])
+    async with judging.running(judging.llm(spec)):
+        await judging.seal()
+        events = await judging.wait(lambda evs: bool(of_type(evs, JudgmentFailed)))
         [failed] = of_type(events, JudgmentFailed)
         assert (failed.infrastructure and "503" in failed.error) or "Unavailable" in failed.error
         # The message was acked: nothing pending, nothing dead-lettered.
-        info = await bus.js.consumer_info(settings.stream, "judge-down")
+        info = await bus.js.consumer_info(judging.settings.stream, "judge-down")
         assert info.num_ack_pending == 0 and info.num_pending == 0
     assert await bus.dead_letters("judge-down") == []
     assert len(server.requests(model)) == 4  # RetryPolicy.for_tests: 4 attempts, then give up

@@ -1,4 +1,5 @@
-"""Human review fixtures: a signed synthetic campaign, an enrolled reviewer, a foreign one."""
+"""Human review fixtures: a signed synthetic campaign, an enrolled reviewer, a foreign one,
+the review desk and the viewer in-process."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import httpx
 import pytest
 import uvicorn
 
@@ -20,19 +22,12 @@ from assay.store import LocalBlobStore
 from assay_aggregator.rebuild import fold_stream
 from assay_report.projections import Projections
 from assay_schemas import ArtifactsSealed, Event, JudgmentRecorded
-from assay_testing.synthetic_log import LogSpec, publish_events, synthetic_events
+from assay_testing.synthetic_log import clean_log, publish_events, synthetic_events
+from assay_viewer import Source, create_app
 from assay_viewer.grading import Grade, human_verdict
+from assay_viewer.review import ReviewDesk
 
-SPEC = LogSpec(
-    campaign_id="camp",
-    n_tasks=6,
-    n_agents=2,
-    n_samples=1,
-    steps_per_run=2,
-    infrastructure_failure_rate=0.0,
-    empty_artifact_rate=0.0,
-    seed=5,
-)
+SPEC = clean_log(n_tasks=6, n_agents=2, n_samples=1, seed=5)
 
 
 class Signed(NamedTuple):
@@ -126,3 +121,34 @@ def verdict(p: Projections, reviewer: str, run_id: str, score: int) -> JudgmentR
     """A well-formed human verdict of `reviewer` (a judge id) on a run."""
     grade = Grade(run_id=run_id, scores=rubric_scores(p, score), note="checked by hand")
     return human_verdict(p, reviewer, grade, service=reviewer)
+
+
+BASE = "http://127.0.0.1"
+"""Where the in-process clients say they talk to."""
+
+
+@pytest.fixture
+async def desk(settings: Settings, signed: Signed) -> ReviewDesk:
+    """Alice's review desk, enrolled in this home, over the signed campaign."""
+    enroll(settings, "alice")
+    return ReviewDesk(settings, "alice")
+
+
+@pytest.fixture
+async def review(settings: Settings, desk: ReviewDesk) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the viewer with Alice's review desk."""
+    source = Source(settings, resamples=200)
+    transport = httpx.ASGITransport(app=create_app(source, review=desk))
+    async with httpx.AsyncClient(transport=transport, base_url=BASE) as c:
+        yield c
+    await source.close()
+
+
+@pytest.fixture
+async def viewer(settings: Settings, signed: Signed) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the viewer alone (no review desk) over the signed campaign."""
+    source = Source(settings, resamples=200)
+    transport = httpx.ASGITransport(app=create_app(source))
+    async with httpx.AsyncClient(transport=transport, base_url=BASE) as c:
+        yield c
+    await source.close()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import re
 import stat
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -22,22 +21,8 @@ from assay.config import Settings
 from assay.security.signing import deployment_secret
 from assay_report.review import REVIEW_KEY, review_queue
 from assay_schemas import ArtifactsSealed, ControlFile, ControlPlan
-from assay_viewer import Source, create_app
-from assay_viewer.review import ReviewDesk
 
-from .conftest import Signed, enroll, projections
-
-BASE = "http://127.0.0.1"
-
-
-@pytest.fixture
-async def review(settings: Settings, signed: Signed) -> AsyncIterator[httpx.AsyncClient]:
-    enroll(settings, "alice")
-    source = Source(settings, resamples=200)
-    transport = httpx.ASGITransport(app=create_app(source, review=ReviewDesk(settings, "alice")))
-    async with httpx.AsyncClient(transport=transport, base_url=BASE) as c:
-        yield c
-    await source.close()
+from .conftest import Signed, projections
 
 
 def _public_rank(reviewer: str, run_id: str) -> str:

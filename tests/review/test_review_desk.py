@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -20,38 +19,13 @@ from assay_viewer.grading import ReviewerNotEnrolled, spreadsheet_cell
 from assay_viewer.review import ReviewDesk
 from tests.view.test_playwright import WIDTHS, browser  # noqa: F401  (fixture)
 
-from .conftest import Signed, enroll, projections, rubric_scores, serve
+from .conftest import Signed, projections, rubric_scores, serve
 
 from playwright.async_api import Browser, expect  # isort: skip
 
-BASE = "http://127.0.0.1"
 FORMULAS = ["=HYPERLINK(\"http://evil.example\",\"x\")", "+1+1", "-2+3", "@SUM(A1)",
             "\tindented", "\rreturn", "=1+1\nsecond line"]  # fmt: skip
 """Notes a spreadsheet would read as formulas (OWASP's leading characters)."""
-
-
-@pytest.fixture
-async def desk(settings: Settings, signed: Signed) -> ReviewDesk:
-    enroll(settings, "alice")
-    return ReviewDesk(settings, "alice")
-
-
-@pytest.fixture
-async def review(settings: Settings, desk: ReviewDesk) -> AsyncIterator[httpx.AsyncClient]:
-    source = Source(settings, resamples=200)
-    transport = httpx.ASGITransport(app=create_app(source, review=desk))
-    async with httpx.AsyncClient(transport=transport, base_url=BASE) as c:
-        yield c
-    await source.close()
-
-
-@pytest.fixture
-async def viewer(settings: Settings, signed: Signed) -> AsyncIterator[httpx.AsyncClient]:
-    source = Source(settings, resamples=200)
-    transport = httpx.ASGITransport(app=create_app(source))
-    async with httpx.AsyncClient(transport=transport, base_url=BASE) as c:
-        yield c
-    await source.close()
 
 
 async def _grade(review: httpx.AsyncClient, scores: dict[str, str], note: str, n: int) -> str:

@@ -4,7 +4,6 @@ own page can submit (CSRF, origin, size, type, range), and the validity table's 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -13,38 +12,12 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay_report.review import review_queue
 from assay_schemas import ConfigError
-from assay_viewer import Source, create_app
 from assay_viewer.asgi import MAX_FORM_BYTES
 from assay_viewer.review import ReviewDesk
 
-from .conftest import SPEC, Signed, enroll, projections, rubric_scores
+from .conftest import SPEC, Signed, projections, rubric_scores
 
-BASE = "http://127.0.0.1"
 KEY = b"a deployment secret of 32 bytes!"
-
-
-@pytest.fixture
-async def desk(settings: Settings, signed: Signed) -> ReviewDesk:
-    enroll(settings, "alice")
-    return ReviewDesk(settings, "alice")
-
-
-@pytest.fixture
-async def review(settings: Settings, desk: ReviewDesk) -> AsyncIterator[httpx.AsyncClient]:
-    source = Source(settings, resamples=200)
-    transport = httpx.ASGITransport(app=create_app(source, review=desk))
-    async with httpx.AsyncClient(transport=transport, base_url=BASE) as c:
-        yield c
-    await source.close()
-
-
-@pytest.fixture
-async def viewer(settings: Settings, signed: Signed) -> AsyncIterator[httpx.AsyncClient]:
-    source = Source(settings, resamples=200)
-    transport = httpx.ASGITransport(app=create_app(source))
-    async with httpx.AsyncClient(transport=transport, base_url=BASE) as c:
-        yield c
-    await source.close()
 
 
 def _secrets(signed: Signed) -> set[str]:

@@ -25,15 +25,7 @@ from assay_schemas import (
     ProgramSpec,
     RunFailed,
 )
-from assay_testing.pipeline import (
-    SCRIPTED_KEY,
-    campaign,
-    scripted_agent,
-    service_process,
-    services,
-    wait_for_events,
-    write_task,
-)
+from assay_testing import pipeline
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 STEPS = [
@@ -56,8 +48,7 @@ STEPS = [
 
 @pytest.fixture
 def scripted() -> Iterator[ScriptedModelServer]:
-    os.environ[SCRIPTED_KEY] = "scripted"
-    with ScriptedModelServer({"steady": ScriptedSequence(STEPS)}) as server:
+    with pipeline.scripted_server({"steady": ScriptedSequence(STEPS)}) as server:
         server.set_latency("steady", 0.3)
         yield server
 
@@ -75,20 +66,20 @@ async def test_kill_9_at_step_k_then_restart_completes_exactly_once(
 ) -> None:
     settings.home.mkdir(parents=True, exist_ok=True)
     store = LocalBlobStore(settings.blob_dir)
-    folder = write_task(
+    folder = pipeline.write_task(
         tmp_path / "tasks", "counts", "summarise my counts", {"counts.csv": "g,c\na,1\nb,2\nc,3\n"}
     )
     drafts = load_tasks(folder, max_bytes=10_000)
-    agent = scripted_agent("steady", "steady", scripted.openai_base_url)
-    async with services(settings, store, names=("sandbox-manager",)):
+    agent = pipeline.scripted_agent("steady", "steady", scripted.openai_base_url)
+    async with pipeline.services(settings, store, names=("sandbox-manager",)):
         # The undisturbed reference run.
-        async with service_process("runner", settings):
-            await submit_campaign(bus, store, campaign("calm", [agent]), drafts)
-            calm = await wait_for_events(bus, sealed_in("calm"), timeout=120)
+        async with pipeline.service_process("runner", settings):
+            await submit_campaign(bus, store, pipeline.campaign("calm", [agent]), drafts)
+            calm = await pipeline.wait_for_events(bus, sealed_in("calm"), timeout=120)
         # The disturbed run: SIGKILL once step 2 is logged, then a fresh runner.
-        async with service_process("runner", settings) as first:
-            await submit_campaign(bus, store, campaign("crash", [agent]), drafts)
-            await wait_for_events(
+        async with pipeline.service_process("runner", settings) as first:
+            await submit_campaign(bus, store, pipeline.campaign("crash", [agent]), drafts)
+            await pipeline.wait_for_events(
                 bus,
                 lambda evs: any(
                     isinstance(e, AgentStepLogged) and e.campaign_id == "crash" and e.step == 2
@@ -97,8 +88,8 @@ async def test_kill_9_at_step_k_then_restart_completes_exactly_once(
             )
             os.killpg(first.pid, signal.SIGKILL)
             await first.wait()
-        async with service_process("runner", settings):
-            events = await wait_for_events(bus, sealed_in("crash"), timeout=120)
+        async with pipeline.service_process("runner", settings):
+            events = await pipeline.wait_for_events(bus, sealed_in("crash"), timeout=120)
     crash_steps = [e for e in events if isinstance(e, AgentStepLogged) and e.campaign_id == "crash"]
     assert Counter(s.step for s in crash_steps) == {i: 1 for i in range(len(STEPS))}
     [crash_done] = [e for e in events if isinstance(e, AgentFinished) and e.campaign_id == "crash"]
@@ -142,19 +133,23 @@ async def test_kill_9_mid_program_then_restart_fails_the_run_cleanly(
         ),
     )
     program = ProgramSpec(command=["python3", "-c", TINY_AGENT], answer_file="answer.txt")
-    agent = scripted_agent(
+    agent = pipeline.scripted_agent(
         "mine", "deaf", scripted.openai_base_url, kind="program", program=program
     )
-    folder = write_task(tmp_path / "tasks", "counts", "summarise", {"counts.csv": "g,c\na,1\n"})
+    folder = pipeline.write_task(
+        tmp_path / "tasks", "counts", "summarise", {"counts.csv": "g,c\na,1\n"}
+    )
     drafts = load_tasks(folder, max_bytes=10_000)
-    async with services(settings, store, names=("sandbox-manager",)) as running:
-        async with service_process("runner", settings) as first:
-            await submit_campaign(bus, store, campaign("crash", [agent]), drafts)
-            await wait_for_events(bus, lambda evs: any(isinstance(e, AgentStepLogged) for e in evs))
+    async with pipeline.services(settings, store, names=("sandbox-manager",)) as running:
+        async with pipeline.service_process("runner", settings) as first:
+            await submit_campaign(bus, store, pipeline.campaign("crash", [agent]), drafts)
+            await pipeline.wait_for_events(
+                bus, lambda evs: any(isinstance(e, AgentStepLogged) for e in evs)
+            )
             os.killpg(first.pid, signal.SIGKILL)
             await first.wait()
-        async with service_process("runner", settings):
-            events = await wait_for_events(bus, sealed_in("crash"), timeout=60)
+        async with pipeline.service_process("runner", settings):
+            events = await pipeline.wait_for_events(bus, sealed_in("crash"), timeout=60)
         backend = running["sandbox-manager"].backends["bubblewrap"]
         assert backend.list_live() == []  # the orphan program went with its sandbox
     [failed] = [e for e in events if isinstance(e, RunFailed)]

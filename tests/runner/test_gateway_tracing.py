@@ -5,13 +5,10 @@ checked are what the SDK's exporter printed."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-from tests.e2e.otlp_receiver import console_spans
+from tests.e2e.otlp_receiver import console_spans, traced_python
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,15 +55,7 @@ SCRIPT = textwrap.dedent(
 
 
 def test_a_program_agents_model_call_is_a_genai_span_in_the_run_trace() -> None:
-    env = {**os.environ, "OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "none"}
-    out = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = traced_python(SCRIPT, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
     spans = {s.name: s for s in console_spans(out.stderr)}
     root, chat = spans["run r1"], spans["chat m"]

@@ -6,17 +6,14 @@ runner restart)."""
 from __future__ import annotations
 
 import errno
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from assay.bus import Bus
-from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import BlobInfo, LocalBlobStore
-from assay.tasks import load_tasks
 from assay_aggregator.audit import audit_run, load_run_events
 from assay_judge import build_rules
 from assay_schemas import (
@@ -29,14 +26,7 @@ from assay_schemas import (
     JudgmentRecorded,
     RunFailed,
 )
-from assay_testing.pipeline import (
-    SCRIPTED_KEY,
-    campaign,
-    scripted_agent,
-    services,
-    wait_for_events,
-    write_task,
-)
+from assay_testing import pipeline
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 pytestmark = pytest.mark.timeout(180)
@@ -49,13 +39,12 @@ HUGE = "C" * 10_000_000
 
 @pytest.fixture
 def scripted() -> Iterator[ScriptedModelServer]:
-    os.environ[SCRIPTED_KEY] = "scripted"
     scripts = {
         "says": ScriptedSequence([ScriptReply.say(LONG)]),
         "submits": ScriptedSequence([ScriptReply.call("submit", {"answer": LONG})]),
         "floods": ScriptedSequence([ScriptReply.say(HUGE)]),
     }
-    with ScriptedModelServer(scripts) as server:
+    with pipeline.scripted_server(scripts) as server:
         yield server
 
 
@@ -81,16 +70,16 @@ async def _run(
     model: str,
     judge_store: LocalBlobStore | None = None,
 ) -> list[Event]:
-    folder = write_task(tmp_path / "t", "t1", "Say a lot.", {"a.csv": "x\n1\n"})
-    spec = campaign("c1", [scripted_agent("a1", model, url)])
-    async with services(settings, store):
+    folder = pipeline.write_task(tmp_path / "t", "t1", "Say a lot.", {"a.csv": "x\n1\n"})
+    spec = pipeline.campaign("c1", [pipeline.scripted_agent("a1", model, url)])
+    async with pipeline.services(settings, store):
         rules = build_rules(settings, store=judge_store or store)
         await rules.start()
         try:
-            await submit_campaign(bus, store, spec, load_tasks(folder, max_bytes=10_000))
-            await wait_for_events(bus, _ended, timeout=90)
+            await pipeline.submit_folder(bus, store, spec, folder, max_bytes=10_000)
+            await pipeline.wait_for_events(bus, _ended, timeout=90)
             # the seal follows a failure too: wait for it before the sandbox goes
-            return await wait_for_events(
+            return await pipeline.wait_for_events(
                 bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
             )
         finally:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from assay.bus import Bus
-from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay.tasks import load_tasks
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -20,14 +17,7 @@ from assay_schemas import (
     RunRequested,
     SandboxReady,
 )
-from assay_testing.pipeline import (
-    SCRIPTED_KEY,
-    campaign,
-    scripted_agent,
-    services,
-    wait_for_events,
-    write_task,
-)
+from assay_testing import pipeline
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 ANALYSIS = "import pandas as pd\ndf = pd.read_csv('od.csv')\nimport os\nos.makedirs('results', exist_ok=True)\ndf.groupby('strain').od.max().to_csv('results/max_od.csv')\nprint('strains', df.strain.nunique())\n"
@@ -46,8 +36,7 @@ CAREFUL = ScriptedSequence(
 
 @pytest.fixture
 def scripted() -> Iterator[ScriptedModelServer]:
-    os.environ[SCRIPTED_KEY] = "scripted"
-    with ScriptedModelServer({"careful": CAREFUL}) as server:
+    with pipeline.scripted_server({"careful": CAREFUL}) as server:
         yield server
 
 
@@ -55,16 +44,18 @@ async def test_multi_step_run_logs_steps_and_seals_artifacts(
     bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
 ) -> None:
     store = LocalBlobStore(settings.blob_dir)
-    folder = write_task(
+    folder = pipeline.write_task(
         tmp_path / "tasks",
         "growth",
         "max OD per strain?",
         {"od.csv": "strain,od\nA,0.1\nA,0.9\nB,0.5\n"},
     )
-    spec = campaign("c1", [scripted_agent("careful", "careful", scripted.openai_base_url)])
-    async with services(settings, store):
-        await submit_campaign(bus, store, spec, load_tasks(folder, max_bytes=10_000))
-        events = await wait_for_events(
+    spec = pipeline.campaign(
+        "c1", [pipeline.scripted_agent("careful", "careful", scripted.openai_base_url)]
+    )
+    async with pipeline.services(settings, store):
+        await pipeline.submit_folder(bus, store, spec, folder, max_bytes=10_000)
+        events = await pipeline.wait_for_events(
             bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
         )
     kinds = [e.event_type for e in events]

@@ -9,10 +9,8 @@ from pathlib import Path
 import pytest
 
 from assay.bus import Bus
-from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay.tasks import load_tasks
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -26,14 +24,7 @@ from assay_schemas import (
     SandboxReady,
     SandboxSpec,
 )
-from assay_testing.pipeline import (
-    SCRIPTED_KEY,
-    campaign,
-    scripted_agent,
-    services,
-    wait_for_events,
-    write_task,
-)
+from assay_testing import pipeline
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 SECRET = "sk-test-never-in-the-sandbox-7c1f"
@@ -55,10 +46,9 @@ def _reach(url: str) -> str:
 
 @pytest.fixture
 def scripted() -> Iterator[ScriptedModelServer]:
-    os.environ[SCRIPTED_KEY] = SECRET
-    with ScriptedModelServer({}) as server:
+    with pipeline.scripted_server(key=SECRET) as server:
         yield server
-    os.environ[SCRIPTED_KEY] = "scripted"
+    os.environ[pipeline.SCRIPTED_KEY] = "scripted"
 
 
 def _program_agent(server: ScriptedModelServer, model: str, **limits: object) -> object:
@@ -68,7 +58,7 @@ def _program_agent(server: ScriptedModelServer, model: str, **limits: object) ->
     extra: dict[str, object] = {"kind": "program", "program": program}
     if limits:
         extra["limits"] = Limits(**limits)  # type: ignore[arg-type]
-    return scripted_agent("mine", model, server.openai_base_url, **extra)
+    return pipeline.scripted_agent("mine", model, server.openai_base_url, **extra)
 
 
 async def _run(
@@ -80,7 +70,9 @@ async def _run(
     backend: str = "bubblewrap",
 ) -> list[Event]:
     store = LocalBlobStore(settings.blob_dir)
-    folder = write_task(tmp_path / "tasks", "growth", "max OD?", {"od.csv": "strain,od\nA,0.9\n"})
+    folder = pipeline.write_task(
+        tmp_path / "tasks", "growth", "max OD?", {"od.csv": "strain,od\nA,0.9\n"}
+    )
     extra: dict[str, object] = {}
     if backend == "docker":
         from assay_sandbox_manager.runtime import ensure_image
@@ -88,10 +80,12 @@ async def _run(
         sandbox = SandboxSpec(memory_mb=1024, exec_timeout_s=30, cpu_seconds=60)
         extra["sandbox"] = sandbox.model_copy(update={"backend": "docker", "image": ensure_image()})
     prices = {"prog": Price(input_per_mtok=1, output_per_mtok=2)}
-    spec = campaign("c1", [agent], prices=prices, **extra)
-    async with services(settings, store, docker=backend == "docker"):
-        await submit_campaign(bus, store, spec, load_tasks(folder, max_bytes=10_000))
-        return await wait_for_events(bus, lambda evs: any(isinstance(e, done) for e in evs))
+    spec = pipeline.campaign("c1", [agent], prices=prices, **extra)
+    async with pipeline.services(settings, store, docker=backend == "docker"):
+        await pipeline.submit_folder(bus, store, spec, folder, max_bytes=10_000)
+        return await pipeline.wait_for_events(
+            bus, lambda evs: any(isinstance(e, done) for e in evs)
+        )
 
 
 @pytest.mark.parametrize(
@@ -138,7 +132,7 @@ async def test_program_runs_through_the_gateway_and_is_sealed(
     assert "snooped" in output and SECRET not in output
     # Neither the host's scripted server nor any other address is reachable.
     assert output.count("reach=1") == 2, output[-2000:]
-    # Upstream got the real key, and the campaign's model whatever the program asked.
+    # Upstream got the real key, and the pipeline.campaign's model whatever the program asked.
     recorded = scripted.requests("prog")
     assert len(recorded) == 3
     assert all(r.headers.get("authorization") == f"Bearer {SECRET}" for r in recorded)
@@ -170,7 +164,7 @@ async def test_program_exiting_non_zero_is_the_agents_failure(
     bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
 ) -> None:
     program = ProgramSpec(command=["python3", "-c", "import sys; sys.exit('gave up')"])
-    agent = scripted_agent(
+    agent = pipeline.scripted_agent(
         "mine", "prog", scripted.openai_base_url, kind="program", program=program
     )
     events = await _run(bus, settings, tmp_path, agent, RunFailed)
@@ -185,7 +179,7 @@ async def test_program_exiting_non_zero_is_the_agents_failure(
 async def test_bundled_program_runs_from_its_read_only_folder(
     bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer, backend: str
 ) -> None:
-    """The agent's code is uploaded with the campaign, not installed in the runtime."""
+    """The agent's code is uploaded with the pipeline.campaign, not installed in the runtime."""
     folder = tmp_path / "my-agent"
     (folder / "data").mkdir(parents=True)
     (folder / "agent.py").write_text(AGENT)
@@ -206,7 +200,7 @@ async def test_bundled_program_runs_from_its_read_only_folder(
     program = ProgramSpec(
         command=["python3", "/opt/agent/agent.py"], answer_file="answer.txt", bundle=str(folder)
     )
-    agent = scripted_agent(
+    agent = pipeline.scripted_agent(
         "mine", "prog", scripted.openai_base_url, kind="program", program=program
     )
     events = await _run(bus, settings, tmp_path, agent, ArtifactsSealed, backend)

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from assay.bus import Bus
-from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.providers import Usage, prompt_cache_key
 from assay.store import LocalBlobStore
-from assay.tasks import load_tasks
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -23,14 +20,7 @@ from assay_schemas import (
     Price,
     RunFailed,
 )
-from assay_testing.pipeline import (
-    SCRIPTED_KEY,
-    campaign,
-    scripted_agent,
-    services,
-    wait_for_events,
-    write_task,
-)
+from assay_testing import pipeline
 from assay_testing.scripted import (
     Fault,
     ScriptedModelServer,
@@ -44,8 +34,7 @@ LOOP = ScriptedSequence([ScriptReply.call("bash", {"command": "echo working"})],
 
 @pytest.fixture
 def scripted() -> Iterator[ScriptedModelServer]:
-    os.environ[SCRIPTED_KEY] = "scripted"
-    with ScriptedModelServer() as server:
+    with pipeline.scripted_server() as server:
         yield server
 
 
@@ -64,11 +53,13 @@ async def run_one(
     **campaign_extra: object,
 ) -> list[Event]:
     store = LocalBlobStore(settings.blob_dir)
-    folder = write_task(tmp_path / "tasks", "t1", "analyse pls", {"data.csv": "x\n1\n"})
-    spec = campaign("c1", [scripted_agent("a1", model, server.openai_base_url)], **campaign_extra)
-    async with services(settings, store):
-        await submit_campaign(bus, store, spec, load_tasks(folder, max_bytes=10_000))
-        return await wait_for_events(bus, ended, timeout=90)
+    folder = pipeline.write_task(tmp_path / "tasks", "t1", "analyse pls", {"data.csv": "x\n1\n"})
+    spec = pipeline.campaign(
+        "c1", [pipeline.scripted_agent("a1", model, server.openai_base_url)], **campaign_extra
+    )
+    async with pipeline.services(settings, store):
+        await pipeline.submit_folder(bus, store, spec, folder, max_bytes=10_000)
+        return await pipeline.wait_for_events(bus, ended, timeout=90)
 
 
 def finished(events: list[Event]) -> AgentFinished:
@@ -175,7 +166,9 @@ async def test_dead_provider_is_an_infrastructure_failure(
     [failed] = [e for e in events if isinstance(e, RunFailed)]
     assert failed.infrastructure and failed.stage == "agent"
     assert "ProviderUnavailable" in failed.error
-    await wait_for_events(bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs))
+    await pipeline.wait_for_events(
+        bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
+    )
 
 
 async def test_bad_tool_arguments_go_back_to_the_model(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,14 +23,7 @@ from assay_schemas import (
     SandboxReady,
     derive_id,
 )
-from assay_testing.pipeline import (
-    SCRIPTED_KEY,
-    campaign,
-    scripted_agent,
-    services,
-    wait_for_events,
-    write_task,
-)
+from assay_testing import pipeline
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 
 WORKER = ScriptedSequence(
@@ -42,8 +34,7 @@ WORKER = ScriptedSequence(
 
 @pytest.fixture
 def scripted() -> Iterator[ScriptedModelServer]:
-    os.environ[SCRIPTED_KEY] = "scripted"
-    with ScriptedModelServer({"worker": WORKER}) as server:
+    with pipeline.scripted_server({"worker": WORKER}) as server:
         yield server
 
 
@@ -52,21 +43,25 @@ async def test_sandbox_disappearing_is_an_infrastructure_failure(
 ) -> None:
     scripted.set_latency("worker", 0.5)
     store = LocalBlobStore(settings.blob_dir)
-    folder = write_task(tmp_path / "tasks", "t1", "go", {"a.txt": "x"})
-    async with services(settings, store) as started:
+    folder = pipeline.write_task(tmp_path / "tasks", "t1", "go", {"a.txt": "x"})
+    async with pipeline.services(settings, store) as started:
         await submit_campaign(
             bus,
             store,
-            campaign("c1", [scripted_agent("a1", "worker", scripted.openai_base_url)]),
+            pipeline.campaign(
+                "c1", [pipeline.scripted_agent("a1", "worker", scripted.openai_base_url)]
+            ),
             load_tasks(folder, max_bytes=1000),
         )
-        events = await wait_for_events(
+        events = await pipeline.wait_for_events(
             bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs)
         )
         ready = next(e for e in events if isinstance(e, SandboxReady))
         backend = started["sandbox-manager"].backends["bubblewrap"]  # type: ignore[attr-defined]
         await asyncio.to_thread(backend.destroy, ready.sandbox_id)  # the host loses it
-        events = await wait_for_events(bus, lambda evs: any(isinstance(e, RunFailed) for e in evs))
+        events = await pipeline.wait_for_events(
+            bus, lambda evs: any(isinstance(e, RunFailed) for e in evs)
+        )
     [failed] = [e for e in events if isinstance(e, RunFailed)]
     assert failed.infrastructure and failed.stage == "agent"
     assert "sandbox disappeared" in failed.error and ready.sandbox_id in failed.error
@@ -80,15 +75,13 @@ async def test_a_fault_met_after_the_run_ended_is_not_a_second_end(
     (the compose campaign met it when its stream leader was killed): that fault must not
     be published as the run's end, which the log would refuse as a second one."""
     store = LocalBlobStore(settings.blob_dir)
-    folder = write_task(tmp_path / "tasks", "t1", "go", {"a.txt": "x"})
-    async with services(settings, store) as started:
-        await submit_campaign(
-            bus,
-            store,
-            campaign("c1", [scripted_agent("a1", "worker", scripted.openai_base_url)]),
-            load_tasks(folder, max_bytes=1000),
-        )
-        events = await wait_for_events(
+    folder = pipeline.write_task(tmp_path / "tasks", "t1", "go", {"a.txt": "x"})
+    spec = pipeline.campaign(
+        "c1", [pipeline.scripted_agent("a1", "worker", scripted.openai_base_url)]
+    )
+    async with pipeline.services(settings, store) as started:
+        await pipeline.submit_folder(bus, store, spec, folder, max_bytes=1000)
+        events = await pipeline.wait_for_events(
             bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
         )
         [request] = [e for e in events if isinstance(e, RunRequested)]
@@ -106,11 +99,15 @@ async def test_task_published_raw_by_another_system_is_picked_up(
     bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
 ) -> None:
     store = LocalBlobStore(settings.blob_dir)
-    first = write_task(tmp_path / "tasks", "first", "go", {"a.txt": "x"})
-    spec = campaign("live", [scripted_agent("a1", "worker", scripted.openai_base_url)])
-    async with services(settings, store):
-        await submit_campaign(bus, store, spec, load_tasks(first, max_bytes=1000))
-        await wait_for_events(bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs))
+    first = pipeline.write_task(tmp_path / "tasks", "first", "go", {"a.txt": "x"})
+    spec = pipeline.campaign(
+        "live", [pipeline.scripted_agent("a1", "worker", scripted.openai_base_url)]
+    )
+    async with pipeline.services(settings, store):
+        await pipeline.submit_folder(bus, store, spec, first, max_bytes=1000)
+        await pipeline.wait_for_events(
+            bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
+        )
         # Another system: plain JSON (per schemas/json/TaskSubmitted.json) on the subject layout.
         blob = store.put_bytes(b"gene,count\nA,3\n")
         payload = {
@@ -138,7 +135,7 @@ async def test_task_published_raw_by_another_system_is_picked_up(
         await bus.js.publish(
             subject, json.dumps(payload).encode(), headers={"Nats-Msg-Id": payload["event_id"]}
         )
-        events = await wait_for_events(
+        events = await pipeline.wait_for_events(
             bus, lambda evs: sum(isinstance(e, ArtifactsSealed) for e in evs) == 2
         )
     runs = {e.task_id for e in events if isinstance(e, RunRequested)}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,23 +22,14 @@ from assay_runner.web import (
     snapshot_bytes,
 )
 from assay_schemas import BlobCorrupted, InvalidInput, WebSpec
-from tests.webstand import WebStandIn, html_page, searxng_results
-
-STAND_IN = "127.0.0.2"
-POLICY = NetPolicy(test_addresses=frozenset({STAND_IN}))
-
-
-@pytest.fixture
-def stand_in() -> Iterator[WebStandIn]:
-    with WebStandIn(host=STAND_IN) as server:
-        yield server
+from tests.webstand import STAND_IN, STAND_IN_POLICY, WebStandIn, html_page, searxng_results
 
 
 def _web(store: LocalBlobStore, mode: str, search: str = "", **kw: object) -> CampaignWeb:
     spec: dict[str, object] = {"mode": mode, "timeout_s": 5.0}
     if search:
         spec["search"] = {"kind": "searxng", "url": search}
-    return CampaignWeb(spec=WebSpec.model_validate(spec), store=store, policy=POLICY, **kw)  # type: ignore[arg-type]
+    return CampaignWeb(spec=WebSpec.model_validate(spec), store=store, policy=STAND_IN_POLICY, **kw)  # type: ignore[arg-type]
 
 
 def test_one_key_per_page_whatever_the_spelling() -> None:

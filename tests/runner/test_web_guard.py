@@ -11,7 +11,7 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -27,19 +27,10 @@ from assay_runner.web import (
     search_request,
 )
 from assay_schemas import SearchBackend, WebSpec
-from tests.webstand import Route, WebStandIn, html_page, searxng_results
-
-STAND_IN = "127.0.0.2"
-POLICY = NetPolicy(test_addresses=frozenset({STAND_IN}))
+from tests.webstand import STAND_IN, STAND_IN_POLICY, Route, WebStandIn, html_page, searxng_results
 
 
-@pytest.fixture
-def stand_in() -> Iterator[WebStandIn]:
-    with WebStandIn(host=STAND_IN) as server:
-        yield server
-
-
-def web(tmp_path: Path, policy: NetPolicy = POLICY, **spec: object) -> CampaignWeb:
+def web(tmp_path: Path, policy: NetPolicy = STAND_IN_POLICY, **spec: object) -> CampaignWeb:
     settings: dict[str, object] = {"mode": "live", "timeout_s": 5.0}
     settings.update(spec)
     return CampaignWeb(

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -24,11 +24,13 @@ from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay_aggregator.audit import audit_run, load_run_events
-from assay_runner.web import NetPolicy, import_snapshot, index_from_log, index_from_snapshot
+from assay_runner.web import import_snapshot, index_from_log, index_from_snapshot
 from assay_schemas import (
+    AgentSpec,
     AgentStepLogged,
     CampaignSpec,
     Event,
+    JudgeSpec,
     JudgmentFailed,
     JudgmentRecorded,
     RunFailed,
@@ -45,10 +47,7 @@ from assay_testing.pipeline import (
 )
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from tests.judge.cases import judge_spec, reading_judge, verdict
-from tests.webstand import WebStandIn, html_page, searxng_results
-
-STAND_IN = "127.0.0.2"
-NET = NetPolicy(test_addresses=frozenset({STAND_IN}))
+from tests.webstand import STAND_IN, STAND_IN_POLICY, WebStandIn, html_page, searxng_results
 
 
 @pytest.fixture
@@ -101,7 +100,7 @@ async def _run(
     tasks: Path,
     judges: list[Any],
 ) -> list[Event]:
-    async with services(settings, store, judges=judges, web_net=NET):
+    async with services(settings, store, judges=judges, web_net=STAND_IN_POLICY):
         await submit_campaign(bus, store, spec, load_tasks(tasks, max_bytes=10_000))
         runs = spec.epochs
 
@@ -114,23 +113,24 @@ async def _run(
         return await wait_for_events(bus, judged, timeout=120)
 
 
-async def _travels(bus: Bus, settings: Settings, tmp_path: Path) -> None:
-    """`assay web export` writes the recorded web; imported elsewhere, it is the same cache."""
-    tar = tmp_path / "web.tar"
-    cli = [sys.executable, "-m", "assay_cli", "web", "export", "--campaign", "rec", "--out"]
-    done = subprocess.run(
-        [*cli, str(tar)], env=settings_env(settings), capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    assert "wrote 2 web answers" in done.stdout
-    elsewhere = LocalBlobStore(tmp_path / "elsewhere")
-    sha = import_snapshot(elsewhere, tar)
-    assert await index_from_snapshot(elsewhere, sha) == await index_from_log(bus, "rec")
+class Recorded(NamedTuple):
+    """A campaign that recorded its web through the stand-ins (stopped since): its log,
+    its tasks, agent and judge, the stand-ins' base address and the page read."""
+
+    events: list[Event]
+    store: LocalBlobStore
+    tasks: Path
+    agent: AgentSpec
+    judge: JudgeSpec
+    web_base: str
+    page_url: str
 
 
-async def test_search_fetch_record_then_replay_gives_the_same_bytes_to_agents_and_judges(
+async def record_ecoli(
     bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
-) -> None:
+) -> Recorded:
+    """Campaign "rec": an agent searches and reads a page about E. coli's doubling time,
+    a judge reads the page back; the web is recorded, then its stand-ins stop."""
     store = LocalBlobStore(settings.blob_dir)
     tasks = tmp_path / "tasks"
     write_task(tasks, "doubling", "How fast does E. coli double in rich medium?", {"n.txt": "x"})
@@ -156,6 +156,29 @@ async def test_search_fetch_record_then_replay_gives_the_same_bytes_to_agents_an
         events = await _run(bus, settings, store, recorded, tasks, [judge])
     finally:
         web.stop()  # from here on, nothing answers at the stand-ins' addresses
+    return Recorded(events, store, tasks, agent, judge, web.base, page_url)
+
+
+async def _travels(bus: Bus, settings: Settings, tmp_path: Path) -> None:
+    """`assay web export` writes the recorded web; imported elsewhere, it is the same cache."""
+    tar = tmp_path / "web.tar"
+    cli = [sys.executable, "-m", "assay_cli", "web", "export", "--campaign", "rec", "--out"]
+    done = subprocess.run(
+        [*cli, str(tar)], env=settings_env(settings), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "wrote 2 web answers" in done.stdout
+    elsewhere = LocalBlobStore(tmp_path / "elsewhere")
+    sha = import_snapshot(elsewhere, tar)
+    assert await index_from_snapshot(elsewhere, sha) == await index_from_log(bus, "rec")
+
+
+async def test_search_fetch_record_then_replay_gives_the_same_bytes_to_agents_and_judges(
+    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
+) -> None:
+    events, store, tasks, agent, judge, web_base, page_url = await record_ecoli(
+        bus, settings, tmp_path, scripted
+    )
     record_transcript = _transcript(events, "rec")
     [steps] = record_transcript
     search, fetch = steps[0], steps[1]
@@ -174,7 +197,7 @@ async def test_search_fetch_record_then_replay_gives_the_same_bytes_to_agents_an
 
     scripted.clear_requests()
     replayed = campaign(
-        "rep", [agent], judges=[judge], epochs=2, web=_web("replay", web.base, cache="rec")
+        "rep", [agent], judges=[judge], epochs=2, web=_web("replay", web_base, cache="rec")
     )
     events = await _run(bus, settings, store, replayed, tasks, [judge])
     replay_transcript = _transcript(events, "rep")

@@ -24,7 +24,7 @@ from assay_sandbox_manager.backends import (
     truncation_marker,
 )
 from assay_sandbox_manager.seal import SealCaps, plan_seal, store_plan
-from tests.e2e.test_fork_bomb import BOMB, tagged_processes
+from tests.fork_bomb import BOMB, tagged_processes
 
 MakeSandbox = Callable[..., str]
 

@@ -29,7 +29,7 @@ from assay_sandbox_manager.backends._cgroups import (
     host_cgroups,
 )
 from assay_sandbox_manager.backends._uids import UID_BASE, UID_SPAN, UidRegistry
-from tests.e2e.test_fork_bomb import tagged_processes
+from tests.fork_bomb import tagged_processes
 
 MakeSandbox = Callable[..., str]
 

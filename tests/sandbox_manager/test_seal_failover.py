@@ -31,6 +31,7 @@ from tests.sandbox_manager.test_service import (
     finished,
     make_task,
     ready_of,
+    request_sandbox,
     run_requested,
     sandbox_processes,
 )
@@ -58,17 +59,14 @@ async def test_a_seal_owed_by_a_gone_instance_is_declared_lost_once(
         await service.start()
     stopped: set[str] = set()
     try:
-        await bus.publish(run_requested(bus, "r1", task))
-        events = await wait_for_events(
-            bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs)
-        )
-        owner = ready_of(events, "r1").instance
+        ready = await request_sandbox(bus, "r1", task)
+        owner = ready.instance
         [survivor] = [n for n in services if n != owner]
         watch = services[survivor].seal_watch
         assert watch is not None
 
         # Alive, the owner is never declared: watched past the grace period, nothing.
-        watch.watch(ready_of(events, "r1"), finished(bus, "r1"))
+        watch.watch(ready, finished(bus, "r1"))
         assert await watch.alive(owner)
         for _ in range(3):
             assert await watch.sweep() == []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from assay.config import Settings
 from assay.sandbox_client import SandboxClient, SandboxGone
 from assay.store import LocalBlobStore, store_file
 from assay_sandbox_manager.backends import BubblewrapBackend
-from assay_sandbox_manager.service import build
+from assay_sandbox_manager.service import SandboxService, build
 from assay_schemas import (
     AgentFinished,
     AgentSpec,
@@ -81,19 +83,35 @@ def ready_of(events: list, run_id: str) -> SandboxReady:  # type: ignore[type-ar
     return next(e for e in events if isinstance(e, SandboxReady) and e.run_id == run_id)
 
 
+@asynccontextmanager
+async def bubblewrap_manager(
+    settings: Settings, store: LocalBlobStore
+) -> AsyncIterator[SandboxService]:
+    """The sandbox-manager on bubblewrap, started; its connection stopped after."""
+    service = build(settings, store=store, backends=backends(settings))  # type: ignore[arg-type]
+    await service.start()
+    try:
+        yield service
+    finally:
+        await service.bus.stop()
+
+
+async def request_sandbox(bus: Bus, run_id: str, task: Task) -> SandboxReady:
+    """Ask for run `run_id`'s sandbox as the runner does; its SandboxReady once published."""
+    await bus.publish(run_requested(bus, run_id, task))
+    events = await wait_for_events(
+        bus, lambda evs: any(isinstance(e, SandboxReady) and e.run_id == run_id for e in evs)
+    )
+    return ready_of(events, run_id)
+
+
 async def test_ready_exec_over_nats_seal_and_destroy(
     bus: Bus, settings: Settings, tmp_path: Path
 ) -> None:
     store = LocalBlobStore(settings.blob_dir)
     task = make_task(store, tmp_path)
-    service = build(settings, store=store, backends=backends(settings))  # type: ignore[arg-type]
-    await service.start()
-    try:
-        await bus.publish(run_requested(bus, "r1", task))
-        events = await wait_for_events(
-            bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs)
-        )
-        ready = ready_of(events, "r1")
+    async with bubblewrap_manager(settings, store) as service:
+        ready = await request_sandbox(bus, "r1", task)
         assert [f.path for f in ready.workspace] == ["data/reads.csv"]
         assert ready.image_digest.startswith("bubblewrap:rootfs-")
         client = SandboxClient(bus=bus, instance=ready.instance, sandbox_id=ready.sandbox_id)
@@ -120,8 +138,6 @@ async def test_ready_exec_over_nats_seal_and_destroy(
         with pytest.raises(SandboxGone, match="destroyed"):
             await client.list_files()
         assert service.backends["bubblewrap"].list_live() == []
-    finally:
-        await service.bus.stop()
 
 
 async def test_restart_reconciles_with_no_leak(

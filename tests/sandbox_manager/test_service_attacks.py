@@ -11,14 +11,13 @@ from assay.sandbox_client import SandboxClient
 from assay.store import LocalBlobStore
 from assay_aggregator.fold import fold
 from assay_sandbox_manager.backends import BubblewrapBackend
-from assay_sandbox_manager.service import build
-from assay_schemas import MAX_EVENT_BYTES, ArtifactsSealed, SandboxReady, unb64
+from assay_schemas import MAX_EVENT_BYTES, ArtifactsSealed, unb64
 from assay_testing.pipeline import wait_for_events
 from tests.sandbox_manager.test_service import (
-    backends,
+    bubblewrap_manager,
     finished,
     make_task,
-    ready_of,
+    request_sandbox,
     run_requested,
     sandbox_processes,
 )
@@ -41,14 +40,8 @@ async def test_a_seal_of_many_files_is_a_small_event(
 ) -> None:
     store = LocalBlobStore(settings.blob_dir)
     task = make_task(store, tmp_path)
-    service = build(settings, store=store, backends=backends(settings))  # type: ignore[arg-type]
-    await service.start()
-    try:
-        await bus.publish(run_requested(bus, "many", task))
-        events = await wait_for_events(
-            bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs)
-        )
-        ready = ready_of(events, "many")
+    async with bubblewrap_manager(settings, store) as service:
+        ready = await request_sandbox(bus, "many", task)
         client = SandboxClient(bus=bus, instance=ready.instance, sandbox_id=ready.sandbox_id)
         script = f"import os\nfor i in range({MANY}): open(f'f{{i:05}}-padding-name.txt', 'w')"
         out = await client.exec(["python3", "-c", script], timeout_s=60, cwd="/workspace")
@@ -69,8 +62,6 @@ async def test_a_seal_of_many_files_is_a_small_event(
         state = fold([(1, sealed)], load=store.get_bytes)
         assert len(state.artifacts["many"]) == limit
         await no_sandbox_left(service.backends["bubblewrap"], settings)
-    finally:
-        await service.bus.stop()
 
 
 async def test_large_rpc_commands_and_replies_travel_through_the_blob_store(
@@ -78,14 +69,8 @@ async def test_large_rpc_commands_and_replies_travel_through_the_blob_store(
 ) -> None:
     store = LocalBlobStore(settings.blob_dir)
     task = make_task(store, tmp_path)
-    service = build(settings, store=store, backends=backends(settings))  # type: ignore[arg-type]
-    await service.start()
-    try:
-        await bus.publish(run_requested(bus, "big", task))
-        events = await wait_for_events(
-            bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs)
-        )
-        ready = ready_of(events, "big")
+    async with bubblewrap_manager(settings, store) as service:
+        ready = await request_sandbox(bus, "big", task)
         client = SandboxClient(
             bus=bus, instance=ready.instance, sandbox_id=ready.sandbox_id, store=store
         )
@@ -105,5 +90,3 @@ async def test_large_rpc_commands_and_replies_travel_through_the_blob_store(
         await bus.publish(finished(bus, "big"))
         await wait_for_events(bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs))
         await no_sandbox_left(service.backends["bubblewrap"], settings)
-    finally:
-        await service.bus.stop()

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from assay.telemetry import exporter_choices
 from assay_schemas import ConfigError
+from tests.e2e.otlp_receiver import traced_python
 
 OTEL = (
     "OTEL_TRACES_EXPORTER",
@@ -135,15 +132,8 @@ with traced("assay-probe"):
 def test_console_exporters_write_to_standard_error_not_into_the_commands_output() -> None:
     """Issue #53 item 3: spans and metrics asked for on the console must not interleave
     with what the command prints (progress, report, JSON lines for scripts)."""
-    env = {**os.environ, "OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "console"}
-    done = subprocess.run(
-        [sys.executable, "-c", _SPAN_AND_METRIC],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    done = traced_python(_SPAN_AND_METRIC, metrics="console")
+    assert done.returncode == 0, done.stderr
     assert done.stdout == "the command's own output\n"
     assert "probe-span" in done.stderr
     assert "probe_counter" in done.stderr

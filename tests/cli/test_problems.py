@@ -34,8 +34,7 @@ from assay_schemas import (
     SandboxReady,
 )
 from assay_testing.synthetic_log import publish_events, synthetic_events
-
-from .conftest import SPEC as BASE
+from tests.aggregator.conftest import SPEC as BASE
 
 # The fixtures' campaign (3 agents), smaller and with nothing failing but what is planted.
 SPEC = replace(BASE, n_tasks=3, n_samples=1, steps_per_run=1, infrastructure_failure_rate=0.0)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,19 +10,11 @@ import polars as pl
 import pytest
 
 from assay.bus import Bus
-from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.store import LocalBlobStore
-from assay.tasks import load_tasks
 from assay_cli.retry import retry_failed
 from assay_schemas import JudgmentRecorded, RunFailed, RunRequested, SandboxReady
-from assay_testing.pipeline import (
-    SCRIPTED_KEY,
-    campaign,
-    scripted_agent,
-    wait_for_events,
-    write_task,
-)
+from assay_testing import pipeline
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from tests.judge.cases import judge_spec, reading_judge, verdict
 from tests.security.stack import restricted_services
@@ -42,8 +33,7 @@ JUDGE = reading_judge([("list_files", {})], verdict(7))
 
 @pytest.fixture
 def scripted() -> Iterator[ScriptedModelServer]:
-    os.environ[SCRIPTED_KEY] = "scripted"
-    with ScriptedModelServer({"agent": AGENT, "judge": JUDGE}) as server:
+    with pipeline.scripted_server({"agent": AGENT, "judge": JUDGE}) as server:
         yield server
 
 
@@ -52,27 +42,31 @@ async def test_retry_turns_an_infrastructure_failure_into_a_judged_attempt(
 ) -> None:
     scripted.set_latency("agent", 0.5)
     store = LocalBlobStore(settings.blob_dir)
-    folder = write_task(tmp_path / "tasks", "t1", "go", {"a.txt": "x"})
+    folder = pipeline.write_task(tmp_path / "tasks", "t1", "go", {"a.txt": "x"})
     judge = judge_spec("j1", "judge", scripted.openai_base_url)
-    spec = campaign("c1", [scripted_agent("a1", "agent", scripted.openai_base_url)], judges=[judge])
+    spec = pipeline.campaign(
+        "c1", [pipeline.scripted_agent("a1", "agent", scripted.openai_base_url)], judges=[judge]
+    )
     async with restricted_services(
         lambda user: settings, store, judges=[judge], aggregator=True
     ) as started:
-        await submit_campaign(bus, store, spec, load_tasks(folder, max_bytes=1000))
-        events = await wait_for_events(
+        await pipeline.submit_folder(bus, store, spec, folder, max_bytes=1000)
+        events = await pipeline.wait_for_events(
             bus, lambda evs: any(isinstance(e, SandboxReady) for e in evs)
         )
         ready = next(e for e in events if isinstance(e, SandboxReady))
         backend = started["sandbox-manager"].backends["bubblewrap"]
         await asyncio.to_thread(backend.destroy, ready.sandbox_id)  # planted: the host loses it
-        events = await wait_for_events(bus, lambda evs: any(isinstance(e, RunFailed) for e in evs))
+        events = await pipeline.wait_for_events(
+            bus, lambda evs: any(isinstance(e, RunFailed) for e in evs)
+        )
         [failed] = [e for e in events if isinstance(e, RunFailed)]
         assert failed.infrastructure
         scripted.set_latency("agent", 0.0)
 
         [retry] = await retry_failed(bus, campaign="c1")
         assert await retry_failed(bus, campaign="c1") == []  # the latest attempt is running
-        events = await wait_for_events(
+        events = await pipeline.wait_for_events(
             bus, lambda evs: any(isinstance(e, JudgmentRecorded) for e in evs), timeout=90
         )
         agg = started["aggregator"]

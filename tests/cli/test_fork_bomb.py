@@ -20,14 +20,12 @@ from assay_cli.run import run_campaign
 from assay_testing.demo import judge_scripts
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from tests.e2e.test_run_outcome import ROOT
+from tests.fork_bomb import BOMB, tagged_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 
 EXEC_TIMEOUT_S = 40
 MAX_PROCESSES = 64
-BOMB = "timeout 15 bash -c ':(){ :|:& };:'"
-"""The issue's bomb: `timeout` kills its process group at 15 s, and the forks it races
-keep re-forking until the command's own timeout."""
 
 
 def _bomber(tag: str) -> ScriptedSequence:
@@ -61,19 +59,6 @@ def _campaign(tmp: Path, backend: str) -> tuple[Path, Path]:
     path = tmp / "campaign.yaml"
     path.write_text(yaml.safe_dump(campaign))
     return tasks.parent, path
-
-
-def tagged_processes(tag: str) -> list[int]:
-    """Host pids whose environment carries the tag (root reads every environ)."""
-    needle = f"ASSAY_BOMB_TAG={tag}".encode()
-    found = []
-    for env in Path("/proc").glob("[0-9]*/environ"):
-        try:
-            if needle in env.read_bytes():
-                found.append(int(env.parent.name))
-        except OSError:
-            continue
-    return found
 
 
 def _holding(sandbox_id: str) -> list[int]:

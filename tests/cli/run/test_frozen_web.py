@@ -32,17 +32,13 @@ from assay_schemas import CampaignSpec, Event
 from assay_testing.pipeline import campaign, scripted_agent, settings_env, write_task
 from assay_testing.scripted import ScriptedModelServer
 from tests.e2e.test_run_outcome import ROOT
-from tests.judge.cases import judge_spec, reading_judge, verdict
 from tests.runner.test_web_pipeline import (
-    STAND_IN,
-    _agent,
     _judge_inputs,
-    _run,
     _transcript,
     _web,
+    record_ecoli,
     scripted,
 )
-from tests.webstand import WebStandIn, html_page, searxng_results
 
 __all__ = ["scripted"]  # the scripted model server fixture, shared with the web pipeline's test
 
@@ -78,32 +74,8 @@ async def _events_of(run_settings: Settings) -> list[Event]:
 async def test_a_frozen_web_replays_through_assay_run_with_the_same_bytes(
     bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
 ) -> None:
-    store = LocalBlobStore(settings.blob_dir)
-    tasks = tmp_path / "tasks"
-    write_task(tasks, "doubling", "How fast does E. coli double in rich medium?", {"n.txt": "x"})
-    web = WebStandIn(host=STAND_IN).__enter__()
-    page_url = f"{web.base}/ecoli"
-    web.routes["/search"] = searxng_results(
-        ("E. coli growth", page_url, "Doubling time of about 20 minutes in LB."),
-    )
-    web.routes["/ecoli"] = html_page(
-        "E. coli growth", "<p>In rich medium E. coli doubles about every 20 minutes.</p>"
-    )
-    scripted.add_script("agent", _agent(page_url))
-    scripted.add_script(
-        "judge",
-        reading_judge(
-            [("read_file", {"path": "web-source:2"})], verdict(8, files=["web-source:2"])
-        ),
-    )
-    judge = judge_spec("j1", "judge", scripted.openai_base_url)
-    agent = scripted_agent("a1", "agent", scripted.openai_base_url)
-    try:
-        recorded = campaign("rec", [agent], judges=[judge], web=_web("record", web.base))
-        events = await _run(bus, settings, store, recorded, tasks, [judge])
-    finally:
-        web.stop()  # from here on, nothing answers at the stand-ins' addresses
-    record_transcript = _transcript(events, "rec")
+    recorded = await record_ecoli(bus, settings, tmp_path, scripted)
+    record_transcript = _transcript(recorded.events, "rec")
     record_judge = _judge_inputs(scripted)
     assert any("doubles about every 20 minutes" in turn for turn in record_judge)
 
@@ -120,12 +92,13 @@ async def test_a_frozen_web_replays_through_assay_run_with_the_same_bytes(
     sha = done.stdout.split()[0]
 
     scripted.clear_requests()
-    replayed = campaign("rep", [agent], judges=[judge], web=_web("replay", web.base, snapshot=sha))
+    web = _web("replay", recorded.web_base, snapshot=sha)
+    replayed = campaign("rep", [recorded.agent], judges=[recorded.judge], web=web)
     base = settings.model_copy(update={"home": fresh})
     out = io.StringIO()
     outcome = await asyncio.to_thread(  # it runs its own event loop
         run_campaign,
-        tasks,
+        recorded.tasks,
         _campaign_file(tmp_path / "rep.yaml", replayed),
         settings=base,
         console=Console(file=out, width=200),
