@@ -6,11 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from ._domain import (
-    BlobRef,
-    FileRef,
-    Usage,
-)
+from ._domain import BlobRef, FileRef, Usage
 from ._envelope import Event
 from ._errors import ErrorInfo, FailureStage, with_error_info
 from ._event_text import _n

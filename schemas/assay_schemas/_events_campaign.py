@@ -6,16 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ._domain import (
-    AgentSpec,
-    BlobRef,
-    CampaignSpec,
-    FileRef,
-    Limits,
-    Price,
-    SandboxSpec,
-    Task,
-)
+from ._domain import AgentSpec, BlobRef, CampaignSpec, FileRef, Limits, Price, SandboxSpec, Task
 from ._envelope import Event
 from ._event_text import _n
 from ._web import WebSpec

@@ -6,12 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ._domain import (
-    BlobRef,
-    FileRef,
-    JudgeSpec,
-    Usage,
-)
+from ._domain import BlobRef, FileRef, JudgeSpec, Usage
 from ._envelope import Event
 from ._errors import ErrorInfo, with_error_info
 from ._event_text import _n

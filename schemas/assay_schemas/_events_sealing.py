@@ -7,10 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._domain import (
-    BlobRef,
-    FileRef,
-)
+from ._domain import BlobRef, FileRef
 from ._envelope import Event
 from ._event_text import _n
 from ._ids import Identifier

@@ -10,9 +10,7 @@ from nats.js import JetStreamContext
 
 from assay.bus import Subjects
 from assay.security.signing import Signer
-from assay_schemas import (
-    Event,
-)
+from assay_schemas import Event
 
 __all__ = ["publish_events", "writer_of"]
 

@@ -19,13 +19,7 @@ from opentelemetry import trace
 from assay.config import Settings
 from assay.security.signing import TrustList
 from assay.telemetry import extract_context, serving, tracer
-from assay_schemas import (
-    Event,
-    InvalidEvent,
-    Producer,
-    SignatureRefused,
-    parse_event,
-)
+from assay_schemas import Event, InvalidEvent, Producer, SignatureRefused, parse_event
 
 from ._broker import inbox_of
 from ._dead_letters import dead_letter
