@@ -14,33 +14,26 @@ them there (audits then find them).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from nats.js import JetStreamContext
 
-from assay.bus import Subjects
-from assay.security.signing import Signer
 from assay.store import BlobStore
 from assay_schemas import (
-    RULES_JUDGE_ID,
     AgentFinished,
     AgentSpec,
     AgentStepLogged,
     ArtifactsSealed,
     CampaignSpec,
     CampaignStarted,
-    CheckResult,
-    DimensionScore,
     Event,
     FileExistsCheck,
     FileRef,
     JudgeRegistered,
     JudgeSpec,
-    JudgmentRecorded,
     Limits,
     NumberNearCheck,
     Producer,
@@ -57,7 +50,10 @@ from assay_schemas import (
     run_id_for,
 )
 
-__all__ = ["LogSpec", "publish_events", "synthetic_events"]
+from .synthetic_judgments import _judgments
+from .synthetic_publish import publish_events, writer_of
+
+__all__ = ["LogSpec", "publish_events", "synthetic_events", "writer_of"]
 
 PRODUCER = Producer(service="synthetic", version="0")
 _T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -341,143 +337,3 @@ def _run(
     )
     yield sealed
     yield from _judgments(spec, rng, clock, agent, latent, empty, dims, files, env, sealed.event_id)
-
-
-def _judgments(
-    spec: LogSpec,
-    rng: np.random.Generator,
-    clock: _Clock,
-    agent: AgentSpec,
-    latent: float,
-    empty: bool,
-    dims: list[str],
-    files: list[FileRef],
-    env: dict[str, Any],
-    cause: str,
-) -> Iterator[Event]:
-    rid = env["run_id"]
-    gap = spec.communication_gap.get(agent.agent_id, 0.0)
-    paths = [f.path for f in files]
-    for judge_id, family in spec.judges:
-        for sample in range(spec.n_samples):
-            shift = spec.judge_leniency.get(judge_id, 0.0)
-            if family == agent.family:
-                shift += spec.self_preference.get(judge_id, 0.0)
-            scores: dict[str, DimensionScore] = {}
-            for dim in dims:
-                x = latent + shift + rng.normal(0.0, 0.8) - (3.0 if empty else 0.0)
-                x += (
-                    gap / 2
-                    if dim == "communication"
-                    else -gap / 2
-                    if dim == "scientific_accuracy"
-                    else 0.0
-                )
-                scores[dim] = DimensionScore(score=int(np.clip(np.rint(x), 0, 10)), reason="ok")
-            tags = ["no_artifacts"] if empty else []
-            if rng.random() < spec.overclaim_rate.get(agent.agent_id, 0.1):
-                tags.insert(0, "overclaiming")
-            yield JudgmentRecorded(
-                event_id=JudgmentRecorded.id_for(rid, judge_id, sample),
-                judge_id=judge_id,
-                judge_family=family,
-                judge_model=f"model-{judge_id}",
-                sample=sample,
-                rubric_id="assay-default",
-                rubric_version=1,
-                scores=scores,
-                failure_tags=tags,
-                rationale="Checked the report against results.csv.",
-                files_cited=paths[-2:],
-                files_opened=paths[-2:],
-                causation_id=cause,
-                occurred_at=clock(),
-                **env,
-            )
-    if spec.rules:
-        ok = not empty and bool(rng.random() < 0.5 + 0.1 * latent - 0.3)
-        checks = [
-            CheckResult(name="results_table", passed=not empty),
-            CheckResult(name="estimate", passed=ok, detail="2.01 vs 2.0 ± 0.1", weight=2.0),
-        ]
-        tags = ["no_artifacts"] if empty else []
-        if not empty and rng.random() < 0.05:
-            tags.append("claimed_file_missing")
-        yield JudgmentRecorded(
-            event_id=JudgmentRecorded.id_for(rid, RULES_JUDGE_ID, 0),
-            judge_id=RULES_JUDGE_ID,
-            judge_family="rules",
-            judge_model="rules",
-            sample=0,
-            rubric_id="assay-default",
-            rubric_version=1,
-            failure_tags=tags,
-            checks=checks,
-            causation_id=cause,
-            occurred_at=clock(),
-            **env,
-        )
-
-
-_WRITERS = {
-    "CampaignStarted": "cli",
-    "TaskSubmitted": "cli",
-    "RunRequested": "runner",
-    "AgentStepLogged": "runner",
-    "AgentFinished": "runner",
-    "RunFailed": "runner",
-    "SandboxReady": "sandbox-manager",
-    "ArtifactsSealed": "sandbox-manager",
-}
-
-
-def writer_of(event: Event) -> str:
-    """The service (as `Bus(service=...)` names it) that writes this event in a deployment."""
-    if event.event_type in _WRITERS:
-        return _WRITERS[event.event_type]
-    judge = getattr(event, "judge", None)
-    judge_id = judge.judge_id if judge is not None else getattr(event, "judge_id", "")
-    if getattr(event, "judge_kind", "machine") == "human":
-        return str(judge_id)  # a reviewer signs as reviewer-<name>, which is its judge id
-    return f"judge-{judge_id}"
-
-
-async def publish_events(
-    js: JetStreamContext,
-    subjects: Subjects,
-    stream: str,
-    events: Iterator[Event] | Sequence[Event],
-    *,
-    window: int = 2000,
-    signers: Callable[[str], Signer | None] | None = None,
-) -> int:
-    """Publish events in order, pipelined (acks awaited per window); return how many.
-
-    One connection sending in order keeps log order equal to generation order, while
-    not waiting for each PubAck keeps it fast. With `signers` (service name → signer,
-    e.g. `partial(signer_for, settings)`), each event is signed by the service that
-    would have written it, as a live deployment signs it.
-    """
-    pending: list[Any] = []
-    n = 0
-    cache: dict[str, Signer | None] = {}
-    for event in events:
-        data = event.model_dump_json().encode()
-        subject = subjects.of(event)
-        headers = {"Nats-Msg-Id": event.event_id}
-        if signers is not None:
-            service = writer_of(event)
-            if service not in cache:
-                cache[service] = signers(service)
-            signer = cache[service]
-            if signer is not None:
-                headers.update(signer.headers(subject, data))
-        pending.append(await js.publish_async(subject, data, stream=stream, headers=headers))
-        n += 1
-        if len(pending) >= window:
-            for fut in pending:
-                await fut
-            pending.clear()
-    for fut in pending:
-        await fut
-    return n

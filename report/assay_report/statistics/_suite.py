@@ -13,7 +13,16 @@ from functools import partial
 import polars as pl
 from pydantic import BaseModel, ConfigDict
 
-from . import _agreement, _failures, _operations, _ranking, _scores, _self_preference, _warnings
+from . import (
+    _agreement,
+    _failures,
+    _operations,
+    _panel_warnings,
+    _ranking,
+    _scores,
+    _self_preference,
+    _warnings,
+)
 from ._context import AnalysisSettings, Context, contexts
 from ._results import (
     AgentCost,
@@ -108,7 +117,7 @@ def compute_statistics(
     for ctx in contexts(checked, settings):
         for name, rows_of in statistics.items():
             acc[name] += rows_of(ctx)
-        late += _warnings.context_warnings(ctx)
+        late += _panel_warnings.context_warnings(ctx)
     acc["warnings"] += _warnings.warning_rows(
         checked,
         acc,

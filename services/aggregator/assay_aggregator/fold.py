@@ -16,17 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from assay.security.signing import TrustList
-from assay_report.state import (
-    ArtifactRecord,
-    ControlRecord,
-    FailureRecord,
-    JudgeRecord,
-    RunRecord,
-    State,
-    StoppingRecord,
-    TaskRecord,
-    VerdictRecord,
-)
+from assay_report.state import State
 from assay_schemas import (
     AgentFinished,
     AgentStepLogged,
@@ -43,319 +33,29 @@ from assay_schemas import (
     RunFailed,
     RunRequested,
     SandboxReady,
-    Task,
     TaskSubmitted,
     lifecycle_step,
 )
 
 from . import stopping
 from .admission import admit, moved
+from .fold_judging import _judge_registered, _judgment, _judgment_failed
+from .fold_runs import (
+    _campaign_started,
+    _cancelled,
+    _control_declared,
+    _failed,
+    _finished,
+    _run,
+    _run_requested,
+    _sandbox_ready,
+    _sealed,
+    _step,
+    _stopped,
+    _task_submitted,
+)
 
 __all__ = ["admitted", "apply", "fold", "subject_of"]
-
-
-def _run(state: State, event: Event, sequence: int) -> RunRecord:
-    rid = event.run_id or ""
-    run = state.runs.get(rid)
-    if run is None:
-        run = RunRecord(campaign_id=event.campaign_id, run_id=rid, first_sequence=sequence)
-        state.runs[rid] = run
-    if event.task_id and not run.task_id:
-        run.task_id = event.task_id
-    run.first_sequence = min(run.first_sequence, sequence)
-    run.last_sequence = max(run.last_sequence, sequence)
-    return run
-
-
-def _task(state: State, campaign_id: str, task: Task) -> None:
-    key = f"{campaign_id}/{task.task_id}"
-    if key in state.tasks:
-        return
-    state.task_samples[key] = task.judge.sampling_times
-    state.tasks[key] = TaskRecord(
-        campaign_id=campaign_id,
-        task_id=task.task_id,
-        domain=task.domain,
-        phase=task.phase,
-        difficulty=task.difficulty,
-        n_attachments=len(task.attachments),
-        n_reference_checks=len(task.reference_checks),
-        attachments=[[a.path, a.sha256] for a in task.attachments],
-        rubric_keys=task.judge.rubric.dimension_keys if task.judge.rubric else [],
-    )
-
-
-def _judge(state: State, judge_id: str, campaign_id: str) -> JudgeRecord:
-    judge = state.judges.get(judge_id)
-    if judge is None:
-        judge = state.judges[judge_id] = JudgeRecord(judge_id=judge_id)
-    if campaign_id not in judge.campaigns:
-        judge.campaigns.append(campaign_id)
-        judge.campaigns.sort()
-    return judge
-
-
-def _joined(state: State, e: JudgeRegistered | JudgmentRecorded | JudgmentFailed, seq: int) -> None:
-    """Keep the judge's first fact in the campaign (by sequence, whatever the fold order)."""
-    judge_id = e.judge.judge_id if isinstance(e, JudgeRegistered) else e.judge_id
-    key = f"{e.campaign_id}/{judge_id}"
-    first = state.judge_joined.get(key)
-    if first is None or seq < first[0]:
-        state.judge_joined[key] = (seq, e.occurred_at.isoformat())
-
-
-def _campaign_started(state: State, e: CampaignStarted, seq: int) -> None:
-    state.campaigns[e.campaign_id] = e.campaign.model_dump(mode="json")
-    for c in state.controls.values():  # declared first (any order folds the same)
-        if c.campaign_id == e.campaign_id:
-            _unlist(state, c)
-    for spec in e.campaign.judges:
-        judge = _judge(state, spec.judge_id, e.campaign_id)
-        judge.family, judge.model = spec.family, spec.model
-        state.judge_samples[f"{e.campaign_id}/{spec.judge_id}"] = spec.sampling_times
-
-
-def _task_submitted(state: State, e: TaskSubmitted, seq: int) -> None:
-    _task(state, e.campaign_id, e.task)
-
-
-def _run_requested(state: State, e: RunRequested, seq: int) -> None:
-    _task(state, e.campaign_id, e.task)
-    run = _run(state, e, seq)
-    run.task_id = e.task.task_id
-    run.agent_id = e.agent.agent_id
-    run.agent_family = e.agent.family
-    run.agent_model = e.agent.model
-    run.epoch = e.epoch
-    run.attempt = e.attempt
-    run.control_plan = _declared_plan(state, run)
-
-
-def _campaign_agent(state: State, run: RunRecord) -> bool:
-    """Whether the run's agent is one of its campaign's own (never a control)."""
-    campaign = state.campaigns.get(run.campaign_id) or {}
-    return any(a.get("agent_id") == run.agent_id for a in campaign.get("agents", ()))
-
-
-def _attempt_of(state: State, c: ControlRecord, run: RunRecord) -> bool:
-    """Whether `run` is an attempt of the declared control `c`: its run, or a later
-    attempt (`assay retry`) of the same task, agent and epoch."""
-    if run.campaign_id != c.campaign_id or run.task_id != c.task_id or not run.agent_id:
-        return False
-    if run.run_id == c.run_id:
-        return True
-    first = state.runs.get(c.run_id)
-    return first is not None and (first.agent_id, first.epoch) == (run.agent_id, run.epoch)
-
-
-def _declared_plan(state: State, run: RunRecord) -> str:
-    """The plan of the control `run` is an attempt of ('' for an agent's run). A request
-    carries nothing of it: the declaration alone makes a run a control, and never one
-    of the campaign's own agents' runs."""
-    if _campaign_agent(state, run):
-        return ""
-    c = state.controls.get(run.run_id)
-    if c is not None and _attempt_of(state, c, run):
-        return c.plan_sha256
-    if run.attempt:
-        for c in state.controls.values():
-            if _attempt_of(state, c, run):
-                return c.plan_sha256
-    return ""
-
-
-def _control_declared(state: State, sealed: ControlDeclared, seq: int) -> None:
-    # The first declaration of a run counts; whether it names a control agent's run
-    # (the same plan) is checked where controls are read, when both events are in.
-    key = f"{sealed.campaign_id}/{sealed.task_id}"
-    state.declared_controls[key] = state.declared_controls.get(key, 0) + 1
-    if state.controls_key is None:
-        return  # a reader without the secret knows a control was declared, no more
-    e = state.controls_key.open(sealed)  # admission opened it already: it opens
-    if e.control_run_id in state.controls:
-        return
-    c = state.controls[e.control_run_id] = ControlRecord(
-        e.campaign_id,
-        e.task_id,
-        e.control_run_id,
-        e.kind,
-        e.expected,
-        e.plan_sha256,
-        seq,
-        e.agent_id,
-    )
-    _unlist(state, c)
-    history = state.histories.get(e.campaign_id)
-    if history is None:
-        history = state.histories[e.campaign_id] = CampaignHistory(campaign_id=e.campaign_id)
-    history.declare_control(e.campaign_id, e.task_id, e.agent_id, e.control_run_id)
-    if e.control_run_id in state.runs:  # requested first (any order folds the same)
-        for run in state.runs.values():
-            if not run.control_plan and run.agent_id and _attempt_of(state, c, run):
-                run.control_plan = _declared_plan(state, run)
-
-
-def _unlist(state: State, c: ControlRecord) -> None:
-    """Take the control agent out of its campaign's agents: the roster lists it like an
-    agent for readers without the controls secret; for every report it is none."""
-    campaign = state.campaigns.get(c.campaign_id)
-    if campaign is not None and c.agent_id:
-        campaign["agents"] = [
-            a for a in campaign.get("agents", ()) if a.get("agent_id") != c.agent_id
-        ]
-
-
-def _sandbox_ready(state: State, e: SandboxReady, seq: int) -> None:
-    _run(state, e, seq).sandbox_ready = True
-
-
-def _step(state: State, e: AgentStepLogged, seq: int) -> None:
-    run = _run(state, e, seq)
-    run.step_count += 1
-    run.step_max = max(run.step_max, e.step)
-    run.tool_calls += len(e.tool_calls)
-    run.tool_errors += sum(1 for r in e.tool_results if r.is_error)
-    run.truncated_outputs += sum(1 for r in e.tool_results if r.truncated)
-    run.step_latency_us += round(e.latency_ms * 1000)
-    run.step_cost_nusd += round(e.cost_usd * 1e9)
-    run.step_input_tokens += e.usage.input_tokens
-    run.step_output_tokens += e.usage.output_tokens
-
-
-def _finished(state: State, e: AgentFinished, seq: int) -> None:
-    run = _run(state, e, seq)
-    run.finished = True
-    run.stop_reason = e.stop_reason
-    run.steps = e.steps
-    run.input_tokens = e.usage.input_tokens
-    run.output_tokens = e.usage.output_tokens
-    run.cached_tokens = e.usage.cached_tokens
-    run.cache_write_tokens = e.usage.cache_write_tokens
-    run.cost_usd = e.cost_usd
-    run.latency_s = e.duration_s
-
-
-def _failed(state: State, e: RunFailed, seq: int) -> None:
-    run = _run(state, e, seq)
-    if run.failed and run.failure_sequence < seq:
-        return  # a seal declared lost after the run failed: the first failure decided it
-    run.failed = True
-    run.failure_sequence = seq
-    run.infrastructure_failure = e.infrastructure
-    run.failure_stage = e.stage
-    run.failure_error = e.error
-
-
-def _cancelled(state: State, e: RunCancelled, seq: int) -> None:
-    run = _run(state, e, seq)
-    run.agent_id, run.epoch = e.agent_id, e.epoch
-    record = state.stopping.setdefault(e.campaign_id, StoppingRecord(e.campaign_id))
-    record.cancelled += 1
-
-
-def _stopped(state: State, e: CampaignStopped, seq: int) -> None:
-    stopping.logged(state, seq, e)
-
-
-def _sealed(state: State, e: ArtifactsSealed, seq: int) -> None:
-    run = _run(state, e, seq)
-    if not run.agent_id:
-        run.agent_id, run.epoch = e.agent_id, e.epoch
-    if state.seal_sequence.get(run.run_id, 0) > seq:
-        return
-    state.seal_sequence[run.run_id] = seq
-    run.sealed = True
-    run.seal_outcome = e.outcome
-    run.n_files = e.n_files
-    state.artifacts[run.run_id] = [
-        ArtifactRecord(path=f.path, sha256=f.sha256, size=f.size, media_type=f.media_type)
-        for f in e.files
-    ]
-
-
-def _sample(
-    e: JudgmentRecorded | JudgmentFailed, run: RunRecord, seq: int
-) -> tuple[str, str, str, int, int]:
-    """The leading fields of the event's verdict or failure record (JudgeSampleRecord)."""
-    return e.campaign_id, run.run_id, e.judge_id, e.sample, seq
-
-
-def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
-    key = f"{e.run_id}/{e.judge_id}/{e.sample}"
-    if e.judge_kind == "human":
-        _human_judgment(state, e, seq, key)
-        return
-    old = state.verdicts.get(key)
-    if old is not None and old.sequence > seq:
-        # Admission refuses a later verdict for a sample; one that arrives after a later
-        # one (out of log order) takes its place, and the later one is refused instead.
-        state.refuse(
-            old.sequence,
-            "JudgmentRecorded",
-            f"JudgmentRecorded: second verdict for run {e.run_id}, judge {e.judge_id}, "
-            f"sample {e.sample} (the first is at seq {seq})",
-        )
-    run = _run(state, e, seq)
-    state.verdicts[key] = VerdictRecord(
-        *_sample(e, run, seq),
-        judge_family=e.judge_family,
-        judge_model=e.judge_model,
-        scores={k: v.score for k, v in e.scores.items()},
-        tags=list(e.failure_tags),
-        checks=[[c.name, c.passed, c.weight, c.detail] for c in e.checks],
-        files_opened=list(e.files_opened),
-        files_cited=list(e.files_cited),
-        cost_usd=e.cost_usd,
-        attempts=e.attempts,
-        rejected_sha256=e.rejected_outputs.sha256 if e.rejected_outputs else "",
-        input_tokens=e.usage.input_tokens,
-        output_tokens=e.usage.output_tokens,
-        cached_tokens=e.usage.cached_tokens,
-        cache_write_tokens=e.usage.cache_write_tokens,
-    )
-    judge = _judge(state, e.judge_id, e.campaign_id)
-    judge.family = judge.family or e.judge_family
-    judge.model = judge.model or e.judge_model
-    _joined(state, e, seq)
-
-
-def _human_judgment(state: State, e: JudgmentRecorded, seq: int, key: str) -> None:
-    """A reviewer's verdict: a reference, so it touches no run, judge or jury record."""
-    old = state.human_verdicts.get(key)
-    if old is not None and old.sequence < seq:
-        return
-    state.human_verdicts[key] = VerdictRecord(
-        e.campaign_id,
-        e.run_id or "",
-        e.judge_id,
-        e.sample,
-        seq,
-        scores={k: v.score for k, v in e.scores.items()},
-    )
-
-
-def _judgment_failed(state: State, e: JudgmentFailed, seq: int) -> None:
-    run = _run(state, e, seq)
-    key = f"{run.run_id}/{e.judge_id}/{e.sample}"
-    old = state.failures.get(key)
-    if old is not None and old.sequence > seq:
-        return
-    state.failures[key] = FailureRecord(
-        *_sample(e, run, seq),
-        error=e.error,
-        attempts=e.attempts,
-        infrastructure=e.infrastructure,
-        raw_output_sha256=e.raw_output.sha256 if e.raw_output else "",
-    )
-    _judge(state, e.judge_id, e.campaign_id)
-    _joined(state, e, seq)
-
-
-def _judge_registered(state: State, e: JudgeRegistered, seq: int) -> None:
-    judge = _judge(state, e.judge.judge_id, e.campaign_id)
-    judge.family, judge.model = e.judge.family, e.judge.model
-    state.judge_samples[f"{e.campaign_id}/{e.judge.judge_id}"] = e.judge.sampling_times
-    _joined(state, e, seq)
 
 
 _HANDLERS: dict[type[Event], Callable[[State, Any, int], None]] = {
