@@ -179,10 +179,12 @@ class JudgeService(SealedRunJudge):
         self.processes.close()
         # The bus first, with no await before it: a consumer whose connection is gone
         # spins without yielding until its broker is stopped.
-        await self.bus.stop()
-        if backfill is not None:
-            await asyncio.gather(backfill, return_exceptions=True)
-        await self.aclose()
+        try:
+            await self.bus.stop()
+        finally:  # a bus that fails to stop must not leave the provider's session open
+            if backfill is not None:
+                await asyncio.gather(backfill, return_exceptions=True)
+            await self.aclose()
 
     async def aclose(self) -> None:
         """Release the provider's connections."""

@@ -23,6 +23,8 @@ class RunnerService(Waves, Driver):
 
     async def stop(self) -> None:
         """Stop pacing and consuming, then close the providers' HTTP clients."""
-        await self.stop_pacers()
-        await self.bus.stop()
-        await self.aclose()
+        try:
+            await self.stop_pacers()
+            await self.bus.stop()
+        finally:  # a bus that fails to stop must not leave the HTTP clients open
+            await self.aclose()
