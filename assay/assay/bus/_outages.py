@@ -7,7 +7,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from nats.errors import ConnectionClosedError, NoRespondersError, OutboundBufferLimitError
 from nats.errors import Error as NatsError
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js.errors import NoStreamResponseError, ServiceUnavailableError
 
 from assay_schemas import BlobCorrupted, BlobNotFound, BusError, Event, StoreError, UploadRefused
 
@@ -62,6 +65,24 @@ async def through_outages(
             delay = min(delay * 2, 5.0)
 
 
+_OUTAGES = (
+    NatsTimeout,
+    asyncio.TimeoutError,
+    NoStreamResponseError,
+    NoRespondersError,
+    ServiceUnavailableError,
+    ConnectionClosedError,
+    OutboundBufferLimitError,
+)
+"""What a publish meets while the log is down or electing a leader: nothing says the
+event was refused (a refusal, a permission or a wrong-sequence answer is not one)."""
+
+
+def _is_outage(error: Exception) -> bool:
+    """Whether a failed publish met an outage, by its class or the class of its cause."""
+    return isinstance(error, _OUTAGES) or isinstance(error.__cause__, _OUTAGES)
+
+
 async def publish_through_outages(
     bus: Bus, event: Event, *, encoded: bytes | None = None
 ) -> Published:
@@ -72,7 +93,7 @@ async def publish_through_outages(
     in the sandbox. Left to `through_outages`, the whole handler would run again from the
     log, and the unlogged step's commands would run a second time on a sandbox they have
     already changed. Publishing the same event again is safe: the log stores it once
-    (`Nats-Msg-Id` is its id).
+    (`Nats-Msg-Id` is its id). Any other failure (refused, not permitted) is raised at once.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + OUTAGE_RETRY_S
@@ -81,7 +102,7 @@ async def publish_through_outages(
         try:
             return await bus.publish(event, encoded=encoded)
         except (BusError, NatsError) as e:
-            if loop.time() + delay > deadline:
+            if not _is_outage(e) or loop.time() + delay > deadline:
                 raise
             log.warning(
                 "publish of %s %s failed (%s); publishing it again in %.1fs",
