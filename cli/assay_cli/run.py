@@ -269,13 +269,16 @@ def print_next_steps(workdir: Path, console: Console) -> None:
 
 
 def with_cache(spec: CampaignSpec, ttl: str | None) -> CampaignSpec:
-    """The campaign with ``--cache``'s expiry as its ``cache:`` (unchanged without one)."""
+    """The campaign with ``--cache`` on (`ttl` "": its own ``cache:``, else the default
+    expiry); unchanged for None."""
     if ttl is None:
         return spec
+    if not ttl:
+        return spec if spec.cache is not None else spec.model_copy(update={"cache": CacheSpec()})
     try:
-        cache = CacheSpec(ttl=ttl)  # type: ignore[arg-type]  # parsed by the spec
+        cache = CacheSpec.model_validate({"ttl": ttl})
     except ValidationError as e:
-        raise ConfigError(f"--cache={ttl}: {e.errors()[0]['msg']}") from e
+        raise ConfigError(f"--cache-ttl {ttl}: {e.errors()[0]['msg']}") from e
     return spec.model_copy(update={"cache": cache})
 
 
@@ -300,8 +303,9 @@ def run_campaign(
     refused (ConfigError) before anything starts.
     `scripted_server`: the started server a scripted campaign uses instead of the demo
     cast's (the caller keeps it running and reads what it received).
-    `cache`: the development cache's expiry (``7d``), overriding the campaign's ``cache:``;
-    its answers live under the home (``<home>/cache/models``), shared by every run."""
+    `cache`: turn the development cache on with this expiry (``7d``; "" for the campaign's
+    ``cache:`` expiry, else the default); its answers live under the home
+    (``<home>/cache/models``), shared by every run."""
     console = console or Console()
     base = settings or Settings()
     paths = [tasks] if isinstance(tasks, Path) else list(tasks)
