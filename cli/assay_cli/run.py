@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
@@ -35,9 +36,11 @@ from assay_cli.stack import Stack
 from assay_report.html import render_html
 from assay_report.report import Report, build_report, report_json
 from assay_report.terminal import print_report
+from assay_runner.settings import RunnerSettings
 from assay_runner.web import copy_snapshot, snapshot_blobs
 from assay_schemas import (
     BlobNotFound,
+    CacheSpec,
     CampaignSpec,
     ConfigError,
     InvalidInput,
@@ -265,6 +268,20 @@ def print_next_steps(workdir: Path, console: Console) -> None:
     )
 
 
+def with_cache(spec: CampaignSpec, ttl: str | None) -> CampaignSpec:
+    """The campaign with ``--cache`` on (`ttl` "": its own ``cache:``, else the default
+    expiry); unchanged for None."""
+    if ttl is None:
+        return spec
+    if not ttl:
+        return spec if spec.cache is not None else spec.model_copy(update={"cache": CacheSpec()})
+    try:
+        cache = CacheSpec.model_validate({"ttl": ttl})
+    except ValidationError as e:
+        raise ConfigError(f"--cache-ttl {ttl}: {e.errors()[0]['msg']}") from e
+    return spec.model_copy(update={"cache": cache})
+
+
 def run_campaign(
     tasks: Path | Sequence[Path],
     campaign_file: Path,
@@ -275,6 +292,7 @@ def run_campaign(
     timeout_s: float = 1800.0,
     check: bool = True,
     scripted_server: ScriptedModelServer | None = None,
+    cache: str | None = None,
 ) -> RunOutcome:
     """Run a campaign end to end on a fresh embedded stack under `.assay/runs/`.
 
@@ -284,11 +302,14 @@ def run_campaign(
     campaign's sandbox backend are checked first and a campaign that cannot succeed is
     refused (ConfigError) before anything starts.
     `scripted_server`: the started server a scripted campaign uses instead of the demo
-    cast's (the caller keeps it running and reads what it received)."""
+    cast's (the caller keeps it running and reads what it received).
+    `cache`: turn the development cache on with this expiry (``7d``; "" for the campaign's
+    ``cache:`` expiry, else the default); its answers live under the home
+    (``<home>/cache/models``), shared by every run."""
     console = console or Console()
     base = settings or Settings()
     paths = [tasks] if isinstance(tasks, Path) else list(tasks)
-    spec = load_campaign(campaign_file)
+    spec = with_cache(load_campaign(campaign_file), cache)
     most = CliSettings.of(base).max_tasks_per_submission
     drafts = load_drafts(paths, base.max_attachment_bytes, most)
     if check:
@@ -307,7 +328,15 @@ def run_campaign(
     progress = Progress(campaign_id=spec.campaign_id)
     try:
         with NatsServer(workdir / "nats") as nats:
-            settings = base.model_copy(update={"home": workdir, "nats_url": nats.url})
+            # The run's folder is new each time; the development cache outlives it.
+            cache_dir = RunnerSettings.of(base).model_cache
+            settings = base.model_copy(
+                update={
+                    "home": workdir,
+                    "nats_url": nats.url,
+                    "model_cache_dir": cache_dir.resolve(),
+                }
+            )
             # This run's operator key: every service signs, the report counts only what
             # an enrolled key signed, and `assay audit` can show who wrote each event.
             ensure_operator(settings)

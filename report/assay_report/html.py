@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from .charts import Chart, heatmap, intervals, scatter
 from .pages import Table, render_page
-from .report import Report
+from .report import Report, cached_answers_line
 from .statistics import DEFINITIONS, VALIDITY_DEFINITIONS
 
 __all__ = ["PlotSection", "plots", "render_html", "tables"]
@@ -366,6 +366,7 @@ def render_html(report: Report) -> str:
         campaigns=", ".join(c.campaign_id for c in report.campaigns),
         plots=plots(report),
         tables=tables(report),
+        cached_line=cached_answers_line(report.cached_answers),
         # The validity terms (and what the correction assumes) where the section is shown.
         definitions=DEFINITIONS if report.validity is None else DEFINITIONS | VALIDITY_DEFINITIONS,
     )

@@ -63,6 +63,7 @@ __all__ = [
     "RefusedMessage",
     "Report",
     "build_report",
+    "cached_answers_line",
     "report_frames",
     "report_json",
     "report_seed",
@@ -88,6 +89,9 @@ class Report(BaseModel):
     campaigns: tuple[CampaignInfo, ...]
     scripted: bool
     """Show a 'scripted campaign' banner: some campaign used scripted stand-ins."""
+    cached_answers: int = 0
+    """Agent steps answered from the development cache (``cache:``), not by the model:
+    shown at the top, as the runs they are in repeat earlier answers."""
     log_sequence: int
     """Last stream sequence folded into the projections."""
     group_by: str | None
@@ -127,6 +131,15 @@ class Report(BaseModel):
     """Campaigns that declared ``stopping:``: when and why they stopped, runs and cost saved."""
     anytime_intervals: tuple[AnytimeInterval, ...] = ()
     """The anytime-valid intervals each stopping rule read when it decided (labelled)."""
+
+
+def cached_answers_line(n: int) -> str:
+    """The warning at the top of a report with answers from the development cache."""
+    answers = "answer" if n == 1 else "answers"
+    return (
+        f"DEVELOPMENT CACHE: {n} model {answers} came from the local cache (cache:), "
+        "not from the models; the steps are marked cached_answer in the log."
+    )
 
 
 def report_seed(campaign_ids: list[str]) -> int:
@@ -225,6 +238,7 @@ def build_report(
     return Report(
         campaigns=campaigns,
         scripted=any(c.scripted for c in campaigns),
+        cached_answers=sum(r.cached_steps for r in p.state.runs.values() if r.campaign_id in ids),
         log_sequence=p.state.last_sequence,
         group_by=group_by,
         anchor=anchor,

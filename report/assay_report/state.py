@@ -33,7 +33,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 13
+SNAPSHOT_VERSION = 14
 """Bumped whenever a record or the layout changes: a snapshot of another version is
 ignored and the state rebuilt from the log."""
 
@@ -74,6 +74,8 @@ class RunRecord:
     tool_calls: int = 0
     tool_errors: int = 0
     truncated_outputs: int = 0
+    cached_steps: int = 0
+    """Steps whose model answer came from the development cache (`cached_answer`)."""
     # Sums kept as integers (µs, nano-USD) so the fold is exact in any arrival order.
     step_latency_us: int = 0
     step_cost_nusd: int = 0

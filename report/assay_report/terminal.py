@@ -14,7 +14,7 @@ import math
 from rich.console import Console
 from rich.panel import Panel
 
-from .report import Report
+from .report import Report, cached_answers_line
 from .stopping import ANYTIME_LABEL
 from .terminal_problems import MACHINE_STAGES, print_problems
 from .terminal_sections import _board, _check_matrix, _costs, _g, _late, _refused
@@ -58,6 +58,8 @@ def print_report(
                 style="bold yellow",
             )
         )
+    if report.cached_answers:
+        c.print(Panel(cached_answers_line(report.cached_answers), style="bold yellow"))
     for info in report.campaigns:
         c.print(
             f"[bold]campaign {info.campaign_id}[/bold] {info.name}: {info.n_tasks} tasks, "

@@ -6,6 +6,7 @@ next to this package (`assay schemas export`).
 
 # Each module lists its public names once, in its own ``__all__``; the package's is their sum.
 from . import (
+    _cache,
     _campaign_history,
     _codec,
     _controls,
@@ -27,6 +28,7 @@ from . import (
     _stopping,
     _web,
 )
+from ._cache import *  # noqa: F403
 from ._campaign_history import *  # noqa: F403
 from ._codec import *  # noqa: F403
 from ._controls import *  # noqa: F403
@@ -67,6 +69,7 @@ __all__ = [
     *_rubric.__all__,
     *_rules.__all__,
     *_steps.__all__,
+    *_cache.__all__,
     *_stopping.__all__,
     *_web.__all__,
 ]

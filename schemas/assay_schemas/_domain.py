@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._cache import CacheSpec
 from ._controls import ControlsSpec
 from ._ids import Identifier
 from ._rubric import Rubric, default_rubric
@@ -360,6 +361,8 @@ class CampaignSpec(Frozen):
     """Control runs judged blind beside the real ones, from tasks' reference folders."""
     stopping: StoppingSpec | None = None
     """Stop before every task has run once the answer is settled (default: run them all)."""
+    cache: CacheSpec | None = None
+    """Answer repeated model requests from the local development cache (default: off)."""
 
     @model_validator(mode="after")
     def _unique_ids(self) -> CampaignSpec:

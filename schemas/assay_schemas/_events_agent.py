@@ -51,6 +51,9 @@ class AgentStepLogged(Event):
     """A program agent's model call: the request body as sent upstream (a blob)."""
     response_sha256: str | None = None
     """A program agent's model call: the upstream response body (a blob)."""
+    cached_answer: bool = False
+    """The model's answer was served from the development cache (`cache:`), not asked
+    again; its usage and cost are those of the call that was cached."""
 
     def blob_refs(self) -> list[BlobRef]:
         outputs = [("tool_output", r.output_blob) for r in self.tool_results if r.output_blob]
@@ -61,7 +64,8 @@ class AgentStepLogged(Event):
         errors = sum(r.is_error for r in self.tool_results)
         failed = f", {_n(errors, 'tool error')}" if errors else ""
         tokens = f"{self.usage.input_tokens} in / {self.usage.output_tokens} out tokens"
-        return f"step {self.step}: {calls}{failed}; {tokens}, model {self.latency_ms:.0f} ms"
+        model = "answer from the development cache" if self.cached_answer else "model"
+        return f"step {self.step}: {calls}{failed}; {tokens}, {model} {self.latency_ms:.0f} ms"
 
 
 StopReason = Literal[

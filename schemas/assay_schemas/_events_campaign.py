@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from ._cache import CacheSpec
 from ._domain import AgentSpec, BlobRef, CampaignSpec, FileRef, Limits, Price, SandboxSpec, Task
 from ._envelope import Event
 from ._event_text import _n
@@ -62,6 +63,8 @@ class RunRequested(Event):
     """The campaign's price overrides (model name or prefix -> USD per million tokens)."""
     web: WebSpec = Field(default_factory=WebSpec)
     """The campaign's web (its `web:` section) for this run's web tools."""
+    cache: CacheSpec | None = None
+    """The campaign's development cache (its `cache:` section); None: every answer is asked."""
 
     def blob_refs(self) -> list[BlobRef]:
         return [("attachment", f) for f in self.task.attachments]

@@ -15,6 +15,7 @@ from . import (
     _anthropic,
     _anthropic_wire,
     _base,
+    _dev_cache,
     _errors,
     _factory,
     _limiter,
@@ -29,6 +30,7 @@ from . import (
 from ._anthropic import *  # noqa: F403
 from ._anthropic_wire import *  # noqa: F403
 from ._base import *  # noqa: F403
+from ._dev_cache import *  # noqa: F403
 from ._errors import *  # noqa: F403
 from ._factory import *  # noqa: F403
 from ._limiter import *  # noqa: F403
@@ -44,6 +46,7 @@ __all__ = [
     *_anthropic.__all__,
     *_anthropic_wire.__all__,
     *_base.__all__,
+    *_dev_cache.__all__,
     *_errors.__all__,
     *_factory.__all__,
     *_limiter.__all__,

@@ -236,6 +236,8 @@ class Completion(_Frozen):
     """Wall time of the whole call: queueing for a slot, failed attempts and backoff."""
     attempts: int = 1
     response_id: str | None = None
+    cached_answer: bool = False
+    """Served from the development cache (`DevCached`), not asked of the model again."""
 
     def to_message(self) -> AssistantMessage:
         """The assistant turn to append to the conversation."""

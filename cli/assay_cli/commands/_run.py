@@ -27,6 +27,21 @@ def run_command(
     skip_checks: bool = typer.Option(
         False, "--skip-checks", help="Start even when `assay doctor` finds a problem."
     ),
+    cache: bool = typer.Option(
+        False,
+        "--cache",
+        help="Answer repeated model requests from the development cache under the home "
+        "(same model, base URL, messages, epoch, parameters and tools). Overrides the "
+        "campaign's `cache:`. Off by default; cached steps are marked in the log and "
+        "counted at the top of the report.",
+    ),
+    cache_ttl: str = typer.Option(
+        None,
+        "--cache-ttl",
+        help="How long a cached answer is served again (implies --cache; 7d, 12h, 30m; default "
+        "7d, or the campaign's `cache: {ttl}`).",
+        metavar="TTL",
+    ),
 ) -> None:
     """Run a campaign end to end on a fresh embedded stack and print the report.
 
@@ -53,6 +68,7 @@ def run_command(
                 console=console,
                 timeout_s=timeout,
                 check=not skip_checks,
+                cache=cache_ttl or ("" if cache else None),
             )
     except AssayError as e:
         raise fail(e) from e

@@ -197,6 +197,7 @@ def _step(state: State, e: AgentStepLogged, seq: int) -> None:
     run.tool_calls += len(e.tool_calls)
     run.tool_errors += sum(1 for r in e.tool_results if r.is_error)
     run.truncated_outputs += sum(1 for r in e.tool_results if r.truncated)
+    run.cached_steps += e.cached_answer
     run.step_latency_us += round(e.latency_ms * 1000)
     run.step_cost_nusd += round(e.cost_usd * 1e9)
     run.step_input_tokens += e.usage.input_tokens

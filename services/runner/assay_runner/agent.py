@@ -166,6 +166,7 @@ class AgentRun:
             usage=usage,
             latency_ms=(time.perf_counter() - started) * 1000,
             cost_usd=cost(completion.usage, agent.model, self.prices),
+            cached_answer=completion.cached_answer,
             producer=self.bus.producer,
         )
         return step, answer

@@ -82,6 +82,7 @@ def _request(
         scripted=campaign.scripted,
         prices=campaign.prices,
         web=campaign.web,
+        cache=campaign.cache,
         producer=producer,
     )
 

@@ -38,6 +38,7 @@ def build(
         gateway_root=settings.state_dir / "gateways",
         web_net=web_net or NetPolicy(trusted_hosts=frozenset(own.web_trusted_hosts)),
         controls=controls_key(settings),
+        model_cache_dir=own.model_cache,
     )
     subscribe(bus, CAMPAIGNS, service.on_campaign_started)
     subscribe(

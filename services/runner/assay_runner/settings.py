@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field
 
 from assay.config import Settings
@@ -17,3 +19,11 @@ class RunnerSettings(Settings):
     web_trusted_hosts: list[str] = Field(default_factory=list)
     """Search engine hosts this deployment runs on a private network (a self-hosted
     SearXNG): web_search may reach their private addresses; web_fetch never may."""
+    model_cache_dir: Path | None = None
+    """The development cache's answers, for campaigns that say ``cache:`` (default
+    ``<home>/cache/models``; `assay run` keeps it under the home, not the run's folder)."""
+
+    @property
+    def model_cache(self) -> Path:
+        """Where the development cache keeps answers."""
+        return self.model_cache_dir or self.home / "cache" / "models"

@@ -7,9 +7,18 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from assay.bus import Delivery
-from assay.providers import DEFAULT_PRICES, ModelProvider, PriceTable, pinned_prices, provider_for
+from assay.providers import (
+    DEFAULT_PRICES,
+    DevCached,
+    ModelCache,
+    ModelProvider,
+    PriceTable,
+    pinned_prices,
+    provider_for,
+)
 from assay.sandbox_client import SandboxClient
 from assay.telemetry import meter
 from assay_schemas import (
@@ -62,6 +71,9 @@ class Driver(RunnerBase):
     """How web tools reach the network (resolver, test-only loopback); each campaign's
     `web:` section adds its lists and mode per run."""
     prices: PriceTable = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    model_cache_dir: Path | None = None
+    """Where the development cache keeps answers (``<home>/cache/models``), for campaigns
+    that say ``cache:``; None: such campaigns ask the model every time (warned)."""
 
     book: AgentBook = field(default_factory=AgentBook)
     """How the campaign's agents' runs behave here (what their controls imitate)."""
@@ -190,14 +202,28 @@ class Driver(RunnerBase):
     @contextmanager
     def _observed(self, request: RunRequested) -> Iterator[ModelProvider]:
         """A model client leased for the run, its turns counted in the book."""
-        with self.clients.lease(request.agent) as inner:
+        with self.clients.lease(request.agent) as leased:
             yield Observed(
-                inner=inner,
+                inner=self._dev_cached(request, leased),
                 book=self.book,
                 campaign_id=request.campaign_id,
                 agent_id=request.agent.agent_id,
                 run_id=request.run_id or "",
             )
+
+    def _dev_cached(self, request: RunRequested, provider: ModelProvider) -> ModelProvider:
+        """`provider` behind the development cache when the campaign asks for one."""
+        if request.cache is None:
+            return provider
+        if self.model_cache_dir is None:
+            log.warning("run %s: campaign asks for cache: but this runner has none", request.run_id)
+            return provider
+        return DevCached(
+            inner=provider,
+            cache=ModelCache(self.model_cache_dir, request.cache.ttl),
+            base_url=request.agent.base_url or f"{request.agent.provider} default",
+            epoch=request.epoch,
+        )
 
     def _agent_run(
         self,
