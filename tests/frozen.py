@@ -53,9 +53,12 @@ class FrozenInstance:
             self.given_up.append(reason)
 
         bus.consume(
-            self.subject(bus), handle, durable=self.durable, event_type=self.event_type,
+            self.subject(bus),
+            handle,
+            durable=self.durable,
+            event_type=self.event_type,
             on_give_up=give_up,
-        )  # fmt: skip
+        )
         try:
             await bus.start()
         except BaseException as e:

@@ -122,8 +122,9 @@ def test_a_task_asking_for_more_samples_raises_the_limit(published: Published) -
     """The judge takes max(its own, the task's) samples: a sample within that counts."""
     events = list(published.events)
     v = _llm(events)
-    at = next(i for i, e in enumerate(events) if isinstance(e, TaskSubmitted)
-              and e.task_id == v.task_id)  # fmt: skip
+    at = next(
+        i for i, e in enumerate(events) if isinstance(e, TaskSubmitted) and e.task_id == v.task_id
+    )
     submitted = events[at]
     assert isinstance(submitted, TaskSubmitted)
     judge = submitted.task.judge.model_copy(update={"sampling_times": 3})

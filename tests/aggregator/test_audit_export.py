@@ -112,9 +112,19 @@ async def test_report_cli_writes_html_and_canonical_json(
     ]
     out = await asyncio.to_thread(run_cli, args, settings, tmp_path)
     assert out.returncode == 0, out.stderr
-    for heading in ("SCRIPTED CAMPAIGN", "Leaderboard", "Per-dimension", "Failure tags",
-                    "Reference checks", "Judge strictness", "Self-preference", "Judge agreement",
-                    "Rank stability", "Infrastructure failures", "Empty-artifact"):  # fmt: skip
+    for heading in (
+        "SCRIPTED CAMPAIGN",
+        "Leaderboard",
+        "Per-dimension",
+        "Failure tags",
+        "Reference checks",
+        "Judge strictness",
+        "Self-preference",
+        "Judge agreement",
+        "Rank stability",
+        "Infrastructure failures",
+        "Empty-artifact",
+    ):
         assert heading in out.stdout, heading
     assert out.stdout.index("overclaiming") < out.stdout.index("no_artifacts")
     assert "<svg" in html.read_text()

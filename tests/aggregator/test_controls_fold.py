@@ -58,35 +58,61 @@ SPEC = CampaignSpec(
 def _run(task: str, agent: AgentSpec) -> RunRequested:
     rid = run_id_for(C, task, agent.agent_id, 0)
     return RunRequested(
-        event_id=RunRequested.id_for(rid), campaign_id=C, run_id=rid, task_id=task,
-        task=Task(task_id=task, prompt="p"), agent=agent, epoch=0, limits=Limits(),
-        sandbox=SandboxSpec(), producer=P,
-    )  # fmt: skip
+        event_id=RunRequested.id_for(rid),
+        campaign_id=C,
+        run_id=rid,
+        task_id=task,
+        task=Task(task_id=task, prompt="p"),
+        agent=agent,
+        epoch=0,
+        limits=Limits(),
+        sandbox=SandboxSpec(),
+        producer=P,
+    )
 
 
 def _sealed(r: RunRequested) -> ArtifactsSealed:
     f = FileRef(path="results/a.csv", sha256="c" * 64, size=1)
     return ArtifactsSealed(
-        event_id=ArtifactsSealed.id_for(r.run_id), campaign_id=C, run_id=r.run_id,
-        task_id=r.task_id, files=[f], agent_id=r.agent.agent_id, epoch=0, producer=P,
-    )  # fmt: skip
+        event_id=ArtifactsSealed.id_for(r.run_id),
+        campaign_id=C,
+        run_id=r.run_id,
+        task_id=r.task_id,
+        files=[f],
+        agent_id=r.agent.agent_id,
+        epoch=0,
+        producer=P,
+    )
 
 
 def _verdict(r: RunRequested, judge: str, score: int) -> JudgmentRecorded:
     return JudgmentRecorded(
-        event_id=JudgmentRecorded.id_for(r.run_id, judge, 0), campaign_id=C, run_id=r.run_id,
-        task_id=r.task_id, judge_id=judge, sample=0, rubric_id="default", rubric_version=1,
-        scores={d: DimensionScore(score=score) for d in DIMS}, producer=P,
+        event_id=JudgmentRecorded.id_for(r.run_id, judge, 0),
+        campaign_id=C,
+        run_id=r.run_id,
+        task_id=r.task_id,
+        judge_id=judge,
+        sample=0,
+        rubric_id="default",
+        rubric_version=1,
+        scores={d: DimensionScore(score=score) for d in DIMS},
+        producer=P,
         judge_kind="human" if judge.startswith("reviewer-") else "machine",
-    )  # fmt: skip
+    )
 
 
-def _declared(r: RunRequested, kind: str, plan: str, key: ControlsKey | None = None) -> ControlDeclared:  # fmt: skip
+def _declared(
+    r: RunRequested, kind: str, plan: str, key: ControlsKey | None = None
+) -> ControlDeclared:
     details = ControlDetails(
-        campaign_id=C, task_id=r.task_id or "", control_run_id=r.run_id or "", variant=kind,  # type: ignore[arg-type]
-        expected="pass" if kind == "reference" else "fail", plan_sha256=plan,
+        campaign_id=C,
+        task_id=r.task_id or "",
+        control_run_id=r.run_id or "",
+        variant=kind,  # type: ignore[arg-type]
+        expected="pass" if kind == "reference" else "fail",
+        plan_sha256=plan,
         agent_id=r.agent.agent_id,
-    )  # fmt: skip
+    )
     return (key or KEY).declare(details, causation_id=None, producer=P)
 
 
@@ -102,8 +128,15 @@ def _log(n_tasks: int = 6, humans: bool = False) -> tuple[list[Event], dict[str,
     ids: dict[str, Any] = {"controls": set(), "agent": set()}
     for t in range(n_tasks):
         task = f"t{t}"
-        events.append(TaskSubmitted(event_id=f"ts{t}", campaign_id=C, task_id=task,
-                                    task=Task(task_id=task, prompt="p"), producer=P))  # fmt: skip
+        events.append(
+            TaskSubmitted(
+                event_id=f"ts{t}",
+                campaign_id=C,
+                task_id=task,
+                task=Task(task_id=task, prompt="p"),
+                producer=P,
+            )
+        )
         agent = _run(task, SPEC.agents[0])
         # Control agents' requests read like an agent's: only the declaration tells.
         good = _run(task, SPEC.agents[0].model_copy(update={"agent_id": f"g{t}"}))
@@ -193,8 +226,10 @@ def test_human_verdicts_are_measured_against_each_judge_and_the_jury() -> None:
     # κ is 0 with a pass share of 100% against the reviewer's 50%: a prevalence warning.
     j1 = subjects[("judge", "j1", "agents")]
     assert (j1.subject_pass_share, j1.human_pass_share, j1.pabak, j1.kappa) == (1.0, 0.5, 0.0, 0.0)
-    assert any(w.kind == "kappa_prevalence" and w.subject == "j1" and "on agents' runs" in w.message
-               for w in v.warnings)  # fmt: skip
+    assert any(
+        w.kind == "kappa_prevalence" and w.subject == "j1" and "on agents' runs" in w.message
+        for w in v.warnings
+    )
     assert {b.runs for b in v.human_bias} == {"agents", "controls"}
     # The reviewer is no LLM judge: never in the controls' judges, never in agent scores.
     assert "reviewer-ann" not in set(control_frame(p, [C])["judge_id"])
@@ -209,11 +244,27 @@ def test_a_retried_control_is_measured_on_its_latest_attempt() -> None:
     events, _ = _log(n_tasks=1)
     good = next(e for e in events if isinstance(e, RunRequested) and e.agent.agent_id == "g0")
     # Attempt 0 failed before any verdict: drop its seal and verdicts, fail it, retry it.
-    events = [e for e in events if not (e.run_id == good.run_id and e is not good and not isinstance(e, ControlDeclared))]  # fmt: skip
-    events.append(RunFailed(event_id="rf", campaign_id=C, run_id=good.run_id, task_id="t0",
-                            stage="sandbox", error="node lost", infrastructure=True, producer=P))  # fmt: skip
+    events = [
+        e
+        for e in events
+        if not (e.run_id == good.run_id and e is not good and not isinstance(e, ControlDeclared))
+    ]
+    events.append(
+        RunFailed(
+            event_id="rf",
+            campaign_id=C,
+            run_id=good.run_id,
+            task_id="t0",
+            stage="sandbox",
+            error="node lost",
+            infrastructure=True,
+            producer=P,
+        )
+    )
     rid = run_id_for(C, "t0", good.agent.agent_id, 0, 1)
-    retry = good.model_copy(update={"event_id": RunRequested.id_for(rid), "run_id": rid, "attempt": 1})  # fmt: skip
+    retry = good.model_copy(
+        update={"event_id": RunRequested.id_for(rid), "run_id": rid, "attempt": 1}
+    )
     events += [retry, _sealed(retry), _verdict(retry, "j1", 9), _verdict(retry, "j2", 9)]
     p = Projections(_fold(events))
     frame = control_frame(p, [C])
@@ -266,8 +317,9 @@ def test_a_declaration_that_does_not_open_is_refused_and_the_fold_goes_on() -> N
     declared = [e for e in events if isinstance(e, ControlDeclared)]
     foreign = ControlsKey(b"x" * 32).declare(
         KEY.open(declared[0]).model_copy(update={"control_run_id": "r-foreign"}),
-        causation_id=None, producer=P,
-    )  # fmt: skip
+        causation_id=None,
+        producer=P,
+    )
     body = declared[1].sealed
     flipped = body[:20] + ("A" if body[20] != "A" else "B") + body[21:]
     tampered = declared[1].model_copy(update={"sealed": flipped})
@@ -285,8 +337,12 @@ def test_control_agents_listed_in_the_roster_are_no_agents_of_the_report() -> No
     that opens the declarations takes it out (agent tables, counts) and expects only its
     declared runs, whichever of the campaign and the declarations it folds first."""
     events, ids = _log(n_tasks=2)
-    listed = [SPEC.agents[0].model_copy(update={"agent_id": f"{k}{t}"}) for k in "gb" for t in range(2)]  # fmt: skip
-    spec = SPEC.model_copy(update={"agents": [*SPEC.agents, *listed], "controls": ControlsSpec(agents=4)})  # fmt: skip
+    listed = [
+        SPEC.agents[0].model_copy(update={"agent_id": f"{k}{t}"}) for k in "gb" for t in range(2)
+    ]
+    spec = SPEC.model_copy(
+        update={"agents": [*SPEC.agents, *listed], "controls": ControlsSpec(agents=4)}
+    )
     started = CampaignStarted(event_id="cs", campaign_id=C, campaign=spec, producer=P)
     declared = [e for e in events if isinstance(e, ControlDeclared)]
     rest = [e for e in events[1:] if not isinstance(e, ControlDeclared)]

@@ -70,8 +70,17 @@ def _assert_equal_tables(pairs: Pairs, cuts: list[int]) -> list[set[str]]:
 def test_every_cut_of_a_campaign_gives_the_full_fold_tables() -> None:
     events = list(synthetic_events(dataclasses.replace(SPEC, n_tasks=4)))
     pairs = list(enumerate(events, 1))
-    cuts = sorted({0, 1, len(pairs) // 3, len(pairs) - 7, len(pairs) - 1, len(pairs),
-                   *range(0, len(pairs), max(1, len(pairs) // 9))})  # fmt: skip
+    cuts = sorted(
+        {
+            0,
+            1,
+            len(pairs) // 3,
+            len(pairs) - 7,
+            len(pairs) - 1,
+            len(pairs),
+            *range(0, len(pairs), max(1, len(pairs) // 9)),
+        }
+    )
     dirty = _assert_equal_tables(pairs, cuts)
     n_runs = len(_keyed(pairs).runs)
     # Late cuts rebuild a few runs, not all of them: the cache did serve.
@@ -85,9 +94,16 @@ def test_controls_human_verdicts_failures_and_retries_after_the_cut() -> None:
     rid = run_id_for("c1", "t0", "agent", 0, attempt=1)
     retry = first.model_copy(update={"event_id": "retry", "run_id": rid, "attempt": 1})
     failed = JudgmentFailed(
-        event_id="jf", campaign_id="c1", run_id=first.run_id, task_id="t0", judge_id="j2",
-        sample=1, error="timeout", attempts=2, producer=P,
-    )  # fmt: skip
+        event_id="jf",
+        campaign_id="c1",
+        run_id=first.run_id,
+        task_id="t0",
+        judge_id="j2",
+        sample=1,
+        error="timeout",
+        attempts=2,
+        producer=P,
+    )
     events += [retry, failed, _verdict(retry, "j1", 7, "rv"), _verdict(first, "reviewer-x", 4, "h")]
     pairs = list(enumerate(events, 1))
     _assert_equal_tables(pairs, list(range(len(pairs) - 8, len(pairs) + 1)))
@@ -95,11 +111,18 @@ def test_controls_human_verdicts_failures_and_retries_after_the_cut() -> None:
 
 def _verdict(r: RunRequested, judge: str, score: int, event_id: str) -> JudgmentRecorded:
     return JudgmentRecorded(
-        event_id=event_id, campaign_id="c1", run_id=r.run_id, task_id=r.task_id, judge_id=judge,
-        sample=0, rubric_id="default", rubric_version=1,
-        scores={d: DimensionScore(score=score) for d in DIMS}, producer=P,
+        event_id=event_id,
+        campaign_id="c1",
+        run_id=r.run_id,
+        task_id=r.task_id,
+        judge_id=judge,
+        sample=0,
+        rubric_id="default",
+        rubric_version=1,
+        scores={d: DimensionScore(score=score) for d in DIMS},
+        producer=P,
         judge_kind="human" if judge.startswith("reviewer-") else "machine",
-    )  # fmt: skip
+    )
 
 
 def test_a_verdict_told_again_out_of_log_order_replaces_the_cached_rows() -> None:
@@ -122,9 +145,11 @@ def test_a_request_after_its_verdicts_and_a_family_registered_after_the_cut() ->
     request = next(e for e in events if isinstance(e, RunRequested))
     late = [e for e in events if e is not request] + [request]
     registered = JudgeRegistered(
-        event_id="reg", campaign_id="c1", producer=P,
+        event_id="reg",
+        campaign_id="c1",
+        producer=P,
         judge=JudgeSpec(judge_id="j1", model="m1", family="fam-late"),
-    )  # fmt: skip
+    )
     pairs = list(enumerate([*late, registered], 1))
     _assert_equal_tables(pairs, [len(pairs) - 2, len(pairs) - 1])
     want = Projections(fold(pairs)).table("judgments")

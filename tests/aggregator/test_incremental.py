@@ -48,9 +48,11 @@ async def _raw(bus: Bus, event: Event, msg_id: str) -> int:
 
 async def _garbage(bus: Bus, like: Event, tag: str) -> int:
     ack = await bus.js.publish(
-        bus.subjects.of(like), b"\x00not an event " + tag.encode(), stream=bus.stream.name,
+        bus.subjects.of(like),
+        b"\x00not an event " + tag.encode(),
+        stream=bus.stream.name,
         headers={"Nats-Msg-Id": f"garbage-{tag}"},
-    )  # fmt: skip
+    )
     return int(ack.seq)
 
 
@@ -62,15 +64,21 @@ async def _hostile_log(bus: Bus, published: Published) -> tuple[list[int], list[
     submitted = next(e for e in events if isinstance(e, TaskSubmitted))
     request = next(e for e in events if isinstance(e, RunRequested))
     task = Task(
-        task_id="outside", prompt="p",
+        task_id="outside",
+        prompt="p",
         attachments=[FileRef(path="../outside.csv", sha256="0" * 64, size=1)],
-    )  # fmt: skip
+    )
     refused = [
         # A submission admission refuses, and an undecodable message.
-        await _raw(bus, submitted.model_copy(
-            update={"event_id": "outside", "task_id": "outside", "task": task}), "outside"),
+        await _raw(
+            bus,
+            submitted.model_copy(
+                update={"event_id": "outside", "task_id": "outside", "task": task}
+            ),
+            "outside",
+        ),
         await _garbage(bus, verdict, "a"),
-    ]  # fmt: skip
+    ]
     cut = published.head + len(refused)
     more = await publish(bus, dataclasses.replace(SPEC, campaign_id="camp2", n_tasks=3, seed=7))
     where = {"run_id": "outside-run", "task_id": "outside"}
@@ -79,14 +87,20 @@ async def _hostile_log(bus: Bus, published: Published) -> tuple[list[int], list[
         # After the cut, each refused only for what the snapshot remembers: the refused
         # submission's run and its verdict, a second verdict for a recorded sample, an
         # event id already folded from another message; and garbage again.
-        await _raw(bus, request.model_copy(update={**where, "event_id": "outside-rq",
-            "task": task, "causation_id": "outside"}), "outside-rq"),
+        await _raw(
+            bus,
+            request.model_copy(
+                update={**where, "event_id": "outside-rq", "task": task, "causation_id": "outside"}
+            ),
+            "outside-rq",
+        ),
         await _raw(bus, verdict.model_copy(update={**where, "event_id": "outside-v"}), "outside-v"),
-        await _raw(bus, verdict.model_copy(update={"event_id": "second", "scores": second}),
-                   "second"),
+        await _raw(
+            bus, verdict.model_copy(update={"event_id": "second", "scores": second}), "second"
+        ),
         await _raw(bus, verdict, "the same event again"),
         await _garbage(bus, verdict, "b"),
-    ]  # fmt: skip
+    ]
     head = cut + len(more) + 5
     return refused, [1, published.head // 2, published.head, cut, cut + len(more), head - 1, head]
 
@@ -101,8 +115,9 @@ async def test_a_report_from_any_snapshot_equals_the_full_rebuild(
     want = _report(full)
     assert json.loads(want)["refused"], "the report lists what it refused"
     for cut in cuts:
-        save_snapshot(settings, await fold_stream(
-            bus.js, bus.stream.name, bus.subjects.events, until=cut))  # fmt: skip
+        save_snapshot(
+            settings, await fold_stream(bus.js, bus.stream.name, bus.subjects.events, until=cut)
+        )
         resumed = await resume_state(bus.js, settings)
         assert resumed is not None and resumed.last_sequence == cut
         assert resumed.frame_cache is not None, "the verdict tables load with the snapshot"

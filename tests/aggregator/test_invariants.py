@@ -52,8 +52,11 @@ def test_a_whole_campaign_is_clean() -> None:
 def test_a_missing_verdict_is_named() -> None:
     events = _events()
     run = _run_of(events)
-    gone = next(e for e in events if isinstance(e, JudgmentRecorded) and e.run_id == run
-                and e.judge_id == "judge_b")  # fmt: skip
+    gone = next(
+        e
+        for e in events
+        if isinstance(e, JudgmentRecorded) and e.run_id == run and e.judge_id == "judge_b"
+    )
     events.remove(gone)
     now = max(e.occurred_at for e in events) + LATER
     _, breaches = check_log(enumerate(events, 1), now=now)

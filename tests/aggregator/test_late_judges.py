@@ -69,8 +69,11 @@ def logs() -> tuple[list[Event], list[Event]]:
     seals: it back-fills those runs and judges the rest as they are sealed."""
     base = list(synthetic_events(SPEC))
     sealed = _sealed(base)
-    cut = next(i for i, e in enumerate(base) if isinstance(e, ArtifactsSealed)
-               and e.run_id == sealed[2 * len(sealed) // 3])  # fmt: skip
+    cut = next(
+        i
+        for i, e in enumerate(base)
+        if isinstance(e, ArtifactsSealed) and e.run_id == sealed[2 * len(sealed) // 3]
+    )
     early = set(_sealed(base[:cut]))
     rest = set(sealed) - early
     late = [
@@ -126,8 +129,9 @@ def _by_hand(events: list[Event], judges: set[str]) -> dict[str, float]:
         if isinstance(e, JudgmentRecorded) and e.judge_id in judges and e.scores:
             by_judge = ratings.setdefault(e.run_id or "", {})
             by_judge.setdefault(e.judge_id, []).extend(d.score for d in e.scores.values())
-    owner = {e.run_id: (e.agent.agent_id, e.task.task_id) for e in events
-             if isinstance(e, RunRequested)}  # fmt: skip
+    owner = {
+        e.run_id: (e.agent.agent_id, e.task.task_id) for e in events if isinstance(e, RunRequested)
+    }
     tasks: dict[str, dict[str, list[float]]] = {}
     for run, by_judge in ratings.items():
         agent, task = owner[run]

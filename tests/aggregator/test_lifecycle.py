@@ -34,10 +34,16 @@ def _unreachable(finish: AgentFinished) -> RunFailed:
     """The run's model server could not be reached: the runner's infrastructure failure."""
     info = ErrorInfo(error_class="ProviderUnreachable", message="connection refused")
     return RunFailed(
-        event_id=RunFailed.id_for(finish.run_id, "agent"), campaign_id=finish.campaign_id,
-        run_id=finish.run_id, task_id=finish.task_id, producer=finish.producer, stage="agent",
-        error=info.text, error_info=info, infrastructure=True,
-    )  # fmt: skip
+        event_id=RunFailed.id_for(finish.run_id, "agent"),
+        campaign_id=finish.campaign_id,
+        run_id=finish.run_id,
+        task_id=finish.task_id,
+        producer=finish.producer,
+        stage="agent",
+        error=info.text,
+        error_info=info,
+        infrastructure=True,
+    )
 
 
 def failed_then_sealed() -> tuple[list[Event], str, int]:
@@ -80,8 +86,10 @@ def test_a_seal_after_an_infrastructure_failure_keeps_the_failure() -> None:
     p = Projections(state)
     row = p.table("runs").filter(run_id=victim).row(0, named=True)
     assert (row["state"], row["infrastructure_failure"], row["failure_stage"]) == (
-        "failed", True, "agent",
-    )  # fmt: skip
+        "failed",
+        True,
+        "agent",
+    )
     assert row["sealed"] and not row["empty_artifacts"]  # the files are kept, as evidence
     report = build_report(p, n_resamples=50)
     doc = json.loads(report_json(report))
@@ -124,8 +132,9 @@ def test_an_agent_failure_sealed_afterwards_stays_the_agents() -> None:
 def test_a_second_agent_finished_is_refused_and_listed() -> None:
     events = list(synthetic_events(SPEC))
     at, first = next((i, e) for i, e in enumerate(events) if isinstance(e, AgentFinished))
-    again = first.model_copy(update={"event_id": "runner-again", "stop_reason": "max_steps",
-                                     "cost_usd": 99.0})  # fmt: skip
+    again = first.model_copy(
+        update={"event_id": "runner-again", "stop_reason": "max_steps", "cost_usd": 99.0}
+    )
     hostile = [*events[: at + 1], again, *events[at + 1 :]]
     state = fold(enumerate(hostile, 1))
     assert [(r.sequence, r.subject) for r in state.refused.values()] == [
@@ -143,8 +152,9 @@ def test_a_second_agent_finished_is_refused_and_listed() -> None:
 
 def test_an_end_after_a_failure_is_refused() -> None:
     events, victim, _ = failed_then_sealed()
-    finish = next(e for e in synthetic_events(SPEC) if isinstance(e, AgentFinished)
-                  and e.run_id == victim)  # fmt: skip
+    finish = next(
+        e for e in synthetic_events(SPEC) if isinstance(e, AgentFinished) and e.run_id == victim
+    )
     at = next(i for i, e in enumerate(events) if isinstance(e, RunFailed))
     hostile = [*events[: at + 1], finish, *events[at + 1 :]]
     state = fold(enumerate(hostile, 1))

@@ -41,9 +41,15 @@ from assay_schemas import (
 from assay_testing.synthetic_log import LogSpec, synthetic_events
 
 SPEC = LogSpec(
-    campaign_id="stateful", n_tasks=1, n_agents=3, n_samples=1, steps_per_run=1,
-    infrastructure_failure_rate=0.0, empty_artifact_rate=0.0, seed=54,
-)  # fmt: skip
+    campaign_id="stateful",
+    n_tasks=1,
+    n_agents=3,
+    n_samples=1,
+    steps_per_run=1,
+    infrastructure_failure_rate=0.0,
+    empty_artifact_rate=0.0,
+    seed=54,
+)
 STAGES = ("sandbox", "agent", "seal", "judge")
 
 
@@ -66,10 +72,15 @@ RUN_IDS = sorted(RUNS)
 def _failure(run: str, stage: str, infrastructure: bool, n: int) -> RunFailed:
     finish = RUNS[run]["AgentFinished"][0]
     return RunFailed(
-        event_id=f"failed-{run}-{stage}-{n}", campaign_id=finish.campaign_id, run_id=run,
-        task_id=finish.task_id, producer=finish.producer, stage=stage,  # type: ignore[arg-type]
-        error=f"{stage} broke", infrastructure=infrastructure,
-    )  # fmt: skip
+        event_id=f"failed-{run}-{stage}-{n}",
+        campaign_id=finish.campaign_id,
+        run_id=run,
+        task_id=finish.task_id,
+        producer=finish.producer,
+        stage=stage,  # type: ignore[arg-type]
+        error=f"{stage} broke",
+        infrastructure=infrastructure,
+    )
 
 
 class RunLifecycleMachine(RuleBasedStateMachine):
@@ -98,8 +109,10 @@ class RunLifecycleMachine(RuleBasedStateMachine):
 
     # --- what producers write, in any order --------------------------------------------
 
-    @rule(run=st.sampled_from(RUN_IDS), kind=st.sampled_from(["RunRequested", "SandboxReady",
-                                                             "AgentStepLogged"]))  # fmt: skip
+    @rule(
+        run=st.sampled_from(RUN_IDS),
+        kind=st.sampled_from(["RunRequested", "SandboxReady", "AgentStepLogged"]),
+    )
     def phase_event(self, run: str, kind: str) -> None:
         self._append(RUNS[run][kind][0])
 
@@ -127,11 +140,19 @@ class RunLifecycleMachine(RuleBasedStateMachine):
         verdict = RUNS[run]["JudgmentRecorded"][which]
         assert isinstance(verdict, JudgmentRecorded)
         if gave_up:
-            self._append(JudgmentFailed(
-                event_id=f"gave-up-{verdict.event_id}", campaign_id=verdict.campaign_id,
-                run_id=run, task_id=verdict.task_id, producer=verdict.producer,
-                judge_id=verdict.judge_id, sample=verdict.sample, error="503", attempts=3,
-            ))  # fmt: skip
+            self._append(
+                JudgmentFailed(
+                    event_id=f"gave-up-{verdict.event_id}",
+                    campaign_id=verdict.campaign_id,
+                    run_id=run,
+                    task_id=verdict.task_id,
+                    producer=verdict.producer,
+                    judge_id=verdict.judge_id,
+                    sample=verdict.sample,
+                    error="503",
+                    attempts=3,
+                )
+            )
         else:
             self._append(verdict)
 
@@ -154,9 +175,10 @@ class RunLifecycleMachine(RuleBasedStateMachine):
 
     def _counted(self, run: str) -> list[tuple[int, Event]]:
         return [
-            (seq, e) for seq, e in enumerate(self.log, 1)
+            (seq, e)
+            for seq, e in enumerate(self.log, 1)
             if e.run_id == run and self.live.seen.get(e.event_id) == seq
-        ]  # fmt: skip
+        ]
 
     @invariant()
     def one_end_per_run_and_every_other_end_refused(self) -> None:
@@ -170,9 +192,10 @@ class RunLifecycleMachine(RuleBasedStateMachine):
                     assert e.event_id in self.live.seen or seq in self.live.refused, (run, seq)
         # `assay check` names exactly the refused moves of a run, not the repeats.
         refused = {
-            seq for seq, e in enumerate(self.log, 1)
+            seq
+            for seq, e in enumerate(self.log, 1)
             if lifecycle_step(e) is not None and e.event_id not in self.live.seen
-        }  # fmt: skip
+        }
         assert set(self.check.second_ends) == refused
 
     @invariant()

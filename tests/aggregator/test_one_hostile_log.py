@@ -108,39 +108,74 @@ async def _attack(attacker: Attacker, events: list[Event]) -> str:
     # Finding 15: verdicts that are not whole, each on a sample nobody rated yet.
     dims = sorted(other.scores)
     partial_scores = {k: other.scores[k] for k in dims[1:]}
-    await attacker.write(other.model_copy(update={"event_id": "partial", "judge_id": "judge_c",
-                                                  "scores": partial_scores}), "judge-judge_c")  # fmt: skip
-    await attacker.write(third.model_copy(update={"event_id": "empty", "judge_id": "judge_c",
-                                                  "scores": {}}), "judge-judge_c")  # fmt: skip
-    await attacker.write(ten.model_copy(update={"event_id": "past", "sample": SPEC.n_samples}),
-                         "judge-judge_a")  # fmt: skip
+    await attacker.write(
+        other.model_copy(
+            update={"event_id": "partial", "judge_id": "judge_c", "scores": partial_scores}
+        ),
+        "judge-judge_c",
+    )
+    await attacker.write(
+        third.model_copy(update={"event_id": "empty", "judge_id": "judge_c", "scores": {}}),
+        "judge-judge_c",
+    )
+    await attacker.write(
+        ten.model_copy(update={"event_id": "past", "sample": SPEC.n_samples}), "judge-judge_a"
+    )
     rules = next(v for v in verdicts if v.judge_id == RULES_JUDGE_ID)
-    await attacker.write(rules.model_copy(update={"event_id": "scored-rules", "sample": 0,
-                                                  "run_id": other.run_id, "task_id": other.task_id,
-                                                  "scores": _tens(first)}), f"judge-{RULES_JUDGE_ID}")  # fmt: skip
+    await attacker.write(
+        rules.model_copy(
+            update={
+                "event_id": "scored-rules",
+                "sample": 0,
+                "run_id": other.run_id,
+                "task_id": other.task_id,
+                "scores": _tens(first),
+            }
+        ),
+        f"judge-{RULES_JUDGE_ID}",
+    )
     failed = JudgmentFailed(
-        event_id="failed-past", campaign_id=first.campaign_id, run_id=first.run_id,
-        task_id=first.task_id, producer=first.producer, judge_id="judge_a",
-        sample=SPEC.n_samples + 3, error="x", attempts=1,
-    )  # fmt: skip
+        event_id="failed-past",
+        campaign_id=first.campaign_id,
+        run_id=first.run_id,
+        task_id=first.task_id,
+        producer=first.producer,
+        judge_id="judge_a",
+        sample=SPEC.n_samples + 3,
+        error="x",
+        attempts=1,
+    )
     await attacker.write(failed, "judge-judge_a")
     # Finding 8: an outside publisher's unsigned task, and what genuine services wrote for it.
     request = next(e for e in events if isinstance(e, RunRequested))
     task = Task(task_id="outside", prompt="count nothing")
     submitted = TaskSubmitted(
-        event_id="outside-task", campaign_id=request.campaign_id, task_id=task.task_id,
-        task=task, producer=request.producer,
-    )  # fmt: skip
+        event_id="outside-task",
+        campaign_id=request.campaign_id,
+        task_id=task.task_id,
+        task=task,
+        producer=request.producer,
+    )
     await attacker.write(submitted, None)
     rid = run_id_for(request.campaign_id, task.task_id, request.agent.agent_id, 0)
     where = {"run_id": rid, "task_id": task.task_id}
-    await attacker.write(request.model_copy(update={**where, "event_id": "outside-run",
-                                                    "task": task, "causation_id": "outside-task",
-                                                    "epoch": 0}), "runner")  # fmt: skip
+    await attacker.write(
+        request.model_copy(
+            update={
+                **where,
+                "event_id": "outside-run",
+                "task": task,
+                "causation_id": "outside-task",
+                "epoch": 0,
+            }
+        ),
+        "runner",
+    )
     finish = next(e for e in events if isinstance(e, AgentFinished))
     await attacker.write(finish.model_copy(update={**where, "event_id": "outside-end"}), "runner")
-    await attacker.write(ten.model_copy(update={**where, "event_id": "outside-verdict"}),
-                         "judge-judge_a")  # fmt: skip
+    await attacker.write(
+        ten.model_copy(update={**where, "event_id": "outside-verdict"}), "judge-judge_a"
+    )
     return rid
 
 

@@ -94,8 +94,21 @@ def test_judgments_are_every_scored_verdict_by_dimension(published: Published) -
         run = state.runs[v.run_id]
         family = state.judges[v.judge_id].family or v.judge_family
         for dim in sorted(v.scores):
-            want.append((v.campaign_id, run.task_id, v.run_id, run.agent_id, v.judge_id,
-                         family, v.judge_model, v.sample, dim, v.scores[dim], v.sequence))  # fmt: skip
+            want.append(
+                (
+                    v.campaign_id,
+                    run.task_id,
+                    v.run_id,
+                    run.agent_id,
+                    v.judge_id,
+                    family,
+                    v.judge_model,
+                    v.sample,
+                    dim,
+                    v.scores[dim],
+                    v.sequence,
+                )
+            )
     got = p.table("judgments")
     assert got.rows() == want and len(want) > 0
     assert got.schema["score"] == pl.Int64 and got.schema["dimension"] == pl.String

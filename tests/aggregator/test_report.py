@@ -85,9 +85,18 @@ def test_html_is_self_contained_with_plots_and_definitions(projections: Projecti
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.I)
     assert "<script" not in html and "<link" not in html
     assert html.count("<svg") == 7
-    for title in ("Leaderboard", "Per-dimension", "Accuracy vs communication", "Failure tags",
-                  "Judge agreement", "Rank distribution", "Reference checks passed (task × agent)",
-                  "Warnings", "Cost per passed task", "Judge cost and tokens"):  # fmt: skip
+    for title in (
+        "Leaderboard",
+        "Per-dimension",
+        "Accuracy vs communication",
+        "Failure tags",
+        "Judge agreement",
+        "Rank distribution",
+        "Reference checks passed (task × agent)",
+        "Warnings",
+        "Cost per passed task",
+        "Judge cost and tokens",
+    ):
         assert title in html, title
     assert "SCRIPTED CAMPAIGN" in html
     for key in DEFINITIONS:

@@ -27,11 +27,18 @@ FLAT = replace(SPEC, agent_skill=[-30.0, 0.0, 30.0])
 
 def _failed(v: JudgmentRecorded) -> JudgmentFailed:
     return JudgmentFailed(
-        event_id=f"gave-up-{v.event_id}", campaign_id=v.campaign_id, run_id=v.run_id,
-        task_id=v.task_id, producer=v.producer, judge_id=v.judge_id, sample=v.sample,
-        error="ProviderError: 503", error_info=ErrorInfo(error_class="ProviderError", message="503"),
-        attempts=3, infrastructure=True,
-    )  # fmt: skip
+        event_id=f"gave-up-{v.event_id}",
+        campaign_id=v.campaign_id,
+        run_id=v.run_id,
+        task_id=v.task_id,
+        producer=v.producer,
+        judge_id=v.judge_id,
+        sample=v.sample,
+        error="ProviderError: 503",
+        error_info=ErrorInfo(error_class="ProviderError", message="503"),
+        attempts=3,
+        infrastructure=True,
+    )
 
 
 def _judge_trouble(events: Iterator[Event]) -> list[Event]:
@@ -94,13 +101,25 @@ def test_no_interval_in_the_report_has_zero_width_unless_not_estimable() -> None
     assert (scores["agent_0"]["estimate"], scores["agent_2"]["estimate"]) == (0.0, 10.0)
     pairs = list(_pairs(doc))
     tables = {path.split("[")[0] for path, _, _ in pairs}
-    assert {".statistics.agent_scores", ".statistics.dimension_scores", ".statistics.judge_leaderboards",
-            ".statistics.communication_gap", ".statistics.pairwise_differences", ".statistics.pass_rates",
-            ".statistics.self_preference", ".judges", ".rule_tags", ".reference_checks"} <= tables  # fmt: skip
+    assert {
+        ".statistics.agent_scores",
+        ".statistics.dimension_scores",
+        ".statistics.judge_leaderboards",
+        ".statistics.communication_gap",
+        ".statistics.pairwise_differences",
+        ".statistics.pass_rates",
+        ".statistics.self_preference",
+        ".judges",
+        ".rule_tags",
+        ".reference_checks",
+    } <= tables
     # Not estimable is written as null bounds (NaN in the rows); anything else has width.
     flat = [p for p in pairs if not (p[1] is None and p[2] is None) and not p[2] > p[1]]
     assert flat == []
     assert not any(isinstance(v, float) and math.isnan(v) for _, lo, hi in pairs for v in (lo, hi))
     # The report stays a pure function of the log.
-    again = build_report(Projections(fold(enumerate(_judge_trouble(synthetic_events(FLAT)), 1))), n_resamples=RESAMPLES)  # fmt: skip
+    again = build_report(
+        Projections(fold(enumerate(_judge_trouble(synthetic_events(FLAT)), 1))),
+        n_resamples=RESAMPLES,
+    )
     assert report_json(again) == text

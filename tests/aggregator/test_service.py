@@ -115,8 +115,9 @@ def _manifest_as_blob(event: Event, store: LocalBlobStore) -> Event:
         return event
     manifest = SealManifest(files=event.files, excluded=event.excluded)
     info = store.put_bytes(manifest.model_dump_json().encode())
-    ref = FileRef(path="seal-manifest.json", sha256=info.sha256, size=info.size,
-                  media_type="application/json")  # fmt: skip
+    ref = FileRef(
+        path="seal-manifest.json", sha256=info.sha256, size=info.size, media_type="application/json"
+    )
     update = {"files": [], "excluded": [], "manifest": ref, "file_count": len(event.files)}
     return event.model_copy(update=update)
 

@@ -26,8 +26,13 @@ def test_cost_per_passed_task_by_hand() -> None:
     tokens = next(r for r in rep.run_costs if r.metric == "input_tokens")
     assert (tokens.mean, tokens.p50, tokens.p95) == (1000.0, 1000.0, 1000.0)
     assert {r.metric for r in rep.run_costs} == {
-        "latency_s", "cost_usd", "steps", "input_tokens", "output_tokens", "cached_tokens"
-    }  # fmt: skip
+        "latency_s",
+        "cost_usd",
+        "steps",
+        "input_tokens",
+        "output_tokens",
+        "cached_tokens",
+    }
 
 
 def test_no_passed_task_gives_nan_cost_per_pass() -> None:

@@ -27,14 +27,28 @@ def _tables() -> st.CountTables:
         {
             "run_id": ["r1", "r1", "r2", "r3", "r4", "r1", "r4"],
             "agent_id": ["A", "A", "A", "B", "B", "A", "B"],
-            "name": ["mean", "n_rows", "mean", "mean", "mean", "artifacts_present",
-                     "scripts_executed"],
+            "name": [
+                "mean",
+                "n_rows",
+                "mean",
+                "mean",
+                "mean",
+                "artifacts_present",
+                "scripts_executed",
+            ],
             "passed": [True, False, True, True, False, True, False],
             "weight": [3.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0],
-            "detail": ["ok", "found 9, expected 10", "ok", "ok", "found 2.5, expected 3.1",
-                       "1 file(s)", "never run: a.py"],
+            "detail": [
+                "ok",
+                "found 9, expected 10",
+                "ok",
+                "ok",
+                "found 2.5, expected 3.1",
+                "1 file(s)",
+                "never run: a.py",
+            ],
         }
-    )  # fmt: skip
+    )
     verdicts = pl.DataFrame({"run_id": ["r1", "r2", "r3", "r4"]})
     tags = pl.DataFrame({"run_id": ["r1", "r1", "r3"], "tag": ["overclaiming"] * 3})
     return st.CountTables(runs, checks, verdicts, tags)
@@ -71,7 +85,10 @@ def test_rule_tags_count_untagged_agents_too() -> None:
 
 def test_rule_judge_checks_are_counted_apart_from_the_tasks() -> None:
     ref = {r.agent_id: (r.n_passed, r.n_checks) for r in st.reference_check_rates(_tables())}
-    own = {r.agent_id: (r.n_passed, r.n_checks) for r in st.reference_check_rates(_tables(), kind="rule")}  # fmt: skip
+    own = {
+        r.agent_id: (r.n_passed, r.n_checks)
+        for r in st.reference_check_rates(_tables(), kind="rule")
+    }
     assert ref == {"A": (2, 3), "B": (0, 1)} and own == {"A": (1, 1), "B": (0, 1)}
     assert {"artifacts_present", "scripts_executed"} <= st.RULE_CHECKS
 
@@ -92,11 +109,19 @@ def test_rule_tag_and_check_rates_carry_binomial_intervals() -> None:
     over two runs vary less between runs than independent checks would (design effect
     below 1, kept at 1), so they count as three."""
     tags = {r.agent_id: r for r in st.rule_tag_rates(_tables())}
-    assert (tags["A"].ci_low, tags["A"].ci_high) == pytest.approx(proportion_confint(1, 2, method="wilson"), abs=1e-12)  # fmt: skip
-    assert (tags["B"].ci_low, tags["B"].ci_high) == pytest.approx(proportion_confint(0, 1, method="beta"), abs=1e-12)  # fmt: skip
+    assert (tags["A"].ci_low, tags["A"].ci_high) == pytest.approx(
+        proportion_confint(1, 2, method="wilson"), abs=1e-12
+    )
+    assert (tags["B"].ci_low, tags["B"].ci_high) == pytest.approx(
+        proportion_confint(0, 1, method="beta"), abs=1e-12
+    )
     a, b = st.reference_check_rates(_tables())
-    assert (a.ci_low, a.ci_high) == pytest.approx(proportion_confint(2, 3, method="wilson"), abs=1e-12)  # fmt: skip
-    assert (b.ci_low, b.ci_high) == pytest.approx(proportion_confint(0, 1, method="beta"), abs=1e-12)  # fmt: skip
+    assert (a.ci_low, a.ci_high) == pytest.approx(
+        proportion_confint(2, 3, method="wilson"), abs=1e-12
+    )
+    assert (b.ci_low, b.ci_high) == pytest.approx(
+        proportion_confint(0, 1, method="beta"), abs=1e-12
+    )
 
 
 def test_checks_clustered_in_runs_count_as_fewer() -> None:
@@ -105,10 +130,17 @@ def test_checks_clustered_in_runs_count_as_fewer() -> None:
     t = _tables()
     runs = t.runs.filter(pl.col("run_id").is_in(["r1", "r2"]))
     checks = pl.DataFrame(
-        {"run_id": ["r1"] * 5 + ["r2"] * 5, "agent_id": ["A"] * 10,
-         "name": [f"c{i}" for i in range(5)] * 2, "passed": [True] * 5 + [False] * 5,
-         "weight": [1.0] * 10, "detail": ["ok"] * 10}
-    )  # fmt: skip
+        {
+            "run_id": ["r1"] * 5 + ["r2"] * 5,
+            "agent_id": ["A"] * 10,
+            "name": [f"c{i}" for i in range(5)] * 2,
+            "passed": [True] * 5 + [False] * 5,
+            "weight": [1.0] * 10,
+            "detail": ["ok"] * 10,
+        }
+    )
     (a,) = st.reference_check_rates(st.CountTables(runs, checks, t.verdicts, t.tags))
     assert (a.n_checks, a.pass_rate) == (10, 0.5)
-    assert (a.ci_low, a.ci_high) == pytest.approx(proportion_confint(1, 2, method="wilson"), abs=1e-12)  # fmt: skip
+    assert (a.ci_low, a.ci_high) == pytest.approx(
+        proportion_confint(1, 2, method="wilson"), abs=1e-12
+    )

@@ -15,7 +15,9 @@ from assay_report import statistics as st
 
 SETTINGS = st.AnalysisSettings(seed=3, n_resamples=200)
 A = st.ANCHOR
-COUNTS = [(k, n) for n in (1, 2, 5, 8, 12, 32, 48, 200) for k in sorted({0, 1, n // 3, n // 2, n - 1, n})]  # fmt: skip
+COUNTS = [
+    (k, n) for n in (1, 2, 5, 8, 12, 32, 48, 200) for k in sorted({0, 1, n // 3, n // 2, n - 1, n})
+]
 
 
 @pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
@@ -39,7 +41,9 @@ def test_no_trials_gives_no_interval() -> None:
     assert math.isnan(b.low[0]) and math.isnan(b.high[0])
 
 
-def _lang_reiczigel_by_hand(kq: int, nq: int, kse: int, nse: int, ksp: int, nsp: int, conf: float) -> tuple[float, float]:  # fmt: skip
+def _lang_reiczigel_by_hand(
+    kq: int, nq: int, kse: int, nse: int, ksp: int, nsp: int, conf: float
+) -> tuple[float, float]:
     """Lang Z, Reiczigel J (2014), Prev Vet Med 113:13-22, section 2: add z²/2 positives
     and negatives to the prevalence sample and 1 and 1 to each validation sample; the
     Rogan–Gladen estimate of the adjusted shares, its delta-method variance, and the
@@ -48,7 +52,9 @@ def _lang_reiczigel_by_hand(kq: int, nq: int, kse: int, nse: int, ksp: int, nsp:
     nq_, nse_, nsp_ = nq + z**2, nse + 2, nsp + 2
     ap, se, sp = (kq + z**2 / 2) / nq_, (kse + 1) / nse_, (ksp + 1) / nsp_
     tp = (ap + sp - 1) / (se + sp - 1)
-    var = (ap * (1 - ap) / nq_ + tp**2 * se * (1 - se) / nse_ + (1 - tp) ** 2 * sp * (1 - sp) / nsp_) / (se + sp - 1) ** 2  # fmt: skip
+    var = (
+        ap * (1 - ap) / nq_ + tp**2 * se * (1 - se) / nse_ + (1 - tp) ** 2 * sp * (1 - sp) / nsp_
+    ) / (se + sp - 1) ** 2
     shift = 2 * z**2 * (tp * se * (1 - se) / nse_ - (1 - tp) * sp * (1 - sp) / nsp_)
     lo, hi = tp + shift - z * math.sqrt(var), tp + shift + z * math.sqrt(var)
     return min(1.0, max(0.0, lo)), min(1.0, max(0.0, hi))
@@ -56,15 +62,22 @@ def _lang_reiczigel_by_hand(kq: int, nq: int, kse: int, nse: int, ksp: int, nsp:
 
 @pytest.mark.parametrize(
     ("kq", "nq", "kse", "nse", "ksp", "nsp"),
-    [(5, 8, 5, 8, 26, 32), (23, 150, 96, 100, 178, 200), (130, 200, 49, 100, 180, 200),
-     (40, 120, 45, 50, 38, 50), (3, 60, 28, 30, 29, 30)],
-)  # fmt: skip
-def test_lang_reiczigel_equals_the_hand_computation(kq: int, nq: int, kse: int, nse: int, ksp: int, nsp: int) -> None:  # fmt: skip
+    [
+        (5, 8, 5, 8, 26, 32),
+        (23, 150, 96, 100, 178, 200),
+        (130, 200, 49, 100, 180, 200),
+        (40, 120, 45, 50, 38, 50),
+        (3, 60, 28, 30, 29, 30),
+    ],
+)
+def test_lang_reiczigel_equals_the_hand_computation(
+    kq: int, nq: int, kse: int, nse: int, ksp: int, nsp: int
+) -> None:
     def a(x: float) -> np.ndarray:
         return np.array([float(x)])
 
     for conf in (0.9, 0.95):
-        got = st.lang_reiczigel(a(kq / nq), a(nq), a(kse / nse), a(nse), a(ksp / nsp), a(nsp), conf)  # fmt: skip
+        got = st.lang_reiczigel(a(kq / nq), a(nq), a(kse / nse), a(nse), a(ksp / nsp), a(nsp), conf)
         want = _lang_reiczigel_by_hand(kq, nq, kse, nse, ksp, nsp, conf)
         assert (got.low[0], got.high[0]) == pytest.approx(want, abs=1e-12)
         assert not got.unbounded[0]
@@ -87,38 +100,59 @@ def test_weak_evidence_on_se_and_sp_is_unbounded_not_a_narrow_interval() -> None
 
 def _controls(se_right: list[bool], sp_right: dict[str, list[bool]]) -> pl.DataFrame:
     """One known-good control per task, and the given known-bad ones (task i: i-th of each)."""
-    rows = [(f"t{t}", f"g{t}", "j1", "reference", "pass", 9.0 if ok else 3.0) for t, ok in enumerate(se_right)]  # fmt: skip
-    rows += [(f"t{t}", f"b{t}-{v}", "j1", v, "fail", 3.0 if ok else 9.0)
-             for v, rights in sp_right.items() for t, ok in enumerate(rights)]  # fmt: skip
+    rows = [
+        (f"t{t}", f"g{t}", "j1", "reference", "pass", 9.0 if ok else 3.0)
+        for t, ok in enumerate(se_right)
+    ]
+    rows += [
+        (f"t{t}", f"b{t}-{v}", "j1", v, "fail", 3.0 if ok else 9.0)
+        for v, rights in sp_right.items()
+        for t, ok in enumerate(rights)
+    ]
     return pl.DataFrame(rows, schema=list(st.CONTROLS_SCHEMA), orient="row")
 
 
 def test_all_right_controls_get_clopper_pearson_and_a_boundary_warning() -> None:
-    c = _controls([True] * 8, {"prose_only": [True] * 8, "altered_numbers": [True] * 4 + [False] * 4})  # fmt: skip
+    c = _controls(
+        [True] * 8, {"prose_only": [True] * 8, "altered_numbers": [True] * 4 + [False] * 4}
+    )
     rates = {(r.judge_id, r.variant, r.measure): r for r in st.control_rate_rows(c, SETTINGS)}
     se = rates[("j1", None, "sensitivity")]
     assert (se.n_right, se.n_runs, se.estimate) == (8, 8, 1.0)
-    assert (se.ci_low, se.ci_high) == pytest.approx(proportion_confint(8, 8, method="beta"), abs=1e-12)  # fmt: skip
+    assert (se.ci_low, se.ci_high) == pytest.approx(
+        proportion_confint(8, 8, method="beta"), abs=1e-12
+    )
     assert all(r.ci_high > r.ci_low for r in rates.values())
     w = [x for x in st.validity_warnings(tuple(rates.values())) if x.kind == "boundary_interval"]
-    assert any(x.message.startswith("the sensitivity of judge j1 is 8/8: its interval [63%, 100%]") for x in w)  # fmt: skip
+    assert any(
+        x.message.startswith("the sensitivity of judge j1 is 8/8: its interval [63%, 100%]")
+        for x in w
+    )
     assert any("specificity of judge j1 on variant prose_only is 8/8" in x.message for x in w)
 
 
 def test_clustered_controls_never_get_an_interval_narrower_than_wilson() -> None:
     rng = np.random.default_rng(4)
-    rows = [(f"t{t}", f"b{t}-{i}", "j1", "prose_only", "fail", float(rng.integers(0, 11)))
-            for t in range(12) for i in range(4)]  # fmt: skip
+    rows = [
+        (f"t{t}", f"b{t}-{i}", "j1", "prose_only", "fail", float(rng.integers(0, 11)))
+        for t in range(12)
+        for i in range(4)
+    ]
     rows += [(f"t{t}", f"g{t}", "j1", "reference", "pass", 9.0) for t in range(12)]
     c = pl.DataFrame(rows, schema=list(st.CONTROLS_SCHEMA), orient="row")
     for r in st.control_rate_rows(c, SETTINGS):
-        lo, hi = proportion_confint(r.n_right, r.n_runs, method="wilson" if 0 < r.n_right < r.n_runs else "beta")  # fmt: skip
+        lo, hi = proportion_confint(
+            r.n_right, r.n_runs, method="wilson" if 0 < r.n_right < r.n_runs else "beta"
+        )
         assert r.ci_low <= lo + 1e-12 and r.ci_high >= hi - 1e-12
 
 
 def _runs(passed: list[list[bool]], agent: str = "a", score: float = 9.0) -> pl.DataFrame:
-    rows = [(f"t{t}", f"{agent}-{t}-{e}", agent, score if ok else 3.0)
-            for t, epochs in enumerate(passed) for e, ok in enumerate(epochs)]  # fmt: skip
+    rows = [
+        (f"t{t}", f"{agent}-{t}-{e}", agent, score if ok else 3.0)
+        for t, epochs in enumerate(passed)
+        for e, ok in enumerate(epochs)
+    ]
     return pl.DataFrame(rows, schema=list(st.SCORED_RUNS_SCHEMA), orient="row")
 
 
@@ -158,7 +192,9 @@ def test_raw_share_at_sensitivity_and_threshold_fragile_warn() -> None:
         "agent a's raw pass share (62%) reaches the known-good sensitivity of judge j1 (62%): "
         "the correction's model says every run is good, more than the controls can tell"
     )
-    assert w["threshold_fragile"].startswith("5 of agent a's 8 runs scored by judge j1 (62%) lie within ±0.25")  # fmt: skip
+    assert w["threshold_fragile"].startswith(
+        "5 of agent a's 8 runs scored by judge j1 (62%) lie within ±0.25"
+    )
 
 
 def test_heterogeneous_specificity_warns_with_the_corrected_range() -> None:
@@ -166,7 +202,9 @@ def test_heterogeneous_specificity_warns_with_the_corrected_range() -> None:
     corrected share under each variant's Sp printed as a range."""
     from scipy.stats import fisher_exact  # type: ignore[import-untyped]
 
-    c = _controls([True] * 8, {"altered_numbers": [True] * 2 + [False] * 6, "prose_only": [True] * 8})  # fmt: skip
+    c = _controls(
+        [True] * 8, {"altered_numbers": [True] * 2 + [False] * 6, "prose_only": [True] * 8}
+    )
     rates = st.control_rate_rows(c, SETTINGS)
     runs = _runs([[True]] * 6 + [[False]] * 2)
     (row,) = st.corrected_pass_rows(runs, c, SETTINGS, judge_id="j1")
@@ -176,5 +214,9 @@ def test_heterogeneous_specificity_warns_with_the_corrected_range() -> None:
     w = [x for x in st.validity_warnings(rates, [row]) if x.kind == "specificity_heterogeneous"]
     p = fisher_exact([[2, 6], [8, 0]]).pvalue
     assert [x.subject for x in w] == ["j1", ""]  # the judge, and the jury of that one judge
-    assert w[0].message.startswith(f"the specificity of judge j1 differs between variants (p = {p:.3g}): 2/8 on altered_numbers, 8/8 on prose_only")  # fmt: skip
-    assert w[0].message.endswith("the corrected pass shares under the lowest and highest: agent a 0% to 75%")  # fmt: skip
+    assert w[0].message.startswith(
+        f"the specificity of judge j1 differs between variants (p = {p:.3g}): 2/8 on altered_numbers, 8/8 on prose_only"
+    )
+    assert w[0].message.endswith(
+        "the corrected pass shares under the lowest and highest: agent a 0% to 75%"
+    )

@@ -31,7 +31,9 @@ def _hand(c: float, n: int, low: float, high: float, confidence: float) -> tuple
 
 @pytest.mark.parametrize("confidence", [0.9, 0.95])
 @pytest.mark.parametrize("n", [1, 2, 8, 30])
-@pytest.mark.parametrize(("c", "scale"), [(0.0, (0, 10)), (2.875, (0, 10)), (10.0, (0, 10)), (4.0, (-10, 10))])  # fmt: skip
+@pytest.mark.parametrize(
+    ("c", "scale"), [(0.0, (0, 10)), (2.875, (0, 10)), (10.0, (0, 10)), (4.0, (-10, 10))]
+)
 def test_bounds_equal_the_closed_form_and_scipys_exact_interval(
     confidence: float, n: int, c: float, scale: tuple[int, int]
 ) -> None:
@@ -78,13 +80,18 @@ def test_an_agent_scoring_the_same_on_every_task_gets_the_bounded_interval() -> 
     assert (r.ci_low, r.ci_high) == pytest.approx(_hand(3.0, 12, 0.0, 10.0, 0.95), abs=1e-12)
     for other in ("agent_1", "agent_2"):  # intervals with spread: the bootstrap's, untouched
         assert not rows[other].no_spread
-        assert (rows[other].ci_low, rows[other].ci_high) == (before[other].ci_low, before[other].ci_high)  # fmt: skip
+        assert (rows[other].ci_low, rows[other].ci_high) == (
+            before[other].ci_low,
+            before[other].ci_high,
+        )
         assert rows[other].ci_high > rows[other].ci_low
     dims = [
         d for d in rows_of(st.dimension_score_rows, flat, **SETTINGS) if d.agent_id == "agent_0"
     ]
     assert dims and all(d.no_spread and d.ci_high > d.ci_low for d in dims)
-    [gap] = [g for g in rows_of(st.communication_gap_rows, flat, **SETTINGS) if g.agent_id == "agent_0"]  # fmt: skip
+    [gap] = [
+        g for g in rows_of(st.communication_gap_rows, flat, **SETTINGS) if g.agent_id == "agent_0"
+    ]
     assert gap.gap == 0.0 and gap.no_spread
     assert (gap.ci_low, gap.ci_high) == pytest.approx(_hand(0.0, 12, -10.0, 10.0, 0.95), abs=1e-12)
 
@@ -94,7 +101,9 @@ def test_no_spread_is_warned_and_named() -> None:
     rep = st.compute_statistics(t, st.AnalysisSettings(seed=3, n_resamples=400))
     w = {(x.kind, x.subject): x for x in rep.warnings}
     scores = w[("zero_width_interval", "agent_scores")]
-    assert scores.message.startswith("1 of 3 task-bootstrap intervals in agent_scores have zero width")  # fmt: skip
+    assert scores.message.startswith(
+        "1 of 3 task-bootstrap intervals in agent_scores have zero width"
+    )
     assert "bounded scale" in scores.message and scores.affects == ("agent_scores",)
     assert ("zero_width_interval", "communication_gap") in w
 
@@ -102,8 +111,16 @@ def test_no_spread_is_warned_and_named() -> None:
 def test_a_coefficient_without_spread_is_not_estimable() -> None:
     # No noise at all: every rating is the same additive sum, so each judge's own-family
     # coefficient is the same in every task resample.
-    t = synthetic_tables(n_tasks=12, n_agents=3, seed=2, task_sd=0.0, run_sd=0.0, rating_sd=0.0,
-                         empty_artifact_rate=0.0, self_preference={"judge_a": 1.0})  # fmt: skip
+    t = synthetic_tables(
+        n_tasks=12,
+        n_agents=3,
+        seed=2,
+        task_sd=0.0,
+        run_sd=0.0,
+        rating_sd=0.0,
+        empty_artifact_rate=0.0,
+        self_preference={"judge_a": 1.0},
+    )
     rows = {r.judge_id: r for r in rows_of(st.self_preference_rows, t, **SETTINGS)}
     a = rows["judge_a"]
     assert a.coefficient == pytest.approx(1.0) and a.no_spread

@@ -292,7 +292,9 @@ def test_tag_rates_against_scipy(planted: st.Tables) -> None:
     never = [r for r in rows if r.tag == "fabricated_results"]
     assert never and all(r.rate == 0 for r in never)
     for r in never:  # 0 of n: Clopper–Pearson's interval, not a zero-width one
-        assert (r.ci_low, r.ci_high) == pytest.approx(proportion_confint(0, r.n_verdicts, method="beta"), abs=1e-12)  # fmt: skip
+        assert (r.ci_low, r.ci_high) == pytest.approx(
+            proportion_confint(0, r.n_verdicts, method="beta"), abs=1e-12
+        )
 
 
 def test_tag_hand_case() -> None:

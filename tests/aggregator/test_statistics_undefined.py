@@ -331,9 +331,14 @@ def test_runs_table_refuses_non_finite_or_negative_costs(column: str, bad: float
 
 def test_judge_costs_refuse_non_finite_and_clamp_cached_tokens() -> None:
     bad = pl.DataFrame(
-        {"judge_id": ["a"], "input_tokens": [10], "output_tokens": [1], "cached_tokens": [0],
-         "cost_usd": [float("nan")]}
-    )  # fmt: skip
+        {
+            "judge_id": ["a"],
+            "input_tokens": [10],
+            "output_tokens": [1],
+            "cached_tokens": [0],
+            "cost_usd": [float("nan")],
+        }
+    )
     with pytest.raises(st.StatisticsInputError, match="cost_usd"):
         st.judge_cost_rows(bad)
     over = bad.with_columns(cached_tokens=pl.lit(25), cost_usd=pl.lit(0.5))

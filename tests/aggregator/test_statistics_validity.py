@@ -18,7 +18,13 @@ A = st.ANCHOR
 VARIANTS = {"reference": "pass", "altered_numbers": "fail", "prose_only": "fail"}
 
 
-def _controls(rng: np.random.Generator, n_tasks: int, p_pass: dict[str, float], judges: tuple[str, ...] = ("j1",), per_variant: int = 1) -> pl.DataFrame:  # fmt: skip
+def _controls(
+    rng: np.random.Generator,
+    n_tasks: int,
+    p_pass: dict[str, float],
+    judges: tuple[str, ...] = ("j1",),
+    per_variant: int = 1,
+) -> pl.DataFrame:
     """A scripted judge passing each variant's controls with probability ``p_pass[variant]``."""
     rows = []
     for t in range(n_tasks):
@@ -31,7 +37,9 @@ def _controls(rng: np.random.Generator, n_tasks: int, p_pass: dict[str, float], 
     return pl.DataFrame(rows, schema=list(st.CONTROLS_SCHEMA), orient="row")
 
 
-def _rates(rows: tuple[st.ControlRate, ...]) -> dict[tuple[str | None, str | None, str], st.ControlRate]:  # fmt: skip
+def _rates(
+    rows: tuple[st.ControlRate, ...],
+) -> dict[tuple[str | None, str | None, str], st.ControlRate]:
     return {(r.judge_id, r.variant, r.measure): r for r in rows}
 
 
@@ -39,8 +47,12 @@ def _rates(rows: tuple[st.ControlRate, ...]) -> dict[tuple[str | None, str | Non
 
 
 def test_sensitivity_and_specificity_equal_a_hand_count() -> None:
-    c = _controls(np.random.default_rng(1), 12, {"reference": 0.8, "altered_numbers": 0.4,
-                                                  "prose_only": 0.2}, ("j1", "j2"))  # fmt: skip
+    c = _controls(
+        np.random.default_rng(1),
+        12,
+        {"reference": 0.8, "altered_numbers": 0.4, "prose_only": 0.2},
+        ("j1", "j2"),
+    )
     got = _rates(st.control_rate_rows(c, SETTINGS))
     rows = c.rows(named=True)
     jury: dict[str, list[float]] = {}
@@ -48,10 +60,14 @@ def test_sensitivity_and_specificity_equal_a_hand_count() -> None:
         jury.setdefault(r["run_id"], []).append(r["score"])
     for judge in ("j1", "j2", None):
         for variant, expected in [(None, "pass"), (None, "fail"), *VARIANTS.items()]:
-            mine = [r for r in rows if (judge is None and r["judge_id"] == "j1")
-                    or r["judge_id"] == judge]  # fmt: skip
-            mine = [r for r in mine if r["expected"] == expected
-                    and variant in (None, r["variant"])]  # fmt: skip
+            mine = [
+                r
+                for r in rows
+                if (judge is None and r["judge_id"] == "j1") or r["judge_id"] == judge
+            ]
+            mine = [
+                r for r in mine if r["expected"] == expected and variant in (None, r["variant"])
+            ]
             scores = [sum(jury[r["run_id"]]) / 2 if judge is None else r["score"] for r in mine]
             right = [s >= A if expected == "pass" else s < A for s in scores]
             measure = "sensitivity" if expected == "pass" else "specificity"
@@ -79,7 +95,9 @@ def test_planted_judge_intervals_cover_its_true_error_rates() -> None:
 # --- the Rogan–Gladen correction ------------------------------------------------------
 
 
-def _runs(rng: np.random.Generator, n_tasks: int, true_rate: dict[str, float], se: float, sp: float) -> pl.DataFrame:  # fmt: skip
+def _runs(
+    rng: np.random.Generator, n_tasks: int, true_rate: dict[str, float], se: float, sp: float
+) -> pl.DataFrame:
     rows = []
     for t in range(n_tasks):
         for agent, rate in true_rate.items():
@@ -103,8 +121,11 @@ def test_rogan_gladen_equals_a_hand_computation() -> None:
     for row in got:
         shares = []
         for t in range(8):
-            mine = [r["score"] >= A for r in runs.rows(named=True)
-                    if r["agent_id"] == row.agent_id and r["task_id"] == f"t{t}"]  # fmt: skip
+            mine = [
+                r["score"] >= A
+                for r in runs.rows(named=True)
+                if r["agent_id"] == row.agent_id and r["task_id"] == f"t{t}"
+            ]
             shares.append(sum(mine) / len(mine))
         q = sum(shares) / len(shares)
         p = (q + sp - 1) / (se + sp - 1)
@@ -148,7 +169,9 @@ def test_corrected_interval_covers_the_planted_pass_rate_over_seeds() -> None:
 # --- agreement with humans ------------------------------------------------------------
 
 
-def _ratings(rng: np.random.Generator, raters: tuple[str, ...], truth: dict[str, float], noise: float) -> pl.DataFrame:  # fmt: skip
+def _ratings(
+    rng: np.random.Generator, raters: tuple[str, ...], truth: dict[str, float], noise: float
+) -> pl.DataFrame:
     rows = []
     for run, q in truth.items():
         for r in raters:
@@ -159,7 +182,9 @@ def _ratings(rng: np.random.Generator, raters: tuple[str, ...], truth: dict[str,
 
 
 def _truth(rng: np.random.Generator, n_tasks: int = 12, per_task: int = 3) -> dict[str, float]:
-    return {f"t{t}/r{i}": float(rng.uniform(2, 10)) for t in range(n_tasks) for i in range(per_task)}  # fmt: skip
+    return {
+        f"t{t}/r{i}": float(rng.uniform(2, 10)) for t in range(n_tasks) for i in range(per_task)
+    }
 
 
 def _run_scores(df: pl.DataFrame, rater: str) -> dict[str, float]:
@@ -178,17 +203,25 @@ def test_kappas_equal_scikit_learn_and_spearman_equals_scipy() -> None:
     }
     j1, j2 = _run_scores(judges, "j1"), _run_scores(judges, "j2")
     alice, bob = _run_scores(humans, "alice"), _run_scores(humans, "bob")
-    subjects = {("judge", "j1"): [(j1, alice), (j1, bob)],
-                ("jury", ""): [({k: (j1[k] + j2[k]) / 2 for k in j1}, alice),
-                               ({k: (j1[k] + j2[k]) / 2 for k in j1}, bob)],
-                ("humans", ""): [(alice, bob)]}  # fmt: skip
+    subjects = {
+        ("judge", "j1"): [(j1, alice), (j1, bob)],
+        ("jury", ""): [
+            ({k: (j1[k] + j2[k]) / 2 for k in j1}, alice),
+            ({k: (j1[k] + j2[k]) / 2 for k in j1}, bob),
+        ],
+        ("humans", ""): [(alice, bob)],
+    }
     for key, sides in subjects.items():
         x = [s[k] for s, _ in sides for k in sorted(truth)]
         y = [h[k] for _, h in sides for k in sorted(truth)]
         row = by[key]
         pf = cohen_kappa_score([v >= A for v in x], [v >= A for v in y])
-        binned = cohen_kappa_score([math.floor(v + 0.5) for v in x], [math.floor(v + 0.5) for v in y],
-                                   labels=list(range(11)), weights="quadratic")  # fmt: skip
+        binned = cohen_kappa_score(
+            [math.floor(v + 0.5) for v in x],
+            [math.floor(v + 0.5) for v in y],
+            labels=list(range(11)),
+            weights="quadratic",
+        )
         assert row.kappa == pytest.approx(pf, abs=1e-9)
         agree = np.mean([(a >= A) == (b >= A) for a, b in zip(x, y, strict=True)])
         assert row.pabak == pytest.approx(2 * agree - 1, abs=1e-12)
@@ -228,7 +261,7 @@ def test_bias_per_dimension_is_the_mean_difference() -> None:
         j = judges.filter(pl.col("dimension") == d).sort("run_id")["score"].to_numpy()
         h = humans.filter(pl.col("dimension") == d).sort("run_id")["score"].to_numpy()
         assert by[("judge", d)].estimate == pytest.approx(float(np.mean(j - h)), abs=1e-9)
-    assert by[("judge", None)].ci_low <= by[("judge", None)].estimate <= by[("judge", None)].ci_high  # fmt: skip
+    assert by[("judge", None)].ci_low <= by[("judge", None)].estimate <= by[("judge", None)].ci_high
     assert ("humans", None) not in by  # one human: no human-human pair
 
 
@@ -245,21 +278,28 @@ def test_healthy_validity_data_has_no_warning() -> None:
     c = _controls(rng, 60, {"reference": 0.9, "altered_numbers": 0.2, "prose_only": 0.2})
     runs = _runs(rng, 60, {"a": 0.5}, 0.9, 0.8)
     truth = _truth(rng)
-    agree, _ = st.human_agreement_rows(_ratings(rng, ("j1",), truth, 1.0),
-                                       _ratings(rng, ("alice",), truth, 1.0), SETTINGS)  # fmt: skip
-    got = st.validity_warnings(st.control_rate_rows(c, SETTINGS),
-                               st.corrected_pass_rows(runs, c, SETTINGS), agree)  # fmt: skip
+    agree, _ = st.human_agreement_rows(
+        _ratings(rng, ("j1",), truth, 1.0), _ratings(rng, ("alice",), truth, 1.0), SETTINGS
+    )
+    got = st.validity_warnings(
+        st.control_rate_rows(c, SETTINGS), st.corrected_pass_rows(runs, c, SETTINGS), agree
+    )
     assert got == []
 
 
 def test_few_controls_warns_by_the_interval_half_width() -> None:
-    c = _controls(np.random.default_rng(1), 3, {"reference": 0.9, "altered_numbers": 0.2, "prose_only": 0.2})  # fmt: skip
+    c = _controls(
+        np.random.default_rng(1), 3, {"reference": 0.9, "altered_numbers": 0.2, "prose_only": 0.2}
+    )
     rates = _rates(st.control_rate_rows(c, SETTINGS))
     w = st.validity_warnings(tuple(rates.values()))
     msgs = [x.message for x in w if x.kind == "few_controls"]
     se = rates[("j1", None, "sensitivity")]
     half = (se.ci_high - se.ci_low) / 2
-    assert f"the sensitivity of judge j1 rests on 3 control run(s) in 3 task(s): an interval of ±{half:.2f}, wider than ±0.15" in msgs  # fmt: skip
+    assert (
+        f"the sensitivity of judge j1 rests on 3 control run(s) in 3 task(s): an interval of ±{half:.2f}, wider than ±0.15"
+        in msgs
+    )
     assert any("specificity of the jury's mean on variant prose_only" in m for m in msgs)
     assert all("corrected_pass_shares" in x.affects and "rule_rates" in x.affects for x in w)
 
@@ -267,13 +307,21 @@ def test_few_controls_warns_by_the_interval_half_width() -> None:
 def test_few_controls_follows_the_evidence_not_the_run_count() -> None:
     """Many control runs that disagree within a few tasks still warn; a narrow interval
     from as many runs does not."""
-    rows = [(f"t{t}", f"g{t}-{i}", "j1", "reference", "pass", 9.0 if t < 3 else 2.0)
-            for t in range(6) for i in range(10)]  # fmt: skip
-    rows += [(f"t{t}", f"b{t}-{i}", "j1", "prose_only", "fail", 2.0) for t in range(6) for i in range(10)]  # fmt: skip
+    rows = [
+        (f"t{t}", f"g{t}-{i}", "j1", "reference", "pass", 9.0 if t < 3 else 2.0)
+        for t in range(6)
+        for i in range(10)
+    ]
+    rows += [
+        (f"t{t}", f"b{t}-{i}", "j1", "prose_only", "fail", 2.0) for t in range(6) for i in range(10)
+    ]
     c = pl.DataFrame(rows, schema=list(st.CONTROLS_SCHEMA), orient="row")
     got = _rates(st.control_rate_rows(c, SETTINGS))
     se, sp = got[("j1", None, "sensitivity")], got[("j1", None, "specificity")]
-    kinds = {(w.kind, w.message.split(" rests")[0].split(" is ")[0]) for w in st.validity_warnings((se, sp))}  # fmt: skip
+    kinds = {
+        (w.kind, w.message.split(" rests")[0].split(" is ")[0])
+        for w in st.validity_warnings((se, sp))
+    }
     assert se.n_runs == 60 and (se.ci_high - se.ci_low) / 2 > 0.15
     assert ("few_controls", "the sensitivity of judge j1") in kinds
     assert ("few_controls", "the specificity of judge j1") not in kinds
@@ -291,19 +339,28 @@ def test_uninformative_judge_makes_the_correction_undefined() -> None:
 
 
 def test_missing_known_bad_controls_names_the_cause() -> None:
-    c = _controls(np.random.default_rng(3), 20, {"reference": 0.9, "altered_numbers": 0.1, "prose_only": 0.1})  # fmt: skip
+    c = _controls(
+        np.random.default_rng(3), 20, {"reference": 0.9, "altered_numbers": 0.1, "prose_only": 0.1}
+    )
     c = c.filter(pl.col("expected") == "pass")
-    rows = st.corrected_pass_rows(_runs(np.random.default_rng(1), 20, {"a": 0.5}, 0.9, 0.8), c, SETTINGS, judge_id="j1")  # fmt: skip
+    rows = st.corrected_pass_rows(
+        _runs(np.random.default_rng(1), 20, {"a": 0.5}, 0.9, 0.8), c, SETTINGS, judge_id="j1"
+    )
     msg = _kinds(st.validity_warnings(corrected=rows))[("correction_undefined", "j1")]
-    assert msg == ("the corrected pass share from judge j1 is undefined: there is no known-bad "
-                   "control (no specificity)")  # fmt: skip
+    assert msg == (
+        "the corrected pass share from judge j1 is undefined: there is no known-bad "
+        "control (no specificity)"
+    )
 
 
 def test_clipped_and_unbounded_correction_warn() -> None:
     # Se = 5/6, Sp = 1/2 on 6 tasks: Se + Sp − 1 = 1/3, but its interval reaches 0.
     rows = [(f"t{t}", f"g{t}", "j1", "reference", "pass", 9.0 if t else 2.0) for t in range(6)]
-    rows += [(f"t{t}", f"b{t}-{v}", "j1", v, "fail", 2.0 if t < 3 else 9.0)
-             for t in range(6) for v in ("altered_numbers", "prose_only")]  # fmt: skip
+    rows += [
+        (f"t{t}", f"b{t}-{v}", "j1", v, "fail", 2.0 if t < 3 else 9.0)
+        for t in range(6)
+        for v in ("altered_numbers", "prose_only")
+    ]
     c = pl.DataFrame(rows, schema=list(st.CONTROLS_SCHEMA), orient="row")
     runs = _runs(np.random.default_rng(8), 6, {"a": 0.0}, 0.0, 1.0)  # all fail: q = 0 < 1 − Sp
     (row,) = st.corrected_pass_rows(runs, c, SETTINGS)
@@ -323,22 +380,33 @@ def test_clipped_and_unbounded_correction_warn() -> None:
 def test_one_class_makes_kappa_undefined_and_few_verdicts_warn() -> None:
     truth = {f"t{t}/r0": 9.0 for t in range(3)}
     rng = np.random.default_rng(0)
-    agree, _ = st.human_agreement_rows(_ratings(rng, ("j1",), truth, 0.0),
-                                       _ratings(rng, ("alice",), truth, 0.0), SETTINGS)  # fmt: skip
+    agree, _ = st.human_agreement_rows(
+        _ratings(rng, ("j1",), truth, 0.0), _ratings(rng, ("alice",), truth, 0.0), SETTINGS
+    )
     judge = next(r for r in agree if r.subject_kind == "judge")
     assert math.isnan(judge.kappa) and math.isnan(judge.weighted_kappa) and judge.both_pass == 3
     w = _kinds(st.validity_warnings(agreement=agree))
-    assert w[("kappa_undefined", "j1")].startswith("Cohen's κ of judge j1 is undefined: both sides give one class only")  # fmt: skip
-    assert w[("few_human_verdicts", "j1")] == ("agreement of judge j1 rests on 3 verdict pair(s) "
-                                              "in 3 task(s), fewer than 20 pairs or 5 tasks")  # fmt: skip
+    assert w[("kappa_undefined", "j1")].startswith(
+        "Cohen's κ of judge j1 is undefined: both sides give one class only"
+    )
+    assert w[("few_human_verdicts", "j1")] == (
+        "agreement of judge j1 rests on 3 verdict pair(s) "
+        "in 3 task(s), fewer than 20 pairs or 5 tasks"
+    )
 
 
 # --- bad input ------------------------------------------------------------------------
 
 
 def _one_control(**change: object) -> pl.DataFrame:
-    row = {"task_id": "t", "run_id": "r", "judge_id": "j", "variant": "reference",
-           "expected": "pass", "score": 8.0} | change  # fmt: skip
+    row = {
+        "task_id": "t",
+        "run_id": "r",
+        "judge_id": "j",
+        "variant": "reference",
+        "expected": "pass",
+        "score": 8.0,
+    } | change
     return pl.DataFrame([row])
 
 
@@ -378,17 +446,24 @@ def test_bad_settings_runs_and_ratings_are_refused() -> None:
     with pytest.raises(st.StatisticsInputError, match="n_resamples must be positive"):
         st.control_rate_rows(c, st.AnalysisSettings(seed=1, n_resamples=0))
     with pytest.raises(st.StatisticsInputError, match="no control verdict of judge 'nobody'"):
-        st.corrected_pass_rows(pl.DataFrame({"task_id": ["t"], "run_id": ["x"], "agent_id": ["a"],
-                                             "score": [5.0]}), c, SETTINGS, judge_id="nobody")  # fmt: skip
-    bad = pl.DataFrame({"task_id": ["t"], "run_id": ["x"], "rater_id": ["h"], "dimension": ["d"],
-                        "score": [-1.0]})  # fmt: skip
+        st.corrected_pass_rows(
+            pl.DataFrame({"task_id": ["t"], "run_id": ["x"], "agent_id": ["a"], "score": [5.0]}),
+            c,
+            SETTINGS,
+            judge_id="nobody",
+        )
+    bad = pl.DataFrame(
+        {"task_id": ["t"], "run_id": ["x"], "rater_id": ["h"], "dimension": ["d"], "score": [-1.0]}
+    )
     with pytest.raises(st.StatisticsInputError, match="table 'humans': column 'score' must lie"):
         st.human_agreement_rows(bad.with_columns(score=pl.lit(5.0)), bad, SETTINGS)
 
 
 def test_empty_tables_give_undefined_rows_and_a_warning_not_an_error() -> None:
     def empty(schema: dict[str, str]) -> pl.DataFrame:
-        return pl.DataFrame(schema={k: pl.String if v == "str" else pl.Float64 for k, v in schema.items()})  # fmt: skip
+        return pl.DataFrame(
+            schema={k: pl.String if v == "str" else pl.Float64 for k, v in schema.items()}
+        )
 
     c = empty(st.CONTROLS_SCHEMA)
     rows = st.control_rate_rows(c, SETTINGS)

@@ -26,7 +26,9 @@ def test_a_pass_rate_at_zero_warns_and_names_it() -> None:
     zero = [r for r in rep.pass_rates if r.pass_rate == 0.0]
     w = _warnings(t)[("boundary_interval", "pass_rates")]
     assert zero and all(r.ci_high > 0 for r in zero)
-    assert w.message.startswith(f"{len(zero)} of 3 rates in pass_rates are at 0 or 1 ({zero[0].agent_id} 0% of {zero[0].n_runs}")  # fmt: skip
+    assert w.message.startswith(
+        f"{len(zero)} of 3 rates in pass_rates are at 0 or 1 ({zero[0].agent_id} 0% of {zero[0].n_runs}"
+    )
     assert w.affects == ("pass_rates",)
 
 

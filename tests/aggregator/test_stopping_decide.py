@@ -104,7 +104,7 @@ def test_ci_width_and_decided() -> None:
     wide = decide(StoppingSpec(when="ci_width", width=0.5), ["a", "b"], runs, runs_per_task=1)
     narrow = decide(StoppingSpec(when="ci_width", width=4.0), ["a", "b"], runs, runs_per_task=1)
     assert (wide.stop, narrow.reason) == (False, "ci_width")
-    decided = decide(StoppingSpec(when="decided", threshold=0.5), ["a", "b"], runs, runs_per_task=1)  # fmt: skip
+    decided = decide(StoppingSpec(when="decided", threshold=0.5), ["a", "b"], runs, runs_per_task=1)
     assert decided.reason == "decided"
     assert decided.agents[0].pass_share.low > 0.5 > decided.agents[1].pass_share.high
 

@@ -40,30 +40,28 @@ def _start() -> list[Event]:
     ]
 
 
+def _of(run: str, prefix: str) -> dict[str, object]:
+    """What every event of run `run` in task t of campaign c carries."""
+    return {"event_id": f"{prefix}-{run}", "campaign_id": "c", "run_id": run, "task_id": "t"}
+
+
 def _request(run: str, agent: str) -> RunRequested:
-    return RunRequested(
-        event_id=f"rr-{run}",
-        campaign_id="c",
-        run_id=run,
-        task_id="t",
-        task=TASK,
-        agent=SPEC.agent(agent),
-        epoch=0,
-        limits=SPEC.limits,
-        sandbox=SPEC.sandbox,
-        producer=P,
+    return RunRequested.model_validate(
+        {
+            **_of(run, "rr"),
+            "task": TASK,
+            "agent": SPEC.agent(agent),
+            "epoch": 0,
+            "limits": SPEC.limits,
+            "sandbox": SPEC.sandbox,
+            "producer": P,
+        }
     )
 
 
 def _cancel(run: str, agent: str) -> RunCancelled:
-    return RunCancelled(
-        event_id=f"rc-{run}",
-        campaign_id="c",
-        run_id=run,
-        task_id="t",
-        agent_id=agent,
-        epoch=0,
-        producer=P,
+    return RunCancelled.model_validate(
+        {**_of(run, "rc"), "agent_id": agent, "epoch": 0, "producer": P}
     )
 
 

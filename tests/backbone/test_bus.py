@@ -139,9 +139,14 @@ async def test_run_events_of_some_types_leave_the_others_undecoded(bus: Bus) -> 
     for n in range(3):
         await bus.publish(step("r1", n))
     failed = RunFailed(
-        event_id=RunFailed.id_for("r1", "agent"), campaign_id="c1", run_id="r1",
-        stage="agent", error="model gone", infrastructure=True, producer=PRODUCER,
-    )  # fmt: skip
+        event_id=RunFailed.id_for("r1", "agent"),
+        campaign_id="c1",
+        run_id="r1",
+        stage="agent",
+        error="model gone",
+        infrastructure=True,
+        producer=PRODUCER,
+    )
     await bus.publish(failed)
     # Not an event at all, on a step's subject: a reader of other types never parses it.
     await bus.js.publish(bus.subjects.event("AgentStepLogged", "c1", "r1"), b"{not json")
@@ -204,9 +209,14 @@ async def test_first_event_skips_what_is_no_valid_event_of_its_type(bus: Bus) ->
 
 def _failed(run: str, stage: str) -> RunFailed:
     return RunFailed(
-        event_id=RunFailed.id_for(run, stage), campaign_id="c1", run_id=run, stage=stage,
-        error="x", infrastructure=True, producer=PRODUCER,
-    )  # fmt: skip
+        event_id=RunFailed.id_for(run, stage),
+        campaign_id="c1",
+        run_id=run,
+        stage=stage,
+        error="x",
+        infrastructure=True,
+        producer=PRODUCER,
+    )
 
 
 async def test_a_publish_on_condition_is_refused_once_its_subject_moved(bus: Bus) -> None:

@@ -24,9 +24,13 @@ def folder(
     `folder`, not started."""
     consumer = Bus(settings, service="consumer")
     consumer.consume(
-        consumer.subjects.events, handle, durable="folder", batch_size=64,
-        batch_wait_s=0.1, on_refused=on_refused,
-    )  # fmt: skip
+        consumer.subjects.events,
+        handle,
+        durable="folder",
+        batch_size=64,
+        batch_wait_s=0.1,
+        on_refused=on_refused,
+    )
     return consumer
 
 
@@ -100,9 +104,13 @@ async def test_the_rest_of_a_slow_batch_is_kept_not_redelivered(settings: Settin
             await publisher.publish(step("r1", n))
         consumer = Bus(quick, service="consumer")
         consumer.consume(
-            consumer.subjects.events, slow_first, durable="slowbatch", batch_size=16,
-            batch_wait_s=0.2, max_deliver=5,
-        )  # fmt: skip
+            consumer.subjects.events,
+            slow_first,
+            durable="slowbatch",
+            batch_size=16,
+            batch_wait_s=0.2,
+            max_deliver=5,
+        )
         await consumer.start()
         try:
             await wait_for(lambda: len(seen) >= 4, timeout=15.0)
@@ -177,9 +185,13 @@ async def _steady(settings: Settings, durable: str, gather_s: float) -> tuple[in
     async with Bus(settings, service="test") as publisher:
         consumer = Bus(settings, service="consumer")
         pull = consumer.consume(
-            consumer.subjects.events, handle, durable=durable, batch_size=256,
-            batch_wait_s=0.1, batch_gather_s=gather_s,
-        )  # fmt: skip
+            consumer.subjects.events,
+            handle,
+            durable=durable,
+            batch_size=256,
+            batch_wait_s=0.1,
+            batch_gather_s=gather_s,
+        )
         assert isinstance(pull, BatchPull)
         await consumer.start()
         try:

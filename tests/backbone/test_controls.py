@@ -43,13 +43,19 @@ PRODUCER = Producer(service="test", version="0")
 
 
 def _bundled(task_id: str):  # type: ignore[no-untyped-def]
-    draft = next(d for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000) if d.task_id == task_id)  # fmt: skip
+    draft = next(
+        d
+        for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
+        if d.task_id == task_id
+    )
     return build_task(draft.fields, [])
 
 
 def _answers(task_id: str) -> dict[str, object]:
     task = _bundled(task_id)
-    got = control_answers(task, VARIANTS, reference=REFERENCES / task_id, authors=None, max_bytes=1_000_000)  # fmt: skip
+    got = control_answers(
+        task, VARIANTS, reference=REFERENCES / task_id, authors=None, max_bytes=1_000_000
+    )
     return {a.variant or "": a for a in got}
 
 
@@ -101,7 +107,10 @@ _CONSTANTS = (
     re.compile(rf"\b{_NUM}\s+vs\.?\s+{_NUM}\b"),
 )
 _P_VALUE = re.compile(rf"\bp(?:-value)?\s*(?:=|<|≤)\s*({_NUM}(?:[eE]-?\d+)?)", re.IGNORECASE)
-_P_COLUMN = re.compile(r"^(?:p|p[ _.-]?val(?:ue)?|p[ _.-]?adj(?:usted)?|padj|fdr|q[ _.-]?val(?:ue)?|holm.*|.*\bp\b.*)$", re.IGNORECASE)  # fmt: skip
+_P_COLUMN = re.compile(
+    r"^(?:p|p[ _.-]?val(?:ue)?|p[ _.-]?adj(?:usted)?|padj|fdr|q[ _.-]?val(?:ue)?|holm.*|.*\bp\b.*)$",
+    re.IGNORECASE,
+)
 _TABLE_CI = re.compile(rf"\|\s*(-?{_NUM})\s*\|\s*(-?{_NUM})\s*[–-]\s*(-?{_NUM})\s*\|")
 _TOKEN = re.compile(rf"(?<![\w.])-?{_NUM}(?:[eE][-+]?\d+)?(?![\w])")
 
@@ -121,7 +130,11 @@ def _p_values(path: str, text: str) -> list[float]:
         rows = list(csv.reader(io.StringIO(text)))
         for col, name in enumerate(rows[0] if rows else []):
             if _P_COLUMN.match(name.strip()):
-                found += [float(r[col]) for r in rows[1:] if col < len(r) and re.fullmatch(_NUM + r"(?:[eE]-?\d+)?", r[col])]  # fmt: skip
+                found += [
+                    float(r[col])
+                    for r in rows[1:]
+                    if col < len(r) and re.fullmatch(_NUM + r"(?:[eE]-?\d+)?", r[col])
+                ]
     return found
 
 
@@ -135,9 +148,13 @@ def test_altered_numbers_keep_method_constants_stay_plausible_and_fail_the_check
     task = _bundled(task_id)
     answers = _answers(task_id)
     ref, alt = answers[KNOWN_GOOD].answer, answers["altered_numbers"].answer  # type: ignore[attr-defined]
-    stated = set(_TOKEN.findall(" ".join([task.prompt, task.expected_output or "", *task.constraints])))  # fmt: skip
+    stated = set(
+        _TOKEN.findall(" ".join([task.prompt, task.expected_output or "", *task.constraints]))
+    )
     before, after = _texts(ref), _texts(alt)
-    windows = [(c.expected, c.tolerance) for c in task.reference_checks if isinstance(c, NumberNearCheck)]  # fmt: skip
+    windows = [
+        (c.expected, c.tolerance) for c in task.reference_checks if isinstance(c, NumberNearCheck)
+    ]
     moved = 0
     for path, text in before.items():
         new = after[path]
@@ -155,7 +172,10 @@ def test_altered_numbers_keep_method_constants_stay_plausible_and_fail_the_check
             assert (x > 0) == (y > 0) and (x < 0) == (y < 0), (path, a, b)
             # A value in a check's window that spans more than an order of magnitude
             # around it (p in [0, 0.01], p in [0.05, 1]) must jump past the window.
-            wide = any(abs(x - e) <= t and (e - t <= abs(x) / 10 or e + t >= 10 * abs(x)) for e, t in windows)  # fmt: skip
+            wide = any(
+                abs(x - e) <= t and (e - t <= abs(x) / 10 or e + t >= 10 * abs(x))
+                for e, t in windows
+            )
             if x != 0 and not wide:
                 assert abs(math.log10(abs(y) / abs(x))) <= 1.0, (path, a, b)
         assert all(0.0 <= p <= 1.0 for p in _p_values(path, new)), (path, _p_values(path, new))
@@ -199,7 +219,9 @@ def test_author_folders_are_known_bad_controls(tmp_path: Path) -> None:
     (authors / "wrong_gene" / "message.md").write_text("MYC is up 40-fold.")
     (authors / "wrong_gene" / "results").mkdir()
     (authors / "wrong_gene" / "results" / "summary.md").write_text("MYC: fold change = 40")
-    got = control_answers(_bundled("qpcr_ddct"), VARIANTS, reference=None, authors=authors, max_bytes=1000)  # fmt: skip
+    got = control_answers(
+        _bundled("qpcr_ddct"), VARIANTS, reference=None, authors=authors, max_bytes=1000
+    )
     assert [(a.variant, a.folder, a.expected) for a in got] == [(None, "wrong_gene", "fail")]
     assert got[0].answer.files == {"results/summary.md": b"MYC: fold change = 40"}
 
@@ -246,7 +268,9 @@ def test_a_reference_without_message_or_linked_is_refused(tmp_path: Path) -> Non
     authors = tmp_path / "controls"
     (authors / "bad name!").mkdir(parents=True)
     with pytest.raises(TaskInputError, match="bad name"):
-        control_answers(_bundled("qpcr_ddct"), VARIANTS, reference=None, authors=authors, max_bytes=1000)  # fmt: skip
+        control_answers(
+            _bundled("qpcr_ddct"), VARIANTS, reference=None, authors=authors, max_bytes=1000
+        )
 
 
 def test_altering_numbers_is_linear_on_hostile_text(tmp_path: Path) -> None:
@@ -288,9 +312,14 @@ def test_task_folders_keep_control_answers_out_of_attachments(tmp_path: Path) ->
 
 def _declared(**fields: object) -> ControlDetails:
     base: dict[str, object] = {
-        "campaign_id": "c", "task_id": "t", "control_run_id": "r1", "agent_id": "a1",
-        "variant": "altered_numbers", "expected": "fail", "plan_sha256": "a" * 64,
-    }  # fmt: skip
+        "campaign_id": "c",
+        "task_id": "t",
+        "control_run_id": "r1",
+        "agent_id": "a1",
+        "variant": "altered_numbers",
+        "expected": "fail",
+        "plan_sha256": "a" * 64,
+    }
     return ControlDetails.model_validate({**base, **fields})
 
 
@@ -315,31 +344,42 @@ def test_no_agent_spec_can_name_a_control_or_carry_a_plan() -> None:
         AgentSpec.model_validate({"agent_id": "a", "kind": "control", "model": "control"})
     with pytest.raises(ValueError):
         AgentSpec.model_validate({"agent_id": "a", "model": "m", "control_plan": "b" * 64})
-    spec = CampaignSpec(campaign_id="c", agents=[AgentSpec(agent_id="a", model="m")], controls=ControlsSpec())  # fmt: skip
+    spec = CampaignSpec(
+        campaign_id="c", agents=[AgentSpec(agent_id="a", model="m")], controls=ControlsSpec()
+    )
     assert spec.controls is not None and spec.controls.variants == VARIANTS
     with pytest.raises(ValueError):
         ControlsSpec(variants=["made_up"])  # type: ignore[list-item]
 
 
 def test_a_plan_writes_bytes_in_chunks_under_the_argument_limit() -> None:
-    plan = ControlPlan.model_validate({
-        "message": "m",
-        "files": [
-            {"path": "a.txt", "sha256": "a" * 64, "size": 500_000, "text": True},
-            {"path": "b.png", "sha256": "b" * 64, "size": 130_001, "text": False},
-            {"path": "c.bin", "sha256": "c" * 64, "size": 0, "text": False},
-        ],
-    })  # fmt: skip
+    plan = ControlPlan.model_validate(
+        {
+            "message": "m",
+            "files": [
+                {"path": "a.txt", "sha256": "a" * 64, "size": 500_000, "text": True},
+                {"path": "b.png", "sha256": "b" * 64, "size": 130_001, "text": False},
+                {"path": "c.bin", "sha256": "c" * 64, "size": 0, "text": False},
+            ],
+        }
+    )
     assert [tuple(a) for a in plan.actions()] == [
-        (0, 0, 500_000), (1, 0, 60_000), (1, 60_000, 60_000), (1, 120_000, 10_001), (2, 0, 0),
-    ]  # fmt: skip
+        (0, 0, 500_000),
+        (1, 0, 60_000),
+        (1, 60_000, 60_000),
+        (1, 120_000, 10_001),
+        (2, 0, 0),
+    ]
 
 
 def _planned(tmp_path: Path, secret: bytes) -> list[ControlDetails]:
     campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
     campaign = campaign.model_copy(update={"controls": ControlsSpec(references=str(REFERENCES))})
-    drafts = [d for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
-              if d.task_id in ("qpcr_ddct", "survey_paired")]  # fmt: skip
+    drafts = [
+        d
+        for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
+        if d.task_id in ("qpcr_ddct", "survey_paired")
+    ]
     tasks = [
         TaskSubmitted(
             event_id=f"t{i}",
@@ -367,7 +407,9 @@ def test_control_identities_are_salted_per_deployment_and_named_like_the_campaig
     assert [r.control_run_id for r in ours] == [r.control_run_id for r in again]
     assert {r.control_run_id for r in ours}.isdisjoint({r.control_run_id for r in theirs})
     assert [r.slot for r in ours] != [r.slot for r in theirs]
-    public = {"a" + derive_id("control", campaign.campaign_id, r.task_id or "", r.kind)[:15] for r in ours}  # fmt: skip
+    public = {
+        "a" + derive_id("control", campaign.campaign_id, r.task_id or "", r.kind)[:15] for r in ours
+    }
     assert public.isdisjoint({r.agent_id for r in ours})
     agents = {a.agent_id: a for a in campaign.agents}
     for d in ours:
@@ -419,11 +461,20 @@ def test_declarations_are_sealed_under_the_deployments_secret(tmp_path: Path) ->
     and task; its id is no function of the run id it names, its sealed text has one length
     whatever it says, and it opens under this deployment's secret alone."""
     campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
-    drafts = [d for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
-              if d.task_id in ("qpcr_ddct", "survey_paired")]  # fmt: skip
-    tasks = [TaskSubmitted(event_id=f"t{i}", campaign_id=campaign.campaign_id,
-                           task=build_task(d.fields, []), producer=PRODUCER)
-             for i, d in enumerate(drafts)]  # fmt: skip
+    drafts = [
+        d
+        for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
+        if d.task_id in ("qpcr_ddct", "survey_paired")
+    ]
+    tasks = [
+        TaskSubmitted(
+            event_id=f"t{i}",
+            campaign_id=campaign.campaign_id,
+            task=build_task(d.fields, []),
+            producer=PRODUCER,
+        )
+        for i, d in enumerate(drafts)
+    ]
     campaign = campaign.model_copy(update={"controls": ControlsSpec(references=str(REFERENCES))})
     store = LocalBlobStore(tmp_path / "blobs")
     ours, theirs = ControlsKey(b"a" * 32), ControlsKey(b"b" * 32)
@@ -431,8 +482,17 @@ def test_declarations_are_sealed_under_the_deployments_secret(tmp_path: Path) ->
     opened = [ours.open(d) for d in sealed]
     assert {d.kind for d in opened} >= {KNOWN_GOOD, *VARIANTS}
     visible = {k for e in sealed for k, v in e.model_dump().items() if v is not None}
-    assert visible <= {"event_id", "event_type", "schema_version", "occurred_at",
-                       "campaign_id", "task_id", "causation_id", "producer", "sealed"}  # fmt: skip
+    assert visible <= {
+        "event_id",
+        "event_type",
+        "schema_version",
+        "occurred_at",
+        "campaign_id",
+        "task_id",
+        "causation_id",
+        "producer",
+        "sealed",
+    }
     assert len({len(e.sealed) for e in sealed}) == 1, "the length tells no variant"
     for e, d in zip(sealed, opened, strict=True):
         assert d.control_run_id not in e.model_dump_json()

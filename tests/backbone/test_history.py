@@ -40,17 +40,26 @@ def _event(cls: type[Event], key: tuple[object, ...], **fields: Any) -> Any:
 
 def requested(agent: str = "a1") -> RunRequested:
     return _event(
-        RunRequested, ("r1", agent), task=Task(task_id="t1", prompt="p"),
-        agent=AgentSpec(agent_id=agent, model="m"), epoch=0, limits=Limits(),
+        RunRequested,
+        ("r1", agent),
+        task=Task(task_id="t1", prompt="p"),
+        agent=AgentSpec(agent_id=agent, model="m"),
+        epoch=0,
+        limits=Limits(),
         sandbox=SandboxSpec(),
-    )  # fmt: skip
+    )
 
 
 def ready(sandbox_id: str = "s1") -> SandboxReady:
     return _event(
-        SandboxReady, ("r1", sandbox_id), sandbox_id=sandbox_id, backend="bubblewrap",
-        instance="i1", image_digest="d", workspace=[],
-    )  # fmt: skip
+        SandboxReady,
+        ("r1", sandbox_id),
+        sandbox_id=sandbox_id,
+        backend="bubblewrap",
+        instance="i1",
+        image_digest="d",
+        workspace=[],
+    )
 
 
 def step(n: int, text: str = "") -> AgentStepLogged:
@@ -59,9 +68,13 @@ def step(n: int, text: str = "") -> AgentStepLogged:
 
 def finished(reason: str = "submitted") -> AgentFinished:
     return _event(
-        AgentFinished, ("r1", reason), stop_reason=reason, final_message="done", steps=2,
+        AgentFinished,
+        ("r1", reason),
+        stop_reason=reason,
+        final_message="done",
+        steps=2,
         usage=Usage(),
-    )  # fmt: skip
+    )
 
 
 def failed(stage: str, *, infrastructure: bool = True) -> RunFailed:
@@ -75,14 +88,25 @@ def sealed(*paths: str) -> ArtifactsSealed:
 
 def recorded(judge: str, sample: int, rationale: str = "") -> JudgmentRecorded:
     return _event(
-        JudgmentRecorded, ("r1", judge, sample, rationale), judge_id=judge, sample=sample,
-        rubric_id="default", rubric_version=1, rationale=rationale,
-    )  # fmt: skip
+        JudgmentRecorded,
+        ("r1", judge, sample, rationale),
+        judge_id=judge,
+        sample=sample,
+        rubric_id="default",
+        rubric_version=1,
+        rationale=rationale,
+    )
 
 
 def judgment_failed(judge: str, sample: int) -> JudgmentFailed:
-    return _event(JudgmentFailed, ("r1", judge, sample), judge_id=judge, sample=sample,
-                  error="no verdict", attempts=3)  # fmt: skip
+    return _event(
+        JudgmentFailed,
+        ("r1", judge, sample),
+        judge_id=judge,
+        sample=sample,
+        error="no verdict",
+        attempts=3,
+    )
 
 
 def test_an_empty_history_knows_nothing() -> None:
@@ -116,9 +140,16 @@ def test_stage_says_where_the_run_is(events: list[Event], stage: str) -> None:
 
 def test_phases_keep_the_first_event_logged() -> None:
     history = RunHistory.fold(
-        [requested("a1"), requested("a2"), ready("s1"), ready("s2"), finished(),
-         failed("seal"), finished("max_steps")]
-    )  # fmt: skip
+        [
+            requested("a1"),
+            requested("a2"),
+            ready("s1"),
+            ready("s2"),
+            finished(),
+            failed("seal"),
+            finished("max_steps"),
+        ]
+    )
     assert history.request is not None and history.request.agent.agent_id == "a1"
     assert history.task == Task(task_id="t1", prompt="p")
     assert history.sandbox is not None and history.sandbox.sandbox_id == "s1"
@@ -146,15 +177,23 @@ def test_a_second_end_is_refused_and_the_first_stands() -> None:
 def test_steps_are_ordered_and_a_step_logged_twice_counts_once_the_last() -> None:
     history = RunHistory.fold([step(1, "b"), step(0, "a"), step(1, "b again"), step(2, "c")])
     assert [(s.step, s.model_output) for s in history.steps] == [
-        (0, "a"), (1, "b again"), (2, "c"),
-    ]  # fmt: skip
+        (0, "a"),
+        (1, "b again"),
+        (2, "c"),
+    ]
 
 
 def test_the_last_seal_and_the_last_verdict_per_sample_win() -> None:
     history = RunHistory.fold(
-        [sealed("a.txt"), sealed("b.txt"), recorded("j1", 0, "old"), recorded("j1", 0, "new"),
-         recorded("j1", 1), recorded("j2", 0)]
-    )  # fmt: skip
+        [
+            sealed("a.txt"),
+            sealed("b.txt"),
+            recorded("j1", 0, "old"),
+            recorded("j1", 0, "new"),
+            recorded("j1", 1),
+            recorded("j2", 0),
+        ]
+    )
     assert history.seal is not None and [f.path for f in history.seal.files] == ["b.txt"]
     assert history.verdicts[SampleKey("j1", 0)].rationale == "new"
     assert sorted(history.verdicts) == [("j1", 0), ("j1", 1), ("j2", 0)]
@@ -190,8 +229,15 @@ def test_infrastructure_failures_are_the_deciding_failure(
 
 
 def test_apply_folds_one_event_at_a_time_and_twice_changes_nothing() -> None:
-    events = [requested(), ready(), step(0), failed("agent"), sealed("a.txt"), recorded("j1", 0),
-              judgment_failed("j1", 1)]  # fmt: skip
+    events = [
+        requested(),
+        ready(),
+        step(0),
+        failed("agent"),
+        sealed("a.txt"),
+        recorded("j1", 0),
+        judgment_failed("j1", 1),
+    ]
     history = RunHistory()
     for event in events:
         history.apply(event)

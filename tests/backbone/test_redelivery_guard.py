@@ -20,25 +20,39 @@ from assay_schemas import (
     SandboxReady,
     SandboxSpec,
     Task,
-)  # fmt: skip
+)
 
 PRODUCER = Producer(service="test", version="0")
 
 
 def _request() -> RunRequested:
     return RunRequested(
-        event_id=RunRequested.id_for("r1"), campaign_id="c1", run_id="r1", task_id="t1",
-        task=Task(task_id="t1", prompt="p"), agent=AgentSpec(agent_id="a1", model="m"),
-        epoch=0, limits=Limits(), sandbox=SandboxSpec(), producer=PRODUCER,
-    )  # fmt: skip
+        event_id=RunRequested.id_for("r1"),
+        campaign_id="c1",
+        run_id="r1",
+        task_id="t1",
+        task=Task(task_id="t1", prompt="p"),
+        agent=AgentSpec(agent_id="a1", model="m"),
+        epoch=0,
+        limits=Limits(),
+        sandbox=SandboxSpec(),
+        producer=PRODUCER,
+    )
 
 
 def _ready() -> SandboxReady:
     return SandboxReady(
-        event_id=SandboxReady.id_for("r1"), campaign_id="c1", run_id="r1", task_id="t1",
-        sandbox_id="r1", backend="bubblewrap", instance="vm", image_digest="d", workspace=[],
+        event_id=SandboxReady.id_for("r1"),
+        campaign_id="c1",
+        run_id="r1",
+        task_id="t1",
+        sandbox_id="r1",
+        backend="bubblewrap",
+        instance="vm",
+        image_digest="d",
+        workspace=[],
         producer=PRODUCER,
-    )  # fmt: skip
+    )
 
 
 async def _until(predicate, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]

@@ -29,23 +29,42 @@ from assay_schemas import (
     parse_event,
 )
 
-ENVELOPE: dict[str, Any] = {"event_id": "e", "campaign_id": "c", "run_id": "r", "task_id": "t",
-                            "producer": {"service": "test", "version": "0"}}  # fmt: skip
+ENVELOPE: dict[str, Any] = {
+    "event_id": "e",
+    "campaign_id": "c",
+    "run_id": "r",
+    "task_id": "t",
+    "producer": {"service": "test", "version": "0"},
+}
 BASE: dict[type[BaseModel], dict[str, Any]] = {
     CampaignHistory: {},
     AgentStepLogged: {**ENVELOPE, "step": 0},
-    AgentFinished: {**ENVELOPE, "stop_reason": "submitted", "final_message": "", "steps": 0,
-                    "usage": Usage()},
-    JudgmentRecorded: {**ENVELOPE, "judge_id": "j", "sample": 0, "rubric_id": "r",
-                       "rubric_version": 1},
+    AgentFinished: {
+        **ENVELOPE,
+        "stop_reason": "submitted",
+        "final_message": "",
+        "steps": 0,
+        "usage": Usage(),
+    },
+    JudgmentRecorded: {
+        **ENVELOPE,
+        "judge_id": "j",
+        "sample": 0,
+        "rubric_id": "r",
+        "rubric_version": 1,
+    },
     ToolResultRecord: {"call_id": "c", "name": "t", "output": ""},
     ExecOutcome: {"exit_code": 0, "stdout_b64": "", "stderr_b64": ""},
     Price: {},
     Limits: {},
     StoppingSpec: {"when": "ranking_settled"},
-    CampaignStopped: {**ENVELOPE, "reason": "ranking_settled", "settled": True,
-                      "decided_at_sequence": 1},
-}  # fmt: skip
+    CampaignStopped: {
+        **ENVELOPE,
+        "reason": "ranking_settled",
+        "settled": True,
+        "decided_at_sequence": 1,
+    },
+}
 FIELDS = [
     (AgentStepLogged, "latency_ms"),
     (AgentStepLogged, "cost_usd"),
@@ -87,16 +106,26 @@ def test_every_cost_duration_and_latency_field_is_covered() -> None:
         for cls in vars(assay_schemas).values()
         if isinstance(cls, type) and issubclass(cls, BaseModel)
         for name, info in cls.model_fields.items()
-        if any(n in name for n in named) and name in cls.__annotations__
+        if any(n in name for n in named)
+        and name in cls.__annotations__
         and "float" in str(info.annotation)
-    }  # fmt: skip
+    }
     assert found <= set(FIELDS), sorted((c.__name__, n) for c, n in found - set(FIELDS))
 
 
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e999", "-1"])
 def test_events_on_the_wire_with_bad_costs_are_invalid(literal: str) -> None:
-    body = json.dumps({**ENVELOPE, "event_type": "AgentFinished", "stop_reason": "submitted",
-                       "final_message": "", "steps": 0, "usage": {}, "cost_usd": 0.0})  # fmt: skip
+    body = json.dumps(
+        {
+            **ENVELOPE,
+            "event_type": "AgentFinished",
+            "stop_reason": "submitted",
+            "final_message": "",
+            "steps": 0,
+            "usage": {},
+            "cost_usd": 0.0,
+        }
+    )
     body = body.replace('"cost_usd": 0.0', f'"cost_usd": {literal}')
     with pytest.raises(InvalidEvent, match="cost_usd"):
         parse_event(body.encode(), subject="assay.ev.c.r")
@@ -123,9 +152,17 @@ def test_negative_counts_are_refused(model: type[BaseModel], field: str) -> None
 
 
 def test_an_event_on_the_wire_with_negative_tokens_is_invalid() -> None:
-    body = json.dumps({**ENVELOPE, "event_type": "AgentFinished", "stop_reason": "submitted",
-                       "final_message": "", "steps": 0, "cost_usd": 0.0,
-                       "usage": {"input_tokens": 10, "output_tokens": -5}})  # fmt: skip
+    body = json.dumps(
+        {
+            **ENVELOPE,
+            "event_type": "AgentFinished",
+            "stop_reason": "submitted",
+            "final_message": "",
+            "steps": 0,
+            "cost_usd": 0.0,
+            "usage": {"input_tokens": 10, "output_tokens": -5},
+        }
+    )
     with pytest.raises(InvalidEvent, match="output_tokens"):
         parse_event(body.encode(), subject="assay.ev.c.r")
 
@@ -149,7 +186,8 @@ def test_every_count_field_is_non_negative() -> None:
         if isinstance(cls, type) and issubclass(cls, BaseModel)
         for name, info in cls.model_fields.items()
         if any(name.startswith(n) if n == "n_" else n in name for n in named)
-        and "int" in str(info.annotation) and "float" not in str(info.annotation)
+        and "int" in str(info.annotation)
+        and "float" not in str(info.annotation)
         and not any(_non_negative(m) for m in info.metadata)
-    )  # fmt: skip
+    )
     assert not missing, missing

@@ -91,9 +91,11 @@ async def test_a_durable_consumer_dead_letters_them_and_goes_on(settings: Settin
         await _hostile_between_two_steps(publisher, settings)
     consumer = Bus(settings, service="consumer")
     consumer.consume(
-        consumer.subjects.event("AgentStepLogged"), handle, durable="steps",
+        consumer.subjects.event("AgentStepLogged"),
+        handle,
+        durable="steps",
         event_type=AgentStepLogged,
-    )  # fmt: skip
+    )
     await consumer.start()
     try:
         await wait_for(lambda: seen == [0, 1], timeout=20.0)

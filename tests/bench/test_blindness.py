@@ -72,8 +72,10 @@ def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campa
     bundled: Campaign,
 ) -> None:
     found, tells = _measure(bundled)
-    print(f"\nbundled: AUC {found.auc:.3f} ({found.n_controls} controls, "
-          f"{found.n_agent_runs} agents' runs, {found.folds} folds); tells: {tells[:5]}")  # fmt: skip
+    print(
+        f"\nbundled: AUC {found.auc:.3f} ({found.n_controls} controls, "
+        f"{found.n_agent_runs} agents' runs, {found.folds} folds); tells: {tells[:5]}"
+    )
     assert found.n_controls >= 8 and found.n_agent_runs >= 8
     assert found.auc <= CHANCE, f"AUC {found.auc:.3f}: controls are told by {tells[:5]}"
 
@@ -90,8 +92,10 @@ def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
     )
     ran.server.stop()
     found, tells = _measure(ran)
-    print(f"\nlarger: AUC {found.auc:.3f} ({found.n_controls} controls, "
-          f"{found.n_agent_runs} agents' runs); tells: {tells[:5]}")  # fmt: skip
+    print(
+        f"\nlarger: AUC {found.auc:.3f} ({found.n_controls} controls, "
+        f"{found.n_agent_runs} agents' runs); tells: {tells[:5]}"
+    )
     assert found.n_controls >= 100 and found.n_agent_runs >= 60
     assert found.auc <= CHANCE, f"AUC {found.auc:.3f}: controls are told by {tells[:5]}"
 
@@ -179,14 +183,18 @@ def test_a_control_and_an_agents_run_with_the_same_work_reach_the_judge_alike(
     for run, control in declared.items():
         if control.variant != "reference":
             continue
-        careful = next(r for r, e in requested.items()
-                       if e.agent.agent_id == "careful" and e.task_id == control.task_id)  # fmt: skip
+        careful = next(
+            r
+            for r, e in requested.items()
+            if e.agent.agent_id == "careful" and e.task_id == control.task_id
+        )
         if work(careful) != work(run):
             continue
         pairs += 1
         shas = [sha[:12] for _, sha in work(run)[0]]
-        about = [b for b in opening
-                 if f"task {control.task_id})" in b and all(sha in b for sha in shas)]  # fmt: skip
+        about = [
+            b for b in opening if f"task {control.task_id})" in b and all(sha in b for sha in shas)
+        ]
         assert len(about) == 2, (control.task_id, len(about))
         assert about[0] == about[1], control.task_id
     assert pairs >= 4, (

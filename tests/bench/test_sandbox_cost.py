@@ -5,11 +5,34 @@ from __future__ import annotations
 from bench.sandbox_cost import VARIANTS
 
 ARGV = [
-    "/rootfs/usr/libexec/assay/spawn", "--ids", "200001:200001", "--limit", "core=0", "--",
-    "/usr/bin/bwrap", "--unshare-all", "--ro-bind", "/rootfs", "/", "--proc", "/proc",
-    "--dev", "/dev", "--bind", "/s/ws", "/workspace", "--bind", "/s/shm", "/dev/shm",
-    "--remount-ro", "/dev", "--cap-drop", "ALL", "--", "/bin/true",
-]  # fmt: skip
+    "/rootfs/usr/libexec/assay/spawn",
+    "--ids",
+    "200001:200001",
+    "--limit",
+    "core=0",
+    "--",
+    "/usr/bin/bwrap",
+    "--unshare-all",
+    "--ro-bind",
+    "/rootfs",
+    "/",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--bind",
+    "/s/ws",
+    "/workspace",
+    "--bind",
+    "/s/shm",
+    "/dev/shm",
+    "--remount-ro",
+    "/dev",
+    "--cap-drop",
+    "ALL",
+    "--",
+    "/bin/true",
+]
 
 
 def test_the_whole_start_is_the_argv_itself() -> None:

@@ -16,9 +16,19 @@ def _result(cpu: dict[str, float], go_procs: int) -> _Result:
     sampler.sandbox_rss = sampler.sandbox_pss = [2.5]
     sampler.machine_s = 44.0
     return _Result(
-        wall_s=30.0, sealed=10, failed=0, steps=110, cpu=cpu, sampler=sampler, nats_rss=20.0,
-        events_per_s=100.0, max_lag=3, traffic={}, go_procs=go_procs, first_wave_s=2.5,
-    )  # fmt: skip
+        wall_s=30.0,
+        sealed=10,
+        failed=0,
+        steps=110,
+        cpu=cpu,
+        sampler=sampler,
+        nats_rss=20.0,
+        events_per_s=100.0,
+        max_lag=3,
+        traffic={},
+        go_procs=go_procs,
+        first_wave_s=2.5,
+    )
 
 
 def test_the_least_wall_is_the_platforms_cpu_over_the_cores_and_the_server_shows_its_procs() -> (

@@ -23,9 +23,11 @@ from bench.stopping import (
 def _by_decide(means: tuple[float, ...], scores: np.ndarray) -> tuple[int | None, int | None]:
     """The first wave at which decide() stops a campaign of these scores, and its leader."""
     spec = StoppingSpec(
-        when="ranking_settled", confidence=CONFIDENCE, min_tasks_per_agent=MIN_TASKS,
+        when="ranking_settled",
+        confidence=CONFIDENCE,
+        min_tasks_per_agent=MIN_TASKS,
         check_every=CHECK_EVERY,
-    )  # fmt: skip
+    )
     agents = [str(a) for a in range(len(means))]
     runs = [
         ScoredRun(agents[a], f"t{t}", float(scores[a, t]), bool(scores[a, t] >= 5))

@@ -58,7 +58,13 @@ def _good(case: str) -> bool:
     task = m.group(1) if (m := _TASK.search(case)) else ""
     final = m.group(1).strip() if (m := _FINAL.search(case)) else ""
     produced = [line for line in _PRODUCED.findall(case) if "[attachment" not in line]
-    want = REFERENCES.get(task, "").strip().replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")  # fmt: skip
+    want = (
+        REFERENCES.get(task, "")
+        .strip()
+        .replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+    )
     return final == want and len(produced) >= N_FILES.get(task, 1)
 
 
@@ -185,8 +191,17 @@ def test_report_rates_and_correction_equal_the_planted_verdicts(finished: Finish
             assert math.isnan(row["unclipped"])
 
 
-_MARKERS = ("altered_numbers", "files_removed", "not_executed", "prose_only", "known-good",
-            "known-bad", "ControlDeclared", "control_plan", "control run")  # fmt: skip
+_MARKERS = (
+    "altered_numbers",
+    "files_removed",
+    "not_executed",
+    "prose_only",
+    "known-good",
+    "known-bad",
+    "ControlDeclared",
+    "control_plan",
+    "control run",
+)
 
 
 def _shape(value: Any) -> Any:

@@ -19,11 +19,17 @@ REASON = (
 def test_dead_letters_at_80_columns_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
     rows: list[dict[str, str | int]] = [
-        {"sequence": n, "consumer": "judge-claude-sonnet-4-5-strict", "log_sequence": 1000 + n,
-         "subject": f"assay.ev.ArtifactsSealed.campaign-long-name.run-{n:024d}",
-         "deliveries": 3, "reason": REASON, "bytes": 10}
+        {
+            "sequence": n,
+            "consumer": "judge-claude-sonnet-4-5-strict",
+            "log_sequence": 1000 + n,
+            "subject": f"assay.ev.ArtifactsSealed.campaign-long-name.run-{n:024d}",
+            "deliveries": 3,
+            "reason": REASON,
+            "bytes": 10,
+        }
         for n in (1, 2)
-    ]  # fmt: skip
+    ]
     buf = io.StringIO()
     print_dead_letters(rows, Console(file=buf, width=80))
     lines = buf.getvalue().splitlines()

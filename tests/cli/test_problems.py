@@ -44,20 +44,32 @@ _AFTER_SANDBOX = (AgentStepLogged, AgentFinished, ArtifactsSealed, JudgmentRecor
 
 def _failed(request: RunRequested, stage: str, cls: str, infrastructure: bool) -> RunFailed:
     return RunFailed(
-        event_id=f"failed-{request.run_id}", campaign_id=request.campaign_id,
-        run_id=request.run_id, task_id=request.task_id, producer=RUNNER, stage=stage,
-        error=f"{cls}: it broke", error_info=ErrorInfo(error_class=cls, message="it broke"),
+        event_id=f"failed-{request.run_id}",
+        campaign_id=request.campaign_id,
+        run_id=request.run_id,
+        task_id=request.task_id,
+        producer=RUNNER,
+        stage=stage,
+        error=f"{cls}: it broke",
+        error_info=ErrorInfo(error_class=cls, message="it broke"),
         infrastructure=infrastructure,
-    )  # fmt: skip
+    )
 
 
 def _judgment_failed(v: JudgmentRecorded, event_id: str, sample: int) -> JudgmentFailed:
     return JudgmentFailed(
-        event_id=event_id, campaign_id=v.campaign_id, run_id=v.run_id, task_id=v.task_id,
-        producer=v.producer, judge_id=v.judge_id, sample=sample, error="ProviderError: 503",
-        error_info=ErrorInfo(error_class="ProviderError", message="503"), attempts=3,
+        event_id=event_id,
+        campaign_id=v.campaign_id,
+        run_id=v.run_id,
+        task_id=v.task_id,
+        producer=v.producer,
+        judge_id=v.judge_id,
+        sample=sample,
+        error="ProviderError: 503",
+        error_info=ErrorInfo(error_class="ProviderError", message="503"),
+        attempts=3,
         infrastructure=True,
-    )  # fmt: skip
+    )
 
 
 def planted() -> tuple[list[Event], str]:

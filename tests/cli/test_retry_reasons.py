@@ -16,17 +16,25 @@ from tests.backbone.test_cli import run_cli
 def _failed(request: RunRequested, *, infrastructure: bool) -> RunFailed:
     stage = "sandbox" if infrastructure else "agent"
     error = "sandbox host unreachable" if infrastructure else "agent exited 1"
-    return RunFailed(event_id=RunFailed.id_for(request.run_id, stage), stage=stage, error=error,
-        infrastructure=infrastructure, producer=request.producer, **same_run(request),
-    )  # fmt: skip
+    return RunFailed(
+        event_id=RunFailed.id_for(request.run_id, stage),
+        stage=stage,
+        error=error,
+        infrastructure=infrastructure,
+        producer=request.producer,
+        **same_run(request),
+    )
 
 
 async def _log(bus: Bus) -> list[RunRequested]:
     """Three requested runs: one still going, one the agent failed, one the sandbox failed."""
     spec = LogSpec(campaign_id="c1", n_tasks=3, n_agents=1, infrastructure_failure_rate=0.0)
     requests = [e for e in synthetic_events(spec) if isinstance(e, RunRequested)]
-    for event in (*requests, _failed(requests[1], infrastructure=False),
-                  _failed(requests[2], infrastructure=True)):  # fmt: skip
+    for event in (
+        *requests,
+        _failed(requests[1], infrastructure=False),
+        _failed(requests[2], infrastructure=True),
+    ):
         await bus.publish(event)
     return requests
 

@@ -47,9 +47,13 @@ def test_a_catastrophic_pattern_is_accepted_and_runs_in_linear_time() -> None:
 
 def test_a_number_pattern_without_a_group_fails_the_submit() -> None:
     check = {
-        "kind": "number_near", "name": "total", "path": "a.md", "pattern": r"\d+",
-        "expected": 1.0, "tolerance": 0.1,
-    }  # fmt: skip
+        "kind": "number_near",
+        "name": "total",
+        "path": "a.md",
+        "pattern": r"\d+",
+        "expected": 1.0,
+        "tolerance": 0.1,
+    }
     with pytest.raises(TaskInputError, match=r"'total'.*needs a group"):
         build_task(_fields(check), [])
 

@@ -122,8 +122,13 @@ def test_the_waterfall_reads_the_run_as_its_one_fold_does() -> None:
     events = one_run()
     seal = next(e for e in events if isinstance(e, ArtifactsSealed))
     finish = next(e for e in events if isinstance(e, AgentFinished))
-    again = seal.model_copy(update={"event_id": "reseal", "files": seal.files[:1],
-                                    "occurred_at": seal.occurred_at + timedelta(seconds=1)})  # fmt: skip
+    again = seal.model_copy(
+        update={
+            "event_id": "reseal",
+            "files": seal.files[:1],
+            "occurred_at": seal.occurred_at + timedelta(seconds=1),
+        }
+    )
     twice = finish.model_copy(update={"event_id": "again", "stop_reason": "max_steps"})
     at = events.index(seal)
     w = build_waterfall([*events[:at], twice, seal, again, *events[at + 1 :]], TRACE)
@@ -131,11 +136,16 @@ def test_the_waterfall_reads_the_run_as_its_one_fold_does() -> None:
     assert [r.detail for r in w.rows if r.kind == "seal"] == ["1 file(s)"]
     assert [r.detail for r in w.rows if r.name == "agent finished"] == ["stop: submitted"]
     failed = RunFailed(
-        event_id="unreachable", campaign_id=finish.campaign_id, run_id=finish.run_id,
-        task_id=finish.task_id, producer=finish.producer, stage="agent",
-        error="ProviderUnreachable: connection refused", infrastructure=True,
+        event_id="unreachable",
+        campaign_id=finish.campaign_id,
+        run_id=finish.run_id,
+        task_id=finish.task_id,
+        producer=finish.producer,
+        stage="agent",
+        error="ProviderUnreachable: connection refused",
+        infrastructure=True,
         occurred_at=finish.occurred_at,
-    )  # fmt: skip
+    )
     w = build_waterfall([failed if e is finish else e for e in events], TRACE)
     assert w is not None
     kinds = [r.kind for r in w.rows if r.depth == 0]

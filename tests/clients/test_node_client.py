@@ -63,10 +63,20 @@ def node_publisher() -> Path:
         for name in ("package.json", "package-lock.json"):
             shutil.copy(EXAMPLE / name, folder / name)
         subprocess.run(
-            ["npm", "ci", "--cache", str(cache / "npm"), "--no-audit", "--no-fund",
-             "--prefer-offline", "--loglevel=error"],
-            cwd=folder, check=True, timeout=180,
-        )  # fmt: skip
+            [
+                "npm",
+                "ci",
+                "--cache",
+                str(cache / "npm"),
+                "--no-audit",
+                "--no-fund",
+                "--prefer-offline",
+                "--loglevel=error",
+            ],
+            cwd=folder,
+            check=True,
+            timeout=180,
+        )
         stamp.touch()
     shutil.copy(EXAMPLE / "publish.mjs", folder / "publish.mjs")
     return folder / "publish.mjs"
@@ -104,11 +114,24 @@ class Publisher:
         if self.signing_key:
             args += ["--signing-key", str(self.signing_key)]
         proc = await asyncio.create_subprocess_exec(
-            "node", str(self.script), *args, "--schema", str(SCHEMA), "--campaign", CAMPAIGN,
-            "--task-id", task_id, "--prompt", "Count the rows of data.csv.", *files,
-            "--timeout", "20", env=env,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
+            "node",
+            str(self.script),
+            *args,
+            "--schema",
+            str(SCHEMA),
+            "--campaign",
+            CAMPAIGN,
+            "--task-id",
+            task_id,
+            "--prompt",
+            "Count the rows of data.csv.",
+            *files,
+            "--timeout",
+            "20",
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         out, err = await asyncio.wait_for(proc.communicate(), 60)
         assert proc.returncode in (0, 3), err.decode()
         assert proc.returncode is not None
@@ -159,9 +182,13 @@ async def start_campaign(cli: Bus, scripted: ScriptedModelServer) -> None:
     )
     producer = Producer(service="cli", version="1")
     await cli.publish(
-        CampaignStarted(event_id=CampaignStarted.id_for(CAMPAIGN), campaign_id=CAMPAIGN, campaign=spec,
-                  producer=producer)
-    )  # fmt: skip
+        CampaignStarted(
+            event_id=CampaignStarted.id_for(CAMPAIGN),
+            campaign_id=CAMPAIGN,
+            campaign=spec,
+            producer=producer,
+        )
+    )
 
 
 def last_submission_of(bus: Bus) -> Callable[[], Awaitable[dict[str, str]]]:
@@ -223,9 +250,12 @@ async def test_node_publisher_as_the_least_privilege_publisher_user(
         try:
             await start_campaign(cli, scripted)
             publisher = Publisher(
-                script=node_publisher, settings=secure.base, user=user,
-                password=secure.passwords[user], signing_key=keys,
-            )  # fmt: skip
+                script=node_publisher,
+                settings=secure.base,
+                user=user,
+                password=secure.passwords[user],
+                signing_key=keys,
+            )
             await submit_and_follow(publisher, cli, last_submission_of(admin_bus), data, missing)
         finally:
             await cli.stop()

@@ -140,17 +140,30 @@ class Deployment:
         bubblewrap's user-namespace calls and an unmasked /proc."""
         if self.privileged is None:
             user = ["--user", spec.user] if spec.user else []
-            probe = docker("run", "--rm", "--network", "none", "--privileged", *user,
-                           self._image(spec.image), "true")  # fmt: skip
+            probe = docker(
+                "run",
+                "--rm",
+                "--network",
+                "none",
+                "--privileged",
+                *user,
+                self._image(spec.image),
+                "true",
+            )
             self.privileged = probe.returncode == 0
         if self.privileged:
             return ["--privileged"]
         return [
-            "--cap-add", "SYS_ADMIN",  # the per-sandbox tmpfs disk quota is a mount
-            "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+            "--cap-add",
+            "SYS_ADMIN",  # the per-sandbox tmpfs disk quota is a mount
+            "--security-opt",
+            "seccomp=unconfined",
+            "--security-opt",
+            "apparmor=unconfined",
             # bwrap mounts a /proc for the sandbox: refused while Docker masks /proc paths.
-            "--security-opt", "systempaths=unconfined",
-        ]  # fmt: skip
+            "--security-opt",
+            "systempaths=unconfined",
+        ]
 
     def _image(self, image: str) -> str:
         repository = image.rsplit("/", 1)[-1].split(":")[0]
@@ -200,10 +213,24 @@ class Deployment:
         out = []
         for node in nodes:
             spec = compose_service(f"nats-{node.index}", env)
-            out.append(self.run(spec, 1, extra=[
-                "-a", "127.0.0.1", "-p", str(node.client), "-m", str(node.monitor),
-                "--cluster", f"nats://127.0.0.1:{node.route}", "--routes", routes,
-            ]))  # fmt: skip
+            out.append(
+                self.run(
+                    spec,
+                    1,
+                    extra=[
+                        "-a",
+                        "127.0.0.1",
+                        "-p",
+                        str(node.client),
+                        "-m",
+                        str(node.monitor),
+                        "--cluster",
+                        f"nats://127.0.0.1:{node.route}",
+                        "--routes",
+                        routes,
+                    ],
+                )
+            )
         return out
 
     def logs(self, chars: int = 2000) -> str:

@@ -217,8 +217,10 @@ def _shared_sandbox_mounts() -> None:
     SANDBOX_MOUNTS.mkdir(parents=True, exist_ok=True)
     prop = subprocess.run(
         ["findmnt", "-no", "PROPAGATION", "--target", str(SANDBOX_MOUNTS)],
-        capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     if prop and prop[0] == "shared":
         return
     own = subprocess.run(["findmnt", "-no", "TARGET", str(SANDBOX_MOUNTS)], capture_output=True)
@@ -271,9 +273,13 @@ async def test_bundled_campaign_across_machines_survives_a_node_and_a_manager(
         SCRIPTED_KEY_ENV: "scripted",
     }
     cluster = Settings(
-        nats_url=urls, stream_replicas=3, store="s3", s3_endpoint=s3_endpoint,
-        home=tmp_path / "cluster", ack_wait_s=30,
-    )  # fmt: skip
+        nats_url=urls,
+        stream_replicas=3,
+        store="s3",
+        s3_endpoint=s3_endpoint,
+        home=tmp_path / "cluster",
+        ack_wait_s=30,
+    )
     with deployment(images, overrides) as d:
         nats = d.nats(nodes, REPLICAS)
         for node in nodes:
@@ -291,9 +297,12 @@ async def test_bundled_campaign_across_machines_survives_a_node_and_a_manager(
 
             await submit_campaign(bus, open_store(cluster), campaign.spec, campaign.drafts)
             await _until(
-                bus, lambda ev: any(isinstance(e, ArtifactsSealed) for e in ev), 600,
-                "a first sealed run", d.logs,
-            )  # fmt: skip
+                bus,
+                lambda ev: any(isinstance(e, ArtifactsSealed) for e in ev),
+                600,
+                "a first sealed run",
+                d.logs,
+            )
             leader = (await bus.js.stream_info(cluster.stream)).cluster
             assert leader is not None and leader.leader
             victim = nats[int(leader.leader.rsplit("-", 1)[-1]) - 1]

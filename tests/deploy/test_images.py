@@ -193,12 +193,22 @@ def _nats_node(
     """One node running the compose config; ports and routes moved to loopback ports."""
     with _container(
         image,
-        "nats-server", "-c", "/etc/nats/nats.conf", "-a", "127.0.0.1",
-        "-p", str(client), "-m", str(monitor),
-        "--cluster", f"nats://127.0.0.1:{route}", "--routes", routes,
+        "nats-server",
+        "-c",
+        "/etc/nats/nats.conf",
+        "-a",
+        "127.0.0.1",
+        "-p",
+        str(client),
+        "-m",
+        str(monitor),
+        "--cluster",
+        f"nats://127.0.0.1:{route}",
+        "--routes",
+        routes,
         env={"NATS_SERVER_NAME": f"nats-{node}"},
         volumes=((str(NATS_CONF), "/etc/nats/nats.conf"),),
-    ) as name:  # fmt: skip
+    ) as name:
         yield name
 
 

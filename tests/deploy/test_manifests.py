@@ -425,7 +425,9 @@ def test_only_the_runner_and_the_aggregator_get_the_controls_secret() -> None:
     """Issue #47: the secret that opens control declarations reaches the two services that
     open them; a judge that had it could tell controls from the agents' runs."""
     compose = load_compose()["services"]
-    given = {n for n, svc in compose.items() if "ASSAY_CONTROLS_SECRET" in (svc.get("environment") or {})}  # fmt: skip
+    given = {
+        n for n, svc in compose.items() if "ASSAY_CONTROLS_SECRET" in (svc.get("environment") or {})
+    }
     assert given == {"runner", "aggregator"}
     named = {o["metadata"]["name"] for o in k8s_objects() if "ASSAY_CONTROLS_SECRET" in _k8s_env(o)}
     assert named == {"runner", "aggregator"}

@@ -104,13 +104,25 @@ def test_assay_run_reports_every_task_agent_and_judge(settings: Settings, tmp_pa
     assert set(jury) == AGENTS
     # No interval claims more than its counts carry (issue 48): none of zero width, and
     # careful's corrected share on 8 tasks cannot rule out a true share near 0.1.
-    shares = [*validity["control_rates"], *validity["rule_rates"], *validity["corrected_pass_shares"]]  # fmt: skip
-    shares += [r for t in ("pass_rates", "below_anchor_shares", "tag_rates", "empty_artifact_rates") for r in stats[t]]  # fmt: skip
+    shares = [
+        *validity["control_rates"],
+        *validity["rule_rates"],
+        *validity["corrected_pass_shares"],
+    ]
+    shares += [
+        r
+        for t in ("pass_rates", "below_anchor_shares", "tag_rates", "empty_artifact_rates")
+        for r in stats[t]
+    ]
     assert all(r["ci_high"] > r["ci_low"] for r in shares if r["ci_low"] is not None)
     assert jury["careful"]["ci_low"] < 0.2 and jury["careful"]["ci_high"] == 1.0
     # ... nor any score: the empty agent's runs all score the same, and 8 agreeing tasks
     # carry the bounded-scale interval (Clopper–Pearson at 0 of 8 tasks departing).
-    scores = [r for t in ("agent_scores", "dimension_scores", "judge_leaderboards", "communication_gap") for r in stats[t]]  # fmt: skip
+    scores = [
+        r
+        for t in ("agent_scores", "dimension_scores", "judge_leaderboards", "communication_gap")
+        for r in stats[t]
+    ]
     assert all(r["ci_high"] > r["ci_low"] for r in scores)
     assert {r["agent_id"]: r["no_spread"] for r in stats["agent_scores"]}["empty"]
     assert all(j["repair_ci_high"] > j["repair_ci_low"] for j in report["judges"])

@@ -166,13 +166,25 @@ def test_an_unreachable_model_is_an_infrastructure_failure_printed_and_reopened(
     are sealed. The report `assay run` wrote and the one reopened later both count it as
     an infrastructure failure, and the log's invariants hold."""
     tasks, campaign = one_task(tmp_path)
-    nowhere = {"provider": "openai", "base_url": "http://127.0.0.1:9/v1",
-               "api_key_env": "ASSAY_TEST_DUMMY_KEY", "timeout_s": 5}  # fmt: skip
-    campaign.write_text(yaml.safe_dump({
-        "campaign_id": "small",
-        "agents": [{"agent_id": "lost", "model": "gpt-nowhere", "family": "acme", **nowhere}],
-        "judges": [{"judge_id": "judge-x", "model": "judge-nowhere", "family": "orbit", **nowhere}],
-    }))  # fmt: skip
+    nowhere = {
+        "provider": "openai",
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key_env": "ASSAY_TEST_DUMMY_KEY",
+        "timeout_s": 5,
+    }
+    campaign.write_text(
+        yaml.safe_dump(
+            {
+                "campaign_id": "small",
+                "agents": [
+                    {"agent_id": "lost", "model": "gpt-nowhere", "family": "acme", **nowhere}
+                ],
+                "judges": [
+                    {"judge_id": "judge-x", "model": "judge-nowhere", "family": "orbit", **nowhere}
+                ],
+            }
+        )
+    )
     out = assay_run(settings, tasks, campaign, "--skip-checks", ASSAY_TEST_DUMMY_KEY="x")
     assert out.returncode == 1, (out.stdout + out.stderr)[-3000:]
     [run_dir] = list((settings.home / "runs").glob("small-*"))

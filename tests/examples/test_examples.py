@@ -202,14 +202,19 @@ def test_reference_is_what_the_solution_leaves_and_says(
     the careful agent's final message; `python examples/references.py` rebuilds it."""
     ws, _ = solved[task_id]
     ref = EXAMPLES / "references" / task_id
-    inputs = {p.relative_to(EXAMPLES / "tasks" / task_id) for p in (EXAMPLES / "tasks" / task_id).rglob("*")}  # fmt: skip
+    inputs = {
+        p.relative_to(EXAMPLES / "tasks" / task_id)
+        for p in (EXAMPLES / "tasks" / task_id).rglob("*")
+    }
     made = {p.relative_to(ws) for p in ws.rglob("*") if p.is_file()} - inputs
     kept = {p.relative_to(ref) for p in ref.rglob("*") if p.is_file()}
     assert kept == made | {Path("solve.py"), Path("message.md")}
     for rel in made:
         if rel.suffix != ".png":
             assert (ref / rel).read_bytes() == (ws / rel).read_bytes(), rel
-    assert (ref / "solve.py").read_bytes() == (EXAMPLES / "solutions" / task_id / "solve.py").read_bytes()  # fmt: skip
+    assert (ref / "solve.py").read_bytes() == (
+        EXAMPLES / "solutions" / task_id / "solve.py"
+    ).read_bytes()
     answer = (EXAMPLES / "solutions" / task_id / "answer.md").read_text(encoding="utf-8")
     assert (ref / "message.md").read_text(encoding="utf-8") == "Summary:\n\n" + answer
 

@@ -176,9 +176,13 @@ class Cast:
             scripted_agent(a, f"m-{a}", url, timeout_s=MODEL_TIMEOUT_S) for a in AGENTS
         ]
         judge = JudgeSpec(
-            judge_id=JUDGE_ID, model="m-judge", base_url=url, api_key_env=SCRIPTED_KEY,
-            family="scripted", timeout_s=MODEL_TIMEOUT_S,
-        )  # fmt: skip
+            judge_id=JUDGE_ID,
+            model="m-judge",
+            base_url=url,
+            api_key_env=SCRIPTED_KEY,
+            family="scripted",
+            timeout_s=MODEL_TIMEOUT_S,
+        )
         root.mkdir(parents=True, exist_ok=True)
         judge_file = root / "judge.yaml"
         judge_file.write_text(yaml.safe_dump(judge.model_dump(mode="json")))
@@ -192,10 +196,13 @@ class Cast:
         # Short tool timeouts: a sandbox-manager killed mid-command costs its runner one
         # request timeout (tool timeout + margin) before the run is redelivered.
         spec = campaign(
-            CAMPAIGN_ID, agents, judges=[judge], scripted=True,
+            CAMPAIGN_ID,
+            agents,
+            judges=[judge],
+            scripted=True,
             limits=Limits(max_steps=10, tool_timeout_s=10),
             sandbox=SandboxSpec(memory_mb=1024, exec_timeout_s=10, cpu_seconds=60),
-        )  # fmt: skip
+        )
         return cls(server, spec, judge, judge_file, load_tasks(tasks, max_bytes=10_000))
 
     @property
@@ -239,9 +246,16 @@ class ServiceSet:
             # One log per service, appended across restarts: read it when a test fails.
             with (self.settings.home / f"{name}.log").open("ab") as log:
                 self.procs[name] = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "assay_cli", "serve", *self._args(name),
-                    env=env, stdout=log, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-                )  # fmt: skip
+                    sys.executable,
+                    "-m",
+                    "assay_cli",
+                    "serve",
+                    *self._args(name),
+                    env=env,
+                    stdout=log,
+                    stderr=asyncio.subprocess.STDOUT,
+                    start_new_session=True,
+                )
 
     async def kill(self, name: str) -> None:
         """SIGKILL a service's whole process group (no cleanup runs: that is the fault)."""
@@ -498,9 +512,12 @@ async def _run_undisturbed(settings: Settings, cast: Cast) -> Baseline:
         async with ServiceSet.running(settings, cast) as services:
             await cast.submit(bus, store)
             await wait_until(
-                bus, campaign_complete(cast.run_ids), timeout=120, services=services,
+                bus,
+                campaign_complete(cast.run_ids),
+                timeout=120,
+                services=services,
                 what="a complete undisturbed campaign",
-            )  # fmt: skip
+            )
         audit = await audit_log(bus)
         figures = await report_figures(bus)
     seconds = loop.time() - began

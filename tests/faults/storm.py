@@ -105,9 +105,13 @@ def storm_cast(server: ScriptedModelServer, root: Path) -> Cast:
     url = server.openai_base_url
     agents = [scripted_agent(a, f"m-{a}", url, timeout_s=MODEL_TIMEOUT_S) for a in STORM_AGENTS]
     judge = JudgeSpec(
-        judge_id=STORM_JUDGE, model="m-judge", base_url=url, api_key_env=SCRIPTED_KEY,
-        family="scripted", timeout_s=MODEL_TIMEOUT_S,
-    )  # fmt: skip
+        judge_id=STORM_JUDGE,
+        model="m-judge",
+        base_url=url,
+        api_key_env=SCRIPTED_KEY,
+        family="scripted",
+        timeout_s=MODEL_TIMEOUT_S,
+    )
     root.mkdir(parents=True, exist_ok=True)
     judge_file = root / "judge.yaml"
     judge_file.write_text(yaml.safe_dump(judge.model_dump(mode="json")))
@@ -116,10 +120,14 @@ def storm_cast(server: ScriptedModelServer, root: Path) -> Cast:
         rows = "".join(f"{k},{k * i}\n" for k in range(i + 2))
         write_task(tasks, f"count{i}", "Count the rows of my table.", {"data.csv": "a,b\n" + rows})
     spec = campaign(
-        STORM_CAMPAIGN, agents, judges=[judge], scripted=True, epochs=STORM_EPOCHS,
+        STORM_CAMPAIGN,
+        agents,
+        judges=[judge],
+        scripted=True,
+        epochs=STORM_EPOCHS,
         limits=Limits(max_steps=6, tool_timeout_s=TOOL_TIMEOUT_S),
         sandbox=SandboxSpec(memory_mb=256, exec_timeout_s=TOOL_TIMEOUT_S, cpu_seconds=20),
-    )  # fmt: skip
+    )
     return Cast(server, spec, judge, judge_file, load_tasks(tasks, max_bytes=10_000))
 
 
@@ -212,8 +220,10 @@ class StormDriver:
     def describe(self) -> str:
         """The schedule, and where each fault landed so far (for failure messages)."""
         done = {x.fault.index: x for x in self.landed}
-        lines = [str(done.get(f.index, f)) + ("" if f.index in done else " (not reached)")
-                 for f in self.schedule]  # fmt: skip
+        lines = [
+            str(done.get(f.index, f)) + ("" if f.index in done else " (not reached)")
+            for f in self.schedule
+        ]
         lines += map(str, self.exited)
         return f"fault schedule (log base {self.base}):\n  " + "\n  ".join(lines)
 

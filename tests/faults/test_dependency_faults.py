@@ -72,9 +72,12 @@ async def test_s3_unavailable_during_sealing_and_judging(
         s3_proxy.resume()
         print(f"[s3 outage] S3 back after {len(during)} events")
         await wait_until(
-            bus, campaign_complete(cast.run_ids), timeout=150, services=services,
+            bus,
+            campaign_complete(cast.run_ids),
+            timeout=150,
+            services=services,
             what="a complete campaign after the S3 outage",
-        )  # fmt: skip
+        )
         # Proof the outage reached the services that seal and judge, not just the proxy.
         refused = {
             n: services.log_text(n).count("Connection refused")
@@ -112,9 +115,12 @@ async def test_provider_429_storms_and_timeouts(
     async with ServiceSet.running(settings, cast) as services:
         await cast.submit(bus, open_store(settings))
         await wait_until(
-            bus, campaign_complete(cast.run_ids), timeout=150, services=services,
+            bus,
+            campaign_complete(cast.run_ids),
+            timeout=150,
+            services=services,
             what="a complete campaign through 429 storms and timeouts",
-        )  # fmt: skip
+        )
     served = Counter(r.fault for r in cast.server.requests() if r.fault)
     print(f"\n[provider faults] injected faults served: {dict(served)}")
     assert served == Counter(f.kind for faults in injected.values() for f in faults), (

@@ -108,8 +108,11 @@ def check_home(home: Path) -> Checked:
     args = ["check", "--json", "--grace", "0", "--home", str(home)]
     proc = subprocess.run(
         [sys.executable, "-m", "assay_cli", *args],
-        capture_output=True, text=True, timeout=180, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     try:
         doc = json.loads(proc.stdout)
     except ValueError:
@@ -173,10 +176,13 @@ async def test_fault_storm(
     # The stream and prefix `--home` reads; the storm's own server, which it kills.
     own = settings.model_copy(
         update={
-            "home": tmp_path / "home", "stream": "ASSAY", "subject_prefix": "assay",
-            "ack_wait_s": ACK_WAIT_S, "max_deliver": max_deliver,
+            "home": tmp_path / "home",
+            "stream": "ASSAY",
+            "subject_prefix": "assay",
+            "ack_wait_s": ACK_WAIT_S,
+            "max_deliver": max_deliver,
         }
-    )  # fmt: skip
+    )
     server = nats_for(own)
     server.start()
     try:

@@ -57,19 +57,27 @@ async def test_a_late_serve_judge_backfills_the_running_stack(
     async with ServiceSet.running(settings, cast) as services:
         await cast.submit(bus, store)
         await wait_until(
-            bus, campaign_complete(runs), timeout=150, services=services,
+            bus,
+            campaign_complete(runs),
+            timeout=150,
+            services=services,
             what="the campaign sealed and judged by its declared jury",
-        )  # fmt: skip
+        )
         began = loop.time()
         proc = subprocess.Popen(
             [sys.executable, "-m", "assay_cli", "serve", "judge", "--judge", str(spec)],
-            env=settings_env(settings), stdout=printed.open("wb"), stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            env=settings_env(settings),
+            stdout=printed.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
         try:
             await wait_until(
-                bus, lambda evs: late_verdicts(evs) == runs, timeout=180, services=services,
+                bus,
+                lambda evs: late_verdicts(evs) == runs,
+                timeout=180,
+                services=services,
                 what="every sealed run judged by the late judge",
-            )  # fmt: skip
+            )
             took = loop.time() - began
             for _ in range(100):  # its last progress line follows its last verdict
                 if f"{len(runs)} of {len(runs)} runs judged" in printed.read_text():

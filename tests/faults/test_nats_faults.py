@@ -54,9 +54,12 @@ async def test_nats_server_killed_and_restarted_on_its_data_dir(
             await asyncio.sleep(OUTAGE_S)
             server.start()
             await wait_until(
-                bus, campaign_complete(cast.run_ids), timeout=150, services=services,
+                bus,
+                campaign_complete(cast.run_ids),
+                timeout=150,
+                services=services,
                 what="a complete campaign after the server restart",
-            )  # fmt: skip
+            )
             await check_against_baseline(bus, base, label="nats restart")
     finally:
         server.stop()
@@ -74,9 +77,12 @@ async def test_a_step_published_through_an_outage_is_logged_once(
         own = settings.model_copy(update={"nats_url": server.url})
         async with started_bus(own) as bus:
             first = AgentStepLogged(
-                event_id=AgentStepLogged.id_for("r1", 0), campaign_id="c1", run_id="r1",
-                step=0, producer=Producer(service="test", version="0"),
-            )  # fmt: skip
+                event_id=AgentStepLogged.id_for("r1", 0),
+                campaign_id="c1",
+                run_id="r1",
+                step=0,
+                producer=Producer(service="test", version="0"),
+            )
             await bus.publish(first)
             server.kill()
             again = first.model_copy(
@@ -162,9 +168,12 @@ async def test_cluster_node_lost_and_back_with_r3_stream(
         await asyncio.sleep(OUTAGE_S)
         cluster.nodes[leader].start()
         await wait_until(
-            bus, campaign_complete(cast.run_ids), timeout=150, services=services,
+            bus,
+            campaign_complete(cast.run_ids),
+            timeout=150,
+            services=services,
             what="a complete campaign after losing a node",
-        )  # fmt: skip
+        )
         placement = (await bus.js.stream_info(own.stream)).cluster
         assert placement is not None
         replicas = [r.name for r in placement.replicas or []]

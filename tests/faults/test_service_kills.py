@@ -67,9 +67,12 @@ async def test_sigkill_mid_campaign_then_restart(
         await asyncio.sleep(1.0)
         await services.start(victim)
         await wait_until(
-            bus, campaign_complete(cast.run_ids), timeout=120, services=services,
+            bus,
+            campaign_complete(cast.run_ids),
+            timeout=120,
+            services=services,
             what="a complete campaign after the kill",
-        )  # fmt: skip
+        )
         if victim == "aggregator":
             # The restarted aggregator's own report converges on a fresh rebuild's.
             want = await full_report(bus)

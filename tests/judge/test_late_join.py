@@ -255,8 +255,11 @@ def test_both_commands_refuse_a_campaign_that_is_no_id(
     env = {**os.environ, "ASSAY_NATS_URL": "nats://127.0.0.1:9"}  # never reached
     out = subprocess.run(
         [sys.executable, "-m", "assay_cli", *command, str(spec), "--campaign", campaign],
-        env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2, out.stdout + out.stderr
     [line] = out.stderr.strip().splitlines()
     assert "is not a campaign id" in line and "Traceback" not in out.stderr

@@ -32,9 +32,14 @@ class FakeJudge:
     async def start(self) -> None:
         bus = self.bus
         await bus.connect()
-        await bus.publish(JudgeRegistered(event_id=JudgeRegistered.id_for("camp", NEW.judge_id), campaign_id="camp", judge=NEW,
-            producer=bus.producer,
-        ))  # fmt: skip
+        await bus.publish(
+            JudgeRegistered(
+                event_id=JudgeRegistered.id_for("camp", NEW.judge_id),
+                campaign_id="camp",
+                judge=NEW,
+                producer=bus.producer,
+            )
+        )
         await bus.start()
 
     async def stop(self) -> None:
@@ -53,14 +58,30 @@ class FakeJudgeBuilder:
 
         async def on_sealed(event: ArtifactsSealed, delivery: Delivery) -> None:
             scores = {d: DimensionScore(score=9) for d in default_rubric().dimension_keys}
-            await bus.publish(JudgmentRecorded(event_id=JudgmentRecorded.id_for(event.run_id, judge.judge_id, 0), campaign_id=event.campaign_id,
-                run_id=event.run_id, task_id=event.task_id, judge_id=judge.judge_id,
-                judge_family=judge.family, judge_model=judge.model, sample=0,
-                rubric_id="assay-default", rubric_version=1, scores=scores, producer=bus.producer,
-            ))  # fmt: skip
+            await bus.publish(
+                JudgmentRecorded(
+                    event_id=JudgmentRecorded.id_for(event.run_id, judge.judge_id, 0),
+                    campaign_id=event.campaign_id,
+                    run_id=event.run_id,
+                    task_id=event.task_id,
+                    judge_id=judge.judge_id,
+                    judge_family=judge.family,
+                    judge_model=judge.model,
+                    sample=0,
+                    rubric_id="assay-default",
+                    rubric_version=1,
+                    scores=scores,
+                    producer=bus.producer,
+                )
+            )
 
-        bus.consume(bus.subjects.event("ArtifactsSealed"), on_sealed, durable="judge-judge_new",
-                    event_type=ArtifactsSealed, max_workers=4)  # fmt: skip
+        bus.consume(
+            bus.subjects.event("ArtifactsSealed"),
+            on_sealed,
+            durable="judge-judge_new",
+            event_type=ArtifactsSealed,
+            max_workers=4,
+        )
         return FakeJudge(bus)
 
 
@@ -72,9 +93,14 @@ async def test_rejudge_backfills_every_sealed_run(
     app = FakeJudgeBuilder()
     seen: list[tuple[int, int]] = []
     result = await rejudge(
-        settings, NEW, campaign="camp", build_judge=app, timeout_s=30, poll_s=0.1,
+        settings,
+        NEW,
+        campaign="camp",
+        build_judge=app,
+        timeout_s=30,
+        poll_s=0.1,
         on_progress=lambda done, total: seen.append((done, total)),
-    )  # fmt: skip
+    )
     sealed = sum(isinstance(e, ArtifactsSealed) for e in published.events)
     assert result.complete and result.n_done == result.n_sealed == sealed
     assert app.scope == {"camp"} and seen[-1] == (sealed, sealed)

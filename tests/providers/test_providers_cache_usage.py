@@ -86,5 +86,8 @@ async def test_an_agent_run_reads_its_prefix_from_cache_and_costs_less(
     cached = await _agent_run(make, cache_prompt=True, steps=6)
     assert cached[0].cached_tokens == 0 and all(u.cached_tokens >= 1024 for u in cached[1:])
     table = {model: DEFAULT_PRICES["claude-sonnet-4" if kind == "anthropic" else "gpt-4.1"]}
-    full = sum(cost(u.model_copy(update={"cached_tokens": 0, "cache_write_tokens": 0}), model, table) for u in cached)  # fmt: skip
+    full = sum(
+        cost(u.model_copy(update={"cached_tokens": 0, "cache_write_tokens": 0}), model, table)
+        for u in cached
+    )
     assert sum(cost(u, model, table) for u in cached) < 0.6 * full

@@ -135,12 +135,17 @@ def test_the_lean_parse_refuses_malformed_bodies() -> None:
 
     from assay.providers._openai_wire import completion_from_openai_json
 
-    bad = [b"not json", b"[]", b"{}", b'{"id": "x", "choices": []}',
-           b'{"choices": [{"message": {"content": "a"}}]}',
-           b'{"id": 3, "choices": [{"message": {"content": "a"}}]}',
-           b'{"id": "x", "choices": [{"message": {"content": ["a"]}}]}',
-           b'{"id": "x", "choices": [{"message": {"tool_calls": [{"id": "c", "function": {}}]}}]}',
-           b'{"id": "x", "choices": [{"message": {}}], "usage": {"prompt_tokens": "many"}}']  # fmt: skip
+    bad = [
+        b"not json",
+        b"[]",
+        b"{}",
+        b'{"id": "x", "choices": []}',
+        b'{"choices": [{"message": {"content": "a"}}]}',
+        b'{"id": 3, "choices": [{"message": {"content": "a"}}]}',
+        b'{"id": "x", "choices": [{"message": {"content": ["a"]}}]}',
+        b'{"id": "x", "choices": [{"message": {"tool_calls": [{"id": "c", "function": {}}]}}]}',
+        b'{"id": "x", "choices": [{"message": {}}], "usage": {"prompt_tokens": "many"}}',
+    ]
     for body in bad:
         with pytest.raises((ValueError, KeyError, TypeError, AttributeError, IndexError)):
             completion_from_openai_json(body, provider="openai", model="m")

@@ -182,9 +182,12 @@ async def test_wrong_api_key_is_a_401_not_retried(
     monkeypatch.setenv("ASSAY_TEST_WRONG_KEY", "sk-wrong")
     base_url = server.openai_base_url if kind == "openai" else server.base_url
     provider = make_provider(
-        kind, model, base_url=base_url, api_key_env="ASSAY_TEST_WRONG_KEY",
+        kind,
+        model,
+        base_url=base_url,
+        api_key_env="ASSAY_TEST_WRONG_KEY",
         retry=RetryPolicy.for_tests(),
-    )  # fmt: skip
+    )
     try:
         with pytest.raises(ProviderRequestError, match="401"):
             await provider.complete(HELLO)
@@ -201,9 +204,12 @@ async def test_connection_refused_is_retried_then_unavailable(
         port = sock.getsockname()[1]
     suffix = "/v1" if kind == "openai" else ""
     provider = make_provider(
-        kind, "nobody", base_url=f"http://127.0.0.1:{port}{suffix}", api_key_env=API_KEY_ENV,
+        kind,
+        "nobody",
+        base_url=f"http://127.0.0.1:{port}{suffix}",
+        api_key_env=API_KEY_ENV,
         retry=RetryPolicy.for_tests(max_attempts=2),
-    )  # fmt: skip
+    )
     try:
         with pytest.raises(ProviderUnavailable) as caught:
             await provider.complete(HELLO)

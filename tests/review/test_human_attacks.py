@@ -27,7 +27,14 @@ from .conftest import Signed, enroll, foreign_reviewer, projections, verdict
 _ids = count()
 
 
-async def _raw(bus: Bus, event: JudgmentRecorded, signer: str | None, settings: Settings, *, data: bytes | None = None) -> int:  # fmt: skip
+async def _raw(
+    bus: Bus,
+    event: JudgmentRecorded,
+    signer: str | None,
+    settings: Settings,
+    *,
+    data: bytes | None = None,
+) -> int:
     subject = bus.subjects.of(event)
     body = data if data is not None else event.model_dump_json().encode()
     headers = {"Nats-Msg-Id": f"attack-{next(_ids)}"}  # stored whatever JetStream dedupes
@@ -52,23 +59,32 @@ async def test_only_the_enrolled_reviewers_own_signed_verdict_counts(
         # unsigned
         await _raw(bus, verdict(p, "reviewer-alice", run, 9), None, settings): "unsigned",
         # bob's key writing alice's verdict
-        await _raw(bus, verdict(p, "reviewer-alice", other, 9), "reviewer-bob", settings):
-            "reviewer bob wrote a verdict as reviewer-alice",
+        await _raw(
+            bus, verdict(p, "reviewer-alice", other, 9), "reviewer-bob", settings
+        ): "reviewer bob wrote a verdict as reviewer-alice",
         # a key enrolled by another operator
-        await _raw(bus, verdict(p, "reviewer-mallory", run, 2), "reviewer-mallory", settings):
-            "enrollment not signed by the operator",
+        await _raw(
+            bus, verdict(p, "reviewer-mallory", run, 2), "reviewer-mallory", settings
+        ): "enrollment not signed by the operator",
         # a judge's key passing its output off as a human's
-        await _raw(bus, verdict(p, "reviewer-alice", third, 1).model_copy(
-            update={"judge_id": "judge_a"}), "judge-judge_a", settings):
-            "judge/judge_a may not write a human verdict",
+        await _raw(
+            bus,
+            verdict(p, "reviewer-alice", third, 1).model_copy(update={"judge_id": "judge_a"}),
+            "judge-judge_a",
+            settings,
+        ): "judge/judge_a may not write a human verdict",
         # ... or as a reviewer's
-        await _raw(bus, verdict(p, "reviewer-alice", third, 1), "judge-judge_a", settings):
-            "judge judge_a wrote a verdict as judge reviewer-alice",
+        await _raw(
+            bus, verdict(p, "reviewer-alice", third, 1), "judge-judge_a", settings
+        ): "judge judge_a wrote a verdict as judge reviewer-alice",
         # a machine verdict under a reviewer's id, signed by that reviewer
-        await _raw(bus, verdict(p, "reviewer-alice", third, 1).model_copy(
-            update={"judge_kind": "machine"}), "reviewer-alice", settings):
-            "may not write a machine verdict",
-    }  # fmt: skip
+        await _raw(
+            bus,
+            verdict(p, "reviewer-alice", third, 1).model_copy(update={"judge_kind": "machine"}),
+            "reviewer-alice",
+            settings,
+        ): "may not write a machine verdict",
+    }
     # the bytes altered after alice signed them
     good = verdict(p, "reviewer-alice", third, 3)
     subject = bus.subjects.of(good)

@@ -59,8 +59,15 @@ def test_parsing_refuses_each_malformed_row_by_its_line() -> None:
 
 
 def test_csv_cells_are_integers_or_refused() -> None:
-    text = _csv(["accuracy", "clarity"], [["r1", 7, 8, "fine"], ["r2", "7.0", 8, ""],
-                                          ["r3", 7, 8, "a", "b"], ["r4", " 9", "10", ""]])  # fmt: skip
+    text = _csv(
+        ["accuracy", "clarity"],
+        [
+            ["r1", 7, 8, "fine"],
+            ["r2", "7.0", 8, ""],
+            ["r3", 7, 8, "a", "b"],
+            ["r4", " 9", "10", ""],
+        ],
+    )
     grades, problems = parse_grades(text.encode(), "csv")
     assert [(line, g.run_id) for line, g in grades] == [(2, "r1"), (5, "r4")]
     assert grades[1][1].scores == {"accuracy": 9, "clarity": 10}
@@ -81,7 +88,14 @@ async def test_a_file_with_one_bad_row_publishes_nothing(
     enroll(settings, "alice")
     dims = sorted(rubric_scores(p, 7))
     good = [[r, *[7] * len(dims), "ok"] for r in signed.sealed[:3]]
-    text = _csv(dims, [*good, ["nosuchrun", *[7] * len(dims), ""], [signed.sealed[4], *[7] * (len(dims) - 1), ""]])  # fmt: skip
+    text = _csv(
+        dims,
+        [
+            *good,
+            ["nosuchrun", *[7] * len(dims), ""],
+            [signed.sealed[4], *[7] * (len(dims) - 1), ""],
+        ],
+    )
     head = p.state.last_sequence
     out = await _import(settings, tmp_path, "grades.csv", text)
     assert out.returncode == 2, out.stdout + out.stderr
@@ -113,8 +127,10 @@ async def test_imported_verdicts_are_signed_replayed_and_audited(
 ) -> None:
     p = await projections(bus, settings)
     enroll(settings, "alice")
-    rows = [json.dumps({"run_id": r, "scores": rubric_scores(p, 8), "note": "<b>ok</b>"})
-            for r in signed.sealed[:4]]  # fmt: skip
+    rows = [
+        json.dumps({"run_id": r, "scores": rubric_scores(p, 8), "note": "<b>ok</b>"})
+        for r in signed.sealed[:4]
+    ]
     out = await _import(settings, tmp_path, "grades.jsonl", "\n".join(rows))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "4 verdict(s) of reviewer-alice published and counted" in out.stdout
@@ -139,7 +155,9 @@ async def test_imported_verdicts_are_signed_replayed_and_audited(
 
 
 @pytest.mark.parametrize("name", ["grades.txt", "grades"])
-async def test_an_unknown_format_is_a_usage_error(settings: Settings, tmp_path: Path, name: str) -> None:  # fmt: skip
+async def test_an_unknown_format_is_a_usage_error(
+    settings: Settings, tmp_path: Path, name: str
+) -> None:
     out = await _import(settings, tmp_path, name, "run_id\n")
     assert out.returncode == 2 and ".csv or .jsonl" in out.stderr
 

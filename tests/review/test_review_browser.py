@@ -57,8 +57,11 @@ async def test_grade_a_run_in_the_browser_and_watch_the_validity_table_move(
     enroll(settings, "alice")
     foreign_reviewer(settings, tmp_path, "mallory")
     sources = [Source(settings, resamples=200) for _ in range(3)]
-    apps = [create_app(sources[0]), create_app(sources[1], review=ReviewDesk(settings, "alice")),
-            create_app(sources[2], review=ReviewDesk(settings, "mallory"))]  # fmt: skip
+    apps = [
+        create_app(sources[0]),
+        create_app(sources[1], review=ReviewDesk(settings, "alice")),
+        create_app(sources[2], review=ReviewDesk(settings, "mallory")),
+    ]
     try:
         async with serve(apps[0]) as viewer, serve(apps[1]) as alice, serve(apps[2]) as mallory:
             judges = await _watched(browser, viewer)

@@ -23,8 +23,15 @@ from .conftest import Signed, projections, rubric_scores, serve
 
 from playwright.async_api import Browser, expect  # isort: skip
 
-FORMULAS = ["=HYPERLINK(\"http://evil.example\",\"x\")", "+1+1", "-2+3", "@SUM(A1)",
-            "\tindented", "\rreturn", "=1+1\nsecond line"]  # fmt: skip
+FORMULAS = [
+    '=HYPERLINK("http://evil.example","x")',
+    "+1+1",
+    "-2+3",
+    "@SUM(A1)",
+    "\tindented",
+    "\rreturn",
+    "=1+1\nsecond line",
+]
 """Notes a spreadsheet would read as formulas (OWASP's leading characters)."""
 
 
@@ -74,9 +81,12 @@ def test_a_cell_that_starts_like_a_formula_is_made_text() -> None:
 
 
 async def test_a_formula_note_is_stored_as_written_and_exported_inert(
-    bus: Bus, settings: Settings, signed: Signed, review: httpx.AsyncClient,
+    bus: Bus,
+    settings: Settings,
+    signed: Signed,
+    review: httpx.AsyncClient,
     viewer: httpx.AsyncClient,
-) -> None:  # fmt: skip
+) -> None:
     p = await projections(bus, settings)
     scores = {f"score_{k}": str(v) for k, v in rubric_scores(p, 6).items()}
     for n, note in enumerate(FORMULAS[:3]):
@@ -106,8 +116,11 @@ async def test_a_formula_note_is_stored_as_written_and_exported_inert(
 @pytest.mark.parametrize("width", WIDTHS)
 async def test_in_the_browser_a_grade_leads_to_the_next_run(
     browser: Browser,  # noqa: F811
-    bus: Bus, settings: Settings, desk: ReviewDesk, width: int,
-) -> None:  # fmt: skip
+    bus: Bus,
+    settings: Settings,
+    desk: ReviewDesk,
+    width: int,
+) -> None:
     source = Source(settings, resamples=200)
     async with serve(create_app(source, review=desk)) as base:
         context = await browser.new_context(base_url=base, viewport={"width": width, "height": 900})

@@ -120,8 +120,11 @@ async def test_the_form_refuses_what_its_own_page_did_not_send(
     for form, headers, status in cases:
         got = await review.post(url, data=form, headers=headers)
         assert got.status_code == status, (form, headers, got.text[:300])
-    huge = await review.post(url, content=b"a=" + b"x" * MAX_FORM_BYTES,
-                             headers={"content-type": "application/x-www-form-urlencoded"})  # fmt: skip
+    huge = await review.post(
+        url,
+        content=b"a=" + b"x" * MAX_FORM_BYTES,
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
     assert huge.status_code == 413
     as_json = await review.post(url, json=good)
     assert as_json.status_code == 415

@@ -86,13 +86,20 @@ async def test_a_plan_is_written_then_answered_and_resumes_where_it_stopped(tmp_
     for call in calls[2:5]:
         command = json.loads(call.arguments)["command"]
         assert len(command.encode()) < 128 * 1024, "one shell argument stays under Linux's limit"
-        subprocess.run(["bash", "-c", command], cwd=workspace, check=True, timeout=30,
-                       env={"PATH": os.environ["PATH"]})  # fmt: skip
+        subprocess.run(
+            ["bash", "-c", command],
+            cwd=workspace,
+            check=True,
+            timeout=30,
+            env={"PATH": os.environ["PATH"]},
+        )
     assert (workspace / "results" / "it's a figure.png").read_bytes() == PNG
     assert sorted(p.name for p in workspace.rglob("*") if p.is_file()) == ["it's a figure.png"]
     # A resumed run (four turns logged) goes on with the fifth.
     again = ControlProvider(plan_sha256=provider.plan_sha256, store=store)
-    resumed = await again.complete([messages[0], *[AssistantMessage(tool_calls=(c,)) for c in calls[:4]]])  # type: ignore[list-item]  # fmt: skip
+    resumed = await again.complete(
+        [messages[0], *[AssistantMessage(tool_calls=(c,)) for c in calls[:4]]]
+    )  # type: ignore[list-item]
     assert resumed.tool_calls[0].arguments == calls[4].arguments
 
 
@@ -124,8 +131,14 @@ def _execute(workspace: Path, call: ToolCall) -> str:
         return f"wrote {args['path']}"
     if call.name == "list_files":
         return "\n".join(str(p.relative_to(workspace)) for p in sorted(workspace.rglob("*")))
-    done = subprocess.run(["bash", "-c", args["command"]], cwd=workspace, capture_output=True,
-                          text=True, timeout=60, env={"PATH": os.environ["PATH"]})  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-c", args["command"]],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": os.environ["PATH"]},
+    )
     return f"exit code: {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
 
 
@@ -177,7 +190,11 @@ async def test_a_plan_with_code_writes_it_runs_it_and_writes_only_what_it_did_no
     names = [c.name for c in calls]
     assert names == ["list_files", "write_file", "bash", "write_file", "write_file", "submit"]
     # It says what it does where an agent's model does (looking, writing, running its code).
-    assert said[:3] == ["Let me look at the data first.", "Writing the analysis script.", "Running the analysis."]  # fmt: skip
+    assert said[:3] == [
+        "Let me look at the data first.",
+        "Writing the analysis script.",
+        "Running the analysis.",
+    ]
     assert said[3:] == [None] * 3
     # One command runs the code, removes what must be absent and checks the outputs.
     command = json.loads(calls[2].arguments)["command"]
@@ -198,20 +215,34 @@ async def test_a_plan_with_code_writes_it_runs_it_and_writes_only_what_it_did_no
 _PRODUCER = Producer(service="test", version="0")
 
 
-def _declared(task_id: str, agent_id: str, slot: int, like: str | None = "careful") -> ControlDetails:  # fmt: skip
+def _declared(
+    task_id: str, agent_id: str, slot: int, like: str | None = "careful"
+) -> ControlDetails:
     run_id = run_id_for("demo", task_id, agent_id, 0)
     return ControlDetails(
-        campaign_id="demo", task_id=task_id, control_run_id=run_id, variant="prose_only",
-        expected="fail", plan_sha256="a" * 64, agent_id=agent_id, like=like, slot=slot,
+        campaign_id="demo",
+        task_id=task_id,
+        control_run_id=run_id,
+        variant="prose_only",
+        expected="fail",
+        plan_sha256="a" * 64,
+        agent_id=agent_id,
+        like=like,
+        slot=slot,
         max_steps=40,
-    )  # fmt: skip
+    )
 
 
 def test_the_runner_requests_controls_at_their_slots_like_the_agent_they_look_like() -> None:
     """Issue #47: a control's request is the request of the agent it looks like, under
     its own id, with no plan and no kind of its own, at its declared slot."""
-    careful = AgentSpec(agent_id="careful", model="scripted-careful", family="acme",
-                        system_prompt="be careful", limits=Limits(max_steps=12))  # fmt: skip
+    careful = AgentSpec(
+        agent_id="careful",
+        model="scripted-careful",
+        family="acme",
+        system_prompt="be careful",
+        limits=Limits(max_steps=12),
+    )
     other = AgentSpec(agent_id="other", model="m2", family="orbit")
     campaign = CampaignSpec(campaign_id="demo", agents=[careful, other], epochs=2)
     task = Task(task_id="t1", prompt="p")
@@ -237,8 +268,9 @@ def test_the_runner_requests_controls_at_their_slots_like_the_agent_they_look_li
     assert control.limits == careful.limits and control.run_id == declared[0].control_run_id
     assert "control" not in control.agent.model_dump_json()
     # A campaign without a model agent to look like: a plain model agent.
-    bare = control_runs(campaign, task, [_declared("t1", "cxxxxxx", 0, like=None)],
-                        producer=_PRODUCER, cause="c")  # fmt: skip
+    bare = control_runs(
+        campaign, task, [_declared("t1", "cxxxxxx", 0, like=None)], producer=_PRODUCER, cause="c"
+    )
     assert bare[0][1].agent.kind == "model"
 
 
@@ -252,15 +284,26 @@ class _Quick:
     kind = "openai"
     model = "quick-1"
 
-    async def complete(self, messages: Sequence[Message], tools: Sequence[ToolDefinition] = (),
-                       params: GenerationParams | None = None) -> Completion:  # fmt: skip
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition] = (),
+        params: GenerationParams | None = None,
+    ) -> Completion:
         turn = sum(isinstance(m, AssistantMessage) for m in messages)
         last = turn + 1 >= self.turns
-        call = ToolCall(id=f"c{turn}", name="submit" if last else "read_file",
-                        arguments='{"answer": "ok"}' if last else '{"path": "data/a.csv"}')  # fmt: skip
+        call = ToolCall(
+            id=f"c{turn}",
+            name="submit" if last else "read_file",
+            arguments='{"answer": "ok"}' if last else '{"path": "data/a.csv"}',
+        )
         chars = request_chars(messages, tools)
-        return Completion(provider="openai", model=self.model, tool_calls=(call,),
-                          usage=Usage(input_tokens=100 + chars // 3, output_tokens=7))  # fmt: skip
+        return Completion(
+            provider="openai",
+            model=self.model,
+            tool_calls=(call,),
+            usage=Usage(input_tokens=100 + chars // 3, output_tokens=7),
+        )
 
     async def aclose(self) -> None:
         return None
@@ -272,8 +315,9 @@ _TASK = "Task id: t1\nFiles:\n- /workspace/data/a.csv (12 bytes)\n- /workspace/d
 async def _agent_runs(book: AgentBook, agent: _Quick, runs: int) -> None:
     """`runs` runs of `agent` through the runner's observing wrapper."""
     for r in range(runs):
-        observed = Observed(inner=agent, book=book, campaign_id="demo", agent_id="quick",
-                            run_id=f"r{r}")  # fmt: skip
+        observed = Observed(
+            inner=agent, book=book, campaign_id="demo", agent_id="quick", run_id=f"r{r}"
+        )
         messages: list[Message] = [UserMessage(content=_TASK + "x" * (r * 50))]
         while True:
             completion = await observed.complete(messages, TOOLS)
@@ -325,8 +369,9 @@ async def test_a_control_takes_its_look_alikes_steps_tokens_and_looks(tmp_path: 
     # Like a two-step agent: its work packed into two steps, saying nothing.
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    quick = ControlProvider(plan_sha256=sha, store=store, book=book, campaign_id="demo",
-                            like="quick", run_id="rc")  # fmt: skip
+    quick = ControlProvider(
+        plan_sha256=sha, store=store, book=book, campaign_id="demo", like="quick", run_id="rc"
+    )
     steps = await _play(quick, workspace)
     assert [[c.name for c in s.tool_calls] for s in steps] == [
         ["write_file", "bash"],
@@ -341,14 +386,27 @@ async def test_a_control_takes_its_look_alikes_steps_tokens_and_looks(tmp_path: 
     # Like a six-step agent: it looks at the attached files first, as that agent does.
     slow_book = AgentBook()
     await _agent_runs(slow_book, _Quick(turns=6), runs=3)
-    slow = ControlProvider(plan_sha256=sha, store=store, book=slow_book, campaign_id="demo",
-                           like="quick", run_id="rc", max_steps=12)  # fmt: skip
+    slow = ControlProvider(
+        plan_sha256=sha,
+        store=store,
+        book=slow_book,
+        campaign_id="demo",
+        like="quick",
+        run_id="rc",
+        max_steps=12,
+    )
     again = tmp_path / "again"
     again.mkdir()
     steps = await _play(slow, again)
     calls = [[json.loads(c.arguments).get("path") or c.name for c in s.tool_calls] for s in steps]
-    assert calls == [["data/a.csv"], ["data/b.csv"], ["data/a.csv"], ["solve.py"], ["bash"],
-                     ["results/table.csv", "submit"]]  # fmt: skip
+    assert calls == [
+        ["data/a.csv"],
+        ["data/b.csv"],
+        ["data/a.csv"],
+        ["solve.py"],
+        ["bash"],
+        ["results/table.csv", "submit"],
+    ]
     assert len(steps) == 6
     assert (again / "results" / "table.csv").read_bytes() == b"gene,fold change\nIL6,12.93\n"
 
@@ -356,8 +414,17 @@ async def test_a_control_takes_its_look_alikes_steps_tokens_and_looks(tmp_path: 
 def test_the_book_of_agents_turns_stays_bounded_and_apart_by_campaign() -> None:
     """A long campaign does not grow the runner's memory: the oldest turns and runs go."""
     book = AgentBook()
-    turn = Turn(index=0, think_ms=5.0, said=False, first_tool="submit", calls=1,
-                input_chars=400, input_tokens=100, output_chars=40, output_tokens=10)  # fmt: skip
+    turn = Turn(
+        index=0,
+        think_ms=5.0,
+        said=False,
+        first_tool="submit",
+        calls=1,
+        input_chars=400,
+        input_tokens=100,
+        output_chars=40,
+        output_tokens=10,
+    )
     for r in range(MAX_RUNS + MAX_TURNS):
         book.record("demo", "quick", f"r{r}", turn, last=True)
     profile = book.profile("demo", "quick")
@@ -367,7 +434,9 @@ def test_the_book_of_agents_turns_stays_bounded_and_apart_by_campaign() -> None:
     assert book.profile("other", "quick") is None and book.profile("demo", None) is None
 
 
-async def test_a_control_packing_its_work_never_makes_a_step_too_large_to_log(tmp_path: Path) -> None:  # fmt: skip
+async def test_a_control_packing_its_work_never_makes_a_step_too_large_to_log(
+    tmp_path: Path,
+) -> None:
     """Copying a two-step agent, a control with a megabyte of figures to write takes
     more steps rather than log one step over the event limit."""
     store = LocalBlobStore(tmp_path / "blobs")
@@ -377,11 +446,14 @@ async def test_a_control_packing_its_work_never_makes_a_step_too_large_to_log(tm
     for i in range(5):
         data = bytes([i]) * 200_000 + PNG[:1000]
         info = store.put_bytes(data)
-        refs.append(ControlFile(path=f"results/fig{i}.png", sha256=info.sha256, size=info.size, text=False))  # fmt: skip
+        refs.append(
+            ControlFile(path=f"results/fig{i}.png", sha256=info.sha256, size=info.size, text=False)
+        )
     plan = ControlPlan(files=refs, message="Figures in results/.")
     sha = store.put_bytes(plan.model_dump_json().encode()).sha256
-    control = ControlProvider(plan_sha256=sha, store=store, book=book, campaign_id="demo",
-                              like="quick", run_id="rc")  # fmt: skip
+    control = ControlProvider(
+        plan_sha256=sha, store=store, book=book, campaign_id="demo", like="quick", run_id="rc"
+    )
     workspace = tmp_path / "ws"
     workspace.mkdir()
     steps = await _play(control, workspace)

@@ -235,9 +235,16 @@ def test_processes_killed_at_a_timeout_stop_counting_before_the_reply(
     process cap still full of zombies (a fork bomb's next `echo` came back empty in a loaded
     CI run). PID 1 is stopped here, so only the resident can reap them before it replies."""
     spec = SandboxSpec(
-        backend="docker", image=docker_image, cpu_seconds=30, memory_mb=256, max_processes=64,
-        file_size_mb=8, disk_mb=32, exec_timeout_s=30, output_cap_bytes=4096,
-    )  # fmt: skip
+        backend="docker",
+        image=docker_image,
+        cpu_seconds=30,
+        memory_mb=256,
+        max_processes=64,
+        file_size_mb=8,
+        disk_mb=32,
+        exec_timeout_s=30,
+        output_cap_bytes=4096,
+    )
     sid = f"t-{uuid.uuid4().hex[:12]}"
     docker_backend.create(spec, sid, {"assay.campaign_id": "c1", "assay.run_id": sid})
     try:
@@ -289,9 +296,16 @@ def test_a_resident_that_never_answers_with_the_cap_full_still_loses_its_command
     could start again. The container's PID 1 is killed then (a restart): its whole PID
     namespace goes with it."""
     spec = SandboxSpec(
-        backend="docker", image=docker_image, cpu_seconds=60, memory_mb=256, max_processes=16,
-        file_size_mb=8, disk_mb=32, exec_timeout_s=30, output_cap_bytes=4096,
-    )  # fmt: skip
+        backend="docker",
+        image=docker_image,
+        cpu_seconds=60,
+        memory_mb=256,
+        max_processes=16,
+        file_size_mb=8,
+        disk_mb=32,
+        exec_timeout_s=30,
+        output_cap_bytes=4096,
+    )
     sid = f"t-{uuid.uuid4().hex[:12]}"
     docker_backend.create(spec, sid, {"assay.campaign_id": "c1", "assay.run_id": sid})
     tag = uuid.uuid4().hex

@@ -130,10 +130,15 @@ async def test_an_owner_cut_off_past_the_grace_does_not_seal_what_was_declared_l
     info = ErrorInfo(error_class="SandboxManagerGone", message="a has not answered for 61 s")
     await bus.publish(
         RunFailed(
-            event_id=RunFailed.id_for("r1", "seal"), **same_run(ended), stage="seal",
-            error=info.text, error_info=info, infrastructure=True, producer=bus.producer,
+            event_id=RunFailed.id_for("r1", "seal"),
+            **same_run(ended),
+            stage="seal",
+            error=info.text,
+            error_info=info,
+            infrastructure=True,
+            producer=bus.producer,
         )
-    )  # fmt: skip
+    )
 
     await owner.bus.connect()  # back: the redelivered end of the run comes first
     try:
@@ -150,9 +155,14 @@ async def test_an_owner_cut_off_past_the_grace_does_not_seal_what_was_declared_l
 def _declaration(ended: AgentFinished) -> RunFailed:
     info = ErrorInfo(error_class="SandboxManagerGone", message="a has not answered for 61 s")
     return RunFailed(
-        event_id=RunFailed.id_for(ended.run_id or "", "seal"), **same_run(ended), stage="seal",
-        error=info.text, error_info=info, infrastructure=True, producer=ended.producer,
-    )  # fmt: skip
+        event_id=RunFailed.id_for(ended.run_id or "", "seal"),
+        **same_run(ended),
+        stage="seal",
+        error=info.text,
+        error_info=info,
+        infrastructure=True,
+        producer=ended.producer,
+    )
 
 
 def _logged_after_read(
@@ -209,9 +219,15 @@ async def test_a_seal_logged_between_the_watchers_read_and_its_declaration_refus
     ended = finished(bus, "r1")
     watch.watch(_ready_on(bus, "gone", "r1"), ended)
     sealed = ArtifactsSealed(
-        event_id=ArtifactsSealed.id_for("r1"), **same_run(ended), files=[], agent_id="a1",
-        epoch=0, sandbox_id="r1", outcome="finished", producer=bus.producer,
-    )  # fmt: skip
+        event_id=ArtifactsSealed.id_for("r1"),
+        **same_run(ended),
+        files=[],
+        agent_id="a1",
+        epoch=0,
+        sandbox_id="r1",
+        outcome="finished",
+        producer=bus.producer,
+    )
     _logged_after_read(monkeypatch, bus, bus, sealed)
 
     assert await watch.sweep() == [], "refused: not declared"
@@ -224,10 +240,17 @@ async def test_a_seal_logged_between_the_watchers_read_and_its_declaration_refus
 
 def _ready_on(bus: Bus, instance: str, run_id: str) -> SandboxReady:
     return SandboxReady(
-        event_id=SandboxReady.id_for(run_id), campaign_id="c1", run_id=run_id, task_id="t1",
-        sandbox_id=run_id, backend="bubblewrap", instance=instance, image_digest="d",
-        workspace=[], producer=bus.producer,
-    )  # fmt: skip
+        event_id=SandboxReady.id_for(run_id),
+        campaign_id="c1",
+        run_id=run_id,
+        task_id="t1",
+        sandbox_id=run_id,
+        backend="bubblewrap",
+        instance=instance,
+        image_digest="d",
+        workspace=[],
+        producer=bus.producer,
+    )
 
 
 async def test_a_restarted_watcher_still_watches_what_it_watched(bus: Bus, tmp_path: Path) -> None:

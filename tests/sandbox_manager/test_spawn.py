@@ -25,9 +25,20 @@ def _run(rootfs: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_the_program_runs_as_the_sandbox_ids_under_its_limits(rootfs: Path) -> None:
     script = "id -u; id -g; id -G; ulimit -n; ulimit -c; ulimit -t"
     proc = _run(
-        rootfs, "--ids", "200999:200998", "--limit", "nofile=64", "--limit", "core=0",
-        "--limit", "cpu=7", "--", "/bin/sh", "-c", script,
-    )  # fmt: skip
+        rootfs,
+        "--ids",
+        "200999:200998",
+        "--limit",
+        "nofile=64",
+        "--limit",
+        "core=0",
+        "--limit",
+        "cpu=7",
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+    )
     assert proc.returncode == 0, proc.stderr
     # No supplementary group of root's survives the drop.
     assert proc.stdout.split() == ["200999", "200998", "200998", "64", "0", "7"]

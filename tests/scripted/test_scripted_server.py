@@ -103,9 +103,11 @@ async def test_anthropic_sdk_parses_replies_strictly(
     )
     async with client:
         reply = await client.messages.create(
-            model=model, max_tokens=64, messages=[{"role": "user", "content": "ls"}],
+            model=model,
+            max_tokens=64,
+            messages=[{"role": "user", "content": "ls"}],
             tools=TOOLS_ANTHROPIC,
-        )  # fmt: skip
+        )
     assert reply.stop_reason == "tool_use"
     assert [b.type for b in reply.content] == ["text", "tool_use"]
     tool_use = reply.content[1]
@@ -126,8 +128,17 @@ async def test_sequence_turns_follow_each_conversation(
     for body, expected in ((later, "turn one"), (_chat(model), "turn zero"), (later, "turn one")):
         r = await http.post("/v1/chat/completions", json=body)
         assert r.json()["choices"][0]["message"]["content"] == expected
-    r = await http.post("/v1/chat/completions", json={**later, "messages": [*later["messages"],
-        {"role": "assistant", "content": "x"}, {"role": "user", "content": "y"}]})  # fmt: skip
+    r = await http.post(
+        "/v1/chat/completions",
+        json={
+            **later,
+            "messages": [
+                *later["messages"],
+                {"role": "assistant", "content": "x"},
+                {"role": "user", "content": "y"},
+            ],
+        },
+    )
     assert r.status_code == 400 and "turn 2" in r.json()["error"]["message"]
 
 
@@ -243,19 +254,28 @@ async def test_scripts_see_the_normalized_conversation_and_may_be_async(
         "tools": TOOLS_ANTHROPIC,
         "messages": [
             {"role": "user", "content": "list"},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "t1", "content": "a b"},
-                {"type": "text", "text": "and?"},
-            ]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "a b"},
+                    {"type": "text", "text": "and?"},
+                ],
+            },
         ],
-    }  # fmt: skip
+    }
     r = await http.post("/v1/messages", json=body)
     assert r.json()["content"][0]["text"] == "1 result(s)"
     request = seen[0]
     assert (request.api, request.turn, request.system, request.max_tokens) == (
-        "anthropic", 1, "be brief", 10,
-    )  # fmt: skip
+        "anthropic",
+        1,
+        "be brief",
+        10,
+    )
     assert request.tool_results == (ToolResultMessage(call_id="t1", content="a b"),)
     assert request.last_user_text == "and?" and [t.name for t in request.tools] == ["ls"]
 

@@ -62,8 +62,11 @@ def _log(home: Settings, *, chained: bool = True) -> list[RawMessage]:
         if chained:
             headers = signers[service].headers(subject, data)
         else:  # as services signed before chains: `<subject>\n<bytes>`, no link
-            headers = {k: v for k, v in signers[service].headers(subject, data).items()
-                       if k not in (CHAIN, SIGNATURE)}  # fmt: skip
+            headers = {
+                k: v
+                for k, v in signers[service].headers(subject, data).items()
+                if k not in (CHAIN, SIGNATURE)
+            }
             signature = signers[service].keypair.sign(signed_bytes(subject, data))
             headers[SIGNATURE] = _b64(bytes(signature))
         out.append(RawMessage(seq, subject, data, headers))
@@ -120,8 +123,13 @@ def _scores_up(data: bytes) -> bytes:
 
 
 def _verdict_at(log: list[RawMessage], judge: str = "judge_a") -> int:
-    return next(i for i, m in enumerate(log) if f'"judge_id":"{judge}"' in m.data.decode()
-                and "JudgmentRecorded" in m.subject and 0 < i < len(log) - 1)  # fmt: skip
+    return next(
+        i
+        for i, m in enumerate(log)
+        if f'"judge_id":"{judge}"' in m.data.decode()
+        and "JudgmentRecorded" in m.subject
+        and 0 < i < len(log) - 1
+    )
 
 
 def test_a_whole_log_is_accepted_with_one_check_per_chain(
@@ -171,8 +179,12 @@ def test_a_forged_event_linked_to_a_genuine_one_is_refused(
     link = parse_link(log[last].headers[CHAIN])
     assert link is not None
     header = f"{link.chain_id}.{link.number + 1}.{_digest(log[last])}"
-    forged = _with(log[last], sequence=len(log) + 1, data=_scores_up(log[last].data),
-                   headers={**log[last].headers, CHAIN: header})  # fmt: skip
+    forged = _with(
+        log[last],
+        sequence=len(log) + 1,
+        data=_scores_up(log[last].data),
+        headers={**log[last].headers, CHAIN: header},
+    )
     assert _refused(_judged(trust, [*log, forged])) == [
         (len(log), "bad signature by judge/judge_a")
     ]
@@ -188,16 +200,25 @@ def test_a_link_signed_by_another_key_vouches_for_nothing(home: Settings, trust:
     last = max(i for i, m in enumerate(log) if '"judge_id":"judge_a"' in m.data.decode())
     link = parse_link(log[last].headers[CHAIN])
     assert link is not None
-    forged = _with(log[last], sequence=len(log) + 1, data=_scores_up(log[last].data),
-                   headers={**log[last].headers,
-                            CHAIN: f"{link.chain_id}.{link.number + 1}.{_digest(log[last])}"})  # fmt: skip
+    forged = _with(
+        log[last],
+        sequence=len(log) + 1,
+        data=_scores_up(log[last].data),
+        headers={
+            **log[last].headers,
+            CHAIN: f"{link.chain_id}.{link.number + 1}.{_digest(log[last])}",
+        },
+    )
     step = next(m for m in log if "AgentStepLogged" in m.subject)
     runner = signer_for(home, "runner")
     assert runner is not None
     header = f"{link.chain_id}.{link.number + 2}.{_digest(forged)}"
     signature = runner.keypair.sign(signed_bytes(step.subject, step.data, header))
-    signed = {**runner.headers(step.subject, step.data), CHAIN: header,
-              SIGNATURE: _b64(bytes(signature))}  # fmt: skip
+    signed = {
+        **runner.headers(step.subject, step.data),
+        CHAIN: header,
+        SIGNATURE: _b64(bytes(signature)),
+    }
     vouching = _with(step, sequence=len(log) + 2, headers=signed)
     verdicts = _judged(trust, [*log, forged, vouching])
     assert _refused(verdicts) == [(len(log), "bad signature by judge/judge_a")]

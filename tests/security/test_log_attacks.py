@@ -159,9 +159,12 @@ async def _nats(secure: SecureNats, user: str) -> Client:
     from assay.security.permissions import inbox_prefix
 
     return await nats.connect(
-        secure.base.nats_url, user=user, password=secure.passwords[user],
-        allow_reconnect=False, inbox_prefix=inbox_prefix(user),
-    )  # fmt: skip
+        secure.base.nats_url,
+        user=user,
+        password=secure.passwords[user],
+        allow_reconnect=False,
+        inbox_prefix=inbox_prefix(user),
+    )
 
 
 async def _publish(nc: Client, subject: str, data: bytes, headers: dict[str, str]) -> None:
@@ -193,9 +196,11 @@ async def test_one_nested_message_breaks_no_reader(done: Done) -> None:
     assert events and [s.sequence for s in skipped] == [poison]
     # `assay report` / `assay replay --verify`: a fresh fold, as the cli user.
     fresh = await fold_stream(
-        done.cli.js, done.cli.stream.name, done.cli.subjects.events,
+        done.cli.js,
+        done.cli.stream.name,
+        done.cli.subjects.events,
         trust=trust_for(done.secure.base),
-    )  # fmt: skip
+    )
     assert sorted(fresh.refused) == [poison]
     assert figures(Projections(fresh)) == done.figures
     # A fresh aggregator starts on such a log.
@@ -227,9 +232,11 @@ async def test_messages_dressed_as_nats_statuses_break_no_reader(done: Done) -> 
     assert [e async for e in done.cli.replay(skipped=skipped)]
     assert [s.sequence for s in skipped] == stored
     fresh = await fold_stream(
-        done.cli.js, done.cli.stream.name, done.cli.subjects.events,
+        done.cli.js,
+        done.cli.stream.name,
+        done.cli.subjects.events,
         trust=trust_for(done.secure.base),
-    )  # fmt: skip
+    )
     assert sorted(fresh.refused) == stored
     assert figures(Projections(fresh)) == done.figures
     for _ in range(100):  # the runner's durable dead-letters them rather than drop them
@@ -396,9 +403,13 @@ async def test_an_unsigned_outside_task_is_rejected_and_runs_nowhere(done: Done)
     refused, yet the runner ran it and its task reached the leaderboard's task count and
     the per-task check tables. Now the runner's door refuses it as the fold does."""
     task = Task(task_id="outside", prompt="count the rows of nothing")
-    event = TaskSubmitted(event_id=TaskSubmitted.id_for("outside"), campaign_id=CAMPAIGN, task_id=task.task_id,
-        task=task, producer=Producer(service="outside", version="1"),
-    )  # fmt: skip
+    event = TaskSubmitted(
+        event_id=TaskSubmitted.id_for("outside"),
+        campaign_id=CAMPAIGN,
+        task_id=task.task_id,
+        task=task,
+        producer=Producer(service="outside", version="1"),
+    )
     subject = done.subject("TaskSubmitted", "-")
     publisher = await _nats(done.secure, f"publisher-{CAMPAIGN}")
     try:

@@ -39,9 +39,13 @@ async def test_publisher_uploads_submits_and_hears_back_on_its_campaign_only(
     spec = campaign(CAMPAIGN, [scripted_agent("a1", "m", "http://127.0.0.1:9")])
     producer = Producer(service="outside", version="1")
     await admin_bus.publish(
-        CampaignStarted(event_id=CampaignStarted.id_for(CAMPAIGN), campaign_id=CAMPAIGN, campaign=spec,
-                  producer=producer)
-    )  # fmt: skip
+        CampaignStarted(
+            event_id=CampaignStarted.id_for(CAMPAIGN),
+            campaign_id=CAMPAIGN,
+            campaign=spec,
+            producer=producer,
+        )
+    )
     user = publisher_user(CAMPAIGN)
     errors: list[Exception] = []
 
@@ -49,9 +53,13 @@ async def test_publisher_uploads_submits_and_hears_back_on_its_campaign_only(
         errors.append(e)
 
     nc = await nats.connect(
-        base.nats_url, user=user, password=secure.passwords[user],
-        inbox_prefix=inbox_prefix(user), error_cb=on_error, allow_reconnect=False,
-    )  # fmt: skip
+        base.nats_url,
+        user=user,
+        password=secure.passwords[user],
+        inbox_prefix=inbox_prefix(user),
+        error_cb=on_error,
+        allow_reconnect=False,
+    )
     store = LocalBlobStore(base.blob_dir)
     runner = build_runner(secure.settings("runner"), store=store)
     await runner.start()
@@ -80,8 +88,13 @@ async def test_publisher_uploads_submits_and_hears_back_on_its_campaign_only(
             ("t2", FileRef(path="d.csv", sha256=missing, size=1)),
         ):
             task = Task(task_id=task_id, prompt="p", attachments=[ref])
-            event = TaskSubmitted(event_id=TaskSubmitted.id_for(task_id), campaign_id=CAMPAIGN,
-                              task_id=task_id, task=task, producer=producer)  # fmt: skip
+            event = TaskSubmitted(
+                event_id=TaskSubmitted.id_for(task_id),
+                campaign_id=CAMPAIGN,
+                task_id=task_id,
+                task=task,
+                producer=producer,
+            )
             await js.publish(
                 f"{base.subject_prefix}.ev.TaskSubmitted.{CAMPAIGN}.-",
                 event.model_dump_json().encode(),

@@ -43,12 +43,17 @@ TASKS = ("qpcr_ddct", "survey_paired")
 P = Producer(service="test", version="0")
 
 
-async def _submitted(secure: SecureNats, tmp_path: Path) -> tuple[list[Task], CampaignSpec, list[ControlDetails]]:  # fmt: skip
+async def _submitted(
+    secure: SecureNats, tmp_path: Path
+) -> tuple[list[Task], CampaignSpec, list[ControlDetails]]:
     """The campaign as `assay run` submits it (as the CLI's user): its tasks, the campaign
     as published (its roster) and its declarations, opened."""
     campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
-    drafts = [d for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
-              if d.task_id in TASKS]  # fmt: skip
+    drafts = [
+        d
+        for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
+        if d.task_id in TASKS
+    ]
     store = LocalBlobStore(tmp_path / "blobs")
     cli = await connected(secure.settings("cli"), "cli")
     try:
@@ -62,7 +67,9 @@ async def _submitted(secure: SecureNats, tmp_path: Path) -> tuple[list[Task], Ca
     return tasks, started.campaign, declared
 
 
-async def _requested(secure: SecureNats, tasks: list[Task], campaign: CampaignSpec, declared: list[ControlDetails]) -> set[str]:  # fmt: skip
+async def _requested(
+    secure: SecureNats, tasks: list[Task], campaign: CampaignSpec, declared: list[ControlDetails]
+) -> set[str]:
     """Every run requested as the runner requests them (as its user); the control runs."""
     runner = await connected(secure.settings("runner"), "runner")
     skip = control_agents(campaign, declared)

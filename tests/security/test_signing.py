@@ -29,11 +29,20 @@ def _settings(tmp_path: Path, name: str = "home") -> Settings:
 
 def _verdict(judge_id: str = "j1") -> JudgmentRecorded:
     scores = {d: DimensionScore(score=7) for d in default_rubric().dimension_keys}
-    return JudgmentRecorded(event_id=JudgmentRecorded.id_for("r1", judge_id, 0), campaign_id="c1", run_id="r1",
-        task_id="t1", judge_id=judge_id, judge_family="f", judge_model="m", sample=0,
-        rubric_id="assay-default", rubric_version=1, scores=scores,
+    return JudgmentRecorded(
+        event_id=JudgmentRecorded.id_for("r1", judge_id, 0),
+        campaign_id="c1",
+        run_id="r1",
+        task_id="t1",
+        judge_id=judge_id,
+        judge_family="f",
+        judge_model="m",
+        sample=0,
+        rubric_id="assay-default",
+        rubric_version=1,
+        scores=scores,
         producer=Producer(service="judge", version="0"),
-    )  # fmt: skip
+    )
 
 
 def _signed(settings: Settings, service: str, event: Event) -> tuple[str, bytes, dict[str, str]]:
@@ -149,9 +158,13 @@ def test_an_outside_publisher_signs_tasks_for_its_own_campaign_only(home: Settin
     assert trust is not None
 
     def task_for(campaign: str) -> TaskSubmitted:
-        return TaskSubmitted(event_id=TaskSubmitted.id_for(campaign, "t1"), campaign_id=campaign, task_id="t1",
-            task=Task(task_id="t1", prompt="p"), producer=Producer(service="node", version="0"),
-        )  # fmt: skip
+        return TaskSubmitted(
+            event_id=TaskSubmitted.id_for(campaign, "t1"),
+            campaign_id=campaign,
+            task_id="t1",
+            task=Task(task_id="t1", prompt="p"),
+            producer=Producer(service="node", version="0"),
+        )
 
     mine = task_for("open")
     assert trust.verify(*_signed(home, "publisher-open", mine), mine).ok

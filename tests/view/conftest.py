@@ -91,18 +91,30 @@ def _hostile_run(published: Published) -> list[Event]:
         if isinstance(e, ArtifactsSealed):
             update |= {"files": files, "final_message": PAYLOAD, "manifest": None, "excluded": []}
         if isinstance(e, AgentStepLogged):
-            result = ToolResultRecord(call_id="c1", name="bash", output=PAYLOAD, truncated=True,
-                                      output_blob=put("out.txt", PAYLOAD * 100))  # fmt: skip
+            result = ToolResultRecord(
+                call_id="c1",
+                name="bash",
+                output=PAYLOAD,
+                truncated=True,
+                output_blob=put("out.txt", PAYLOAD * 100),
+            )
             # Markup in every kind of call: code, a written file's name and content, a read.
             calls = [
-                ToolCallRecord(call_id="c1", name="python",
-                               arguments=json.dumps({"code": f"print('{PAYLOAD}')"})),
-                ToolCallRecord(call_id="c2", name="write_file",
-                               arguments=json.dumps({"path": f"{IMG}.py", "content": PAYLOAD})),
-                ToolCallRecord(call_id="c3", name="read_file",
-                               arguments=json.dumps({"path": SCRIPT})),
+                ToolCallRecord(
+                    call_id="c1",
+                    name="python",
+                    arguments=json.dumps({"code": f"print('{PAYLOAD}')"}),
+                ),
+                ToolCallRecord(
+                    call_id="c2",
+                    name="write_file",
+                    arguments=json.dumps({"path": f"{IMG}.py", "content": PAYLOAD}),
+                ),
+                ToolCallRecord(
+                    call_id="c3", name="read_file", arguments=json.dumps({"path": SCRIPT})
+                ),
                 ToolCallRecord(call_id="c4", name="bash", arguments=f'{{"command": {PAYLOAD!r}'),
-            ]  # fmt: skip
+            ]
             read = ToolResultRecord(call_id="c3", name="read_file", output=PAYLOAD * 50)
             update |= {"model_output": PAYLOAD, "tool_calls": calls, "tool_results": [result, read]}
         if isinstance(e, JudgmentRecorded) and e.scores and not repaired:
@@ -110,10 +122,15 @@ def _hostile_run(published: Published) -> list[Event]:
             update |= {"attempts": 3, "rejected_outputs": put("rejected.json", f'["{PAYLOAD}"]')}
         out.append(e.model_copy(update=update))
     failed = JudgmentFailed(
-        event_id="evil-failed", judge_id=repaired, sample=REPAIRED_SAMPLE, attempts=3,
-        error="no valid verdict", raw_output=put("raw.txt", PAYLOAD * 2000),
-        producer=out[-1].producer, **same_run(out[-1]),
-    )  # fmt: skip
+        event_id="evil-failed",
+        judge_id=repaired,
+        sample=REPAIRED_SAMPLE,
+        attempts=3,
+        error="no valid verdict",
+        raw_output=put("raw.txt", PAYLOAD * 2000),
+        producer=out[-1].producer,
+        **same_run(out[-1]),
+    )
     return [*out, failed]
 
 
@@ -122,8 +139,13 @@ def _disputed_run(published: Published) -> list[Event]:
     Python call and a word no other transcript holds."""
     seals = [e for e in published.events if isinstance(e, ArtifactsSealed) and e.files]
     source = seals[1].run_id
-    llm = sorted({e.judge_id for e in published.events
-                  if isinstance(e, JudgmentRecorded) and e.run_id == source and e.scores})  # fmt: skip
+    llm = sorted(
+        {
+            e.judge_id
+            for e in published.events
+            if isinstance(e, JudgmentRecorded) and e.run_id == source and e.scores
+        }
+    )
     out: list[Event] = []
     for e in published.events:
         if e.run_id != source:
@@ -131,14 +153,19 @@ def _disputed_run(published: Published) -> list[Event]:
         update: dict[str, object] = {"run_id": DISPUTED, "event_id": f"disputed-{e.event_id}"}
         if isinstance(e, JudgmentRecorded) and e.scores:
             high = e.judge_id == llm[0]
-            update["scores"] = {k: DimensionScore(score=10 if high else 0, reason="planted")
-                                for k in e.scores}  # fmt: skip
+            update["scores"] = {
+                k: DimensionScore(score=10 if high else 0, reason="planted") for k in e.scores
+            }
         if isinstance(e, AgentStepLogged) and e.step == 1:
-            call = ToolCallRecord(call_id="py", name="python",
-                                  arguments=json.dumps({"code": PYTHON_CODE}))  # fmt: skip
+            call = ToolCallRecord(
+                call_id="py", name="python", arguments=json.dumps({"code": PYTHON_CODE})
+            )
             result = ToolResultRecord(call_id="py", name="python", output="2.0\n", exit_code=0)
-            update |= {"model_output": f"Computing the mean; a {SEARCHED} check first.",
-                       "tool_calls": [call], "tool_results": [result]}  # fmt: skip
+            update |= {
+                "model_output": f"Computing the mean; a {SEARCHED} check first.",
+                "tool_calls": [call],
+                "tool_results": [result],
+            }
         out.append(e.model_copy(update=update))
     return out
 
@@ -149,16 +176,32 @@ def _hostile_task(published: Published) -> list[Event]:
     dimension = Dimension(key="evil", name=SCRIPT, description=PAYLOAD, anchors={8: PAYLOAD})
     rubric = Rubric(dimensions=[dimension], failure_tags=[FailureTag(key="evil", definition=IMG)])
     task = Task(
-        task_id=EVIL_TASK, prompt=PAYLOAD, constraints=[PAYLOAD], expected_output=PAYLOAD,
-        notes=PAYLOAD, notes_to_judges=True, source=IMG,
+        task_id=EVIL_TASK,
+        prompt=PAYLOAD,
+        constraints=[PAYLOAD],
+        expected_output=PAYLOAD,
+        notes=PAYLOAD,
+        notes_to_judges=True,
+        source=IMG,
         reference_checks=[TextContainsCheck(name=SCRIPT, path=IMG, pattern=PAYLOAD)],
-        judge=TaskJudgeConfig(method=SCRIPT, criteria=[Criterion(text=PAYLOAD)],
-                              system_prompt=PAYLOAD, dimensions=[IMG], rubric=rubric),
-    )  # fmt: skip
+        judge=TaskJudgeConfig(
+            method=SCRIPT,
+            criteria=[Criterion(text=PAYLOAD)],
+            system_prompt=PAYLOAD,
+            dimensions=[IMG],
+            rubric=rubric,
+        ),
+    )
     env = {"campaign_id": request.campaign_id, "task_id": EVIL_TASK, "producer": request.producer}
     submitted = TaskSubmitted(event_id="evil-task-submitted", task=task, **env)
-    run = request.model_copy(update={"event_id": "evil-task-run", "run_id": "evil-task-run",
-                                     "task_id": EVIL_TASK, "task": task})  # fmt: skip
+    run = request.model_copy(
+        update={
+            "event_id": "evil-task-run",
+            "run_id": "evil-task-run",
+            "task_id": EVIL_TASK,
+            "task": task,
+        }
+    )
     return [submitted, run]
 
 
@@ -192,9 +235,12 @@ async def served(settings: Settings, hostile: Published) -> AsyncIterator[str]:
         port = s.getsockname()[1]
     source = Source(settings, resamples=200)
     config = uvicorn.Config(
-        create_app(source), host="127.0.0.1", port=port, log_level="warning",
+        create_app(source),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
         timeout_graceful_shutdown=2,  # event streams a browser left open close, not hang
-    )  # fmt: skip
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:

@@ -46,8 +46,14 @@ async def test_a_verdict_logged_while_the_run_page_is_open_carries_what_the_page
     served: str, bus: Bus, hostile: Published
 ) -> None:
     verdict = next(e for e in hostile.events if isinstance(e, JudgmentRecorded) and e.scores)
-    live = verdict.model_copy(update={"run_id": "live-run", "event_id": "live-verdict",
-                                      "rationale": PAYLOAD, "attempts": 2})  # fmt: skip
+    live = verdict.model_copy(
+        update={
+            "run_id": "live-run",
+            "event_id": "live-verdict",
+            "rationale": PAYLOAD,
+            "attempts": 2,
+        }
+    )
     async with (
         httpx.AsyncClient(base_url=served, timeout=20) as client,
         client.stream("GET", f"/live?run=live-run&from={hostile.head + 1}") as stream,
@@ -73,12 +79,27 @@ def _chromium(url: str, tmp: Path, *extra: str) -> str:
     chromium = shutil.which("chromium")
     assert chromium, "chromium is installed by .ci/run (apt-get install chromium)"
     out = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={tmp / 'chromium'}", "--hide-scrollbars",
-         "--window-size=1280,900", *extra, url],
-        check=True, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp / 'chromium'}",
+            "--hide-scrollbars",
+            "--window-size=1280,900",
+            *extra,
+            url,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return out.stdout
 
 
@@ -95,10 +116,18 @@ async def test_pages_in_chromium_run_no_agent_script(served: str, tmp_path: Path
     other = next(
         u.split('"')[0] for u in runs.split('href="/run/')[1:] if not u.startswith(HOSTILE)
     )
-    pages = {"campaign": "/campaign/camp", "judges": "/campaign/camp/judges",
-             "task": next(u.split('"')[0] for u in runs.split('href="')[1:] if u.startswith("/campaign/camp/task/")),
-             "run": f"/run/{HOSTILE}", "compare": f"/compare?a={HOSTILE}&b={other}",
-             **{f"file{i}": u.split('"')[0] for i, u in enumerate(files)}}  # fmt: skip
+    pages = {
+        "campaign": "/campaign/camp",
+        "judges": "/campaign/camp/judges",
+        "task": next(
+            u.split('"')[0]
+            for u in runs.split('href="')[1:]
+            if u.startswith("/campaign/camp/task/")
+        ),
+        "run": f"/run/{HOSTILE}",
+        "compare": f"/compare?a={HOSTILE}&b={other}",
+        **{f"file{i}": u.split('"')[0] for i, u in enumerate(files)},
+    }
     # The check can fail: the same payload as raw markup does run in this browser.
     control = tmp_path / "control.html"
     control.write_text(f"<!DOCTYPE html><html><body>{PAYLOAD}</body></html>")

@@ -89,8 +89,15 @@ async def test_a_request_without_host_is_refused(settings: Settings) -> None:
     async def send(message: dict[str, object]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": "GET", "path": "/static/view.css", "query_string": b"",
-             "headers": [], "server": ("127.0.0.1", PORT), "scheme": "http"}  # fmt: skip
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/static/view.css",
+        "query_string": b"",
+        "headers": [],
+        "server": ("127.0.0.1", PORT),
+        "scheme": "http",
+    }
     await create_app(Source(settings, resamples=10))(scope, receive, send)
     assert sent[0]["status"] == 421
 

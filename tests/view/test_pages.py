@@ -91,8 +91,13 @@ async def test_agent_markup_is_shown_as_text_everywhere(client: httpx.AsyncClien
 
 
 async def test_nothing_outside_the_store_is_reachable(client: httpx.AsyncClient) -> None:
-    for url in ("/blob/../../etc/passwd", "/blob/" + "0" * 64, "/run/..%2F..%2Fetc",
-                f"/run/{HOSTILE}/file?path=../../../etc/passwd", "/static/../pages.py"):  # fmt: skip
+    for url in (
+        "/blob/../../etc/passwd",
+        "/blob/" + "0" * 64,
+        "/run/..%2F..%2Fetc",
+        f"/run/{HOSTILE}/file?path=../../../etc/passwd",
+        "/static/../pages.py",
+    ):
         got = await client.get(url)
         assert got.status_code == 404, url
         assert "root:" not in got.text

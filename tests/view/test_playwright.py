@@ -73,9 +73,15 @@ async def browser() -> AsyncIterator[Browser]:
     async with async_api.async_playwright() as p:
         chromium = await p.chromium.launch(
             executable_path=str(CHROMIUM),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--disable-quic"],
-        )  # fmt: skip
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-quic",
+            ],
+        )
         yield chromium
         await chromium.close()
 
@@ -112,15 +118,17 @@ async def test_every_page_kind_is_screenshotted_into_the_report(
         if HOSTILE not in h and "evil" not in h
     )
     task = (await _hrefs(p, 'table.runs a[href^="/campaign/camp/task/"]'))[0]
-    pages = {"campaign": ("/campaign/camp", "Campaign camp"),
-             "filtered": (f"/campaign/camp?sort=spread&order=desc&q={SEARCHED}", "1 run(s) selected"),
-             "report": ("/campaign/camp/report", "Full report of camp"),
-             "task": (task, "Runs side by side"),
-             "run": (f"/run/{DISPUTED}", "Timeline"),
-             "hostile-run": (f"/run/{HOSTILE}", "Transcript"),
-             "file": (file_link, "sha256"),
-             "compare": (f"/compare?a={HOSTILE}&b={other.removeprefix('/run/')}", "Transcript"),
-             "judges": ("/campaign/camp/judges", "Where judges disagree most")}  # fmt: skip
+    pages = {
+        "campaign": ("/campaign/camp", "Campaign camp"),
+        "filtered": (f"/campaign/camp?sort=spread&order=desc&q={SEARCHED}", "1 run(s) selected"),
+        "report": ("/campaign/camp/report", "Full report of camp"),
+        "task": (task, "Runs side by side"),
+        "run": (f"/run/{DISPUTED}", "Timeline"),
+        "hostile-run": (f"/run/{HOSTILE}", "Transcript"),
+        "file": (file_link, "sha256"),
+        "compare": (f"/compare?a={HOSTILE}&b={other.removeprefix('/run/')}", "Transcript"),
+        "judges": ("/campaign/camp/judges", "Where judges disagree most"),
+    }
     shots = tmp_path / "screenshots"
     shots.mkdir()
     for width in WIDTHS:
@@ -155,8 +163,13 @@ async def test_filter_sort_and_search_in_the_form_and_the_url_brings_the_view_ba
     p = page.page
     await p.goto("/campaign/camp")
     # Filter to a planted set: agent_0's runs a judge tagged overclaiming.
-    planted = {e.run_id for e in hostile.events if isinstance(e, JudgmentRecorded)
-               and "overclaiming" in e.failure_tags and e.run_id in _runs_of(hostile, "agent_0")}  # fmt: skip
+    planted = {
+        e.run_id
+        for e in hostile.events
+        if isinstance(e, JudgmentRecorded)
+        and "overclaiming" in e.failure_tags
+        and e.run_id in _runs_of(hostile, "agent_0")
+    }
     assert planted
     await p.select_option('form.filters select[name="agent"]', "agent_0")
     await p.select_option('form.filters select[name="tag"]', "overclaiming")
@@ -193,8 +206,11 @@ async def test_filter_sort_and_search_in_the_form_and_the_url_brings_the_view_ba
 
 
 def _runs_of(published: Published, agent: str) -> set[str]:
-    return {e.run_id or "" for e in published.events
-            if isinstance(e, RunRequested) and e.agent.agent_id == agent}  # fmt: skip
+    return {
+        e.run_id or ""
+        for e in published.events
+        if isinstance(e, RunRequested) and e.agent.agent_id == agent
+    }
 
 
 async def test_a_python_call_is_drawn_as_highlighted_code(page: Watched) -> None:
@@ -262,8 +278,9 @@ async def test_a_step_logged_while_the_run_page_is_open_is_drawn_in_place(
     await p.goto(f"/run/{step.run_id}")
     await async_api.expect(p.locator("#live-status")).to_have_text("live")
     await async_api.expect(p.locator("#step-99")).to_have_count(0)
-    live = step.model_copy(update={"event_id": "live-step", "step": 99,
-                                   "model_output": f"arrived live {PAYLOAD}"})  # fmt: skip
+    live = step.model_copy(
+        update={"event_id": "live-step", "step": 99, "model_output": f"arrived live {PAYLOAD}"}
+    )
     await publish_events(bus.js, bus.subjects, bus.stream.name, [live])
     drawn = p.locator("#live-steps ol.steps > li#step-99")
     await async_api.expect(drawn).to_be_visible(timeout=20_000)

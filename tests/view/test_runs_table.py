@@ -131,8 +131,12 @@ async def test_search_finds_a_word_in_one_transcript_and_in_prompts(
     assert found == [DISPUTED]
     assert f"<mark>{SEARCHED}</mark>" in html and "step 1:" in html
     # A prompt's word matches every run of the task; a word nowhere matches nothing.
-    tasks = {e.task_id for e in hostile.events if isinstance(e, TaskSubmitted)
-             and {"analyse", "estimate"} <= set(re.findall(r"\w+", e.task.prompt))}  # fmt: skip
+    tasks = {
+        e.task_id
+        for e in hostile.events
+        if isinstance(e, TaskSubmitted)
+        and {"analyse", "estimate"} <= set(re.findall(r"\w+", e.task.prompt))
+    }
     of_tasks = {
         e.run_id for e in hostile.events if isinstance(e, RunRequested) and e.task_id in tasks
     }
@@ -146,8 +150,15 @@ async def test_search_finds_a_word_in_one_transcript_and_in_prompts(
 
 
 async def test_query_strings_are_bounded_and_echoed_as_text(client: httpx.AsyncClient) -> None:
-    hostile_query = {"agent": PAYLOAD[:190], "q": f'"{SCRIPT} OR NEAR(* x', "tag": SCRIPT,
-                     "sort": "evil", "min": "abc", "max": "11", "page": "-4"}  # fmt: skip
+    hostile_query = {
+        "agent": PAYLOAD[:190],
+        "q": f'"{SCRIPT} OR NEAR(* x',
+        "tag": SCRIPT,
+        "sort": "evil",
+        "min": "abc",
+        "max": "11",
+        "page": "-4",
+    }
     rows, html = await _runs(client, **hostile_query)
     assert rows == []
     assert "<script>document" not in html and "<img src=x" not in html
@@ -189,9 +200,16 @@ async def test_the_task_page_shows_what_agent_and_judges_were_given(
     client: httpx.AsyncClient,
 ) -> None:
     html = (await client.get("/campaign/camp/task/task_0000")).text
-    for text in ("What the agent was given", "What the judges were given",
-                 "Rubric (the campaign's)", "scientific_accuracy", "pass threshold",
-                 "Reference checks", "number_near", "estimate"):  # fmt: skip
+    for text in (
+        "What the agent was given",
+        "What the judges were given",
+        "Rubric (the campaign's)",
+        "scientific_accuracy",
+        "pass threshold",
+        "Reference checks",
+        "number_near",
+        "estimate",
+    ):
         assert text in html, text
     # Its runs tick into one compare form (GET /compare?run=A&run=B…).
     assert '<form class="compare" id="compare" method="get" action="/compare">' in html
@@ -232,8 +250,9 @@ async def test_retried_and_refused_runs_are_flagged_and_filtered(
         e for e in hostile.events if isinstance(e, JudgmentRecorded) and e.run_id == DISPUTED
     )
     forged = victim.model_copy(update={"rationale": "a second opinion"})
-    await bus.js.publish(bus.subjects.of(forged), forged.model_dump_json().encode(),
-                         stream=bus.stream.name)  # fmt: skip
+    await bus.js.publish(
+        bus.subjects.of(forged), forged.model_dump_json().encode(), stream=bus.stream.name
+    )
     rows, html = await _runs(client, flag="refused")
     assert rows == [DISPUTED] and '<span class="bad">refused</span>' in html
     # A refused repeat of a step is not searched either: only what the fold counted is.
@@ -241,8 +260,9 @@ async def test_retried_and_refused_runs_are_flagged_and_filtered(
         e for e in hostile.events if isinstance(e, AgentStepLogged) and e.run_id == DISPUTED
     )
     repeat = step.model_copy(update={"model_output": "a forgedword nobody logged"})
-    await bus.js.publish(bus.subjects.of(repeat), repeat.model_dump_json().encode(),
-                         stream=bus.stream.name)  # fmt: skip
+    await bus.js.publish(
+        bus.subjects.of(repeat), repeat.model_dump_json().encode(), stream=bus.stream.name
+    )
     assert (await _runs(client, q="forgedword"))[0] == []
     assert (await _runs(client, q=SEARCHED))[0] == [DISPUTED]
 
@@ -259,9 +279,15 @@ def test_markdown_keeps_one_value_per_line_and_stays_sanitised() -> None:
 
 async def test_a_hostile_task_is_shown_as_text(client: httpx.AsyncClient) -> None:
     html = (await client.get(f"/campaign/camp/task/{EVIL_TASK}")).text
-    for heading in ("Constraints", "Expected output", "Rubric (the task&#39;s own)",
-                    "Grading criteria", "Instructions added", "Reference checks",
-                    "Notes (shown to the judges)"):  # fmt: skip
+    for heading in (
+        "Constraints",
+        "Expected output",
+        "Rubric (the task&#39;s own)",
+        "Grading criteria",
+        "Instructions added",
+        "Reference checks",
+        "Notes (shown to the judges)",
+    ):
         assert heading in html.replace("task's own", "task&#39;s own"), heading
     assert html.count("&lt;script&gt;document") >= 10
     assert "<script>document" not in html and "<img src=x" not in html

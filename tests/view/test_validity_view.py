@@ -27,5 +27,9 @@ async def test_the_campaign_page_shows_judge_validity(bus: Bus, settings: Settin
     html = page.text
     assert '<section id="judge-validity">' in html
     assert "12 control run(s)" in html
-    for title in ("Judges on control runs", "Pass share corrected", "Agreement with human verdicts"):  # fmt: skip
+    for title in (
+        "Judges on control runs",
+        "Pass share corrected",
+        "Agreement with human verdicts",
+    ):
         assert title in html

@@ -67,8 +67,11 @@ SNAKE_WORD = r"[^\s_]+_?"
 def _control_run(published: Published, key: ControlsKey) -> list[Event]:
     """A copy of a sealed run under a control agent's hex id, declared (sealed with the
     deployment's `key`, as the runner does) a known-bad control."""
-    seal = next(e for e in published.events if isinstance(e, ArtifactsSealed) and e.files
-                and e.run_id not in (HOSTILE, DISPUTED))  # fmt: skip
+    seal = next(
+        e
+        for e in published.events
+        if isinstance(e, ArtifactsSealed) and e.files and e.run_id not in (HOSTILE, DISPUTED)
+    )
     out: list[Event] = []
     for e in published.events:
         if e.run_id != seal.run_id:
@@ -80,9 +83,14 @@ def _control_run(published: Published, key: ControlsKey) -> list[Event]:
             update["agent_id"] = CONTROL_AGENT
         out.append(e.model_copy(update=update))
     details = ControlDetails(
-        campaign_id=seal.campaign_id, task_id=seal.task_id, control_run_id=CONTROL,
-        variant="altered_numbers", expected="fail", plan_sha256="a" * 64, agent_id=CONTROL_AGENT,
-    )  # fmt: skip
+        campaign_id=seal.campaign_id,
+        task_id=seal.task_id,
+        control_run_id=CONTROL,
+        variant="altered_numbers",
+        expected="fail",
+        plan_sha256="a" * 64,
+        agent_id=CONTROL_AGENT,
+    )
     declared = key.declare(
         details, causation_id=None, producer=Producer(service="cli", version="0")
     )
@@ -119,8 +127,10 @@ async def test_compare_takes_any_runs_ticked_in_the_runs_table(
     await async_api.expect(p.locator("h1")).to_have_text("Compare")
     cards = p.locator("div.card.wide h2 a")
     await async_api.expect(cards).to_have_count(3)
-    shown = [h.removeprefix("/run/") for h in await cards.evaluate_all(
-        "(as) => as.map((a) => a.getAttribute('href'))")]  # fmt: skip
+    shown = [
+        h.removeprefix("/run/")
+        for h in await cards.evaluate_all("(as) => as.map((a) => a.getAttribute('href'))")
+    ]
     assert shown == picks
     wide = await p.evaluate("() => document.documentElement.scrollWidth")
     assert wide <= width
@@ -213,10 +223,18 @@ def test_a_web_source_a_judge_opened_is_named_as_one() -> None:
     # A judge opens the agent's web answers as `web-source:N` (assay_judge.files): they
     # were never sealed files, so "opened but not sealed" would accuse the judge wrongly.
     verdict = SimpleNamespace(
-        judge_id="judge_a", sample=0, family="f", model="m", scores={}, tags=[], rationale="",
-        checks=[], files_opened=["results.csv", "web-source:1", "ghost.txt"], cited_not_opened=[],
+        judge_id="judge_a",
+        sample=0,
+        family="f",
+        model="m",
+        scores={},
+        tags=[],
+        rationale="",
+        checks=[],
+        files_opened=["results.csv", "web-source:1", "ghost.txt"],
+        cited_not_opened=[],
         opened_not_sealed=["ghost.txt", "web-source:1"],
-    )  # fmt: skip
+    )
     audit = SimpleNamespace(verdicts=[verdict], failures=[])
     html = (
         view_environment()
@@ -232,14 +250,23 @@ async def test_an_ampersand_in_what_the_judges_were_given_is_escaped_once(
     # The viewer escapes a task's text once; `&amp;` in a judge's own prompt is the judge
     # service's delimiting (assay_judge.delimit), not something this page adds.
     request = next(e for e in hostile.events if isinstance(e, RunRequested))
-    task = request.task.model_copy(update={
-        "task_id": "amp-task", "prompt": "Compare R&D spend & output",
-        "judge": request.task.judge.model_copy(update={"system_prompt": "Check Q&A pairs"}),
-    })  # fmt: skip
-    submitted = TaskSubmitted(event_id="amp-task-submitted", campaign_id=request.campaign_id,
-                              task_id="amp-task", task=task, producer=request.producer)  # fmt: skip
-    run = request.model_copy(update={"event_id": "amp-run", "run_id": "amp-run",
-                                     "task_id": "amp-task", "task": task})  # fmt: skip
+    task = request.task.model_copy(
+        update={
+            "task_id": "amp-task",
+            "prompt": "Compare R&D spend & output",
+            "judge": request.task.judge.model_copy(update={"system_prompt": "Check Q&A pairs"}),
+        }
+    )
+    submitted = TaskSubmitted(
+        event_id="amp-task-submitted",
+        campaign_id=request.campaign_id,
+        task_id="amp-task",
+        task=task,
+        producer=request.producer,
+    )
+    run = request.model_copy(
+        update={"event_id": "amp-run", "run_id": "amp-run", "task_id": "amp-task", "task": task}
+    )
     await publish_events(bus.js, bus.subjects, bus.stream.name, [submitted, run])
     html = (await client.get("/campaign/camp/task/amp-task")).text
     assert "Compare R&amp;D spend &amp; output" in html and "Check Q&amp;A pairs" in html

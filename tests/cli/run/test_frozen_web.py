@@ -82,9 +82,15 @@ async def test_a_frozen_web_replays_through_assay_run_with_the_same_bytes(
     # Carried as a user carries it: exported from the recording home, imported elsewhere.
     tar = tmp_path / "web.tar"
     done = _assay(
-        settings.home, "web", "export", "--campaign", "rec", "--out", str(tar),
+        settings.home,
+        "web",
+        "export",
+        "--campaign",
+        "rec",
+        "--out",
+        str(tar),
         env=settings_env(settings),
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr
     fresh = tmp_path / "fresh"
     done = _assay(fresh, "web", "import", str(tar))

@@ -52,9 +52,14 @@ def _task(task_id: str, samples: int) -> Task:
 
 def _verdict(n: int, run: str, judge: str, sample: int) -> Event:
     return _ev(
-        JudgmentRecorded, n, run_id=run, judge_id=judge, sample=sample, rubric_id="r",
+        JudgmentRecorded,
+        n,
+        run_id=run,
+        judge_id=judge,
+        sample=sample,
+        rubric_id="r",
         rubric_version=1,
-    )  # fmt: skip
+    )
 
 
 def render_problems(problems: Problems) -> str:
@@ -97,13 +102,27 @@ def _failed_in_its_sandbox(p: Progress, run: str) -> None:
     p.apply(_ev(CampaignStarted, 1, campaign=SPEC))
     p.apply(_ev(TaskSubmitted, 2, task=_task("t", samples=1)))
     p.apply(
-        _ev(SandboxReady, 3, run_id=run, sandbox_id="s", backend="bubblewrap", instance="i",
-            image_digest="d", workspace=[])
-    )  # fmt: skip
+        _ev(
+            SandboxReady,
+            3,
+            run_id=run,
+            sandbox_id="s",
+            backend="bubblewrap",
+            instance="i",
+            image_digest="d",
+            workspace=[],
+        )
+    )
     p.apply(
-        _ev(RunFailed, 4, run_id=run, stage="agent", error="ProviderError: connection refused",
-            infrastructure=True)
-    )  # fmt: skip
+        _ev(
+            RunFailed,
+            4,
+            run_id=run,
+            stage="agent",
+            error="ProviderError: connection refused",
+            infrastructure=True,
+        )
+    )
 
 
 def test_a_failed_run_is_waited_for_until_its_files_are_sealed() -> None:
@@ -114,8 +133,16 @@ def test_a_failed_run_is_waited_for_until_its_files_are_sealed() -> None:
     assert p.awaiting_seal() == {run}
     assert not p.complete and problems_of(p).pending_runs == 1
     assert "never sealed" in problems_of(p).lines()[0]
-    sealed = _ev(ArtifactsSealed, 5, run_id=run, task_id="t", files=[], agent_id="a", epoch=0,
-                 outcome="failed")  # fmt: skip
+    sealed = _ev(
+        ArtifactsSealed,
+        5,
+        run_id=run,
+        task_id="t",
+        files=[],
+        agent_id="a",
+        epoch=0,
+        outcome="failed",
+    )
     p.apply(sealed)
     assert p.complete and not p.awaiting_seal()
     problems = problems_of(p)
@@ -128,9 +155,15 @@ def test_a_seal_declared_lost_settles_a_failed_run() -> None:
     run = run_id_for(C, "t", "a", 0)
     _failed_in_its_sandbox(p, run)
     p.apply(
-        _ev(RunFailed, 6, run_id=run, stage="seal", error="SealLost: owner gone",
-            infrastructure=True)
-    )  # fmt: skip
+        _ev(
+            RunFailed,
+            6,
+            run_id=run,
+            stage="seal",
+            error="SealLost: owner gone",
+            infrastructure=True,
+        )
+    )
     assert p.complete and not p.awaiting_seal()
 
 
@@ -141,9 +174,15 @@ def test_infrastructure_failures_are_grouped_by_stage_and_class() -> None:
         p.apply(_ev(TaskSubmitted, 10 + n, task=_task(t, samples=1)))
         error = f"SandboxBackendUnavailable: no runtime rootfs ({t})"
         p.apply(
-            _ev(RunFailed, 20 + n, run_id=run_id_for(C, t, "a", 0), stage="sandbox",
-                error=error, infrastructure=True)
-        )  # fmt: skip
+            _ev(
+                RunFailed,
+                20 + n,
+                run_id=run_id_for(C, t, "a", 0),
+                stage="sandbox",
+                error=error,
+                infrastructure=True,
+            )
+        )
     problems = problems_of(p)
     assert p.complete and not problems.ok
     [cause] = problems.causes
@@ -164,12 +203,25 @@ def test_failures_are_grouped_by_their_structured_error_not_by_parsing_its_text(
     # The flat text names no class the old parse could find; the structured field does.
     gone = ErrorInfo(error_class="SandboxGone", message="Looks: like a class")
     p.apply(
-        _ev(RunFailed, 20, run_id=run_id_for(C, "t1", "a", 0), stage="agent",
-            error="sandbox disappeared: Looks: like a class", error_info=gone, infrastructure=True)
-    )  # fmt: skip
+        _ev(
+            RunFailed,
+            20,
+            run_id=run_id_for(C, "t1", "a", 0),
+            stage="agent",
+            error="sandbox disappeared: Looks: like a class",
+            error_info=gone,
+            infrastructure=True,
+        )
+    )
     # An event logged before `error_info` existed still decodes, given the info its text meant.
-    old = _ev(RunFailed, 21, run_id=run_id_for(C, "t2", "a", 0), stage="agent",
-              error="ProviderError: 503", infrastructure=True)  # fmt: skip
+    old = _ev(
+        RunFailed,
+        21,
+        run_id=run_id_for(C, "t2", "a", 0),
+        stage="agent",
+        error="ProviderError: 503",
+        infrastructure=True,
+    )
     payload = old.model_dump(mode="json", exclude={"error_info"})
     decoded = parse_event(payload)
     assert isinstance(decoded, RunFailed)
@@ -193,15 +245,23 @@ def _roster_log() -> tuple[list[Event], list[ControlDetails], set[str]]:
     one declared run on t1 (epoch 0 of 2) and none on t2. Returns the log (campaign,
     sealed declaration, tasks), the declaration opened, and every run the log asks for."""
     spec = CampaignSpec(
-        campaign_id=C, epochs=2,
+        campaign_id=C,
+        epochs=2,
         agents=[AgentSpec(agent_id="a", model="m"), AgentSpec(agent_id="k", model="m")],
-        judges=[JudgeSpec(judge_id="j", model="m")], controls=ControlsSpec(agents=1),
-    )  # fmt: skip
+        judges=[JudgeSpec(judge_id="j", model="m")],
+        controls=ControlsSpec(agents=1),
+    )
     control = run_id_for(C, "t1", "k", 0)
     details = ControlDetails(
-        campaign_id=C, task_id="t1", control_run_id=control, variant="prose_only",
-        expected="fail", plan_sha256="a" * 64, agent_id="k", like="a",
-    )  # fmt: skip
+        campaign_id=C,
+        task_id="t1",
+        control_run_id=control,
+        variant="prose_only",
+        expected="fail",
+        plan_sha256="a" * 64,
+        agent_id="k",
+        like="a",
+    )
     events: list[Event] = [
         _ev(CampaignStarted, 1, campaign=spec),
         KEY.declare(details, causation_id=None, producer=P),
@@ -215,11 +275,30 @@ def _roster_log() -> tuple[list[Event], list[ControlDetails], set[str]]:
 def _ended(p: Progress, runs: set[str]) -> None:
     for n, run in enumerate(sorted(runs), 10):
         task = "t1" if run in {run_id_for(C, "t1", a, e) for a in "ak" for e in (0, 1)} else "t2"
-        p.apply(_ev(RunRequested, 100 + n, run_id=run, task_id=task, task=_task(task, 1),
-                    agent=AgentSpec(agent_id="x", model="m"), epoch=0, limits=Limits(),
-                    sandbox=SandboxSpec()))  # fmt: skip
-        p.apply(_ev(RunFailed, n, run_id=run, task_id=task, stage="agent",
-                    error="x", infrastructure=False))  # fmt: skip
+        p.apply(
+            _ev(
+                RunRequested,
+                100 + n,
+                run_id=run,
+                task_id=task,
+                task=_task(task, 1),
+                agent=AgentSpec(agent_id="x", model="m"),
+                epoch=0,
+                limits=Limits(),
+                sandbox=SandboxSpec(),
+            )
+        )
+        p.apply(
+            _ev(
+                RunFailed,
+                n,
+                run_id=run,
+                task_id=task,
+                stage="agent",
+                error="x",
+                infrastructure=False,
+            )
+        )
 
 
 def test_control_agents_in_the_roster_run_only_their_declared_runs() -> None:
