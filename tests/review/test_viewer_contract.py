@@ -21,9 +21,11 @@ def test_the_cli_connection_may_publish_the_viewers_events() -> None:
         assert f"assay.ev.{name}.*.*" in allowed, name
 
 
-def test_the_aggregator_writes_nothing_and_the_viewer_is_no_served_service() -> None:
+def test_the_aggregator_writes_only_stops_and_the_viewer_is_no_served_service() -> None:
+    """The aggregator logs no verdict (the review desk's are the viewer's): only the stop
+    its fold decided for a campaign with ``stopping:`` (#51)."""
     contracts = service_contracts()
-    assert contracts["aggregator"].publishes == ()
+    assert contracts["aggregator"].published_types == ("CampaignStopped",)
     assert "viewer" not in contracts
 
 
