@@ -207,6 +207,26 @@ async def test_first_event_skips_what_is_no_valid_event_of_its_type(bus: Bus) ->
     assert await bus.first_event(subject, RunRequested) is None
 
 
+async def test_a_bus_that_read_a_first_event_past_its_lookup_stops_at_once(
+    settings: Settings,
+) -> None:
+    """`first_event` returns from inside its reader once past the direct lookup (an
+    ordered consumer): the reader left open kept that consumer subscribed, and the bus's
+    stop then waited 30 s for it."""
+    subject = Bus(settings, service="test").subjects.event("RunFailed", "c1", "r1")
+    async with Bus(settings, service="test") as bus:
+        await bus.js.publish(subject, b"{not json")  # read by the lookup, skipped
+        first, second = _failed("r1", "sandbox"), _failed("r1", "agent")
+        await bus.publish(first)  # read by the consumer
+        await bus.publish(second)  # left unread: the reader returns early
+        reader = Bus(settings, service="reader")
+        await reader.start()
+        assert await reader.first_event(subject, RunFailed) == first
+        started = asyncio.get_running_loop().time()
+        await asyncio.wait_for(reader.stop(), 10)
+        assert asyncio.get_running_loop().time() - started < 5
+
+
 def _failed(run: str, stage: str) -> RunFailed:
     return RunFailed(
         event_id=RunFailed.id_for(run, stage),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from contextlib import aclosing
 from typing import TypeVar
 
 from faststream.nats import JStream
@@ -67,10 +68,15 @@ class LogReads:
         """The first valid `event_type` stored on exactly `subject`, or None: one direct
         lookup when it is the subject's first message; messages that are not valid events
         of that type are skipped, as a replay skips them."""
-        raws = read_raw(self.js, self.stream.name, subject=subject, lookups=1)
-        async for logged in decode_log(raws):
-            if isinstance(logged.event, event_type):
-                return logged.event
+        # Closed on the early return: a reader left suspended keeps its ordered consumer
+        # subscribed until the event loop ends, and the connection's close waited for it.
+        async with (
+            aclosing(read_raw(self.js, self.stream.name, subject=subject, lookups=1)) as raws,
+            aclosing(decode_log(raws)) as logged_events,
+        ):
+            async for logged in logged_events:
+                if isinstance(logged.event, event_type):
+                    return logged.event
         return None
 
     async def run_events(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+from contextlib import aclosing
 
 from nats.js import JetStreamContext
 from nats.js.api import ObjectStoreConfig, StorageType
@@ -114,8 +115,10 @@ async def _chunks(js: JetStreamContext, bucket: str, nuid: str, size: int, where
 
     data = bytearray()
     # A NATS error here is an outage (the bus retries the admission), not the upload's fault.
-    async for raw in read_raw(js, f"OBJ_{bucket}", subject=f"$O.{bucket}.C.{nuid}"):
-        data += raw.data
-        if len(data) > size:
-            raise UploadRefused(f"{where}: more bytes than the {size} the task declares")
+    # Closed on the refusal too: an open reader keeps its consumer until the loop ends.
+    async with aclosing(read_raw(js, f"OBJ_{bucket}", subject=f"$O.{bucket}.C.{nuid}")) as raws:
+        async for raw in raws:
+            data += raw.data
+            if len(data) > size:
+                raise UploadRefused(f"{where}: more bytes than the {size} the task declares")
     return bytes(data)
