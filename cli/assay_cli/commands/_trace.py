@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from contextlib import aclosing
 from pathlib import Path
 
 import typer
@@ -34,10 +35,13 @@ async def _load(settings: Settings, run_id: str) -> tuple[list[Event], str | Non
         }
         trace_id = None
         subject = bus.subjects.event("RunRequested", "*", run_id)
-        async for raw in read_raw(bus.js, bus.stream.name, subject=subject):
-            if raw.sequence in counted:
-                trace_id = trace_id_of(raw.headers)
-                break
+        # Closed on the break: a reader left open kept its consumer subscribed, and the
+        # bus's stop waited for it (30 s) before the trace was drawn.
+        async with aclosing(read_raw(bus.js, bus.stream.name, subject=subject)) as raws:
+            async for raw in raws:
+                if raw.sequence in counted:
+                    trace_id = trace_id_of(raw.headers)
+                    break
     return list(counted.values()), trace_id
 
 
