@@ -10,6 +10,7 @@ from email.utils import format_datetime
 import pytest
 
 from assay.providers import (
+    ProviderConnectionRefused,
     ProviderKind,
     ProviderRequestError,
     ProviderUnavailable,
@@ -216,3 +217,30 @@ async def test_connection_refused_is_retried_then_unavailable(
     finally:
         await provider.aclose()
     assert caught.value.last_error.kind == "connection"
+
+
+async def test_a_refused_connection_gives_up_after_few_attempts(kind: ProviderKind) -> None:
+    """A refused local model port took 6 attempts (about 12 s) to be reported: a refusal
+    is answered at once, so it gets `max_refused_attempts` however many others get."""
+    with socket.socket() as sock:  # a port nobody listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    suffix = "/v1" if kind == "openai" else ""
+    policy = RetryPolicy.for_tests(max_attempts=6)
+    provider = make_provider(
+        kind,
+        "nobody",
+        base_url=f"http://127.0.0.1:{port}{suffix}",
+        api_key_env=API_KEY_ENV,
+        retry=policy,
+    )
+    try:
+        with pytest.raises(ProviderUnavailable) as caught:
+            await provider.complete(HELLO)
+    finally:
+        await provider.aclose()
+    assert policy.max_refused_attempts == 3 < policy.max_attempts
+    assert caught.value.attempts == 3
+    assert isinstance(caught.value.last_error, ProviderConnectionRefused)
+    assert caught.value.last_error.kind == "connection"
+    assert [e.attempt for e in provider.retry_events] == [1, 2]

@@ -11,7 +11,12 @@ from typing import Any, NamedTuple
 
 import aiohttp
 
-from ._errors import ProviderError, ProviderRequestError, ProviderTransientError
+from ._errors import (
+    ProviderConnectionRefused,
+    ProviderError,
+    ProviderRequestError,
+    ProviderTransientError,
+)
 from ._limiter import AdaptiveLimiter, LimiterKey, default_registry
 from ._models import Completion, GenerationParams, Message, ToolDefinition
 from ._retry import RetryEvent, RetryPolicy, monotonic_ms, parse_retry_after, run_with_retries
@@ -56,21 +61,30 @@ def _timed_out(exc: BaseException) -> bool:
     return True
 
 
-def _connection_cause(exc: BaseException) -> str:
+def _connection_cause(exc: BaseException) -> tuple[str, bool]:
     """What broke a connection, from the first cause that says it (the SDKs' own message
-    is a generic "Request timed out." or "Connection error." whatever happened)."""
+    is a generic "Request timed out." or "Connection error." whatever happened), and
+    whether it was refused."""
     cause: BaseException | None = exc
     for _ in range(8):  # a chain of causes is short; a cycle must not hang this
         if isinstance(cause, aiohttp.ClientConnectorError):
             refused = isinstance(cause.os_error, ConnectionRefusedError)
             what = "refused" if refused else (cause.os_error.strerror or "failed").lower()
-            return f"connection to {cause.host}:{cause.port} {what}"
+            return f"connection to {cause.host}:{cause.port} {what}", refused
         if isinstance(cause, ConnectionRefusedError):
-            return "connection refused"
+            return "connection refused", True
         if cause is None:
             break
         cause = cause.__cause__ or cause.__context__
-    return f"connection failed: {exc}"
+    return f"connection failed: {exc}", False
+
+
+def _connection_failure(exc: BaseException, *, provider: str, model: str) -> ProviderTransientError:
+    """A `connection` failure; a refused one as its own class (retried only briefly)."""
+    message, refused = _connection_cause(exc)
+    if refused:
+        return ProviderConnectionRefused(message, provider=provider, model=model)
+    return ProviderTransientError(message, provider=provider, model=model, kind="connection")
 
 
 def classify_sdk_error(
@@ -78,17 +92,13 @@ def classify_sdk_error(
 ) -> ProviderError | None:
     """Translate an SDK exception to our tree; None when it is not an SDK failure."""
     if isinstance(exc, aiohttp.ClientError):  # what the SDKs' bridge to aiohttp passes on
-        return ProviderTransientError(
-            _connection_cause(exc), provider=provider, model=model, kind="connection"
-        )
+        return _connection_failure(exc, provider=provider, model=model)
     if isinstance(exc, errors.timeout) and _timed_out(exc):  # a subclass of `connection`
         return ProviderTransientError(
             "request timed out", provider=provider, model=model, kind="timeout"
         )
     if isinstance(exc, errors.connection):
-        return ProviderTransientError(
-            _connection_cause(exc), provider=provider, model=model, kind="connection"
-        )
+        return _connection_failure(exc, provider=provider, model=model)
     if isinstance(exc, errors.validation):
         return ProviderTransientError(
             f"response failed validation: {exc}", provider=provider, model=model, kind="malformed"

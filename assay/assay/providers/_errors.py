@@ -6,6 +6,7 @@ ProviderError                      (base; `infrastructure` says who is to blame)
 ├── ProviderRequestError           a non-retryable 4xx (400, 401, 403, 404, 422, ...)
 ├── ProviderUnavailable            retries exhausted: 429 / 5xx / timeout / connection / malformed
 └── ProviderTransientError         one failed attempt that may be retried (internal to the retry loop)
+    └── ProviderConnectionRefused  nothing listens at the address: retried, but only briefly
 ```
 
 Every message names the provider and the model, so a line in a log is enough to know which
@@ -18,6 +19,7 @@ from typing import Literal
 
 __all__ = [
     "ProviderConfigError",
+    "ProviderConnectionRefused",
     "ProviderError",
     "ProviderRequestError",
     "ProviderTransientError",
@@ -68,6 +70,15 @@ class ProviderTransientError(ProviderError):
         self.kind: TransientKind = kind
         self.status_code = status_code
         self.retry_after_s = retry_after_s
+
+
+class ProviderConnectionRefused(ProviderTransientError):
+    """The endpoint's host refused the connection (nothing listens at that port): a
+    `connection` failure that the retry loop gives up on after few attempts, since the
+    refusal comes at once and waiting rarely makes a server appear."""
+
+    def __init__(self, message: str, *, provider: str, model: str) -> None:
+        super().__init__(message, provider=provider, model=model, kind="connection")
 
 
 class ProviderUnavailable(ProviderError):
