@@ -83,6 +83,10 @@ def _unreachable(tmp_path: Path) -> tuple[Path, Path]:
 def test_an_unreachable_model_is_an_infrastructure_failure_printed_and_reopened(
     settings: Settings, tmp_path: Path
 ) -> None:
+    """Issue #54, case 2: the run fails (its model server is unreachable), then its files
+    are sealed. The report `assay run` printed and wrote and the one reopened later both
+    count it as an infrastructure failure, and the log's invariants hold. (Once also in
+    tests/e2e/test_run_outcome.py, which ran the same campaign again: its checks are here.)"""
     tasks, campaign = _unreachable(tmp_path)
     out = assay_run(settings, tasks, campaign, **{KEY_ENV: "not-a-key"})
     printed = out.stdout
@@ -102,8 +106,14 @@ def test_an_unreachable_model_is_an_infrastructure_failure_printed_and_reopened(
     assert "did not go as planned" in text
 
     # An infrastructure failure, in both (a later seal keeps the failure: see `lifecycle`).
-    [failure] = json.loads(data)["infrastructure_failures"]
-    assert failure["stage"] == "agent"
+    for doc in (json.loads((run_dir / "report.json").read_bytes()), json.loads(data)):
+        assert doc["infrastructure_failures"] == [
+            {"agent_id": "lost", "stage": "agent", "n_runs": 1}
+        ]
+        assert doc["run_states"] == [{"n_runs": 1, "state": "failed"}]
+    assert "assay check: clean: 1 runs" in printed
+    check = _assay(run_dir, "check", "--json")
+    assert check.returncode == 0 and json.loads(check.stdout)["clean"], check.stdout
 
 
 def test_a_wait_given_up_says_so_and_exits_non_zero(settings: Settings, tmp_path: Path) -> None:
