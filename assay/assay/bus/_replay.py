@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from nats.errors import TimeoutError as NatsTimeout
@@ -77,7 +77,7 @@ async def read_raw(
     subject: str,
     follow: bool = False,
     lookups: int = 0,
-) -> AsyncIterator[RawMessage]:
+) -> AsyncGenerator[RawMessage, None]:
     """Yield stored messages in log order from `start`.
 
     An ordered push consumer (flow-controlled, no acks) streams the log several times
@@ -143,7 +143,7 @@ async def decode_log(
     raws: AsyncIterable[RawMessage],
     skipped: list[Skipped] | None = None,
     known: Mapping[int, Event] | None = None,
-) -> AsyncIterator[LoggedEvent]:
+) -> AsyncGenerator[LoggedEvent, None]:
     """Typed events from stored messages (e.g. `read_raw`'s), in their order; messages
     that are not valid events are skipped (and appended to `skipped` when given).
 
