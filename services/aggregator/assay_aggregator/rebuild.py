@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import aclosing, contextmanager
-from typing import cast
 
 from nats.js import JetStreamContext
 
@@ -82,9 +81,7 @@ async def fold_stream(
     if until is not None and start > until:
         return out
     # read_raw is an async generator; closing it on `break` removes its consumer at once.
-    reader = cast(
-        AsyncGenerator[RawMessage, None], read_raw(js, stream, start=start, subject=subject)
-    )
+    reader = read_raw(js, stream, start=start, subject=subject)
     with _collector_paused():
         async with aclosing(reader) as messages:
             batch: list[RawMessage] = []
