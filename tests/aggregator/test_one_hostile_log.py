@@ -28,7 +28,7 @@ from assay.store import LocalBlobStore
 from assay_aggregator.audit import REFUSED, audit_run, load_run_events
 from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.service import build as build_aggregator
-from assay_cli.commands._report import _projections
+from assay_aggregator.snapshot import read_projections
 from assay_report.export import export_parquet
 from assay_report.projections import Projections
 from assay_report.report import build_report
@@ -216,9 +216,9 @@ async def test_every_reader_counts_the_same_events_of_one_hostile_log(
         assert figures(aggregator.projections) == clean_figures
     finally:
         await aggregator.stop()
-    # `assay report` (snapshot caught up) and `assay replay` (a fresh fold).
+    # What `assay report` reads (the snapshot caught up) and `assay replay` (a fresh fold).
     for fresh in (False, True):
-        p = await _projections(settings, fresh=fresh)
+        p = await read_projections(settings, service="cli", fresh=fresh)
         assert set(p.state.refused) == hostile, fresh
         assert figures(p) == clean_figures, fresh
     # `assay audit` of every run, the outside one too: refused exactly where the fold is.
@@ -248,7 +248,7 @@ async def test_every_reader_counts_the_same_events_of_one_hostile_log(
     finally:
         await source.close()
     # The Parquet export: no refused verdict, run or task in any table.
-    p = await _projections(settings)
+    p = await read_projections(settings, service="cli")
     folder = tmp_path / "parquet"
     export_parquet(p, build_report(p, n_resamples=200), folder)
     counted = {
