@@ -11,8 +11,8 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.retry import retry_failed
 from assay.store import LocalBlobStore
-from assay_cli.retry import retry_failed
 from assay_schemas import JudgmentRecorded, RunFailed, RunRequested, SandboxReady
 from assay_testing import pipeline
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
