@@ -34,7 +34,7 @@ from assay_schemas import (
 from assay_testing.synthetic_log import synthetic_events
 
 from .conftest import SPEC
-from .test_controls_fold import DIMS, KEY, P, _log, _run
+from .test_controls_fold import DIMS, KEY, P, _log, _run, _verdict
 
 Pairs = list[tuple[int, Event]]
 
@@ -107,22 +107,6 @@ def test_controls_human_verdicts_failures_and_retries_after_the_cut() -> None:
     events += [retry, failed, _verdict(retry, "j1", 7, "rv"), _verdict(first, "reviewer-x", 4, "h")]
     pairs = list(enumerate(events, 1))
     _assert_equal_tables(pairs, list(range(len(pairs) - 8, len(pairs) + 1)))
-
-
-def _verdict(r: RunRequested, judge: str, score: int, event_id: str) -> JudgmentRecorded:
-    return JudgmentRecorded(
-        event_id=event_id,
-        campaign_id="c1",
-        run_id=r.run_id,
-        task_id=r.task_id,
-        judge_id=judge,
-        sample=0,
-        rubric_id="default",
-        rubric_version=1,
-        scores={d: DimensionScore(score=score) for d in DIMS},
-        producer=P,
-        judge_kind="human" if judge.startswith("reviewer-") else "machine",
-    )
 
 
 def test_a_verdict_told_again_out_of_log_order_replaces_the_cached_rows() -> None:

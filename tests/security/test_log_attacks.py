@@ -172,6 +172,24 @@ async def _publish(nc: Client, subject: str, data: bytes, headers: dict[str, str
     assert ack.seq > 0
 
 
+async def _second_verdict(done: Done, subject: str, data: bytes, event_id: str) -> dict[str, Any]:
+    """Judge j1's verdict `data` again under a new event id, every score 10, signed with
+    j1's own key and published as the judge; returns what was published."""
+    body = json.loads(data)
+    body["event_id"] = event_id
+    for dimension in body["scores"].values():
+        dimension["score"] = 10
+    second = json.dumps(body).encode()
+    signer = signer_for(done.secure.base, "judge-j1")
+    assert signer is not None
+    nc = await _nats(done.secure, "judge")
+    try:
+        await _publish(nc, subject, second, signer.headers(subject, second))
+    finally:
+        await nc.close()
+    return dict(body)
+
+
 def _rules_verdict(done: Done) -> tuple[str, bytes, dict[str, str]]:
     return next(v for v in done.verdicts if parse_event(v[1]).judge_id == "rules")  # type: ignore[attr-defined]
 
@@ -331,18 +349,7 @@ async def test_a_second_verdict_for_a_sample_is_refused(done: Done) -> None:
         for v in done.verdicts
         if parse_event(v[1]).judge_id == "j1"  # type: ignore[attr-defined]
     )
-    body = json.loads(data)
-    body["event_id"] = "second-verdict"
-    for dimension in body["scores"].values():
-        dimension["score"] = 10
-    second = json.dumps(body).encode()
-    signer = signer_for(done.secure.base, "judge-j1")
-    assert signer is not None
-    nc = await _nats(done.secure, "judge")
-    try:
-        await _publish(nc, subject, second, signer.headers(subject, second))
-    finally:
-        await nc.close()
+    await _second_verdict(done, subject, data, "second-verdict")
     assert await done.figures_now() == done.figures
     [refused] = done.refused()
     assert "second verdict" in done.aggregator.state.refused[refused].reason
@@ -376,18 +383,7 @@ async def test_a_second_verdict_scores_nothing_in_the_audit_either(done: Done) -
     logged, signers = await load_run_events(done.cli, run, trust)
     before = audit_run(logged, store, signers=signers).contribution
     assert before.scored and before.run_score < 10
-    body = json.loads(data)
-    body["event_id"] = "second-verdict-audited"
-    for dimension in body["scores"].values():
-        dimension["score"] = 10
-    second = json.dumps(body).encode()
-    signer = signer_for(done.secure.base, "judge-j1")
-    assert signer is not None
-    nc = await _nats(done.secure, "judge")
-    try:
-        await _publish(nc, subject, second, signer.headers(subject, second))
-    finally:
-        await nc.close()
+    body = await _second_verdict(done, subject, data, "second-verdict-audited")
     assert await done.figures_now() == done.figures
     logged, signers = await load_run_events(done.cli, run, trust)
     audit = audit_run(logged, store, signers=signers)

@@ -15,12 +15,12 @@ from assay.bus import Bus
 from assay.security.permissions import inbox_prefix, publisher_user
 from assay.store import LocalBlobStore, ensure_upload_bucket, upload_bucket
 from assay_schemas import (
-    CampaignStarted,
     FileRef,
     Producer,
     Task,
     TaskSubmitted,
 )
+from assay_testing.events import campaign_started
 from assay_testing.pipeline import campaign, scripted_agent
 
 from .conftest import CAMPAIGN, SecureNats
@@ -38,14 +38,7 @@ async def test_publisher_uploads_submits_and_hears_back_on_its_campaign_only(
     await ensure_upload_bucket(admin_bus.js, upload_bucket(base, "other"))
     spec = campaign(CAMPAIGN, [scripted_agent("a1", "m", "http://127.0.0.1:9")])
     producer = Producer(service="outside", version="1")
-    await admin_bus.publish(
-        CampaignStarted(
-            event_id=CampaignStarted.id_for(CAMPAIGN),
-            campaign_id=CAMPAIGN,
-            campaign=spec,
-            producer=producer,
-        )
-    )
+    await admin_bus.publish(campaign_started(spec, producer=producer))
     user = publisher_user(CAMPAIGN)
     errors: list[Exception] = []
 

@@ -24,14 +24,20 @@ from assay.store import (
     publisher_policy,
 )
 from assay_schemas import (
-    CampaignStarted,
     StoreError,
     Task,
     TaskAccepted,
-    TaskRejected,
 )
+from assay_testing.events import campaign_started
 from assay_testing.pipeline import campaign, scripted_agent, services, wait_for_events
-from tests.runner.test_admission import OUTSIDE, answered, answers, ref, submission
+from tests.runner.test_admission import (
+    OUTSIDE,
+    answered,
+    answers,
+    ref,
+    right_and_forged,
+    submission,
+)
 from tests.security.s3_server import EnforcingS3, enforcing_s3, iam_as, put_new, s3_as
 
 __all__ = ["enforcing_s3"]  # the fixture, used by the tests below
@@ -81,23 +87,8 @@ async def test_wrong_bytes_are_refused_at_admission_and_the_right_ones_then_acce
     put_new(s3, key, forged.sha256, b"other bytes")
     spec = campaign("c1", [scripted_agent("a1", "m", "http://127.0.0.1:9")], epochs=2)
     async with services(settings, store, names=("runner",)):
-        await bus.publish(
-            CampaignStarted(
-                event_id=CampaignStarted.id_for("c1"),
-                campaign_id="c1",
-                campaign=spec,
-                producer=OUTSIDE,
-            )
-        )
-        ok = submission("c1", Task(task_id="t1", prompt="p", attachments=[ref(data)]))
-        bad = submission("c1", Task(task_id="t2", prompt="p", attachments=[forged]))
-        await bus.publish(ok)
-        await bus.publish(bad)
-        events = await wait_for_events(bus, answered(2))
-        by_submission = {a.submission: a for a in answers(events)}
-        assert isinstance(by_submission[ok.event_id], TaskAccepted)
-        rejected = by_submission[bad.event_id]
-        assert isinstance(rejected, TaskRejected) and rejected.reason == "blob_mismatch"
+        await bus.publish(campaign_started(spec, producer=OUTSIDE))
+        rejected = await right_and_forged(bus, data, forged)
         actual = hashlib.sha256(b"other bytes").hexdigest()
         assert forged.sha256 in rejected.detail and f"hash to {actual}" in rejected.detail
         assert "upload the right ones again" in rejected.detail

@@ -22,7 +22,8 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.security.permissions import inbox_prefix, publisher_user
 from assay.store import LocalBlobStore, ensure_upload_bucket, upload_blob, upload_bucket
-from assay_schemas import CampaignStarted, FileRef, Producer, Task, TaskSubmitted
+from assay_schemas import FileRef, Producer, Task, TaskSubmitted
+from assay_testing.events import campaign_started
 from assay_testing.pipeline import campaign, scripted_agent
 
 from .conftest import CAMPAIGN, SecureNats
@@ -84,14 +85,7 @@ async def publisher(secure: SecureNats, admin_bus: Bus) -> AsyncIterator[Publish
     await ensure_upload_bucket(admin_bus.js, upload_bucket(base, CAMPAIGN))
     await ensure_upload_bucket(admin_bus.js, upload_bucket(base, "other"))
     spec = campaign(CAMPAIGN, [scripted_agent("a1", "m", "http://127.0.0.1:9")])
-    await admin_bus.publish(
-        CampaignStarted(
-            event_id=CampaignStarted.id_for(CAMPAIGN),
-            campaign_id=CAMPAIGN,
-            campaign=spec,
-            producer=PRODUCER,
-        )
-    )
+    await admin_bus.publish(campaign_started(spec, producer=PRODUCER))
     user = publisher_user(CAMPAIGN)
     nc = await nats.connect(
         base.nats_url,
