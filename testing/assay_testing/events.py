@@ -13,10 +13,17 @@ from assay_schemas import (
     SandboxReady,
     SandboxSpec,
     Task,
+    TaskSubmitted,
     same_run,
 )
 
-__all__ = ["TEST_PRODUCER", "campaign_started", "run_requested", "sandbox_ready"]
+__all__ = [
+    "TEST_PRODUCER",
+    "campaign_started",
+    "run_requested",
+    "sandbox_ready",
+    "task_submitted",
+]
 
 TEST_PRODUCER = Producer(service="test", version="0")
 
@@ -76,5 +83,18 @@ def campaign_started(spec: CampaignSpec, *, producer: Producer = TEST_PRODUCER) 
         event_id=CampaignStarted.id_for(spec.campaign_id),
         campaign_id=spec.campaign_id,
         campaign=spec,
+        producer=producer,
+    )
+
+
+def task_submitted(
+    campaign_id: str, task: Task, *, producer: Producer = TEST_PRODUCER
+) -> TaskSubmitted:
+    """`task` submitted to campaign `campaign_id` (its id from the task's id)."""
+    return TaskSubmitted(
+        event_id=TaskSubmitted.id_for(task.task_id),
+        campaign_id=campaign_id,
+        task_id=task.task_id,
+        task=task,
         producer=producer,
     )
