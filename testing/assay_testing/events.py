@@ -3,10 +3,16 @@ task t1, agent a1 on model m, epoch 0): a test names only what it is about."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from assay_schemas import (
     AgentSpec,
     CampaignSpec,
     CampaignStarted,
+    DimensionScore,
+    Event,
+    JudgmentFailed,
+    JudgmentRecorded,
     Limits,
     Producer,
     RunRequested,
@@ -14,12 +20,15 @@ from assay_schemas import (
     SandboxSpec,
     Task,
     TaskSubmitted,
+    default_rubric,
     same_run,
 )
 
 __all__ = [
     "TEST_PRODUCER",
     "campaign_started",
+    "judgment_failed",
+    "judgment_recorded",
     "run_requested",
     "sandbox_ready",
     "task_submitted",
@@ -96,5 +105,60 @@ def task_submitted(
         campaign_id=campaign_id,
         task_id=task.task_id,
         task=task,
+        producer=producer,
+    )
+
+
+def judgment_failed(
+    about: Event,
+    judge_id: str,
+    sample: int,
+    *,
+    event_id: str,
+    error: str = "x",
+    attempts: int = 1,
+    producer: Producer | None = None,
+    **extra: Any,
+) -> JudgmentFailed:
+    """Judge `judge_id` gave up on `sample` of the run `about` names (its producer's by
+    default); `extra` sets the other fields (error_info, infrastructure)."""
+    return JudgmentFailed(
+        event_id=event_id,
+        campaign_id=about.campaign_id,
+        run_id=about.run_id,
+        task_id=about.task_id,
+        producer=producer or about.producer,
+        judge_id=judge_id,
+        sample=sample,
+        error=error,
+        attempts=attempts,
+        **extra,
+    )
+
+
+def judgment_recorded(
+    about: Event,
+    judge_id: str,
+    score: int,
+    *,
+    family: str = "f",
+    model: str = "m",
+    producer: Producer = TEST_PRODUCER,
+) -> JudgmentRecorded:
+    """Judge `judge_id`'s verdict on sample 0 of the run `about` names: every dimension of
+    the default rubric scored `score`."""
+    run_id = about.run_id or ""
+    return JudgmentRecorded(
+        event_id=JudgmentRecorded.id_for(run_id, judge_id, 0),
+        campaign_id=about.campaign_id,
+        run_id=run_id,
+        task_id=about.task_id,
+        judge_id=judge_id,
+        judge_family=family,
+        judge_model=model,
+        sample=0,
+        rubric_id="assay-default",
+        rubric_version=1,
+        scores={d: DimensionScore(score=score) for d in default_rubric().dimension_keys},
         producer=producer,
     )

@@ -37,13 +37,13 @@ from assay_schemas import (
     AgentFinished,
     DimensionScore,
     Event,
-    JudgmentFailed,
     JudgmentRecorded,
     RunRequested,
     Task,
     TaskSubmitted,
     run_id_for,
 )
+from assay_testing.events import judgment_failed
 from assay_testing.synthetic_log import clean_log, publish_events, synthetic_events
 from assay_viewer.data import Source
 
@@ -134,17 +134,7 @@ async def _attack(attacker: Attacker, events: list[Event]) -> str:
         ),
         f"judge-{RULES_JUDGE_ID}",
     )
-    failed = JudgmentFailed(
-        event_id="failed-past",
-        campaign_id=first.campaign_id,
-        run_id=first.run_id,
-        task_id=first.task_id,
-        producer=first.producer,
-        judge_id="judge_a",
-        sample=SPEC.n_samples + 3,
-        error="x",
-        attempts=1,
-    )
+    failed = judgment_failed(first, "judge_a", SPEC.n_samples + 3, event_id="failed-past")
     await attacker.write(failed, "judge-judge_a")
     # Finding 8: an outside publisher's unsigned task, and what genuine services wrote for it.
     request = next(e for e in events if isinstance(e, RunRequested))

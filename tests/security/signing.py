@@ -9,7 +9,10 @@ import pytest
 
 from assay.config import Settings
 from assay.security.signing import ensure_operator, signer_for
-from assay_schemas import DimensionScore, Event, JudgmentRecorded, Producer, default_rubric
+from assay_schemas import Event, JudgmentRecorded, Producer
+from assay_testing.events import judgment_recorded, run_requested
+
+JUDGE = Producer(service="judge", version="0")
 
 
 def settings_in(tmp_path: Path, name: str = "home") -> Settings:
@@ -19,21 +22,7 @@ def settings_in(tmp_path: Path, name: str = "home") -> Settings:
 
 def verdict_of(judge_id: str = "j1") -> JudgmentRecorded:
     """A whole verdict of judge `judge_id` on sample 0 of run r1."""
-    scores = {d: DimensionScore(score=7) for d in default_rubric().dimension_keys}
-    return JudgmentRecorded(
-        event_id=JudgmentRecorded.id_for("r1", judge_id, 0),
-        campaign_id="c1",
-        run_id="r1",
-        task_id="t1",
-        judge_id=judge_id,
-        judge_family="f",
-        judge_model="m",
-        sample=0,
-        rubric_id="assay-default",
-        rubric_version=1,
-        scores=scores,
-        producer=Producer(service="judge", version="0"),
-    )
+    return judgment_recorded(run_requested(), judge_id, 7, producer=JUDGE)
 
 
 def signed_as(settings: Settings, service: str, event: Event) -> tuple[str, bytes, dict[str, str]]:
