@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -31,10 +30,8 @@ AGENT = ScriptedSequence(
 JUDGE = reading_judge([("list_files", {})], verdict(7))
 
 
-@pytest.fixture
-def scripted() -> Iterator[ScriptedModelServer]:
-    with pipeline.scripted_server({"agent": AGENT, "judge": JUDGE}) as server:
-        yield server
+SCRIPTS = {"agent": AGENT, "judge": JUDGE}
+"""What the `scripted` fixture (tests/conftest.py) serves."""
 
 
 async def test_retry_turns_an_infrastructure_failure_into_a_judged_attempt(

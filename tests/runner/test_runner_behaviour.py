@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -30,12 +30,6 @@ from assay_testing.scripted import (
 )
 
 LOOP = ScriptedSequence([ScriptReply.call("bash", {"command": "echo working"})], repeat_last=True)
-
-
-@pytest.fixture
-def scripted() -> Iterator[ScriptedModelServer]:
-    with pipeline.scripted_server() as server:
-        yield server
 
 
 def ended(events: list[Event]) -> bool:

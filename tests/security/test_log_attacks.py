@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,27 +40,19 @@ from assay_schemas import (
     parse_event,
 )
 from assay_testing.pipeline import (
-    SCRIPTED_KEY,
     campaign,
     scripted_agent,
     wait_for_events,
     write_task,
 )
-from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
-from tests.judge.cases import judge_spec, reading_judge, verdict
+from assay_testing.scripted import ScriptedModelServer
+from tests.judge.cases import judge_spec
 
 from .conftest import CAMPAIGN, SecureNats
-from .stack import connected, restricted_services
+from .stack import connected, restricted_services, row_counter
 
 pytestmark = pytest.mark.timeout(120)
 
-AGENT = ScriptedSequence(
-    [
-        ScriptReply.call("bash", {"command": "mkdir -p out && wc -l data.csv > out/n.txt"}),
-        ScriptReply.call("submit", {"answer": "Counted the rows: out/n.txt."}),
-    ]
-)
-JUDGE = reading_judge([("list_files", {})], verdict(6, files=["out/n.txt"]))
 POISON = b'{"x":' + b"[" * 1200 + b"]" * 1200 + b"}"
 
 
@@ -99,8 +90,7 @@ def figures(p: Projections) -> dict[str, Any]:
 
 @pytest.fixture
 def scripted() -> Iterator[ScriptedModelServer]:
-    os.environ[SCRIPTED_KEY] = "scripted"
-    with ScriptedModelServer({"agent": AGENT, "judge": JUDGE}) as server:
+    with row_counter("mkdir -p out && wc -l data.csv > out/n.txt", 6) as server:
         yield server
 
 
