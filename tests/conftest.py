@@ -7,12 +7,16 @@ import os
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
+
+if TYPE_CHECKING:
+    from assay_testing.scripted import ScriptedModelServer
 
 _counter = itertools.count()
 
@@ -73,3 +77,13 @@ def s3_endpoint() -> Iterator[str]:
         yield f"127.0.0.1:{port}"
     finally:
         server.stop()
+
+
+@pytest.fixture
+def scripted(request: pytest.FixtureRequest) -> Iterator[ScriptedModelServer]:
+    """A scripted model server serving the test module's `SCRIPTS` (none when it has none);
+    a module that needs more of its server defines its own `scripted`."""
+    from assay_testing.pipeline import scripted_server  # the model SDKs: only where used
+
+    with scripted_server(getattr(request.module, "SCRIPTS", None)) as server:
+        yield server

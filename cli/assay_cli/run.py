@@ -47,12 +47,11 @@ from assay_schemas import (
     Problems,
     TaskInputError,
 )
-from assay_testing.demo import agent_scripts, judge_scripts
+from assay_testing.demo import SCRIPTED_KEY_ENV, agent_scripts, judge_scripts, scripted_campaign
 from assay_testing.scripted import Script, ScriptedModelServer
 
-__all__ = ["RunOutcome", "run_campaign", "scripted_campaign"]
+__all__ = ["RunOutcome", "run_campaign"]
 
-SCRIPTED_KEY_ENV = "ASSAY_SCRIPTED_API_KEY"
 BANNER = (
     "[bold yellow]Scripted campaign:[/bold yellow] agents and judges are scripted stand-ins served "
     "over the real OpenAI API by a local scripted model server; sandboxes, artifacts, sealing, "
@@ -75,19 +74,6 @@ class RunOutcome(NamedTuple):
     `assay run` exits 1 when it gave up waiting."""
     checked: CheckResult
     """The log's invariants on the run's log (`assay check`): `assay run` exits 1 on a breach."""
-
-
-def scripted_campaign(spec: CampaignSpec, base_url: str) -> CampaignSpec:
-    """The campaign with every model pointed at the scripted server (recorded as such)."""
-    agents = [
-        a.model_copy(update={"base_url": base_url, "api_key_env": SCRIPTED_KEY_ENV})
-        for a in spec.agents
-    ]
-    judges = [
-        j.model_copy(update={"base_url": base_url, "api_key_env": SCRIPTED_KEY_ENV})
-        for j in spec.judges
-    ]
-    return spec.model_copy(update={"agents": agents, "judges": judges, "scripted": True})
 
 
 def _scripted_server(solutions: Path) -> ScriptedModelServer:

@@ -18,13 +18,13 @@ from assay_schemas import (
     DimensionScore,
     Event,
     FileRef,
-    JudgmentFailed,
     JudgmentRecorded,
     RunRequested,
     Task,
     TaskSubmitted,
     TextContainsCheck,
 )
+from assay_testing.events import judgment_failed
 
 from .conftest import Published
 
@@ -77,17 +77,7 @@ def _incomplete(events: list[Event]) -> dict[str, Event]:
         "a rule verdict past its one sample": rules.model_copy(
             update={"event_id": "attack", "sample": 1}
         ),
-        "a failure past sampling_times": JudgmentFailed(
-            event_id="attack",
-            campaign_id=v.campaign_id,
-            run_id=v.run_id,
-            task_id=v.task_id,
-            producer=v.producer,
-            judge_id=v.judge_id,
-            sample=2,
-            error="x",
-            attempts=1,
-        ),
+        "a failure past sampling_times": judgment_failed(v, v.judge_id, 2, event_id="attack"),
     }
 
 

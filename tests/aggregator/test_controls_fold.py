@@ -30,16 +30,15 @@ from assay_schemas import (
     FileRef,
     JudgeSpec,
     JudgmentRecorded,
-    Limits,
     Producer,
     RunFailed,
     RunRequested,
-    SandboxSpec,
     Task,
     TaskSubmitted,
     default_rubric,
     run_id_for,
 )
+from assay_testing.events import run_requested
 
 P = Producer(service="test", version="0")
 C = "c1"
@@ -57,17 +56,8 @@ SPEC = CampaignSpec(
 
 def _run(task: str, agent: AgentSpec) -> RunRequested:
     rid = run_id_for(C, task, agent.agent_id, 0)
-    return RunRequested(
-        event_id=RunRequested.id_for(rid),
-        campaign_id=C,
-        run_id=rid,
-        task_id=task,
-        task=Task(task_id=task, prompt="p"),
-        agent=agent,
-        epoch=0,
-        limits=Limits(),
-        sandbox=SandboxSpec(),
-        producer=P,
+    return run_requested(
+        rid, campaign_id=C, task=Task(task_id=task, prompt="p"), agent=agent, producer=P
     )
 
 
@@ -85,9 +75,11 @@ def _sealed(r: RunRequested) -> ArtifactsSealed:
     )
 
 
-def _verdict(r: RunRequested, judge: str, score: int) -> JudgmentRecorded:
+def _verdict(
+    r: RunRequested, judge: str, score: int, event_id: str | None = None
+) -> JudgmentRecorded:
     return JudgmentRecorded(
-        event_id=JudgmentRecorded.id_for(r.run_id, judge, 0),
+        event_id=event_id or JudgmentRecorded.id_for(r.run_id, judge, 0),
         campaign_id=C,
         run_id=r.run_id,
         task_id=r.task_id,

@@ -26,15 +26,15 @@ from assay_schemas import (
     Event,
     JudgeRegistered,
     JudgeSpec,
-    JudgmentFailed,
     JudgmentRecorded,
     RunRequested,
     run_id_for,
 )
+from assay_testing.events import judgment_failed
 from assay_testing.synthetic_log import synthetic_events
 
 from .conftest import SPEC
-from .test_controls_fold import DIMS, KEY, P, _log, _run
+from .test_controls_fold import DIMS, KEY, P, _log, _run, _verdict
 
 Pairs = list[tuple[int, Event]]
 
@@ -93,36 +93,10 @@ def test_controls_human_verdicts_failures_and_retries_after_the_cut() -> None:
     first = _run("t0", agent)
     rid = run_id_for("c1", "t0", "agent", 0, attempt=1)
     retry = first.model_copy(update={"event_id": "retry", "run_id": rid, "attempt": 1})
-    failed = JudgmentFailed(
-        event_id="jf",
-        campaign_id="c1",
-        run_id=first.run_id,
-        task_id="t0",
-        judge_id="j2",
-        sample=1,
-        error="timeout",
-        attempts=2,
-        producer=P,
-    )
+    failed = judgment_failed(first, "j2", 1, event_id="jf", error="timeout", attempts=2)
     events += [retry, failed, _verdict(retry, "j1", 7, "rv"), _verdict(first, "reviewer-x", 4, "h")]
     pairs = list(enumerate(events, 1))
     _assert_equal_tables(pairs, list(range(len(pairs) - 8, len(pairs) + 1)))
-
-
-def _verdict(r: RunRequested, judge: str, score: int, event_id: str) -> JudgmentRecorded:
-    return JudgmentRecorded(
-        event_id=event_id,
-        campaign_id="c1",
-        run_id=r.run_id,
-        task_id=r.task_id,
-        judge_id=judge,
-        sample=0,
-        rubric_id="default",
-        rubric_version=1,
-        scores={d: DimensionScore(score=score) for d in DIMS},
-        producer=P,
-        judge_kind="human" if judge.startswith("reviewer-") else "machine",
-    )
 
 
 def test_a_verdict_told_again_out_of_log_order_replaces_the_cached_rows() -> None:

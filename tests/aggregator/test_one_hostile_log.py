@@ -28,7 +28,7 @@ from assay.store import LocalBlobStore
 from assay_aggregator.audit import REFUSED, audit_run, load_run_events
 from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.service import build as build_aggregator
-from assay_cli.commands._report import _projections
+from assay_aggregator.snapshot import read_projections
 from assay_report.export import export_parquet
 from assay_report.projections import Projections
 from assay_report.report import build_report
@@ -37,13 +37,13 @@ from assay_schemas import (
     AgentFinished,
     DimensionScore,
     Event,
-    JudgmentFailed,
     JudgmentRecorded,
     RunRequested,
     Task,
     TaskSubmitted,
     run_id_for,
 )
+from assay_testing.events import judgment_failed
 from assay_testing.synthetic_log import clean_log, publish_events, synthetic_events
 from assay_viewer.data import Source
 
@@ -134,17 +134,7 @@ async def _attack(attacker: Attacker, events: list[Event]) -> str:
         ),
         f"judge-{RULES_JUDGE_ID}",
     )
-    failed = JudgmentFailed(
-        event_id="failed-past",
-        campaign_id=first.campaign_id,
-        run_id=first.run_id,
-        task_id=first.task_id,
-        producer=first.producer,
-        judge_id="judge_a",
-        sample=SPEC.n_samples + 3,
-        error="x",
-        attempts=1,
-    )
+    failed = judgment_failed(first, "judge_a", SPEC.n_samples + 3, event_id="failed-past")
     await attacker.write(failed, "judge-judge_a")
     # Finding 8: an outside publisher's unsigned task, and what genuine services wrote for it.
     request = next(e for e in events if isinstance(e, RunRequested))
@@ -216,9 +206,9 @@ async def test_every_reader_counts_the_same_events_of_one_hostile_log(
         assert figures(aggregator.projections) == clean_figures
     finally:
         await aggregator.stop()
-    # `assay report` (snapshot caught up) and `assay replay` (a fresh fold).
+    # What `assay report` reads (the snapshot caught up) and `assay replay` (a fresh fold).
     for fresh in (False, True):
-        p = await _projections(settings, fresh=fresh)
+        p = await read_projections(settings, service="cli", fresh=fresh)
         assert set(p.state.refused) == hostile, fresh
         assert figures(p) == clean_figures, fresh
     # `assay audit` of every run, the outside one too: refused exactly where the fold is.
@@ -248,7 +238,7 @@ async def test_every_reader_counts_the_same_events_of_one_hostile_log(
     finally:
         await source.close()
     # The Parquet export: no refused verdict, run or task in any table.
-    p = await _projections(settings)
+    p = await read_projections(settings, service="cli")
     folder = tmp_path / "parquet"
     export_parquet(p, build_report(p, n_resamples=200), folder)
     counted = {

@@ -15,6 +15,7 @@ from statsmodels.stats.proportion import proportion_confint  # type: ignore[impo
 from assay_aggregator import fold
 from assay_report import Projections, build_report, report_json
 from assay_schemas import ErrorInfo, Event, JudgmentFailed, JudgmentRecorded
+from assay_testing.events import judgment_failed
 from assay_testing.synthetic_log import synthetic_events
 
 from .conftest import SPEC
@@ -26,14 +27,11 @@ FLAT = replace(SPEC, agent_skill=[-30.0, 0.0, 30.0])
 
 
 def _failed(v: JudgmentRecorded) -> JudgmentFailed:
-    return JudgmentFailed(
+    return judgment_failed(
+        v,
+        v.judge_id,
+        v.sample,
         event_id=f"gave-up-{v.event_id}",
-        campaign_id=v.campaign_id,
-        run_id=v.run_id,
-        task_id=v.task_id,
-        producer=v.producer,
-        judge_id=v.judge_id,
-        sample=v.sample,
         error="ProviderError: 503",
         error_info=ErrorInfo(error_class="ProviderError", message="503"),
         attempts=3,

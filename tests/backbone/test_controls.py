@@ -17,7 +17,14 @@ from assay.campaign import load_campaign
 from assay.controls import plan_controls
 from assay.security.controls import ControlsKey, SealBroken
 from assay.store import LocalBlobStore
-from assay.tasks import build_task, control_answers, load_task_dir, load_tasks, read_control_folder
+from assay.tasks import (
+    TaskDraft,
+    build_task,
+    control_answers,
+    load_task_dir,
+    load_tasks,
+    read_control_folder,
+)
 from assay.tasks._controls import MAX_CONTROL_FILES, derive
 from assay_judge.rules.checks import reference_check
 from assay_schemas import (
@@ -372,23 +379,29 @@ def test_a_plan_writes_bytes_in_chunks_under_the_argument_limit() -> None:
     ]
 
 
-def _planned(tmp_path: Path, secret: bytes) -> list[ControlDetails]:
-    campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
-    campaign = campaign.model_copy(update={"controls": ControlsSpec(references=str(REFERENCES))})
+def _two_bundled_tasks(campaign_id: str) -> tuple[list[TaskDraft], list[TaskSubmitted]]:
+    """Two of the bundled example tasks (qpcr_ddct, survey_paired): their drafts, and each
+    submitted to the campaign."""
     drafts = [
         d
         for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
         if d.task_id in ("qpcr_ddct", "survey_paired")
     ]
-    tasks = [
+    return drafts, [
         TaskSubmitted(
             event_id=f"t{i}",
-            campaign_id=campaign.campaign_id,
+            campaign_id=campaign_id,
             task=build_task(d.fields, []),
             producer=PRODUCER,
         )
         for i, d in enumerate(drafts)
     ]
+
+
+def _planned(tmp_path: Path, secret: bytes) -> list[ControlDetails]:
+    campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
+    campaign = campaign.model_copy(update={"controls": ControlsSpec(references=str(REFERENCES))})
+    drafts, tasks = _two_bundled_tasks(campaign.campaign_id)
     store = LocalBlobStore(tmp_path / "blobs")
     sealed = plan_controls(store, campaign, drafts, tasks, PRODUCER, secret=secret)
     return [ControlsKey(secret).open(d) for d in sealed]
@@ -461,20 +474,7 @@ def test_declarations_are_sealed_under_the_deployments_secret(tmp_path: Path) ->
     and task; its id is no function of the run id it names, its sealed text has one length
     whatever it says, and it opens under this deployment's secret alone."""
     campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
-    drafts = [
-        d
-        for d in load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
-        if d.task_id in ("qpcr_ddct", "survey_paired")
-    ]
-    tasks = [
-        TaskSubmitted(
-            event_id=f"t{i}",
-            campaign_id=campaign.campaign_id,
-            task=build_task(d.fields, []),
-            producer=PRODUCER,
-        )
-        for i, d in enumerate(drafts)
-    ]
+    drafts, tasks = _two_bundled_tasks(campaign.campaign_id)
     campaign = campaign.model_copy(update={"controls": ControlsSpec(references=str(REFERENCES))})
     store = LocalBlobStore(tmp_path / "blobs")
     ours, theirs = ControlsKey(b"a" * 32), ControlsKey(b"b" * 32)

@@ -12,7 +12,6 @@ from assay_schemas import (
     AgentStepLogged,
     ArtifactsSealed,
     CampaignSpec,
-    CampaignStarted,
     Event,
     FileRef,
     JudgmentFailed,
@@ -29,6 +28,7 @@ from assay_schemas import (
     Task,
     Usage,
 )
+from assay_testing.events import campaign_started
 
 PRODUCER = Producer(service="test", version="0")
 RUN = {"campaign_id": "c1", "run_id": "r1", "task_id": "t1", "producer": PRODUCER}
@@ -248,10 +248,5 @@ def test_apply_folds_one_event_at_a_time_and_twice_changes_nothing() -> None:
 
 def test_events_about_no_run_are_ignored() -> None:
     campaign = CampaignSpec(campaign_id="c1", agents=[AgentSpec(agent_id="a1", model="m")])
-    start = CampaignStarted(
-        event_id=CampaignStarted.id_for("c1"),
-        campaign_id="c1",
-        campaign=campaign,
-        producer=PRODUCER,
-    )
+    start = campaign_started(campaign, producer=PRODUCER)
     assert RunHistory.fold([start]) == RunHistory()

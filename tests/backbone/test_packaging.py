@@ -34,6 +34,15 @@ PACKAGES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     # Above the services: it drives all of them, so nothing is foreign to it.
     "assay_cli": ("cli", "assay-cli", ()),
 }
+TESTING_DEPS = (
+    "schemas",
+    "assay",
+    "report",
+    "services/runner",
+    "services/sandbox-manager",
+    "services/judge",
+)
+"""The testing parts stand on the services they start; the CLI on these and the rest."""
 # What each distribution needs from this repository besides itself.
 LOCAL_DEPS = {
     "assay-schemas": (),
@@ -44,25 +53,8 @@ LOCAL_DEPS = {
     "assay-judge": ("schemas", "assay"),
     "assay-aggregator": ("schemas", "assay", "report"),
     "assay-viewer": ("schemas", "assay", "report", "services/aggregator"),
-    "assay-testing": (
-        "schemas",
-        "assay",
-        "report",
-        "services/runner",
-        "services/sandbox-manager",
-        "services/judge",
-    ),
-    "assay-cli": (
-        "schemas",
-        "assay",
-        "report",
-        "services/runner",
-        "services/sandbox-manager",
-        "services/judge",
-        "services/aggregator",
-        "viewer",
-        "testing",
-    ),
+    "assay-testing": TESTING_DEPS,
+    "assay-cli": (*TESTING_DEPS, "services/aggregator", "viewer", "testing"),
 }
 
 

@@ -11,48 +11,8 @@ from assay.bus import Bus, Delivery
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay_sandbox_manager.handlers import SandboxService
-from assay_schemas import (
-    AgentSpec,
-    Event,
-    Limits,
-    Producer,
-    RunRequested,
-    SandboxReady,
-    SandboxSpec,
-    Task,
-)
-
-PRODUCER = Producer(service="test", version="0")
-
-
-def _request() -> RunRequested:
-    return RunRequested(
-        event_id=RunRequested.id_for("r1"),
-        campaign_id="c1",
-        run_id="r1",
-        task_id="t1",
-        task=Task(task_id="t1", prompt="p"),
-        agent=AgentSpec(agent_id="a1", model="m"),
-        epoch=0,
-        limits=Limits(),
-        sandbox=SandboxSpec(),
-        producer=PRODUCER,
-    )
-
-
-def _ready() -> SandboxReady:
-    return SandboxReady(
-        event_id=SandboxReady.id_for("r1"),
-        campaign_id="c1",
-        run_id="r1",
-        task_id="t1",
-        sandbox_id="r1",
-        backend="bubblewrap",
-        instance="vm",
-        image_digest="d",
-        workspace=[],
-        producer=PRODUCER,
-    )
+from assay_schemas import Event, RunRequested
+from assay_testing.events import run_requested, sandbox_ready
 
 
 async def _until(predicate, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]
@@ -82,7 +42,7 @@ async def test_a_redelivery_while_the_first_is_handled_waits_and_settles_with_it
         await consumer.start()
         js, stream = publisher.js, quick.stream
         try:
-            await publisher.publish(_ready())
+            await publisher.publish(sandbox_ready(run_requested()))
 
             async def redelivered() -> bool:
                 info = await js.consumer_info(stream, "busy")
@@ -117,7 +77,7 @@ async def test_a_run_request_for_a_sandbox_open_here_opens_nothing(
         opened.append(event.run_id or "")
 
     manager._open = record  # type: ignore[method-assign]
-    await manager.on_run_requested(_request(), Delivery(1, 1))
-    manager._live["r1"] = (_request(), _ready())
-    await manager.on_run_requested(_request(), Delivery(1, 2))
+    await manager.on_run_requested(run_requested(), Delivery(1, 1))
+    manager._live["r1"] = (run_requested(), sandbox_ready(run_requested()))
+    await manager.on_run_requested(run_requested(), Delivery(1, 2))
     assert opened == ["r1"]

@@ -13,7 +13,6 @@ from assay_schemas import (
     AgentSpec,
     AgentStepLogged,
     CampaignSpec,
-    CampaignStarted,
     ErrorInfo,
     InvalidEvent,
     InvalidInput,
@@ -28,18 +27,14 @@ from assay_schemas import (
     render_schemas,
     run_id_for,
 )
+from assay_testing.events import campaign_started
 
 PRODUCER = Producer(service="test", version="0")
 
 
 def test_every_event_type_is_in_the_union_and_round_trips() -> None:
     campaign = CampaignSpec(campaign_id="c1", agents=[AgentSpec(agent_id="a1", model="m")])
-    event = CampaignStarted(
-        event_id=CampaignStarted.id_for("c1"),
-        campaign_id="c1",
-        campaign=campaign,
-        producer=PRODUCER,
-    )
+    event = campaign_started(campaign, producer=PRODUCER)
     again = parse_event(event.model_dump_json())
     assert again == event
     assert set(EVENT_TYPES) >= {

@@ -7,15 +7,15 @@ import pytest
 from pydantic import ValidationError
 
 from assay.config import Settings
-from assay_cli.settings import CliSettings
 from assay_judge.settings import JudgeSettings
 from assay_runner.settings import RunnerSettings
 from assay_sandbox_manager.settings import SandboxManagerSettings
 
-OWN = (RunnerSettings, SandboxManagerSettings, JudgeSettings, CliSettings)
+OWN = (RunnerSettings, SandboxManagerSettings, JudgeSettings)
+"""The services' own settings; the CLI's own are checked alike in tests/cli/test_settings.py."""
 
 
-def test_the_core_names_no_setting_of_a_service_or_the_cli() -> None:
+def test_the_core_names_no_setting_of_a_service() -> None:
     for own in OWN:
         theirs = set(own.model_fields) - set(Settings.model_fields)
         assert theirs, own

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -11,8 +10,8 @@ import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.retry import retry_failed
 from assay.store import LocalBlobStore
-from assay_cli.retry import retry_failed
 from assay_schemas import JudgmentRecorded, RunFailed, RunRequested, SandboxReady
 from assay_testing import pipeline
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
@@ -31,10 +30,8 @@ AGENT = ScriptedSequence(
 JUDGE = reading_judge([("list_files", {})], verdict(7))
 
 
-@pytest.fixture
-def scripted() -> Iterator[ScriptedModelServer]:
-    with pipeline.scripted_server({"agent": AGENT, "judge": JUDGE}) as server:
-        yield server
+SCRIPTS = {"agent": AGENT, "judge": JUDGE}
+"""What the `scripted` fixture (tests/conftest.py) serves."""
 
 
 async def test_retry_turns_an_infrastructure_failure_into_a_judged_attempt(

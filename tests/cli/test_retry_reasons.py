@@ -7,7 +7,7 @@ from pathlib import Path
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay_cli.retry import retry_failed, why_none_retried
+from assay.retry import retry_failed, why_none_retried
 from assay_schemas import RunFailed, RunRequested, same_run
 from assay_testing.synthetic_log import LogSpec, synthetic_events
 from tests.backbone.test_cli import run_cli

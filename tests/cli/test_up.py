@@ -25,6 +25,7 @@ from assay.security import EmbeddedAuth
 from assay.store import open_store, upload_bucket
 from assay_cli.stack import EMBEDDED_SERVICES, Stack, create_streams
 from assay_schemas import NotAuthenticated
+from tests.deploy.test_compose_campaign import ONE_PROCESS
 
 pytestmark = pytest.mark.timeout(40)
 
@@ -279,3 +280,8 @@ def test_up_all_with_auth_starts_each_service_as_its_own_user(tmp_path: Path) ->
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def test_the_deployment_test_compares_against_the_services_assay_run_embeds() -> None:
+    """tests/deploy starts its one-process baseline without the CLI: the same services."""
+    assert EMBEDDED_SERVICES == ONE_PROCESS

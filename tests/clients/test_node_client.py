@@ -24,7 +24,8 @@ from assay.config import Settings
 from assay.security.permissions import publisher_user
 from assay.security.signing import ensure_operator, signer_for, trust_for
 from assay.store import LocalBlobStore, ensure_upload_bucket, upload_bucket
-from assay_schemas import CampaignStarted, JudgmentRecorded, Producer, TaskSubmitted
+from assay_schemas import JudgmentRecorded, Producer, TaskSubmitted
+from assay_testing.events import campaign_started
 from assay_testing.pipeline import SCRIPTED_KEY, campaign, scripted_agent, wait_for_events
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
 from tests.judge.cases import judge_spec, reading_judge, verdict
@@ -181,14 +182,7 @@ async def start_campaign(cli: Bus, scripted: ScriptedModelServer) -> None:
         CAMPAIGN, [scripted_agent("agent", "agent", scripted.openai_base_url)], judges=[judge]
     )
     producer = Producer(service="cli", version="1")
-    await cli.publish(
-        CampaignStarted(
-            event_id=CampaignStarted.id_for(CAMPAIGN),
-            campaign_id=CAMPAIGN,
-            campaign=spec,
-            producer=producer,
-        )
-    )
+    await cli.publish(campaign_started(spec, producer=producer))
 
 
 def last_submission_of(bus: Bus) -> Callable[[], Awaitable[dict[str, str]]]:

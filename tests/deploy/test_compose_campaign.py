@@ -34,12 +34,11 @@ from assay.bus import Bus
 from assay.campaign import load_campaign, submit_campaign
 from assay.config import Settings
 from assay.embedded import find_free_port
+from assay.retry import retry_failed
 from assay.security.controls import controls_key
+from assay.service import Service, build_service
 from assay.store import open_store
-from assay.tasks import TaskDraft
-from assay_cli.retry import retry_failed
-from assay_cli.run import SCRIPTED_KEY_ENV, load_drafts, scripted_campaign
-from assay_cli.stack import Stack
+from assay.tasks import TaskDraft, load_tasks
 from assay_schemas import (
     RULES_JUDGE_ID,
     ArtifactsSealed,
@@ -50,7 +49,7 @@ from assay_schemas import (
     RunFailed,
     RunRequested,
 )
-from assay_testing.demo import agent_scripts, judge_scripts
+from assay_testing.demo import SCRIPTED_KEY_ENV, agent_scripts, judge_scripts, scripted_campaign
 from assay_testing.scripted import ScriptedModelServer
 from tests.faults.harness import report_figures
 
@@ -63,6 +62,9 @@ EXAMPLES = ROOT / "examples"
 SANDBOX_MOUNTS = Path("/var/tmp/assay")
 SERVICES = ("aggregator", "rules", "jury", "sandbox-manager", "runner")
 """Started in this order (each after the stream exists): consumers before producers."""
+ONE_PROCESS = ("sandbox-manager", "runner", "rules", "jury", "aggregator")
+"""The services `assay run` embeds, in its start order (tests/cli/test_up.py holds the
+CLI's stack to this)."""
 DURABLES = ("aggregator", "judge-rules", "sandbox-manager-runs", "runner-runs")
 REPLICAS = {"RUNNERS": "2", "SANDBOX_MANAGERS": "2"}
 
@@ -75,8 +77,8 @@ class Campaign:
     def __init__(self, models: ScriptedModelServer, settings: Settings) -> None:
         spec = load_campaign(EXAMPLES / "campaign.yaml")
         self.spec: CampaignSpec = scripted_campaign(spec, models.openai_base_url)
-        self.drafts: list[TaskDraft] = load_drafts(
-            [EXAMPLES / "tasks"], settings.max_attachment_bytes
+        self.drafts: list[TaskDraft] = load_tasks(
+            EXAMPLES / "tasks", max_bytes=settings.max_attachment_bytes
         )
         self.judges = {j.judge_id for j in self.spec.judges} | {RULES_JUDGE_ID}
         self.n_slots = len(self.drafts) * len(self.spec.agents) * self.spec.epochs
@@ -200,15 +202,20 @@ def models() -> Any:
 
 async def _one_process(settings: Settings, campaign: Campaign) -> bytes:
     """The bundled campaign on the embedded stack (every service in this process)."""
-    stack = Stack.for_settings(settings)
-    await stack.start()
+    store = open_store(settings)
+    started: list[Service] = []
     try:
+        for name in ONE_PROCESS:
+            service = build_service(name, settings, store=store)
+            await service.start()
+            started.append(service)
         async with Bus(settings, service="test") as bus:
-            await submit_campaign(bus, stack.store, campaign.spec, campaign.drafts)
+            await submit_campaign(bus, store, campaign.spec, campaign.drafts)
             await _until_judged(bus, campaign, timeout=600, logs=lambda: "")
             return await report_figures(bus)
     finally:
-        await stack.stop()
+        for service in reversed(started):
+            await service.stop()
 
 
 def _shared_sandbox_mounts() -> None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from assay.config import Settings
+from tests.chromium import headless_chromium
 from tests.e2e.test_run_outcome import assay_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,29 +23,7 @@ BAR = tuple(round(0.75 * c + 0.25 * 255) for c in BLUE)
 
 def screenshot(html: Path, png: Path, tmp: Path) -> None:
     """Headless Chromium, with the flags this sandboxed machine needs."""
-    chromium = shutil.which("chromium")
-    assert chromium, "chromium is installed by .ci/run (apt-get install chromium)"
-    subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp / 'chromium'}",
-            "--hide-scrollbars",
-            "--window-size=1280,900",
-            f"--screenshot={png}",
-            html.as_uri(),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    headless_chromium(html.as_uri(), tmp, f"--screenshot={png}")
 
 
 @pytest.mark.slow

@@ -36,7 +36,6 @@ from assay_schemas import (
     AgentSpec,
     ArtifactsSealed,
     CampaignSpec,
-    CampaignStarted,
     CampaignStopped,
     DimensionScore,
     Event,
@@ -53,6 +52,7 @@ from assay_schemas import (
     default_rubric,
     run_id_for,
 )
+from assay_testing.events import campaign_started
 
 CLI = Producer(service="cli", version="test")
 WORKER = Producer(service="worker", version="test")
@@ -76,11 +76,7 @@ def _campaign(campaign_id: str) -> CampaignSpec:
 
 async def _submit(bus: Bus, campaign: CampaignSpec) -> None:
     cid = campaign.campaign_id
-    await bus.publish(
-        CampaignStarted(
-            event_id=CampaignStarted.id_for(cid), campaign_id=cid, campaign=campaign, producer=CLI
-        )
-    )
+    await bus.publish(campaign_started(campaign, producer=CLI))
     for t in range(N_TASKS):
         task = Task(task_id=f"task_{t:03d}", prompt=f"Estimate the value of sample {t}.")
         await bus.publish(

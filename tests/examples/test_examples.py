@@ -86,6 +86,12 @@ def failed_numbers(result: dict[str, tuple[bool, str]], task_id: str) -> list[st
     return [n for n, (ok, _) in result.items() if kinds[n] == "number_near" and not ok]
 
 
+def numbers_failed_by(ws: Path, lines: list[str], task_id: str) -> list[str]:
+    """The task's number checks that a summary of `lines` in the workspace fails."""
+    write_summary(ws, lines)
+    return failed_numbers(evaluate(ws, task_id), task_id)
+
+
 # ----------------------------------------------------------------------------- generator
 
 
@@ -266,8 +272,7 @@ def test_qpcr_without_housekeeper_normalization_fails(tmp_path: Path) -> None:
         fc = 2.0 ** -(lps.mean() - ctrl.mean())
         p = stats.ttest_ind(lps, ctrl).pvalue
         lines.append(f"{gene}: fold change = {fc:.3f}, p = {p:.4g}")
-    write_summary(ws, lines)
-    failed = failed_numbers(evaluate(ws, "qpcr_ddct"), "qpcr_ddct")
+    failed = numbers_failed_by(ws, lines, "qpcr_ddct")
     assert {"fold_change_IL6", "fold_change_TNF", "fold_change_HPRT1"} <= set(failed), failed
 
 
@@ -292,8 +297,7 @@ def test_dose_response_with_bottom_fixed_at_zero_fails(tmp_path: Path) -> None:
         )
         lines.append(f"IC50 compound {cpd}: {popt[1]:.3g} uM (95% CI n/a)")
     lines.append("IC50 compound D: > 100 uM")
-    write_summary(ws, lines)
-    failed = failed_numbers(evaluate(ws, "dose_response_ic50"), "dose_response_ic50")
+    failed = numbers_failed_by(ws, lines, "dose_response_ic50")
     assert "ic50_C" in failed, failed
 
 
@@ -346,8 +350,7 @@ def test_growth_rates_without_blank_subtraction_fail(tmp_path: Path) -> None:
                 max(np.polyfit(t[i : i + 7], ln[i : i + 7], 1)[0] for i in range(len(t) - 6))
             )
         lines.append(f"growth rate {s}: {np.mean(rates):.3f} per h")
-    write_summary(ws, lines)
-    failed = failed_numbers(evaluate(ws, "growth_curves"), "growth_curves")
+    failed = numbers_failed_by(ws, lines, "growth_curves")
     assert {"growth_rate_WT", "growth_rate_dmutA", "growth_rate_dmutB"} <= set(failed), failed
 
 

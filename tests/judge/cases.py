@@ -20,7 +20,6 @@ from assay_schemas import (
     AgentStepLogged,
     ArtifactsSealed,
     CampaignSpec,
-    CampaignStarted,
     Event,
     FileRef,
     JudgeSpec,
@@ -36,6 +35,7 @@ from assay_schemas import (
     ToolCallRecord,
     default_rubric,
 )
+from assay_testing.events import campaign_started
 from assay_testing.scripted import Script, ScriptedModelServer, ScriptedSequence, ScriptReply
 
 SCRIPTED_KEY = "ASSAY_TEST_SCRIPTED_KEY"
@@ -83,14 +83,7 @@ async def start_campaign(
     spec = CampaignSpec(
         campaign_id=campaign_id, agents=[AGENT], judges=list(judges), prices=prices or {}
     )
-    await bus.publish(
-        CampaignStarted(
-            event_id=CampaignStarted.id_for(campaign_id),
-            campaign_id=campaign_id,
-            campaign=spec,
-            producer=bus.producer,
-        )
-    )
+    await bus.publish(campaign_started(spec, producer=bus.producer))
     return spec
 
 

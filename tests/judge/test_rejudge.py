@@ -12,12 +12,10 @@ from assay_judge.rejudge import rejudge
 from assay_report import Projections, build_report
 from assay_schemas import (
     ArtifactsSealed,
-    DimensionScore,
     JudgeRegistered,
     JudgeSpec,
-    JudgmentRecorded,
-    default_rubric,
 )
+from assay_testing.events import judgment_recorded
 from tests.aggregator.conftest import Published, published  # noqa: F401 (fixture)
 
 NEW = JudgeSpec(judge_id="judge_new", model="model-new", family="fam_new")
@@ -57,20 +55,13 @@ class FakeJudgeBuilder:
         bus = Bus(settings, service=f"judge-{judge.judge_id}")
 
         async def on_sealed(event: ArtifactsSealed, delivery: Delivery) -> None:
-            scores = {d: DimensionScore(score=9) for d in default_rubric().dimension_keys}
             await bus.publish(
-                JudgmentRecorded(
-                    event_id=JudgmentRecorded.id_for(event.run_id, judge.judge_id, 0),
-                    campaign_id=event.campaign_id,
-                    run_id=event.run_id,
-                    task_id=event.task_id,
-                    judge_id=judge.judge_id,
-                    judge_family=judge.family,
-                    judge_model=judge.model,
-                    sample=0,
-                    rubric_id="assay-default",
-                    rubric_version=1,
-                    scores=scores,
+                judgment_recorded(
+                    event,
+                    judge.judge_id,
+                    9,
+                    family=judge.family,
+                    model=judge.model,
                     producer=bus.producer,
                 )
             )

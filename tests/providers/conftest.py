@@ -9,14 +9,15 @@ from typing import Any
 
 import pytest
 
-from assay.providers import ProviderKind, RetryPolicy, SdkProvider, make_provider
-from assay_testing.scripted import ScriptedModelServer
+from assay.providers import ProviderKind, RetryPolicy, SdkProvider, UserMessage, make_provider
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence
 
 API_KEY_ENV = "ASSAY_TEST_SCRIPTED_KEY"
 API_KEY = "sk-scripted-test"
 _names = itertools.count()
 
 MakeProvider = Callable[..., SdkProvider]
+HELLO = [UserMessage(content="hello")]
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +32,12 @@ def server() -> Iterator[ScriptedModelServer]:
 def model() -> str:
     """A model name no other test uses: scripts, faults and limiters stay per test."""
     return f"scripted-{next(_names)}"
+
+
+@pytest.fixture
+def answers_fine(server: ScriptedModelServer, model: str) -> None:
+    """The test's model answers "fine" to every request (faults aside)."""
+    server.add_script(model, ScriptedSequence(["fine"], repeat_last=True))
 
 
 @pytest.fixture(params=["openai", "anthropic"])

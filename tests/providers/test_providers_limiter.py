@@ -11,7 +11,6 @@ from assay.providers import (
     LimiterKey,
     LimiterRegistry,
     RetryPolicy,
-    UserMessage,
 )
 from assay_testing.scripted import (
     Fault,
@@ -21,14 +20,9 @@ from assay_testing.scripted import (
     ScriptRequest,
 )
 
-from .conftest import MakeProvider
+from .conftest import HELLO, MakeProvider
 
-HELLO = [UserMessage(content="hello")]
-
-
-@pytest.fixture(autouse=True)
-def _answers(server: ScriptedModelServer, model: str) -> None:
-    server.add_script(model, ScriptedSequence(["fine"], repeat_last=True))
+pytestmark = pytest.mark.usefixtures("answers_fine")
 
 
 async def _succeed(limiter: AdaptiveLimiter, times: int) -> None:

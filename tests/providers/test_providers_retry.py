@@ -16,21 +16,15 @@ from assay.providers import (
     ProviderUnavailable,
     RetryEvent,
     RetryPolicy,
-    UserMessage,
     backoff_delay,
     make_provider,
     parse_retry_after,
 )
-from assay_testing.scripted import Fault, ScriptedModelServer, ScriptedSequence
+from assay_testing.scripted import Fault, ScriptedModelServer
 
-from .conftest import API_KEY_ENV, MakeProvider
+from .conftest import API_KEY_ENV, HELLO, MakeProvider
 
-HELLO = [UserMessage(content="hello")]
-
-
-@pytest.fixture(autouse=True)
-def _answers(server: ScriptedModelServer, model: str) -> None:
-    server.add_script(model, ScriptedSequence(["fine"], repeat_last=True))
+pytestmark = pytest.mark.usefixtures("answers_fine")
 
 
 async def test_429_storm_is_ridden_out_honouring_retry_after(

@@ -3,17 +3,13 @@ the review desk and the viewer in-process."""
 
 from __future__ import annotations
 
-import asyncio
-import socket
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import httpx
 import pytest
-import uvicorn
 
 from assay.bus import Bus
 from assay.config import Settings
@@ -70,31 +66,6 @@ async def projections(bus: Bus, settings: Settings) -> Projections:
         bus.js, bus.stream.name, bus.subjects.events, trust=trust_for(settings)
     )
     return Projections(state)
-
-
-@asynccontextmanager
-async def serve(app: Any) -> AsyncIterator[str]:
-    """`app` served by uvicorn on a free loopback port; its base URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=2
-        )
-    )
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        try:
-            await asyncio.wait_for(task, 15)
-        except TimeoutError:
-            server.force_exit = True
-            task.cancel()
 
 
 def enroll(settings: Settings, name: str) -> Signer:

@@ -14,9 +14,10 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay_viewer import Source, create_app
 from assay_viewer.review import ReviewDesk
+from tests.served import serve
 from tests.view.test_playwright import _WATCH, Watched, browser  # noqa: F401  (fixture)
 
-from .conftest import PAYLOAD, Signed, enroll, foreign_reviewer, projections, serve
+from .conftest import PAYLOAD, Signed, enroll, foreign_reviewer, projections
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, Page

@@ -17,9 +17,10 @@ from assay.config import Settings
 from assay_viewer import Source, create_app
 from assay_viewer.grading import ReviewerNotEnrolled, spreadsheet_cell
 from assay_viewer.review import ReviewDesk
+from tests.served import serve
 from tests.view.test_playwright import WIDTHS, browser  # noqa: F401  (fixture)
 
-from .conftest import Signed, projections, rubric_scores, serve
+from .conftest import Signed, projections, rubric_scores
 
 from playwright.async_api import Browser, expect  # isort: skip
 

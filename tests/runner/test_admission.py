@@ -13,7 +13,6 @@ from assay.config import Settings
 from assay.store import LocalBlobStore, ensure_upload_bucket, upload_blob, upload_bucket
 from assay.tasks import load_tasks
 from assay_schemas import (
-    CampaignStarted,
     Event,
     FileRef,
     Producer,
@@ -24,6 +23,7 @@ from assay_schemas import (
     TaskSubmitted,
     TextContainsCheck,
 )
+from assay_testing.events import campaign_started
 from assay_testing.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
 
 OUTSIDE = Producer(service="outside", version="1")
@@ -51,13 +51,24 @@ def ref(data: bytes, path: str = "data.csv") -> FileRef:
     return FileRef(path=path, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
 
 
+async def right_and_forged(bus: Bus, data: bytes, forged: FileRef) -> TaskRejected:
+    """Two tasks submitted to c1, one attaching `data` under its own hash (accepted), one
+    attaching `forged` (rejected: the stored bytes are not what the name promises)."""
+    ok = submission("c1", Task(task_id="t1", prompt="p", attachments=[ref(data)]))
+    bad = submission("c1", Task(task_id="t2", prompt="p", attachments=[forged]))
+    await bus.publish(ok)
+    await bus.publish(bad)
+    events = await wait_for_events(bus, answered(2))
+    by_submission = {a.submission: a for a in answers(events)}
+    assert isinstance(by_submission[ok.event_id], TaskAccepted)
+    rejected = by_submission[bad.event_id]
+    assert isinstance(rejected, TaskRejected) and rejected.reason == "blob_mismatch"
+    return rejected
+
+
 async def start_campaign(bus: Bus) -> None:
     spec = campaign("c1", [scripted_agent("a1", "m", "http://127.0.0.1:9")], epochs=2)
-    await bus.publish(
-        CampaignStarted(
-            event_id=CampaignStarted.id_for("c1"), campaign_id="c1", campaign=spec, producer=OUTSIDE
-        )
-    )
+    await bus.publish(campaign_started(spec, producer=OUTSIDE))
 
 
 async def test_a_valid_task_is_accepted_with_its_runs(
@@ -242,15 +253,7 @@ async def test_uploaded_blobs_are_imported_verified(bus: Bus, settings: Settings
     await objects.put(forged.sha256, b"other bytes")
     async with services(settings, store, names=("runner",)):
         await start_campaign(bus)
-        ok = submission("c1", Task(task_id="t1", prompt="p", attachments=[ref(data)]))
-        bad = submission("c1", Task(task_id="t2", prompt="p", attachments=[forged]))
-        await bus.publish(ok)
-        await bus.publish(bad)
-        events = await wait_for_events(bus, answered(2))
-    by_submission = {a.submission: a for a in answers(events)}
-    assert isinstance(by_submission[ok.event_id], TaskAccepted)
-    rejected = by_submission[bad.event_id]
-    assert isinstance(rejected, TaskRejected) and rejected.reason == "blob_mismatch"
+        await right_and_forged(bus, data, forged)
     assert store.get_bytes(ref(data).sha256) == data
     assert not store.exists(forged.sha256)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,19 +15,15 @@ from assay.store import LocalBlobStore
 from assay_runner.agent import AgentRun
 from assay_runner.tools import ToolOutcome
 from assay_schemas import (
-    AgentSpec,
     AgentStepLogged,
     BusError,
     Event,
     Limits,
     Producer,
-    RunRequested,
-    SandboxReady,
-    SandboxSpec,
     Task,
     ToolResultRecord,
-    same_run,
 )
+from assay_testing.events import run_requested, sandbox_ready
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -87,28 +82,14 @@ class _Tools:
 
 
 def _run(log: _Log, bus: _Bus, tool_steps: int) -> AgentRun:
-    request = RunRequested(
+    request = run_requested(
         event_id="rq",
-        campaign_id="c1",
-        run_id="r1",
-        task_id="t1",
         producer=_Bus.producer,
         task=Task(task_id="t1", prompt="go"),
-        agent=AgentSpec(agent_id="a1", model="m"),
-        epoch=0,
         limits=Limits(max_steps=10),
-        sandbox=SandboxSpec(),
     )
-    ready = SandboxReady(
-        event_id="sr",
-        **same_run(request),
-        producer=_Bus.producer,
-        occurred_at=datetime.now(UTC),
-        sandbox_id="s1",
-        backend="bubblewrap",
-        instance="i1",
-        image_digest="d",
-        workspace=[],
+    ready = sandbox_ready(
+        request, event_id="sr", producer=_Bus.producer, sandbox_id="s1", instance="i1"
     )
     return AgentRun(
         bus=bus,  # type: ignore[arg-type]

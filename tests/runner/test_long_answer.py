@@ -115,12 +115,25 @@ async def test_a_long_model_answer_is_judged_whole_from_its_blob(
     assert {b.status for b in checks} == {"corrupted"}
 
 
+async def _failed(
+    bus: Bus,
+    settings: Settings,
+    store: LocalBlobStore,
+    tmp_path: Path,
+    scripted: ScriptedModelServer,
+    model: str,
+) -> tuple[RunFailed, list[Event]]:
+    """The run of `model`'s agent, which must end in one RunFailed; that and the log."""
+    events = await _run(bus, settings, store, tmp_path, scripted.openai_base_url, model)
+    [failed] = [e for e in events if isinstance(e, RunFailed)]
+    return failed, events
+
+
 async def test_a_model_turn_larger_than_any_event_fails_the_run_saying_so(
     bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
 ) -> None:
     store = LocalBlobStore(settings.blob_dir)
-    events = await _run(bus, settings, store, tmp_path, scripted.openai_base_url, "floods")
-    [failed] = [e for e in events if isinstance(e, RunFailed)]
+    failed, events = await _failed(bus, settings, store, tmp_path, scripted, "floods")
     assert failed.stage == "agent" and not failed.infrastructure  # the agent's own output
     assert f"over the {MAX_EVENT_BYTES} byte limit" in failed.error, failed.error
     assert "restarted" not in failed.error
@@ -132,8 +145,7 @@ async def test_an_answer_the_store_refuses_fails_the_run_saying_so(
     bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
 ) -> None:
     store = FullDisk(settings.blob_dir)
-    events = await _run(bus, settings, store, tmp_path, scripted.openai_base_url, "says")
-    [failed] = [e for e in events if isinstance(e, RunFailed)]
+    failed, events = await _failed(bus, settings, store, tmp_path, scripted, "says")
     assert failed.stage == "agent" and failed.infrastructure  # the platform's failure
     assert "final answer" in failed.error and "could not be stored" in failed.error
     assert "No space left" in failed.error

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
@@ -34,10 +31,8 @@ CAREFUL = ScriptedSequence(
 )
 
 
-@pytest.fixture
-def scripted() -> Iterator[ScriptedModelServer]:
-    with pipeline.scripted_server({"careful": CAREFUL}) as server:
-        yield server
+SCRIPTS = {"careful": CAREFUL}
+"""What the `scripted` fixture (tests/conftest.py) serves."""
 
 
 async def test_multi_step_run_logs_steps_and_seals_artifacts(

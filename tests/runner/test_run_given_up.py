@@ -19,14 +19,13 @@ from assay_sandbox_manager.backends import BubblewrapBackend
 from assay_schemas import (
     AgentSpec,
     ArtifactsSealed,
+    Event,
     Limits,
-    Producer,
     RunFailed,
-    RunRequested,
     SandboxReady,
     SandboxSpec,
-    Task,
 )
+from assay_testing.events import run_requested
 from assay_testing.pipeline import campaign, scripted_agent, services, wait_for_events, write_task
 from tests.frozen import FrozenInstance
 
@@ -48,6 +47,17 @@ def sandbox_processes(settings: Settings) -> int:
 
 
 T = TypeVar("T")
+
+
+def given_up(events: list[Event]) -> RunFailed:
+    """The run's end: given up by the runner (an infrastructure failure at the agent stage),
+    caused by the SandboxReady it could not drive."""
+    [ready] = [e for e in events if isinstance(e, SandboxReady)]
+    [failed] = [e for e in events if isinstance(e, RunFailed)]
+    assert (failed.stage, failed.infrastructure) == ("agent", True)
+    assert failed.causation_id == ready.event_id
+    assert failed.error_info is not None and failed.error_info.error_class == "RunGivenUp"
+    return failed
 
 
 async def until(read: Callable[[], Awaitable[T]], timeout: float = 15.0) -> T:
@@ -84,11 +94,7 @@ async def test_a_dead_lettered_sandbox_ready_ends_the_run_and_destroys_its_sandb
         gone = await until(lambda: destroyed(backend))
         # Dead-lettered right after the RunFailed is published: the seal may come first.
         letters = await until(lambda: bus.dead_letters("runner-runs"))
-    [ready] = [e for e in events if isinstance(e, SandboxReady)]
-    [failed] = [e for e in events if isinstance(e, RunFailed)]
-    assert (failed.stage, failed.infrastructure) == ("agent", True)
-    assert failed.causation_id == ready.event_id
-    assert failed.error_info is not None and failed.error_info.error_class == "RunGivenUp"
+    failed = given_up(events)
     assert f"after {settings.max_deliver} deliveries" in failed.error
     assert "BrokenFactory" in failed.error
     [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
@@ -104,18 +110,7 @@ async def test_a_run_requested_no_instance_can_open_ends_with_a_sandbox_failure(
     """A RunRequested that fails on every delivery (here: a backend this instance lacks,
     refused before any sandbox is made) is no longer left without an end."""
     store = LocalBlobStore(settings.blob_dir)
-    request = RunRequested(
-        event_id=RunRequested.id_for("r1"),
-        campaign_id="c1",
-        run_id="r1",
-        task_id="t1",
-        task=Task(task_id="t1", prompt="p"),
-        agent=AgentSpec(agent_id="a1", model="m"),
-        epoch=0,
-        limits=Limits(),
-        sandbox=SandboxSpec(backend="docker"),
-        producer=bus.producer,
-    )
+    request = run_requested(sandbox=SandboxSpec(backend="docker"), producer=bus.producer)
     async with services(settings, store, names=("sandbox-manager",)):
         await bus.publish(request)
         events = await wait_for_events(bus, lambda evs: any(isinstance(e, RunFailed) for e in evs))
@@ -138,17 +133,8 @@ async def test_a_run_nobody_drives_past_its_wall_clock_is_ended_and_its_sandbox_
     backend = BubblewrapBackend(state / "bwrap", state / "seals")
     service = build(settings, store=store, backends={"bubblewrap": backend})
     service.overdue_grace_s, service.overdue_check_s = 1.0, 0.5
-    request = RunRequested(
-        event_id=RunRequested.id_for("r1"),
-        campaign_id="c1",
-        run_id="r1",
-        task_id="t1",
-        task=Task(task_id="t1", prompt="p"),
-        agent=AgentSpec(agent_id="a1", model="m"),
-        epoch=0,
-        limits=Limits(wall_clock_s=2),
-        sandbox=SandboxSpec(memory_mb=512),
-        producer=bus.producer,
+    request = run_requested(
+        limits=Limits(wall_clock_s=2), sandbox=SandboxSpec(memory_mb=512), producer=bus.producer
     )
     await service.start()
     try:
@@ -176,18 +162,7 @@ async def test_a_sandbox_ready_whose_last_delivery_is_lost_ends_the_run(
     which ends the run with RunFailed; the sandbox-manager seals and destroys it."""
     quick = settings.model_copy(update={"ack_wait_s": 2.0, "max_deliver": 1})
     store = LocalBlobStore(quick.blob_dir)
-    request = RunRequested(
-        event_id=RunRequested.id_for("r1"),
-        campaign_id="c1",
-        run_id="r1",
-        task_id="t1",
-        task=Task(task_id="t1", prompt="p"),
-        agent=AgentSpec(agent_id="a1", model="m"),
-        epoch=0,
-        limits=Limits(),
-        sandbox=SandboxSpec(memory_mb=512),
-        producer=Producer(service="test", version="0"),
-    )
+    request = run_requested(sandbox=SandboxSpec(memory_mb=512))
     paused = FrozenInstance(
         quick,
         durable="runner-runs",
@@ -208,11 +183,7 @@ async def test_a_sandbox_ready_whose_last_delivery_is_lost_ends_the_run(
             backend = started["sandbox-manager"].backends["bubblewrap"]
             gone = await until(lambda: destroyed(backend))
             letters = await until(lambda: bus.dead_letters("runner-runs"))
-    [ready] = [e for e in events if isinstance(e, SandboxReady)]
-    [failed] = [e for e in events if isinstance(e, RunFailed)]
-    assert (failed.stage, failed.infrastructure) == ("agent", True)
-    assert failed.causation_id == ready.event_id
-    assert failed.error_info is not None and failed.error_info.error_class == "RunGivenUp"
+    failed = given_up(events)
     assert "last delivery lost: 1 deliveries" in failed.error
     [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
     assert sealed.outcome == "failed"

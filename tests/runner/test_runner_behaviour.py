@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -30,12 +30,6 @@ from assay_testing.scripted import (
 )
 
 LOOP = ScriptedSequence([ScriptReply.call("bash", {"command": "echo working"})], repeat_last=True)
-
-
-@pytest.fixture
-def scripted() -> Iterator[ScriptedModelServer]:
-    with pipeline.scripted_server() as server:
-        yield server
 
 
 def ended(events: list[Event]) -> bool:
@@ -78,42 +72,38 @@ async def test_max_steps_stops_the_run(
     assert [e.step for e in events if isinstance(e, AgentStepLogged)] == [0, 1, 2]
 
 
-async def test_max_tokens_stops_the_run(
-    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
-) -> None:
-    heavy = ScriptReply(
-        tool_calls=LOOP.replies[0].tool_calls, usage=Usage(input_tokens=600, output_tokens=10)
-    )  # type: ignore[union-attr]
-    scripted.add_script("heavy", ScriptedSequence([heavy], repeat_last=True))
-    events = await run_one(
-        bus,
-        settings,
-        tmp_path,
-        scripted,
+Looping = Callable[[str, Usage, Limits], Awaitable[AgentFinished]]
+
+
+@pytest.fixture
+def looping(bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer) -> Looping:
+    """How a run ends whose agent (a model) loops on the same tool call, each turn costing
+    the usage given, under the limits given."""
+
+    async def run(model: str, usage: Usage, limits: Limits) -> AgentFinished:
+        turn = ScriptReply(tool_calls=LOOP.replies[0].tool_calls, usage=usage)  # type: ignore[union-attr]
+        scripted.add_script(model, ScriptedSequence([turn], repeat_last=True))
+        return finished(await run_one(bus, settings, tmp_path, scripted, model, limits=limits))
+
+    return run
+
+
+async def test_max_tokens_stops_the_run(looping: Looping) -> None:
+    done = await looping(
         "heavy",
-        limits=Limits(max_tokens=1500, tool_timeout_s=20),
+        Usage(input_tokens=600, output_tokens=10),
+        Limits(max_tokens=1500, tool_timeout_s=20),
     )
-    done = finished(events)
     assert done.stop_reason == "max_tokens" and done.steps == 3
     assert done.usage.input_tokens == 1800
 
 
-async def test_cost_budget_stops_the_run(
-    bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
-) -> None:
-    pricey = ScriptReply(
-        tool_calls=LOOP.replies[0].tool_calls, usage=Usage(input_tokens=200_000, output_tokens=0)
-    )  # type: ignore[union-attr]
-    scripted.add_script("gpt-4o", ScriptedSequence([pricey], repeat_last=True))
-    events = await run_one(
-        bus,
-        settings,
-        tmp_path,
-        scripted,
+async def test_cost_budget_stops_the_run(looping: Looping) -> None:
+    done = await looping(
         "gpt-4o",
-        limits=Limits(cost_budget_usd=1.0, max_tokens=10_000_000, tool_timeout_s=20),
+        Usage(input_tokens=200_000, output_tokens=0),
+        Limits(cost_budget_usd=1.0, max_tokens=10_000_000, tool_timeout_s=20),
     )
-    done = finished(events)
     assert done.stop_reason == "cost_budget"
     assert done.steps == 2 and done.cost_usd == pytest.approx(
         1.0

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from assay.bus import Bus
 from assay.campaign import submit_campaign
@@ -32,10 +29,8 @@ WORKER = ScriptedSequence(
 )
 
 
-@pytest.fixture
-def scripted() -> Iterator[ScriptedModelServer]:
-    with pipeline.scripted_server({"worker": WORKER}) as server:
-        yield server
+SCRIPTS = {"worker": WORKER}
+"""What the `scripted` fixture (tests/conftest.py) serves."""
 
 
 async def test_sandbox_disappearing_is_an_infrastructure_failure(

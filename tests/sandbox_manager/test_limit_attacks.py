@@ -226,6 +226,27 @@ def test_a_failed_cgroup_join_says_why(tmp_path: Path, rootfs: Path) -> None:
     assert _join_failure(1, errors) == ""  # any other status is not the join's
 
 
+def _small_container(
+    backend: DockerBackend, image: str, *, cpu_seconds: int, max_processes: int
+) -> str:
+    """A small Docker sandbox (256 MB, 32 MB of disk, 4 KiB of output) under the given caps;
+    its id."""
+    spec = SandboxSpec(
+        backend="docker",
+        image=image,
+        cpu_seconds=cpu_seconds,
+        memory_mb=256,
+        max_processes=max_processes,
+        file_size_mb=8,
+        disk_mb=32,
+        exec_timeout_s=30,
+        output_cap_bytes=4096,
+    )
+    sid = f"t-{uuid.uuid4().hex[:12]}"
+    backend.create(spec, sid, {"assay.campaign_id": "c1", "assay.run_id": sid})
+    return sid
+
+
 @pytest.mark.docker
 def test_processes_killed_at_a_timeout_stop_counting_before_the_reply(
     docker_backend: DockerBackend, docker_image: str
@@ -234,19 +255,7 @@ def test_processes_killed_at_a_timeout_stop_counting_before_the_reply(
     command left were PID 1's to reap after the kill, so the next command could find the
     process cap still full of zombies (a fork bomb's next `echo` came back empty in a loaded
     CI run). PID 1 is stopped here, so only the resident can reap them before it replies."""
-    spec = SandboxSpec(
-        backend="docker",
-        image=docker_image,
-        cpu_seconds=30,
-        memory_mb=256,
-        max_processes=64,
-        file_size_mb=8,
-        disk_mb=32,
-        exec_timeout_s=30,
-        output_cap_bytes=4096,
-    )
-    sid = f"t-{uuid.uuid4().hex[:12]}"
-    docker_backend.create(spec, sid, {"assay.campaign_id": "c1", "assay.run_id": sid})
+    sid = _small_container(docker_backend, docker_image, cpu_seconds=30, max_processes=64)
     try:
         # Zombies hold their pids (and their place under the cap) until reaped.
         zombies = """awk '/^State:/ && $2 == "Z" {split(FILENAME, p, "/"); print p[3]}' \
@@ -295,19 +304,7 @@ def test_a_resident_that_never_answers_with_the_cap_full_still_loses_its_command
     cannot start, and the command's processes lived on, holding the cap, so no resident
     could start again. The container's PID 1 is killed then (a restart): its whole PID
     namespace goes with it."""
-    spec = SandboxSpec(
-        backend="docker",
-        image=docker_image,
-        cpu_seconds=60,
-        memory_mb=256,
-        max_processes=16,
-        file_size_mb=8,
-        disk_mb=32,
-        exec_timeout_s=30,
-        output_cap_bytes=4096,
-    )
-    sid = f"t-{uuid.uuid4().hex[:12]}"
-    docker_backend.create(spec, sid, {"assay.campaign_id": "c1", "assay.run_id": sid})
+    sid = _small_container(docker_backend, docker_image, cpu_seconds=60, max_processes=16)
     tag = uuid.uuid4().hex
     try:
         assert docker_backend.exec(sid, "echo up").stdout == b"up\n"

@@ -7,6 +7,7 @@ import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -18,33 +19,21 @@ from assay_sandbox_manager.backends import BubblewrapBackend
 from assay_sandbox_manager.service import SandboxService, build
 from assay_schemas import (
     AgentFinished,
-    AgentSpec,
     ArtifactsSealed,
-    Limits,
     RunRequested,
     SandboxReady,
     SandboxSpec,
     Task,
     Usage,
 )
+from assay_testing import events as made
 from assay_testing.pipeline import wait_for_events
 
 SPEC = SandboxSpec(memory_mb=512, exec_timeout_s=20)
 
 
 def run_requested(bus: Bus, run_id: str, task: Task) -> RunRequested:
-    return RunRequested(
-        event_id=RunRequested.id_for(run_id),
-        campaign_id="c1",
-        run_id=run_id,
-        task_id=task.task_id,
-        task=task,
-        agent=AgentSpec(agent_id="a1", model="m"),
-        epoch=0,
-        limits=Limits(),
-        sandbox=SPEC,
-        producer=bus.producer,
-    )
+    return made.run_requested(run_id, task=task, sandbox=SPEC, producer=bus.producer)
 
 
 def finished(bus: Bus, run_id: str) -> AgentFinished:
@@ -105,13 +94,32 @@ async def request_sandbox(bus: Bus, run_id: str, task: Task) -> SandboxReady:
     return ready_of(events, run_id)
 
 
-async def test_ready_exec_over_nats_seal_and_destroy(
-    bus: Bus, settings: Settings, tmp_path: Path
-) -> None:
+class OpenSandbox(NamedTuple):
+    """A started bubblewrap sandbox-manager and one run's sandbox open in it."""
+
+    service: SandboxService
+    ready: SandboxReady
+    store: LocalBlobStore
+    task: Task
+
+
+@asynccontextmanager
+async def open_sandbox(
+    bus: Bus, settings: Settings, tmp_path: Path, run_id: str
+) -> AsyncIterator[OpenSandbox]:
+    """Run `run_id`'s sandbox, its task attaching data/reads.csv, open in a bubblewrap
+    sandbox-manager; the manager's connection stopped after."""
     store = LocalBlobStore(settings.blob_dir)
     task = make_task(store, tmp_path)
     async with bubblewrap_manager(settings, store) as service:
-        ready = await request_sandbox(bus, "r1", task)
+        yield OpenSandbox(service, await request_sandbox(bus, run_id, task), store, task)
+
+
+async def test_ready_exec_over_nats_seal_and_destroy(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> None:
+    async with open_sandbox(bus, settings, tmp_path, "r1") as opened:
+        service, ready, store, _ = opened
         assert [f.path for f in ready.workspace] == ["data/reads.csv"]
         assert ready.image_digest.startswith("bubblewrap:rootfs-")
         client = SandboxClient(bus=bus, instance=ready.instance, sandbox_id=ready.sandbox_id)

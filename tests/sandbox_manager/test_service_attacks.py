@@ -8,16 +8,13 @@ from pathlib import Path
 from assay.bus import Bus
 from assay.config import Settings
 from assay.sandbox_client import SandboxClient
-from assay.store import LocalBlobStore
 from assay_aggregator.fold import fold
 from assay_sandbox_manager.backends import BubblewrapBackend
 from assay_schemas import MAX_EVENT_BYTES, ArtifactsSealed, unb64
 from assay_testing.pipeline import wait_for_events
 from tests.sandbox_manager.test_service import (
-    bubblewrap_manager,
     finished,
-    make_task,
-    request_sandbox,
+    open_sandbox,
     run_requested,
     sandbox_processes,
 )
@@ -38,10 +35,8 @@ async def no_sandbox_left(backend: BubblewrapBackend, settings: Settings) -> Non
 async def test_a_seal_of_many_files_is_a_small_event(
     bus: Bus, settings: Settings, tmp_path: Path
 ) -> None:
-    store = LocalBlobStore(settings.blob_dir)
-    task = make_task(store, tmp_path)
-    async with bubblewrap_manager(settings, store) as service:
-        ready = await request_sandbox(bus, "many", task)
+    async with open_sandbox(bus, settings, tmp_path, "many") as opened:
+        service, ready, store, task = opened
         client = SandboxClient(bus=bus, instance=ready.instance, sandbox_id=ready.sandbox_id)
         script = f"import os\nfor i in range({MANY}): open(f'f{{i:05}}-padding-name.txt', 'w')"
         out = await client.exec(["python3", "-c", script], timeout_s=60, cwd="/workspace")
@@ -67,10 +62,8 @@ async def test_a_seal_of_many_files_is_a_small_event(
 async def test_large_rpc_commands_and_replies_travel_through_the_blob_store(
     bus: Bus, settings: Settings, tmp_path: Path
 ) -> None:
-    store = LocalBlobStore(settings.blob_dir)
-    task = make_task(store, tmp_path)
-    async with bubblewrap_manager(settings, store) as service:
-        ready = await request_sandbox(bus, "big", task)
+    async with open_sandbox(bus, settings, tmp_path, "big") as opened:
+        service, ready, store, _ = opened
         client = SandboxClient(
             bus=bus, instance=ready.instance, sandbox_id=ready.sandbox_id, store=store
         )

@@ -7,13 +7,17 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import nats
 import pytest
+from nats.aio.client import Client
 
 from assay.bus import Bus
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.security import Permissions, ServerTls, permission_map, render_config
+from assay.security.permissions import inbox_prefix
 from tests.conftest import _state_root
 
 _counter = itertools.count()
@@ -36,6 +40,17 @@ class SecureNats:
         """The base settings, connecting as `user`."""
         return self.base.model_copy(
             update={"nats_user": user, "nats_password": self.passwords[user]}
+        )
+
+    async def connect_as(self, user: str, **options: Any) -> Client:
+        """A bare NATS connection as `user` (its own inbox prefix, no reconnects)."""
+        return await nats.connect(
+            self.base.nats_url,
+            user=user,
+            password=self.passwords[user],
+            inbox_prefix=inbox_prefix(user),
+            allow_reconnect=False,
+            **options,
         )
 
     def violations(self) -> list[str]:

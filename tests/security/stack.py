@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+import os
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from assay.bus import Bus
@@ -11,7 +12,9 @@ from assay.config import Settings
 from assay.providers import ModelProvider
 from assay.store import BlobStore
 from assay_schemas import AgentSpec, JudgeSpec
-from assay_testing.pipeline import fast_judge_provider, fast_providers
+from assay_testing.pipeline import SCRIPTED_KEY, fast_judge_provider, fast_providers
+from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
+from tests.judge.cases import reading_judge, verdict
 
 
 @asynccontextmanager
@@ -71,3 +74,20 @@ async def connected(settings: Settings, service: str) -> Bus:
     bus = Bus(settings, service=service)
     await bus.connect()
     return bus
+
+
+@contextmanager
+def row_counter(command: str, score: int) -> Iterator[ScriptedModelServer]:
+    """Agent and judge models on one scripted server: "agent" runs `command` (which writes
+    the row count of data.csv to out/n.txt) and submits; "judge" lists the files and
+    scores `score`."""
+    os.environ[SCRIPTED_KEY] = "scripted"
+    agent = ScriptedSequence(
+        [
+            ScriptReply.call("bash", {"command": command}),
+            ScriptReply.call("submit", {"answer": "Counted the rows: out/n.txt."}),
+        ]
+    )
+    judge = reading_judge([("list_files", {})], verdict(score, files=["out/n.txt"]))
+    with ScriptedModelServer({"agent": agent, "judge": judge}) as server:
+        yield server

@@ -25,6 +25,17 @@ def test_committed_configs_are_up_to_date() -> None:
         )
 
 
+def _check_config(config: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`nats-server -t`: the config checked, the server not started."""
+    return subprocess.run(
+        [str(nats_server_binary()), "-c", str(config), "-t"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+
+
 @pytest.mark.parametrize("name", ["cluster.conf", "cluster-tls.conf"])
 def test_nats_server_accepts_the_config(name: str, tmp_path: Path) -> None:
     text = (DEPLOY / name).read_text()
@@ -43,21 +54,9 @@ def test_nats_server_accepts_the_config(name: str, tmp_path: Path) -> None:
     users = [line.split('"')[1] for line in text.splitlines() if line.strip().startswith("user:")]
     env = dict(os.environ, NATS_SERVER_NAME="nats-0")
     env.update({password_env_name(u): f"pw-{u}" for u in users})
-    result = subprocess.run(
-        [str(nats_server_binary()), "-c", str(config), "-t"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=20,
-    )
+    result = _check_config(config, env)
     assert result.returncode == 0, result.stdout + result.stderr
     # Without the passwords in the environment the server refuses to start.
     env.pop(password_env_name("runner"))
-    result = subprocess.run(
-        [str(nats_server_binary()), "-c", str(config), "-t"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=20,
-    )
+    result = _check_config(config, env)
     assert result.returncode != 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,27 +40,19 @@ from assay_schemas import (
     parse_event,
 )
 from assay_testing.pipeline import (
-    SCRIPTED_KEY,
     campaign,
     scripted_agent,
     wait_for_events,
     write_task,
 )
-from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
-from tests.judge.cases import judge_spec, reading_judge, verdict
+from assay_testing.scripted import ScriptedModelServer
+from tests.judge.cases import judge_spec
 
 from .conftest import CAMPAIGN, SecureNats
-from .stack import connected, restricted_services
+from .stack import connected, restricted_services, row_counter
 
 pytestmark = pytest.mark.timeout(120)
 
-AGENT = ScriptedSequence(
-    [
-        ScriptReply.call("bash", {"command": "mkdir -p out && wc -l data.csv > out/n.txt"}),
-        ScriptReply.call("submit", {"answer": "Counted the rows: out/n.txt."}),
-    ]
-)
-JUDGE = reading_judge([("list_files", {})], verdict(6, files=["out/n.txt"]))
 POISON = b'{"x":' + b"[" * 1200 + b"]" * 1200 + b"}"
 
 
@@ -99,8 +90,7 @@ def figures(p: Projections) -> dict[str, Any]:
 
 @pytest.fixture
 def scripted() -> Iterator[ScriptedModelServer]:
-    os.environ[SCRIPTED_KEY] = "scripted"
-    with ScriptedModelServer({"agent": AGENT, "judge": JUDGE}) as server:
+    with row_counter("mkdir -p out && wc -l data.csv > out/n.txt", 6) as server:
         yield server
 
 
@@ -170,6 +160,24 @@ async def _nats(secure: SecureNats, user: str) -> Client:
 async def _publish(nc: Client, subject: str, data: bytes, headers: dict[str, str]) -> None:
     ack = await nc.jetstream().publish(subject, data, headers=headers or None, timeout=5)
     assert ack.seq > 0
+
+
+async def _second_verdict(done: Done, subject: str, data: bytes, event_id: str) -> dict[str, Any]:
+    """Judge j1's verdict `data` again under a new event id, every score 10, signed with
+    j1's own key and published as the judge; returns what was published."""
+    body = json.loads(data)
+    body["event_id"] = event_id
+    for dimension in body["scores"].values():
+        dimension["score"] = 10
+    second = json.dumps(body).encode()
+    signer = signer_for(done.secure.base, "judge-j1")
+    assert signer is not None
+    nc = await _nats(done.secure, "judge")
+    try:
+        await _publish(nc, subject, second, signer.headers(subject, second))
+    finally:
+        await nc.close()
+    return dict(body)
 
 
 def _rules_verdict(done: Done) -> tuple[str, bytes, dict[str, str]]:
@@ -331,18 +339,7 @@ async def test_a_second_verdict_for_a_sample_is_refused(done: Done) -> None:
         for v in done.verdicts
         if parse_event(v[1]).judge_id == "j1"  # type: ignore[attr-defined]
     )
-    body = json.loads(data)
-    body["event_id"] = "second-verdict"
-    for dimension in body["scores"].values():
-        dimension["score"] = 10
-    second = json.dumps(body).encode()
-    signer = signer_for(done.secure.base, "judge-j1")
-    assert signer is not None
-    nc = await _nats(done.secure, "judge")
-    try:
-        await _publish(nc, subject, second, signer.headers(subject, second))
-    finally:
-        await nc.close()
+    await _second_verdict(done, subject, data, "second-verdict")
     assert await done.figures_now() == done.figures
     [refused] = done.refused()
     assert "second verdict" in done.aggregator.state.refused[refused].reason
@@ -376,18 +373,7 @@ async def test_a_second_verdict_scores_nothing_in_the_audit_either(done: Done) -
     logged, signers = await load_run_events(done.cli, run, trust)
     before = audit_run(logged, store, signers=signers).contribution
     assert before.scored and before.run_score < 10
-    body = json.loads(data)
-    body["event_id"] = "second-verdict-audited"
-    for dimension in body["scores"].values():
-        dimension["score"] = 10
-    second = json.dumps(body).encode()
-    signer = signer_for(done.secure.base, "judge-j1")
-    assert signer is not None
-    nc = await _nats(done.secure, "judge")
-    try:
-        await _publish(nc, subject, second, signer.headers(subject, second))
-    finally:
-        await nc.close()
+    body = await _second_verdict(done, subject, data, "second-verdict-audited")
     assert await done.figures_now() == done.figures
     logged, signers = await load_run_events(done.cli, run, trust)
     audit = audit_run(logged, store, signers=signers)

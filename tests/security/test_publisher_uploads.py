@@ -12,15 +12,14 @@ import pytest
 from nats.errors import TimeoutError as NatsTimeout
 
 from assay.bus import Bus
-from assay.security.permissions import inbox_prefix, publisher_user
+from assay.security.permissions import publisher_user
 from assay.store import LocalBlobStore, ensure_upload_bucket, upload_bucket
 from assay_schemas import (
-    CampaignStarted,
     FileRef,
     Producer,
     Task,
-    TaskSubmitted,
 )
+from assay_testing.events import campaign_started, task_submitted
 from assay_testing.pipeline import campaign, scripted_agent
 
 from .conftest import CAMPAIGN, SecureNats
@@ -38,28 +37,14 @@ async def test_publisher_uploads_submits_and_hears_back_on_its_campaign_only(
     await ensure_upload_bucket(admin_bus.js, upload_bucket(base, "other"))
     spec = campaign(CAMPAIGN, [scripted_agent("a1", "m", "http://127.0.0.1:9")])
     producer = Producer(service="outside", version="1")
-    await admin_bus.publish(
-        CampaignStarted(
-            event_id=CampaignStarted.id_for(CAMPAIGN),
-            campaign_id=CAMPAIGN,
-            campaign=spec,
-            producer=producer,
-        )
-    )
+    await admin_bus.publish(campaign_started(spec, producer=producer))
     user = publisher_user(CAMPAIGN)
     errors: list[Exception] = []
 
     async def on_error(e: Exception) -> None:
         errors.append(e)
 
-    nc = await nats.connect(
-        base.nats_url,
-        user=user,
-        password=secure.passwords[user],
-        inbox_prefix=inbox_prefix(user),
-        error_cb=on_error,
-        allow_reconnect=False,
-    )
+    nc = await secure.connect_as(user, error_cb=on_error)
     store = LocalBlobStore(base.blob_dir)
     runner = build_runner(secure.settings("runner"), store=store)
     await runner.start()
@@ -88,13 +73,7 @@ async def test_publisher_uploads_submits_and_hears_back_on_its_campaign_only(
             ("t2", FileRef(path="d.csv", sha256=missing, size=1)),
         ):
             task = Task(task_id=task_id, prompt="p", attachments=[ref])
-            event = TaskSubmitted(
-                event_id=TaskSubmitted.id_for(task_id),
-                campaign_id=CAMPAIGN,
-                task_id=task_id,
-                task=task,
-                producer=producer,
-            )
+            event = task_submitted(CAMPAIGN, task, producer=producer)
             await js.publish(
                 f"{base.subject_prefix}.ev.TaskSubmitted.{CAMPAIGN}.-",
                 event.model_dump_json().encode(),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,34 +14,24 @@ from assay.store import LocalBlobStore
 from assay.tasks import load_tasks
 from assay_schemas import ArtifactsSealed, JudgmentRecorded, TaskRejected
 from assay_testing.pipeline import (
-    SCRIPTED_KEY,
     campaign,
     scripted_agent,
     wait_for_events,
     write_task,
 )
-from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
-from tests.judge.cases import judge_spec, reading_judge, verdict
+from assay_testing.scripted import ScriptedModelServer
+from tests.judge.cases import judge_spec
 
 from .conftest import SecureNats
-from .stack import connected, restricted_services
+from .stack import connected, restricted_services, row_counter
 
 pytestmark = pytest.mark.timeout(60)
-
-AGENT = ScriptedSequence(
-    [
-        ScriptReply.call("bash", {"command": "ls && mkdir -p out && wc -l data.csv > out/n.txt"}),
-        ScriptReply.call("submit", {"answer": "Counted the rows: out/n.txt."}),
-    ]
-)
-JUDGE = reading_judge([("list_files", {})], verdict(8, files=["out/n.txt"]))
 
 
 @pytest.fixture
 def scripted() -> Iterator[ScriptedModelServer]:
     """Agent and judge models on one scripted server."""
-    os.environ[SCRIPTED_KEY] = "scripted"
-    with ScriptedModelServer({"agent": AGENT, "judge": JUDGE}) as server:
+    with row_counter("ls && mkdir -p out && wc -l data.csv > out/n.txt", 8) as server:
         yield server
 
 

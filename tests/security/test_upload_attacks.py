@@ -20,9 +20,10 @@ from nats.js import JetStreamContext
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.security.permissions import inbox_prefix, publisher_user
+from assay.security.permissions import publisher_user
 from assay.store import LocalBlobStore, ensure_upload_bucket, upload_blob, upload_bucket
-from assay_schemas import CampaignStarted, FileRef, Producer, Task, TaskSubmitted
+from assay_schemas import FileRef, Producer, Task
+from assay_testing.events import campaign_started, task_submitted
 from assay_testing.pipeline import campaign, scripted_agent
 
 from .conftest import CAMPAIGN, SecureNats
@@ -60,13 +61,7 @@ class Publisher:
         """Submit a task with one attachment; the runner's answer to it."""
         ref = FileRef(path="d.csv", sha256=sha256, size=size)
         task = Task(task_id=task_id, prompt="p", attachments=[ref])
-        event = TaskSubmitted(
-            event_id=TaskSubmitted.id_for(task_id),
-            campaign_id=CAMPAIGN,
-            task_id=task_id,
-            task=task,
-            producer=PRODUCER,
-        )
+        event = task_submitted(CAMPAIGN, task, producer=PRODUCER)
         subject = f"{self.base.subject_prefix}.ev.TaskSubmitted.{CAMPAIGN}.-"
         await self.js.publish(subject, event.model_dump_json().encode(), stream=self.base.stream)
         for _ in range(200):
@@ -84,22 +79,9 @@ async def publisher(secure: SecureNats, admin_bus: Bus) -> AsyncIterator[Publish
     await ensure_upload_bucket(admin_bus.js, upload_bucket(base, CAMPAIGN))
     await ensure_upload_bucket(admin_bus.js, upload_bucket(base, "other"))
     spec = campaign(CAMPAIGN, [scripted_agent("a1", "m", "http://127.0.0.1:9")])
-    await admin_bus.publish(
-        CampaignStarted(
-            event_id=CampaignStarted.id_for(CAMPAIGN),
-            campaign_id=CAMPAIGN,
-            campaign=spec,
-            producer=PRODUCER,
-        )
-    )
+    await admin_bus.publish(campaign_started(spec, producer=PRODUCER))
     user = publisher_user(CAMPAIGN)
-    nc = await nats.connect(
-        base.nats_url,
-        user=user,
-        password=secure.passwords[user],
-        inbox_prefix=inbox_prefix(user),
-        allow_reconnect=False,
-    )
+    nc = await secure.connect_as(user)
     store = LocalBlobStore(base.blob_dir)
     runner = build_runner(secure.settings("runner"), store=store)
     await runner.start()
@@ -196,13 +178,7 @@ async def test_a_bucket_holds_no_more_than_its_room(secure: SecureNats, admin_bu
     bucket = upload_bucket(base, CAMPAIGN)
     await ensure_upload_bucket(admin_bus.js, bucket, max_bytes=300_000)
     user = publisher_user(CAMPAIGN)
-    nc = await nats.connect(
-        base.nats_url,
-        user=user,
-        password=secure.passwords[user],
-        inbox_prefix=inbox_prefix(user),
-        allow_reconnect=False,
-    )
+    nc = await secure.connect_as(user)
     try:
         js = nc.jetstream(timeout=2)
         small = await upload_blob(js, bucket, b"kept\n")

@@ -3,14 +3,11 @@ the viewer over them, in-process or served by uvicorn on loopback."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-import uvicorn
 
 from assay.bus import Bus
 from assay.config import Settings
@@ -39,6 +36,7 @@ from assay_schemas import (
 from assay_testing.synthetic_log import publish_events
 from assay_viewer import Source, create_app
 from tests.aggregator.conftest import SPEC, Published, publish
+from tests.served import serve
 
 from .documents import docx_bytes, pdf_bytes, xlsx_bytes
 
@@ -230,26 +228,7 @@ async def client(settings: Settings, hostile: Published) -> AsyncIterator[httpx.
 @pytest.fixture
 async def served(settings: Settings, hostile: Published) -> AsyncIterator[str]:
     """The viewer on a free loopback port for the length of one test."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     source = Source(settings, resamples=200)
-    config = uvicorn.Config(
-        create_app(source),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        timeout_graceful_shutdown=2,  # event streams a browser left open close, not hang
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    try:
-        await asyncio.wait_for(task, 15)
-    except TimeoutError:
-        server.force_exit = True
-        task.cancel()
+    async with serve(create_app(source)) as url:
+        yield url
     await source.close()

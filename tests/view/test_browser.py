@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import subprocess
 from importlib.resources import files
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 from assay.bus import Bus
 from assay_schemas import AgentStepLogged, JudgmentRecorded
 from assay_testing.synthetic_log import publish_events
+from tests.chromium import headless_chromium
 
 from .conftest import HOSTILE, PAYLOAD, Published
 
@@ -75,34 +74,6 @@ def test_the_live_script_never_writes_markup() -> None:
     assert "textContent" in script and "#live-steps ol.steps" in script
 
 
-def _chromium(url: str, tmp: Path, *extra: str) -> str:
-    chromium = shutil.which("chromium")
-    assert chromium, "chromium is installed by .ci/run (apt-get install chromium)"
-    out = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp / 'chromium'}",
-            "--hide-scrollbars",
-            "--window-size=1280,900",
-            *extra,
-            url,
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return out.stdout
-
-
 @pytest.mark.slow
 async def test_pages_in_chromium_run_no_agent_script(served: str, tmp_path: Path) -> None:
     async with httpx.AsyncClient(base_url=served) as client:
@@ -131,12 +102,12 @@ async def test_pages_in_chromium_run_no_agent_script(served: str, tmp_path: Path
     # The check can fail: the same payload as raw markup does run in this browser.
     control = tmp_path / "control.html"
     control.write_text(f"<!DOCTYPE html><html><body>{PAYLOAD}</body></html>")
-    dom = await asyncio.to_thread(_chromium, control.as_uri(), tmp_path, "--dump-dom")
+    dom = await asyncio.to_thread(headless_chromium, control.as_uri(), tmp_path, "--dump-dom")
     assert "<title>PWNED" in dom or 'data-pwned="1"' in dom
     for name, path in pages.items():
-        dom = await asyncio.to_thread(_chromium, served + path, tmp_path, "--dump-dom")
+        dom = await asyncio.to_thread(headless_chromium, served + path, tmp_path, "--dump-dom")
         assert 'data-pwned="1"' not in dom and "<title>PWNED" not in dom, name
         assert "<body" in dom, name
         png = tmp_path / f"{name}.png"
-        await asyncio.to_thread(_chromium, served + path, tmp_path, f"--screenshot={png}")
+        await asyncio.to_thread(headless_chromium, served + path, tmp_path, f"--screenshot={png}")
         assert png.stat().st_size > 5_000, name

@@ -12,9 +12,7 @@ import typer
 
 from assay.bus import Bus, LoggedEvent, messages_at, read_campaign
 from assay.config import Settings
-from assay.security.controls import controls_key
 from assay.security.signing import trust_for
-from assay.store import open_store
 from assay_cli.command import assay_command
 from assay_schemas import ANCHOR, AssayError
 
@@ -51,25 +49,12 @@ class GroupBy(StrEnum):
 
 async def _projections(settings: Settings, *, fresh: bool = False) -> Projections:
     """Projections of the whole log: the live snapshot caught up (or a fresh fold)."""
-    from assay_aggregator.rebuild import fold_stream
-    from assay_aggregator.snapshot import resume_state
-    from assay_report.projections import Projections
-    from assay_report.state import State
+    from assay_aggregator.snapshot import read_projections
 
-    async with Bus(settings, service="cli") as bus:
-        state = None if fresh else await resume_state(bus.js, settings)
-        state = state or State(controls_key=controls_key(settings))
-        state = await fold_stream(
-            bus.js,
-            bus.stream.name,
-            bus.subjects.events,
-            state=state,
-            trust=trust_for(settings),
-            load=open_store(settings).get_bytes,
-        )
-    if state.refused:
-        err_console.print(f"[yellow]{describe_refused(list(state.refused.values()))}[/yellow]")
-    return Projections(state)
+    p = await read_projections(settings, service="cli", fresh=fresh)
+    if p.state.refused:
+        err_console.print(f"[yellow]{describe_refused(list(p.state.refused.values()))}[/yellow]")
+    return p
 
 
 def describe_refused(refused: list[RefusedRecord]) -> str:

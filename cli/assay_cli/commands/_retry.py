@@ -8,7 +8,7 @@ import typer
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay_cli.retry import retry_failed, why_none_retried
+from assay.retry import retry_failed, why_none_retried
 
 from ._app import app, console, run_async
 from ._home import HOME_HELP, home_settings

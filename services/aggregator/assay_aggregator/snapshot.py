@@ -29,19 +29,22 @@ from typing import Any, NamedTuple
 import orjson
 from nats.js import JetStreamContext
 
+from assay.bus import Bus
 from assay.config import Settings
 from assay.security.controls import controls_key
 from assay.security.signing import trust_for
+from assay.store import open_store
 from assay_report.frame_cache import FrameCache
 from assay_report.projections import Projections
 from assay_report.state import SNAPSHOT_VERSION, State, state_from_json, state_to_json
 
-from .rebuild import head_sequence, stream_created
+from .rebuild import fold_stream, head_sequence, stream_created
 
 __all__ = [
     "AggregatorPaths",
     "load_snapshot",
     "paths_for",
+    "read_projections",
     "resume_state",
     "save_snapshot",
     "write_atomic",
@@ -245,3 +248,20 @@ async def resume_state(js: JetStreamContext, settings: Settings) -> State | None
         )
         return None
     return state
+
+
+async def read_projections(settings: Settings, *, service: str, fresh: bool = False) -> Projections:
+    """Projections of the whole log: the live snapshot caught up to the log's end, or with
+    `fresh` a fold from sequence 1 (`assay report` and `assay replay` read these)."""
+    async with Bus(settings, service=service) as bus:
+        state = None if fresh else await resume_state(bus.js, settings)
+        state = state or State(controls_key=controls_key(settings))
+        state = await fold_stream(
+            bus.js,
+            bus.stream.name,
+            bus.subjects.events,
+            state=state,
+            trust=trust_for(settings),
+            load=open_store(settings).get_bytes,
+        )
+    return Projections(state)
