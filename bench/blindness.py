@@ -94,9 +94,7 @@ def bundled_campaign(tmp: Path, update: Mapping[str, Any] | None = None) -> Camp
     campaign["controls"] = controls
     path = tmp / "campaign.yaml"
     path.write_text(yaml.safe_dump(campaign))
-    server = ScriptedModelServer(
-        {**agent_scripts(ROOT / "examples" / "solutions"), **judge_scripts()}
-    ).start()
+    server = ScriptedModelServer({**agent_scripts(ROOT / "examples"), **judge_scripts()}).start()
     state = Path(tempfile.mkdtemp(prefix="blind-", dir="/tmp"))
     state.chmod(0o711)
     settings = Settings(home=tmp / "home", state_dir=state)

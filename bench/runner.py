@@ -130,7 +130,7 @@ class _Stack:
 
     def providers(self, agent: AgentSpec) -> ModelProvider:
         # The runner makes one provider per run and never closes it; closed here at the end.
-        provider = TimedProvider(_provider(agent, self.limiter), self.model_calls)
+        provider = TimedProvider(inner=_provider(agent, self.limiter), calls=self.model_calls)
         self.made.append(provider)
         return provider
 

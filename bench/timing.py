@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from assay.providers import (
     Completion,
+    GenerationParams,
     Message,
-    ModelProvider,
+    ProviderWrapper,
+    ToolDefinition,
     UserMessage,
 )
 
@@ -19,34 +22,31 @@ __all__ = ["TimedProvider", "timed_backend"]
 _TASK = re.compile(r"Task id: (\S+)")
 
 
-class TimedProvider:
+@dataclass(kw_only=True)
+class TimedProvider(ProviderWrapper):
     """A provider that records how long each `complete` took, by the task it is about."""
 
-    def __init__(self, inner: ModelProvider, calls: dict[str, list[float]]) -> None:
-        self._inner = inner
-        self.calls = calls
+    calls: dict[str, list[float]]
 
-    @property
-    def kind(self) -> str:
-        return self._inner.kind
-
-    @property
-    def model(self) -> str:
-        return self._inner.model
-
-    async def complete(self, messages: Sequence[Message], *args: Any, **kwargs: Any) -> Completion:
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition] = (),
+        params: GenerationParams | None = None,
+    ) -> Completion:
         """The inner provider's `complete`; tools and params pass through unread."""
         first = next((m for m in messages if isinstance(m, UserMessage)), None)
         found = _TASK.search(first.text) if first is not None else None
         t0 = time.perf_counter()
         try:
-            return await self._inner.complete(messages, *args, **kwargs)
+            return await self.inner.complete(messages, tools, params)
         finally:
             key = found.group(1) if found else "?"
             self.calls.setdefault(key, []).append((time.perf_counter() - t0) * 1000)
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        """Close the inner provider: the bench made it for this one wrapper."""
+        await self.inner.aclose()
 
 
 def timed_backend(backend: Any, execs: dict[str, list[float]]) -> Any:

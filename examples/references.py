@@ -3,10 +3,11 @@
 
     python examples/references.py     # (re)writes examples/references/<task_id>/
 
-Each reference is what the careful agent of the demo leaves and says: solve.py and every
-file it writes, plus message.md, its final message (solutions/<task_id>/answer.md under
-the "Summary:" opening that agent's model family writes), so a known-good control is a
-known-good run.
+Each reference is what the careful agent of the demo leaves and says: solve.py (kept
+here, the one copy of the task's careful analysis: the careful agent writes it, the
+controls run it) and every file it writes, plus message.md, its final message
+(solutions/<task_id>/answer.md under the "Summary:" opening that agent's model family
+writes), so a known-good control is a known-good run. Only solve.py is kept on a rebuild.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def build(task_id: str, out: Path) -> None:
-    """Run the task's solution in a fresh workspace and keep what it adds."""
+    """Run the reference's solve.py in a fresh workspace and keep what it adds."""
     task = HERE / "tasks" / task_id
     solution = HERE / "solutions" / task_id
     with tempfile.TemporaryDirectory() as tmp:
@@ -31,7 +32,7 @@ def build(task_id: str, out: Path) -> None:
         for rel in inputs:
             (ws / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(task / rel, ws / rel)
-        shutil.copyfile(solution / "solve.py", ws / "solve.py")
+        shutil.copyfile(out / "solve.py", ws / "solve.py")
         subprocess.run(
             [sys.executable, "solve.py"],
             cwd=ws,
@@ -40,8 +41,9 @@ def build(task_id: str, out: Path) -> None:
             timeout=300,
             env={**os.environ, "MPLBACKEND": "Agg"},
         )
-        if out.exists():
-            shutil.rmtree(out)
+        for old in sorted(out.iterdir()):
+            if old.name != "solve.py":
+                shutil.rmtree(old) if old.is_dir() else old.unlink()
         for p in sorted(ws.rglob("*")):
             rel = p.relative_to(ws)
             if p.is_file() and rel not in inputs and "__pycache__" not in rel.parts:

@@ -76,8 +76,8 @@ class RunOutcome(NamedTuple):
     """The log's invariants on the run's log (`assay check`): `assay run` exits 1 on a breach."""
 
 
-def _scripted_server(solutions: Path) -> ScriptedModelServer:
-    scripts: dict[str, Script] = {**agent_scripts(solutions), **judge_scripts()}
+def _scripted_server(examples: Path) -> ScriptedModelServer:
+    scripts: dict[str, Script] = {**agent_scripts(examples), **judge_scripts()}
     return ScriptedModelServer(scripts, prompt_cache=True)  # the demo shows what caching saves
 
 
@@ -307,7 +307,7 @@ def run_campaign(
     if spec.scripted:
         console.print(BANNER)
         if scripted_server is None:
-            server = _scripted_server(paths[0].parent / "solutions").start()
+            server = _scripted_server(paths[0].parent).start()
         os.environ.setdefault(SCRIPTED_KEY_ENV, "scripted")
         url = (server or scripted_server).openai_base_url  # type: ignore[union-attr]
         spec = scripted_campaign(spec, url)

@@ -1,1 +1,2 @@
-"""Reference solutions of the bundled example tasks, each beside its data generator."""
+"""The bundled example tasks' data generators and agents' messages (the careful analysis
+itself, solve.py, is kept once, in references/<task_id>/)."""

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from assay.security.controls import ControlsKey
-from assay_schemas import CampaignHistory, RunPhase
+from assay_schemas import CampaignHistory, CampaignSpec, RunPhase
 
 from .event_ids import EventIds
 
@@ -33,7 +33,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 14
+SNAPSHOT_VERSION = 15
 """Bumped whenever a record or the layout changes: a snapshot of another version is
 ignored and the state rebuilt from the log."""
 
@@ -236,8 +236,6 @@ class State:
     seen: EventIds = field(default_factory=EventIds)
     """Event id applied → its stream sequence (idempotence beyond JetStream's dedupe
     window: the same sequence again is a redelivery, another one a refused repeat)."""
-    campaigns: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """campaign_id → CampaignSpec as JSON-mode dict."""
     tasks: dict[str, TaskRecord] = field(default_factory=dict)
     """'campaign_id/task_id' → task."""
     runs: dict[str, RunRecord] = field(default_factory=dict)
@@ -276,8 +274,9 @@ class State:
     """'campaign_id/task_id' → control declarations counted, opened or not: all that a
     reader without the controls secret knows of them."""
     histories: dict[str, CampaignHistory] = field(default_factory=dict)
-    """campaign_id → the campaign's history, folded from admitted events only (what the
-    report's problems section reads: expected runs, owed verdicts, failures by cause)."""
+    """campaign_id → the campaign's history, folded from admitted events only: the one
+    fold of a campaign (its spec: `campaigns`; expected runs, owed verdicts, failures by
+    cause: the report's problems section)."""
     stopping: dict[str, StoppingRecord] = field(default_factory=dict)
     """campaign_id → its stopping record (campaigns with ``stopping:`` only)."""
     stream_created: str = ""
@@ -293,6 +292,32 @@ class State:
     controls_key: ControlsKey | None = field(default=None, compare=False, repr=False)
     """Opens sealed control declarations (the deployment's controls secret; None: this
     reader cannot, and knows no run to be a control): beside the state, never in it."""
+    campaign_views: dict[str, _CampaignView] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """campaign_id → its `campaigns` entry as last built: beside the state, never in it."""
+
+    @property
+    def campaigns(self) -> dict[str, dict[str, Any]]:
+        """campaign_id → its CampaignSpec as a JSON-mode dict, read from its history,
+        without the control agents the opened declarations name (the roster lists them like
+        agents for readers without the controls secret; for every report they are none).
+        Each entry is built again only when its spec or its control agents change."""
+        out: dict[str, dict[str, Any]] = {}
+        for campaign_id, history in self.histories.items():
+            spec = history.campaigns.get(campaign_id)
+            if spec is None:
+                continue
+            view = self.campaign_views.get(campaign_id)
+            if (
+                view is None
+                or view.spec is not spec
+                or view.controls != len(history.control_agents)
+            ):
+                view = _CampaignView(spec, len(history.control_agents), _roster(history, spec))
+                self.campaign_views[campaign_id] = view
+            out[campaign_id] = view.data
+        return out
 
     def refuse(self, sequence: int, subject: str, reason: str) -> None:
         """Record a message that must not count, once per sequence."""
@@ -300,6 +325,24 @@ class State:
             self.refused[sequence] = RefusedRecord(sequence, subject, reason)
             self.version += 1
         self.last_sequence = max(self.last_sequence, sequence)
+
+
+class _CampaignView(NamedTuple):
+    """A campaign's `State.campaigns` entry, and what it was built from."""
+
+    spec: CampaignSpec
+    controls: int
+    """Control agents the history knew (they only ever grow)."""
+    data: dict[str, Any]
+
+
+def _roster(history: CampaignHistory, spec: CampaignSpec) -> dict[str, Any]:
+    """The spec as JSON, without the control agents `history` knows."""
+    data = spec.model_dump(mode="json")
+    controls = {a.split("/", 1)[1] for a in history.control_agents}
+    if controls:
+        data["agents"] = [a for a in data.get("agents", ()) if a.get("agent_id") not in controls]
+    return data
 
 
 def _columns(records: dict[str, Any], cls: type[Any]) -> dict[str, Any]:
@@ -327,7 +370,6 @@ def state_to_json(state: State) -> dict[str, Any]:
         "applied": state.applied,
         "stream_created": state.stream_created,
         "seen": EventIds.to_json(state.seen),
-        "campaigns": state.campaigns,
         "tasks": _columns(state.tasks, TaskRecord),
         "runs": _columns(state.runs, RunRecord),
         "artifacts": {
@@ -365,7 +407,6 @@ def state_from_json(data: dict[str, Any]) -> State:
         applied=int(data["applied"]),
         stream_created=str(data["stream_created"]),
         seen=EventIds.from_json(data["seen"]),
-        campaigns=dict(data["campaigns"]),
         tasks=_from_columns(data["tasks"], TaskRecord),
         runs=_from_columns(data["runs"], RunRecord),
         artifacts={k: [ArtifactRecord(*a) for a in v] for k, v in artifacts["rows"].items()},

@@ -345,3 +345,11 @@ def test_control_agents_listed_in_the_roster_are_no_agents_of_the_report() -> No
         history = state.histories[C]
         assert history.expected_runs == 2 + len(ids["controls"])
         assert history.expected == ids["agent"] | ids["controls"]
+
+    # The roster is read from the campaign's history, the one fold of a campaign: read
+    # before the declarations, it lists every agent; read after, no control agent.
+    state = fold(enumerate([started], 1), State(controls_key=KEY))
+    assert len(state.campaigns[C]["agents"]) == 5
+    fold(enumerate([*declared, *rest], 2), state)
+    assert [a["agent_id"] for a in state.campaigns[C]["agents"]] == ["agent"]
+    assert state_from_json(state_to_json(state)).campaigns == state.campaigns

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ from assay_aggregator.rebuild import fold_stream
 from assay_aggregator.snapshot import load_snapshot, paths_for, resume_state, save_snapshot
 from assay_report.projections import Projections
 from assay_report.report import build_report, report_json
-from assay_report.state import SNAPSHOT_VERSION, State, state_to_json
+from assay_report.state import SNAPSHOT_VERSION, State, StoppingRecord, state_to_json
 from assay_schemas import (
     DimensionScore,
     Event,
@@ -191,10 +192,11 @@ async def test_a_stream_made_again_does_not_take_the_old_snapshot(
 def test_a_snapshot_orjson_refuses_is_read_by_json(settings: Settings) -> None:
     """NaN and integers past 64 bits are what ``json.dumps`` writes and orjson will not
     read: such a snapshot still loads, equal to the state saved."""
-    state = State(last_sequence=3, campaigns={"c": {"name": "c", "odd": [float("nan"), 2**70]}})
+    scored: list[list[Any]] = [[1, "r", "a", "t", float("nan"), 2**70]]
+    state = State(last_sequence=3, stopping={"c": StoppingRecord("c", scored=scored)})
     save_snapshot(settings, state)
     loaded = load_snapshot(settings)
-    assert loaded is not None and loaded.campaigns["c"]["odd"][1] == 2**70
-    odd = loaded.campaigns["c"]["odd"][0]
+    assert loaded is not None and loaded.stopping["c"].scored[0][5] == 2**70
+    odd = loaded.stopping["c"].scored[0][4]
     assert odd != odd  # NaN
     assert json.dumps(state_to_json(loaded)) == json.dumps(state_to_json(state))

@@ -101,7 +101,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Finished]:
     path.write_text(yaml.safe_dump(campaign))
     server = ScriptedModelServer(
         {
-            **agent_scripts(ROOT / "examples" / "solutions"),
+            **agent_scripts(ROOT / "examples"),
             **judge_scripts(),
             "scripted-judge-planted": planted,
         }

@@ -191,8 +191,7 @@ def _comparable(figures: bytes, retried: bool) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def models() -> Any:
     """The scripted model server the bundled campaign's agents and judges call."""
-    solutions = EXAMPLES / "solutions"
-    server = ScriptedModelServer({**agent_scripts(solutions), **judge_scripts()}).start()
+    server = ScriptedModelServer({**agent_scripts(EXAMPLES), **judge_scripts()}).start()
     os.environ.setdefault(SCRIPTED_KEY_ENV, "scripted")
     try:
         yield server

@@ -29,7 +29,8 @@ def one_task(tmp: Path, sampling_times: int = 1) -> tuple[Path, Path]:
     """One bundled task (with its scripted solution) and a one-agent, one-judge campaign."""
     tasks = tmp / "bundle" / "tasks"
     shutil.copytree(ROOT / "examples" / "tasks" / TASK, tasks / TASK)
-    shutil.copytree(ROOT / "examples" / "solutions" / TASK, tmp / "bundle" / "solutions" / TASK)
+    for folder in ("solutions", "references"):
+        shutil.copytree(ROOT / "examples" / folder / TASK, tmp / "bundle" / folder / TASK)
     task_file = tasks / TASK / "task.yaml"
     task = yaml.safe_load(task_file.read_text())
     task["judge"] = {**task.get("judge", {}), "sampling_times": sampling_times}

@@ -173,7 +173,7 @@ def solved(
         procs[task_id] = (
             ws,
             subprocess.Popen(
-                [sys.executable, str(EXAMPLES / "solutions" / task_id / "solve.py")],
+                [sys.executable, str(EXAMPLES / "references" / task_id / "solve.py")],
                 cwd=ws,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -218,9 +218,6 @@ def test_reference_is_what_the_solution_leaves_and_says(
     for rel in made:
         if rel.suffix != ".png":
             assert (ref / rel).read_bytes() == (ws / rel).read_bytes(), rel
-    assert (ref / "solve.py").read_bytes() == (
-        EXAMPLES / "solutions" / task_id / "solve.py"
-    ).read_bytes()
     answer = (EXAMPLES / "solutions" / task_id / "answer.md").read_text(encoding="utf-8")
     assert (ref / "message.md").read_text(encoding="utf-8") == "Summary:\n\n" + answer
 

@@ -214,7 +214,7 @@ async def test_a_runner_that_loses_the_race_for_a_task_id_does_not_request_its_r
         await a.bus.start()
         await b.bus.start()
         subject = bus.subjects.event("TaskSubmitted", "c1", "-")
-        assert await b.admission.refusal(rival_b, campaign, Stored(2, subject, b"", {})) is None
+        assert await b.admission.rejection(rival_b, campaign, Stored(2, subject, b"", {})) is None
         await a._admit(campaign, rival_a, Stored(1, subject, b"", {}))
         runs = plan_runs(campaign, rival_b.task, producer=b.bus.producer, cause=rival_b.event_id)
         taken = await b._schedule(runs)

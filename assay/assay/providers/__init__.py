@@ -26,6 +26,7 @@ from . import (
     _protocol,
     _retry,
     _tracing,
+    _wrapper,
 )
 from ._anthropic import *  # noqa: F403
 from ._anthropic_wire import *  # noqa: F403
@@ -41,6 +42,7 @@ from ._prompt_cache import *  # noqa: F403
 from ._protocol import *  # noqa: F403
 from ._retry import *  # noqa: F403
 from ._tracing import *  # noqa: F403
+from ._wrapper import *  # noqa: F403
 
 __all__ = [
     *_anthropic.__all__,
@@ -58,4 +60,5 @@ __all__ = [
     *_protocol.__all__,
     *_retry.__all__,
     *_tracing.__all__,
+    *_wrapper.__all__,
 ]

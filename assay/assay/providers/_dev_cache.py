@@ -26,7 +26,7 @@ from pathlib import Path
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from ._models import Completion, GenerationParams, Message, ToolDefinition, messages_to_json
-from ._protocol import ModelProvider
+from ._wrapper import ProviderWrapper
 
 __all__ = ["MAX_ENTRY_BYTES", "CachedAnswer", "DevCached", "ModelCache", "request_key"]
 
@@ -146,27 +146,16 @@ class ModelCache:
 
 
 @dataclass(kw_only=True)
-class DevCached:
+class DevCached(ProviderWrapper):
     """A model client that answers from `cache` what it was asked before (same key), and
     asks `inner` otherwise, storing the answer. Its answers from the cache are marked
     `Completion.cached_answer`."""
 
-    inner: ModelProvider
     cache: ModelCache
     base_url: str
     """The endpoint `inner` reaches (a different server may answer differently)."""
     epoch: int
     """The run's epoch: each epoch is its own draw, so epochs never share answers."""
-
-    @property
-    def kind(self) -> str:
-        """The wrapped client's API family."""
-        return self.inner.kind
-
-    @property
-    def model(self) -> str:
-        """The wrapped client's model name."""
-        return self.inner.model
 
     async def complete(
         self,
@@ -192,6 +181,3 @@ class DevCached:
         completion = await self.inner.complete(messages, tools, params)
         self.cache.put(key, completion)
         return completion
-
-    async def aclose(self) -> None:
-        """Nothing: whoever made `inner` closes it (a runner's clients outlive each run)."""

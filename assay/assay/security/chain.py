@@ -7,8 +7,9 @@ digests link up to it. A reader of history groups a batch of messages by (signin
 chain id), orders each group by index, and checks only the last signature of each run
 whose links hold, plus every event's own cheap checks (enrollment, role, campaign,
 judge). Whatever does not link — a gap, two events with one index, a digest that does
-not match, a log written before chains — is checked on its own signature, so no verdict
-depends on the chain being whole: a refused event gets the same reason either way.
+not match, a log written before chains — is checked on its own signature, so no
+signature check depends on the chain being whole: a refused event gets the same reason
+either way.
 """
 
 from __future__ import annotations
@@ -103,8 +104,8 @@ def check_signatures(
 def verify_history(
     trust: TrustList, batch: Sequence[tuple[Message, Event]]
 ) -> list[SignatureCheck]:
-    """The verdict on each stored message of `batch`, as `TrustList.verify` gives it, with
-    signatures checked by chain (`check_signatures`)."""
+    """The signature check of each stored message of `batch`, as `TrustList.verify` gives
+    it, with signatures checked by chain (`check_signatures`)."""
     signers = check_signatures(trust, [message for message, _ in batch])
     return [
         trust.authorize(signer, event) if isinstance(signer, Enrollment) else signer

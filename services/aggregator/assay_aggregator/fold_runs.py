@@ -86,10 +86,6 @@ def _joined(state: State, e: JudgeRegistered | JudgmentRecorded | JudgmentFailed
 
 
 def _campaign_started(state: State, e: CampaignStarted, seq: int) -> None:
-    state.campaigns[e.campaign_id] = e.campaign.model_dump(mode="json")
-    for c in state.controls.values():  # declared first (any order folds the same)
-        if c.campaign_id == e.campaign_id:
-            _unlist(state, c)
     for spec in e.campaign.judges:
         judge = _judge(state, spec.judge_id, e.campaign_id)
         judge.family, judge.model = spec.family, spec.model
@@ -165,7 +161,6 @@ def _control_declared(state: State, sealed: ControlDeclared, seq: int) -> None:
         seq,
         e.agent_id,
     )
-    _unlist(state, c)
     history = state.histories.get(e.campaign_id)
     if history is None:
         history = state.histories[e.campaign_id] = CampaignHistory(campaign_id=e.campaign_id)
@@ -174,16 +169,6 @@ def _control_declared(state: State, sealed: ControlDeclared, seq: int) -> None:
         for run in state.runs.values():
             if not run.control_plan and run.agent_id and _attempt_of(state, c, run):
                 run.control_plan = _declared_plan(state, run)
-
-
-def _unlist(state: State, c: ControlRecord) -> None:
-    """Take the control agent out of its campaign's agents: the roster lists it like an
-    agent for readers without the controls secret; for every report it is none."""
-    campaign = state.campaigns.get(c.campaign_id)
-    if campaign is not None and c.agent_id:
-        campaign["agents"] = [
-            a for a in campaign.get("agents", ()) if a.get("agent_id") != c.agent_id
-        ]
 
 
 def _sandbox_ready(state: State, e: SandboxReady, seq: int) -> None:

@@ -161,6 +161,6 @@ def _fold_checked(
         event = _decode(state, raw)
         if event is None:
             continue
-        verdict = trust.authorize(signer, event) if isinstance(signer, Enrollment) else signer
-        if admit(state, raw.sequence, raw.subject, event, verdict):
+        signature = trust.authorize(signer, event) if isinstance(signer, Enrollment) else signer
+        if admit(state, raw.sequence, raw.subject, event, signature):
             apply(state, raw.sequence, event, load)

@@ -1,6 +1,6 @@
 """Admission: every submitted task is answered with TaskAccepted or TaskRejected.
 
-What can be refused at the door is refused here (a signature that does not tie the
+What can be rejected at the door is rejected here (a signature that does not tie the
 submission to the operator key, a task `assay submit` would refuse, unknown campaign, a
 missing or mismatched blob, a task id already taken by another task, a message that is
 no valid TaskSubmitted), so it never turns into an infrastructure failure of its runs
@@ -89,19 +89,21 @@ class Admission:
     """Held while an attachment is read and verified (it is read whole): share one among
     admissions that run at once to bound the memory they hold."""
 
-    async def refusal(
+    async def rejection(
         self, event: TaskSubmitted, campaign: CampaignSpec | None, stored: Stored | int
     ) -> TaskRejected | None:
-        """Why this submission is refused, or None when its runs may be scheduled (a bare
+        """Why this submission is rejected (the door's answer), or None when its runs may be scheduled (a bare
         sequence stands for a message with no headers: unsigned)."""
         if isinstance(stored, int):
             stored = Stored(stored, self.bus.subjects.of(event), b"", {})
         sequence = stored.sequence
         if self.trust is not None:
-            verdict = self.trust.verify(stored.subject, stored.data, stored.headers, event)
-            if not verdict.ok:
+            signature = self.trust.verify(stored.subject, stored.data, stored.headers, event)
+            if not signature.ok:
                 # The aggregator refuses it too: runs scheduled from it would count nowhere.
-                return self._rejected(event, sequence, "invalid", f"not admitted: {verdict.reason}")
+                return self._rejected(
+                    event, sequence, "invalid", f"not admitted: {signature.reason}"
+                )
         try:
             check_task(event.task, max_bytes=self.bus.settings.max_attachment_bytes)
         except TaskInputError as e:
@@ -131,7 +133,7 @@ class Admission:
         return None
 
     def taken(self, event: TaskSubmitted, sequence: int, earlier: RunRequested) -> TaskRejected:
-        """The refusal of a submission whose task id another task's run took first (found
+        """The rejection of a submission whose task id another task's run took first (found
         when its own run's request could not be stored: another runner admitted it)."""
         return self._rejected(event, sequence, "duplicate", _taken(event, earlier))
 

@@ -22,7 +22,7 @@ from assay.providers import (
     Completion,
     GenerationParams,
     Message,
-    ModelProvider,
+    ProviderWrapper,
     ToolDefinition,
 )
 
@@ -162,24 +162,13 @@ class AgentBook:
 
 
 @dataclass(kw_only=True)
-class Observed:
+class Observed(ProviderWrapper):
     """An agent's model client that tells the book about each turn (and nothing else)."""
 
-    inner: ModelProvider
     book: AgentBook
     campaign_id: str
     agent_id: str
     run_id: str
-
-    @property
-    def kind(self) -> str:
-        """The wrapped client's API family."""
-        return self.inner.kind
-
-    @property
-    def model(self) -> str:
-        """The wrapped client's model name."""
-        return self.inner.model
 
     async def complete(
         self,
@@ -206,9 +195,6 @@ class Observed:
         last = not calls or any(c.name == "submit" for c in calls)
         self.book.record(self.campaign_id, self.agent_id, self.run_id, turn, last=last)
         return completion
-
-    async def aclose(self) -> None:
-        """Nothing: the lease owns the wrapped client."""
 
 
 def tokens(chars: int, fitted: int | None) -> int:

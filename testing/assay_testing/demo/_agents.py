@@ -41,7 +41,7 @@ def _read(path: Path, fallback: str) -> str:
     return path.read_text(encoding="utf-8") if path.is_file() else fallback
 
 
-def _careful(solutions: Path) -> ScriptedSequence:
+def _careful(examples: Path) -> ScriptedSequence:
     def look(request: ScriptRequest) -> ScriptReply:
         first = _first_attachment(request)
         if first is None:
@@ -56,7 +56,7 @@ def _careful(solutions: Path) -> ScriptedSequence:
 
     def write(request: ScriptRequest) -> ScriptReply:
         code = _read(
-            solutions / task_id_of(request) / "solve.py",
+            examples / "references" / task_id_of(request) / "solve.py",
             "print('no solution script for this task')\n",
         )
         return ScriptReply.call(
@@ -70,7 +70,8 @@ def _careful(solutions: Path) -> ScriptedSequence:
 
     def submit(request: ScriptRequest) -> ScriptReply:
         answer = _read(
-            solutions / task_id_of(request) / "answer.md", "analysis done; see results/."
+            examples / "solutions" / task_id_of(request) / "answer.md",
+            "analysis done; see results/.",
         )
         if not answer.startswith("Summary:"):
             answer = "Summary:\n\n" + answer  # the house style of this agent's model family
@@ -79,7 +80,7 @@ def _careful(solutions: Path) -> ScriptedSequence:
     return ScriptedSequence([look, write, run, submit])
 
 
-def _overclaimer(solutions: Path) -> ScriptedSequence:
+def _overclaimer(examples: Path) -> ScriptedSequence:
     def sketch(request: ScriptRequest) -> ScriptReply:
         code = "# quick analysis\nimport pandas as pd\n# TODO: load data, fit model, make figure1.png\n"
         return ScriptReply.call(
@@ -88,7 +89,7 @@ def _overclaimer(solutions: Path) -> ScriptedSequence:
 
     def submit(request: ScriptRequest) -> ScriptReply:
         claim = _read(
-            solutions / task_id_of(request) / "overclaim.md",
+            examples / "solutions" / task_id_of(request) / "overclaim.md",
             "The effect is highly significant (p < 0.0001); see results/figure1.png and results/table.csv.",
         )
         return ScriptReply.call("submit", {"answer": claim})
@@ -115,10 +116,12 @@ def _empty() -> ScriptedSequence:
     return ScriptedSequence([glance, submit])
 
 
-def agent_scripts(solutions: Path) -> dict[str, ScriptedSequence]:
-    """Scripts by model name, for the models the demo campaign names."""
+def agent_scripts(examples: Path) -> dict[str, ScriptedSequence]:
+    """Scripts by model name, for the models the demo campaign names. ``examples`` holds
+    the bundle's ``references/`` (the careful agent writes and runs the known-good
+    ``solve.py`` kept there, its one copy) and ``solutions/`` (the agents' messages)."""
     return {
-        "scripted-careful": _careful(solutions),
-        "scripted-overclaimer": _overclaimer(solutions),
+        "scripted-careful": _careful(examples),
+        "scripted-overclaimer": _overclaimer(examples),
         "scripted-empty": _empty(),
     }

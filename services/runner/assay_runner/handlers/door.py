@@ -167,7 +167,7 @@ class Door(RunnerBase):
     async def _answer(
         self, campaign: CampaignSpec | None, event: TaskSubmitted, stored: Stored
     ) -> None:
-        rejected = await self.admission.refusal(event, campaign, stored)
+        rejected = await self.admission.rejection(event, campaign, stored)
         if rejected is not None or campaign is None:
             if rejected is not None:
                 log.info("task %s refused: %s", event.task.task_id, rejected.detail)
