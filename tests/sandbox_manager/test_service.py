@@ -240,3 +240,41 @@ async def test_a_flood_of_run_requests_holds_no_more_sandboxes_than_the_limit(
         assert live.list_live() == []
     finally:
         await service.bus.stop()
+
+
+SLOW_WRITE = "echo part > out.txt; sleep 3; echo done >> out.txt"
+
+
+# A run's end reaching the sandbox-manager while a command still runs in its sandbox.
+#
+# Seen in the compose campaign (tests/deploy/test_compose_campaign.py): after the stream
+# leader's node was killed, a run's SandboxReady was delivered again while a runner still
+# drove it, so a second drive ran the careful agent's `python3 solve.py` while the first
+# finished the run. The end sealed the workspace mid-write (the results half there: one
+# careful run's rule and reference checks differed from the one-process run's) and
+# destroyed the sandbox under the command (`OSError: [Errno 9] Bad file descriptor` in the
+# managers' logs, answered as an internal error, which the agent would read as a tool
+# error). What a seal holds must be what the commands left, never a file half written.
+async def test_a_seal_waits_for_the_command_running_and_then_refuses_commands(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> None:
+    store = LocalBlobStore(settings.blob_dir)
+    task = make_task(store, tmp_path)
+    async with bubblewrap_manager(settings, store) as service:
+        ready = await request_sandbox(bus, "r1", task)
+        client = SandboxClient(bus=bus, instance=ready.instance, sandbox_id=ready.sandbox_id)
+        running = asyncio.create_task(client.exec(SLOW_WRITE, timeout_s=20, cwd="/workspace"))
+        workspace = service.backends["bubblewrap"].dirs.workspace(ready.sandbox_id)  # type: ignore[attr-defined]
+        while not (workspace / "out.txt").exists():
+            await asyncio.sleep(0.05)
+        await bus.publish(finished(bus, "r1"))  # the run ended by another drive
+        outcome = await running
+        assert outcome.exit_code == 0 and not outcome.timed_out
+        events = await wait_for_events(
+            bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
+        )
+        [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
+        out = next(f for f in sealed.files if f.path == "out.txt")
+        assert store.get_bytes(out.sha256) == b"part\ndone\n"
+        with pytest.raises(SandboxGone, match="destroyed"):
+            await client.exec("echo late > late.txt", timeout_s=20, cwd="/workspace")

@@ -50,9 +50,15 @@ class ExecServer(Sandboxes):
                 kind,
                 f"sandbox {sid}: {'destroyed' if kind == 'destroyed' else 'unknown'} on instance {self.instance}",
             )
+        if sid in self._ended:
+            # Its run ended: nothing more runs in it (see Sandboxes._quiesce).
+            return error_reply(
+                "destroyed", f"sandbox {sid}: its run ended; being destroyed on {self.instance}"
+            )
         backend = self.backends[self._owned[sid]]
         try:
-            reply = await self._blocking(run_command, backend, command)
+            async with self._command(sid):
+                reply = await self._blocking(run_command, backend, command)
         except SandboxNotFound as e:
             self._owned.pop(sid, None)
             await self._released()
