@@ -9,7 +9,12 @@ every 2 s, the durable's leader node SIGKILLed), another puller had the message 
 5 s later while the first handler still worked. The other runner replica then drives the
 run beside the first: it reads the log, where the step the first is running is not yet,
 and runs that step's commands again (the managers' logs showed such a second drive's
-commands meeting the run's end: a closed pipe, the sandbox destroyed under them).
+commands meeting the run's end: a closed pipe, the sandbox destroyed under them). In
+one campaign a control wearing scripted-careful ran `python3 solve.py` (step 2) through
+the outage, then overwrote the results with wrong figures (step 3); the second drive's
+`python3 solve.py` ran after that and restored them, so the seal held files the log does
+not explain (250 bytes sealed where step 3 logged writing 251) and the run's rule and
+reference checks differed from the one-process run's.
 
 Here the second delivery is handed to a second runner by hand (which consumer leader
 NATS elects, and which replica pulls first, is not the test's to choose)."""
