@@ -55,10 +55,17 @@ class ExecServer(Sandboxes):
             return error_reply(
                 "destroyed", f"sandbox {sid}: its run ended; being destroyed on {self.instance}"
             )
+        async with self._command(sid):
+            answer = await self._run(sid, command)
+        if sid in self._ended:  # stopped by its run's end: no step can log its output
+            return error_reply("destroyed", f"sandbox {sid}: its run ended mid-command")
+        return answer
+
+    async def _run(self, sid: str, command: SandboxCommand) -> bytes:
+        """Run one command on the sandbox's backend; every failure is a reply."""
         backend = self.backends[self._owned[sid]]
         try:
-            async with self._command(sid):
-                reply = await self._blocking(run_command, backend, command)
+            reply = await self._blocking(run_command, backend, command)
         except SandboxNotFound as e:
             self._owned.pop(sid, None)
             await self._released()

@@ -108,15 +108,17 @@ class Sandboxes:
                 self._quiet.notify_all()
 
     async def _quiesce(self, sandbox_id: str) -> None:
-        """Take no more commands into the sandbox and wait for those running to end.
+        """Take no more commands into the sandbox, stop those running, and wait for them.
 
         A run's end can arrive while a command still runs in its sandbox: a second drive
-        of the run (its SandboxReady delivered again while a runner still drove it) runs
-        commands while the first ends the run. Sealed then, the seal would hold a file
-        half written, and destroyed, the command would fail on its closed pipe. The
-        command is bounded by its own timeout; once it ends, the workspace is what the
-        commands left."""
+        of the run (its SandboxReady delivered again while a runner still drove it), or
+        an orphan of a drive that died. No logged step can hold it any more (the run
+        ended), and it may run until its timeout: it is killed, not waited for, and only
+        then is the workspace copied for the seal (never while a command writes it)."""
         self._ended.add(sandbox_id)
+        name = self._owned.get(sandbox_id)
+        if sandbox_id in self._running and name is not None:
+            await self._blocking(self.backends[name].stop_commands, sandbox_id)
         async with self._quiet:
             await self._quiet.wait_for(lambda: sandbox_id not in self._running)
 
