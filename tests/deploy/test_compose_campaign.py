@@ -24,6 +24,7 @@ import asyncio
 import json
 import os
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -171,8 +172,16 @@ def _comparable(figures: bytes, retried: bool) -> dict[str, Any]:
     # transcript the judge reads (one run's prompt came out 385 tokens longer), while every
     # verdict and score must still be the one-process run's.
     doc.pop("judge_costs", None)
-    # Likewise what an agent read: tool output can name the deployment's own instances.
+    # Likewise what an agent read: tool output can name the deployment's own instances, and
+    # can depend on the machine's load: matplotlib warns on stderr that it is building its
+    # font cache when that takes over 5 s (each sandbox builds its own), which the careful
+    # agent's `python3 solve.py` met in the loaded cluster (16 input tokens more on one
+    # run's next step). So the prompt-cache table keeps its rows, not their token figures.
     doc["statistics"].pop("run_costs")
+    doc["prompt_cache"] = [
+        {key: row[key] for key in ("role", "member_id", "model", "n")}
+        for row in doc["prompt_cache"]
+    ]
     # A control run imitates its look-alike's runs as the runner replica driving it saw
     # them (`assay_runner.book`): with two replicas its step count, and so the log's
     # length, depends on which replica ran what. Its files and verdicts do not.
@@ -199,8 +208,9 @@ def models() -> Any:
         server.stop()
 
 
-async def _one_process(settings: Settings, campaign: Campaign) -> bytes:
-    """The bundled campaign on the embedded stack (every service in this process)."""
+async def _one_process(settings: Settings, campaign: Campaign) -> tuple[bytes, list[Event]]:
+    """The bundled campaign on the embedded stack (every service in this process): its
+    report's figures and its log."""
     store = open_store(settings)
     started: list[Service] = []
     try:
@@ -211,10 +221,44 @@ async def _one_process(settings: Settings, campaign: Campaign) -> bytes:
         async with Bus(settings, service="test") as bus:
             await submit_campaign(bus, store, campaign.spec, campaign.drafts)
             await _until_judged(bus, campaign, timeout=600, logs=lambda: "")
-            return await report_figures(bus)
+            return await report_figures(bus), await _events(bus)
     finally:
         for service in reversed(started):
             await service.stop()
+
+
+def _differences(want: Any, got: Any, path: str = "") -> list[str]:
+    """Where two JSON documents differ, one line per differing leaf."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        return [
+            line
+            for key in sorted(set(want) | set(got), key=str)
+            for line in _differences(want.get(key), got.get(key), f"{path}.{key}")
+        ]
+    if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
+        return [
+            line
+            for i, (w, g) in enumerate(zip(want, got, strict=True))
+            for line in _differences(w, g, f"{path}[{i}]")
+        ]
+    return [] if want == got else [f"{path}: one process {want!r:.400} / cluster {got!r:.400}"]
+
+
+def _dump_mismatch(
+    want: dict[str, Any], got: dict[str, Any], logs: dict[str, list[Event] | str]
+) -> Path:
+    """On a mismatch: where the reports differ, both logs (every event whole) and the
+    containers' output, in a folder under /tmp to read after the run."""
+    out = Path(f"/tmp/compose_mismatch_{os.getpid()}_{int(time.time())}")
+    out.mkdir(parents=True)
+    (out / "differences.txt").write_text("\n".join(_differences(want, got)) + "\n")
+    for name, content in logs.items():
+        if isinstance(content, str):
+            (out / f"{name}.txt").write_text(content)
+        else:
+            lines = (e.model_dump_json() for e in content)
+            (out / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+    return out
 
 
 def _shared_sandbox_mounts() -> None:
@@ -252,10 +296,12 @@ async def _consumers_ready(bus: Bus, stream: str, logs: Callable[[], str]) -> No
 
 @pytest.mark.xfail(
     strict=False,
-    reason="open defect, narrowed: two causes of this comparison's failures are fixed (a drive "
-    "retried after the leader election ended its run a second time; an unlogged step's commands "
-    "ran twice); in about one run of three after the fixes, one careful run's rule and reference "
-    "checks still differ from the one-process run's, cause not yet found",
+    reason="open defect, cause found: killing the stream leader's node moves the runners' "
+    "durable's leader, which delivers the runs in progress again at once; a second runner "
+    "replica then drives a run the first still drives and runs the unlogged step again (a "
+    "control wearing scripted-careful: its `python3 solve.py` rerun after the first drive's "
+    "next step rewrote the results, so the seal held files the log does not explain and its "
+    "rule and reference checks differed); reproduced in tests/faults/test_drive_lease.py",
 )
 async def test_bundled_campaign_across_machines_survives_a_node_and_a_manager(
     images: dict[str, str],
@@ -265,7 +311,7 @@ async def test_bundled_campaign_across_machines_survives_a_node_and_a_manager(
     tmp_path: Path,
 ) -> None:
     campaign = Campaign(models, settings)
-    want = await _one_process(settings, campaign)
+    want, want_events = await _one_process(settings, campaign)
 
     _shared_sandbox_mounts()
     nodes = [NatsNode(i, find_free_port(), find_free_port(), find_free_port()) for i in (1, 2, 3)]
@@ -285,6 +331,12 @@ async def test_bundled_campaign_across_machines_survives_a_node_and_a_manager(
         s3_endpoint=s3_endpoint,
         home=tmp_path / "cluster",
         ack_wait_s=30,
+        # The one-process run's controls secret: a campaign's control salt is an HMAC of
+        # its id under it, and the salt deals the look-alikes and places the controls. With
+        # each home's own secret, the two campaigns held different controls, and the
+        # validity figures (every rate over controls) differed in about one run of three,
+        # whatever the faults did.
+        controls_secret=controls_key(settings).secret.hex(),
     )
     with deployment(images, overrides) as d:
         nats = d.nats(nodes, REPLICAS)
@@ -326,11 +378,17 @@ async def test_bundled_campaign_across_machines_survives_a_node_and_a_manager(
 
             final, retried = await _until_judged(bus, campaign, timeout=1200, logs=d.logs)
             got = await report_figures(bus)
+            got_events = await _events(bus)
             info = await bus.js.stream_info(cluster.stream)
             assert info.config.num_replicas == 3
+            container_logs = d.logs(10_000_000)
     print(
         f"\ncompose campaign: {len(final.latest)} runs judged, killed {victim.name} (stream "
         f"leader) and {manager.name} with {len(mid.judged)} runs judged; "
         f"{retried} infrastructure failure(s) retried"
     )
-    assert _comparable(got, retried > 0) == _comparable(want, retried > 0)
+    got_doc, want_doc = _comparable(got, retried > 0), _comparable(want, retried > 0)
+    if got_doc != want_doc:
+        logs = {"one_process": want_events, "cluster": got_events, "containers": container_logs}
+        where = _dump_mismatch(want_doc, got_doc, logs)
+        pytest.fail(f"the cluster's report differs from the one-process run's; see {where}")

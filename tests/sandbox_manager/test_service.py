@@ -248,3 +248,40 @@ async def test_a_flood_of_run_requests_holds_no_more_sandboxes_than_the_limit(
         assert live.list_live() == []
     finally:
         await service.bus.stop()
+
+
+SLOW_WRITE = "echo part > out.txt; sleep 3; echo done >> out.txt"
+
+
+# A run's end reaching the sandbox-manager while a command still runs in its sandbox.
+#
+# Seen in the compose campaign (tests/deploy/test_compose_campaign.py): after the stream
+# leader's node was killed, a run's SandboxReady was delivered again while a runner still
+# drove it, and a second drive's command met the run's end: the sandbox was destroyed
+# under it (`OSError: [Errno 9] Bad file descriptor` in the managers' logs, answered as an
+# internal error, which an agent reads as a tool error), and a seal copied then could hold
+# a file half written. The end stops the command (no logged step can hold it any more; an
+# orphan may run until its timeout), answers it "destroyed", and seals after.
+async def test_a_runs_end_stops_the_command_running_then_seals(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> None:
+    store = LocalBlobStore(settings.blob_dir)
+    task = make_task(store, tmp_path)
+    async with bubblewrap_manager(settings, store) as service:
+        ready = await request_sandbox(bus, "r1", task)
+        client = SandboxClient(bus=bus, instance=ready.instance, sandbox_id=ready.sandbox_id)
+        running = asyncio.create_task(client.exec(SLOW_WRITE, timeout_s=20, cwd="/workspace"))
+        workspace = service.backends["bubblewrap"].dirs.workspace(ready.sandbox_id)  # type: ignore[attr-defined]
+        while not (workspace / "out.txt").exists():
+            await asyncio.sleep(0.05)
+        await bus.publish(finished(bus, "r1"))  # the run ended by another drive
+        with pytest.raises(SandboxGone, match="ended mid-command"):
+            await running
+        events = await wait_for_events(
+            bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
+        )
+        [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
+        out = next(f for f in sealed.files if f.path == "out.txt")
+        assert store.get_bytes(out.sha256) == b"part\n"  # stopped before its `done`
+        with pytest.raises(SandboxGone, match="destroyed"):
+            await client.exec("echo late > late.txt", timeout_s=20, cwd="/workspace")

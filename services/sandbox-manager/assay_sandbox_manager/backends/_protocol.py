@@ -69,6 +69,10 @@ class SandboxBackend(Protocol):
         sandbox."""
         ...
 
+    def stop_commands(self, sandbox_id: str) -> None:
+        """Kill whatever runs in the sandbox now (its files stay, for the seal)."""
+        ...
+
     def destroy(self, sandbox_id: str) -> None:
         """Kill everything in the sandbox and free its resources (idempotent for orphans)."""
         ...

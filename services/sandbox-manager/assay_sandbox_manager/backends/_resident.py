@@ -125,7 +125,10 @@ class PipeChannel:
             left = deadline - time.monotonic()
             if left <= 0 or not self._readable.poll(math.ceil(left * 1000)):
                 raise ResidentLost("resident did not answer in time")
-            chunk = os.read(self._out, n - len(buf))
+            try:
+                chunk = os.read(self._out, n - len(buf))
+            except OSError as e:  # closed under the read: the sandbox's commands stopped
+                raise ResidentLost(f"resident pipe closed: {e}") from e
             if not chunk:
                 raise ResidentLost(f"resident exited{self._exit_note()}")
             buf += chunk
@@ -278,6 +281,11 @@ class ResidentExec:
             self._ready.add(sandbox_id)
         chan.write(frame)
         return parse_reply(_receive(chan, deadline), cap)
+
+    def stop_commands(self, sandbox_id: str) -> None:
+        """Kill the sandbox's resident and whatever it runs; the next command starts a new
+        one. Its files stay."""
+        self._drop_resident(sandbox_id)
 
     def _drop_resident(self, sandbox_id: str) -> None:
         self._ready.discard(sandbox_id)

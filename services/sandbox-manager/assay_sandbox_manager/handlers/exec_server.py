@@ -50,6 +50,19 @@ class ExecServer(Sandboxes):
                 kind,
                 f"sandbox {sid}: {'destroyed' if kind == 'destroyed' else 'unknown'} on instance {self.instance}",
             )
+        if sid in self._ended:
+            # Its run ended: nothing more runs in it (see Sandboxes._quiesce).
+            return error_reply(
+                "destroyed", f"sandbox {sid}: its run ended; being destroyed on {self.instance}"
+            )
+        async with self._command(sid):
+            answer = await self._run(sid, command)
+        if sid in self._ended:  # stopped by its run's end: no step can log its output
+            return error_reply("destroyed", f"sandbox {sid}: its run ended mid-command")
+        return answer
+
+    async def _run(self, sid: str, command: SandboxCommand) -> bytes:
+        """Run one command on the sandbox's backend; every failure is a reply."""
         backend = self.backends[self._owned[sid]]
         try:
             reply = await self._blocking(run_command, backend, command)

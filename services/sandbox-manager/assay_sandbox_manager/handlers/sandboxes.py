@@ -45,6 +45,12 @@ class Sandboxes:
     """Notified whenever a sandbox is released or an opening ends."""
     _owned: dict[str, str] = field(default_factory=dict)
     """sandbox id -> backend name, for sandboxes this instance holds."""
+    _running: dict[str, int] = field(default_factory=dict)
+    """sandbox id -> commands running in it now."""
+    _ended: set[str] = field(default_factory=set)
+    """Sandboxes whose run ended (being sealed or destroyed): they take no more commands."""
+    _quiet: asyncio.Condition = field(default_factory=asyncio.Condition)
+    """Notified whenever a command ends."""
     _live: dict[str, tuple[RunRequested, SandboxReady]] = field(default_factory=dict)
     """run id -> request and SandboxReady announced (or found live) here, until sealed: what
     sealing needs without reading the log (a run's sandbox is this instance's alone)."""
@@ -88,7 +94,36 @@ class Sandboxes:
         async with self._room:
             self._room.notify_all()
 
+    @contextlib.asynccontextmanager
+    async def _command(self, sandbox_id: str) -> AsyncIterator[None]:
+        """One command running in the sandbox: counted until it ends."""
+        self._running[sandbox_id] = self._running.get(sandbox_id, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._running.pop(sandbox_id) - 1
+            if left:
+                self._running[sandbox_id] = left
+            async with self._quiet:
+                self._quiet.notify_all()
+
+    async def _quiesce(self, sandbox_id: str) -> None:
+        """Take no more commands into the sandbox, stop those running, and wait for them.
+
+        A run's end can arrive while a command still runs in its sandbox: a second drive
+        of the run (its SandboxReady delivered again while a runner still drove it), or
+        an orphan of a drive that died. No logged step can hold it any more (the run
+        ended), and it may run until its timeout: it is killed, not waited for, and only
+        then is the workspace copied for the seal (never while a command writes it)."""
+        self._ended.add(sandbox_id)
+        name = self._owned.get(sandbox_id)
+        if sandbox_id in self._running and name is not None:
+            await self._blocking(self.backends[name].stop_commands, sandbox_id)
+        async with self._quiet:
+            await self._quiet.wait_for(lambda: sandbox_id not in self._running)
+
     async def _destroy(self, sandbox_id: str) -> None:
+        await self._quiesce(sandbox_id)
         name = self._owned.pop(sandbox_id, None)
         targets = [self.backends[name]] if name else list(self.backends.values())
         # Counted until destroyed, so that a waiting request never finds the node holding
@@ -105,3 +140,4 @@ class Sandboxes:
             self._closing.discard(sandbox_id)
             await self._released()
         self.destroyed.add(sandbox_id)
+        self._ended.discard(sandbox_id)

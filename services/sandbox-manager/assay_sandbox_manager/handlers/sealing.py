@@ -73,6 +73,7 @@ class Sealing(Sandboxes):
         `unchanged`: the announcement's condition (see `_settle`); LogChanged when it
         fails, with the sandbox left as it was."""
         backend = self.backend_for(request.sandbox)
+        await self._quiesce(ready.sandbox_id)  # the files as the last command left them
         try:
             caps = SealCaps.of(request.sandbox)
             copy = await self._blocking(backend.copy_for_seal, ready.sandbox_id, caps)
