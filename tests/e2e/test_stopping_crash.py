@@ -1,7 +1,7 @@
 """A crash between a stop's decision and its cancellations recovers from the log (#51).
 
-On a real nats-server, with the real aggregator and the runner as its own process
-(`assay serve runner`, killed with SIGKILL): the log comes to hold what decides the stop
+On a real nats-server, with the real aggregator and runner, each its own process at first
+(`assay serve`; the runner killed with SIGKILL): the log comes to hold what decides the stop
 while no aggregator runs (as when one dies between folding the deciding event and
 publishing `CampaignStopped`); an aggregator that starts publishes the decision once; the
 runner is SIGKILLed as soon as its first `RunCancelled` is logged, mid-way through the
@@ -20,6 +20,8 @@ import contextlib
 import os
 import signal
 from collections.abc import AsyncIterator, Callable
+
+import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
@@ -41,11 +43,20 @@ from assay_schemas import (
 from assay_testing.pipeline import service_process
 from tests.e2e.test_stopping import N_TASKS, _campaign, _log, _submit, _until, _worked
 
-EPOCHS = 3
+DUPLICATE_WINDOW_S = 1.0
+EPOCHS = 4
 """Runs per agent and task: more cancellations, so the kill lands among them."""
 WORKED_TASKS = 16
 """Tasks the workers answer before the stop: planted 9 vs 2 settles at 13 tasks (waves
 of 4, so at the wave of 16); the runner has requested two waves beyond them by then."""
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The test's settings with a one-second duplicate window: the stream cannot drop a
+    second `RunCancelled` or `CampaignStopped` of a restarted service as a duplicate, so
+    "once" is what the services read from the log, not what the broker filtered."""
+    return settings.model_copy(update={"duplicate_window_s": DUPLICATE_WINDOW_S})
 
 
 def _campaign_of(campaign_id: str) -> CampaignSpec:
@@ -123,18 +134,14 @@ async def test_a_crash_between_the_stop_and_its_cancellations_recovers_from_the_
             await _until(bus, _count(RunRequested, lambda n: n == requested), timeout=60)
         assert not [e for _, e in await _log(bus) if isinstance(e, CampaignStopped)]
 
-        # 2. An aggregator starts (the one that died before publishing its decision):
-        # it catches up, decides and publishes the stop; the runner starts cancelling and
-        # is SIGKILLed at its first cancellation.
+        # 2. An aggregator starts (the one that died before publishing its decision), in
+        # its own process, so that this one only watches: it catches up, decides and
+        # publishes the stop; the runner starts cancelling and is SIGKILLed at its first
+        # cancellation.
         killer = asyncio.create_task(_kill_at_first_cancellation(bus, runner.pid))
-        aggregator = build_aggregator(settings, store=store, n_resamples=50)
-        aggregator.flush_interval_s = 0.2
-        await aggregator.start()
-        try:
-            await asyncio.wait_for(killer, 60)
+        async with service_process("aggregator", settings):
+            await asyncio.wait_for(killer, 120)
             assert await asyncio.wait_for(runner.wait(), 10) == -signal.SIGKILL
-        finally:
-            await aggregator.stop()
 
     log = await _log(bus)
     left = planned - {e.run_id for _, e in log if isinstance(e, RunRequested)}
@@ -142,7 +149,8 @@ async def test_a_crash_between_the_stop_and_its_cancellations_recovers_from_the_
     assert len(left) == (N_TASKS - WORKED_TASKS - 8) * per_task
     assert 0 < len(cancelled) < len(left), "the kill must land mid-way through the cancellations"
 
-    # 3. Both start again; the workers finish the runs in flight.
+    # 3. Both start again, past the duplicate window; the workers finish the runs in flight.
+    await asyncio.sleep(2 * DUPLICATE_WINDOW_S)
     aggregator = build_aggregator(settings, store=store, n_resamples=50)
     aggregator.flush_interval_s = 0.2
     runner_again = build_runner(settings, store=store)
