@@ -26,9 +26,11 @@ setup-run:
 setup-test:
 	bash scripts/setup-host.sh test
 
-## The main job on the embedded default: stack up, bundled campaign in, report out.
+## The main job on the embedded default: stack up, bundled campaign in, report out; then
+## the stopping demo, a campaign that stops once its ranking is settled (docs/stopping.md).
 run: setup-run install
 	$(ASSAY) run examples/tasks --campaign examples/campaign.yaml
+	$(ASSAY) run examples/stopping/tasks --campaign examples/stopping/campaign.yaml
 
 ## Every test, real parts started by the tests themselves.
 test: setup-test install local-model

@@ -12,6 +12,7 @@ import openpyxl
 import pytest
 
 from assay.providers import ImagePart, TextPart, ToolCall
+from assay.sealed.tables import read_table
 from assay.store import LocalBlobStore
 from assay_judge.files import SealedFiles
 from assay_judge.llm.tools import JudgeToolBox
@@ -215,3 +216,17 @@ def test_valid_verdict_is_normalised() -> None:
     assert check.verdict.failure_tags == ["overclaiming"]
     assert check.verdict.scores["communication"].reason == "clear but long"
     assert list(check.verdict.scores) == RUBRIC.dimension_keys
+
+
+@pytest.mark.parametrize(
+    "header", ["statistic,value", "statistic,statistic_,value", "value,statistic"]
+)
+def test_a_table_with_a_statistic_column_is_summarised(header: str) -> None:
+    # polars' describe() labels its rows in a column named "statistic": a results table
+    # with that column (statistic,value is a common layout) failed the judge's read_table,
+    # and with it every judgment of the run.
+    width = header.count(",") + 1
+    rows = "".join(",".join(["mean"] + ["1.5"] * (width - 1)) + "\n" for _ in range(2))
+    text = read_table((header + "\n" + rows).encode(), "results/summary.csv")
+    assert f"shape: 2 rows x {width} columns" in text and "summary:" in text
+    assert "statistic_" in text.split("summary:")[1]

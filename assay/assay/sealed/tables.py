@@ -48,6 +48,10 @@ def _excel(data: bytes, sheet: str | None) -> tuple[pl.DataFrame, str]:
     return pl.DataFrame(body, schema=header, orient="row"), note
 
 
+DESCRIBE_LABEL = "statistic"
+"""The column `polars.DataFrame.describe` adds for its row labels."""
+
+
 def read_table(data: bytes, path: str, *, head: int = 10, sheet: str | None = None) -> str:
     """Shape, dtypes, the first `head` rows and a column summary of a table file."""
     suffix = "." + path.rsplit(".", 1)[-1].lower() if "." in path else ""
@@ -68,5 +72,18 @@ def read_table(data: bytes, path: str, *, head: int = 10, sheet: str | None = No
             f"head({head}):\n{frame.head(head)}",
         ]
         if frame.width and frame.height:
-            parts.append(f"summary:\n{frame.describe()}")
+            parts.append(f"summary:\n{_summary(frame)}")
     return "\n".join(parts)
+
+
+def _summary(frame: pl.DataFrame) -> pl.DataFrame:
+    """`describe()` of the frame; its label column is named "statistic", so a column of
+    that name (a common one in statistics output) is renamed for the summary alone."""
+    taken = set(frame.columns)
+    renames: dict[str, str] = {}
+    if DESCRIBE_LABEL in taken:
+        name = DESCRIBE_LABEL + "_"
+        while name in taken:
+            name += "_"
+        renames[DESCRIBE_LABEL] = name
+    return frame.rename(renames).describe()
