@@ -18,7 +18,7 @@ import yaml
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import open_store
-from assay_cli.check import check_stream
+from assay_aggregator.check import check_stream
 from assay_schemas import JudgmentRecorded
 from assay_testing.demo import JudgeTemper, judge_script
 from assay_testing.pipeline import settings_env
