@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any
 
 from assay.security.controls import ControlsKey
-from assay_schemas import CampaignHistory, CampaignSpec, RunPhase
+from assay_schemas import CampaignHistory, RunPhase
 
+from .campaign_rosters import CampaignRosters
 from .event_ids import EventIds
 
 __all__ = [
@@ -292,32 +293,14 @@ class State:
     controls_key: ControlsKey | None = field(default=None, compare=False, repr=False)
     """Opens sealed control declarations (the deployment's controls secret; None: this
     reader cannot, and knows no run to be a control): beside the state, never in it."""
-    campaign_views: dict[str, _CampaignView] = field(
-        default_factory=dict, compare=False, repr=False
-    )
-    """campaign_id → its `campaigns` entry as last built: beside the state, never in it."""
+    rosters: CampaignRosters = field(default_factory=CampaignRosters, compare=False, repr=False)
+    """Builds `campaigns` from the histories: beside the state, never in it."""
 
     @property
     def campaigns(self) -> dict[str, dict[str, Any]]:
         """campaign_id → its CampaignSpec as a JSON-mode dict, read from its history,
-        without the control agents the opened declarations name (the roster lists them like
-        agents for readers without the controls secret; for every report they are none).
-        Each entry is built again only when its spec or its control agents change."""
-        out: dict[str, dict[str, Any]] = {}
-        for campaign_id, history in self.histories.items():
-            spec = history.campaigns.get(campaign_id)
-            if spec is None:
-                continue
-            view = self.campaign_views.get(campaign_id)
-            if (
-                view is None
-                or view.spec is not spec
-                or view.controls != len(history.control_agents)
-            ):
-                view = _CampaignView(spec, len(history.control_agents), _roster(history, spec))
-                self.campaign_views[campaign_id] = view
-            out[campaign_id] = view.data
-        return out
+        without the control agents the opened declarations name."""
+        return self.rosters.read(self.histories)
 
     def refuse(self, sequence: int, subject: str, reason: str) -> None:
         """Record a message that must not count, once per sequence."""
@@ -325,24 +308,6 @@ class State:
             self.refused[sequence] = RefusedRecord(sequence, subject, reason)
             self.version += 1
         self.last_sequence = max(self.last_sequence, sequence)
-
-
-class _CampaignView(NamedTuple):
-    """A campaign's `State.campaigns` entry, and what it was built from."""
-
-    spec: CampaignSpec
-    controls: int
-    """Control agents the history knew (they only ever grow)."""
-    data: dict[str, Any]
-
-
-def _roster(history: CampaignHistory, spec: CampaignSpec) -> dict[str, Any]:
-    """The spec as JSON, without the control agents `history` knows."""
-    data = spec.model_dump(mode="json")
-    controls = {a.split("/", 1)[1] for a in history.control_agents}
-    if controls:
-        data["agents"] = [a for a in data.get("agents", ()) if a.get("agent_id") not in controls]
-    return data
 
 
 def _columns(records: dict[str, Any], cls: type[Any]) -> dict[str, Any]:
