@@ -3,8 +3,9 @@
 40 small replicate-summary tasks: each attaches one plate's OD600 readings and asks for
 their mean and SD in `results/summary.csv`. The anytime-valid sequence counts the task as
 its unit, so a ranking settles only on tens of tasks (see docs/stopping.md); these are
-small so that the demo's sandboxes run them quickly. `solutions/<task_id>/` holds the
-careful scripted agent's `solve.py` and `answer.md`.
+small so that the demo's sandboxes run them quickly. The careful scripted agent writes
+and runs `references/<task_id>/solve.py` and answers `solutions/<task_id>/answer.md` (the
+same layout as the main demo's, which `assay_testing.demo.agent_scripts` reads).
 
     python examples/stopping/generate.py [--out DIR]
 """
@@ -91,9 +92,8 @@ def write_task(out: Path, index: int, rng: random.Random) -> None:
     _write(task / "task.yaml", TASK_YAML.format(mean=mean))
     rows = "".join(f"{chr(65 + i // 12)}{i % 12 + 1},{v:.3f}\n" for i, v in enumerate(values))
     _write(task / "data.csv", "well,od600\n" + rows)
-    solution = out / "solutions" / task_id
-    _write(solution / "solve.py", SOLVE)
-    _write(solution / "answer.md", ANSWER.format(n=n, plate=plate, mean=mean, sd=sd))
+    _write(out / "references" / task_id / "solve.py", SOLVE)
+    _write(out / "solutions" / task_id / "answer.md", ANSWER.format(n=n, plate=plate, mean=mean, sd=sd))
 
 
 def main() -> None:
