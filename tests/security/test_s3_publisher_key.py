@@ -143,7 +143,7 @@ async def test_a_runner_that_may_not_delete_still_refuses_wrong_bytes(
     put_new(s3_as(key), key, forged.sha256, b"other bytes")
     spec = campaign("c1", [scripted_agent("a1", "m", "http://127.0.0.1:9")])
     event = submission("c1", Task(task_id="t1", prompt="p", attachments=[forged]))
-    rejected = await Admission(bus=bus, store=store).refusal(event, spec, 1)
+    rejected = await Admission(bus=bus, store=store).rejection(event, spec, 1)
     assert rejected is not None and rejected.reason == "blob_mismatch"
     assert "still stored" in rejected.detail and store.exists(forged.sha256)
 
