@@ -93,7 +93,9 @@ def write_task(out: Path, index: int, rng: random.Random) -> None:
     rows = "".join(f"{chr(65 + i // 12)}{i % 12 + 1},{v:.3f}\n" for i, v in enumerate(values))
     _write(task / "data.csv", "well,od600\n" + rows)
     _write(out / "references" / task_id / "solve.py", SOLVE)
-    _write(out / "solutions" / task_id / "answer.md", ANSWER.format(n=n, plate=plate, mean=mean, sd=sd))
+    _write(
+        out / "solutions" / task_id / "answer.md", ANSWER.format(n=n, plate=plate, mean=mean, sd=sd)
+    )
 
 
 def main() -> None:
