@@ -45,7 +45,7 @@ class LogReads:
         return True
 
     async def last_sequence(self, subject: str) -> int:
-        """The stream sequence of the last message stored on exactly this subject, valid
+        """The stream sequence of the last message stored on this subject (or filter), valid
         event or not (0: none): what a publish conditioned on it (`Unchanged`) expects."""
         from nats.js.errors import NotFoundError
 

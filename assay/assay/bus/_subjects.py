@@ -29,6 +29,11 @@ class Subjects:
         """Filter for events; `*` selects any value of that token."""
         return event_subject(self.prefix, event_type, campaign_id, run_id)
 
+    def run(self, campaign_id: str, run_id: str) -> str:
+        """Filter for every event of one run (what a request and a cancellation are
+        conditioned on: the first of them on the log is the only one)."""
+        return self.event("*", campaign_id, run_id)
+
     def of(self, event: Event) -> str:
         """Subject an event is published on."""
         return self.event(event.event_type, event.campaign_id, event.run_id or NO_RUN)

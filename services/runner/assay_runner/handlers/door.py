@@ -120,13 +120,14 @@ class Door(RunnerBase):
     async def _schedule_one(
         self, run: RunRequested, task_span: trace.SpanContext
     ) -> RunRequested | None:
-        subject = self.bus.subjects.of(run)
-        if not await self.bus.last_sequence(subject) and await self._request(run, task_span):
+        of_run = self.bus.subjects.run(run.campaign_id, run.run_id or "")
+        if not await self.bus.last_sequence(of_run) and await self._request(run, task_span):
             return None
         # Requested before: a redelivery, the campaign/task race, or another runner that
-        # admitted a different task under this id at the same time (which is the one run).
+        # admitted a different task under this id at the same time (which is the one run);
+        # or cancelled before, by another runner's pacer that read its campaign's stop.
         try:
-            earlier = await self.bus.last_event(subject)
+            earlier = await self.bus.last_event(self.bus.subjects.of(run))
         except InvalidEvent:
             return None  # no event: the aggregator refuses it, and nothing is compared
         if isinstance(earlier, RunRequested) and earlier.task != run.task:
@@ -134,8 +135,9 @@ class Door(RunnerBase):
         return None
 
     async def _request(self, run: RunRequested, task_span: trace.SpanContext) -> bool:
-        """Log the run's request if its subject is still empty; False when another
-        publisher's got there first (stored, or its event id seen by JetStream)."""
+        """Log the run's request if its subjects are still empty (no request, no
+        cancellation); False when another publisher's got there first (stored, or its
+        event id seen by JetStream)."""
         if run.sandbox.gateway_dir is not None:
             # Before publishing: the sandbox-manager binds it when it creates the sandbox.
             Path(run.sandbox.gateway_dir).mkdir(mode=0o711, parents=True, exist_ok=True)
@@ -150,9 +152,8 @@ class Door(RunnerBase):
             # task's order (controls planned a moment later must not arrive "later").
             run = run.model_copy(update={"occurred_at": datetime.now(UTC)})
             try:
-                published = await self.bus.publish(
-                    run, unchanged=Unchanged(self.bus.subjects.of(run), 0)
-                )
+                of_run = self.bus.subjects.run(run.campaign_id, run.run_id or "")
+                published = await self.bus.publish(run, unchanged=Unchanged(of_run, 0))
             except LogChanged:
                 return False
             return not published.duplicate

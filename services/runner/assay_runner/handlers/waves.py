@@ -17,12 +17,13 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
-from assay.bus import Delivery, read_campaign
+from assay.bus import Delivery, Unchanged, read_campaign
 from assay_schemas import (
     CampaignHistory,
     CampaignSpec,
     CampaignStarted,
     CampaignStopped,
+    LogChanged,
     RunCancelled,
     RunRequested,
     TaskAccepted,
@@ -162,18 +163,31 @@ class Waves(Door):
         stop = CampaignStopped.id_for(campaign.campaign_id)
         for task_id, left in to_cancel(campaign, paced.history, paced.accepted).items():
             for run in await self._planned(campaign, paced, task_id):
-                if run.run_id not in left:
-                    continue
-                await self.bus.publish(
-                    RunCancelled(
-                        event_id=RunCancelled.id_for(run.run_id),
-                        campaign_id=campaign.campaign_id,
-                        run_id=run.run_id,
-                        task_id=task_id,
-                        causation_id=stop,
-                        agent_id=run.agent.agent_id,
-                        epoch=run.epoch,
-                        producer=self.bus.producer,
-                    )
-                )
+                if run.run_id in left:
+                    await self.cancel_run(run, cause=stop)
         log.info("campaign %s stopped: runs never requested cancelled", campaign.campaign_id)
+
+    async def cancel_run(self, run: RunRequested, *, cause: str) -> bool:
+        """Log that `run` was never requested and never will be; False when its subjects
+        are no longer empty: another pacer requested it (it runs, and finishes) or
+        cancelled it first. Conditioned like the request (`Door._request`), so of a
+        request and a cancellation decided on the same reads only the first is logged."""
+        rid = run.run_id or ""
+        try:
+            await self.bus.publish(
+                RunCancelled(
+                    event_id=RunCancelled.id_for(rid),
+                    campaign_id=run.campaign_id,
+                    run_id=rid,
+                    task_id=run.task_id,
+                    causation_id=cause,
+                    agent_id=run.agent.agent_id,
+                    epoch=run.epoch,
+                    producer=self.bus.producer,
+                ),
+                unchanged=Unchanged(self.bus.subjects.run(run.campaign_id, rid), 0),
+            )
+        except LogChanged:
+            log.info("run %s: requested or cancelled before this cancellation", rid)
+            return False
+        return True
