@@ -7,7 +7,7 @@ import os
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -37,21 +37,27 @@ def _state_root() -> Path:
     return root
 
 
+def isolated_settings(tmp: Path, *, name: str, state: str, **fields: Any) -> Settings:
+    """Settings of one test: its own stream (`name` and a number), subject prefix, home
+    and sandbox state (a `state`-prefixed folder), a short ack wait and three deliveries."""
+    n = next(_counter)
+    state_dir = Path(tempfile.mkdtemp(prefix=f"{state}{n}-", dir=_state_root()))
+    state_dir.chmod(0o711)
+    return Settings(
+        state_dir=state_dir,
+        home=tmp / "home",
+        stream=f"{name.upper()}{n}",
+        subject_prefix=f"{name.lower()}{n}",
+        ack_wait_s=5.0,
+        max_deliver=3,
+        **fields,
+    )
+
+
 @pytest.fixture
 def settings(nats_server: NatsServer, tmp_path: Path) -> Settings:
     """Settings with this test's own stream and subject prefix on the shared server."""
-    n = next(_counter)
-    state = Path(tempfile.mkdtemp(prefix=f"state{n}-", dir=_state_root()))
-    state.chmod(0o711)
-    return Settings(
-        state_dir=state,
-        home=tmp_path / "home",
-        nats_url=nats_server.url,
-        stream=f"T{n}",
-        subject_prefix=f"t{n}",
-        ack_wait_s=5.0,
-        max_deliver=3,
-    )
+    return isolated_settings(tmp_path, name="t", state="state", nats_url=nats_server.url)
 
 
 @pytest.fixture

@@ -1,11 +1,13 @@
-"""Writes the stopping demo's tasks and solutions byte-identically (fixed seed).
+"""Writes the stopping demo's tasks and answers byte-identically (fixed seed).
 
 40 small replicate-summary tasks: each attaches one plate's OD600 readings and asks for
 their mean and SD in `results/summary.csv`. The anytime-valid sequence counts the task as
 its unit, so a ranking settles only on tens of tasks (see docs/stopping.md); these are
 small so that the demo's sandboxes run them quickly. The careful scripted agent writes
-and runs `references/<task_id>/solve.py` and answers `solutions/<task_id>/answer.md` (the
-same layout as the main demo's, which `assay_testing.demo.agent_scripts` reads).
+and runs `solve.py` beside this file, kept by hand as one script for every task (where the
+main demo keeps one a task in `references/<task_id>/solve.py`;
+`assay_testing.demo.agent_scripts` reads either), and answers
+`solutions/<task_id>/answer.md`, written here.
 
     python examples/stopping/generate.py [--out DIR]
 """
@@ -49,21 +51,6 @@ judge:
   sampling_times: 1
 """
 
-SOLVE = """\
-import csv
-import os
-import statistics
-
-with open("data.csv", newline="") as f:
-    values = [float(row["od600"]) for row in csv.DictReader(f)]
-os.makedirs("results", exist_ok=True)
-with open("results/summary.csv", "w", newline="") as f:
-    f.write("statistic,value\\n")
-    f.write(f"mean,{statistics.mean(values):.4f}\\n")
-    f.write(f"sd,{statistics.stdev(values):.4f}\\n")
-print(f"n={len(values)} mean={statistics.mean(values):.4f} sd={statistics.stdev(values):.4f}")
-"""
-
 ANSWER = """\
 Summary:
 
@@ -92,7 +79,6 @@ def write_task(out: Path, index: int, rng: random.Random) -> None:
     _write(task / "task.yaml", TASK_YAML.format(mean=mean))
     rows = "".join(f"{chr(65 + i // 12)}{i % 12 + 1},{v:.3f}\n" for i, v in enumerate(values))
     _write(task / "data.csv", "well,od600\n" + rows)
-    _write(out / "references" / task_id / "solve.py", SOLVE)
     _write(
         out / "solutions" / task_id / "answer.md", ANSWER.format(n=n, plate=plate, mean=mean, sd=sd)
     )

@@ -41,7 +41,7 @@ class EventIds(MutableMapping[str, int]):
         self._seqs: list[int] = []
         self._added: dict[str, int] = dict(items or {})
         self._miss: str | None = None
-        """The last id not found: admission asks, then the fold asks again."""
+        """The last id not found: the counting rule asks, then the fold asks again."""
 
     def _find(self, key: str) -> int:
         """Index of `key` among the loaded ids, or -1."""

@@ -256,8 +256,8 @@ class State:
     refused: dict[int, RefusedRecord] = field(default_factory=dict)
     """sequence → message that was refused, with the reason."""
     refused_submissions: set[str] = field(default_factory=set)
-    """Event ids of refused TaskSubmitted messages no admitted one shares: their runs
-    count for nothing (see `admission`)."""
+    """Event ids of refused TaskSubmitted messages no counted one shares: their runs
+    count for nothing (see `assay_aggregator.counting`)."""
     refused_runs: dict[str, str] = field(default_factory=dict)
     """run_id → why the run counts for nothing (its submission was refused)."""
     task_samples: dict[str, int] = field(default_factory=dict)
@@ -275,7 +275,7 @@ class State:
     """'campaign_id/task_id' → control declarations counted, opened or not: all that a
     reader without the controls secret knows of them."""
     histories: dict[str, CampaignHistory] = field(default_factory=dict)
-    """campaign_id → the campaign's history, folded from admitted events only: the one
+    """campaign_id → the campaign's history, folded from counted events only: the one
     fold of a campaign (its spec: `campaigns`; expected runs, owed verdicts, failures by
     cause: the report's problems section)."""
     stopping: dict[str, StoppingRecord] = field(default_factory=dict)

@@ -3,7 +3,7 @@
 `RunHistory` answers for one run; `CampaignHistory` answers for the whole campaign: which
 runs the log asks for, where they stand, which verdicts the jury owes, and what failed
 and why. `assay watch` and `assay run` show it live, `assay run` decides its exit code
-from it, and the aggregator folds the same history (admitted events only) for the
+from it, and the aggregator folds the same history (counted events only) for the
 report's problems section, so all of them agree.
 
 What is *expected* comes from the log itself: runs per task × agent × epoch (TaskSubmitted,

@@ -34,7 +34,7 @@ Precedence, in log order:
   the seal) count as facts and move nothing.
 
 `TRANSITIONS` is the whole rule: :func:`advance` reads it, and every fold of a run
-(`RunHistory`, `CampaignHistory`, the aggregator's records and admission, `assay check`)
+(`RunHistory`, `CampaignHistory`, the aggregator's records and counting rule, `assay check`)
 calls :func:`advance`, so none of them states the rule again. Pure data and functions.
 """
 

@@ -1,6 +1,6 @@
 """Human review: who a human judge is on the log, and what makes a verdict a human's.
 
-A human verdict is a `JudgmentRecorded` like any other (replayed, audited, admitted by
+A human verdict is a `JudgmentRecorded` like any other (replayed, audited, counted by
 the same decision), told apart by its `judge_kind`. Its judge id is the reviewer's
 enrolled name, `reviewer-<name>`, and only that reviewer's enrolled key may sign it. It
 is a reference the jury is measured against, never a juror: no jury score counts it.

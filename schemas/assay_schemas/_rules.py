@@ -2,7 +2,7 @@
 runs a task asks for, how many samples a judge owes a run.
 
 Each is written once, here: the runner schedules what `CampaignHistory` expects, the judge
-takes the samples admission counts, and the bus, the permissions and the decoder name the
+takes the samples the counting rule counts, and the bus, the permissions and the decoder name the
 same subjects (issue #49: the copies had begun to disagree).
 """
 

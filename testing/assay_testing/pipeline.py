@@ -172,6 +172,15 @@ def settings_env(settings: Settings) -> dict[str, str]:
     return env
 
 
+async def wait_for_output(printed: Path, text: str, *, timeout_s: float = 10.0) -> None:
+    """Until `text` stands in the file a subprocess prints to, or `timeout_s` has passed
+    (the caller asserts on the output: a line printed after its last event can lag it)."""
+    for _ in range(int(timeout_s / 0.1)):
+        if text.encode() in printed.read_bytes():
+            return
+        await asyncio.sleep(0.1)
+
+
 @asynccontextmanager
 async def service_process(
     name: str, settings: Settings, *extra: str, env: dict[str, str] | None = None

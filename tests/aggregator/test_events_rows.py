@@ -1,5 +1,5 @@
-"""`assay events` takes admission's decision too: a refused event is marked in its row,
-and every row of a run names the run's agent (issue #24, "one admission decision")."""
+"""`assay events` takes the counting rule's decision too: a refused event is marked in its
+row, and every row of a run names the run's agent (issue #24, one decision of what counts)."""
 
 from __future__ import annotations
 

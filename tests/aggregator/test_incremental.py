@@ -1,6 +1,6 @@
 """Incremental reports: a snapshot plus the events after it gives the full rebuild's report,
 byte for byte, wherever the snapshot was cut, refused messages on both sides of the cut
-included (admission decides from what the snapshot carries: ids seen, verdicts recorded,
+included (the counting rule decides from what the snapshot carries: ids seen, verdicts recorded,
 submissions refused). A snapshot that does not fit is ignored, never trusted."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ async def _hostile_log(bus: Bus, published: Published) -> tuple[list[int], list[
         attachments=[FileRef(path="../outside.csv", sha256="0" * 64, size=1)],
     )
     refused = [
-        # A submission admission refuses, and an undecodable message.
+        # A submission the counting rule refuses, and an undecodable message.
         await _raw(
             bus,
             submitted.model_copy(

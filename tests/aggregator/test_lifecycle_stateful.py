@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from assay_aggregator import fold
-from assay_aggregator.admission import admit
+from assay_aggregator.counting import counts
 from assay_aggregator.fold import apply, subject_of
 from assay_aggregator.invariants import LogCheck
 from assay_report import Projections
@@ -98,7 +98,7 @@ class RunLifecycleMachine(RuleBasedStateMachine):
         self._deliver(len(self.log), event)
 
     def _deliver(self, sequence: int, event: Event) -> None:
-        if admit(self.live, sequence, subject_of(event), event):
+        if counts(self.live, sequence, subject_of(event), event):
             apply(self.live, sequence, event)
         self.check.observe(sequence, event)
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
 from nats.js.errors import APIError
 
-from assay.bus import DEAD_REASON, Bus, Delivery, Unchanged
+from assay.bus import DEAD_REASON, Bus, Delivery, Subjects, Unchanged
 from assay.config import Settings
 from assay_schemas import (
     AgentStepLogged,
@@ -55,50 +58,70 @@ async def test_handler_that_raises_is_redelivered_then_dead_lettered(settings: S
         attempts.append(delivery.attempt)
         raise RuntimeError("disk on fire")
 
-    async with Bus(settings, service="test") as publisher:
-        consumer = Bus(settings, service="consumer")
-        consumer.consume(consumer.subjects.events, always_fails, durable="flaky", max_deliver=3)
-        await consumer.start()
-        try:
-            await publisher.publish(step("r1", 0))
-            await wait_for(lambda: len(attempts) >= 3)
-            dead: list[tuple[bytes, dict[str, str]]] = []
-
-            async def collect() -> bool:
-                dead[:] = await consumer.dead_letters("flaky")
-                return bool(dead)
-
-            for _ in range(100):
-                if await collect():
-                    break
-                await asyncio.sleep(0.1)
-            assert attempts == [1, 2, 3]
-            assert len(dead) == 1
-            assert "RuntimeError: disk on fire" in dead[0][1][DEAD_REASON]
-            await asyncio.sleep(0.5)
-            assert attempts == [1, 2, 3], "a dead-lettered message must not come back"
-        finally:
-            await consumer.stop()
+    async with (
+        Bus(settings, service="test") as publisher,
+        consuming(settings, always_fails, durable="flaky", max_deliver=3) as consumer,
+    ):
+        await publisher.publish(step("r1", 0))
+        await wait_for(lambda: len(attempts) >= 3)
+        dead = await dead_letters(consumer, "flaky", 1)
+        assert attempts == [1, 2, 3]
+        assert len(dead) == 1
+        assert "RuntimeError: disk on fire" in dead[0][1][DEAD_REASON]
+        await asyncio.sleep(0.5)
+        assert attempts == [1, 2, 3], "a dead-lettered message must not come back"
 
 
-async def test_garbage_and_invalid_events_are_dead_lettered_and_consumer_keeps_serving(
+@contextlib.asynccontextmanager
+async def consuming(
     settings: Settings,
-) -> None:
+    handle: Callable[[Event, Delivery], Awaitable[None]],
+    *,
+    durable: str,
+    subject: str | None = None,
+    **options: Any,
+) -> AsyncIterator[Bus]:
+    """A started consumer (durable `durable`) of `subject`, or of the whole log; stopped at
+    exit."""
+    consumer = Bus(settings, service="consumer")
+    consumer.consume(subject or consumer.subjects.events, handle, durable=durable, **options)
+    await consumer.start()
+    try:
+        yield consumer
+    finally:
+        await consumer.stop()
+
+
+@contextlib.asynccontextmanager
+async def step_consumer(settings: Settings) -> AsyncIterator[tuple[Bus, list[int]]]:
+    """A started consumer of the run steps (durable `steps`) and the steps it handled."""
     seen: list[int] = []
 
     async def handle(event: Event, delivery: Delivery) -> None:
         assert isinstance(event, AgentStepLogged)
         seen.append(event.step)
 
-    consumer = Bus(settings, service="consumer")
-    consumer.consume(
-        consumer.subjects.event("AgentStepLogged"),
-        handle,
-        durable="steps",
-        event_type=AgentStepLogged,
-    )
-    await consumer.start()
-    try:
+    subject = Subjects(prefix=settings.subject_prefix).event("AgentStepLogged")
+    async with consuming(
+        settings, handle, durable="steps", subject=subject, event_type=AgentStepLogged
+    ) as consumer:
+        yield consumer, seen
+
+
+async def dead_letters(consumer: Bus, durable: str, n: int) -> list[tuple[bytes, dict[str, str]]]:
+    """The consumer's dead letters once there are `n` of them (or after ten seconds)."""
+    for _ in range(100):
+        dead = await consumer.dead_letters(durable)
+        if len(dead) == n:
+            break
+        await asyncio.sleep(0.1)
+    return dead
+
+
+async def test_garbage_and_invalid_events_are_dead_lettered_and_consumer_keeps_serving(
+    settings: Settings,
+) -> None:
+    async with step_consumer(settings) as (consumer, seen):
         subject = consumer.subjects.event("AgentStepLogged", "c1", "r1")
         await consumer.broker.publish(b"\xff not json", subject, stream=settings.stream)
         await consumer.broker.publish(
@@ -106,17 +129,11 @@ async def test_garbage_and_invalid_events_are_dead_lettered_and_consumer_keeps_s
         )
         await consumer.publish(step("r1", 7))
         await wait_for(lambda: seen == [7])
-        for _ in range(100):
-            dead = await consumer.dead_letters("steps")
-            if len(dead) == 2:
-                break
-            await asyncio.sleep(0.1)
+        dead = await dead_letters(consumer, "steps", 2)
         reasons = sorted(h[DEAD_REASON] for _, h in dead)
         assert len(reasons) == 2
         assert any("not JSON" in r for r in reasons)
         assert any("AgentStepLogged event" in r and "invalid" in r for r in reasons)
-    finally:
-        await consumer.stop()
 
 
 async def test_replay_returns_every_event_in_order_as_typed_models(bus: Bus) -> None:
@@ -271,19 +288,14 @@ async def test_a_handler_longer_than_the_ack_wait_keeps_its_message(settings: Se
         attempts.append(delivery.attempt)
         await asyncio.sleep(4.0)  # over twice the ack wait
 
-    async with Bus(quick, service="test") as publisher:
-        consumer = Bus(quick, service="consumer")
-        consumer.consume(
-            consumer.subjects.events, slow, durable="slow", max_deliver=5, max_workers=2
-        )
-        await consumer.start()
-        try:
-            await publisher.publish(step("r1", 0))
-            await wait_for(lambda: len(attempts) >= 1)
-            await asyncio.sleep(5.0)
-            assert attempts == [1]
-        finally:
-            await consumer.stop()
+    async with (
+        Bus(quick, service="test") as publisher,
+        consuming(quick, slow, durable="slow", max_deliver=5, max_workers=2),
+    ):
+        await publisher.publish(step("r1", 0))
+        await wait_for(lambda: len(attempts) >= 1)
+        await asyncio.sleep(5.0)
+        assert attempts == [1]
 
 
 async def test_replay_of_an_empty_filter_ends(bus: Bus) -> None:

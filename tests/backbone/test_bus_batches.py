@@ -12,7 +12,7 @@ import pytest
 from assay.bus import DEAD_REASON, BatchPull, Bus, Delivery, Refusal
 from assay.config import Settings
 from assay_schemas import AgentStepLogged, Event
-from tests.backbone.test_bus import step, wait_for
+from tests.backbone.test_bus import consuming, step, wait_for
 
 
 def folder(
@@ -102,22 +102,12 @@ async def test_the_rest_of_a_slow_batch_is_kept_not_redelivered(settings: Settin
     async with Bus(quick, service="test") as publisher:
         for n in range(4):
             await publisher.publish(step("r1", n))
-        consumer = Bus(quick, service="consumer")
-        consumer.consume(
-            consumer.subjects.events,
-            slow_first,
-            durable="slowbatch",
-            batch_size=16,
-            batch_wait_s=0.2,
-            max_deliver=5,
-        )
-        await consumer.start()
-        try:
+        async with consuming(
+            quick, slow_first, durable="slowbatch", batch_size=16, batch_wait_s=0.2, max_deliver=5
+        ):
             await wait_for(lambda: len(seen) >= 4, timeout=15.0)
             await asyncio.sleep(2.0)
             assert seen == [(0, 1), (1, 1), (2, 1), (3, 1)]
-        finally:
-            await consumer.stop()
 
 
 async def test_events_published_while_it_waits_arrive_within_the_wait(settings: Settings) -> None:
@@ -128,20 +118,15 @@ async def test_events_published_while_it_waits_arrive_within_the_wait(settings: 
     async def handle(event: Event, delivery: Delivery) -> None:
         seen.append(loop.time())
 
-    async with Bus(settings, service="test") as publisher:
-        consumer = Bus(settings, service="consumer")
-        consumer.consume(
-            consumer.subjects.events, handle, durable="quiet", batch_size=256, batch_wait_s=0.1
-        )
-        await consumer.start()
-        try:
-            await asyncio.sleep(0.5)
-            sent = loop.time()
-            await publisher.publish(step("r2", 0))
-            await wait_for(lambda: bool(seen), timeout=15.0)
-            assert seen[0] - sent < 1.0
-        finally:
-            await consumer.stop()
+    async with (
+        Bus(settings, service="test") as publisher,
+        consuming(settings, handle, durable="quiet", batch_size=256, batch_wait_s=0.1),
+    ):
+        await asyncio.sleep(0.5)
+        sent = loop.time()
+        await publisher.publish(step("r2", 0))
+        await wait_for(lambda: bool(seen), timeout=15.0)
+        assert seen[0] - sent < 1.0
 
 
 async def test_a_steady_log_is_handled_whole_and_at_once(settings: Settings) -> None:
@@ -154,21 +139,16 @@ async def test_a_steady_log_is_handled_whole_and_at_once(settings: Settings) -> 
         assert isinstance(event, AgentStepLogged)
         seen.append(event.step)
 
-    async with Bus(settings, service="test") as publisher:
-        consumer = Bus(settings, service="consumer")
-        consumer.consume(
-            consumer.subjects.events, handle, durable="steady", batch_size=256, batch_wait_s=0.1
-        )
-        await consumer.start()
-        try:
-            for n in range(600):
-                await publisher.publish(step("r3", n))
-                await asyncio.sleep(0.003)
-            await wait_for(lambda: len(seen) >= 600, timeout=10.0)
-            assert seen == list(range(600))
-            assert await _pending_once_settled(consumer, "steady") == (0, 0)
-        finally:
-            await consumer.stop()
+    async with (
+        Bus(settings, service="test") as publisher,
+        consuming(settings, handle, durable="steady", batch_size=256, batch_wait_s=0.1) as consumer,
+    ):
+        for n in range(600):
+            await publisher.publish(step("r3", n))
+            await asyncio.sleep(0.003)
+        await wait_for(lambda: len(seen) >= 600, timeout=10.0)
+        assert seen == list(range(600))
+        assert await _pending_once_settled(consumer, "steady") == (0, 0)
 
 
 async def _steady(settings: Settings, durable: str, gather_s: float) -> tuple[int, float]:

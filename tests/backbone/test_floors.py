@@ -4,7 +4,7 @@ schemas imports nothing of ours; the core (assay) only the schemas; the report
 (assay_report: the state, statistics and renderers, no bus) only those two; each service
 only the core, the schemas and the report, never another service; the viewer
 (assay_viewer: the web app and the review desk) those and the aggregator, whose log
-reading and admission it shows; the testing parts (assay_testing: the scripted model
+reading and counting rule it shows; the testing parts (assay_testing: the scripted model
 server, the synthetic log, pipeline helpers) the services and what they stand on, so a
 service test needs neither the CLI nor the benches; the CLI (assay_cli) may import them
 all. Read

@@ -1,6 +1,6 @@
 """The rules of the log live once, in `assay_schemas` (issue #49): what the runner
 schedules is what the campaign's history expects, the bus, the permissions and the decoder
-name the same subjects, and a judge owes what admission counts."""
+name the same subjects, and a judge owes what the counting rule counts."""
 
 from __future__ import annotations
 

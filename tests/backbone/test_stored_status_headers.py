@@ -16,7 +16,7 @@ import pytest
 from assay.bus import DEAD_REASON, Bus, Delivery, Refusal, Skipped
 from assay.config import Settings
 from assay_schemas import AgentStepLogged, Event
-from tests.backbone.test_bus import step, wait_for
+from tests.backbone.test_bus import dead_letters, step, step_consumer, wait_for
 from tests.backbone.test_bus_batches import _pending_once_settled, folder
 
 pytestmark = pytest.mark.timeout(60)
@@ -81,34 +81,14 @@ async def test_a_replay_reads_past_them_and_lists_them_skipped(
 
 
 async def test_a_durable_consumer_dead_letters_them_and_goes_on(settings: Settings) -> None:
-    seen: list[int] = []
-
-    async def handle(event: Event, delivery: Delivery) -> None:
-        assert isinstance(event, AgentStepLogged)
-        seen.append(event.step)
-
     async with Bus(settings, service="test") as publisher:
         await _hostile_between_two_steps(publisher, settings)
-    consumer = Bus(settings, service="consumer")
-    consumer.consume(
-        consumer.subjects.event("AgentStepLogged"),
-        handle,
-        durable="steps",
-        event_type=AgentStepLogged,
-    )
-    await consumer.start()
-    try:
+    async with step_consumer(settings) as (consumer, seen):
         await wait_for(lambda: seen == [0, 1], timeout=20.0)
-        for _ in range(100):
-            dead = await consumer.dead_letters("steps")
-            if len(dead) == len(HOSTILE + MALFORMED):
-                break
-            await asyncio.sleep(0.1)
+        dead = await dead_letters(consumer, "steps", len(HOSTILE + MALFORMED))
         assert len(dead) == len(HOSTILE + MALFORMED)
         assert all("not JSON" in h[DEAD_REASON] for _, h in dead)
         assert await _pending_once_settled(consumer, "steps") == (0, 0)
-    finally:
-        await consumer.stop()
 
 
 async def test_a_batched_consumer_refuses_each_and_goes_on(settings: Settings) -> None:

@@ -13,6 +13,7 @@ from assay.campaign import submit_campaign
 from assay.store import LocalBlobStore
 from assay.tasks import load_asi_task, load_jsonl, load_tasks
 from assay_schemas import AgentSpec, CampaignSpec, TaskInputError, TaskSubmitted
+from tests.judge.test_asi_roundtrip import IC50_NEAR_3_2
 
 MAX = 1_000_000
 
@@ -92,13 +93,7 @@ def test_asi_bench_task(tmp_path: Path) -> None:
                 {
                     "name": "ic50",
                     "weight": 2.0,
-                    "check": {
-                        "kind": "number_near",
-                        "path": "*.txt",
-                        "pattern": "IC50[^0-9]*([0-9.]+)",
-                        "expected": 3.2,
-                        "tolerance": 0.5,
-                    },
+                    "check": IC50_NEAR_3_2,
                 }
             ],
         },

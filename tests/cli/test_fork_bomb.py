@@ -4,9 +4,7 @@ exits in time, and nothing of the sandbox is left running, on both backends."""
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -19,7 +17,7 @@ from assay.config import Settings
 from assay_cli.run import run_campaign
 from assay_testing.demo import judge_scripts
 from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
-from tests.e2e.test_run_outcome import ROOT
+from tests.e2e.test_run_outcome import logged_events
 from tests.fork_bomb import BOMB, tagged_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
@@ -73,18 +71,6 @@ def _holding(sandbox_id: str) -> list[int]:
     return found
 
 
-def _events(run_dir: Path) -> list[dict[str, object]]:
-    out = subprocess.run(
-        [sys.executable, "-m", "assay_cli", "events", "--home", str(run_dir), "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
-    return [json.loads(line) for line in out.stdout.splitlines()]
-
-
 @pytest.mark.parametrize(
     "backend", ["bubblewrap", pytest.param("docker", marks=pytest.mark.docker)]
 )
@@ -125,7 +111,7 @@ def test_a_fork_bomb_times_out_once_and_its_run_ends(
     result = turns[1].request.tool_results[-1] if turns[1].request else None
     assert result is not None and "(killed: timeout)" in str(result), result
 
-    events = _events(outcome.workdir)
+    events = logged_events(outcome.workdir)
     ends = [e["event_type"] for e in events if e["event_type"] in ("AgentFinished", "RunFailed")]
     assert len(ends) == 1, ends
     assert any(e["event_type"] == "ArtifactsSealed" for e in events)

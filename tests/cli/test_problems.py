@@ -73,7 +73,7 @@ def _judgment_failed(v: JudgmentRecorded, event_id: str, sample: int) -> Judgmen
 
 
 def planted() -> tuple[list[Event], str]:
-    """The log, and the id of the one event admission refuses (a failure past the samples)."""
+    """The log, and the id of the one event the counting rule refuses (a failure past the samples)."""
     events = list(synthetic_events(SPEC))
     requests = [e for e in events if isinstance(e, RunRequested)]
     infra, agent, judged, missing, other = (r.run_id for r in requests[:5])
@@ -118,7 +118,7 @@ async def test_the_fold_progress_and_report_agree_on_what_went_wrong(bus: Bus) -
     assert ["JudgmentFailed" in r.subject for r in state.refused.values()] == [True]
     report = build_report(Projections(state), campaign=SPEC.campaign_id, n_resamples=50)
 
-    # The campaign fold's answers, over the events admission lets count.
+    # The campaign fold's answers, over the events the counting rule lets count.
     history = CampaignHistory(campaign_id=SPEC.campaign_id)
     progress = Progress(campaign_id=SPEC.campaign_id)
     for e in events:

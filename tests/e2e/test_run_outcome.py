@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -124,6 +125,14 @@ def assay(*args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=120,
     )
+
+
+def logged_events(run_dir: Path) -> list[dict[str, Any]]:
+    """The run directory's log as `assay events --json` prints it (not read with the code
+    under test), one dict an event."""
+    out = assay("events", "--home", str(run_dir), "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    return [json.loads(line) for line in out.stdout.splitlines()]
 
 
 def test_a_finished_run_directory_reopens_with_home(settings: Settings, tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay_aggregator.invariants import check_log
 from assay_aggregator.rebuild import fold_stream
+from assay_aggregator.service import AggregatorService
 from assay_aggregator.service import build as build_aggregator
 from assay_aggregator.verify import ReportParams, verify
 from assay_report.html import render_html
@@ -151,15 +152,25 @@ def _worked(request: RunRequested) -> list[Event]:
 
 
 @contextlib.asynccontextmanager
-async def _workers(settings: Settings) -> AsyncIterator[None]:
-    """Answer every run request on the log with its run's events, in request order."""
+async def _workers(settings: Settings, *, tasks: int | None = None) -> AsyncIterator[None]:
+    """Answer the run requests on the log with their runs' events, in request order (those
+    of the first `tasks` tasks requested, or all), skipping runs the log shows judged
+    already (as after a restart)."""
 
     async def work() -> None:
         async with Bus(settings, service="worker") as bus:
+            judged = {e.run_id for _, e in await _log(bus) if isinstance(e, JudgmentRecorded)}
+            seen: list[str] = []
             async for logged in bus.replay(subject=bus.subjects.event("RunRequested"), follow=True):
-                if isinstance(logged.event, RunRequested):
-                    for event in _worked(logged.event):
-                        await bus.publish(event)
+                request = logged.event
+                if not isinstance(request, RunRequested) or request.run_id in judged:
+                    continue
+                if request.task_id not in seen:
+                    seen.append(request.task_id)
+                if tasks is not None and seen.index(request.task_id) >= tasks:
+                    continue
+                for event in _worked(request):
+                    await bus.publish(event)
 
     task = asyncio.create_task(work())
     try:
@@ -168,6 +179,23 @@ async def _workers(settings: Settings) -> AsyncIterator[None]:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+@contextlib.asynccontextmanager
+async def _aggregator_and_runner(
+    settings: Settings, store: LocalBlobStore
+) -> AsyncIterator[AggregatorService]:
+    """The real aggregator (flushing every 0.2 s) and runner, started in this process."""
+    aggregator = build_aggregator(settings, store=store, n_resamples=50)
+    aggregator.flush_interval_s = 0.2
+    runner = build_runner(settings, store=store)
+    await aggregator.start()
+    await runner.start()
+    try:
+        yield aggregator
+    finally:
+        await runner.stop()
+        await aggregator.stop()
 
 
 async def _log(bus: Bus) -> list[tuple[int, Event]]:
@@ -188,9 +216,10 @@ async def _until(bus: Bus, done: object, timeout: float = 120.0) -> list[tuple[i
 
 def _planned(campaign: CampaignSpec) -> set[str]:
     return {
-        run_id_for(campaign.campaign_id, f"task_{t:03d}", a.agent_id, 0)
+        run_id_for(campaign.campaign_id, f"task_{t:03d}", a.agent_id, e)
         for t in range(N_TASKS)
         for a in campaign.agents
+        for e in range(campaign.epochs)
     }
 
 
@@ -214,18 +243,9 @@ async def test_a_settled_campaign_stops_early_cancels_the_rest_and_replays_the_s
 ) -> None:
     campaign = _campaign("waves")
     store = LocalBlobStore(settings.blob_dir)
-    aggregator = build_aggregator(settings, store=store, n_resamples=50)
-    aggregator.flush_interval_s = 0.2
-    runner = build_runner(settings, store=store)
-    await aggregator.start()
-    await runner.start()
-    try:
-        async with _workers(settings):
-            await _submit(bus, campaign)
-            log = await _until(bus, _settled(campaign))
-    finally:
-        await runner.stop()
-        await aggregator.stop()
+    async with _aggregator_and_runner(settings, store) as aggregator, _workers(settings):
+        await _submit(bus, campaign)
+        log = await _until(bus, _settled(campaign))
 
     events = [e for _, e in log]
     stops = [(s, e) for s, e in log if isinstance(e, CampaignStopped)]

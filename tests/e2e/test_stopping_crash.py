@@ -16,10 +16,9 @@ when it stops.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -27,9 +26,7 @@ from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
 from assay_aggregator.invariants import check_log
-from assay_aggregator.service import build as build_aggregator
 from assay_aggregator.verify import ReportParams, verify
-from assay_runner.service import build as build_runner
 from assay_schemas import (
     CampaignSpec,
     CampaignStopped,
@@ -38,10 +35,18 @@ from assay_schemas import (
     RunCancelled,
     RunHistory,
     RunRequested,
-    run_id_for,
 )
 from assay_testing.pipeline import service_process
-from tests.e2e.test_stopping import N_TASKS, _campaign, _log, _submit, _until, _worked
+from tests.e2e.test_stopping import (
+    N_TASKS,
+    _aggregator_and_runner,
+    _campaign,
+    _log,
+    _planned,
+    _submit,
+    _until,
+    _workers,
+)
 
 DUPLICATE_WINDOW_S = 1.0
 EPOCHS = 4
@@ -61,44 +66,6 @@ def settings(settings: Settings) -> Settings:
 
 def _campaign_of(campaign_id: str) -> CampaignSpec:
     return _campaign(campaign_id).model_copy(update={"epochs": EPOCHS})
-
-
-def _planned(campaign: CampaignSpec) -> set[str]:
-    return {
-        run_id_for(campaign.campaign_id, f"task_{t:03d}", a.agent_id, e)
-        for t in range(N_TASKS)
-        for a in campaign.agents
-        for e in range(EPOCHS)
-    }
-
-
-@contextlib.asynccontextmanager
-async def _workers(settings: Settings, *, tasks: int | None = None) -> AsyncIterator[None]:
-    """Answer the run requests on the log (those of the first `tasks` tasks requested, or
-    all), skipping runs the log shows judged already."""
-
-    async def work() -> None:
-        async with Bus(settings, service="worker") as bus:
-            judged = {e.run_id for _, e in await _log(bus) if isinstance(e, JudgmentRecorded)}
-            seen: list[str] = []
-            async for logged in bus.replay(subject=bus.subjects.event("RunRequested"), follow=True):
-                request = logged.event
-                if not isinstance(request, RunRequested) or request.run_id in judged:
-                    continue
-                if request.task_id not in seen:
-                    seen.append(request.task_id)
-                if tasks is not None and seen.index(request.task_id) >= tasks:
-                    continue
-                for event in _worked(request):
-                    await bus.publish(event)
-
-    task = asyncio.create_task(work())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def _count(kind: type[Event], n: Callable[[int], bool]):  # type: ignore[no-untyped-def]
@@ -151,26 +118,15 @@ async def test_a_crash_between_the_stop_and_its_cancellations_recovers_from_the_
 
     # 3. Both start again, past the duplicate window; the workers finish the runs in flight.
     await asyncio.sleep(2 * DUPLICATE_WINDOW_S)
-    aggregator = build_aggregator(settings, store=store, n_resamples=50)
-    aggregator.flush_interval_s = 0.2
-    runner_again = build_runner(settings, store=store)
-    await aggregator.start()
-    await runner_again.start()
-    try:
-        async with _workers(settings):
 
-            def done(log: list[tuple[int, Event]]) -> bool:
-                ended = {
-                    e.run_id for _, e in log if isinstance(e, (RunCancelled, JudgmentRecorded))
-                }
-                return planned <= ended and sum(
-                    isinstance(e, JudgmentRecorded) for _, e in log
-                ) == (2 * (len(planned) - len(left)))
+    def done(log: list[tuple[int, Event]]) -> bool:
+        ended = {e.run_id for _, e in log if isinstance(e, (RunCancelled, JudgmentRecorded))}
+        return planned <= ended and sum(isinstance(e, JudgmentRecorded) for _, e in log) == (
+            2 * (len(planned) - len(left))
+        )
 
-            log = await _until(bus, done, timeout=120)
-    finally:
-        await runner_again.stop()
-        await aggregator.stop()
+    async with _aggregator_and_runner(settings, store), _workers(settings):
+        log = await _until(bus, done, timeout=120)
 
     events = [e for _, e in log]
     stops = [e for e in events if isinstance(e, CampaignStopped)]

@@ -19,7 +19,7 @@ import pytest
 from assay.config import Settings
 
 from .otlp_receiver import OtlpGrpcReceiver, OtlpReceiver, Span, console_spans, traced_python
-from .test_run_outcome import CAMPAIGN, ROOT, assay_run, one_task
+from .test_run_outcome import CAMPAIGN, ROOT, assay, assay_run, logged_events, one_task
 
 JUDGES = [j["judge_id"] for j in CAMPAIGN["judges"]] + ["rules"]  # type: ignore[index]
 EXPECTED = {"assay-runner", "assay-sandbox-manager", "assay-aggregator"} | {
@@ -49,13 +49,7 @@ def run_trace(spans: list[Span]) -> tuple[Span, list[Span]]:
 
 
 def trace_json(run_dir: Path, run_id: str) -> dict:  # type: ignore[type-arg]
-    out = subprocess.run(
-        [sys.executable, "-m", "assay_cli", "trace", run_id, "--home", str(run_dir), "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = assay("trace", run_id, "--home", str(run_dir), "--json")
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout)  # type: ignore[no-any-return]
 
@@ -63,15 +57,7 @@ def trace_json(run_dir: Path, run_id: str) -> dict:  # type: ignore[type-arg]
 def log_wall_ms(run_dir: Path, run_id: str) -> float:
     """From the run's RunRequested to its last event, read with `assay events` (not with
     the code under test)."""
-    out = subprocess.run(
-        [sys.executable, "-m", "assay_cli", "events", "--home", str(run_dir), "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    mine = [json.loads(line) for line in out.stdout.splitlines()]
+    mine = logged_events(run_dir)
     times = [datetime.fromisoformat(e["occurred_at"]) for e in mine if e.get("run_id") == run_id]
     requested = next(
         datetime.fromisoformat(e["occurred_at"])

@@ -21,7 +21,7 @@ TASK_IDS = sorted(p.name for p in (DEMO / "tasks").iterdir() if p.is_dir())
 def _tree(root: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(root)): p.read_bytes()
-        for sub in ("tasks", "references", "solutions")
+        for sub in ("tasks", "solutions")
         for p in sorted((root / sub).rglob("*"))
         if p.is_file()
     }
@@ -64,7 +64,7 @@ def test_careful_solution_passes_and_nothing_fails(task_id: str, tmp_path: Path)
     assert not any(run_check(empty, c)[0] for c in checks)
     ws = tmp_path / "ws"
     shutil.copytree(DEMO / "tasks" / task_id, ws)
-    solve = DEMO / "references" / task_id / "solve.py"
+    solve = DEMO / "solve.py"  # one script for every task, kept by hand
     subprocess.run([sys.executable, str(solve)], cwd=ws, check=True, capture_output=True)
     assert all(run_check(ws, c)[0] for c in checks), [run_check(ws, c) for c in checks]
     answer = (DEMO / "solutions" / task_id / "answer.md").read_text()

@@ -21,7 +21,7 @@ from assay.store import open_store
 from assay_aggregator.check import check_stream
 from assay_schemas import JudgmentRecorded
 from assay_testing.demo import JudgeTemper, judge_script
-from assay_testing.pipeline import settings_env
+from assay_testing.pipeline import settings_env, wait_for_output
 from assay_testing.scripted import ScriptedModelServer
 
 from .harness import (
@@ -79,10 +79,8 @@ async def test_a_late_serve_judge_backfills_the_running_stack(
                 what="every sealed run judged by the late judge",
             )
             took = loop.time() - began
-            for _ in range(100):  # its last progress line follows its last verdict
-                if f"{len(runs)} of {len(runs)} runs judged" in printed.read_text():
-                    break
-                await asyncio.sleep(0.1)
+            # its last progress line follows its last verdict
+            await wait_for_output(printed, f"{len(runs)} of {len(runs)} runs judged")
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=30)

@@ -20,6 +20,14 @@ from .cases import Judging, judgments, reading_judge, verdict
 
 pytestmark = pytest.mark.timeout(60)
 
+IC50_NEAR_3_2 = {
+    "kind": "number_near",
+    "path": "*.txt",
+    "pattern": "IC50[^0-9]*([0-9.]+)",
+    "expected": 3.2,
+    "tolerance": 0.5,
+}
+"""An ASI-Bench rule's check: the IC50 a text file states is 3.2 ± 0.5."""
 HYBRID = {
     "task_id": "asi-hybrid",
     "background": "We measured a dose-response curve.",
@@ -34,13 +42,7 @@ HYBRID = {
             {
                 "name": "ic50",
                 "weight": 3.0,
-                "check": {
-                    "kind": "number_near",
-                    "path": "*.txt",
-                    "pattern": "IC50[^0-9]*([0-9.]+)",
-                    "expected": 3.2,
-                    "tolerance": 0.5,
-                },
+                "check": IC50_NEAR_3_2,
             },
             {"name": "curve", "weight": 0.5, "description": "Shows the fitted curve."},
         ],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -14,6 +13,7 @@ import yaml
 
 from assay_judge import load_judge_spec
 from assay_schemas import ConfigError, JudgeRegistered
+from assay_testing.pipeline import wait_for_output
 
 from .cases import SCRIPTED_KEY, Judging, judgments, of_type, reading_judge, verdict
 
@@ -70,10 +70,7 @@ async def test_cli_judge_backfills_until_interrupted(
     try:
         events = await judging.wait(lambda evs: bool(judgments(evs, "cli-judge")), timeout=30)
         # Its back-fill says it is done (as `assay serve judge` does).
-        for _ in range(100):
-            if b"1 of 1 runs judged" in printed.read_bytes():
-                break
-            await asyncio.sleep(0.1)
+        await wait_for_output(printed, "1 of 1 runs judged")
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=20)

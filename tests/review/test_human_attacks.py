@@ -3,7 +3,7 @@
 A human verdict counts only when an enrolled reviewer's key signed it under that
 reviewer's own judge id, on a sealed run, scoring every rubric dimension once. Unsigned,
 forged, another reviewer's, a foreign operator's, a judge's key passing itself off as a
-human, a machine verdict under a reviewer's id: each is refused by admission and counted.
+human, a machine verdict under a reviewer's id: each is refused by the counting rule and counted.
 Counted human verdicts never move a jury figure.
 """
 

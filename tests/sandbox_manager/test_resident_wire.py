@@ -239,35 +239,18 @@ def test_the_resident_survives_malformed_requests(rootfs: Path) -> None:
         size = struct.unpack(">I", chan.read_exact(4, deadline))[0]
         wire.check_hello("sb", chan.read_exact(size, deadline))
         head = struct.pack(">BII", 1, 4096, 1000)
+        # an exec's head (op, cap, timeout), no stdin, an empty cwd; then argv ["true"]
+        exec_head = head + b"\x00" + _blob(b"")
+        run_true = exec_head + struct.pack(">I", 1) + _blob(b"true")
         attacks = [
             _frame(b""),  # no op at all
             _frame(struct.pack(">BII", 9, 4096, 1000)),  # unknown op
-            _frame(head + b"\x00" + _blob(b"") + struct.pack(">I", 0xFFFFFFFF)),  # argc 4G
-            _frame(
-                head + b"\x00" + _blob(b"") + struct.pack(">I", 1) + struct.pack(">I", 0x7FFFFFFF)
-            ),
-            _frame(head + b"\x00" + _blob(b"") + struct.pack(">I", 1) + _blob(b"ec\x00ho")),  # NUL
-            _frame(
-                head
-                + b"\x00"
-                + _blob(b"")
-                + struct.pack(">I", 1)
-                + _blob(b"true")
-                + struct.pack(">I", 1)
-                + _blob(b"A=B")
-                + _blob(b"v")
-                + _blob(b"")
-            ),
-            _frame(
-                head
-                + b"\x00"
-                + _blob(b"")
-                + struct.pack(">I", 1)
-                + _blob(b"true")
-                + struct.pack(">I", 0)
-                + _blob(b"")
-                + b"trailing"
-            ),
+            _frame(exec_head + struct.pack(">I", 0xFFFFFFFF)),  # argc 4G
+            _frame(exec_head + struct.pack(">I", 1) + struct.pack(">I", 0x7FFFFFFF)),
+            _frame(exec_head + struct.pack(">I", 1) + _blob(b"ec\x00ho")),  # NUL
+            # "=" in an environment key; bytes after the body
+            _frame(run_true + struct.pack(">I", 1) + _blob(b"A=B") + _blob(b"v") + _blob(b"")),
+            _frame(run_true + struct.pack(">I", 0) + _blob(b"") + b"trailing"),
             _frame(struct.pack(">BII", 2, 4096, 1000) + b"\x00" + struct.pack(">I", 0xFFFFFFF0)),
         ]
         for attack in attacks:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +16,7 @@ from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.security import Permissions, ServerTls, permission_map, render_config
 from assay.security.permissions import inbox_prefix
-from tests.conftest import _state_root
-
-_counter = itertools.count()
+from tests.conftest import isolated_settings
 
 CAMPAIGN = "open"
 """The one campaign the external publisher may submit tasks to."""
@@ -73,18 +69,7 @@ def start_secure(tmp: Path, base: Settings, tls: ServerTls | None = None) -> Sec
 
 def base_settings(tmp: Path) -> Settings:
     """Settings of one test (own stream, prefix, home and sandbox state)."""
-    n = next(_counter)
-    state = Path(tempfile.mkdtemp(prefix=f"sec{n}-", dir=_state_root()))
-    state.chmod(0o711)
-    return Settings(
-        state_dir=state,
-        home=tmp / "home",
-        stream=f"SEC{n}",
-        subject_prefix=f"sec{n}",
-        instance=INSTANCE,
-        ack_wait_s=5.0,
-        max_deliver=3,
-    )
+    return isolated_settings(tmp, name="sec", state="sec", instance=INSTANCE)
 
 
 @pytest.fixture

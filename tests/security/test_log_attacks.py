@@ -361,7 +361,7 @@ async def test_signing_keys_reach_no_event_blob_or_log(done: Done) -> None:
 async def test_a_second_verdict_scores_nothing_in_the_audit_either(done: Done) -> None:
     """Issue #24, finding 9: `assay audit` showed the refused second verdict (signed by the
     judge's own key) as the run's score, "mean 10.00 → PASS", while the report kept the
-    first. Both now take the fold's admission."""
+    first. Both now take the fold's counting rule."""
     subject, data, _ = next(
         v
         for v in done.verdicts

@@ -53,7 +53,7 @@ EVIL_TASK = "evil-task"
 PYTHON_CODE = "import numpy as np\nvalues = np.array([1.5, 2.5])\nprint(values.mean())\n"
 REPAIRED_SAMPLE = 1
 """The sample of the hostile run's judgment that failed (raw output kept): one the judge
-takes (admission refuses a sample past its `sampling_times`), its verdict left out."""
+takes (the counting rule refuses a sample past its `sampling_times`), its verdict left out."""
 
 
 def _hostile_run(published: Published) -> list[Event]:

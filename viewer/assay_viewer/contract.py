@@ -7,7 +7,7 @@ have no NATS user of their own: the viewer reads the log and publishes their ver
 the CLI's connection (role ``cli``), whose publish rights hold every event a reviewer may
 sign (`assay.security.permissions`). The viewer registers no durable and serves no RPC,
 so it is no `assay serve` service and is not registered under ``assay.contracts`` (that
-would give it a NATS user of its own); the aggregator's admission decides whether a
+would give it a NATS user of its own); the aggregator's counting rule decides whether a
 verdict counts.
 """
 

@@ -5,7 +5,7 @@ length before it is parsed; each row is validated on its own and its error names
 line; a grade must score exactly the run's rubric dimensions, integers 0-10, on a sealed
 run the reviewer has not graded. The verdict it becomes is published over a bus that
 signs as ``reviewer-<name>`` (the reviewer's enrolled key), and it counts only if the
-aggregator's admission (`admission.admit`) accepts it: :func:`outcomes` reads that back.
+aggregator's counting rule (`counting.counts`) counts it: :func:`outcomes` reads that back.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay_aggregator.admission import rubric_keys
+from assay_aggregator.counting import rubric_keys
 from assay_report.projections import Projections
 from assay_schemas import (
     HUMAN_SAMPLE,
@@ -253,7 +253,7 @@ class Outcome(NamedTuple):
 
 
 def outcomes(p: Projections, sequences: Sequence[int]) -> list[Outcome]:
-    """Whether admission counted each published verdict (the projections caught up)."""
+    """Whether the counting rule counted each published verdict (the projections caught up)."""
     out = []
     for seq in sequences:
         refused = p.state.refused.get(seq)

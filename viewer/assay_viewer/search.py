@@ -2,7 +2,7 @@
 
 An SQLite FTS5 index in memory (the standard library's sqlite3; no service), fed by the
 same fold that builds the projections (`fold_stream(observe=...)`), batch by batch, so the
-log is read once: only events the fold admitted are indexed (`State.seen` holds each
+log is read once: only events the fold counted are indexed (`State.seen` holds each
 one's sequence).
 Everything indexed is agent- or publisher-written, so it is bounded: each document is cut
 at `DOC_CHARS`; a query is reduced to at most `MAX_TERMS` words of letters and digits,
@@ -102,7 +102,7 @@ class SearchIndex:
 
     def observe(self, state: State, batch: list[RawMessage]) -> None:
         """Index the text of a batch the fold has just folded (`fold_stream`'s `observe`):
-        only messages it admitted, read as plain JSON (the fold validated them)."""
+        only messages it counted, read as plain JSON (the fold validated them)."""
         texts: list[str] = []
         docs: list[_Doc] = []
         for raw in batch:

@@ -200,7 +200,7 @@ def role_permissions(
         # `assay events/report/replay/audit` read the log and the dead letters. Reviewers
         # have no NATS user: `assay view --review` and `assay review import` publish their
         # verdicts over the cli's connection, and only an enrolled reviewer's signature
-        # makes one count (the aggregator's admission).
+        # makes one count (the aggregator's counting rule).
         return Permissions(
             publish=_dedupe(
                 [

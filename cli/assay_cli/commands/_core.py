@@ -129,7 +129,7 @@ def events(
     """Print the event log in order."""
 
     from assay.security.signing import trust_for
-    from assay_aggregator.audit import admitted_until
+    from assay_aggregator.audit import counted_until
 
     skipped: list[Skipped] = []
     width = line_width(console)
@@ -146,9 +146,9 @@ def events(
                 if as_json:
                     print(ev.model_dump_json())
                     continue
-                # Admission's decision, as the report takes it: one fold of the whole log,
+                # The counting rule's decision, as the report takes it: one fold of the whole log,
                 # caught up again only when following past its end.
-                state = await admitted_until(bus, logged.sequence, trust, state)
+                state = await counted_until(bus, logged.sequence, trust, state)
                 row = Text.from_markup(_row(logged.sequence, ev, state, agents))
                 if width is not None:  # one event a line, cut to the terminal's width
                     row.truncate(width, overflow="ellipsis")

@@ -21,7 +21,7 @@ __all__ = ["trace_command"]
 
 
 async def _load(settings: Settings, run_id: str) -> tuple[list[Event], str | None]:
-    """The run's counted events (the admission's decision, as `assay audit` takes it) and
+    """The run's counted events (the counting rule's decision, as `assay audit` takes it) and
     the trace id its RunRequested was published in."""
     from assay_aggregator.audit import REFUSED, load_run_events
     from assay_cli.waterfall import trace_id_of

@@ -1,5 +1,5 @@
 """The aggregator service: every event folded, in log order, into one state; snapshots,
-replay, the admission of what counts, invariants, audit and rejudging.
+replay, the counting rule (what counts), invariants, audit and rejudging.
 
 What the state is and what is read off it (the projections, the statistics, the report
 and its renderers) lives one floor down in `assay_report`, with no bus; the web app and

@@ -47,9 +47,9 @@ __all__ = [
     "Contribution",
     "RunAudit",
     "VerdictView",
-    "admitted_until",
     "audit_document",
     "audit_run",
+    "counted_until",
     "load_run_events",
 ]
 
@@ -315,14 +315,14 @@ def audit_document(audit: RunAudit) -> dict[str, Any]:
     }
 
 
-async def admitted_until(
+async def counted_until(
     bus: Bus,
     sequence: int,
     trust: TrustList | None,
     state: State | None = None,
     load: Callable[[str], bytes] | None = None,
 ) -> State:
-    """The fold that holds admission's decisions up to at least `sequence`: `state` when
+    """The fold that holds the counting rule's decisions up to at least `sequence`: `state` when
     given, else the aggregator's snapshot (if checked against the same trust), else a new
     one; caught up to the end of the log when it stops short of `sequence`."""
     if state is None:
@@ -346,7 +346,7 @@ async def load_run_events(
 ) -> tuple[list[LoggedEvent], dict[int, str]]:
     """Every event of one run in log order (any campaign), and who signed each.
 
-    Which events count is the admission's decision (`admission.admit`) as the fold of the
+    Which events count is the counting rule's decision (`counting.counts`) as the fold of the
     whole log took it: `state` when given (caught up here to the run's last event), else
     the aggregator's snapshot caught up, else a fresh fold. The signer of a refused event
     is `REFUSED: <why>`; with `trust`, that of a counted one is who signed it (else '').
@@ -362,7 +362,7 @@ async def load_run_events(
     events = [LoggedEvent(raw.sequence, event) for raw, event in stored]
     if not events:
         return events, {}
-    state = await admitted_until(bus, events[-1].sequence, trust, state, load)
+    state = await counted_until(bus, events[-1].sequence, trust, state, load)
     signers: dict[int, str] = {}
     if trust is not None:
         for (raw, _), verdict in zip(stored, verify_history(trust, stored), strict=True):

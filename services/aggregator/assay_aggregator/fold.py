@@ -6,7 +6,7 @@ Everything that depends on two events (is a sealed file an attachment? is a run
 judged?) is decided when frames are built, not here, so the order in which events
 arrive (redeliveries) does not change the result; where two events claim the same
 slot (a re-seal, a repeated verdict), the higher stream sequence wins. Where a run is
-comes from the one lifecycle (`assay_schemas.advance`), in log order: admission has
+comes from the one lifecycle (`assay_schemas.advance`), in log order: the counting rule has
 refused a second end of a run already, and a seal after a failure keeps the failure.
 """
 
@@ -38,7 +38,7 @@ from assay_schemas import (
 )
 
 from . import stopping
-from .admission import admit, moved
+from .counting import counts, moved
 from .fold_judging import _judge_registered, _judgment, _judgment_failed
 from .fold_runs import (
     _campaign_started,
@@ -55,7 +55,7 @@ from .fold_runs import (
     _task_submitted,
 )
 
-__all__ = ["admitted", "apply", "fold", "subject_of"]
+__all__ = ["apply", "counts_signed", "fold", "subject_of"]
 
 
 _HANDLERS: dict[type[Event], Callable[[State, Any, int], None]] = {
@@ -76,7 +76,7 @@ _HANDLERS: dict[type[Event], Callable[[State, Any, int], None]] = {
 }
 
 
-def admitted(
+def counts_signed(
     state: State,
     trust: TrustList | None,
     sequence: int,
@@ -85,10 +85,10 @@ def admitted(
     headers: Mapping[str, str],
     event: Event,
 ) -> bool:
-    """Whether a delivered event may count (`admission.admit`): without a trust list its
+    """Whether a delivered event may count (`counting.counts`): without a trust list its
     signature is not checked; with one, it must tie to the operator key."""
     signature = None if trust is None else trust.verify(subject, data, headers, event)
-    return admit(state, sequence, subject, event, signature)
+    return counts(state, sequence, subject, event, signature)
 
 
 def apply(
@@ -124,7 +124,7 @@ def apply(
 
 def _advance(state: State, sequence: int, event: Event) -> bool:
     """Move the event's run through its lifecycle; False when the lifecycle refuses it
-    (admission refused it already on every reader's path: this only keeps `apply` safe)."""
+    (the counting rule refused it already on every reader's path: this only keeps `apply` safe)."""
     if lifecycle_step(event) is None or not event.run_id:
         return True
     run = _run(state, event, sequence)
@@ -139,11 +139,11 @@ def _advance(state: State, sequence: int, event: Event) -> bool:
 def fold(
     events: Any, state: State | None = None, load: Callable[[str], bytes] | None = None
 ) -> State:
-    """Fold ``(sequence, event)`` pairs into a (new) state, through admission (signatures
+    """Fold ``(sequence, event)`` pairs into a (new) state, through the counting rule (signatures
     unchecked; each event's subject is the one it would be published on)."""
     out = state if state is not None else State()
     for sequence, event in events:
-        if admit(out, sequence, subject_of(event), event):
+        if counts(out, sequence, subject_of(event), event):
             apply(out, sequence, event, load)
     return out
 

@@ -23,7 +23,7 @@ def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
         return
     old = state.verdicts.get(key)
     if old is not None and old.sequence > seq:
-        # Admission refuses a later verdict for a sample; one that arrives after a later
+        # The counting rule refuses a later verdict for a sample; one that arrives after a later
         # one (out of log order) takes its place, and the later one is refused instead.
         state.refuse(
             old.sequence,

@@ -148,7 +148,7 @@ def _control_declared(state: State, sealed: ControlDeclared, seq: int) -> None:
     state.declared_controls[key] = state.declared_controls.get(key, 0) + 1
     if state.controls_key is None:
         return  # a reader without the secret knows a control was declared, no more
-    e = state.controls_key.open(sealed)  # admission opened it already: it opens
+    e = state.controls_key.open(sealed)  # the counting rule opened it already: it opens
     if e.control_run_id in state.controls:
         return
     c = state.controls[e.control_run_id] = ControlRecord(

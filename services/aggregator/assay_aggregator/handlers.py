@@ -28,7 +28,7 @@ from assay_report.state import State
 from assay_report.statistics import DEFAULT_RESAMPLES
 from assay_schemas import CampaignStopped, Event, StoppingFigure
 
-from .fold import admitted, apply
+from .fold import apply, counts_signed
 from .rebuild import fold_stream, head_sequence
 from .snapshot import load_snapshot, paths_for, save_snapshot, write_atomic
 
@@ -75,7 +75,7 @@ class AggregatorService:
         d = delivery
         # The bus checked the signature of what it hands over (`signer`): checked once.
         trust = None if d.signer else self.trust
-        if admitted(self.state, trust, d.sequence, d.subject, d.data, d.headers, event):
+        if counts_signed(self.state, trust, d.sequence, d.subject, d.data, d.headers, event):
             load = self.store.get_bytes if self.store is not None else None
             if apply(self.state, d.sequence, event, load):
                 await self.publish_stops()
@@ -103,9 +103,9 @@ class AggregatorService:
 
     async def on_refused(self, refusal: Refusal) -> None:
         """Count a stored message that is not a valid event, as a rebuild would; one the
-        bus refused for its signature only is refused by admission, with its why."""
+        bus refused for its signature only is refused by the counting rule, with its why."""
         r = refusal
-        if r.event is not None and not admitted(
+        if r.event is not None and not counts_signed(
             self.state, self.trust, r.sequence, r.subject, r.data, r.headers, r.event
         ):
             return

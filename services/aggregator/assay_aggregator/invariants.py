@@ -4,7 +4,7 @@
    its stage and cause, or it is still in flight within its limits (its request is at
    most its wall clock plus a grace old); a run its stopped campaign never requested
    ends once too, cancelled (`RunCancelled`). An end of a run that had ended is a breach
-   even though admission refuses it: some service tried to end the run twice (a
+   even though the counting rule refuses it: some service tried to end the run twice (a
    cancellation of a requested run, a request of a cancelled one, count the same).
 2. **No live sandbox without a live run.** The sandbox-manager logs no event when it
    destroys a sandbox, but it destroys one only after sealing the run (or on seeing its
@@ -19,7 +19,7 @@
    logged `CampaignStopped` is the decision the fold takes from the log before it.
 
 The fifth, "the live report equals a replay", needs the stream (`verify.verify`); the
-CLI adds it. Everything here is pure: it reads the events that counted (admission is
+CLI adds it. Everything here is pure: it reads the events that counted (the counting rule is
 the aggregator's, so the checks live beside it, not in the contracts) and a clock.
 """
 
@@ -44,7 +44,7 @@ from assay_schemas import (
     samples_owed,
 )
 
-from .admission import admit
+from .counting import counts
 from .fold import apply, subject_of
 
 __all__ = ["DEFAULT_GRACE_S", "Breach", "BreachKind", "LogCheck", "check_log"]
@@ -80,7 +80,7 @@ def _age(now: datetime, then: datetime) -> float:
 @dataclass
 class LogCheck:
     """Checks the events of a log as they are folded (`observe` each one, in log order,
-    after admission and the fold saw it), then lists what breaks (`breaches`)."""
+    after the counting rule and the fold saw it), then lists what breaks (`breaches`)."""
 
     state: State = field(default_factory=State)
     runs: dict[str, RunHistory] = field(default_factory=dict)
@@ -254,11 +254,11 @@ def check_log(
     now: datetime | None = None,
     grace_s: float = DEFAULT_GRACE_S,
 ) -> tuple[State, list[Breach]]:
-    """Fold ``(sequence, event)`` pairs through admission (signatures unchecked) and list
+    """Fold ``(sequence, event)`` pairs through the counting rule (signatures unchecked) and list
     the breaches at `now` (default: the current time): for tests and any log in memory."""
     check = LogCheck()
     for sequence, event in events:
-        if admit(check.state, sequence, subject_of(event), event):
+        if counts(check.state, sequence, subject_of(event), event):
             apply(check.state, sequence, event)
         check.observe(sequence, event)
     return check.state, check.breaches(now or datetime.now(UTC), grace_s)

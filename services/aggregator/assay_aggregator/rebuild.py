@@ -22,7 +22,7 @@ from assay.store import open_store
 from assay_report.state import State
 from assay_schemas import Event, InvalidEvent, parse_event
 
-from .admission import admit
+from .counting import counts
 from .fold import apply
 
 __all__ = ["blob_loader", "fold_stream", "head_sequence", "stream_created"]
@@ -140,7 +140,7 @@ def _fold_batch(
         return
     for raw in batch:
         event = _decode(state, raw)
-        if event is not None and admit(state, raw.sequence, raw.subject, event):
+        if event is not None and counts(state, raw.sequence, raw.subject, event):
             apply(state, raw.sequence, event, load)
 
 
@@ -152,7 +152,7 @@ def _fold_checked(
 ) -> None:
     """Fold a batch in log order, each event only if its signature holds (checked by chain:
     one Ed25519 check per linked run of a producer's events), its signer may write it and
-    admission lets it count.
+    counting rule lets it count.
 
     Events are decoded only here, one at a time: a batch of decoded events would live
     long enough to make the garbage collector sweep the whole state again and again.
@@ -162,5 +162,5 @@ def _fold_checked(
         if event is None:
             continue
         signature = trust.authorize(signer, event) if isinstance(signer, Enrollment) else signer
-        if admit(state, raw.sequence, raw.subject, event, signature):
+        if counts(state, raw.sequence, raw.subject, event, signature):
             apply(state, raw.sequence, event, load)

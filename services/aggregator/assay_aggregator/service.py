@@ -47,7 +47,7 @@ def build(
     )
     # One worker: events are folded in log order, and the fold is cheap; pulled and handed
     # over in batches, so that a busy log costs one fetch per batch and no faststream
-    # delivery per event (each event is still parsed, admitted and acked on its own).
+    # delivery per event (each event is still parsed, counted and acked on its own).
     subscribe(
         bus,
         EVERYTHING,

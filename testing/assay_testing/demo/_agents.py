@@ -41,6 +41,12 @@ def _read(path: Path, fallback: str) -> str:
     return path.read_text(encoding="utf-8") if path.is_file() else fallback
 
 
+def _solve_script(examples: Path, task_id: str) -> Path:
+    """The task's own known-good script, else the one a demo keeps for all its tasks alike."""
+    own = examples / "references" / task_id / "solve.py"
+    return own if own.is_file() else examples / "solve.py"
+
+
 def _careful(examples: Path) -> ScriptedSequence:
     def look(request: ScriptRequest) -> ScriptReply:
         first = _first_attachment(request)
@@ -56,7 +62,7 @@ def _careful(examples: Path) -> ScriptedSequence:
 
     def write(request: ScriptRequest) -> ScriptReply:
         code = _read(
-            examples / "references" / task_id_of(request) / "solve.py",
+            _solve_script(examples, task_id_of(request)),
             "print('no solution script for this task')\n",
         )
         return ScriptReply.call(
@@ -119,7 +125,9 @@ def _empty() -> ScriptedSequence:
 def agent_scripts(examples: Path) -> dict[str, ScriptedSequence]:
     """Scripts by model name, for the models the demo campaign names. ``examples`` holds
     the bundle's ``references/`` (the careful agent writes and runs the known-good
-    ``solve.py`` kept there, its one copy) and ``solutions/`` (the agents' messages)."""
+    ``references/<task_id>/solve.py`` kept there, its one copy, or, in a demo whose tasks
+    all take the same script, the one ``solve.py`` beside them) and ``solutions/`` (the
+    agents' messages)."""
     return {
         "scripted-careful": _careful(examples),
         "scripted-overclaimer": _overclaimer(examples),

@@ -1,7 +1,7 @@
-"""Admission: the one decision on which stored events count, for every reader of the log.
+"""The counting rule: the one decision on which stored events count, for every reader of the log.
 
 The aggregator, `assay report`, `replay`, `audit`, `events`, the viewer and the Parquet
-export all fold the log through :func:`admit` (via ``rebuild.fold_stream`` or the live
+export all fold the log through :func:`counts` (via ``rebuild.fold_stream`` or the live
 consumer), so they cannot disagree on what counts. An event is refused when:
 
 - its signature check failed (unsigned, forged, a role that may not write it);
@@ -22,7 +22,7 @@ consumer), so they cannot disagree on what counts. An event is refused when:
   (another deployment's, or tampered with: `SealBroken`). A reader without the key
   counts declarations without opening any.
 
-:func:`refusal` is pure (it reads what the log held before the event); :func:`admit`
+:func:`refusal` is pure (it reads what the log held before the event); :func:`counts`
 records the refusal in the state, which is how every reader learns of it.
 """
 
@@ -51,7 +51,7 @@ from assay_schemas import (
     walk,
 )
 
-__all__ = ["admit", "moved", "refusal", "rubric_keys"]
+__all__ = ["counts", "moved", "refusal", "rubric_keys"]
 
 
 def rubric_keys(state: State, campaign_id: str, task_id: str | None) -> set[str] | None:
@@ -158,7 +158,7 @@ def _second_end(state: State, sequence: int, event: Event) -> str | None:
 
 def moved(run: RunRecord, sequence: int, event: Event) -> tuple[list[list[Any]], LifecycleWalk]:
     """The run's lifecycle steps with the event's among them (by sequence), and where
-    they leave it (`walk`): what admission asks before, and the fold records after."""
+    they leave it (`walk`): what the counting rule asks before, and the fold records after."""
     step = lifecycle_step(event)
     steps = run.lifecycle if step is None else sorted([*run.lifecycle, [sequence, step]])
     return steps, walk(s for _, s in steps)
@@ -193,7 +193,7 @@ def refusal(state: State, sequence: int, event: Event) -> str | None:
     return None
 
 
-def admit(
+def counts(
     state: State, sequence: int, subject: str, event: Event, signature: SignatureCheck | None = None
 ) -> bool:
     """Whether the event may be folded in. `signature` is its signature check (None when

@@ -1,3 +1,4 @@
+# The stopping demo's careful analysis: the same script for every one of its tasks.
 import csv
 import os
 import statistics

@@ -1,5 +1,5 @@
-"""Admission (issue #24, findings 8, 9 and 15): what counts is decided once, by the fold's
-admission, and every reader takes that decision. Each attack lands on a real log."""
+"""The counting rule (issue #24, findings 8, 9 and 15): what counts is decided once, by the
+fold's counting rule, and every reader takes that decision. Each attack lands on a real log."""
 
 from __future__ import annotations
 
@@ -177,7 +177,9 @@ def test_a_refused_submission_counts_nowhere_nor_do_its_runs(
     assert hostile == clean  # task count, per-task checks, scores: all as before
 
 
-async def test_audit_and_report_decide_from_one_admission(bus: Bus, published: Published) -> None:
+async def test_audit_and_report_decide_from_one_counting_rule(
+    bus: Bus, published: Published
+) -> None:
     """Finding 9 without signatures: a second verdict scoring all tens is refused by the
     report and shown as refused by the audit, whose score stays the first verdict's."""
     v = _llm(published.events)
