@@ -7,6 +7,7 @@ counts both at its top; a judge's samples stay separate draws; a campaign withou
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -21,6 +22,7 @@ from assay_aggregator import fold
 from assay_aggregator.audit import audit_run, load_run_events
 from assay_report import Projections, build_report
 from assay_report.html import render_html
+from assay_report.state import state_from_json, state_to_json
 from assay_report.terminal import print_report
 from assay_schemas import (
     AgentStepLogged,
@@ -158,6 +160,13 @@ async def test_a_cached_campaign_answers_from_the_cache_and_says_so(
     projections = Projections(fold(enumerate(events, 1)))
     report = build_report(projections, campaign="again", n_resamples=20)
     assert report.cached_answers == 2 and report.cached_verdicts == SAMPLES
+    # A report from the aggregator's snapshot (what a restart or `replay --verify` reads
+    # beside a fresh fold) counts them alike.
+    restored = Projections(
+        state_from_json(json.loads(json.dumps(state_to_json(projections.state))))
+    )
+    again = build_report(restored, campaign="again", n_resamples=20)
+    assert (again.cached_answers, again.cached_verdicts) == (2, SAMPLES)
     first = build_report(projections, campaign="first", n_resamples=20)
     assert first.cached_answers == 0 and first.cached_verdicts == 0
     out = io.StringIO()
