@@ -184,7 +184,10 @@ class JudgeService(SealedRunJudge):
         if cache is None:
             return provider
         if self.model_cache_dir is None:
-            log.warning("judge %s: campaign asks for cache: but has none", self.judge_id)
+            campaign = ctx.sealed.campaign_id
+            log.warning(
+                "judge %s: campaign %s asks for cache: but it has none", self.judge_id, campaign
+            )
             return provider
         return DevCached(
             inner=provider,
