@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
 import sys
 from collections.abc import Sequence
@@ -48,7 +49,7 @@ from assay_schemas import (
     TaskInputError,
 )
 from assay_testing.demo import SCRIPTED_KEY_ENV, agent_scripts, judge_scripts, scripted_campaign
-from assay_testing.scripted import Script, ScriptedModelServer
+from assay_testing.scripted import Script, ScriptedModelServer, ScriptedServerNotStarted
 
 __all__ = ["RunOutcome", "run_campaign"]
 
@@ -76,9 +77,23 @@ class RunOutcome(NamedTuple):
     """The log's invariants on the run's log (`assay check`): `assay run` exits 1 on a breach."""
 
 
-def _scripted_server(examples: Path) -> ScriptedModelServer:
+def scripted_port(home: Path) -> int:
+    """The port the bundled scripted server takes for runs of `home` (20000-31999, below
+    Linux's ephemeral range): the same on every run, as its URL is part of the development
+    cache's key, so that a re-run of a scripted campaign hits."""
+    digest = hashlib.sha256(str(home.resolve()).encode()).digest()
+    return 20000 + int.from_bytes(digest[:4]) % 12000
+
+
+def _scripted_server(examples: Path, home: Path) -> ScriptedModelServer:
+    """The demo cast's server, started on the home's own port (any port when that is taken:
+    another run of the home, or another program; then the development cache misses)."""
     scripts: dict[str, Script] = {**agent_scripts(examples), **judge_scripts()}
-    return ScriptedModelServer(scripts, prompt_cache=True)  # the demo shows what caching saves
+    server = ScriptedModelServer(scripts, prompt_cache=True)  # the demo shows what caching saves
+    try:
+        return server.start(scripted_port(home))
+    except ScriptedServerNotStarted:
+        return server.start()
 
 
 class Drive(NamedTuple):
@@ -307,7 +322,7 @@ def run_campaign(
     if spec.scripted:
         console.print(BANNER)
         if scripted_server is None:
-            server = _scripted_server(paths[0].parent).start()
+            server = _scripted_server(paths[0].parent, base.home)
         os.environ.setdefault(SCRIPTED_KEY_ENV, "scripted")
         url = (server or scripted_server).openai_base_url  # type: ignore[union-attr]
         spec = scripted_campaign(spec, url)

@@ -366,7 +366,7 @@ def render_html(report: Report) -> str:
         campaigns=", ".join(c.campaign_id for c in report.campaigns),
         plots=plots(report),
         tables=tables(report),
-        cached_line=cached_answers_line(report.cached_answers),
+        cached_line=cached_answers_line(report.cached_answers, report.cached_verdicts),
         # The validity terms (and what the correction assumes) where the section is shown.
         definitions=DEFINITIONS if report.validity is None else DEFINITIONS | VALIDITY_DEFINITIONS,
     )

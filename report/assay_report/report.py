@@ -92,6 +92,9 @@ class Report(BaseModel):
     cached_answers: int = 0
     """Agent steps answered from the development cache (``cache:``), not by the model:
     shown at the top, as the runs they are in repeat earlier answers."""
+    cached_verdicts: int = 0
+    """Judge samples (verdicts) whose every model answer came from the development cache:
+    shown at the top beside `cached_answers`, as they repeat earlier verdicts."""
     log_sequence: int
     """Last stream sequence folded into the projections."""
     group_by: str | None
@@ -133,12 +136,15 @@ class Report(BaseModel):
     """The anytime-valid intervals each stopping rule read when it decided (labelled)."""
 
 
-def cached_answers_line(n: int) -> str:
-    """The warning at the top of a report with answers from the development cache."""
-    answers = "answer" if n == 1 else "answers"
+def cached_answers_line(agents: int, judges: int = 0) -> str:
+    """The warning at the top of a report with answers from the development cache:
+    agents' steps and judges' verdicts, counted apart."""
+    answers = "answer" if agents == 1 else "answers"
+    verdicts = "verdict" if judges == 1 else "verdicts"
     return (
-        f"DEVELOPMENT CACHE: {n} model {answers} came from the local cache (cache:), "
-        "not from the models; the steps are marked cached_answer in the log."
+        f"DEVELOPMENT CACHE: {agents} agent model {answers} and {judges} judge {verdicts} "
+        "came from the local cache (cache:), not from the models; they are marked "
+        "cached_answer in the log."
     )
 
 
@@ -239,6 +245,7 @@ def build_report(
         campaigns=campaigns,
         scripted=any(c.scripted for c in campaigns),
         cached_answers=sum(r.cached_steps for r in p.state.runs.values() if r.campaign_id in ids),
+        cached_verdicts=sum(v.cached for v in p.state.verdicts.values() if v.campaign_id in ids),
         log_sequence=p.state.last_sequence,
         group_by=group_by,
         anchor=anchor,

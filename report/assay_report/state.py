@@ -34,7 +34,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 15
+SNAPSHOT_VERSION = 16
 """Bumped whenever a record or the layout changes: a snapshot of another version is
 ignored and the state rebuilt from the log."""
 
@@ -175,6 +175,8 @@ class VerdictRecord(JudgeSampleRecord):
     output_tokens: int = 0
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    cached: bool = False
+    """Every model answer of the sample came from the development cache (`cached_answer`)."""
 
 
 @dataclass(slots=True)

@@ -58,8 +58,9 @@ def print_report(
                 style="bold yellow",
             )
         )
-    if report.cached_answers:
-        c.print(Panel(cached_answers_line(report.cached_answers), style="bold yellow"))
+    if report.cached_answers or report.cached_verdicts:
+        line = cached_answers_line(report.cached_answers, report.cached_verdicts)
+        c.print(Panel(line, style="bold yellow"))
     for info in report.campaigns:
         c.print(
             f"[bold]campaign {info.campaign_id}[/bold] {info.name}: {info.n_tasks} tasks, "

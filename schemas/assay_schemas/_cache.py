@@ -1,9 +1,10 @@
 """A campaign's ``cache:``: answer repeated model requests from a local development cache.
 
-Never on by default. While developing an agent, re-running a campaign asks the same model
+Never on by default. While developing an agent, re-running a campaign asks the same models
 the same things; with ``cache: {ttl: 7d}`` (or ``assay run --cache``) an answer already
-given for the same model, base URL, messages, epoch, generation parameters and tools is
-served again from disk, and its step is marked ``cached_answer`` in the log.
+given to an agent or a judge for the same model, base URL, messages, epoch (and judge
+sample), generation parameters and tools is served again from disk, and its step (or the
+judge's verdict) is marked ``cached_answer`` in the log.
 """
 
 from __future__ import annotations

@@ -81,6 +81,10 @@ class JudgmentRecorded(Event):
     """Outputs the judge produced for this sample: 1 + the rejected ones it repaired."""
     rejected_outputs: FileRef | None = None
     """The rejected outputs and their problems, kept as a blob (None when none was)."""
+    cached_answer: bool = False
+    """Every model answer of this sample was served from the development cache (`cache:`),
+    not asked again: the verdict repeats an earlier one; its usage and cost are those of
+    the calls that were cached."""
 
     def blob_refs(self) -> list[BlobRef]:
         rejected = self.rejected_outputs
@@ -92,7 +96,9 @@ class JudgmentRecorded(Event):
         checks = self.checks
         passed = f", {sum(c.passed for c in checks)}/{len(checks)} checks" if checks else ""
         tags = f"; tags {', '.join(self.failure_tags)}" if self.failure_tags else ""
-        return f"{self.judge_id}#{self.sample}: {_n(len(scores), 'score')}{mean}{passed}{tags}"
+        cached = "; answer from the development cache" if self.cached_answer else ""
+        head = f"{self.judge_id}#{self.sample}: {_n(len(scores), 'score')}"
+        return f"{head}{mean}{passed}{tags}{cached}"
 
 
 class JudgmentFailed(Event):

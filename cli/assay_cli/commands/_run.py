@@ -30,10 +30,11 @@ def run_command(
     cache: bool = typer.Option(
         False,
         "--cache",
-        help="Answer repeated model requests from the development cache under the home "
-        "(same model, base URL, messages, epoch, parameters and tools). Overrides the "
-        "campaign's `cache:`. Off by default; cached steps are marked in the log and "
-        "counted at the top of the report.",
+        help="Answer agents' and judges' repeated model requests from the development "
+        "cache under the home, shared by its runs (same model, base URL, messages, epoch, "
+        "judge sample, parameters and tools). Overrides the campaign's `cache:`. Off by "
+        "default; cached steps and verdicts are marked in the log and counted at the top "
+        "of the report.",
     ),
     cache_ttl: str = typer.Option(
         None,

@@ -48,6 +48,7 @@ def _judgment(state: State, e: JudgmentRecorded, seq: int) -> None:
         output_tokens=e.usage.output_tokens,
         cached_tokens=e.usage.cached_tokens,
         cache_write_tokens=e.usage.cache_write_tokens,
+        cached=e.cached_answer,
     )
     judge = _judge(state, e.judge_id, e.campaign_id)
     judge.family = judge.family or e.judge_family

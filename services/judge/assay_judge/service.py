@@ -74,6 +74,7 @@ def build(
         spec=judge,
         providers=providers,
         campaigns=campaigns,
+        model_cache_dir=JudgeSettings.of(settings).model_cache,
     )
     mine = {"judge_id": judge.judge_id}
     subscribe(bus, SEALED, service.on_sealed, mine, max_workers=judge.max_concurrency)

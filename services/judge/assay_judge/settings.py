@@ -21,3 +21,11 @@ class JudgeSettings(Settings):
     empty: every campaign, present and future."""
     judge_check_budget_s: float = Field(default=5.0, gt=0)
     """Seconds one rule check may run on a sealed run before it fails, naming the check."""
+    model_cache_dir: Path | None = None
+    """The development cache's answers, for campaigns that say ``cache:`` (default
+    ``<home>/cache/models``, the runners' own; `assay run` keeps it under the home)."""
+
+    @property
+    def model_cache(self) -> Path:
+        """Where the development cache keeps answers."""
+        return self.model_cache_dir or self.home / "cache" / "models"

@@ -128,7 +128,9 @@ def _look(tool: str | None, attachment: str | None) -> _Act:
         return _act("list_files", {}, line)
     if tool == "read_file":
         return _act("read_file", {"path": attachment}, line)
-    return _act("bash", {"command": f"ls -la && head -n 8 {shlex.quote(attachment)}"}, line)
+    # The listing the demo's careful agent makes (testing/assay_testing/demo/_agents.py).
+    command = f"ls -l --time-style=+ && head -n 8 {shlex.quote(attachment)}"
+    return _act("bash", {"command": command}, line)
 
 
 STEP_CHARS = 320_000

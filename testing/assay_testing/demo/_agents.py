@@ -54,9 +54,11 @@ def _careful(examples: Path) -> ScriptedSequence:
             return ScriptReply.call(
                 "list_files", {}, text="No data attached; I'll check the workspace first."
             )
+        # No times in the listing: a rerun sees the same output, so the development cache
+        # answers its next turns too (the files are staged anew, with new times, each run).
         return ScriptReply.call(
             "bash",
-            {"command": f"ls -la && head -n 8 '{first}'"},
+            {"command": f"ls -l --time-style=+ && head -n 8 '{first}'"},
             text="Let me look at the data first.",
         )
 

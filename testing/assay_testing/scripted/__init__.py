@@ -18,7 +18,7 @@ from ._script import (
     echo,
     estimate_usage,
 )
-from ._server import ScriptedModelServer
+from ._server import ScriptedModelServer, ScriptedServerNotStarted
 
 __all__ = [
     "Fault",
@@ -32,6 +32,7 @@ __all__ = [
     "ScriptRequest",
     "ScriptedModelServer",
     "ScriptedSequence",
+    "ScriptedServerNotStarted",
     "ScriptedToolCall",
     "TooManyBreakpoints",
     "echo",

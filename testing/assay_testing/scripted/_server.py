@@ -26,7 +26,12 @@ from ._records import RecordedRequest
 from ._script import Api, Script, ScriptReply, estimate_usage
 from ._wire import error_body, malformed_body, parse_request, reply_body
 
-__all__ = ["ScriptedModelServer"]
+__all__ = ["ScriptedModelServer", "ScriptedServerNotStarted"]
+
+
+class ScriptedServerNotStarted(RuntimeError):
+    """The scripted model server could not bind its address (a taken port)."""
+
 
 _ROUTES: dict[str, Api] = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}
 
@@ -84,22 +89,26 @@ class ScriptedModelServer(Startable):
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def start(self) -> Self:
-        """Bind 127.0.0.1 on a free port and serve from a background thread."""
+    def start(self, port: int = 0) -> Self:
+        """Bind 127.0.0.1 on `port` (0: a free one) and serve from a background thread;
+        `ScriptedServerNotStarted` when it cannot (the port is taken), and it may be
+        started again."""
         if self._thread is not None:
             raise RuntimeError("scripted model server already started")
         ready = threading.Event()
         failure: list[BaseException] = []
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
-            target=self._run, args=(ready, failure), name="scripted-model-server", daemon=True
+            target=self._run, args=(ready, failure, port), name="scripted-model-server", daemon=True
         )
         self._thread.start()
         ready.wait()
         if failure:
             self._thread.join()
             self._thread = None
-            raise RuntimeError("scripted model server failed to start") from failure[0]
+            raise ScriptedServerNotStarted(
+                f"scripted model server failed to start on port {port}"
+            ) from failure[0]
         return self
 
     def stop(self) -> None:
@@ -110,13 +119,13 @@ class ScriptedModelServer(Startable):
         self._thread.join()
         self._thread = None
 
-    def _run(self, ready: threading.Event, failure: list[BaseException]) -> None:
+    def _run(self, ready: threading.Event, failure: list[BaseException], port: int) -> None:
         assert self._loop is not None
         loop = self._loop
         asyncio.set_event_loop(loop)
         try:
             self._server = loop.run_until_complete(
-                asyncio.start_server(self._on_connection, "127.0.0.1", 0)
+                asyncio.start_server(self._on_connection, "127.0.0.1", port)
             )
             self._port = self._server.sockets[0].getsockname()[1]
         except BaseException as e:

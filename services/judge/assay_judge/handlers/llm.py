@@ -19,10 +19,13 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from assay.bus import Delivery
 from assay.providers import (
     DEFAULT_PRICES,
+    DevCached,
+    ModelCache,
     ModelProvider,
     PriceTable,
     ProviderError,
@@ -82,6 +85,9 @@ class JudgeService(SealedRunJudge):
     """Campaigns this judge registered for on the log (by any earlier start)."""
     _runs: dict[str, asyncio.Lock] = field(default_factory=dict)
     _backfill: asyncio.Task[int] | None = None
+    model_cache_dir: Path | None = None
+    """Where the development cache keeps answers (``<home>/cache/models``, shared with the
+    runners), for campaigns that say ``cache:``; None: such campaigns' judges ask."""
 
     @property
     def judge_id(self) -> str:
@@ -170,6 +176,27 @@ class JudgeService(SealedRunJudge):
             self._provider = self.providers(self.spec)
         return self._provider
 
+    def sample_provider(self, ctx: RunContext, sample: int) -> ModelProvider:
+        """The judge's provider for one sample: behind the development cache when the
+        run's campaign says ``cache:``, keyed by the run's epoch and the sample index."""
+        provider = self.provider()
+        cache = ctx.campaign.cache if ctx.campaign is not None else None
+        if cache is None:
+            return provider
+        if self.model_cache_dir is None:
+            campaign = ctx.sealed.campaign_id
+            log.warning(
+                "judge %s: campaign %s asks for cache: but it has none", self.judge_id, campaign
+            )
+            return provider
+        return DevCached(
+            inner=provider,
+            cache=ModelCache(self.model_cache_dir, cache.ttl),
+            base_url=self.spec.base_url or f"{self.spec.provider} default",
+            epoch=ctx.sealed.epoch,
+            sample=sample,
+        )
+
     async def stop(self) -> None:
         """Stop the back-fill, kill running parses, stop consuming and release the
         provider's connections."""
@@ -251,7 +278,7 @@ class JudgeService(SealedRunJudge):
             outcome = await judge_sample(
                 campaign_id=sealed.campaign_id,
                 spec=self.spec,
-                provider=self.provider(),
+                provider=self.sample_provider(ctx, sample),
                 task=ctx.task,
                 final_message=answer,
                 final_message_bytes=blob.size if (blob := sealed.final_message_blob) else None,
@@ -304,6 +331,7 @@ class JudgeService(SealedRunJudge):
             cost_usd=cost(outcome.usage, self.spec.model, self.price_table(ctx.campaign)),
             attempts=len(outcome.invalid_outputs) + 1,
             rejected_outputs=rejected,
+            cached_answer=outcome.cached,
         )
         await self.bus.publish(recorded)
 

@@ -43,6 +43,13 @@ class JudgeOutcome:
     invalid_outputs: list[dict[str, Any]] = field(default_factory=list)
     """Each invalid output: its text, tool calls and the problems found."""
     turns: int = 0
+    cached_turns: int = 0
+    """Turns whose answer the development cache served (`Completion.cached_answer`)."""
+
+    @property
+    def cached(self) -> bool:
+        """Every answer of the sample came from the development cache."""
+        return self.turns > 0 and self.cached_turns == self.turns
 
     @property
     def problems(self) -> list[str]:
@@ -115,6 +122,7 @@ async def judge_sample(
         outcome.usage += completion.usage
         outcome.model = completion.model or spec.model
         outcome.turns += 1
+        outcome.cached_turns += completion.cached_answer
         messages.append(completion.to_message())
         submit = next((c for c in completion.tool_calls if c.name == SUBMIT_VERDICT), None)
         results = [
