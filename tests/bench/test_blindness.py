@@ -59,14 +59,15 @@ def _measure(ran: Campaign) -> tuple[Blindness, list[tuple[str, float]]]:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue #47 open: requests no longer tell (agent 0.37-0.46, run 0.34-0.54 over five "
-    "salts) and controls copy their look-alike agent's steps, think times, words and tokens, "
-    "but what a control leaves and says is the reference's (message 0.75-0.76: every control's "
-    "message is the reference's, a third of agents' runs) and the agent it wears is chosen "
-    "before any run exists, so a control that runs code may wear an agent that never does "
-    "(five salts: AUC 0.89-1.0, mean 0.95; steps 0.80-0.89, end 0.70-0.87). Imitating instead "
-    "the agent whose runs do the plan's kind of work (tried, not kept) left only content to "
-    "tell and did not lower it (five salts: AUC 0.93-1.0, mean 0.97)",
+    reason="issue #47 open: requests no longer tell (agent 0.39-0.44, run 0.40-0.55 over five "
+    "salts) and since the scripted cast draws its kinds of work per task (careful completes or "
+    "misreports, the overclaimer never runs its script or loses the files it cites, empty "
+    "answers in prose) what a control leaves and says no longer tells (message 0.27-0.38, seal "
+    "0.15-0.26, end 0.48-0.57); but the agent a control wears is dealt before any run exists, so "
+    "a control that runs code may wear an agent whose runs never do (empty) and packs writing "
+    "and running into that agent's few steps: its steps' latencies carry the code's run time and "
+    "its calls are mostly shell (steps 0.55-0.73, transcript 0.59-0.74, tool 0.42-0.66). Five "
+    "salts: AUC 0.67-0.79, mean 0.73 (before the cast's deal: 0.88-0.99, mean 0.94)",
 )
 def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campaign(
     bundled: Campaign,

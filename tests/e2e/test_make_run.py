@@ -64,7 +64,9 @@ def test_assay_run_reports_every_task_agent_and_judge(settings: Settings, tmp_pa
     assert lenient["ci_low"] > 0.5 and lenient["leniency"] > 0.5, "leniency is told apart from bias"
     assert preference["judge-strict"]["ci_low"] <= 0 <= preference["judge-strict"]["ci_high"]
     checks = {r["agent_id"]: r["pass_rate"] for r in report["reference_checks"]}
-    assert checks["careful"] == 1.0 and checks["overclaimer"] < 0.5
+    # careful misreports its numbers on three tasks in eight (the cast's deal): the
+    # judges pass those runs, the tasks' reference checks catch them.
+    assert 0.5 < checks["careful"] < 1.0 and checks["overclaimer"] < 0.5
     # Judge validity: every task's reference and its four known-bad variants ran as blind
     # controls (counted in none of the figures above); the lenient judge passes the
     # controls whose numbers were altered, the rule judge's reference checks catch them.
@@ -93,15 +95,13 @@ def test_assay_run_reports_every_task_agent_and_judge(settings: Settings, tmp_pa
     ]
     assert all(r["ci_high"] > r["ci_low"] for r in shares if r["ci_low"] is not None)
     assert jury["careful"]["ci_low"] < 0.2 and jury["careful"]["ci_high"] == 1.0
-    # ... nor any score: the empty agent's runs all score the same, and 8 agreeing tasks
-    # carry the bounded-scale interval (Clopper–Pearson at 0 of 8 tasks departing).
+    # ... nor any score.
     scores = [
         r
         for t in ("agent_scores", "dimension_scores", "judge_leaderboards", "communication_gap")
         for r in stats[t]
     ]
     assert all(r["ci_high"] > r["ci_low"] for r in scores)
-    assert {r["agent_id"]: r["no_spread"] for r in stats["agent_scores"]}["empty"]
     assert all(j["repair_ci_high"] > j["repair_ci_low"] for j in report["judges"])
     # Prompt caching (simulated): each judge reads a task's shared opening from the cache;
     # the blind control agents are named nowhere, here neither.

@@ -1,18 +1,32 @@
 """Scripted agents of the bundled demo: what each one does is a choice, the rest is real.
 
+Each agent draws the kind of work it does on a task from its deck (`_work.DECKS`: the
+cast's runs span the kinds of work the controls plant, as a real cast's do):
+
 - careful: looks at the data, writes the analysis script, runs it in the sandbox, and
-  submits an answer that matches the files it produced;
-- overclaimer: writes a script it never runs and submits a fluent answer claiming
-  figures, tables and significance it never produced;
+  submits an answer that matches the files it produced (five tasks in eight); on the
+  others it misreports: after the run it writes its results and answer with the numbers
+  moved;
+- overclaimer: submits a fluent answer claiming figures, tables and numbers it never
+  produced: it writes its script and never runs it, or runs it and loses the files it
+  cites;
 - empty: reads a file and answers in prose, leaving nothing on disk.
+
+Where the bundle has no reference answer for a task (``references/<task_id>/message.md``)
+each does its classic: careful completes, the overclaimer sketches a script and claims a
+figure, empty answers with a generic plan.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from assay_testing.scripted import ScriptedSequence, ScriptReply, ScriptRequest
+from assay_testing.scripted import Script, ScriptReply, ScriptRequest
+
+from ._work import Bundle, Kind, Work
 
 __all__ = ["agent_scripts", "task_id_of"]
 
@@ -47,21 +61,81 @@ def _solve_script(examples: Path, task_id: str) -> Path:
     return own if own.is_file() else examples / "solve.py"
 
 
-def _careful(examples: Path) -> ScriptedSequence:
-    def look(request: ScriptRequest) -> ScriptReply:
-        first = _first_attachment(request)
-        if first is None:
-            return ScriptReply.call(
-                "list_files", {}, text="No data attached; I'll check the workspace first."
-            )
-        # No times in the listing: a rerun sees the same output, so the development cache
-        # answers its next turns too (the files are staged anew, with new times, each run).
-        return ScriptReply.call(
-            "bash",
-            {"command": f"ls -l --time-style=+ && head -n 8 '{first}'"},
-            text="Let me look at the data first.",
-        )
+Step = Callable[[ScriptRequest], ScriptReply]
+_RUN = "python3 solve.py && ls -R results 2>/dev/null | head -50"
+_SUMMARY = "Summary:\n\n"
+"""The house style of the acme family's answers (careful's and empty's)."""
 
+
+def _look(request: ScriptRequest) -> ScriptReply:
+    first = _first_attachment(request)
+    if first is None:
+        return ScriptReply.call(
+            "list_files", {}, text="No data attached; I'll check the workspace first."
+        )
+    # No times in the listing: a rerun sees the same output, so the development cache
+    # answers its next turns too (the files are staged anew, with new times, each run).
+    return ScriptReply.call(
+        "bash",
+        {"command": f"ls -l --time-style=+ && head -n 8 '{first}'"},
+        text="Let me look at the data first.",
+    )
+
+
+def _glance(request: ScriptRequest) -> ScriptReply:
+    first = _first_attachment(request)
+    if first is None:
+        return ScriptReply.call("list_files", {})
+    return ScriptReply.call("read_file", {"path": first})
+
+
+def _write(path: str, content: str, text: str | None = None) -> Step:
+    return lambda _: ScriptReply.call("write_file", {"path": path, "content": content}, text=text)
+
+
+def _bash(command: str) -> Step:
+    return lambda _: ScriptReply.call("bash", {"command": command})
+
+
+def _submit(answer: str) -> Step:
+    return lambda _: ScriptReply.call("submit", {"answer": answer})
+
+
+def _steps(work: Work, message: str) -> list[Step]:
+    """The turns of one run of `work`, answering `message`."""
+    write = _write("solve.py", work.code, "Writing the analysis script.")
+    if work.kind is Kind.PROSE_ONLY:
+        return [_glance, _submit(message)]
+    if work.kind is Kind.NEVER_RUNS:
+        return [_write("solve.py", work.code, "Drafting the analysis."), _submit(message)]
+    run = _RUN
+    if work.removes:  # tidies the outputs away, the ones its answer cites with them
+        run = "python3 solve.py && rm -f -- " + " ".join(shlex.quote(p) for p in work.removes)
+        run += " && ls -R results 2>/dev/null | head -50"
+    rewrites = [_write(p, text) for p, text in work.rewrites]
+    return [_look, write, _bash(run), *rewrites, _submit(message)]
+
+
+def _dealt(bundle: Bundle, model: str, classic: Sequence[Step], style: bool) -> Script:
+    """`model`'s script: the turns of the kind of work dealt it on the request's task
+    (its `classic` turns where the bundle has no reference); `style`: its answers open
+    with the acme family's "Summary:", else the opening is left out."""
+
+    def script(request: ScriptRequest) -> ScriptReply:
+        work = bundle.work(model, task_id_of(request))
+        if work is None:
+            steps = list(classic)
+        else:
+            message = work.message
+            if not style and message.startswith(_SUMMARY):
+                message = message[len(_SUMMARY) :]
+            steps = _steps(work, message)
+        return steps[min(request.turn, len(steps) - 1)](request)
+
+    return script
+
+
+def _careful(examples: Path) -> list[Step]:
     def write(request: ScriptRequest) -> ScriptReply:
         code = _read(
             _solve_script(examples, task_id_of(request)),
@@ -71,24 +145,19 @@ def _careful(examples: Path) -> ScriptedSequence:
             "write_file", {"path": "solve.py", "content": code}, text="Writing the analysis script."
         )
 
-    def run(request: ScriptRequest) -> ScriptReply:
-        return ScriptReply.call(
-            "bash", {"command": "python3 solve.py && ls -R results 2>/dev/null | head -50"}
-        )
-
     def submit(request: ScriptRequest) -> ScriptReply:
         answer = _read(
             examples / "solutions" / task_id_of(request) / "answer.md",
             "analysis done; see results/.",
         )
-        if not answer.startswith("Summary:"):
-            answer = "Summary:\n\n" + answer  # the house style of this agent's model family
+        if not answer.startswith(_SUMMARY.strip()):
+            answer = _SUMMARY + answer  # the house style of this agent's model family
         return ScriptReply.call("submit", {"answer": answer})
 
-    return ScriptedSequence([look, write, run, submit])
+    return [_look, write, _bash(_RUN), submit]
 
 
-def _overclaimer(examples: Path) -> ScriptedSequence:
+def _overclaimer(examples: Path) -> list[Step]:
     def sketch(request: ScriptRequest) -> ScriptReply:
         code = "# quick analysis\nimport pandas as pd\n# TODO: load data, fit model, make figure1.png\n"
         return ScriptReply.call(
@@ -102,36 +171,27 @@ def _overclaimer(examples: Path) -> ScriptedSequence:
         )
         return ScriptReply.call("submit", {"answer": claim})
 
-    return ScriptedSequence([sketch, submit])
+    return [sketch, submit]
 
 
-def _empty() -> ScriptedSequence:
-    def glance(request: ScriptRequest) -> ScriptReply:
-        first = _first_attachment(request)
-        if first is None:
-            return ScriptReply.call("list_files", {})
-        return ScriptReply.call("read_file", {"path": first})
-
-    def submit(request: ScriptRequest) -> ScriptReply:
-        answer = (
-            "Summary: I reviewed the request and the data you sent. The right approach is to clean "
-            "the table, fit an appropriate model for your design, and report effect sizes with 95% "
-            "confidence intervals, correcting for multiple comparisons where needed. Happy to run "
-            "this if you want me to proceed."
-        )
-        return ScriptReply.call("submit", {"answer": answer})
-
-    return ScriptedSequence([glance, submit])
+_GENERIC = (
+    "Summary: I reviewed the request and the data you sent. The right approach is to clean "
+    "the table, fit an appropriate model for your design, and report effect sizes with 95% "
+    "confidence intervals, correcting for multiple comparisons where needed. Happy to run "
+    "this if you want me to proceed."
+)
 
 
-def agent_scripts(examples: Path) -> dict[str, ScriptedSequence]:
+def agent_scripts(examples: Path) -> dict[str, Script]:
     """Scripts by model name, for the models the demo campaign names. ``examples`` holds
-    the bundle's ``references/`` (the careful agent writes and runs the known-good
-    ``references/<task_id>/solve.py`` kept there, its one copy, or, in a demo whose tasks
-    all take the same script, the one ``solve.py`` beside them) and ``solutions/`` (the
-    agents' messages)."""
+    the bundle's ``references/`` (the known-good ``solve.py``, its outputs and answer,
+    each kept there once; in a demo whose tasks all take the same script, the one
+    ``solve.py`` beside them) and ``solutions/`` (the agents' classic messages)."""
+    bundle = Bundle(examples)
     return {
-        "scripted-careful": _careful(examples),
-        "scripted-overclaimer": _overclaimer(examples),
-        "scripted-empty": _empty(),
+        "scripted-careful": _dealt(bundle, "scripted-careful", _careful(examples), True),
+        "scripted-overclaimer": _dealt(
+            bundle, "scripted-overclaimer", _overclaimer(examples), False
+        ),
+        "scripted-empty": _dealt(bundle, "scripted-empty", [_glance, _submit(_GENERIC)], True),
     }
