@@ -18,6 +18,10 @@ from assay.embedded import NatsServer, find_free_port
 if TYPE_CHECKING:
     from assay_testing.scripted import ScriptedModelServer
 
+pytest_plugins = ["tests.leakguard", "pytester"]
+"""The leak guard fails the session when a test leaves an aiohttp session or NATS
+connection open; pytester runs the guard's own test."""
+
 _counter = itertools.count()
 
 
