@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "RPC_INLINE_BYTES",
     "BlobCommand",
+    "ClaimDrive",
     "ExecCommand",
     "ExecOutcome",
     "ListFiles",
@@ -40,6 +41,22 @@ class _Command(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     sandbox_id: str
+    drive_id: str = ""
+    """The drive sending it (one handling of a run's SandboxReady by a runner): the
+    sandbox-manager refuses, as `superseded`, a command from any drive but the one holding
+    the sandbox's lease (see `ClaimDrive`); "" names none and is refused the same."""
+
+
+class ClaimDrive(_Command):
+    """Claim the sandbox's lease for `drive_id`, the fencing token every later command
+    carries.
+
+    Granted when no drive holds the sandbox, when `drive_id` holds it already, or when
+    its holder has been idle (no command running, none started or ended) for longer than
+    the manager's lease time: a drive that died, or stalled past it, is taken over and
+    its next command refused. Otherwise refused as `held`: the caller waits."""
+
+    op: Literal["claim"] = "claim"
 
 
 class ExecCommand(_Command):
@@ -100,10 +117,11 @@ RPC_INLINE_BYTES = 256 * 1024
 refuses messages over its max payload, 1 MiB by default)."""
 
 SandboxCommand = Annotated[
-    ExecCommand | RunPython | ReadFile | WriteFile | ListFiles, Field(discriminator="op")
+    ExecCommand | RunPython | ReadFile | WriteFile | ListFiles | ClaimDrive,
+    Field(discriminator="op"),
 ]
 SandboxRequest = Annotated[
-    ExecCommand | RunPython | ReadFile | WriteFile | ListFiles | BlobCommand,
+    ExecCommand | RunPython | ReadFile | WriteFile | ListFiles | ClaimDrive | BlobCommand,
     Field(discriminator="op"),
 ]
 """What arrives on the wire: a command, or a reference to one in the blob store."""
@@ -151,7 +169,19 @@ class SandboxReply(BaseModel):
 
     ok: bool
     error: str = ""
-    error_kind: Literal["", "not_found", "destroyed", "broken", "path", "limit", "internal"] = ""
+    error_kind: Literal[
+        "",
+        "not_found",
+        "destroyed",
+        "broken",
+        "path",
+        "limit",
+        "internal",
+        "held",
+        "superseded",
+    ] = ""
+    """Why it failed; `held`: a claim refused, another drive holds the sandbox;
+    `superseded`: a command from a drive that does not hold it."""
     exec: ExecOutcome | None = None
     python: PythonOutcome | None = None
     data_b64: str | None = None

@@ -47,11 +47,6 @@ WORKER = ScriptedSequence(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open defect: nothing fences a drive whose delivery was handed again (a consumer "
-    "leader lost): the second drive runs the step the first is running once more",
-)
 async def test_a_step_runs_once_when_a_run_is_delivered_again_mid_drive(
     bus: Bus, settings: Settings, tmp_path: Path
 ) -> None:
