@@ -41,13 +41,16 @@ class _Command(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     sandbox_id: str
+
+
+class _DriveCommand(_Command):
     drive_id: str = ""
     """The drive sending it (one handling of a run's SandboxReady by a runner): the
     sandbox-manager refuses, as `superseded`, a command from any drive but the one holding
     the sandbox's lease (see `ClaimDrive`); "" names none and is refused the same."""
 
 
-class ClaimDrive(_Command):
+class ClaimDrive(_DriveCommand):
     """Claim the sandbox's lease for `drive_id`, the fencing token every later command
     carries.
 
@@ -59,7 +62,7 @@ class ClaimDrive(_Command):
     op: Literal["claim"] = "claim"
 
 
-class ExecCommand(_Command):
+class ExecCommand(_DriveCommand):
     """Run a command in a sandbox (a string runs through /bin/sh -c)."""
 
     op: Literal["exec"] = "exec"
@@ -70,7 +73,7 @@ class ExecCommand(_Command):
     cwd: str | None = None
 
 
-class RunPython(_Command):
+class RunPython(_DriveCommand):
     """Run a cell in the sandbox's persistent Python kernel.
 
     The kernel named by kernel_id keeps its globals; with reset, or when kernel_id is not
@@ -84,14 +87,14 @@ class RunPython(_Command):
     kernel_id: str | None = None
 
 
-class ReadFile(_Command):
+class ReadFile(_DriveCommand):
     """Read a file under /workspace."""
 
     op: Literal["read"] = "read"
     path: str
 
 
-class WriteFile(_Command):
+class WriteFile(_DriveCommand):
     """Write a file under /workspace."""
 
     op: Literal["write"] = "write"
@@ -99,7 +102,7 @@ class WriteFile(_Command):
     data_b64: str
 
 
-class ListFiles(_Command):
+class ListFiles(_DriveCommand):
     """List /workspace."""
 
     op: Literal["list"] = "list"
