@@ -190,8 +190,10 @@ class SandboxClient:
         reply = await self._send(command, self.margin_s * 3)
         return list(reply.files or [])
 
-    async def claim(self) -> None:
-        """Take the sandbox's lease for this drive; raises DriveHeld while another drive
-        holds it and is at work (see ClaimDrive)."""
+    async def claim(self) -> float:
+        """Take (or renew) the sandbox's lease for this drive, and return the lease time
+        to renew it within; raises DriveHeld while another drive holds it and is at work
+        (see ClaimDrive)."""
         command = ClaimDrive(sandbox_id=self.sandbox_id, drive_id=self.drive_id)
-        await self._send(command, self.margin_s * 3)
+        reply = await self._send(command, self.margin_s * 3)
+        return reply.lease_s or 15.0

@@ -54,10 +54,12 @@ class ClaimDrive(_DriveCommand):
     """Claim the sandbox's lease for `drive_id`, the fencing token every later command
     carries.
 
-    Granted when no drive holds the sandbox, when `drive_id` holds it already, or when
-    its holder has been idle (no command running, none started or ended) for longer than
-    the manager's lease time: a drive that died, or stalled past it, is taken over and
-    its next command refused. Otherwise refused as `held`: the caller waits."""
+    Granted when no drive holds the sandbox, when `drive_id` holds it already (a
+    renewal: the holder claims again every third of the lease while it drives), or when
+    its holder has neither claimed nor started or ended a command for longer than the
+    manager's lease time: a drive that died, or stalled past it, is taken over, the
+    commands it left running are stopped, and its next command is refused. Otherwise
+    refused as `held`: the caller waits."""
 
     op: Literal["claim"] = "claim"
 
@@ -189,5 +191,7 @@ class SandboxReply(BaseModel):
     python: PythonOutcome | None = None
     data_b64: str | None = None
     files: list[ListedFile] | None = None
+    lease_s: float | None = None
+    """A granted claim: the lease time, within which the holder claims again."""
     reply_blob: str | None = None
     """The whole reply is this blob (it was over RPC_INLINE_BYTES); nothing else is set."""

@@ -22,29 +22,21 @@ NATS elects, and which replica pulls first, is not the test's to choose)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+import contextlib
+import os
+import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from assay.bus import Bus, Delivery
 from assay.config import Settings
-from assay.providers import (
-    Completion,
-    GenerationParams,
-    Message,
-    ModelProvider,
-    ProviderWrapper,
-    ToolDefinition,
-)
-from assay.sandbox_client import DriveSuperseded
 from assay.store import LocalBlobStore
 from assay_aggregator.check import check_stream
 from assay_runner.service import build as build_runner
 from assay_schemas import (
     AgentFinished,
-    AgentSpec,
     AgentStepLogged,
     ArtifactsSealed,
     Event,
@@ -109,9 +101,9 @@ async def test_a_step_runs_once_when_a_run_is_delivered_again_mid_drive(
 
 LEASE_S = 2.0
 """The sandbox-manager's drive lease here (15 s by default)."""
-PAUSE_S = 6.0
-"""How long the first drive stalls in its second model turn: past the lease (its run is
-taken over) and short of the taking drive's end (its next command is refused)."""
+THINK_S = 3.0
+"""The model's latency while the first drive is stopped: it is stopped mid-turn, no
+command of its running."""
 TAKEN = ScriptedSequence(
     [ScriptReply.call("bash", {"command": "echo step0 >> ran.txt"})]
     + [
@@ -122,62 +114,29 @@ TAKEN = ScriptedSequence(
 )
 
 
-@dataclass(kw_only=True)
-class Stalled(ProviderWrapper):
-    """The first drive's model client: its second turn, the first time, takes PAUSE_S
-    (a runner stalled: a long garbage collection, a paused VM)."""
-
-    stalled: list[bool]
-
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolDefinition] = (),
-        params: GenerationParams | None = None,
-    ) -> Completion:
-        if not self.stalled and sum(m.role == "assistant" for m in messages) == 1:
-            self.stalled.append(True)
-            await asyncio.sleep(PAUSE_S)
-        return await self.inner.complete(messages, tools, params)
-
-
-def stalling(stalled: list[bool]) -> Callable[[AgentSpec], ModelProvider]:
-    return lambda agent: Stalled(inner=pipeline.fast_providers(agent), stalled=stalled)
-
-
-Drive = Callable[[SandboxReady, Delivery], Awaitable[None]]
-
-
-def outcomes_of(drive: Drive, outcomes: list[type[BaseException] | None]) -> Drive:
-    """`drive`, each outcome recorded: None when it returned, else the class it raised."""
-
-    async def recorded(event: SandboxReady, delivery: Delivery) -> None:
-        try:
-            await drive(event, delivery)
-        except BaseException as e:
-            outcomes.append(type(e))
-            raise
-        outcomes.append(None)
-
-    return recorded
+def step_logged(step: int) -> Callable[[list[Event]], bool]:
+    return lambda evs: any(isinstance(e, AgentStepLogged) and e.step == step for e in evs)
 
 
 async def test_a_drive_taken_over_after_stalling_is_refused_and_publishes_nothing(
     bus: Bus, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The first runner process is stopped (SIGSTOP: a paused VM, a long GC) mid-drive, a
+    second delivery of its run takes the run over once the lease lapses, and the first,
+    continued, is refused its next command and stops: the run's steps each run once."""
     monkeypatch.setenv("ASSAY_SANDBOX_DRIVE_LEASE_S", str(LEASE_S))
+    settings.home.mkdir(parents=True, exist_ok=True)
     store = LocalBlobStore(settings.blob_dir)
     folder = pipeline.write_task(tmp_path / "tasks", "t1", "go", {"a.txt": "x"})
-    stalled: list[bool] = []
-    first: list[type[BaseException] | None] = []
     with pipeline.scripted_server({"worker": TAKEN}) as models:
+        models.set_latency("worker", THINK_S)
         spec = pipeline.campaign(
             "c1", [pipeline.scripted_agent("a1", "worker", models.openai_base_url)]
         )
-        async with pipeline.services(settings, store, providers=stalling(stalled)) as started:
-            runner = started["runner"]
-            # The bus's handler calls `_run` at each delivery: its outcomes are observed.
-            runner._run = outcomes_of(runner._run, first)
+        async with (
+            pipeline.services(settings, store, names=("sandbox-manager",)),
+            pipeline.service_process("runner", settings) as first,
+        ):
             other = build_runner(
                 settings.model_copy(update={"instance": "runner-2"}),
                 store=store,
@@ -187,34 +146,37 @@ async def test_a_drive_taken_over_after_stalling_is_refused_and_publishes_nothin
             await other.bus.connect()
             try:
                 await pipeline.submit_folder(bus, store, spec, folder, max_bytes=1000)
-                await pipeline.wait_for_events(
-                    bus, lambda evs: any(isinstance(e, AgentStepLogged) for e in evs)
-                )
-                assert stalled, "the first drive's second turn has begun"
+                await pipeline.wait_for_events(bus, step_logged(0), timeout=90)
+                os.kill(first.pid, signal.SIGSTOP)  # waiting on its model for step 1
+                models.set_latency("worker", 0.0)
                 [(sequence, ready)] = [
                     (m.sequence, m.event)
                     async for m in bus.replay()
                     if isinstance(m.event, SandboxReady)
                 ]
                 assert isinstance(ready, SandboxReady)
-                began = asyncio.get_running_loop().time()
-                await other.on_sandbox_ready(ready, Delivery(sequence, 2))
-                took = asyncio.get_running_loop().time() - began
+                taking = asyncio.create_task(other.on_sandbox_ready(ready, Delivery(sequence, 2)))
+                await pipeline.wait_for_events(bus, step_logged(1))
+                os.kill(first.pid, signal.SIGCONT)  # step 2's command runs: the first wakes
+                await taking
                 events = await pipeline.wait_for_events(
                     bus, lambda evs: any(isinstance(e, ArtifactsSealed) for e in evs)
                 )
-                await pipeline.wait_for_events(bus, lambda _: bool(first), timeout=30)
+                for _ in range(100):  # the first's refusal is logged as it meets it
+                    if "DriveSuperseded" in (settings.home / "runner.log").read_text():
+                        break
+                    await asyncio.sleep(0.1)
             finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(first.pid, signal.SIGCONT)
                 await other.bus.stop()
                 await other.aclose()
-    # The stalled drive's step-1 command was refused: it raised, and the bus left the
-    # message (no nak) to the drive that took the run over.
-    assert first[0] is DriveSuperseded
-    assert took < PAUSE_S + 2 * STEP_S + LEASE_S + 10  # waited out the lease, not more
+    # The continued drive was refused (its bus left the message to the drive at work).
+    assert "DriveSuperseded" in (settings.home / "runner.log").read_text()
     [sealed] = [e for e in events if isinstance(e, ArtifactsSealed)]
     ran = next(f for f in sealed.files if f.path == "ran.txt")
     assert store.get_bytes(ran.sha256).decode().split() == ["step0", "step1", "step2"]
-    ends: list[Event] = [e for e in events if isinstance(e, AgentFinished | RunFailed)]
+    ends = [e for e in events if isinstance(e, AgentFinished | RunFailed)]
     assert [type(e) for e in ends] == [AgentFinished]
     steps = [e.step for e in events if isinstance(e, AgentStepLogged)]
     assert steps == sorted(set(steps)) == [0, 1, 2, 3]

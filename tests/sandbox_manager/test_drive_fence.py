@@ -53,7 +53,7 @@ async def test_a_command_naming_another_drive_or_none_is_refused_and_runs_nothin
         assert (await running).exit_code == 0
 
 
-async def test_a_holder_idle_past_the_lease_is_taken_over_and_refused_after(
+async def test_a_holder_silent_past_the_lease_is_taken_over_and_refused_after(
     bus: Bus, settings: Settings, tmp_path: Path
 ) -> None:
     async with open_sandbox(bus, settings, tmp_path, "r2") as opened:
@@ -61,20 +61,25 @@ async def test_a_holder_idle_past_the_lease_is_taken_over_and_refused_after(
         ready = opened.ready
         first = client_of(bus, ready.instance, ready.sandbox_id, "drive-1")
         second = client_of(bus, ready.instance, ready.sandbox_id, "drive-2")
-        await first.claim()
-        # A command longer than the lease keeps it: the holder is at work, not idle.
-        running = asyncio.create_task(first.exec("sleep 2", timeout_s=10))
-        await asyncio.sleep(LEASE_S * 1.5)
+        assert await first.claim() == LEASE_S
+        # A holder renewing its claim keeps the sandbox through a command past the lease.
+        running = asyncio.create_task(
+            first.exec("sleep 4; touch /workspace/late.txt", timeout_s=10)
+        )
+        for _ in range(5):
+            await asyncio.sleep(LEASE_S / 3)
+            await first.claim()
         with pytest.raises(DriveHeld):
             await second.claim()
-        assert (await running).exit_code == 0
-        with pytest.raises(DriveHeld):  # its command just ended: not idle yet
-            await second.claim()
-        await asyncio.sleep(LEASE_S * 1.5)  # the first stalls past the lease
-        await second.claim()
+        # Then it falls silent (its runner died or stalled): its command is an orphan.
+        await asyncio.sleep(LEASE_S * 1.5)
+        await second.claim()  # taken over: the orphan is stopped first
         with pytest.raises(DriveSuperseded):
-            await first.exec("touch /workspace/late.txt", timeout_s=10)
+            await running
+        with pytest.raises(DriveSuperseded):
+            await first.exec("touch /workspace/later.txt", timeout_s=10)
         with pytest.raises(DriveHeld):  # and it cannot claim the sandbox back at once
             await first.claim()
-        assert (await second.exec("ls /workspace", timeout_s=10)).exit_code == 0
-        assert "late.txt" not in {f.path for f in await second.list_files()}
+        await asyncio.sleep(3)  # past the orphan's sleep: it was stopped, not left
+        listed = {f.path for f in await second.list_files()}
+        assert not listed & {"late.txt", "later.txt"}

@@ -272,8 +272,12 @@ class Consuming:
             except Superseded as e:
                 # Another delivery of the message took the work over and settles it: an ack
                 # here would drop it should that one die, a nak deliver it once more.
-                log.info(
-                    "%s: %s left to the delivery that took it over: %s", durable, event.event_id, e
+                log.warning(
+                    "%s: %s left to the delivery that took it over (%s: %s)",
+                    durable,
+                    event.event_id,
+                    type(e).__name__,
+                    e,
                 )
                 return False
             except Exception as e:

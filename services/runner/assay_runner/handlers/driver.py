@@ -124,11 +124,29 @@ class Driver(RunnerBase):
             drive_id=self._drive_id(delivery),
         )
         gone: SandboxGone | None = None
+        lease_s = 0.0
         try:  # the lease first, then the log: what it holds then is all another drive did
-            if not await self._claim(event, sandbox):
+            lease_s = await self._claim(event, sandbox)
+            if not lease_s:
                 return
         except SandboxGone as e:  # the run's end destroyed it, or its instance is gone
             gone = e
+        renewing = asyncio.create_task(self._renew(sandbox, lease_s)) if lease_s else None
+        try:
+            await self._drive(event, delivery, sandbox, gone)
+        finally:
+            if renewing is not None:
+                renewing.cancel()
+
+    async def _drive(
+        self,
+        event: SandboxReady,
+        delivery: Delivery,
+        sandbox: SandboxClient,
+        gone: SandboxGone | None,
+    ) -> None:
+        """Drive the run from its log, this drive holding its sandbox."""
+        assert event.run_id is not None
         events = await self.bus.run_events(
             event.campaign_id, event.run_id, known={delivery.sequence: event}
         )
@@ -165,8 +183,9 @@ class Driver(RunnerBase):
         its successor must not wait out its lease)."""
         return f"{self._drives}-{delivery.sequence}-{delivery.attempt}"
 
-    async def _claim(self, event: SandboxReady, sandbox: SandboxClient) -> bool:
-        """Hold the run's sandbox for this drive; False when the run ended meanwhile.
+    async def _claim(self, event: SandboxReady, sandbox: SandboxClient) -> float:
+        """Hold the run's sandbox for this drive: the lease time, or 0 when the run ended
+        meanwhile.
 
         While another drive holds it (this delivery is a second one: a consumer leader
         lost while a runner still drives the run), this one waits, its message kept in
@@ -176,7 +195,7 @@ class Driver(RunnerBase):
         waited = False
         while True:
             try:
-                await sandbox.claim()
+                lease_s = await sandbox.claim()
             except DriveHeld:
                 if not waited:
                     log.info("run %s: another drive holds its sandbox; waiting", event.run_id)
@@ -184,10 +203,26 @@ class Driver(RunnerBase):
             else:
                 if waited:
                     log.warning("run %s: its other drive stalled; taking it over", event.run_id)
-                return True
+                return lease_s
             if await self._ended(event):
-                return False
+                return 0.0
             await asyncio.sleep(self.claim_poll_s)
+
+    @staticmethod
+    async def _renew(sandbox: SandboxClient, lease_s: float) -> None:
+        """Claim the sandbox again every third of its lease while this drive runs: a
+        drive waiting on its model, or on a long command, is at work, not stalled. Once
+        taken over it stops; its next command is refused (DriveSuperseded)."""
+        while True:
+            await asyncio.sleep(lease_s / 3)
+            try:
+                lease_s = await sandbox.claim()
+            except DriveHeld:
+                return
+            except Exception:  # the bus or the sandbox failing: the drive's commands say so
+                log.info(
+                    "renewing the lease of sandbox %s failed", sandbox.sandbox_id, exc_info=True
+                )
 
     async def _ended(self, event: SandboxReady) -> bool:
         assert event.run_id is not None

@@ -57,7 +57,7 @@ class ExecServer(Sandboxes):
                 "destroyed", f"sandbox {sid}: its run ended; being destroyed on {self.instance}"
             )
         if isinstance(command, ClaimDrive):
-            return self._claim(sid, command.drive_id)
+            return await self._claim(sid, command.drive_id)
         refused = self._fence(sid, command.drive_id)
         if refused is not None:
             return refused
@@ -65,13 +65,16 @@ class ExecServer(Sandboxes):
             answer = await self._run(sid, command)
         if sid in self._ended:  # stopped by its run's end: no step can log its output
             return error_reply("destroyed", f"sandbox {sid}: its run ended mid-command")
+        if self._drives.get(sid) != command.drive_id:  # stopped by a takeover
+            return error_reply("superseded", f"sandbox {sid}: taken over mid-command")
         return answer
 
     # --- the drive lease (the fence) -------------------------------------------------------
 
-    def _claim(self, sid: str, drive_id: str) -> bytes:
+    async def _claim(self, sid: str, drive_id: str) -> bytes:
         """Grant the sandbox's lease to `drive_id` unless another drive holds it and has
-        not been idle for the lease time (then `held`: the claimant waits)."""
+        not been idle for the lease time (then `held`: the claimant waits). Taking over
+        stops what the old holder left running, before the new one commands anything."""
         if not drive_id:
             return error_reply("superseded", f"sandbox {sid}: a claim must name its drive")
         holder = self._drives.get(sid)
@@ -90,7 +93,12 @@ class ExecServer(Sandboxes):
             )
         self._drives[sid] = drive_id
         self._busy(sid)
-        return SandboxReply(ok=True).model_dump_json().encode()
+        if holder not in (None, drive_id) and sid in self._running:
+            await self._blocking(self.backends[self._owned[sid]].stop_commands, sid)
+            async with self._quiet:
+                await self._quiet.wait_for(lambda: sid not in self._running)
+            self._busy(sid)
+        return SandboxReply(ok=True, lease_s=self.drive_lease_s).model_dump_json().encode()
 
     def _fence(self, sid: str, drive_id: str) -> bytes | None:
         """Why a command may not run (`superseded`): it names no drive, or not the one

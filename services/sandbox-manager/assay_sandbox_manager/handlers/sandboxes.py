@@ -52,8 +52,8 @@ class Sandboxes:
     _quiet: asyncio.Condition = field(default_factory=asyncio.Condition)
     """Notified whenever a command ends."""
     drive_lease_s: float = 15.0
-    """How long a drive holding a sandbox may be idle (no command running, none started
-    or ended) before another drive's claim takes the sandbox over (`sandbox_drive_lease_s`)."""
+    """How long a drive holding a sandbox may go without claiming it again or starting or
+    ending a command before another drive's claim takes it over (`sandbox_drive_lease_s`)."""
     _drives: dict[str, str] = field(default_factory=dict)
     """sandbox id -> the drive holding its lease: the only one whose commands run."""
     _busy_at: dict[str, float] = field(default_factory=dict)
@@ -121,9 +121,10 @@ class Sandboxes:
         self._busy_at[sandbox_id] = asyncio.get_running_loop().time()
 
     def _idle_s(self, sandbox_id: str) -> float:
-        """How long the sandbox's holder has been idle (0 while a command runs)."""
-        if sandbox_id in self._running:
-            return 0.0
+        """How long since the sandbox's holder last claimed it or a command in it started
+        or ended. A command still running does not count: a drive at work renews its
+        claim, and a dead runner's orphan command must not hold the sandbox until its
+        timeout."""
         since = self._busy_at.get(sandbox_id)
         return float("inf") if since is None else asyncio.get_running_loop().time() - since
 
