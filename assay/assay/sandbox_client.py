@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 
 from assay.bus import Bus
 from assay.store import BlobStore
 from assay_schemas import (
     RPC_INLINE_BYTES,
+    AssayError,
     BlobCommand,
+    ClaimDrive,
     ExecCommand,
     ExecOutcome,
     ListedFile,
@@ -22,12 +25,13 @@ from assay_schemas import (
     SandboxCommand,
     SandboxError,
     SandboxReply,
+    Superseded,
     WriteFile,
     b64,
     unb64,
 )
 
-__all__ = ["SandboxClient", "SandboxGone"]
+__all__ = ["DriveHeld", "DriveSuperseded", "SandboxClient", "SandboxGone"]
 
 
 class SandboxGone(SandboxError, RunFault):
@@ -38,13 +42,26 @@ class SandboxGone(SandboxError, RunFault):
         return f"sandbox disappeared: {self}"
 
 
+class DriveHeld(AssayError):
+    """A claim refused: another drive holds the sandbox's lease and is at work in it."""
+
+
+class DriveSuperseded(Superseded):
+    """A command refused: this drive no longer holds the sandbox's lease (another drive
+    took it over after this one stalled past the lease time). The drive stops, publishing
+    nothing; the drive holding the lease finishes the run."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class SandboxClient:
-    """Commands to one sandbox over core NATS request-reply."""
+    """Commands to one sandbox over core NATS request-reply, all from one drive."""
 
     bus: Bus
     instance: str
     sandbox_id: str
+    drive_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """The fencing token every command carries: the manager runs only the commands of the
+    drive holding the sandbox's lease (`claim`); a fresh one per drive."""
     margin_s: float = 10.0
     """Extra time beyond a command's own timeout before the request is abandoned."""
     restart_grace_s: float = 30.0
@@ -82,6 +99,10 @@ class SandboxClient:
             reply = SandboxReply.model_validate_json(await self._blob(reply.reply_blob))
         if reply.ok:
             return reply
+        if reply.error_kind == "superseded":
+            raise DriveSuperseded(reply.error)
+        if reply.error_kind == "held":
+            raise DriveHeld(reply.error)
         if reply.error_kind in {"not_found", "destroyed", "broken"}:
             # The sandbox is gone or cannot run anything: the platform's failure.
             raise SandboxGone(reply.error)
@@ -119,6 +140,7 @@ class SandboxClient:
         """Run a command in the sandbox."""
         cmd = ExecCommand(
             sandbox_id=self.sandbox_id,
+            drive_id=self.drive_id,
             command=command,
             timeout_s=timeout_s,
             stdin_b64=b64(stdin) if stdin is not None else None,
@@ -135,6 +157,7 @@ class SandboxClient:
         """Run a cell in the sandbox's Python kernel (see RunPython)."""
         cmd = RunPython(
             sandbox_id=self.sandbox_id,
+            drive_id=self.drive_id,
             code=code,
             timeout_s=timeout_s,
             kernel_id=kernel_id,
@@ -146,16 +169,31 @@ class SandboxClient:
 
     async def read_file(self, path: str) -> bytes:
         """Read a workspace file."""
-        reply = await self._send(ReadFile(sandbox_id=self.sandbox_id, path=path), self.margin_s * 3)
+        reply = await self._send(
+            ReadFile(sandbox_id=self.sandbox_id, drive_id=self.drive_id, path=path),
+            self.margin_s * 3,
+        )
         return unb64(reply.data_b64 or "")
 
     async def write_file(self, path: str, data: bytes) -> None:
         """Write a workspace file."""
         await self._send(
-            WriteFile(sandbox_id=self.sandbox_id, path=path, data_b64=b64(data)), self.margin_s * 3
+            WriteFile(
+                sandbox_id=self.sandbox_id, drive_id=self.drive_id, path=path, data_b64=b64(data)
+            ),
+            self.margin_s * 3,
         )
 
     async def list_files(self) -> list[ListedFile]:
         """List the workspace."""
-        reply = await self._send(ListFiles(sandbox_id=self.sandbox_id), self.margin_s * 3)
+        command = ListFiles(sandbox_id=self.sandbox_id, drive_id=self.drive_id)
+        reply = await self._send(command, self.margin_s * 3)
         return list(reply.files or [])
+
+    async def claim(self) -> float:
+        """Take (or renew) the sandbox's lease for this drive, and return the lease time
+        to renew it within; raises DriveHeld while another drive holds it and is at work
+        (see ClaimDrive)."""
+        command = ClaimDrive(sandbox_id=self.sandbox_id, drive_id=self.drive_id)
+        reply = await self._send(command, self.margin_s * 3)
+        return reply.lease_s or 15.0

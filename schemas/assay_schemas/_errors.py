@@ -35,6 +35,9 @@ purpose is in it (the classes outside this package are named with their module).
     │   └── ProgramFailed               assay_runner.program: a program run cannot finish
     ├── JudgingError            a judge could not produce a verdict
     │   └── CheckFailed                 assay_judge.rules.worker: a rule check failed
+    ├── Superseded              a handler's work taken over by another delivery: stop, settle nothing
+    │   └── DriveSuperseded             assay.sandbox_client: a drive's sandbox lease taken over
+    ├── DriveHeld                       assay.sandbox_client: another drive holds the sandbox
     ├── ControlsUnopened                assay_runner.scheduler: control agents it cannot tell
     ├── _Refused                        assay_runner.gateway: a model call refused
     ├── UpstreamError                   assay.http11: the upstream broke the exchange
@@ -81,6 +84,7 @@ __all__ = [
     "SandboxError",
     "SignatureRefused",
     "StoreError",
+    "Superseded",
     "TaskInputError",
     "UploadRefused",
     "describe_validation",
@@ -168,6 +172,13 @@ class UploadRefused(StoreError):
 class SandboxError(AssayError):
     """A sandbox failed or refused (the backends' errors derive from it; so does what the
     sandbox client raises for an error reply)."""
+
+
+class Superseded(AssayError):
+    """A handler's work was taken over by another delivery of its message (a fencing
+    token at the resource refused it): the handler stops, publishing nothing, and the bus
+    settles nothing (no ack: the delivery at work settles the message; no nak: that would
+    deliver it once more)."""
 
 
 Fault = Literal["platform", "agent"]

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "RPC_INLINE_BYTES",
     "BlobCommand",
+    "ClaimDrive",
     "ExecCommand",
     "ExecOutcome",
     "ListFiles",
@@ -42,7 +43,28 @@ class _Command(BaseModel):
     sandbox_id: str
 
 
-class ExecCommand(_Command):
+class _DriveCommand(_Command):
+    drive_id: str = ""
+    """The drive sending it (one handling of a run's SandboxReady by a runner): the
+    sandbox-manager refuses, as `superseded`, a command from any drive but the one holding
+    the sandbox's lease (see `ClaimDrive`); "" names none and is refused the same."""
+
+
+class ClaimDrive(_DriveCommand):
+    """Claim the sandbox's lease for `drive_id`, the fencing token every later command
+    carries.
+
+    Granted when no drive holds the sandbox, when `drive_id` holds it already (a
+    renewal: the holder claims again every third of the lease while it drives), or when
+    its holder has neither claimed nor started or ended a command for longer than the
+    manager's lease time: a drive that died, or stalled past it, is taken over, the
+    commands it left running are stopped, and its next command is refused. Otherwise
+    refused as `held`: the caller waits."""
+
+    op: Literal["claim"] = "claim"
+
+
+class ExecCommand(_DriveCommand):
     """Run a command in a sandbox (a string runs through /bin/sh -c)."""
 
     op: Literal["exec"] = "exec"
@@ -53,7 +75,7 @@ class ExecCommand(_Command):
     cwd: str | None = None
 
 
-class RunPython(_Command):
+class RunPython(_DriveCommand):
     """Run a cell in the sandbox's persistent Python kernel.
 
     The kernel named by kernel_id keeps its globals; with reset, or when kernel_id is not
@@ -67,14 +89,14 @@ class RunPython(_Command):
     kernel_id: str | None = None
 
 
-class ReadFile(_Command):
+class ReadFile(_DriveCommand):
     """Read a file under /workspace."""
 
     op: Literal["read"] = "read"
     path: str
 
 
-class WriteFile(_Command):
+class WriteFile(_DriveCommand):
     """Write a file under /workspace."""
 
     op: Literal["write"] = "write"
@@ -82,7 +104,7 @@ class WriteFile(_Command):
     data_b64: str
 
 
-class ListFiles(_Command):
+class ListFiles(_DriveCommand):
     """List /workspace."""
 
     op: Literal["list"] = "list"
@@ -100,10 +122,11 @@ RPC_INLINE_BYTES = 256 * 1024
 refuses messages over its max payload, 1 MiB by default)."""
 
 SandboxCommand = Annotated[
-    ExecCommand | RunPython | ReadFile | WriteFile | ListFiles, Field(discriminator="op")
+    ExecCommand | RunPython | ReadFile | WriteFile | ListFiles | ClaimDrive,
+    Field(discriminator="op"),
 ]
 SandboxRequest = Annotated[
-    ExecCommand | RunPython | ReadFile | WriteFile | ListFiles | BlobCommand,
+    ExecCommand | RunPython | ReadFile | WriteFile | ListFiles | ClaimDrive | BlobCommand,
     Field(discriminator="op"),
 ]
 """What arrives on the wire: a command, or a reference to one in the blob store."""
@@ -151,10 +174,24 @@ class SandboxReply(BaseModel):
 
     ok: bool
     error: str = ""
-    error_kind: Literal["", "not_found", "destroyed", "broken", "path", "limit", "internal"] = ""
+    error_kind: Literal[
+        "",
+        "not_found",
+        "destroyed",
+        "broken",
+        "path",
+        "limit",
+        "internal",
+        "held",
+        "superseded",
+    ] = ""
+    """Why it failed; `held`: a claim refused, another drive holds the sandbox;
+    `superseded`: a command from a drive that does not hold it."""
     exec: ExecOutcome | None = None
     python: PythonOutcome | None = None
     data_b64: str | None = None
     files: list[ListedFile] | None = None
+    lease_s: float | None = None
+    """A granted claim: the lease time, within which the holder claims again."""
     reply_blob: str | None = None
     """The whole reply is this blob (it was over RPC_INLINE_BYTES); nothing else is set."""

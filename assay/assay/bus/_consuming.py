@@ -19,7 +19,7 @@ from opentelemetry import trace
 from assay.config import Settings
 from assay.security.signing import TrustList
 from assay.telemetry import extract_context, serving, tracer
-from assay_schemas import Event, InvalidEvent, Producer, SignatureRefused, parse_event
+from assay_schemas import Event, InvalidEvent, Producer, SignatureRefused, Superseded, parse_event
 
 from ._broker import inbox_of
 from ._dead_letters import dead_letter
@@ -100,7 +100,8 @@ class Consuming:
         """Register a durable pull consumer that hands typed events to `handler`.
 
         Delivery is explicit: success acks; a raise is retried with backoff until
-        `max_deliver`, then handed to `on_give_up` and dead-lettered with its reason;
+        `max_deliver`, then handed to `on_give_up` and dead-lettered with its reason; a
+        `Superseded` raise settles nothing (the delivery that took the work over does);
         messages that do not parse
         (or are not `event_type`, or disagree with their subject) are dead-lettered at
         once and reported to `on_refused`. The consumer never stops for one bad message.
@@ -268,6 +269,17 @@ class Consuming:
             )
             try:
                 await through_outages(handler, event, delivery, durable)
+            except Superseded as e:
+                # Another delivery of the message took the work over and settles it: an ack
+                # here would drop it should that one die, a nak deliver it once more.
+                log.warning(
+                    "%s: %s left to the delivery that took it over (%s: %s)",
+                    durable,
+                    event.event_id,
+                    type(e).__name__,
+                    e,
+                )
+                return False
             except Exception as e:
                 span.record_exception(e)
                 span.set_status(trace.Status(trace.StatusCode.ERROR, str(e)))

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from pydantic import JsonValue
 
 from assay.providers import ToolCall, ToolDefinition
-from assay.sandbox_client import SandboxClient
+from assay.sandbox_client import SandboxClient, SandboxGone
 from assay.store import BlobStore
 from assay_schemas import (
     FileRef,
@@ -158,7 +158,7 @@ class ToolBox:
         except ToolArgumentError as e:
             text, is_error = f"error: {e}", True
         except SandboxError as e:
-            if "Gone" in type(e).__name__:
+            if isinstance(e, SandboxGone):
                 raise
             text, is_error = f"error: {e}", True
         shown, blob = await self._cap(text)

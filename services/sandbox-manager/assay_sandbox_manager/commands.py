@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from assay_schemas import (
+    ClaimDrive,
     ExecCommand,
     ExecOutcome,
     ListedFile,
@@ -56,6 +57,8 @@ def run_command(backend: SandboxBackend, command: SandboxCommand) -> SandboxRepl
     if isinstance(command, WriteFile):
         backend.write_file(sid, command.path, unb64(command.data_b64))
         return SandboxReply(ok=True)
+    if isinstance(command, ClaimDrive):  # the exec server's to answer, never a backend's
+        raise TypeError(f"sandbox {sid}: a drive claim is not a backend command")
     entries = backend.list_files(sid)
     return SandboxReply(
         ok=True,

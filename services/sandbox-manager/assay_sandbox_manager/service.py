@@ -57,6 +57,7 @@ def build(
         backends=backends if backends is not None else make_backends(settings),
         instance=instance,
         max_live=own.sandbox_max_live,
+        drive_lease_s=own.sandbox_drive_lease_s,
         seal_watch=SealWatch(bus, instance, path=settings.instance_state / "seal-watch.json"),
     )
     mine = {"instance": instance}

@@ -19,3 +19,7 @@ class SandboxManagerSettings(Settings):
     all requested when its tasks are admitted, whatever the runners' concurrency; past this
     many, a request waits for a sandbox to be destroyed, so that a publisher's thousands of
     tasks do not fill the node with idle sandboxes."""
+    sandbox_drive_lease_s: float = Field(default=15.0, gt=0)
+    """How long the drive holding a sandbox (a runner's handling of its run's SandboxReady)
+    may be idle, no command running, before another drive of the run takes the sandbox
+    over: a second delivery of a run waits this long for a dead runner's drive."""

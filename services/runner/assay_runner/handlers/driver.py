@@ -3,7 +3,9 @@ steps logged, or a program run), or ended with a RunFailed."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -19,7 +21,7 @@ from assay.providers import (
     pinned_prices,
     provider_for,
 )
-from assay.sandbox_client import SandboxClient
+from assay.sandbox_client import DriveHeld, SandboxClient, SandboxGone
 from assay.telemetry import meter
 from assay_schemas import (
     AgentFinished,
@@ -75,6 +77,13 @@ class Driver(RunnerBase):
     """Where the development cache keeps answers (``<home>/cache/models``), for campaigns
     that say ``cache:``; None: such campaigns ask the model every time (warned)."""
 
+    claim_poll_s: float = 2.0
+    """How often a drive that finds its run's sandbox held by another drive reads the log
+    for the run's end and claims the sandbox again."""
+
+    _drives: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """This process's part of its drive ids (see `_drive_id`)."""
+
     book: AgentBook = field(default_factory=AgentBook)
     """How the campaign's agents' runs behave here (what their controls imitate)."""
 
@@ -97,8 +106,8 @@ class Driver(RunnerBase):
     async def on_sandbox_ready(self, event: SandboxReady, delivery: Delivery) -> None:
         """Run (or resume) the agent of a run whose sandbox is ready."""
         # A redelivery while this process still drives the run waits in the bus (one
-        # delivery of a message at a time per process): a second agent loop would race
-        # the first on one sandbox.
+        # delivery of a message at a time per process); one handed to another process
+        # meets the sandbox's lease (`_claim`): two agent loops must never share a sandbox.
         RUNS_IN_FLIGHT.add(1)
         try:
             await self._run(event, delivery)
@@ -106,6 +115,37 @@ class Driver(RunnerBase):
             RUNS_IN_FLIGHT.add(-1)
 
     async def _run(self, event: SandboxReady, delivery: Delivery) -> None:
+        assert event.run_id is not None
+        sandbox = SandboxClient(
+            bus=self.bus,
+            instance=event.instance,
+            sandbox_id=event.sandbox_id,
+            store=self.store,
+            drive_id=self._drive_id(delivery),
+        )
+        gone: SandboxGone | None = None
+        lease_s = 0.0
+        try:  # the lease first, then the log: what it holds then is all another drive did
+            lease_s = await self._claim(event, sandbox)
+            if not lease_s:
+                return
+        except SandboxGone as e:  # the run's end destroyed it, or its instance is gone
+            gone = e
+        renewing = asyncio.create_task(self._renew(sandbox, lease_s)) if lease_s else None
+        try:
+            await self._drive(event, delivery, sandbox, gone)
+        finally:
+            if renewing is not None:
+                renewing.cancel()
+
+    async def _drive(
+        self,
+        event: SandboxReady,
+        delivery: Delivery,
+        sandbox: SandboxClient,
+        gone: SandboxGone | None,
+    ) -> None:
+        """Drive the run from its log, this drive holding its sandbox."""
         assert event.run_id is not None
         events = await self.bus.run_events(
             event.campaign_id, event.run_id, known={delivery.sequence: event}
@@ -115,12 +155,12 @@ class Driver(RunnerBase):
             return
         request = history.request
         assert request is not None, f"run {event.run_id} has SandboxReady but no RunRequested"
+        if gone is not None:
+            await self.end_with_fault(request, event, gone)
+            return
         steps = history.steps
         if steps:
             log.info("run %s: resuming after step %d", event.run_id, steps[-1].step)
-        sandbox = SandboxClient(
-            bus=self.bus, instance=event.instance, sandbox_id=event.sandbox_id, store=self.store
-        )
         try:
             if request.agent.kind == "program":
                 await self._program_run(request, event, sandbox).run(steps, delivery.attempt)
@@ -136,6 +176,60 @@ class Driver(RunnerBase):
                     await run.run(steps)
         except RunFault as e:  # the class says whose failure the run's end is
             await self.end_with_fault(request, event, e)
+
+    def _drive_id(self, delivery: Delivery) -> str:
+        """The fencing token of one delivery's drive: unique to this process and delivery,
+        and kept when the bus runs the handler again through an outage (that drive ended:
+        its successor must not wait out its lease)."""
+        return f"{self._drives}-{delivery.sequence}-{delivery.attempt}"
+
+    async def _claim(self, event: SandboxReady, sandbox: SandboxClient) -> float:
+        """Hold the run's sandbox for this drive: the lease time, or 0 when the run ended
+        meanwhile.
+
+        While another drive holds it (this delivery is a second one: a consumer leader
+        lost while a runner still drives the run), this one waits, its message kept in
+        progress by the bus, until the run ends or the holder stalls past the manager's
+        lease time (its runner died): then it takes over and drives from the log."""
+        assert event.run_id is not None
+        waited = False
+        while True:
+            try:
+                lease_s = await sandbox.claim()
+            except DriveHeld:
+                if not waited:
+                    log.info("run %s: another drive holds its sandbox; waiting", event.run_id)
+                    waited = True
+            else:
+                if waited:
+                    log.warning("run %s: its other drive stalled; taking it over", event.run_id)
+                return lease_s
+            if await self._ended(event):
+                return 0.0
+            await asyncio.sleep(self.claim_poll_s)
+
+    @staticmethod
+    async def _renew(sandbox: SandboxClient, lease_s: float) -> None:
+        """Claim the sandbox again every third of its lease while this drive runs: a
+        drive waiting on its model, or on a long command, is at work, not stalled. Once
+        taken over it stops; its next command is refused (DriveSuperseded)."""
+        while True:
+            await asyncio.sleep(lease_s / 3)
+            try:
+                lease_s = await sandbox.claim()
+            except DriveHeld:
+                return
+            except Exception:  # the bus or the sandbox failing: the drive's commands say so
+                log.info(
+                    "renewing the lease of sandbox %s failed", sandbox.sandbox_id, exc_info=True
+                )
+
+    async def _ended(self, event: SandboxReady) -> bool:
+        assert event.run_id is not None
+        ends = await self.bus.run_events(
+            event.campaign_id, event.run_id, types=(AgentFinished, RunFailed)
+        )
+        return bool(ends)
 
     async def end_with_fault(
         self, request: RunRequested, ready: SandboxReady, fault: RunFault

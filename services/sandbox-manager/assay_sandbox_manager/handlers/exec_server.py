@@ -10,6 +10,7 @@ from pydantic import TypeAdapter, ValidationError
 from assay_schemas import (
     RPC_INLINE_BYTES,
     BlobCommand,
+    ClaimDrive,
     SandboxCommand,
     SandboxReply,
     SandboxRequest,
@@ -55,11 +56,61 @@ class ExecServer(Sandboxes):
             return error_reply(
                 "destroyed", f"sandbox {sid}: its run ended; being destroyed on {self.instance}"
             )
+        if isinstance(command, ClaimDrive):
+            return await self._claim(sid, command.drive_id)
+        refused = self._fence(sid, command.drive_id)
+        if refused is not None:
+            return refused
         async with self._command(sid):
             answer = await self._run(sid, command)
         if sid in self._ended:  # stopped by its run's end: no step can log its output
             return error_reply("destroyed", f"sandbox {sid}: its run ended mid-command")
+        if self._drives.get(sid) != command.drive_id:  # stopped by a takeover
+            return error_reply("superseded", f"sandbox {sid}: taken over mid-command")
         return answer
+
+    # --- the drive lease (the fence) -------------------------------------------------------
+
+    async def _claim(self, sid: str, drive_id: str) -> bytes:
+        """Grant the sandbox's lease to `drive_id` unless another drive holds it and has
+        not been idle for the lease time (then `held`: the claimant waits). Taking over
+        stops what the old holder left running, before the new one commands anything."""
+        if not drive_id:
+            return error_reply("superseded", f"sandbox {sid}: a claim must name its drive")
+        holder = self._drives.get(sid)
+        if holder not in (None, drive_id):
+            idle = self._idle_s(sid)
+            if idle <= self.drive_lease_s:
+                return error_reply(
+                    "held", f"sandbox {sid}: another drive holds it (idle {idle:.1f}s)"
+                )
+            log.warning(
+                "sandbox %s: drive %s takes over from drive %s, idle %.1fs",
+                sid,
+                drive_id,
+                holder,
+                idle,
+            )
+        self._drives[sid] = drive_id
+        self._busy(sid)
+        if holder not in (None, drive_id) and sid in self._running:
+            await self._blocking(self.backends[self._owned[sid]].stop_commands, sid)
+            async with self._quiet:
+                await self._quiet.wait_for(lambda: sid not in self._running)
+            self._busy(sid)
+        return SandboxReply(ok=True, lease_s=self.drive_lease_s).model_dump_json().encode()
+
+    def _fence(self, sid: str, drive_id: str) -> bytes | None:
+        """Why a command may not run (`superseded`): it names no drive, or not the one
+        holding the sandbox. A sandbox no drive holds (this instance restarted, keeping
+        its sandboxes but not their leases) is held from then on by the drive commanding."""
+        if not drive_id:
+            return error_reply("superseded", f"sandbox {sid}: the command names no drive")
+        if self._drives.setdefault(sid, drive_id) != drive_id:
+            return error_reply(
+                "superseded", f"sandbox {sid}: another drive took it over; this one stops"
+            )
+        return None
 
     async def _run(self, sid: str, command: SandboxCommand) -> bytes:
         """Run one command on the sandbox's backend; every failure is a reply."""

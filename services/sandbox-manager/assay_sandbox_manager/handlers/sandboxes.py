@@ -51,6 +51,14 @@ class Sandboxes:
     """Sandboxes whose run ended (being sealed or destroyed): they take no more commands."""
     _quiet: asyncio.Condition = field(default_factory=asyncio.Condition)
     """Notified whenever a command ends."""
+    drive_lease_s: float = 15.0
+    """How long a drive holding a sandbox may go without claiming it again or starting or
+    ending a command before another drive's claim takes it over (`sandbox_drive_lease_s`)."""
+    _drives: dict[str, str] = field(default_factory=dict)
+    """sandbox id -> the drive holding its lease: the only one whose commands run."""
+    _busy_at: dict[str, float] = field(default_factory=dict)
+    """sandbox id -> when its holder last claimed it or a command in it started or ended
+    (the event loop's clock)."""
     _live: dict[str, tuple[RunRequested, SandboxReady]] = field(default_factory=dict)
     """run id -> request and SandboxReady announced (or found live) here, until sealed: what
     sealing needs without reading the log (a run's sandbox is this instance's alone)."""
@@ -98,14 +106,27 @@ class Sandboxes:
     async def _command(self, sandbox_id: str) -> AsyncIterator[None]:
         """One command running in the sandbox: counted until it ends."""
         self._running[sandbox_id] = self._running.get(sandbox_id, 0) + 1
+        self._busy(sandbox_id)
         try:
             yield
         finally:
+            self._busy(sandbox_id)
             left = self._running.pop(sandbox_id) - 1
             if left:
                 self._running[sandbox_id] = left
             async with self._quiet:
                 self._quiet.notify_all()
+
+    def _busy(self, sandbox_id: str) -> None:
+        self._busy_at[sandbox_id] = asyncio.get_running_loop().time()
+
+    def _idle_s(self, sandbox_id: str) -> float:
+        """How long since the sandbox's holder last claimed it or a command in it started
+        or ended. A command still running does not count: a drive at work renews its
+        claim, and a dead runner's orphan command must not hold the sandbox until its
+        timeout."""
+        since = self._busy_at.get(sandbox_id)
+        return float("inf") if since is None else asyncio.get_running_loop().time() - since
 
     async def _quiesce(self, sandbox_id: str) -> None:
         """Take no more commands into the sandbox, stop those running, and wait for them.
@@ -141,3 +162,5 @@ class Sandboxes:
             await self._released()
         self.destroyed.add(sandbox_id)
         self._ended.discard(sandbox_id)
+        self._drives.pop(sandbox_id, None)
+        self._busy_at.pop(sandbox_id, None)
