@@ -58,3 +58,34 @@ async def test_a_failing_handler_leaves_its_requester_waiting_and_keeps_serving(
         await server.stop()
     with pytest.raises(NoResponders):  # a BusError
         await bus.request("rpc.picky", b"good", timeout=5)
+
+
+async def test_an_unmetered_request_is_answered_while_every_slot_is_busy(
+    settings: Settings, bus: Bus
+) -> None:
+    """A drive's lease renewal must not wait behind long sandbox commands: with every
+    slot taken and more requests waiting for one, an unmetered request is answered."""
+    release = asyncio.Event()
+
+    async def handler(body: bytes) -> bytes:
+        if body != b"claim":
+            await release.wait()
+        return body
+
+    server = Bus(settings, service="server")
+    server.serve_requests(
+        RequestServer("rpc.mixed", handler, max_workers=2, unmetered=lambda b: b == b"claim")
+    )
+    await server.start()
+    try:
+        long = [
+            asyncio.create_task(bus.request("rpc.mixed", b"long", timeout=10)) for _ in range(5)
+        ]
+        await asyncio.sleep(0.3)  # two run, three wait for a slot
+        assert await bus.request("rpc.mixed", b"claim", timeout=2) == b"claim"
+        assert not any(t.done() for t in long)
+        release.set()
+        assert await asyncio.gather(*long) == [b"long"] * 5
+    finally:
+        release.set()
+        await server.stop()

@@ -83,3 +83,16 @@ async def test_a_holder_silent_past_the_lease_is_taken_over_and_refused_after(
         await asyncio.sleep(3)  # past the orphan's sleep: it was stopped, not left
         listed = {f.path for f in await second.list_files()}
         assert not listed & {"late.txt", "later.txt"}
+
+
+def test_only_a_small_claim_is_answered_outside_the_command_slots() -> None:
+    from assay_sandbox_manager.handlers.exec_server import is_claim
+    from assay_schemas import ClaimDrive, ExecCommand
+
+    claim = ClaimDrive(sandbox_id="s1", drive_id="d1").model_dump_json().encode()
+    assert is_claim(claim)
+    command = ExecCommand(sandbox_id="s1", drive_id="d1", command="true")
+    assert not is_claim(command.model_dump_json().encode())
+    assert not is_claim(b"not json")
+    padded = claim[:-1] + b', "pad": "' + b"x" * 2000 + b'"}'
+    assert not is_claim(padded)  # a claim-shaped flood goes through the slots

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -21,6 +21,10 @@ from assay.telemetry import extract_context, serving, tracer
 __all__ = ["RequestServer"]
 
 log = logging.getLogger("assay.bus")
+
+QUEUED_PER_WORKER = 8
+"""Requests let wait for a slot per slot, beyond which the subscription is held back
+(unmetered requests go past the waiting ones, not past this bound)."""
 
 
 class RequestServer:
@@ -33,19 +37,25 @@ class RequestServer:
         *,
         queue: str = "",
         max_workers: int = 8,
+        unmetered: Callable[[bytes], bool] | None = None,
     ) -> None:
         self.subject, self.queue = subject, queue
+        self._unmetered = unmetered
+        """Requests answered at once, outside the `max_workers` slots: short ones whose
+        lateness costs more than a slot (a drive's lease renewal behind long commands)."""
         self.service = ""
         """The service answering (set by `Bus.serve_requests`): its spans carry its name."""
         self._handler = handler
         self._max_workers = max_workers
         self._slots = asyncio.Semaphore(max_workers)
+        self._admitted = asyncio.Semaphore(max_workers * QUEUED_PER_WORKER)
         self._sub: Subscription | None = None
         self._answering: set[asyncio.Task[None]] = set()
 
     async def start(self, connection: Client) -> None:
         """Subscribe on the (connected) client; requests reach it once this returns."""
         self._slots = asyncio.Semaphore(self._max_workers)
+        self._admitted = asyncio.Semaphore(self._max_workers * QUEUED_PER_WORKER)
         self._sub = await connection.subscribe(self.subject, queue=self.queue, cb=self._on_msg)
         await connection.flush()
 
@@ -60,15 +70,25 @@ class RequestServer:
         await asyncio.gather(*self._answering, return_exceptions=True)
 
     async def _on_msg(self, msg: Msg) -> None:
-        # Waiting here for a free slot holds back the subscription's next message.
-        await self._slots.acquire()
-        task = asyncio.create_task(self._answer(msg))
-        self._answering.add(task)
-        task.add_done_callback(self._done)
+        if self._unmetered is not None and self._unmetered(msg.data):
+            self._spawn(self._answer(msg))
+            return
+        # Waiting here, once `QUEUED_PER_WORKER` requests per slot wait or run, holds back
+        # the subscription's next message (an unmetered one too): the bound on what waits.
+        await self._admitted.acquire()
+        self._spawn(self._answer_in_slot(msg))
 
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._answering.discard(task)
-        self._slots.release()
+    def _spawn(self, answer: Coroutine[None, None, None]) -> None:
+        task = asyncio.create_task(answer)
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
+
+    async def _answer_in_slot(self, msg: Msg) -> None:
+        try:
+            async with self._slots:
+                await self._answer(msg)
+        finally:
+            self._admitted.release()
 
     async def _answer(self, msg: Msg) -> None:
         ctx = extract_context(msg.headers)

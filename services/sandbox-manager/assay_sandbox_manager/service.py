@@ -15,6 +15,7 @@ from .backends import BubblewrapBackend, DockerBackend, SandboxBackend, SandboxB
 from .contract import CONTRACT, FAILED, FINISHED, RUNS
 from .failover import SealWatch
 from .handlers import SandboxService
+from .handlers.exec_server import is_claim
 from .settings import SandboxManagerSettings
 
 __all__ = ["SERVICE", "build", "make_backends"]
@@ -70,7 +71,9 @@ def build(
     subscribe(bus, FAILED, service.on_run_ended, mine, **ends)
     command, alive = CONTRACT.serves
     subject = rpc_subject(bus.subjects.prefix, command, mine)
-    bus.serve_requests(RequestServer(subject, service.handle_command, max_workers=16))
+    bus.serve_requests(
+        RequestServer(subject, service.handle_command, max_workers=16, unmetered=is_claim)
+    )
     subject = rpc_subject(bus.subjects.prefix, alive, mine)
     bus.serve_requests(RequestServer(subject, _alive, max_workers=1))
     return service

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from assay_schemas import (
     RPC_INLINE_BYTES,
@@ -20,12 +20,30 @@ from ..backends import ResidentUnavailable, SandboxLimitExceeded, SandboxNotFoun
 from ..commands import error_reply, run_command
 from .sandboxes import Sandboxes
 
-__all__ = ["ExecServer"]
+__all__ = ["ExecServer", "is_claim"]
 
 log = logging.getLogger("assay.sandbox_manager")
 
 _COMMAND: TypeAdapter[SandboxCommand] = TypeAdapter(SandboxCommand)
 _REQUEST: TypeAdapter[SandboxRequest] = TypeAdapter(SandboxRequest)
+_CLAIM_BYTES = 1024
+"""A claim is far smaller; anything larger is answered in a command slot, as before."""
+
+
+class _Op(BaseModel):
+    op: str = ""
+
+
+def is_claim(body: bytes) -> bool:
+    """Whether a request is a drive's lease claim: answered at once, never behind the
+    commands waiting for a slot (a renewal queued behind long commands would let a
+    live drive's lease lapse, and a waiting drive take the run over)."""
+    if len(body) > _CLAIM_BYTES:
+        return False
+    try:
+        return _Op.model_validate_json(body).op == ClaimDrive.model_fields["op"].default
+    except ValidationError:
+        return False
 
 
 class ExecServer(Sandboxes):
