@@ -30,6 +30,9 @@ _CLAIM_BYTES = 1024
 """A claim is far smaller; anything larger is answered in a command slot, as before."""
 
 
+_CLAIM_OP: str = ClaimDrive.model_fields["op"].default
+
+
 class _Op(BaseModel):
     op: str = ""
 
@@ -41,7 +44,7 @@ def is_claim(body: bytes) -> bool:
     if len(body) > _CLAIM_BYTES:
         return False
     try:
-        return _Op.model_validate_json(body).op == ClaimDrive.model_fields["op"].default
+        return _Op.model_validate_json(body).op == _CLAIM_OP
     except ValidationError:
         return False
 
