@@ -294,15 +294,6 @@ async def _consumers_ready(bus: Bus, stream: str, logs: Callable[[], str]) -> No
         await asyncio.sleep(1.0)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open defect, cause found: killing the stream leader's node moves the runners' "
-    "durable's leader, which delivers the runs in progress again at once; a second runner "
-    "replica then drives a run the first still drives and runs the unlogged step again (a "
-    "control wearing scripted-careful: its `python3 solve.py` rerun after the first drive's "
-    "next step rewrote the results, so the seal held files the log does not explain and its "
-    "rule and reference checks differed); reproduced in tests/faults/test_drive_lease.py",
-)
 async def test_bundled_campaign_across_machines_survives_a_node_and_a_manager(
     images: dict[str, str],
     models: ScriptedModelServer,
