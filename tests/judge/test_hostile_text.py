@@ -251,3 +251,21 @@ async def test_a_call_that_cannot_start_fails_at_once_and_leaves_nothing() -> No
     with pytest.raises(Exception, match=r"(?i)pickl"):
         await processes.call(lambda: None, {}, seconds=1)
     assert not processes._live
+
+
+async def test_a_run_the_rule_judge_gives_up_on_gets_a_judgment_failed(
+    bus: Bus, settings: Settings, store: LocalBlobStore, tmp_path: Path
+) -> None:
+    """Every delivery fails (the judge's store lacks the run's files): the verdict the
+    campaign waits for is an infrastructure JudgmentFailed, not a silence — as for a last
+    delivery lost with its consumer (the bus hands both to the same give-up sink)."""
+    rules = build_rules(settings, store=LocalBlobStore(tmp_path / "empty"))
+    async with running(rules):
+        await seal_run(
+            bus, store, campaign_id="c1", run_id="lost", files={"a.md": b"x"}, final_message="x"
+        )
+        events = await wait_log(bus, lambda evs: any(isinstance(e, JudgmentFailed) for e in evs))
+    [failed] = [e for e in events if isinstance(e, JudgmentFailed)]
+    assert failed.judge_id == "rules" and failed.run_id == "lost"
+    assert failed.infrastructure and failed.error_info is not None
+    assert failed.error_info.error_class == "JudgeGivenUp"

@@ -7,13 +7,15 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypedDict
 
-from assay.bus import Bus, read_campaign
+from assay.bus import Bus, Delivery, read_campaign
 from assay.store import BlobStore
 from assay_schemas import (
     ArtifactsSealed,
+    AssayError,
     CampaignSpec,
     CampaignStarted,
     ErrorInfo,
+    Event,
     FileRef,
     JudgeRegistered,
     JudgeSpec,
@@ -31,6 +33,7 @@ __all__ = [
     "ALL_CAMPAIGNS",
     "JURY_TOKEN",
     "CampaignScope",
+    "JudgeGivenUp",
     "LogReader",
     "RunContext",
     "SealedRunJudge",
@@ -175,6 +178,11 @@ class LogReader:
         return RunContext(sealed, task, rubric, campaign, history)
 
 
+class JudgeGivenUp(AssayError):
+    """A sealed run a judge could not judge on any delivery (each failed, or the last was
+    lost with its consumer): the platform's failure, recorded for each sample owed."""
+
+
 @dataclass(kw_only=True)
 class SealedRunJudge:
     """What every judge service shares: its bus, store, scope and log reader; its start
@@ -205,6 +213,28 @@ class SealedRunJudge:
     async def announce(self, spec: JudgeSpec, campaign_id: str) -> None:
         """Publish the judge's JudgeRegistered for one campaign (or `JURY_TOKEN`)."""
         await self.bus.publish(registration(spec, campaign_id, self.bus.producer))
+
+    async def give_up(self, sealed: ArtifactsSealed, error: Exception) -> None:
+        """Record `error` as the infrastructure failure of each sample still owed."""
+        raise NotImplementedError
+
+    async def on_given_up(self, event: Event, delivery: Delivery, reason: str) -> None:
+        """The bus gave up a sealed run for this judge: its verdicts are owed still, so
+        each becomes a JudgmentFailed rather than a silence the campaign waits on."""
+        if isinstance(event, ArtifactsSealed):
+            error = JudgeGivenUp(
+                f"gave up on run {event.run_id} after {delivery.attempt} deliveries: {reason}"
+            )
+            await self.give_up(event, error)
+
+    async def context_to_fail(self, sealed: ArtifactsSealed) -> RunContext | None:
+        """The run's context for recording a failure: as `run_to_judge`, or, where the
+        log or store cannot say more, a stand-in carrying the sealed run's own ids."""
+        try:
+            return await self.run_to_judge(sealed)
+        except Exception:
+            unknown = Task(task_id=sealed.task_id or "unknown", prompt="(unread)")
+            return RunContext(sealed, unknown, default_rubric(), None, RunHistory())
 
     async def run_to_judge(self, sealed: ArtifactsSealed) -> RunContext | None:
         """The run to judge, or None for a failed run (never scored) or one out of scope."""

@@ -77,7 +77,14 @@ def build(
         model_cache_dir=JudgeSettings.of(settings).model_cache,
     )
     mine = {"judge_id": judge.judge_id}
-    subscribe(bus, SEALED, service.on_sealed, mine, max_workers=judge.max_concurrency)
+    subscribe(
+        bus,
+        SEALED,
+        service.on_sealed,
+        mine,
+        max_workers=judge.max_concurrency,
+        on_give_up=service.on_given_up,
+    )
     return service
 
 
@@ -96,7 +103,13 @@ def build_rules(
         campaigns=campaigns,
         check_budget_s=JudgeSettings.of(settings).judge_check_budget_s,
     )
-    subscribe(bus, RULES_SEALED, service.on_sealed, max_workers=concurrency)
+    subscribe(
+        bus,
+        RULES_SEALED,
+        service.on_sealed,
+        max_workers=concurrency,
+        on_give_up=service.on_given_up,
+    )
     return service
 
 

@@ -41,10 +41,8 @@ from assay_schemas import (
     JudgeRegistered,
     JudgeSpec,
     JudgmentRecorded,
-    RunHistory,
     StoreError,
     Task,
-    default_rubric,
     samples_owed,
 )
 
@@ -245,11 +243,7 @@ class JudgeService(SealedRunJudge):
 
     async def give_up(self, sealed: ArtifactsSealed, error: Exception) -> None:
         """Record `error` as the infrastructure failure of each sample still owed."""
-        try:
-            ctx = await self.run_to_judge(sealed)
-        except Exception:  # the log or store cannot say more: fail the judge's own samples
-            unknown = Task(task_id=sealed.task_id or "unknown", prompt="(unread)")
-            ctx = RunContext(sealed, unknown, default_rubric(), None, RunHistory())
+        ctx = await self.context_to_fail(sealed)
         if ctx is None:
             return
         done = ctx.history.samples_done(self.judge_id)

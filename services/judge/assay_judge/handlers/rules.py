@@ -112,6 +112,16 @@ class RulesService(SealedRunJudge):
             return
         await self._record(ctx, verdict)
 
+    async def give_up(self, sealed: ArtifactsSealed, error: Exception) -> None:
+        """Record `error` as the infrastructure failure of the run's one rule verdict."""
+        ctx = await self.context_to_fail(sealed)
+        if ctx is None or 0 in ctx.history.samples_done(RULES_JUDGE_ID):
+            return
+        tries = self.bus.settings.max_deliver
+        await self.publish_failed(
+            ctx, RULES_JUDGE_ID, 0, error, attempts=tries, infrastructure=True
+        )
+
     async def _record(self, ctx: RunContext, verdict: RuleVerdict) -> None:
         failed = [c for c in verdict.checks if not c.passed]
         rationale = (
