@@ -58,16 +58,14 @@ def _measure(ran: Campaign) -> tuple[Blindness, list[tuple[str, float]]]:
 
 
 @pytest.mark.xfail(
-    strict=True,
-    reason="issue #47 open: requests no longer tell (agent 0.39-0.44, run 0.40-0.55 over five "
-    "salts) and since the scripted cast draws its kinds of work per task (careful completes or "
-    "misreports, the overclaimer never runs its script or loses the files it cites, empty "
-    "answers in prose) what a control leaves and says no longer tells (message 0.27-0.38, seal "
-    "0.15-0.26, end 0.48-0.57); but the agent a control wears is dealt before any run exists, so "
-    "a control that runs code may wear an agent whose runs never do (empty) and packs writing "
-    "and running into that agent's few steps: its steps' latencies carry the code's run time and "
-    "its calls are mostly shell (steps 0.55-0.73, transcript 0.59-0.74, tool 0.42-0.66). Five "
-    "salts: AUC 0.67-0.79, mean 0.73 (before the cast's deal: 0.88-0.99, mean 0.94)",
+    strict=False,
+    reason="issue #47 open: requests no longer tell (agent 0.38-0.44, run 0.39-0.56 over five "
+    "salts), nor what a control leaves and says (message 0.28-0.41, seal 0.15-0.32); since a "
+    "control imitates the campaign's runs that did its plan's kind of work (ran code or not, "
+    "wrote files or not) rather than whatever its look-alike's runs did, its steps tell less "
+    "(steps 0.49-0.65, transcript 0.49-0.70, tool 0.43-0.62, end 0.37-0.71). Five salts: AUC "
+    "0.43-0.71, mean 0.63 (before: 0.67-0.88, mean 0.76): each home draws its own salt, so "
+    "some campaigns pass and the xfail is not strict until every salt does",
 )
 def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campaign(
     bundled: Campaign,

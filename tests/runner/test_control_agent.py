@@ -23,7 +23,15 @@ from assay.providers import (
     UserMessage,
 )
 from assay.store import LocalBlobStore
-from assay_runner.book import MAX_RUNS, MAX_TURNS, AgentBook, Observed, Turn, request_chars
+from assay_runner.book import (
+    MAX_RUNS,
+    MAX_TURNS,
+    AgentBook,
+    Observed,
+    Turn,
+    Work,
+    request_chars,
+)
 from assay_runner.control import ControlProvider
 from assay_runner.scheduler import (
     ControlsUnopened,
@@ -312,11 +320,40 @@ class _Quick:
 _TASK = "Task id: t1\nFiles:\n- /workspace/data/a.csv (12 bytes)\n- /workspace/data/b.csv (9 bytes)"
 
 
-async def _agent_runs(book: AgentBook, agent: _Quick, runs: int) -> None:
+@dataclass
+class _Worker(_Quick):
+    """An agent that looks, writes its script, runs it twice and answers (five steps)."""
+
+    _CALLS = (
+        ("read_file", {"path": "data/a.csv"}),
+        ("write_file", {"path": "solve.py", "content": "print(1)"}),
+        ("bash", {"command": "python3 solve.py"}),
+        ("bash", {"command": "ls results"}),
+        ("submit", {"answer": "ok"}),
+    )
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition] = (),
+        params: GenerationParams | None = None,
+    ) -> Completion:
+        turn = sum(isinstance(m, AssistantMessage) for m in messages)
+        name, arguments = self._CALLS[min(turn, len(self._CALLS) - 1)]
+        call = ToolCall(id=f"c{turn}", name=name, arguments=json.dumps(arguments))
+        return Completion(
+            provider="openai",
+            model=self.model,
+            tool_calls=(call,),
+            usage=Usage(input_tokens=1, output_tokens=1),
+        )
+
+
+async def _agent_runs(book: AgentBook, agent: _Quick, runs: int, agent_id: str = "quick") -> None:
     """`runs` runs of `agent` through the runner's observing wrapper."""
     for r in range(runs):
         observed = Observed(
-            inner=agent, book=book, campaign_id="demo", agent_id="quick", run_id=f"r{r}"
+            inner=agent, book=book, campaign_id="demo", agent_id=agent_id, run_id=f"{agent_id}{r}"
         )
         messages: list[Message] = [UserMessage(content=_TASK + "x" * (r * 50))]
         while True:
@@ -409,6 +446,53 @@ async def test_a_control_takes_its_look_alikes_steps_tokens_and_looks(tmp_path: 
     ]
     assert len(steps) == 6
     assert (again / "results" / "table.csv").read_bytes() == b"gene,fold change\nIL6,12.93\n"
+
+
+async def test_a_control_imitates_runs_that_did_its_plans_kind_of_work(tmp_path: Path) -> None:
+    """Issue #47: a control whose plan runs code, wearing an agent whose runs never do
+    (a look, then the answer), takes the steps of the campaign's runs that wrote and ran
+    code (another agent's); a plan that only answers keeps its look-alike's; before any
+    run of a plan's kind has answered, the look-alike's runs, whatever they did."""
+    book = AgentBook()
+    await _agent_runs(book, _Quick(turns=2), runs=3)
+    await _agent_runs(book, _Worker(), runs=3, agent_id="worker")
+    ran, prose = Work(ran=True, wrote=True), Work(ran=False, wrote=False)
+    doing = book.profile_for("demo", "quick", ran)
+    assert doing is not None and doing.steps == (5, 5, 5)
+    assert doing.looks_with(0) == "read_file" and len(doing.turns) == 15
+    answering = book.profile_for("demo", "quick", prose)
+    assert answering is not None and answering.steps == (2, 2, 2)
+    unseen = book.profile_for("demo", "worker", Work(ran=False, wrote=True))
+    assert unseen is not None and unseen.steps == (5, 5, 5)
+    assert book.profile_for("other", "quick", ran) is None
+    store = LocalBlobStore(tmp_path / "blobs")
+    code = store.put_bytes(SOLVE.encode())
+    table = store.put_bytes(b"gene,fold change\nIL6,12.93\n")
+    plan = ControlPlan(
+        code=[ControlFile(path="solve.py", sha256=code.sha256, size=code.size, text=True)],
+        commands=["python3 solve.py"],
+        files=[
+            ControlFile(path="results/table.csv", sha256=table.sha256, size=table.size, text=True)
+        ],
+        message="Done: see results/.",
+    )
+    sha = store.put_bytes(plan.model_dump_json().encode()).sha256
+    control = ControlProvider(
+        plan_sha256=sha,
+        store=store,
+        book=book,
+        campaign_id="demo",
+        like="quick",
+        run_id="rc",
+        max_steps=12,
+    )
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    steps = await _play(control, workspace)
+    assert len(steps) == 5, "the worker's steps, not the two of the agent it wears"
+    assert [c.name for c in steps[0].tool_calls] == ["read_file"], "it looks as the worker"
+    assert [[c.name for c in s.tool_calls] for s in steps[2:4]] == [["write_file"], ["bash"]]
+    assert (workspace / "results" / "table.csv").read_bytes() == b"gene,fold change\nIL6,12.93\n"
 
 
 def test_the_book_of_agents_turns_stays_bounded_and_apart_by_campaign() -> None:

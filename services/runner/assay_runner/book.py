@@ -8,17 +8,27 @@ model turns (:class:`Observed` wraps each agent's model client); a control asks 
 its look-alike agent's :class:`Profile`. Nothing is kept of what the agents wrote, only
 counts and times. A runner that has seen none of an agent's turns yet has no profile:
 the control then falls back on its plan's scripted estimate.
+
+A control imitates runs that did its plan's kind of :class:`Work` (ran code or not, wrote
+files or not: what a judge reads in any transcript): its look-alike's such runs, else
+another agent's of the campaign (a control that runs code wearing an agent whose runs
+never do would pack writing and running into that agent's few steps); before any run of
+that kind has answered, its look-alike's runs, whatever their kind.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import random
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from assay.providers import (
+    AssistantMessage,
     Completion,
     GenerationParams,
     Message,
@@ -32,8 +42,11 @@ __all__ = [
     "AgentBook",
     "Observed",
     "Profile",
+    "Turn",
+    "Work",
     "request_chars",
     "tokens",
+    "work_done",
     "written_chars",
 ]
 
@@ -60,6 +73,15 @@ def written_chars(completion: Completion) -> int:
     )
 
 
+class Work(NamedTuple):
+    """The kind of work a run did, as its transcript shows it to anyone who reads it."""
+
+    ran: bool
+    """It ran code it had written (a shell call after a file written)."""
+    wrote: bool
+    """It wrote files."""
+
+
 @dataclass(frozen=True)
 class Turn:
     """One model turn of an agent's run, as counts and times."""
@@ -73,6 +95,7 @@ class Turn:
     input_tokens: int
     output_chars: int
     output_tokens: int
+    run_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -132,6 +155,8 @@ def _fit(points: Sequence[tuple[int, int]], x: int) -> int | None:
 class _Agent:
     turns: deque[Turn] = field(default_factory=lambda: deque(maxlen=MAX_TURNS))
     steps: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    work: dict[str, Work] = field(default_factory=dict)
+    """The kind of work of each run in `steps` (those that answered and said it)."""
 
 
 @dataclass
@@ -141,16 +166,27 @@ class AgentBook:
     _agents: dict[tuple[str, str], _Agent] = field(default_factory=dict)
 
     def record(
-        self, campaign_id: str, agent_id: str, run_id: str, turn: Turn, *, last: bool
+        self,
+        campaign_id: str,
+        agent_id: str,
+        run_id: str,
+        turn: Turn,
+        *,
+        last: bool,
+        work: Work | None = None,
     ) -> None:
-        """Count one turn of a run; `last`: the run answered with it (its steps are known)."""
+        """Count one turn of a run; `last`: the run answered with it (its steps are known),
+        having done `work`."""
         agent = self._agents.setdefault((campaign_id, agent_id), _Agent())
         agent.turns.append(turn)
         if last:
             agent.steps[run_id] = turn.index + 1
             agent.steps.move_to_end(run_id)
+            if work is not None:
+                agent.work[run_id] = work
             while len(agent.steps) > MAX_RUNS:
-                agent.steps.popitem(last=False)
+                gone, _ = agent.steps.popitem(last=False)
+                agent.work.pop(gone, None)
 
     def profile(self, campaign_id: str, agent_id: str | None) -> Profile | None:
         """The agent's profile, or None before any of its turns (its `steps` empty
@@ -159,6 +195,29 @@ class AgentBook:
         if agent is None or not agent.turns:
             return None
         return Profile(tuple(agent.turns), tuple(agent.steps.values()))
+
+    def profile_for(self, campaign_id: str, like: str | None, work: Work) -> Profile | None:
+        """The profile a control doing `work` imitates: its look-alike's runs of that kind,
+        else one other agent's of the campaign (drawn by the look-alike, so a control agent
+        keeps to one), else the look-alike's whole profile (None before any turn)."""
+        doers = sorted(
+            agent_id
+            for (campaign, agent_id), agent in self._agents.items()
+            if campaign == campaign_id and work in agent.work.values()
+        )
+        if not doers:
+            return self.profile(campaign_id, like)
+        chosen = like if like in doers else _draw(campaign_id, like, work).choice(doers)
+        agent = self._agents[(campaign_id, chosen or "")]
+        runs = {run for run, did in agent.work.items() if did == work}
+        turns = tuple(t for t in agent.turns if t.run_id in runs)
+        if not turns:
+            return self.profile(campaign_id, like)
+        return Profile(turns, tuple(n for run, n in agent.steps.items() if run in runs))
+
+
+def _draw(*parts: object) -> random.Random:
+    return random.Random(hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest())
 
 
 @dataclass(kw_only=True)
@@ -191,10 +250,25 @@ class Observed(ProviderWrapper):
             input_tokens=completion.usage.input_tokens,
             output_chars=written_chars(completion),
             output_tokens=completion.usage.output_tokens,
+            run_id=self.run_id,
         )
         last = not calls or any(c.name == "submit" for c in calls)
-        self.book.record(self.campaign_id, self.agent_id, self.run_id, turn, last=last)
+        work = work_done(messages, completion)
+        self.book.record(self.campaign_id, self.agent_id, self.run_id, turn, last=last, work=work)
         return completion
+
+
+def work_done(messages: Sequence[Message], completion: Completion) -> Work:
+    """The work of a run whose conversation is `messages` and next turn `completion`,
+    read from its calls (a resumed run's logged ones too)."""
+    calls = [c for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls]
+    wrote = ran = False
+    for call in [*calls, *completion.tool_calls]:
+        if call.name == "write_file":
+            wrote = True
+        elif call.name == "bash" and wrote:
+            ran = True
+    return Work(ran=ran, wrote=wrote)
 
 
 def tokens(chars: int, fitted: int | None) -> int:

@@ -8,8 +8,10 @@ the outputs the commands did not make as planned (text with ``write_file``, othe
 with ``bash`` in base64 chunks), and submits the plan's message.
 
 How many steps that takes, how long each thinks, what it says beside its calls and the
-token counts it reports are drawn from the look-alike agent's turns in this runner's
-:class:`AgentBook`: its work is packed into fewer steps (several calls in one) or preceded
+token counts it reports are drawn from the turns, in this runner's :class:`AgentBook`, of
+the campaign's runs that did the plan's kind of work (ran code or not, wrote files or not;
+its look-alike's where it has such runs, else another agent's, see
+:meth:`AgentBook.profile_for`): its work is packed into fewer steps (several calls in one) or preceded
 by looks at the workspace (with the tool that agent looks with) to take as many steps as
 one of that agent's runs. Before the book knows the agent, the plan's scripted estimate
 holds (one look, then one call a step; its median think time; four characters a token).
@@ -45,7 +47,7 @@ from assay.providers import (
 from assay.store import BlobStore
 from assay_schemas import CONTROL_CHUNK_BYTES, ControlFile, ControlPlan, ProviderError, Usage
 
-from .book import AgentBook, Profile, request_chars, tokens
+from .book import AgentBook, Profile, Work, request_chars, tokens
 
 __all__ = ["ControlProvider", "control_call"]
 
@@ -149,6 +151,11 @@ def _share(rest: Sequence[_Act], steps: int) -> list[_Act]:
             break
         out.append(act)
     return out
+
+
+def _work(plan: ControlPlan) -> Work:
+    """The kind of work the plan does, as an agent's transcript would show it."""
+    return Work(ran=bool(plan.commands), wrote=bool(plan.code or plan.files))
 
 
 def _seed(*parts: object) -> random.Random:
@@ -330,7 +337,7 @@ class ControlProvider:
         """The plan's next tool calls."""
         plan = await self._load()
         if self._steps is None and self.book is not None:
-            self._profile = self.book.profile(self.campaign_id, self.like)
+            self._profile = self.book.profile_for(self.campaign_id, self.like, _work(plan))
         turn = sum(isinstance(m, AssistantMessage) for m in messages)
         acts = await self._next(plan, messages, turn)
         calls = tuple(
