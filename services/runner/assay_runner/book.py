@@ -45,6 +45,7 @@ __all__ = [
     "Turn",
     "Work",
     "request_chars",
+    "seeded",
     "tokens",
     "work_done",
     "written_chars",
@@ -207,7 +208,7 @@ class AgentBook:
         )
         if not doers:
             return self.profile(campaign_id, like)
-        chosen = like if like in doers else _draw(campaign_id, like, work).choice(doers)
+        chosen = like if like in doers else seeded(campaign_id, like, work).choice(doers)
         agent = self._agents[(campaign_id, chosen or "")]
         runs = {run for run, did in agent.work.items() if did == work}
         turns = tuple(t for t in agent.turns if t.run_id in runs)
@@ -216,7 +217,8 @@ class AgentBook:
         return Profile(turns, tuple(n for run, n in agent.steps.items() if run in runs))
 
 
-def _draw(*parts: object) -> random.Random:
+def seeded(*parts: object) -> random.Random:
+    """A random source seeded by `parts` (the same parts, the same draws, on any host)."""
     return random.Random(hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest())
 
 
@@ -253,7 +255,7 @@ class Observed(ProviderWrapper):
             run_id=self.run_id,
         )
         last = not calls or any(c.name == "submit" for c in calls)
-        work = work_done(messages, completion)
+        work = work_done(messages, completion) if last else None  # known once it answers
         self.book.record(self.campaign_id, self.agent_id, self.run_id, turn, last=last, work=work)
         return completion
 

@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
 import json
 import math
-import random
 import re
 import shlex
 from collections.abc import Sequence
@@ -47,7 +45,7 @@ from assay.providers import (
 from assay.store import BlobStore
 from assay_schemas import CONTROL_CHUNK_BYTES, ControlFile, ControlPlan, ProviderError, Usage
 
-from .book import AgentBook, Profile, Work, request_chars, tokens
+from .book import AgentBook, Profile, Work, request_chars, seeded, tokens
 
 __all__ = ["ControlProvider", "control_call"]
 
@@ -158,10 +156,6 @@ def _work(plan: ControlPlan) -> Work:
     return Work(ran=bool(plan.commands), wrote=bool(plan.code or plan.files))
 
 
-def _seed(*parts: object) -> random.Random:
-    return random.Random(hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest())
-
-
 @dataclass(kw_only=True)
 class ControlProvider:
     """A ModelProvider that plays a control plan (see the module docstring)."""
@@ -261,7 +255,7 @@ class ControlProvider:
         if self._profile is None or not self._profile.steps:
             return None
         most = max(least, self.max_steps or plan.max_steps())
-        wanted = _seed(self.plan_sha256, self.run_id, "steps").choice(self._profile.steps)
+        wanted = seeded(self.plan_sha256, self.run_id, "steps").choice(self._profile.steps)
         return min(most, max(least, wanted))
 
     def _left(self, turn: int, work: int) -> int:
@@ -309,7 +303,7 @@ class ControlProvider:
     async def _think(self, plan: ControlPlan, turn: int) -> None:
         """A model's time to answer: one of the look-alike's at this turn, else the
         plan's median spread like real steps'."""
-        draw = _seed(self.plan_sha256, self.run_id, turn)
+        draw = seeded(self.plan_sha256, self.run_id, turn)
         if self._profile is not None:
             ms = draw.choice(self._profile.think_ms(turn))
         else:

@@ -204,7 +204,7 @@ class Driver(RunnerBase):
                 if waited:
                     log.warning("run %s: its other drive stalled; taking it over", event.run_id)
                 return lease_s
-            if await self._ended(event):
+            if await self._ends(event):
                 return 0.0
             await asyncio.sleep(self.claim_poll_s)
 
@@ -224,12 +224,12 @@ class Driver(RunnerBase):
                     "renewing the lease of sandbox %s failed", sandbox.sandbox_id, exc_info=True
                 )
 
-    async def _ended(self, event: SandboxReady) -> bool:
+    async def _ends(self, event: SandboxReady) -> list[Event]:
+        """The run's ends on the log (its AgentFinished or RunFailed), none while it runs."""
         assert event.run_id is not None
-        ends = await self.bus.run_events(
+        return await self.bus.run_events(
             event.campaign_id, event.run_id, types=(AgentFinished, RunFailed)
         )
-        return bool(ends)
 
     async def end_with_fault(
         self, request: RunRequested, ready: SandboxReady, fault: RunFault
@@ -239,10 +239,7 @@ class Driver(RunnerBase):
         redelivered to another replica, can read the run's history from before its end and
         then find the sandbox sealed and gone. That fault is not the run's end; published,
         it would be refused as a second one."""
-        assert ready.run_id is not None
-        ends = await self.bus.run_events(
-            ready.campaign_id, ready.run_id, types=(AgentFinished, RunFailed)
-        )
+        ends = await self._ends(ready)
         if ends:
             what = ends[0].event_type
             log.info("run %s ended (%s) before this fault: not ended again", ready.run_id, what)
