@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
 __all__ = ["EventIds"]
 
 _INT64 = np.dtype("<i8")
+T = TypeVar("T")
 
 
 def _ints(text: str) -> np.ndarray[Any, np.dtype[np.int64]]:
@@ -71,8 +72,27 @@ class EventIds(MutableMapping[str, int]):
                 return self._seqs[i]
         raise KeyError(key)
 
+    @overload
+    def get(self, key: str, /) -> int | None: ...
+    @overload
+    def get(self, key: str, default: int | T, /) -> int | T: ...
+
+    def get(self, key: str, default: object = None, /) -> object:
+        # Mapping's own `get` goes through __getitem__, which raises KeyError for a new id:
+        # the counting rule asks of every event folded, and nearly all are new.
+        found = self._added.get(key)
+        if found is not None:
+            return found
+        if self._ends and type(key) is str:
+            i = self._find(key)
+            if i >= 0:
+                return self._seqs[i]
+        return default
+
     def __contains__(self, key: object) -> bool:
-        return key in self._added or (type(key) is str and self._find(key) >= 0)
+        if key in self._added:
+            return True
+        return bool(self._ends) and type(key) is str and self._find(key) >= 0
 
     def __setitem__(self, key: str, value: int) -> None:
         self._added[key] = value

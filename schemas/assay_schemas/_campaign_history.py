@@ -116,6 +116,11 @@ class CampaignHistory(BaseModel):
         """Fold one event in (events of other campaigns are ignored when one is chosen)."""
         if self.campaign_id is not None and event.campaign_id != self.campaign_id:
             return
+        if isinstance(event, ev.AgentStepLogged):
+            # Most of any log, and moves no run: counted before the lifecycle is asked.
+            self.steps += 1
+            self.cost_usd += event.cost_usd
+            return
         run = event.run_id or ""
         is_end = lifecycle_step(event) in END_STEPS
         if is_end and self.ends.setdefault(run, event.event_id) != event.event_id:
@@ -140,9 +145,6 @@ class CampaignHistory(BaseModel):
             self.stopped = True
         elif isinstance(event, ev.SandboxReady):
             self.ready.add(run)
-        elif isinstance(event, ev.AgentStepLogged):
-            self.steps += 1
-            self.cost_usd += event.cost_usd
         elif isinstance(event, ev.AgentFinished):
             self.finished.add(run)
         elif isinstance(event, ev.RunFailed):

@@ -11,7 +11,7 @@ from pydantic_core import from_json
 from ._envelope import NO_RUN, Event
 from ._errors import InvalidEvent, describe_validation
 from ._events import EVENT_TYPES, AnyEvent
-from ._rules import parse_event_subject
+from ._rules import EVENT_TOKEN, parse_event_subject
 
 __all__ = [
     "MAX_EVENT_BYTES",
@@ -48,10 +48,18 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
 """(event_type, from_version) -> function returning the payload at from_version + 1."""
 
 
+_VERSIONS: dict[str, int] = {}
+"""Each event type's current version, read from its model once: `parse_event` asks it of
+every event it decodes."""
+
+
 def current_version(event_type: str) -> int:
     """Schema version this code writes for `event_type`."""
-    default = EVENT_TYPES[event_type].model_fields["schema_version"].default
-    return int(default)
+    version = _VERSIONS.get(event_type)
+    if version is None:
+        default = EVENT_TYPES[event_type].model_fields["schema_version"].default
+        version = _VERSIONS[event_type] = int(default)
+    return version
 
 
 def upcast(payload: dict[str, Any]) -> dict[str, Any]:
@@ -81,10 +89,14 @@ def check_subject(event: Event, subject: str) -> None:
     Consumers select events by subject and permissions are granted by subject; a body that
     claims another type, campaign or run than its subject would slip past both.
     """
+    claimed = (event.event_type, event.campaign_id, event.run_id or NO_RUN)
+    # Fast path, for nearly every event: one prefix token, then exactly these four tokens.
+    expected = f"{EVENT_TOKEN}.{claimed[0]}.{claimed[1]}.{claimed[2]}"
+    if subject.partition(".")[2] == expected and expected.count(".") == 3:
+        return
     tokens = parse_event_subject(subject)
     if tokens is None:
         raise InvalidEvent(f"{event.event_type} on {subject}: not an event subject")
-    claimed = (event.event_type, event.campaign_id, event.run_id or NO_RUN)
     if tokens[1:] != claimed:
         raise InvalidEvent(
             f"{event.event_type} on {subject}: the body says {'.'.join(claimed)}, "

@@ -143,21 +143,32 @@ TRANSITIONS: Mapping[RunPhase, Mapping[LifecycleStep, RunPhase | None]] = {
 _SEAL_STAGES: frozenset[FailureStage] = frozenset({"seal", "judge"})
 
 
+_STEP_OF: tuple[tuple[type[Event], LifecycleStep], ...] = (
+    (RunRequested, "request"),
+    (SandboxReady, "sandbox"),
+    (AgentFinished, "finish"),
+    (RunFailed, "fail"),
+    (ArtifactsSealed, "seal"),
+    (RunCancelled, "cancel"),
+)
+_BY_TYPE: dict[type[Event], LifecycleStep | None] = {}
+"""Each event class's step, found once per class: every fold asks it of every event, and
+most events (steps, verdicts) move nothing, which a chain of isinstance checks said last."""
+
+
+def _step_of(cls: type[Event]) -> LifecycleStep | None:
+    return next((step for base, step in _STEP_OF if issubclass(cls, base)), None)
+
+
 def lifecycle_step(event: Event) -> LifecycleStep | None:
     """What the event does to its run's lifecycle (None: it moves nothing)."""
-    if isinstance(event, RunRequested):
-        return "request"
-    if isinstance(event, SandboxReady):
-        return "sandbox"
-    if isinstance(event, AgentFinished):
-        return "finish"
-    if isinstance(event, RunFailed):
-        return "lose_seal" if event.stage in _SEAL_STAGES else "fail"
-    if isinstance(event, ArtifactsSealed):
-        return "seal"
-    if isinstance(event, RunCancelled):
-        return "cancel"
-    return None
+    cls = type(event)
+    if cls not in _BY_TYPE:
+        _BY_TYPE[cls] = _step_of(cls)
+    step = _BY_TYPE[cls]
+    if step == "fail" and isinstance(event, RunFailed) and event.stage in _SEAL_STAGES:
+        return "lose_seal"
+    return step
 
 
 def advance(phase: RunPhase, step: LifecycleStep) -> RunPhase | None:

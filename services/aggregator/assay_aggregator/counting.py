@@ -146,8 +146,10 @@ def _second_end(state: State, sequence: int, event: Event) -> str | None:
     arrive: the live consumer and every rebuild hand the log over in sequence order (a
     redelivery repeats a message already folded), so that is the first in the log."""
     step = lifecycle_step(event)
+    if step is None:
+        return None  # most events (steps, verdicts): no run lookup
     run = state.runs.get(event.run_id or "")
-    if step is None or run is None:
+    if run is None:
         return None
     steps, where = moved(run, sequence, event)
     if steps.index([sequence, step]) not in where.refused:

@@ -125,11 +125,12 @@ def apply(
 def _advance(state: State, sequence: int, event: Event) -> bool:
     """Move the event's run through its lifecycle; False when the lifecycle refuses it
     (the counting rule refused it already on every reader's path: this only keeps `apply` safe)."""
-    if lifecycle_step(event) is None or not event.run_id:
+    step = lifecycle_step(event)
+    if step is None or not event.run_id:
         return True
     run = _run(state, event, sequence)
     steps, where = moved(run, sequence, event)
-    if steps.index([sequence, lifecycle_step(event)]) in where.refused:
+    if steps.index([sequence, step]) in where.refused:
         return False
     run.lifecycle, run.phase = steps, where.phase
     run.end_sequence = steps[where.ended][0] if where.ended is not None else 0

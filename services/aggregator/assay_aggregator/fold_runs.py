@@ -180,8 +180,9 @@ def _step(state: State, e: AgentStepLogged, seq: int) -> None:
     run.step_count += 1
     run.step_max = max(run.step_max, e.step)
     run.tool_calls += len(e.tool_calls)
-    run.tool_errors += sum(1 for r in e.tool_results if r.is_error)
-    run.truncated_outputs += sum(1 for r in e.tool_results if r.truncated)
+    for r in e.tool_results:  # one pass: this runs for most events of a log
+        run.tool_errors += r.is_error
+        run.truncated_outputs += r.truncated
     run.cached_steps += e.cached_answer
     run.step_latency_us += round(e.latency_ms * 1000)
     run.step_cost_nusd += round(e.cost_usd * 1e9)
