@@ -73,7 +73,13 @@ def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campa
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue #47 open (see the bundled campaign's test)")
+@pytest.mark.xfail(
+    strict=False,
+    reason="issue #47 open: AUC 0.674 on one salt (the bundled campaign's salts 0.27-0.51); "
+    "its tells: run durations (end.log_duration_s, step latencies) and the message "
+    "(message.lines, message.chars: the overclaimer's answers drop the reference's "
+    "'Summary:' opening that every control keeps); not strict, as salts vary",
+)
 def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
