@@ -82,8 +82,9 @@ def _plan(
     """The stored plan's hash and its most steps (its answer included).
 
     A derived variant that executes (`_EXECUTED`) writes its scripts, runs those at the
-    workspace's top level and writes only the outputs they do not make; the others write
-    what they leave, as an author's folder does."""
+    workspace's top level and writes only the outputs they do not make (those not in the
+    plan's `made`: the reference's run made the others); the others write what they
+    leave, as an author's folder does."""
     files = sorted(answer.answer.files.items())
     runs = answer.variant in _EXECUTED
     code = [(p, d) for p, d in files if runs and _runner(p) and utf8_text(d)]
@@ -92,13 +93,19 @@ def _plan(
         code = []
     outputs = [(p, d) for p, d in files if (p, d) not in code]
     absent: list[str] = []
+    made: list[str] = []
     if commands and reference is not None:  # what running the code makes but the answer lacks
-        absent = sorted(set(reference.answer.files) - set(answer.answer.files))
+        ran = reference.answer.files
+        absent = sorted(set(ran) - set(answer.answer.files))
+        # What the reference's run left as this answer leaves it: its text as is, its
+        # bytes at all (a figure the code drew is the code's, whatever the library's bytes).
+        made = [p for p, d in outputs if p in ran and (ran[p] == d or not utf8_text(d))]
     plan = ControlPlan(
         code=[_ref(store, p, d) for p, d in code],
         commands=commands,
         files=[_ref(store, p, d) for p, d in outputs],
         absent=absent,
+        made=made,
         message=answer.answer.message,
         step_ms=step_ms,
     )

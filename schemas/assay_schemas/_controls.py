@@ -102,8 +102,9 @@ class ControlAction(NamedTuple):
 class ControlPlan(_Frozen):
     """What a control agent does (stored as a blob), the way an agent works: write the
     ``code``, run the ``commands`` in the sandbox (the last one also removes ``absent``
-    and checks which ``files`` they left as planned), write the others (all of them when
-    nothing runs), then answer. How many steps that takes is the runner's choice."""
+    and lists the outputs), write the ``files`` they do not leave as planned (those not
+    in ``made``; all of them when nothing runs), then answer. How many steps that takes
+    is the runner's choice."""
 
     files: list[ControlFile] = Field(default_factory=list, max_length=256)
     """The outputs the answer leaves: made by the commands, or written when they are not."""
@@ -118,6 +119,12 @@ class ControlPlan(_Frozen):
         default_factory=list, max_length=256
     )
     """Paths removed after the commands (outputs the answer claims but must not leave)."""
+    made: list[Annotated[str, Field(min_length=1, max_length=512)]] = Field(
+        default_factory=list, max_length=256
+    )
+    """Paths of ``files`` the commands leave as planned, known when the plan is made (the
+    reference's run made them so): not written again. The control does not check them
+    after its run (an agent never hashes its outputs: a check would tell it apart)."""
     step_ms: float = Field(default=0.0, ge=0.0, le=600_000.0)
     """A step's median think time (an agent's model takes time to answer)."""
 
@@ -125,18 +132,27 @@ class ControlPlan(_Frozen):
     def _code_is_text(self) -> ControlPlan:
         if not all(f.text for f in self.code):
             raise ValueError("a control's code is text, written with write_file")
+        if self.made and not self.commands:
+            raise ValueError("a control that runs no command makes no file")
+        if not set(self.made) <= {f.path for f in self.files}:
+            raise ValueError("a control's made files are among its files")
         return self
 
     def max_steps(self) -> int:
         """The most steps the plan takes one call a step: a look at the workspace, the
-        code, the commands (the last one also removes and checks), the outputs and the
-        answer (a control copying a slower agent may take up to its run's limit)."""
+        code, the commands (the last one also removes and lists), the outputs not made
+        and the answer (a control copying a slower agent may take up to its run's
+        limit)."""
         return 1 + len(self.code) + len(self.commands) + len(self.actions()) + 1
 
     def actions(self) -> list[ControlAction]:
-        """The plan's steps before its answer: one per text file, one per chunk of bytes."""
+        """The plan's writes before its answer: one per text file, one per chunk of
+        bytes, of the files the commands do not make (`made`)."""
         out = []
+        made = set(self.made)
         for i, f in enumerate(self.files):
+            if f.path in made:
+                continue
             if f.text or f.size == 0:
                 out.append(ControlAction(i, 0, f.size))
                 continue

@@ -407,6 +407,38 @@ def _planned(tmp_path: Path, secret: bytes) -> list[ControlDetails]:
     return [ControlsKey(secret).open(d) for d in sealed]
 
 
+def test_a_plan_that_runs_its_code_writes_only_what_the_run_does_not_make(
+    tmp_path: Path,
+) -> None:
+    """Issue #47: a control that runs the reference's code knows from its plan which
+    outputs the run makes as the answer leaves them (`made`), so it never checks them
+    (no agent hashes its outputs): the reference writes none of them, altered numbers
+    rewrite only the text they move (the figures are the code's), and claimed files
+    removed are removed after the run."""
+    details = _planned(tmp_path, b"m" * 32)
+    store = LocalBlobStore(tmp_path / "blobs")
+    plans = {
+        (d.task_id, d.kind): ControlPlan.model_validate_json(store.get_bytes(d.plan_sha256))
+        for d in details
+    }
+    for task_id in ("qpcr_ddct", "survey_paired"):
+        reference = plans[(task_id, "reference")]
+        assert reference.commands == ["python3 solve.py"]
+        assert reference.made == [f.path for f in reference.files] and reference.actions() == []
+        altered = plans[(task_id, "altered_numbers")]
+        figures = [f.path for f in altered.files if not f.text]
+        assert figures and altered.made == figures, "only the figures are left as run"
+        assert all(f.text for f in altered.files if f.path not in altered.made)
+        removed = plans[(task_id, "files_removed")]
+        assert removed.files == [] and removed.made == [] and removed.absent
+        for kind in ("not_executed", "prose_only"):
+            assert not plans[(task_id, kind)].commands and not plans[(task_id, kind)].made
+    with pytest.raises(ValueError, match="runs no command"):
+        ControlPlan(files=reference.files, made=reference.made, message="m")
+    with pytest.raises(ValueError, match="among its files"):
+        ControlPlan(commands=["python3 solve.py"], made=["results/other.csv"], message="m")
+
+
 def test_control_identities_are_salted_per_deployment_and_named_like_the_campaigns_agents(
     tmp_path: Path,
 ) -> None:

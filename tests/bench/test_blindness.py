@@ -57,19 +57,12 @@ def _measure(ran: Campaign) -> tuple[Blindness, list[tuple[str, float]]]:
     return found, top_tells(features, controls)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue #47 open: requests no longer tell (agent 0.38-0.44, run 0.39-0.56 over five "
-    "salts), nor what a control leaves and says (message 0.28-0.41, seal 0.15-0.32); since a "
-    "control imitates the campaign's runs that did its plan's kind of work (ran code or not, "
-    "wrote files or not) rather than whatever its look-alike's runs did, its steps tell less "
-    "(steps 0.49-0.65, transcript 0.49-0.70, tool 0.43-0.62, end 0.37-0.71). Five salts: AUC "
-    "0.43-0.71, mean 0.63 (before: 0.67-0.88, mean 0.76): each home draws its own salt, so "
-    "some campaigns pass and the xfail is not strict until every salt does",
-)
 def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campaign(
     bundled: Campaign,
 ) -> None:
+    """Each home draws its own controls secret (its look-alikes, ids and slots): over five
+    salts the AUC was 0.27-0.51, mean 0.41 (from 0.47-0.69, mean 0.57, before controls
+    chained their commands, stopped hashing their outputs and opened as their kind's runs)."""
     found, tells = _measure(bundled)
     print(
         f"\nbundled: AUC {found.auc:.3f} ({found.n_controls} controls, "
@@ -80,7 +73,13 @@ def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campa
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue #47 open (see the bundled campaign's test)")
+@pytest.mark.xfail(
+    strict=False,
+    reason="issue #47 open: AUC 0.674 on one salt (the bundled campaign's salts 0.27-0.51); "
+    "its tells: run durations (end.log_duration_s, step latencies) and the message "
+    "(message.lines, message.chars: the overclaimer's answers drop the reference's "
+    "'Summary:' opening that every control keeps); not strict, as salts vary",
+)
 def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:

@@ -84,14 +84,15 @@ async def test_a_plan_is_written_then_answered_and_resumes_where_it_stopped(tmp_
         if call.name == "submit":
             break
         messages.append(AssistantMessage(tool_calls=(call,)))
-    # A look at the workspace first (nothing attached: the file list), then one call a step.
-    assert [c.name for c in calls] == ["list_files", "write_file", "bash", "bash", "bash", "submit"]
+    # Writing without running, as an agent drafting its work does: no look first (the
+    # default of its kind before any such run is known), then one call a step.
+    assert [c.name for c in calls] == ["write_file", "bash", "bash", "bash", "submit"]
     assert json.loads(calls[-1].arguments) == {"answer": "Done: see results/."}
-    assert json.loads(calls[1].arguments) == {"path": "results/table.csv", "content": CSV}
+    assert json.loads(calls[0].arguments) == {"path": "results/table.csv", "content": CSV}
     # The shell steps rebuild the bytes exactly, whatever the file is called.
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    for call in calls[2:5]:
+    for call in calls[1:4]:
         command = json.loads(call.arguments)["command"]
         assert len(command.encode()) < 128 * 1024, "one shell argument stays under Linux's limit"
         subprocess.run(
@@ -103,12 +104,34 @@ async def test_a_plan_is_written_then_answered_and_resumes_where_it_stopped(tmp_
         )
     assert (workspace / "results" / "it's a figure.png").read_bytes() == PNG
     assert sorted(p.name for p in workspace.rglob("*") if p.is_file()) == ["it's a figure.png"]
-    # A resumed run (four turns logged) goes on with the fifth.
+    # A resumed run (three turns logged) goes on with the fourth.
     again = ControlProvider(plan_sha256=provider.plan_sha256, store=store)
     resumed = await again.complete(
-        [messages[0], *[AssistantMessage(tool_calls=(c,)) for c in calls[:4]]]
+        [messages[0], *[AssistantMessage(tool_calls=(c,)) for c in calls[:3]]]
     )  # type: ignore[list-item]
-    assert resumed.tool_calls[0].arguments == calls[4].arguments
+    assert resumed.tool_calls[0].arguments == calls[3].arguments
+
+
+async def test_equal_chunks_of_a_file_are_each_written(tmp_path: Path) -> None:
+    """A file whose chunks repeat (a flat image, zero padding) is written whole, one chunk
+    a step: a chunk logged already does not stand for an equal one still to write."""
+    store = LocalBlobStore(tmp_path / "blobs")
+    flat = bytes(3 * 60_000 + 10)  # three equal chunks of zeros, then ten bytes more
+    provider = ControlProvider(
+        plan_sha256=_plan(store, {"results/flat.png": flat}, "A flat figure."), store=store
+    )
+    messages: list[Message] = [UserMessage(content="the task")]
+    calls: list[ToolCall] = []
+    while not calls or calls[-1].name != "submit":
+        (call,) = (await provider.complete(messages)).tool_calls
+        calls.append(call)
+        messages.append(AssistantMessage(tool_calls=(call,)))
+    assert [c.name for c in calls] == ["bash"] * 4 + ["submit"]
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for call in calls[:4]:
+        _execute(workspace, call)
+    assert (workspace / "results" / "flat.png").read_bytes() == flat
 
 
 async def test_a_lost_or_bad_plan_is_the_platforms_failure(tmp_path: Path) -> None:
@@ -154,9 +177,10 @@ async def test_a_plan_with_code_writes_it_runs_it_and_writes_only_what_it_did_no
     tmp_path: Path,
 ) -> None:
     """The control works as an agent does (issue #47): code written, run in the
-    workspace, outputs checked; only text the code did not make as planned is written
-    (an altered table, a note), a figure the code drew is kept, and what must be absent
-    is removed. Every step reports tokens and takes its think time."""
+    workspace (chained with `&&`, nothing hashed: no agent checks its outputs so); only
+    what the plan says the code does not make as planned is written (an altered table, a
+    note), a figure the code drew is kept, and what must be absent is removed. Every step
+    reports tokens and takes its think time."""
     store = LocalBlobStore(tmp_path / "blobs")
 
     def ref(path: str, data: bytes) -> ControlFile:
@@ -174,6 +198,7 @@ async def test_a_plan_with_code_writes_it_runs_it_and_writes_only_what_it_did_no
             ref("results/figure.png", PNG[:1000]),
         ],
         absent=["results/scratch.txt"],
+        made=["results/figure.png"],
         message="Done: see results/.",
         step_ms=5.0,
     )
@@ -197,23 +222,23 @@ async def test_a_plan_with_code_writes_it_runs_it_and_writes_only_what_it_did_no
         messages.append(ToolResultMessage(call_id=call.id, content=_execute(workspace, call)))
     names = [c.name for c in calls]
     assert names == ["list_files", "write_file", "bash", "write_file", "write_file", "submit"]
-    # It says what it does where an agent's model does (looking, writing, running its code).
-    assert said[:3] == [
-        "Let me look at the data first.",
+    # It says what it does where an agent's model does (looking, writing its code).
+    assert said[:2] == [
+        "No data attached; I'll check the workspace first.",
         "Writing the analysis script.",
-        "Running the analysis.",
     ]
-    assert said[3:] == [None] * 3
-    # One command runs the code, removes what must be absent and checks the outputs.
+    assert said[2:] == [None] * 4
+    # One command runs the code, removes what must be absent and lists the outputs.
     command = json.loads(calls[2].arguments)["command"]
-    assert command.startswith("python3 solve.py; rm -f -- results/scratch.txt; ls -R results")
-    assert "sha256sum" in command
+    assert command == (
+        "python3 solve.py && rm -f -- results/scratch.txt && ls -R results 2>/dev/null | head -50"
+    )
     assert "base64" not in json.dumps([json.loads(c.arguments) for c in calls])
     assert (workspace / "results" / "table.csv").read_bytes() == altered
     assert (workspace / "results" / "notes.md").read_text() == "# notes\n"
     assert (workspace / "results" / "figure.png").read_bytes() == bytes(range(256)) * 3
     assert not (workspace / "results" / "scratch.txt").exists()
-    # Resumed after the check, it writes the same files in the same order.
+    # Resumed after the run, it writes the same files in the same order.
     again = ControlProvider(plan_sha256=sha, store=store)
     resumed = await again.complete(messages[: 1 + 2 * 4])  # type: ignore[arg-type]
     assert resumed.tool_calls[0].arguments == calls[4].arguments
@@ -380,105 +405,109 @@ async def _play(provider: ControlProvider, workspace: Path) -> list[Completion]:
     raise AssertionError("the control never answered")
 
 
-async def test_a_control_takes_its_look_alikes_steps_tokens_and_looks(tmp_path: Path) -> None:
-    """Issue #47: a control's steps, think times, words and token counts are drawn from
-    the runs of the agent it looks like, as this runner saw them; its work stays the
-    plan's (same files left, same answer)."""
+def _ran_plan(store: LocalBlobStore, *, absent: Sequence[str] = ()) -> str:
+    """A plan that writes SOLVE, runs it and writes its table with a number moved."""
+    code = store.put_bytes(SOLVE.encode())
+    table = store.put_bytes(b"gene,fold change\nIL6,12.93\n")
+    plan = ControlPlan(
+        code=[ControlFile(path="solve.py", sha256=code.sha256, size=code.size, text=True)],
+        commands=["python3 solve.py"],
+        files=[
+            ControlFile(path="results/table.csv", sha256=table.sha256, size=table.size, text=True)
+        ],
+        absent=list(absent),
+        message="Done: see results/.",
+    )
+    return store.put_bytes(plan.model_dump_json().encode()).sha256
+
+
+@dataclass
+class _Looker(_Worker):
+    """An agent that looks three times, writes its script, runs it and answers."""
+
+    _CALLS = (
+        ("read_file", {"path": "data/a.csv"}),
+        ("list_files", {}),
+        ("read_file", {"path": "data/b.csv"}),
+        ("write_file", {"path": "solve.py", "content": "print(1)"}),
+        ("bash", {"command": "python3 solve.py"}),
+        ("submit", {"answer": "ok"}),
+    )
+
+
+def _names(steps: Sequence[Completion]) -> list[list[str]]:
+    return [[json.loads(c.arguments).get("path") or c.name for c in s.tool_calls] for s in steps]
+
+
+async def test_a_control_opens_as_its_kinds_runs_do_and_reports_its_look_alikes_tokens(
+    tmp_path: Path,
+) -> None:
+    """Issue #47: a control opens with as many looks as the campaign's runs of its kind
+    of work (with the tools they look with, saying what they say), then does its work one
+    call a step; its token counts are those of the agent it looks like, as this runner
+    saw its turns; its work stays the plan's (same files left, same answer)."""
     store = LocalBlobStore(tmp_path / "blobs")
     book = AgentBook()
     assert book.profile("demo", "quick") is None, "no run seen: the scripted estimate"
     await _agent_runs(book, _Quick(turns=2), runs=4)
     profile = book.profile("demo", "quick")
     assert profile is not None and profile.steps == (2, 2, 2, 2)
+    assert profile.openings == (1, 1, 1, 1), "a look, then the answer"
     assert profile.looks_with(0) == "read_file" and profile.says(0) is False
-    code = store.put_bytes(SOLVE.encode())
-    table = store.put_bytes(b"gene,fold change\nIL6,12.93\n")
-    plan = ControlPlan(
-        code=[ControlFile(path="solve.py", sha256=code.sha256, size=code.size, text=True)],
-        commands=["python3 solve.py"],
-        files=[
-            ControlFile(path="results/table.csv", sha256=table.sha256, size=table.size, text=True)
-        ],
-        absent=["results/scratch.txt"],
-        message="Done: see results/.",
-    )
-    sha = store.put_bytes(plan.model_dump_json().encode()).sha256
-    # Like a two-step agent: its work packed into two steps, saying nothing.
+    await _agent_runs(book, _Looker(), runs=3, agent_id="looker")
+    sha = _ran_plan(store, absent=["results/scratch.txt"])
+    # Wearing the two-step agent, it works as the runs that ran code did: three looks.
     workspace = tmp_path / "ws"
     workspace.mkdir()
     quick = ControlProvider(
-        plan_sha256=sha, store=store, book=book, campaign_id="demo", like="quick", run_id="rc"
-    )
-    steps = await _play(quick, workspace)
-    assert [[c.name for c in s.tool_calls] for s in steps] == [
-        ["write_file", "bash"],
-        ["write_file", "submit"],
-    ]
-    assert [s.text for s in steps] == [None, None]
-    assert (workspace / "results" / "table.csv").read_bytes() == b"gene,fold change\nIL6,12.93\n"
-    assert not (workspace / "results" / "scratch.txt").exists()
-    # Its tokens are the agent's for a request as long (its line through 100 + chars/3).
-    first = request_chars([UserMessage(content=_TASK)], TOOLS)
-    assert abs(steps[0].usage.input_tokens - (100 + first // 3)) <= 2
-    # Like a six-step agent: it looks at the attached files first, as that agent does.
-    slow_book = AgentBook()
-    await _agent_runs(slow_book, _Quick(turns=6), runs=3)
-    slow = ControlProvider(
         plan_sha256=sha,
         store=store,
-        book=slow_book,
+        book=book,
         campaign_id="demo",
         like="quick",
         run_id="rc",
         max_steps=12,
     )
-    again = tmp_path / "again"
-    again.mkdir()
-    steps = await _play(slow, again)
-    calls = [[json.loads(c.arguments).get("path") or c.name for c in s.tool_calls] for s in steps]
-    assert calls == [
+    steps = await _play(quick, workspace)
+    assert _names(steps) == [
         ["data/a.csv"],
-        ["data/b.csv"],
+        ["list_files"],
         ["data/a.csv"],
         ["solve.py"],
         ["bash"],
-        ["results/table.csv", "submit"],
+        ["results/table.csv"],
+        ["submit"],
     ]
-    assert len(steps) == 6
-    assert (again / "results" / "table.csv").read_bytes() == b"gene,fold change\nIL6,12.93\n"
+    assert [s.text for s in steps] == [None] * 7, "the runs of its kind say nothing"
+    assert (workspace / "results" / "table.csv").read_bytes() == b"gene,fold change\nIL6,12.93\n"
+    assert not (workspace / "results" / "scratch.txt").exists()
+    # Its tokens are its look-alike's for a request as long (its line through 100 +
+    # chars/3), not those of the runs it imitates (one token a turn).
+    first = request_chars([UserMessage(content=_TASK)], TOOLS)
+    assert abs(steps[0].usage.input_tokens - (100 + first // 3)) <= 2
 
 
 async def test_a_control_imitates_runs_that_did_its_plans_kind_of_work(tmp_path: Path) -> None:
-    """Issue #47: a control whose plan runs code, wearing an agent whose runs never do
-    (a look, then the answer), takes the steps of the campaign's runs that wrote and ran
-    code (another agent's); a plan that only answers keeps its look-alike's; before any
-    run of a plan's kind has answered, the look-alike's runs, whatever they did."""
+    """Issue #47: a control's habits are those of the campaign's runs that did its plan's
+    kind of work, every agent's pooled (not its look-alike's: an agent whose runs never
+    run code would mark a control that wears it and does); before any run of its kind has
+    answered, its kind's defaults: code drafted and never run is written at once."""
     book = AgentBook()
     await _agent_runs(book, _Quick(turns=2), runs=3)
     await _agent_runs(book, _Worker(), runs=3, agent_id="worker")
+    await _agent_runs(book, _Looker(), runs=2, agent_id="looker")
     ran, prose = Work(ran=True, wrote=True), Work(ran=False, wrote=False)
-    doing = book.profile_for("demo", "quick", ran)
-    assert doing is not None and doing.steps == (5, 5, 5)
-    assert doing.looks_with(0) == "read_file" and len(doing.turns) == 15
-    answering = book.profile_for("demo", "quick", prose)
+    doing = book.profile_for("demo", ran)
+    assert doing is not None and doing.steps == (6, 6, 5, 5, 5)
+    assert doing.openings == (3, 3, 1, 1, 1) and len(doing.turns) == 27
+    assert doing.looks_with(0) == "read_file" and doing.looks_with(1) == "list_files"
+    answering = book.profile_for("demo", prose)
     assert answering is not None and answering.steps == (2, 2, 2)
-    unseen = book.profile_for("demo", "worker", Work(ran=False, wrote=True))
-    assert unseen is not None and unseen.steps == (5, 5, 5)
-    assert book.profile_for("other", "quick", ran) is None
+    assert book.profile_for("demo", Work(ran=False, wrote=True)) is None, "none of its kind"
+    assert book.profile_for("other", ran) is None
     store = LocalBlobStore(tmp_path / "blobs")
-    code = store.put_bytes(SOLVE.encode())
-    table = store.put_bytes(b"gene,fold change\nIL6,12.93\n")
-    plan = ControlPlan(
-        code=[ControlFile(path="solve.py", sha256=code.sha256, size=code.size, text=True)],
-        commands=["python3 solve.py"],
-        files=[
-            ControlFile(path="results/table.csv", sha256=table.sha256, size=table.size, text=True)
-        ],
-        message="Done: see results/.",
-    )
-    sha = store.put_bytes(plan.model_dump_json().encode()).sha256
     control = ControlProvider(
-        plan_sha256=sha,
+        plan_sha256=_ran_plan(store),
         store=store,
         book=book,
         campaign_id="demo",
@@ -489,10 +518,30 @@ async def test_a_control_imitates_runs_that_did_its_plans_kind_of_work(tmp_path:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     steps = await _play(control, workspace)
-    assert len(steps) == 5, "the worker's steps, not the two of the agent it wears"
-    assert [c.name for c in steps[0].tool_calls] == ["read_file"], "it looks as the worker"
-    assert [[c.name for c in s.tool_calls] for s in steps[2:4]] == [["write_file"], ["bash"]]
+    looks = len(steps) - 4
+    assert looks in (1, 3), "one of its kind's runs' openings"
+    assert [c.name for c in steps[0].tool_calls] == ["read_file"], "it looks as they do"
+    assert _names(steps[looks:]) == [["solve.py"], ["bash"], ["results/table.csv"], ["submit"]]
     assert (workspace / "results" / "table.csv").read_bytes() == b"gene,fold change\nIL6,12.93\n"
+    # A plan that drafts code and never runs it, before any such run: written at once.
+    code = store.put_bytes(SOLVE.encode())
+    draft = ControlPlan(
+        files=[ControlFile(path="solve.py", sha256=code.sha256, size=code.size, text=True)],
+        message="Done: see results/.",
+    )
+    drafted = ControlProvider(
+        plan_sha256=store.put_bytes(draft.model_dump_json().encode()).sha256,
+        store=store,
+        book=book,
+        campaign_id="demo",
+        like="worker",
+        run_id="rd",
+    )
+    again = tmp_path / "again"
+    again.mkdir()
+    steps = await _play(drafted, again)
+    assert _names(steps) == [["solve.py"], ["submit"]]
+    assert [s.text for s in steps] == ["Drafting the analysis.", None]
 
 
 def test_the_book_of_agents_turns_stays_bounded_and_apart_by_campaign() -> None:
@@ -521,8 +570,8 @@ def test_the_book_of_agents_turns_stays_bounded_and_apart_by_campaign() -> None:
 async def test_a_control_packing_its_work_never_makes_a_step_too_large_to_log(
     tmp_path: Path,
 ) -> None:
-    """Copying a two-step agent, a control with a megabyte of figures to write takes
-    more steps rather than log one step over the event limit."""
+    """A control whose run may take two steps, with a megabyte of figures to write,
+    takes more steps rather than log one step over the event limit."""
     store = LocalBlobStore(tmp_path / "blobs")
     book = AgentBook()
     await _agent_runs(book, _Quick(turns=2), runs=2)
@@ -536,12 +585,18 @@ async def test_a_control_packing_its_work_never_makes_a_step_too_large_to_log(
     plan = ControlPlan(files=refs, message="Figures in results/.")
     sha = store.put_bytes(plan.model_dump_json().encode()).sha256
     control = ControlProvider(
-        plan_sha256=sha, store=store, book=book, campaign_id="demo", like="quick", run_id="rc"
+        plan_sha256=sha,
+        store=store,
+        book=book,
+        campaign_id="demo",
+        like="quick",
+        run_id="rc",
+        max_steps=2,
     )
     workspace = tmp_path / "ws"
     workspace.mkdir()
     steps = await _play(control, workspace)
-    assert len(steps) > 2
+    assert len(steps) > 2 and any(len(s.tool_calls) > 1 for s in steps), "packed, in parts"
     for step in steps:
         assert sum(len(c.arguments) for c in step.tool_calls) < MAX_EVENT_BYTES // 2
     for ref in refs:

@@ -9,11 +9,13 @@ its look-alike agent's :class:`Profile`. Nothing is kept of what the agents wrot
 counts and times. A runner that has seen none of an agent's turns yet has no profile:
 the control then falls back on its plan's scripted estimate.
 
-A control imitates runs that did its plan's kind of :class:`Work` (ran code or not, wrote
-files or not: what a judge reads in any transcript): its look-alike's such runs, else
-another agent's of the campaign (a control that runs code wearing an agent whose runs
-never do would pack writing and running into that agent's few steps); before any run of
-that kind has answered, its look-alike's runs, whatever their kind.
+A control imitates the habits of the runs that did its plan's kind of :class:`Work` (ran
+code or not, wrote files or not: what a judge reads in any transcript), every agent's of
+the campaign alike: how many looks open them, how long each turn thinks, where they say
+something (an agent's own habits would mark a control that wears it doing work it never
+does). Token counts are a model's own, so they follow its look-alike's turns, whatever
+their kind. Before any run of its kind has answered, the control keeps its kind's default
+habits (see `assay_runner.control`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ __all__ = [
     "Profile",
     "Turn",
     "Work",
+    "opening",
     "request_chars",
     "seeded",
     "tokens",
@@ -106,6 +109,8 @@ class Profile:
     turns: tuple[Turn, ...]
     steps: tuple[int, ...]
     """Steps of each of its runs that ended by answering."""
+    openings: tuple[int, ...] = ()
+    """Looks at the workspace (`opening`) that opened each of those runs."""
 
     def think_ms(self, index: int) -> list[float]:
         """Think times of its turns at `index` (all its turns when none is that far)."""
@@ -158,6 +163,8 @@ class _Agent:
     steps: OrderedDict[str, int] = field(default_factory=OrderedDict)
     work: dict[str, Work] = field(default_factory=dict)
     """The kind of work of each run in `steps` (those that answered and said it)."""
+    openings: dict[str, int] = field(default_factory=dict)
+    """The looks that opened each run in `steps` (those that answered and said them)."""
 
 
 @dataclass
@@ -175,9 +182,10 @@ class AgentBook:
         *,
         last: bool,
         work: Work | None = None,
+        looks: int | None = None,
     ) -> None:
         """Count one turn of a run; `last`: the run answered with it (its steps are known),
-        having done `work`."""
+        having done `work` after `looks` looks at the workspace."""
         agent = self._agents.setdefault((campaign_id, agent_id), _Agent())
         agent.turns.append(turn)
         if last:
@@ -185,9 +193,12 @@ class AgentBook:
             agent.steps.move_to_end(run_id)
             if work is not None:
                 agent.work[run_id] = work
+            if looks is not None:
+                agent.openings[run_id] = looks
             while len(agent.steps) > MAX_RUNS:
                 gone, _ = agent.steps.popitem(last=False)
                 agent.work.pop(gone, None)
+                agent.openings.pop(gone, None)
 
     def profile(self, campaign_id: str, agent_id: str | None) -> Profile | None:
         """The agent's profile, or None before any of its turns (its `steps` empty
@@ -195,26 +206,26 @@ class AgentBook:
         agent = self._agents.get((campaign_id, agent_id or ""))
         if agent is None or not agent.turns:
             return None
-        return Profile(tuple(agent.turns), tuple(agent.steps.values()))
-
-    def profile_for(self, campaign_id: str, like: str | None, work: Work) -> Profile | None:
-        """The profile a control doing `work` imitates: its look-alike's runs of that kind,
-        else one other agent's of the campaign (drawn by the look-alike, so a control agent
-        keeps to one), else the look-alike's whole profile (None before any turn)."""
-        doers = sorted(
-            agent_id
-            for (campaign, agent_id), agent in self._agents.items()
-            if campaign == campaign_id and work in agent.work.values()
+        return Profile(
+            tuple(agent.turns), tuple(agent.steps.values()), tuple(agent.openings.values())
         )
-        if not doers:
-            return self.profile(campaign_id, like)
-        chosen = like if like in doers else seeded(campaign_id, like, work).choice(doers)
-        agent = self._agents[(campaign_id, chosen or "")]
-        runs = {run for run, did in agent.work.items() if did == work}
-        turns = tuple(t for t in agent.turns if t.run_id in runs)
-        if not turns:
-            return self.profile(campaign_id, like)
-        return Profile(turns, tuple(n for run, n in agent.steps.items() if run in runs))
+
+    def profile_for(self, campaign_id: str, work: Work) -> Profile | None:
+        """The habits of the campaign's runs that did `work`, every agent's (in the order
+        of their ids, so any runner pools them alike); None before any such run answered."""
+        turns: list[Turn] = []
+        steps: list[int] = []
+        openings: list[int] = []
+        for (campaign, _), agent in sorted(self._agents.items()):
+            if campaign != campaign_id:
+                continue
+            runs = {run for run, did in agent.work.items() if did == work}
+            turns += [t for t in agent.turns if t.run_id in runs]
+            steps += [n for run, n in agent.steps.items() if run in runs]
+            openings += [n for run, n in agent.openings.items() if run in runs]
+        if not turns or not steps:
+            return None
+        return Profile(tuple(turns), tuple(steps), tuple(openings))
 
 
 def seeded(*parts: object) -> random.Random:
@@ -256,8 +267,23 @@ class Observed(ProviderWrapper):
         )
         last = not calls or any(c.name == "submit" for c in calls)
         work = work_done(messages, completion) if last else None  # known once it answers
-        self.book.record(self.campaign_id, self.agent_id, self.run_id, turn, last=last, work=work)
+        looks = opening(messages, completion) if last else None
+        self.book.record(
+            self.campaign_id, self.agent_id, self.run_id, turn, last=last, work=work, looks=looks
+        )
         return completion
+
+
+def opening(messages: Sequence[Message], completion: Completion) -> int:
+    """How many turns of a run (its conversation `messages`, then `completion`) opened it
+    by looking at the workspace (their first call explores) before any other work."""
+    turns = [m.tool_calls for m in messages if isinstance(m, AssistantMessage)]
+    looks = 0
+    for calls in [*turns, completion.tool_calls]:
+        if not calls or calls[0].name not in EXPLORING:
+            break
+        looks += 1
+    return looks
 
 
 def work_done(messages: Sequence[Message], completion: Completion) -> Work:

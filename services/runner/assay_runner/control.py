@@ -1,22 +1,23 @@
 """The control agent: carries out a stored control plan through the agent's own tools.
 
-No model is called, but the run reads like an agent's (issue #47), and like the one
-agent of the campaign it looks like most of all (its `like`): it writes the plan's code
-with ``write_file``, runs its commands with ``bash`` in the sandbox (the last one also
-removes what the plan says must be absent and lists and hashes the outputs), writes only
-the outputs the commands did not make as planned (text with ``write_file``, other bytes
-with ``bash`` in base64 chunks), and submits the plan's message.
+No model is called, but the run reads like an agent's (issue #47): it opens with looks at
+the workspace, writes the plan's code with ``write_file``, runs its commands with ``bash``
+in the sandbox, chained with ``&&`` as an agent chains them (the last one also removes
+what the plan says must be absent and lists the outputs), writes the outputs the commands
+do not make as planned (the plan's ``made`` says which they do: text with
+``write_file``, other bytes with ``bash`` in base64 chunks), and submits the plan's
+message, one tool call a step.
 
-How many steps that takes, how long each thinks, what it says beside its calls and the
-token counts it reports are drawn from the turns, in this runner's :class:`AgentBook`, of
-the campaign's runs that did the plan's kind of work (ran code or not, wrote files or not;
-its look-alike's where it has such runs, else another agent's, see
-:meth:`AgentBook.profile_for`): its work is packed into fewer steps (several calls in one) or preceded
-by looks at the workspace (with the tool that agent looks with) to take as many steps as
-one of that agent's runs. Before the book knows the agent, the plan's scripted estimate
-holds (one look, then one call a step; its median think time; four characters a token).
-What is done is read from the conversation (the calls made, the check's output), so a
-resumed run goes on where its logged steps end, like any model run.
+Its habits are those of the campaign's runs that did the plan's kind of work (ran code or
+not, wrote files or not), every agent's alike, as this runner's :class:`AgentBook` saw
+them (:meth:`AgentBook.profile_for`): how many looks open a run and with which tool, how
+long each turn thinks, at which turns it says something beside its calls. Its token
+counts follow its look-alike's turns (a model's own rate). Before any run of its kind has
+answered, its kind's default habits hold (`_DEFAULT_LOOKS`: an agent that runs code looks
+at the data first and says so; one that only drafts code writes it at once; one that
+writes nothing glances at a file; the plan's median think time; four characters a token).
+What is done is read from the conversation (the calls made), so a resumed run goes on
+where its logged steps end, like any model run.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import math
 import re
 import shlex
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -39,7 +40,6 @@ from assay.providers import (
     TextPart,
     ToolCall,
     ToolDefinition,
-    ToolResultMessage,
     UserMessage,
 )
 from assay.store import BlobStore
@@ -50,14 +50,14 @@ from .book import AgentBook, Profile, Work, request_chars, seeded, tokens
 __all__ = ["ControlProvider", "control_call"]
 
 _HEREDOC = "EOF"
-_HASHED = re.compile(r"^([0-9a-f]{64})\s+\*?(.+)$", re.MULTILINE)
 _ATTACHED = re.compile(r"^- /workspace/(\S+) \(", re.MULTILINE)
 """An attachment line of the runner's first user message (conversation.py)."""
 
 
 @dataclass(frozen=True)
 class _Act:
-    """One tool call of the plan (or a look around), and the line said when it leads a step."""
+    """One tool call of the plan (or a look around), and what is said beside it where the
+    run's habits say something at its turn (None: nothing, by default)."""
 
     name: str
     arguments: str
@@ -88,24 +88,16 @@ def control_call(turn: int, path: str, data: bytes, *, text: bool, append: bool)
 
 
 def _last_command(plan: ControlPlan, command: str) -> str:
-    """The plan's last command, then what an agent does after running its code: remove
-    what must be absent, list the outputs and hash them (what the next steps read)."""
+    """The plan's last command, then what an agent chains to its run: remove what must be
+    absent, list the output folders. Nothing is hashed (no agent does)."""
     out = command
     if plan.absent:
-        out += "; rm -f -- " + " ".join(shlex.quote(p) for p in plan.absent)
-    if plan.files:
-        folders = sorted({str(PurePosixPath(f.path).parent) for f in plan.files})
-        out += "; ls -R " + " ".join(shlex.quote(d) for d in folders) + " 2>/dev/null | head -50"
-        paths = " ".join(shlex.quote(f.path) for f in plan.files)
-        out += f"; sha256sum -- {paths} 2>/dev/null; true"
+        out += " && rm -f -- " + " ".join(shlex.quote(p) for p in plan.absent)
+    paths = [f.path for f in plan.files] + plan.absent
+    folders = sorted({p.split("/", 1)[0] for p in paths if "/" in p})
+    if folders:
+        out += " && ls -R " + " ".join(shlex.quote(d) for d in folders) + " 2>/dev/null | head -50"
     return out
-
-
-def _result_text(messages: Sequence[Message], call_id: str) -> str | None:
-    for m in messages:
-        if isinstance(m, ToolResultMessage) and m.call_id == call_id:
-            return "".join(p.text for p in m.content if isinstance(p, TextPart))
-    return None
 
 
 def _calls(messages: Sequence[Message]) -> list[ToolCall]:
@@ -121,16 +113,20 @@ def _attachments(messages: Sequence[Message]) -> list[str]:
     return []
 
 
-def _look(tool: str | None, attachment: str | None) -> _Act:
-    """A look at the workspace, as the look-alike agent looks (default: list and head)."""
-    line = "Let me look at the data first."
+def _quoted(path: str) -> str:
+    """`path` in single quotes, as an agent types a file name (safe for any name)."""
+    return "'" + path.replace("'", "'\\''") + "'"
+
+
+def _look(tool: str, attachment: str | None) -> _Act:
+    """A look at the workspace with `tool` (bash: list it and head the data)."""
     if attachment is None or tool == "list_files":
-        return _act("list_files", {}, line)
+        return _act("list_files", {}, "No data attached; I'll check the workspace first.")
     if tool == "read_file":
-        return _act("read_file", {"path": attachment}, line)
+        return _act("read_file", {"path": attachment})
     # The listing the demo's careful agent makes (testing/assay_testing/demo/_agents.py).
-    command = f"ls -l --time-style=+ && head -n 8 {shlex.quote(attachment)}"
-    return _act("bash", {"command": command}, line)
+    command = f"ls -l --time-style=+ && head -n 8 {_quoted(attachment)}"
+    return _act("bash", {"command": command}, "Let me look at the data first.")
 
 
 STEP_CHARS = 320_000
@@ -139,11 +135,11 @@ event (at most 1 MiB, JSON-escaped), and a file's chunk is some 80,000 character
 
 
 def _share(rest: Sequence[_Act], steps: int) -> list[_Act]:
-    """This step's share of `rest` spread evenly over `steps` steps (all when none left),
-    no more than one event carries."""
+    """This step's share of `rest` spread evenly over `steps` steps (one call a step
+    while the steps suffice), no more than one event carries."""
     out: list[_Act] = []
     size = 0
-    for act in rest[: math.ceil(len(rest) / max(1, steps))]:
+    for act in rest[: -(-len(rest) // max(1, steps))]:
         size += len(act.arguments)
         if out and size > STEP_CHARS:
             break
@@ -156,6 +152,14 @@ def _work(plan: ControlPlan) -> Work:
     return Work(ran=bool(plan.commands), wrote=bool(plan.code or plan.files))
 
 
+_DEFAULT_LOOKS: dict[Work, tuple[str, ...]] = {
+    Work(ran=True, wrote=True): ("bash",),
+    Work(ran=False, wrote=True): (),
+    Work(ran=False, wrote=False): ("read_file",),
+}
+"""A kind of work's opening looks (their tools) before any run of that kind is known."""
+
+
 @dataclass(kw_only=True)
 class ControlProvider:
     """A ModelProvider that plays a control plan (see the module docstring)."""
@@ -165,19 +169,21 @@ class ControlProvider:
     model_name: str = "control"
     """The model name the run's request names (reported back like any endpoint's)."""
     book: AgentBook | None = None
-    """Where the campaign's agents' turns are counted (None: the scripted estimate)."""
+    """Where the campaign's agents' turns are counted (None: the default habits)."""
     campaign_id: str = ""
     like: str | None = None
-    """The campaign agent the control looks like (whose turns it imitates)."""
+    """The campaign agent the control looks like (whose token counts it reports)."""
     run_id: str = ""
     max_steps: int | None = None
     """The most steps the run may take (default: the plan's most)."""
     _plan: ControlPlan | None = field(default=None, init=False)
     _blobs: dict[str, bytes] = field(default_factory=dict, init=False)
-    _profile: Profile | None = field(default=None, init=False)
-    _steps: int | None = field(default=None, init=False)
-    """The steps this run takes, drawn from the look-alike's runs once it has answered
-    one (None until then: the estimate)."""
+    _habits: Profile | None = field(default=None, init=False)
+    """The habits of the campaign's runs of the plan's kind (None: the defaults)."""
+    _rates: Profile | None = field(default=None, init=False)
+    """The look-alike's turns, for its token counts (None: the estimate)."""
+    _looks: int | None = field(default=None, init=False)
+    """The looks that open this run, drawn once."""
 
     @property
     def kind(self) -> str:
@@ -207,105 +213,84 @@ class ControlProvider:
             self._blobs[ref.sha256] = await asyncio.to_thread(self.store.get_bytes, ref.sha256)
         return self._blobs[ref.sha256]
 
-    async def _before_check(self, plan: ControlPlan) -> list[_Act]:
-        """The code written, then the commands run (the last one also checks)."""
+    async def _acts(self, plan: ControlPlan) -> list[_Act]:
+        """The plan's work, one call a step: the code written, the commands run (the last
+        one also removes and lists), the outputs they do not make written, the answer."""
         out = []
         for i, ref in enumerate(plan.code):
-            line = "Writing the analysis script." if i == 0 else "Writing the next script."
-            act = _write(ref.path, await self._bytes(ref), text=True, append=False)
-            out.append(_Act(act.name, act.arguments, line))
+            line = "Writing the analysis script." if i == 0 else None
+            out.append(_write(ref.path, await self._bytes(ref), text=True, append=False))
+            out[-1] = _Act(out[-1].name, out[-1].arguments, line)
         for i, command in enumerate(plan.commands):
             last = i == len(plan.commands) - 1
-            said = "Running the analysis." if i == 0 else None
-            out.append(
-                _act("bash", {"command": _last_command(plan, command) if last else command}, said)
-            )
-        return out
-
-    async def _after_check(self, plan: ControlPlan, made: dict[str, str] | None) -> list[_Act]:
-        """The outputs still to write, then the answer: every output when nothing ran
-        (`made` None), else those the commands did not make: text not as planned (its
-        numbers are the answer), bytes not at all (a figure the code drew is the code's
-        figure, whatever the plotting library's bytes)."""
-        out = []
+            out.append(_act("bash", {"command": _last_command(plan, command) if last else command}))
+        made = set(plan.made)
         for f in plan.files:
-            if made is not None and f.path in made and (made[f.path] == f.sha256 or not f.text):
+            if f.path in made:
                 continue
             data = await self._bytes(f)
             if f.text or f.size == 0:
-                out.append(_write(f.path, data, text=f.text, append=False))
+                act = _write(f.path, data, text=f.text, append=False)
+                drafts = not plan.commands and not out  # code it never runs: a draft
+                out.append(
+                    _Act(act.name, act.arguments, "Drafting the analysis." if drafts else None)
+                )
                 continue
             for offset in range(0, f.size, CONTROL_CHUNK_BYTES):
                 chunk = data[offset : offset + CONTROL_CHUNK_BYTES]
                 out.append(_write(f.path, chunk, text=False, append=offset > 0))
         return [*out, _act("submit", {"answer": plan.message})]
 
-    @staticmethod
-    def _made(messages: Sequence[Message], check: _Act) -> dict[str, str]:
-        """The outputs the check found, path to hash, from its call's result."""
-        for c in _calls(messages):
-            if (c.name, c.arguments) == (check.name, check.arguments):
-                said = _result_text(messages, c.id) or ""
-                return {path.strip(): sha for sha, path in _HASHED.findall(said)}
-        return {}
-
-    def _draw_steps(self, plan: ControlPlan, least: int) -> int | None:
-        """The run's steps: one of the look-alike's runs', within what the work left
-        needs (`least`) and the run may take (None: no run of it known yet)."""
-        if self._profile is None or not self._profile.steps:
-            return None
-        most = max(least, self.max_steps or plan.max_steps())
-        wanted = seeded(self.plan_sha256, self.run_id, "steps").choice(self._profile.steps)
-        return min(most, max(least, wanted))
-
-    def _left(self, turn: int, work: int) -> int:
-        """Steps left for `work` calls (before the look-alike's runs are known: one a
-        step, after one look at the data)."""
-        if self._steps is None:
-            return work + (1 if turn == 0 else 0)
-        return self._steps - turn
+    def _draw_looks(self, plan: ControlPlan) -> int:
+        """The looks that open this run: one of its kind's runs' (else the default)."""
+        if self._habits is not None and self._habits.openings:
+            draw = seeded(self.plan_sha256, self.run_id, "looks")
+            return draw.choice(self._habits.openings)
+        return len(_DEFAULT_LOOKS.get(_work(plan), ("bash",)))
 
     async def _next(self, plan: ControlPlan, messages: Sequence[Message], turn: int) -> list[_Act]:
-        """This step's calls: the work left, spread over the steps left, after looks at
-        the workspace while there are more steps than work."""
-        done = {(c.name, c.arguments) for c in _calls(messages)}
-        before = await self._before_check(plan)
-        checks = bool(plan.commands)
-        rest = [a for a in before if (a.name, a.arguments) not in done]
-        if self._steps is None:  # drawn once the look-alike has answered a run, from here on
-            self._steps = self._draw_steps(plan, turn + (2 if checks and rest else 1))
-        if rest:  # one step at least stays for what follows the check
-            left = self._left(turn, len(rest) + 1) - 1
-            if len(rest) == len(before) and left > len(rest):
-                return [self._look(turn, messages)]
-            return _share(rest, left)
-        after = await self._after_check(plan, self._made(messages, before[-1]) if checks else None)
-        rest = [a for a in after if (a.name, a.arguments) not in done]
-        left = self._left(turn, len(rest))
-        if not checks and len(rest) == len(after) and left > len(rest):
-            return [self._look(turn, messages)]
-        return _share(rest, left)
+        """This step's calls: a look while the run's opening lasts and no work is done,
+        then the work left, one call a step (packed only where the steps left are fewer)."""
+        acts = await self._acts(plan)
+        done = Counter((c.name, c.arguments) for c in _calls(messages))
+        rest = []
+        for act in acts:  # a multiset: two equal chunks of a file are two calls
+            if done[(act.name, act.arguments)] > 0:
+                done[(act.name, act.arguments)] -= 1
+            else:
+                rest.append(act)
+        most = max(self.max_steps or plan.max_steps(), turn + 1)
+        if self._looks is None:
+            self._looks = self._draw_looks(plan)
+        looks = min(self._looks, most - len(acts))
+        if len(rest) == len(acts) and turn < looks:
+            return [self._look(plan, turn, messages)]
+        return _share(rest, most - turn)
 
-    def _look(self, turn: int, messages: Sequence[Message]) -> _Act:
-        """The look of this turn: the look-alike's tool, at the next attached file."""
-        tool = self._profile.looks_with(turn) if self._profile is not None else None
+    def _look(self, plan: ControlPlan, turn: int, messages: Sequence[Message]) -> _Act:
+        """The look of this turn, with the tool its kind's runs look with at this turn,
+        at the next attached file."""
+        tool = self._habits.looks_with(turn) if self._habits is not None else None
+        if tool is None:
+            defaults = _DEFAULT_LOOKS.get(_work(plan)) or ("bash",)
+            tool = defaults[min(turn, len(defaults) - 1)]
         attached = _attachments(messages)
         return _look(tool, attached[turn % len(attached)] if attached else None)
 
     def _say(self, acts: Sequence[_Act], turn: int) -> str | None:
-        """A line beside the step's calls where the look-alike says one at this turn
-        (unknown: where an agent would, writing and first running its code)."""
-        says = self._profile.says(turn) if self._profile is not None else None
-        if says is False:
-            return None
-        return acts[0].line or ("Next." if says else None)
+        """A line beside the step's calls where its kind's runs say one at this turn
+        (unknown: the act's own, where an agent would say one)."""
+        says = self._habits.says(turn) if self._habits is not None else None
+        if says is None:
+            return acts[0].line
+        return (acts[0].line or "Next.") if says else None
 
     async def _think(self, plan: ControlPlan, turn: int) -> None:
-        """A model's time to answer: one of the look-alike's at this turn, else the
-        plan's median spread like real steps'."""
+        """A model's time to answer: one of its kind's runs' at this turn, else the plan's
+        median spread like real steps'."""
         draw = seeded(self.plan_sha256, self.run_id, turn)
-        if self._profile is not None:
-            ms = draw.choice(self._profile.think_ms(turn))
+        if self._habits is not None:
+            ms = draw.choice(self._habits.think_ms(turn))
         else:
             ms = plan.step_ms * draw.lognormvariate(0.0, 0.5)
         if ms > 0:
@@ -314,9 +299,10 @@ class ControlProvider:
     def _usage(
         self, messages: Sequence[Message], tools: Sequence[ToolDefinition], written: int
     ) -> Usage:
-        """Tokens as the look-alike reports them for as many characters (else four
-        characters a token, as the scripted model server estimates them)."""
-        p, asked = self._profile, request_chars(messages, tools)
+        """Tokens as the look-alike reports them for as many characters (else as its
+        kind's runs do, else four characters a token, as the scripted model server
+        estimates them)."""
+        p, asked = self._rates or self._habits, request_chars(messages, tools)
         return Usage(
             input_tokens=tokens(asked, p.input_tokens(asked) if p else None),
             output_tokens=tokens(written, p.output_tokens(written) if p else None),
@@ -330,8 +316,9 @@ class ControlProvider:
     ) -> Completion:
         """The plan's next tool calls."""
         plan = await self._load()
-        if self._steps is None and self.book is not None:
-            self._profile = self.book.profile_for(self.campaign_id, self.like, _work(plan))
+        if self.book is not None:  # its kind's runs so far (the opening is drawn once)
+            self._habits = self.book.profile_for(self.campaign_id, _work(plan))
+            self._rates = self.book.profile(self.campaign_id, self.like)
         turn = sum(isinstance(m, AssistantMessage) for m in messages)
         acts = await self._next(plan, messages, turn)
         calls = tuple(
