@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+from types import SimpleNamespace
+
+from assay_runner.handlers.waves import Waves
 from assay_runner.waves import task_order, tasks_due, to_cancel
 from assay_schemas import (
     RULES_JUDGE_ID,
@@ -125,3 +129,32 @@ def test_a_stop_requests_nothing_and_cancels_every_planned_run_never_requested()
     left = to_cancel(SPEC, history, TASKS)
     assert sorted(left) == sorted(order[4:])
     assert all(len(runs) == 2 for runs in left.values())
+
+
+class _Looks(Waves):
+    """A pacer whose looks are counted; its first look sees a task accepted meanwhile (the
+    door calls `pace` while the look is reading the log), and every look finds nothing
+    left to request in what it read."""
+
+    def __init__(self) -> None:  # no bus: only the pacer's loop is under test
+        self._pacers = {}
+        self._poked = set()
+        self.pace_interval_s = 0.0
+        self.looks = 0
+
+    async def pace_once(self, campaign: CampaignSpec) -> bool:
+        self.looks += 1
+        if self.looks == 1:
+            await asyncio.sleep(0)
+            self.pace(campaign)  # accepted after this look read the log: not in its read
+        return True
+
+
+async def test_a_task_accepted_while_the_pacer_looks_gets_another_look() -> None:
+    """The pacer ended on a look that missed a task accepted during it, and nobody paced
+    that task (the stopping demo hung after its first waves in a loaded full run)."""
+    waves = _Looks()
+    campaign = SimpleNamespace(campaign_id="c")
+    waves.pace(campaign)  # type: ignore[arg-type]
+    await asyncio.wait_for(waves._pacers["c"], 5)
+    assert waves.looks == 2

@@ -57,13 +57,18 @@ class Waves(Door):
     """How often a pacer reads its campaign's log while a wave runs."""
     _paced: dict[str, _Paced] = field(default_factory=dict)
     _pacers: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    _poked: set[str] = field(default_factory=set)
+    """Campaigns whose running pacer was asked to pace again: a task accepted while the
+    pacer looked may be missing from what it read, so it must not end on that look."""
 
     def pace(self, campaign: CampaignSpec) -> None:
-        """Start the campaign's pacer unless one is running."""
+        """Start the campaign's pacer unless one is running (then it looks once more)."""
         running = self._pacers.get(campaign.campaign_id)
         if running is None or running.done():
             task = asyncio.create_task(self._pace_loop(campaign))
             self._pacers[campaign.campaign_id] = task
+        else:
+            self._poked.add(campaign.campaign_id)
 
     async def resume(self) -> None:
         """Start a pacer for every wave campaign on the log (a restart: each one that has
@@ -91,9 +96,13 @@ class Waves(Door):
         await self.pace_once(campaign)
 
     async def _pace_loop(self, campaign: CampaignSpec) -> None:
+        cid = campaign.campaign_id
         while True:
+            self._poked.discard(cid)
             try:
-                if await self.pace_once(campaign):
+                # Done only if no task was accepted since this look began (no await
+                # between the check and the return, so no `pace` call slips in).
+                if await self.pace_once(campaign) and cid not in self._poked:
                     return
             except Exception:  # the next look retries; a pacer must outlive a hiccup
                 log.exception("campaign %s: pacing its waves failed", campaign.campaign_id)
