@@ -8,7 +8,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from faststream.nats import ConsumerConfig, DeliverPolicy, JStream, NatsBroker
+from faststream import AckPolicy
+from faststream.nats import ConsumerConfig, DeliverPolicy, JStream, NatsBroker, NatsMessage, PullSub
+from faststream.nats.subscriber.usecases.basic import LogicSubscriber
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy as JsAckPolicy
@@ -16,16 +18,15 @@ from opentelemetry import trace
 
 from assay.config import Settings
 from assay.security.signing import TrustList
-from assay.telemetry import ServedSpan, extract_context, tracer
+from assay.telemetry import extract_context, serving, tracer
 from assay_schemas import Event, InvalidEvent, Producer, SignatureRefused, Superseded, parse_event
 
-from ._acks import Acks
 from ._broker import inbox_of
 from ._dead_letters import dead_letter
 from ._lost import LostWatch
 from ._outages import through_outages
-from ._pacing import KeepAlive, backoff, heartbeat_s
-from ._pulls import BatchPull, WorkerPull
+from ._pacing import KeepAlive, backoff, heartbeat_s, whole_message
+from ._pulls import BatchPull
 from ._records import Delivery, GiveUpSink, Refusal, RefusalSink
 from ._subjects import Subjects
 
@@ -49,9 +50,6 @@ def _remember(seen: dict[tuple[str, int], None], key: tuple[str, int]) -> None:
 
 Handler = Callable[[E, Delivery], Awaitable[None]]
 
-_TRACER = tracer("assay.bus")
-"""The bus's tracer, made once (each span still goes to the service it serves)."""
-
 
 class Consuming:
     """The consumers `Bus` offers on top of its connection and the state `Bus.__init__` makes."""
@@ -63,12 +61,11 @@ class Consuming:
     stream: JStream
     _dlq: JStream
     _durables: list[str]
-    _pulls: list[BatchPull | WorkerPull]
+    _pulls: list[BatchPull]
     _lost: dict[str, LostWatch]
     _acked: dict[tuple[str, int], None]
     _lost_given_up: dict[tuple[str, int], None]
     _handling: dict[tuple[str, int], asyncio.Future[bool]]
-    _acks: Acks
     trust: TrustList | None
 
     @property
@@ -79,7 +76,7 @@ class Consuming:
 
     def consume_event(
         self, event_type: type[E], handler: Handler[E], *, durable: str, **options: Any
-    ) -> WorkerPull | BatchPull:
+    ) -> LogicSubscriber[Any] | BatchPull:
         """`consume` on the subject of one event type, refusing every other type."""
         subject = self.subjects.event(event_type.__name__)
         return self.consume(subject, handler, durable=durable, event_type=event_type, **options)
@@ -99,7 +96,7 @@ class Consuming:
         deliver_policy: DeliverPolicy = DeliverPolicy.ALL,
         on_refused: RefusalSink | None = None,
         on_give_up: GiveUpSink | None = None,
-    ) -> WorkerPull | BatchPull:
+    ) -> LogicSubscriber[Any] | BatchPull:
         """Register a durable pull consumer that hands typed events to `handler`.
 
         Delivery is explicit: success acks; a raise is retried with backoff until
@@ -108,10 +105,9 @@ class Consuming:
         messages that do not parse
         (or are not `event_type`, or disagree with their subject) are dead-lettered at
         once and reported to `on_refused`. The consumer never stops for one bad message.
-        Instances that share `durable` share the work. Each message is handled in a task
-        of its own (`WorkerPull`), at most `max_workers` at a time; a pull asks for what
-        keeps `batch_size` messages in hand (default: one per worker): above `max_workers`,
-        the rest wait their turn in log order, kept alive meanwhile.
+        Instances that share `durable` share the work. Each pull asks for up to
+        `batch_size` messages (default: one per worker); a one-worker consumer that keeps up
+        with a busy log pulls many at a time and still handles them in order.
         `batch_wait_s` (one worker only): pull in batches with nats-py's fetch (see
         `BatchPull`), each pull taking what the log holds at once or waiting up to that
         long when it holds nothing; every message of a batch is still parsed, handled and
@@ -162,7 +158,7 @@ class Consuming:
                         # A handler that never waits would hold the loop for the whole batch.
                         await asyncio.sleep(0)
 
-            batches = BatchPull(
+            pull = BatchPull(
                 subject=subject,
                 durable=durable,
                 stream=self.stream.name,
@@ -173,22 +169,28 @@ class Consuming:
                 handle=on_batch,
                 gather_s=batch_gather_s,
             )
-            self._pulls.append(batches)
-            return batches
+            self._pulls.append(pull)
+            return pull
 
-        pull = WorkerPull(
-            subject=subject,
+        subscriber = self.broker.subscriber(
+            subject,
+            stream=self.stream,
             durable=durable,
-            stream=self.stream.name,
+            pull_sub=PullSub(batch_size=batch_size or max(1, max_workers), timeout=1.0),
             config=config,
+            ack_policy=AckPolicy.MANUAL,
             max_workers=max_workers,
-            batch_size=batch_size or max(1, max_workers),
-            ack_wait_s=self.settings.ack_wait_s,
+            decoder=whole_message,
+            # Pull batches arrive on an inbox faststream names itself: keep it private too.
             inbox_prefix=inbox,
-            deliver=deliver,
         )
-        self._pulls.append(pull)
-        return pull
+
+        async def on_message(msg: NatsMessage) -> None:
+            with KeepAlive([msg.raw_message], self.settings.ack_wait_s):
+                await deliver(msg.raw_message)
+
+        subscriber(on_message)
+        return subscriber
 
     async def _deliver(
         self,
@@ -212,7 +214,7 @@ class Consuming:
             # handler would race the first (two agent loops on one sandbox, a sandbox opened
             # twice); this delivery waits, then settles its message as the first did.
             if await asyncio.shield(first):
-                self._acks.ack(raw)
+                await raw.ack()
             return
         loop = asyncio.get_running_loop()
         self._handling[key] = settled = loop.create_future()
@@ -254,9 +256,12 @@ class Consuming:
                 await on_refused(taken)
             return False
         event, signer = taken
+        ctx = extract_context(raw.headers)
         span_name = f"{durable} handle {event.event_type}"
-        ctx = extract_context(headers)
-        with ServedSpan(self.producer.service, _TRACER, span_name, ctx) as span:
+        with (
+            serving(self.producer.service),
+            tracer("assay.bus").start_as_current_span(span_name, context=ctx) as span,
+        ):
             span.set_attribute("assay.event_id", event.event_id)
             span.set_attribute("assay.run_id", event.run_id or "")
             delivery = Delivery(
@@ -295,7 +300,7 @@ class Consuming:
                     )
                     await raw.nak(delay=backoff(attempt))
                 return False
-        self._acks.ack(raw)
+        await raw.ack()
         return True
 
     @staticmethod

@@ -10,7 +10,6 @@ from opentelemetry.context import Context
 
 from ._exporters import ExporterChoice, exporter_choices
 from ._setup import (
-    ServedSpan,
     current_service,
     meter,
     serving,
@@ -22,7 +21,6 @@ from ._setup import (
 
 __all__ = [
     "ExporterChoice",
-    "ServedSpan",
     "current_service",
     "exporter_choices",
     "extract_context",
