@@ -405,6 +405,23 @@ async def _play(provider: ControlProvider, workspace: Path) -> list[Completion]:
     raise AssertionError("the control never answered")
 
 
+async def _play_as_quick(
+    store: LocalBlobStore, book: AgentBook, sha: str, workspace: Path, max_steps: int
+) -> list[Completion]:
+    """Play the plan `sha` as a control wearing the `quick` agent, in a fresh `workspace`."""
+    control = ControlProvider(
+        plan_sha256=sha,
+        store=store,
+        book=book,
+        campaign_id="demo",
+        like="quick",
+        run_id="rc",
+        max_steps=max_steps,
+    )
+    workspace.mkdir()
+    return await _play(control, workspace)
+
+
 def _ran_plan(store: LocalBlobStore, *, absent: Sequence[str] = ()) -> str:
     """A plan that writes SOLVE, runs it and writes its table with a number moved."""
     code = store.put_bytes(SOLVE.encode())
@@ -458,17 +475,7 @@ async def test_a_control_opens_as_its_kinds_runs_do_and_reports_its_look_alikes_
     sha = _ran_plan(store, absent=["results/scratch.txt"])
     # Wearing the two-step agent, it works as the runs that ran code did: three looks.
     workspace = tmp_path / "ws"
-    workspace.mkdir()
-    quick = ControlProvider(
-        plan_sha256=sha,
-        store=store,
-        book=book,
-        campaign_id="demo",
-        like="quick",
-        run_id="rc",
-        max_steps=12,
-    )
-    steps = await _play(quick, workspace)
+    steps = await _play_as_quick(store, book, sha, workspace, max_steps=12)
     assert _names(steps) == [
         ["data/a.csv"],
         ["list_files"],
@@ -506,18 +513,8 @@ async def test_a_control_imitates_runs_that_did_its_plans_kind_of_work(tmp_path:
     assert book.profile_for("demo", Work(ran=False, wrote=True)) is None, "none of its kind"
     assert book.profile_for("other", ran) is None
     store = LocalBlobStore(tmp_path / "blobs")
-    control = ControlProvider(
-        plan_sha256=_ran_plan(store),
-        store=store,
-        book=book,
-        campaign_id="demo",
-        like="quick",
-        run_id="rc",
-        max_steps=12,
-    )
     workspace = tmp_path / "ws"
-    workspace.mkdir()
-    steps = await _play(control, workspace)
+    steps = await _play_as_quick(store, book, _ran_plan(store), workspace, max_steps=12)
     looks = len(steps) - 4
     assert looks in (1, 3), "one of its kind's runs' openings"
     assert [c.name for c in steps[0].tool_calls] == ["read_file"], "it looks as they do"
@@ -584,18 +581,8 @@ async def test_a_control_packing_its_work_never_makes_a_step_too_large_to_log(
         )
     plan = ControlPlan(files=refs, message="Figures in results/.")
     sha = store.put_bytes(plan.model_dump_json().encode()).sha256
-    control = ControlProvider(
-        plan_sha256=sha,
-        store=store,
-        book=book,
-        campaign_id="demo",
-        like="quick",
-        run_id="rc",
-        max_steps=2,
-    )
     workspace = tmp_path / "ws"
-    workspace.mkdir()
-    steps = await _play(control, workspace)
+    steps = await _play_as_quick(store, book, sha, workspace, max_steps=2)
     assert len(steps) > 2 and any(len(s.tool_calls) > 1 for s in steps), "packed, in parts"
     for step in steps:
         assert sum(len(c.arguments) for c in step.tool_calls) < MAX_EVENT_BYTES // 2
