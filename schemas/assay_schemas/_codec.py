@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -48,18 +49,10 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
 """(event_type, from_version) -> function returning the payload at from_version + 1."""
 
 
-_VERSIONS: dict[str, int] = {}
-"""Each event type's current version, read from its model once: `parse_event` asks it of
-every event it decodes."""
-
-
+@functools.cache  # read from the model once per type: `parse_event` asks it of every event
 def current_version(event_type: str) -> int:
     """Schema version this code writes for `event_type`."""
-    version = _VERSIONS.get(event_type)
-    if version is None:
-        default = EVENT_TYPES[event_type].model_fields["schema_version"].default
-        version = _VERSIONS[event_type] = int(default)
-    return version
+    return int(EVENT_TYPES[event_type].model_fields["schema_version"].default)
 
 
 def upcast(payload: dict[str, Any]) -> dict[str, Any]:

@@ -40,6 +40,7 @@ calls :func:`advance`, so none of them states the rule again. Pure data and func
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Literal, NamedTuple
 
@@ -151,21 +152,18 @@ _STEP_OF: tuple[tuple[type[Event], LifecycleStep], ...] = (
     (ArtifactsSealed, "seal"),
     (RunCancelled, "cancel"),
 )
-_BY_TYPE: dict[type[Event], LifecycleStep | None] = {}
-"""Each event class's step, found once per class: every fold asks it of every event, and
-most events (steps, verdicts) move nothing, which a chain of isinstance checks said last."""
 
 
+@functools.cache
 def _step_of(cls: type[Event]) -> LifecycleStep | None:
+    """The class's step, found once per class: every fold asks it of every event, and most
+    events (steps, verdicts) move nothing, which a chain of isinstance checks said last."""
     return next((step for base, step in _STEP_OF if issubclass(cls, base)), None)
 
 
 def lifecycle_step(event: Event) -> LifecycleStep | None:
     """What the event does to its run's lifecycle (None: it moves nothing)."""
-    cls = type(event)
-    if cls not in _BY_TYPE:
-        _BY_TYPE[cls] = _step_of(cls)
-    step = _BY_TYPE[cls]
+    step = _step_of(type(event))
     if step == "fail" and isinstance(event, RunFailed) and event.stage in _SEAL_STAGES:
         return "lose_seal"
     return step
