@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -62,11 +63,12 @@ def _run_dir(settings: Settings, campaign_id: str) -> Path:
     return run_dir
 
 
-def _unreachable(tmp_path: Path) -> tuple[Path, Path]:
-    """One task and a campaign whose models are at a closed loopback port."""
+def _unreachable(tmp_path: Path, port: int | None = None) -> tuple[Path, Path]:
+    """One task and a campaign whose models are at a loopback port: a closed one (nothing
+    listens: connection refused) unless PORT is given."""
     tasks, _ = one_task(tmp_path)
-    closed = f"http://127.0.0.1:{find_free_port()}/v1"  # nothing listens: connection refused
-    model = {"base_url": closed, "api_key_env": KEY_ENV}
+    url = f"http://127.0.0.1:{port or find_free_port()}/v1"
+    model = {"base_url": url, "api_key_env": KEY_ENV}
     campaign = tmp_path / "unreachable.yaml"
     campaign.write_text(
         yaml.safe_dump(
@@ -117,8 +119,14 @@ def test_an_unreachable_model_is_an_infrastructure_failure_printed_and_reopened(
 
 
 def test_a_wait_given_up_says_so_and_exits_non_zero(settings: Settings, tmp_path: Path) -> None:
-    tasks, campaign = _unreachable(tmp_path)
-    out = assay_run(settings, tasks, campaign, "--timeout", "1", **{KEY_ENV: "not-a-key"})
+    # A model that never answers: connections are taken (the kernel's backlog) and never
+    # read, so the run cannot end before the wait is given up. (A refused connection made
+    # this race: on a quiet machine the run failed, and so ended, inside the second.)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        tasks, campaign = _unreachable(tmp_path, silent.getsockname()[1])
+        out = assay_run(settings, tasks, campaign, "--timeout", "1", **{KEY_ENV: "not-a-key"})
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
     assert "timed out after 1 s with work pending" in out.stderr
     assert "1 expected run(s) never ended" in out.stderr
