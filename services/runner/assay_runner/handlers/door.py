@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -50,6 +50,27 @@ REQUESTS_IN_FLIGHT = 32
 """A task's run requests in flight at once, after its first (many epochs or agents)."""
 
 
+ANSWERS_REMEMBERED = 65536
+"""Submissions a runner remembers having answered (the oldest forgotten first): a started
+campaign's catch-up and the task consumer both admit its tasks, and the second admission
+of one, once the first answered it, would only ask the log again what the first wrote."""
+
+
+@dataclass
+class _Answered:
+    """Submission event ids this process answered (the answer acknowledged by the log)."""
+
+    _ids: OrderedDict[str, None] = field(default_factory=OrderedDict)
+
+    def add(self, event_id: str) -> None:
+        self._ids[event_id] = None
+        if len(self._ids) > ANSWERS_REMEMBERED:
+            self._ids.popitem(last=False)
+
+    def __contains__(self, event_id: object) -> bool:
+        return event_id in self._ids
+
+
 @dataclass
 class _Held:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -91,6 +112,7 @@ class Door(RunnerBase):
     """Run ids this process is publishing now: the campaign and the task handler may both
     schedule a task's runs at once, and each run must start one trace, not two."""
     _admitting: _TaskLocks = field(default_factory=_TaskLocks)
+    _answered: _Answered = field(default_factory=_Answered)
     _blob_reads: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Attachments are read whole to be verified: one at a time in this process, so that
     admissions in flight do not hold many of them in memory at once."""
@@ -208,6 +230,8 @@ class Door(RunnerBase):
     ) -> None:
         """Answer a submission: refuse it, or accept it and schedule its runs."""
         async with self._admitting.hold(event.campaign_id, event.task.task_id):
+            if event.event_id in self._answered:
+                return  # by this process, under this lock: its answer is on the log
             await self._answer(campaign, event, stored)
 
     async def _answer(
@@ -218,6 +242,7 @@ class Door(RunnerBase):
             if rejected is not None:
                 log.info("task %s refused: %s", event.task.task_id, rejected.detail)
                 await self.bus.publish(rejected)
+                self._answered.add(event.event_id)
             return
         declared = await self._controls_of(event.campaign_id)
         try:
@@ -252,6 +277,7 @@ class Door(RunnerBase):
             rejected = self.admission.taken(event, stored.sequence, taken)
             log.info("task %s refused: %s", event.task.task_id, rejected.detail)
             await self.bus.publish(rejected)
+            self._answered.add(event.event_id)
             return
         await self._accept(event, runs)
 
@@ -263,6 +289,7 @@ class Door(RunnerBase):
                 run_ids=[r.run_id or "" for r in runs],
             )
         )
+        self._answered.add(event.event_id)
 
     def pace(self, campaign: CampaignSpec) -> None:
         """Request a wave campaign's tasks as their waves come (`Waves` does; a door
