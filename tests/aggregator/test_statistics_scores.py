@@ -11,7 +11,7 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint  # type: ignore[import-untyped]
 
 from assay_report import statistics as st
-from assay_report.statistics._bootstrap import resample_counts
+from assay_report.statistics._bootstrap import resample_counts, weigh
 from assay_testing.synthetic_tables import synthetic_tables
 from tests.aggregator.stats import rows_of
 
@@ -353,4 +353,18 @@ def test_resample_counts_are_one_draw_of_t_indices_per_resample(b: int, t: int) 
         for row in range(b):
             want[row] = np.bincount(rng.integers(0, t, size=t), minlength=t)
     got = resample_counts(11, b, t)
-    assert got.dtype == np.float64 and np.array_equal(got, want)
+    assert got.dtype == (np.uint16 if t <= 65_535 else np.uint32)  # exact, and small
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize(("b", "t", "k"), [(2_500, 40, 3), (1_024, 7, 1), (3, 5, 2), (0, 4, 2)])
+def test_weigh_is_the_float64_product_of_the_counts(b: int, t: int, k: int) -> None:
+    """By hand: row b of ``weigh(W, M)`` is sum_t W[b, t] * M[t, :], in float64, over every
+    block of rows (2,500 resamples span three blocks)."""
+    counts = resample_counts(5, b, t)
+    m = np.random.default_rng(3).normal(size=(t, k))
+    got = weigh(counts, m)
+    assert got.dtype == np.float64 and got.shape == (b, k)
+    for row in range(b):
+        want = [sum(float(counts[row, i]) * m[i, j] for i in range(t)) for j in range(k)]
+        assert got[row] == pytest.approx(want, rel=1e-12, abs=1e-12)

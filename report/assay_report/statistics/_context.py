@@ -16,7 +16,7 @@ import polars as pl
 
 from assay_schemas import ANCHOR
 
-from ._bootstrap import Estimate, ratio, resample_counts
+from ._bootstrap import Counts, Estimate, ratio, resample_counts
 from ._panel import F64, Panel, cell_means, prepare
 from ._rows import AgentKey
 from ._tables import StatisticsInputError, Tables, TaskAttribute
@@ -53,7 +53,7 @@ class Context:
         return self.settings.confidence
 
     @cached_property
-    def counts(self) -> F64:
+    def counts(self) -> Counts:
         """(B, T) task multiplicities of each bootstrap resample."""
         s = self.settings
         return resample_counts(s.seed, s.n_resamples, len(self.panel.task_ids))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ._bootstrap import F64, I64, percentile_interval, ratio, resample_counts
+from ._bootstrap import F64, I64, percentile_interval, ratio, resample_counts, weigh
 from ._context import AnalysisSettings
 from ._validity import check_settings, validated
 from ._validity_rows import BINS, RATER_SCHEMA, HumanAgreement, HumanBias, RunKind, SubjectKind
@@ -81,14 +81,16 @@ def _agreement(
 
     def figure(c: F64, w: F64) -> tuple[float, float, float]:
         est = kappa(c.sum(axis=0), w)
-        draws = kappa((counts @ c.reshape(t_n, -1)).reshape(-1, *c.shape[1:]), w)
+        draws = kappa(weigh(counts, c.reshape(t_n, -1)).reshape(-1, *c.shape[1:]), w)
         low, high = percentile_interval(draws[:, None], settings.confidence)
         return float(est), float(low[0]), float(high[0])
 
     k, k_lo, k_hi = figure(pf, _PLAIN)
     wk, wk_lo, wk_hi = figure(bins, _QUADRATIC)
     rho = float(spearman(x, y, np.ones((1, x.size)))[0])
-    r_lo, r_hi = percentile_interval(spearman(x, y, counts[:, t_idx])[:, None], settings.confidence)
+    r_lo, r_hi = percentile_interval(
+        spearman(x, y, counts[:, t_idx].astype(np.float64))[:, None], settings.confidence
+    )
     m = pf.sum(axis=0).astype(np.int64)
     n = max(pairs.height, 1)
     return HumanAgreement(

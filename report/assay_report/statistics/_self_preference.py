@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from ._bootstrap import percentile_interval
+from ._bootstrap import percentile_interval, weigh
 from ._context import Context
 from ._no_spread import zero_width
 from ._panel import F64, I64
@@ -164,7 +164,7 @@ def fit(ctx: Context) -> Fit:
     g = np.unique(task).size
     a_inv = np.linalg.inv(a)
     cov = a_inv @ (score.T @ score) @ a_inv * (g / (g - 1) if g > 1 else np.nan)
-    draws_k = _solve_batch((ctx.counts @ a_t).reshape(-1, k, k), ctx.counts @ b_t)
+    draws_k = _solve_batch(weigh(ctx.counts, a_t).reshape(-1, k, k), weigh(ctx.counts, b_t))
 
     full = np.full(z.shape[1], np.nan)
     full[keep] = coef
