@@ -5,7 +5,7 @@ becomes a stored :class:`ControlPlan` and one :class:`ControlDeclared`, sealed u
 deployment's controls secret (`assay.security.controls`: the runner and the aggregator
 open it, judges and reviewers cannot), published before the tasks. The runner requests the control's run
 when it admits the task, at the slot the declaration names among the agents' runs (never
-first), with the request of one of the campaign's agents (its model, family, limits)
+first; among the runs of the agent it looks like, so it waits in the queue as they do), with the request of one of the campaign's agents (its model, family, limits)
 under the control agent's own id. That id is salted with the campaign's secret salt (the
 run id derives from it, so neither can be recomputed from public names) and shaped like
 the agent's. What still tells a control apart is measured by `bench.blindness`.
@@ -172,14 +172,28 @@ def _deal(salt: bytes, n: int, dealt: int) -> int:
     return deck[dealt % n]
 
 
-def _slots(salt: bytes, task_id: str, agents_runs: int, controls: int, *, first: bool) -> list[int]:
-    """Where a task's controls go among its run requests, drawn by the salt. In the
-    campaign's `first` task never first (the campaign's first request is an agent's);
-    elsewhere anywhere, so that controls do not come later than agents' runs on average."""
+def _slots(
+    salt: bytes, task_id: str, order: list[str], likes: list[str | None], *, first: bool
+) -> list[int]:
+    """Where a task's controls go among its run requests (`order`: the agents' runs' agent
+    ids, in request order), drawn by the salt: each among the runs of the agent it looks
+    like (`likes`), anywhere from just before the first to just after the last, as one
+    more epoch of that agent would be. A run's place in the queue sets how long it waits
+    for the runner, so a control placed apart from its look-alike's runs would wait as
+    they never do (the last measured tell: run durations). In the campaign's `first`
+    task never first (the campaign's first request is an agent's)."""
     draw = random.Random(hmac.new(salt, f"slots\x1f{task_id}".encode(), hashlib.sha256).digest())
-    start = 1 if first and agents_runs else 0
-    slots = draw.sample(range(start, agents_runs + controls), controls)
-    draw.shuffle(slots)
+    merged: list[tuple[str | None, int | None]] = [(agent, None) for agent in order]
+    for i in draw.sample(range(len(likes)), len(likes)):
+        at = [j for j, (who, _) in enumerate(merged) if who == likes[i]]
+        lo, hi = (at[0], at[-1] + 1) if at else (0, len(merged))
+        if first and order:
+            lo, hi = max(lo, 1), max(hi, 1)
+        merged.insert(draw.randint(lo, hi), (likes[i], i))
+    slots = [0] * len(likes)
+    for place, (_, which) in enumerate(merged):
+        if which is not None:
+            slots[which] = place
     return slots
 
 
@@ -203,7 +217,7 @@ def plan_controls(
     taken = {a.agent_id for a in campaign.agents}
     looks: dict[str, _Disguise] = {}
     step_ms = SCRIPTED_STEP_MS if campaign.scripted else MODEL_STEP_MS
-    agents_runs = len(campaign.agents) * campaign.epochs
+    order = [a.agent_id for a in campaign.agents for _ in range(campaign.epochs)]
     out: list[ControlDeclared] = []
     for draft in drafts:
         event = submitted[draft.task_id]
@@ -242,7 +256,8 @@ def plan_controls(
                     )
                 )
         first = draft is drafts[0]
-        slots = _slots(salt, task.task_id, agents_runs, len(declared), first=first)
+        likes = [d.like for d in declared]
+        slots = _slots(salt, task.task_id, order, likes, first=first)
         out += _sealed(key, declared, slots, event.event_id, producer)
     return out
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu
 
+from assay_judge.delimit import final_message_block
 from assay_report.statistics import RULE_CHECKS
 from assay_schemas import ArtifactsSealed, Event, RunRequested
 from bench.blindness import (
@@ -57,19 +59,14 @@ def _measure(ran: Campaign) -> tuple[Blindness, list[tuple[str, float]]]:
     return found, top_tells(features, controls)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue #47 open: each home draws its own salt; five salts measured 0.27-0.51 "
-    "(mean 0.41) and two runs alone 0.34-0.36, but one of four runs inside a loaded full "
-    "suite failed (its figure was not kept), so the xfail is not strict until every salt "
-    "is shown to pass under load",
-)
 def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campaign(
     bundled: Campaign,
 ) -> None:
     """Each home draws its own controls secret (its look-alikes, ids and slots): over five
-    salts the AUC was 0.27-0.51, mean 0.41 (from 0.47-0.69, mean 0.57, before controls
-    chained their commands, stopped hashing their outputs and opened as their kind's runs)."""
+    salts, on a machine shared with other test runs, the AUC was 0.24-0.54 (0.27-0.51
+    before controls took their look-alike's house style and queue place and durations
+    stopped counting the runner's queue; 0.47-0.69 before controls chained their
+    commands, stopped hashing their outputs and opened as their kind's runs)."""
     found, tells = _measure(bundled)
     print(
         f"\nbundled: AUC {found.auc:.3f} ({found.n_controls} controls, "
@@ -82,10 +79,11 @@ def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campa
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=False,
-    reason="issue #47 open: AUC 0.674 on one salt (the bundled campaign's salts 0.27-0.51); "
-    "its tells: run durations (end.log_duration_s, step latencies) and the message "
-    "(message.lines, message.chars: the overclaimer's answers drop the reference's "
-    "'Summary:' opening that every control keeps); not strict, as salts vary",
+    reason="issue #47 open: AUC 0.640 and 0.514 on two salts (0.61, 0.67 and 0.72 before "
+    "controls took their look-alike's house style and queue place and durations stopped "
+    "counting the runner's queue); its tells then: step latencies (a control's steps take "
+    "longer than its kind's runs' at the same turn), write share, the look-alike's model; "
+    "not strict, as salts vary",
 )
 def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
     tmp_path_factory: pytest.TempPathFactory,
@@ -171,13 +169,15 @@ def _first_turns(server: object, model: str) -> list[str]:
 def test_a_control_and_an_agents_run_with_the_same_work_reach_the_judge_alike(
     bundled: Campaign,
 ) -> None:
-    """The reference control is what the careful agent leaves and says; where both runs
-    sealed the same files and message, the judge's model server received the same
-    opening request about each, byte for byte once run ids are masked."""
+    """Where a control and an agent's run on its task sealed the same files and message
+    (the reference control and the careful agent's run, the prose-only control and the
+    empty agent's, ..., where the control wears a model of the same house style), the
+    judge's model server received the same opening request about each, byte for byte
+    once run ids are masked."""
     events = bundled.events
     seals = _seals(events)
     declared = {d.control_run_id: d for d in bundled.controls}
-    requested = {e.run_id: e for e in events if isinstance(e, RunRequested)}
+    requested = {e.run_id: e for e in events if isinstance(e, RunRequested) and e.run_id}
     opening = _first_turns(bundled.server, "scripted-judge-balanced")
 
     def work(run: str) -> tuple[frozenset[tuple[str, str]], str]:
@@ -186,22 +186,27 @@ def test_a_control_and_an_agents_run_with_the_same_work_reach_the_judge_alike(
 
     pairs = 0
     for run, control in declared.items():
-        if control.variant != "reference":
-            continue
-        careful = next(
+        alike = [
             r
             for r, e in requested.items()
-            if e.agent.agent_id == "careful" and e.task_id == control.task_id
-        )
-        if work(careful) != work(run):
+            if r not in declared and e.task_id == control.task_id and work(r) == work(run)
+        ]
+        if not alike:
             continue
         pairs += 1
-        shas = [sha[:12] for _, sha in work(run)[0]]
+        files, message = work(run)
+        said = json.dumps(final_message_block(message))[1:-1]  # as the case quotes it
         about = [
-            b for b in opening if f"task {control.task_id})" in b and all(sha in b for sha in shas)
+            b
+            for b in opening
+            if f"task {control.task_id})" in b
+            and all(sha[:12] in b for _, sha in files)
+            and said in b
         ]
-        assert len(about) == 2, (control.task_id, len(about))
-        assert about[0] == about[1], control.task_id
-    assert pairs >= 4, (
-        f"only {pairs} tasks where the reference control left the careful agent's work"
-    )
+        # Runs with more files (and the same message) match too: the runs that did this
+        # same work, the control among them, must have sent one body, the same for all.
+        same = [
+            r for r, e in requested.items() if e.task_id == control.task_id and work(r) == work(run)
+        ]
+        assert max(Counter(about).values()) == len(same), (control.task_id, control.variant)
+    assert pairs >= 4, f"only {pairs} controls that left the work of an agent's run"

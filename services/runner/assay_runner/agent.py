@@ -7,7 +7,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from opentelemetry import trace
 
@@ -260,12 +260,24 @@ async def publish_finished(
         steps=len(steps),
         usage=sum((s.usage for s in steps), Usage()),
         cost_usd=sum(s.cost_usd for s in steps),
-        duration_s=(datetime.now(UTC) - ready.occurred_at).total_seconds(),
+        duration_s=(datetime.now(UTC) - _began(ready, steps)).total_seconds(),
         output_sha256=output_sha256,
         producer=bus.producer,
     )
     await bus.publish(finished)
     return finished
+
+
+def _began(ready: SandboxReady, steps: Sequence[AgentStepLogged]) -> datetime:
+    """When the run's work began: its first model call (its first step's time less its
+    latency), not its sandbox's readiness. The wait between the two is the runner's
+    queue, which follows the run's place among the campaign's requests and the machine's
+    load, not the agent: counted in, it weighed on the agent's latency in the report and
+    told a control's run apart by where it was queued (issue #47)."""
+    if not steps:
+        return ready.occurred_at
+    first = steps[0].occurred_at - timedelta(milliseconds=steps[0].latency_ms)
+    return max(ready.occurred_at, first)
 
 
 async def _store_answer(store: BlobStore, final: str) -> FileRef:
