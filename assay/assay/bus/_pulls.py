@@ -92,19 +92,8 @@ class BatchPull:
 
     async def _pull(self, sub: JetStreamContext.PullSubscription) -> None:
         while not self._stopping:
-            try:
-                msgs = await sub.fetch(self.batch_size, timeout=self.wait_s)
-            except TimeoutError:  # asyncio's, and nats-py's own (a subclass)
-                continue
-            except Exception as e:  # reconnecting, a leader election: the log is still there
-                log.warning(
-                    "%s: fetch failed (%s: %s); again in %.0fs",
-                    self.durable,
-                    type(e).__name__,
-                    e,
-                    _RETRY_S,
-                )
-                await asyncio.sleep(_RETRY_S)
+            msgs = await _fetch(sub, self.batch_size, self.wait_s, self.durable)
+            if not msgs:
                 continue
             self._handling = True
             self.batches += 1
@@ -200,20 +189,7 @@ class WorkerPull:
                     self._room.clear()
                     await self._room.wait()
                     continue
-                try:
-                    msgs = await sub.fetch(room, timeout=self.wait_s)
-                except TimeoutError:  # asyncio's, and nats-py's own (a subclass)
-                    continue
-                except Exception as e:  # reconnecting, a leader election: the log is still there
-                    log.warning(
-                        "%s: fetch failed (%s: %s); again in %.0fs",
-                        self.durable,
-                        type(e).__name__,
-                        e,
-                        _RETRY_S,
-                    )
-                    await asyncio.sleep(_RETRY_S)
-                    continue
+                msgs = await _fetch(sub, room, self.wait_s, self.durable)
                 for msg in msgs:
                     self._in_hand[id(msg)] = msg
                     handler = asyncio.create_task(self._work(msg))
@@ -234,3 +210,20 @@ class WorkerPull:
         self._working.discard(handler)
         if self._room is not None:
             self._room.set()
+
+
+async def _fetch(
+    sub: JetStreamContext.PullSubscription, batch: int, wait_s: float, durable: str
+) -> list[Msg]:
+    """Up to `batch` messages, or none when the log held none for `wait_s` or the fetch
+    failed (reconnecting, a leader election: the log is still there, so pause and go on)."""
+    try:
+        return await sub.fetch(batch, timeout=wait_s)
+    except TimeoutError:  # asyncio's, and nats-py's own (a subclass)
+        return []
+    except Exception as e:
+        log.warning(
+            "%s: fetch failed (%s: %s); again in %.0fs", durable, type(e).__name__, e, _RETRY_S
+        )
+        await asyncio.sleep(_RETRY_S)
+        return []
