@@ -275,6 +275,35 @@ def test_lifecycle_and_reconciliation(backend: SandboxBackend, spec: SandboxSpec
             call()
 
 
+def test_two_destroys_at_once_both_end_with_the_sandbox_gone(
+    backend: SandboxBackend, spec: SandboxSpec
+) -> None:
+    """A handler's destroy left running by a stop, and the teardown after it: dockerd
+    answered the second removal 409 ("already in progress"), which failed the teardown.
+    Each ends now, done or told the sandbox is gone, and neither leaves it behind."""
+    sid = f"t-twice-{os.getpid()}"
+    backend.create(spec, sid, {})
+    start = threading.Barrier(2)
+    failures: list[BaseException] = []
+
+    def destroy() -> None:
+        start.wait()
+        try:
+            backend.destroy(sid)
+        except SandboxNotFound:
+            pass  # the other one finished first
+        except BaseException as e:
+            failures.append(e)
+
+    both = [threading.Thread(target=destroy) for _ in range(2)]
+    for t in both:
+        t.start()
+    for t in both:
+        t.join(60)
+    assert failures == []
+    assert sid not in {s.sandbox_id for s in backend.list_live()}
+
+
 def test_copy_for_seal_and_store(
     backend: SandboxBackend, make_sandbox: MakeSandbox, tmp_path: Path
 ) -> None:

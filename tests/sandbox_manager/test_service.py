@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -285,3 +286,42 @@ async def test_a_runs_end_stops_the_command_running_then_seals(
         assert store.get_bytes(out.sha256) == b"part\n"  # stopped before its `done`
         with pytest.raises(SandboxGone, match="destroyed"):
             await client.exec("echo late > late.txt", timeout_s=20, cwd="/workspace")
+
+
+class HeldDestroy(BubblewrapBackend):
+    """Bubblewrap whose destroy waits for `go` once it has begun (`begun`)."""
+
+    def __init__(self, state_dir: Path, seal_dir: Path) -> None:
+        super().__init__(state_dir, seal_dir)
+        self.begun, self.go = threading.Event(), threading.Event()
+
+    def destroy(self, sandbox_id: str) -> None:
+        self.begun.set()
+        self.go.wait(30)
+        super().destroy(sandbox_id)
+
+
+async def test_a_destroy_cancelled_midway_is_over_when_the_cancel_is(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> None:
+    """A stop cancels the handler at work; one destroying a sandbox used to return at once
+    while the destroy went on in its thread, so a teardown after the stop found the sandbox
+    and removed it a second time (dockerd: 409). The cancel now waits for the destroy."""
+    store = LocalBlobStore(settings.blob_dir)
+    state = settings.instance_state
+    held = HeldDestroy(state / "bwrap", state / "seals")
+    service = build(settings, store=store, backends={"bubblewrap": held})
+    await service.start()
+    try:
+        ready = await request_sandbox(bus, "r1", make_task(store, tmp_path))
+        destroying = asyncio.create_task(service._destroy(ready.sandbox_id))
+        assert await asyncio.to_thread(held.begun.wait, 30)
+        destroying.cancel()
+        # Let the destroy go on a while after the cancel: it must be over when the cancel is.
+        asyncio.get_running_loop().call_later(2.0, held.go.set)
+        with pytest.raises(asyncio.CancelledError):
+            await destroying
+        assert held.list_live() == []
+    finally:
+        held.go.set()
+        await service.bus.stop()

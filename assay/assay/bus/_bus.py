@@ -27,12 +27,13 @@ from assay_schemas import (
     RequestUnanswered,
 )
 
+from ._acks import Acks
 from ._broker import connect_error, ensure_streams, make_broker, refused_everywhere
 from ._dead_letters import read_dead_letters
 from ._lag import LagWatch
 from ._lost import LostWatch
 from ._lost_deliveries import _LOST_GRACE_MAX_S, LostDeliveries
-from ._pulls import BatchPull
+from ._pulls import BatchPull, WorkerPull
 from ._reads import LogReads
 from ._records import Published, Unchanged
 from ._replay import LoggedEvent, Skipped, decode_log, read_raw
@@ -67,7 +68,7 @@ class Bus(LostDeliveries, LogReads):
         self._connected = False
         self._durables: list[str] = []
         self._request_servers: list[RequestServer] = []
-        self._pulls: list[BatchPull] = []
+        self._pulls: list[BatchPull | WorkerPull] = []
         self._lost: dict[str, LostWatch] = {}
         """Each consumed durable's lost last deliveries, handled as its handler's last
         failure would be (see `_lost.py`)."""
@@ -82,6 +83,8 @@ class Bus(LostDeliveries, LogReads):
         """Messages given up from an advisory here (the latest few hundred): a delivery of
         one still queued in this process (fetched, waiting for a worker past the ack wait)
         is settled unhandled, or its run would end twice."""
+        self._acks = Acks()
+        """Handled messages' acks, sent once per turn of the event loop."""
         self._handling: dict[tuple[str, int], asyncio.Future[bool]] = {}
         """Deliveries being handled, by durable and stream sequence; each settles to
         whether its message was acked (see `_deliver`)."""
@@ -154,6 +157,7 @@ class Bus(LostDeliveries, LogReads):
             await server.stop()
         for pull in self._pulls:
             await pull.stop()
+        await self._acks.flush()
         for sub in self._advisories:
             with contextlib.suppress(Exception):  # the connection may be gone already
                 await sub.unsubscribe()

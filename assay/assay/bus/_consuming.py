@@ -8,9 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from faststream import AckPolicy
-from faststream.nats import ConsumerConfig, DeliverPolicy, JStream, NatsBroker, NatsMessage, PullSub
-from faststream.nats.subscriber.usecases.basic import LogicSubscriber
+from faststream.nats import ConsumerConfig, DeliverPolicy, JStream, NatsBroker
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy as JsAckPolicy
@@ -18,15 +16,16 @@ from opentelemetry import trace
 
 from assay.config import Settings
 from assay.security.signing import TrustList
-from assay.telemetry import extract_context, serving, tracer
+from assay.telemetry import ServedSpan, extract_context, tracer
 from assay_schemas import Event, InvalidEvent, Producer, SignatureRefused, Superseded, parse_event
 
+from ._acks import Acks
 from ._broker import inbox_of
 from ._dead_letters import dead_letter
 from ._lost import LostWatch
 from ._outages import through_outages
-from ._pacing import KeepAlive, backoff, heartbeat_s, whole_message
-from ._pulls import BatchPull
+from ._pacing import KeepAlive, backoff, heartbeat_s
+from ._pulls import BatchPull, WorkerPull
 from ._records import Delivery, GiveUpSink, Refusal, RefusalSink
 from ._subjects import Subjects
 
@@ -50,6 +49,9 @@ def _remember(seen: dict[tuple[str, int], None], key: tuple[str, int]) -> None:
 
 Handler = Callable[[E, Delivery], Awaitable[None]]
 
+_TRACER = tracer("assay.bus")
+"""The bus's tracer, made once (each span still goes to the service it serves)."""
+
 
 class Consuming:
     """The consumers `Bus` offers on top of its connection and the state `Bus.__init__` makes."""
@@ -61,11 +63,12 @@ class Consuming:
     stream: JStream
     _dlq: JStream
     _durables: list[str]
-    _pulls: list[BatchPull]
+    _pulls: list[BatchPull | WorkerPull]
     _lost: dict[str, LostWatch]
     _acked: dict[tuple[str, int], None]
     _lost_given_up: dict[tuple[str, int], None]
     _handling: dict[tuple[str, int], asyncio.Future[bool]]
+    _acks: Acks
     trust: TrustList | None
 
     @property
@@ -76,7 +79,7 @@ class Consuming:
 
     def consume_event(
         self, event_type: type[E], handler: Handler[E], *, durable: str, **options: Any
-    ) -> LogicSubscriber[Any] | BatchPull:
+    ) -> WorkerPull | BatchPull:
         """`consume` on the subject of one event type, refusing every other type."""
         subject = self.subjects.event(event_type.__name__)
         return self.consume(subject, handler, durable=durable, event_type=event_type, **options)
@@ -96,7 +99,7 @@ class Consuming:
         deliver_policy: DeliverPolicy = DeliverPolicy.ALL,
         on_refused: RefusalSink | None = None,
         on_give_up: GiveUpSink | None = None,
-    ) -> LogicSubscriber[Any] | BatchPull:
+    ) -> WorkerPull | BatchPull:
         """Register a durable pull consumer that hands typed events to `handler`.
 
         Delivery is explicit: success acks; a raise is retried with backoff until
@@ -105,9 +108,10 @@ class Consuming:
         messages that do not parse
         (or are not `event_type`, or disagree with their subject) are dead-lettered at
         once and reported to `on_refused`. The consumer never stops for one bad message.
-        Instances that share `durable` share the work. Each pull asks for up to
-        `batch_size` messages (default: one per worker); a one-worker consumer that keeps up
-        with a busy log pulls many at a time and still handles them in order.
+        Instances that share `durable` share the work. Each message is handled in a task
+        of its own (`WorkerPull`), at most `max_workers` at a time; a pull asks for what
+        keeps `batch_size` messages in hand (default: one per worker): above `max_workers`,
+        the rest wait their turn in log order, kept alive meanwhile.
         `batch_wait_s` (one worker only): pull in batches with nats-py's fetch (see
         `BatchPull`), each pull taking what the log holds at once or waiting up to that
         long when it holds nothing; every message of a batch is still parsed, handled and
@@ -158,7 +162,7 @@ class Consuming:
                         # A handler that never waits would hold the loop for the whole batch.
                         await asyncio.sleep(0)
 
-            pull = BatchPull(
+            batches = BatchPull(
                 subject=subject,
                 durable=durable,
                 stream=self.stream.name,
@@ -169,28 +173,22 @@ class Consuming:
                 handle=on_batch,
                 gather_s=batch_gather_s,
             )
-            self._pulls.append(pull)
-            return pull
+            self._pulls.append(batches)
+            return batches
 
-        subscriber = self.broker.subscriber(
-            subject,
-            stream=self.stream,
+        pull = WorkerPull(
+            subject=subject,
             durable=durable,
-            pull_sub=PullSub(batch_size=batch_size or max(1, max_workers), timeout=1.0),
+            stream=self.stream.name,
             config=config,
-            ack_policy=AckPolicy.MANUAL,
             max_workers=max_workers,
-            decoder=whole_message,
-            # Pull batches arrive on an inbox faststream names itself: keep it private too.
+            batch_size=batch_size or max(1, max_workers),
+            ack_wait_s=self.settings.ack_wait_s,
             inbox_prefix=inbox,
+            deliver=deliver,
         )
-
-        async def on_message(msg: NatsMessage) -> None:
-            with KeepAlive([msg.raw_message], self.settings.ack_wait_s):
-                await deliver(msg.raw_message)
-
-        subscriber(on_message)
-        return subscriber
+        self._pulls.append(pull)
+        return pull
 
     async def _deliver(
         self,
@@ -214,7 +212,7 @@ class Consuming:
             # handler would race the first (two agent loops on one sandbox, a sandbox opened
             # twice); this delivery waits, then settles its message as the first did.
             if await asyncio.shield(first):
-                await raw.ack()
+                self._acks.ack(raw)
             return
         loop = asyncio.get_running_loop()
         self._handling[key] = settled = loop.create_future()
@@ -256,12 +254,9 @@ class Consuming:
                 await on_refused(taken)
             return False
         event, signer = taken
-        ctx = extract_context(raw.headers)
         span_name = f"{durable} handle {event.event_type}"
-        with (
-            serving(self.producer.service),
-            tracer("assay.bus").start_as_current_span(span_name, context=ctx) as span,
-        ):
+        ctx = extract_context(headers)
+        with ServedSpan(self.producer.service, _TRACER, span_name, ctx) as span:
             span.set_attribute("assay.event_id", event.event_id)
             span.set_attribute("assay.run_id", event.run_id or "")
             delivery = Delivery(
@@ -300,7 +295,7 @@ class Consuming:
                     )
                     await raw.nak(delay=backoff(attempt))
                 return False
-        await raw.ack()
+        self._acks.ack(raw)
         return True
 
     @staticmethod

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import Any
+from collections.abc import Collection
 
 from nats.aio.msg import Msg
 
-__all__ = ["KeepAlive", "backoff", "heartbeat_s", "whole_message"]
+__all__ = ["KeepAlive", "backoff", "heartbeat_s"]
 
 log = logging.getLogger("assay.bus")
 
@@ -25,7 +25,7 @@ class KeepAlive:
     block ends: a timer, not a task per message (most handlers end long before the first
     beat, and a task made and cancelled per delivery cost more than the delivery)."""
 
-    def __init__(self, waiting: list[Msg], ack_wait_s: float) -> None:
+    def __init__(self, waiting: Collection[Msg], ack_wait_s: float) -> None:
         self._waiting = waiting
         self._interval = heartbeat_s(ack_wait_s)
         self._loop = asyncio.get_running_loop()
@@ -53,13 +53,6 @@ class KeepAlive:
                 await msg.in_progress()
             except Exception:  # reconnecting, or settled meanwhile; redelivery is the fallback
                 log.debug("in_progress failed", exc_info=True)
-
-
-async def whole_message(msg: Any) -> Any:
-    """Hand the handler faststream's message itself: parsing, acks and dead letters happen
-    in one place (`Bus._deliver`), and no dependency injection runs per message (apply_types
-    is off on our broker: resolving it cost more than the rest of the delivery)."""
-    return msg
 
 
 def backoff(attempt: int) -> float:

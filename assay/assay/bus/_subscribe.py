@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from faststream.nats.subscriber.usecases.basic import LogicSubscriber
-
 from assay.contract import Consumer, fill
 from assay_schemas import ConfigError, Event
 
 from ._bus import Bus
-from ._pulls import BatchPull
+from ._pulls import BatchPull, WorkerPull
 from ._records import Delivery
 
 __all__ = ["subscribe"]
@@ -25,7 +23,7 @@ def subscribe(
     handler: Callable[[E, Delivery], Awaitable[None]],
     values: Mapping[str, str] | None = None,
     **options: Any,
-) -> LogicSubscriber[Any] | BatchPull:
+) -> WorkerPull | BatchPull:
     """Register `consumer` on `bus` with `handler`: the filter subject and durable name come
     from the contract, `values` fill its placeholders, `options` go to `Bus.consume`."""
     durable = fill(consumer.durable, values or {})

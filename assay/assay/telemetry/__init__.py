@@ -10,6 +10,7 @@ from opentelemetry.context import Context
 
 from ._exporters import ExporterChoice, exporter_choices
 from ._setup import (
+    ServedSpan,
     current_service,
     meter,
     serving,
@@ -21,6 +22,7 @@ from ._setup import (
 
 __all__ = [
     "ExporterChoice",
+    "ServedSpan",
     "current_service",
     "exporter_choices",
     "extract_context",

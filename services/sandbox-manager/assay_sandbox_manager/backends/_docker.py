@@ -17,7 +17,6 @@ import contextlib
 import socket
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import docker
 import docker.errors
@@ -52,6 +51,11 @@ _INTERNAL = (LABEL, ID_LABEL, STATE_LABEL)
 # it). PID 1 is immune to `kill -9 -1`, which a timeout's sweep uses to kill every other
 # process in the container.
 _KEEPALIVE = [RESIDENT_BINARY, "--init"]
+_CONFLICT = 409
+"""dockerd's answer to removing a container whose removal is under way."""
+_REMOVAL_WAIT_S = 30
+"""How long a destroy waits for another's removal of the same container (dockerd's own
+client timeout here)."""
 
 
 def _resident_bind(sandbox_id: str, image: str) -> dict[str, dict[str, str]]:
@@ -86,15 +90,6 @@ class DockerBackend(WorkspaceFiles, ResidentExec):
             ) from e
         self.dirs = HostDirs(state_dir, seal_dir)
         self._init_residents()
-
-    def _container(self, sandbox_id: str) -> Any:
-        check_sandbox_id(sandbox_id)
-        try:
-            return self.client.containers.get(f"assay-sbx-{sandbox_id}")
-        except docker.errors.NotFound as e:
-            raise SandboxNotFound(
-                f"sandbox {sandbox_id}: no container assay-sbx-{sandbox_id}"
-            ) from e
 
     def create(self, spec: SandboxSpec, sandbox_id: str, labels: Mapping[str, str]) -> SandboxInfo:
         """Start the container; returns once it is running."""
@@ -195,14 +190,30 @@ class DockerBackend(WorkspaceFiles, ResidentExec):
         check_sandbox_id(sandbox_id)
         self._drop_resident(sandbox_id)
         found = self.dirs.root(sandbox_id).exists()
-        try:
-            self._container(sandbox_id).remove(force=True)
-            found = True
-        except SandboxNotFound:
-            pass
+        found = self._remove_container(sandbox_id) or found
         if not found:
             raise SandboxNotFound(f"sandbox {sandbox_id}: no container and no state")
         self.dirs.remove(sandbox_id)
+
+    def _remove_container(self, sandbox_id: str) -> bool:
+        """Remove the sandbox's container; False when there was none.
+
+        Two teardowns of one sandbox can overlap (a destroy left running in its thread by a
+        cancelled handler, and whoever tears down after it): dockerd answers the second
+        409, "removal of container already in progress". That one waits for the first to
+        end instead of failing; a container gone meanwhile (404) is a removal done."""
+        cid = f"assay-sbx-{sandbox_id}"
+        api = self.client.api
+        try:
+            api.remove_container(cid, force=True)
+        except docker.errors.NotFound:
+            return False
+        except docker.errors.APIError as e:
+            if e.status_code != _CONFLICT:
+                raise
+            with contextlib.suppress(docker.errors.NotFound):  # removed by now
+                api.wait(cid, timeout=_REMOVAL_WAIT_S, condition="removed")
+        return True
 
     def list_live(self) -> list[SandboxInfo]:
         """Containers labelled assay.sandbox=1 of this state dir, plus state folders without one."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import os
 from pathlib import Path
 
@@ -34,9 +35,13 @@ def mount_quota(target: Path, size_mb: int, uid: int, gid: int) -> bool:
 
 
 def unmount_quota(target: Path) -> None:
-    """Lazily unmount target if it is a mount point."""
+    """Lazily unmount target if it is a mount point (idempotent, also when two teardowns of
+    one sandbox overlap: the second's EINVAL, "not a mount point" by the time it asked, is
+    the first one's unmount done)."""
     if os.path.ismount(target) and _libc.umount2(os.fsencode(target), _MNT_DETACH) != 0:
         err = ctypes.get_errno()
+        if err == errno.EINVAL and not os.path.ismount(target):
+            return
         raise OSError(err, f"umount {target}: {os.strerror(err)}")
 
 

@@ -72,6 +72,20 @@ class Sandboxes:
     async def _blocking(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._threads, partial(fn, *args))
 
+    async def _finished(self, fn: Callable[..., T], *args: Any) -> T:
+        """`_blocking` for a call that must not be left running behind a cancel: the
+        cancel (a stop cancelling the handler at work) waits for the call to end. A
+        destroy left in its thread went on after the stop had returned, so whoever tore
+        down next found the sandbox still there and removed it a second time (dockerd:
+        409, removal already in progress)."""
+        call = asyncio.ensure_future(self._blocking(fn, *args))
+        try:
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await call
+            raise
+
     def backend_for(self, spec: SandboxSpec) -> SandboxBackend:
         """The backend a run's spec asks for."""
         try:
@@ -154,7 +168,7 @@ class Sandboxes:
         try:
             for backend in targets:
                 try:
-                    await self._blocking(backend.destroy, sandbox_id)
+                    await self._finished(backend.destroy, sandbox_id)
                 except SandboxNotFound:
                     continue
         finally:

@@ -1,0 +1,175 @@
+"""Consumers with workers (`WorkerPull`, every consumer but the aggregator's): each message
+handled in a task of its own, at most `max_workers` at a time, settled on its own — against
+a real nats-server, with what the server's consumer info says rather than timings."""
+
+from __future__ import annotations
+
+import asyncio
+
+from nats.js.api import ConsumerInfo
+
+from assay.bus import DEAD_REASON, Bus, Delivery, WorkerPull
+from assay.config import Settings
+from assay_schemas import AgentStepLogged, Event
+from tests.backbone.test_bus import consuming, dead_letters, step, wait_for
+
+
+async def _info(bus: Bus, durable: str) -> ConsumerInfo:
+    return await bus.js.consumer_info(bus.stream.name, durable)
+
+
+async def _settled(bus: Bus, durable: str) -> ConsumerInfo:
+    """The consumer's info once nothing is pending or unacked (polled for up to 10 s:
+    acks reach the server's counts asynchronously)."""
+    for _ in range(100):
+        info = await _info(bus, durable)
+        if not info.num_pending and not info.num_ack_pending:
+            break
+        await asyncio.sleep(0.1)
+    return info
+
+
+async def test_no_more_than_max_workers_are_handled_or_fetched_at_once(
+    settings: Settings,
+) -> None:
+    release = asyncio.Event()
+    at_work = 0
+    most = 0
+    done: list[int] = []
+
+    async def busy(event: Event, delivery: Delivery) -> None:
+        nonlocal at_work, most
+        assert isinstance(event, AgentStepLogged)
+        at_work += 1
+        most = max(most, at_work)
+        await release.wait()
+        at_work -= 1
+        done.append(event.step)
+
+    async with (
+        Bus(settings, service="test") as publisher,
+        consuming(settings, busy, durable="three", max_workers=3) as consumer,
+    ):
+        for n in range(10):
+            await publisher.publish(step("r1", n))
+        await wait_for(lambda: at_work == 3)
+        await asyncio.sleep(0.5)  # a fourth worker, or a fourth message fetched, would show
+        info = await _info(consumer, "three")
+        assert (at_work, most) == (3, 3)
+        # Fetched only for free workers: the rest wait in the log, not in this process.
+        assert info.num_ack_pending == 3
+        assert info.num_pending == 7
+        release.set()
+        await wait_for(lambda: len(done) == 10)
+        info = await _settled(consumer, "three")
+        assert sorted(done) == list(range(10))
+        assert most == 3
+        assert (info.num_pending, info.num_ack_pending, info.num_redelivered) == (0, 0, 0)
+
+
+async def test_a_failing_handler_is_retried_and_the_consumer_goes_on(settings: Settings) -> None:
+    attempts: dict[int, list[int]] = {}
+
+    async def flaky(event: Event, delivery: Delivery) -> None:
+        assert isinstance(event, AgentStepLogged)
+        attempts.setdefault(event.step, []).append(delivery.attempt)
+        if event.step == 0 and delivery.attempt == 1:
+            raise RuntimeError("first try fails")
+
+    async with (
+        Bus(settings, service="test") as publisher,
+        consuming(settings, flaky, durable="flaky", max_workers=4, max_deliver=3) as consumer,
+    ):
+        await publisher.publish(step("r1", 0))
+        await publisher.publish(step("r1", 1))
+        await wait_for(lambda: attempts.get(0) == [1, 2] and attempts.get(1) == [1])
+        await publisher.publish(step("r1", 2))  # after the failure: still consumed
+        await wait_for(lambda: attempts.get(2) == [1])
+        info = await _settled(consumer, "flaky")
+        assert (info.num_pending, info.num_ack_pending) == (0, 0)
+        assert await consumer.dead_letters("flaky") == []
+        assert attempts == {0: [1, 2], 1: [1], 2: [1]}
+
+
+async def test_poison_messages_are_dead_lettered_and_the_consumer_goes_on(
+    settings: Settings,
+) -> None:
+    handled: list[int] = []
+
+    async def handle(event: Event, delivery: Delivery) -> None:
+        assert isinstance(event, AgentStepLogged)
+        if event.run_id == "poison":
+            raise ValueError("this event always fails")
+        handled.append(event.step)
+
+    async with (
+        Bus(settings, service="test") as publisher,
+        consuming(settings, handle, durable="poisoned", max_workers=4, max_deliver=2) as consumer,
+    ):
+        subject = publisher.subjects.of(step("r1", 0))
+        await publisher.js.publish(subject, b"\xff not json", stream=publisher.stream.name)
+        await publisher.publish(step("poison", 0))
+        for n in range(5):
+            await publisher.publish(step("r1", n))
+        dead = await dead_letters(consumer, "poisoned", 2)
+        await wait_for(lambda: len(handled) == 5)
+        info = await _settled(consumer, "poisoned")
+        assert sorted(handled) == list(range(5))
+        reasons = sorted(headers[DEAD_REASON] for _, headers in dead)
+        assert len(reasons) == 2
+        assert any("ValueError: this event always fails" in r for r in reasons)
+        assert (info.num_pending, info.num_ack_pending) == (0, 0)
+
+
+async def test_acks_reach_the_server_and_nothing_comes_back(settings: Settings) -> None:
+    quick = settings.model_copy(update={"ack_wait_s": 1.5})
+    seen: list[int] = []
+
+    async def handle(event: Event, delivery: Delivery) -> None:
+        seen.append(delivery.attempt)
+
+    async with (
+        Bus(quick, service="test") as publisher,
+        consuming(quick, handle, durable="acked", max_workers=16) as consumer,
+    ):
+        for n in range(200):
+            await publisher.publish(step("r1", n))
+        await wait_for(lambda: len(seen) >= 200)
+        info = await _settled(consumer, "acked")
+        assert (info.num_pending, info.num_ack_pending) == (0, 0)
+        assert info.ack_floor is not None and info.ack_floor.stream_seq == 200
+        await asyncio.sleep(quick.ack_wait_s + 1.0)  # an ack lost would be redelivered by now
+        info = await _info(consumer, "acked")
+        assert (info.num_redelivered, info.num_ack_pending) == (0, 0)
+        assert seen == [1] * 200
+
+
+async def test_messages_waiting_for_a_worker_are_kept_alive_and_handled_in_order(
+    settings: Settings,
+) -> None:
+    """`batch_size` above `max_workers`: the messages fetched ahead wait their turn in log
+    order, and the keep-alive covers them too (they wait past the ack wait)."""
+    quick = settings.model_copy(update={"ack_wait_s": 1.5})
+    handled: list[tuple[int, int]] = []
+
+    async def slow(event: Event, delivery: Delivery) -> None:
+        assert isinstance(event, AgentStepLogged)
+        await asyncio.sleep(0.8)
+        handled.append((event.step, delivery.attempt))
+
+    consumer = Bus(quick, service="consumer")
+    pull = consumer.consume(
+        consumer.subjects.events, slow, durable="ahead", max_workers=1, batch_size=4
+    )
+    assert isinstance(pull, WorkerPull)
+    async with Bus(quick, service="test") as publisher:
+        for n in range(4):
+            await publisher.publish(step("r1", n))
+        await consumer.start()
+        try:
+            await wait_for(lambda: len(handled) == 4, timeout=20)
+            info = await _settled(consumer, "ahead")
+        finally:
+            await consumer.stop()
+    assert handled == [(0, 1), (1, 1), (2, 1), (3, 1)]  # 3.2 s in all: past the ack wait
+    assert (info.num_redelivered, info.num_ack_pending) == (0, 0)
