@@ -6,26 +6,23 @@ it looks around, words beside its calls where that agent says some. The runner d
 the agents' runs itself, so it keeps a bounded, in-memory :class:`AgentBook` of their
 model turns (:class:`Observed` wraps each agent's model client); a control asks it for
 its look-alike agent's :class:`Profile`. Nothing is kept of what the agents wrote, only
-counts and times, and the label an answer opens with (`answer_opening`: a line such as
-``Summary:``, at most 40 characters, or none). A runner that has seen none of an agent's turns yet has no profile:
+counts and times. A runner that has seen none of an agent's turns yet has no profile:
 the control then falls back on its plan's scripted estimate.
 
 A control imitates the habits of the runs that did its plan's kind of :class:`Work` (ran
 code or not, wrote files or not: what a judge reads in any transcript), every agent's of
 the campaign alike: how many looks open them, how long each turn thinks, where they say
 something (an agent's own habits would mark a control that wears it doing work it never
-does). Token counts are a model's own, and so is the house style of its answers (whether
-they open with a label): both follow its look-alike's runs, whatever their kind. Before any run of its kind has answered, the control keeps its kind's default
+does). Token counts are a model's own, so they follow its look-alike's turns, whatever
+their kind. Before any run of its kind has answered, the control keeps its kind's default
 habits (see `assay_runner.control`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import random
-import re
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Sequence
@@ -49,10 +46,8 @@ __all__ = [
     "Profile",
     "Turn",
     "Work",
-    "answer_opening",
     "opening",
     "request_chars",
-    "restyled",
     "seeded",
     "tokens",
     "work_done",
@@ -116,8 +111,6 @@ class Profile:
     """Steps of each of its runs that ended by answering."""
     openings: tuple[int, ...] = ()
     """Looks at the workspace (`opening`) that opened each of those runs."""
-    styles: tuple[str, ...] = ()
-    """The label each of those runs' answers opened with (`answer_opening`; "": none)."""
 
     def think_ms(self, index: int) -> list[float]:
         """Think times of its turns at `index` (all its turns when none is that far)."""
@@ -172,8 +165,6 @@ class _Agent:
     """The kind of work of each run in `steps` (those that answered and said it)."""
     openings: dict[str, int] = field(default_factory=dict)
     """The looks that opened each run in `steps` (those that answered and said them)."""
-    styles: dict[str, str] = field(default_factory=dict)
-    """The label each run in `steps` opened its answer with (those that answered)."""
 
 
 @dataclass
@@ -192,11 +183,9 @@ class AgentBook:
         last: bool,
         work: Work | None = None,
         looks: int | None = None,
-        style: str | None = None,
     ) -> None:
         """Count one turn of a run; `last`: the run answered with it (its steps are known),
-        having done `work` after `looks` looks at the workspace, its answer opening with
-        the label `style` (`answer_opening`)."""
+        having done `work` after `looks` looks at the workspace."""
         agent = self._agents.setdefault((campaign_id, agent_id), _Agent())
         agent.turns.append(turn)
         if last:
@@ -206,13 +195,10 @@ class AgentBook:
                 agent.work[run_id] = work
             if looks is not None:
                 agent.openings[run_id] = looks
-            if style is not None:
-                agent.styles[run_id] = style
             while len(agent.steps) > MAX_RUNS:
                 gone, _ = agent.steps.popitem(last=False)
                 agent.work.pop(gone, None)
                 agent.openings.pop(gone, None)
-                agent.styles.pop(gone, None)
 
     def profile(self, campaign_id: str, agent_id: str | None) -> Profile | None:
         """The agent's profile, or None before any of its turns (its `steps` empty
@@ -221,10 +207,7 @@ class AgentBook:
         if agent is None or not agent.turns:
             return None
         return Profile(
-            tuple(agent.turns),
-            tuple(agent.steps.values()),
-            tuple(agent.openings.values()),
-            tuple(agent.styles.values()),
+            tuple(agent.turns), tuple(agent.steps.values()), tuple(agent.openings.values())
         )
 
     def profile_for(self, campaign_id: str, work: Work) -> Profile | None:
@@ -285,16 +268,8 @@ class Observed(ProviderWrapper):
         last = not calls or any(c.name == "submit" for c in calls)
         work = work_done(messages, completion) if last else None  # known once it answers
         looks = opening(messages, completion) if last else None
-        style = answer_opening(_answer(completion)) if last else None
         self.book.record(
-            self.campaign_id,
-            self.agent_id,
-            self.run_id,
-            turn,
-            last=last,
-            work=work,
-            looks=looks,
-            style=style,
+            self.campaign_id, self.agent_id, self.run_id, turn, last=last, work=work, looks=looks
         )
         return completion
 
@@ -309,36 +284,6 @@ def opening(messages: Sequence[Message], completion: Completion) -> int:
             break
         looks += 1
     return looks
-
-
-_LABEL = re.compile(r"\A[^\n]{1,39}:[ \t]*\n(?:[ \t]*\n)*")
-"""A label alone on an answer's first line (``Summary:``), with the blank lines after it."""
-
-
-def answer_opening(answer: str) -> str:
-    """The label `answer` opens with, blank lines after it included ("": none): a model's
-    house style, which a control wearing that model's look keeps (`restyled`)."""
-    found = _LABEL.match(answer)
-    return found.group(0) if found else ""
-
-
-def restyled(answer: str, style: str) -> str:
-    """`answer` opening with the label `style` in place of its own: the same answer
-    in another model's house style."""
-    return style + answer[len(answer_opening(answer)) :]
-
-
-def _answer(completion: Completion) -> str:
-    """A run's answer: its submit call's, else what the model said last."""
-    for call in completion.tool_calls:
-        if call.name == "submit":
-            try:
-                args = json.loads(call.arguments)
-            except ValueError:
-                return ""
-            answer = args.get("answer") if isinstance(args, dict) else None
-            return answer if isinstance(answer, str) else ""
-    return completion.text or ""
 
 
 def work_done(messages: Sequence[Message], completion: Completion) -> Work:
