@@ -70,9 +70,10 @@ def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campa
     bundled: Campaign,
 ) -> None:
     """Each home draws its own controls secret (its look-alikes, ids and slots): over five
-    salts, on a machine shared with other test runs, the AUC was 0.24-0.54 (0.27-0.51
-    before controls took their look-alike's house style and queue place and durations
-    stopped counting the runner's queue; 0.47-0.69 before controls chained their
+    salts, on a machine shared with other test runs, the AUC was 0.24-0.54 with controls
+    in their look-alike's queue place, durations not counting the runner's queue, and
+    answers in the look-alike's house style (that last withdrawn since; 0.27-0.51
+    before the three; 0.47-0.69 before controls chained their
     commands, stopped hashing their outputs and opened as their kind's runs)."""
     found, tells = _measure(bundled)
     print(
@@ -86,9 +87,10 @@ def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campa
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=False,
-    reason="issue #47 open: AUC 0.640 and 0.514 on two salts (0.61, 0.67 and 0.72 before "
-    "controls took their look-alike's house style and queue place and durations stopped "
-    "counting the runner's queue); its tells then: step latencies (a control's steps take "
+    reason="issue #47 open: AUC 0.640 and 0.514 on two salts with controls in their "
+    "look-alike's queue place, durations not counting the runner's queue and answers in "
+    "the look-alike's house style (withdrawn since: the demo's lenient judge rewards it); "
+    "0.61, 0.67 and 0.72 before; its tells then: step latencies (a control's steps take "
     "longer than its kind's runs' at the same turn), write share, the look-alike's model; "
     "not strict, as salts vary",
 )
@@ -178,9 +180,8 @@ def test_a_control_and_an_agents_run_with_the_same_work_reach_the_judge_alike(
 ) -> None:
     """Where a control and an agent's run on its task sealed the same files and message
     (the reference control and the careful agent's run, the prose-only control and the
-    empty agent's, ..., where the control wears a model of the same house style), the
-    judge's model server received the same opening request about each, byte for byte
-    once run ids are masked."""
+    empty agent's, ...), the judge's model server received the same opening request about
+    each, byte for byte once run ids are masked."""
     events = bundled.events
     seals = _seals(events)
     declared = {d.control_run_id: d for d in bundled.controls}
