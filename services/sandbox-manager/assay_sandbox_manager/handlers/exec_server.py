@@ -66,16 +66,17 @@ class ExecServer(Sandboxes):
                 "internal", f"sandbox command blob unreadable: {type(e).__name__}: {e}"
             )
         sid = command.sandbox_id
+        if sid in self._ended:
+            # Its run ended: nothing more runs in it (see Sandboxes._quiesce). Asked before
+            # ownership: a sandbox being destroyed is no longer owned, not yet destroyed.
+            return error_reply(
+                "destroyed", f"sandbox {sid}: its run ended; being destroyed on {self.instance}"
+            )
         if sid not in self._owned:
             kind = "destroyed" if sid in self.destroyed else "not_found"
             return error_reply(
                 kind,
                 f"sandbox {sid}: {'destroyed' if kind == 'destroyed' else 'unknown'} on instance {self.instance}",
-            )
-        if sid in self._ended:
-            # Its run ended: nothing more runs in it (see Sandboxes._quiesce).
-            return error_reply(
-                "destroyed", f"sandbox {sid}: its run ended; being destroyed on {self.instance}"
             )
         if isinstance(command, ClaimDrive):
             return await self._claim(sid, command.drive_id)
