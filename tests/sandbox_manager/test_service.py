@@ -325,3 +325,30 @@ async def test_a_destroy_cancelled_midway_is_over_when_the_cancel_is(
     finally:
         held.go.set()
         await service.bus.stop()
+
+
+async def test_a_command_while_its_sandbox_is_destroyed_is_told_destroyed(
+    bus: Bus, settings: Settings, tmp_path: Path
+) -> None:
+    """Between dropping a sandbox from those it holds and recording it destroyed, the
+    instance knows the sandbox's run ended: a command then is told "destroyed", never
+    "unknown" (CI met that window after a seal)."""
+    store = LocalBlobStore(settings.blob_dir)
+    state = settings.instance_state
+    held = HeldDestroy(state / "bwrap", state / "seals")
+    service = build(settings, store=store, backends={"bubblewrap": held})
+    await service.start()
+    try:
+        ready = await request_sandbox(bus, "r1", make_task(store, tmp_path))
+        client = SandboxClient(bus=bus, instance=ready.instance, sandbox_id=ready.sandbox_id)
+        destroying = asyncio.create_task(service._destroy(ready.sandbox_id))
+        assert await asyncio.to_thread(held.begun.wait, 30)
+        with pytest.raises(SandboxGone, match="destroyed"):
+            await client.exec("echo late > late.txt", timeout_s=20, cwd="/workspace")
+        held.go.set()
+        await destroying
+        with pytest.raises(SandboxGone, match="destroyed"):
+            await client.exec("echo later > later.txt", timeout_s=20, cwd="/workspace")
+    finally:
+        held.go.set()
+        await service.bus.stop()
