@@ -18,8 +18,10 @@ import pytest
 from assay.bus import Bus
 from assay.config import Settings
 from assay.store import LocalBlobStore
+from assay_runner.handlers.door import Door
 from assay_runner.handlers.waves import Waves, _Paced
 from assay_runner.service import build as build_runner
+from assay_runner.waves import task_order
 from assay_schemas import (
     AgentSpec,
     CampaignSpec,
@@ -99,3 +101,52 @@ async def test_tasks_accepted_during_a_resumed_pacers_first_look_are_requested(
             await runner.stop()
     assert await _count(bus, TaskAccepted) == N_TASKS
     assert await _count(bus, RunRequested) == wave_runs
+
+
+async def test_the_first_waves_wait_for_the_submissions_being_admitted(
+    bus: Bus, settings: Settings
+) -> None:
+    """The first waves are the seeded order's first tasks of all the submissions on the
+    log, not of those the door had accepted when its first answer poked the pacer (then
+    a suite listed easy-first ran easy-first). The seeded order's first task is admitted
+    last, a second late: it must be in the first waves all the same."""
+    campaign = _campaign()
+    tasks = [f"task_{t:03d}" for t in range(N_TASKS)]
+    first = task_order(campaign.campaign_id, tasks)[0]
+    real_answer = Door._answer
+
+    async def answer_the_first_late(
+        self: Door, spec: object, event: TaskSubmitted, st: object
+    ) -> None:
+        if event.task.task_id == first:
+            await asyncio.sleep(1.0)
+        await real_answer(self, spec, event, st)  # type: ignore[arg-type]
+
+    runner = build_runner(settings, store=LocalBlobStore(settings.blob_dir))
+    with patch.object(Door, "_answer", answer_the_first_late):
+        await runner.start()
+        try:
+            await bus.publish(campaign_started(campaign, producer=CLI))
+            for task_id in tasks:
+                task = Task(task_id=task_id, prompt=f"Estimate {task_id}.")
+                await bus.publish(
+                    TaskSubmitted(
+                        event_id=TaskSubmitted.id_for(campaign.campaign_id, task_id),
+                        campaign_id=campaign.campaign_id,
+                        task_id=task_id,
+                        task=task,
+                        producer=CLI,
+                    )
+                )
+            wave_runs = 2 * CHECK_EVERY * len(campaign.agents) * campaign.epochs
+            deadline = asyncio.get_running_loop().time() + 60
+            while (n := await _count(bus, RunRequested)) < wave_runs:
+                assert asyncio.get_running_loop().time() < deadline, f"{n} runs requested"
+                await asyncio.sleep(0.2)
+            await asyncio.sleep(1.0)  # nothing more is requested: no wave is complete
+        finally:
+            await runner.stop()
+    requested = {
+        m.event.task.task_id async for m in bus.replay() if isinstance(m.event, RunRequested)
+    }
+    assert requested == set(task_order(campaign.campaign_id, tasks)[: 2 * CHECK_EVERY])
