@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections import deque
 from functools import partial
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from assay.bundle import BundleRefused, pack_bundle
-from assay.bus import Bus
+from assay.bus import Bus, Published
 from assay.controls import plan_controls, publish_controls, with_control_agents
 from assay.security.controls import controls_key
 from assay.store import BlobStore
@@ -130,8 +131,7 @@ async def submit_tasks(
     anything is published, so a bad task in a batch publishes nothing.
     """
     events = await _task_events(bus, store, campaign_id, drafts)
-    for event in events:
-        await bus.publish(event)
+    await _publish_in_order(bus, events)
     return [e.task for e in events]
 
 
@@ -157,6 +157,28 @@ async def submit_campaign(
     _check_size(started, f"campaign {campaign.campaign_id}")
     await bus.publish(started)
     await publish_controls(bus, controls)
-    for event in events:
-        await bus.publish(event)
+    await _publish_in_order(bus, events)
     return [e.task for e in events]
+
+
+PUBLISHES_IN_FLIGHT = 64
+"""Task submissions awaiting their acknowledgement at once. One at a time, each waited a
+round trip: a 500-task campaign took about a second to submit on a busy machine, and its
+first runs could not start before."""
+
+
+async def _publish_in_order(bus: Bus, events: list[TaskSubmitted]) -> None:
+    """Publish each event, up to PUBLISHES_IN_FLIGHT unacknowledged at once. Each is sent
+    before the next one starts (one connection: the log holds them in this order); the
+    first failure stops what has not been sent and is raised."""
+    pending: deque[asyncio.Task[Published]] = deque()
+    try:
+        for event in events:
+            pending.append(asyncio.create_task(bus.publish(event)))
+            if len(pending) >= PUBLISHES_IN_FLIGHT:
+                await pending.popleft()
+        while pending:
+            await pending.popleft()
+    finally:
+        for left in pending:
+            left.cancel()

@@ -113,6 +113,25 @@ def test_two_waves_first_then_one_more_per_complete_wave() -> None:
     assert tasks_due(SPEC, _history(*two, *half), TASKS) == []
 
 
+def test_waves_complete_in_the_order_their_tasks_were_requested() -> None:
+    """Tasks accepted while others were already requested take their place after them.
+    Counted in the seeded order, a later one sorting first held every wave behind it open:
+    a campaign whose first tasks were requested as their submissions were accepted (the
+    e2e crash test, admissions 64 at a time) stalled one wave short."""
+    order = task_order("c", TASKS)
+    # The first four requested are the last four of the seeded order (accepted first).
+    first, later = order[-4:], order[:2]
+    requested_order = [*first, *later]
+    events = [e for t in requested_order for e in _requested(t)]
+    done = [e for t in first for e in _done(t)]  # the first two waves complete; `later` runs
+    history = _history(*events, *done)
+    # Two complete waves in request order: two waves may be in flight beyond them (the
+    # third is `later`), so two more tasks are due; counted in the seeded order, `later`
+    # (not complete) came first and nothing was.
+    assert tasks_due(SPEC, history, TASKS, requested_order) == order[2:4]
+    assert tasks_due(SPEC, history, TASKS) == []
+
+
 def test_a_stop_requests_nothing_and_cancels_every_planned_run_never_requested() -> None:
     order = task_order("c", TASKS)
     two = [e for t in order[:4] for e in _requested(t)]

@@ -8,16 +8,18 @@ same from the same log.
   were submitted (a suite listed easy-first would make the sequence's observations depend
   on their place, and the confidence sequence assumes they do not).
 - Every agent's every epoch of a task is requested together.
-- A wave is ``check_every`` tasks in that order. The runner keeps at most one wave beyond
-  the last complete one in flight (a task is complete when each of its runs reached its
-  outcome and every verdict it owes is in: what the aggregator's check waits for), so a
-  stop wastes at most the wave after the one that settled it.
+- A wave is ``check_every`` tasks in the order their runs were requested (the seeded
+  order, unless tasks arrived while others were already requested: a task's place is
+  fixed once requested). The runner keeps at most one wave beyond the last complete one
+  in flight (a task is complete when each of its runs reached its outcome and every
+  verdict it owes is in: what the aggregator's check waits for), so a stop wastes at most
+  the wave after the one that settled it.
 - Once the log holds `CampaignStopped`, every planned run not requested is cancelled.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from assay_schemas import CampaignHistory, CampaignSpec, derive_id, expected_runs
 
@@ -39,16 +41,28 @@ def planned_runs(spec: CampaignSpec, history: CampaignHistory, task_id: str) -> 
     return roster | history.control_runs.get(key, set())
 
 
-def tasks_due(spec: CampaignSpec, history: CampaignHistory, accepted: Iterable[str]) -> list[str]:
-    """The accepted tasks to request now, in order (none once the campaign stopped)."""
+def tasks_due(
+    spec: CampaignSpec,
+    history: CampaignHistory,
+    accepted: Iterable[str],
+    requested_order: Sequence[str] = (),
+) -> list[str]:
+    """The accepted tasks to request now, in order (none once the campaign stopped).
+
+    `requested_order`: task ids in the order the log holds their first run request. Waves
+    complete in that order: counted in the seeded order instead, a task requested later
+    (accepted after others were requested) that sorts before them held every wave behind
+    it open, and the campaign stalled a wave short."""
     rule = spec.stopping
     if rule is None or history.stopped:
         return []
     order = task_order(spec.campaign_id, set(accepted))
     runs = {t: planned_runs(spec, history, t) for t in order}
     requested = [t for t in order if runs[t] & history.requested]
+    placed = [t for t in dict.fromkeys(requested_order) if t in runs and t in requested]
+    in_place = placed + [t for t in requested if t not in set(placed)]
     complete = 0
-    for t in requested:
+    for t in in_place:
         if not all(history.run_settled(r) for r in runs[t]):
             break
         complete += 1

@@ -27,6 +27,8 @@ from assay_schemas import (
     RunCancelled,
     RunRequested,
     TaskAccepted,
+    TaskRejected,
+    TaskSubmitted,
 )
 
 from ..scheduler import ControlsUnopened, control_agents, control_runs, interleave, plan_runs
@@ -46,7 +48,23 @@ class _Paced:
     last_sequence: int = 0
     accepted: dict[str, str] = field(default_factory=dict)
     """task id → the event id of the submission accepted for it."""
+    requested_order: dict[str, None] = field(default_factory=dict)
+    """Task ids in the order the log holds their first run request (an ordered set)."""
+    unanswered: dict[str, float] = field(default_factory=dict)
+    """Submission event id → when this pacer first read it (the loop's clock), until its
+    answer is read."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def admitting(self, now: float) -> bool:
+        """Whether a submission read in the last `ADMISSION_HOLD_S` awaits its answer."""
+        return any(now - seen < ADMISSION_HOLD_S for seen in self.unanswered.values())
+
+
+ADMISSION_HOLD_S = 10.0
+"""How long a pacer holds its requests for a submission still being admitted. Tasks run in
+the seeded order of those known: a wave chosen among the first accepted of a batch would
+be its first submitted (a suite listed easy-first, run easy-first). Bounded, so that a
+submission never answered (its admission failing) holds nothing for long."""
 
 
 @dataclass(kw_only=True)
@@ -120,7 +138,9 @@ class Waves(Door):
             if history.stopped:
                 await self._cancel(campaign, paced)
                 return True
-            due = tasks_due(campaign, history, paced.accepted)
+            if paced.admitting(asyncio.get_running_loop().time()):
+                return False  # its answer pokes this pacer (`pace`), or the next look
+            due = tasks_due(campaign, history, paced.accepted, list(paced.requested_order))
             for task_id in due:
                 await self._request_task(campaign, paced, task_id)
             key = f"{cid}/"
@@ -133,6 +153,12 @@ class Waves(Door):
         async for logged in self.bus.replay(start=paced.last_sequence + 1, subject=subject):
             paced.last_sequence = logged.sequence
             e = logged.event
+            if isinstance(e, TaskSubmitted):
+                paced.unanswered.setdefault(e.event_id, asyncio.get_running_loop().time())
+            elif isinstance(e, TaskAccepted | TaskRejected) and e.submission:
+                paced.unanswered.pop(e.submission, None)
+            elif isinstance(e, RunRequested) and e.task.task_id:
+                paced.requested_order.setdefault(e.task.task_id, None)
             if isinstance(e, TaskAccepted) and e.task_id:
                 paced.accepted.setdefault(e.task_id, e.submission)
             paced.history.apply(e)
