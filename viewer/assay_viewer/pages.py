@@ -3,10 +3,12 @@ report's one autoescaped environment, so a leaderboard is drawn one way everywhe
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from importlib.resources import files
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from assay_report.pages import environment
 
@@ -25,11 +27,24 @@ def _web_source(name: object) -> bool:
     return str(name).startswith(WEB_SOURCE)
 
 
+def _words(names: Iterable[object]) -> Markup:
+    """Names in Jinja's `sort` order (case ignored), comma-separated, each breakable after
+    the underscores between its words (analysis_not_/executed), never inside a word: the
+    runs table's tags and failed checks. A filter, not a macro: the macro's calls, two a
+    row, were a fifth of the campaign page's time."""
+    spans = (
+        Markup('<span class="word">') + Markup("_<wbr>").join(str(n).split("_")) + Markup("</span>")
+        for n in sorted(names, key=lambda n: str(n).lower())
+    )
+    return Markup(", ").join(spans)
+
+
 def view_environment() -> jinja2.Environment:
     """The report's environment with the viewer's templates searched first, and the
-    viewer's own tests (`web_source`)."""
+    viewer's own tests (`web_source`) and filters (`words`)."""
     env = environment(VIEWER)
     env.tests["web_source"] = _web_source
+    env.filters["words"] = _words
     return env
 
 
