@@ -12,6 +12,7 @@ from functools import partial
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict
+from threadpoolctl import threadpool_limits
 
 from . import (
     _agreement,
@@ -106,6 +107,38 @@ def compute_statistics(
     models logged at $0 for want of a price) only feed the warnings: those of them with
     no scored run are named there.
     """
+    # One BLAS thread: the bootstrap's products are many small (resamples x tasks) @
+    # (tasks x a few) ones, where a second thread's start and spin cost more CPU than it
+    # saves, several times more on a busy machine, and the report runs beside the other
+    # services on their cores.
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _compute(
+            tables,
+            settings,
+            communication=communication,
+            scientific_accuracy=scientific_accuracy,
+            tags=tags,
+            first_tags=first_tags,
+            declared_agents=declared_agents,
+            declared_judges=declared_judges,
+            tasks_without_checks=tasks_without_checks,
+            unpriced_models=unpriced_models,
+        )
+
+
+def _compute(
+    tables: Tables,
+    settings: AnalysisSettings,
+    *,
+    communication: str,
+    scientific_accuracy: str,
+    tags: tuple[str, ...],
+    first_tags: tuple[str, ...],
+    declared_agents: tuple[str, ...],
+    declared_judges: tuple[str, ...],
+    tasks_without_checks: tuple[str, ...],
+    unpriced_models: Mapping[str, tuple[str, ...]] | None,
+) -> StatisticsReport:
     checked = make_tables(*tables)
     acc: dict[str, list[Row]] = {
         name: []
