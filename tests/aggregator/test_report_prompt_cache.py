@@ -14,7 +14,15 @@ from assay_report import Projections, build_report, report_json
 from assay_report.html import render_html
 from assay_report.prompt_cache import PromptCacheUse, saved_usd
 from assay_report.report import Report
-from assay_schemas import AgentFinished, CampaignStarted, Event, JudgmentRecorded, Price, Usage
+from assay_schemas import (
+    AgentFinished,
+    CampaignStarted,
+    Event,
+    JudgmentRecorded,
+    Price,
+    RunRequested,
+    Usage,
+)
 from assay_testing.synthetic_log import LogSpec, synthetic_events
 
 SPEC = LogSpec(campaign_id="cached", n_tasks=3, n_agents=2, rules=False, seed=3)
@@ -88,3 +96,40 @@ def test_the_report_json_and_html_carry_the_section() -> None:
     report = _report(_cached)
     assert b'"prompt_cache"' in report_json(report)
     assert "Prompt caching" in render_html(report)
+
+
+def test_a_members_saving_over_campaigns_priced_apart_is_the_sum_of_its_runs() -> None:
+    """The rows price summed tokens once per campaign; cost is linear in each kind of
+    token, so that must equal pricing every run with its own campaign's prices and adding
+    (checked here by doing exactly that, run by run)."""
+    cheap = Price(input_per_mtok=1.0, output_per_mtok=2.0, cached_input_per_mtok=0.1)
+    dear = PRICE
+    specs = {"c-cheap": cheap, "c-dear": dear}
+    events: list[Event] = []
+    expected = 0.0
+    agent_of: dict[str | None, str] = {}
+    for campaign_id, price in specs.items():
+        spec = LogSpec(campaign_id=campaign_id, n_tasks=3, n_agents=2, rules=False, seed=5)
+        for i, e in enumerate(synthetic_events(spec)):
+            if isinstance(e, RunRequested):
+                agent_of[e.run_id] = e.agent.agent_id
+            if isinstance(e, CampaignStarted):
+                prices = {"model-agent_0": price}
+                campaign = e.campaign.model_copy(update={"prices": prices})
+                e = e.model_copy(update={"campaign": campaign})
+            elif isinstance(e, AgentFinished):
+                usage = Usage(
+                    input_tokens=5_000 + 37 * i,
+                    output_tokens=100 + i,
+                    cached_tokens=1_000 + 11 * i,
+                    cache_write_tokens=300 + 7 * i,
+                )
+                e = e.model_copy(update={"usage": usage})
+                if agent_of[e.run_id] == "agent_0":
+                    expected += saved_usd(usage, "model-agent_0", {"model-agent_0": price})
+            events.append(e)
+    report = build_report(Projections(fold(enumerate(events, 1))), n_resamples=50)
+    rows = [r for r in report.prompt_cache if r.member_id == "agent_0"]
+    assert len(rows) == 1 and rows[0].n == 2 * 3  # one row over both campaigns
+    assert rows[0].saved_usd == pytest.approx(expected, rel=1e-12)
+    assert expected != 0
