@@ -60,6 +60,29 @@ async def _count(bus: Bus, kind: type[object]) -> int:
     return sum([isinstance(m.event, kind) async for m in bus.replay()])
 
 
+async def _submit(bus: Bus, campaign: CampaignSpec, task_id: str, prompt: str) -> None:
+    task = Task(task_id=task_id, prompt=prompt)
+    await bus.publish(
+        TaskSubmitted(
+            event_id=TaskSubmitted.id_for(campaign.campaign_id, task_id),
+            campaign_id=campaign.campaign_id,
+            task_id=task_id,
+            task=task,
+            producer=CLI,
+        )
+    )
+
+
+async def _two_waves_requested(bus: Bus, campaign: CampaignSpec) -> int:
+    """Wait until the first two waves' runs are requested; how many that is."""
+    wave_runs = 2 * CHECK_EVERY * len(campaign.agents) * campaign.epochs
+    deadline = asyncio.get_running_loop().time() + 60
+    while (n := await _count(bus, RunRequested)) < wave_runs:
+        assert asyncio.get_running_loop().time() < deadline, f"{n} runs requested"
+        await asyncio.sleep(0.2)
+    return wave_runs
+
+
 async def test_tasks_accepted_during_a_resumed_pacers_first_look_are_requested(
     bus: Bus, settings: Settings
 ) -> None:
@@ -82,21 +105,8 @@ async def test_tasks_accepted_during_a_resumed_pacers_first_look_are_requested(
         try:
             await asyncio.wait_for(first_read.wait(), 30)
             for t in range(N_TASKS):
-                task = Task(task_id=f"task_{t:03d}", prompt=f"Estimate the value of {t}.")
-                await bus.publish(
-                    TaskSubmitted(
-                        event_id=TaskSubmitted.id_for(campaign.campaign_id, task.task_id),
-                        campaign_id=campaign.campaign_id,
-                        task_id=task.task_id,
-                        task=task,
-                        producer=CLI,
-                    )
-                )
-            wave_runs = 2 * CHECK_EVERY * len(campaign.agents) * campaign.epochs
-            deadline = asyncio.get_running_loop().time() + 60
-            while (n := await _count(bus, RunRequested)) < wave_runs:
-                assert asyncio.get_running_loop().time() < deadline, f"{n} runs requested"
-                await asyncio.sleep(0.2)
+                await _submit(bus, campaign, f"task_{t:03d}", f"Estimate the value of {t}.")
+            wave_runs = await _two_waves_requested(bus, campaign)
         finally:
             await runner.stop()
     assert await _count(bus, TaskAccepted) == N_TASKS
@@ -128,21 +138,8 @@ async def test_the_first_waves_wait_for_the_submissions_being_admitted(
         try:
             await bus.publish(campaign_started(campaign, producer=CLI))
             for task_id in tasks:
-                task = Task(task_id=task_id, prompt=f"Estimate {task_id}.")
-                await bus.publish(
-                    TaskSubmitted(
-                        event_id=TaskSubmitted.id_for(campaign.campaign_id, task_id),
-                        campaign_id=campaign.campaign_id,
-                        task_id=task_id,
-                        task=task,
-                        producer=CLI,
-                    )
-                )
-            wave_runs = 2 * CHECK_EVERY * len(campaign.agents) * campaign.epochs
-            deadline = asyncio.get_running_loop().time() + 60
-            while (n := await _count(bus, RunRequested)) < wave_runs:
-                assert asyncio.get_running_loop().time() < deadline, f"{n} runs requested"
-                await asyncio.sleep(0.2)
+                await _submit(bus, campaign, task_id, f"Estimate {task_id}.")
+            await _two_waves_requested(bus, campaign)
             await asyncio.sleep(1.0)  # nothing more is requested: no wave is complete
         finally:
             await runner.stop()

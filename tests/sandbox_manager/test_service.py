@@ -301,6 +301,22 @@ class HeldDestroy(BubblewrapBackend):
         super().destroy(sandbox_id)
 
 
+@asynccontextmanager
+async def held_destroys(
+    settings: Settings, store: LocalBlobStore
+) -> AsyncIterator[tuple[SandboxService, HeldDestroy]]:
+    """A started sandbox-manager whose bubblewrap destroys wait for `go`."""
+    state = settings.instance_state
+    held = HeldDestroy(state / "bwrap", state / "seals")
+    service = build(settings, store=store, backends={"bubblewrap": held})
+    await service.start()
+    try:
+        yield service, held
+    finally:
+        held.go.set()
+        await service.bus.stop()
+
+
 async def test_a_destroy_cancelled_midway_is_over_when_the_cancel_is(
     bus: Bus, settings: Settings, tmp_path: Path
 ) -> None:
@@ -308,11 +324,7 @@ async def test_a_destroy_cancelled_midway_is_over_when_the_cancel_is(
     while the destroy went on in its thread, so a teardown after the stop found the sandbox
     and removed it a second time (dockerd: 409). The cancel now waits for the destroy."""
     store = LocalBlobStore(settings.blob_dir)
-    state = settings.instance_state
-    held = HeldDestroy(state / "bwrap", state / "seals")
-    service = build(settings, store=store, backends={"bubblewrap": held})
-    await service.start()
-    try:
+    async with held_destroys(settings, store) as (service, held):
         ready = await request_sandbox(bus, "r1", make_task(store, tmp_path))
         destroying = asyncio.create_task(service._destroy(ready.sandbox_id))
         assert await asyncio.to_thread(held.begun.wait, 30)
@@ -322,9 +334,6 @@ async def test_a_destroy_cancelled_midway_is_over_when_the_cancel_is(
         with pytest.raises(asyncio.CancelledError):
             await destroying
         assert held.list_live() == []
-    finally:
-        held.go.set()
-        await service.bus.stop()
 
 
 async def test_a_command_while_its_sandbox_is_destroyed_is_told_destroyed(
@@ -334,11 +343,7 @@ async def test_a_command_while_its_sandbox_is_destroyed_is_told_destroyed(
     instance knows the sandbox's run ended: a command then is told "destroyed", never
     "unknown" (CI met that window after a seal)."""
     store = LocalBlobStore(settings.blob_dir)
-    state = settings.instance_state
-    held = HeldDestroy(state / "bwrap", state / "seals")
-    service = build(settings, store=store, backends={"bubblewrap": held})
-    await service.start()
-    try:
+    async with held_destroys(settings, store) as (service, held):
         ready = await request_sandbox(bus, "r1", make_task(store, tmp_path))
         client = SandboxClient(bus=bus, instance=ready.instance, sandbox_id=ready.sandbox_id)
         destroying = asyncio.create_task(service._destroy(ready.sandbox_id))
@@ -349,6 +354,3 @@ async def test_a_command_while_its_sandbox_is_destroyed_is_told_destroyed(
         await destroying
         with pytest.raises(SandboxGone, match="destroyed"):
             await client.exec("echo later > later.txt", timeout_s=20, cwd="/workspace")
-    finally:
-        held.go.set()
-        await service.bus.stop()
