@@ -59,8 +59,10 @@ def tasks_due(
     order = task_order(spec.campaign_id, set(accepted))
     runs = {t: planned_runs(spec, history, t) for t in order}
     requested = [t for t in order if runs[t] & history.requested]
-    placed = [t for t in dict.fromkeys(requested_order) if t in runs and t in requested]
-    in_place = placed + [t for t in requested if t not in set(placed)]
+    is_requested = set(requested)
+    placed = [t for t in dict.fromkeys(requested_order) if t in is_requested]
+    seen = set(placed)
+    in_place = placed + [t for t in requested if t not in seen]
     complete = 0
     for t in in_place:
         if not all(history.run_settled(r) for r in runs[t]):
