@@ -30,6 +30,7 @@ from assay_runner.book import (
     Observed,
     Turn,
     Work,
+    attachments,
     request_chars,
 )
 from assay_runner.control import ControlProvider
@@ -374,13 +375,15 @@ class _Worker(_Quick):
         )
 
 
-async def _agent_runs(book: AgentBook, agent: _Quick, runs: int, agent_id: str = "quick") -> None:
-    """`runs` runs of `agent` through the runner's observing wrapper."""
+async def _agent_runs(
+    book: AgentBook, agent: _Quick, runs: int, agent_id: str = "quick", task: str = _TASK
+) -> None:
+    """`runs` runs of `agent` on `task` through the runner's observing wrapper."""
     for r in range(runs):
         observed = Observed(
             inner=agent, book=book, campaign_id="demo", agent_id=agent_id, run_id=f"{agent_id}{r}"
         )
-        messages: list[Message] = [UserMessage(content=_TASK + "x" * (r * 50))]
+        messages: list[Message] = [UserMessage(content=task + "x" * (r * 50))]
         while True:
             completion = await observed.complete(messages, TOOLS)
             messages.append(AssistantMessage(tool_calls=completion.tool_calls))
@@ -389,9 +392,9 @@ async def _agent_runs(book: AgentBook, agent: _Quick, runs: int, agent_id: str =
             messages.append(ToolResultMessage(call_id=completion.tool_calls[0].id, content="1,2"))
 
 
-async def _play(provider: ControlProvider, workspace: Path) -> list[Completion]:
+async def _play(provider: ControlProvider, workspace: Path, task: str = _TASK) -> list[Completion]:
     """The control's steps, each step's calls run in order as the runner runs them."""
-    messages: list[Message] = [UserMessage(content=_TASK)]
+    messages: list[Message] = [UserMessage(content=task)]
     steps: list[Completion] = []
     while len(steps) < 40:
         completion = await provider.complete(messages, TOOLS)
@@ -504,14 +507,16 @@ async def test_a_control_imitates_runs_that_did_its_plans_kind_of_work(tmp_path:
     await _agent_runs(book, _Worker(), runs=3, agent_id="worker")
     await _agent_runs(book, _Looker(), runs=2, agent_id="looker")
     ran, prose = Work(ran=True, wrote=True), Work(ran=False, wrote=False)
-    doing = book.profile_for("demo", ran)
+    doing = book.profile_for("demo", ran, attached=True)
     assert doing is not None and doing.steps == (6, 6, 5, 5, 5)
     assert doing.openings == (3, 3, 1, 1, 1) and len(doing.turns) == 27
     assert doing.looks_with(0) == "read_file" and doing.looks_with(1) == "list_files"
-    answering = book.profile_for("demo", prose)
+    answering = book.profile_for("demo", prose, attached=True)
     assert answering is not None and answering.steps == (2, 2, 2)
-    assert book.profile_for("demo", Work(ran=False, wrote=True)) is None, "none of its kind"
-    assert book.profile_for("other", ran) is None
+    assert book.profile_for("demo", Work(ran=False, wrote=True), attached=True) is None
+    assert book.profile_for("other", ran, attached=True) is None
+    # Every run so far had data attached: a task with none has no habits yet.
+    assert book.profile_for("demo", ran, attached=False) is None
     store = LocalBlobStore(tmp_path / "blobs")
     workspace = tmp_path / "ws"
     steps = await _play_as_quick(store, book, _ran_plan(store), workspace, max_steps=12)
@@ -606,3 +611,41 @@ def test_the_rosters_control_agents_run_only_their_declared_runs() -> None:
     assert [r.agent.agent_id for r in runs] == ["careful"]
     with pytest.raises(ControlsUnopened, match="1 control agents listed, 0 opened"):
         control_agents(campaign, [])
+
+
+@dataclass
+class _Lister(_Worker):
+    """An agent that lists the workspace and answers."""
+
+    _CALLS = (("list_files", {}), ("submit", {"answer": "ok"}))
+
+
+async def test_a_control_looks_as_runs_on_tasks_like_its_own_do(tmp_path: Path) -> None:
+    """Issue #47: agents look at the data they were given, and around the workspace when
+    they were given none; a control on a task with data looks at it even where the
+    campaign's runs without data (listing the workspace) are the more numerous."""
+    book = AgentBook()
+    bare = "Task id: t2\nNo files are attached."
+    await _agent_runs(book, _Lister(), runs=5, agent_id="lister", task=bare)
+    await _agent_runs(book, _Quick(turns=2), runs=2)  # reads data/a.csv first
+    store = LocalBlobStore(tmp_path / "blobs")
+    sha = _plan(store, {}, "The effect is 2.1.")
+    for task, first in ((_TASK, "read_file"), (bare, "list_files")):
+        control = ControlProvider(
+            plan_sha256=sha, store=store, book=book, campaign_id="demo", like="quick", run_id="r"
+        )
+        workspace = tmp_path / first
+        workspace.mkdir()
+        steps = await _play(control, workspace, task)
+        assert [[c.name for c in s.tool_calls] for s in steps] == [[first], ["submit"]]
+        assert steps[0].text is None, "they say nothing as they look"
+
+
+def test_a_tasks_attachment_lines_are_read_within_a_bound() -> None:
+    """The task's text is a publisher's: its attachment lines are read by RE2 from the
+    first megabyte of the runner's first message, whatever comes after."""
+    listed = "Task id: t1\nFiles:\n- /workspace/data/a.csv (12 bytes)\n"
+    assert attachments([UserMessage(content=listed)]) == ["data/a.csv"]
+    hostile = "- /workspace/" + "a" * 2_000_000 + "\n- /workspace/data/late.csv (3 bytes)\n"
+    assert attachments([UserMessage(content=hostile)]) == [], "past the bound: unread"
+    assert attachments([UserMessage(content="- /workspace/x (\n" * 50_000)]) == ["x"] * 50_000

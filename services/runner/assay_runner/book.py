@@ -6,16 +6,19 @@ it looks around, words beside its calls where that agent says some. The runner d
 the agents' runs itself, so it keeps a bounded, in-memory :class:`AgentBook` of their
 model turns (:class:`Observed` wraps each agent's model client); a control asks it for
 its look-alike agent's :class:`Profile`. Nothing is kept of what the agents wrote, only
-counts and times. A runner that has seen none of an agent's turns yet has no profile:
-the control then falls back on its plan's scripted estimate.
+counts and times, and whether their task had files attached. A runner that has seen
+none of an agent's turns yet has no profile: the control then falls back on its plan's
+scripted estimate.
 
 A control imitates the habits of the runs that did its plan's kind of :class:`Work` (ran
-code or not, wrote files or not: what a judge reads in any transcript), every agent's of
-the campaign alike: how many looks open them, how long each turn thinks, where they say
-something (an agent's own habits would mark a control that wears it doing work it never
-does). Token counts are a model's own, so they follow its look-alike's turns, whatever
-their kind. Before any run of its kind has answered, the control keeps its kind's default
-habits (see `assay_runner.control`).
+code or not, wrote files or not: what a judge reads in any transcript) on tasks like its
+own (with files attached or without: an agent looks at the data it was given, and around
+the workspace when it was given none), every agent's of the campaign alike: how many
+looks open them, how long each turn thinks, where they say something (an agent's own
+habits would mark a control that wears it doing work it never does). Token counts are a
+model's own, so they follow its look-alike's turns, whatever their kind. Before any run
+of its kind has answered, the control keeps its kind's default habits (see
+`assay_runner.control`).
 """
 
 from __future__ import annotations
@@ -29,13 +32,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import re2
+
 from assay.providers import (
     AssistantMessage,
     Completion,
     GenerationParams,
     Message,
     ProviderWrapper,
+    TextPart,
     ToolDefinition,
+    UserMessage,
 )
 
 __all__ = [
@@ -46,6 +53,7 @@ __all__ = [
     "Profile",
     "Turn",
     "Work",
+    "attachments",
     "opening",
     "request_chars",
     "seeded",
@@ -165,6 +173,8 @@ class _Agent:
     """The kind of work of each run in `steps` (those that answered and said it)."""
     openings: dict[str, int] = field(default_factory=dict)
     """The looks that opened each run in `steps` (those that answered and said them)."""
+    attached: dict[str, bool] = field(default_factory=dict)
+    """Whether each run in `steps` had files attached to its task (those that answered)."""
 
 
 @dataclass
@@ -183,9 +193,11 @@ class AgentBook:
         last: bool,
         work: Work | None = None,
         looks: int | None = None,
+        attached: bool | None = None,
     ) -> None:
         """Count one turn of a run; `last`: the run answered with it (its steps are known),
-        having done `work` after `looks` looks at the workspace."""
+        having done `work` after `looks` looks at the workspace, on a task with files
+        `attached` or not."""
         agent = self._agents.setdefault((campaign_id, agent_id), _Agent())
         agent.turns.append(turn)
         if last:
@@ -195,10 +207,13 @@ class AgentBook:
                 agent.work[run_id] = work
             if looks is not None:
                 agent.openings[run_id] = looks
+            if attached is not None:
+                agent.attached[run_id] = attached
             while len(agent.steps) > MAX_RUNS:
                 gone, _ = agent.steps.popitem(last=False)
                 agent.work.pop(gone, None)
                 agent.openings.pop(gone, None)
+                agent.attached.pop(gone, None)
 
     def profile(self, campaign_id: str, agent_id: str | None) -> Profile | None:
         """The agent's profile, or None before any of its turns (its `steps` empty
@@ -210,16 +225,22 @@ class AgentBook:
             tuple(agent.turns), tuple(agent.steps.values()), tuple(agent.openings.values())
         )
 
-    def profile_for(self, campaign_id: str, work: Work) -> Profile | None:
-        """The habits of the campaign's runs that did `work`, every agent's (in the order
-        of their ids, so any runner pools them alike); None before any such run answered."""
+    def profile_for(self, campaign_id: str, work: Work, *, attached: bool) -> Profile | None:
+        """The habits of the campaign's runs that did `work` on a task with files
+        `attached` or not (an agent looks at the data it was given, and around the
+        workspace when it was given none), every agent's (in the order of their ids, so
+        any runner pools them alike); None before any such run answered."""
         turns: list[Turn] = []
         steps: list[int] = []
         openings: list[int] = []
         for (campaign, _), agent in sorted(self._agents.items()):
             if campaign != campaign_id:
                 continue
-            runs = {run for run, did in agent.work.items() if did == work}
+            runs = {
+                run
+                for run, did in agent.work.items()
+                if did == work and agent.attached.get(run) == attached
+            }
             turns += [t for t in agent.turns if t.run_id in runs]
             steps += [n for run, n in agent.steps.items() if run in runs]
             openings += [n for run, n in agent.openings.items() if run in runs]
@@ -268,10 +289,35 @@ class Observed(ProviderWrapper):
         last = not calls or any(c.name == "submit" for c in calls)
         work = work_done(messages, completion) if last else None  # known once it answers
         looks = opening(messages, completion) if last else None
+        attached = bool(attachments(messages)) if last else None
         self.book.record(
-            self.campaign_id, self.agent_id, self.run_id, turn, last=last, work=work, looks=looks
+            self.campaign_id,
+            self.agent_id,
+            self.run_id,
+            turn,
+            last=last,
+            work=work,
+            looks=looks,
+            attached=attached,
         )
         return completion
+
+
+_ATTACHED = re2.compile(r"(?m)^- /workspace/(\S+) \(")
+"""An attachment line of the runner's first user message (conversation.py)."""
+_FIRST_MESSAGE_CHARS = 1_000_000
+"""Most characters of a first user message read for its attachment lines."""
+
+
+def attachments(messages: Sequence[Message]) -> list[str]:
+    """The workspace paths of the files attached to the run's task, as the runner's first
+    user message lists them (a task's text is hostile: RE2, bounded)."""
+    for m in messages:
+        if isinstance(m, UserMessage):
+            text = "".join(p.text for p in m.content if isinstance(p, TextPart))
+            if found := _ATTACHED.findall(text[:_FIRST_MESSAGE_CHARS]):
+                return list(found)
+    return []
 
 
 def opening(messages: Sequence[Message], completion: Completion) -> int:

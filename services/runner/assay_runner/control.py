@@ -9,7 +9,7 @@ do not make as planned (the plan's ``made`` says which they do: text with
 message, one tool call a step.
 
 Its habits are those of the campaign's runs that did the plan's kind of work (ran code or
-not, wrote files or not), every agent's alike, as this runner's :class:`AgentBook` saw
+not, wrote files or not) on tasks like its own (files attached or not), every agent's alike, as this runner's :class:`AgentBook` saw
 them (:meth:`AgentBook.profile_for`): how many looks open a run and with which tool, how
 long each turn thinks, at which turns it says something beside its calls. Its token
 counts follow its look-alike's turns (a model's own rate). Before any run of its kind has
@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import re
 import shlex
 from collections import Counter
 from collections.abc import Sequence
@@ -37,21 +36,17 @@ from assay.providers import (
     Completion,
     GenerationParams,
     Message,
-    TextPart,
     ToolCall,
     ToolDefinition,
-    UserMessage,
 )
 from assay.store import BlobStore
 from assay_schemas import CONTROL_CHUNK_BYTES, ControlFile, ControlPlan, ProviderError, Usage
 
-from .book import AgentBook, Profile, Work, request_chars, seeded, tokens
+from .book import AgentBook, Profile, Work, attachments, request_chars, seeded, tokens
 
 __all__ = ["ControlProvider", "control_call"]
 
 _HEREDOC = "EOF"
-_ATTACHED = re.compile(r"^- /workspace/(\S+) \(", re.MULTILINE)
-"""An attachment line of the runner's first user message (conversation.py)."""
 
 
 @dataclass(frozen=True)
@@ -104,15 +99,6 @@ def _calls(messages: Sequence[Message]) -> list[ToolCall]:
     return [c for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls]
 
 
-def _attachments(messages: Sequence[Message]) -> list[str]:
-    for m in messages:
-        if isinstance(m, UserMessage):
-            text = "".join(p.text for p in m.content if isinstance(p, TextPart))
-            if found := _ATTACHED.findall(text):
-                return found
-    return []
-
-
 def _quoted(path: str) -> str:
     """`path` in single quotes, as an agent types a file name (safe for any name)."""
     return "'" + path.replace("'", "'\\''") + "'"
@@ -120,8 +106,10 @@ def _quoted(path: str) -> str:
 
 def _look(tool: str, attachment: str | None) -> _Act:
     """A look at the workspace with `tool` (bash: list it and head the data)."""
-    if attachment is None or tool == "list_files":
+    if attachment is None:
         return _act("list_files", {}, "No data attached; I'll check the workspace first.")
+    if tool == "list_files":
+        return _act("list_files", {})
     if tool == "read_file":
         return _act("read_file", {"path": attachment})
     # The listing the demo's careful agent makes (testing/assay_testing/demo/_agents.py).
@@ -274,7 +262,7 @@ class ControlProvider:
         if tool is None:
             defaults = _DEFAULT_LOOKS.get(_work(plan)) or ("bash",)
             tool = defaults[min(turn, len(defaults) - 1)]
-        attached = _attachments(messages)
+        attached = attachments(messages)
         return _look(tool, attached[turn % len(attached)] if attached else None)
 
     def _say(self, acts: Sequence[_Act], turn: int) -> str | None:
@@ -317,7 +305,8 @@ class ControlProvider:
         """The plan's next tool calls."""
         plan = await self._load()
         if self.book is not None:  # its kind's runs so far (the opening is drawn once)
-            self._habits = self.book.profile_for(self.campaign_id, _work(plan))
+            attached = bool(attachments(messages))
+            self._habits = self.book.profile_for(self.campaign_id, _work(plan), attached=attached)
             self._rates = self.book.profile(self.campaign_id, self.like)
         turn = sum(isinstance(m, AssistantMessage) for m in messages)
         acts = await self._next(plan, messages, turn)
