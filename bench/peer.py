@@ -6,7 +6,9 @@ one of the project's dependencies) with `react()`, its `bash()` tool and its `lo
 sandbox (no isolation); Assay runs its real runner and sandbox-manager (bubblewrap, a
 sandbox per run) in one process on a fresh nats-server. Both talk through the OpenAI SDK
 to one scripted model server in a process of its own, so neither side shares its
-interpreter with the stand-in. Each side warms up first (imports, first connections,
+interpreter with the stand-in. Inspect AI is measured a second time in its best
+configuration: its in-process mock model (`mockllm/model` playing the same script, no
+HTTP at all), and Assay's wall is shown against both. Each side warms up first (imports, first connections,
 first sandboxes); a wall runs from the timed eval's call (Inspect) or the campaign's
 submit (Assay) until every run has ended. ``python -m bench.peer [--runs N]``.
 """
@@ -96,11 +98,24 @@ def peer_python() -> str:
 
 
 def run_inspect(
-    python: str, base_url: str, runs: int, concurrency: int, timeout_s: float | None = None
+    python: str,
+    base_url: str | None,
+    runs: int,
+    concurrency: int,
+    timeout_s: float | None = None,
+    *,
+    mock_steps: int | None = None,
 ) -> tuple[Side, str]:
-    """Inspect AI's timed eval against the scripted model at base_url; its side and version
+    """Inspect AI's timed eval against the scripted model at base_url, or with `mock_steps`
+    against its in-process mock model playing the same script; its side and version
     (subprocess.TimeoutExpired past timeout_s)."""
-    args = [python, str(INSPECT_EVAL), "--base-url", base_url, "--model", MODEL]
+    args = [python, str(INSPECT_EVAL)]
+    if mock_steps is not None:
+        args += ["--mock-steps", str(mock_steps)]
+    elif base_url is not None:
+        args += ["--base-url", base_url, "--model", MODEL]
+    else:
+        raise ValueError("Inspect AI needs the scripted model's URL or mock_steps")
     args += ["--runs", str(runs), "--concurrency", str(concurrency)]
     # Inspect's venv alone: none of this workspace's packages on its path. An empty HOME:
     # its `bash()` tool runs `bash --login`, and a host's own profile (pyenv init costs
@@ -189,7 +204,9 @@ def _assay_side(base_url: str, runs: int, steps: int, concurrency: int) -> Side:
 # --- rows -----------------------------------------------------------------------------------
 
 
-def _rows(concurrency: int, steps: int, inspect: Side, assay: Side, version: str) -> list[Row]:
+def _rows(
+    concurrency: int, steps: int, inspect: Side, mock: Side, assay: Side, version: str
+) -> list[Row]:
     g = "peer"
     total = inspect.runs * steps or 1
     return [
@@ -209,6 +226,22 @@ def _rows(concurrency: int, steps: int, inspect: Side, assay: Side, version: str
             inspect.wall_s,
             "Inspect AI's wall",
             "≤ 0.5× Inspect AI",
+        ),
+        Row(
+            g,
+            f"Inspect AI {version}, in-process mock model (mockllm, no HTTP), {mock.runs} × "
+            f"{steps} `bash true`, concurrency {concurrency}, local sandbox: wall",
+            mock.wall_s,
+            "s",
+        ),
+        Row(
+            g,
+            "  Assay's wall against Inspect AI's with its in-process mock model",
+            assay.wall_s,
+            "s",
+            mock.wall_s,
+            "Inspect AI's (mock) wall",
+            "≤ 1.0× Inspect AI (mock)" if concurrency == 1 else "",
         ),
         Row(
             g,
@@ -242,6 +275,12 @@ def _rows(concurrency: int, steps: int, inspect: Side, assay: Side, version: str
             float(inspect.failed),
             "Inspect AI's",
         ),
+        Row(
+            g,
+            "  runs failed (Inspect AI, mock model)",
+            float(mock.failed),
+            "runs",
+        ),
     ]
 
 
@@ -258,9 +297,11 @@ def bench_peer(
         for concurrency in concurrencies:
             print(f"  Inspect AI, concurrency {concurrency} ...", flush=True)
             inspect, version = run_inspect(python, base_url, runs, concurrency)
+            print(f"  Inspect AI (in-process mock), concurrency {concurrency} ...", flush=True)
+            mock, _ = run_inspect(python, None, runs, concurrency, mock_steps=steps)
             print(f"  Assay, concurrency {concurrency} ...", flush=True)
             assay = _assay_side(base_url, runs, steps, concurrency)
-            rows += _rows(concurrency, steps, inspect, assay, version)
+            rows += _rows(concurrency, steps, inspect, mock, assay, version)
     return rows
 
 
