@@ -59,22 +59,13 @@ def _measure(ran: Campaign) -> tuple[Blindness, list[tuple[str, float]]]:
     return found, top_tells(features, controls)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue #47 open (the larger campaign below is not yet at chance): each home draws "
-    "its own salt; six salts measured 0.24-0.54, every one under 0.6, but the margin is one "
-    "standard deviation of the salts' spread, and a run of the suite that fails on one "
-    "unlucky salt fails the whole landing; strict once #47's remaining tells are gone",
-)
 def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campaign(
     bundled: Campaign,
 ) -> None:
-    """Each home draws its own controls secret (its look-alikes, ids and slots): over five
-    salts, on a machine shared with other test runs, the AUC was 0.24-0.54 with controls
-    in their look-alike's queue place, durations not counting the runner's queue, and
-    answers in the look-alike's house style (that last withdrawn since; 0.27-0.51
-    before the three; 0.47-0.69 before controls chained their
-    commands, stopped hashing their outputs and opened as their kind's runs)."""
+    """Each home draws its own controls secret (its look-alikes, ids and slots): over eight
+    salts the AUC was 0.23-0.46 (2026-12-05) once a control imitates the runs on tasks
+    like its own (files attached or not); 0.24-0.54 over six before it, with the answer
+    in its look-alike's house style (withdrawn since: see docs/architecture.md)."""
     found, tells = _measure(bundled)
     print(
         f"\nbundled: AUC {found.auc:.3f} ({found.n_controls} controls, "
@@ -87,12 +78,10 @@ def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campa
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=False,
-    reason="issue #47 open: AUC 0.640 and 0.514 on two salts with controls in their "
-    "look-alike's queue place, durations not counting the runner's queue and answers in "
-    "the look-alike's house style (withdrawn since: the demo's lenient judge rewards it); "
-    "0.61, 0.67 and 0.72 before; its tells then: step latencies (a control's steps take "
-    "longer than its kind's runs' at the same turn), write share, the look-alike's model; "
-    "not strict, as salts vary",
+    reason="issue #47 open: AUC 0.565, 0.584 and 0.605 on three salts (2026-12-05, controls "
+    "imitating runs on tasks like their own; 0.707 before, one salt); its tells: the answer's "
+    "opening (the overclaimer drops the references' 'Summary:' label) and a control wearing "
+    "an agent that never does its kind of work; not strict, as salts vary",
 )
 def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
     tmp_path_factory: pytest.TempPathFactory,
