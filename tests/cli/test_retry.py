@@ -37,7 +37,10 @@ SCRIPTS = {"agent": AGENT, "judge": JUDGE}
 async def test_retry_turns_an_infrastructure_failure_into_a_judged_attempt(
     bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
 ) -> None:
-    scripted.set_latency("agent", 0.5)
+    # The agent's first call takes its time, so the host loses the sandbox before the run
+    # uses it: at 0.5 s a loaded machine (the full suite) once destroyed it only after the
+    # run had answered and sealed, and no run failed.
+    scripted.set_latency("agent", 3.0)
     store = LocalBlobStore(settings.blob_dir)
     folder = pipeline.write_task(tmp_path / "tasks", "t1", "go", {"a.txt": "x"})
     judge = judge_spec("j1", "judge", scripted.openai_base_url)
