@@ -8,9 +8,9 @@ sandbox per run) in one process on a fresh nats-server. Both talk through the Op
 to one scripted model server in a process of its own, so neither side shares its
 interpreter with the stand-in. Inspect AI is measured a second time in its best
 configuration: its in-process mock model (`mockllm/model` playing the same script, no
-HTTP at all), and Assay's wall is shown against both. Each side warms up first (imports, first connections,
-first sandboxes); a wall runs from the timed eval's call (Inspect) or the campaign's
-submit (Assay) until every run has ended. ``python -m bench.peer [--runs N]``.
+HTTP at all), and Assay's wall is shown against both. Each side warms up first (imports,
+first connections, first sandboxes); a wall runs from the timed eval's call (Inspect) or
+the campaign's submit (Assay) until every run has ended. ``python -m bench.peer [--runs N]``.
 """
 
 from __future__ import annotations

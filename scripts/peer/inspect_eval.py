@@ -77,6 +77,7 @@ def _eval(
         # sample's sandbox (inspect_ai/_eval/task/sandbox.py, so that tasks interleave),
         # half a second a sample that is no work of Inspect's best configuration. Its local
         # sandbox has no limit of its own, so max_samples bounds them as it bounds samples.
+        #
         # Its local sandbox runs at most this many commands at once (default: the CPU
         # count): at the same concurrency as Assay, every run's command may run at once.
         max_subprocesses=concurrency,

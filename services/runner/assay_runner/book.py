@@ -169,12 +169,11 @@ def _fit(points: Sequence[tuple[int, int]], x: int) -> int | None:
 class _Agent:
     turns: deque[Turn] = field(default_factory=lambda: deque(maxlen=MAX_TURNS))
     steps: OrderedDict[str, int] = field(default_factory=OrderedDict)
-    work: dict[str, Work] = field(default_factory=dict)
-    """The kind of work of each run in `steps` (those that answered and said it)."""
+    kinds: dict[str, tuple[Work, bool]] = field(default_factory=dict)
+    """The kind of work of each run in `steps`, and whether its task had files attached
+    (those that answered and said them)."""
     openings: dict[str, int] = field(default_factory=dict)
     """The looks that opened each run in `steps` (those that answered and said them)."""
-    attached: dict[str, bool] = field(default_factory=dict)
-    """Whether each run in `steps` had files attached to its task (those that answered)."""
 
 
 @dataclass
@@ -203,17 +202,14 @@ class AgentBook:
         if last:
             agent.steps[run_id] = turn.index + 1
             agent.steps.move_to_end(run_id)
-            if work is not None:
-                agent.work[run_id] = work
+            if work is not None and attached is not None:
+                agent.kinds[run_id] = (work, attached)
             if looks is not None:
                 agent.openings[run_id] = looks
-            if attached is not None:
-                agent.attached[run_id] = attached
             while len(agent.steps) > MAX_RUNS:
                 gone, _ = agent.steps.popitem(last=False)
-                agent.work.pop(gone, None)
+                agent.kinds.pop(gone, None)
                 agent.openings.pop(gone, None)
-                agent.attached.pop(gone, None)
 
     def profile(self, campaign_id: str, agent_id: str | None) -> Profile | None:
         """The agent's profile, or None before any of its turns (its `steps` empty
@@ -236,11 +232,7 @@ class AgentBook:
         for (campaign, _), agent in sorted(self._agents.items()):
             if campaign != campaign_id:
                 continue
-            runs = {
-                run
-                for run, did in agent.work.items()
-                if did == work and agent.attached.get(run) == attached
-            }
+            runs = {run for run, kind in agent.kinds.items() if kind == (work, attached)}
             turns += [t for t in agent.turns if t.run_id in runs]
             steps += [n for run, n in agent.steps.items() if run in runs]
             openings += [n for run, n in agent.openings.items() if run in runs]

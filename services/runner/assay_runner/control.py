@@ -9,9 +9,10 @@ do not make as planned (the plan's ``made`` says which they do: text with
 message, one tool call a step.
 
 Its habits are those of the campaign's runs that did the plan's kind of work (ran code or
-not, wrote files or not) on tasks like its own (files attached or not), every agent's alike, as this runner's :class:`AgentBook` saw
-them (:meth:`AgentBook.profile_for`): how many looks open a run and with which tool, how
-long each turn thinks, at which turns it says something beside its calls. Its token
+not, wrote files or not) on tasks like its own (files attached or not), every agent's
+alike, as this runner's :class:`AgentBook` saw them (:meth:`AgentBook.profile_for`): how
+many looks open a run and with which tool, how long each turn thinks, at which turns it
+says something beside its calls. Its token
 counts follow its look-alike's turns (a model's own rate). Before any run of its kind has
 answered, its kind's default habits hold (`_DEFAULT_LOOKS`: an agent that runs code looks
 at the data first and says so; one that only drafts code writes it at once; one that
@@ -172,6 +173,8 @@ class ControlProvider:
     """The look-alike's turns, for its token counts (None: the estimate)."""
     _looks: int | None = field(default=None, init=False)
     """The looks that open this run, drawn once."""
+    _attached: list[str] | None = field(default=None, init=False)
+    """The files attached to the run's task, read once from its first message."""
 
     @property
     def kind(self) -> str:
@@ -262,8 +265,13 @@ class ControlProvider:
         if tool is None:
             defaults = _DEFAULT_LOOKS.get(_work(plan)) or ("bash",)
             tool = defaults[min(turn, len(defaults) - 1)]
-        attached = attachments(messages)
+        attached = self._attachments(messages)
         return _look(tool, attached[turn % len(attached)] if attached else None)
+
+    def _attachments(self, messages: Sequence[Message]) -> list[str]:
+        if self._attached is None:
+            self._attached = attachments(messages)
+        return self._attached
 
     def _say(self, acts: Sequence[_Act], turn: int) -> str | None:
         """A line beside the step's calls where its kind's runs say one at this turn
@@ -305,7 +313,7 @@ class ControlProvider:
         """The plan's next tool calls."""
         plan = await self._load()
         if self.book is not None:  # its kind's runs so far (the opening is drawn once)
-            attached = bool(attachments(messages))
+            attached = bool(self._attachments(messages))
             self._habits = self.book.profile_for(self.campaign_id, _work(plan), attached=attached)
             self._rates = self.book.profile(self.campaign_id, self.like)
         turn = sum(isinstance(m, AssistantMessage) for m in messages)
