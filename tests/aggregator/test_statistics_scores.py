@@ -368,3 +368,25 @@ def test_weigh_is_the_float64_product_of_the_counts(b: int, t: int, k: int) -> N
     for row in range(b):
         want = [sum(float(counts[row, i]) * m[i, j] for i in range(t)) for j in range(k)]
         assert got[row] == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+def test_weigh_multiplies_a_repeated_column_once_and_gives_it_to_every_place() -> None:
+    """A ratio's denominators are often one column repeated (each judgment scores every
+    dimension): `weigh` multiplies it once. Every place still gets the product, by hand,
+    and the repeated places the same bits; a column equal except in its last bit, or a
+    NaN in one place, is a column of its own."""
+    counts = resample_counts(9, 1_500, 30)
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=30), rng.normal(size=30)
+    nudged = np.nextafter(a, np.inf)
+    with_nan = a.copy()
+    with_nan[3] = np.nan
+    m = np.column_stack([a, b, a, nudged, b, with_nan, a])
+    got = weigh(counts, m)
+    assert got.shape == (1_500, 7)
+    want = counts.astype(np.float64) @ m
+    assert np.allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True)
+    assert np.array_equal(got[:, 0], got[:, 2]) and np.array_equal(got[:, 0], got[:, 6])
+    assert np.array_equal(got[:, 1], got[:, 4])
+    assert not np.array_equal(got[:, 0], got[:, 3])  # the nudged column is its own
+    assert np.isnan(got[:, 5]).all() and np.isfinite(got[:, 0]).all()

@@ -76,13 +76,30 @@ def weigh(counts: Counts, m: F64) -> F64:
     Each block is converted to float64 (exact: counts are small integers) just before its
     product, so the float64 copy of the whole (B, T) array never exists; the block's rows
     are a fixed number (not derived from the machine), so the same inputs give the same
-    bits on every run.
+    bits on every run. Equal columns of `m` are multiplied once: a ratio's denominators
+    are often the same column for every dimension (each judgment scores them all), and
+    the products are the report's largest cost, all arithmetic.
     """
-    out = np.empty((counts.shape[0], *m.shape[1:]))
+    distinct, back = _distinct_columns(m)
+    out = np.empty((counts.shape[0], distinct.shape[1]))
     for start in range(0, counts.shape[0], _WEIGH_ROWS):
         block = counts[start : start + _WEIGH_ROWS].astype(np.float64)
-        out[start : start + block.shape[0]] = block @ m
-    return out
+        out[start : start + block.shape[0]] = block @ distinct
+    return out if back is None else out[:, back]
+
+
+def _distinct_columns(m: F64) -> tuple[F64, I64 | None]:
+    """The distinct columns of `m` (equal bytes), and where each of its columns is among
+    them (None: all distinct, `m` itself)."""
+    first: dict[bytes, int] = {}
+    back = np.array(
+        [first.setdefault(col.tobytes(), len(first)) for col in np.ascontiguousarray(m.T)],
+        dtype=np.int64,
+    )
+    if len(first) == m.shape[1]:
+        return m, None
+    _, keep = np.unique(back, return_index=True)  # each distinct column's first place
+    return m[:, keep], back
 
 
 _WEIGH_ROWS = 1024
