@@ -7,15 +7,15 @@ recorded as refused, as the live consumer does (it also dead-letters them).
 
 from __future__ import annotations
 
-import gc
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import aclosing, contextmanager
+from collections.abc import Callable
+from contextlib import aclosing
 
 from nats.js import JetStreamContext
 
 from assay.bus import RawMessage, read_raw
 from assay.config import Settings
+from assay.heap import collector_paused
 from assay.security.chain import check_signatures
 from assay.security.signing import Enrollment, TrustList
 from assay.store import open_store
@@ -82,7 +82,7 @@ async def fold_stream(
         return out
     # read_raw is an async generator; closing it on `break` removes its consumer at once.
     reader = read_raw(js, stream, start=start, subject=subject)
-    with _collector_paused():
+    with collector_paused():
         async with aclosing(reader) as messages:
             batch: list[RawMessage] = []
             async for raw in messages:
@@ -98,25 +98,6 @@ async def fold_stream(
             if observe is not None:
                 observe(out, batch)
     return out
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while folding, back as it was after.
-
-    The fold only adds to an acyclic state, yet every few hundred allocations the collector
-    walked the young objects and, as the state grew, the whole of it again: a fifth of a
-    K-Bench rebuild's CPU. Cycles made meanwhile (a caught exception's traceback) are
-    collected once it is back on; other tasks of the process run unpaused between awaits
-    only for as long as the rebuild lasts.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _decode(state: State, raw: RawMessage) -> Event | None:

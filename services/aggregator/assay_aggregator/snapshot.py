@@ -17,7 +17,6 @@ rebuilds from sequence 1 and compares.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import logging
@@ -31,6 +30,7 @@ from nats.js import JetStreamContext
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.heap import collector_paused
 from assay.security.controls import controls_key
 from assay.security.signing import trust_for
 from assay.store import open_store
@@ -143,17 +143,12 @@ def _decode(body: bytes) -> State:
     millions of new containers, none of them garbage, and its passes over them took a
     third of the load.
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         try:
             data = orjson.loads(body)
         except orjson.JSONDecodeError:
             data = json.loads(body)
         return state_from_json(data)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def load_snapshot(settings: Settings) -> State | None:
