@@ -31,14 +31,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from nats.aio.msg import Msg
-
-from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.embedded import NatsServer
 from assay_schemas import AgentFinished, AgentSpec, AgentStepLogged, RunFailed
 from assay_testing.scripted import ScriptedModelServer
-from bench.runner import KEY_ENV, MODEL, _campaign, _drafts, _script, _Stack, _wait_done
+from bench.runner import (
+    KEY_ENV,
+    MODEL,
+    _campaign,
+    _drafts,
+    _script,
+    _Stack,
+    _submit_and_wait,
+    _until_ended,
+)
 from bench.table import Row, percentile, print_rows
 
 __all__ = ["bench_peer", "peer_python", "run_inspect", "scripted_process"]
@@ -136,40 +142,13 @@ def run_inspect(
 # --- Assay ----------------------------------------------------------------------------------
 
 
-async def _until_ended(
-    bus: Bus, campaign_id: str, runs: int, listening: asyncio.Event, timeout: float
-) -> None:
-    """Wait, on the live subjects, until `runs` runs are sealed or failed."""
-    ended: set[str] = set()
-    done = asyncio.Event()
-
-    async def on_end(msg: Msg) -> None:
-        ended.add(msg.subject.rsplit(".", 1)[1])
-        if len(ended) >= runs:
-            done.set()
-
-    nc = bus.broker.connection
-    subs = [
-        await nc.subscribe(bus.subjects.event(kind, campaign_id, "*"), cb=on_end)
-        for kind in ("ArtifactsSealed", "RunFailed")
-    ]
-    await nc.flush()
-    listening.set()
-    try:
-        await asyncio.wait_for(done.wait(), timeout)
-    finally:
-        for sub in subs:
-            await sub.unsubscribe()
-
-
 async def _assay(base: Path, base_url: str, runs: int, steps: int, concurrency: int) -> Side:
     campaign = f"peer{concurrency}"
     with NatsServer(base / "nats") as server:
         async with _Stack(base, server, concurrency=concurrency) as stack:
             agent = AgentSpec(agent_id="steps", model=MODEL, base_url=base_url)
             warm = _campaign("warm", [agent], steps + 2)
-            await submit_campaign(stack.bus, stack.store, warm, _drafts(2, "w"))
-            await _wait_done(stack.bus, "warm", 2, 120)
+            await _submit_and_wait(stack, warm, _drafts(2, "w"), 120)
             listening = asyncio.Event()
             ended = asyncio.create_task(_until_ended(stack.bus, campaign, runs, listening, 900))
             await listening.wait()

@@ -23,6 +23,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from nats.aio.msg import Msg
+
 from assay.bus import Bus
 from assay.campaign import submit_campaign
 from assay.config import Settings
@@ -47,7 +49,6 @@ from assay_schemas import (
     AgentFinished,
     AgentSpec,
     AgentStepLogged,
-    ArtifactsSealed,
     CampaignSpec,
     Event,
     Limits,
@@ -98,20 +99,51 @@ def _campaign(campaign_id: str, agents: list[AgentSpec], max_steps: int) -> Camp
     )
 
 
-async def _wait_done(bus: Bus, campaign_id: str, n: int, timeout: float) -> list[Event]:
-    """Poll the campaign's events until n runs are sealed or failed."""
-    deadline = time.monotonic() + timeout
-    subject = bus.subjects.event("*", campaign_id, "*")
-    while True:
-        events = [e.event async for e in bus.replay(subject=subject)]
-        done = {e.run_id for e in events if isinstance(e, ArtifactsSealed | RunFailed)}
-        if len(done) >= n:
-            return events
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"campaign {campaign_id}: {len(done)} of {n} runs ended in {timeout}s"
-            )
-        await asyncio.sleep(0.5)
+async def _until_ended(
+    bus: Bus, campaign_id: str, runs: int, listening: asyncio.Event, timeout: float
+) -> None:
+    """Wait, on the live subjects, until `runs` runs are sealed or failed."""
+    ended: set[str] = set()
+    done = asyncio.Event()
+
+    async def on_end(msg: Msg) -> None:
+        ended.add(msg.subject.rsplit(".", 1)[1])
+        if len(ended) >= runs:
+            done.set()
+
+    nc = bus.broker.connection
+    subs = [
+        await nc.subscribe(bus.subjects.event(kind, campaign_id, "*"), cb=on_end)
+        for kind in ("ArtifactsSealed", "RunFailed")
+    ]
+    await nc.flush()
+    listening.set()
+    try:
+        await asyncio.wait_for(done.wait(), timeout)
+    finally:
+        for sub in subs:
+            await sub.unsubscribe()
+
+
+async def _submit_and_wait(
+    stack: _Stack, spec: CampaignSpec, drafts: list[TaskDraft], timeout: float
+) -> list[Event]:
+    """Submit the campaign, wait until each of its runs is sealed or failed; its events.
+
+    Listens on the two end subjects from before the submit, rather than reading the log
+    again and again: a replay of every event so far, twice a second, ran in the loop the
+    measured runner and sandbox-manager share, and lengthened the steps it landed in."""
+    listening = asyncio.Event()
+    runs = len(drafts) * len(spec.agents) * spec.epochs
+    ended = asyncio.create_task(_until_ended(stack.bus, spec.campaign_id, runs, listening, timeout))
+    await listening.wait()
+    await submit_campaign(stack.bus, stack.store, spec, drafts)
+    try:
+        await ended
+    except TimeoutError as e:
+        raise TimeoutError(f"campaign {spec.campaign_id}: runs not all ended in {timeout}s") from e
+    subject = stack.bus.subjects.event("*", spec.campaign_id, "*")
+    return [e.event async for e in stack.bus.replay(subject=subject)]
 
 
 class _Stack:
@@ -266,11 +298,8 @@ async def _run_campaign(
     prefix: str = "t",
 ) -> list[Event]:
     """Submit `runs` tasks for one agent and wait until every run is done; the events."""
-    drafts = _drafts(runs, prefix)
-    await submit_campaign(
-        stack.bus, stack.store, _campaign(campaign_id, [agent], max_steps), drafts
-    )
-    return await _wait_done(stack.bus, campaign_id, runs, timeout)
+    spec = _campaign(campaign_id, [agent], max_steps)
+    return await _submit_and_wait(stack, spec, _drafts(runs, prefix), timeout)
 
 
 async def _overhead(base: Path, runs: int, tool_steps: int, command: str) -> list[Row]:
