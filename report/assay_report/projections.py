@@ -120,6 +120,8 @@ class Projections(VerdictTables):
     def _n_artifacts(self, run: RunRecord) -> int:
         inputs = self._attachments(run)
         files = self.state.artifacts.get(run.run_id, [])
+        if not inputs:  # most tasks attach nothing: no file to look up
+            return len(files)
         return sum(1 for f in files if (f.path, f.sha256) not in inputs)
 
     def _sorted_runs(self) -> list[RunRecord]:
