@@ -164,7 +164,9 @@ def fit(ctx: Context) -> Fit:
     g = np.unique(task).size
     a_inv = np.linalg.inv(a)
     cov = a_inv @ (score.T @ score) @ a_inv * (g / (g - 1) if g > 1 else np.nan)
-    draws_k = _solve_batch(weigh(ctx.counts, a_t).reshape(-1, k, k), weigh(ctx.counts, b_t))
+    # One pass over the resample counts for both sides (each pass converts every block).
+    both = weigh(ctx.counts, np.concatenate([a_t, b_t], axis=1))
+    draws_k = _solve_batch(both[:, : k * k].reshape(-1, k, k), both[:, k * k :])
 
     full = np.full(z.shape[1], np.nan)
     full[keep] = coef
