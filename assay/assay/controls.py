@@ -33,6 +33,7 @@ from assay_schemas import (
     ControlFile,
     ControlPlan,
     Producer,
+    Task,
     TaskSubmitted,
     run_id_for,
 )
@@ -146,11 +147,13 @@ class _Disguise(NamedTuple):
 def _disguise(
     salt: bytes, campaign: CampaignSpec, kind: str, taken: set[str], dealt: int
 ) -> _Disguise:
-    """A control agent's id and the campaign agent it looks like: one per control kind,
-    running every task as an agent does; its id shaped like that agent's, never one of the
-    campaign's own. The look-alikes are dealt from salted decks of the campaign's model
-    agents (`_deal`; `dealt` control agents have their look already), so every agent is worn by as many control agents as the others, give
-    or take one: an agent worn by most controls would itself tell them."""
+    """A control agent's id and the campaign agent it looks like: as many control agents
+    as kinds, each running every task as an agent does (a different kind on each task:
+    `plan_controls`); its id shaped like that agent's, never one of the campaign's own.
+    The look-alikes are dealt from salted decks of the campaign's model agents (`_deal`;
+    `dealt` control agents have their look already), so every agent is worn by as many
+    control agents as the others, give or take one: an agent worn by most controls would
+    itself tell them."""
     models = [a for a in campaign.agents if a.kind == "model"]
     like = models[_deal(salt, len(models), dealt)] if models else None
     for attempt in range(1000):
@@ -197,6 +200,23 @@ def _slots(
     return slots
 
 
+def _answers(
+    campaign: CampaignSpec, draft: TaskDraft, task: Task, variants: list[str]
+) -> list[ControlAnswer]:
+    authors = draft.folder / "controls" if draft.folder is not None else None
+    return control_answers(
+        task,
+        variants,
+        reference=_reference(campaign, draft),
+        authors=authors,
+        max_bytes=MAX_CONTROL_FILE_BYTES,
+    )
+
+
+def _kind(answer: ControlAnswer) -> str:
+    return answer.variant or f"author:{answer.folder}"
+
+
 def plan_controls(
     store: BlobStore,
     campaign: CampaignSpec,
@@ -219,25 +239,26 @@ def plan_controls(
     step_ms = SCRIPTED_STEP_MS if campaign.scripted else MODEL_STEP_MS
     order = [a.agent_id for a in campaign.agents for _ in range(campaign.epochs)]
     out: list[ControlDeclared] = []
-    for draft in drafts:
+    every = [
+        (draft, _answers(campaign, draft, submitted[draft.task_id].task, list(spec.variants)))
+        for draft in drafts
+    ]
+    kinds = list(dict.fromkeys(_kind(a) for _, answers in every for a in answers))
+    for kind in kinds:
+        looks[kind] = _disguise(salt, campaign, kind, taken, len(looks))
+    agents = [looks[kind] for kind in kinds]
+    for turn, (draft, answers) in enumerate(every):
         event = submitted[draft.task_id]
         task = event.task
-        authors = draft.folder / "controls" if draft.folder is not None else None
-        answers = control_answers(
-            task,
-            list(spec.variants),
-            reference=_reference(campaign, draft),
-            authors=authors,
-            max_bytes=MAX_CONTROL_FILE_BYTES,
-        )
         reference = next((a for a in answers if a.variant == KNOWN_GOOD), None)
         declared: list[ControlDetails] = []
         for answer in answers:
             plan, most = _plan(store, answer, reference, step_ms)
-            kind = answer.variant or f"author:{answer.folder}"
-            if kind not in looks:
-                looks[kind] = _disguise(salt, campaign, kind, taken, len(looks))
-            look = looks[kind]
+            # Each control agent plays another kind on each task (a rotation), so every
+            # kind wears every look-alike, and in its house style (the control answers as
+            # the agent it wears does): the judges' error rates on a kind are measured on
+            # every style of the campaign, not on the one a single look-alike writes in.
+            look = agents[(kinds.index(_kind(answer)) + turn) % len(agents)]
             for epoch in range(spec.epochs):
                 run_id = run_id_for(campaign.campaign_id, task.task_id, look.agent_id, epoch)
                 declared.append(

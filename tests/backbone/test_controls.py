@@ -463,7 +463,7 @@ def test_control_identities_are_salted_per_deployment_and_named_like_the_campaig
         # Shaped like the agent it looks like: its length and first character.
         assert (len(d.agent_id), d.agent_id[0]) == (len(like), like[0])
     assert len({d.like for d in ours}) > 1, "drawn, not one agent for all"
-    # One control agent per variant, over every task (as an agent runs every task).
+    # As many control agents as kinds, over every task (as an agent runs every task).
     assert len({d.agent_id for d in ours}) == len({d.kind for d in ours})
 
 
@@ -477,6 +477,41 @@ def test_every_agent_is_worn_by_as_many_control_agents_give_or_take_one(
     agents = load_campaign(ROOT / "examples" / "campaign.yaml").agents
     assert set(worn) == {a.agent_id for a in agents}
     assert max(worn.values()) - min(worn.values()) <= 1, worn
+
+
+def test_each_kind_wears_every_control_agent_in_turn(tmp_path: Path) -> None:
+    """Issue #47: which kind a control agent plays turns with the task, so over the bundled
+    tasks every kind (the reference included) wears every control agent's look, as often
+    as the others give or take one; on each task each control agent plays one kind. A
+    control answers in its look-alike's house style, so a kind that always wore one look
+    had the judges' error rates measured in one style alone."""
+    campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
+    campaign = campaign.model_copy(update={"controls": ControlsSpec(references=str(REFERENCES))})
+    drafts = load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)
+    tasks = [
+        TaskSubmitted(
+            event_id=f"t{i}",
+            campaign_id=campaign.campaign_id,
+            task=build_task(d.fields, []),
+            producer=PRODUCER,
+        )
+        for i, d in enumerate(drafts)
+    ]
+    secret = b"r" * 32
+    sealed = plan_controls(
+        LocalBlobStore(tmp_path / "blobs"), campaign, drafts, tasks, PRODUCER, secret=secret
+    )
+    details = [ControlsKey(secret).open(d) for d in sealed]
+    agents = {d.agent_id for d in details}
+    kinds = {d.kind for d in details}
+    assert len(drafts) >= len(agents) == len(kinds) > 1
+    for task in {d.task_id for d in details}:
+        on_task = [d.agent_id for d in details if d.task_id == task]
+        assert len(set(on_task)) == len(on_task), "one kind per control agent on a task"
+    for kind in kinds:
+        worn = Counter(d.agent_id for d in details if d.kind == kind)
+        assert set(worn) == agents, kind
+        assert max(worn.values()) - min(worn.values()) <= 1, (kind, worn)
 
 
 def test_controls_go_among_the_agents_runs_never_first(tmp_path: Path) -> None:
