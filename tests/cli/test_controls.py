@@ -172,21 +172,11 @@ def test_report_rates_and_correction_equal_the_planted_verdicts(finished: Finish
     for measure in ("sensitivity", "specificity"):
         row = rates[("judge-planted", None, measure)]
         assert row["ci_low"] <= row["estimate"] <= row["ci_high"]
-    # Each agent's share is corrected by the rates on the controls that wore its family
-    # (they answer in its house style), by hand from the planted verdicts.
-    family = {run: r.agent_family for run, r in finished.state.runs.items()}
+    # The planted agent qualities: careful good, overclaimer and empty bad.
     scores = finished.projections.table("judgments")
-    agents_family = {r["agent_id"]: family[r["run_id"]] for r in scores.iter_rows(named=True)}
     for row in v["corrected_pass_shares"]:
         if row["judge_id"] != "judge-planted":
             continue
-        ours = [r for r in mine if family[r["run_id"]] == agents_family[row["agent_id"]]]
-        good = [r["score"] >= 8 for r in ours if r["expected"] == "pass"]
-        bad = [r["score"] < 8 for r in ours if r["expected"] == "fail"]
-        if not good or not bad:
-            assert math.isnan(row["unclipped"]), "no control of both kinds in its style"
-            continue
-        se, sp = sum(good) / len(good), sum(bad) / len(bad)
         assert row["sensitivity"] == pytest.approx(se, abs=1e-9)
         assert row["specificity"] == pytest.approx(sp, abs=1e-9)
         mine_runs = scores.filter(
