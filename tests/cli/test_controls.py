@@ -3,8 +3,7 @@
 One campaign over three bundled tasks with `controls:` (the bundled references and their
 known-bad variants), the demo's agents, one demo judge and a planted judge. The planted
 judge sees only what every judge sees; it tells good work from bad by content (the
-reference message's substance, whatever its opening label, with every reference file
-present) and passes good work with
+reference message with every reference file present) and passes good work with
 probability 0.9, bad work with 0.3 (a hash of the case), scoring 9/7 on good and 8/2 on
 bad work, so each verdict says both what the judge classified and whether it passed.
 """
@@ -26,7 +25,6 @@ import yaml
 from rich.console import Console
 
 from assay.config import Settings
-from assay.tasks import answer_substance
 from assay_cli.commands._home import home_settings
 from assay_cli.commands._report import _projections
 from assay_cli.run import run_campaign
@@ -67,10 +65,7 @@ def _good(case: str) -> bool:
         .replace("<", "&lt;")
         .replace(">", "&gt;")
     )
-    # The answer's substance: a control opens it in its look-alike's house style.
-    return answer_substance(final) == answer_substance(want) and len(produced) >= N_FILES.get(
-        task, 1
-    )
+    return final == want and len(produced) >= N_FILES.get(task, 1)
 
 
 def planted(request: ScriptRequest) -> ScriptReply:
