@@ -614,40 +614,6 @@ def test_the_rosters_control_agents_run_only_their_declared_runs() -> None:
 
 
 @dataclass
-class _Labelled(_Worker):
-    """An agent whose answers open with a label of their own (its house style)."""
-
-    _CALLS = (
-        ("read_file", {"path": "data/a.csv"}),
-        ("submit", {"answer": "Findings:\n\nok"}),
-    )
-
-
-async def test_a_control_answers_in_its_look_alikes_house_style(tmp_path: Path) -> None:
-    """Issue #47: a model's answers open with its own label (or none); a control wearing
-    that model answers in its style, the plan's substance unchanged. A control that kept
-    the reference's label where the model it wears drops it was told by its opening."""
-    book = AgentBook()
-    await _agent_runs(book, _Quick(turns=2), runs=2)  # answers "ok": no label
-    await _agent_runs(book, _Labelled(), runs=2, agent_id="labelled")
-    store = LocalBlobStore(tmp_path / "blobs")
-    sha = _plan(store, {}, "Summary:\n\nThe effect is 2.1 (95% CI 1.2-3.0).\nSee above.")
-    wearing = {
-        "quick": "The effect is 2.1 (95% CI 1.2-3.0).\nSee above.",
-        "labelled": "Findings:\n\nThe effect is 2.1 (95% CI 1.2-3.0).\nSee above.",
-        "unseen": "Summary:\n\nThe effect is 2.1 (95% CI 1.2-3.0).\nSee above.",  # as planned
-    }
-    for like, answer in wearing.items():
-        control = ControlProvider(
-            plan_sha256=sha, store=store, book=book, campaign_id="demo", like=like, run_id="rc"
-        )
-        (tmp_path / like).mkdir()
-        steps = await _play(control, tmp_path / like)
-        [submit] = [c for c in steps[-1].tool_calls if c.name == "submit"]
-        assert json.loads(submit.arguments)["answer"] == answer, like
-
-
-@dataclass
 class _Lister(_Worker):
     """An agent that lists the workspace and answers."""
 

@@ -2,14 +2,13 @@
 
 A control's run must read like one of the campaign's agents' runs (issue #47): as many
 steps, the same think times, token counts reported at the same rate, the same tools when
-it looks around, words beside its calls where that agent says some, its answer in that
-agent's house style. The runner drives the agents' runs itself, so it keeps a bounded,
-in-memory :class:`AgentBook` of their model turns (:class:`Observed` wraps each agent's
-model client); a control asks it for its look-alike agent's :class:`Profile`. Nothing is
-kept of what the agents wrote, only counts and times, whether their task had files
-attached, and the label their answers open with (`assay.tasks.answer_opening`: a line
-such as ``Summary:``, or none). A runner that has seen none of an agent's turns yet has
-no profile: the control then falls back on its plan's scripted estimate.
+it looks around, words beside its calls where that agent says some. The runner drives
+the agents' runs itself, so it keeps a bounded, in-memory :class:`AgentBook` of their
+model turns (:class:`Observed` wraps each agent's model client); a control asks it for
+its look-alike agent's :class:`Profile`. Nothing is kept of what the agents wrote, only
+counts and times, and whether their task had files attached. A runner that has seen
+none of an agent's turns yet has no profile: the control then falls back on its plan's
+scripted estimate.
 
 A control imitates the habits of the runs that did its plan's kind of :class:`Work` (ran
 code or not, wrote files or not: what a judge reads in any transcript) on tasks like its
@@ -17,15 +16,14 @@ own (with files attached or without: an agent looks at the data it was given, an
 the workspace when it was given none), every agent's of the campaign alike: how many
 looks open them, how long each turn thinks, where they say something (an agent's own
 habits would mark a control that wears it doing work it never does). Token counts are a
-model's own, and so is the house style of its answers: both follow its look-alike's runs,
-whatever their kind. Before any run of its kind has answered, the control keeps its
-kind's default habits (see `assay_runner.control`).
+model's own, so they follow its look-alike's turns, whatever their kind. Before any run
+of its kind has answered, the control keeps its kind's default habits (see
+`assay_runner.control`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import random
 import time
@@ -46,7 +44,6 @@ from assay.providers import (
     ToolDefinition,
     UserMessage,
 )
-from assay.tasks import answer_opening
 
 __all__ = [
     "MAX_RUNS",
@@ -122,8 +119,6 @@ class Profile:
     """Steps of each of its runs that ended by answering."""
     openings: tuple[int, ...] = ()
     """Looks at the workspace (`opening`) that opened each of those runs."""
-    styles: tuple[str, ...] = ()
-    """The label each of those runs' answers opened with (`answer_opening`; "": none)."""
 
     def think_ms(self, index: int) -> list[float]:
         """Think times of its turns at `index` (all its turns when none is that far)."""
@@ -179,8 +174,6 @@ class _Agent:
     (those that answered and said them)."""
     openings: dict[str, int] = field(default_factory=dict)
     """The looks that opened each run in `steps` (those that answered and said them)."""
-    styles: dict[str, str] = field(default_factory=dict)
-    """The label each run in `steps` opened its answer with (those that answered)."""
 
 
 @dataclass
@@ -199,12 +192,11 @@ class AgentBook:
         last: bool,
         work: Work | None = None,
         looks: int | None = None,
-        style: str | None = None,
         attached: bool | None = None,
     ) -> None:
         """Count one turn of a run; `last`: the run answered with it (its steps are known),
-        having done `work` after `looks` looks at the workspace, its answer opening with
-        the label `style` (`answer_opening`), on a task with files `attached` or not."""
+        having done `work` after `looks` looks at the workspace, on a task with files
+        `attached` or not."""
         agent = self._agents.setdefault((campaign_id, agent_id), _Agent())
         agent.turns.append(turn)
         if last:
@@ -214,13 +206,10 @@ class AgentBook:
                 agent.kinds[run_id] = (work, attached)
             if looks is not None:
                 agent.openings[run_id] = looks
-            if style is not None:
-                agent.styles[run_id] = style
             while len(agent.steps) > MAX_RUNS:
                 gone, _ = agent.steps.popitem(last=False)
                 agent.kinds.pop(gone, None)
                 agent.openings.pop(gone, None)
-                agent.styles.pop(gone, None)
 
     def profile(self, campaign_id: str, agent_id: str | None) -> Profile | None:
         """The agent's profile, or None before any of its turns (its `steps` empty
@@ -229,10 +218,7 @@ class AgentBook:
         if agent is None or not agent.turns:
             return None
         return Profile(
-            tuple(agent.turns),
-            tuple(agent.steps.values()),
-            tuple(agent.openings.values()),
-            tuple(agent.styles.values()),
+            tuple(agent.turns), tuple(agent.steps.values()), tuple(agent.openings.values())
         )
 
     def profile_for(self, campaign_id: str, work: Work, *, attached: bool) -> Profile | None:
@@ -295,7 +281,6 @@ class Observed(ProviderWrapper):
         last = not calls or any(c.name == "submit" for c in calls)
         work = work_done(messages, completion) if last else None  # known once it answers
         looks = opening(messages, completion) if last else None
-        style = answer_opening(_answer(completion)) if last else None
         attached = bool(attachments(messages)) if last else None
         self.book.record(
             self.campaign_id,
@@ -305,7 +290,6 @@ class Observed(ProviderWrapper):
             last=last,
             work=work,
             looks=looks,
-            style=style,
             attached=attached,
         )
         return completion
@@ -338,19 +322,6 @@ def opening(messages: Sequence[Message], completion: Completion) -> int:
             break
         looks += 1
     return looks
-
-
-def _answer(completion: Completion) -> str:
-    """A run's answer: its submit call's, else what the model said last."""
-    for call in completion.tool_calls:
-        if call.name == "submit":
-            try:
-                args = json.loads(call.arguments)
-            except ValueError:
-                return ""
-            answer = args.get("answer") if isinstance(args, dict) else None
-            return answer if isinstance(answer, str) else ""
-    return completion.text or ""
 
 
 def work_done(messages: Sequence[Message], completion: Completion) -> Work:

@@ -12,13 +12,11 @@ Its habits are those of the campaign's runs that did the plan's kind of work (ra
 not, wrote files or not) on tasks like its own (files attached or not), every agent's
 alike, as this runner's :class:`AgentBook` saw them (:meth:`AgentBook.profile_for`): how
 many looks open a run and with which tool, how long each turn thinks, at which turns it
-says something beside its calls. Its token counts follow its look-alike's turns (a
-model's own rate), and its answer opens as its look-alike's answers do (a model's house
-style: the reference's ``Summary:`` label kept, dropped or put in its place, the answer's
-substance unchanged). Before any run of its kind has answered, its kind's default habits
-hold (`_DEFAULT_LOOKS`: an agent that runs code looks at the data first and says so; one
-that only drafts code writes it at once; one that writes nothing glances at a file; the
-plan's median think time; four characters a token).
+says something beside its calls. Its token
+counts follow its look-alike's turns (a model's own rate). Before any run of its kind has
+answered, its kind's default habits hold (`_DEFAULT_LOOKS`: an agent that runs code looks
+at the data first and says so; one that only drafts code writes it at once; one that
+writes nothing glances at a file; the plan's median think time; four characters a token).
 What is done is read from the conversation (the calls made), so a resumed run goes on
 where its logged steps end, like any model run.
 """
@@ -43,7 +41,6 @@ from assay.providers import (
     ToolDefinition,
 )
 from assay.store import BlobStore
-from assay.tasks import restyled
 from assay_schemas import CONTROL_CHUNK_BYTES, ControlFile, ControlPlan, ProviderError, Usage
 
 from .book import AgentBook, Profile, Work, attachments, request_chars, seeded, tokens
@@ -178,8 +175,6 @@ class ControlProvider:
     """The looks that open this run, drawn once."""
     _attached: list[str] | None = field(default=None, init=False)
     """The files attached to the run's task, read once from its first message."""
-    _styled: str | None = field(default=None, init=False)
-    """The plan's message in its look-alike's house style, drawn once (None: not yet)."""
 
     @property
     def kind(self) -> str:
@@ -235,17 +230,7 @@ class ControlProvider:
             for offset in range(0, f.size, CONTROL_CHUNK_BYTES):
                 chunk = data[offset : offset + CONTROL_CHUNK_BYTES]
                 out.append(_write(f.path, chunk, text=False, append=offset > 0))
-        return [*out, _act("submit", {"answer": self._answer(plan)})]
-
-    def _answer(self, plan: ControlPlan) -> str:
-        """The plan's message opening as one of its look-alike's answers did (drawn once
-        for the run): a model's house style is its own, and a control keeping the
-        reference's where the model it wears drops it would be told by its opening.
-        Before any of its look-alike's answers, the message as planned."""
-        if self._styled is None and self._rates is not None and self._rates.styles:
-            style = seeded(self.plan_sha256, self.run_id, "style").choice(self._rates.styles)
-            self._styled = restyled(plan.message, style)
-        return plan.message if self._styled is None else self._styled
+        return [*out, _act("submit", {"answer": plan.message})]
 
     def _draw_looks(self, plan: ControlPlan) -> int:
         """The looks that open this run: one of its kind's runs' (else the default)."""
