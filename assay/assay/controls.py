@@ -255,9 +255,8 @@ def plan_controls(
         for answer in answers:
             plan, most = _plan(store, answer, reference, step_ms)
             # Each control agent plays another kind on each task (a rotation), so every
-            # kind wears every look-alike, and in its house style (the control answers as
-            # the agent it wears does): the judges' error rates on a kind are measured on
-            # every style of the campaign, not on the one a single look-alike writes in.
+            # kind wears every look-alike: no kind's figures rest on one look, and no look
+            # is tied to one kind of work across the campaign.
             look = agents[(kinds.index(_kind(answer)) + turn) % len(agents)]
             for epoch in range(spec.epochs):
                 run_id = run_id_for(campaign.campaign_id, task.task_id, look.agent_id, epoch)

@@ -482,9 +482,8 @@ def test_every_agent_is_worn_by_as_many_control_agents_give_or_take_one(
 def test_each_kind_wears_every_control_agent_in_turn(tmp_path: Path) -> None:
     """Issue #47: which kind a control agent plays turns with the task, so over the bundled
     tasks every kind (the reference included) wears every control agent's look, as often
-    as the others give or take one; on each task each control agent plays one kind. A
-    control answers in its look-alike's house style, so a kind that always wore one look
-    had the judges' error rates measured in one style alone."""
+    as the others give or take one; on each task each control agent plays one kind. (One
+    control agent per kind tied a kind to one look for the whole campaign.)"""
     campaign = load_campaign(ROOT / "examples" / "campaign.yaml")
     campaign = campaign.model_copy(update={"controls": ControlsSpec(references=str(REFERENCES))})
     drafts = load_tasks(ROOT / "examples" / "tasks", max_bytes=5_000_000)

@@ -62,10 +62,10 @@ def _measure(ran: Campaign) -> tuple[Blindness, list[tuple[str, float]]]:
 def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campaign(
     bundled: Campaign,
 ) -> None:
-    """Each home draws its own controls secret (its look-alikes, ids and slots): over three
-    salts the AUC was 0.21-0.30 (2026-12-05) with each control answering in its
-    look-alike's house style and each kind wearing every look-alike in turn; 0.23-0.46
-    over eight before them."""
+    """Each home draws its own controls secret (its look-alikes, ids and slots): over eight
+    salts the AUC was 0.23-0.46 (2026-12-05) once a control imitates the runs on tasks
+    like its own (files attached or not); 0.23-0.46 over four with each kind wearing every
+    look-alike in turn."""
     found, tells = _measure(bundled)
     print(
         f"\nbundled: AUC {found.auc:.3f} ({found.n_controls} controls, "
@@ -78,10 +78,10 @@ def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campa
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=False,
-    reason="issue #47 open: AUC 0.49, 0.53 and 0.53 on three salts (2026-12-05, controls in "
-    "their look-alike's house style, each kind wearing every look-alike in turn; 0.61-0.73 "
-    "before); its tell left, a control wearing an agent that never does its kind of work, "
-    "may still reach 0.6 on some salts; not strict, as salts vary",
+    reason="issue #47 open: AUC 0.61-0.73 on three salts, 0.51-0.62 on four with each kind "
+    "wearing every look-alike in turn (2026-12-05); its tells: the answer's opening (the "
+    "overclaimer drops the references' 'Summary:' label) and a control wearing an agent that "
+    "never does its kind of work; not strict, as salts vary",
 )
 def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
     tmp_path_factory: pytest.TempPathFactory,
