@@ -24,14 +24,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from assay.campaign import submit_campaign
 from assay.embedded import NatsServer
 from assay_schemas import AgentFinished, AgentSpec, AgentStepLogged, RunFailed
 from assay_testing.scripted import ScriptedModelServer
@@ -43,7 +41,6 @@ from bench.runner import (
     _script,
     _Stack,
     _submit_and_wait,
-    _until_ended,
 )
 from bench.table import Row, percentile, print_rows
 
@@ -149,16 +146,8 @@ async def _assay(base: Path, base_url: str, runs: int, steps: int, concurrency: 
             agent = AgentSpec(agent_id="steps", model=MODEL, base_url=base_url)
             warm = _campaign("warm", [agent], steps + 2)
             await _submit_and_wait(stack, warm, _drafts(2, "w"), 120)
-            listening = asyncio.Event()
-            ended = asyncio.create_task(_until_ended(stack.bus, campaign, runs, listening, 900))
-            await listening.wait()
-            t0 = time.perf_counter()
             spec = _campaign(campaign, [agent], steps + 2)
-            await submit_campaign(stack.bus, stack.store, spec, _drafts(runs, "t"))
-            await ended
-            wall = time.perf_counter() - t0
-            subject = stack.bus.subjects.event("*", campaign, "*")
-            events = [e.event async for e in stack.bus.replay(subject=subject)]
+            events, wall = await _submit_and_wait(stack, spec, _drafts(runs, "t"), 900)
     by_run: dict[str, list[float]] = defaultdict(list)
     for e in events:
         if isinstance(e, AgentStepLogged) and e.run_id is not None:

@@ -125,10 +125,18 @@ async def _until_ended(
             await sub.unsubscribe()
 
 
+class Ended(NamedTuple):
+    """A campaign run to its end: its events, and the wall from its submit to its last
+    run's end."""
+
+    events: list[Event]
+    wall_s: float
+
+
 async def _submit_and_wait(
     stack: _Stack, spec: CampaignSpec, drafts: list[TaskDraft], timeout: float
-) -> list[Event]:
-    """Submit the campaign, wait until each of its runs is sealed or failed; its events.
+) -> Ended:
+    """Submit the campaign, wait until each of its runs is sealed or failed.
 
     Listens on the two end subjects from before the submit, rather than reading the log
     again and again: a replay of every event so far, twice a second, ran in the loop the
@@ -137,13 +145,15 @@ async def _submit_and_wait(
     runs = len(drafts) * len(spec.agents) * spec.epochs
     ended = asyncio.create_task(_until_ended(stack.bus, spec.campaign_id, runs, listening, timeout))
     await listening.wait()
+    t0 = time.perf_counter()
     await submit_campaign(stack.bus, stack.store, spec, drafts)
     try:
         await ended
     except TimeoutError as e:
         raise TimeoutError(f"campaign {spec.campaign_id}: runs not all ended in {timeout}s") from e
+    wall = time.perf_counter() - t0
     subject = stack.bus.subjects.event("*", spec.campaign_id, "*")
-    return [e.event async for e in stack.bus.replay(subject=subject)]
+    return Ended([e.event async for e in stack.bus.replay(subject=subject)], wall)
 
 
 class _Stack:
@@ -299,7 +309,7 @@ async def _run_campaign(
 ) -> list[Event]:
     """Submit `runs` tasks for one agent and wait until every run is done; the events."""
     spec = _campaign(campaign_id, [agent], max_steps)
-    return await _submit_and_wait(stack, spec, _drafts(runs, prefix), timeout)
+    return (await _submit_and_wait(stack, spec, _drafts(runs, prefix), timeout)).events
 
 
 async def _overhead(base: Path, runs: int, tool_steps: int, command: str) -> list[Row]:

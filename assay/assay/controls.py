@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import random
 import shlex
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
@@ -201,12 +202,12 @@ def _slots(
 
 
 def _answers(
-    campaign: CampaignSpec, draft: TaskDraft, task: Task, variants: list[str]
+    campaign: CampaignSpec, draft: TaskDraft, task: Task, variants: Sequence[str]
 ) -> list[ControlAnswer]:
     authors = draft.folder / "controls" if draft.folder is not None else None
     return control_answers(
         task,
-        variants,
+        list(variants),
         reference=_reference(campaign, draft),
         authors=authors,
         max_bytes=MAX_CONTROL_FILE_BYTES,
@@ -235,20 +236,19 @@ def plan_controls(
     key = ControlsKey(secret)
     submitted = {t.task.task_id: t for t in tasks}
     taken = {a.agent_id for a in campaign.agents}
-    looks: dict[str, _Disguise] = {}
     step_ms = SCRIPTED_STEP_MS if campaign.scripted else MODEL_STEP_MS
     order = [a.agent_id for a in campaign.agents for _ in range(campaign.epochs)]
     out: list[ControlDeclared] = []
     every = [
-        (draft, _answers(campaign, draft, submitted[draft.task_id].task, list(spec.variants)))
-        for draft in drafts
+        (submitted[d.task_id], _answers(campaign, d, submitted[d.task_id].task, spec.variants))
+        for d in drafts
     ]
-    kinds = list(dict.fromkeys(_kind(a) for _, answers in every for a in answers))
-    for kind in kinds:
-        looks[kind] = _disguise(salt, campaign, kind, taken, len(looks))
-    agents = [looks[kind] for kind in kinds]
-    for turn, (draft, answers) in enumerate(every):
-        event = submitted[draft.task_id]
+    # The kinds in order of first appearance, each with its place in the rotation.
+    place = {k: i for i, k in enumerate(dict.fromkeys(_kind(a) for _, aa in every for a in aa))}
+    agents: list[_Disguise] = []
+    for kind in place:
+        agents.append(_disguise(salt, campaign, kind, taken, len(agents)))
+    for turn, (event, answers) in enumerate(every):
         task = event.task
         reference = next((a for a in answers if a.variant == KNOWN_GOOD), None)
         declared: list[ControlDetails] = []
@@ -257,7 +257,7 @@ def plan_controls(
             # Each control agent plays another kind on each task (a rotation), so every
             # kind wears every look-alike: no kind's figures rest on one look, and no look
             # is tied to one kind of work across the campaign.
-            look = agents[(kinds.index(_kind(answer)) + turn) % len(agents)]
+            look = agents[(place[_kind(answer)] + turn) % len(agents)]
             for epoch in range(spec.epochs):
                 run_id = run_id_for(campaign.campaign_id, task.task_id, look.agent_id, epoch)
                 declared.append(
@@ -275,7 +275,7 @@ def plan_controls(
                         max_steps=most,
                     )
                 )
-        first = draft is drafts[0]
+        first = turn == 0
         likes = [d.like for d in declared]
         slots = _slots(salt, task.task_id, order, likes, first=first)
         out += _sealed(key, declared, slots, event.event_id, producer)
