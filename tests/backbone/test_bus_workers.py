@@ -8,7 +8,7 @@ import asyncio
 
 from nats.js.api import ConsumerInfo
 
-from assay.bus import DEAD_REASON, Bus, Delivery, WorkerPull
+from assay.bus import DEAD_REASON, Bus, Delivery, WorkerPull, waiting_aside
 from assay.config import Settings
 from assay_schemas import AgentStepLogged, Event
 from tests.backbone.test_bus import consuming, dead_letters, step, wait_for
@@ -173,3 +173,50 @@ async def test_messages_waiting_for_a_worker_are_kept_alive_and_handled_in_order
             await consumer.stop()
     assert handled == [(0, 1), (1, 1), (2, 1), (3, 1)]  # 3.2 s in all: past the ack wait
     assert (info.num_redelivered, info.num_ack_pending) == (0, 0)
+
+
+async def test_handlers_waiting_on_later_messages_give_their_workers_to_them(
+    settings: Settings,
+) -> None:
+    """Two workers, and the first two messages each wait for a later one to be handled (a
+    control run waiting for its look-alike's run to end): waiting aside, they let those
+    in; holding their workers, nothing would ever be handled."""
+    handled: dict[int, asyncio.Event] = {n: asyncio.Event() for n in range(4)}
+    at_work = 0
+    most = 0
+    order: list[int] = []
+
+    async def waits_for_a_later_one(event: Event, delivery: Delivery) -> None:
+        nonlocal at_work, most
+        assert isinstance(event, AgentStepLogged)
+        at_work += 1
+        most = max(most, at_work)
+        if event.step < 2:
+            at_work -= 1
+            async with waiting_aside():
+                await handled[event.step + 2].wait()
+                async with waiting_aside():  # nested: gives nothing twice
+                    pass
+            at_work += 1
+            most = max(most, at_work)
+        await asyncio.sleep(0.05)
+        at_work -= 1
+        order.append(event.step)
+        handled[event.step].set()
+
+    async with (
+        Bus(settings, service="test") as publisher,
+        consuming(settings, waits_for_a_later_one, durable="aside", max_workers=2) as consumer,
+    ):
+        for n in range(4):
+            await publisher.publish(step("r1", n))
+        await wait_for(lambda: len(order) == 4)
+        info = await _settled(consumer, "aside")
+        assert order[:2] == [2, 3] and sorted(order) == [0, 1, 2, 3]
+        assert most <= 2  # never more than the workers at work at once
+        assert (info.num_pending, info.num_ack_pending, info.num_redelivered) == (0, 0, 0)
+
+
+async def test_waiting_aside_outside_a_worker_does_nothing() -> None:
+    async with waiting_aside():
+        await asyncio.sleep(0)

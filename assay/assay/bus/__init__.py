@@ -7,7 +7,7 @@ from ._campaigns import read_campaign
 from ._dead_letters import DEAD_DELIVERIES, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT
 from ._lost import MaxDeliveries, advisory_subject, lost_reason
 from ._outages import publish_through_outages
-from ._pulls import BatchPull, WorkerPull
+from ._pulls import BatchPull, WorkerPull, waiting_aside
 from ._records import Delivery, GiveUpSink, Published, Refusal, RefusalSink, Unchanged
 from ._replay import (
     LoggedEvent,
@@ -55,4 +55,5 @@ __all__ = [
     "read_campaign",
     "read_raw",
     "subscribe",
+    "waiting_aside",
 ]

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from nats.aio.msg import Msg
@@ -30,7 +31,7 @@ from nats.js.api import ConsumerConfig
 
 from ._pacing import KeepAlive
 
-__all__ = ["BatchPull", "WorkerPull"]
+__all__ = ["BatchPull", "WorkerPull", "waiting_aside"]
 
 log = logging.getLogger("assay.bus")
 
@@ -38,6 +39,38 @@ _STOP_GRACE_S = 10.0
 """How long `stop` lets the batch in hand finish (each message settled) before cancelling."""
 _RETRY_S = 1.0
 """Pause after a failed fetch (a reconnect, a leader election) before the next."""
+
+
+@dataclass
+class _Slot:
+    """A handler's worker slot, and whether it holds it now (not while waiting aside)."""
+
+    pull: WorkerPull
+    held: bool = True
+
+
+_WORKER: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar(
+    "assay_bus_worker", default=None
+)
+"""The worker slot of the handler running in this context (None: no worker's)."""
+
+
+@contextlib.asynccontextmanager
+async def waiting_aside() -> AsyncIterator[None]:
+    """Give this handler's worker slot to the consumer's next message while the block
+    waits on another message's work (a run waiting for another run to end), and take a
+    slot again before going on. Without it, handlers all waiting on messages still in
+    the log would hold every worker, and those messages would never be handled. Outside
+    a worker's handler it does nothing."""
+    slot = _WORKER.get()
+    if slot is None or not slot.held:
+        yield
+        return
+    slot.pull.step_aside(slot)
+    try:
+        yield
+    finally:
+        await slot.pull.step_back(slot)
 
 
 @dataclass(kw_only=True)
@@ -139,6 +172,8 @@ class WorkerPull:
     _working: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
     _room: asyncio.Event | None = field(default=None, repr=False)
     _slots: asyncio.Semaphore | None = field(default=None, repr=False)
+    _aside: int = field(default=0, repr=False)
+    """Handlers waiting aside (`waiting_aside`): in hand, holding no worker slot."""
 
     async def start(self, js: JetStreamContext) -> None:
         """Create (or bind) the durable consumer and start pulling."""
@@ -184,7 +219,7 @@ class WorkerPull:
         assert self._room is not None
         with KeepAlive(self._in_hand.values(), self.ack_wait_s):
             while not self._stopping:
-                room = self.batch_size - len(self._working)
+                room = self.batch_size - (len(self._working) - self._aside)
                 if room <= 0:
                     self._room.clear()
                     await self._room.wait()
@@ -198,13 +233,36 @@ class WorkerPull:
 
     async def _work(self, msg: Msg) -> None:
         assert self._slots is not None
+        slot = _Slot(self, held=False)
         try:
-            async with self._slots:
-                await self.deliver(msg)
+            await self._slots.acquire()
+            slot.held = True
+            _WORKER.set(slot)  # this task's own context: its handler's alone
+            await self.deliver(msg)
         except Exception:  # unsettled: JetStream delivers it again; the consumer goes on
             log.exception("%s: delivery of a message failed", self.durable)
         finally:
+            if slot.held:
+                self._slots.release()
             del self._in_hand[id(msg)]
+
+    def step_aside(self, slot: _Slot) -> None:
+        """A handler waits aside: its slot to another message, and room for one more."""
+        assert self._slots is not None and self._room is not None
+        slot.held = False
+        self._aside += 1
+        self._slots.release()
+        self._room.set()
+
+    async def step_back(self, slot: _Slot) -> None:
+        """A handler done waiting aside: a slot again (waiting its turn for one; cancelled
+        meanwhile, it holds none, so it gives none back)."""
+        assert self._slots is not None
+        try:
+            await self._slots.acquire()
+            slot.held = True
+        finally:
+            self._aside -= 1
 
     def _done(self, handler: asyncio.Task[None]) -> None:
         self._working.discard(handler)
