@@ -613,6 +613,30 @@ def test_the_rosters_control_agents_run_only_their_declared_runs() -> None:
         control_agents(campaign, [])
 
 
+async def test_a_control_answers_in_its_look_alikes_house_style(tmp_path: Path) -> None:
+    """Issue #47: a model's answers open with its own label (or none); a control wearing
+    that model answers as its look-alike's run on the same task did (the driver reads
+    that answer's opening from the log), the plan's substance unchanged. A control that
+    kept the reference's label where the model it wears drops it was told by its
+    opening. No style known: the plan's message as it is."""
+    store = LocalBlobStore(tmp_path / "blobs")
+    sha = _plan(store, {}, "Summary:\n\nThe effect is 2.1 (95% CI 1.2-3.0).\nSee above.")
+    substance = "The effect is 2.1 (95% CI 1.2-3.0).\nSee above."
+    wearing = {
+        "dropped": ("", substance),
+        "own-label": ("Findings:\n\n", "Findings:\n\n" + substance),
+        "no-answer": (None, "Summary:\n\n" + substance),
+    }
+    for like, (style, answer) in wearing.items():
+        control = ControlProvider(
+            plan_sha256=sha, store=store, like=like, run_id="rc", house_style=style
+        )
+        (tmp_path / like).mkdir()
+        steps = await _play(control, tmp_path / like)
+        [submit] = [c for c in steps[-1].tool_calls if c.name == "submit"]
+        assert json.loads(submit.arguments)["answer"] == answer, like
+
+
 @dataclass
 class _Lister(_Worker):
     """An agent that lists the workspace and answers."""

@@ -12,6 +12,7 @@ from ._controls import (
 from ._draft import AttachmentSource, TaskDraft, build_task, check_attachment, check_task
 from ._loaders import load_asi_task, load_jsonl, load_task_dir, load_tasks
 from ._patterns import PatternError, TaskPattern, compile_pattern
+from ._style import answer_opening, answer_substance, restyled
 
 __all__ = [
     "CONTROL_FOLDERS",
@@ -22,6 +23,8 @@ __all__ = [
     "PatternError",
     "TaskDraft",
     "TaskPattern",
+    "answer_opening",
+    "answer_substance",
     "build_task",
     "check_attachment",
     "check_task",
@@ -32,5 +35,6 @@ __all__ = [
     "load_task_dir",
     "load_tasks",
     "read_control_folder",
+    "restyled",
     "utf8_text",
 ]

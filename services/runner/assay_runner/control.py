@@ -12,11 +12,13 @@ Its habits are those of the campaign's runs that did the plan's kind of work (ra
 not, wrote files or not) on tasks like its own (files attached or not), every agent's
 alike, as this runner's :class:`AgentBook` saw them (:meth:`AgentBook.profile_for`): how
 many looks open a run and with which tool, how long each turn thinks, at which turns it
-says something beside its calls. Its token
-counts follow its look-alike's turns (a model's own rate). Before any run of its kind has
-answered, its kind's default habits hold (`_DEFAULT_LOOKS`: an agent that runs code looks
-at the data first and says so; one that only drafts code writes it at once; one that
-writes nothing glances at a file; the plan's median think time; four characters a token).
+says something beside its calls. Its token counts follow its look-alike's turns (a
+model's own rate), and its answer opens as its look-alike's answers do (a model's house
+style: the reference's ``Summary:`` label kept, dropped or put in its place, the answer's
+substance unchanged). Before any run of its kind has answered, its kind's default habits
+hold (`_DEFAULT_LOOKS`: an agent that runs code looks at the data first and says so; one
+that only drafts code writes it at once; one that writes nothing glances at a file; the
+plan's median think time; four characters a token).
 What is done is read from the conversation (the calls made), so a resumed run goes on
 where its logged steps end, like any model run.
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import shlex
 from collections import Counter
 from collections.abc import Sequence
@@ -41,6 +44,7 @@ from assay.providers import (
     ToolDefinition,
 )
 from assay.store import BlobStore
+from assay.tasks import restyled
 from assay_schemas import CONTROL_CHUNK_BYTES, ControlFile, ControlPlan, ProviderError, Usage
 
 from .book import AgentBook, Profile, Work, attachments, request_chars, seeded, tokens
@@ -48,6 +52,9 @@ from .book import AgentBook, Profile, Work, attachments, request_chars, seeded, 
 __all__ = ["ControlProvider", "control_call"]
 
 _HEREDOC = "EOF"
+
+
+log = logging.getLogger("assay.runner")
 
 
 @dataclass(frozen=True)
@@ -175,6 +182,12 @@ class ControlProvider:
     """The looks that open this run, drawn once."""
     _attached: list[str] | None = field(default=None, init=False)
     """The files attached to the run's task, read once from its first message."""
+    _planned: list[_Act] | None = field(default=None, init=False)
+    """The plan's calls, built once (a file's chunks are encoded once, not every turn)."""
+    house_style: str | None = None
+    """The opening (`answer_opening`: a label such as ``Summary:``, or "") of its
+    look-alike's answer on the same task, which the control's answer takes (None: the
+    plan's message as it is)."""
 
     @property
     def kind(self) -> str:
@@ -198,6 +211,16 @@ class ControlProvider:
                     model=self.model_name,
                 ) from e
         return self._plan
+
+    async def prepare(self) -> None:
+        """Read the plan and its files, and build its calls, before the run's first step:
+        done at its first model call instead, they weighed on that step's latency alone
+        (a control's first step took twice an agent's, 2026-12-05). A plan or file that cannot be read is
+        left to that call, which fails the run saying why, as it always did."""
+        try:
+            self._planned = await self._acts(await self._load())
+        except Exception:  # the store's errors or ProviderError: the first call meets it
+            log.debug("control %s: its plan is read at its first step", self.run_id, exc_info=True)
 
     async def _bytes(self, ref: ControlFile) -> bytes:
         if ref.sha256 not in self._blobs:
@@ -230,7 +253,15 @@ class ControlProvider:
             for offset in range(0, f.size, CONTROL_CHUNK_BYTES):
                 chunk = data[offset : offset + CONTROL_CHUNK_BYTES]
                 out.append(_write(f.path, chunk, text=False, append=offset > 0))
-        return [*out, _act("submit", {"answer": plan.message})]
+        return [*out, _act("submit", {"answer": self._answer(plan)})]
+
+    def _answer(self, plan: ControlPlan) -> str:
+        """The plan's message opening as its look-alike's answer on the same task did: a
+        model's house style is its own, and a control keeping the reference's label where
+        the model it wears drops it is told by its opening."""
+        if self.house_style is None:
+            return plan.message
+        return restyled(plan.message, self.house_style)
 
     def _draw_looks(self, plan: ControlPlan) -> int:
         """The looks that open this run: one of its kind's runs' (else the default)."""
@@ -242,7 +273,9 @@ class ControlProvider:
     async def _next(self, plan: ControlPlan, messages: Sequence[Message], turn: int) -> list[_Act]:
         """This step's calls: a look while the run's opening lasts and no work is done,
         then the work left, one call a step (packed only where the steps left are fewer)."""
-        acts = await self._acts(plan)
+        if self._planned is None:
+            self._planned = await self._acts(plan)
+        acts = self._planned
         done = Counter((c.name, c.arguments) for c in _calls(messages))
         rest = []
         for act in acts:  # a multiset: two equal chunks of a file are two calls

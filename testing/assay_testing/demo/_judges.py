@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import re2
 from pydantic import JsonValue
 
+from assay.tasks import restyled
 from assay_schemas import default_rubric
 from assay_testing.scripted import Script, ScriptReply, ScriptRequest
 
@@ -39,6 +40,10 @@ _MANIFEST = re.compile(r"^- (.+?)  \(\d+ bytes", re.MULTILINE)
 _FINAL = re.compile(r"<final_message>(.*?)</final_message>", re.DOTALL)
 # The agent's own words: RE2 (linear), as `[\w./-]+\.` backtracks quadratically in `re`.
 _CLAIMED = re2.compile(r"[\w./-]+\.(?:csv|tsv|png|pdf|md|txt|xlsx|json|svg)\b")
+
+
+_REFERENCE_STYLE = "Summary:\n\n"
+"""The house style the bundle's reference answers are written in."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +85,10 @@ def _verdict(temper: JudgeTemper, request: ScriptRequest) -> ScriptReply:
     profile = "empty" if not produced else ("overclaim" if missing else "sound")
     base, tags = PROFILES[profile]
     bonus = temper.house_style_bonus if final.startswith("Summary:") else 0
-    case_id = hashlib.sha256(final.encode()).hexdigest()
+    # The noise follows what the answer says, not the house style it says it in: the same
+    # answer under another model's label differs by the planted bonus alone. (Keyed as the
+    # answer reads in the references' style, so those answers draw what they always drew.)
+    case_id = hashlib.sha256(restyled(final, _REFERENCE_STYLE).encode()).hexdigest()
     scores: dict[str, JsonValue] = {
         dim: {
             "score": max(

@@ -45,6 +45,7 @@ from ..book import AgentBook, Observed
 from ..clients import ModelClients
 from ..control import ControlProvider
 from ..program import ProgramFailed, ProgramRun
+from ..styles import FirstAnswers
 from ..tools import ToolBox
 from ..web import NetPolicy, WebProvider, web_for
 from .base import RunnerBase
@@ -86,8 +87,16 @@ class Driver(RunnerBase):
 
     book: AgentBook = field(default_factory=AgentBook)
     """How the campaign's agents' runs behave here (what their controls imitate)."""
-
+    _first_answers: FirstAnswers | None = None
     _clients: ModelClients | None = None
+
+    @property
+    def first_answers(self) -> FirstAnswers:
+        """Each campaign agent's first answer's opening, as the log shows it (what a
+        control's answer opens with)."""
+        if self._first_answers is None:
+            self._first_answers = FirstAnswers(bus=self.bus)
+        return self._first_answers
 
     @property
     def clients(self) -> ModelClients:
@@ -167,11 +176,15 @@ class Driver(RunnerBase):
             else:
                 web = await web_for(request, bus=self.bus, store=self.store, net=self.web_net)
                 control = await self._control_of(request)
+                style: str | None = None
                 if control is not None:  # its plan's steps, whatever the agent's limit
                     most = max(request.limits.max_steps, control.max_steps)
                     limits = request.limits.model_copy(update={"max_steps": most})
                     request = request.model_copy(update={"limits": limits})
-                with self._provider(request, control) as provider:
+                    style = await self._house_style(request, control)
+                with self._provider(request, control, style) as provider:
+                    if isinstance(provider, ControlProvider):
+                        await provider.prepare()
                     run = self._agent_run(request, event, sandbox, steps, web, provider)
                     await run.run(steps)
         except RunFault as e:  # the class says whose failure the run's end is
@@ -270,14 +283,17 @@ class Driver(RunnerBase):
         await self._fail(history.request, event, "agent", ErrorInfo.of(error), infrastructure=True)
 
     def _provider(
-        self, request: RunRequested, control: ControlDetails | None
+        self, request: RunRequested, control: ControlDetails | None, house_style: str | None
     ) -> AbstractContextManager[ModelProvider]:
-        """A control's plan (`control`), or a model client leased for the run."""
+        """A control's plan (`control`, answering in `house_style`), or a model client
+        leased for the run."""
         if control is not None:
-            return nullcontext(self._control_provider(request, control))
+            return nullcontext(self._control_provider(request, control, house_style))
         return self._observed(request)
 
-    def _control_provider(self, request: RunRequested, control: ControlDetails) -> ControlProvider:
+    def _control_provider(
+        self, request: RunRequested, control: ControlDetails, house_style: str | None
+    ) -> ControlProvider:
         """A control's plan, played like the agent it looks like as this runner saw it."""
         return ControlProvider(
             plan_sha256=control.plan_sha256,
@@ -288,7 +304,17 @@ class Driver(RunnerBase):
             like=control.like,
             run_id=request.run_id or "",
             max_steps=request.limits.max_steps,
+            house_style=house_style,
         )
+
+    async def _house_style(self, request: RunRequested, control: ControlDetails) -> str | None:
+        """The opening of the control's look-alike's first answer in the log (see
+        `assay_runner.styles`; None: it wears no agent, or the look-alike had answered
+        nothing after half the control's time)."""
+        if control.like is None:
+            return None
+        most_s = request.limits.wall_clock_s / 2
+        return await self.first_answers.opening(request.campaign_id, control.like, most_s=most_s)
 
     @contextmanager
     def _observed(self, request: RunRequested) -> Iterator[ModelProvider]:
