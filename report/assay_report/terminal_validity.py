@@ -68,7 +68,8 @@ def _corrected(c: Console, rows: tuple[CorrectedPassShare, ...], level: str) -> 
         mine = [r for r in rows if r.judge_id == judge]
         print_table(
             c,
-            f"Pass share corrected for {_name(judge)}'s error rates (Rogan–Gladen; "
+            f"Pass share corrected for {_name(judge)}'s error rates on the controls in the "
+            f"agent's family's style (Rogan–Gladen; "
             f"{level} CI: raw Wilson/bootstrap, corrected Lang–Reiczigel)",
             ["agent", "raw", "CI %", "corrected [CI %]"],
             [

@@ -24,10 +24,9 @@ from .statistics import (
     CorrectedPassShare,
     HumanAgreement,
     HumanBias,
-    StatisticsInputError,
     StatisticsWarning,
     control_rate_rows,
-    corrected_pass_rows,
+    corrected_pass_rows_by_family,
     validity_warnings,
 )
 
@@ -144,6 +143,13 @@ def _scored_runs(p: Projections, campaigns: list[str], judge_id: str | None) -> 
     return s.group_by("task_id", "run_id", "agent_id").agg(pl.col("score").mean())
 
 
+def _families(p: Projections, campaigns: list[str]) -> dict[str, str]:
+    """Run id → the family its request wore: an agent's own, a control's look-alike's (the
+    house style it answered in)."""
+    runs = p.table("runs").filter(pl.col("campaign_id").is_in(campaigns))
+    return dict(zip(runs["run_id"].to_list(), runs["agent_family"].to_list(), strict=True))
+
+
 def _raters(p: Projections, campaigns: list[str]) -> RaterFrames:
     """The LLM judges' and the reviewers' ratings of the campaigns' latest attempts."""
     frames = [rater_frames(p, c) for c in campaigns]
@@ -169,14 +175,14 @@ def judge_validity(
         rule_frame = _rule_frame(p, campaigns)
         if rule_frame.height:
             rules = tuple(r for r in control_rate_rows(rule_frame, settings) if r.judge_id)
+        families = _families(p, campaigns)
         for judge in [None, *sorted(set(controls["judge_id"].to_list()))]:
             runs = _scored_runs(p, campaigns, judge)
             if runs.height == 0:
                 continue
-            try:
-                corrected += corrected_pass_rows(runs, controls, settings, judge_id=judge)
-            except StatisticsInputError:
-                continue  # a judge with no control verdict: its rates are missing above
+            corrected += corrected_pass_rows_by_family(
+                runs, controls, families, settings, judge_id=judge
+            )
     agreement, bias = agreement_by_runs(raters, p.control_runs(), settings)
     return JudgeValidity(
         n_control_runs=controls["run_id"].n_unique(),

@@ -96,7 +96,7 @@ def validity_tables(v: JudgeValidity) -> list[Table]:
         ),
         ("Rule checks on control runs", _rates(v.rule_rates), _RATE),
         (
-            "Pass share corrected for the judges' error rates (Rogan–Gladen; Lang–Reiczigel interval; at_lowest/highest_specificity: under the lowest and highest per-variant specificity)",
+            "Pass share corrected for the judges' error rates on the controls in the agent's family's style (Rogan–Gladen; Lang–Reiczigel interval; at_lowest/highest_specificity: under the lowest and highest per-variant specificity)",
             corrected,
             [
                 "agent_id",

@@ -109,6 +109,60 @@ def _runs(
     return pl.DataFrame(rows, schema=list(st.SCORED_RUNS_SCHEMA), orient="row")
 
 
+def _raw_share(runs: pl.DataFrame, agent: str, n_tasks: int) -> float:
+    """By hand: the mean over tasks of the share of the agent's runs at the anchor."""
+    shares = []
+    for t in range(n_tasks):
+        mine = [
+            r["score"] >= A
+            for r in runs.rows(named=True)
+            if r["agent_id"] == agent and r["task_id"] == f"t{t}"
+        ]
+        shares.append(sum(mine) / len(mine))
+    return sum(shares) / len(shares)
+
+
+def test_each_family_is_corrected_by_the_controls_in_its_style() -> None:
+    """Issue #47: a control answers in its look-alike's house style, and a judge that
+    favours one family's style passes that family's sound work more often. Each agent's
+    share is corrected by the rates on the controls that wore its family (by hand:
+    Rogan-Gladen at that family's own Se and Sp), never pooled; a family no control wore
+    is not estimable by the jury, and has no row of a judge that rated none of them."""
+    rng = np.random.default_rng(8)
+    fav = _controls(rng, 10, {"reference": 0.95, "altered_numbers": 0.3, "prose_only": 0.1})
+    other = _controls(rng, 10, {"reference": 0.4, "altered_numbers": 0.2, "prose_only": 0.1})
+    other = other.with_columns((pl.lit("o-") + pl.col("run_id")).alias("run_id"))
+    runs = _runs(rng, 8, {"a": 0.5, "b": 0.5, "z": 0.5}, 0.8, 0.8)
+    family = {"a": "acme", "b": "orbit", "z": "zeta"}
+    families = {r: "acme" for r in fav["run_id"]} | {r: "orbit" for r in other["run_id"]}
+    families |= {r["run_id"]: family[r["agent_id"]] for r in runs.rows(named=True)}
+    c = pl.concat([fav, other])
+    by_judge = st.corrected_pass_rows_by_family(runs, c, families, SETTINGS, judge_id="j1")
+    assert [r.agent_id for r in by_judge] == ["a", "b"]
+    for row, controls in zip(by_judge, (fav, other), strict=True):
+        cr = controls.rows(named=True)
+        good = [r["score"] >= A for r in cr if r["expected"] == "pass"]
+        bad = [r["score"] < A for r in cr if r["expected"] == "fail"]
+        se, sp = sum(good) / len(good), sum(bad) / len(bad)
+        q = _raw_share(runs, row.agent_id, 8)
+        assert row.sensitivity == pytest.approx(se, abs=1e-9)
+        assert row.specificity == pytest.approx(sp, abs=1e-9)
+        assert row.unclipped == pytest.approx((q + sp - 1) / (se + sp - 1), abs=1e-9)
+    assert by_judge[0].sensitivity > by_judge[1].sensitivity + 0.3, "not the pooled rate"
+    jury = {r.agent_id: r for r in st.corrected_pass_rows_by_family(runs, c, families, SETTINGS)}
+    assert sorted(jury) == ["a", "b", "z"]
+    assert math.isnan(jury["z"].sensitivity) and math.isnan(jury["z"].estimate)
+    [warned] = [
+        w
+        for w in st.validity_warnings((), tuple(jury.values()), ())
+        if w.kind == "correction_undefined"
+    ]
+    assert warned.message == (
+        "the corrected pass share from the jury's mean is undefined for agent z, from the "
+        "controls in its family's style: there is no known-good control (no sensitivity)"
+    )
+
+
 def test_rogan_gladen_equals_a_hand_computation() -> None:
     rng = np.random.default_rng(5)
     c = _controls(rng, 10, {"reference": 0.8, "altered_numbers": 0.3, "prose_only": 0.1})

@@ -3,7 +3,8 @@
 One campaign over three bundled tasks with `controls:` (the bundled references and their
 known-bad variants), the demo's agents, one demo judge and a planted judge. The planted
 judge sees only what every judge sees; it tells good work from bad by content (the
-reference message with every reference file present) and passes good work with
+reference message's substance, whatever its opening label, with every reference file
+present) and passes good work with
 probability 0.9, bad work with 0.3 (a hash of the case), scoring 9/7 on good and 8/2 on
 bad work, so each verdict says both what the judge classified and whether it passed.
 """
@@ -25,6 +26,7 @@ import yaml
 from rich.console import Console
 
 from assay.config import Settings
+from assay.tasks import answer_substance
 from assay_cli.commands._home import home_settings
 from assay_cli.commands._report import _projections
 from assay_cli.run import run_campaign
@@ -65,7 +67,10 @@ def _good(case: str) -> bool:
         .replace("<", "&lt;")
         .replace(">", "&gt;")
     )
-    return final == want and len(produced) >= N_FILES.get(task, 1)
+    # The answer's substance: a control opens it in its look-alike's house style.
+    return answer_substance(final) == answer_substance(want) and len(produced) >= N_FILES.get(
+        task, 1
+    )
 
 
 def planted(request: ScriptRequest) -> ScriptReply:
@@ -167,11 +172,21 @@ def test_report_rates_and_correction_equal_the_planted_verdicts(finished: Finish
     for measure in ("sensitivity", "specificity"):
         row = rates[("judge-planted", None, measure)]
         assert row["ci_low"] <= row["estimate"] <= row["ci_high"]
-    # The planted agent qualities: careful good, overclaimer and empty bad.
+    # Each agent's share is corrected by the rates on the controls that wore its family
+    # (they answer in its house style), by hand from the planted verdicts.
+    family = {run: r.agent_family for run, r in finished.state.runs.items()}
     scores = finished.projections.table("judgments")
+    agents_family = {r["agent_id"]: family[r["run_id"]] for r in scores.iter_rows(named=True)}
     for row in v["corrected_pass_shares"]:
         if row["judge_id"] != "judge-planted":
             continue
+        ours = [r for r in mine if family[r["run_id"]] == agents_family[row["agent_id"]]]
+        good = [r["score"] >= 8 for r in ours if r["expected"] == "pass"]
+        bad = [r["score"] < 8 for r in ours if r["expected"] == "fail"]
+        if not good or not bad:
+            assert math.isnan(row["unclipped"]), "no control of both kinds in its style"
+            continue
+        se, sp = sum(good) / len(good), sum(bad) / len(bad)
         assert row["sensitivity"] == pytest.approx(se, abs=1e-9)
         assert row["specificity"] == pytest.approx(sp, abs=1e-9)
         mine_runs = scores.filter(

@@ -79,7 +79,12 @@ from ._tables import (
     make_tables,
     validate_table,
 )
-from ._validity import control_rate_rows, corrected_pass_rows, rogan_gladen
+from ._validity import (
+    control_rate_rows,
+    corrected_pass_rows,
+    corrected_pass_rows_by_family,
+    rogan_gladen,
+)
 from ._validity_rows import (
     BINS,
     CONTROLS_SCHEMA,
@@ -153,6 +158,7 @@ __all__ = [
     "contexts",
     "control_rate_rows",
     "corrected_pass_rows",
+    "corrected_pass_rows_by_family",
     "correlation_rows",
     "cost_rows",
     "definitions_markdown",

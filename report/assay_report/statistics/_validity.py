@@ -231,6 +231,42 @@ def corrected_pass_rows(
     return _corrected(agents, q, rates, m, r, judge_id, settings)
 
 
+def corrected_pass_rows_by_family(
+    runs: pl.DataFrame,
+    controls: pl.DataFrame,
+    families: Mapping[str, str],
+    settings: AnalysisSettings,
+    *,
+    judge_id: str | None = None,
+) -> tuple[CorrectedPassShare, ...]:
+    """:func:`corrected_pass_rows` for each family's agents apart, with the Se and Sp of
+    the controls in that family's style: those that wore one of its agents (`families`:
+    run id → the family its request wears; a control answers in its look-alike's house
+    style, and a judge that favours a family's style passes that family's work, sound or
+    not, more often). A family no control wore has no Se or Sp: its corrected shares are
+    not estimable (NaN, warned), never the other families' rates. Rows in agent order; a
+    family none of whose controls this judge rated has none."""
+    of = pl.DataFrame(
+        {"run_id": list(families), "family": list(families.values())},
+        schema={"run_id": pl.String, "family": pl.String},
+    )
+    r = runs.join(of, on="run_id", how="left").with_columns(pl.col("family").fill_null(""))
+    c = controls.join(of, on="run_id", how="left").with_columns(pl.col("family").fill_null(""))
+    rows: list[CorrectedPassShare] = []
+    for family in sorted(set(r["family"].to_list())):
+        mine = pl.col("family") == family
+        try:
+            rows += corrected_pass_rows(
+                r.filter(mine).drop("family"),
+                c.filter(mine).drop("family"),
+                settings,
+                judge_id=judge_id,
+            )
+        except StatisticsInputError:
+            continue  # this judge rated no control in the family's style
+    return tuple(sorted(rows, key=lambda row: row.agent_id))
+
+
 class _Evidence(NamedTuple):
     """One of Se, Sp: the estimate and its effective number of controls."""
 

@@ -127,7 +127,10 @@ class CorrectedPassShare(Row):
     """Hull of the task bootstrap's interval and Wilson's at q·n_runs of n_runs."""
     raw_ci_high: float
     sensitivity: float
+    """Se on the controls in the agent's family's style (those that wore one of its
+    agents); NaN when none of them was known-good."""
     specificity: float
+    """Sp on the same controls; NaN when none of them was known-bad."""
     unclipped: float
     """(q + Sp − 1)/(Se + Sp − 1) before clipping; NaN when Se + Sp ≤ 1."""
     estimate: float
@@ -224,7 +227,9 @@ VALIDITY_DEFINITIONS: dict[str, str] = {
     ),
     "corrected_pass_shares": (
         "Rogan–Gladen: p = (q + Sp − 1)/(Se + Sp − 1), q the raw pass share (mean over tasks "
-        "of the task's share of runs at or above the anchor), clipped to [0, 1] (the "
+        "of the task's share of runs at or above the anchor), Se and Sp those of the controls "
+        "in the agent's family's style (a control answers in the house style of the agent it "
+        "wears; a judge that favours a family's style passes its work more often), clipped to [0, 1] (the "
         "unclipped value is shown beside a clipped one); undefined when Se + Sp ≤ 1. "
         "Interval: Lang & Reiczigel (2014), a Wald interval on counts with z²/2 passes and "
         "fails added to q and one right and one wrong to Se and Sp, shifted for skew; each of "

@@ -6,6 +6,7 @@ the package's warning style; thresholds are in ``_validity_rows``."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -149,7 +150,9 @@ def _heterogeneous(
     return out
 
 
-def _undefined(r: CorrectedPassShare) -> StatisticsWarning:
+def _undefined(r: CorrectedPassShare, *, alone: bool) -> StatisticsWarning:
+    """`alone`: the judge's correction is defined for other agents, so the warning names
+    this one (its family's controls are not theirs)."""
     se, sp = r.sensitivity, r.specificity
     cause = (
         "there is no known-good control (no sensitivity)"
@@ -163,7 +166,9 @@ def _undefined(r: CorrectedPassShare) -> StatisticsWarning:
         None,
         "correction_undefined",
         r.judge_id or "",
-        f"the corrected pass share from {_judge(r.judge_id)} is undefined: {cause}",
+        f"the corrected pass share from {_judge(r.judge_id)} is undefined"
+        + (f" for agent {r.agent_id}, from the controls in its family's style" if alone else "")
+        + f": {cause}",
         _CORRECTED,
     )
 
@@ -171,12 +176,17 @@ def _undefined(r: CorrectedPassShare) -> StatisticsWarning:
 def _correction(rows: Sequence[CorrectedPassShare]) -> list[StatisticsWarning]:
     out = []
     done: set[str | None] = set()
+    # Each family is corrected by its own controls: where a judge's correction is defined
+    # for some agents and not others, each undefined one is named.
+    rated = Counter(r.judge_id for r in rows)
+    undefined = Counter(r.judge_id for r in rows if math.isnan(r.unclipped))
     for r in rows:
         of = f"agent {r.agent_id}'s corrected pass share from {_judge(r.judge_id)}"
         if math.isnan(r.unclipped):
-            if r.judge_id not in done:
+            alone = undefined[r.judge_id] < rated[r.judge_id]
+            if alone or r.judge_id not in done:
                 done.add(r.judge_id)
-                out.append(_undefined(r))
+                out.append(_undefined(r, alone=alone))
             continue
         if not 0.0 <= r.unclipped <= 1.0:
             out.append(
