@@ -80,7 +80,7 @@ def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campa
     strict=False,
     reason="issue #47 open: AUC 0.45-0.61 over six salts with the house style read from the "
     "log (2026-12-05; 0.61-0.73 before the rotation and the style); its leading tell is the "
-    "steps' latencies (a control's think-time sleeps wake late in the runner's loop), and a "
+    "steps' latencies (a control's think-time sleeps come out longer than the times drawn), and a "
     "control wearing an agent that never does its kind of work; not strict, as salts vary",
 )
 def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
