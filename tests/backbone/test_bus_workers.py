@@ -220,3 +220,31 @@ async def test_handlers_waiting_on_later_messages_give_their_workers_to_them(
 async def test_waiting_aside_outside_a_worker_does_nothing() -> None:
     async with waiting_aside():
         await asyncio.sleep(0)
+
+
+async def test_a_consumer_stopped_with_a_handler_aside_leaves_its_workers_whole(
+    settings: Settings,
+) -> None:
+    """Stopping the consumer cancels a handler waiting aside while the only worker is
+    busy: afterwards no slot is lost or given twice, and nothing counts as aside."""
+    release = asyncio.Event()
+    aside = asyncio.Event()
+
+    async def waits(event: Event, delivery: Delivery) -> None:
+        assert isinstance(event, AgentStepLogged)
+        if event.step == 0:
+            async with waiting_aside():
+                aside.set()
+                await asyncio.Event().wait()  # never: cancelled by the stop
+        await release.wait()  # the other holds the only worker until the end
+
+    async with Bus(settings, service="test") as publisher:
+        async with consuming(settings, waits, durable="stop-aside", max_workers=1) as bus:
+            [pull] = [p for p in bus._pulls if isinstance(p, WorkerPull)]
+            await publisher.publish(step("r1", 0))
+            await publisher.publish(step("r1", 1))
+            await asyncio.wait_for(aside.wait(), 10)
+            await wait_for(lambda: pull.in_hand == 2)  # the second took the freed worker
+            assert pull._aside == 1
+        assert pull._slots is not None
+        assert (pull._aside, pull._slots._value, pull.in_hand) == (0, 1, 0)

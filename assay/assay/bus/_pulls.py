@@ -69,8 +69,10 @@ async def waiting_aside() -> AsyncIterator[None]:
     slot.pull.step_aside(slot)
     try:
         yield
-    finally:
-        await slot.pull.step_back(slot)
+    except BaseException:  # the handler unwinds (cancelled, stopping): no slot to take
+        slot.pull.leave_aside()
+        raise
+    await slot.pull.step_back(slot)
 
 
 @dataclass(kw_only=True)
@@ -263,6 +265,10 @@ class WorkerPull:
             slot.held = True
         finally:
             self._aside -= 1
+
+    def leave_aside(self) -> None:
+        """A handler that waited aside ends without a slot (its unwinding frees none)."""
+        self._aside -= 1
 
     def _done(self, handler: asyncio.Task[None]) -> None:
         self._working.discard(handler)
