@@ -26,8 +26,10 @@ from assay.store import LocalBlobStore
 from assay_runner.book import (
     MAX_RUNS,
     MAX_TURNS,
+    RECENT_TURNS,
     AgentBook,
     Observed,
+    Profile,
     Turn,
     Work,
     attachments,
@@ -567,6 +569,57 @@ def test_the_book_of_agents_turns_stays_bounded_and_apart_by_campaign() -> None:
     assert len(profile.turns) == MAX_TURNS and len(profile.steps) == MAX_RUNS
     assert profile.input_tokens(800) == 200, "a ratio where the turns carry no line"
     assert book.profile("other", "quick") is None and book.profile("demo", None) is None
+
+
+def _turns(book: AgentBook, agent_id: str) -> tuple[Turn, ...]:
+    profile = book.profile("demo", agent_id)
+    assert profile is not None
+    return profile.turns
+
+
+def test_a_control_thinks_as_its_kinds_latest_turns_less_the_loops_lateness() -> None:
+    """Issue #47: an agent's think time is the model's and the runner's load at the time,
+    and is timed in the runner's own loop. A control draws from its kind's latest turns
+    (not from the campaign's busiest minutes), and asks the loop for that time less the
+    delay with which the loop wakes sleepers now (timed in the same loop, the agent's
+    time holds that delay once already; a control's sleep would add it again)."""
+    book = AgentBook()
+
+    def turn(run: int, think_ms: float) -> Turn:
+        return Turn(
+            index=0,
+            think_ms=think_ms,
+            said=False,
+            first_tool="submit",
+            calls=1,
+            input_chars=400,
+            input_tokens=100,
+            output_chars=40,
+            output_tokens=10,
+            run_id=f"r{run}",
+            at=float(run),
+        )
+
+    # The busy start of a campaign (900 ms turns), then a quiet runner (20 ms), recorded
+    # by two agents whose ids sort against the order of their turns.
+    for r in range(40):
+        agent = "b-agent" if r % 2 else "a-agent"
+        book.record("demo", agent, f"r{r}", turn(r, 900.0 if r < 16 else 20.0), last=True)
+    profile = book.profile_for("demo", Work(ran=False, wrote=False), attached=False)
+    assert profile is None, "no run said its kind"
+    latest = book.profile("demo", "a-agent")
+    assert latest is not None and set(latest.think_ms(0)) == {900.0, 20.0}
+    merged = [t for a in ("a-agent", "b-agent") for t in _turns(book, a)]
+    pooled = Profile(tuple(merged), (1,) * 40)
+    assert len(pooled.think_ms(0)) == RECENT_TURNS
+    assert set(pooled.think_ms(0)) == {20.0}, "the latest turns, whatever their agent"
+    assert set(pooled.think_ms(3)) == {20.0}, "none that far: the latest of any turn"
+    # The loop's lateness, measured on the controls' own wakes, is taken off.
+    assert book.lateness_ms() == 0.0 and book.sleep_ms(20.0) == 20.0
+    for asked, slept in ((10.0, 40.0), (5.0, 35.0), (0.0, 31.0), (12.0, 10.0)):
+        book.woke(asked, slept)
+    assert book.lateness_ms() == 30.0, "the median of (30, 30, 31, 0)"
+    assert book.sleep_ms(50.0) == 20.0 and book.sleep_ms(20.0) == 0.0
 
 
 async def test_a_control_packing_its_work_never_makes_a_step_too_large_to_log(

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+import statistics
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Sequence
@@ -48,6 +49,7 @@ from assay.providers import (
 __all__ = [
     "MAX_RUNS",
     "MAX_TURNS",
+    "RECENT_TURNS",
     "AgentBook",
     "Observed",
     "Profile",
@@ -66,6 +68,12 @@ MAX_TURNS = 512
 """Most model turns remembered per agent (the oldest are forgotten first)."""
 MAX_RUNS = 256
 """Most runs' step counts remembered per agent."""
+RECENT_TURNS = 24
+"""Think times a control draws from: its kind's latest turns at its turn's index. A turn's
+time is the runner's load as much as the model's: drawn from the whole campaign, a
+control running while the runner is idle thinks as long as agents did at its busiest."""
+LATE_WAKES = 64
+"""Wakes of this runner's controls kept to tell how late its loop wakes them."""
 EXPLORING = ("bash", "read_file", "list_files")
 """The tools a look at the workspace uses (what a control's extra steps may call)."""
 
@@ -108,6 +116,8 @@ class Turn:
     output_chars: int
     output_tokens: int
     run_id: str = ""
+    at: float = 0.0
+    """When it ended (`time.monotonic`): which turns are recent."""
 
 
 @dataclass(frozen=True)
@@ -121,9 +131,11 @@ class Profile:
     """Looks at the workspace (`opening`) that opened each of those runs."""
 
     def think_ms(self, index: int) -> list[float]:
-        """Think times of its turns at `index` (all its turns when none is that far)."""
-        at = [t.think_ms for t in self.turns if t.index == index]
-        return at or [t.think_ms for t in self.turns]
+        """Think times of its latest turns at `index` (of its latest turns when none is
+        that far): at most `RECENT_TURNS`."""
+        at = [t for t in self.turns if t.index == index] or list(self.turns)
+        latest = sorted(at, key=lambda t: t.at)[-RECENT_TURNS:]
+        return [t.think_ms for t in latest]
 
     def says(self, index: int) -> bool | None:
         """Whether it mostly says something beside its calls at turn `index` (None: no
@@ -181,6 +193,22 @@ class AgentBook:
     """Every campaign's agents' recent turns, by (campaign, agent); bounded."""
 
     _agents: dict[tuple[str, str], _Agent] = field(default_factory=dict)
+    _late_ms: deque[float] = field(default_factory=lambda: deque(maxlen=LATE_WAKES))
+
+    def woke(self, asked_ms: float, slept_ms: float) -> None:
+        """Count one control's think time: asked for `asked_ms`, woken after `slept_ms`."""
+        self._late_ms.append(max(0.0, slept_ms - asked_ms))
+
+    def lateness_ms(self) -> float:
+        """How late this runner's loop wakes a sleeper now (the median of its latest
+        wakes; 0 before any)."""
+        return statistics.median(self._late_ms) if self._late_ms else 0.0
+
+    def sleep_ms(self, think_ms: float) -> float:
+        """What a control asks the loop to sleep for a think time of `think_ms` as an
+        agent's turns were timed: less the loop's lateness, which an agent's time, timed
+        in the same loop, already holds once (the control's would hold it twice)."""
+        return max(0.0, think_ms - self.lateness_ms())
 
     def record(
         self,
@@ -277,6 +305,7 @@ class Observed(ProviderWrapper):
             output_chars=written_chars(completion),
             output_tokens=completion.usage.output_tokens,
             run_id=self.run_id,
+            at=time.monotonic(),
         )
         last = not calls or any(c.name == "submit" for c in calls)
         work = work_done(messages, completion) if last else None  # known once it answers

@@ -30,6 +30,7 @@ import base64
 import json
 import logging
 import shlex
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -315,15 +316,18 @@ class ControlProvider:
         return (acts[0].line or "Next.") if says else None
 
     async def _think(self, plan: ControlPlan, turn: int) -> None:
-        """A model's time to answer: one of its kind's runs' at this turn, else the plan's
-        median spread like real steps'."""
+        """A model's time to answer: one of its kind's latest runs' at this turn, else
+        the plan's median spread like real steps'; slept as `AgentBook.sleep_ms` says."""
         draw = seeded(self.plan_sha256, self.run_id, turn)
         if self._habits is not None:
             ms = draw.choice(self._habits.think_ms(turn))
         else:
             ms = plan.step_ms * draw.lognormvariate(0.0, 0.5)
-        if ms > 0:
-            await asyncio.sleep(ms / 1000)
+        asked = self.book.sleep_ms(ms) if self.book is not None else ms
+        started = time.perf_counter()
+        await asyncio.sleep(asked / 1000)
+        if self.book is not None:
+            self.book.woke(asked, (time.perf_counter() - started) * 1000)
 
     def _usage(
         self, messages: Sequence[Message], tools: Sequence[ToolDefinition], written: int
