@@ -8,9 +8,11 @@ names, sizes, media types, exclusions, the final message) and when each arrived
 relative to the campaign's start, and what a reader of the whole log has beside (whether
 its agent is in the campaign's roster, its agent's runs on the task, and the task's sealed
 ``ControlDeclared`` events as a reader without the controls secret sees them: how many).
-The declarations, opened with the home's key, give the labels. :func:`blindness_auc` then trains a logistic regression, cross-validated, to tell
-the controls from the agents' runs: an AUC near 0.5 means nothing read marks a control,
-near 1 that something does. :func:`top_tells` names the features that carried it.
+The declarations, opened with the home's key, give the labels. :func:`blindness_auc` then
+trains a classifier, cross-validated, to tell the controls from the agents' runs (a
+logistic regression, or a random forest for what differs only in combination): an AUC
+near 0.5 means nothing read marks a control, near 1 that something does.
+:func:`top_tells` names the features that carried it.
 The features are read in `bench.blindness_features`, the classifier is
 `bench.blindness_model`; this module runs the campaign and re-exports both.
 
@@ -114,10 +116,12 @@ def bundled_campaign(tmp: Path, update: Mapping[str, Any] | None = None) -> Camp
 
 
 def bench_blindness(salts: int = 1) -> list[Row]:
-    """The classifier's AUC on the bundled scripted campaign (target: at most 0.6), each
-    feature group's alone beside it; over `salts` campaigns (each home draws its own
-    controls secret, so its own look-alikes, ids and slots), their mean with the range."""
+    """The classifiers' AUC on the bundled scripted campaign (target: at most 0.6): the
+    regression's, each feature group's alone beside it, and the forest's (what differs
+    only in combination); over `salts` campaigns (each home draws its own controls
+    secret, so its own look-alikes, ids and slots), their mean with the range."""
     found: list[float] = []
+    forest: list[float] = []
     groups: dict[str, list[float]] = {}
     sizes = ""
     for _ in range(salts):
@@ -128,6 +132,7 @@ def bench_blindness(salts: int = 1) -> list[Row]:
         controls = control_labels(ran.controls)
         overall = blindness_auc(features, controls, seed=47)
         found.append(overall.auc)
+        forest.append(blindness_auc(features, controls, seed=47, classifier="forest").auc)
         sizes = f"{overall.n_controls} vs {overall.n_agent_runs}"
         for group, auc in group_aucs(features, controls, seed=47).items():
             groups.setdefault(group, []).append(auc)
@@ -135,6 +140,7 @@ def bench_blindness(salts: int = 1) -> list[Row]:
     name = f"classifier AUC, controls vs agents' runs ({sizes}, bundled)"
     rows = [_row(name, found, over)]
     rows += [_row(f"  {group} fields alone", aucs, over) for group, aucs in groups.items()]
+    rows.append(_row(f"random forest AUC, the same runs ({sizes}, bundled)", forest, over))
     return rows
 
 
@@ -154,8 +160,8 @@ def main(argv: list[str] | None = None) -> None:
         prog="python -m bench.blindness",
         description="Run the bundled scripted campaign (controls included) and print how "
         "well a cross-validated logistic regression tells control runs from agents' runs, "
-        "on every readable field and on each feature group alone (AUC; chance 0.5, "
-        "target at most 0.6).",
+        "on every readable field and on each feature group alone, and how well a random "
+        "forest does on every field (AUC; chance 0.5, target at most 0.6).",
     )
     parser.add_argument(
         "--salts",

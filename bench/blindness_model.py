@@ -1,8 +1,12 @@
-"""The classifier: a cross-validated logistic regression telling controls from agents' runs.
+"""The classifiers: cross-validated models telling controls from agents' runs.
 
 An AUC near 0.5 means nothing read marks a control, near 1 that something does;
 :func:`top_tells` names the features that carried it, :func:`group_aucs` what each kind
-of readable field gives away alone.
+of readable field gives away alone. Two models look: a logistic regression (standardized
+features) finds any field that differs on its own; a random forest finds what differs
+only in combination (a step count with a token count, a work kind with a model name),
+which a linear model cannot draw: on the larger campaign the regression stood at chance
+(0.46-0.58 over seven salts) while the forest told controls at 0.85-0.92 (2026-12-05).
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -21,10 +25,14 @@ __all__ = [
     "MIN_PER_CLASS",
     "Blindness",
     "BlindnessWarning",
+    "Classifier",
     "blindness_auc",
     "group_aucs",
     "top_tells",
 ]
+
+Classifier = Literal["logistic", "forest"]
+"""Which model looks: a logistic regression, or a random forest (interactions)."""
 
 MIN_PER_CLASS = 4
 """Fewest controls and agents' runs a cross-validated AUC is computed from."""
@@ -59,7 +67,11 @@ def _matrix(features: Mapping[str, Features], runs: Sequence[str]) -> tuple[np.n
     return np.nan_to_num(np.asarray(x, dtype=float)), list(vec.get_feature_names_out())
 
 
-def _model() -> Any:
+def _model(classifier: Classifier = "logistic", seed: int = 0) -> Any:
+    if classifier == "forest":
+        from sklearn.ensemble import RandomForestClassifier
+
+        return RandomForestClassifier(n_estimators=300, min_samples_leaf=2, random_state=seed)
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -68,10 +80,15 @@ def _model() -> Any:
 
 
 def blindness_auc(
-    features: Mapping[str, Features], controls: set[str], *, seed: int = 0, folds: int = 5
+    features: Mapping[str, Features],
+    controls: set[str],
+    *,
+    seed: int = 0,
+    folds: int = 5,
+    classifier: Classifier = "logistic",
 ) -> Blindness:
-    """Cross-validated AUC of a logistic regression (standardized features) telling the
-    runs in `controls` from the others, from `features` alone."""
+    """Cross-validated AUC of `classifier` telling the runs in `controls` from the
+    others, from `features` alone."""
     from sklearn.metrics import roc_auc_score
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
@@ -88,7 +105,8 @@ def blindness_auc(
     k = min(folds, n_pos, n_neg)
     x, _ = _matrix(features, runs)
     split = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
-    proba = cross_val_predict(_model(), x, y, cv=split, method="predict_proba")[:, 1]
+    model = _model(classifier, seed)
+    proba = cross_val_predict(model, x, y, cv=split, method="predict_proba")[:, 1]
     auc = float(roc_auc_score(y, proba))
     return Blindness(
         auc, n_pos, n_neg, k, tuple(float(p) for p in proba), tuple(runs), tuple(int(v) for v in y)
@@ -96,17 +114,22 @@ def blindness_auc(
 
 
 def top_tells(
-    features: Mapping[str, Features], controls: set[str], n: int = 10
+    features: Mapping[str, Features],
+    controls: set[str],
+    n: int = 10,
+    *,
+    classifier: Classifier = "logistic",
 ) -> list[tuple[str, float]]:
-    """The `n` features weighing most in a model fit on every run (standardized
-    coefficients, positive: more of it, more likely a control): what gives controls away."""
+    """The `n` features weighing most in a model fit on every run: what gives controls
+    away. The regression's standardized coefficients (positive: more of it, more likely
+    a control), or the forest's impurity importances (no sign: a combination has none)."""
     runs = sorted(features)
     y = np.array([int(r in controls) for r in runs])
     x, names = _matrix(features, runs)
-    model = _model()
+    model = _model(classifier)
     model.fit(x, y)
-    coef = model[-1].coef_[0]
-    ranked = sorted(zip(names, coef, strict=True), key=lambda kv: -abs(kv[1]))
+    weight = model.feature_importances_ if classifier == "forest" else model[-1].coef_[0]
+    ranked = sorted(zip(names, weight, strict=True), key=lambda kv: -abs(kv[1]))
     return [(name, float(c)) for name, c in ranked[:n]]
 
 

@@ -78,16 +78,19 @@ def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campa
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=False,
-    reason="issue #47 open: AUC 0.45-0.61 over six salts with the house style read from the "
-    "log (2026-12-05; 0.61-0.73 before the rotation and the style); its leading tell is the "
-    "steps' latencies (a control's think-time sleeps come out longer than the times drawn), and a "
-    "control wearing an agent that never does its kind of work; not strict, as salts vary",
+    reason="issue #47 open: on the larger campaign the regression stands at 0.46-0.58 over six "
+    "salts (2026-12-05, think times drawn from the latest turns, less the loop's lateness), "
+    "but a random forest tells controls at 0.85-0.92: step counts, token counts and durations "
+    "in combination (a control variant's shape of work, e.g. altered numbers written after the "
+    "run, drafted code never run, that no agent of the scripted cast has); not strict, as "
+    "salts vary",
 )
 def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """The bundled campaign at three epochs of agents and of controls (72 agents' runs,
-    120 controls): more runs, so a weaker tell is found too."""
+    120 controls): more runs, so a weaker tell is found too, and one that only a
+    combination of fields carries (the forest)."""
     ran = bundled_campaign(
         tmp_path_factory.mktemp("larger"), {"epochs": 3, "controls": {"epochs": 3}}
     )
@@ -97,8 +100,14 @@ def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
         f"\nlarger: AUC {found.auc:.3f} ({found.n_controls} controls, "
         f"{found.n_agent_runs} agents' runs); tells: {tells[:5]}"
     )
+    features = run_features(ran.events)
+    controls = control_labels(ran.controls)
+    forest = blindness_auc(features, controls, seed=47, classifier="forest")
+    forest_tells = top_tells(features, controls, classifier="forest")
+    print(f"\nlarger, random forest: AUC {forest.auc:.3f}; tells: {forest_tells[:8]}")
     assert found.n_controls >= 100 and found.n_agent_runs >= 60
     assert found.auc <= CHANCE, f"AUC {found.auc:.3f}: controls are told by {tells[:5]}"
+    assert forest.auc <= CHANCE, f"forest AUC {forest.auc:.3f}: told by {forest_tells[:5]}"
 
 
 def test_every_rule_check_has_a_validity_row_and_the_reference_control_runs_its_code(
@@ -139,6 +148,33 @@ def test_a_planted_tell_is_found_and_noise_stays_at_chance() -> None:
         r: {**f, "agent.model": "control" if r in controls else "gpt"} for r, f in noise.items()
     }
     assert blindness_auc(told, controls, seed=2).auc > 0.95
+
+
+def test_a_tell_carried_only_by_a_combination_is_found_by_the_forest() -> None:
+    """Controls that differ from agents' runs in no field alone, only in a combination
+    (ran code but wrote nothing, or wrote but never ran: an exclusive or): the regression
+    stays at chance, the forest finds them. Its AUC is the Mann-Whitney statistic of its
+    out-of-fold scores, as the regression's."""
+    rng = np.random.default_rng(11)
+    features: dict[str, dict[str, float | str]] = {}
+    controls: set[str] = set()
+    for i in range(240):
+        ran, wrote = int(rng.integers(2)), int(rng.integers(2))
+        run = f"r{i}"
+        features[run] = {"ran": float(ran), "wrote": float(wrote), "x": float(rng.normal())}
+        if ran != wrote:
+            controls.add(run)
+    linear = blindness_auc(features, controls, seed=3)
+    forest = blindness_auc(features, controls, seed=3, classifier="forest")
+    assert linear.auc <= CHANCE, "no field tells alone"
+    assert forest.auc > 0.95, "the combination does"
+    pos = [s for s, y in zip(forest.scores, forest.labels, strict=True) if y]
+    neg = [s for s, y in zip(forest.scores, forest.labels, strict=True) if not y]
+    assert forest.auc == pytest.approx(
+        mannwhitneyu(pos, neg).statistic / (len(pos) * len(neg)), abs=1e-12
+    )
+    names = [name for name, _ in top_tells(features, controls, 2, classifier="forest")]
+    assert sorted(names) == ["ran", "wrote"]
 
 
 def test_too_few_controls_warn_and_carry_no_auc() -> None:
