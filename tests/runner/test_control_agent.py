@@ -622,6 +622,38 @@ def test_a_control_thinks_as_its_kinds_latest_turns_less_the_loops_lateness() ->
     assert book.sleep_ms(50.0) == 20.0 and book.sleep_ms(20.0) == 0.0
 
 
+def test_a_controls_tokens_are_its_look_alikes_for_calls_of_that_size_and_turn() -> None:
+    """Issue #47: a model's count is not one line from a one-line call to a whole
+    conversation (short calls carry more framing per character; a later turn's request
+    more messages). A control reports what its look-alike reported for calls of about
+    that size, at that turn where it has turns enough there; a line through every turn,
+    set by the long ones, gave its short calls too few or too many."""
+
+    def turn(index: int, asked: int, asked_tokens: int, wrote: int, wrote_tokens: int) -> Turn:
+        return Turn(
+            index=index,
+            think_ms=10.0,
+            said=False,
+            first_tool="bash",
+            calls=1,
+            input_chars=asked,
+            input_tokens=asked_tokens,
+            output_chars=wrote,
+            output_tokens=wrote_tokens,
+        )
+
+    turns = [turn(0, 1000 + i, 290, 40 + i, 12 + i // 4) for i in range(8)]
+    turns += [turn(3, 1000 + i, 330, 6000 + 100 * i, 1440 + 24 * i) for i in range(8)]
+    turns += [turn(5, 9000 + i, 2300, 2000 + 10 * i, 560 + 3 * i) for i in range(8)]
+    profile = Profile(tuple(turns), (4,))
+    assert profile.output_tokens(44) == 13, "as its short calls: 0.3 a character (a line: 48)"
+    assert profile.output_tokens(6400) == 1536, "as its long writes: 0.24 (a line: 1553)"
+    assert profile.output_tokens(2030) == 569, "as its middling ones: 0.28 (a line: 518)"
+    assert profile.input_tokens(1003, 0) == 290 and profile.input_tokens(1003, 3) == 330
+    assert 290 < profile.input_tokens(1003, 9) < 330, "no turn that far: both, by size"  # type: ignore[operator]
+    assert Profile((), ()).output_tokens(10) is None
+
+
 async def test_a_control_packing_its_work_never_makes_a_step_too_large_to_log(
     tmp_path: Path,
 ) -> None:

@@ -332,12 +332,13 @@ class ControlProvider:
     def _usage(
         self, messages: Sequence[Message], tools: Sequence[ToolDefinition], written: int
     ) -> Usage:
-        """Tokens as the look-alike reports them for as many characters (else as its
-        kind's runs do, else four characters a token, as the scripted model server
-        estimates them)."""
+        """Tokens as the look-alike reports them for as many characters at this turn
+        (else as its kind's runs do, else four characters a token, as the scripted model
+        server estimates them)."""
         p, asked = self._rates or self._habits, request_chars(messages, tools)
+        turn = sum(isinstance(m, AssistantMessage) for m in messages)
         return Usage(
-            input_tokens=tokens(asked, p.input_tokens(asked) if p else None),
+            input_tokens=tokens(asked, p.input_tokens(asked, turn) if p else None),
             output_tokens=tokens(written, p.output_tokens(written) if p else None),
         )
 
