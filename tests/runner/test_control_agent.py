@@ -652,6 +652,9 @@ def test_a_controls_tokens_are_its_look_alikes_for_calls_of_that_size_and_turn()
     assert profile.input_tokens(1003, 0) == 290 and profile.input_tokens(1003, 3) == 330
     assert 290 < profile.input_tokens(1003, 9) < 330, "no turn that far: both, by size"  # type: ignore[operator]
     assert Profile((), ()).output_tokens(10) is None
+    # A model that never wrote a long file says nothing of its count for one: the control
+    # then counts as its kind's runs did (a line from its short calls gave 0.3).
+    assert profile.output_tokens(60_000) is None and profile.input_tokens(40_000, 5) is None
 
 
 async def test_a_control_packing_its_work_never_makes_a_step_too_large_to_log(

@@ -154,7 +154,7 @@ class Profile:
 
     def input_tokens(self, chars: int, index: int | None = None) -> int | None:
         """Input tokens it would report for a request of `chars` characters at turn
-        `index` (None: no turn counted any): as its turns of about that size at that turn
+        `index` (None: no turn of about that size): as its turns of about that size at that turn
         did (as many messages, so as much of the wire's framing per message), else as
         any of its turns of about that size did."""
         at = [t for t in self.turns if t.index == index]
@@ -162,21 +162,22 @@ class Profile:
         return _fit([(t.input_chars, t.input_tokens) for t in pool], chars)
 
     def output_tokens(self, chars: int) -> int | None:
-        """Output tokens it would report for `chars` written characters (None: unknown),
-        as its turns that wrote about as much did."""
+        """Output tokens it would report for `chars` written characters, as its turns
+        that wrote about as much did (None: none did)."""
         return _fit([(t.output_chars, t.output_tokens) for t in self.turns], chars)
 
 
 def _fit(points: Sequence[tuple[int, int]], x: int) -> int | None:
     """`x` through the least-squares line of the `NEAR_TURNS` points nearest it (their
-    ratio when they cannot carry a line); at least one token. Near, not all: a model's
+    ratio when they cannot carry a line); at least one token; None when no point is
+    within half of `x` of it. Near, not all: a model's
     count is not one line from a one-line call to a whole conversation (a line through
     every turn, set by the long ones, gave a control's short calls 7% more output tokens
     than its look-alike's, and its longest requests 7% more input tokens, 2026-12-05)."""
     points = sorted(((cx, cy) for cx, cy in points if cx > 0), key=lambda p: (abs(p[0] - x), p))
     points = points[:NEAR_TURNS]
-    if not points:
-        return None
+    if not points or abs(points[0][0] - x) * 2 > x:
+        return None  # none of about its size: a line through far turns says little
     n = len(points)
     mx = sum(cx for cx, _ in points) / n
     my = sum(cy for _, cy in points) / n

@@ -333,13 +333,19 @@ class ControlProvider:
         self, messages: Sequence[Message], tools: Sequence[ToolDefinition], written: int
     ) -> Usage:
         """Tokens as the look-alike reports them for as many characters at this turn
-        (else as its kind's runs do, else four characters a token, as the scripted model
-        server estimates them)."""
-        p, asked = self._rates or self._habits, request_chars(messages, tools)
+        (where it made no call of about that size, as its kind's runs did; else four
+        characters a token, as the scripted model server estimates them): a model that
+        never wrote a long file says nothing of its count for one."""
+        asked = request_chars(messages, tools)
         turn = sum(isinstance(m, AssistantMessage) for m in messages)
+        known = [p for p in (self._rates, self._habits) if p is not None]
         return Usage(
-            input_tokens=tokens(asked, p.input_tokens(asked, turn) if p else None),
-            output_tokens=tokens(written, p.output_tokens(written) if p else None),
+            input_tokens=tokens(
+                asked, next((n for p in known if (n := p.input_tokens(asked, turn))), None)
+            ),
+            output_tokens=tokens(
+                written, next((n for p in known if (n := p.output_tokens(written))), None)
+            ),
         )
 
     async def complete(
