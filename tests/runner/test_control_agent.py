@@ -7,8 +7,9 @@ import json
 import os
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -548,20 +549,28 @@ async def test_a_control_imitates_runs_that_did_its_plans_kind_of_work(tmp_path:
     assert [s.text for s in steps] == ["Drafting the analysis.", None]
 
 
+_TURN = Turn(
+    index=0,
+    think_ms=5.0,
+    said=False,
+    first_tool="submit",
+    calls=1,
+    input_chars=400,
+    input_tokens=100,
+    output_chars=40,
+    output_tokens=10,
+)
+"""One model turn of an agent's run, as the book counts it (`_turn` changes its fields)."""
+
+
+def _turn(**changes: Any) -> Turn:
+    return replace(_TURN, **changes)
+
+
 def test_the_book_of_agents_turns_stays_bounded_and_apart_by_campaign() -> None:
     """A long campaign does not grow the runner's memory: the oldest turns and runs go."""
     book = AgentBook()
-    turn = Turn(
-        index=0,
-        think_ms=5.0,
-        said=False,
-        first_tool="submit",
-        calls=1,
-        input_chars=400,
-        input_tokens=100,
-        output_chars=40,
-        output_tokens=10,
-    )
+    turn = _turn()
     for r in range(MAX_RUNS + MAX_TURNS):
         book.record("demo", "quick", f"r{r}", turn, last=True)
     profile = book.profile("demo", "quick")
@@ -586,19 +595,7 @@ def test_a_control_thinks_as_its_kinds_latest_turns_less_the_loops_lateness() ->
     book = AgentBook()
 
     def turn(run: int, think_ms: float) -> Turn:
-        return Turn(
-            index=0,
-            think_ms=think_ms,
-            said=False,
-            first_tool="submit",
-            calls=1,
-            input_chars=400,
-            input_tokens=100,
-            output_chars=40,
-            output_tokens=10,
-            run_id=f"r{run}",
-            at=float(run),
-        )
+        return _turn(think_ms=think_ms, run_id=f"r{run}", at=float(run))
 
     # The busy start of a campaign (900 ms turns), then a quiet runner (20 ms), recorded
     # by two agents whose ids sort against the order of their turns.
@@ -630,12 +627,8 @@ def test_a_controls_tokens_are_its_look_alikes_for_calls_of_that_size_and_turn()
     set by the long ones, gave its short calls too few or too many."""
 
     def turn(index: int, asked: int, asked_tokens: int, wrote: int, wrote_tokens: int) -> Turn:
-        return Turn(
+        return _turn(
             index=index,
-            think_ms=10.0,
-            said=False,
-            first_tool="bash",
-            calls=1,
             input_chars=asked,
             input_tokens=asked_tokens,
             output_chars=wrote,

@@ -330,14 +330,17 @@ class ControlProvider:
             self.book.woke(asked, (time.perf_counter() - started) * 1000)
 
     def _usage(
-        self, messages: Sequence[Message], tools: Sequence[ToolDefinition], written: int
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        written: int,
+        turn: int,
     ) -> Usage:
         """Tokens as the look-alike reports them for as many characters at this turn
         (where it made no call of about that size, as its kind's runs did; else four
         characters a token, as the scripted model server estimates them): a model that
         never wrote a long file says nothing of its count for one."""
         asked = request_chars(messages, tools)
-        turn = sum(isinstance(m, AssistantMessage) for m in messages)
         known = [p for p in (self._rates, self._habits) if p is not None]
         return Usage(
             input_tokens=tokens(
@@ -376,7 +379,7 @@ class ControlProvider:
             tool_calls=calls,
             stop_reason="tool_use",
             finish_reason="tool_calls",
-            usage=self._usage(messages, tools, written),
+            usage=self._usage(messages, tools, written, turn),
         )
 
     async def aclose(self) -> None:
