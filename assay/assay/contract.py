@@ -40,6 +40,7 @@ __all__ = [
     "advisory_subject",
     "fill",
     "is_open",
+    "lost_stream_name",
     "of_role",
     "rpc_subject",
     "service_contracts",
@@ -86,9 +87,15 @@ def rpc_subject(prefix: str, template: str, values: Mapping[str, str]) -> str:
 
 def advisory_subject(stream: str, durable: str) -> str:
     """Where JetStream says that a message of `durable` (`*`: any) reached its
-    max_deliver unsettled (its last delivery lost): the bus subscribes to it for each
-    durable it consumes, so its NATS permissions allow it (`assay.security.permissions`)."""
+    max_deliver unsettled (its last delivery lost). The stream `lost_stream_name(stream)`
+    keeps these advisories, and the bus pulls each durable's own from it under the same
+    durable name, so its NATS permissions allow exactly that (`assay.security.permissions`)."""
     return f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{stream}.{durable}"
+
+
+def lost_stream_name(stream: str) -> str:
+    """The stream that keeps the max-deliveries advisories of `stream`'s durables."""
+    return f"{stream}_LOST"
 
 
 def is_open(template: str) -> bool:

@@ -60,15 +60,27 @@ ADDED = {
     "aggregator": ("assay.ev.CampaignStopped.*.*",),
 }
 """Rights granted after the capture; any other difference is a regression."""
-LOST = advisory_subject("ASSAY", "*")
-"""Every service hears JetStream's word that a message of its durables was delivered for
-the last time unsettled (the bus dead-letters it): `test_services_hear_only_...` checks
-that the durables are exactly its own."""
 SERVICE_USERS = ("runner", "sandbox-manager", "judge", "aggregator", "judge-j1", "judge-j2")
-ADDED_SUBSCRIBE = {
-    **{user: (LOST,) for user in SERVICE_USERS},
-    "sandbox-manager": ("assay.rpc.sandbox-alive.*", LOST),  # and answers on its own
-}
+ADDED_SUBSCRIBE = {"sandbox-manager": ("assay.rpc.sandbox-alive.*",)}  # answers on its own
+LOST_INFO = "$JS.API.STREAM.INFO.ASSAY_LOST"
+LOST_PULLS = (
+    "$JS.API.CONSUMER.INFO.ASSAY_LOST.*",
+    "$JS.API.CONSUMER.CREATE.ASSAY_LOST.*.>",
+    "$JS.API.CONSUMER.MSG.NEXT.ASSAY_LOST.*",
+    "$JS.ACK.ASSAY_LOST.*.>",
+)
+"""The stream that keeps JetStream's max-deliveries advisories (a run's lost last delivery
+is given up by the next instance up, though none heard the advisory): every connection
+looks it up, the cli creates it, and every service pulls its own durables' advisories
+from it (`test_services_pull_only_their_own_durables_lost_deliveries` checks which)."""
+
+
+def _added(user: str) -> tuple[str, ...]:
+    if user == "admin":
+        return ()
+    lost = {"cli": (LOST_INFO, "$JS.API.STREAM.CREATE.ASSAY_LOST")}.get(user, (LOST_INFO,))
+    pulls = LOST_PULLS if user in SERVICE_USERS else ()
+    return (*ADDED.get(user, ()), *lost, *pulls)
 
 
 def _not_added(rights: list[str] | tuple[str, ...], added: tuple[str, ...]) -> list[str]:
@@ -91,7 +103,7 @@ def test_derived_map_allows_exactly_what_the_hand_written_one_did(variant: str) 
         more = ADDED_SUBSCRIBE.get(user, ())
         assert all(any(_matches(a, r) for r in new.subscribe) for a in more), user
         assert _not_added(new.subscribe, more) == old["subscribe"], user
-        added = ADDED.get(user, ())
+        added = _added(user)
         assert all(any(_matches(a, p) for p in new.publish) for a in added), user
         if (variant, user) not in REDUNDANT:
             assert _not_added(new.publish, added) == old["publish"], user
@@ -102,16 +114,20 @@ def test_derived_map_allows_exactly_what_the_hand_written_one_did(variant: str) 
 
 
 @pytest.mark.parametrize("variant", ["default", "embedded", "narrowed"])
-def test_services_hear_only_their_own_durables_lost_deliveries(variant: str) -> None:
-    """The max-deliveries advisories a service user may subscribe to name exactly the
-    durables it may pull from, and the message get it needs to dead-letter one is allowed."""
+def test_services_pull_only_their_own_durables_lost_deliveries(variant: str) -> None:
+    """The durables whose max-deliveries advisories a service user may pull name exactly
+    the durables it may pull from the log, nobody subscribes to the advisories themselves,
+    and the message get it needs to dead-letter one is allowed."""
     pull = "$JS.API.CONSUMER.MSG.NEXT.ASSAY."
+    lost = "$JS.API.CONSUMER.MSG.NEXT.ASSAY_LOST."
+    advisories = advisory_subject("ASSAY", "*")
     for user, perms in _variants()[variant].items():
+        assert not any(_matches(advisories, r) for r in perms.subscribe if r != ">"), user
         if user not in SERVICE_USERS:
-            assert not any(_matches(LOST, r) for r in perms.subscribe), user
+            assert not any(p.startswith(lost) for p in perms.publish), user
             continue
         pulled = {p.removeprefix(pull) for p in perms.publish if p.startswith(pull)}
-        heard = {r.rsplit(".", 1)[1] for r in perms.subscribe if _matches(LOST, r)}
+        heard = {p.removeprefix(lost) for p in perms.publish if p.startswith(lost)}
         assert heard == pulled and heard, (user, heard, pulled)
         assert "$JS.API.STREAM.MSG.GET.ASSAY" in perms.publish, user
 

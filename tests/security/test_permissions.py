@@ -15,7 +15,7 @@ from nats.js.api import ConsumerConfig
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.contract import advisory_subject
+from assay.contract import advisory_subject, lost_stream_name
 from assay.security import permission_map
 from assay.security.permissions import inbox_prefix
 
@@ -262,6 +262,7 @@ def test_permission_map_is_pure_and_prefixed() -> None:
                     "p.",
                     "$JS.API.",
                     "$JS.ACK.X.",
+                    "$JS.ACK.X_LOST.",
                     "$JS.FC.X.",
                     "$JS.FC.X_DLQ.",
                     "$JS.FC.OBJ_X_UP_c.",
@@ -278,22 +279,34 @@ def test_permission_map_is_pure_and_prefixed() -> None:
 async def test_a_service_hears_only_its_own_durables_lost_deliveries(
     secure: SecureNats, admin_bus: Bus, connect: Connect, errors: list[Exception]
 ) -> None:
-    """The max-deliveries advisory of its own durable is the runner's to hear (the bus
-    dead-letters what it names, read by a stream get); another service's is refused."""
+    """The max-deliveries advisories of its own durable are the runner's to pull from the
+    stream that keeps them (the bus dead-letters what each names, read by a stream get);
+    another service's, and the advisory subjects themselves, are refused."""
     stream = secure.base.stream
+    lost = lost_stream_name(stream)
     runner = await connect("runner")
-    await runner.subscribe(advisory_subject(stream, "runner-runs"))
-    await runner.flush(timeout=2)
+    js = runner.jetstream(timeout=0.5)
     ack = await admin_bus.js.publish(subject(secure, "SandboxReady"), b"{}", stream=stream)
-    stored = await runner.jetstream().get_msg(stream, seq=ack.seq)
+    advisory = json.dumps({"stream": stream, "consumer": "runner-runs", "stream_seq": ack.seq})
+    await admin_bus.js.publish(advisory_subject(stream, "runner-runs"), advisory.encode())
+    own = await js.pull_subscribe(
+        advisory_subject(stream, "runner-runs"), durable="runner-runs", stream=lost
+    )
+    [heard] = await own.fetch(1, timeout=2)
+    await heard.ack()
+    stored = await js.get_msg(stream, seq=json.loads(heard.data)["stream_seq"])
     assert (stored.seq, stored.data) == (ack.seq, b"{}")
     await asyncio.sleep(0.3)
     assert not [e for e in errors if "permissions violation" in str(e).lower()], errors
-    spy = await runner.subscribe(advisory_subject(stream, "aggregator"))
+    with pytest.raises(NatsTimeout):  # another service's durable there: no reply
+        await js.pull_subscribe(
+            advisory_subject(stream, "aggregator"), durable="aggregator", stream=lost
+        )
+    spy = await runner.subscribe(advisory_subject(stream, "runner-runs"))
     for _ in range(100):  # the refusal arrives asynchronously
         if any("permissions violation for subscription" in str(e).lower() for e in errors):
             break
         await asyncio.sleep(0.05)
     else:
-        raise AssertionError(f"the runner heard the aggregator's advisories: {errors}")
+        raise AssertionError(f"the runner subscribed to the advisories themselves: {errors}")
     assert spy.pending_msgs == 0

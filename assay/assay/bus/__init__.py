@@ -1,7 +1,7 @@
 """The event bus: NATS JetStream through faststream, typed events in and out."""
 
 from . import _stored  # noqa: F401  (first: stored messages are never NATS status messages)
-from ._broker import dlq_stream, ensure_streams, event_stream, make_broker
+from ._broker import dlq_stream, ensure_streams, event_stream, lost_stream, make_broker
 from ._bus import Bus
 from ._campaigns import read_campaign
 from ._dead_letters import DEAD_DELIVERIES, DEAD_REASON, DEAD_SEQUENCE, DEAD_SUBJECT
@@ -49,6 +49,7 @@ __all__ = [
     "ensure_streams",
     "event_stream",
     "lost_reason",
+    "lost_stream",
     "make_broker",
     "messages_at",
     "publish_through_outages",

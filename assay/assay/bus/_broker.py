@@ -1,4 +1,5 @@
-"""The platform's connection to NATS: the faststream broker and the two streams."""
+"""The platform's connection to NATS: the faststream broker and its streams (the event
+log, its dead letters, its durables' lost-delivery advisories)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from faststream.nats.security import NatsSecurity, NatsUserPassword
 from nats.errors import AuthorizationError
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
-from nats.js.api import RetentionPolicy, StorageType, StreamConfig
+from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
 from assay.config import Settings
+from assay.contract import advisory_subject, lost_stream_name
 from assay.security.permissions import inbox_prefix
 from assay_schemas import BusError, NatsUnreachable, NotAuthenticated, PermissionDenied
 
@@ -27,6 +29,7 @@ __all__ = [
     "dlq_stream",
     "ensure_streams",
     "event_stream",
+    "lost_stream",
     "make_broker",
     "refused_everywhere",
 ]
@@ -55,6 +58,24 @@ def dlq_stream(settings: Settings) -> StreamConfig:
         storage=StorageType.FILE,
         num_replicas=settings.stream_replicas,
         duplicate_window=settings.duplicate_window_s,
+    )
+
+
+LOST_STREAM_MAX_BYTES = 64 * 1024 * 1024
+"""Bound of the advisories kept (a few hundred bytes each), oldest dropped first."""
+
+
+def lost_stream(settings: Settings) -> StreamConfig:
+    """JetStream's max-deliveries advisories of the event log's durables, kept: one the
+    server publishes while no instance of its durable is up waits here for the next."""
+    return StreamConfig(
+        name=lost_stream_name(settings.stream),
+        subjects=[advisory_subject(settings.stream, "*")],
+        retention=RetentionPolicy.LIMITS,
+        storage=StorageType.FILE,
+        num_replicas=settings.stream_replicas,
+        max_bytes=LOST_STREAM_MAX_BYTES,
+        discard=DiscardPolicy.OLD,
     )
 
 
@@ -93,7 +114,7 @@ def inbox_of(settings: Settings) -> str:
 
 async def ensure_streams(js: JetStreamContext, settings: Settings) -> None:
     """Create the streams if missing; leave existing ones (and their data) alone."""
-    for config in (event_stream(settings), dlq_stream(settings)):
+    for config in (event_stream(settings), dlq_stream(settings), lost_stream(settings)):
         try:
             await js.stream_info(config.name or "")
         except NotFoundError:

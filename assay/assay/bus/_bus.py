@@ -32,7 +32,7 @@ from ._broker import connect_error, ensure_streams, make_broker, refused_everywh
 from ._dead_letters import read_dead_letters
 from ._lag import LagWatch
 from ._lost import LostWatch
-from ._lost_deliveries import _LOST_GRACE_MAX_S, LostDeliveries
+from ._lost_deliveries import LostDeliveries
 from ._pulls import BatchPull, WorkerPull
 from ._reads import LogReads
 from ._records import Published, Unchanged
@@ -72,8 +72,8 @@ class Bus(LostDeliveries, LogReads):
         self._lost: dict[str, LostWatch] = {}
         """Each consumed durable's lost last deliveries, handled as its handler's last
         failure would be (see `_lost.py`)."""
-        self._advisories: list[Any] = []
-        self._settling: set[asyncio.Task[None]] = set()
+        self._lost_pulls: list[WorkerPull] = []
+        """Each consumed durable's pull of its max-deliveries advisories (`_watch_lost`)."""
         self._acked: dict[tuple[str, int], None] = {}
         """Messages this process handled and acked late or on their last delivery, by
         durable and stream sequence (the latest few thousand): one acked after its ack wait
@@ -140,8 +140,9 @@ class Bus(LostDeliveries, LogReads):
         # Read at start, as the runner's door does: the operator key may come after the bus.
         self.trust = trust_for(self.settings)
         # Before the first pull: a restarted instance must hear of what the pull finds lost.
+        self._lost_pulls.clear()
         for watch in self._lost.values():
-            await self._watch_lost(watch)
+            await self._watch_lost(watch).start(self.js)
         await self.broker.start()
         for pull in self._pulls:
             await pull.start(self.js)
@@ -158,14 +159,10 @@ class Bus(LostDeliveries, LogReads):
         for pull in self._pulls:
             await pull.stop()
         await self._acks.flush()
-        for sub in self._advisories:
-            with contextlib.suppress(Exception):  # the connection may be gone already
-                await sub.unsubscribe()
-        self._advisories.clear()
-        if self._settling:  # a lost delivery being dead-lettered: let it finish (bounded)
-            _, late = await asyncio.wait(self._settling, timeout=_LOST_GRACE_MAX_S + 10.0)
-            for task in late:
-                task.cancel()
+        # A lost delivery cut short here is given up again by whoever takes its advisory
+        # next (its dead letter and the run's end have deterministic ids: stored once).
+        for lost in self._lost_pulls:
+            await lost.stop()
         await self.broker.stop()
         self._connected = False
 

@@ -1,19 +1,30 @@
 """`Bus`'s watch over lost last deliveries: a message JetStream will not deliver again,
-though nobody settled it, is given up on and dead-lettered from JetStream's advisory."""
+though nobody settled it, is given up on and dead-lettered from JetStream's advisory.
+
+The advisories are pulled from the stream that keeps them (`lost_stream`), by a durable
+of the same name as the one they speak of, shared by its instances like its messages:
+an advisory published while no instance was up (each killed, or the server restarting)
+waits there for the next, where a core-NATS subscription heard it or lost it for good.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from nats.aio.msg import Msg
+from nats.js.api import AckPolicy as JsAckPolicy
+from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 
+from assay.contract import lost_stream_name
+
+from ._broker import inbox_of
 from ._consuming import Consuming, _remember
 from ._dead_letters import Origin, store_dead_letter
 from ._lost import LostWatch, MaxDeliveries, advisory_subject, lost_reason
+from ._pulls import WorkerPull
 from ._records import Delivery, Refusal
 
 __all__ = ["LostDeliveries"]
@@ -25,31 +36,56 @@ _LOST_GRACE_MAX_S = 10.0
 queued in this process to show up, before the message is taken as lost."""
 
 
+_LOST_WORKERS = 32
+"""Advisories of one durable handled at a time: each may wait on a handler still at work."""
+_LOST_MAX_DELIVER = 20
+"""Tries at one advisory (a failed read of its message is tried again an ack wait later)."""
+
+
 class LostDeliveries(Consuming):
     """Given up on and dead-lettered: the lost last deliveries of `Bus`'s durables."""
 
-    _advisories: list[Any]
-    _settling: set[asyncio.Task[None]]
+    _lost_pulls: list[WorkerPull]
 
-    async def _watch_lost(self, watch: LostWatch) -> None:
-        """Subscribe to JetStream's advisory of `watch`'s durable reaching max_deliver."""
-
-        async def on_advisory(msg: Msg) -> None:
-            # A task each: one waiting on a handler still at work must not hold the rest.
-            task = asyncio.create_task(self._lost_delivery(watch, msg.data))
-            self._settling.add(task)
-            task.add_done_callback(self._settling.discard)
-
+    def _watch_lost(self, watch: LostWatch) -> WorkerPull:
+        """A pull of `watch`'s durable's max-deliveries advisories from the stream that
+        keeps them; each advisory is acked once its message is given up (or was not lost)."""
         subject = advisory_subject(self.stream.name, watch.durable)
-        self._advisories.append(await self.broker.connection.subscribe(subject, cb=on_advisory))
+        config = ConsumerConfig(
+            durable_name=watch.durable,
+            ack_policy=JsAckPolicy.EXPLICIT,
+            max_deliver=_LOST_MAX_DELIVER,
+            ack_wait=self.settings.ack_wait_s,
+            deliver_policy=DeliverPolicy.ALL,
+            filter_subject=subject,
+        )
+
+        async def deliver(msg: Msg) -> None:
+            await self._lost_delivery(watch, msg.data)
+            await msg.ack()
+
+        pull = WorkerPull(
+            subject=subject,
+            durable=watch.durable,
+            stream=lost_stream_name(self.stream.name),
+            config=config,
+            max_workers=_LOST_WORKERS,
+            batch_size=_LOST_WORKERS,
+            ack_wait_s=self.settings.ack_wait_s,
+            inbox_prefix=f"{inbox_of(self.settings)}.".encode(),
+            deliver=deliver,
+        )
+        self._lost_pulls.append(pull)
+        return pull
 
     async def _lost_delivery(self, watch: LostWatch, data: bytes) -> None:
         """A message of `watch`'s durable JetStream will not deliver again, though nobody
-        settled it: given up on and dead-lettered as if its last attempt had raised."""
+        settled it: given up on and dead-lettered as if its last attempt had raised. A
+        failed read of the message raises (the advisory is delivered again)."""
         durable = watch.durable
         try:
             advisory = MaxDeliveries.model_validate_json(data)
-        except ValidationError as e:
+        except ValidationError as e:  # nothing to try again: settled, and said
             log.warning("%s: unreadable max-deliveries advisory: %s", durable, e)
             return
         sequence = advisory.stream_seq
@@ -66,9 +102,6 @@ class LostDeliveries(Consuming):
             stored = await self.js.get_msg(self.stream.name, seq=sequence)
         except NotFoundError:
             log.error("%s: message %d reached max_deliver and left the log", durable, sequence)
-            return
-        except Exception:  # the next advisory instance (or a restart's) may do better
-            log.exception("%s: reading message %d given up on failed", durable, sequence)
             return
         subject, body = stored.subject or "", stored.data or b""
         headers = dict(stored.headers or {})

@@ -18,10 +18,12 @@ JetStream API subjects used through nats-py (per stream S, durable D):
 - `$JS.API.CONSUMER.CREATE.S` + `$JS.API.CONSUMER.INFO.S.*` + `$JS.FC.S.>`: replays
   (an ephemeral ordered push consumer, flow-controlled); the ephemeral create subject
   refuses a durable name, so a replay cannot take over another service's durable.
-- `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.S.D` (subscribe): JetStream's word that a
-  message of durable D will not be delivered again though nobody settled it (its last
-  delivery lost); the bus reads the message by `$JS.API.STREAM.MSG.GET.S` and
-  dead-letters it. Only its own durables' advisories.
+- `S_LOST` keeps JetStream's advisories `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.S.D`,
+  its word that a message of durable D will not be delivered again though nobody settled
+  it (its last delivery lost). The bus pulls D's own from it by a durable named D
+  (`$JS.API.CONSUMER.INFO|CREATE|MSG.NEXT.S_LOST.D`, `$JS.ACK.S_LOST.D.>`), reads the
+  message by `$JS.API.STREAM.MSG.GET.S` and dead-letters it. Only its own durables'
+  advisories; nobody subscribes to the advisory subjects themselves.
 - `_INBOX_<user>.>` (subscribe): PubAcks, JetStream API replies, pull batches, replay
   deliveries and sandbox RPC replies all arrive on the client's inboxes. Each user has
   its own inbox prefix (the client connects with it, see `assay.bus.make_broker`), so
@@ -41,9 +43,9 @@ from assay.contract import (
     ROLES,
     Role,
     ServiceContract,
-    advisory_subject,
     fill,
     is_open,
+    lost_stream_name,
     of_role,
     rpc_subject,
     service_contracts,
@@ -94,8 +96,22 @@ def _events(prefix: str, types: Iterable[str]) -> list[str]:
     return [event_subject(prefix, t) for t in types]
 
 
+def _log_reader(stream: str) -> list[str]:
+    """Publish rights needed to connect (`ensure_streams`) and read the log."""
+    return [*_reader(stream), f"$JS.API.STREAM.INFO.{lost_stream_name(stream)}"]
+
+
+def _stream_infos(stream: str) -> list[str]:
+    """Looking the streams up, as every connection does (`ensure_streams`)."""
+    return [
+        f"$JS.API.STREAM.INFO.{stream}",
+        f"$JS.API.STREAM.INFO.{stream}_DLQ",
+        f"$JS.API.STREAM.INFO.{lost_stream_name(stream)}",
+    ]
+
+
 def _reader(stream: str) -> list[str]:
-    """Publish rights needed to read the log (ordered ephemeral consumers)."""
+    """Publish rights needed to read a stream (ordered ephemeral consumers)."""
     return [
         f"$JS.API.STREAM.INFO.{stream}",
         f"$JS.API.STREAM.INFO.{stream}_DLQ",
@@ -107,7 +123,9 @@ def _reader(stream: str) -> list[str]:
 
 
 def _durables(stream: str, prefix: str, durables: Sequence[str]) -> list[str]:
-    """Publish rights of durable pull consumers, and of dead-lettering their messages."""
+    """Publish rights of durable pull consumers, of dead-lettering their messages, and of
+    pulling their max-deliveries advisories (a durable of the same name on `S_LOST`)."""
+    lost = lost_stream_name(stream)
     out: list[str] = []
     for d in durables:
         out += [
@@ -115,6 +133,10 @@ def _durables(stream: str, prefix: str, durables: Sequence[str]) -> list[str]:
             f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{d}",
             f"$JS.ACK.{stream}.{d}.>",
             f"{prefix}.dlq.{d}",
+            f"$JS.API.CONSUMER.INFO.{lost}.{d}",
+            f"$JS.API.CONSUMER.CREATE.{lost}.{d}.>",
+            f"$JS.API.CONSUMER.MSG.NEXT.{lost}.{d}",
+            f"$JS.ACK.{lost}.{d}.>",
         ]
     return out
 
@@ -184,8 +206,7 @@ def role_permissions(
             publish=_dedupe(
                 [
                     event_subject(prefix, "TaskSubmitted", campaign, NO_RUN),
-                    f"$JS.API.STREAM.INFO.{stream}",
-                    f"$JS.API.STREAM.INFO.{stream}_DLQ",
+                    *_stream_infos(stream),
                     *_upload_writer(stream, campaign),
                 ]
             ),
@@ -206,9 +227,10 @@ def role_permissions(
                 [
                     *_events(prefix, events_by_role()["cli"]),
                     *_events(prefix, events_by_role().get("reviewer", ())),
-                    *_reader(stream),
+                    *_log_reader(stream),
                     f"$JS.API.STREAM.CREATE.{stream}",
                     f"$JS.API.STREAM.CREATE.{stream}_DLQ",
+                    f"$JS.API.STREAM.CREATE.{lost_stream_name(stream)}",
                     f"$JS.API.CONSUMER.CREATE.{stream}_DLQ",
                     f"$JS.API.CONSUMER.CREATE.{stream}_DLQ.>",
                     f"$JS.FC.{stream}_DLQ.>",
@@ -268,7 +290,7 @@ def _service_permissions(
         publish=_dedupe(
             [
                 *_events(prefix, published),
-                *_reader(stream),
+                *_log_reader(stream),
                 *_durables(stream, prefix, _fewest(durables)),
                 *calls,
                 *(p for c in upload_campaigns if uploads for p in _upload_reader(stream, c)),
@@ -276,13 +298,7 @@ def _service_permissions(
         ),
         # A service that serves RPC replies to the requester's inbox: allowed as responses
         # only, so it cannot publish into other inboxes.
-        subscribe=_dedupe(
-            [
-                inbox,
-                *(f"{prefix}.rpc.{s}" for s in serves),
-                *(advisory_subject(stream, d) for d in _fewest(durables)),
-            ]
-        ),
+        subscribe=_dedupe([inbox, *(f"{prefix}.rpc.{s}" for s in serves)]),
         allow_responses=bool(serves),
     )
 
