@@ -19,6 +19,7 @@ from ._script import (
     estimate_usage,
 )
 from ._server import ScriptedModelServer, ScriptedServerNotStarted
+from ._wire import call_id
 
 __all__ = [
     "Fault",
@@ -35,6 +36,7 @@ __all__ = [
     "ScriptedServerNotStarted",
     "ScriptedToolCall",
     "TooManyBreakpoints",
+    "call_id",
     "echo",
     "estimate_usage",
 ]

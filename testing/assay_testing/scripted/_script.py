@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -171,9 +172,11 @@ def echo(request: ScriptRequest) -> ScriptReply:
 
 
 def estimate_usage(request_body: bytes, reply: ScriptReply) -> Usage:
-    """Deterministic token estimate: about 4 bytes a token, like real tokenizers on English."""
+    """Deterministic token estimate: about 4 characters a token, like real tokenizers on
+    English; a call counts its name and its arguments' JSON, as the model wrote them."""
     out_chars = len(reply.text or "") + sum(
-        len(c.name) + len(str(c.arguments)) for c in reply.tool_calls
+        len(c.name) + len(c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments))
+        for c in reply.tool_calls
     )
     return Usage(
         input_tokens=max(1, math.ceil(len(request_body) / 4)),

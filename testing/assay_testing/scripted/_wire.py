@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import string
 import time
 from typing import Any
 
@@ -68,6 +70,26 @@ def parse_request(api: Api, body: dict[str, Any]) -> ScriptRequest:
     )
 
 
+_BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+_CALL_IDS = {"openai": ("call_", 24), "anthropic": ("toolu_01", 22)}
+"""Each API's tool-call ids: a prefix, then random letters and digits."""
+
+
+def call_id(request: ScriptRequest, index: int, salt: str = "") -> str:
+    """The id of the `index`-th call of the reply to `request`, shaped as the API's own
+    and drawn from the request (the same request, the same id: a rerun is answered
+    alike); `salt` tells apart conversations whose requests are the same so far."""
+    prefix, n = _CALL_IDS[request.api]
+    body = json.dumps(request.body, sort_keys=True, default=str)
+    digest = hashlib.sha256(f"{body}\x1f{index}\x1f{salt}".encode()).digest()
+    number = int.from_bytes(digest, "big")
+    out = []
+    for _ in range(n):
+        number, digit = divmod(number, 62)
+        out.append(_BASE62[digit])
+    return prefix + "".join(out)
+
+
 def _arguments(arguments: dict[str, Any] | str) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
@@ -80,7 +102,7 @@ def reply_body(
     if request.api == "openai":
         calls = [
             {
-                "id": c.id or f"call_{request.turn}_{i}",
+                "id": c.id or call_id(request, i),
                 "type": "function",
                 "function": {"name": c.name, "arguments": _arguments(c.arguments)},
             }
@@ -123,7 +145,7 @@ def reply_body(
         content.append(
             {
                 "type": "tool_use",
-                "id": c.id or f"toolu_{request.turn}_{i}",
+                "id": c.id or call_id(request, i),
                 "name": c.name,
                 "input": args,
             }
