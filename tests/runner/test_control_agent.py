@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -30,6 +31,7 @@ from assay_runner.book import (
     RECENT_TURNS,
     AgentBook,
     Observed,
+    Pace,
     Profile,
     Turn,
     Work,
@@ -754,3 +756,102 @@ def test_a_tasks_attachment_lines_are_read_within_a_bound() -> None:
     hostile = "- /workspace/" + "a" * 2_000_000 + "\n- /workspace/data/late.csv (3 bytes)\n"
     assert attachments([UserMessage(content=hostile)]) == [], "past the bound: unread"
     assert attachments([UserMessage(content="- /workspace/x (\n" * 50_000)]) == ["x"] * 50_000
+
+
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def _random_id(prefix: str, n: int, seed: str) -> str:
+    digest = hashlib.sha256(seed.encode()).digest() * 2
+    return prefix + "".join(_BASE62[b % 62] for b in digest[:n])
+
+
+@dataclass
+class _Caller(_Quick):
+    """`_Quick` with its API's own tool-call ids: `id_style` names the shape."""
+
+    id_style: str = "openai"
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition] = (),
+        params: GenerationParams | None = None,
+    ) -> Completion:
+        done = await super().complete(messages, tools, params)
+        turn = sum(isinstance(m, AssistantMessage) for m in messages)
+        seed = f"{request_chars(messages, tools)}-{turn}"
+        make = {
+            "openai": lambda i: _random_id("call_", 24, f"{seed}-{i}"),
+            "anthropic": lambda i: _random_id("toolu_01", 22, f"{seed}-{i}"),
+            "counted": lambda i: f"call_{turn}_{i}",
+            "huge": lambda i: "x" * 100_000,
+        }[self.id_style]
+        calls = tuple(c.model_copy(update={"id": make(i)}) for i, c in enumerate(done.tool_calls))
+        return done.model_copy(update={"tool_calls": calls})
+
+
+def _ids(steps: Sequence[Completion]) -> list[str]:
+    return [c.id for s in steps for c in s.tool_calls]
+
+
+async def test_a_controls_tool_call_ids_are_shaped_as_its_look_alikes(tmp_path: Path) -> None:
+    """Issue #47: a model API names each tool call its own way (OpenAI `call_` and 24
+    random letters and digits, Anthropic `toolu_01` and 22), and every step event logs
+    the ids: a control calling its calls `call_0_0` while the model it wears says
+    `call_Xy3…` is told by any reader of the log. Its ids take its look-alike's shape:
+    what every one of its ids keeps (a prefix, a turn counted) kept, the rest drawn from
+    the letters or digits found there; each id its own."""
+    store = LocalBlobStore(tmp_path / "blobs")
+    sha = _ran_plan(store)
+    for style in ("openai", "anthropic", "counted"):
+        book = AgentBook()
+        agent = _Caller(turns=3, id_style=style)
+        await _agent_runs(book, agent, runs=4, agent_id=style)
+        seen = [c for t in _turns(book, style) for c in t.call_ids]
+        control = ControlProvider(
+            plan_sha256=sha, store=store, book=book, campaign_id="demo", like=style, run_id="r"
+        )
+        (tmp_path / style).mkdir()
+        ids = _ids(await _play(control, tmp_path / style))
+        assert len(set(ids)) == len(ids), (style, ids)
+        for i, got in enumerate(ids):
+            if style == "counted":  # as counted where it reached, drawn alike beyond
+                assert got == f"call_{i}_0" if i < 3 else re.fullmatch(r"call_\d_0", got), ids
+                continue
+            prefix, n = ("call_", 24) if style == "openai" else ("toolu_01", 22)
+            assert got.startswith(prefix) and len(got) == len(prefix) + n, (style, got)
+            rest = got[len(prefix) :]
+            assert set(rest) <= set(_BASE62), got
+            assert any(c.isalpha() for c in rest) and any(c.isdigit() for c in rest), got
+        if style != "counted":
+            assert not set(ids) & set(seen), "never an id the look-alike used"
+    # A model's ids are its own output: one that answers huge ids leaves nothing of them.
+    book = AgentBook()
+    await _agent_runs(book, _Caller(turns=3, id_style="huge"), runs=2, agent_id="huge")
+    assert all(t.call_ids == () for t in _turns(book, "huge"))
+    # No agent seen yet: an OpenAI-shaped id, as most endpoints answer.
+    bare = ControlProvider(plan_sha256=sha, store=store, run_id="r0")
+    (tmp_path / "bare").mkdir()
+    for got in _ids(await _play(bare, tmp_path / "bare")):
+        assert got.startswith("call_") and len(got) == 29 and set(got[5:]) <= set(_BASE62), got
+
+
+def test_a_controls_oversleeping_is_taken_off_its_next_turns() -> None:
+    """A sleep is never shorter than the loop's lateness, so a control drawing short turns
+    slept longer on the whole than the agents' turns it drew from (its runs were told by
+    their durations): what one turn overslept is taken off the next ones, and a turn that
+    slept short is made up."""
+    pace = Pace()
+    draws, slept = [2.0, 3.0, 40.0, 5.0], []
+    for drawn in draws:
+        target = pace.target_ms(drawn)
+        late = 8.0 if target < 10 else 1.0  # the loop wakes a short sleep late
+        slept.append(target + late)
+        pace.slept(drawn, slept[-1])
+    assert slept[:2] == [10.0, 8.0], "8 ms overslept, more than the next draw: none asked"
+    assert slept[2] == 40.0 - (8.0 + 5.0) + 1.0, "owed 13 ms: taken off the long one"
+    assert abs(sum(slept) - sum(draws)) <= 8.0, "on the whole, as drawn (less one lateness)"
+    short = Pace()
+    short.slept(30.0, 20.0)
+    assert short.target_ms(10.0) == 20.0, "a turn that slept short is made up"

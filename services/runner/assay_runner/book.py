@@ -27,6 +27,7 @@ import hashlib
 import math
 import random
 import statistics
+import string
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Sequence
@@ -47,18 +48,23 @@ from assay.providers import (
 )
 
 __all__ = [
+    "IDS_PER_TURN",
+    "ID_CHARS",
     "MAX_RUNS",
     "MAX_TURNS",
     "RECENT_TURNS",
     "AgentBook",
     "Observed",
+    "Pace",
     "Profile",
     "Turn",
     "Work",
     "attachments",
+    "fresh_id",
     "opening",
     "request_chars",
     "seeded",
+    "shaped_id",
     "tokens",
     "work_done",
     "written_chars",
@@ -76,6 +82,10 @@ NEAR_TURNS = 8
 """Turns of about a call's size its token count is read from (`Profile.input_tokens`)."""
 LATE_WAKES = 64
 """Wakes of this runner's controls kept to tell how late its loop wakes them."""
+IDS_PER_TURN = 8
+ID_CHARS = 64
+"""Most call ids a turn keeps, and the longest kept: a model's ids are its own output, and
+the book stays small whatever a model answers (no API's id is near that long)."""
 EXPLORING = ("bash", "read_file", "list_files")
 """The tools a look at the workspace uses (what a control's extra steps may call)."""
 
@@ -120,6 +130,8 @@ class Turn:
     run_id: str = ""
     at: float = 0.0
     """When it ended (`time.monotonic`): which turns are recent."""
+    call_ids: tuple[str, ...] = ()
+    """Its calls' ids, as its model's API named them (their shape is the API's own)."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +172,20 @@ class Profile:
         at = [t for t in self.turns if t.index == index]
         pool = at if len(at) >= NEAR_TURNS else self.turns
         return _fit([(t.input_chars, t.input_tokens) for t in pool], chars)
+
+    def call_id(self, index: int, position: int, draw: random.Random) -> str | None:
+        """An id for the call at `position` of a turn at `index`, shaped as its ids at that
+        turn and position are (else at that position, else any; None: fewer than two)."""
+        ids = [t.call_ids for t in self.turns]
+        at = [
+            t.call_ids[position]
+            for t in self.turns
+            if t.index == index and len(t.call_ids) > position
+        ]
+        anywhere = [c[position] for c in ids if len(c) > position]
+        every = [i for c in ids for i in c]
+        pool = next((p for p in (at, anywhere, every) if len(p) >= 2), None)
+        return shaped_id(pool, draw) if pool is not None else None
 
     def output_tokens(self, chars: int) -> int | None:
         """Output tokens it would report for `chars` written characters, as its turns
@@ -280,6 +306,54 @@ class AgentBook:
         return Profile(tuple(turns), tuple(steps), tuple(openings))
 
 
+_BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+OPENAI_ID = ("call_", 24)
+"""The shape of an OpenAI tool-call id (a prefix, then random letters and digits): a
+control's ids before any of its look-alike's are seen."""
+
+
+def shaped_id(examples: Sequence[str], draw: random.Random) -> str:
+    """A new id shaped as `examples` (two or more): as long as one of them; where all of
+    that length agree, their character kept (a prefix, a counted turn); elsewhere one
+    drawn from the classes found there (digits, capitals, small letters), or else from
+    the characters found there."""
+    length = draw.choice([len(e) for e in examples])
+    alike = [e for e in examples if len(e) == length]
+    fixed = [len({e[p] for e in alike}) == 1 for p in range(length)]
+    varying = {e[p] for e in alike for p in range(length) if not fixed[p]}
+    classes = [
+        cls
+        for cls in (string.digits, string.ascii_uppercase, string.ascii_lowercase)
+        if varying & set(cls)
+    ]
+    alphabet = "".join(classes) or "".join(sorted(varying))
+    return "".join(alike[0][p] if fixed[p] else draw.choice(alphabet) for p in range(length))
+
+
+def fresh_id(draw: random.Random) -> str:
+    """An OpenAI-shaped tool-call id (`OPENAI_ID`)."""
+    prefix, n = OPENAI_ID
+    return prefix + "".join(draw.choice(_BASE62) for _ in range(n))
+
+
+@dataclass
+class Pace:
+    """One control run's think times against its draws: what it overslept so far is taken
+    off its next (a sleep is never shorter than the loop's lateness, so a run of short
+    draws alone would think longer on the whole than the turns it drew from)."""
+
+    overslept_ms: float = 0.0
+    """How much longer than its draws the run has slept so far (less: negative)."""
+
+    def target_ms(self, drawn_ms: float) -> float:
+        """What to sleep for a draw of `drawn_ms`, less what is owed (never below 0)."""
+        return max(0.0, drawn_ms - self.overslept_ms)
+
+    def slept(self, drawn_ms: float, slept_ms: float) -> None:
+        """Count a turn drawn at `drawn_ms` that slept `slept_ms`."""
+        self.overslept_ms += slept_ms - drawn_ms
+
+
 def seeded(*parts: object) -> random.Random:
     """A random source seeded by `parts` (the same parts, the same draws, on any host)."""
     return random.Random(hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest())
@@ -317,6 +391,7 @@ class Observed(ProviderWrapper):
             output_tokens=completion.usage.output_tokens,
             run_id=self.run_id,
             at=time.monotonic(),
+            call_ids=tuple(c.id for c in calls[:IDS_PER_TURN] if len(c.id) <= ID_CHARS),
         )
         last = not calls or any(c.name == "submit" for c in calls)
         work = work_done(messages, completion) if last else None  # known once it answers

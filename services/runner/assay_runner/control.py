@@ -48,9 +48,19 @@ from assay.store import BlobStore
 from assay.tasks import restyled
 from assay_schemas import CONTROL_CHUNK_BYTES, ControlFile, ControlPlan, ProviderError, Usage
 
-from .book import AgentBook, Profile, Work, attachments, request_chars, seeded, tokens
+from .book import (
+    AgentBook,
+    Pace,
+    Profile,
+    Work,
+    attachments,
+    fresh_id,
+    request_chars,
+    seeded,
+    tokens,
+)
 
-__all__ = ["ControlProvider", "control_call"]
+__all__ = ["ControlProvider"]
 
 _HEREDOC = "EOF"
 
@@ -83,12 +93,6 @@ def _write(path: str, data: bytes, *, text: bool, append: bool) -> _Act:
         f"<<'{_HEREDOC}'\n{encoded}\n{_HEREDOC}"
     )
     return _act("bash", {"command": command})
-
-
-def control_call(turn: int, path: str, data: bytes, *, text: bool, append: bool) -> ToolCall:
-    """The tool call that writes one file of a plan (or, for bytes, one chunk of it)."""
-    act = _write(path, data, text=text, append=append)
-    return ToolCall(id=f"call_{turn}_0", name=act.name, arguments=act.arguments)
 
 
 def _last_command(plan: ControlPlan, command: str) -> str:
@@ -157,6 +161,11 @@ _DEFAULT_LOOKS: dict[Work, tuple[str, ...]] = {
 """A kind of work's opening looks (their tools) before any run of that kind is known."""
 
 
+_ID_DRAWS = 8
+"""Draws of a look-alike-shaped call id before one of the fallback's shape (a model that
+counts its calls leaves few ids to draw)."""
+
+
 @dataclass(kw_only=True)
 class ControlProvider:
     """A ModelProvider that plays a control plan (see the module docstring)."""
@@ -183,6 +192,7 @@ class ControlProvider:
     """The looks that open this run, drawn once."""
     _attached: list[str] | None = field(default=None, init=False)
     """The files attached to the run's task, read once from its first message."""
+    _pace: Pace = field(default_factory=lambda: Pace(), init=False)
     _planned: list[_Act] | None = field(default=None, init=False)
     """The plan's calls, built once (a file's chunks are encoded once, not every turn)."""
     house_style: str | None = None
@@ -323,11 +333,28 @@ class ControlProvider:
             ms = draw.choice(self._habits.think_ms(turn))
         else:
             ms = plan.step_ms * draw.lognormvariate(0.0, 0.5)
-        asked = self.book.sleep_ms(ms) if self.book is not None else ms
+        target = self._pace.target_ms(ms)
+        asked = self.book.sleep_ms(target) if self.book is not None else target
         started = time.perf_counter()
         await asyncio.sleep(asked / 1000)
+        slept = (time.perf_counter() - started) * 1000
+        self._pace.slept(ms, slept)
         if self.book is not None:
-            self.book.woke(asked, (time.perf_counter() - started) * 1000)
+            self.book.woke(asked, slept)
+
+    def _call_id(self, turn: int, position: int, taken: set[str]) -> str:
+        """The id of the call at `position` of this turn, shaped as its look-alike's model
+        names its calls (an API's own shape, which every step event logs), and none the
+        run has used (a tool's result is matched to its call by id)."""
+        draw = seeded(self.plan_sha256, self.run_id, "call", turn, position)
+        for _ in range(_ID_DRAWS):
+            rates = self._rates
+            shaped = rates.call_id(turn, position, draw) if rates is not None else None
+            if shaped is not None and shaped not in taken:
+                return shaped
+        while (fresh := fresh_id(draw)) in taken:
+            pass
+        return fresh
 
     def _usage(
         self,
@@ -365,10 +392,13 @@ class ControlProvider:
             self._rates = self.book.profile(self.campaign_id, self.like)
         turn = sum(isinstance(m, AssistantMessage) for m in messages)
         acts = await self._next(plan, messages, turn)
-        calls = tuple(
-            ToolCall(id=f"call_{turn}_{i}", name=a.name, arguments=a.arguments)
-            for i, a in enumerate(acts)
-        )
+        taken = {c.id for c in _calls(messages)}
+        calls: list[ToolCall] = []
+        for i, a in enumerate(acts):
+            calls.append(
+                ToolCall(id=self._call_id(turn, i, taken), name=a.name, arguments=a.arguments)
+            )
+            taken.add(calls[-1].id)
         said = self._say(acts, turn)
         await self._think(plan, turn)
         written = len(said or "") + sum(len(c.name) + len(c.arguments) for c in calls)
@@ -376,7 +406,7 @@ class ControlProvider:
             provider="control",
             model=self.model_name,
             text=said,
-            tool_calls=calls,
+            tool_calls=tuple(calls),
             stop_reason="tool_use",
             finish_reason="tool_calls",
             usage=self._usage(messages, tools, written, turn),
