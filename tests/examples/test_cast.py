@@ -1,12 +1,16 @@
 """The bundled scripted cast's deal: between them the agents leave every kind of work the
-controls plant (issue #47), each agent in its own character."""
+controls plant (issue #47), each agent in its own character, each run drawing its own."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
+from assay.providers import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
+from assay_testing.demo import agent_scripts
 from assay_testing.demo._work import DECKS, Bundle, Kind
+from assay_testing.scripted import Script, ScriptReply, ScriptRequest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 VARIANT_KINDS = {
@@ -73,3 +77,65 @@ def test_a_task_without_a_reference_gets_the_classic_script(tmp_path: Path) -> N
     assert bundle.kind("scripted-careful", "t1") is Kind.CLASSIC
     assert bundle.work("scripted-careful", "t1") is None
     assert bundle.work("scripted-empty", "elsewhere") is None
+
+
+def test_each_later_run_on_a_task_draws_its_own_kind_of_work() -> None:
+    """Issue #47: a sampled model does not do the same work on every run of a task; a
+    cast that did would leave each task's controls of other kinds alone in their shape
+    there. The first run on a task takes its dealt card, each later one a card drawn for
+    that attempt, and over a few attempts each agent's every kind shows up."""
+    bundle = Bundle(EXAMPLES)
+    for model, deck in DECKS.items():
+        for task in bundle.tasks:
+            kinds = [bundle.kind(model, task, a) for a in range(12)]
+            assert kinds[0] is bundle.kind(model, task), "the first run keeps the deal"
+            assert kinds == [bundle.kind(model, task, a) for a in range(12)], "drawn, not random"
+            assert set(kinds) <= set(deck)
+        over = {bundle.kind(model, t, a) for t in bundle.tasks for a in range(1, 4)}
+        assert over == set(deck), model
+
+
+def _request(model: str, messages: list[Message], turn: int) -> ScriptRequest:
+    body = {"model": model, "messages": [m.model_dump(mode="json") for m in messages]}
+    return ScriptRequest(
+        api="openai", model=model, messages=tuple(messages), tools=(), turn=turn, body=body
+    )
+
+
+def _conversation(script: Script, model: str, task: str) -> list[str]:
+    """The calls of one run of `script` on `task`, to its answer (tool results made up)."""
+    messages: list[Message] = [UserMessage(content=f"Task id: {task}\n\nDo it.")]
+    names: list[str] = []
+    for turn in range(12):
+        reply = script(_request(model, messages, turn))
+        assert isinstance(reply, ScriptReply)
+        calls = tuple(
+            ToolCall(id=c.id or f"x{turn}", name=c.name, arguments=json.dumps(c.arguments))
+            for c in reply.tool_calls
+        )
+        messages.append(AssistantMessage(text=reply.text, tool_calls=calls))
+        names += [c.name for c in calls]
+        if any(c.name == "submit" for c in calls):
+            return names
+        messages += [ToolResultMessage(call_id=c.id, content="ok") for c in calls]
+    raise AssertionError("never answered")
+
+
+def test_a_runs_later_turns_keep_the_kind_its_attempt_drew() -> None:
+    """The script knows which attempt a conversation is by its first call's id (one it
+    gave, an API-shaped id of its own per attempt), so every turn of a run does the work
+    of the kind that run drew, whatever runs interleave."""
+    model, task = "scripted-careful", "messy_export_cleanup"
+    bundle = Bundle(EXAMPLES)
+    kinds = [bundle.work(model, task, a) for a in range(3)]
+    assert [k.kind if k else None for k in kinds] == [
+        Kind.COMPLETE,
+        Kind.COMPLETE,
+        Kind.MISREPORTS,
+    ]
+    script = agent_scripts(EXAMPLES)[model]
+    runs = [_conversation(script, model, task) for _ in range(3)]
+    rewrites = len(kinds[2].rewrites) if kinds[2] else 0
+    assert runs[0] == runs[1] == ["list_files", "write_file", "bash", "submit"]
+    assert runs[2] == ["list_files", "write_file", "bash", *["write_file"] * rewrites, "submit"]
+    assert rewrites > 0

@@ -12,6 +12,10 @@ cast's runs span the kinds of work the controls plant, as a real cast's do):
   cites;
 - empty: reads a file and answers in prose, leaving nothing on disk.
 
+Each run of an agent on a task is an attempt (its first, an epoch's, a retry's), and each
+attempt draws its own kind of work from the agent's deck (`_work.Bundle.kind`): a
+sampled model does not repeat itself run for run.
+
 Where the bundle has no reference answer for a task (``references/<task_id>/message.md``)
 each does its classic: careful completes, the overclaimer sketches a script and claims a
 figure, empty answers with a generic plan.
@@ -21,10 +25,14 @@ from __future__ import annotations
 
 import re
 import shlex
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from assay_testing.scripted import Script, ScriptReply, ScriptRequest
+from assay.providers import AssistantMessage
+from assay_testing.scripted import Script, ScriptReply, ScriptRequest, call_id
 
 from ._work import Bundle, Kind, Work
 
@@ -116,13 +124,57 @@ def _steps(work: Work, message: str) -> list[Step]:
     return [_look, write, _bash(run), *rewrites, _submit(message)]
 
 
+_CONVERSATIONS = 100_000
+"""Conversations whose attempt a script remembers (the oldest forgotten first)."""
+
+
+def _first_call_id(request: ScriptRequest) -> str | None:
+    for message in request.messages:
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            return message.tool_calls[0].id
+    return None
+
+
+@dataclass
+class _Attempts:
+    """Which run of a model on a task each conversation is: the n-th to open on the task
+    is attempt n, known in its later turns by its first call's id (an id this script
+    gave it, drawn per attempt). A conversation it never opened (answered from a cache)
+    counts as the first."""
+
+    opened: Counter[str] = field(default_factory=Counter)
+    by_first_call: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def open(self, task_id: str) -> int:
+        with self.lock:
+            attempt = self.opened[task_id]
+            self.opened[task_id] += 1
+            return attempt
+
+    def remember(self, first_call: str, attempt: int) -> None:
+        with self.lock:
+            self.by_first_call[first_call] = attempt
+            while len(self.by_first_call) > _CONVERSATIONS:
+                self.by_first_call.popitem(last=False)
+
+    def of(self, first_call: str) -> int:
+        with self.lock:
+            return self.by_first_call.get(first_call, 0)
+
+
 def _dealt(bundle: Bundle, model: str, classic: Sequence[Step], style: bool) -> Script:
-    """`model`'s script: the turns of the kind of work dealt it on the request's task
-    (its `classic` turns where the bundle has no reference); `style`: its answers open
-    with the acme family's "Summary:", else the opening is left out."""
+    """`model`'s script: the turns of the kind of work it does in this run on the
+    request's task (`Bundle.kind`: dealt for its first run there, drawn for each later
+    one; its `classic` turns where the bundle has no reference); `style`: its answers
+    open with the acme family's "Summary:", else the opening is left out."""
+    attempts = _Attempts()
 
     def script(request: ScriptRequest) -> ScriptReply:
-        work = bundle.work(model, task_id_of(request))
+        task = task_id_of(request)
+        first = _first_call_id(request)
+        attempt = attempts.open(task) if first is None else attempts.of(first)
+        work = bundle.work(model, task, attempt)
         if work is None:
             steps = list(classic)
         else:
@@ -130,7 +182,14 @@ def _dealt(bundle: Bundle, model: str, classic: Sequence[Step], style: bool) -> 
             if not style and message.startswith(_SUMMARY):
                 message = message[len(_SUMMARY) :]
             steps = _steps(work, message)
-        return steps[min(request.turn, len(steps) - 1)](request)
+        reply = steps[min(request.turn, len(steps) - 1)](request)
+        if first is not None or not reply.tool_calls:
+            return reply
+        # Its first call's id names the attempt (the first's, as the API's own would be).
+        opening = call_id(request, 0, salt=str(attempt) if attempt else "")
+        attempts.remember(opening, attempt)
+        calls = (reply.tool_calls[0].model_copy(update={"id": opening}), *reply.tool_calls[1:])
+        return reply.model_copy(update={"tool_calls": calls})
 
     return script
 

@@ -3,10 +3,12 @@
 Real agents do not do one thing every time: some finish the analysis, some misreport a
 number, some lose a file they cite, some never run their code, some answer in prose
 alone. Each scripted agent of the demo draws its kind of work for a task from its own
-deck (:data:`DECKS`, dealt over the bundle's tasks in a fixed shuffled order), so the
-cast's runs span the kinds of work the campaign's controls plant, as a real cast's do,
-and a control cannot be told from an agent's run by the kind of work it leaves
-(`bench.blindness` measures it). The work itself comes from the bundle's reference
+deck (:data:`DECKS`): its first run on a task takes the card dealt that task (over the
+bundle's tasks in a fixed shuffled order), each later run on it (an epoch, a retry) a
+card drawn for that attempt, as a sampled model does not repeat itself run for run. So
+the cast's runs span the kinds of work the campaign's controls plant, on every task as
+over the campaign, as a real cast's do, and a control cannot be told from an agent's run
+by the kind of work it leaves on its task (`bench.blindness` measures it). The work itself comes from the bundle's reference
 (``references/<task_id>/``: ``solve.py``, its outputs and ``message.md``) and, for a
 misreport, the same derivation as the ``altered_numbers`` control's.
 """
@@ -77,6 +79,10 @@ class Work(NamedTuple):
 _MAX_BYTES = 4_000_000
 
 
+def _seeded(*parts: object) -> random.Random:
+    return random.Random(hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest())
+
+
 class Bundle:
     """The bundle's references and tasks, read once each, and each agent's deal."""
 
@@ -85,14 +91,17 @@ class Bundle:
         refs = examples / "references"
         self.tasks = sorted(p.name for p in refs.iterdir() if p.is_dir()) if refs.is_dir() else []
 
-    def kind(self, model: str, task_id: str) -> Kind:
-        """The kind of work `model` does on `task_id`: its deck's card at the task's place
-        in a fixed shuffle of the bundle's tasks (CLASSIC without a reference)."""
+    def kind(self, model: str, task_id: str, attempt: int = 0) -> Kind:
+        """The kind of work `model` does on `task_id` in its `attempt`-th run there: its
+        deck's card at the task's place in a fixed shuffle of the bundle's tasks for the
+        first, a card drawn for the attempt after (CLASSIC without a reference)."""
         deck = DECKS.get(model)
         if not deck or task_id not in self.tasks or self._reference(task_id) is None:
             return Kind.CLASSIC
+        if attempt > 0:
+            return _seeded("draw", model, task_id, attempt).choice(deck)
         order = list(self.tasks)
-        random.Random(hashlib.sha256(f"deal\x1f{model}".encode()).digest()).shuffle(order)
+        _seeded("deal", model).shuffle(order)
         return deck[order.index(task_id) % len(deck)]
 
     @functools.cache  # noqa: B019 - one bundle per scripted server, read once per task
@@ -102,10 +111,13 @@ class Bundle:
             return None
         return read_control_folder(task_id, folder, max_bytes=_MAX_BYTES)
 
+    def work(self, model: str, task_id: str, attempt: int = 0) -> Work | None:
+        """What `model`'s `attempt`-th run on `task_id` leaves (None: the agent's classic
+        behaviour)."""
+        return self._work(task_id, self.kind(model, task_id, attempt))
+
     @functools.cache  # noqa: B019
-    def work(self, model: str, task_id: str) -> Work | None:
-        """What `model`'s run on `task_id` leaves (None: the agent's classic behaviour)."""
-        kind = self.kind(model, task_id)
+    def _work(self, task_id: str, kind: Kind) -> Work | None:
         ref = self._reference(task_id)
         if kind is Kind.CLASSIC or ref is None:
             return None
