@@ -3,7 +3,8 @@
 :func:`run_features` collects, from a campaign's log, the run request's fields, its step
 events, its end, its seal, when each arrived, and what a reader of the whole log has
 beside (the roster, the agent's runs on the task, the task's sealed control
-declarations as a reader without the controls secret sees them: how many).
+declarations as a reader without the controls secret sees them: how many; how many other
+runs left the same files or the same answer).
 """
 
 from __future__ import annotations
@@ -79,14 +80,31 @@ def _command(call_arguments: str) -> str:
     return str(args.get("command", "")) if isinstance(args, dict) else ""
 
 
+def _call_ids(ids: Sequence[str]) -> Features:
+    """The shape of a run's tool-call ids (a model API's own: `call_…`, `toolu_01…`): how
+    long, how many letters, digits and underscores, the prefix, how many distinct."""
+    chars = "".join(ids)
+    n = max(1, len(chars))
+    return {
+        "calls.id_len": float(np.mean([len(i) for i in ids] or [0])),
+        "calls.id_letters": sum(c.isalpha() for c in chars) / n,
+        "calls.id_digits": sum(c.isdigit() for c in chars) / n,
+        "calls.id_underscores": chars.count("_") / max(1, len(ids)),
+        "calls.id_prefix": ids[0].split("_", 1)[0] if ids else "",
+        "calls.id_distinct": len(set(ids)) / max(1, len(ids)),
+    }
+
+
 def _steps(steps: Sequence[AgentStepLogged]) -> Features:
     names: Counter[str] = Counter()
     commands: list[str] = []
+    ids: list[str] = []
     arg_chars, out_chars, result_chars, errors = 0, 0, 0, 0
     for s in steps:
         out_chars += len(s.model_output)
         for c in s.tool_calls:
             names[c.name] += 1
+            ids.append(c.call_id)
             arg_chars += len(c.arguments)
             if c.name == "bash":
                 commands.append(_command(c.arguments))
@@ -120,6 +138,7 @@ def _steps(steps: Sequence[AgentStepLogged]) -> Features:
     }
     for name, n in names.items():
         out[f"tool.{name}"] = float(n)
+    out.update(_call_ids(ids))
     return out
 
 
@@ -187,6 +206,27 @@ def _log_reader(
     return out
 
 
+def _repeats(sealed: Mapping[str, ArtifactsSealed]) -> dict[str, Features]:
+    """How many other runs of the campaign left exactly the same files (by content), and
+    the same answer: a sampled model's runs differ, a control repeated on a task (its
+    epochs) leaves the same each time."""
+
+    def files(e: ArtifactsSealed) -> frozenset[tuple[str, str]]:
+        return frozenset((f.path, f.sha256) for f in e.files)
+
+    same_files = Counter((e.campaign_id, files(e)) for e in sealed.values() if e.files)
+    same_message = Counter((e.campaign_id, e.final_message) for e in sealed.values())
+    return {
+        run: {
+            "repeats.same_files": float(same_files[(e.campaign_id, files(e))] - 1)
+            if e.files
+            else 0.0,
+            "repeats.same_message": float(same_message[(e.campaign_id, e.final_message)] - 1),
+        }
+        for run, e in sealed.items()
+    }
+
+
 def run_features(events: Iterable[Event]) -> dict[str, Features]:
     """Every run's readable fields, by run id, from a campaign's log (in log order)."""
     start: float | None = None
@@ -226,6 +266,7 @@ def run_features(events: Iterable[Event]) -> dict[str, Features]:
     )
     out: dict[str, Features] = {}
     log_reader = _log_reader(requested, roster, declared)
+    repeats = _repeats(sealed)
     for i, run in enumerate(order):
         f: Features = {"arrival.request_rank": i / max(1, len(order) - 1)}
         f.update(_request(requested[run]))
@@ -235,6 +276,7 @@ def run_features(events: Iterable[Event]) -> dict[str, Features]:
             f.update(_finished(finished[run]))
         if run in sealed:
             f.update(_sealed(sealed[run]))
+            f.update(repeats[run])
         at = arrivals[run]
         for kind in (
             "RunRequested",

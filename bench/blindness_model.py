@@ -140,11 +140,13 @@ GROUPS = (
     "steps",
     "transcript",
     "tool",
+    "calls",
     "end",
     "seal",
     "message",
     "roster",
     "declared",
+    "repeats",
 )
 """Feature groups by name prefix: what each kind of readable field gives away alone."""
 

@@ -9,6 +9,7 @@ runs. At chance its AUC is 0.5; the platform promises at most 0.6.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -21,7 +22,16 @@ from scipy.stats import mannwhitneyu
 
 from assay_judge.delimit import final_message_block
 from assay_report.statistics import RULE_CHECKS
-from assay_schemas import ArtifactsSealed, Event, RunRequested
+from assay_schemas import (
+    AgentStepLogged,
+    ArtifactsSealed,
+    Event,
+    FileRef,
+    RunRequested,
+    Task,
+    ToolCallRecord,
+)
+from assay_testing.events import TEST_PRODUCER, run_requested
 from bench.blindness import (
     Blindness,
     BlindnessWarning,
@@ -243,3 +253,53 @@ def test_a_control_and_an_agents_run_with_the_same_work_reach_the_judge_alike(
         ]
         assert max(Counter(about).values()) == len(same), (control.task_id, control.variant)
     assert pairs >= 4, f"only {pairs} controls that left the work of an agent's run"
+
+
+def test_a_reader_of_the_log_sees_repeated_work_and_the_shape_of_call_ids() -> None:
+    """Two fields a reader of the whole log has that no single run shows: how many other
+    runs left the same files and answer (a control repeated on a task leaves the same each
+    time; a sampled model's runs differ), and the shape of the tool-call ids (an API's
+    own: a control naming its calls `call_0_0` beside `call_Xy3…` is told at once)."""
+    events: list[Event] = []
+    for i, (files, answer, call) in enumerate(
+        [
+            ({"a.csv": "1"}, "same", "call_0_0"),
+            ({"a.csv": "1"}, "same", "call_0_0"),
+            ({"a.csv": "2"}, "other", "call_Zq81LmT0aXc4vB2nQ9rE5sPk"),
+        ]
+    ):
+        run = f"r{i}"
+        events.append(run_requested(run, campaign_id="c", task=Task(task_id="t", prompt="p")))
+        events.append(
+            AgentStepLogged(
+                event_id=AgentStepLogged.id_for(run, 0),
+                campaign_id="c",
+                run_id=run,
+                step=0,
+                tool_calls=[ToolCallRecord(call_id=call, name="submit", arguments="{}")],
+                producer=TEST_PRODUCER,
+            )
+        )
+        refs = [
+            FileRef(path=p, sha256=hashlib.sha256(b.encode()).hexdigest(), size=1)
+            for p, b in files.items()
+        ]
+        events.append(
+            ArtifactsSealed(
+                event_id=ArtifactsSealed.id_for(run),
+                campaign_id="c",
+                run_id=run,
+                task_id="t",
+                files=refs,
+                final_message=answer,
+                agent_id="a1",
+                epoch=0,
+                producer=TEST_PRODUCER,
+            )
+        )
+    features = run_features(events)
+    assert [features[r]["repeats.same_files"] for r in ("r0", "r1", "r2")] == [1.0, 1.0, 0.0]
+    assert [features[r]["repeats.same_message"] for r in ("r0", "r1", "r2")] == [1.0, 1.0, 0.0]
+    assert features["r0"]["calls.id_len"] == 8.0 and features["r2"]["calls.id_len"] == 29.0
+    assert features["r0"]["calls.id_letters"] == 0.5 < features["r2"]["calls.id_letters"]
+    assert features["r0"]["calls.id_prefix"] == features["r2"]["calls.id_prefix"] == "call"
