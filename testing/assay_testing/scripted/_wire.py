@@ -77,11 +77,16 @@ _CALL_IDS = {"openai": ("call_", 24), "anthropic": ("toolu_01", 22)}
 
 def call_id(request: ScriptRequest, index: int, salt: str = "") -> str:
     """The id of the `index`-th call of the reply to `request`, shaped as the API's own
-    and drawn from the request (the same request, the same id: a rerun is answered
-    alike); `salt` tells apart conversations whose requests are the same so far."""
+    and drawn from the conversation so far (its messages, not the request's other
+    fields): each conversation's own, as an API's ids are each call's, and the same bytes
+    for the same conversation (a rerun, a judge's case read twice). `salt` tells apart
+    conversations that are the same so far but that a script must know apart."""
     prefix, n = _CALL_IDS[request.api]
-    body = json.dumps(request.body, sort_keys=True, default=str)
-    digest = hashlib.sha256(f"{body}\x1f{index}\x1f{salt}".encode()).digest()
+    said = json.dumps(
+        [request.body.get("system"), request.body.get("messages")], sort_keys=True, default=str
+    )
+    seed = f"{request.model}\x1f{request.turn}\x1f{index}\x1f{salt}\x1f{said}"
+    digest = hashlib.sha256(seed.encode()).digest()
     number = int.from_bytes(digest, "big")
     out = []
     for _ in range(n):
