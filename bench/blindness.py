@@ -96,7 +96,10 @@ def bundled_campaign(tmp: Path, update: Mapping[str, Any] | None = None) -> Camp
     campaign["controls"] = controls
     path = tmp / "campaign.yaml"
     path.write_text(yaml.safe_dump(campaign))
-    server = ScriptedModelServer({**agent_scripts(ROOT / "examples"), **judge_scripts()}).start()
+    # Sampled: each epoch of an agent on a task draws its own kind of work, as a sampled
+    # model's runs differ (a cast repeating itself leaves a task's other controls alone).
+    scripts = agent_scripts(ROOT / "examples", sampled=True)
+    server = ScriptedModelServer({**scripts, **judge_scripts()}).start()
     state = Path(tempfile.mkdtemp(prefix="blind-", dir="/tmp"))
     state.chmod(0o711)
     settings = Settings(home=tmp / "home", state_dir=state)

@@ -133,9 +133,13 @@ def test_a_runs_later_turns_keep_the_kind_its_attempt_drew() -> None:
         Kind.COMPLETE,
         Kind.MISREPORTS,
     ]
-    script = agent_scripts(EXAMPLES)[model]
+    script = agent_scripts(EXAMPLES, sampled=True)[model]
     runs = [_conversation(script, model, task) for _ in range(3)]
     rewrites = len(kinds[2].rewrites) if kinds[2] else 0
     assert runs[0] == runs[1] == ["list_files", "write_file", "bash", "submit"]
     assert runs[2] == ["list_files", "write_file", "bash", *["write_file"] * rewrites, "submit"]
     assert rewrites > 0
+    # Unsampled (the demo's default), every run does the kind dealt the task, whatever
+    # order runs arrive in: a campaign's report is the same on a cluster and in one process.
+    dealt = agent_scripts(EXAMPLES)[model]
+    assert [_conversation(dealt, model, task) for _ in range(3)] == [runs[0]] * 3

@@ -12,9 +12,11 @@ cast's runs span the kinds of work the controls plant, as a real cast's do):
   cites;
 - empty: reads a file and answers in prose, leaving nothing on disk.
 
-Each run of an agent on a task is an attempt (its first, an epoch's, a retry's), and each
-attempt draws its own kind of work from the agent's deck (`_work.Bundle.kind`): a
-sampled model does not repeat itself run for run.
+Each run of an agent on a task is an attempt (its first, an epoch's, a retry's). With
+``sampled``, each attempt draws its own kind of work from the agent's deck
+(`_work.Bundle.kind`), as a sampled model does not repeat itself run for run; by default
+every attempt does the kind dealt the task, so a campaign's report is the same however
+its conversations interleave.
 
 Where the bundle has no reference answer for a task (``references/<task_id>/message.md``)
 each does its classic: careful completes, the overclaimer sketches a script and claims a
@@ -163,17 +165,22 @@ class _Attempts:
             return self.by_first_call.get(first_call, 0)
 
 
-def _dealt(bundle: Bundle, model: str, classic: Sequence[Step], style: bool) -> Script:
+def _dealt(
+    bundle: Bundle, model: str, classic: Sequence[Step], style: bool, sampled: bool
+) -> Script:
     """`model`'s script: the turns of the kind of work it does in this run on the
-    request's task (`Bundle.kind`: dealt for its first run there, drawn for each later
-    one; its `classic` turns where the bundle has no reference); `style`: its answers
-    open with the acme family's "Summary:", else the opening is left out."""
+    request's task (`Bundle.kind`: dealt for its first run there and, where `sampled`,
+    drawn for each later one; its `classic` turns where the bundle has no reference);
+    `style`: its answers open with the acme family's "Summary:", else the opening is
+    left out."""
     attempts = _Attempts()
 
     def script(request: ScriptRequest) -> ScriptReply:
         task = task_id_of(request)
         first = _first_call_id(request)
-        attempt = attempts.open(task) if first is None else attempts.of(first)
+        attempt = 0
+        if sampled:
+            attempt = attempts.open(task) if first is None else attempts.of(first)
         work = bundle.work(model, task, attempt)
         if work is None:
             steps = list(classic)
@@ -183,7 +190,7 @@ def _dealt(bundle: Bundle, model: str, classic: Sequence[Step], style: bool) -> 
                 message = message[len(_SUMMARY) :]
             steps = _steps(work, message)
         reply = steps[min(request.turn, len(steps) - 1)](request)
-        if first is not None or not reply.tool_calls:
+        if not sampled or first is not None or not reply.tool_calls:
             return reply
         # Its first call's id names the attempt (the first's, as the API's own would be).
         opening = call_id(request, 0, salt=str(attempt) if attempt else "")
@@ -241,16 +248,23 @@ _GENERIC = (
 )
 
 
-def agent_scripts(examples: Path) -> dict[str, Script]:
+def agent_scripts(examples: Path, *, sampled: bool = False) -> dict[str, Script]:
     """Scripts by model name, for the models the demo campaign names. ``examples`` holds
     the bundle's ``references/`` (the known-good ``solve.py``, its outputs and answer,
     each kept there once; in a demo whose tasks all take the same script, the one
-    ``solve.py`` beside them) and ``solutions/`` (the agents' classic messages)."""
+    ``solve.py`` beside them) and ``solutions/`` (the agents' classic messages).
+
+    `sampled`: each later run of an agent on a task (an epoch, a retry, a second campaign
+    on this server) draws its own kind of work, as a sampled model's runs differ (what
+    the blindness bench's larger campaign needs). By default every run on a task does its
+    dealt kind, so that two runs of a campaign give the same report whatever order their
+    conversations arrive in (a cluster's and one process's are compared)."""
     bundle = Bundle(examples)
+    careful, overclaimer = _careful(examples), _overclaimer(examples)
     return {
-        "scripted-careful": _dealt(bundle, "scripted-careful", _careful(examples), True),
-        "scripted-overclaimer": _dealt(
-            bundle, "scripted-overclaimer", _overclaimer(examples), False
+        "scripted-careful": _dealt(bundle, "scripted-careful", careful, True, sampled),
+        "scripted-overclaimer": _dealt(bundle, "scripted-overclaimer", overclaimer, False, sampled),
+        "scripted-empty": _dealt(
+            bundle, "scripted-empty", [_glance, _submit(_GENERIC)], True, sampled
         ),
-        "scripted-empty": _dealt(bundle, "scripted-empty", [_glance, _submit(_GENERIC)], True),
     }
