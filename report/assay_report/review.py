@@ -6,19 +6,19 @@ figure counts them. Here they become the statistics library's rater frames
 "Judge validity (human)" rows (`human_agreement_rows`).
 
 The review queue is blind: it names a run and its task, never its agent, its verdicts or
-whether it is a control. Its order is an HMAC of the reviewer and the run ids under the
-deployment's secret (`REVIEW_KEY`, under the home's keys): random to the reviewer yet the
-same on every page load, and unpredictable to anyone who knows only public names (run ids
-derive from the campaign file). It interleaves the strata (controls and real runs) so a
-short session samples both.
+whether it is a control, and it does not read them. Its order is an HMAC of the reviewer
+and the run ids under the deployment's secret (`REVIEW_KEY`, under the home's keys):
+random to the reviewer yet the same on every page load, and unpredictable to anyone who
+knows only public names (run ids derive from the campaign file). Each place holds a
+control as often as the campaign's share of them, whatever the reviewer knows of the
+others: a queue that took controls and agents' runs in turn told every other place's
+kind from one control found.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable
-from itertools import zip_longest
 from typing import NamedTuple
 
 import polars as pl
@@ -39,9 +39,7 @@ __all__ = [
     "REVIEW_KEY",
     "RaterFrames",
     "ReviewItem",
-    "Stratum",
     "agreement_by_runs",
-    "default_stratum",
     "human_validity",
     "rater_frames",
     "review_queue",
@@ -50,9 +48,6 @@ __all__ = [
 REVIEW_KEY = "review-queue"
 """The name of the deployment secret that keys review queues (`deployment_secret`)."""
 
-Stratum = Callable[[RunRecord], str]
-"""A run's stratum in the review queue ("real", "control", ...)."""
-
 _RATER = {
     "task_id": pl.String,
     "run_id": pl.String,
@@ -60,11 +55,6 @@ _RATER = {
     "dimension": pl.String,
     "score": pl.Float64,
 }
-
-
-def default_stratum(run: RunRecord) -> str:
-    """ "control" for a declared control run (`ControlDeclared`), else "real"."""
-    return "control" if run.control_plan else "real"
 
 
 class RaterFrames(NamedTuple):
@@ -131,8 +121,6 @@ class ReviewItem(NamedTuple):
     position: int
     run_id: str
     task_id: str
-    stratum: str
-    """Used to interleave; never shown to the reviewer."""
 
 
 def _rank(key: bytes, reviewer: str, name: str) -> str:
@@ -140,17 +128,10 @@ def _rank(key: bytes, reviewer: str, name: str) -> str:
     return hmac.new(key, text, hashlib.sha256).hexdigest()
 
 
-def review_queue(
-    p: Projections,
-    campaign: str,
-    reviewer: str,
-    *,
-    key: bytes,
-    stratum: Stratum = default_stratum,
-) -> list[ReviewItem]:
+def review_queue(p: Projections, campaign: str, reviewer: str, *, key: bytes) -> list[ReviewItem]:
     """The sealed, latest-attempt runs of a campaign that `reviewer` (a judge id,
-    ``reviewer-<name>``) has not graded: each stratum in the reviewer's own random
-    order (keyed by `key`, the deployment's `REVIEW_KEY`), the strata taken in turn."""
+    ``reviewer-<name>``) has not graded, in the reviewer's own random order (keyed by
+    `key`, the deployment's `REVIEW_KEY`), controls and agents' runs alike."""
     if len(key) < 16:
         raise ValueError("a review queue's key has at least 16 bytes")
     if not is_reviewer_id(reviewer):
@@ -161,13 +142,10 @@ def review_queue(
         .filter((pl.col("campaign_id") == campaign) & ~pl.col("superseded"))["run_id"]
         .to_list()
     )
-    strata: dict[str, list[RunRecord]] = {}
-    for run in p.state.runs.values():
-        if run.run_id in latest and run.sealed and run.run_id not in graded:
-            strata.setdefault(stratum(run), []).append(run)
-    ordered = [
-        sorted(runs, key=lambda r: _rank(key, reviewer, r.run_id))
-        for _, runs in sorted(strata.items(), key=lambda kv: _rank(key, reviewer, kv[0]))
+    runs: list[RunRecord] = [
+        run
+        for run in p.state.runs.values()
+        if run.run_id in latest and run.sealed and run.run_id not in graded
     ]
-    turns = (r for row in zip_longest(*ordered) for r in row if r is not None)
-    return [ReviewItem(i, r.run_id, r.task_id, stratum(r)) for i, r in enumerate(turns, start=1)]
+    runs.sort(key=lambda r: _rank(key, reviewer, r.run_id))
+    return [ReviewItem(i, r.run_id, r.task_id) for i, r in enumerate(runs, start=1)]

@@ -43,6 +43,28 @@ async def test_the_queue_order_cannot_be_predicted_from_public_names(
     assert hits < len(queue) // 2
 
 
+async def test_knowing_one_runs_place_in_the_queue_tells_nothing_of_the_others(
+    bus: Bus, settings: Settings, signed: Signed
+) -> None:
+    """A reviewer who learns that one queued run is a control (its work seen twice, say)
+    must not learn which others are from their places. A queue that takes controls and
+    agents' runs in turn puts a control two places on from each known one while both last."""
+    p = await projections(bus, settings)
+    controls = set(signed.sealed[::3])
+    for run in controls:  # declared controls, as the fold marks them
+        p.state.runs[run].control_plan = "c" * 64
+    hits = guesses = 0
+    for k in range(48):
+        key = hashlib.sha256(f"deployment {k}".encode()).digest()
+        queue = [i.run_id for i in review_queue(p, "camp", "reviewer-alice", key=key)]
+        known = next(i for i, run in enumerate(queue) if run in controls)
+        guessed = [run for i, run in enumerate(queue) if i != known and (i - known) % 2 == 0]
+        hits += sum(run in controls for run in guessed)
+        guesses += len(guessed)
+    share = (len(controls) - 1) / (len(signed.sealed) - 1)
+    assert hits / guesses < share + 0.15, (hits, guesses, share)
+
+
 async def test_two_deployments_order_the_same_reviewers_queue_differently(
     bus: Bus, settings: Settings, signed: Signed, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

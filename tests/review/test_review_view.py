@@ -39,7 +39,7 @@ def test_a_reviewer_without_an_enrolled_key_cannot_open_a_desk(settings: Setting
         ReviewDesk(settings, "nobody")
 
 
-async def test_the_queue_is_blind_seeded_per_reviewer_and_stratified(
+async def test_the_queue_is_blind_and_seeded_per_reviewer(
     bus: Bus, settings: Settings, signed: Signed, review: httpx.AsyncClient
 ) -> None:
     page = await review.get("/review/camp")
@@ -53,13 +53,6 @@ async def test_the_queue_is_blind_seeded_per_reviewer_and_stratified(
     assert sorted(alice) == sorted(bob) == signed.sealed and alice != bob
     assert alice == [i.run_id for i in review_queue(p, "camp", "reviewer-alice", key=KEY)]
 
-    def stratum(run: object) -> str:  # one in three runs a control
-        return "control" if signed.sealed.index(run.run_id) % 3 == 0 else "real"  # type: ignore[attr-defined]
-
-    drawn = [i.stratum for i in review_queue(p, "camp", "reviewer-alice", key=KEY, stratum=stratum)]
-    # Both strata within the first two runs, then in turn while both last.
-    assert set(drawn[:2]) == {"control", "real"}
-    assert drawn.count("control") == len(signed.sealed[::3])
     for regular in (
         "/",
         "/campaign/camp",

@@ -33,8 +33,6 @@ from assay_report.report import report_seed, rubric_anchor
 from assay_report.review import (
     REVIEW_KEY,
     ReviewItem,
-    Stratum,
-    default_stratum,
     human_validity,
     review_queue,
 )
@@ -64,12 +62,10 @@ _TOKEN = "[0-9a-f]{32}"
 @dataclass
 class ReviewDesk:
     """One reviewer's seat: who grades (their enrolled key must exist), the secret that
-    keys run tokens and CSRF tokens, the deployment's queue key, and how runs are
-    stratified."""
+    keys run tokens and CSRF tokens, and the deployment's queue key."""
 
     settings: Settings
     name: str
-    stratum: Stratum = default_stratum
     secret: bytes = field(default_factory=lambda: os.urandom(32), repr=False)
     queue_key: bytes = field(default=b"", repr=False)
     """The deployment's `REVIEW_KEY` (read from the home's keys when left empty)."""
@@ -161,7 +157,7 @@ def review_routes(source: Source, desk: ReviewDesk) -> list[Route]:
         return _page(template, status, reviewer=desk.judge_id, **context)
 
     def queue_of(p: Projections, campaign: str) -> list[ReviewItem]:
-        return review_queue(p, campaign, desk.judge_id, key=desk.queue_key, stratum=desk.stratum)
+        return review_queue(p, campaign, desk.judge_id, key=desk.queue_key)
 
     def find(p: Projections, campaign: str, token: str) -> str | None:
         for run in p.state.runs.values():
