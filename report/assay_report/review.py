@@ -12,7 +12,8 @@ random to the reviewer yet the same on every page load, and unpredictable to any
 knows only public names (run ids derive from the campaign file). Each place holds a
 control as often as the campaign's share of them, whatever the reviewer knows of the
 others: a queue that took controls and agents' runs in turn told every other place's
-kind from one control found.
+kind from one control found. And it shows a reviewer any work once: a control's epochs on
+a task leave the same files and answer each time, where a sampled model's runs differ.
 """
 
 from __future__ import annotations
@@ -131,12 +132,15 @@ def _rank(key: bytes, reviewer: str, name: str) -> str:
 def review_queue(p: Projections, campaign: str, reviewer: str, *, key: bytes) -> list[ReviewItem]:
     """The sealed, latest-attempt runs of a campaign that `reviewer` (a judge id,
     ``reviewer-<name>``) has not graded, in the reviewer's own random order (keyed by
-    `key`, the deployment's `REVIEW_KEY`), controls and agents' runs alike."""
+    `key`, the deployment's `REVIEW_KEY`), controls and agents' runs alike; of runs that
+    did the same work (`RunRecord.work_sha256`), the first only, and none whose work the
+    reviewer graded already."""
     if len(key) < 16:
         raise ValueError("a review queue's key has at least 16 bytes")
     if not is_reviewer_id(reviewer):
         raise ValueError(f"not a reviewer's judge id: {reviewer!r}")
     graded = {v.run_id for v in p.state.human_verdicts.values() if v.judge_id == reviewer}
+    seen = {p.state.runs[r].work_sha256 for r in graded if r in p.state.runs}
     latest = set(
         p.table("runs")
         .filter((pl.col("campaign_id") == campaign) & ~pl.col("superseded"))["run_id"]
@@ -148,4 +152,9 @@ def review_queue(p: Projections, campaign: str, reviewer: str, *, key: bytes) ->
         if run.run_id in latest and run.sealed and run.run_id not in graded
     ]
     runs.sort(key=lambda r: _rank(key, reviewer, r.run_id))
-    return [ReviewItem(i, r.run_id, r.task_id) for i, r in enumerate(runs, start=1)]
+    queue: list[RunRecord] = []
+    for run in runs:  # the same work once: a control's epochs leave the same each time
+        if run.work_sha256 not in seen:
+            seen.add(run.work_sha256)
+            queue.append(run)
+    return [ReviewItem(i, r.run_id, r.task_id) for i, r in enumerate(queue, start=1)]

@@ -34,7 +34,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 16
+SNAPSHOT_VERSION = 17
 """Bumped whenever a record or the layout changes: a snapshot of another version is
 ignored and the state rebuilt from the log."""
 
@@ -69,6 +69,9 @@ class RunRecord:
     """Its files were sealed (also after a failure: they are evidence; see `phase`)."""
     seal_outcome: str = ""
     n_files: int = 0
+    work_sha256: str = ""
+    """A digest of what its seal left (its files by path and content, and its answer):
+    equal for runs that did the same work, so a reviewer is shown it once."""
     # Step summary, accumulated from AgentStepLogged (the finish event may never come).
     step_count: int = 0
     step_max: int = -1

@@ -12,17 +12,21 @@ from __future__ import annotations
 import hashlib
 import re
 import stat
+from functools import partial
 
 import httpx
 import pytest
 
 from assay.bus import Bus
 from assay.config import Settings
-from assay.security.signing import deployment_secret
+from assay.security.signing import deployment_secret, ensure_operator, signer_for
+from assay.store import LocalBlobStore
 from assay_report.review import REVIEW_KEY, review_queue
+from assay_report.state import VerdictRecord
 from assay_schemas import ArtifactsSealed, ControlFile, ControlPlan
+from assay_testing.synthetic_log import publish_events, synthetic_events
 
-from .conftest import Signed, projections
+from .conftest import SPEC, Signed, projections
 
 
 def _public_rank(reviewer: str, run_id: str) -> str:
@@ -63,6 +67,43 @@ async def test_knowing_one_runs_place_in_the_queue_tells_nothing_of_the_others(
         guesses += len(guessed)
     share = (len(controls) - 1) / (len(signed.sealed) - 1)
     assert hits / guesses < share + 0.15, (hits, guesses, share)
+
+
+async def test_a_reviewer_is_never_given_the_same_work_twice(
+    bus: Bus, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A control's epochs on a task leave the same files and answer each time, where a
+    sampled model's runs differ: a reviewer shown that work twice (or after grading it
+    once) would know it for a control. A queue holds one run of any work, agents' and
+    controls' alike, and none whose work the reviewer graded already."""
+    store = LocalBlobStore(settings.blob_dir)
+    events = list(synthetic_events(SPEC, store=store))
+    seals = [e for e in events if isinstance(e, ArtifactsSealed) and e.files]
+    model, twins = seals[0], {e.run_id for e in seals[1:4]}
+    events = [
+        e.model_copy(update={"files": model.files, "final_message": model.final_message})
+        if isinstance(e, ArtifactsSealed) and e.run_id in twins
+        else e
+        for e in events
+    ]
+    ensure_operator(settings)
+    await publish_events(
+        bus.js, bus.subjects, bus.stream.name, events, signers=partial(signer_for, settings)
+    )
+    p = await projections(bus, settings)
+    alike = twins | {model.run_id}
+    for k in range(8):
+        key = hashlib.sha256(f"deployment {k}".encode()).digest()
+        queue = [i.run_id for i in review_queue(p, "camp", "reviewer-alice", key=key)]
+        assert len(alike & set(queue)) == 1, "the same work twice in one queue"
+        assert len(queue) == len({e.run_id for e in events if isinstance(e, ArtifactsSealed)}) - 3
+    # Graded once, that work is not queued again under any of its runs.
+    shown = next(r for r in queue if r in alike)
+    p.state.human_verdicts[f"{shown}/reviewer-alice/0"] = VerdictRecord(
+        campaign_id="camp", run_id=shown, judge_id="reviewer-alice", sample=0, sequence=1
+    )
+    again = {i.run_id for i in review_queue(p, "camp", "reviewer-alice", key=key)}
+    assert not again & alike
 
 
 async def test_two_deployments_order_the_same_reviewers_queue_differently(

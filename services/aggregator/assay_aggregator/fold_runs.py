@@ -3,6 +3,8 @@ records (run, task, judge) they open. Called by `fold.apply` only."""
 
 from __future__ import annotations
 
+import hashlib
+
 from assay_report.state import (
     ArtifactRecord,
     ControlRecord,
@@ -225,6 +227,15 @@ def _stopped(state: State, e: CampaignStopped, seq: int) -> None:
     stopping.logged(state, seq, e)
 
 
+def _work(e: ArtifactsSealed) -> str:
+    """The digest of a seal's work (`RunRecord.work_sha256`): files and answer."""
+    h = hashlib.blake2b(digest_size=16)
+    for f in sorted(e.files, key=lambda f: f.path):
+        h.update(f"{f.path}\x1f{f.sha256}\x1e".encode())
+    h.update(b"\x1d" + e.final_message.encode())
+    return h.hexdigest()
+
+
 def _sealed(state: State, e: ArtifactsSealed, seq: int) -> None:
     run = _run(state, e, seq)
     if not run.agent_id:
@@ -235,6 +246,7 @@ def _sealed(state: State, e: ArtifactsSealed, seq: int) -> None:
     run.sealed = True
     run.seal_outcome = e.outcome
     run.n_files = e.n_files
+    run.work_sha256 = _work(e)
     state.artifacts[run.run_id] = [
         ArtifactRecord(path=f.path, sha256=f.sha256, size=f.size, media_type=f.media_type)
         for f in e.files
