@@ -31,7 +31,7 @@ from assay_schemas import (
     read_structured_file,
 )
 
-__all__ = ["load_campaign", "store_bundles", "submit_campaign", "submit_tasks"]
+__all__ = ["campaign_warnings", "load_campaign", "store_bundles", "submit_campaign", "submit_tasks"]
 
 
 def load_campaign(path: Path) -> CampaignSpec:
@@ -47,6 +47,20 @@ def load_campaign(path: Path) -> CampaignSpec:
         return CampaignSpec.model_validate(data)
     except ValidationError as e:
         raise ConfigError(f"campaign file {path}: {describe_validation(e)}") from e
+
+
+def campaign_warnings(campaign: CampaignSpec) -> list[str]:
+    """What a campaign asks for that weakens what it measures, said before it runs."""
+    controls = campaign.controls
+    if controls is not None and controls.epochs > 1 and not campaign.scripted:
+        return [
+            f"controls.epochs is {controls.epochs}: a control leaves the same files and answer "
+            "in every epoch, where a sampled model's runs differ, so a reader of the whole log "
+            "can tell a control's repeats from agents' runs (an LLM judge reads one case, and "
+            "a reviewer is shown any work once); set it to 1 unless the judges' own "
+            "run-to-run spread on the same work is what you want measured"
+        ]
+    return []
 
 
 def _resolve_bundles(data: dict[str, object], folder: Path) -> None:

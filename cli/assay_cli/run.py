@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from assay.bus import Bus
-from assay.campaign import load_campaign, submit_campaign
+from assay.campaign import campaign_warnings, load_campaign, submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer
 from assay.security.signing import ensure_operator
@@ -311,6 +311,8 @@ def run_campaign(
     base = settings or Settings()
     paths = [tasks] if isinstance(tasks, Path) else list(tasks)
     spec = with_cache(load_campaign(campaign_file), cache)
+    for warning in campaign_warnings(spec):
+        err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
     most = CliSettings.of(base).max_tasks_per_submission
     drafts = load_drafts(paths, base.max_attachment_bytes, most)
     if check:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.campaign import load_campaign
+from assay.campaign import campaign_warnings, load_campaign
 from assay.controls import plan_controls
 from assay.security.controls import ControlsKey, SealBroken
 from assay.store import LocalBlobStore
@@ -568,3 +568,18 @@ def test_declarations_are_sealed_under_the_deployments_secret(tmp_path: Path) ->
             theirs.open(e)
         with pytest.raises(SealBroken):  # moved to another task: its envelope is sealed in
             ours.open(e.model_copy(update={"task_id": "other"}))
+
+
+def test_controls_repeated_over_epochs_are_warned_of_where_agents_are_sampled_models() -> None:
+    """A control's epochs leave the same work each time (a tell to a reader of the whole
+    log): said before the campaign runs, where its agents are real models."""
+    bundled = load_campaign(ROOT / "examples" / "campaign.yaml")
+    assert bundled.controls is not None and campaign_warnings(bundled) == []
+    real = bundled.model_copy(update={"scripted": False})
+    assert campaign_warnings(real) == []  # one epoch: nothing repeats
+    repeated = real.model_copy(
+        update={"controls": bundled.controls.model_copy(update={"epochs": 3})}
+    )
+    (warning,) = campaign_warnings(repeated)
+    assert "controls.epochs is 3" in warning and "set it to 1" in warning
+    assert campaign_warnings(repeated.model_copy(update={"scripted": True})) == []

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from assay.asyncapi import ASYNCAPI_FILE, render_asyncapi
 from assay.bus import Bus, Skipped, describe_skipped
-from assay.campaign import load_campaign, submit_campaign
+from assay.campaign import campaign_warnings, load_campaign, submit_campaign
 from assay.config import Settings
 from assay.store import open_store
 from assay_cli.settings import CliSettings
@@ -68,6 +68,8 @@ def submit(
 
     async def main() -> None:
         spec = load_campaign(campaign)
+        for warning in campaign_warnings(spec):
+            err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
         drafts = load_drafts(
             tasks, settings.max_attachment_bytes, CliSettings.of(settings).max_tasks_per_submission
         )
