@@ -14,7 +14,6 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 from rich.console import Console
-from rich.markup import escape
 
 from assay.bus import Bus
 from assay.campaign import campaign_warnings, load_campaign, submit_campaign
@@ -28,7 +27,7 @@ from assay_aggregator.rebuild import blob_loader, fold_stream
 from assay_aggregator.service import AggregatorService
 from assay_cli.check import CheckResult, check_stream, print_breaches
 from assay_cli.command import assay_command
-from assay_cli.commands._app import err_console
+from assay_cli.commands._app import warn
 from assay_cli.commands._watch import log_head, print_pending, watch_log
 from assay_cli.doctor import checks_for, print_checks, run_checks
 from assay_cli.progress import Progress
@@ -227,8 +226,7 @@ def load_drafts(tasks: Sequence[Path], max_bytes: int, max_tasks: int = 10_000) 
     for draft in drafts:  # what submitting would refuse (an RE2-invalid pattern...), now:
         build_task(draft.fields, [])  # before a run directory or a stack is made for it
     for draft in drafts:
-        for warning in draft.warnings:  # what a task asked for that Assay does not do
-            err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
+        warn(draft.warnings)  # what a task asked for that Assay does not do
     return drafts
 
 
@@ -311,8 +309,7 @@ def run_campaign(
     base = settings or Settings()
     paths = [tasks] if isinstance(tasks, Path) else list(tasks)
     spec = with_cache(load_campaign(campaign_file), cache)
-    for warning in campaign_warnings(spec):
-        err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
+    warn(campaign_warnings(spec))
     most = CliSettings.of(base).max_tasks_per_submission
     drafts = load_drafts(paths, base.max_attachment_bytes, most)
     if check:

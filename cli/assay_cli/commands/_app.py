@@ -8,7 +8,7 @@ import logging
 import signal
 import threading
 import traceback
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
 import typer
@@ -47,6 +47,14 @@ STOPS = (signal.SIGINT, signal.SIGTERM)
 
 console = Console()
 err_console = Console(stderr=True)
+
+
+def warn(warnings: Iterable[str]) -> None:
+    """Each warning on stderr, in yellow, its text escaped (it may quote a task's)."""
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
+
+
 _verbose = False
 
 

@@ -21,7 +21,7 @@ from assay_cli.settings import CliSettings
 from assay_cli.width import line_width
 from assay_schemas import Event, export_schemas
 
-from ._app import app, console, err_console, run_async, schemas_app
+from ._app import app, console, err_console, run_async, schemas_app, warn
 from ._home import HOME_HELP, home_settings
 
 # assay_report and assay_judge load polars, scipy and numpy (about 2 s): imported
@@ -68,8 +68,7 @@ def submit(
 
     async def main() -> None:
         spec = load_campaign(campaign)
-        for warning in campaign_warnings(spec):
-            err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
+        warn(campaign_warnings(spec))
         drafts = load_drafts(
             tasks, settings.max_attachment_bytes, CliSettings.of(settings).max_tasks_per_submission
         )
