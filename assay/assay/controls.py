@@ -273,6 +273,7 @@ def plan_controls(
                         like=look.like,
                         epoch=epoch,
                         max_steps=most,
+                        chooses=spec.like_agents,
                     )
                 )
         first = turn == 0

@@ -34,7 +34,7 @@ __all__ = [
     "state_to_json",
 ]
 
-SNAPSHOT_VERSION = 17
+SNAPSHOT_VERSION = 18
 """Bumped whenever a record or the layout changes: a snapshot of another version is
 ignored and the state rebuilt from the log."""
 
@@ -88,8 +88,11 @@ class RunRecord:
     first_sequence: int = 0
     last_sequence: int = 0
     control_plan: str = ""
-    """The control plan of the declared control this run is an attempt of ('' for an
-    agent's run): from its ``ControlDeclared``, never from the request."""
+    """The control plan this run plays ('' for an agent's run): from its
+    ``ControlDeclared`` (never from the request), or the one of its task's plans its
+    first step's sealed choice names."""
+    chosen_plan: str = ""
+    """The plan its first step's sealed choice names, opened ('' : none, or no key)."""
     phase: RunPhase = "unknown"
     """Where the one lifecycle has the run (`assay_schemas.walk` over `lifecycle`)."""
     lifecycle: list[list[Any]] = field(default_factory=list)

@@ -17,6 +17,7 @@ from assay_schemas import RULES_JUDGE_ID
 
 from .projections import Projections
 from .review import RaterFrames, agreement_by_runs, rater_frames
+from .state import ControlRecord, RunRecord
 from .statistics import (
     RULE_CHECKS,
     AnalysisSettings,
@@ -76,21 +77,28 @@ def _judge_scores(p: Projections, campaigns: list[str]) -> pl.DataFrame:
 
 def _controls(p: Projections, campaigns: list[str]) -> pl.DataFrame:
     """Valid control runs: run id, task, variant, expected. A declaration names the first
-    attempt; `assay retry` makes later ones of the same (task, agent, epoch) and plan,
-    and the latest attempt is the one measured, as for agents' runs."""
-    declared = {}
+    attempt; `assay retry` makes later ones of the same (task, agent, epoch), and the
+    latest attempt is the one measured, as for agents' runs. A run is labelled by the plan
+    it played (`RunRecord.control_plan`: the declared one, or the one it chose)."""
+    labels: dict[tuple[str, str, str], ControlRecord] = {}
+    declared: dict[tuple[str, str, str, int], ControlRecord] = {}
     for c in p.state.controls.values():
+        labels.setdefault((c.campaign_id, c.task_id, c.plan_sha256), c)
         run = p.state.runs.get(c.run_id)
         if c.campaign_id not in campaigns or run is None:
             continue
-        if run.control_plan != c.plan_sha256 or run.task_id != c.task_id:
+        if not run.control_plan or run.task_id != c.task_id:
             continue  # a declaration never relabels an agent's run
-        declared[(run.campaign_id, run.task_id, run.agent_id, run.epoch, c.plan_sha256)] = c
-    latest: dict[tuple[str, str, str, int, str], str] = {}
+        declared[(run.campaign_id, run.task_id, run.agent_id, run.epoch)] = c
+    latest: dict[tuple[str, str, str, int], RunRecord] = {}
     for r in sorted(p.state.runs.values(), key=lambda r: r.attempt):
-        if (key := (r.campaign_id, r.task_id, r.agent_id, r.epoch, r.control_plan)) in declared:
-            latest[key] = r.run_id
-    rows = [(latest[k], c.task_id, c.kind, c.expected) for k, c in declared.items()]
+        if r.control_plan and (key := (r.campaign_id, r.task_id, r.agent_id, r.epoch)) in declared:
+            latest[key] = r
+    rows = []
+    for r in latest.values():
+        label = labels.get((r.campaign_id, r.task_id, r.control_plan))
+        if label is not None:
+            rows.append((r.run_id, r.task_id, label.kind, label.expected))
     schema = {
         "run_id": pl.String,
         "task_id": pl.String,

@@ -74,6 +74,13 @@ class ControlsSpec(_Frozen):
     references: str | None = Field(default=None, max_length=4096)
     """A folder of ``<task_id>/`` reference folders (relative to the campaign file), for
     tasks whose own folder has no ``reference/``."""
+    like_agents: bool = True
+    """Each control plays, of its task's plans, a kind of work its look-alike does: the
+    runner chooses at the control's first step, in proportion to how often the agent it
+    wears did each kind of work on tasks like it so far (issue #47: a control wearing a
+    model that never writes files, writing the reference's, is told by the pair). False:
+    each plays the variant declared for it, so a campaign's report does not depend on
+    the order its runs ran in."""
     agents: int = Field(default=0, ge=0, le=1024)
     """How many of the published roster's agents are control agents (the submitter lists
     them there like agents; 0 in a campaign file): all a reader without the controls
@@ -197,6 +204,10 @@ class ControlDetails(_Frozen):
     campaign's secret salt; the runner places it there."""
     max_steps: int = Field(default=1, ge=1)
     """The plan's most steps, its answer included (the runner lets it take them)."""
+    chooses: bool = False
+    """The runner chooses at the run's first step which of its task's declared plans it
+    plays (``ControlsSpec.like_agents``) and seals the choice into that step
+    (``AgentStepLogged.sealed_choice``); False: it plays this declaration's plan."""
 
     @model_validator(mode="after")
     def _consistent(self) -> ControlDetails:

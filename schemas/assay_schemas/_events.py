@@ -10,6 +10,7 @@ from ._controls import ControlDeclared
 from ._envelope import Event
 from ._events_agent import (
     FINAL_MESSAGE_INLINE_CHARS,
+    SEALED_CHOICE_CHARS,
     AgentFinished,
     AgentStepLogged,
     RunFailed,
@@ -42,6 +43,7 @@ from ._events_stopping import CampaignStopped, RunCancelled, StoppingFigure, Sto
 __all__ = [
     "EVENT_TYPES",
     "FINAL_MESSAGE_INLINE_CHARS",
+    "SEALED_CHOICE_CHARS",
     "SEAL_INLINE_BYTES",
     "AgentFinished",
     "AgentStepLogged",

@@ -13,8 +13,14 @@ from ._event_text import _n
 from ._steps import ToolCallRecord, ToolResultRecord
 from ._web import WebSource
 
+SEALED_CHOICE_CHARS = 80
+"""A sealed choice's length: a 12-byte nonce, 32 bytes of plan digest and a 16-byte tag,
+base64url (60 bytes, so no padding)."""
+SEALED_CHOICE_PATTERN = rf"^[A-Za-z0-9_-]{{{SEALED_CHOICE_CHARS}}}$"
+
 __all__ = [
     "FINAL_MESSAGE_INLINE_CHARS",
+    "SEALED_CHOICE_CHARS",
     "AgentFinished",
     "AgentStepLogged",
     "RunFailed",
@@ -54,6 +60,11 @@ class AgentStepLogged(Event):
     cached_answer: bool = False
     """The model's answer was served from the development cache (`cache:`), not asked
     again; its usage and cost are those of the call that was cached."""
+    sealed_choice: str | None = Field(default=None, pattern=SEALED_CHOICE_PATTERN)
+    """A model run's first step: which plan the run plays if it is a control, sealed
+    under the deployment's controls secret (`assay.security.controls`); every model
+    run's first step carries one of the same length (an agent's names no plan), so a
+    reader without the secret tells no control by it."""
 
     def blob_refs(self) -> list[BlobRef]:
         outputs = [("tool_output", r.output_blob) for r in self.tool_results if r.output_blob]

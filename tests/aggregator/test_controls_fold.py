@@ -7,8 +7,10 @@ import math
 from typing import Any
 
 import polars as pl
+import pytest
+from pydantic import ValidationError
 
-from assay.security.controls import ControlsKey
+from assay.security.controls import ControlsKey, SealBroken
 from assay_aggregator import fold
 from assay_report import Projections
 from assay_report.html import render_html
@@ -18,7 +20,9 @@ from assay_report.statistics import AnalysisSettings
 from assay_report.validity import control_frame, judge_validity
 from assay_report.validity_charts import validity_charts
 from assay_schemas import (
+    SEALED_CHOICE_CHARS,
     AgentSpec,
+    AgentStepLogged,
     ArtifactsSealed,
     CampaignSpec,
     CampaignStarted,
@@ -353,3 +357,73 @@ def test_control_agents_listed_in_the_roster_are_no_agents_of_the_report() -> No
     fold(enumerate([*declared, *rest], 2), state)
     assert [a["agent_id"] for a in state.campaigns[C]["agents"]] == ["agent"]
     assert state_from_json(state_to_json(state)).campaigns == state.campaigns
+
+
+def _first_step(r: RunRequested, sealed: str | None) -> AgentStepLogged:
+    return AgentStepLogged(
+        event_id=AgentStepLogged.id_for(r.run_id, 0),
+        campaign_id=C,
+        run_id=r.run_id,
+        task_id=r.task_id,
+        step=0,
+        sealed_choice=sealed,
+        producer=P,
+    )
+
+
+def test_a_control_is_labelled_by_the_plan_its_first_step_chose_in_any_order() -> None:
+    """Issue #47: a control that chooses at its first step which of its task's plans it
+    plays is measured as that plan's variant, whatever its declaration said and wherever
+    the step falls in the log; a choice sealed for another run, under another secret, or
+    naming no plan of its task, relabels nothing."""
+    events, ids = _log(n_tasks=3)
+    runs = {e.agent.agent_id: e for e in events if isinstance(e, RunRequested)}
+    good, bad, agent = runs["g0"], runs["b0"], runs["agent"]
+    swapped = [
+        _first_step(good, KEY.seal_choice(C, good.run_id or "", PLAN["bad"])),  # chose the bad
+        _first_step(bad, KEY.seal_choice(C, bad.run_id or "", PLAN["good"])),  # chose the good
+        _first_step(agent, KEY.seal_choice(C, agent.run_id or "", PLAN["good"])),  # not a control
+    ]
+    attacks = [
+        # g1's choice moved onto b1's step; b1 forged under another secret; g2 names a plan
+        # that is no plan of its task; an agent's run "choosing" a plan stays an agent's.
+        _first_step(runs["b1"], KEY.seal_choice(C, runs["g1"].run_id or "", PLAN["good"])),
+        _first_step(runs["g1"], FORGER.seal_choice(C, runs["g1"].run_id or "", PLAN["bad"])),
+        _first_step(runs["g2"], KEY.seal_choice(C, runs["g2"].run_id or "", "e" * 64)),
+    ]
+    first = events[:2] + swapped + attacks + events[2:]
+    for log in (events + swapped + attacks, first):
+        p = Projections(_fold(log))
+        frame = control_frame(p, [C])
+        variant = dict(zip(frame["run_id"], frame["variant"], strict=False))
+        expected = dict(zip(frame["run_id"], frame["expected"], strict=False))
+        assert variant[good.run_id] == "altered_numbers" and expected[good.run_id] == "fail"
+        assert variant[bad.run_id] == "reference" and expected[bad.run_id] == "pass"
+        assert variant[runs["b1"].run_id] == "altered_numbers"
+        assert variant[runs["g1"].run_id] == "reference"
+        assert variant[runs["g2"].run_id] == "reference"
+        assert set(frame["run_id"]) == ids["controls"], "an agent's run never becomes a control"
+        state = state_from_json(state_to_json(p.state))
+        assert state.runs[good.run_id].control_plan == PLAN["bad"]
+    # A reader without the secret: the same step folds, and no run is a control.
+    blind = fold(enumerate(events + swapped, 1))
+    assert not any(r.control_plan or r.chosen_plan for r in blind.runs.values())
+
+
+def test_a_sealed_choice_is_the_same_length_for_a_control_and_an_agent_and_opens_nowhere_else() -> (
+    None
+):
+    """What a judge reads of a first step is the same for both: one length, no tell."""
+    plan = "ab" * 32
+    control = KEY.seal_choice(C, "r1", plan)
+    agent = KEY.seal_choice(C, "r2", None)
+    assert len(control) == len(agent) == SEALED_CHOICE_CHARS
+    assert KEY.open_choice(C, "r1", control) == plan and KEY.open_choice(C, "r2", agent) is None
+    assert KEY.seal_choice(C, "r1", plan) != control, "a fresh nonce each time"
+    for reader, run in ((FORGER, "r1"), (KEY, "r2")):
+        with pytest.raises(SealBroken):
+            reader.open_choice(C, run, control)
+    with pytest.raises(ValidationError):
+        AgentStepLogged(
+            event_id="x", campaign_id=C, run_id="r1", step=0, sealed_choice="x" * 81, producer=P
+        )

@@ -278,3 +278,27 @@ def test_judge_requests_cannot_tell_controls_from_agents_runs(finished: Finished
         # judging takes, some agent's judging takes too.
         assert {s[1:] for s in control} == {s[1:] for s in agent}
         assert {s[0] for s in control} <= {s[0] for s in agent}
+
+
+def test_each_control_chose_a_plan_of_its_task_sealed_in_its_first_step(finished: Finished) -> None:
+    """Issue #47: every control chose at its first step which of its task's plans it plays
+    (its look-alike's kinds of work), the choice sealed into that step, as every agent's
+    run's first step seals none; the report labels each control by the plan it chose."""
+    state = finished.state
+    plans = {(c.task_id, c.plan_sha256): c for c in state.controls.values()}
+    controls = {c.run_id for c in state.controls.values()}
+    for run_id, run in state.runs.items():
+        if run_id in controls:
+            assert run.chosen_plan and run.control_plan == run.chosen_plan, run_id
+            assert (run.task_id, run.chosen_plan) in plans, "a plan of its own task"
+        else:
+            assert run.chosen_plan == "" and run.control_plan == "", "an agent's run chose none"
+            assert run.step_count > 0
+    labels = control_frame(finished.projections, ["controls"]).unique("run_id")
+    by_run = dict(zip(labels["run_id"], labels["variant"], strict=True))
+    for c in state.controls.values():
+        assert by_run[c.run_id] == plans[(c.task_id, state.runs[c.run_id].control_plan)].kind
+    moved = [
+        c for c in state.controls.values() if state.runs[c.run_id].control_plan != c.plan_sha256
+    ]
+    assert moved, "fifteen controls that all kept their declared plans chose nothing"

@@ -77,6 +77,12 @@ class Campaign:
 
     def __init__(self, models: ScriptedModelServer, settings: Settings) -> None:
         spec = load_campaign(EXAMPLES / "campaign.yaml")
+        # Controls play the variants declared for them: a control that chooses its plan
+        # at its first step follows the agents' runs seen by then, so two campaigns whose
+        # runs ran in another order would hold other controls (and other validity rates).
+        assert spec.controls is not None
+        controls = spec.controls.model_copy(update={"like_agents": False})
+        spec = spec.model_copy(update={"controls": controls})
         self.spec: CampaignSpec = scripted_campaign(spec, models.openai_base_url)
         self.drafts: list[TaskDraft] = load_tasks(
             EXAMPLES / "tasks", max_bytes=settings.max_attachment_bytes

@@ -52,6 +52,14 @@ def _aad(campaign_id: str, task_id: str, event_id: str) -> bytes:
     return "\x1f".join(("ControlDeclared", campaign_id, task_id, event_id)).encode()
 
 
+def _choice_aad(campaign_id: str, run_id: str) -> bytes:
+    return "\x1f".join(("ControlChoice", campaign_id, run_id)).encode()
+
+
+_NO_PLAN = bytes(32)
+"""What an agent's run seals: no plan (a digest is never all zeros)."""
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class ControlsKey:
     """The keys derived from a deployment's controls secret (never printed)."""
@@ -108,6 +116,35 @@ class ControlsKey:
         if self.event_id(details.control_run_id) != event.event_id:
             raise SealBroken(f"{where}: its id is not its run's")
         return details
+
+    def seal_choice(self, campaign_id: str, run_id: str, plan_sha256: str | None) -> str:
+        """The sealed choice a model run's first step carries: the plan a control plays,
+        or none for an agent's run, the same length either way (`SEALED_CHOICE_CHARS`);
+        bound to its run, so it cannot be moved to another."""
+        plain = bytes.fromhex(plan_sha256) if plan_sha256 is not None else _NO_PLAN
+        if len(plain) != len(_NO_PLAN):
+            raise ValueError(f"a plan digest is 32 bytes, not {len(plain)}")
+        nonce = os.urandom(_NONCE)
+        sealed = AESGCM(self._choice_key).encrypt(nonce, plain, _choice_aad(campaign_id, run_id))
+        return base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+
+    def open_choice(self, campaign_id: str, run_id: str, sealed: str) -> str | None:
+        """The plan a run's sealed choice names (None: an agent's run, which plays none);
+        :class:`SealBroken` when it does not open here or was sealed for another run."""
+        try:
+            raw = base64.urlsafe_b64decode(sealed.encode("ascii"))
+            aad = _choice_aad(campaign_id, run_id)
+            plain = AESGCM(self._choice_key).decrypt(raw[:_NONCE], raw[_NONCE:], aad)
+        except (InvalidTag, ValueError) as e:
+            raise SealBroken(
+                f"run {run_id} (campaign {campaign_id}): its sealed choice does not open "
+                "with this deployment's controls secret"
+            ) from e
+        return None if plain == _NO_PLAN else plain.hex()
+
+    @property
+    def _choice_key(self) -> bytes:
+        return _derive(self.secret, "choice")
 
 
 def controls_key(settings: Settings) -> ControlsKey:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
+from assay.security.controls import SealBroken
 from assay_report.state import (
     ArtifactRecord,
     ControlRecord,
@@ -127,20 +128,32 @@ def _attempt_of(state: State, c: ControlRecord, run: RunRecord) -> bool:
     return first is not None and (first.agent_id, first.epoch) == (run.agent_id, run.epoch)
 
 
-def _declared_plan(state: State, run: RunRecord) -> str:
-    """The plan of the control `run` is an attempt of ('' for an agent's run). A request
-    carries nothing of it: the declaration alone makes a run a control, and never one
-    of the campaign's own agents' runs."""
-    if _campaign_agent(state, run):
-        return ""
+def _declaration_of(state: State, run: RunRecord) -> ControlRecord | None:
+    """The declared control `run` is an attempt of (None: none)."""
     c = state.controls.get(run.run_id)
     if c is not None and _attempt_of(state, c, run):
-        return c.plan_sha256
-    if run.attempt:
-        for c in state.controls.values():
-            if _attempt_of(state, c, run):
-                return c.plan_sha256
-    return ""
+        return c
+    if run.attempt:  # `assay retry`: a later attempt under a new run id
+        return next((c for c in state.controls.values() if _attempt_of(state, c, run)), None)
+    return None
+
+
+def _declared_plan(state: State, run: RunRecord) -> str:
+    """The plan the control `run` is an attempt of plays ('' for an agent's run). A
+    request carries nothing of it: the declaration alone makes a run a control, and
+    never one of the campaign's own agents' runs. A control that chose (its first
+    step's sealed choice) plays the plan it chose, if that is one of its task's."""
+    if _campaign_agent(state, run):
+        return ""
+    c = _declaration_of(state, run)
+    if c is None:
+        return ""
+    if run.chosen_plan and any(
+        (d.campaign_id, d.task_id, d.plan_sha256) == (c.campaign_id, c.task_id, run.chosen_plan)
+        for d in state.controls.values()
+    ):
+        return run.chosen_plan
+    return c.plan_sha256
 
 
 def _control_declared(state: State, sealed: ControlDeclared, seq: int) -> None:
@@ -190,6 +203,22 @@ def _step(state: State, e: AgentStepLogged, seq: int) -> None:
     run.step_cost_nusd += round(e.cost_usd * 1e9)
     run.step_input_tokens += e.usage.input_tokens
     run.step_output_tokens += e.usage.output_tokens
+    if e.step == 0 and e.sealed_choice is not None and state.controls_key is not None:
+        _chose(state, run, e.sealed_choice)
+
+
+def _chose(state: State, run: RunRecord, sealed: str) -> None:
+    """A model run's first step: the plan it chose, if it is a control (an agent's
+    names none). A choice that does not open here leaves the declared plan: the step
+    itself is the run's evidence and counts, whoever reads it."""
+    assert state.controls_key is not None
+    try:
+        plan = state.controls_key.open_choice(run.campaign_id, run.run_id, sealed)
+    except SealBroken:
+        return
+    run.chosen_plan = plan or ""
+    if run.agent_id:  # requested already (else the request reads it)
+        run.control_plan = _declared_plan(state, run)
 
 
 def _finished(state: State, e: AgentFinished, seq: int) -> None:

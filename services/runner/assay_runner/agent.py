@@ -84,6 +84,9 @@ class AgentRun:
     prices: PriceTable
     store: BlobStore
     """Where an answer too long to inline goes."""
+    sealed_choice: str | None = None
+    """What the run's first step carries sealed: the plan a control plays, or none (see
+    `AgentStepLogged.sealed_choice`)."""
 
     def _params(self) -> GenerationParams:
         request = self.request
@@ -167,6 +170,7 @@ class AgentRun:
             latency_ms=(time.perf_counter() - started) * 1000,
             cost_usd=cost(completion.usage, agent.model, self.prices),
             cached_answer=completion.cached_answer,
+            sealed_choice=self.sealed_choice if index == 0 else None,
             producer=self.bus.producer,
         )
         return step, answer

@@ -286,6 +286,14 @@ class AgentBook:
             tuple(agent.turns), tuple(agent.steps.values()), tuple(agent.openings.values())
         )
 
+    def works(self, campaign_id: str, agent_id: str | None, *, attached: bool) -> Counter[Work]:
+        """How often the agent's runs that answered did each kind of work, on tasks with
+        files `attached` or not (of the runs the book remembers)."""
+        agent = self._agents.get((campaign_id, agent_id or ""))
+        if agent is None:
+            return Counter()
+        return Counter(work for work, on in agent.kinds.values() if on == attached)
+
     def profile_for(self, campaign_id: str, work: Work, *, attached: bool) -> Profile | None:
         """The habits of the campaign's runs that did `work` on a task with files
         `attached` or not (an agent looks at the data it was given, and around the

@@ -60,7 +60,7 @@ from .book import (
     tokens,
 )
 
-__all__ = ["ControlProvider"]
+__all__ = ["ControlProvider", "plan_work"]
 
 _HEREDOC = "EOF"
 
@@ -148,7 +148,7 @@ def _share(rest: Sequence[_Act], steps: int) -> list[_Act]:
     return out
 
 
-def _work(plan: ControlPlan) -> Work:
+def plan_work(plan: ControlPlan) -> Work:
     """The kind of work the plan does, as an agent's transcript would show it."""
     return Work(ran=bool(plan.commands), wrote=bool(plan.code or plan.files))
 
@@ -279,7 +279,7 @@ class ControlProvider:
         if self._habits is not None and self._habits.openings:
             draw = seeded(self.plan_sha256, self.run_id, "looks")
             return draw.choice(self._habits.openings)
-        return len(_DEFAULT_LOOKS.get(_work(plan), ("bash",)))
+        return len(_DEFAULT_LOOKS.get(plan_work(plan), ("bash",)))
 
     async def _next(self, plan: ControlPlan, messages: Sequence[Message], turn: int) -> list[_Act]:
         """This step's calls: a look while the run's opening lasts and no work is done,
@@ -307,7 +307,7 @@ class ControlProvider:
         at the next attached file."""
         tool = self._habits.looks_with(turn) if self._habits is not None else None
         if tool is None:
-            defaults = _DEFAULT_LOOKS.get(_work(plan)) or ("bash",)
+            defaults = _DEFAULT_LOOKS.get(plan_work(plan)) or ("bash",)
             tool = defaults[min(turn, len(defaults) - 1)]
         attached = self._attachments(messages)
         return _look(tool, attached[turn % len(attached)] if attached else None)
@@ -388,7 +388,9 @@ class ControlProvider:
         plan = await self._load()
         if self.book is not None:  # its kind's runs so far (the opening is drawn once)
             attached = bool(self._attachments(messages))
-            self._habits = self.book.profile_for(self.campaign_id, _work(plan), attached=attached)
+            self._habits = self.book.profile_for(
+                self.campaign_id, plan_work(plan), attached=attached
+            )
             self._rates = self.book.profile(self.campaign_id, self.like)
         turn = sum(isinstance(m, AssistantMessage) for m in messages)
         acts = await self._next(plan, messages, turn)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.bus import Delivery
+from assay.controls import campaign_salt
 from assay.providers import (
     DEFAULT_PRICES,
     DevCached,
@@ -22,6 +23,7 @@ from assay.providers import (
     provider_for,
 )
 from assay.sandbox_client import DriveHeld, SandboxClient, SandboxGone
+from assay.security.controls import SealBroken
 from assay.telemetry import meter
 from assay_schemas import (
     AgentFinished,
@@ -29,6 +31,7 @@ from assay_schemas import (
     AgentStepLogged,
     AssayError,
     ControlDetails,
+    ControlPlan,
     ErrorInfo,
     Event,
     FailureStage,
@@ -41,16 +44,17 @@ from assay_schemas import (
 )
 
 from ..agent import AgentRun
-from ..book import AgentBook, Observed
+from ..book import AgentBook, Observed, Work
+from ..choice import choose_plan
 from ..clients import ModelClients
-from ..control import ControlProvider
+from ..control import ControlProvider, plan_work
 from ..program import ProgramFailed, ProgramRun
 from ..styles import FirstAnswers
 from ..tools import ToolBox
 from ..web import NetPolicy, WebProvider, web_for
 from .base import RunnerBase
 
-__all__ = ["Driver", "ProviderFactory", "RunGivenUp"]
+__all__ = ["ChoiceLost", "Driver", "ProviderFactory", "RunGivenUp"]
 
 log = logging.getLogger("assay.runner")
 
@@ -63,6 +67,12 @@ ProviderFactory = Callable[[AgentSpec], ModelProvider]
 
 class RunGivenUp(AssayError):
     """The runner stopped retrying a run (its SandboxReady was dead-lettered)."""
+
+
+class ChoiceLost(RunFault):
+    """A resumed run's first step holds a sealed choice that does not open here or names
+    no plan of its task: what it was playing is unknown, so it cannot go on (the
+    platform's failure: another deployment's secret, or a tampered log)."""
 
 
 @dataclass(kw_only=True)
@@ -87,6 +97,8 @@ class Driver(RunnerBase):
 
     book: AgentBook = field(default_factory=AgentBook)
     """How the campaign's agents' runs behave here (what their controls imitate)."""
+    _works: dict[str, Work] = field(default_factory=dict)
+    """The kind of work of each control plan read so far (plans are immutable blobs)."""
     _first_answers: FirstAnswers | None = None
     _clients: ModelClients | None = None
 
@@ -177,7 +189,9 @@ class Driver(RunnerBase):
                 web = await web_for(request, bus=self.bus, store=self.store, net=self.web_net)
                 control = await self._control_of(request)
                 style: str | None = None
-                if control is not None:  # its plan's steps, whatever the agent's limit
+                if control is not None:
+                    control = await self._chosen(request, control, steps)
+                    # its plan's steps, whatever the agent's limit
                     most = max(request.limits.max_steps, control.max_steps)
                     limits = request.limits.model_copy(update={"max_steps": most})
                     request = request.model_copy(update={"limits": limits})
@@ -186,6 +200,7 @@ class Driver(RunnerBase):
                     if isinstance(provider, ControlProvider):
                         await provider.prepare()
                     run = self._agent_run(request, event, sandbox, steps, web, provider)
+                    run.sealed_choice = self._sealed_choice(request, control)
                     await run.run(steps)
         except RunFault as e:  # the class says whose failure the run's end is
             await self.end_with_fault(request, event, e)
@@ -281,6 +296,78 @@ class Driver(RunnerBase):
             f"SandboxReady; the last failed with {reason}"
         )
         await self._fail(history.request, event, "agent", ErrorInfo.of(error), infrastructure=True)
+
+    async def _chosen(
+        self, request: RunRequested, control: ControlDetails, steps: list[AgentStepLogged]
+    ) -> ControlDetails:
+        """The declaration the control plays: the plan its first step's sealed choice
+        names when it has one (a resumed run), else the one `choose_plan` draws now."""
+        assert self.controls is not None  # a declaration opened here
+        declared = await self._controls_of(request.campaign_id)
+        if steps:
+            return self._played(request, control, declared, steps[0])
+        if not control.chooses:
+            return control
+        works = {
+            d.plan_sha256: await self._plan_work(d.plan_sha256)
+            for d in declared
+            if (d.campaign_id, d.task_id) == (control.campaign_id, control.task_id)
+        }
+        seen = self.book.works(
+            request.campaign_id, control.like, attached=bool(request.task.attachments)
+        )
+        known = {plan: work for plan, work in works.items() if work is not None}
+        salt = campaign_salt(self.controls.secret, request.campaign_id)
+        return choose_plan(control, declared, known, seen, key=salt, run_id=request.run_id or "")
+
+    def _played(
+        self,
+        request: RunRequested,
+        control: ControlDetails,
+        declared: list[ControlDetails],
+        first: AgentStepLogged,
+    ) -> ControlDetails:
+        """The declaration a resumed control was playing, as its first step sealed it."""
+        assert self.controls is not None
+        if first.sealed_choice is None:
+            return control  # logged before choices were sealed: the declared plan
+        try:
+            plan = self.controls.open_choice(
+                request.campaign_id, request.run_id or "", first.sealed_choice
+            )
+        except SealBroken as e:
+            raise ChoiceLost(str(e)) from e
+        for d in declared:
+            if (d.task_id, d.plan_sha256) == (control.task_id, plan):
+                return control.model_copy(
+                    update={
+                        "plan_sha256": d.plan_sha256,
+                        "variant": d.variant,
+                        "folder": d.folder,
+                        "expected": d.expected,
+                        "max_steps": d.max_steps,
+                    }
+                )
+        raise ChoiceLost(f"run {request.run_id}: the plan its first step chose is not its task's")
+
+    async def _plan_work(self, plan_sha256: str) -> Work | None:
+        """The kind of work a stored plan does (None: it does not read, and is not offered)."""
+        if plan_sha256 not in self._works:
+            try:
+                data = await asyncio.to_thread(self.store.get_bytes, plan_sha256)
+                self._works[plan_sha256] = plan_work(ControlPlan.model_validate_json(data))
+            except Exception:  # the store's errors, a bad plan: its own run meets them
+                log.warning("control plan %s does not read", plan_sha256[:12], exc_info=True)
+                return None
+        return self._works[plan_sha256]
+
+    def _sealed_choice(self, request: RunRequested, control: ControlDetails | None) -> str | None:
+        """What the run's first step seals: the plan it plays, or none for an agent's run
+        (the same length: no reader without the secret tells them apart)."""
+        if self.controls is None:
+            return None
+        plan = control.plan_sha256 if control is not None else None
+        return self.controls.seal_choice(request.campaign_id, request.run_id or "", plan)
 
     def _provider(
         self, request: RunRequested, control: ControlDetails | None, house_style: str | None

@@ -1,0 +1,130 @@
+"""Issue #47: a control chooses at its first step which of its task's plans it plays, in
+proportion to how often the agent it wears did each kind of work (`assay_runner.choice`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from scipy.stats import binomtest
+
+from assay_runner.book import AgentBook, Turn, Work
+from assay_runner.choice import PRIOR_RUNS, choose_plan, plan_weights
+from assay_schemas import ControlDetails
+
+RAN = Work(ran=True, wrote=True)
+DRAFTED = Work(ran=False, wrote=True)
+SAID = Work(ran=False, wrote=False)
+PLANS = {
+    "reference": "a" * 64,
+    "altered_numbers": "b" * 64,
+    "not_executed": "c" * 64,
+    "prose_only": "d" * 64,
+}
+WORKS = {
+    PLANS["reference"]: RAN,
+    PLANS["altered_numbers"]: RAN,
+    PLANS["not_executed"]: DRAFTED,
+    PLANS["prose_only"]: SAID,
+}
+
+
+def _declared(
+    variant: str, agent: str, *, task: str = "t1", chooses: bool = True
+) -> ControlDetails:
+    return ControlDetails(
+        campaign_id="c",
+        task_id=task,
+        control_run_id=f"r{variant[:3]}{agent}{task}",
+        variant=variant,  # type: ignore[arg-type]
+        expected="pass" if variant == "reference" else "fail",
+        plan_sha256=PLANS[variant],
+        agent_id=agent,
+        like="careful",
+        max_steps=10 + len(variant),
+        chooses=chooses,
+    )
+
+
+DECLARED = [_declared(v, f"k{i}") for i, v in enumerate(PLANS)]
+
+
+def test_plan_weights_are_the_look_alikes_shares_of_each_kind_smoothed_by_hand() -> None:
+    seen = Counter({RAN: 8, SAID: 2, Work(ran=True, wrote=False): 5})  # a kind on no plan
+    w = plan_weights(WORKS, seen)
+    # Of the kinds on offer (3), the look-alike did 10 runs; the prior adds 1/3 run to each.
+    n = 10 + PRIOR_RUNS
+    assert w[PLANS["reference"]] == w[PLANS["altered_numbers"]] == (8 + 1 / 3) / n / 2
+    assert w[PLANS["not_executed"]] == (0 + 1 / 3) / n
+    assert w[PLANS["prose_only"]] == (2 + 1 / 3) / n
+    assert abs(sum(w.values()) - 1) < 1e-12
+    # Before any run is known, every kind alike.
+    cold = plan_weights(WORKS, Counter())
+    assert cold[PLANS["not_executed"]] == cold[PLANS["prose_only"]] == 1 / 3
+
+
+def test_controls_choose_the_kinds_of_work_their_look_alike_does() -> None:
+    """Over many controls wearing an agent that ran code in 18 runs and answered in prose
+    in 2, the chosen kinds follow those shares (a binomial test, scipy)."""
+    seen = Counter({RAN: 18, SAID: 2})
+    control = DECLARED[2]  # declared not_executed: a kind the look-alike never did
+    chosen = Counter(
+        WORKS[
+            choose_plan(control, DECLARED, WORKS, seen, key=b"s" * 32, run_id=f"r{i}").plan_sha256
+        ]
+        for i in range(2000)
+    )
+    expected = plan_weights(WORKS, seen)
+    p_ran = expected[PLANS["reference"]] * 2
+    assert binomtest(chosen[RAN], 2000, p_ran).pvalue > 1e-3
+    assert binomtest(chosen[DRAFTED], 2000, expected[PLANS["not_executed"]]).pvalue > 1e-3
+    assert chosen[RAN] / 2000 > 0.8 and chosen[DRAFTED] / 2000 < 0.05
+
+
+def test_the_chosen_declaration_carries_its_plans_variant_label_and_steps() -> None:
+    control = DECLARED[3]
+    for i in range(40):
+        chosen = choose_plan(
+            control, DECLARED, WORKS, Counter({RAN: 5}), key=b"s" * 32, run_id=f"r{i}"
+        )
+        source = next(d for d in DECLARED if d.plan_sha256 == chosen.plan_sha256)
+        assert (chosen.variant, chosen.expected, chosen.max_steps) == (
+            source.variant,
+            source.expected,
+            source.max_steps,
+        )
+        # Still the same control: its run, agent, epoch and slot are its own.
+        assert (chosen.control_run_id, chosen.agent_id, chosen.slot) == (
+            control.control_run_id,
+            control.agent_id,
+            control.slot,
+        )
+    again = choose_plan(control, DECLARED, WORKS, Counter({RAN: 5}), key=b"s" * 32, run_id="r7")
+    assert again == choose_plan(
+        control, DECLARED, WORKS, Counter({RAN: 5}), key=b"s" * 32, run_id="r7"
+    )
+
+
+def test_a_control_that_does_not_choose_or_has_nothing_to_choose_plays_its_declaration() -> None:
+    seen = Counter({SAID: 50})
+    fixed = _declared("reference", "k0", chooses=False)
+    assert (
+        choose_plan(fixed, [fixed, *DECLARED[1:]], WORKS, seen, key=b"s" * 32, run_id="r") == fixed
+    )
+    alone = _declared("reference", "k9", task="t2")  # its task's only plan
+    assert choose_plan(alone, [*DECLARED, alone], WORKS, seen, key=b"s" * 32, run_id="r") == alone
+    # Plans whose kind is unknown (their blob did not read) are not offered.
+    known = {PLANS["reference"]: RAN}
+    assert choose_plan(DECLARED[0], DECLARED, known, seen, key=b"s" * 32, run_id="r") == DECLARED[0]
+
+
+def test_the_book_counts_an_agents_kinds_of_work_apart_by_attachments() -> None:
+    book = AgentBook()
+    turn = Turn(0, 1.0, False, None, 1, 10, 3, 5, 2)
+    for i, (work, attached) in enumerate(
+        [(RAN, True), (RAN, True), (SAID, False), (DRAFTED, True)]
+    ):
+        book.record("c", "careful", f"r{i}", turn, last=True, work=work, attached=attached)
+    assert book.works("c", "careful", attached=True) == Counter({RAN: 2, DRAFTED: 1})
+    assert book.works("c", "careful", attached=False) == Counter({SAID: 1})
+    assert book.works("c", "other", attached=True) == Counter()
+    assert book.works("c2", "careful", attached=True) == Counter()
