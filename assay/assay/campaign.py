@@ -52,15 +52,27 @@ def load_campaign(path: Path) -> CampaignSpec:
 def campaign_warnings(campaign: CampaignSpec) -> list[str]:
     """What a campaign asks for that weakens what it measures, said before it runs."""
     controls = campaign.controls
-    if controls is not None and controls.epochs > 1 and not campaign.scripted:
-        return [
-            f"controls.epochs is {controls.epochs}: a control leaves the same files and answer "
-            "in every epoch, where a sampled model's runs differ, so a reader of the whole log "
-            "can tell a control's repeats from agents' runs (an LLM judge reads one case, and "
-            "a reviewer is shown any work once); set it to 1 unless the judges' own "
-            "run-to-run spread on the same work is what you want measured"
-        ]
-    return []
+    if controls is None or campaign.scripted:
+        return []
+    out = []
+    if not controls.like_agents:
+        out.append(
+            "controls.like_agents is false: each control plays the variant declared for it, "
+            "so a control agent, which wears one of your models for the whole campaign, "
+            "does every kind of work in turn, including kinds that model never does (the "
+            "pair of who a run looks like and what it left tells a control apart); leave it "
+            "true unless the report must not depend on the order the runs ran in"
+        )
+    if controls.epochs > 1:
+        out.append(
+            f"controls.epochs is {controls.epochs}: a control that plays the same plan twice "
+            "on a task leaves the same files and answer both times, where a sampled model's "
+            "runs differ, so a reader of the whole log can tell a control's repeats from "
+            "agents' runs (an LLM judge reads one case, and a reviewer is shown any work "
+            "once); set it to 1 unless the judges' own run-to-run spread on the same work is "
+            "what you want measured"
+        )
+    return out
 
 
 def _resolve_bundles(data: dict[str, object], folder: Path) -> None:

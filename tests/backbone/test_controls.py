@@ -571,8 +571,9 @@ def test_declarations_are_sealed_under_the_deployments_secret(tmp_path: Path) ->
 
 
 def test_controls_repeated_over_epochs_are_warned_of_where_agents_are_sampled_models() -> None:
-    """A control's epochs leave the same work each time (a tell to a reader of the whole
-    log): said before the campaign runs, where its agents are real models."""
+    """A control's epochs can leave the same work twice, and controls that play their
+    declared variants wear one model through every kind of work (tells to a reader of the
+    whole log): said before the campaign runs, where its agents are real models."""
     bundled = load_campaign(ROOT / "examples" / "campaign.yaml")
     assert bundled.controls is not None and campaign_warnings(bundled) == []
     real = bundled.model_copy(update={"scripted": False})
@@ -583,3 +584,9 @@ def test_controls_repeated_over_epochs_are_warned_of_where_agents_are_sampled_mo
     (warning,) = campaign_warnings(repeated)
     assert "controls.epochs is 3" in warning and "set it to 1" in warning
     assert campaign_warnings(repeated.model_copy(update={"scripted": True})) == []
+    # Controls that play their declarations wear one model through every kind of work.
+    declared = real.model_copy(
+        update={"controls": bundled.controls.model_copy(update={"like_agents": False})}
+    )
+    (warning,) = campaign_warnings(declared)
+    assert "controls.like_agents is false" in warning
