@@ -4,12 +4,26 @@ proportion to how often the agent it wears did each kind of work (`assay_runner.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
+import pytest
 from scipy.stats import binomtest
 
+from assay.security.controls import ControlsKey
+from assay.store import LocalBlobStore
 from assay_runner.book import AgentBook, Turn, Work
 from assay_runner.choice import PRIOR_RUNS, choose_plan, plan_weights
-from assay_schemas import ControlDetails
+from assay_runner.handlers.driver import ChoiceLost, Driver
+from assay_schemas import (
+    AgentSpec,
+    AgentStepLogged,
+    ControlDetails,
+    ControlFile,
+    ControlPlan,
+    RunRequested,
+    Task,
+)
+from assay_testing.events import TEST_PRODUCER, run_requested
 
 RAN = Work(ran=True, wrote=True)
 DRAFTED = Work(ran=False, wrote=True)
@@ -128,3 +142,82 @@ def test_the_book_counts_an_agents_kinds_of_work_apart_by_attachments() -> None:
     assert book.works("c", "careful", attached=False) == Counter({SAID: 1})
     assert book.works("c", "other", attached=True) == Counter()
     assert book.works("c2", "careful", attached=True) == Counter()
+
+
+def _stored(store: LocalBlobStore) -> dict[str, str]:
+    """One stored plan for each kind of work: ran, drafted, said."""
+    code = ControlFile(path="a.py", sha256=store.put_bytes(b"print(1)\n").sha256, size=9, text=True)
+    plans = {
+        "reference": ControlPlan(code=[code], commands=["python3 a.py"], message="ran"),
+        "not_executed": ControlPlan(code=[code], message="drafted"),
+        "prose_only": ControlPlan(message="said"),
+    }
+    return {v: store.put_bytes(p.model_dump_json().encode()).sha256 for v, p in plans.items()}
+
+
+def _request(control: ControlDetails) -> RunRequested:
+    return run_requested(
+        control.control_run_id,
+        campaign_id="c",
+        task=Task(task_id=control.task_id, prompt="p"),
+        agent=AgentSpec(agent_id=control.agent_id, model="m"),
+    )
+
+
+def _step0(control: ControlDetails, sealed: str) -> AgentStepLogged:
+    return AgentStepLogged(
+        event_id="s0",
+        campaign_id="c",
+        run_id=control.control_run_id,
+        task_id=control.task_id,
+        step=0,
+        sealed_choice=sealed,
+        producer=TEST_PRODUCER,
+    )
+
+
+async def test_a_control_chooses_from_its_look_alikes_runs_and_a_resumed_one_plays_its_choice(
+    tmp_path: Path,
+) -> None:
+    """The runner's driver: before the run's first step the control draws its plan from
+    the book (its look-alike only ever answered in prose: prose it is, nearly always); a
+    resumed run plays the plan its first step sealed, whatever the book says now; a seal
+    that does not open here ends the run as the platform's failure, not a wrong plan."""
+    store = LocalBlobStore(tmp_path / "blobs")
+    plans = _stored(store)
+    key = ControlsKey(b"k" * 32)
+    declared = [
+        _declared(v, f"k{i}").model_copy(update={"plan_sha256": plans[v]})
+        for i, v in enumerate(plans)
+    ]
+    driver = Driver(bus=None, store=store, controls=key)  # type: ignore[arg-type]
+    driver._controls["c"] = declared
+    turn = Turn(0, 1.0, False, None, 1, 10, 3, 5, 2)
+    for i in range(60):
+        driver.book.record("c", "careful", f"a{i}", turn, last=True, work=SAID, attached=False)
+    draws = [
+        c.model_copy(update={"control_run_id": f"r{i}{c.agent_id}"})
+        for i in range(10)
+        for c in declared
+    ]
+    chosen = [await driver._chosen(_request(c), c, []) for c in draws]
+    assert Counter(c.variant for c in chosen)["prose_only"] >= 27, Counter(
+        c.variant for c in chosen
+    )
+    # Resumed: the first step chose not_executed; the book would choose prose now.
+    control = declared[0]
+    sealed = key.seal_choice("c", control.control_run_id, plans["not_executed"])
+    resumed = await driver._chosen(_request(control), control, [_step0(control, sealed)])
+    assert (resumed.variant, resumed.plan_sha256) == ("not_executed", plans["not_executed"])
+    assert driver._sealed_choice(_request(control), resumed) is not None
+    foreign = ControlsKey(b"f" * 32).seal_choice("c", control.control_run_id, plans["prose_only"])
+    with pytest.raises(ChoiceLost):
+        await driver._chosen(_request(control), control, [_step0(control, foreign)])
+    elsewhere = key.seal_choice("c", control.control_run_id, "e" * 64)  # no plan of its task
+    with pytest.raises(ChoiceLost):
+        await driver._chosen(_request(control), control, [_step0(control, elsewhere)])
+    # Every model run's first step seals one: an agent's names no plan, at the same length.
+    agent = _request(control).model_copy(update={"run_id": "agentrun"})
+    blank = driver._sealed_choice(agent, None)
+    assert blank is not None and len(blank) == len(sealed)
+    assert key.open_choice("c", "agentrun", blank) is None
