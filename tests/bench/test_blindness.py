@@ -243,19 +243,28 @@ def test_a_control_and_an_agents_run_with_the_same_work_reach_the_judge_alike(
         pairs += 1
         files, message = work(run)
         said = json.dumps(final_message_block(message))[1:-1]  # as the case quotes it
+        # A body naming a file this work did not leave is another run's (more files, the
+        # same message): the runs that did this same work, the control among them, must
+        # have sent one body, the same for all.
+        others = {
+            f.sha256[:12]
+            for r, e in requested.items()
+            if e.task_id == control.task_id
+            for f in seals[r].files
+        } - {sha[:12] for _, sha in files}
+        others -= {a.sha256[:12] for a in requested[run].task.attachments}  # every case's
         about = [
             b
             for b in opening
             if f"task {control.task_id})" in b
             and all(sha[:12] in b for _, sha in files)
+            and not any(sha in b for sha in others)
             and said in b
         ]
-        # Runs with more files (and the same message) match too: the runs that did this
-        # same work, the control among them, must have sent one body, the same for all.
         same = [
             r for r, e in requested.items() if e.task_id == control.task_id and work(r) == work(run)
         ]
-        assert max(Counter(about).values()) == len(same), (control.task_id, control.variant)
+        assert list(Counter(about).values()) == [len(same)], (control.task_id, control.variant)
     assert pairs >= 4, f"only {pairs} controls that left the work of an agent's run"
 
 
