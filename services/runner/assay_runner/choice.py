@@ -24,7 +24,7 @@ from assay_schemas import ControlDetails
 
 from .book import Work
 
-__all__ = ["PRIOR_RUNS", "choose_plan", "plan_weights"]
+__all__ = ["PRIOR_RUNS", "choose_plan", "plan_weights", "playing"]
 
 PRIOR_RUNS = 1.0
 """The weight of the even prior, in runs: after n of its look-alike's runs, a kind of work
@@ -75,13 +75,18 @@ def choose_plan(
     order = sorted(weights)
     seed = hmac.new(key, f"assay-choice\x1f{run_id}".encode(), hashlib.sha256).digest()
     plan = random.Random(seed).choices(order, [weights[p] for p in order])[0]
-    chosen = plans[plan]
+    return playing(control, plans[plan])
+
+
+def playing(control: ControlDetails, plan: ControlDetails) -> ControlDetails:
+    """`control` (its run, agent, epoch, slot) playing the plan another declaration of its
+    task declares (its plan, variant, expectation and steps)."""
     return control.model_copy(
         update={
-            "plan_sha256": chosen.plan_sha256,
-            "variant": chosen.variant,
-            "folder": chosen.folder,
-            "expected": chosen.expected,
-            "max_steps": chosen.max_steps,
+            "plan_sha256": plan.plan_sha256,
+            "variant": plan.variant,
+            "folder": plan.folder,
+            "expected": plan.expected,
+            "max_steps": plan.max_steps,
         }
     )

@@ -45,7 +45,7 @@ from assay_schemas import (
 
 from ..agent import AgentRun
 from ..book import AgentBook, Observed, Work
-from ..choice import choose_plan
+from ..choice import choose_plan, playing
 from ..clients import ModelClients
 from ..control import ControlProvider, plan_work
 from ..program import ProgramFailed, ProgramRun
@@ -338,16 +338,12 @@ class Driver(RunnerBase):
         except SealBroken as e:
             raise ChoiceLost(str(e)) from e
         for d in declared:
-            if (d.task_id, d.plan_sha256) == (control.task_id, plan):
-                return control.model_copy(
-                    update={
-                        "plan_sha256": d.plan_sha256,
-                        "variant": d.variant,
-                        "folder": d.folder,
-                        "expected": d.expected,
-                        "max_steps": d.max_steps,
-                    }
-                )
+            if (d.campaign_id, d.task_id, d.plan_sha256) == (
+                control.campaign_id,
+                control.task_id,
+                plan,
+            ):
+                return playing(control, d)
         raise ChoiceLost(f"run {request.run_id}: the plan its first step chose is not its task's")
 
     async def _plan_work(self, plan_sha256: str) -> Work | None:
