@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import socket
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from assay.embedded import NatsServer, find_free_port, go_procs
+from assay.embedded import NatsServer, find_free_port, find_free_ports, go_procs
+from assay.embedded._nats import QUIET_FROM
 
 
 def _varz(monitor: int) -> dict[str, Any]:
@@ -38,3 +40,21 @@ def test_the_operators_setting_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monitor = find_free_port("127.0.0.1")
     with NatsServer(tmp_path / "nats", extra_args=("-m", str(monitor))):
         assert _varz(monitor)["gomaxprocs"] == 3
+
+
+def test_free_ports_are_distinct_and_below_the_ephemeral_range() -> None:
+    """A picked port is bound a moment later; one of the ephemeral range can meanwhile be
+    given to an outgoing connection (a three-node cluster once failed to start, "port in
+    use"). The picker takes them below that range, distinct, each free when picked."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = find_free_ports(9)
+    assert len(set(ports)) == 9
+    assert all(QUIET_FROM <= p < low for p in ports)
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", port))
+    # A port in use is never picked.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", find_free_port()))
+        taken = held.getsockname()[1]
+        assert taken not in find_free_ports(200)

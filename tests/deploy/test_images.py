@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import random
-import socket
 import time
 import urllib.request
 import uuid
@@ -25,6 +23,7 @@ from testcontainers.core.container import DockerContainer
 
 from assay.bus import Bus
 from assay.config import Settings
+from assay.embedded import find_free_ports
 
 from ._files import COMPOSE, NATS_CONF, image_repository, load_compose, served_service
 from .conftest import FOREIGN, build_images, container_logs, docker
@@ -234,31 +233,11 @@ def _wait_healthy(names: list[str], monitor: int, timeout: float = 60) -> None:
             time.sleep(0.5)
 
 
-QUIET_PORTS = range(20_000, 32_768)
-"""Ports below Linux's ephemeral range: no outgoing connection is given one of them
-between the moment a port is picked and the moment a node binds it."""
-
-
-def _quiet_ports(n: int) -> list[int]:
-    """`n` distinct ports of `QUIET_PORTS` nothing listens on now."""
-    picked: list[int] = []
-    for port in random.sample(QUIET_PORTS, 200):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        picked.append(port)
-        if len(picked) == n:
-            return picked
-    raise AssertionError("no quiet ports free")  # pragma: no cover
-
-
 async def test_nats_cluster_of_three_from_the_image(assay_image: str) -> None:
     """The compose NATS config on loopback ports: three nodes hold one R3 stream. Its nine
     ports are picked below the ephemeral range: the full suite once met a node that never
     found a leader, with nothing but the healthcheck in its log (2026-12-05)."""
-    ports = _quiet_ports(9)
+    ports = find_free_ports(9)
     client, monitor, route = ports[0:3], ports[3:6], ports[6:9]
     routes = ",".join(f"nats://127.0.0.1:{p}" for p in route)
     with contextlib.ExitStack() as stack:

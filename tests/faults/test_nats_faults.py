@@ -10,7 +10,7 @@ import pytest
 
 from assay.bus import publish_through_outages
 from assay.config import Settings
-from assay.embedded import NatsServer, find_free_port
+from assay.embedded import NatsServer, find_free_port, find_free_ports
 from assay.store import open_store
 from assay_schemas import AgentStepLogged, Event, Producer
 
@@ -105,8 +105,9 @@ class Cluster:
     """Three nats-server nodes with JetStream, routed to each other on loopback."""
 
     def __init__(self, root: Path) -> None:
-        self.ports = [find_free_port() for _ in range(3)]
-        routes = [find_free_port() for _ in range(3)]
+        # Six distinct ports, picked together: the nodes bind them one after another.
+        picked = find_free_ports(6)
+        self.ports, routes = picked[:3], picked[3:]
         self.nodes: dict[str, NatsServer] = {}
         for i, (port, route) in enumerate(zip(self.ports, routes, strict=True)):
             name = f"n{i + 1}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -17,7 +18,14 @@ from assay_schemas import ConfigError
 
 from ..lifecycle import Startable
 
-__all__ = ["NatsServer", "PortInUse", "find_free_port", "go_procs", "nats_server_binary"]
+__all__ = [
+    "NatsServer",
+    "PortInUse",
+    "find_free_port",
+    "find_free_ports",
+    "go_procs",
+    "nats_server_binary",
+]
 
 
 class PortInUse(ConfigError):
@@ -51,11 +59,54 @@ def nats_server_binary() -> Path:
     )
 
 
-def find_free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nothing listens on right now."""
+QUIET_FROM = 20_000
+"""The lowest port picked: below it sit the well-known services' registered ports."""
+_EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def _ephemeral_low() -> int:
+    """The first port Linux gives outgoing connections (32768 where it does not say)."""
+    try:
+        return int(_EPHEMERAL.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
+def _free(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def find_free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """`n` distinct TCP ports nothing listens on right now, picked below the ephemeral
+    range: a port is bound a moment after it is picked (a server started with it), and
+    one of the ephemeral range can be given to an outgoing connection in between (a
+    server then failed to start, "address in use"). Random, so two pickers rarely meet;
+    the kernel's own choice where that range leaves none."""
+    low = _ephemeral_low()
+    picked: list[int] = []
+    if low > QUIET_FROM:
+        for port in random.sample(range(QUIET_FROM, low), min(low - QUIET_FROM, 64 * n)):
+            if _free(host, port):
+                picked.append(port)
+                if len(picked) == n:
+                    return picked
+    while len(picked) < n:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = int(s.getsockname()[1])
+        if port not in picked:
+            picked.append(port)
+    return picked
+
+
+def find_free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on right now (see `find_free_ports`)."""
+    return find_free_ports(1, host)[0]
 
 
 def go_procs(cores: int | None = None) -> int:
