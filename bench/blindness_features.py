@@ -127,6 +127,8 @@ def _steps(steps: Sequence[AgentStepLogged]) -> Features:
         "steps.result_chars": float(result_chars),
         "steps.tool_errors": float(errors),
         "steps.has_request_blob": float(any(s.request_sha256 for s in steps)),
+        # The first step's sealed choice: a control's names its plan, an agent's none.
+        "steps.sealed_choice_chars": float(sum(len(s.sealed_choice or "") for s in steps)),
         "transcript.heredocs": float(joined.count("<<")),
         "transcript.base64": float(joined.count("base64")),
         "transcript.runs_code": float(

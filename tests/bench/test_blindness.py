@@ -24,6 +24,7 @@ from assay_judge.delimit import final_message_block
 from assay_report.statistics import RULE_CHECKS
 from assay_schemas import (
     DERIVED_VARIANTS,
+    SEALED_CHOICE_CHARS,
     AgentStepLogged,
     ArtifactsSealed,
     Event,
@@ -90,6 +91,10 @@ def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campa
     )
     assert found.n_controls >= 8 and found.n_agent_runs >= 8
     assert found.auc <= CHANCE, f"AUC {found.auc:.3f}: controls are told by {tells[:5]}"
+    # Every run's first step seals a choice of one length, a control's plan or an agent's
+    # blank: a feature like any other, the same for all.
+    sealed = {f["steps.sealed_choice_chars"] for f in run_features(bundled.events).values()}
+    assert sealed == {float(SEALED_CHOICE_CHARS)}, sealed
 
 
 @pytest.mark.slow
