@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from nats.js.errors import APIError
 
 from assay.bus import DEAD_REASON, Bus, Delivery, Subjects, Unchanged
 from assay.config import Settings
+from assay.embedded import NatsServer, find_free_port
 from assay_schemas import (
     AgentStepLogged,
     Event,
@@ -311,3 +313,35 @@ async def test_stream_refuses_delete_and_purge(bus: Bus) -> None:
     with pytest.raises(APIError, match="delete"):
         await bus.js.delete_msg(bus.settings.stream, 1)
     assert (await bus.js.stream_info(bus.settings.stream)).state.messages == 1
+
+
+async def test_a_consumer_started_while_the_server_is_down_waits_it_out(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A service connected, then the server lost before its consumers were made (a node
+    killed while a judge started, in the cluster fault test): making them waits for the
+    server, as the connection does, instead of ending the service on the first timeout."""
+    server = NatsServer(tmp_path / "nats", port=find_free_port()).start()
+    own = settings.model_copy(update={"nats_url": server.url})
+    seen: list[int] = []
+
+    async def handle(event: Event, delivery: Delivery) -> None:
+        assert isinstance(event, AgentStepLogged)
+        seen.append(event.step)
+
+    consumer = Bus(own, service="consumer")
+    consumer.consume(consumer.subjects.events, handle, durable="late")
+    try:
+        await consumer.connect()
+        server.kill()
+        starting = asyncio.create_task(consumer.start())
+        await asyncio.sleep(3.0)
+        assert not starting.done(), "the consumer gave up while the server was down"
+        server.start()
+        await asyncio.wait_for(starting, 60)
+        async with Bus(own, service="test") as publisher:
+            await publisher.publish(step("r1", 0))
+        await wait_for(lambda: seen == [0])
+    finally:
+        await consumer.stop()
+        server.stop()

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import errno
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any, ClassVar
 
 from faststream.nats import JStream
@@ -33,6 +34,7 @@ from ._dead_letters import read_dead_letters
 from ._lag import LagWatch
 from ._lost import LostWatch
 from ._lost_deliveries import LostDeliveries
+from ._outages import again_through_outages
 from ._pulls import BatchPull, WorkerPull
 from ._reads import LogReads
 from ._records import Published, Unchanged
@@ -142,10 +144,14 @@ class Bus(LostDeliveries, LogReads):
         # Before the first pull: a restarted instance must hear of what the pull finds lost.
         self._lost_pulls.clear()
         for watch in self._lost.values():
-            await self._watch_lost(watch).start(self.js)
+            lost = self._watch_lost(watch)
+            what = f"{lost.durable}: its lost deliveries' consumer"
+            await again_through_outages(partial(lost.start, self.js), what)
         await self.broker.start()
         for pull in self._pulls:
-            await pull.start(self.js)
+            await again_through_outages(
+                partial(pull.start, self.js), f"{pull.durable}: its consumer"
+            )
         for server in self._request_servers:
             await server.start(self.broker.connection)
         if self._durables:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nats.errors import ConnectionClosedError, NoRespondersError, OutboundBufferLimitError
 from nats.errors import Error as NatsError
@@ -19,7 +19,12 @@ from ._records import Delivery, Published
 if TYPE_CHECKING:
     from ._bus import Bus
 
-__all__ = ["OUTAGE_RETRY_S", "publish_through_outages", "through_outages"]
+__all__ = [
+    "OUTAGE_RETRY_S",
+    "again_through_outages",
+    "publish_through_outages",
+    "through_outages",
+]
 
 log = logging.getLogger("assay.bus")
 
@@ -111,5 +116,27 @@ async def publish_through_outages(
                 e,
                 delay,
             )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
+T = TypeVar("T")
+
+
+async def again_through_outages(action: Callable[[], Awaitable[T]], what: str) -> T:
+    """`action()`, and while the server restarts or elects a leader (an outage, by the
+    error's class or its cause's) `action()` again, for up to `OUTAGE_RETRY_S`: what a
+    service does once at start (a durable consumer created or bound) must not end the
+    service because a node was lost that moment; its connection waits out the same."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + OUTAGE_RETRY_S
+    delay = 0.5
+    while True:
+        try:
+            return await action()
+        except (TimeoutError, BusError, NatsError) as e:
+            if not _is_outage(e) or loop.time() + delay > deadline:
+                raise
+            log.warning("%s failed (%s: %s); again in %.1fs", what, type(e).__name__, e, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
