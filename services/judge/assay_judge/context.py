@@ -7,7 +7,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypedDict
 
-from assay.bus import Bus, Delivery, read_campaign
+from assay.bus import Bus, Delivery, publish_through_outages, read_campaign
 from assay.store import BlobStore
 from assay_schemas import (
     ArtifactsSealed,
@@ -211,8 +211,9 @@ class SealedRunJudge:
         await self.bus.start()
 
     async def announce(self, spec: JudgeSpec, campaign_id: str) -> None:
-        """Publish the judge's JudgeRegistered for one campaign (or `JURY_TOKEN`)."""
-        await self.bus.publish(registration(spec, campaign_id, self.bus.producer))
+        """Publish the judge's JudgeRegistered for one campaign (or `JURY_TOKEN`): again
+        while the server restarts or elects a leader, so a judge started then waits it out."""
+        await publish_through_outages(self.bus, registration(spec, campaign_id, self.bus.producer))
 
     async def give_up(self, sealed: ArtifactsSealed, error: Exception) -> None:
         """Record `error` as the infrastructure failure of each sample still owed."""
