@@ -274,10 +274,13 @@ def test_judge_requests_cannot_tell_controls_from_agents_runs(finished: Finished
     assert "?" not in shapes, "every judge request is about a sealed run"
     for model in ("scripted-judge-planted", "scripted-judge-balanced"):
         control, agent = shapes["control"][model], shapes["agent"][model]
-        # Same request keys and tools, same case sections; and every turn shape a control's
-        # judging takes, some agent's judging takes too.
-        assert {s[1:] for s in control} == {s[1:] for s in agent}
-        assert {s[0] for s in control} <= {s[0] for s in agent}
+        # Same request keys and tools, whatever the work. The case's sections and the turns
+        # follow the work (its files, whether any): compared for the same work by
+        # test_a_control_and_an_agents_run_with_the_same_work_reach_the_judge_alike. Here
+        # each control chose its plan by its look-alike's kinds of work, and three tasks
+        # need not hold an agent's run of every kind a control drew, nor a control of
+        # every kind an agent did.
+        assert {s[1] for s in control} == {s[1] for s in agent}
 
 
 def test_each_control_chose_a_plan_of_its_task_sealed_in_its_first_step(finished: Finished) -> None:
