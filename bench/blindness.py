@@ -93,6 +93,10 @@ def bundled_campaign(tmp: Path, update: Mapping[str, Any] | None = None) -> Camp
     campaign.update(update or {})
     controls = dict(campaign.get("controls") or {})
     controls["references"] = str(ROOT / "examples" / "references")
+    # Measured as real campaigns run: each control chooses its plan by its look-alike's
+    # kinds of work (the demo file turns that off to keep its report fixed).
+    if "like_agents" not in dict((update or {}).get("controls") or {}):
+        controls["like_agents"] = True
     campaign["controls"] = controls
     path = tmp / "campaign.yaml"
     path.write_text(yaml.safe_dump(campaign))

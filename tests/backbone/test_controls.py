@@ -576,11 +576,12 @@ def test_controls_repeated_over_epochs_are_warned_of_where_agents_are_sampled_mo
     whole log): said before the campaign runs, where its agents are real models."""
     bundled = load_campaign(ROOT / "examples" / "campaign.yaml")
     assert bundled.controls is not None and campaign_warnings(bundled) == []
-    real = bundled.model_copy(update={"scripted": False})
+    # As a real campaign runs them: controls choosing by their look-alikes' kinds of work
+    # (the demo file turns that off, to keep its report fixed).
+    choosing = bundled.controls.model_copy(update={"like_agents": True})
+    real = bundled.model_copy(update={"scripted": False, "controls": choosing})
     assert campaign_warnings(real) == []  # one epoch: nothing repeats
-    repeated = real.model_copy(
-        update={"controls": bundled.controls.model_copy(update={"epochs": 3})}
-    )
+    repeated = real.model_copy(update={"controls": choosing.model_copy(update={"epochs": 3})})
     (warning,) = campaign_warnings(repeated)
     assert "controls.epochs is 3" in warning and "set it to 1" in warning
     assert campaign_warnings(repeated.model_copy(update={"scripted": True})) == []
