@@ -98,7 +98,12 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Finished]:
     tmp = tmp_path_factory.mktemp("controls")
     campaign = yaml.safe_load((ROOT / "examples" / "campaign.yaml").read_text())
     campaign["campaign_id"] = "controls"
-    campaign["controls"] = {"references": str(ROOT / "examples" / "references")}
+    # Declared variants: the figures below are checked against planted verdicts per run,
+    # and a control choosing its plan (blindness bench) would make them vary run to run.
+    campaign["controls"] = {
+        "references": str(ROOT / "examples" / "references"),
+        "like_agents": False,
+    }
     campaign["judges"] = [j for j in campaign["judges"] if j["judge_id"] == "judge-balanced"] + [
         {"judge_id": "judge-planted", "provider": "openai", "model": "scripted-judge-planted"}
     ]
@@ -274,19 +279,17 @@ def test_judge_requests_cannot_tell_controls_from_agents_runs(finished: Finished
     assert "?" not in shapes, "every judge request is about a sealed run"
     for model in ("scripted-judge-planted", "scripted-judge-balanced"):
         control, agent = shapes["control"][model], shapes["agent"][model]
-        # Same request keys and tools, whatever the work. The case's sections and the turns
-        # follow the work (its files, whether any): compared for the same work by
-        # test_a_control_and_an_agents_run_with_the_same_work_reach_the_judge_alike. Here
-        # each control chose its plan by its look-alike's kinds of work, and three tasks
-        # need not hold an agent's run of every kind a control drew, nor a control of
-        # every kind an agent did.
-        assert {s[1] for s in control} == {s[1] for s in agent}
+        # Same request keys and tools, same case sections; and every turn shape a control's
+        # judging takes, some agent's judging takes too.
+        assert {s[1:] for s in control} == {s[1:] for s in agent}
+        assert {s[0] for s in control} <= {s[0] for s in agent}
 
 
-def test_each_control_chose_a_plan_of_its_task_sealed_in_its_first_step(finished: Finished) -> None:
-    """Issue #47: every control chose at its first step which of its task's plans it plays
-    (its look-alike's kinds of work), the choice sealed into that step, as every agent's
-    run's first step seals none; the report labels each control by the plan it chose."""
+def test_each_control_seals_the_plan_it_plays_in_its_first_step(finished: Finished) -> None:
+    """Issue #47: every control's first step seals the plan it plays (here its declared
+    one: this campaign does not choose), as every agent's run's first step seals none; the
+    fold labels each control by that plan (choosing: tests/runner/test_control_choice.py,
+    tests/bench/test_blindness.py)."""
     state = finished.state
     plans = {(c.task_id, c.plan_sha256): c for c in state.controls.values()}
     controls = {c.run_id for c in state.controls.values()}
@@ -301,7 +304,3 @@ def test_each_control_chose_a_plan_of_its_task_sealed_in_its_first_step(finished
     by_run = dict(zip(labels["run_id"], labels["variant"], strict=True))
     for c in state.controls.values():
         assert by_run[c.run_id] == plans[(c.task_id, state.runs[c.run_id].control_plan)].kind
-    moved = [
-        c for c in state.controls.values() if state.runs[c.run_id].control_plan != c.plan_sha256
-    ]
-    assert moved, "fifteen controls that all kept their declared plans chose nothing"
