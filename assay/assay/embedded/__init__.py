@@ -1,19 +1,7 @@
 """The embedded stack: a local nats-server with JetStream, a local blob store."""
 
-from ._nats import (
-    NatsServer,
-    PortInUse,
-    find_free_port,
-    find_free_ports,
-    go_procs,
-    nats_server_binary,
-)
+# `_nats` lists its public names once, in its own ``__all__``.
+from . import _nats
+from ._nats import *  # noqa: F403
 
-__all__ = [
-    "NatsServer",
-    "PortInUse",
-    "find_free_port",
-    "find_free_ports",
-    "go_procs",
-    "nats_server_binary",
-]
+__all__ = _nats.__all__
