@@ -6,7 +6,7 @@ import asyncio
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from opentelemetry import trace
@@ -87,6 +87,7 @@ class AgentRun:
     sealed_choice: str | None = None
     """What the run's first step carries sealed: the plan a control plays, or none (see
     `AgentStepLogged.sealed_choice`)."""
+    _began: datetime | None = field(default=None, init=False)
 
     def _params(self) -> GenerationParams:
         request = self.request
@@ -111,7 +112,8 @@ class AgentRun:
         # before any tool runs, and so before the next step is published.
         logging: asyncio.Task[None] | None = None
         spend = Spend.of(steps)
-        limits, since = self.request.limits, self.ready.occurred_at
+        limits, since = self.request.limits, began(self.ready, steps)
+        self._began = since
         try:
             while stop is None and (stop := limit_reached(limits, spend, since)) is None:
                 step, answer = await self._step(len(steps), messages, logging)
@@ -198,7 +200,14 @@ class AgentRun:
         self, stop: StopReason, final: str, steps: Sequence[AgentStepLogged]
     ) -> AgentFinished:
         return await publish_finished(
-            self.bus, self.store, self.request, self.ready, stop, final, steps
+            self.bus,
+            self.store,
+            self.request,
+            self.ready,
+            stop,
+            final,
+            steps,
+            began_at=self._began or began(self.ready, steps),
         )
 
 
@@ -250,9 +259,12 @@ async def publish_finished(
     final: str,
     steps: Sequence[AgentStepLogged],
     output_sha256: str | None = None,
+    *,
+    began_at: datetime,
 ) -> AgentFinished:
-    """Publish the run's AgentFinished, totals summed over its steps; a final message over
-    FINAL_MESSAGE_INLINE_CHARS is inlined as its start and stored whole as a blob."""
+    """Publish the run's AgentFinished, totals summed over its steps, its duration since
+    `began_at` (see `began`); a final message over FINAL_MESSAGE_INLINE_CHARS is inlined
+    as its start and stored whole as a blob."""
     blob = await _store_answer(store, final) if len(final) > FINAL_MESSAGE_INLINE_CHARS else None
     finished = AgentFinished(
         event_id=AgentFinished.id_for(request.run_id),
@@ -264,7 +276,7 @@ async def publish_finished(
         steps=len(steps),
         usage=sum((s.usage for s in steps), Usage()),
         cost_usd=sum(s.cost_usd for s in steps),
-        duration_s=(datetime.now(UTC) - _began(ready, steps)).total_seconds(),
+        duration_s=(datetime.now(UTC) - began_at).total_seconds(),
         output_sha256=output_sha256,
         producer=bus.producer,
     )
@@ -272,14 +284,16 @@ async def publish_finished(
     return finished
 
 
-def _began(ready: SandboxReady, steps: Sequence[AgentStepLogged]) -> datetime:
+def began(ready: SandboxReady, steps: Sequence[AgentStepLogged]) -> datetime:
     """When the run's work began: its first model call (its first step's time less its
-    latency), not its sandbox's readiness. The wait between the two is the runner's
-    queue, which follows the run's place among the campaign's requests and the machine's
-    load, not the agent: counted in, it weighed on the agent's latency in the report and
-    told a control's run apart by where it was queued (issue #47)."""
+    latency), or now for a run with no step yet; never its sandbox's readiness. The wait
+    between the two is the runner's queue (sandboxes are made ahead of their drive),
+    which follows the run's place among the campaign's requests and the machine's load,
+    not the agent: counted in, it spent a queued run's wall clock before its first step,
+    weighed on the agent's latency in the report, and told a control's run apart by
+    where it was queued (issue #47)."""
     if not steps:
-        return ready.occurred_at
+        return datetime.now(UTC)
     first = steps[0].occurred_at - timedelta(milliseconds=steps[0].latency_ms)
     return max(ready.occurred_at, first)
 

@@ -93,12 +93,15 @@ class ProgramRun:
             raise _restarted(f"delivery {attempt}, {len(steps)} model calls logged")
         if (await self.sandbox.exec(["test", "-e", PROMPT_FILE], timeout_s=30)).exit_code == 0:
             raise _restarted("its prompt file is there")
+        # The wall clock runs from here, not from the sandbox's readiness: the wait between
+        # the two is the runner's queue, not the program's time (see `agent.began`).
+        began_at = datetime.now(UTC)
         gateway = Gateway(
             agent=self.request.agent,
             limits=self.request.limits,
             prices=self.prices,
             store=self.store,
-            started_at=self.ready.occurred_at,
+            started_at=began_at,
             log_step=self._log_step,
         )
         try:
@@ -108,7 +111,7 @@ class ProgramRun:
                 f"model gateway: {e}", infrastructure=True, output_sha256=None
             ) from e
         try:
-            outcome = await self._execute()
+            outcome = await self._execute(began_at)
         finally:
             await gateway.close()
         stdout, stderr = unb64(outcome.stdout_b64), unb64(outcome.stderr_b64)
@@ -138,11 +141,12 @@ class ProgramRun:
                 final,
                 gateway.steps,
                 blob.sha256,
+                began_at=began_at,
             )
         except AnswerNotStored as e:
             raise ProgramFailed(str(e), infrastructure=True, output_sha256=blob.sha256) from e
 
-    async def _execute(self) -> ExecOutcome:
+    async def _execute(self, began_at: datetime) -> ExecOutcome:
         """The prompt file, then the program with the task's environment."""
         prompt = self.request.task.prompt.encode()
         script = f"mkdir -p {Path(PROMPT_FILE).parent} && cat > {PROMPT_FILE}"
@@ -161,10 +165,7 @@ class ProgramRun:
             "ASSAY_ANSWER_FILE": self.program.answer_file or "",
             "ASSAY_AGENT_DIR": BUNDLE_MOUNT if self.program.bundle_sha256 else "",
         }
-        left = (
-            self.request.limits.wall_clock_s
-            - (datetime.now(UTC) - self.ready.occurred_at).total_seconds()
-        )
+        left = self.request.limits.wall_clock_s - (datetime.now(UTC) - began_at).total_seconds()
         return await self.sandbox.exec(
             list(self.program.command), timeout_s=max(left, 1.0), env=env, cwd="/workspace"
         )
