@@ -58,6 +58,7 @@ def build(
         backends=backends if backends is not None else make_backends(settings),
         instance=instance,
         max_live=own.sandbox_max_live,
+        max_warm=own.sandbox_warm,
         drive_lease_s=own.sandbox_drive_lease_s,
         seal_watch=SealWatch(bus, instance, path=settings.instance_state / "seal-watch.json"),
     )

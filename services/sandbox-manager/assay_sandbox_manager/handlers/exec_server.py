@@ -83,6 +83,7 @@ class ExecServer(Sandboxes):
         refused = self._fence(sid, command.drive_id)
         if refused is not None:
             return refused
+        await self._driven(sid)
         async with self._command(sid):
             answer = await self._run(sid, command)
         if sid in self._ended:  # stopped by its run's end: no step can log its output
@@ -115,6 +116,7 @@ class ExecServer(Sandboxes):
             )
         self._drives[sid] = drive_id
         self._busy(sid)
+        await self._driven(sid)
         if holder not in (None, drive_id) and sid in self._running:
             await self._blocking(self.backends[self._owned[sid]].stop_commands, sid)
             async with self._quiet:

@@ -42,19 +42,31 @@ class Reaper(Sealing):
     async def end_overdue(self) -> list[str]:
         """End every run holding a sandbox here past its wall-clock limit plus the grace
         with no end logged (its runner gone for good, or stuck): RunFailed, after which
-        its end seals and destroys the sandbox as any run's. The run ids ended."""
+        its end seals and destroys the sandbox as any run's. The run ids ended.
+
+        A run's clock starts when a drive first claims its sandbox: one made ahead waits
+        its turn in the warm pool, and that wait is the queue's, not the run's. While no
+        drive has claimed it, it is overdue only once no drive has been seen here for as
+        long (the runners are gone, not busy with the runs ahead of it)."""
         now = datetime.now(UTC)
         ended = []
         for run_id, (request, ready) in list(self._live.items()):
             allowed = request.limits.wall_clock_s + self.overdue_grace_s
-            held = (now - ready.occurred_at).total_seconds()
+            began = self._drive_began.get(ready.sandbox_id)
+            since = began or max(ready.occurred_at, self._drive_seen or ready.occurred_at)
+            held = (now - since).total_seconds()
             if held < allowed:
                 continue
             history = RunHistory.fold(await self.bus.run_events(ready.campaign_id, run_id))
             if history.ended is not None:
                 continue  # its end is on its way to the seal
+            what = (
+                f"held its sandbox {held:.0f} s,"
+                if began is not None
+                else f"waited {held:.0f} s for a runner (none seen here meanwhile),"
+            )
             error = RunOverdue(
-                f"run {run_id} held its sandbox {held:.0f} s, past its wall-clock limit "
+                f"run {run_id} {what} past its wall-clock limit "
                 f"({request.limits.wall_clock_s:g} s) and {self.overdue_grace_s:g} s more, "
                 "with no end logged"
             )

@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
 
@@ -37,6 +38,16 @@ class Sandboxes:
     max_live: int = 4096
     """Most sandboxes held at once (`sandbox_max_live`): a request past it waits, its
     message kept in progress, until one is destroyed."""
+    max_warm: int = 64
+    """Most sandboxes held made ahead of their run's drive (`sandbox_warm`): a request
+    past it waits, its message kept in progress, until a drive claims one."""
+    _warm: set[str] = field(default_factory=set)
+    """Run ids whose sandbox is being made or is ready, and no drive has claimed yet (a
+    sandbox's id is its run's)."""
+    _drive_began: dict[str, datetime] = field(default_factory=dict)
+    """sandbox id -> when a drive first claimed it or ran a command in it (this process)."""
+    _drive_seen: datetime | None = None
+    """When a drive last claimed or commanded any sandbox here: a runner is around."""
     _opening: set[str] = field(default_factory=set)
     _closing: set[str] = field(default_factory=set)
     """Run ids whose sandbox is being made, and sandboxes being destroyed: they count
@@ -97,15 +108,21 @@ class Sandboxes:
 
     @contextlib.asynccontextmanager
     async def _slot(self, run_id: str) -> AsyncIterator[None]:
-        """Room for one more sandbox under `max_live`, held while it is being opened (then
-        it counts as owned until `_destroy`)."""
+        """Room for one more sandbox under `max_live` and `max_warm`, held while it is
+        being opened (then it counts as owned until `_destroy`, and as warm until a drive
+        claims it)."""
         async with self._room:
-            await self._room.wait_for(lambda: self._held() < self.max_live)
+            await self._room.wait_for(
+                lambda: self._held() < self.max_live and len(self._warm) < self.max_warm
+            )
             self._opening.add(run_id)
+            self._warm.add(run_id)
         try:
             yield
         finally:
             self._opening.discard(run_id)
+            if run_id not in self._owned:  # not opened after all: nothing waits in it
+                self._warm.discard(run_id)
             await self._released()
 
     def _held(self) -> int:
@@ -115,6 +132,16 @@ class Sandboxes:
     async def _released(self) -> None:
         async with self._room:
             self._room.notify_all()
+
+    async def _driven(self, sandbox_id: str) -> None:
+        """A drive claimed the sandbox or ran a command in it: it leaves the warm pool,
+        and its run's time in this sandbox begins (the reaper's clock)."""
+        now = datetime.now(UTC)
+        self._drive_seen = now
+        self._drive_began.setdefault(sandbox_id, now)
+        if sandbox_id in self._warm:
+            self._warm.discard(sandbox_id)
+            await self._released()
 
     @contextlib.asynccontextmanager
     async def _command(self, sandbox_id: str) -> AsyncIterator[None]:
@@ -173,6 +200,8 @@ class Sandboxes:
                     continue
         finally:
             self._closing.discard(sandbox_id)
+            self._warm.discard(sandbox_id)
+            self._drive_began.pop(sandbox_id, None)
             await self._released()
         self.destroyed.add(sandbox_id)
         self._ended.discard(sandbox_id)
