@@ -57,6 +57,7 @@ __all__ = [
     "Observed",
     "Pace",
     "Profile",
+    "RequestSize",
     "Turn",
     "Work",
     "attachments",
@@ -96,6 +97,35 @@ def request_chars(messages: Sequence[Message], tools: Sequence[ToolDefinition]) 
     return sum(len(m.model_dump_json()) for m in messages) + sum(
         len(t.model_dump_json()) for t in tools
     )
+
+
+@dataclass
+class RequestSize:
+    """`request_chars` of one run's conversation as it grows: each message measured once,
+    not every earlier one again at every turn (quadratic in a run's length, and on the
+    step's critical path). The same figure; measured over again whenever the messages are
+    not the ones measured plus new ones at the end."""
+
+    _count: int = 0
+    _chars: int = 0
+    _ends: tuple[Message, Message] | None = None
+    _tools: Sequence[ToolDefinition] | None = None
+    _tool_chars: int = 0
+
+    def of(self, messages: Sequence[Message], tools: Sequence[ToolDefinition]) -> int:
+        """`request_chars(messages, tools)`."""
+        n, ends = self._count, self._ends
+        if n > len(messages) or (
+            ends is not None and (messages[0] is not ends[0] or messages[n - 1] is not ends[1])
+        ):
+            n, self._chars = 0, 0
+        self._chars += sum(len(m.model_dump_json()) for m in messages[n:])
+        self._count = len(messages)
+        self._ends = (messages[0], messages[-1]) if messages else None
+        if tools is not self._tools:
+            self._tools = tools
+            self._tool_chars = sum(len(t.model_dump_json()) for t in tools)
+        return self._chars + self._tool_chars
 
 
 def written_chars(completion: Completion) -> int:
@@ -375,6 +405,7 @@ class Observed(ProviderWrapper):
     campaign_id: str
     agent_id: str
     run_id: str
+    _sizes: RequestSize = field(default_factory=RequestSize, init=False)
 
     async def complete(
         self,
@@ -393,7 +424,7 @@ class Observed(ProviderWrapper):
             said=bool((completion.text or "").strip()),
             first_tool=calls[0].name if calls else None,
             calls=len(calls),
-            input_chars=request_chars(messages, tools),
+            input_chars=self._sizes.of(messages, tools),
             input_tokens=completion.usage.input_tokens,
             output_chars=written_chars(completion),
             output_tokens=completion.usage.output_tokens,

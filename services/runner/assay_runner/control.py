@@ -52,10 +52,10 @@ from .book import (
     AgentBook,
     Pace,
     Profile,
+    RequestSize,
     Work,
     attachments,
     fresh_id,
-    request_chars,
     seeded,
     tokens,
 )
@@ -193,6 +193,7 @@ class ControlProvider:
     _attached: list[str] | None = field(default=None, init=False)
     """The files attached to the run's task, read once from its first message."""
     _pace: Pace = field(default_factory=lambda: Pace(), init=False)
+    _sizes: RequestSize = field(default_factory=RequestSize, init=False)
     _planned: list[_Act] | None = field(default=None, init=False)
     """The plan's calls, built once (a file's chunks are encoded once, not every turn)."""
     house_style: str | None = None
@@ -367,7 +368,7 @@ class ControlProvider:
         (where it made no call of about that size, as its kind's runs did; else four
         characters a token, as the scripted model server estimates them): a model that
         never wrote a long file says nothing of its count for one."""
-        asked = request_chars(messages, tools)
+        asked = self._sizes.of(messages, tools)
         known = [p for p in (self._rates, self._habits) if p is not None]
         return Usage(
             input_tokens=tokens(
