@@ -20,6 +20,7 @@ import os
 import tempfile
 import time
 from collections import defaultdict
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -159,10 +160,14 @@ async def _submit_and_wait(
 class _Stack:
     """nats-server + sandbox-manager + runner in this process, on a private state dir."""
 
-    def __init__(self, base: Path, server: NatsServer, concurrency: int) -> None:
+    def __init__(
+        self, base: Path, server: NatsServer, concurrency: int, *, max_live: int | None = None
+    ) -> None:
         self.settings = Settings(
             nats_url=server.url, home=base, state_dir=base / "state", instance="bench"
         )
+        if max_live is not None:
+            self.settings = self.settings.model_copy(update={"sandbox_max_live": max_live})
         self.store = LocalBlobStore(base / "blobs")
         self.concurrency = concurrency
         self.execs: dict[str, list[float]] = defaultdict(list)
@@ -298,6 +303,40 @@ def _split(events: list[Event], stack: _Stack) -> _StepSplit:
     return split
 
 
+def _run_gaps(events: list[Event]) -> list[float]:
+    """Milliseconds from each run's AgentFinished to the next run's first model call, at
+    concurrency 1: a run's fixed work between two runs' steps (its seal, teardown, the next
+    sandbox, the next run's history read and claim), as far as it stays on the path."""
+    ends = sorted(e.occurred_at for e in events if isinstance(e, AgentFinished))
+    starts = sorted(
+        e.occurred_at - timedelta(milliseconds=e.latency_ms)
+        for e in events
+        if isinstance(e, AgentStepLogged) and e.step == 0
+    )
+    return [
+        (nxt - end).total_seconds() * 1000
+        for end in ends
+        if (nxt := next((s for s in starts if s > end), None)) is not None
+    ]
+
+
+async def _no_pool_gaps(base: Path, tool_steps: int, command: str, runs: int) -> list[float]:
+    """The run gaps with every sandbox made on demand: `sandbox_max_live` 1, so the next
+    run's sandbox is made only once the last one is sealed and destroyed (no warm pool)."""
+    home = base / "nopool"
+    home.mkdir()
+    home.chmod(0o711)  # sandbox uids must traverse to their workspace mounts
+    with (
+        ScriptedModelServer({MODEL: _script(tool_steps, command)}) as scripted,
+        NatsServer(base / "nats-nopool") as server,
+    ):
+        async with _Stack(home, server, concurrency=1, max_live=1) as stack:
+            agent = AgentSpec(agent_id="steps", model=MODEL, base_url=scripted.openai_base_url)
+            await _run_campaign(stack, "warm", agent, 2, tool_steps + 2, 120, prefix="w")
+            events = await _run_campaign(stack, "gaps", agent, runs, tool_steps + 2, 180)
+    return _run_gaps(events)
+
+
 async def _run_campaign(
     stack: _Stack,
     campaign_id: str,
@@ -323,6 +362,8 @@ async def _overhead(base: Path, runs: int, tool_steps: int, command: str) -> lis
             await _run_campaign(stack, "warm", agent, 2, tool_steps + 2, 120, prefix="w")
             events = await _run_campaign(stack, "steps", agent, runs, tool_steps + 2, 180)
             model_base, exec_base = await _baselines(stack, scripted.openai_base_url, command, 30)
+    no_pool = await _no_pool_gaps(base, tool_steps, command, runs)
+    gaps = _run_gaps(events)
     s = _split(events, stack)
     floor = percentile(model_base, 50) + percentile(exec_base, 50)
     n = len(s.interval)
@@ -349,6 +390,11 @@ async def _overhead(base: Path, runs: int, tool_steps: int, command: str) -> lis
         _ms("orchestration overhead per step p50", s.overhead, target="< 10 ms"),
         _ms("orchestration overhead per step p95", s.overhead, 95),
         _ms("  of which outside the tool call (event build, unhidden publish) p50", s.runner_only),
+        _ms(
+            f"run gap p50 (a run's end to the next one's first model call, {len(gaps)} gaps)",
+            gaps,
+            baseline=(percentile(no_pool, 50), "each sandbox made on demand (max_live 1)"),
+        ),
     ]
 
 
