@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.stats import beta, norm  # type: ignore[import-untyped]
 
 from ._bootstrap import B8, F64, Estimate, Interval
 
@@ -45,6 +44,10 @@ class Bounds(NamedTuple):
 
 
 def _z(confidence: float) -> float:
+    # scipy.stats is imported where it is used: importing it costs most of a second, which
+    # every `assay` command (most never compute an interval) paid before its first word.
+    from scipy.stats import norm  # type: ignore[import-untyped]
+
     return float(norm.ppf(0.5 + confidence / 2.0))
 
 
@@ -66,6 +69,8 @@ def wilson(k: F64 | float, n: F64 | float, confidence: float) -> Bounds:
 
 def clopper_pearson(k: F64 | float, n: F64 | float, confidence: float) -> Bounds:
     """Clopper–Pearson's exact interval (beta quantiles); NaN where n = 0."""
+    from scipy.stats import beta  # see _z
+
     kk, nn = _arrays(k, n)
     a = (1.0 - confidence) / 2.0
     with np.errstate(invalid="ignore", divide="ignore"):

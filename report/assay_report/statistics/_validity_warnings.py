@@ -10,7 +10,6 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import chi2_contingency, fisher_exact  # type: ignore[import-untyped]
 
 from ._results import StatisticsWarning
 from ._validity_rows import (
@@ -99,6 +98,9 @@ def _controls(rows: Sequence[ControlRate]) -> list[StatisticsWarning]:
 
 def _heterogeneity_p(rates: Sequence[ControlRate]) -> float:
     """Fisher's exact test (two variants) or the χ² test (more) of right × variant."""
+    # Imported here: scipy.stats costs most of a second to import (see _proportions._z).
+    from scipy.stats import chi2_contingency, fisher_exact  # type: ignore[import-untyped]
+
     table = np.array([[r.n_right, r.n_runs - r.n_right] for r in rates], dtype=np.int64)
     table = table[:, table.sum(axis=0) > 0]
     if table.shape[1] < 2:
