@@ -67,14 +67,19 @@ def _waited(events: list[Event]) -> float:
     return max((began[r] - at).total_seconds() for r, at in ready.items() if r in began)
 
 
+def _three_slow_steps(scripted: ScriptedModelServer, model: str) -> None:
+    """Two commands and an answer, each model call taking `LATENCY_S`."""
+    two = [ScriptReply.call("bash", {"command": "echo step"})] * 2
+    scripted.add_script(
+        model, ScriptedSequence([*two, ScriptReply.call("submit", {"answer": "1"})])
+    )
+    scripted.set_latency(model, LATENCY_S)
+
+
 async def test_a_model_run_queued_behind_others_gets_its_whole_wall_clock(
     bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
 ) -> None:
-    three = [ScriptReply.call("bash", {"command": "echo step"})] * 2
-    scripted.add_script(
-        "q", ScriptedSequence([*three, ScriptReply.call("submit", {"answer": "1"})])
-    )
-    scripted.set_latency("q", LATENCY_S)
+    _three_slow_steps(scripted, "q")
     agent = pipeline.scripted_agent("a1", "q", scripted.openai_base_url)
     events = await _campaign(
         bus, settings, tmp_path, agent, limits=Limits(wall_clock_s=WALL_CLOCK_S, tool_timeout_s=20)
@@ -90,11 +95,7 @@ async def test_a_model_run_queued_behind_others_gets_its_whole_wall_clock(
 async def test_a_program_run_queued_behind_others_gets_its_whole_wall_clock(
     bus: Bus, settings: Settings, tmp_path: Path, scripted: ScriptedModelServer
 ) -> None:
-    three = [ScriptReply.call("bash", {"command": "echo step"})] * 2
-    scripted.add_script(
-        "p", ScriptedSequence([*three, ScriptReply.call("submit", {"answer": "1"})])
-    )
-    scripted.set_latency("p", LATENCY_S)
+    _three_slow_steps(scripted, "p")
     program = ProgramSpec(
         command=["python3", "-c", AGENT], answer_file="answer.txt", env={"TINY_AGENT_TURNS": "5"}
     )
