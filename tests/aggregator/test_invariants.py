@@ -75,6 +75,23 @@ def test_a_run_with_no_end_is_stuck_past_its_wall_clock_and_in_flight_before() -
     assert breaches == []
 
 
+def test_a_run_queued_while_its_campaign_moves_is_not_stuck() -> None:
+    """At a low concurrency a run waits its turn behind its campaign's other runs for
+    longer than its wall clock: not stuck while the campaign moves; stuck once it stops."""
+    events = _events()
+    run = _run_of(events)
+    last = max(e.occurred_at for e in events)
+    request = next(e for e in events if isinstance(e, RunRequested) and e.run_id == run)
+    limit = timedelta(seconds=request.limits.wall_clock_s + 300)
+    queued = request.model_copy(update={"occurred_at": last - 3 * limit})
+    events = [queued if e is request else e for e in events if e.run_id != run or e is request]
+    _, breaches = check_log(enumerate(events, 1), now=last + limit / 2)
+    assert breaches == []
+    _, breaches = check_log(enumerate(events, 1), now=last + limit * 1.01)
+    assert [(b.kind, b.run_id) for b in breaches] == [("stuck_run", run)]
+    assert "campaign has not moved" in breaches[0].detail
+
+
 def test_an_ended_run_never_sealed_may_hold_a_live_sandbox() -> None:
     events = _events()
     run = _run_of(events)

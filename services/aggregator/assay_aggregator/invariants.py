@@ -1,8 +1,10 @@
 """The log's invariants, checkable on any log (`assay check`, the fault tests).
 
 1. **One outcome per run.** Every requested run ends once: it is judged, or failed with
-   its stage and cause, or it is still in flight within its limits (its request is at
-   most its wall clock plus a grace old); a run its stopped campaign never requested
+   its stage and cause, or it is still in flight within its limits (its campaign moved
+   less than its wall clock plus a grace ago: a run may wait its turn behind the
+   campaign's other runs for longer, at a low concurrency, and the log cannot tell a
+   queue from a stall while its campaign moves); a run its stopped campaign never requested
    ends once too, cancelled (`RunCancelled`). An end of a run that had ended is a breach
    even though the counting rule refuses it: some service tried to end the run twice (a
    cancellation of a requested run, a request of a cancelled one, count the same).
@@ -89,11 +91,18 @@ class LogCheck:
     """sequence -> an end of a run that had ended (refused)."""
     ready_at: dict[str, int] = field(default_factory=dict)
     """run id -> sequence of its (first) SandboxReady."""
+    moved: dict[str, datetime] = field(default_factory=dict)
+    """campaign id -> the latest time one of its runs' counted events happened."""
 
     def observe(self, sequence: int, event: Event) -> None:
         """Take one stored event in, once the state has folded (or refused) it."""
         rid = event.run_id
-        if not rid or isinstance(event, AgentStepLogged):
+        if not rid:
+            return
+        if self.state.seen.get(event.event_id) == sequence:
+            cid = event.campaign_id
+            self.moved[cid] = max(self.moved.get(cid, event.occurred_at), event.occurred_at)
+        if isinstance(event, AgentStepLogged):
             return
         history = self.runs.setdefault(rid, RunHistory())
         first = self.state.seen.get(event.event_id)
@@ -178,17 +187,19 @@ class LogCheck:
         if request is None:
             return []  # not requested on this log: nothing is owed on it
         limit = request.limits.wall_clock_s + grace_s
-        age = _age(now, request.occurred_at)
-        if age <= limit:
+        moved = max(request.occurred_at, self.moved.get(request.campaign_id, request.occurred_at))
+        still = _age(now, moved)
+        if still <= limit:
             return []
         where = f" in sandbox {history.sandbox.sandbox_id}" if history.sandbox else ""
         return [
             Breach(
                 "stuck_run",
                 rid,
-                f"run {rid} is {history.stage}{where} {age:.0f} s "
-                f"after its request, past its wall clock and grace ({limit:.0f} s), "
-                "with no outcome (judged, or failed with stage and cause)",
+                f"run {rid} is {history.stage}{where} {_age(now, request.occurred_at):.0f} s "
+                f"after its request, and its campaign has not moved for {still:.0f} s, past "
+                f"the run's wall clock and grace ({limit:.0f} s), with no outcome (judged, or "
+                "failed with stage and cause)",
             )
         ]
 
