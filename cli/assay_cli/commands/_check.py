@@ -22,15 +22,16 @@ def check_command(
         300.0,
         "--grace",
         min=0,
-        help="Seconds a run may stay in flight past its wall clock "
-        "(and a sealed run wait for its verdicts) before it is a breach.",
+        help="Seconds past a run's wall clock that its campaign may go without moving "
+        "while the run is in flight (and a sealed run wait for its verdicts) before it is "
+        "a breach.",
     ),
     replay: bool = typer.Option(
         True, "--replay/--no-replay", help="Also compare the live report with a fresh replay."
     ),
 ) -> None:
     """The log's invariants: every requested run ends once (judged, or failed with stage and
-    cause) or is in flight within its limits; no live sandbox without a live run; every
+    cause) or is in flight while its campaign moves; no live sandbox without a live run; every
     sealed run judged or failed by each enabled judge; the live report equals the replay.
     Exit 0: clean; 1: breaches, each named; 2: no log to read."""
     from assay_cli.check import check_stream, print_breaches
