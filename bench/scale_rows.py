@@ -72,6 +72,14 @@ def _rows(size: Size, r: _Result, before: ModelFloor, after: ModelFloor) -> list
         ),
         Row(
             g,
+            "  the log's invariants broken once the runs ended (`assay check`)"
+            + (f": {r.breaches[0][:120]}" if r.breaches else ""),
+            float(len(r.breaches)),
+            "breaches",
+            target="0",
+        ),
+        Row(
+            g,
             "  agent steps logged (tool steps + submit)",
             float(r.steps),
             "steps",

@@ -14,6 +14,7 @@ import contextlib
 import math
 import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
@@ -24,6 +25,7 @@ from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
 from assay.store import LocalBlobStore
+from assay_aggregator.invariants import check_log
 from assay_schemas import AgentSpec, parse_event_subject
 from bench.load import _Proc, _start_services, _stop, _wait_durables
 from bench.procs import Sampler, stat
@@ -95,6 +97,8 @@ class _Result(NamedTuple):
     """nats-server's Go processors (GOMAXPROCS), as it reports them."""
     first_wave_s: float = math.nan
     """When the first wave's last run was requested (its task admitted), after submitting."""
+    breaches: tuple[str, ...] = ()
+    """The log's invariants broken once every run ended (`assay check`'s, see `_check`)."""
 
 
 async def _aggregator_seq(bus: Bus) -> tuple[int, int]:
@@ -212,6 +216,7 @@ async def _measure(
     for sub in subs:
         await sub.unsubscribe()
     nats = stat(pids.get("nats-server", 0))
+    breaches = await _check(bus)
     return _Result(
         end - t0,
         len(ends.sealed),
@@ -225,4 +230,14 @@ async def _measure(
         per_step(traffic0, traffic1, steps),
         int(varz.get("gomaxprocs", 0)),
         first_wave,
+        breaches,
     )
+
+
+async def _check(bus: Bus) -> tuple[str, ...]:
+    """`assay check`'s invariants over the whole log, read back once the runs ended: each
+    run ended once and says how, no sandbox left without a live run (verdicts still owed
+    within the grace are not yet a breach)."""
+    logged = [(e.sequence, e.event) async for e in bus.replay()]
+    _, breaches = check_log(logged, now=datetime.now(UTC))
+    return tuple(f"{b.kind} {b.run_id}: {b.detail}" for b in breaches)
