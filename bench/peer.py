@@ -59,6 +59,8 @@ class Side(NamedTuple):
     steps: int
     failed: int
     step_p50_ms: float = float("nan")
+    breaches: tuple[str, ...] = ()
+    """The log's invariants the campaign broke (Assay's side; `assay check`'s)."""
 
 
 # --- the scripted model, in a process of its own ----------------------------------------------
@@ -147,7 +149,8 @@ async def _assay(base: Path, base_url: str, runs: int, steps: int, concurrency: 
             warm = _campaign("warm", [agent], steps + 2)
             await _submit_and_wait(stack, warm, _drafts(2, "w"), 120)
             spec = _campaign(campaign, [agent], steps + 2)
-            events, wall = await _submit_and_wait(stack, spec, _drafts(runs, "t"), 900)
+            ended = await _submit_and_wait(stack, spec, _drafts(runs, "t"), 900)
+    events, wall = ended.events, ended.wall_s
     by_run: dict[str, list[float]] = defaultdict(list)
     for e in events:
         if isinstance(e, AgentStepLogged) and e.run_id is not None:
@@ -158,7 +161,7 @@ async def _assay(base: Path, base_url: str, runs: int, steps: int, concurrency: 
     finished = [e for e in events if isinstance(e, AgentFinished)]
     failed = sum(isinstance(e, RunFailed) for e in events)
     tool_steps = sum(max(0, e.steps - 1) for e in finished)  # the last step is the submit
-    return Side(wall, len(finished), tool_steps, failed, percentile(intervals, 50))
+    return Side(wall, len(finished), tool_steps, failed, percentile(intervals, 50), ended.breaches)
 
 
 def _assay_side(base_url: str, runs: int, steps: int, concurrency: int) -> Side:
@@ -242,6 +245,14 @@ def _rows(
             "runs",
             float(inspect.failed),
             "Inspect AI's",
+        ),
+        Row(
+            g,
+            "  the log's invariants broken (Assay, `assay check`)"
+            + (f": {assay.breaches[0][:120]}" if assay.breaches else ""),
+            float(len(assay.breaches)),
+            "breaches",
+            target="0",
         ),
         Row(
             g,

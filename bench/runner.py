@@ -20,7 +20,7 @@ import os
 import tempfile
 import time
 from collections import defaultdict
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -43,6 +43,7 @@ from assay.providers import (
 )
 from assay.store import LocalBlobStore
 from assay.tasks import TaskDraft
+from assay_aggregator.invariants import check_log
 from assay_runner.conversation import initial_messages
 from assay_runner.tools import TOOLS
 from assay_sandbox_manager.backends import SandboxSpec as BackendSpec
@@ -128,10 +129,11 @@ async def _until_ended(
 
 class Ended(NamedTuple):
     """A campaign run to its end: its events, and the wall from its submit to its last
-    run's end."""
+    run's end, and the log's invariants its events break (`assay check`'s)."""
 
     events: list[Event]
     wall_s: float
+    breaches: tuple[str, ...] = ()
 
 
 async def _submit_and_wait(
@@ -154,7 +156,10 @@ async def _submit_and_wait(
         raise TimeoutError(f"campaign {spec.campaign_id}: runs not all ended in {timeout}s") from e
     wall = time.perf_counter() - t0
     subject = stack.bus.subjects.event("*", spec.campaign_id, "*")
-    return Ended([e.event async for e in stack.bus.replay(subject=subject)], wall)
+    logged = [(e.sequence, e.event) async for e in stack.bus.replay(subject=subject)]
+    _, broken = check_log(logged, now=datetime.now(UTC))
+    breaches = tuple(f"{b.kind} {b.run_id}: {b.detail}" for b in broken)
+    return Ended([event for _, event in logged], wall, breaches)
 
 
 class _Stack:
