@@ -42,7 +42,7 @@ from bench.runner import (
     _Stack,
     _submit_and_wait,
 )
-from bench.table import Row, percentile, print_rows
+from bench.table import Row, breaches_row, percentile, print_rows
 
 __all__ = ["bench_peer", "peer_python", "run_inspect", "scripted_process"]
 
@@ -246,14 +246,7 @@ def _rows(
             float(inspect.failed),
             "Inspect AI's",
         ),
-        Row(
-            g,
-            "  the log's invariants broken (Assay, `assay check`)"
-            + (f": {assay.breaches[0][:120]}" if assay.breaches else ""),
-            float(len(assay.breaches)),
-            "breaches",
-            target="0",
-        ),
+        breaches_row(g, "  the log's invariants broken (Assay, `assay check`)", assay.breaches),
         Row(
             g,
             "  runs failed (Inspect AI, mock model)",

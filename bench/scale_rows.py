@@ -6,7 +6,7 @@ import os
 
 from bench.model_floor import ModelFloor
 from bench.scale_run import Size, _Result
-from bench.table import Row, percentile
+from bench.table import Row, breaches_row, percentile
 
 __all__: list[str] = []
 
@@ -70,13 +70,8 @@ def _rows(size: Size, r: _Result, before: ModelFloor, after: ModelFloor) -> list
             "runs",
             target="0",
         ),
-        Row(
-            g,
-            "  the log's invariants broken once the runs ended (`assay check`)"
-            + (f": {r.breaches[0][:120]}" if r.breaches else ""),
-            float(len(r.breaches)),
-            "breaches",
-            target="0",
+        breaches_row(
+            g, "  the log's invariants broken once the runs ended (`assay check`)", r.breaches
         ),
         Row(
             g,

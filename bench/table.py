@@ -8,7 +8,7 @@ from typing import NamedTuple
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["Row", "percentile", "print_rows"]
+__all__ = ["Row", "breaches_row", "percentile", "print_rows"]
 
 
 class Row(NamedTuple):
@@ -28,6 +28,12 @@ class Row(NamedTuple):
         if not self.baseline:
             return None
         return self.value / self.baseline
+
+
+def breaches_row(group: str, name: str, breaches: tuple[str, ...]) -> Row:
+    """`assay check`'s breaches as a row: how many, the first one named, 0 the target."""
+    first = f": {breaches[0][:120]}" if breaches else ""
+    return Row(group, name + first, float(len(breaches)), "breaches", target="0")
 
 
 def percentile(values: list[float], q: float) -> float:
