@@ -301,6 +301,11 @@ class HostDirs:
             if self.own_root:
                 unmount_root_fs(self.mount_root)
             with contextlib.suppress(OSError):
+                # A root that is a plain folder keeps its owner file: it goes with the root.
+                if not os.path.ismount(self.mount_root) and [
+                    p.name for p in self.mount_root.iterdir()
+                ] == [OWNER_FILE]:
+                    (self.mount_root / OWNER_FILE).unlink()
                 self.mount_root.rmdir()
                 # Only with the root: a live sandbox's next start binds its quota there.
                 self.view_dir.rmdir()
