@@ -6,7 +6,7 @@ import asyncio
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from opentelemetry import trace
@@ -87,7 +87,6 @@ class AgentRun:
     sealed_choice: str | None = None
     """What the run's first step carries sealed: the plan a control plays, or none (see
     `AgentStepLogged.sealed_choice`)."""
-    _began: datetime | None = field(default=None, init=False)
 
     def _params(self) -> GenerationParams:
         request = self.request
@@ -113,7 +112,6 @@ class AgentRun:
         logging: asyncio.Task[None] | None = None
         spend = Spend.of(steps)
         limits, since = self.request.limits, began(self.ready, steps)
-        self._began = since
         try:
             while stop is None and (stop := limit_reached(limits, spend, since)) is None:
                 step, answer = await self._step(len(steps), messages, logging)
@@ -130,7 +128,7 @@ class AgentRun:
                 await logging  # a failed publish fails the run, whatever else failed
         if not final and steps:
             final = steps[-1].model_output
-        return await self._finish(stop, final, steps)
+        return await self._finish(stop, final, steps, since)
 
     async def _step(
         self, index: int, messages: list[Message], previous: asyncio.Task[None] | None
@@ -197,7 +195,11 @@ class AgentRun:
         COST.add(step.cost_usd, labels)
 
     async def _finish(
-        self, stop: StopReason, final: str, steps: Sequence[AgentStepLogged]
+        self,
+        stop: StopReason,
+        final: str,
+        steps: Sequence[AgentStepLogged],
+        since: datetime,
     ) -> AgentFinished:
         return await publish_finished(
             self.bus,
@@ -207,7 +209,7 @@ class AgentRun:
             stop,
             final,
             steps,
-            began_at=self._began or began(self.ready, steps),
+            began_at=since,
         )
 
 
