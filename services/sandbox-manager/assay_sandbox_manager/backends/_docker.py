@@ -14,6 +14,7 @@ where the host has the current rootfs its copy is bound over any image's (see _r
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 from collections.abc import Mapping
 from pathlib import Path
@@ -49,13 +50,14 @@ _INTERNAL = (LABEL, ID_LABEL, STATE_LABEL)
 # PID 1 is the resident in its init mode: it reaps orphans and never forks (a shell loop
 # forking `sleep` exited when a full process cap refused its fork, and the container with
 # it). PID 1 is immune to `kill -9 -1`, which a timeout's sweep uses to kill every other
-# process in the container.
+# process in the container; a lost resident's container is restarted instead (_on_lost).
 _KEEPALIVE = [RESIDENT_BINARY, "--init"]
 _CONFLICT = 409
 """dockerd's answer to removing a container whose removal is under way."""
 _REMOVAL_WAIT_S = 30
 """How long a destroy waits for another's removal of the same container (dockerd's own
 client timeout here)."""
+log = logging.getLogger(__name__)
 
 
 def _resident_bind(sandbox_id: str, image: str) -> dict[str, dict[str, str]]:
@@ -174,16 +176,22 @@ class DockerBackend(WorkspaceFiles, ResidentExec):
         return DockerChannel(raw)
 
     def _on_lost(self, sandbox_id: str) -> None:
-        """A resident past its deadline: kill everything but PID 1, as a timeout would."""
-        self._sweep(f"assay-sbx-{sandbox_id}")
+        """A resident past its deadline: restart the container, killing every process in it.
 
-    def _sweep(self, cid: str) -> None:
-        """Kill every process but PID 1 (escapees from timeout's process group included)."""
-        # The container may already be gone; destroy cleans up then.
-        api = self.client.api
-        with contextlib.suppress(docker.errors.DockerException):
-            sweep = api.exec_create(cid, ["/bin/sh", "-c", "kill -9 -1"], user="1000:1000")
-            api.exec_start(sweep["Id"])
+        Its files stay (workspace and /tmp are the host's folders). A `docker exec` of
+        `kill -9 -1` was the way once, but an exec needs a process slot in the container: with
+        the cap full it may not start (a CI run saw the command's processes outlive the
+        sweep), and they held the cap, so no resident could start again. Killing PID 1 ends
+        its whole PID namespace without anything starting inside."""
+        cid = f"assay-sbx-{sandbox_id}"
+        try:
+            self.client.api.restart(cid, timeout=0)
+        except docker.errors.NotFound:
+            return  # gone already: nothing of it runs
+        except docker.errors.DockerException as e:
+            # Destroy removes the container whatever it runs; the next command reports
+            # the sandbox as unavailable if it does not come back.
+            log.warning("sandbox %s: restart after a lost resident failed: %s", sandbox_id, e)
 
     def destroy(self, sandbox_id: str) -> None:
         """Remove the container (killing everything in it) and the host state."""
