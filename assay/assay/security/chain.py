@@ -27,7 +27,6 @@ from .signing import (
     TrustList,
     bad_signature,
     link_digest,
-    signed_bytes,
 )
 
 __all__ = ["Link", "Message", "check_signatures", "parse_link", "verify_history"]
@@ -115,8 +114,9 @@ def verify_history(
 
 def _digest(message: Message) -> str:
     headers = message.headers
-    signed = signed_bytes(message.subject, message.data, headers.get(CHAIN, ""))
-    return link_digest(signed, headers.get(SIGNATURE, ""))
+    return link_digest(
+        message.subject, message.data, headers.get(CHAIN, ""), headers.get(SIGNATURE, "")
+    )
 
 
 def _runs(linked: list[_Linked], batch: Sequence[Message]) -> list[list[int]]:

@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -90,19 +91,26 @@ def _verify_key(public_key: str) -> nacl.signing.VerifyKey:
     return nacl.signing.VerifyKey(bytes(body[1:]))
 
 
-def signed_bytes(subject: str, data: bytes, chain: str = "") -> bytes:
-    """What a signature covers: the chain link (when there is one), the subject, the bytes."""
+def _signed_head(subject: str, chain: str) -> bytes:
     # The subject is signed too: a valid event moved onto another subject is refused. The
     # tag keeps a chained message from ever reading as an unchained one (subjects never
     # start with it).
-    head = f"assay-chain:{chain}\n{subject}\n" if chain else f"{subject}\n"
-    return head.encode() + data
+    return (f"assay-chain:{chain}\n{subject}\n" if chain else f"{subject}\n").encode()
 
 
-def link_digest(signed: bytes, signature: str) -> str:
-    """The digest the next event of a chain names as its predecessor. It covers the
-    signature too, so an event whose signature was tampered with breaks the link."""
-    h = hashlib.sha256(signed)
+def signed_bytes(subject: str, data: bytes, chain: str = "") -> bytes:
+    """What a signature covers: the chain link (when there is one), the subject, the bytes."""
+    return _signed_head(subject, chain) + data
+
+
+def link_digest(subject: str, data: bytes, chain: str, signature: str) -> str:
+    """The digest the next event of a chain names as its predecessor: of what the
+    signature covers (`signed_bytes`) and of the signature too, so an event whose signature
+    was tampered with breaks the link."""
+    # Hashed piece by piece: a replay digests every event, and joining the pieces first
+    # copied each event's bytes once more.
+    h = hashlib.sha256(_signed_head(subject, chain))
+    h.update(data)
     h.update(b"\n" + signature.encode())
     return _b64(h.digest())
 
@@ -149,10 +157,9 @@ class Signer:
         with self._chain.lock:
             chain = self._chain
             link = f"{chain.chain_id}.{chain.index}.{chain.last}"
-            signed = signed_bytes(subject, data, link)
-            signature = _b64(self.keypair.sign(signed))
+            signature = _b64(self.keypair.sign(signed_bytes(subject, data, link)))
             chain.index += 1
-            chain.last = link_digest(signed, signature)
+            chain.last = link_digest(subject, data, link, signature)
         return {
             SIGNER: self.public_key,
             SIGNATURE: signature,
@@ -180,6 +187,8 @@ class TrustList:
     """Enrollment token → statement (None when the operator did not sign it)."""
     _keys: dict[str, nacl.signing.VerifyKey] = field(default_factory=dict)
     """Public key → decoded verify key (a replay checks thousands of events per key)."""
+    _accepts: dict[Enrollment, SignatureCheck] = field(default_factory=dict)
+    """Enrolled signer → the check its accepted events carry (one per signer, not per event)."""
 
     def __post_init__(self) -> None:
         self._operator = _verify_key(self.operator_key)
@@ -228,8 +237,7 @@ class TrustList:
 
     def authorize(self, enrolled: Enrollment, event: Event) -> SignatureCheck:
         """Whether the enrolled signer of a genuine message may write this event."""
-        allowed = events_by_role().get(enrolled.role, ())
-        if event.event_type not in allowed:
+        if event.event_type not in _writable(enrolled.role):
             return SignatureCheck(
                 False, "", f"{enrolled.role}/{enrolled.name} may not write {event.event_type}"
             )
@@ -241,7 +249,7 @@ class TrustList:
             return SignatureCheck(
                 False, "", f"judge {enrolled.name} wrote a verdict as judge {_judge_of(event)}"
             )
-        human = getattr(event, "judge_kind", "machine") == "human"
+        human = vars(event).get("judge_kind", "machine") == "human"
         if human != (enrolled.role == "reviewer"):
             # A human verdict is a reference the jury is measured against: a judge's key
             # cannot pass its own output off as one, nor a reviewer's key write a juror's.
@@ -253,7 +261,15 @@ class TrustList:
             return SignatureCheck(
                 False, "", f"reviewer {enrolled.name} wrote a verdict as {_judge_of(event)}"
             )
-        return SignatureCheck(True, f"{enrolled.role}/{enrolled.name} ({enrolled.key[:12]}…)", "")
+        return self._accepted(enrolled)
+
+    def _accepted(self, enrolled: Enrollment) -> SignatureCheck:
+        try:
+            return self._accepts[enrolled]
+        except KeyError:
+            who = f"{enrolled.role}/{enrolled.name} ({enrolled.key[:12]}…)"
+            accepted = self._accepts[enrolled] = SignatureCheck(True, who, "")
+            return accepted
 
     def verify(
         self, subject: str, data: bytes, headers: Mapping[str, str], event: Event
@@ -272,11 +288,19 @@ def bad_signature(enrolled: Enrollment) -> SignatureCheck:
     return SignatureCheck(False, "", f"bad signature by {enrolled.role}/{enrolled.name}")
 
 
+@cache
+def _writable(role: str) -> frozenset[str]:
+    return frozenset(events_by_role().get(role, ()))
+
+
 def _judge_of(event: Event) -> str | None:
-    judge = getattr(event, "judge", None)
+    # The model's fields, read from its __dict__: a getattr that misses goes through
+    # pydantic's __getattr__ and an exception, paid on every event of a signed replay.
+    fields = vars(event)
+    judge = fields.get("judge")
     if judge is not None:
         return str(judge.judge_id)
-    judge_id = getattr(event, "judge_id", None)
+    judge_id = fields.get("judge_id")
     return None if judge_id is None else str(judge_id)
 
 
