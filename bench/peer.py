@@ -22,29 +22,24 @@ import json
 import logging
 import os
 import subprocess
-import sys
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
 from assay.embedded import NatsServer
 from assay_schemas import AgentFinished, AgentSpec, AgentStepLogged, RunFailed
-from assay_testing.scripted import ScriptedModelServer
+from bench.model_process import MODEL, scripted_process
 from bench.runner import (
     KEY_ENV,
-    MODEL,
     _campaign,
     _drafts,
-    _script,
     _Stack,
     _submit_and_wait,
 )
 from bench.table import Row, breaches_row, percentile, print_rows
 
-__all__ = ["bench_peer", "peer_python", "run_inspect", "scripted_process"]
+__all__ = ["bench_peer", "peer_python", "run_inspect"]
 
 ROOT = Path(__file__).resolve().parent.parent
 INSPECT_EVAL = ROOT / "scripts" / "peer" / "inspect_eval.py"
@@ -61,36 +56,6 @@ class Side(NamedTuple):
     step_p50_ms: float = float("nan")
     breaches: tuple[str, ...] = ()
     """The log's invariants the campaign broke (Assay's side; `assay check`'s)."""
-
-
-# --- the scripted model, in a process of its own ----------------------------------------------
-
-
-def _serve(steps: int, latency_s: float = 0.0) -> None:
-    """Child: serve the script until stdin closes; the first stdout line is the base URL."""
-    script = {MODEL: _script(steps, "true")}
-    with ScriptedModelServer(script, latency_s=latency_s, record=False) as server:
-        print(server.openai_base_url, flush=True)
-        sys.stdin.read()
-
-
-@contextmanager
-def scripted_process(steps: int, latency_s: float = 0.0) -> Iterator[str]:
-    """The scripted model in a process of its own, answering after latency_s; its base URL."""
-    args = [sys.executable, "-m", "bench.peer", "--serve", "--steps", str(steps)]
-    args += ["--latency", str(latency_s)]
-    child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        yield child.stdout.readline().strip()
-    finally:
-        assert child.stdin is not None
-        child.stdin.close()
-        try:
-            child.wait(30)
-        except subprocess.TimeoutExpired:  # hundreds of connections closing on a busy host
-            child.kill()
-            child.wait()
 
 
 # --- Inspect AI -----------------------------------------------------------------------------
@@ -278,18 +243,13 @@ def bench_peer(
 
 
 def main() -> None:
-    """Print the peer rows (or serve the scripted model, as the child)."""
+    """Print the peer rows."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[10, 1])
     parser.add_argument("--inspect-python", help="Inspect's venv python (default: build/find it)")
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--latency", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve:
-        _serve(args.steps, args.latency)
-        return
     logging.basicConfig(level=logging.ERROR)
     print_rows(bench_peer(args.runs, args.steps, tuple(args.concurrency), args.inspect_python))
 

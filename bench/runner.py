@@ -60,22 +60,13 @@ from assay_schemas import (
     SandboxSpec,
     Task,
 )
-from assay_testing.scripted import ScriptedModelServer, ScriptedSequence, ScriptReply
+from bench.model_process import MODEL, scripted_process
 from bench.table import Row, percentile
 from bench.timing import TimedProvider, timed_backend
 
 __all__ = ["bench_overhead", "bench_runner", "bench_throughput"]
 
 KEY_ENV = "ASSAY_BENCH_SCRIPTED_KEY"
-MODEL = "bench-steps"
-
-
-def _script(tool_steps: int, command: str) -> ScriptedSequence:
-    calls: list[ScriptReply | str] = [
-        ScriptReply.call("bash", {"command": command}) for _ in range(tool_steps)
-    ]
-    calls.append(ScriptReply.call("submit", {"answer": "done"}))
-    return ScriptedSequence(calls)
 
 
 def _provider(agent: AgentSpec, limiter: AdaptiveLimiter) -> ModelProvider:
@@ -332,11 +323,11 @@ async def _no_pool_gaps(base: Path, tool_steps: int, command: str, runs: int) ->
     home.mkdir()
     home.chmod(0o711)  # sandbox uids must traverse to their workspace mounts
     with (
-        ScriptedModelServer({MODEL: _script(tool_steps, command)}) as scripted,
+        scripted_process(tool_steps, command=command) as model_url,
         NatsServer(base / "nats-nopool") as server,
     ):
         async with _Stack(home, server, concurrency=1, max_live=1) as stack:
-            agent = AgentSpec(agent_id="steps", model=MODEL, base_url=scripted.openai_base_url)
+            agent = AgentSpec(agent_id="steps", model=MODEL, base_url=model_url)
             await _run_campaign(stack, "warm", agent, 2, tool_steps + 2, 120, prefix="w")
             events = await _run_campaign(stack, "gaps", agent, runs, tool_steps + 2, 180)
     return _run_gaps(events)
@@ -357,16 +348,17 @@ async def _run_campaign(
 
 
 async def _overhead(base: Path, runs: int, tool_steps: int, command: str) -> list[Row]:
+    # The model in a process of its own, as deployed (see bench.model_process).
     with (
-        ScriptedModelServer({MODEL: _script(tool_steps, command)}) as scripted,
+        scripted_process(tool_steps, command=command) as model_url,
         NatsServer(base / "nats") as server,
     ):
         async with _Stack(base, server, concurrency=1) as stack:
-            agent = AgentSpec(agent_id="steps", model=MODEL, base_url=scripted.openai_base_url)
+            agent = AgentSpec(agent_id="steps", model=MODEL, base_url=model_url)
             # Warm-up: imports, the SDK client, the first sandboxes (counted for nothing).
             await _run_campaign(stack, "warm", agent, 2, tool_steps + 2, 120, prefix="w")
             events = await _run_campaign(stack, "steps", agent, runs, tool_steps + 2, 180)
-            model_base, exec_base = await _baselines(stack, scripted.openai_base_url, command, 30)
+            model_base, exec_base = await _baselines(stack, model_url, command, 30)
     no_pool = await _no_pool_gaps(base, tool_steps, command, runs)
     gaps = _run_gaps(events)
     s = _split(events, stack)
@@ -426,11 +418,11 @@ def bench_overhead(runs: int = 5, tool_steps: int = 10, command: str = "true") -
 
 async def _throughput(base: Path, runs: int, tool_steps: int, concurrency: int) -> list[Row]:
     with (
-        ScriptedModelServer({MODEL: _script(tool_steps, "true")}) as scripted,
+        scripted_process(tool_steps) as model_url,
         NatsServer(base / "nats") as server,
     ):
         async with _Stack(base, server, concurrency=concurrency) as stack:
-            agent = AgentSpec(agent_id="steps", model=MODEL, base_url=scripted.openai_base_url)
+            agent = AgentSpec(agent_id="steps", model=MODEL, base_url=model_url)
             await _run_campaign(stack, "warm", agent, 2, tool_steps + 2, 120, prefix="w")
             t0 = time.perf_counter()
             events = await _run_campaign(stack, "rate", agent, runs, tool_steps + 2, 600)

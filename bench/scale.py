@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bench.model_floor import ModelFloor, model_floor
-from bench.peer import peer_python, run_inspect, scripted_process
-from bench.runner import KEY_ENV, MODEL
+from bench.model_process import MODEL, scripted_process
+from bench.peer import peer_python, run_inspect
+from bench.runner import KEY_ENV
 from bench.scale_rows import _peer_rows, _rows
 from bench.scale_run import Size, _assay, _Result
 from bench.table import Row, print_rows

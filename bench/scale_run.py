@@ -28,9 +28,10 @@ from assay.store import LocalBlobStore
 from assay_aggregator.invariants import check_log
 from assay_schemas import AgentSpec, parse_event_subject
 from bench.load import _Proc, _start_services, _stop, _wait_durables
+from bench.model_process import MODEL
 from bench.procs import Sampler, stat
 from bench.pyspy import profiled
-from bench.runner import MODEL, _campaign, _drafts
+from bench.runner import _campaign, _drafts
 from bench.traffic import flows, per_step, read_connz, read_varz
 
 __all__ = ["Size"]
