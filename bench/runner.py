@@ -1,8 +1,9 @@
 """Runner rows: orchestration overhead per agent step, and runs per minute on bubblewrap.
 
 A fresh embedded nats-server, the real sandbox-manager (bubblewrap) and the real runner
-run in this process; agents are answered at once by the scripted model server through the
-real OpenAI SDK. The model provider and the sandbox backend are wrapped to time each model
+run in this process; agents are answered at once through the real OpenAI SDK by the
+scripted model server, in a process of its own as a deployment's model is
+(`bench.model_process`). The model provider and the sandbox backend are wrapped to time each model
 call and each command the sandbox really runs, so a step's interval on the log (between
 consecutive `AgentStepLogged`) splits into model call + tool run + what the platform adds
 around them (the exec RPC over NATS, event build, bookkeeping, and whatever of the step's
