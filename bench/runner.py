@@ -65,7 +65,7 @@ from bench.model_process import MODEL, scripted_process
 from bench.table import Row, percentile
 from bench.timing import TimedProvider, timed_backend
 
-__all__ = ["bench_overhead", "bench_runner", "bench_throughput"]
+__all__ = ["bench_overhead", "bench_runner", "bench_throughput", "log_breaches"]
 
 KEY_ENV = "ASSAY_BENCH_SCRIPTED_KEY"
 
@@ -149,9 +149,14 @@ async def _submit_and_wait(
     wall = time.perf_counter() - t0
     subject = stack.bus.subjects.event("*", spec.campaign_id, "*")
     logged = [(e.sequence, e.event) async for e in stack.bus.replay(subject=subject)]
+    return Ended([event for _, event in logged], wall, log_breaches(logged))
+
+
+def log_breaches(logged: list[tuple[int, Event]]) -> tuple[str, ...]:
+    """`assay check`'s invariants over `logged` (sequence, event) as of now, each breach
+    named for the bench's row."""
     _, broken = check_log(logged, now=datetime.now(UTC))
-    breaches = tuple(f"{b.kind} {b.run_id}: {b.detail}" for b in broken)
-    return Ended([event for _, event in logged], wall, breaches)
+    return tuple(f"{b.kind} {b.run_id}: {b.detail}" for b in broken)
 
 
 class _Stack:

@@ -14,7 +14,6 @@ import contextlib
 import math
 import re
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
@@ -25,13 +24,12 @@ from assay.campaign import submit_campaign
 from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
 from assay.store import LocalBlobStore
-from assay_aggregator.invariants import check_log
 from assay_schemas import AgentSpec, parse_event_subject
 from bench.load import _Proc, _start_services, _stop, _wait_durables
 from bench.model_process import MODEL
 from bench.procs import Sampler, stat
 from bench.pyspy import profiled
-from bench.runner import _campaign, _drafts
+from bench.runner import _campaign, _drafts, log_breaches
 from bench.traffic import flows, per_step, read_connz, read_varz
 
 __all__ = ["Size"]
@@ -239,6 +237,4 @@ async def _check(bus: Bus) -> tuple[str, ...]:
     """`assay check`'s invariants over the whole log, read back once the runs ended: each
     run ended once and says how, no sandbox left without a live run (verdicts still owed
     within the grace are not yet a breach)."""
-    logged = [(e.sequence, e.event) async for e in bus.replay()]
-    _, breaches = check_log(logged, now=datetime.now(UTC))
-    return tuple(f"{b.kind} {b.run_id}: {b.detail}" for b in breaches)
+    return log_breaches([(e.sequence, e.event) async for e in bus.replay()])
