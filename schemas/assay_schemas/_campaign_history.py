@@ -116,7 +116,7 @@ class CampaignHistory(BaseModel):
         """Fold one event in (events of other campaigns are ignored when one is chosen)."""
         if self.campaign_id is not None and event.campaign_id != self.campaign_id:
             return
-        if isinstance(event, ev.AgentStepLogged):
+        if type(event) is ev.AgentStepLogged:
             # Most of any log, and moves no run: counted before the lifecycle is asked.
             self.steps += 1
             self.cost_usd += event.cost_usd

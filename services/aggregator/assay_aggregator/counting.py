@@ -28,6 +28,7 @@ records the refusal in the state, which is how every reader learns of it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from assay.security.controls import SealBroken
@@ -174,25 +175,49 @@ def refusal(state: State, sequence: int, event: Event) -> str | None:
     second = _second_end(state, sequence, event)
     if second is not None:
         return second
-    if isinstance(event, TaskSubmitted):
-        try:
-            check_task(event.task)
-        except TaskInputError as e:
-            return str(e)
-    elif isinstance(event, RunRequested):
-        cause = event.causation_id or ""
-        if cause in state.refused_submissions:
-            return f"run {event.run_id} of refused submission {cause}: counted nowhere"
-    elif isinstance(event, JudgmentRecorded):
-        return _verdict(state, sequence, event)
-    elif isinstance(event, JudgmentFailed):
-        return _sample_problem(state, event)
-    elif isinstance(event, ControlDeclared) and state.controls_key is not None:
-        try:
-            state.controls_key.open(event)
-        except SealBroken as e:
-            return f"{type(e).__name__}: {e}"
+    # By exact type, as the fold dispatches: most events (steps) have no check of their
+    # own, and a chain of isinstance checks asked five questions of each to learn that.
+    check = _CHECKS.get(type(event))
+    return None if check is None else check(state, sequence, event)
+
+
+def _invalid_task(state: State, sequence: int, event: TaskSubmitted) -> str | None:
+    try:
+        check_task(event.task)
+    except TaskInputError as e:
+        return str(e)
     return None
+
+
+def _of_refused_submission(state: State, sequence: int, event: RunRequested) -> str | None:
+    cause = event.causation_id or ""
+    if cause in state.refused_submissions:
+        return f"run {event.run_id} of refused submission {cause}: counted nowhere"
+    return None
+
+
+def _failure_sample(state: State, sequence: int, event: JudgmentFailed) -> str | None:
+    return _sample_problem(state, event)
+
+
+def _unopened_declaration(state: State, sequence: int, event: ControlDeclared) -> str | None:
+    if state.controls_key is None:
+        return None  # a reader without the key counts declarations without opening any
+    try:
+        state.controls_key.open(event)
+    except SealBroken as e:
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+_CHECKS: dict[type[Event], Callable[[State, int, Any], str | None]] = {
+    TaskSubmitted: _invalid_task,
+    RunRequested: _of_refused_submission,
+    JudgmentRecorded: _verdict,
+    JudgmentFailed: _failure_sample,
+    ControlDeclared: _unopened_declaration,
+}
+"""Each event type's own refusal check, after the checks every event of a run takes."""
 
 
 def counts(
@@ -212,7 +237,7 @@ def counts(
     else:
         found = refusal(state, sequence, event)
         if found is None:
-            if isinstance(event, TaskSubmitted):
+            if type(event) is TaskSubmitted:
                 state.refused_submissions.discard(event.event_id)
             return True
         reason = found

@@ -101,7 +101,7 @@ def apply(
     """
     if event.event_id in state.seen:
         return False
-    if isinstance(event, ArtifactsSealed) and load is not None:
+    if load is not None and type(event) is ArtifactsSealed:
         event = event.resolved(load)
     if not _advance(state, sequence, event):
         return False
