@@ -396,3 +396,57 @@ async def test_with_signatures_on_the_door_refuses_what_the_aggregator_would(
         assert why in rejected.detail, (why, rejected.detail)
     assert isinstance(by_submission[good.event_id], TaskAccepted)
     assert {e.task_id for e in log if isinstance(e, RunRequested)} == {"good"}
+
+
+async def _most_in_hand(bus: Bus, until: asyncio.Event) -> int:
+    """The most submissions the runner's task consumer held unsettled at once, sampled."""
+    from nats.js.errors import NotFoundError
+
+    most = 0
+    while not until.is_set():
+        try:
+            info = await bus.js.consumer_info(bus.stream.name, "runner-tasks")
+        except NotFoundError:  # the runner has not made its durable yet
+            await asyncio.sleep(0.001)
+            continue
+        most = max(most, info.num_ack_pending)
+    return most
+
+
+async def _admitted_at_once(bus: Bus, settings: Settings, tasks: int) -> int:
+    spec = campaign("c1", [scripted_agent("a1", "m", "http://127.0.0.1:9")], epochs=1)
+    await bus.publish(campaign_started(spec, producer=OUTSIDE))
+    for i in range(tasks):
+        await bus.publish(submission("c1", Task(task_id=f"t{i}", prompt="p")))
+    done = asyncio.Event()
+    async with services(settings, LocalBlobStore(settings.blob_dir), names=("runner",)):
+        sampling = asyncio.create_task(_most_in_hand(bus, done))
+        events = await wait_for_events(bus, answered(tasks), timeout=120)
+        done.set()
+        most = await sampling
+    assert all(isinstance(a, TaskAccepted) for a in answers(events))
+    return most
+
+
+async def test_a_runner_admits_as_many_submissions_at_once_as_it_drives_runs(
+    bus: Bus, settings: Settings
+) -> None:
+    """A runner driving 150 runs at once admits 150 submissions at once (64 at a time, a
+    500-run first wave waited eight rounds of admissions on a busy event loop): with 200
+    stored before it starts, more than 64 are in its hands at some moment, all answered."""
+    from assay_runner.handlers import ADMISSIONS_IN_FLIGHT
+
+    wide = settings.model_copy(update={"runner_concurrency": 150})
+    most = await _admitted_at_once(bus, wide, 200)
+    assert ADMISSIONS_IN_FLIGHT < most <= 150
+
+
+async def test_a_runner_driving_few_runs_still_admits_the_least_number_at_once(
+    bus: Bus, settings: Settings
+) -> None:
+    """A runner driving 8 runs admits up to `ADMISSIONS_IN_FLIGHT` (64) at once, no more."""
+    from assay_runner.handlers import ADMISSIONS_IN_FLIGHT
+
+    narrow = settings.model_copy(update={"runner_concurrency": 8})
+    most = await _admitted_at_once(bus, narrow, 100)
+    assert 8 < most <= ADMISSIONS_IN_FLIGHT

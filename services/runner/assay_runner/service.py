@@ -9,7 +9,7 @@ from assay.security.controls import controls_key
 from assay.store import BlobStore, open_store
 
 from .contract import CAMPAIGNS, CONTRACT, RUNS, STOPS, TASKS
-from .handlers import ADMISSIONS_IN_FLIGHT, ProviderFactory, RunnerService
+from .handlers import ProviderFactory, RunnerService, admissions_in_flight
 from .settings import RunnerSettings
 from .web import NetPolicy
 
@@ -30,6 +30,7 @@ def build(
 
     `web_net`: how web tools reach the network; tests pass one that reaches loopback."""
     own = RunnerSettings.of(settings)
+    drives = concurrency or own.runner_concurrency
     bus = Bus(settings, service=SERVICE)
     service = RunnerService(
         bus=bus,
@@ -39,6 +40,7 @@ def build(
         web_net=web_net or NetPolicy(trusted_hosts=frozenset(own.web_trusted_hosts)),
         controls=controls_key(settings),
         model_cache_dir=own.model_cache,
+        admissions=admissions_in_flight(drives),
     )
     subscribe(bus, CAMPAIGNS, service.on_campaign_started)
     subscribe(
@@ -46,13 +48,13 @@ def build(
         TASKS,
         service.on_task_submitted,
         on_refused=service.on_task_refused,
-        max_workers=ADMISSIONS_IN_FLIGHT,
+        max_workers=service.admissions,
     )
     subscribe(
         bus,
         RUNS,
         service.on_sandbox_ready,
-        max_workers=concurrency or own.runner_concurrency,
+        max_workers=drives,
         on_give_up=service.on_run_given_up,
     )
     subscribe(bus, STOPS, service.on_campaign_stopped)

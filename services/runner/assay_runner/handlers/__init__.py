@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .door import ADMISSIONS_IN_FLIGHT
+from .door import ADMISSIONS_IN_FLIGHT, admissions_in_flight
 from .driver import Driver, ProviderFactory, RunGivenUp
 from .waves import Waves
 
-__all__ = ["ADMISSIONS_IN_FLIGHT", "ProviderFactory", "RunGivenUp", "RunnerService"]
+__all__ = [
+    "ADMISSIONS_IN_FLIGHT",
+    "ProviderFactory",
+    "RunGivenUp",
+    "RunnerService",
+    "admissions_in_flight",
+]
 
 
 @dataclass(kw_only=True)

@@ -34,17 +34,29 @@ from ..admission import Admission, Stored, answering
 from ..scheduler import ControlsUnopened, control_agents, control_runs, interleave, plan_runs
 from .base import RunnerBase
 
-__all__ = ["ADMISSIONS_IN_FLIGHT", "REQUESTS_IN_FLIGHT", "Door"]
+__all__ = ["ADMISSIONS_IN_FLIGHT", "REQUESTS_IN_FLIGHT", "Door", "admissions_in_flight"]
 
 log = logging.getLogger("assay.runner")
 
 ADMISSIONS_IN_FLIGHT = 64
-"""Submissions one runner admits at once (and a started campaign's catch-up admits at
-once). An admission is a few round trips to the log (the campaign, the task id's earlier
-run, each run's request, the answer), mostly waiting: one at a time, a busy runner
+"""Submissions one runner admits at once, at the least (and a started campaign's catch-up
+admits at once). An admission is a few round trips to the log (the campaign, the task id's
+earlier run, each run's request, the answer), mostly waiting: one at a time, a busy runner
 admitted a 300-task campaign over 14 s, so its runs started that late; 16 at a time, a
 500-task campaign's first wave was requested 18 s after submission. Admissions of one task
-id still go one at a time (`_TaskLocks`)."""
+id still go one at a time (`_TaskLocks`). A runner that drives more runs at once admits as
+many (`admissions_in_flight`)."""
+
+
+def admissions_in_flight(concurrency: int) -> int:
+    """Submissions a runner driving `concurrency` runs at once admits at once: as many, and
+    `ADMISSIONS_IN_FLIGHT` at the least. Once its first runs are driven, every round trip
+    of an admission waits its turn on a busy event loop; at 64 at a time, a 500-run first
+    wave took eight rounds of admissions, 4-7 s on two cores, against 1.3-1.5 s with 256
+    or 512 at a time (docs/scale.md, "Admission"). An admission holds no more than a run does (its task), so the
+    memory this allows is what the concurrency allows already."""
+    return max(ADMISSIONS_IN_FLIGHT, concurrency)
+
 
 REQUESTS_IN_FLIGHT = 32
 """A task's run requests in flight at once, after its first (many epochs or agents)."""
@@ -107,6 +119,10 @@ class Door(RunnerBase):
 
     trust: TrustList | None = None
     """Whose signatures count on submissions; None: this deployment's (`trust_for`)."""
+
+    admissions: int = ADMISSIONS_IN_FLIGHT
+    """Submissions admitted at once, by the task consumer and a campaign's catch-up
+    (`admissions_in_flight`)."""
 
     _scheduling: set[str] = field(default_factory=set)
     """Run ids this process is publishing now: the campaign and the task handler may both
@@ -320,8 +336,8 @@ class Door(RunnerBase):
             if isinstance(logged.event, TaskRejected)
         }
         subject = self.bus.subjects.event("TaskSubmitted", event.campaign_id, "-")
-        # Up to ADMISSIONS_IN_FLIGHT at once, as the task consumer admits them.
-        slots = asyncio.Semaphore(ADMISSIONS_IN_FLIGHT)
+        # As many at once as the task consumer admits.
+        slots = asyncio.Semaphore(self.admissions)
         admitting: set[asyncio.Task[None]] = set()
 
         async def admit(task: TaskSubmitted, stored: Stored) -> None:
