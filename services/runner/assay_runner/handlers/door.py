@@ -53,8 +53,8 @@ def admissions_in_flight(concurrency: int) -> int:
     `ADMISSIONS_IN_FLIGHT` at the least. Once its first runs are driven, every round trip
     of an admission waits its turn on a busy event loop; at 64 at a time, a 500-run first
     wave took eight rounds of admissions, 4-7 s on two cores, against 1.3-1.5 s with 256
-    or 512 at a time (docs/scale.md, "Admission"). An admission holds no more than a run does (its task), so the
-    memory this allows is what the concurrency allows already."""
+    or 512 at a time (docs/scale.md, "Admission"). An admission holds no more than a run
+    does (its task), so the memory this allows is what the concurrency allows already."""
     return max(ADMISSIONS_IN_FLIGHT, concurrency)
 
 
