@@ -61,8 +61,11 @@ class _Provider:
         self.log, self.left = log, tool_steps
 
     async def complete(self, messages: Sequence[Any], tools: Any, params: Any) -> Completion:
-        await asyncio.sleep(0)  # the request goes out: other tasks run
-        self.log.entries.append("model")
+        # As the SDKs' HTTP client does, a task of its own writes the request; the answer
+        # comes a while later (before the 20 ms PubAck of `_Bus`).
+        asyncio.get_running_loop().call_soon(self.log.entries.append, "model request")
+        await asyncio.sleep(0.005)
+        self.log.entries.append("model answer")
         self.left -= 1
         if self.left < 0:
             call = ToolCall(id="s", name="submit", arguments='{"answer": "done"}')
@@ -109,16 +112,20 @@ async def test_each_step_is_logged_before_the_next_steps_tools_and_in_order() ->
     assert finished.steps == 3 and finished.stop_reason == "submitted"
     assert [e.step for e in bus.published if isinstance(e, AgentStepLogged)] == [0, 1, 2]
     assert bus.published[-1].event_type == "AgentFinished"
-    # The next model call starts while the step's publish is in flight; its tool waits.
+    # The next model call's request goes out first, then the step's publish, in flight
+    # while the model answers; the tool waits for the PubAck.
     assert log.entries == [
-        "model",
+        "model request",
+        "model answer",
         "tool bash",
+        "model request",
         "publish step 0",
-        "model",
+        "model answer",
         "acked step 0",
         "tool bash",
+        "model request",
         "publish step 1",
-        "model",
+        "model answer",
         "acked step 1",
         "tool submit",
         "publish step 2",

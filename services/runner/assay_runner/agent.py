@@ -177,6 +177,12 @@ class AgentRun:
 
     async def _log(self, step: AgentStepLogged) -> None:
         """Append the step to the log, then count its tokens and cost."""
+        # Made just before the next model call starts, this task first runs when that call
+        # first waits, with its request still queued in the HTTP client's own task: one
+        # turn of the loop lets the request go out before this serialises and signs. The
+        # model calls of alternate runs with and without the turn: 0.22 ms shorter with it
+        # (median of 9 campaigns, shorter in each; docs/scale.md).
+        await asyncio.sleep(0)
         # Measured here so that the run fails saying why, not as an unanswered publish
         # redelivered until it looks like a runner crash.
         data = step.model_dump_json().encode()
