@@ -367,8 +367,8 @@ async def _overhead(base: Path, runs: int, tool_steps: int, command: str) -> lis
             agent = AgentSpec(agent_id="steps", model=MODEL, base_url=model_url)
             # Warm-up: imports, the SDK client, the first sandboxes (counted for nothing).
             await _run_campaign(stack, "warm", agent, 2, tool_steps + 2, 120, prefix="w")
-            # The floor is measured on both sides of the steps: taken after them alone, a
-            # busy or quiet spell of the host on either side swung the ratio by a third.
+            # The floor is measured on both sides of the steps: taken after them alone, the
+            # host's busy or quiet spells put eight runs' ratios anywhere in 1.1-1.9x.
             model_base, exec_base = await _baselines(stack, model_url, command, 20)
             events = await _run_campaign(stack, "steps", agent, runs, tool_steps + 2, 180)
             model_after, exec_after = await _baselines(stack, model_url, command, 20)
