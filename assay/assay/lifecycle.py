@@ -1,12 +1,14 @@
-"""`Startable`: what runs in the background until stopped, usable as a context manager."""
+"""`Startable`: what runs in the background until stopped, usable as a context manager;
+`cancelled_meanwhile`: whether a task at work has been asked to stop."""
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from types import TracebackType
 from typing import Self
 
-__all__ = ["Startable"]
+__all__ = ["Startable", "cancelled_meanwhile"]
 
 
 class Startable(ABC):
@@ -30,3 +32,15 @@ class Startable(ABC):
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def cancelled_meanwhile() -> bool:
+    """Whether the running task has been asked to stop, whatever error reached it instead.
+
+    nats-py turns the cancellation of a task awaiting it into errors of its own: a request
+    whose future the closing connection cancelled raises TimeoutError, a draining
+    connection refuses a subscription. Code that retries, or records a failure, on an
+    error asks this first: else a service being stopped retries its work and gives it up
+    as failed (a judge's back-fill did, for the runs in flight at its stop)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

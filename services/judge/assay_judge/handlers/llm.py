@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.bus import Delivery
+from assay.lifecycle import cancelled_meanwhile
 from assay.providers import (
     DEFAULT_PRICES,
     DevCached,
@@ -222,8 +223,8 @@ class JudgeService(SealedRunJudge):
         try:
             await self.judge_sealed(event)
         except Exception as e:
-            if delivery.attempt < self.bus.settings.max_deliver:
-                raise  # redelivered with backoff
+            if delivery.attempt < self.bus.settings.max_deliver or cancelled_meanwhile():
+                raise  # redelivered with backoff (after a restart, when the judge stops)
             log.error("judge %s gives up on run %s: %s", self.judge_id, event.run_id, e)
             await self.give_up(event, e)
 
