@@ -87,3 +87,23 @@ def test_nothing_stays_frozen_after_and_a_frozen_heap_stays_frozen() -> None:
     unfrozen, frozen, after = json.loads(done.stdout)
     assert unfrozen == 0
     assert frozen > 1000 and after == frozen
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_a_projection_table_is_built_with_the_collector_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 10x state's tables make a million rows: built with the collector on, their
+    allocations set off full passes over the state they read (as `build_report` knew)."""
+    from assay_report import Projections, State
+
+    seen: list[bool] = []
+
+    def rows(self: Projections) -> list[tuple[object, ...]]:
+        seen.append(gc.isenabled())
+        return []
+
+    monkeypatch.setattr(Projections, "_runs_rows", rows)
+    assert Projections(State()).table("runs").height == 0
+    assert seen == [False]
+    assert gc.isenabled()
