@@ -116,7 +116,8 @@ def apply(
     history.apply(event)
     stopping.observe(state, sequence, event, history)
     state.seen[event.event_id] = sequence
-    state.last_sequence = max(state.last_sequence, sequence)
+    if sequence > state.last_sequence:
+        state.last_sequence = sequence
     state.applied += 1
     state.version += 1
     return True

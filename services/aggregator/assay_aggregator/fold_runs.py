@@ -46,8 +46,11 @@ def _run(state: State, event: Event, sequence: int) -> RunRecord:
         state.runs[rid] = run
     if event.task_id and not run.task_id:
         run.task_id = event.task_id
-    run.first_sequence = min(run.first_sequence, sequence)
-    run.last_sequence = max(run.last_sequence, sequence)
+    # Compared, not min()/max(): this runs for most events of a log.
+    if sequence < run.first_sequence:
+        run.first_sequence = sequence
+    if sequence > run.last_sequence:
+        run.last_sequence = sequence
     return run
 
 

@@ -43,8 +43,10 @@ _COMPLETING = (JudgmentRecorded, JudgmentFailed, ArtifactsSealed, RunFailed)
 
 def observe(state: State, sequence: int, event: Event, history: CampaignHistory) -> None:
     """Score the event's run if it completed now, and check the rule after a full wave."""
+    if not isinstance(event, _COMPLETING):  # most events (steps): asked first
+        return
     spec = history.campaigns.get(event.campaign_id)
-    if spec is None or spec.stopping is None or not isinstance(event, _COMPLETING):
+    if spec is None or spec.stopping is None:
         return
     record = state.stopping.setdefault(event.campaign_id, StoppingRecord(event.campaign_id))
     run = event.run_id or ""
