@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from .state import RunRecord, VerdictRecord
+from .table_schemas import frame_of_rows
 
 __all__ = ["judgments_frame"]
 
@@ -57,7 +58,7 @@ def judgments_frame(
             )
         )
     per_verdict = {k: t for k, t in schema.items() if k not in ("dimension", "score")}
-    frame = pl.DataFrame(head, schema=per_verdict, orient="row")
+    frame = frame_of_rows(head, per_verdict)
     frame = frame[np.repeat(np.arange(len(repeat), dtype=np.int64), repeat)]
     return frame.with_columns(
         pl.Series("dimension", dims, dtype=schema["dimension"]),

@@ -32,7 +32,7 @@ from .frame_cache import VERDICT_TABLES, FrameCache, dirty_runs, spliced
 from .projections_verdicts import VerdictTables, _by_sample
 from .state import RunRecord, State
 from .statistics import CountTables, Tables, make_tables
-from .table_schemas import SCHEMAS, TABLE_NAMES
+from .table_schemas import SCHEMAS, TABLE_NAMES, frame_of_rows
 
 __all__ = ["TABLE_NAMES", "Projections", "run_state"]
 
@@ -104,7 +104,7 @@ class Projections(VerdictTables):
         if frame is not None:
             return frame()
         build: Callable[[], list[tuple[Any, ...]]] = getattr(self, f"_{name}_rows")
-        return pl.DataFrame(build(), schema=SCHEMAS[name], orient="row")
+        return frame_of_rows(build(), SCHEMAS[name])
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """Every projection table, keyed by name."""

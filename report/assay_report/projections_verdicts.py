@@ -11,7 +11,7 @@ import polars as pl
 
 from .judgments_frame import judgments_frame
 from .state import State, VerdictRecord
-from .table_schemas import SCHEMAS
+from .table_schemas import SCHEMAS, frame_of_rows
 
 __all__ = ["VerdictTables"]
 
@@ -38,7 +38,7 @@ class VerdictTables:
         if name == "judgments":
             return self._judgments_frame(verdicts)
         rows: list[tuple[Any, ...]] = getattr(self, f"_{name}_rows")(verdicts)
-        return pl.DataFrame(rows, schema=SCHEMAS[name], orient="row")
+        return frame_of_rows(rows, SCHEMAS[name])
 
     def _judgments_frame(self, verdicts: list[VerdictRecord] | None = None) -> pl.DataFrame:
         return judgments_frame(

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
 
-__all__ = ["SCHEMAS", "TABLE_NAMES"]
+__all__ = ["SCHEMAS", "TABLE_NAMES", "frame_of_rows"]
+
+
+def frame_of_rows(rows: Sequence[tuple[Any, ...]], schema: Mapping[str, Any]) -> pl.DataFrame:
+    """The frame of `rows` (tuples in the schema's column order), built by columns: the
+    same frame as polars' row orientation, in about half its time (a 10x state's tables
+    hold 240k such rows besides the judgments' 370k). Values are cast as that would."""
+    columns = zip(*rows, strict=True) if rows else ([] for _ in schema)
+    return pl.DataFrame(
+        dict(zip(schema, map(list, columns), strict=True)), schema=schema, strict=False
+    )
+
 
 TABLE_NAMES = (
     "runs",

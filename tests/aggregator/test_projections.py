@@ -11,6 +11,7 @@ from assay.bus import Bus
 from assay_aggregator import apply, fold
 from assay_aggregator.rebuild import fold_stream
 from assay_report import Projections, State
+from assay_report.table_schemas import SCHEMAS, TABLE_NAMES, frame_of_rows
 from assay_schemas import RULES_JUDGE_ID, ArtifactsSealed, JudgmentRecorded, RunFailed, RunRequested
 
 from .conftest import SPEC, Published
@@ -116,3 +117,23 @@ def test_judgments_are_every_scored_verdict_by_dimension(published: Published) -
     assert (run_id, judge_id, int(sample)) not in set(
         got.select("run_id", "judge_id", "sample").rows()
     )
+
+
+async def test_tables_built_by_columns_equal_polars_rows(bus: Bus, published: Published) -> None:
+    """`frame_of_rows` is polars' row orientation by columns: the same frame, casts and
+    nulls included, for every table built from rows (and for none at all)."""
+    p = await _rebuild(bus)
+    built = 0
+    for name in TABLE_NAMES:
+        rows_of = getattr(p, f"_{name}_rows", None)
+        if rows_of is None:
+            continue
+        rows = rows_of()
+        expected = pl.DataFrame(rows, schema=SCHEMAS[name], orient="row")
+        assert frame_of_rows(rows, SCHEMAS[name]).equals(expected), name
+        assert frame_of_rows([], SCHEMAS[name]).equals(expected.clear()), name
+        built += bool(rows)
+    assert built >= 5
+    mixed = {"a": pl.Float64, "b": pl.Int64, "c": pl.String, "d": pl.Boolean}
+    rows = [(1, 2.0, "x", True), (2.5, None, None, False)]
+    assert frame_of_rows(rows, mixed).equals(pl.DataFrame(rows, schema=mixed, orient="row"))
