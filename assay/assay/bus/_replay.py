@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
+from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
@@ -105,9 +107,16 @@ async def read_raw(
     config = ConsumerConfig(
         deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(1, start)
     )
+    # Delivered through a callback into a queue of our own, taken without waiting while it
+    # holds messages: `next_msg` made a task, a timer and a uuid4 for every message, two
+    # thirds of a raw read's time. The queue is bounded: while it is full the callback
+    # waits, nats-py's own queue grows, its flow-control answer waits, and the server
+    # stops sending (memory stays bounded however slow the reader).
+    delivered: asyncio.Queue[Msg] = asyncio.Queue(maxsize=_READ_AHEAD)
     sub = await js.subscribe(
         subject,
         stream=stream,
+        cb=delivered.put,
         config=config,
         ordered_consumer=True,
         pending_msgs_limit=1_000_000,
@@ -121,13 +130,17 @@ async def read_raw(
             and (info.delivered.consumer_seq if info.delivered else 0) == 0
         ):
             return
+        wait_s = 1.0 if follow else 10.0
         while True:
-            try:
-                m = await sub.next_msg(timeout=1.0 if follow else 10.0)
-            except NatsTimeout:
-                if follow:
-                    continue
-                raise
+            if delivered.empty():
+                try:
+                    m = await asyncio.wait_for(delivered.get(), wait_s)
+                except TimeoutError:
+                    if follow:
+                        continue
+                    raise NatsTimeout from None
+            else:
+                m = delivered.get_nowait()
             meta = m.metadata
             yield RawMessage(meta.sequence.stream, m.subject, m.data, dict(m.headers or {}))
             if not follow and meta.num_pending == 0:
@@ -137,6 +150,10 @@ async def read_raw(
             await sub.unsubscribe()
         except Exception:  # the connection may already be closing
             log.debug("unsubscribe failed", exc_info=True)
+
+
+_READ_AHEAD = 4096
+"""Messages a reader holds delivered ahead of what it has taken."""
 
 
 async def decode_log(
