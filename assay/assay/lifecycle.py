@@ -1,5 +1,6 @@
 """`Startable`: what runs in the background until stopped, usable as a context manager;
-`cancelled_meanwhile`: whether a task at work has been asked to stop."""
+`cancelled_meanwhile`: whether a task at work has been asked to stop, and
+`stop_if_cancelled`: its cancellation raised in place of the error it became."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from abc import ABC, abstractmethod
 from types import TracebackType
 from typing import Self
 
-__all__ = ["Startable", "cancelled_meanwhile"]
+__all__ = ["Startable", "cancelled_meanwhile", "stop_if_cancelled"]
 
 
 class Startable(ABC):
@@ -44,3 +45,10 @@ def cancelled_meanwhile() -> bool:
     as failed (a judge's back-fill did, for the runs in flight at its stop)."""
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+def stop_if_cancelled(error: BaseException) -> None:
+    """Raise the cancellation `error` stands for, if the running task is being stopped:
+    for code that would otherwise retry the work or record it as failed."""
+    if cancelled_meanwhile():
+        raise asyncio.CancelledError from error

@@ -14,7 +14,7 @@ from nats.js.errors import NoStreamResponseError, ServiceUnavailableError
 
 from assay_schemas import BlobCorrupted, BlobNotFound, BusError, Event, StoreError, UploadRefused
 
-from ..lifecycle import cancelled_meanwhile
+from ..lifecycle import stop_if_cancelled
 from ._records import Delivery, Published
 
 if TYPE_CHECKING:
@@ -55,7 +55,8 @@ async def through_outages(
             await handler(event, delivery)
             return
         except (BusError, NatsError, StoreError) as e:
-            _stop_if_cancelled(e)
+            # A service being stopped is no outage: waiting one out held its stop a minute.
+            stop_if_cancelled(e)
             # A missing, corrupted or refused blob is a fact about the data, not an outage.
             data = isinstance(e, BlobNotFound | BlobCorrupted | UploadRefused)
             if data or loop.time() + delay > deadline:
@@ -85,14 +86,6 @@ _OUTAGES = (
 event was refused (a refusal, a permission or a wrong-sequence answer is not one)."""
 
 
-def _stop_if_cancelled(error: Exception) -> None:
-    """Raise the cancellation a failure stands for: a service being stopped is no outage,
-    and waiting one out for a minute held its stop for as long (nats-py turns a cancelled
-    request into its TimeoutError, a closing connection into ConnectionClosedError)."""
-    if cancelled_meanwhile():
-        raise asyncio.CancelledError from error
-
-
 def _is_outage(error: Exception) -> bool:
     """Whether a failed publish met an outage, by its class or the class of its cause."""
     return isinstance(error, _OUTAGES) or isinstance(error.__cause__, _OUTAGES)
@@ -117,7 +110,8 @@ async def publish_through_outages(
         try:
             return await bus.publish(event, encoded=encoded)
         except (BusError, NatsError) as e:
-            _stop_if_cancelled(e)
+            # A service being stopped is no outage: waiting one out held its stop a minute.
+            stop_if_cancelled(e)
             if not _is_outage(e) or loop.time() + delay > deadline:
                 raise
             log.warning(
@@ -146,7 +140,8 @@ async def again_through_outages(action: Callable[[], Awaitable[T]], what: str) -
         try:
             return await action()
         except (TimeoutError, BusError, NatsError) as e:
-            _stop_if_cancelled(e)
+            # A service being stopped is no outage: waiting one out held its stop a minute.
+            stop_if_cancelled(e)
             if not _is_outage(e) or loop.time() + delay > deadline:
                 raise
             log.warning("%s failed (%s: %s); again in %.1fs", what, type(e).__name__, e, delay)

@@ -28,6 +28,10 @@ __all__ = [
 log = logging.getLogger("assay.bus.replay")
 
 
+_READ_AHEAD = 4096
+"""Messages a reader holds delivered ahead of what it has taken."""
+
+
 class RawMessage(NamedTuple):
     """A message as stored: sequence, subject, bytes, headers."""
 
@@ -150,10 +154,6 @@ async def read_raw(
             await sub.unsubscribe()
         except Exception:  # the connection may already be closing
             log.debug("unsubscribe failed", exc_info=True)
-
-
-_READ_AHEAD = 4096
-"""Messages a reader holds delivered ahead of what it has taken."""
 
 
 async def decode_log(

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 from assay.bus import Bus
-from assay.lifecycle import cancelled_meanwhile
+from assay.lifecycle import stop_if_cancelled
 from assay_schemas import (
     ArtifactsSealed,
     CampaignSpec,
@@ -151,8 +151,7 @@ async def _with_retries(
             await judge.judge_sealed(sealed)
             return
         except Exception as e:  # one run's trouble must not stop the back-fill
-            if cancelled_meanwhile():  # the judge stops: not the run's trouble
-                raise asyncio.CancelledError from e
+            stop_if_cancelled(e)  # the judge stops: not the run's trouble
             if attempt >= attempts:
                 log.error("judge %s: giving up on run %s: %s", judge.judge_id, sealed.run_id, e)
                 await judge.give_up(sealed, e)
