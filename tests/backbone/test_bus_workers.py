@@ -67,6 +67,57 @@ async def test_no_more_than_max_workers_are_handled_or_fetched_at_once(
         assert (info.num_pending, info.num_ack_pending, info.num_redelivered) == (0, 0, 0)
 
 
+async def test_deliveries_during_a_stalled_event_loop_never_pass_the_batch(
+    settings: Settings,
+) -> None:
+    """The event loop stalls (CPU work, a busy runner) past the pull's wait while messages
+    reach the log: what the consumer then holds unsettled, on the server's own count, is
+    still its two workers' worth, and each message is handled once. With nats-py's fetch,
+    which gave up on its request at its own deadline, a delivery that came late sat
+    unhandled until the ack wait brought it again, and was handled twice (here: step 1);
+    late deliveries were also handed out on top of the next fetch's batch (a CI run: a
+    runner meant to admit 64 submissions at once held all 100)."""
+    import threading
+    import time
+
+    release = asyncio.Event()
+    started: list[int] = []
+
+    async def held(event: Event, delivery: Delivery) -> None:
+        assert isinstance(event, AgentStepLogged)
+        started.append(event.step)
+        await release.wait()  # no ack races the count below
+
+    def publish_elsewhere(first: int, n: int) -> None:
+        async def publish() -> None:
+            async with Bus(settings, service="test") as other:
+                for k in range(first, first + n):
+                    await other.publish(step("r1", k))
+
+        asyncio.run(publish())
+
+    async with (
+        Bus(settings, service="test") as publisher,
+        consuming(settings, held, durable="stalled", max_workers=2) as consumer,
+    ):
+        await publisher.publish(step("r1", 0))
+        await wait_for(lambda: started == [0])
+        for round_ in range(3):
+            publishing = threading.Thread(target=publish_elsewhere, args=(1 + 4 * round_, 4))
+            publishing.start()
+            time.sleep(2.5)  # the stall: the pull's request is due, its delivery unread
+            publishing.join()
+            await asyncio.sleep(1.5)
+            info = await _info(consumer, "stalled")
+            assert info.num_ack_pending == 2, (round_, info.num_ack_pending)
+        assert len(started) == 2
+        release.set()
+        await wait_for(lambda: len(started) >= 13, timeout=30)
+        info = await _settled(consumer, "stalled")
+    assert sorted(started) == list(range(13))
+    assert (info.num_pending, info.num_ack_pending) == (0, 0)
+
+
 async def test_a_failing_handler_is_retried_and_the_consumer_goes_on(settings: Settings) -> None:
     attempts: dict[int, list[int]] = {}
 

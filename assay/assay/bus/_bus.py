@@ -146,11 +146,11 @@ class Bus(LostDeliveries, LogReads):
         for watch in self._lost.values():
             lost = self._watch_lost(watch)
             what = f"{lost.durable}: its lost deliveries' consumer"
-            await again_through_outages(partial(lost.start, self.js), what)
+            await again_through_outages(partial(lost.start, self.broker.connection), what)
         await self.broker.start()
         for pull in self._pulls:
             await again_through_outages(
-                partial(pull.start, self.js), f"{pull.durable}: its consumer"
+                partial(pull.start, self.broker.connection), f"{pull.durable}: its consumer"
             )
         for server in self._request_servers:
             await server.start(self.broker.connection)
