@@ -67,54 +67,48 @@ async def test_no_more_than_max_workers_are_handled_or_fetched_at_once(
         assert (info.num_pending, info.num_ack_pending, info.num_redelivered) == (0, 0, 0)
 
 
-async def test_deliveries_during_a_stalled_event_loop_never_pass_the_batch(
+async def test_a_slow_event_loop_never_puts_more_than_the_batch_in_hand(
     settings: Settings,
 ) -> None:
-    """The event loop stalls (CPU work, a busy runner) past the pull's wait while messages
-    reach the log: what the consumer then holds unsettled, on the server's own count, is
-    still its two workers' worth, and each message is handled once. With nats-py's fetch,
-    which gave up on its request at its own deadline, a delivery that came late sat
-    unhandled until the ack wait brought it again, and was handled twice (here: step 1);
-    late deliveries were also handed out on top of the next fetch's batch (a CI run: a
-    runner meant to admit 64 submissions at once held all 100)."""
-    import threading
+    """The event loop turns slowly (CPU work beside the consumer, a busy runner) while a
+    pull's messages come in: what the consumer holds unsettled, on the server's own count,
+    is still its four workers' worth, and each is handled once. nats-py's fetch read its
+    batch one message per turn against its own deadline, returned what it had read when
+    the deadline passed, and its next fetch handed out the rest on top of what it asked
+    for (a CI run: a runner meant to admit 64 submissions at once held all 100)."""
     import time
 
     release = asyncio.Event()
     started: list[int] = []
+    slow = True
 
     async def held(event: Event, delivery: Delivery) -> None:
         assert isinstance(event, AgentStepLogged)
         started.append(event.step)
-        await release.wait()  # no ack races the count below
+        await release.wait()  # nothing settles, so no ack races the server's count
 
-    def publish_elsewhere(first: int, n: int) -> None:
-        async def publish() -> None:
-            async with Bus(settings, service="test") as other:
-                for k in range(first, first + n):
-                    await other.publish(step("r1", k))
+    async def turn_slowly() -> None:
+        while slow:
+            await asyncio.sleep(0)
+            time.sleep(0.3)  # each turn of the loop a third of the pull's 1 s wait
 
-        asyncio.run(publish())
-
-    async with (
-        Bus(settings, service="test") as publisher,
-        consuming(settings, held, durable="stalled", max_workers=2) as consumer,
-    ):
-        await publisher.publish(step("r1", 0))
-        await wait_for(lambda: started == [0])
-        for round_ in range(3):
-            publishing = threading.Thread(target=publish_elsewhere, args=(1 + 4 * round_, 4))
-            publishing.start()
-            time.sleep(2.5)  # the stall: the pull's request is due, its delivery unread
-            publishing.join()
+    async with Bus(settings, service="test") as publisher:
+        for n in range(20):
+            await publisher.publish(step("r1", n))
+        # Slow from before the consumer's start (which then takes seconds), so that its
+        # first pull is read slowly.
+        slowing = asyncio.create_task(turn_slowly())
+        async with consuming(settings, held, durable="slow", max_workers=4) as consumer:
+            await asyncio.sleep(6)
+            slow = False
+            await slowing
             await asyncio.sleep(1.5)
-            info = await _info(consumer, "stalled")
-            assert info.num_ack_pending == 2, (round_, info.num_ack_pending)
-        assert len(started) == 2
-        release.set()
-        await wait_for(lambda: len(started) >= 13, timeout=30)
-        info = await _settled(consumer, "stalled")
-    assert sorted(started) == list(range(13))
+            info = await _info(consumer, "slow")
+            assert (info.num_ack_pending, sorted(started)) == (4, [0, 1, 2, 3])
+            release.set()
+            await wait_for(lambda: len(started) >= 20, timeout=30)
+            info = await _settled(consumer, "slow")
+    assert sorted(started) == list(range(20))
     assert (info.num_pending, info.num_ack_pending) == (0, 0)
 
 
