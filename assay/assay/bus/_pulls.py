@@ -1,6 +1,7 @@
-"""Durable pull consumers on nats-py's own `fetch`: `BatchPull` hands whole batches over
-in order (the aggregator's), `WorkerPull` handles each message in a task of its own, up to
-a number of workers at a time (every other consumer's).
+"""Durable pull consumers: `BatchPull` (on nats-py's own `fetch`) hands whole batches over
+in order (the aggregator's), `WorkerPull` (on pull requests of its own, counted: see
+`_Asked`) handles each message in a task of its own, up to a number of workers at a time
+(every other consumer's).
 
 Why not faststream's batch mode (`PullSub(batch=True)`): it gathers a batch over several
 fetches and catches only `nats.errors.TimeoutError`, while nats-py's fetch also raises
