@@ -55,7 +55,6 @@ async def through_outages(
             await handler(event, delivery)
             return
         except (BusError, NatsError, StoreError) as e:
-            # A service being stopped is no outage: waiting one out held its stop a minute.
             stop_if_cancelled(e)
             # A missing, corrupted or refused blob is a fact about the data, not an outage.
             data = isinstance(e, BlobNotFound | BlobCorrupted | UploadRefused)
@@ -86,6 +85,11 @@ _OUTAGES = (
 event was refused (a refusal, a permission or a wrong-sequence answer is not one)."""
 
 
+# Each loop below first asks `stop_if_cancelled`: a service being stopped is no outage
+# (nats-py turns a cancelled request into its TimeoutError), and waiting one out held the
+# stop for the whole minute.
+
+
 def _is_outage(error: Exception) -> bool:
     """Whether a failed publish met an outage, by its class or the class of its cause."""
     return isinstance(error, _OUTAGES) or isinstance(error.__cause__, _OUTAGES)
@@ -110,7 +114,6 @@ async def publish_through_outages(
         try:
             return await bus.publish(event, encoded=encoded)
         except (BusError, NatsError) as e:
-            # A service being stopped is no outage: waiting one out held its stop a minute.
             stop_if_cancelled(e)
             if not _is_outage(e) or loop.time() + delay > deadline:
                 raise
@@ -140,7 +143,6 @@ async def again_through_outages(action: Callable[[], Awaitable[T]], what: str) -
         try:
             return await action()
         except (TimeoutError, BusError, NatsError) as e:
-            # A service being stopped is no outage: waiting one out held its stop a minute.
             stop_if_cancelled(e)
             if not _is_outage(e) or loop.time() + delay > deadline:
                 raise
