@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -11,7 +12,7 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint  # type: ignore[import-untyped]
 
 from assay_report import statistics as st
-from assay_report.statistics._bootstrap import resample_counts, weigh
+from assay_report.statistics._bootstrap import Weigher, resample_counts, weigh
 from assay_testing.synthetic_tables import synthetic_tables
 from tests.aggregator.stats import rows_of
 
@@ -390,3 +391,50 @@ def test_weigh_multiplies_a_repeated_column_once_and_gives_it_to_every_place() -
     assert np.array_equal(got[:, 1], got[:, 4])
     assert not np.array_equal(got[:, 0], got[:, 3])  # the nudged column is its own
     assert np.isnan(got[:, 5]).all() and np.isfinite(got[:, 0]).all()
+
+
+def test_a_weigher_multiplies_each_column_once_over_many_asks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A context's estimates ask again for columns already weighed (an agent's denominators
+    in every estimate of it): the weigher multiplies only columns it has not seen; each
+    answer is the product by hand (to float64's rounding: BLAS's kernel, and so the last
+    bits, follows how many columns share a pass), the same bits wherever a column recurs,
+    and the same bits again for the same asks in the same order."""
+    from assay_report.statistics import _bootstrap
+
+    counts = resample_counts(9, 2_500, 40)
+    rng = np.random.default_rng(6)
+    a, b, c = rng.normal(size=40), rng.normal(size=40), rng.normal(size=40)
+    nudged = np.nextafter(a, np.inf)
+    asks = [
+        np.column_stack([a, b]),
+        np.column_stack([b, a, a]),  # nothing new: no product at all
+        np.column_stack([c, a, nudged]),  # two new columns, one known
+        np.zeros((40, 0)),
+    ]
+    multiplied: list[int] = []
+
+    def spy(counts_: Any, m: Any) -> Any:
+        multiplied.append(m.shape[1])
+        return weigh(counts_, m)
+
+    monkeypatch.setattr(_bootstrap, "weigh", spy)
+    weigher = Weigher(counts)
+    got = [weigher(m) for m in asks]
+    assert multiplied == [2, 2]  # a and b; then c and the nudged a
+    monkeypatch.setattr(_bootstrap, "weigh", weigh)
+    for m, answer in zip(asks, got, strict=True):
+        assert answer.shape == (2_500, m.shape[1]) and answer.dtype == np.float64
+        want = counts.astype(np.float64) @ m
+        assert np.allclose(answer, want, rtol=1e-12, atol=1e-12)
+    known = {
+        col.tobytes(): place
+        for m, answer in zip(asks, got, strict=True)
+        for col, place in zip(m.T, answer.T, strict=True)
+    }
+    for m, answer in zip(asks, got, strict=True):
+        for col, place in zip(m.T, answer.T, strict=True):
+            assert np.array_equal(place, known[col.tobytes()])  # one product per column
+    again = Weigher(counts)
+    assert all(np.array_equal(again(m), answer) for m, answer in zip(asks, got, strict=True))

@@ -16,7 +16,7 @@ import polars as pl
 
 from assay_schemas import ANCHOR
 
-from ._bootstrap import Counts, Estimate, ratio, resample_counts
+from ._bootstrap import Counts, Estimate, Weigher, ratio, resample_counts
 from ._panel import F64, Panel, cell_means, prepare
 from ._rows import AgentKey
 from ._tables import StatisticsInputError, Tables, TaskAttribute
@@ -58,13 +58,18 @@ class Context:
         s = self.settings
         return resample_counts(s.seed, s.n_resamples, len(self.panel.task_ids))
 
+    @cached_property
+    def weigher(self) -> Weigher:
+        """The resamples' products, shared by every estimate of this context."""
+        return Weigher(self.counts)
+
     def agent_key(self, agent: str) -> AgentKey:
         """The leading fields of this context's row of ``agent``."""
         return AgentKey(group=self.group, agent_id=agent)
 
     def ratio(self, num: F64, den: F64) -> Estimate:
         """Ratio estimator with this context's resamples and confidence."""
-        return ratio(num, den, self.counts, self.confidence)
+        return ratio(num, den, self.weigher, self.confidence)
 
     @cached_property
     def overall(self) -> Estimate:

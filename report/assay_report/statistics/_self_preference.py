@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from ._bootstrap import percentile_interval, weigh
+from ._bootstrap import percentile_interval
 from ._context import Context
 from ._no_spread import zero_width
 from ._panel import F64, I64
@@ -165,7 +165,7 @@ def fit(ctx: Context) -> Fit:
     a_inv = np.linalg.inv(a)
     cov = a_inv @ (score.T @ score) @ a_inv * (g / (g - 1) if g > 1 else np.nan)
     # One pass over the resample counts for both sides (each pass converts every block).
-    both = weigh(ctx.counts, np.concatenate([a_t, b_t], axis=1))
+    both = ctx.weigher(np.concatenate([a_t, b_t], axis=1))
     draws_k = _solve_batch(both[:, : k * k].reshape(-1, k, k), both[:, k * k :])
 
     full = np.full(z.shape[1], np.nan)
