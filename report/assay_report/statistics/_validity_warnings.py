@@ -98,7 +98,7 @@ def _controls(rows: Sequence[ControlRate]) -> list[StatisticsWarning]:
 
 def _heterogeneity_p(rates: Sequence[ControlRate]) -> float:
     """Fisher's exact test (two variants) or the χ² test (more) of right × variant."""
-    # Imported here: scipy.stats costs 0.6 s to import (see _proportions._z), and only a
+    # Imported here: scipy.stats costs 0.6 s to import (a report imports no scipy), and only a
     # campaign whose controls come in variants gets here.
     from scipy.stats import chi2_contingency, fisher_exact  # type: ignore[import-untyped]
 
