@@ -99,8 +99,8 @@ class Weigher:
 
     A column's product can differ in its last bits with the number of columns beside it
     in a pass (BLAS picks its kernel by the product's width), so an answer's bits follow
-    the order of the asks before it. A report's statistics ask in one fixed order, so the
-    same tables and seed still give the same bytes.
+    the order of the asks before it. A report weighs its statistics' columns ahead in one
+    fixed order, so the same tables and seed still give the same bytes.
     """
 
     def __init__(self, counts: Counts) -> None:
@@ -110,6 +110,22 @@ class Weigher:
 
     def __call__(self, m: F64) -> F64:
         """``counts @ m``, (B, K)."""
+        keys = self.ahead(m)
+        out = np.empty((self.counts.shape[0], len(keys)))
+        for j, key in enumerate(keys):
+            product, i = self._products[key]
+            out[:, j] = product[:, i]
+        return out
+
+    def ahead(self, m: F64) -> list[bytes]:
+        """Weigh the columns of ``m`` not weighed yet, in one pass, and keep their products
+        for the asks to come; return each column's key.
+
+        One wide pass is several times cheaper than the same columns in narrow ones (each
+        pass converts and reads all of the counts: 168 columns of the 10x log take 0.13 s
+        in one pass, 0.32 s in eight), so a context weighs every statistic's columns
+        ahead of the statistics (:meth:`Context.weigh_ahead`).
+        """
         keys = [col.tobytes() for col in np.ascontiguousarray(m.T)]
         new: dict[bytes, int] = {}
         for j, key in enumerate(keys):
@@ -119,11 +135,7 @@ class Weigher:
             product = weigh(self.counts, m[:, list(new.values())])
             for i, key in enumerate(new):
                 self._products[key] = (product, i)
-        out = np.empty((self.counts.shape[0], len(keys)))
-        for j, key in enumerate(keys):
-            product, i = self._products[key]
-            out[:, j] = product[:, i]
-        return out
+        return keys
 
 
 def _distinct_columns(m: F64) -> tuple[F64, I64 | None]:

@@ -3,15 +3,18 @@
 Grouping splits the tasks by a task attribute and analyses each group on its own, with
 its own task resamples (same seed), so a group's intervals reflect that group's tasks.
 Resample counts and the overall-score estimate are computed once per context and shared
-by every statistic that needs them, which keeps paired comparisons consistent.
+by every statistic that needs them, which keeps paired comparisons consistent; so are the
+statistics' inputs, whose columns the context weighs in one pass before any statistic asks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any, TypeVar
 
+import numpy as np
 import polars as pl
 
 from assay_schemas import ANCHOR
@@ -21,7 +24,23 @@ from ._panel import F64, Panel, cell_means, prepare
 from ._rows import AgentKey
 from ._tables import StatisticsInputError, Tables, TaskAttribute
 
-__all__ = ["ANCHOR", "DEFAULT_RESAMPLES", "AnalysisSettings", "Context", "contexts", "split_tables"]
+__all__ = [
+    "ANCHOR",
+    "DEFAULT_RESAMPLES",
+    "AnalysisSettings",
+    "Context",
+    "Weighed",
+    "contexts",
+    "overall_inputs",
+    "split_tables",
+]
+
+T = TypeVar("T")
+
+Weighed = tuple[Callable[..., tuple[F64, ...]], tuple[Hashable, ...]]
+"""What a statistic weighs in a context, as a function of the context and the arguments
+after it: the (T, K) task sums its estimates multiply by the resample counts (for a
+ratio, its numerators and denominators)."""
 
 DEFAULT_RESAMPLES = 10_000
 """Default number of task-cluster bootstrap resamples."""
@@ -67,6 +86,26 @@ class Context:
         """The leading fields of this context's row of ``agent``."""
         return AgentKey(group=self.group, agent_id=agent)
 
+    @cached_property
+    def _inputs(self) -> dict[tuple[Hashable, ...], Any]:
+        return {}
+
+    def inputs(self, of: Callable[..., T], *args: Hashable) -> T:
+        """``of(self, *args)``, computed once in this context: a statistic's inputs, shared
+        by the statistic and by :meth:`weigh_ahead`."""
+        key = (of, *args)
+        if key not in self._inputs:
+            self._inputs[key] = of(self, *args)
+        value: T = self._inputs[key]
+        return value
+
+    def weigh_ahead(self, weighed: Iterable[Weighed]) -> None:
+        """Weigh the columns of every statistic in ``weighed`` in one pass, before any of
+        them asks (see :meth:`Weigher.ahead`)."""
+        sums = [m for of, args in weighed for m in self.inputs(of, *args)]
+        if sums:
+            self.weigher.ahead(np.concatenate(sums, axis=1))
+
     def ratio(self, num: F64, den: F64) -> Estimate:
         """Ratio estimator with this context's resamples and confidence."""
         return ratio(num, den, self.weigher, self.confidence)
@@ -74,8 +113,12 @@ class Context:
     @cached_property
     def overall(self) -> Estimate:
         """Each agent's overall score (column = agent)."""
-        num, den = cell_means(self.panel, self.panel.run_score[:, None])
-        return self.ratio(num, den)
+        return self.ratio(*self.inputs(overall_inputs))
+
+
+def overall_inputs(ctx: Context) -> tuple[F64, F64]:
+    """Each agent's overall score: the task sums of its run scores, and of its runs."""
+    return cell_means(ctx.panel, ctx.panel.run_score[:, None])
 
 
 def split_tables(tables: Tables, group_by: TaskAttribute | None) -> list[tuple[str | None, Tables]]:

@@ -12,11 +12,17 @@ import numpy as np
 import polars as pl
 
 from ._context import Context
-from ._panel import cell_sums
+from ._panel import F64, cell_sums
 from ._proportions import share_intervals
 from ._results import EmptyArtifactRate, TagRate
 
-__all__ = ["DEFAULT_FIRST_TAGS", "empty_artifact_rows", "tag_rate_rows"]
+__all__ = [
+    "DEFAULT_FIRST_TAGS",
+    "empty_artifact_inputs",
+    "empty_artifact_rows",
+    "tag_rate_inputs",
+    "tag_rate_rows",
+]
 
 DEFAULT_FIRST_TAGS: tuple[str, ...] = ("overclaiming",)
 """Tags listed before all others, in this order (the rest follow alphabetically)."""
@@ -26,6 +32,18 @@ def _tag_order(observed: list[str], tags: tuple[str, ...], first: tuple[str, ...
     names = set(observed) | set(tags) | set(first)
     head = [t for t in first if t in names]
     return head + sorted(names - set(head))
+
+
+def tag_rate_inputs(ctx: Context, tags: tuple[str, ...], first: tuple[str, ...]) -> tuple[F64, F64]:
+    """Task sums of each agent's verdicts with each tag, column a·G + g (tags in
+    :func:`tag_rate_rows`' order), and of its verdicts."""
+    p = ctx.panel
+    order = _tag_order(p.tag_names, tags, first)
+    tagged = np.zeros((len(p.run_ids), len(order)))
+    for g, name in enumerate(p.tag_names):
+        tagged[:, order.index(name)] = p.tagged[:, g]
+    verdicts = cell_sums(p, p.n_verdicts.sum(axis=1)[:, None])  # (T, A)
+    return cell_sums(p, tagged), np.repeat(verdicts, len(order), axis=1)
 
 
 def tag_rate_rows(
@@ -38,13 +56,8 @@ def tag_rate_rows(
     """
     p = ctx.panel
     order = _tag_order(p.tag_names, tags, first)
-    tagged = np.zeros((len(p.run_ids), len(order)))
-    for g, name in enumerate(p.tag_names):
-        tagged[:, order.index(name)] = p.tagged[:, g]
     g_n = len(order)
-    num = cell_sums(p, tagged)  # (T, A·G), column a·G + g
-    verdicts = cell_sums(p, p.n_verdicts.sum(axis=1)[:, None])  # (T, A)
-    den = np.repeat(verdicts, g_n, axis=1)
+    num, den = ctx.inputs(tag_rate_inputs, tags, first)
     est = ctx.ratio(num, den)
     iv = share_intervals(est, num.sum(axis=0), den.sum(axis=0), ctx.confidence)
     rows: list[TagRate] = []
@@ -64,8 +77,9 @@ def tag_rate_rows(
     return rows
 
 
-def empty_artifact_rows(ctx: Context) -> list[EmptyArtifactRate]:
-    """Per agent: runs with empty artifacts / runs (infrastructure failures excluded)."""
+def empty_artifact_inputs(ctx: Context) -> tuple[F64, F64]:
+    """Task sums of each agent's runs with empty artifacts, and of its runs (infrastructure
+    failures excluded)."""
     p = ctx.panel
     t_n, a_n = len(p.task_ids), len(p.agent_ids)
     runs = ctx.tables.runs.filter(~pl.col("infrastructure_failure"))
@@ -77,6 +91,12 @@ def empty_artifact_rows(ctx: Context) -> list[EmptyArtifactRate]:
     den = np.zeros((t_n, a_n))
     np.add.at(num, (ti, ai), runs["empty_artifacts"].to_numpy().astype(np.float64))
     np.add.at(den, (ti, ai), 1.0)
+    return num, den
+
+
+def empty_artifact_rows(ctx: Context) -> list[EmptyArtifactRate]:
+    """Per agent: runs with empty artifacts / runs (infrastructure failures excluded)."""
+    num, den = ctx.inputs(empty_artifact_inputs)
     est = ctx.ratio(num, den)
     iv = share_intervals(est, num.sum(axis=0), den.sum(axis=0), ctx.confidence)
     return [
@@ -87,5 +107,5 @@ def empty_artifact_rows(ctx: Context) -> list[EmptyArtifactRate]:
             n_empty=int(num[:, a].sum()),
             **iv[a],
         )
-        for a, agent in enumerate(p.agent_ids)
+        for a, agent in enumerate(ctx.panel.agent_ids)
     ]

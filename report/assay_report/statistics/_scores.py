@@ -19,11 +19,16 @@ from ._results import AgentScore, BelowAnchorShare, CommunicationGap, PassRate, 
 from ._tables import StatisticsInputError
 
 __all__ = [
+    "below_anchor_inputs",
     "below_anchor_rows",
+    "communication_gap_inputs",
     "communication_gap_rows",
+    "dimension_inputs",
     "dimension_score_rows",
+    "judge_inputs",
     "judge_score_rows",
     "overall_score_rows",
+    "pass_rate_inputs",
     "pass_rate_rows",
     "unpassed_task_rows",
 ]
@@ -69,25 +74,42 @@ def overall_score_rows(ctx: Context) -> list[AgentScore]:
     return _score_rows(ctx, ctx.overall, ctx.panel.run_score[:, None], [None], [None])
 
 
+def dimension_inputs(ctx: Context) -> tuple[F64, F64]:
+    """Task sums of each agent's dimension scores, and of its runs rated on them."""
+    return cell_means(ctx.panel, ctx.panel.dim_score)
+
+
 def dimension_score_rows(ctx: Context) -> list[AgentScore]:
     """Each agent's score on each dimension (judges averaged as for the run score)."""
-    values = ctx.panel.dim_score
-    est = ctx.ratio(*cell_means(ctx.panel, values))
-    return _score_rows(ctx, est, values, list(ctx.panel.dimensions), [None])
+    est = ctx.ratio(*ctx.inputs(dimension_inputs))
+    return _score_rows(ctx, est, ctx.panel.dim_score, list(ctx.panel.dimensions), [None])
+
+
+def judge_inputs(ctx: Context) -> tuple[F64, F64]:
+    """Task sums of each agent's scores from each judge, and of its runs that judge scored."""
+    return cell_means(ctx.panel, ctx.panel.judge_score)
 
 
 def judge_score_rows(ctx: Context) -> list[AgentScore]:
     """Each judge's own leaderboard: agent scores from that judge's ratings alone."""
-    values = ctx.panel.judge_score
-    est = ctx.ratio(*cell_means(ctx.panel, values))
-    return _score_rows(ctx, est, values, [None], list(ctx.panel.judge_ids))
+    est = ctx.ratio(*ctx.inputs(judge_inputs))
+    return _score_rows(ctx, est, ctx.panel.judge_score, [None], list(ctx.panel.judge_ids))
+
+
+def _passed(ctx: Context) -> F64:
+    score = ctx.panel.run_score
+    return np.where(np.isnan(score), np.nan, (score >= ctx.panel.anchor).astype(np.float64))
+
+
+def pass_rate_inputs(ctx: Context) -> tuple[F64, F64]:
+    """Task sums of each agent's passing runs, and of its scored runs."""
+    return cell_means(ctx.panel, _passed(ctx)[:, None])
 
 
 def pass_rate_rows(ctx: Context) -> list[PassRate]:
     """Task-balanced share of each agent's scored runs with run score ≥ anchor."""
-    score = ctx.panel.run_score
-    passed = np.where(np.isnan(score), np.nan, (score >= ctx.panel.anchor).astype(np.float64))
-    est = ctx.ratio(*cell_means(ctx.panel, passed[:, None]))
+    passed = _passed(ctx)
+    est = ctx.ratio(*ctx.inputs(pass_rate_inputs))
     runs = _runs_per_agent(ctx, passed)[:, 0]
     n_passed = np.zeros(len(ctx.panel.agent_ids))
     np.add.at(n_passed, ctx.panel.run_agent, np.nan_to_num(passed))
@@ -106,16 +128,21 @@ def pass_rate_rows(ctx: Context) -> list[PassRate]:
     ]
 
 
-def below_anchor_rows(ctx: Context) -> list[BelowAnchorShare]:
-    """Share of individual ratings below the anchor: all judges pooled, then per judge."""
+def below_anchor_inputs(ctx: Context) -> tuple[F64, F64]:
+    """Task sums of ratings below the anchor and of all ratings: pooled, then per judge."""
     p = ctx.panel
     t_n, j_n = len(p.task_ids), len(p.judge_ids)
     below = np.zeros((t_n, j_n))
     total = np.zeros((t_n, j_n))
     np.add.at(below, p.run_task, p.n_below)
     np.add.at(total, p.run_task, p.n_ratings)
-    num = np.column_stack([below.sum(axis=1), below])
-    den = np.column_stack([total.sum(axis=1), total])
+    return np.column_stack([below.sum(axis=1), below]), np.column_stack([total.sum(axis=1), total])
+
+
+def below_anchor_rows(ctx: Context) -> list[BelowAnchorShare]:
+    """Share of individual ratings below the anchor: all judges pooled, then per judge."""
+    p = ctx.panel
+    num, den = ctx.inputs(below_anchor_inputs)
     est = ctx.ratio(num, den)
     iv = share_intervals(est, num.sum(axis=0), den.sum(axis=0), ctx.confidence)
     judges: list[str | None] = [None, *p.judge_ids]
@@ -151,6 +178,24 @@ def unpassed_task_rows(ctx: Context) -> list[UnpassedTask]:
     ]
 
 
+def communication_gap_inputs(
+    ctx: Context, communication: str, scientific_accuracy: str
+) -> tuple[F64, ...]:
+    """Task sums of each agent's two dimension scores over the runs rated on both (numerator
+    and denominator of each); nothing when either dimension is absent."""
+    p = ctx.panel
+    if communication not in p.dimensions or scientific_accuracy not in p.dimensions:
+        return ()
+    comm = p.dim_score[:, p.dimensions.index(communication)]
+    acc = p.dim_score[:, p.dimensions.index(scientific_accuracy)]
+    # Only runs with both dimensions rated, so the two means cover the same runs.
+    both = ~np.isnan(comm) & ~np.isnan(acc)
+    return (
+        *cell_means(p, np.where(both, comm, np.nan)[:, None]),
+        *cell_means(p, np.where(both, acc, np.nan)[:, None]),
+    )
+
+
 def communication_gap_rows(
     ctx: Context,
     communication: str = "communication",
@@ -161,12 +206,11 @@ def communication_gap_rows(
     for key in (communication, scientific_accuracy):
         if key not in p.dimensions:
             raise StatisticsInputError(f"table 'ratings': no dimension {key!r} to compute the gap")
-    comm = p.dim_score[:, p.dimensions.index(communication)]
-    acc = p.dim_score[:, p.dimensions.index(scientific_accuracy)]
-    # Only runs with both dimensions rated, so the two means cover the same runs.
-    both = ~np.isnan(comm) & ~np.isnan(acc)
-    e_comm = ctx.ratio(*cell_means(p, np.where(both, comm, np.nan)[:, None]))
-    e_acc = ctx.ratio(*cell_means(p, np.where(both, acc, np.nan)[:, None]))
+    comm_num, comm_den, acc_num, acc_den = ctx.inputs(
+        communication_gap_inputs, communication, scientific_accuracy
+    )
+    e_comm = ctx.ratio(comm_num, comm_den)
+    e_acc = ctx.ratio(acc_num, acc_den)
     gap = difference(e_comm, e_acc, ctx.confidence)
     flat = no_spread(gap)
     gap = with_no_spread(gap, *DIFFERENCE_RANGE, ctx.confidence)

@@ -38,7 +38,7 @@ from ._no_spread import zero_width
 from ._panel import F64, I64
 from ._results import SelfPreference
 
-__all__ = ["Fit", "design", "fit", "identified", "self_preference_rows"]
+__all__ = ["Fit", "design", "fit", "identified", "self_preference_inputs", "self_preference_rows"]
 
 
 def design(ctx: Context) -> tuple[F64, F64, I64, I64, npt.NDArray[np.bool_]]:
@@ -84,7 +84,7 @@ def identified(ctx: Context) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool
     residual of c projected on that space depends on no column order or judge name.
     """
     j_n = len(ctx.panel.judge_ids)
-    y, z, run, _, _ = design(ctx)
+    y, z, run, _, _ = ctx.inputs(design)
     if y.size == 0:
         return np.zeros(j_n, dtype=bool), np.zeros(j_n, dtype=bool)
     basis = _row_space(_demean(z, run))
@@ -138,23 +138,58 @@ class Fit(NamedTuple):
     """(B, 2J − 1) bootstrap refits."""
 
 
-def fit(ctx: Context) -> Fit:
-    """Fit the model on the data and on every task resample of ``ctx``."""
+class _Sums(NamedTuple):
+    """What the fit and its bootstrap need: the within-run design's estimable columns and
+    their per-task cross-products."""
+
+    z_n: int
+    """Columns of the full design, 2J − 1."""
+    keep: npt.NDArray[np.bool_]
+    """The estimable ones."""
+    yd: F64
+    zk: F64
+    task: I64
+    a_t: F64
+    """(T, k·k) per-task ``Z_t'Z_t`` over the kept columns."""
+    b_t: F64
+    """(T, k) per-task ``Z_t'y_t``."""
+
+
+def _sums(ctx: Context) -> _Sums:
     t_n = len(ctx.panel.task_ids)
-    y, z, run, task, _ = design(ctx)
+    y, z, run, task, _ = ctx.inputs(design)
     yd = _demean(y[:, None], run)[:, 0]
     zd = _demean(z, run)
     keep = _estimable(zd)
-    if not keep.any():  # e.g. a single judge: nothing varies within a run
-        nan = np.full(z.shape[1], np.nan)
-        return Fit(nan, nan.copy(), np.full((ctx.counts.shape[0], z.shape[1]), np.nan))
     zk = zd[:, keep]
     k = zk.shape[1]
-    # Per-task cross-products: the only thing the bootstrap needs.
     a_t = np.zeros((t_n, k * k))
     b_t = np.zeros((t_n, k))
-    np.add.at(a_t, task, (zk[:, :, None] * zk[:, None, :]).reshape(-1, k * k))
-    np.add.at(b_t, task, zk * yd[:, None])
+    if k:  # e.g. a single judge: nothing varies within a run, nothing to fit
+        np.add.at(a_t, task, (zk[:, :, None] * zk[:, None, :]).reshape(-1, k * k))
+        np.add.at(b_t, task, zk * yd[:, None])
+    return _Sums(z.shape[1], keep, yd, zk, task, a_t, b_t)
+
+
+def self_preference_inputs(ctx: Context) -> tuple[F64, ...]:
+    """The per-task cross-products each resample's refit weighs (none without a judge, or
+    with nothing estimable)."""
+    if not ctx.panel.judge_ids:
+        return ()
+    sums = ctx.inputs(_sums)
+    if not sums.keep.any():
+        return ()
+    return (np.concatenate([sums.a_t, sums.b_t], axis=1),)
+
+
+def fit(ctx: Context) -> Fit:
+    """Fit the model on the data and on every task resample of ``ctx``."""
+    t_n = len(ctx.panel.task_ids)
+    z_n, keep, yd, zk, task, a_t, b_t = ctx.inputs(_sums)
+    if not keep.any():  # e.g. a single judge: nothing varies within a run
+        nan = np.full(z_n, np.nan)
+        return Fit(nan, nan.copy(), np.full((ctx.counts.shape[0], z_n), np.nan))
+    k = zk.shape[1]
     a, b = a_t.sum(axis=0).reshape(k, k), b_t.sum(axis=0)
     coef = np.linalg.solve(a, b)
     # CR1 sandwich with tasks as clusters.
@@ -168,11 +203,11 @@ def fit(ctx: Context) -> Fit:
     both = ctx.weigher(np.concatenate([a_t, b_t], axis=1))
     draws_k = _solve_batch(both[:, : k * k].reshape(-1, k, k), both[:, k * k :])
 
-    full = np.full(z.shape[1], np.nan)
+    full = np.full(z_n, np.nan)
     full[keep] = coef
-    se = np.full(z.shape[1], np.nan)
+    se = np.full(z_n, np.nan)
     se[keep] = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-    draws = np.full((draws_k.shape[0], z.shape[1]), np.nan)
+    draws = np.full((draws_k.shape[0], z_n), np.nan)
     draws[:, keep] = draws_k
     return Fit(full, se, draws)
 
@@ -183,7 +218,7 @@ def self_preference_rows(ctx: Context) -> list[SelfPreference]:
     j_n = len(p.judge_ids)
     if j_n == 0:
         return []
-    _, _, _, _, own = design(ctx)
+    _, _, _, _, own = ctx.inputs(design)
     judge = np.nonzero(~np.isnan(p.judge_score))[1]
     f = fit(ctx)
     gam = slice(j_n - 1, 2 * j_n - 1)

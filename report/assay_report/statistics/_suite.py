@@ -24,7 +24,7 @@ from . import (
     _self_preference,
     _warnings,
 )
-from ._context import AnalysisSettings, Context, contexts
+from ._context import AnalysisSettings, Context, Weighed, contexts, overall_inputs
 from ._results import (
     AgentCost,
     AgentRank,
@@ -146,8 +146,10 @@ def _compute(
         if f.annotation is not None and getattr(f.annotation, "__origin__", None) is tuple
     }
     statistics = _per_context(communication, scientific_accuracy, tags, first_tags)
+    weighed = _weighed(communication, scientific_accuracy, tags, first_tags)
     late: list[StatisticsWarning] = []
     for ctx in contexts(checked, settings):
+        ctx.weigh_ahead(weighed)
         for name, rows_of in statistics.items():
             acc[name] += rows_of(ctx)
         late += _panel_warnings.context_warnings(ctx)
@@ -170,6 +172,25 @@ def _compute(
             **{k: tuple(v) for k, v in acc.items()},
         }
     )
+
+
+def _weighed(
+    communication: str, scientific_accuracy: str, tags: tuple[str, ...], first_tags: tuple[str, ...]
+) -> list[Weighed]:
+    """The inputs every bootstrapped statistic of a context weighs, in one fixed order: the
+    context weighs them in one pass before the first statistic asks (a test checks that
+    no statistic then needs another)."""
+    return [
+        (overall_inputs, ()),
+        (_scores.dimension_inputs, ()),
+        (_scores.judge_inputs, ()),
+        (_scores.pass_rate_inputs, ()),
+        (_scores.below_anchor_inputs, ()),
+        (_scores.communication_gap_inputs, (communication, scientific_accuracy)),
+        (_failures.tag_rate_inputs, (tags, first_tags)),
+        (_failures.empty_artifact_inputs, ()),
+        (_self_preference.self_preference_inputs, ()),
+    ]
 
 
 def _per_context(
