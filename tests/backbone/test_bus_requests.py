@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
+import nats
 import pytest
 
 from assay.bus import Bus, RequestServer
@@ -103,3 +106,45 @@ async def test_an_unmetered_request_is_answered_while_every_slot_is_busy(
     finally:
         release.set()
         await server.stop()
+
+
+async def test_a_request_server_is_subscribed_when_its_start_returns(
+    settings: Settings, bus: Bus
+) -> None:
+    """`start` promises that requests reach the server once it returns, so what it writes
+    must put the subscription on the wire before the PING whose PONG ends its wait.
+
+    nats-py's `flush` writes its PING straight to the socket, while the SUB it follows
+    can still wait in the client's buffer for the flusher task: the PONG then came back
+    before the server had the subscription, and requests sent at once from another
+    connection found nobody serving (NoResponders, about one run of this file in ten)."""
+    connection = await nats.connect(settings.nats_url)
+    written: list[bytes] = []
+    transport: Any = connection._transport
+
+    def spy(original: Callable[[Any], None], many: bool) -> Callable[[Any], None]:
+        def write(data: Any) -> None:
+            written.extend(bytes(d) for d in (data if many else [data]))
+            original(data)
+
+        return write
+
+    transport.write = spy(transport.write, many=False)
+    transport.writelines = spy(transport.writelines, many=True)
+
+    async def echo(body: bytes) -> bytes:
+        return body
+
+    server = RequestServer("rpc.order", echo)
+    try:
+        await server.start(connection)
+        wire = b"".join(written)
+        assert b"SUB rpc.order" in wire and b"PING" in wire
+        assert wire.index(b"SUB rpc.order") < wire.rindex(b"PING"), wire
+        replies = await asyncio.gather(
+            *(bus.request("rpc.order", f"m{i}".encode(), timeout=5) for i in range(5))
+        )
+        assert replies == [f"m{i}".encode() for i in range(5)]
+    finally:
+        await server.stop()
+        await connection.close()

@@ -27,6 +27,25 @@ QUEUED_PER_WORKER = 8
 (unmetered requests go past the waiting ones, not past this bound)."""
 
 
+SUBSCRIBED_TIMEOUT_S = 10.0
+"""How long :func:`subscribed` waits for the client's buffer to reach the socket (nats-py's
+own flush waits as long for its PONG)."""
+
+
+async def subscribed(connection: Client) -> None:
+    """Return once the server has every subscription made so far on ``connection``.
+
+    nats-py's `flush` writes its PING straight to the socket while a SUB can still wait in
+    the client's buffer for the flusher task, so its PONG can come back before the server
+    has the subscription (a request server "started" and then met NoResponders). Having the
+    flusher write the buffer first puts the PING after the SUB, and its PONG after the
+    server took it.
+    """
+    # Bounded here: nats-py waits for its flusher without a limit unless connected with one.
+    await asyncio.wait_for(connection._flush_pending(force_flush=True), SUBSCRIBED_TIMEOUT_S)
+    await connection.flush()
+
+
 class RequestServer:
     """Answers requests on one subject, at most `max_workers` at a time."""
 
@@ -57,7 +76,7 @@ class RequestServer:
         self._slots = asyncio.Semaphore(self._max_workers)
         self._admitted = asyncio.Semaphore(self._max_workers * QUEUED_PER_WORKER)
         self._sub = await connection.subscribe(self.subject, queue=self.queue, cb=self._on_msg)
-        await connection.flush()
+        await subscribed(connection)
 
     async def stop(self) -> None:
         """Stop taking requests; requests still being answered are cancelled."""
