@@ -103,12 +103,12 @@ def _passed(ctx: Context) -> F64:
 
 def pass_rate_inputs(ctx: Context) -> tuple[F64, F64]:
     """Task sums of each agent's passing runs, and of its scored runs."""
-    return cell_means(ctx.panel, _passed(ctx)[:, None])
+    return cell_means(ctx.panel, ctx.inputs(_passed)[:, None])
 
 
 def pass_rate_rows(ctx: Context) -> list[PassRate]:
     """Task-balanced share of each agent's scored runs with run score ≥ anchor."""
-    passed = _passed(ctx)
+    passed = ctx.inputs(_passed)
     est = ctx.ratio(*ctx.inputs(pass_rate_inputs))
     runs = _runs_per_agent(ctx, passed)[:, 0]
     n_passed = np.zeros(len(ctx.panel.agent_ids))

@@ -199,8 +199,8 @@ def fit(ctx: Context) -> Fit:
     g = np.unique(task).size
     a_inv = np.linalg.inv(a)
     cov = a_inv @ (score.T @ score) @ a_inv * (g / (g - 1) if g > 1 else np.nan)
-    # One pass over the resample counts for both sides (each pass converts every block).
-    both = ctx.weigher(np.concatenate([a_t, b_t], axis=1))
+    # Both sides in one product: the columns the context weighed ahead.
+    both = ctx.weigher(*ctx.inputs(self_preference_inputs))
     draws_k = _solve_batch(both[:, : k * k].reshape(-1, k, k), both[:, k * k :])
 
     full = np.full(z_n, np.nan)
