@@ -12,7 +12,7 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint  # type: ignore[import-untyped]
 
 from assay_report import statistics as st
-from assay_report.statistics._bootstrap import Weigher, resample_counts, weigh
+from assay_report.statistics._bootstrap import Weigher, fixed_point, resample_counts, weigh
 from assay_testing.synthetic_tables import synthetic_tables
 from tests.aggregator.stats import rows_of
 
@@ -375,7 +375,8 @@ def test_weigh_multiplies_a_repeated_column_once_and_gives_it_to_every_place() -
     """A ratio's denominators are often one column repeated (each judgment scores every
     dimension): `weigh` multiplies it once. Every place still gets the product, by hand,
     and the repeated places the same bits; a column equal except in its last bit, or a
-    NaN in one place, is a column of its own."""
+    NaN in one place, is a column of its own (the nudge is finer than the grid of
+    `fixed_point`, so its exact product is a's)."""
     counts = resample_counts(9, 1_500, 30)
     rng = np.random.default_rng(4)
     a, b = rng.normal(size=30), rng.normal(size=30)
@@ -389,8 +390,65 @@ def test_weigh_multiplies_a_repeated_column_once_and_gives_it_to_every_place() -
     assert np.allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True)
     assert np.array_equal(got[:, 0], got[:, 2]) and np.array_equal(got[:, 0], got[:, 6])
     assert np.array_equal(got[:, 1], got[:, 4])
-    assert not np.array_equal(got[:, 0], got[:, 3])  # the nudged column is its own
+    assert np.array_equal(got[:, 3], weigh(counts, nudged[:, None])[:, 0])
     assert np.isnan(got[:, 5]).all() and np.isfinite(got[:, 0]).all()
+
+
+@pytest.mark.parametrize(("b", "t", "k"), [(2_500, 40, 5), (300, 1_780, 4), (7, 1, 2)])
+def test_weigh_is_exact_on_its_grid_whatever_the_pass(b: int, t: int, k: int) -> None:
+    """The products are exact: on the grid of `fixed_point` they equal numpy's int64
+    product of the same integers (an independent, exact computation), and so the bits do
+    not depend on how the columns are grouped into passes, on the order of the tasks, or
+    on whether a few tasks' new values are added to a product made before."""
+    counts = resample_counts(8, b, t)
+    rng = np.random.default_rng(12)
+    m = np.column_stack(
+        [
+            rng.normal(size=t) * 10.0 ** rng.integers(-300, 300),
+            rng.integers(0, 80_000, size=t).astype(np.float64),  # token counts
+            rng.random(size=t) * 1e-12,
+            np.zeros(t),
+            *(rng.normal(size=(t, k - 4)).T if k > 4 else []),
+        ]
+    )[:, :k]
+    grid, scale = fixed_point(m, t)
+    exact = counts.astype(np.int64) @ grid.astype(np.int64)
+    assert np.abs(exact).max(initial=0) < 2**53
+    got = weigh(counts, m)
+    assert np.array_equal(got, np.ldexp(exact.astype(np.float64), -scale))
+    narrow = np.column_stack([weigh(counts, m[:, [j]]) for j in range(k)])
+    assert np.array_equal(narrow, got)
+    order = rng.permutation(t)
+    assert np.array_equal(weigh(counts[:, order], m[order]), got)
+    # A few tasks change (on the same grid): the old product plus theirs is the new one.
+    changed = rng.choice(t, size=max(1, t // 10), replace=False)
+    moved = grid.copy()
+    moved[changed] += rng.integers(-1000, 1000, size=(changed.size, k))
+    moved[:, scale == 0] = grid[:, scale == 0]  # the zero column has no grid to stay on
+    new = np.ldexp(moved, -scale)
+    assert np.array_equal(fixed_point(new, t)[1], scale)
+    added = counts.astype(np.int64) @ grid.astype(np.int64) + counts[:, changed].astype(
+        np.int64
+    ) @ (moved - grid)[changed].astype(np.int64)
+    assert np.array_equal(weigh(counts, new), np.ldexp(added.astype(np.float64), -scale))
+
+
+def test_weighs_grid_moves_a_product_by_less_than_its_bound() -> None:
+    """By hand, in exact rational arithmetic: the product of the values as given and the
+    product on the grid differ by at most T² · 2**-52 of the column's largest value, the
+    bound `fixed_point` states (a value moves at most T · 2**-52 of it)."""
+    from fractions import Fraction
+
+    t = 30
+    counts = resample_counts(3, 40, t)
+    rng = np.random.default_rng(5)
+    m = np.column_stack([rng.normal(size=t) / 3, rng.random(size=t) * 1e9 + 0.1])
+    got = weigh(counts, m)
+    for j in range(m.shape[1]):
+        top = float(np.abs(m[:, j]).max())
+        for row in range(counts.shape[0]):
+            want = sum(Fraction(int(counts[row, i])) * Fraction(m[i, j]) for i in range(t))
+            assert abs(Fraction(got[row, j]) - want) <= Fraction(t * t * top) / 2**52
 
 
 def test_a_weigher_multiplies_each_column_once_over_many_asks(
@@ -398,9 +456,8 @@ def test_a_weigher_multiplies_each_column_once_over_many_asks(
 ) -> None:
     """A context's estimates ask again for columns already weighed (an agent's denominators
     in every estimate of it): the weigher multiplies only columns it has not seen; each
-    answer is the product by hand (to float64's rounding: BLAS's kernel, and so the last
-    bits, follows how many columns share a pass), the same bits wherever a column recurs,
-    and the same bits again for the same asks in the same order."""
+    answer is the product by hand, the same bits wherever a column recurs, and the same
+    bits again for the same asks in any order (the products are exact)."""
     from assay_report.statistics import _bootstrap
 
     counts = resample_counts(9, 2_500, 40)
@@ -415,9 +472,9 @@ def test_a_weigher_multiplies_each_column_once_over_many_asks(
     ]
     multiplied: list[int] = []
 
-    def spy(counts_: Any, m: Any) -> Any:
+    def spy(counts_: Any, m: Any, row_sum: Any = None) -> Any:
         multiplied.append(m.shape[1])
-        return weigh(counts_, m)
+        return weigh(counts_, m, row_sum)
 
     monkeypatch.setattr(_bootstrap, "weigh", spy)
     weigher = Weigher(counts)
@@ -437,4 +494,5 @@ def test_a_weigher_multiplies_each_column_once_over_many_asks(
         for col, place in zip(m.T, answer.T, strict=True):
             assert np.array_equal(place, known[col.tobytes()])  # one product per column
     again = Weigher(counts)
-    assert all(np.array_equal(again(m), answer) for m, answer in zip(asks, got, strict=True))
+    pairs = list(zip(asks, got, strict=True))[::-1]
+    assert all(np.array_equal(again(m), answer) for m, answer in pairs)

@@ -28,9 +28,9 @@ def test_the_bootstrap_runs_on_one_blas_thread_and_gives_the_same_bits(
     seen: list[set[int]] = []
     weigh = _bootstrap.weigh
 
-    def spy(counts: Any, m: Any) -> Any:
+    def spy(counts: Any, m: Any, row_sum: Any = None) -> Any:
         seen.append(_blas_threads())
-        return weigh(counts, m)
+        return weigh(counts, m, row_sum)
 
     tables = synthetic_tables(n_tasks=12, seed=2)
     with threadpool_limits(limits=2, user_api="blas"):
