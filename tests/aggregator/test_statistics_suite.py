@@ -203,6 +203,66 @@ def test_ranks_and_pairwise(tables: st.Tables) -> None:
     assert p03.se < np.hypot(scores["agent_0"].se, scores["agent_3"].se)
 
 
+def _panel_by_hand(tables: st.Tables, anchor: int) -> dict[str, Any]:
+    """The panel's per-(run, judge) and per-(run, judge, dimension) figures from the
+    ratings rows, in plain Python: ratings of infrastructure failures dropped."""
+    failed = set(tables.runs.filter(pl.col("infrastructure_failure"))["run_id"].to_list())
+    cells: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    dims: dict[tuple[str, str, str], list[int]] = {}
+    for r in tables.ratings.iter_rows(named=True):
+        if r["run_id"] in failed:
+            continue
+        cells.setdefault((r["run_id"], r["judge_id"]), []).append((r["sample"], r["score"]))
+        dims.setdefault((r["run_id"], r["judge_id"], r["dimension"]), []).append(r["score"])
+    return {
+        "n_ratings": {k: len(v) for k, v in cells.items()},
+        "n_below": {k: sum(score < anchor for _, score in v) for k, v in cells.items()},
+        "n_verdicts": {k: len({sample for sample, _ in v}) for k, v in cells.items()},
+        "judge_score": {k: sum(score for _, score in v) / len(v) for k, v in cells.items()},
+        "judge_dim": {k: sum(v) / len(v) for k, v in dims.items()},
+    }
+
+
+@pytest.mark.parametrize("sample_step", [1, 100_000])
+def test_the_panel_counts_the_ratings_as_by_hand(tables: st.Tables, sample_step: int) -> None:
+    """Every (run, judge) cell of the panel, and every (run, judge, dimension) one, is what
+    the ratings say counted one by one; absent cells are 0 or NaN. Some judges leave some
+    dimensions unrated, verdicts come in several samples, and (second case) sample
+    numbers far apart, which the panel counts another way than small ones; an
+    infrastructure failure's ratings count nowhere."""
+    rng = np.random.default_rng(3)
+    ratings = tables.ratings.with_columns(
+        sample=(pl.col("sample") + pl.Series(rng.integers(0, 3, tables.ratings.height)))
+        * sample_step
+    ).filter(pl.Series(rng.random(tables.ratings.height) > 0.1))
+    failed = tables.runs.filter(pl.col("infrastructure_failure")).row(0, named=True)
+    of_failed = ratings.head(16).with_columns(
+        run_id=pl.lit(failed["run_id"]),
+        task_id=pl.lit(failed["task_id"]),
+        agent_id=pl.lit(failed["agent_id"]),
+    )
+    ratings = pl.concat([ratings, of_failed])
+    ratings = ratings.unique(["run_id", "judge_id", "sample", "dimension"], maintain_order=True)
+    sub = st.make_tables(ratings, tables.runs, tables.tags)
+    panel = prepare(sub, anchor=7)
+    want = _panel_by_hand(sub, anchor=7)
+    assert want["n_verdicts"] and max(want["n_verdicts"].values()) > 1
+    run = {r: i for i, r in enumerate(panel.run_ids)}
+    judge = {j: i for i, j in enumerate(panel.judge_ids)}
+    dim = {d: i for i, d in enumerate(panel.dimensions)}
+    assert set(run) == {r for r, _ in want["n_ratings"]}
+    for name in ("n_ratings", "n_below", "n_verdicts", "judge_score"):
+        got = getattr(panel, name)
+        expect = np.full(got.shape, np.nan if name == "judge_score" else 0.0)
+        for (r, j), v in want[name].items():
+            expect[run[r], judge[j]] = v
+        assert np.array_equal(got, expect, equal_nan=True), name
+    expect = np.full(panel.judge_dim.shape, np.nan)
+    for (r, j, d), v in want["judge_dim"].items():
+        expect[run[r], judge[j], dim[d]] = v
+    assert np.array_equal(panel.judge_dim, expect, equal_nan=True)
+
+
 def test_epoch_spread_and_costs(tables: st.Tables) -> None:
     panel = prepare(tables)
     rs = panel.run_score
