@@ -166,6 +166,35 @@ def test_validation_errors(tables: st.Tables) -> None:
         )
 
 
+def test_tables_are_checked_once_and_what_is_made_of_them_again(
+    tables: st.Tables, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make_tables`'s own result is not checked again by the statistics (its repeats
+    check took 0.05 s of every 10x report, twice); tables put together by hand, or
+    changed from checked ones, are, and a rating given twice is refused there."""
+    from assay_report.statistics import _tables
+
+    checks: list[str] = []
+    validate = _tables.validate_table
+
+    def spy(df: pl.DataFrame, name: Any) -> pl.DataFrame:
+        checks.append(name)
+        return validate(df, name)
+
+    monkeypatch.setattr(_tables, "validate_table", spy)
+    made = st.make_tables(*tables)
+    assert checks == ["ratings", "runs", "tags"]
+    settings = st.AnalysisSettings(seed=1, n_resamples=20)
+    st.compute_statistics(made, settings)
+    assert checks == ["ratings", "runs", "tags"]
+    st.compute_statistics(st.Tables(*made), settings)
+    assert len(checks) == 6
+    twice = made._replace(ratings=pl.concat([made.ratings, made.ratings.head(1)]))
+    assert type(twice) is st.Tables
+    with pytest.raises(st.StatisticsInputError, match="rated more than once"):
+        st.compute_statistics(twice, settings)
+
+
 def test_ranks_and_pairwise(tables: st.Tables) -> None:
     seed, b = 4, 2000
     ranks = {r.agent_id: r for r in rows_of(st.rank_rows, tables, seed=seed, n_resamples=b)}

@@ -45,7 +45,7 @@ from ._results import (
     UnpassedTask,
 )
 from ._rows import Row, frames_of
-from ._tables import Tables, make_tables
+from ._tables import Tables, validated
 
 __all__ = ["StatisticsReport", "compute_statistics"]
 
@@ -139,7 +139,7 @@ def _compute(
     tasks_without_checks: tuple[str, ...],
     unpriced_models: Mapping[str, tuple[str, ...]] | None,
 ) -> StatisticsReport:
-    checked = make_tables(*tables)
+    checked = validated(tables)
     acc: dict[str, list[Row]] = {
         name: []
         for name, f in StatisticsReport.model_fields.items()

@@ -42,6 +42,7 @@ __all__ = [
     "filter_campaign",
     "make_tables",
     "validate_table",
+    "validated",
 ]
 
 Kind = Literal["str", "int", "float", "bool"]
@@ -114,6 +115,23 @@ class Tables(NamedTuple):
     """One row per run (see ``RUNS_SCHEMA``)."""
     tags: pl.DataFrame
     """One row per run × judge × sample × tag (see ``TAGS_SCHEMA``); may be empty."""
+
+
+class _Checked(Tables):
+    """Tables as :func:`make_tables` returned them: checked already. What is made from
+    them (``_replace``) is plain tables again, checked when used."""
+
+    __slots__ = ()
+
+    # Not a _Checked: the replaced tables were never checked (mypy would have Self).
+    def _replace(self, **changes: pl.DataFrame) -> Tables:  # type: ignore[override]
+        return Tables(*self)._replace(**changes)
+
+
+def validated(tables: Tables) -> Tables:
+    """`tables` validated: as they are when :func:`make_tables` made them (a 10x log's
+    ratings take 0.05 s to check for repeats), else through it."""
+    return tables if isinstance(tables, _Checked) else make_tables(*tables)
 
 
 def _kind_ok(dtype: pl.DataType, kind: Kind) -> bool:
@@ -215,7 +233,7 @@ def make_tables(
         raise StatisticsInputError(
             f"table 'ratings': run_id {unknown['run_id'].sort()[0]!r} is not in table 'runs'"
         )
-    return Tables(r, u, t)
+    return _Checked(r, u, t)
 
 
 def filter_campaign(tables: Tables, campaign_ids: str | list[str]) -> Tables:
