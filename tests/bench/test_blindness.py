@@ -45,6 +45,7 @@ from bench.blindness import (
     run_features,
     top_tells,
 )
+from bench.blindness_model import Classifier
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -55,7 +56,11 @@ FOREST_BOUND = 0.65
 what it ranks first being step latencies and durations, which follow the machine's load
 when a run runs (one campaign run beside the test suite read 0.597). A bound above that
 spread, so the test catches a tell coming back (0.71-0.82 before controls chose their
-plans) without failing on a busy machine's timing."""
+plans) without failing on a busy machine's timing. One split into folds moves the
+forest's AUC by ±0.04 on the same runs (0.48-0.53 and 0.43-0.50 over eight seeds of two
+campaigns, 2026-12-07; single splits read 0.49-0.651 over seven campaigns that day), so
+the test takes the mean of `FOREST_REPEATS` cross-validations, the bound unchanged."""
+FOREST_REPEATS = 5
 """The most AUC a classifier may reach on what judges and reviewers read."""
 
 
@@ -118,7 +123,7 @@ def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
     )
     features = run_features(ran.events)
     controls = control_labels(ran.controls)
-    forest = blindness_auc(features, controls, seed=47, classifier="forest")
+    forest = blindness_auc(features, controls, seed=47, classifier="forest", repeats=FOREST_REPEATS)
     forest_tells = top_tells(features, controls, classifier="forest")
     print(f"\nlarger, random forest: AUC {forest.auc:.3f}; tells: {forest_tells[:8]}")
     assert found.n_controls >= 100 and found.n_agent_runs >= 60
@@ -194,6 +199,24 @@ def test_a_tell_carried_only_by_a_combination_is_found_by_the_forest() -> None:
     )
     names = [name for name, _ in top_tells(features, controls, 2, classifier="forest")]
     assert sorted(names) == ["ran", "wrote"]
+
+
+@pytest.mark.parametrize("classifier", ["logistic", "forest"])
+def test_repeated_cross_validation_is_the_mean_of_its_repeats(classifier: Classifier) -> None:
+    """`repeats` averages that many cross-validations, each with its own split and model
+    seed: by hand, the mean of the single ones at the seeds in turn; a weak tell's AUC
+    moves between splits, and the mean lies within them."""
+    rng = np.random.default_rng(5)
+    controls = {f"r{i}" for i in range(90) if i % 3 == 0}
+    features: dict[str, dict[str, float | str]] = {
+        f"r{i}": {"x": float(rng.normal()) + 0.8 * (f"r{i}" in controls), "y": float(rng.normal())}
+        for i in range(90)
+    }
+    each = [blindness_auc(features, controls, seed=s, classifier=classifier).auc for s in (7, 8, 9)]
+    found = blindness_auc(features, controls, seed=7, classifier=classifier, repeats=3)
+    assert found.repeats == 3 and len(set(each)) > 1
+    assert found.auc == pytest.approx(float(np.mean(each)), abs=1e-12)
+    assert min(each) <= found.auc <= max(each)
 
 
 def test_too_few_controls_warn_and_carry_no_auc() -> None:
