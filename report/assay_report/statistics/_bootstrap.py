@@ -115,8 +115,8 @@ def fixed_point(m: F64, row_sum: int) -> tuple[F64, I64]:
 
     A column's largest value times `row_sum` is below ``2**e``; its scale is ``52 − e``,
     so the sum stays under ``2**52`` plus half a unit per count. Rounding moves a value by
-    at most ``2**-scale / 2``: under ``row_sum · 2**-53`` of the column's largest value
-    (2e-13 at 1,780 tasks), far inside any bootstrap's own noise. A column with a NaN or
+    at most ``2**-scale / 2``, no more than ``row_sum · 2**-52`` of the column's largest value
+    (4e-13 at 1,780 tasks), far inside any bootstrap's own noise. A column with a NaN or
     an infinity is left as it is (its products are not finite either).
     """
     top = np.abs(m).max(axis=0, initial=0.0) * max(row_sum, 1)
