@@ -51,6 +51,7 @@ pytestmark = pytest.mark.timeout(900)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHANCE = 0.6
+"""The most AUC a classifier may reach on what judges and reviewers read."""
 FOREST_BOUND = 0.65
 """The random forest on the larger campaign: 0.49-0.60 over eight campaigns (2026-12-06),
 what it ranks first being step latencies and durations, which follow the machine's load
@@ -61,7 +62,8 @@ forest's AUC by ±0.04 on the same runs (0.48-0.53 and 0.43-0.50 over eight seed
 campaigns, 2026-12-07; single splits read 0.49-0.651 over seven campaigns that day), so
 the test takes the mean of `FOREST_REPEATS` cross-validations, the bound unchanged."""
 FOREST_REPEATS = 5
-"""The most AUC a classifier may reach on what judges and reviewers read."""
+"""Cross-validations (each its own split and forest seed) whose mean AUC the larger
+campaign's forest is held to."""
 
 
 @pytest.fixture(scope="module")
