@@ -53,14 +53,18 @@ ROOT = Path(__file__).resolve().parents[2]
 CHANCE = 0.6
 """The most AUC a classifier may reach on what judges and reviewers read."""
 FOREST_BOUND = 0.65
-"""The random forest on the larger campaign: 0.49-0.60 over eight campaigns (2026-12-06),
-what it ranks first being step latencies and durations, which follow the machine's load
-when a run runs (one campaign run beside the test suite read 0.597). A bound above that
-spread, so the test catches a tell coming back (0.71-0.82 before controls chose their
-plans) without failing on a busy machine's timing. One split into folds moves the
-forest's AUC by ±0.04 on the same runs (0.48-0.53 and 0.43-0.50 over eight seeds of two
-campaigns, 2026-12-07; single splits read 0.49-0.651 over seven campaigns that day), so
-the test takes the mean of `FOREST_REPEATS` cross-validations, the bound unchanged."""
+"""The random forest on the larger campaign, as the mean of `FOREST_REPEATS`
+cross-validations: 0.47-0.58 over five campaigns and 0.50-0.62 over three earlier
+(2026-12-07). With the campaign's labels shuffled the same measure reads 0.50 with a
+standard deviation of 0.04-0.05 (twelve shuffles of each of the five, largest 0.61): the
+bound is about three of those above chance, so the test catches a tell coming back
+(0.71-0.82 before controls chose their plans) without failing on a campaign's own spread.
+Step timings carry a weak tell in some campaigns (the forest 0.578 with them, 0.551
+without, in one; 0.551 against 0.512 in another; none in three), held-out permutation
+importances of 0.01-0.015 AUC at most. One split into folds alone moved a single
+cross-validation by ±0.04 on the same runs (single splits read 0.43-0.651 over seven
+campaigns, one CI run failing at 0.651), so the mean of several is taken, the bound
+unchanged."""
 FOREST_REPEATS = 5
 """Cross-validations (each its own split and forest seed) whose mean AUC the larger
 campaign's forest is held to."""
@@ -113,7 +117,9 @@ def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
     combination of fields carries (the forest). Until each control chose its plan by the
     kinds of work its look-alike does (`assay_runner.choice`), the forest told them at
     0.71-0.82 over three campaigns (2026-12-05), first by who does which kind of work;
-    since, 0.49-0.60 over eight (the regression 0.45-0.54), 2026-12-06."""
+    since, see `FOREST_BOUND`. On a failure the forest's tells are named as they weigh
+    held out (`top_tells`), not by its impurity importances, which name fields with many
+    values (latencies, durations) first whether or not they tell."""
     ran = bundled_campaign(
         tmp_path_factory.mktemp("larger"), {"epochs": 3, "controls": {"epochs": 3}}
     )
@@ -126,14 +132,15 @@ def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
     features = run_features(ran.events)
     controls = control_labels(ran.controls)
     forest = blindness_auc(features, controls, seed=47, classifier="forest", repeats=FOREST_REPEATS)
-    forest_tells = top_tells(features, controls, classifier="forest")
-    print(f"\nlarger, random forest: AUC {forest.auc:.3f}; tells: {forest_tells[:8]}")
+    print(f"\nlarger, random forest: AUC {forest.auc:.3f}")
     assert found.n_controls >= 100 and found.n_agent_runs >= 60
     # Controls chose their plans, and every variant was still played and measured.
     played = {r["variant"] for r in ran.report["validity"]["control_rates"]}
     assert played >= {"reference", *DERIVED_VARIANTS}, played
     assert found.auc <= CHANCE, f"AUC {found.auc:.3f}: controls are told by {tells[:5]}"
-    assert forest.auc <= FOREST_BOUND, f"forest AUC {forest.auc:.3f}: told by {forest_tells[:5]}"
+    if forest.auc > FOREST_BOUND:  # what told them, held out (a cross-validation's fits)
+        forest_tells = top_tells(features, controls, classifier="forest")
+        pytest.fail(f"forest AUC {forest.auc:.3f}: told by {forest_tells[:5]}")
 
 
 def test_every_rule_check_has_a_validity_row_and_the_reference_control_runs_its_code(
@@ -201,6 +208,35 @@ def test_a_tell_carried_only_by_a_combination_is_found_by_the_forest() -> None:
     )
     names = [name for name, _ in top_tells(features, controls, 2, classifier="forest")]
     assert sorted(names) == ["ran", "wrote"]
+
+
+def test_the_forests_tells_are_what_tells_held_out_not_what_has_many_values() -> None:
+    """A field that tells (a binary one, a control's more often) beside fields of pure
+    noise with a distinct value per run: a forest's impurity importances rank the noise
+    first (scikit-learn's, computed here beside), the held-out permutation importances
+    that `top_tells` gives rank the tell first, and none of the noise weighs near it."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(3)
+    runs = [f"r{i:03d}" for i in range(180)]
+    controls = set(runs[::3])
+    features: dict[str, dict[str, float | str]] = {
+        run: {
+            "b": float(rng.random() < (0.75 if run in controls else 0.35)),
+            **{f"noise{j}": float(rng.normal()) for j in range(6)},
+        }
+        for run in runs
+    }
+    names = ["b", *(f"noise{j}" for j in range(6))]
+    x = np.array([[features[r][k] for k in names] for r in runs])
+    y = np.array([r in controls for r in runs])
+    impurity = RandomForestClassifier(n_estimators=300, min_samples_leaf=2, random_state=0)
+    by_impurity = dict(zip(names, impurity.fit(x, y).feature_importances_, strict=True))
+    assert max(by_impurity, key=by_impurity.__getitem__) != "b", by_impurity
+
+    tells = top_tells(features, controls, 3, classifier="forest")
+    assert tells[0][0] == "b", tells
+    assert tells[0][1] > 0.05 and tells[1][1] < tells[0][1] / 2, tells
 
 
 @pytest.mark.parametrize("classifier", ["logistic", "forest"])
