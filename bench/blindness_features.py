@@ -141,7 +141,22 @@ def _steps(steps: Sequence[AgentStepLogged]) -> Features:
     for name, n in names.items():
         out[f"tool.{name}"] = float(n)
     out.update(_call_ids(ids))
+    out.update(_order(steps))
     return out
+
+
+def _order(steps: Sequence[AgentStepLogged]) -> Features:
+    """How the transcript opens, as a reader sees it: the tools its first two steps call
+    first, and the step that first writes a file (-1: none): a control that wrote at once
+    wearing a model whose runs always looked first was told by it (2026-12-07)."""
+    steps = sorted(steps, key=lambda s: s.step)
+    firsts = [s.tool_calls[0].name if s.tool_calls else "" for s in steps]
+    writes = [i for i, s in enumerate(steps) if any(c.name == "write_file" for c in s.tool_calls)]
+    return {
+        "transcript.first_tool": firsts[0] if firsts else "",
+        "transcript.second_tool": firsts[1] if len(firsts) > 1 else "",
+        "transcript.first_write_step": float(writes[0] if writes else -1),
+    }
 
 
 def _finished(e: AgentFinished) -> Features:

@@ -382,3 +382,33 @@ def test_a_reader_of_the_log_sees_repeated_work_and_the_shape_of_call_ids() -> N
     assert features["r0"]["calls.id_len"] == 8.0 and features["r2"]["calls.id_len"] == 29.0
     assert features["r0"]["calls.id_letters"] == 0.5 < features["r2"]["calls.id_letters"]
     assert features["r0"]["calls.id_prefix"] == features["r2"]["calls.id_prefix"] == "call"
+
+
+def test_a_reader_sees_how_a_transcript_opens() -> None:
+    """The tools a run's first two steps call first and the step that first writes, in
+    step order whatever order the log holds them in; a run with no step has none."""
+    events: list[Event] = [
+        run_requested("r0", campaign_id="c", task=Task(task_id="t", prompt="p")),
+        run_requested("r1", campaign_id="c", task=Task(task_id="t", prompt="p")),
+    ]
+    for step, names in ((2, ["write_file", "bash"]), (0, ["read_file"]), (1, ["list_files"])):
+        calls = [
+            ToolCallRecord(call_id=f"c{step}{i}", name=n, arguments="{}")
+            for i, n in enumerate(names)
+        ]
+        events.append(
+            AgentStepLogged(
+                event_id=AgentStepLogged.id_for("r0", step),
+                campaign_id="c",
+                run_id="r0",
+                step=step,
+                tool_calls=calls,
+                producer=TEST_PRODUCER,
+            )
+        )
+    features = run_features(events)
+    opened = {k: v for k, v in features["r0"].items() if k.startswith("transcript.first")}
+    assert opened == {"transcript.first_tool": "read_file", "transcript.first_write_step": 2.0}
+    assert features["r0"]["transcript.second_tool"] == "list_files"
+    assert features["r1"]["transcript.first_tool"] == features["r1"]["transcript.second_tool"] == ""
+    assert features["r1"]["transcript.first_write_step"] == -1.0

@@ -504,9 +504,10 @@ async def test_a_control_opens_as_its_kinds_runs_do_and_reports_its_look_alikes_
 
 async def test_a_control_imitates_runs_that_did_its_plans_kind_of_work(tmp_path: Path) -> None:
     """Issue #47: a control's habits are those of the campaign's runs that did its plan's
-    kind of work, every agent's pooled (not its look-alike's: an agent whose runs never
-    run code would mark a control that wears it and does); before any run of its kind has
-    answered, its kind's defaults: code drafted and never run is written at once."""
+    kind of work, every agent's pooled where its look-alike did none (an agent whose runs
+    never run code has no habits for a control that wears it and does); before any run of
+    its kind has answered, its kind's defaults: code drafted and never run is written at
+    once."""
     book = AgentBook()
     await _agent_runs(book, _Quick(turns=2), runs=3)
     await _agent_runs(book, _Worker(), runs=3, agent_id="worker")
@@ -549,6 +550,76 @@ async def test_a_control_imitates_runs_that_did_its_plans_kind_of_work(tmp_path:
     steps = await _play(drafted, again)
     assert _names(steps) == [["solve.py"], ["submit"]]
     assert [s.text for s in steps] == ["Drafting the analysis.", None]
+
+
+class _Writer(_Worker):
+    """An agent that writes its script at once, runs it and answers (no look)."""
+
+    _CALLS = (
+        ("write_file", {"path": "solve.py", "content": "print(1)"}),
+        ("bash", {"command": "python3 solve.py"}),
+        ("submit", {"answer": "ok"}),
+    )
+
+
+async def test_a_control_opens_as_its_look_alikes_runs_of_its_kind_do(tmp_path: Path) -> None:
+    """Two agents whose runs run code, one looking three times first, one writing at
+    once: a control wearing either opens as that one's runs of the plan's kind do, never
+    as the other's (pooled, a control wearing the looker wrote at once in some runs, which
+    no run of the looker's did: a reader of transcripts told it by that); a control
+    wearing an agent with no run of the kind draws from both."""
+    book = AgentBook()
+    await _agent_runs(book, _Looker(), runs=2, agent_id="looker")
+    await _agent_runs(book, _Writer(), runs=2, agent_id="writer")
+    await _agent_runs(book, _Quick(turns=2), runs=2)
+    ran = Work(ran=True, wrote=True)
+    mine = {like: book.profile_for("demo", ran, attached=True, like=like) for like in _LIKES}
+    assert {like: p.openings if p else None for like, p in mine.items()} == {
+        "looker": (3, 3),
+        "writer": (0, 0),
+        "quick": (3, 3, 0, 0),
+        None: (3, 3, 0, 0),
+    }
+    store = LocalBlobStore(tmp_path / "blobs")
+    sha = _ran_plan(store)
+    for like, first in (("looker", {"read_file"}), ("writer", {"write_file"})):
+        for r in range(6):  # six runs' draws: each the look-alike's opening
+            control = ControlProvider(
+                plan_sha256=sha,
+                store=store,
+                book=book,
+                campaign_id="demo",
+                like=like,
+                run_id=f"{like}-control-{r}",
+                max_steps=12,
+            )
+            steps = await _play(control, _fresh(tmp_path / f"{like}{r}"))
+            assert {c.name for c in steps[0].tool_calls} == first, (like, r, _names(steps))
+            assert len(steps) == 4 + (3 if like == "looker" else 0), _names(steps)
+    drawn = set()
+    for r in range(12):
+        steps = await _play(
+            ControlProvider(
+                plan_sha256=sha,
+                store=store,
+                book=book,
+                campaign_id="demo",
+                like="quick",
+                run_id=f"quick-control-{r}",
+                max_steps=12,
+            ),
+            _fresh(tmp_path / f"quick{r}"),
+        )
+        drawn.add(len(steps) - 4)
+    assert drawn == {0, 3}, "no run of its look-alike did the kind: both agents' openings"
+
+
+_LIKES = ("looker", "writer", "quick", None)
+
+
+def _fresh(path: Path) -> Path:
+    path.mkdir()
+    return path
 
 
 _TURN = Turn(

@@ -324,24 +324,43 @@ class AgentBook:
             return Counter()
         return Counter(work for work, on in agent.kinds.values() if on == attached)
 
-    def profile_for(self, campaign_id: str, work: Work, *, attached: bool) -> Profile | None:
+    def profile_for(
+        self, campaign_id: str, work: Work, *, attached: bool, like: str | None = None
+    ) -> Profile | None:
         """The habits of the campaign's runs that did `work` on a task with files
         `attached` or not (an agent looks at the data it was given, and around the
-        workspace when it was given none), every agent's (in the order of their ids, so
-        any runner pools them alike); None before any such run answered."""
-        turns: list[Turn] = []
-        steps: list[int] = []
-        openings: list[int] = []
-        for (campaign, _), agent in sorted(self._agents.items()):
-            if campaign != campaign_id:
-                continue
-            runs = {run for run, kind in agent.kinds.items() if kind == (work, attached)}
-            turns += [t for t in agent.turns if t.run_id in runs]
-            steps += [n for run, n in agent.steps.items() if run in runs]
-            openings += [n for run, n in agent.openings.items() if run in runs]
-        if not turns or not steps:
-            return None
-        return Profile(tuple(turns), tuple(steps), tuple(openings))
+        workspace when it was given none): agent `like`'s own such runs where it has
+        any, else every agent's (in the order of their ids, so any runner pools them
+        alike); None before any such run answered.
+
+        A model's habits are its own: pooled over agents, a control wearing one whose
+        runs always looked before writing drew the openings of another that writes at
+        once, and opened as its look-alike never did (the blindness bench's larger
+        campaign: 25 of 192 controls wearing it over four campaigns, none of its 96 runs;
+        7 of 192 since, those playing a kind of work it never did, 2026-12-07)."""
+        agents = sorted(
+            (agent_id, agent)
+            for (campaign, agent_id), agent in self._agents.items()
+            if campaign == campaign_id
+        )
+        own = [agent for agent_id, agent in agents if agent_id == like]
+        return _habits(own, work, attached) or _habits([a for _, a in agents], work, attached)
+
+
+def _habits(agents: Sequence[_Agent], work: Work, attached: bool) -> Profile | None:
+    """The profile of `agents`' runs that did `work` on tasks with files `attached` or
+    not; None when none of them answered."""
+    turns: list[Turn] = []
+    steps: list[int] = []
+    openings: list[int] = []
+    for agent in agents:
+        runs = {run for run, kind in agent.kinds.items() if kind == (work, attached)}
+        turns += [t for t in agent.turns if t.run_id in runs]
+        steps += [n for run, n in agent.steps.items() if run in runs]
+        openings += [n for run, n in agent.openings.items() if run in runs]
+    if not turns or not steps:
+        return None
+    return Profile(tuple(turns), tuple(steps), tuple(openings))
 
 
 _BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase

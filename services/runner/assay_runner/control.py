@@ -9,8 +9,9 @@ do not make as planned (the plan's ``made`` says which they do: text with
 message, one tool call a step.
 
 Its habits are those of the campaign's runs that did the plan's kind of work (ran code or
-not, wrote files or not) on tasks like its own (files attached or not), every agent's
-alike, as this runner's :class:`AgentBook` saw them (:meth:`AgentBook.profile_for`): how
+not, wrote files or not) on tasks like its own (files attached or not): its look-alike's
+own such runs where it has any, else every agent's alike, as this runner's
+:class:`AgentBook` saw them (:meth:`AgentBook.profile_for`): how
 many looks open a run and with which tool, how long each turn thinks, at which turns it
 says something beside its calls. Its token counts follow its look-alike's turns (a
 model's own rate), and its answer opens as its look-alike's answers do (a model's house
@@ -390,7 +391,7 @@ class ControlProvider:
         if self.book is not None:  # its kind's runs so far (the opening is drawn once)
             attached = bool(self._attachments(messages))
             self._habits = self.book.profile_for(
-                self.campaign_id, plan_work(plan), attached=attached
+                self.campaign_id, plan_work(plan), attached=attached, like=self.like
             )
             self._rates = self.book.profile(self.campaign_id, self.like)
         turn = sum(isinstance(m, AssistantMessage) for m in messages)
