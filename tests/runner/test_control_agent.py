@@ -481,18 +481,19 @@ async def test_a_control_opens_as_its_kinds_runs_do_and_reports_its_look_alikes_
     assert profile.looks_with(0) == "read_file" and profile.says(0) is False
     await _agent_runs(book, _Looker(), runs=3, agent_id="looker")
     sha = _ran_plan(store, absent=["results/scratch.txt"])
-    # Wearing the two-step agent, which never ran code: the runs that did opened with
-    # three looks, its own with one, which it keeps to, looking as it looks.
+    # Wearing the two-step agent, it works as the runs that ran code did: three looks.
     workspace = tmp_path / "ws"
     steps = await _play_as_quick(store, book, sha, workspace, max_steps=12)
     assert _names(steps) == [
+        ["data/a.csv"],
+        ["list_files"],
         ["data/a.csv"],
         ["solve.py"],
         ["bash"],
         ["results/table.csv"],
         ["submit"],
     ]
-    assert [s.text for s in steps] == [None] * 5, "the runs of its kind say nothing"
+    assert [s.text for s in steps] == [None] * 7, "the runs of its kind say nothing"
     assert (workspace / "results" / "table.csv").read_bytes() == b"gene,fold change\nIL6,12.93\n"
     assert not (workspace / "results" / "scratch.txt").exists()
     # Its tokens are its look-alike's for a request as long (its line through 100 +
@@ -530,8 +531,7 @@ async def test_a_control_imitates_runs_that_did_its_plans_kind_of_work(tmp_path:
     assert [c.name for c in steps[0].tool_calls] == ["read_file"], "it looks as they do"
     assert _names(steps[looks:]) == [["solve.py"], ["bash"], ["results/table.csv"], ["submit"]]
     assert (workspace / "results" / "table.csv").read_bytes() == b"gene,fold change\nIL6,12.93\n"
-    # A plan that drafts code and never runs it, before any such run: written at once,
-    # unless its look-alike's runs always looked first (the worker's did, once).
+    # A plan that drafts code and never runs it, before any such run: written at once.
     code = store.put_bytes(SOLVE.encode())
     draft = ControlPlan(
         files=[ControlFile(path="solve.py", sha256=code.sha256, size=code.size, text=True)],
@@ -548,10 +548,6 @@ async def test_a_control_imitates_runs_that_did_its_plans_kind_of_work(tmp_path:
     again = tmp_path / "again"
     again.mkdir()
     steps = await _play(drafted, again)
-    assert _names(steps) == [["data/a.csv"], ["solve.py"], ["submit"]]
-    assert [s.text for s in steps][1:] == ["Drafting the analysis.", None]
-    unworn = replace(drafted, like=None, run_id="rd2")
-    steps = await _play(unworn, _fresh(tmp_path / "unworn"))
     assert _names(steps) == [["solve.py"], ["submit"]]
     assert [s.text for s in steps] == ["Drafting the analysis.", None]
 
@@ -571,8 +567,7 @@ async def test_a_control_opens_as_its_look_alikes_runs_of_its_kind_do(tmp_path: 
     once: a control wearing either opens as that one's runs of the plan's kind do, never
     as the other's (pooled, a control wearing the looker wrote at once in some runs, which
     no run of the looker's did: a reader of transcripts told it by that); a control
-    wearing an agent with no run of the kind opens as that agent's runs do (one look,
-    with its tool), whatever both others' runs of the kind opened with."""
+    wearing an agent with no run of the kind draws from both."""
     book = AgentBook()
     await _agent_runs(book, _Looker(), runs=2, agent_id="looker")
     await _agent_runs(book, _Writer(), runs=2, agent_id="writer")
@@ -615,8 +610,8 @@ async def test_a_control_opens_as_its_look_alikes_runs_of_its_kind_do(tmp_path: 
             ),
             _fresh(tmp_path / f"quick{r}"),
         )
-        drawn.add((len(steps) - 4, steps[0].tool_calls[0].name))
-    assert drawn == {(1, "read_file")}, "no run of its look-alike did the kind: its opening"
+        drawn.add(len(steps) - 4)
+    assert drawn == {0, 3}, "no run of its look-alike did the kind: both agents' openings"
 
 
 _LIKES = ("looker", "writer", "quick", None)

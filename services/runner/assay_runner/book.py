@@ -325,19 +325,13 @@ class AgentBook:
         return Counter(work for work, on in agent.kinds.values() if on == attached)
 
     def profile_for(
-        self,
-        campaign_id: str,
-        work: Work,
-        *,
-        attached: bool,
-        like: str | None = None,
-        pooled: bool = True,
+        self, campaign_id: str, work: Work, *, attached: bool, like: str | None = None
     ) -> Profile | None:
         """The habits of the campaign's runs that did `work` on a task with files
         `attached` or not (an agent looks at the data it was given, and around the
         workspace when it was given none): agent `like`'s own such runs where it has
-        any, else (unless not `pooled`) every agent's (in the order of their ids, so any
-        runner pools them alike); None before any such run answered.
+        any, else every agent's (in the order of their ids, so any runner pools them
+        alike); None before any such run answered.
 
         A model's habits are its own: pooled over agents, a control wearing one whose
         runs always looked before writing drew the openings of another that writes at
@@ -349,10 +343,8 @@ class AgentBook:
             for (campaign, agent_id), agent in self._agents.items()
             if campaign == campaign_id
         )
-        own = _habits([agent for agent_id, agent in agents if agent_id == like], work, attached)
-        if own is not None or not pooled:
-            return own
-        return _habits([agent for _, agent in agents], work, attached)
+        own = [agent for agent_id, agent in agents if agent_id == like]
+        return _habits(own, work, attached) or _habits([a for _, a in agents], work, attached)
 
 
 def _habits(agents: Sequence[_Agent], work: Work, attached: bool) -> Profile | None:

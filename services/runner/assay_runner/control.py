@@ -11,12 +11,10 @@ message, one tool call a step.
 Its habits are those of the campaign's runs that did the plan's kind of work (ran code or
 not, wrote files or not) on tasks like its own (files attached or not): its look-alike's
 own such runs where it has any, else every agent's alike, as this runner's
-:class:`AgentBook` saw them (:meth:`AgentBook.profile_for`): how many looks open a run
-and with which tool, how long each turn thinks, at which turns it says something beside
-its calls. Where its look-alike did none of the kind, it still opens as its look-alike's
-runs do: as few and as many looks as they opened with, made with the tool it looks with
-(a reader compares a model's transcripts). Its token counts follow its look-alike's
-turns (a model's own rate), and its answer opens as its look-alike's answers do (a model's house
+:class:`AgentBook` saw them (:meth:`AgentBook.profile_for`): how
+many looks open a run and with which tool, how long each turn thinks, at which turns it
+says something beside its calls. Its token counts follow its look-alike's turns (a
+model's own rate), and its answer opens as its look-alike's answers do (a model's house
 style: the reference's ``Summary:`` label kept, dropped or put in its place, the answer's
 substance unchanged). Before any run of its kind has answered, its kind's default habits
 hold (`_DEFAULT_LOOKS`: an agent that runs code looks at the data first and says so; one
@@ -189,8 +187,6 @@ class ControlProvider:
     _blobs: dict[str, bytes] = field(default_factory=dict, init=False)
     _habits: Profile | None = field(default=None, init=False)
     """The habits of the campaign's runs of the plan's kind (None: the defaults)."""
-    _own_habits: bool = field(default=False, init=False)
-    """`_habits` are its look-alike's own runs' (not every agent's pooled)."""
     _rates: Profile | None = field(default=None, init=False)
     """The look-alike's turns, for its token counts (None: the estimate)."""
     _looks: int | None = field(default=None, init=False)
@@ -281,16 +277,11 @@ class ControlProvider:
         return restyled(plan.message, self.house_style)
 
     def _draw_looks(self, plan: ControlPlan) -> int:
-        """The looks that open this run: one of its kind's runs' (else the default), kept
-        within as few and as many as its look-alike's runs opened with (other agents'
-        runs of a kind it never does open as it never does)."""
+        """The looks that open this run: one of its kind's runs' (else the default)."""
         if self._habits is not None and self._habits.openings:
             draw = seeded(self.plan_sha256, self.run_id, "looks")
-            looks = draw.choice(self._habits.openings)
-        else:
-            looks = len(_DEFAULT_LOOKS.get(plan_work(plan), ("bash",)))
-        seen = self._rates.openings if self._rates is not None else ()
-        return min(max(looks, min(seen)), max(seen)) if seen else looks
+            return draw.choice(self._habits.openings)
+        return len(_DEFAULT_LOOKS.get(plan_work(plan), ("bash",)))
 
     async def _next(self, plan: ControlPlan, messages: Sequence[Message], turn: int) -> list[_Act]:
         """This step's calls: a look while the run's opening lasts and no work is done,
@@ -314,11 +305,9 @@ class ControlProvider:
         return _share(rest, most - turn)
 
     def _look(self, plan: ControlPlan, turn: int, messages: Sequence[Message]) -> _Act:
-        """The look of this turn, at the next attached file, with the tool its look-alike's
-        runs of its kind look with at this turn; where it did none of the kind, the tool
-        its look-alike looks with then, else the tool of every agent's runs of the kind."""
-        order = (self._habits, self._rates) if self._own_habits else (self._rates, self._habits)
-        tool = next((t for p in order if p is not None and (t := p.looks_with(turn))), None)
+        """The look of this turn, with the tool its kind's runs look with at this turn,
+        at the next attached file."""
+        tool = self._habits.looks_with(turn) if self._habits is not None else None
         if tool is None:
             defaults = _DEFAULT_LOOKS.get(plan_work(plan)) or ("bash",)
             tool = defaults[min(turn, len(defaults) - 1)]
@@ -401,12 +390,9 @@ class ControlProvider:
         plan = await self._load()
         if self.book is not None:  # its kind's runs so far (the opening is drawn once)
             attached = bool(self._attachments(messages))
-            work = plan_work(plan)
-            own = self.book.profile_for(
-                self.campaign_id, work, attached=attached, like=self.like, pooled=False
+            self._habits = self.book.profile_for(
+                self.campaign_id, plan_work(plan), attached=attached, like=self.like
             )
-            self._own_habits = own is not None
-            self._habits = own or self.book.profile_for(self.campaign_id, work, attached=attached)
             self._rates = self.book.profile(self.campaign_id, self.like)
         turn = sum(isinstance(m, AssistantMessage) for m in messages)
         acts = await self._next(plan, messages, turn)
