@@ -36,7 +36,12 @@ from assay.bus import Bus, decode_log, read_raw
 from assay.config import Settings
 from assay.security.controls import controls_key
 from assay_schemas import ControlDeclared, ControlDetails, Event
-from bench.blindness_features import Features, control_labels, run_features
+from bench.blindness_features import (
+    Features,
+    control_labels,
+    openings_no_agent_made,
+    run_features,
+)
 from bench.blindness_model import (
     Blindness,
     BlindnessWarning,
@@ -56,6 +61,7 @@ __all__ = [
     "bundled_campaign",
     "control_labels",
     "group_aucs",
+    "openings_no_agent_made",
     "run_features",
     "top_tells",
 ]
@@ -130,6 +136,7 @@ def bench_blindness(salts: int = 1) -> list[Row]:
     found: list[float] = []
     forest: list[float] = []
     groups: dict[str, list[float]] = {}
+    unseen: list[float] = []
     sizes = ""
     for _ in range(salts):
         with tempfile.TemporaryDirectory(prefix="bench-blind-") as tmp:
@@ -143,11 +150,16 @@ def bench_blindness(salts: int = 1) -> list[Row]:
         sizes = f"{overall.n_controls} vs {overall.n_agent_runs}"
         for group, auc in group_aucs(features, controls, seed=47).items():
             groups.setdefault(group, []).append(auc)
+        unseen.append(len(openings_no_agent_made(features, controls)) / max(1, len(controls)))
     over = f", {salts} salts: mean, range {{}}" if salts > 1 else "{}"
     name = f"classifier AUC, controls vs agents' runs ({sizes}, bundled)"
     rows = [_row(name, found, over)]
     rows += [_row(f"  {group} fields alone", aucs, over) for group, aucs in groups.items()]
     rows.append(_row(f"random forest AUC, the same runs ({sizes}, bundled)", forest, over))
+    opened = "controls opening with a tool no agent's run of their model opened with"
+    mean = f", {salts} salts: mean" if salts > 1 else ""
+    share = sum(unseen) / len(unseen)
+    rows.append(Row("blindness", f"{opened} (bundled{mean})", share, "share", target="0"))
     return rows
 
 

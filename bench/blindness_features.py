@@ -30,7 +30,7 @@ from assay_schemas import (
     SandboxReady,
 )
 
-__all__ = ["Features", "control_labels", "run_features"]
+__all__ = ["Features", "control_labels", "openings_no_agent_made", "run_features"]
 
 Features = dict[str, float | str]
 """One run's readable fields: numbers, or strings (one indicator per value)."""
@@ -314,3 +314,21 @@ def control_labels(declared: Iterable[ControlDetails]) -> set[str]:
     """The run ids the campaign declared controls (what the classifier must not find),
     from its declarations opened with the deployment's controls key."""
     return {d.control_run_id for d in declared}
+
+
+def openings_no_agent_made(
+    features: Mapping[str, Features], controls: set[str]
+) -> list[tuple[float | str, float | str]]:
+    """(model, first tool) of each control whose first tool no agent's run wearing the
+    same model opened with: a reader comparing a model's transcripts tells it by that."""
+    made = {
+        (f.get("agent.model", ""), f.get("transcript.first_tool", ""))
+        for run, f in features.items()
+        if run not in controls
+    }
+    pairs = [
+        (features[r].get("agent.model", ""), features[r].get("transcript.first_tool", ""))
+        for r in controls
+        if r in features
+    ]
+    return sorted((p for p in pairs if p not in made), key=str)

@@ -42,6 +42,7 @@ from bench.blindness import (
     bundled_campaign,
     control_labels,
     group_aucs,
+    openings_no_agent_made,
     run_features,
     top_tells,
 )
@@ -137,6 +138,10 @@ def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
     # Controls chose their plans, and every variant was still played and measured.
     played = {r["variant"] for r in ran.report["validity"]["control_rates"]}
     assert played >= {"reference", *DERIVED_VARIANTS}, played
+    # Measured, not yet bounded: 9-17 of 120 controls a campaign open with a tool no run of
+    # their model opens with (2026-12-07; see `openings_no_agent_made`).
+    unseen = openings_no_agent_made(features, controls)
+    print(f"\nlarger: {len(unseen)} controls open as no run of their model: {unseen[:8]}")
     assert found.auc <= CHANCE, f"AUC {found.auc:.3f}: controls are told by {tells[:5]}"
     if forest.auc > FOREST_BOUND:  # what told them, held out (a cross-validation's fits)
         forest_tells = top_tells(features, controls, classifier="forest")
@@ -412,3 +417,18 @@ def test_a_reader_sees_how_a_transcript_opens() -> None:
     assert features["r0"]["transcript.second_tool"] == "list_files"
     assert features["r1"]["transcript.first_tool"] == features["r1"]["transcript.second_tool"] == ""
     assert features["r1"]["transcript.first_write_step"] == -1.0
+
+
+def test_a_control_opening_as_no_run_of_its_model_is_named() -> None:
+    """`openings_no_agent_made`: by hand, the controls whose (model, first tool) no
+    agent's run has; a control opening as another model's runs do is one of them."""
+    features: dict[str, dict[str, float | str]] = {
+        "a1": {"agent.model": "careful", "transcript.first_tool": "bash"},
+        "a2": {"agent.model": "writer", "transcript.first_tool": "write_file"},
+        "c1": {"agent.model": "careful", "transcript.first_tool": "bash"},
+        "c2": {"agent.model": "careful", "transcript.first_tool": "write_file"},
+        "c3": {"agent.model": "writer", "transcript.first_tool": "write_file"},
+        "c4": {"agent.model": "writer", "transcript.first_tool": ""},
+    }
+    unseen = openings_no_agent_made(features, {"c1", "c2", "c3", "c4"})
+    assert unseen == [("careful", "write_file"), ("writer", "")]
