@@ -55,9 +55,10 @@ CHANCE = 0.6
 """The most AUC a classifier may reach on what judges and reviewers read."""
 FOREST_BOUND = 0.65
 """The random forest on the larger campaign, as the mean of `FOREST_REPEATS`
-cross-validations: 0.47-0.58 over five campaigns and 0.50-0.62 over three earlier
-(2026-12-07). With the campaign's labels shuffled the same measure reads 0.50 with a
-standard deviation of 0.04-0.05 (twelve shuffles of each of the five, largest 0.61): the
+cross-validations: 0.44-0.60 over fifteen campaigns (0.44-0.57 over the six of them with
+a control's habits its look-alike's own first) and 0.50-0.62 over three earlier, all on
+2026-12-07. With the labels shuffled the same measure reads 0.50 with a standard
+deviation of 0.04-0.05 (twelve shuffles of each of five campaigns, largest 0.61): the
 bound is about three of those above chance, so the test catches a tell coming back
 (0.71-0.82 before controls chose their plans) without failing on a campaign's own spread.
 Step timings carry a weak tell in some campaigns (the forest 0.578 with them, 0.551

@@ -337,7 +337,8 @@ class AgentBook:
         runs always looked before writing drew the openings of another that writes at
         once, and opened as its look-alike never did (the blindness bench's larger
         campaign: 25 of 192 controls wearing it over four campaigns, none of its 96 runs;
-        7 of 192 since, those playing a kind of work it never did, 2026-12-07)."""
+        7 of 192 since, each a control whose look-alike had no answered run of its kind,
+        2026-12-07)."""
         agents = sorted(
             (agent_id, agent)
             for (campaign, agent_id), agent in self._agents.items()

@@ -11,9 +11,9 @@ message, one tool call a step.
 Its habits are those of the campaign's runs that did the plan's kind of work (ran code or
 not, wrote files or not) on tasks like its own (files attached or not): its look-alike's
 own such runs where it has any, else every agent's alike, as this runner's
-:class:`AgentBook` saw them (:meth:`AgentBook.profile_for`): how
-many looks open a run and with which tool, how long each turn thinks, at which turns it
-says something beside its calls. Its token counts follow its look-alike's turns (a
+:class:`AgentBook` saw them (:meth:`AgentBook.profile_for`): how many looks open a run
+and with which tool, how long each turn thinks, at which turns it says something beside
+its calls. Its token counts follow its look-alike's turns (a
 model's own rate), and its answer opens as its look-alike's answers do (a model's house
 style: the reference's ``Summary:`` label kept, dropped or put in its place, the answer's
 substance unchanged). Before any run of its kind has answered, its kind's default habits
