@@ -417,13 +417,26 @@ async def _play_as_quick(
     store: LocalBlobStore, book: AgentBook, sha: str, workspace: Path, max_steps: int
 ) -> list[Completion]:
     """Play the plan `sha` as a control wearing the `quick` agent, in a fresh `workspace`."""
+    return await _play_as(store, book, sha, workspace, "quick", "rc", max_steps)
+
+
+async def _play_as(
+    store: LocalBlobStore,
+    book: AgentBook,
+    sha: str,
+    workspace: Path,
+    like: str,
+    run_id: str,
+    max_steps: int,
+) -> list[Completion]:
+    """Play the plan `sha` as control `run_id` wearing agent `like`, in a fresh `workspace`."""
     control = ControlProvider(
         plan_sha256=sha,
         store=store,
         book=book,
         campaign_id="demo",
-        like="quick",
-        run_id="rc",
+        like=like,
+        run_id=run_id,
         max_steps=max_steps,
     )
     workspace.mkdir()
@@ -584,42 +597,21 @@ async def test_a_control_opens_as_its_look_alikes_runs_of_its_kind_do(tmp_path: 
     sha = _ran_plan(store)
     for like, first in (("looker", {"read_file"}), ("writer", {"write_file"})):
         for r in range(6):  # six runs' draws: each the look-alike's opening
-            control = ControlProvider(
-                plan_sha256=sha,
-                store=store,
-                book=book,
-                campaign_id="demo",
-                like=like,
-                run_id=f"{like}-control-{r}",
-                max_steps=12,
+            steps = await _play_as(
+                store, book, sha, tmp_path / f"{like}{r}", like, f"{like}-control-{r}", 12
             )
-            steps = await _play(control, _fresh(tmp_path / f"{like}{r}"))
             assert {c.name for c in steps[0].tool_calls} == first, (like, r, _names(steps))
             assert len(steps) == 4 + (3 if like == "looker" else 0), _names(steps)
     drawn = set()
     for r in range(12):
-        steps = await _play(
-            ControlProvider(
-                plan_sha256=sha,
-                store=store,
-                book=book,
-                campaign_id="demo",
-                like="quick",
-                run_id=f"quick-control-{r}",
-                max_steps=12,
-            ),
-            _fresh(tmp_path / f"quick{r}"),
+        steps = await _play_as(
+            store, book, sha, tmp_path / f"quick{r}", "quick", f"quick-control-{r}", 12
         )
         drawn.add(len(steps) - 4)
     assert drawn == {0, 3}, "no run of its look-alike did the kind: both agents' openings"
 
 
 _LIKES = ("looker", "writer", "quick", None)
-
-
-def _fresh(path: Path) -> Path:
-    path.mkdir()
-    return path
 
 
 _TURN = Turn(

@@ -339,13 +339,16 @@ class AgentBook:
         campaign: 25 of 192 controls wearing it over four campaigns, none of its 96 runs;
         7 of 192 since, each a control whose look-alike had no answered run of its kind,
         2026-12-07)."""
-        agents = sorted(
-            (agent_id, agent)
-            for (campaign, agent_id), agent in self._agents.items()
+        own = self._agents.get((campaign_id, like)) if like is not None else None
+        found = _habits([own], work, attached) if own is not None else None
+        if found is not None:
+            return found
+        pooled = [
+            agent
+            for (campaign, _), agent in sorted(self._agents.items())
             if campaign == campaign_id
-        )
-        own = [agent for agent_id, agent in agents if agent_id == like]
-        return _habits(own, work, attached) or _habits([a for _, a in agents], work, attached)
+        ]
+        return _habits(pooled, work, attached)
 
 
 def _habits(agents: Sequence[_Agent], work: Work, attached: bool) -> Profile | None:
