@@ -235,6 +235,45 @@ def test_raw_share_at_sensitivity_and_threshold_fragile_warn() -> None:
     )
 
 
+def _heterogeneity_p(c: pl.DataFrame) -> float:
+    rates = st.control_rate_rows(c, SETTINGS)
+    (w,) = [
+        x
+        for x in st.validity_warnings(rates)
+        if x.kind == "specificity_heterogeneous" and x.subject == "j1"
+    ]
+    return float(w.message.split("(p = ")[1].split(")")[0])
+
+
+def test_sparse_variants_get_fisher_not_chi_square() -> None:
+    """The CI run's table (2026-12-07): 39 of 40 known-bad controls right, the wrong one
+    its variant's only control. Fisher's test, by hand: with the margins fixed, the one
+    wrong control lands in that variant's single place with probability 1/40, and every
+    other table is likelier, so p = 1/40. χ² said 1e-8."""
+    from scipy.stats import chi2_contingency  # type: ignore[import-untyped]
+
+    sp = {"altered_numbers": [False], "files_removed": [True] * 2}
+    sp |= {"not_executed": [True] * 16, "prose_only": [True] * 21}
+    c = _controls([True] * 8, sp)
+    assert chi2_contingency([[0, 1], [2, 0], [16, 0], [21, 0]]).pvalue < 1e-7
+    p = _heterogeneity_p(c)
+    assert p == pytest.approx(1 / 40, abs=0.006)  # 9,999 tables drawn: sd 0.0016
+    assert p == _heterogeneity_p(c)  # seeded: a report is its replay
+
+
+def test_well_filled_variants_keep_chi_square() -> None:
+    """Every expected count at least 5: the χ² test's p (scipy), to the printed digits."""
+    from scipy.stats import chi2_contingency  # type: ignore[import-untyped]
+
+    sp = {
+        "altered_numbers": [True] * 20 + [False] * 20,
+        "not_executed": [True] * 36 + [False] * 4,
+        "prose_only": [True] * 38 + [False] * 2,
+    }
+    p = chi2_contingency([[20, 20], [36, 4], [38, 2]]).pvalue
+    assert _heterogeneity_p(_controls([True] * 40, sp)) == float(f"{p:.3g}")
+
+
 def test_heterogeneous_specificity_warns_with_the_corrected_range() -> None:
     """Sp 2/8 on altered numbers, 8/8 on prose: Fisher's exact p = 0.007 (scipy), and the
     corrected share under each variant's Sp printed as a range."""
