@@ -3,6 +3,8 @@ proportion to how often the agent it wears did each kind of work (`assay_runner.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -12,7 +14,7 @@ from scipy.stats import binomtest
 from assay.security.controls import ControlsKey
 from assay.store import LocalBlobStore
 from assay_runner.book import AgentBook, Turn, Work
-from assay_runner.choice import PRIOR_RUNS, choose_plan, plan_weights
+from assay_runner.choice import GOOD_SHARE, choose_plan, plan_weights
 from assay_runner.handlers.driver import ChoiceLost, Driver
 from assay_schemas import (
     AgentSpec,
@@ -62,23 +64,57 @@ def _declared(
 DECLARED = [_declared(v, f"k{i}") for i, v in enumerate(PLANS)]
 
 
-def test_plan_weights_are_the_look_alikes_shares_of_each_kind_smoothed_by_hand() -> None:
+GOOD = {PLANS["reference"]}
+
+
+def test_plan_weights_are_the_look_alikes_shares_of_each_kind_by_hand() -> None:
     seen = Counter({RAN: 8, SAID: 2, Work(ran=True, wrote=False): 5})  # a kind on no plan
-    w = plan_weights(WORKS, seen)
-    # Of the kinds on offer (3), the look-alike did 10 runs; the prior adds 1/3 run to each.
-    n = 10 + PRIOR_RUNS
-    assert w[PLANS["reference"]] == w[PLANS["altered_numbers"]] == (8 + 1 / 3) / n / 2
-    assert w[PLANS["not_executed"]] == (0 + 1 / 3) / n
-    assert w[PLANS["prose_only"]] == (2 + 1 / 3) / n
+    w = plan_weights(WORKS, GOOD, seen)
+    # Of the kinds on offer (3), the look-alike did 10 runs: 8 ran, 2 said, none drafted.
+    assert w[PLANS["reference"]] == 8 / 10 * GOOD_SHARE
+    assert w[PLANS["altered_numbers"]] == 8 / 10 * (1 - GOOD_SHARE)
+    assert w[PLANS["not_executed"]] == 0  # a kind it never did: no control of it does
+    assert w[PLANS["prose_only"]] == 2 / 10
     assert abs(sum(w.values()) - 1) < 1e-12
-    # Before any run is known, every kind alike.
-    cold = plan_weights(WORKS, Counter())
+
+
+def test_before_its_look_alike_answers_a_control_draws_from_every_agents_runs() -> None:
+    pooled = Counter({RAN: 3, DRAFTED: 1})
+    w = plan_weights(WORKS, GOOD, Counter({Work(ran=True, wrote=False): 4}), pooled)
+    assert w[PLANS["reference"]] == 3 / 4 * GOOD_SHARE
+    assert w[PLANS["not_executed"]] == 1 / 4 and w[PLANS["prose_only"]] == 0
+    # Before any agent's run is known, every kind alike; a kind's plans split it.
+    cold = plan_weights(WORKS, GOOD, Counter(), Counter())
     assert cold[PLANS["not_executed"]] == cold[PLANS["prose_only"]] == 1 / 3
+    assert cold[PLANS["reference"]] == 1 / 3 * GOOD_SHARE
+    # A kind with no known-good plan, or none known-bad, splits its share evenly.
+    assert plan_weights(WORKS, set(), Counter({RAN: 1}))[PLANS["reference"]] == 1 / 2
+
+
+def test_a_campaign_like_the_bundled_one_plays_its_known_good_plan() -> None:
+    """The CI run that failed (2026-12-07): forty controls, eight wearing an agent that
+    always runs code, sixteen one that ran code in half its runs, sixteen one that never
+    writes. Drawn as now, none of them playing the reference has a chance below 1e-4
+    (by hand: 0.5^8 * 0.75^16); the draws agree with it (a binomial test, scipy)."""
+    casts = [Counter({RAN: 4})] * 8 + [Counter({RAN: 2, DRAFTED: 2})] * 16
+    casts += [Counter({SAID: 4})] * 16
+    p_none = 1.0
+    for seen in casts:
+        p_none *= 1 - plan_weights(WORKS, GOOD, seen)[PLANS["reference"]]
+    assert p_none == pytest.approx(0.5**8 * 0.75**16) and p_none < 1e-4
+    control = DECLARED[0]
+    played = sum(
+        choose_plan(control, DECLARED, WORKS, seen, key=b"s" * 32, run_id=f"r{i}-{j}").variant
+        == "reference"
+        for i in range(50)
+        for j, seen in enumerate(casts)
+    )
+    assert binomtest(played, 50 * 40, (8 * 0.5 + 16 * 0.25) / 40).pvalue > 1e-3
 
 
 def test_controls_choose_the_kinds_of_work_their_look_alike_does() -> None:
     """Over many controls wearing an agent that ran code in 18 runs and answered in prose
-    in 2, the chosen kinds follow those shares (a binomial test, scipy)."""
+    in 2, the chosen kinds follow those shares (a binomial test, scipy), and none drafts."""
     seen = Counter({RAN: 18, SAID: 2})
     control = DECLARED[2]  # declared not_executed: a kind the look-alike never did
     chosen = Counter(
@@ -87,11 +123,8 @@ def test_controls_choose_the_kinds_of_work_their_look_alike_does() -> None:
         ]
         for i in range(2000)
     )
-    expected = plan_weights(WORKS, seen)
-    p_ran = expected[PLANS["reference"]] * 2
-    assert binomtest(chosen[RAN], 2000, p_ran).pvalue > 1e-3
-    assert binomtest(chosen[DRAFTED], 2000, expected[PLANS["not_executed"]]).pvalue > 1e-3
-    assert chosen[RAN] / 2000 > 0.8 and chosen[DRAFTED] / 2000 < 0.05
+    assert binomtest(chosen[RAN], 2000, 18 / 20).pvalue > 1e-3
+    assert chosen[DRAFTED] == 0
 
 
 def test_the_chosen_declaration_carries_its_plans_variant_label_and_steps() -> None:
@@ -142,6 +175,9 @@ def test_the_book_counts_an_agents_kinds_of_work_apart_by_attachments() -> None:
     assert book.works("c", "careful", attached=False) == Counter({SAID: 1})
     assert book.works("c", "other", attached=True) == Counter()
     assert book.works("c2", "careful", attached=True) == Counter()
+    book.record("c", "other", "o1", turn, last=True, work=SAID, attached=True)
+    book.record("c2", "other", "o2", turn, last=True, work=SAID, attached=True)
+    assert book.campaign_works("c", attached=True) == Counter({RAN: 2, DRAFTED: 1, SAID: 1})
 
 
 def _stored(store: LocalBlobStore) -> dict[str, str]:
@@ -180,7 +216,7 @@ async def test_a_control_chooses_from_its_look_alikes_runs_and_a_resumed_one_pla
     tmp_path: Path,
 ) -> None:
     """The runner's driver: before the run's first step the control draws its plan from
-    the book (its look-alike only ever answered in prose: prose it is, nearly always); a
+    the book (its look-alike only ever answered in prose: prose it is); a
     resumed run plays the plan its first step sealed, whatever the book says now; a seal
     that does not open here ends the run as the platform's failure, not a wrong plan."""
     store = LocalBlobStore(tmp_path / "blobs")
@@ -201,9 +237,12 @@ async def test_a_control_chooses_from_its_look_alikes_runs_and_a_resumed_one_pla
         for c in declared
     ]
     chosen = [await driver._chosen(_request(c), c, []) for c in draws]
-    assert Counter(c.variant for c in chosen)["prose_only"] >= 27, Counter(
-        c.variant for c in chosen
-    )
+    assert Counter(c.variant for c in chosen) == Counter({"prose_only": 30})
+    # A control wearing an agent with no answered run (waited for no longer) draws from
+    # every agent's.
+    driver.choice_wait_s = 0.0
+    stranger = [c.model_copy(update={"like": "new"}) for c in draws]
+    assert {(await driver._chosen(_request(c), c, [])).variant for c in stranger} == {"prose_only"}
     # Resumed: the first step chose not_executed; the book would choose prose now.
     control = declared[0]
     sealed = key.seal_choice("c", control.control_run_id, plans["not_executed"])
@@ -221,3 +260,48 @@ async def test_a_control_chooses_from_its_look_alikes_runs_and_a_resumed_one_pla
     blank = driver._sealed_choice(agent, None)
     assert blank is not None and len(blank) == len(sealed)
     assert key.open_choice("c", "agentrun", blank) is None
+
+
+async def test_a_control_waits_for_its_look_alikes_first_answer_before_it_chooses(
+    tmp_path: Path,
+) -> None:
+    """A control choosing before any run of its look-alike answered waits for one (its
+    kind, not every kind alike), at most `choice_wait_s`, and only while fewer than
+    `choice_waiters` controls wait, so agents' runs keep drives to run in."""
+    store = LocalBlobStore(tmp_path / "blobs")
+    plans = _stored(store)
+    declared = [
+        _declared(v, f"k{i}").model_copy(update={"plan_sha256": plans[v]})
+        for i, v in enumerate(plans)
+    ]
+    driver = Driver(bus=None, store=store, controls=ControlsKey(b"k" * 32))  # type: ignore[arg-type]
+    driver._controls["c"] = declared
+    driver.choice_wait_s, driver.choice_waiters = 5.0, 2
+    turn = Turn(0, 1.0, False, None, 1, 10, 3, 5, 2)
+
+    async def answers_later() -> None:
+        await asyncio.sleep(0.3)
+        driver.book.record("c", "careful", "a0", turn, last=True, work=SAID, attached=False)
+
+    draws = [c.model_copy(update={"control_run_id": f"w{i}"}) for i, c in enumerate(declared)]
+    answer = asyncio.create_task(answers_later())
+    started = time.monotonic()
+    chosen = await asyncio.gather(*(driver._chosen(_request(c), c, []) for c in draws[:2]))
+    waited = time.monotonic() - started
+    await answer
+    assert 0.3 <= waited < 5.0
+    assert Counter(c.variant for c in chosen) == Counter({"prose_only": 2})
+    assert driver._waiting == 0
+    # With the waiters full, a control chooses at once, from what is known (nothing of
+    # this look-alike: every agent's, here the one prose answer).
+    driver.choice_waiters = 0
+    other = draws[2].model_copy(update={"like": "silent"})
+    started = time.monotonic()
+    assert (await driver._chosen(_request(other), other, [])).variant == "prose_only"
+    assert time.monotonic() - started < 0.3
+    # An agent that never answers: the wait ends at `choice_wait_s`.
+    driver.choice_wait_s, driver.choice_waiters = 0.2, 2
+    lone = draws[0].model_copy(update={"like": "silent", "control_run_id": "w9"})
+    started = time.monotonic()
+    await driver._chosen(_request(lone), lone, [])
+    assert 0.2 <= time.monotonic() - started < 2.0

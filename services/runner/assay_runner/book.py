@@ -13,9 +13,9 @@ scripted estimate.
 A control imitates the habits of the runs that did its plan's kind of :class:`Work` (ran
 code or not, wrote files or not: what a judge reads in any transcript) on tasks like its
 own (with files attached or without: an agent looks at the data it was given, and around
-the workspace when it was given none), every agent's of the campaign alike: how many
-looks open them, how long each turn thinks, where they say something (an agent's own
-habits would mark a control that wears it doing work it never does). Token counts are a
+the workspace when it was given none), its look-alike's own where it has any, every
+agent's of the campaign where it has none (`AgentBook.profile_for`): how many looks open
+them, how long each turn thinks, where they say something. Token counts are a
 model's own, so they follow its look-alike's turns, whatever their kind. Before any run
 of its kind has answered, the control keeps its kind's default habits (see
 `assay_runner.control`).
@@ -323,6 +323,14 @@ class AgentBook:
         if agent is None:
             return Counter()
         return Counter(work for work, on in agent.kinds.values() if on == attached)
+
+    def campaign_works(self, campaign_id: str, *, attached: bool) -> Counter[Work]:
+        """`works` summed over every agent of the campaign."""
+        out: Counter[Work] = Counter()
+        for campaign, agent_id in list(self._agents):
+            if campaign == campaign_id:
+                out.update(self.works(campaign_id, agent_id, attached=attached))
+        return out
 
     def profile_for(
         self, campaign_id: str, work: Work, *, attached: bool, like: str | None = None

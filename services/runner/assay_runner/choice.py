@@ -5,11 +5,12 @@ control agent that wears one of the campaign's agents. Played as declared, a con
 agent plays every kind of work in turn across the tasks, so it wears a model that never
 does some of them (a model that never writes a file, "writing" the reference's): the pair
 of who the run looks like and what it left tells it apart. Where its declaration says it
-`chooses`, the runner, which has seen the agents' runs, picks instead the plan whose kind
-of work (:class:`~assay_runner.book.Work`) its look-alike did, in proportion to how often
-it did it on tasks like this one; before any such run is known, every kind alike. The
-choice is sealed into the run's first step (`assay.security.controls`), where the
-aggregator reads it back: the run is labelled by the plan it played.
+`chooses`, the runner, which has seen the agents' runs, picks instead a plan whose kind of
+work (:class:`~assay_runner.book.Work`) its look-alike did, in proportion to how often it
+did it on tasks like this one (`kind_shares`); within a kind, the known-good plans take
+half the draws (`plan_weights`). The choice is sealed into the run's first step
+(`assay.security.controls`), where the aggregator reads it back: the run is labelled by
+the plan it played.
 """
 
 from __future__ import annotations
@@ -18,18 +19,21 @@ import hashlib
 import hmac
 import random
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from assay_schemas import ControlDetails
 
 from .book import Work
 
-__all__ = ["PRIOR_RUNS", "choose_plan", "plan_weights", "playing"]
+__all__ = ["GOOD_SHARE", "choose_plan", "kind_shares", "plan_weights", "playing"]
 
-PRIOR_RUNS = 1.0
-"""The weight of the even prior, in runs: after n of its look-alike's runs, a kind of work
-the look-alike never did keeps 1/(n+1) of the draws between them (so no kind's figures
-go unmeasured only because one agent never does it)."""
+GOOD_SHARE = 0.5
+"""The share of a kind's draws its known-good plans take, where it has known-bad ones too.
+A task declares one known-good plan beside its variants: split evenly, the reference took
+a third of the draws of the kind of work it shares with two of them, and a bundled
+campaign of forty controls played it 3-8 times, in one CI run (2026-12-07) never, which
+left every judge's sensitivity and every corrected pass share undefined. Sensitivity
+rests on the known-good plans alone; specificity pools every variant."""
 
 
 def _plans(
@@ -43,14 +47,47 @@ def _plans(
     return out
 
 
-def plan_weights(works: Mapping[str, Work], seen: Counter[Work]) -> dict[str, float]:
-    """Each plan's chance: its kind of work's share of the look-alike's runs of the kinds
-    on offer (`seen`), smoothed by `PRIOR_RUNS` spread evenly over them, split evenly
-    between the plans of that kind."""
-    kinds = Counter(works.values())
-    n = sum(seen[k] for k in kinds)
-    share = {k: (seen[k] + PRIOR_RUNS / len(kinds)) / (n + PRIOR_RUNS) for k in kinds}
-    return {plan: share[work] / kinds[work] for plan, work in works.items()}
+def kind_shares(
+    kinds: Collection[Work], seen: Counter[Work], pooled: Counter[Work]
+) -> dict[Work, float]:
+    """Each kind on offer's share of the draws: its share of the look-alike's runs of the
+    kinds on offer (`seen`); where the look-alike has answered none of them yet, of every
+    agent's of the campaign (`pooled`); before any, every kind alike.
+
+    A kind the look-alike has never done is not drawn once it has answered: a control
+    doing it would be the one run of its model to. (A prior of one run's weight spread
+    over the kinds did that: in one CI run, 2026-12-07, six of the eight controls
+    wearing the careful agent, which ran its code in every run, answered in prose or
+    left their code unrun.) A kind no agent does is then played by no control: none
+    could play it blind."""
+    for counts in (seen, pooled):
+        n = sum(counts[k] for k in kinds)
+        if n:
+            return {k: counts[k] / n for k in kinds}
+    return {k: 1 / len(kinds) for k in kinds}
+
+
+def plan_weights(
+    works: Mapping[str, Work],
+    good: Collection[str],
+    seen: Counter[Work],
+    pooled: Counter[Work] | None = None,
+) -> dict[str, float]:
+    """Each plan's chance: its kind's `kind_shares`, split between the kind's plans, the
+    known-good ones (`good`) taking `GOOD_SHARE` of it where the kind has known-bad ones
+    too, evenly otherwise."""
+    share = kind_shares(set(works.values()), seen, pooled or Counter())
+    out: dict[str, float] = {}
+    for kind, weight in share.items():
+        plans = [p for p, w in works.items() if w == kind]
+        known_good = [p for p in plans if p in good]
+        known_bad = [p for p in plans if p not in good]
+        if known_good and known_bad:
+            out.update({p: weight * GOOD_SHARE / len(known_good) for p in known_good})
+            out.update({p: weight * (1 - GOOD_SHARE) / len(known_bad) for p in known_bad})
+        else:
+            out.update({p: weight / len(plans) for p in plans})
+    return out
 
 
 def choose_plan(
@@ -61,17 +98,20 @@ def choose_plan(
     *,
     key: bytes,
     run_id: str,
+    pooled: Counter[Work] | None = None,
 ) -> ControlDetails:
     """The declaration the run plays: `control` itself unless it `chooses`; else one of
     its task's plans whose kind of work is known (`works`: plan -> kind), drawn by
-    `plan_weights` from the look-alike's runs (`seen`), the draw keyed by `key` (the
-    deployment's controls secret) and the run, so a rerun of the same choice draws alike."""
+    `plan_weights` from the look-alike's runs (`seen`; every agent's, `pooled`, before it
+    has any), the draw keyed by `key` (the deployment's controls secret) and the run, so
+    a rerun of the same choice draws alike."""
     if not control.chooses:
         return control
     plans = {p: d for p, d in _plans(control, declared).items() if p in works}
     if control.plan_sha256 not in plans or len(plans) < 2:
         return control
-    weights = plan_weights({p: works[p] for p in plans}, seen)
+    good = {p for p, d in plans.items() if d.expected == "pass"}
+    weights = plan_weights({p: works[p] for p in plans}, good, seen, pooled)
     order = sorted(weights)
     seed = hmac.new(key, f"assay-choice\x1f{run_id}".encode(), hashlib.sha256).digest()
     plan = random.Random(seed).choices(order, [weights[p] for p in order])[0]

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -64,6 +66,9 @@ RUNS_IN_FLIGHT = meter("assay.runner").create_up_down_counter(
 
 ProviderFactory = Callable[[AgentSpec], ModelProvider]
 
+CHOICE_POLL_S = 0.1
+"""How often a control waiting for its look-alike's run to answer reads the book."""
+
 
 class RunGivenUp(AssayError):
     """The runner stopped retrying a run (its SandboxReady was dead-lettered)."""
@@ -91,6 +96,15 @@ class Driver(RunnerBase):
     claim_poll_s: float = 2.0
     """How often a drive that finds its run's sandbox held by another drive reads the log
     for the run's end and claims the sandbox again."""
+
+    choice_wait_s: float = 30.0
+    """How long a control that chooses before any of its look-alike's runs answered waits
+    for one (see `_look_alikes_works`): a scripted or fast model's run answers within it;
+    a slow model's costs a drive at most this, once per control among a campaign's
+    first runs."""
+    choice_waiters: int = 4
+    """Most controls waiting so at once in this runner (`build` makes it half its drives)."""
+    _waiting: int = 0
 
     _drives: str = field(default_factory=lambda: uuid.uuid4().hex)
     """This process's part of its drive ids (see `_drive_id`)."""
@@ -313,12 +327,37 @@ class Driver(RunnerBase):
             for d in declared
             if (d.campaign_id, d.task_id) == (control.campaign_id, control.task_id)
         }
-        seen = self.book.works(
-            request.campaign_id, control.like, attached=bool(request.task.attachments)
-        )
+        attached = bool(request.task.attachments)
+        seen = await self._look_alikes_works(request.campaign_id, control.like, attached)
+        pooled = self.book.campaign_works(request.campaign_id, attached=attached)
         known = {plan: work for plan, work in works.items() if work is not None}
         salt = campaign_salt(self.controls.secret, request.campaign_id)
-        return choose_plan(control, declared, known, seen, key=salt, run_id=request.run_id or "")
+        return choose_plan(
+            control, declared, known, seen, key=salt, run_id=request.run_id or "", pooled=pooled
+        )
+
+    async def _look_alikes_works(
+        self, campaign_id: str, like: str | None, attached: bool
+    ) -> Counter[Work]:
+        """The look-alike's kinds of work on tasks with files `attached` or not; where it
+        has answered none yet, waits for one (at most `choice_wait_s`, and only while
+        fewer than `choice_waiters` controls wait here, so agents' runs keep drives to
+        run in): one choosing before any of them answered drew every kind alike, and
+        played work its look-alike never did (7-11 of a bundled campaign's 40 controls
+        chose so; 4-11 of them played a kind their look-alike never did on tasks like
+        theirs over six campaigns, 1-4 since they wait; 2026-12-07)."""
+        seen = self.book.works(campaign_id, like, attached=attached)
+        if seen or like is None or self._waiting >= self.choice_waiters:
+            return seen
+        self._waiting += 1
+        try:
+            deadline = time.monotonic() + self.choice_wait_s
+            while not seen and time.monotonic() < deadline:
+                await asyncio.sleep(CHOICE_POLL_S)
+                seen = self.book.works(campaign_id, like, attached=attached)
+            return seen
+        finally:
+            self._waiting -= 1
 
     def _played(
         self,
