@@ -266,8 +266,8 @@ async def test_a_control_waits_for_its_look_alikes_first_answer_before_it_choose
     tmp_path: Path,
 ) -> None:
     """A control choosing before any run of its look-alike answered waits for one (its
-    kind, not every kind alike), at most `choice_wait_s`, and only while fewer than
-    `choice_waiters` controls wait, so agents' runs keep drives to run in."""
+    kind, not every kind alike), at most `choice_wait_s` (aside, its worker slot given up:
+    `assay.bus.waiting_aside`, which outside a worker does nothing)."""
     store = LocalBlobStore(tmp_path / "blobs")
     plans = _stored(store)
     declared = [
@@ -276,7 +276,7 @@ async def test_a_control_waits_for_its_look_alikes_first_answer_before_it_choose
     ]
     driver = Driver(bus=None, store=store, controls=ControlsKey(b"k" * 32))  # type: ignore[arg-type]
     driver._controls["c"] = declared
-    driver.choice_wait_s, driver.choice_waiters = 5.0, 2
+    driver.choice_wait_s = 5.0
     turn = Turn(0, 1.0, False, None, 1, 10, 3, 5, 2)
 
     async def answers_later() -> None:
@@ -291,16 +291,12 @@ async def test_a_control_waits_for_its_look_alikes_first_answer_before_it_choose
     await answer
     assert 0.3 <= waited < 5.0
     assert Counter(c.variant for c in chosen) == Counter({"prose_only": 2})
-    assert driver._waiting == 0
-    # With the waiters full, a control chooses at once, from what is known (nothing of
-    # this look-alike: every agent's, here the one prose answer).
-    driver.choice_waiters = 0
-    other = draws[2].model_copy(update={"like": "silent"})
+    # Once one has answered, a control chooses at once.
     started = time.monotonic()
-    assert (await driver._chosen(_request(other), other, [])).variant == "prose_only"
+    assert (await driver._chosen(_request(draws[2]), draws[2], [])).variant == "prose_only"
     assert time.monotonic() - started < 0.3
     # An agent that never answers: the wait ends at `choice_wait_s`.
-    driver.choice_wait_s, driver.choice_waiters = 0.2, 2
+    driver.choice_wait_s = 0.2
     lone = draws[0].model_copy(update={"like": "silent", "control_run_id": "w9"})
     started = time.monotonic()
     await driver._chosen(_request(lone), lone, [])

@@ -41,7 +41,6 @@ def build(
         controls=controls_key(settings),
         model_cache_dir=own.model_cache,
         admissions=admissions_in_flight(drives),
-        choice_waiters=max(1, drives // 2),
     )
     subscribe(bus, CAMPAIGNS, service.on_campaign_started)
     subscribe(

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from assay.bus import Delivery
+from assay.bus import Delivery, waiting_aside
 from assay.controls import campaign_salt
 from assay.providers import (
     DEFAULT_PRICES,
@@ -98,13 +98,10 @@ class Driver(RunnerBase):
     for the run's end and claims the sandbox again."""
 
     choice_wait_s: float = 30.0
-    """How long a control that chooses before any of its look-alike's runs answered waits
-    for one (see `_look_alikes_works`): a scripted or fast model's run answers within it;
-    a slow model's costs a drive at most this, once per control among a campaign's
-    first runs."""
-    choice_waiters: int = 4
-    """Most controls waiting so at once in this runner (`build` makes it half its drives)."""
-    _waiting: int = 0
+    """How long a control that chooses before any of its look-alike's runs answered here
+    waits for one (see `_look_alikes_works`): a scripted or fast model's run answers
+    within it. A slow model's, or a look-alike whose runs another replica drives, costs
+    a control among a campaign's first runs this much time, not a drive."""
 
     _drives: str = field(default_factory=lambda: uuid.uuid4().hex)
     """This process's part of its drive ids (see `_drive_id`)."""
@@ -340,24 +337,21 @@ class Driver(RunnerBase):
         self, campaign_id: str, like: str | None, attached: bool
     ) -> Counter[Work]:
         """The look-alike's kinds of work on tasks with files `attached` or not; where it
-        has answered none yet, waits for one (at most `choice_wait_s`, and only while
-        fewer than `choice_waiters` controls wait here, so agents' runs keep drives to
-        run in): one choosing before any of them answered drew every kind alike, and
-        played work its look-alike never did (7-11 of a bundled campaign's 40 controls
-        chose so; 4-11 of them played a kind their look-alike never did on tasks like
-        theirs over six campaigns, 1-4 since they wait; 2026-12-07)."""
+        has answered none yet, waits for one, aside (its drive's worker slot goes to the
+        next run, so controls waiting never hold up the runs they wait for), at most
+        `choice_wait_s`: one choosing before any of them answered drew every kind alike,
+        and played work its look-alike never did (7-11 of a bundled campaign's 40
+        controls chose so; 4-11 of them played a kind their look-alike never did on tasks
+        like theirs over six campaigns, none over four since they wait; 2026-12-07)."""
         seen = self.book.works(campaign_id, like, attached=attached)
-        if seen or like is None or self._waiting >= self.choice_waiters:
+        if seen or like is None:
             return seen
-        self._waiting += 1
-        try:
-            deadline = time.monotonic() + self.choice_wait_s
+        deadline = time.monotonic() + self.choice_wait_s
+        async with waiting_aside():
             while not seen and time.monotonic() < deadline:
                 await asyncio.sleep(CHOICE_POLL_S)
                 seen = self.book.works(campaign_id, like, attached=attached)
-            return seen
-        finally:
-            self._waiting -= 1
+        return seen
 
     def _played(
         self,
