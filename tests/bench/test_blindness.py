@@ -57,8 +57,9 @@ FOREST_BOUND = 0.65
 """The random forest on the larger campaign, as the mean of `FOREST_REPEATS`
 cross-validations: 0.44-0.60 over fifteen campaigns (0.44-0.57 over the six of them with
 a control's habits its look-alike's own first) and 0.50-0.62 over three earlier, all on
-2026-12-07; 0.43-0.52 over four since a control plays no kind its look-alike never did.
-With the labels shuffled the same measure reads 0.50 with a standard deviation of
+2026-12-07; 0.43-0.52 over eight since a control plays no kind its look-alike never did,
+waiting for its look-alike's first answer in its drive, and 0.49-0.58 over three waiting
+aside. With the labels shuffled the same measure reads 0.50 with a standard deviation of
 0.04-0.05 (twelve shuffles of each of five campaigns, largest 0.61): the bound is about
 three of those above chance, so the test catches a tell coming back (0.71-0.82 before
 controls chose their plans) without failing on a campaign's own spread. Step timings
@@ -67,6 +68,9 @@ carry a weak tell in some campaigns (the forest 0.578 with them, 0.551 without, 
 0.01-0.015 AUC at most. One split into folds alone moved a single cross-validation by
 ±0.04 on the same runs (single splits read 0.43-0.651 over seven campaigns, one CI run
 failing at 0.651), so the mean of several is taken, the bound unchanged."""
+UNSEEN_OPENINGS = 8
+"""The most controls of the larger campaign's 120 that may open with a tool no run of
+their model opened with."""
 FOREST_REPEATS = 5
 """Cross-validations (each its own split and forest seed) whose mean AUC the larger
 campaign's forest is held to."""
@@ -96,7 +100,7 @@ def test_a_classifier_cannot_tell_controls_from_agents_runs_in_the_bundled_campa
     """Each home draws its own controls secret (its look-alikes, ids and slots): over eight
     salts the AUC was 0.23-0.46 (2026-12-05) once a control imitates the runs on tasks
     like its own (files attached or not); 0.23-0.46 over four with each kind wearing every
-    look-alike in turn; 0.30-0.47 over six since a control waits for its look-alike's
+    look-alike in turn; 0.27-0.47 over ten since a control waits for its look-alike's
     first answer and never plays a kind its look-alike never did (2026-12-07: one CI
     run read 0.643 before, six of its eight controls wearing the careful agent answering
     as that agent never did)."""
@@ -142,11 +146,13 @@ def test_a_classifier_cannot_tell_controls_apart_in_a_larger_campaign(
     # Controls chose their plans, and every variant was still played and measured.
     played = {r["variant"] for r in ran.report["validity"]["control_rates"]}
     assert played >= {"reference", *DERIVED_VARIANTS}, played
-    # Measured, not yet bounded: 9-17 of 120 controls a campaign opened with a tool no run
-    # of their model opens with, 0-3 since a control plays no kind its look-alike never
-    # did (2026-12-07; see `openings_no_agent_made`).
+    # 9-17 of 120 controls a campaign opened with a tool no run of their model opens with
+    # while a control could play a kind its look-alike never did, 0-3 over eight since and
+    # none over three once it waits aside (2026-12-07; see `openings_no_agent_made`): the
+    # bound catches that coming back.
     unseen = openings_no_agent_made(features, controls)
     print(f"\nlarger: {len(unseen)} controls open as no run of their model: {unseen[:8]}")
+    assert len(unseen) <= UNSEEN_OPENINGS, unseen
     assert found.auc <= CHANCE, f"AUC {found.auc:.3f}: controls are told by {tells[:5]}"
     if forest.auc > FOREST_BOUND:  # what told them, held out (a cross-validation's fits)
         forest_tells = top_tells(features, controls, classifier="forest")
