@@ -14,7 +14,7 @@ from scipy.stats import binomtest
 from assay.security.controls import ControlsKey
 from assay.store import LocalBlobStore
 from assay_runner.book import AgentBook, Turn, Work
-from assay_runner.choice import GOOD_SHARE, choose_plan, plan_weights
+from assay_runner.choice import GOOD_SHARE, choose_plan, plan_weights, weighs_kinds
 from assay_runner.handlers.driver import ChoiceLost, Driver
 from assay_schemas import (
     AgentSpec,
@@ -164,6 +164,16 @@ def test_a_control_that_does_not_choose_or_has_nothing_to_choose_plays_its_decla
     assert choose_plan(DECLARED[0], DECLARED, known, seen, key=b"s" * 32, run_id="r") == DECLARED[0]
 
 
+def test_only_plans_of_two_kinds_or_more_weigh_the_look_alikes_kinds() -> None:
+    assert weighs_kinds(DECLARED[0], DECLARED, WORKS)
+    one_kind = {PLANS["reference"]: RAN, PLANS["altered_numbers"]: RAN}
+    assert not weighs_kinds(DECLARED[0], DECLARED, one_kind)
+    alone = _declared("reference", "k9", task="t2")
+    assert not weighs_kinds(alone, [*DECLARED, alone], WORKS)
+    fixed = _declared("reference", "k0", chooses=False)
+    assert not weighs_kinds(fixed, [fixed, *DECLARED[1:]], WORKS)
+
+
 def test_the_book_counts_an_agents_kinds_of_work_apart_by_attachments() -> None:
     book = AgentBook()
     turn = Turn(0, 1.0, False, None, 1, 10, 3, 5, 2)
@@ -301,3 +311,36 @@ async def test_a_control_waits_for_its_look_alikes_first_answer_before_it_choose
     started = time.monotonic()
     await driver._chosen(_request(lone), lone, [])
     assert 0.2 <= time.monotonic() - started < 2.0
+
+
+async def test_a_control_offered_one_kind_of_work_chooses_without_waiting(tmp_path: Path) -> None:
+    """Where its task's plans are all of one kind (a campaign declaring only `reference`,
+    or the reference beside altered numbers), no answer of its look-alike can move the
+    draw: the control chooses at once, though its look-alike has answered nothing and it
+    would wait `choice_wait_s` for a choice between kinds."""
+    store = LocalBlobStore(tmp_path / "blobs")
+    plans = _stored(store)
+    ran = ControlPlan.model_validate_json(store.get_bytes(plans["reference"]))
+    moved = ran.model_copy(update={"message": "ran; its numbers moved"})
+    moved_sha = store.put_bytes(moved.model_dump_json().encode()).sha256
+    update = {"like": "silent", "plan_sha256": plans["reference"]}
+    alone = _declared("reference", "k0", task="t2").model_copy(update=update)
+    pair = [
+        _declared("reference", "k1", task="t3").model_copy(update=update),
+        _declared("altered_numbers", "k2", task="t3").model_copy(
+            update={**update, "plan_sha256": moved_sha}
+        ),
+    ]
+    driver = Driver(bus=None, store=store, controls=ControlsKey(b"k" * 32))  # type: ignore[arg-type]
+    driver._controls["c"] = [alone, *pair]
+    driver.choice_wait_s = 5.0
+    started = time.monotonic()
+    assert await driver._chosen(_request(alone), alone, []) == alone
+    draws = [
+        c.model_copy(update={"control_run_id": f"p{i}{c.agent_id}"})
+        for i in range(20)
+        for c in pair
+    ]
+    chosen = [await driver._chosen(_request(c), c, []) for c in draws]
+    assert time.monotonic() - started < 1.0
+    assert {c.variant for c in chosen} == {"reference", "altered_numbers"}

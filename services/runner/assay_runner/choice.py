@@ -25,7 +25,15 @@ from assay_schemas import ControlDetails
 
 from .book import Work
 
-__all__ = ["GOOD_SHARE", "choose_plan", "kind_shares", "plan_weights", "playing"]
+__all__ = [
+    "GOOD_SHARE",
+    "choosable",
+    "choose_plan",
+    "kind_shares",
+    "plan_weights",
+    "playing",
+    "weighs_kinds",
+]
 
 GOOD_SHARE = 0.5
 """The share of a kind's draws its known-good plans take, where it has known-bad ones too.
@@ -90,6 +98,29 @@ def plan_weights(
     return out
 
 
+def choosable(
+    control: ControlDetails, declared: Sequence[ControlDetails], works: Mapping[str, Work]
+) -> dict[str, ControlDetails]:
+    """The plans `control` draws from: its task's plans whose kind of work is known
+    (`works`), where it `chooses` and its own plan is one of at least two; else none (it
+    plays its declaration)."""
+    if not control.chooses:
+        return {}
+    plans = {p: d for p, d in _plans(control, declared).items() if p in works}
+    if control.plan_sha256 not in plans or len(plans) < 2:
+        return {}
+    return plans
+
+
+def weighs_kinds(
+    control: ControlDetails, declared: Sequence[ControlDetails], works: Mapping[str, Work]
+) -> bool:
+    """Whether the look-alike's kinds of work can move `control`'s draw: its plans on offer
+    are of at least two kinds. Where they are not, a control has no reason to wait for its
+    look-alike's first answer (`Driver._chosen`)."""
+    return len({works[p] for p in choosable(control, declared, works)}) > 1
+
+
 def choose_plan(
     control: ControlDetails,
     declared: Sequence[ControlDetails],
@@ -105,10 +136,8 @@ def choose_plan(
     `plan_weights` from the look-alike's runs (`seen`; every agent's, `pooled`, before it
     has any), the draw keyed by `key` (the deployment's controls secret) and the run, so
     a rerun of the same choice draws alike."""
-    if not control.chooses:
-        return control
-    plans = {p: d for p, d in _plans(control, declared).items() if p in works}
-    if control.plan_sha256 not in plans or len(plans) < 2:
+    plans = choosable(control, declared, works)
+    if not plans:
         return control
     good = {p for p, d in plans.items() if d.expected == "pass"}
     weights = plan_weights({p: works[p] for p in plans}, good, seen, pooled)

@@ -47,7 +47,7 @@ from assay_schemas import (
 
 from ..agent import AgentRun
 from ..book import AgentBook, Observed, Work
-from ..choice import choose_plan, playing
+from ..choice import choose_plan, playing, weighs_kinds
 from ..clients import ModelClients
 from ..control import ControlProvider, plan_work
 from ..program import ProgramFailed, ProgramRun
@@ -324,10 +324,13 @@ class Driver(RunnerBase):
             for d in declared
             if (d.campaign_id, d.task_id) == (control.campaign_id, control.task_id)
         }
-        attached = bool(request.task.attachments)
-        seen = await self._look_alikes_works(request.campaign_id, control.like, attached)
-        pooled = self.book.campaign_works(request.campaign_id, attached=attached)
         known = {plan: work for plan, work in works.items() if work is not None}
+        attached = bool(request.task.attachments)
+        if weighs_kinds(control, declared, known):
+            seen = await self._look_alikes_works(request.campaign_id, control.like, attached)
+        else:  # one kind on offer (or one plan): no answer of its look-alike moves the draw
+            seen = self.book.works(request.campaign_id, control.like, attached=attached)
+        pooled = self.book.campaign_works(request.campaign_id, attached=attached)
         salt = campaign_salt(self.controls.secret, request.campaign_id)
         return choose_plan(
             control, declared, known, seen, key=salt, run_id=request.run_id or "", pooled=pooled
