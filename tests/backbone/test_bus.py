@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nats.aio.msg import Msg
+from nats.errors import NotJSMessageError
 from nats.js.errors import APIError
 
-from assay.bus import DEAD_REASON, Bus, Delivery, Subjects, Unchanged
+from assay.bus import DEAD_REASON, Bus, Delivery, Subjects, Unchanged, read_raw
+from assay.bus._replay import _position
 from assay.config import Settings
 from assay.embedded import NatsServer, find_free_port
 from assay_schemas import (
@@ -152,6 +155,44 @@ async def test_replay_returns_every_event_in_order_as_typed_models(bus: Bus) -> 
     assert from_seq == [8, 9, 10]
     only_r2 = await bus.run_events("c1", "r2")
     assert [e.step for e in only_r2] == list(range(5))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "$JS.ACK.KB.reader.1.42.7.1733580000000000000.3",
+        "$JS.ACK._.ACCOUNTHASH.KB.reader.2.42.7.1733580000000000000.0",
+        "$JS.ACK.hub.ACCOUNTHASH.KB.reader.2.42.7.1733580000000000000.5.token",
+    ],
+)
+def test_a_deliverys_position_reads_as_nats_py_reads_it(reply: str) -> None:
+    """The reader's own parse of a delivery's reply subject (both of JetStream's layouts)
+    gives what nats-py's `Msg.metadata` gives, and refuses what it refuses."""
+    meta = Msg(None, reply=reply).metadata  # type: ignore[arg-type]
+    assert _position(reply) == (meta.sequence.stream, meta.num_pending)
+
+
+@pytest.mark.parametrize(
+    "reply", ["", "_INBOX.abc", "$JS.ACK.KB.reader.1.42", "$JS.NAK.a.b.c.d.e.f.g"]
+)
+def test_a_reply_that_is_no_jetstream_delivery_is_refused_as_nats_py_refuses_it(
+    reply: str,
+) -> None:
+    with pytest.raises(NotJSMessageError):
+        _ = Msg(None, reply=reply).metadata  # type: ignore[arg-type]
+    with pytest.raises(NotJSMessageError):
+        _position(reply)
+
+
+async def test_a_real_deliverys_position_is_its_sequence(bus: Bus) -> None:
+    for n in range(3):
+        await bus.publish(step("r1", n))
+    raws = [r async for r in read_raw(bus.js, bus.stream.name, subject=bus.subjects.events)]
+    assert [r.sequence for r in raws] == [1, 2, 3]
+    got = await bus.js.subscribe(bus.subjects.events, stream=bus.stream.name, ordered_consumer=True)
+    msg = await got.next_msg(timeout=5)
+    assert _position(msg.reply) == (msg.metadata.sequence.stream, msg.metadata.num_pending)
+    await got.unsubscribe()
 
 
 async def test_run_events_of_some_types_leave_the_others_undecoded(bus: Bus) -> None:

@@ -8,6 +8,7 @@ from collections.abc import AsyncGenerator, AsyncIterable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from nats.aio.msg import Msg
+from nats.errors import NotJSMessageError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
@@ -145,15 +146,35 @@ async def read_raw(
                     raise NatsTimeout from None
             else:
                 m = delivered.get_nowait()
-            meta = m.metadata
-            yield RawMessage(meta.sequence.stream, m.subject, m.data, dict(m.headers or {}))
-            if not follow and meta.num_pending == 0:
+            sequence, pending = _position(m.reply)
+            yield RawMessage(sequence, m.subject, m.data, dict(m.headers or {}))
+            if not follow and pending == 0:
                 return
     finally:
         try:
             await sub.unsubscribe()
         except Exception:  # the connection may already be closing
             log.debug("unsubscribe failed", exc_info=True)
+
+
+def _position(reply: str) -> tuple[int, int]:
+    """A delivery's stream sequence and the messages pending after it, read from its reply
+    subject as nats-py's `Msg.metadata` reads them (its token layouts, its error), without
+    the delivery time's datetime and the three objects that property builds for every
+    message: a ninth of a full rebuild's CPU, and more of a raw read's."""
+    tokens = reply.split(".") if reply else []
+    if len(tokens) >= _V2_TOKENS - 1 and tokens[:2] == ["$JS", "ACK"]:
+        # $JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<delivered>.<stream seq>.
+        # <consumer seq>.<time>.<pending>[.<random token>]
+        return int(tokens[7]), int(tokens[10])
+    if len(tokens) == _V1_TOKENS and tokens[:2] == ["$JS", "ACK"]:
+        # $JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>
+        return int(tokens[5]), int(tokens[8])
+    raise NotJSMessageError
+
+
+_V1_TOKENS = 9
+_V2_TOKENS = 12
 
 
 async def decode_log(
