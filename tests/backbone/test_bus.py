@@ -190,9 +190,11 @@ async def test_a_real_deliverys_position_is_its_sequence(bus: Bus) -> None:
     raws = [r async for r in read_raw(bus.js, bus.stream.name, subject=bus.subjects.events)]
     assert [r.sequence for r in raws] == [1, 2, 3]
     got = await bus.js.subscribe(bus.subjects.events, stream=bus.stream.name, ordered_consumer=True)
-    msg = await got.next_msg(timeout=5)
-    assert _position(msg.reply) == (msg.metadata.sequence.stream, msg.metadata.num_pending)
-    await got.unsubscribe()
+    try:
+        msg = await got.next_msg(timeout=5)
+        assert _position(msg.reply) == (msg.metadata.sequence.stream, msg.metadata.num_pending)
+    finally:
+        await got.unsubscribe()
 
 
 async def test_run_events_of_some_types_leave_the_others_undecoded(bus: Bus) -> None:
